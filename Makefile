@@ -1,0 +1,58 @@
+# profd — see README.md. `make demo` runs the main job, `make test` runs the tests.
+SHELL := /bin/bash
+GO ?= go
+FUZZTIME ?= 30s
+BENCH ?= .
+BENCHTIME ?= 1s
+BENCHPKGS ?= ./...
+TESTTIMEOUT ?= 15m
+
+.PHONY: all build test deps vet fmt-check lint bench fuzz generate generate-check demo clean
+
+all: build
+
+## build: compile every command into bin/
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## deps: check (and as root, install with apt) the tools the tests and the demo use
+deps:
+	@scripts/deps.sh
+
+## test: vet, gofmt check and every test (the README's test command; .ci/run calls it)
+test: deps vet fmt-check generate-check
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt: these files need formatting:"; echo "$$out"; exit 1; fi
+
+## lint: vet, gofmt and staticcheck (fetched through the Go module proxy)
+lint: vet fmt-check
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+## bench: benchmarks with allocation figures (BENCH=regexp BENCHPKGS=./pkg BENCHTIME=2s)
+bench: deps
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCHPKGS)
+
+## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+## generate: regenerate committed generated code (bpf2go output) with the pinned clang
+generate: deps
+	$(GO) generate ./...
+
+## generate-check: fail when committed generated code is not what `make generate` makes
+generate-check:
+	@scripts/generate-check.sh
+
+## demo: the main job (see README.md)
+demo: deps build
+	@scripts/demo.sh
+
+clean:
+	rm -rf bin out

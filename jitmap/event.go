@@ -1,0 +1,40 @@
+package jitmap
+
+// Event is one decoded JIT symbol record: *CodeLoad, *CodeMove, *CodeUnload or *StreamEnd.
+type Event interface{ isEvent() }
+
+// CodeLoad announces new code (jitdump CODE_LOAD with any CODE_DEBUG_INFO that preceded it,
+// or a perf-map line).
+type CodeLoad struct {
+	Pid, Tid uint32
+	Object   CodeObject
+}
+
+// CodeMove says code moved from OldAddr to NewAddr at TimeNs (jitdump CODE_MOVE).
+type CodeMove struct {
+	Pid, Tid  uint32
+	TimeNs    int64
+	CodeIndex uint64
+	OldAddr   uint64
+	NewAddr   uint64
+	Size      uint64
+}
+
+// CodeUnload says the code at Addr stopped being live at TimeNs. jitdump has no such record;
+// profd defines one (see docs/jitdump-extensions.md) that other tools skip by its size.
+type CodeUnload struct {
+	Pid, Tid  uint32
+	TimeNs    int64
+	CodeIndex uint64
+	Addr      uint64
+}
+
+// StreamEnd is jitdump's CODE_CLOSE: the writer will send nothing more.
+type StreamEnd struct {
+	TimeNs int64
+}
+
+func (*CodeLoad) isEvent()   {}
+func (*CodeMove) isEvent()   {}
+func (*CodeUnload) isEvent() {}
+func (*StreamEnd) isEvent()  {}

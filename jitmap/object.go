@@ -1,0 +1,55 @@
+package jitmap
+
+// Source says where a code object's record came from.
+type Source uint8
+
+const (
+	SourceUnknown     Source = iota
+	SourceFIFO               // the profd FIFO (jitdump or perf-map stream)
+	SourceJitdumpFile        // a jitdump file the JIT wrote (jit-PID.dump)
+	SourcePerfMapFile        // /tmp/perf-PID.map
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceFIFO:
+		return "fifo"
+	case SourceJitdumpFile:
+		return "jitdump-file"
+	case SourcePerfMapFile:
+		return "perf-map-file"
+	}
+	return "unknown"
+}
+
+// LineEntry maps a code address to the source position of the code that starts there.
+type LineEntry struct {
+	Addr          uint64 // absolute code address (LLVM 14's +0x40 bias already removed)
+	File          string
+	Line          uint32
+	Discriminator uint32
+}
+
+// CodeObject is one function's machine code as a JIT emitted it at one place and time.
+// Times are CLOCK_MONOTONIC nanoseconds, the clock perf samples are taken with.
+type CodeObject struct {
+	Name      string
+	Addr      uint64      // first byte, in the target's address space
+	Size      uint64      // bytes
+	Code      []byte      // the code bytes; nil where unknown, else len(Code) == Size
+	Lines     []LineEntry // ascending Addr; nil where unknown
+	LoadNs    int64       // when the code became live; 0 when unknown (treated as "always")
+	UnloadNs  int64       // when it was unloaded or moved away; 0 while live
+	CodeIndex uint64      // the JIT's unique id for this code (jitdump code_index); 0 if none
+	Source    Source
+}
+
+// Contains reports whether ip falls inside the object's code range.
+func (o *CodeObject) Contains(ip uint64) bool {
+	return ip >= o.Addr && ip-o.Addr < o.Size
+}
+
+// LiveAt reports whether the object owned its range at time atNs.
+func (o *CodeObject) LiveAt(atNs int64) bool {
+	return (o.LoadNs == 0 || atNs >= o.LoadNs) && (o.UnloadNs == 0 || atNs < o.UnloadNs)
+}

@@ -1,0 +1,52 @@
+package reestimate
+
+// EdgeKind says how control passes along an edge.
+type EdgeKind uint8
+
+const (
+	FallThrough  EdgeKind = iota // into the next block in address order, no branch taken
+	Jump                         // unconditional direct jump
+	CondTaken                    // conditional branch, taken
+	CondNotTaken                 // conditional branch, not taken (falls through)
+)
+
+func (k EdgeKind) String() string {
+	switch k {
+	case FallThrough:
+		return "fallthrough"
+	case Jump:
+		return "jump"
+	case CondTaken:
+		return "taken"
+	case CondNotTaken:
+		return "not-taken"
+	}
+	return "unknown"
+}
+
+// Block is a basic block: a run of instructions entered only at the first and left only
+// after the last.
+type Block struct {
+	Start, End uint64   // byte range [Start, End) in the function's address space
+	Insts      []uint64 // address of each instruction, ascending; len(Insts) ≥ 1
+	// Exit is true when control can leave the function from this block: ret, a jump out of
+	// the function (tail call), an indirect jump, or code that runs off the end.
+	Exit bool
+}
+
+// Edge is a control transfer between two blocks of one function.
+type Edge struct {
+	From, To int // indices into CFG.Blocks
+	Kind     EdgeKind
+}
+
+// CFG is one function's control-flow graph. Blocks are in address order when recovered from
+// machine code; Blocks[Entry] is where the function is entered.
+type CFG struct {
+	Entry  int
+	Blocks []Block
+	Edges  []Edge
+	// IndirectJumps counts indirect jumps (jump tables, computed gotos) whose targets are
+	// unknown; each ends its path like an exit.
+	IndirectJumps int
+}

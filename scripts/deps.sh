@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks for the external tools profd's tests and demo use. As root with apt it installs the
+# missing Debian packages; otherwise it stops at once and says what to install.
+set -euo pipefail
+
+# tool:package pairs (Debian bookworm names).
+needs=(
+	go:golang
+	gcc:gcc
+	clang-14:clang-14
+	lli-14:llvm-14
+	llc-14:llvm-14
+	opt-14:llvm-14
+	llvm-profdata-14:llvm-14
+	perf:linux-perf
+	valgrind:valgrind
+)
+
+missing=()
+for pair in "${needs[@]}"; do
+	tool=${pair%%:*} pkg=${pair#*:}
+	command -v "$tool" >/dev/null 2>&1 || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "profd: missing tools; install these packages: ${missing[*]}" >&2
+	echo "  (Debian/Ubuntu: sudo apt-get install -y ${missing[*]})" >&2
+	exit 1
+fi
+echo "profd: installing ${missing[*]} with apt-get" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -qq "${missing[@]}" >/dev/null; then
+	apt-get update -qq
+	apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

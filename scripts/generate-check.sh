@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fails when committed generated files differ from what `make generate` produces.
+# Nothing to check until a package has go:generate directives.
+set -euo pipefail
+if ! grep -rlq --include='*.go' '^//go:generate' . ; then
+	exit 0
+fi
+make -s generate >/dev/null
+if ! git diff --quiet --exit-code -- '*.go' '*.o'; then
+	echo "generate-check: generated files are stale; run 'make generate' and commit:" >&2
+	git diff --stat -- '*.go' '*.o' >&2
+	exit 1
+fi
