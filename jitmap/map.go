@@ -72,7 +72,7 @@ func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *CodeObject, ok boo
 }
 
 func (p *procMap) lookup(ip uint64, atNs int64) *CodeObject {
-	if o := p.live.find(ip); o != nil && (o.LoadNs == 0 || atNs >= o.LoadNs) {
+	if o := p.live.find(ip, atNs); o != nil {
 		return o
 	}
 	for i := upperBound2(p.ended, ip) - 1; i >= 0; i-- {

@@ -15,9 +15,17 @@ type liveIndex struct {
 }
 
 type liveChunk struct {
-	addrs []uint64 // addrs[i] == objs[i].Addr
+	addrs []uint64 // addrs[i] == objs[i].Addr, searched on its own to stay in few cache lines
 	objs  []*CodeObject
+	meta  []liveMeta // what a lookup checks, so that it touches the object only to return it
 }
+
+type liveMeta struct {
+	end    uint64 // Addr + Size
+	loadNs int64
+}
+
+func metaOf(o *CodeObject) liveMeta { return liveMeta{end: o.Addr + o.Size, loadNs: o.LoadNs} }
 
 // floor returns the chunk and position of the object with the greatest Addr <= ip, or ok false.
 func (x *liveIndex) floor(ip uint64) (ci, oi int, ok bool) {
@@ -28,15 +36,16 @@ func (x *liveIndex) floor(ip uint64) (ci, oi int, ok bool) {
 	return ci, upperBound(x.chunks[ci].addrs, ip) - 1, true
 }
 
-// find returns the live object containing ip.
-func (x *liveIndex) find(ip uint64) *CodeObject {
-	ci, oi, ok := x.floor(ip)
-	if !ok {
+// find returns the live object containing ip if it was loaded by atNs.
+func (x *liveIndex) find(ip uint64, atNs int64) *CodeObject {
+	ci := upperBound(x.firsts, ip) - 1
+	if ci < 0 {
 		return nil
 	}
-	o := x.chunks[ci].objs[oi]
-	if ip-o.Addr < o.Size {
-		return o
+	c := x.chunks[ci]
+	oi := upperBound(c.addrs, ip) - 1
+	if m := c.meta[oi]; ip < m.end && (m.loadNs == 0 || atNs >= m.loadNs) {
+		return c.objs[oi]
 	}
 	return nil
 }
@@ -75,7 +84,7 @@ func (x *liveIndex) overlapping(dst []*CodeObject, addr, size uint64) []*CodeObj
 func (x *liveIndex) insert(o *CodeObject) {
 	x.n++
 	if len(x.chunks) == 0 {
-		x.chunks = []*liveChunk{{addrs: []uint64{o.Addr}, objs: []*CodeObject{o}}}
+		x.chunks = []*liveChunk{{addrs: []uint64{o.Addr}, objs: []*CodeObject{o}, meta: []liveMeta{metaOf(o)}}}
 		x.firsts = []uint64{o.Addr}
 		return
 	}
@@ -84,15 +93,17 @@ func (x *liveIndex) insert(o *CodeObject) {
 	oi := upperBound(c.addrs, o.Addr)
 	c.addrs = slices.Insert(c.addrs, oi, o.Addr)
 	c.objs = slices.Insert(c.objs, oi, o)
+	c.meta = slices.Insert(c.meta, oi, metaOf(o))
 	x.firsts[ci] = c.addrs[0]
 	if len(c.objs) > liveChunkMax {
 		half := len(c.objs) / 2
 		right := &liveChunk{
 			addrs: append(make([]uint64, 0, liveChunkMax), c.addrs[half:]...),
 			objs:  append(make([]*CodeObject, 0, liveChunkMax), c.objs[half:]...),
+			meta:  append(make([]liveMeta, 0, liveChunkMax), c.meta[half:]...),
 		}
 		clear(c.objs[half:])
-		c.addrs, c.objs = c.addrs[:half], c.objs[:half]
+		c.addrs, c.objs, c.meta = c.addrs[:half], c.objs[:half], c.meta[:half]
 		x.chunks = slices.Insert(x.chunks, ci+1, right)
 		x.firsts = slices.Insert(x.firsts, ci+1, right.addrs[0])
 	}
@@ -108,6 +119,7 @@ func (x *liveIndex) remove(o *CodeObject) bool {
 	c := x.chunks[ci]
 	c.addrs = slices.Delete(c.addrs, oi, oi+1)
 	c.objs = slices.Delete(c.objs, oi, oi+1)
+	c.meta = slices.Delete(c.meta, oi, oi+1)
 	if len(c.objs) == 0 {
 		x.chunks = slices.Delete(x.chunks, ci, ci+1)
 		x.firsts = slices.Delete(x.firsts, ci, ci+1)
@@ -122,6 +134,7 @@ func (x *liveIndex) replace(o, n *CodeObject) {
 	ci, oi, ok := x.floor(o.Addr)
 	if ok && x.chunks[ci].objs[oi] == o {
 		x.chunks[ci].objs[oi] = n
+		x.chunks[ci].meta[oi] = metaOf(n)
 	}
 }
 
@@ -132,16 +145,23 @@ func (x *liveIndex) all(dst []*CodeObject) []*CodeObject {
 	return dst
 }
 
-// upperBound returns the number of elements of the ascending s that are <= v.
+// upperBound returns the number of elements of the ascending s that are <= v. The loop has no
+// data-dependent branch (the compiler turns the step into a conditional move), which matters
+// more than its length here: lookups come in random order.
 func upperBound(s []uint64, v uint64) int {
-	lo, hi := 0, len(s)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if s[mid] <= v {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
+	if len(s) == 0 {
+		return 0
 	}
-	return lo
+	base, n := 0, len(s)
+	for n > 1 {
+		half := n >> 1
+		if s[base+half] <= v {
+			base += half
+		}
+		n -= half
+	}
+	if s[base] <= v {
+		return base + 1
+	}
+	return base
 }
