@@ -160,6 +160,9 @@ func (d *Decoder) feed(p []byte) {
 			}
 		} else {
 			take = min(d.jd.need(d)-len(d.pending), len(p))
+			if take <= 0 {
+				take = len(p) // cannot happen while need is right; never spin
+			}
 		}
 		d.pending = append(d.pending, p[:take]...)
 		p = p[take:]

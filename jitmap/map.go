@@ -44,7 +44,7 @@ type Map struct {
 type procMap struct {
 	mu          sync.RWMutex
 	live        liveIndex
-	ended       []*CodeObject // by Addr, then LoadNs
+	ended       []*CodeObject // by Addr
 	endedMaxLen uint64        // the largest Size in ended: how far back a lookup scans
 }
 
@@ -106,8 +106,9 @@ func upperBound2(s []*CodeObject, ip uint64) int {
 //   - *CodeLoad: the object becomes live at its LoadNs. Live objects it overlaps end then (JITs
 //     such as LLVM 14 write no unload records; reuse of the range is the only sign). A load
 //     identical in name and range to a live object is a duplicate (the same code reported by
-//     two sources); it only adds code bytes or lines the live one lacks. Zero-size loads are
-//     ignored.
+//     two sources, e.g. perf-map and jitdump); it only adds the code bytes, lines or code index
+//     the live one lacks, and the earlier load time. Zero-size loads are ignored. The Map keeps
+//     the event's Code and Lines slices: do not modify them afterwards.
 //   - *CodeMove: the live object at OldAddr ends at TimeNs and a copy at NewAddr begins.
 //   - *CodeUnload: the live object at Addr ends at TimeNs.
 //   - *StreamEnd: nothing changes (the code stays live after the writer stops).
@@ -192,14 +193,21 @@ func (m *Map) load(p *procMap, o *CodeObject) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cur := p.live.at(o.Addr); cur != nil && cur.Size == o.Size && cur.Name == o.Name {
-		if (cur.Code == nil && o.Code != nil) || (cur.Lines == nil && o.Lines != nil) {
-			merged := *cur
-			if merged.Code == nil {
-				merged.Code = o.Code
-			}
-			if merged.Lines == nil {
-				merged.Lines = o.Lines
-			}
+		merged := *cur
+		if merged.Code == nil {
+			merged.Code = o.Code
+		}
+		if merged.Lines == nil {
+			merged.Lines = o.Lines
+		}
+		if merged.CodeIndex == 0 {
+			merged.CodeIndex = o.CodeIndex
+		}
+		if merged.LoadNs != 0 && o.LoadNs != 0 && o.LoadNs < merged.LoadNs {
+			merged.LoadNs = o.LoadNs // the other source saw it earlier
+		}
+		if merged.Code != nil && cur.Code == nil || merged.Lines != nil && cur.Lines == nil ||
+			merged.CodeIndex != cur.CodeIndex || merged.LoadNs != cur.LoadNs {
 			p.live.replace(cur, &merged)
 		}
 		return

@@ -230,3 +230,15 @@ func TestMapConcurrent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+func TestMapDuplicateKeepsEarlierLoad(t *testing.T) {
+	m := NewMap(MapOptions{})
+	fromPerfMap := load(1, "f", 0x1000, 4, 90) // stamped when profd read the line
+	fromJitdump := load(1, "f", 0x1000, 4, 50) // stamped by the JIT
+	fromJitdump.Object.CodeIndex = 7
+	mustApply(t, m, fromPerfMap, fromJitdump)
+	o, ok := m.Lookup(1, 0x1000, 60)
+	if !ok || o.LoadNs != 50 || o.CodeIndex != 7 {
+		t.Fatalf("merged object %+v, %v", o, ok)
+	}
+}
