@@ -33,7 +33,9 @@ const (
 // (it accounts for an ELF header that `perf inject` puts before the code).
 const llvm14DebugBias = 0x40
 
-// JitdumpHeader is a jitdump stream's file header.
+// JitdumpHeader is a jitdump stream's file header. Record times are passed on as written: when
+// Flags has JitdumpFlagArchTimestamp they are cycle-counter values, not CLOCK_MONOTONIC ns, and
+// the caller must convert them or not compare them with sample times.
 type JitdumpHeader struct {
 	BigEndian   bool
 	Version     uint32
