@@ -1,6 +1,6 @@
 module github.com/profd/profd
 
-go 1.24
+go 1.26.0
 
 require (
 	github.com/chzyer/readline v1.5.1 // indirect
