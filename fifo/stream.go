@@ -44,18 +44,21 @@ func (st *stream) write(p []byte) {
 	chunk := p
 	for len(chunk) > 0 {
 		events, errs := st.dec.Write(chunk)
-		st.deliver(events, errs)
 		de := fatalError(errs)
 		if de == nil || de.Offset == 0 {
-			break // no fatal error, or one in the header a restart would begin with
+			// No fatal error, or one in the header a restart would begin with.
+			st.deliver(events, errs)
+			break
 		}
 		// The decoder gave up. If what it choked on is a fresh jitdump header, a writer
-		// restarted: decode on from there with a new decoder.
+		// restarted: that is no bad record, and decoding goes on there with a new decoder.
 		at := st.base + de.Offset
 		rest, ok := st.bytesFrom(at, start, p)
 		if !ok || !isJitdumpMagic(rest) {
+			st.deliver(events, errs)
 			break
 		}
+		st.deliver(events, withoutError(errs, de))
 		st.dec = jitmap.NewDecoder(st.pid, st.src, st.sink.decoderOptions)
 		st.base = at
 		st.sink.stats.restarts.Add(1)
@@ -103,6 +106,16 @@ func (st *stream) keepHistory(p []byte) {
 func isJitdumpMagic(b []byte) bool {
 	f, ok := jitmap.DetectFormat(b)
 	return ok && f == jitmap.FormatJitdump
+}
+
+func withoutError(errs []error, drop *jitmap.DecodeError) []error {
+	out := errs[:0:0]
+	for _, err := range errs {
+		if de, ok := err.(*jitmap.DecodeError); !ok || de != drop {
+			out = append(out, err)
+		}
+	}
+	return out
 }
 
 func fatalError(errs []error) *jitmap.DecodeError {
