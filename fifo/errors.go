@@ -11,6 +11,9 @@ var (
 	// ErrNotFIFO: something other than a FIFO (a symlink, a regular file, ...) sits where a
 	// target's FIFO belongs, or the FIFO was replaced while profd used it.
 	ErrNotFIFO = errors.New("not a FIFO")
+	// ErrNotRegular: a jitdump or perf-map file of a target is a symlink, not a regular file,
+	// or owned by neither the target's user nor root; it is not read.
+	ErrNotRegular = errors.New("not a regular file of the target's user")
 	// ErrDirInUse: another live profd owns the directory (its profd.pid names a running profd).
 	ErrDirInUse = errors.New("directory in use by another profd")
 	// ErrClosed: the Server was closed.

@@ -210,6 +210,9 @@ func (ft *fileTailer) consider(path string) {
 // symbols.
 func openOwnedFile(path string, uid int) (int, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("fifo: %s: a symlink, not followed: %w", path, ErrNotRegular)
+	}
 	if err != nil {
 		return -1, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("open", err))
 	}
@@ -220,11 +223,11 @@ func openOwnedFile(path string, uid int) (int, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, fmt.Errorf("fifo: %s: is %s, not a regular file", path, fileType(st.Mode&unix.S_IFMT))
+		return -1, fmt.Errorf("fifo: %s: is %s: %w", path, fileType(st.Mode&unix.S_IFMT), ErrNotRegular)
 	}
 	if st.Uid != uint32(uid) && st.Uid != 0 {
 		unix.Close(fd)
-		return -1, fmt.Errorf("fifo: %s: owner uid %d is neither the target's (%d) nor root", path, st.Uid, uid)
+		return -1, fmt.Errorf("fifo: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, uid, ErrNotRegular)
 	}
 	return fd, nil
 }
