@@ -33,4 +33,3 @@ func Read(pid uint32, addr uint64, size int) ([]byte, error) {
 	}
 	return buf, nil
 }
-
