@@ -10,9 +10,9 @@ import (
 
 // decodeChunks feeds stream to a fresh decoder in pieces cut at the given positions and
 // returns everything it produced, Finish included.
-func decodeChunks(t testing.TB, pid uint32, opts DecoderOptions, stream []byte, cuts ...int) ([]Event, []error) {
+func decodeChunks(t testing.TB, pid uint32, src Source, opts DecoderOptions, stream []byte, cuts ...int) ([]Event, []error) {
 	t.Helper()
-	d := NewDecoder(pid, SourceFIFO, opts)
+	d := NewDecoder(pid, src, opts)
 	var evs []Event
 	var errs []error
 	prev := 0
@@ -105,7 +105,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			}
 			// Every split point, and byte by byte, decodes the same.
 			for cut := 1; cut < len(stream); cut++ {
-				got, errs := decodeChunks(t, pid, DecoderOptions{}, stream, cut)
+				got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cut)
 				if len(errs) > 0 || !reflect.DeepEqual(got, want) {
 					t.Fatalf("split at %d: %d errors %v; events equal: %v", cut, len(errs), errs, reflect.DeepEqual(got, want))
 				}
@@ -114,7 +114,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			for i := 1; i < len(stream); i++ {
 				cuts = append(cuts, i)
 			}
-			if got, errs := decodeChunks(t, pid, DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
+			if got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
 				t.Fatalf("byte by byte: errors %v; got %s", errs, dump(got))
 			}
 		})

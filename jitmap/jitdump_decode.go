@@ -224,7 +224,9 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 	if ok {
 		delete(j.debug, codeAddr)
 		delete(j.debug, vma)
-		ev.Object.Lines = unbiasLines(lines, addr, codeSize, vma == 0)
+		if len(lines) > 0 {
+			ev.Object.Lines = unbiasLines(lines, addr, codeSize, vma == 0)
+		}
 	}
 	d.emit(ev)
 }

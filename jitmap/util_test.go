@@ -1,5 +1,10 @@
 package jitmap
 
-import "fmt"
+import (
+	"debug/dwarf"
+	"fmt"
+)
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+type lineEntryDW struct{ dwarf.LineEntry }
