@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +21,7 @@ type pipe struct {
 	path     string
 	fd       int
 	dev, ino uint64
+	polls    atomic.Uint64 // poll(2) returns, for tests that the reader sleeps between writers
 }
 
 // createPipe makes the FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and opens its
@@ -121,7 +123,9 @@ func (p *pipe) read(buf []byte, wakeFd int) (n int, eof bool, err error) {
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(wakeFd), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil {
+		_, err := unix.Poll(fds, -1)
+		p.polls.Add(1)
+		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}

@@ -316,7 +316,49 @@ func TestTestJIT(t *testing.T) {
 		t.Fatalf("testjit events %q, want %q\n%s\n%s", got, want, out.String(), logs)
 	}
 	if small.Addr != large.Addr || small.LoadNs >= large.LoadNs || bytes.Equal(small.Code, large.Code) {
-		t.Errorf("count_large should reuse count_small's address later with other code: %#x@%d vs %#x@%d",
+		t.Fatalf("count_large should reuse count_small's address later with other code: %#x@%d vs %#x@%d",
 			small.Addr, small.LoadNs, large.Addr, large.LoadNs)
+	}
+
+	// Into jitmap: the same loop address names count_small before the reuse and count_large
+	// after it.
+	m := jitmap.NewMap(jitmap.MapOptions{})
+	for _, e := range evs {
+		if err := m.Apply(e.Event); err != nil {
+			t.Fatalf("apply %s: %v", short(e.Event), err)
+		}
+	}
+	pid := evs[0].Pid
+	loop := small.Addr + 7
+	if o, ok := m.Lookup(pid, loop, small.LoadNs+1); !ok || o.Name != "count_small" {
+		t.Errorf("lookup %#x just after count_small's load: %v %v", loop, o, ok)
+	}
+	if o, ok := m.Lookup(pid, loop, large.LoadNs+1); !ok || o.Name != "count_large" {
+		t.Errorf("lookup %#x just after count_large's load: %v %v", loop, o, ok)
+	}
+}
+
+// TestReaderSleepsBetweenWriters: after a writer closes, the reader waits for the next one in
+// poll(2) instead of spinning on end-of-file.
+func TestReaderSleepsBetweenWriters(t *testing.T) {
+	s, c, _ := startServer(t, Config{})
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	w := openWriter(t, s.FIFOPath(pid))
+	w.Write([]byte("1000 10 only\n"))
+	w.Close()
+	c.waitFor(t, "the line", func(evs []Event) bool { return countLoads(evs) == 1 })
+	for s.Stats().Streams < 2 { // the end of the session was seen
+		time.Sleep(time.Millisecond)
+	}
+	s.mu.Lock()
+	p := s.targets[pid].pipe
+	s.mu.Unlock()
+	before := p.polls.Load()
+	time.Sleep(100 * time.Millisecond)
+	if n := p.polls.Load() - before; n > 2 {
+		t.Errorf("the reader woke %d times in 100 ms with no writer", n)
 	}
 }
