@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pipeBytes is the capacity profd asks for each FIFO.
+const pipeBytes = 1 << 20
+
 // fifoName is the name of a target's FIFO inside the directory.
 func fifoName(pid uint32) string { return fmt.Sprintf("%d.map", pid) }
 
@@ -70,6 +73,9 @@ func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
 		p.close()
 		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fchmod", err))
 	}
+	// A bigger pipe absorbs a JIT's bursts (a batch of compiled functions) while the reader
+	// is busy. Best effort: the limit is /proc/sys/fs/pipe-max-size for unprivileged users.
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBytes)
 	return p, nil
 }
 

@@ -362,3 +362,57 @@ func TestReaderSleepsBetweenWriters(t *testing.T) {
 		t.Errorf("the reader woke %d times in 100 ms with no writer", n)
 	}
 }
+
+// TestHeaderLibraryDropsWholeRecordsWhenPipeFull: nobody reads the FIFO; the JIT's writes
+// wait at most timeout_ms, then drop whole records, and what did go out decodes cleanly.
+func TestHeaderLibraryDropsWholeRecordsWhenPipeFull(t *testing.T) {
+	writer := cProgram(t, "writer")
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cmd := exec.Command(writer, d.Path(), "flood")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The FIFO (and a read end nobody reads yet) must exist before the writer's pid is known:
+	// the writer retries its open, so make it right after the start.
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.createPipe(uint32(cmd.Process.Pid), os.Geteuid(), os.Getegid())
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	defer p.close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("writer: %v\n%s", err, out.String())
+	}
+	var records, dropped, broken, open, elapsed int
+	if _, err := fmt.Sscanf(out.String(), "records %d dropped %d broken %d fd_open %d elapsed_ms %d",
+		&records, &dropped, &broken, &open, &elapsed); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if dropped == 0 || broken != 0 || open != 1 || records+dropped != 25 {
+		t.Fatalf("%s: want some of the 24 loads dropped whole, none cut off, the FIFO still open", out.String())
+	}
+	// What went out is a clean jitdump stream.
+	var got []Event
+	sk := newTestSink(func(ev Event) { got = append(got, ev) })
+	sk.decoderOptions = jitmap.DecoderOptions{}
+	st := newStream(uint32(cmd.Process.Pid), jitmap.SourceFIFO, "flood", sk)
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := syscall.Read(p.fd, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		st.write(buf[:n])
+	}
+	st.finish()
+	if stats := st.sink.stats.snapshot(); stats.BadRecords != 0 || len(got) != records-1 {
+		t.Errorf("decoded %d loads, %d bad records; the writer sent %d loads", len(got), stats.BadRecords, records-1)
+	}
+}

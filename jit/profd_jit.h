@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -179,6 +180,24 @@ static int profd_jit__wait_writable(int fd, uint64_t deadline)
 	}
 }
 
+/* profd_jit__fits reports whether a record of need bytes surely fits in the pipe now (1 where
+ * that cannot be told). The kernel fills a pipe by pages and a write may leave part of a page
+ * unused, so the bytes queued are counted twice and a page is kept spare. Waiting for room
+ * first means a record that does not fit is dropped whole instead of being cut off mid-way. */
+static int profd_jit__fits(int fd, size_t need)
+{
+#if defined(F_GETPIPE_SZ) && defined(FIONREAD)
+	int capacity = fcntl(fd, F_GETPIPE_SZ), queued = 0;
+	if (capacity <= 0 || need + 4096 > (size_t)capacity || ioctl(fd, FIONREAD, &queued) != 0)
+		return 1; /* unknown, or larger than the pipe: written in pieces as profd reads */
+	return 2 * (size_t)queued + need + 4096 <= (size_t)capacity;
+#else
+	(void)fd;
+	(void)need;
+	return 1;
+#endif
+}
+
 /* profd_jit__emit writes one whole record gathered from iov. SIGPIPE is blocked meanwhile
  * and one it raised is consumed, so a vanished profd shows as EPIPE, never as death. */
 static int profd_jit__emit(profd_jit *j, struct iovec *iov, int iovcnt)
@@ -203,6 +222,15 @@ static int profd_jit__emit(profd_jit *j, struct iovec *iov, int iovcnt)
 
 	start = profd_jit__now();
 	deadline = start + (uint64_t)j->timeout_ms * 1000000u;
+	while (!profd_jit__fits(j->fd, total)) {
+		struct timespec ms = {0, 1000000};
+		if (profd_jit__now() >= deadline) {
+			j->dropped++;
+			rc = PROFD_JIT_DROPPED;
+			goto out;
+		}
+		nanosleep(&ms, NULL);
+	}
 	while (done < total) {
 		ssize_t n = writev(j->fd, iov, iovcnt);
 		if (n > 0) {
@@ -249,6 +277,7 @@ static int profd_jit__emit(profd_jit *j, struct iovec *iov, int iovcnt)
 	}
 	if (done == total)
 		j->records++;
+out:
 
 	if (!sigpipe_was_pending) {
 		struct timespec zero = {0, 0};

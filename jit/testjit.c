@@ -138,6 +138,7 @@ int main(int argc, char **argv)
 	long ms = 200, rounds = 1, wait_ms = 0, r;
 	int flush = 0, opt, rc;
 	uint64_t give_up;
+	struct timespec ten_ms = {0, 10000000};
 
 	while ((opt = getopt(argc, argv, "d:m:r:w:f")) != -1) {
 		switch (opt) {
@@ -158,7 +159,7 @@ int main(int argc, char **argv)
 		rc = profd_jit_open(&pj, dir);
 		if (rc != PROFD_JIT_NO_DAEMON || now_ms() >= give_up)
 			break;
-		usleep(10000);
+		nanosleep(&ten_ms, NULL);
 	}
 	printf("profd %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 

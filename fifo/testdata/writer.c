@@ -5,6 +5,7 @@
  *   writer DIR absent      no FIFO: every call must be a harmless no-op
  *   writer DIR gone        connect, wait for a line on stdin (profd goes away), keep writing
  *   writer DIR exec        one load, then exec itself as "after-exec", which loads another
+ *   writer DIR flood       64 KiB loads into a FIFO nobody reads: some must be dropped whole
  */
 #include "../../jit/profd_jit.h"
 
@@ -15,11 +16,12 @@ static unsigned char big_code[300000];
 
 static int connect_fifo(profd_jit *pj, const char *dir)
 {
+	struct timespec ten_ms = {0, 10000000};
 	int i, rc = PROFD_JIT_NO_DAEMON;
 	for (i = 0; i < 500 && rc == PROFD_JIT_NO_DAEMON; i++) {
 		rc = profd_jit_open(pj, dir);
 		if (rc == PROFD_JIT_NO_DAEMON)
-			usleep(10000);
+			nanosleep(&ten_ms, NULL);
 	}
 	pj->timeout_ms = 5000;
 	return rc;
@@ -112,6 +114,26 @@ static int exec_self(const char *self, const char *dir, int after)
 	return 1;
 }
 
+static int flood(const char *dir)
+{
+	static unsigned char code[65536];
+	profd_jit pj;
+	uint64_t idx, start;
+	int i, rc = connect_fifo(&pj, dir);
+	if (rc != PROFD_JIT_OK)
+		return 1;
+	pj.timeout_ms = 20;
+	start = profd_jit__now();
+	for (i = 0; i < 24; i++) {
+		rc = profd_jit_code_load(&pj, "flood", 0x1000 * (uint64_t)(i + 1), sizeof(code), code, NULL, 0, &idx);
+		if (rc != PROFD_JIT_OK && rc != PROFD_JIT_DROPPED)
+			break;
+	}
+	printf("records %" PRIu64 " dropped %" PRIu64 " broken %d fd_open %d elapsed_ms %" PRIu64 "\n", pj.records,
+	       pj.dropped, pj.broken, pj.fd >= 0, (profd_jit__now() - start) / 1000000u);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -125,6 +147,8 @@ int main(int argc, char **argv)
 		return absent(argv[1]);
 	if (strcmp(argv[2], "gone") == 0)
 		return gone(argv[1]);
+	if (strcmp(argv[2], "flood") == 0)
+		return flood(argv[1]);
 	if (strcmp(argv[2], "exec") == 0)
 		return exec_self(argv[0], argv[1], 0);
 	if (strcmp(argv[2], "after-exec") == 0)
