@@ -55,6 +55,7 @@ type Server struct {
 	cfg    Config
 	dir    *Dir
 	sink   *sink
+	ctx    context.Context // cancelled by Close or the caller's context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	files  *fileTailer // nil unless TailFiles
@@ -110,6 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.sink.readCode = procmem.Read
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx = ctx
 	if cfg.TailFiles {
 		s.files, err = newFileTailer(cfg, s.sink)
 		if err != nil {
@@ -151,7 +153,9 @@ func (s *Server) AddTarget(pid uint32) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	// Checked under mu: stopAll, which wakes every reader once the context is done, takes mu
+	// too, so a reader started here is either woken by it or never started.
+	if s.closed || s.ctx.Err() != nil {
 		return ErrClosed
 	}
 	if _, ok := s.targets[pid]; ok {

@@ -416,3 +416,18 @@ func TestHeaderLibraryDropsWholeRecordsWhenPipeFull(t *testing.T) {
 		t.Errorf("decoded %d loads, %d bad records; the writer sent %d loads", len(got), stats.BadRecords, records-1)
 	}
 }
+
+func TestAddTargetAfterCancelIsRefused(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := Start(ctx, Config{Dir: privateDir(t), Handler: func(Event) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := s.AddTarget(uint32(os.Getpid())); !errors.Is(err, ErrClosed) {
+		t.Errorf("AddTarget after cancel: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
