@@ -431,3 +431,37 @@ func TestAddTargetAfterCancelIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPerfMapCodeReadFromOtherProcess: a JIT process sends a perf-map line for code in its
+// own memory; profd reads the bytes from that process while it runs.
+func TestPerfMapCodeReadFromOtherProcess(t *testing.T) {
+	writer := cProgram(t, "writer")
+	s, c, logs := startServer(t, Config{ReadCode: true})
+	cmd := exec.Command(writer, s.Dir(), "perfmap")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	pid := uint32(cmd.Process.Pid)
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	evs := c.waitFor(t, "the perf-map load", func(evs []Event) bool { return countLoads(evs) == 1 })
+	o := evs[0].Event.(*jitmap.CodeLoad).Object
+	want := make([]byte, 48)
+	for i := range want {
+		want[i] = byte(0x40 ^ i)
+	}
+	if o.Name != "perf_map_function" || !bytes.Equal(o.Code, want) || evs[0].Pid != pid {
+		t.Errorf("load %q of pid %d with code %x, want %x from pid %d\n%s\n%s", o.Name, evs[0].Pid, o.Code, want, pid, out.String(), logs)
+	}
+}

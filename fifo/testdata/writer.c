@@ -5,6 +5,8 @@
  *   writer DIR absent      no FIFO: every call must be a harmless no-op
  *   writer DIR gone        connect, wait for a line on stdin (profd goes away), keep writing
  *   writer DIR exec        one load, then exec itself as "after-exec", which loads another
+ *   writer DIR perfmap     a perf-map line (no code bytes) for a buffer of its own, then waits
+ *                          for a line on stdin before exiting, so profd can read the bytes
  *   writer DIR flood       64 KiB loads into a FIFO nobody reads: some must be dropped whole
  */
 #include "../../jit/profd_jit.h"
@@ -114,6 +116,33 @@ static int exec_self(const char *self, const char *dir, int after)
 	return 1;
 }
 
+static int perfmap(const char *dir)
+{
+	char path[PROFD_JIT_PATH_MAX + 32], line[128], in[16];
+	struct timespec ten_ms = {0, 10000000};
+	size_t i;
+	int fd = -1, n;
+	for (i = 0; i < sizeof(beta_code); i++)
+		beta_code[i] = (unsigned char)(0x40 ^ i);
+	snprintf(path, sizeof(path), "%s/%lu.map", dir, (unsigned long)getpid());
+	for (i = 0; i < 500 && fd < 0; i++) {
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			nanosleep(&ten_ms, NULL);
+	}
+	if (fd < 0)
+		return 1;
+	n = snprintf(line, sizeof(line), "%" PRIxPTR " %zx perf_map_function\n", (uintptr_t)beta_code, sizeof(beta_code));
+	if (write(fd, line, (size_t)n) != n)
+		return 1;
+	printf("wrote %s", line);
+	fflush(stdout);
+	if (fgets(in, sizeof(in), stdin) == NULL)
+		return 1;
+	close(fd);
+	return 0;
+}
+
 static int flood(const char *dir)
 {
 	static unsigned char code[65536];
@@ -147,6 +176,8 @@ int main(int argc, char **argv)
 		return absent(argv[1]);
 	if (strcmp(argv[2], "gone") == 0)
 		return gone(argv[1]);
+	if (strcmp(argv[2], "perfmap") == 0)
+		return perfmap(argv[1]);
 	if (strcmp(argv[2], "flood") == 0)
 		return flood(argv[1]);
 	if (strcmp(argv[2], "exec") == 0)
