@@ -3,5 +3,31 @@
 // sampled instruction pointer can be named: which function owned that address at that time,
 // at what offset, and with what code bytes and line table.
 //
+// A Decoder turns one byte stream (a FIFO, a jit-PID.dump or a perf-PID.map file) into
+// Events, whatever pieces the stream arrives in; a Map applies them and answers lookups:
+//
+//	m := jitmap.NewMap(jitmap.MapOptions{})
+//	d := jitmap.NewDecoder(pid, jitmap.SourceFIFO, jitmap.DecoderOptions{Now: monotonicNs})
+//	for {
+//		n, err := fifo.Read(buf)
+//		events, errs := d.Write(buf[:n])
+//		for _, ev := range events {
+//			m.Apply(ev) // an error here names code that is not live; log it
+//		}
+//		for _, e := range errs {
+//			log.Warn("jit symbols", "pid", pid, "err", e) // *DecodeError with its offset
+//		}
+//		if d.Err() != nil || err != nil {
+//			break // ErrStreamDead: the stream cannot be trusted any more
+//		}
+//	}
+//	obj, ok := m.Lookup(pid, ip, sampleTimeNs) // from the sample drain, concurrently
+//
+// Formats: see DetectFormat, Decoder and docs/jitdump-extensions.md (profd's unload record,
+// LLVM 14's quirks, the bounds on record sizes).
+//
+// Concurrency: a Decoder belongs to one goroutine. Map.Apply (from the FIFO readers) and
+// Map.Lookup (from the sample drain) may run at the same time; see Map.
+//
 // jitmap imports nothing else of profd's.
 package jitmap

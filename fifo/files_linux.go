@@ -1,0 +1,376 @@
+package fifo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/profd/profd/jitmap"
+	"golang.org/x/sys/unix"
+)
+
+// tickMs is how often tailed files are read even without an inotify event (writes through a
+// shared mapping raise none).
+const tickMs = 250
+
+// maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
+// starve the others.
+const maxReadsPerFile = 16
+
+// DefaultJitdumpDir is where JITs write jitdump files: $JITDUMPDIR/.debug/jit when
+// JITDUMPDIR is an absolute path (as LLVM and perf read it), else /tmp/.debug/jit.
+func DefaultJitdumpDir() string {
+	if d := os.Getenv("JITDUMPDIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, ".debug", "jit")
+	}
+	return "/tmp/.debug/jit"
+}
+
+// fileTailer finds the jitdump files (<root>/jit-PID.dump and <root>/*/jit-PID.dump, the
+// layout lli-14 uses) and perf-map files (<perfMapDir>/perf-PID.map) of the target
+// processes as they appear, with inotify, and decodes what is appended to them. One
+// goroutine (run) does all the reading; the mutex guards its state against addPid and
+// removePid.
+type fileTailer struct {
+	sink        *sink
+	jitdumpRoot string
+	perfMapDir  string
+	bufSize     int
+
+	inotifyFd int
+	wakeFd    int
+	quit      atomic.Bool
+
+	mu      sync.Mutex
+	pids    map[uint32]int           // target pid → its uid
+	watches map[int32]string         // inotify watch → watched directory
+	files   map[string]*tailedFile   // path → open file
+	seen    map[string]bool          // paths refused, so they are not retried on every scan
+	byPid   map[uint32][]*tailedFile // for removePid
+}
+
+// tailedFile is one file being read as it grows.
+type tailedFile struct {
+	path   string
+	pid    uint32
+	src    jitmap.Source
+	fd     int
+	offset int64
+	stream *stream
+}
+
+func newFileTailer(cfg Config, s *sink) (*fileTailer, error) {
+	ft := &fileTailer{
+		sink:        s,
+		jitdumpRoot: cfg.JitdumpDir,
+		perfMapDir:  cfg.PerfMapDir,
+		bufSize:     cfg.ReadBufferBytes,
+		pids:        map[uint32]int{},
+		watches:     map[int32]string{},
+		files:       map[string]*tailedFile{},
+		seen:        map[string]bool{},
+		byPid:       map[uint32][]*tailedFile{},
+	}
+	if ft.jitdumpRoot == "" {
+		ft.jitdumpRoot = DefaultJitdumpDir()
+	}
+	if ft.perfMapDir == "" {
+		ft.perfMapDir = "/tmp"
+	}
+	ft.jitdumpRoot = filepath.Clean(ft.jitdumpRoot)
+	ft.perfMapDir = filepath.Clean(ft.perfMapDir)
+	var err error
+	ft.inotifyFd, err = unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("fifo: file tailer: %w", os.NewSyscallError("inotify_init1", err))
+	}
+	ft.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(ft.inotifyFd)
+		return nil, fmt.Errorf("fifo: file tailer: %w", os.NewSyscallError("eventfd", err))
+	}
+	ft.mu.Lock()
+	ft.watchDirs()
+	ft.mu.Unlock()
+	return ft, nil
+}
+
+const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+
+// watchDirs adds inotify watches on the perf-map directory, the jitdump root and its
+// subdirectories, or, while the root does not exist yet, on its deepest existing ancestor
+// (so the root is noticed when it is made). Directory watches report file creation and
+// growth of the files in them. Called with mu held.
+func (ft *fileTailer) watchDirs() {
+	ft.addWatch(ft.perfMapDir)
+	dir := ft.jitdumpRoot
+	for {
+		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return
+		}
+		dir = parent
+	}
+	ft.addWatch(dir)
+	if dir != ft.jitdumpRoot {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+			ft.addWatch(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func (ft *fileTailer) addWatch(dir string) {
+	for _, d := range ft.watches {
+		if d == dir {
+			return
+		}
+	}
+	wd, err := unix.InotifyAddWatch(ft.inotifyFd, dir, dirEvents)
+	if err != nil {
+		ft.sink.logger.Debug("fifo: cannot watch", "dir", dir, "err", err)
+		return
+	}
+	ft.watches[int32(wd)] = dir
+}
+
+// filePid tells a tailed file's pid and kind from its name and directory.
+func (ft *fileTailer) filePid(path string) (uint32, jitmap.Source, bool) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	var digits string
+	var src jitmap.Source
+	switch {
+	case dir == ft.perfMapDir && strings.HasPrefix(name, "perf-") && strings.HasSuffix(name, ".map"):
+		digits, src = strings.TrimSuffix(strings.TrimPrefix(name, "perf-"), ".map"), jitmap.SourcePerfMapFile
+	case (dir == ft.jitdumpRoot || filepath.Dir(dir) == ft.jitdumpRoot) && strings.HasPrefix(name, "jit-") && strings.HasSuffix(name, ".dump"):
+		digits, src = strings.TrimSuffix(strings.TrimPrefix(name, "jit-"), ".dump"), jitmap.SourceJitdumpFile
+	default:
+		return 0, 0, false
+	}
+	pid, err := strconv.ParseUint(digits, 10, 32)
+	if err != nil || pid == 0 {
+		return 0, 0, false
+	}
+	return uint32(pid), src, true
+}
+
+// scan looks for files of the targets in every watched directory. Called with mu held.
+func (ft *fileTailer) scan() {
+	for _, dir := range ft.watches {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			ft.consider(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// consider starts tailing path if it is a file of a target. Called with mu held.
+func (ft *fileTailer) consider(path string) {
+	if _, ok := ft.files[path]; ok || ft.seen[path] {
+		return
+	}
+	pid, src, ok := ft.filePid(path)
+	if !ok {
+		return
+	}
+	uid, ok := ft.pids[pid]
+	if !ok {
+		return
+	}
+	fd, err := openOwnedFile(path, uid)
+	if err != nil {
+		ft.seen[path] = true
+		ft.sink.logger.Warn("fifo: not tailing", "pid", pid, "file", path, "err", err)
+		return
+	}
+	ft.sink.stats.streams.Add(1)
+	f := &tailedFile{path: path, pid: pid, src: src, fd: fd, stream: newStream(pid, src, path, ft.sink)}
+	ft.files[path] = f
+	ft.byPid[pid] = append(ft.byPid[pid], f)
+	ft.sink.logger.Info("fifo: tailing", "pid", pid, "file", path)
+}
+
+// openOwnedFile opens a regular file without following a symlink, and refuses one that
+// neither the target's user nor root owns: another user must not feed profd a target's
+// symbols.
+func openOwnedFile(path string, uid int) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("fifo: %s: a symlink, not followed: %w", path, ErrNotRegular)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("open", err))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fstat", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: is %s: %w", path, fileType(st.Mode&unix.S_IFMT), ErrNotRegular)
+	}
+	if st.Uid != uint32(uid) && st.Uid != 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, uid, ErrNotRegular)
+	}
+	return fd, nil
+}
+
+// readFile decodes what was appended to f since the last read. A file that shrank was
+// rewritten: it is decoded again from the start as a new stream.
+func (ft *fileTailer) readFile(f *tailedFile, buf []byte) {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err == nil && st.Size < f.offset {
+		f.stream.finish()
+		f.offset = 0
+		ft.sink.stats.streams.Add(1)
+		f.stream = newStream(f.pid, f.src, f.path, ft.sink)
+	}
+	for i := 0; i < maxReadsPerFile; i++ {
+		n, err := unix.Pread(f.fd, buf, f.offset)
+		if n <= 0 || err != nil {
+			return
+		}
+		f.offset += int64(n)
+		f.stream.write(buf[:n])
+	}
+}
+
+func (ft *fileTailer) addPid(pid uint32, uid int) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.pids[pid] = uid
+	ft.scan()
+	wake(ft.wakeFd) // let run read the new files now
+}
+
+func (ft *fileTailer) removePid(pid uint32) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	delete(ft.pids, pid)
+	for _, f := range ft.byPid[pid] {
+		ft.closeFile(f)
+	}
+	delete(ft.byPid, pid)
+}
+
+// closeFile stops tailing f, delivering a last partial perf-map line. Called with mu held.
+func (ft *fileTailer) closeFile(f *tailedFile) {
+	f.stream.finish()
+	unix.Close(f.fd)
+	delete(ft.files, f.path)
+}
+
+// stop makes run read the files one last time and return.
+func (ft *fileTailer) stop() {
+	ft.quit.Store(true)
+	wake(ft.wakeFd)
+}
+
+// close releases the descriptors; run must have returned.
+func (ft *fileTailer) close() {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	for _, f := range ft.files {
+		ft.closeFile(f)
+	}
+	ft.byPid = map[uint32][]*tailedFile{}
+	unix.Close(ft.inotifyFd)
+	unix.Close(ft.wakeFd)
+}
+
+// run is the tailer's goroutine: it waits for inotify events, a wake-up or the tick, and
+// reads every tailed file. It returns after stop, having read the files one last time.
+func (ft *fileTailer) run() {
+	buf := make([]byte, ft.bufSize)
+	evbuf := make([]byte, 64<<10)
+	fds := []unix.PollFd{{Fd: int32(ft.inotifyFd), Events: unix.POLLIN}, {Fd: int32(ft.wakeFd), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, tickMs); err != nil && !errors.Is(err, unix.EINTR) {
+			ft.sink.logger.Error("fifo: file tailer stopped", "err", os.NewSyscallError("poll", err))
+			return
+		}
+		ft.mu.Lock()
+		stopping := ft.quit.Load()
+		if fds[1].Revents != 0 {
+			var v [8]byte
+			_, _ = unix.Read(ft.wakeFd, v[:])
+		}
+		if fds[0].Revents != 0 {
+			ft.handleInotify(evbuf)
+		}
+		for _, f := range ft.files {
+			ft.readFile(f, buf)
+		}
+		ft.mu.Unlock()
+		if stopping {
+			return
+		}
+	}
+}
+
+// handleInotify reacts to directory events: new directories (the jitdump root appearing, an
+// lli-14 llvm-IR-jit-* subdirectory) are watched, new files considered. Called with mu held.
+func (ft *fileTailer) handleInotify(evbuf []byte) {
+	rewatch := false
+	for {
+		n, err := unix.Read(ft.inotifyFd, evbuf)
+		if n <= 0 || err != nil {
+			break
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&evbuf[off]))
+			nameBytes := evbuf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				rewatch = true
+				continue
+			}
+			dir, ok := ft.watches[ev.Wd]
+			if !ok {
+				continue
+			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(ft.watches, ev.Wd)
+				rewatch = true
+				continue
+			}
+			name := strings.TrimRight(string(nameBytes), "\x00")
+			if name == "" {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if ev.Mask&unix.IN_ISDIR != 0 {
+				// A directory on the way to the jitdump root, the root, or one in it.
+				if dir == ft.jitdumpRoot || path == ft.jitdumpRoot || strings.HasPrefix(ft.jitdumpRoot, path+"/") {
+					rewatch = true
+				}
+				continue
+			}
+			if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+				ft.consider(path)
+			}
+		}
+	}
+	if rewatch {
+		ft.watchDirs()
+		ft.scan()
+	}
+}

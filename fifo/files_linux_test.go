@@ -1,0 +1,173 @@
+package fifo
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/jitmap"
+)
+
+// TestTailJitdumpFileAsItAppears: the jitdump root does not exist when the Server starts; a
+// JIT then makes it, an lli-style llvm-IR-jit-* subdirectory, and jit-PID.dump, and appends
+// to it in pieces. Every record arrives, tagged as from a jitdump file.
+func TestTailJitdumpFileAsItAppears(t *testing.T) {
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "jd", ".debug", "jit")
+	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: root, PerfMapDir: filepath.Join(tmp, "pm")})
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "llvm-IR-jit-20261122-abcdef")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stream := jitdumpStream(t, pid, "first", "second", "third")
+	path := filepath.Join(sub, fmt.Sprintf("jit-%d.dump", pid))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	half := len(stream) / 2 // mid-record
+	f.Write(stream[:half])
+	c.waitFor(t, "the first record", func(evs []Event) bool { return countLoads(evs) >= 1 })
+	f.Write(stream[half:])
+	evs := c.waitFor(t, "all three records", func(evs []Event) bool { return countLoads(evs) == 3 })
+	for _, e := range evs {
+		if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid {
+			t.Errorf("event from %v pid %d, want jitdump-file pid %d", e.Source, e.Pid, pid)
+		}
+	}
+	if got := describe(evs); got != "load:first load:second load:third " {
+		t.Errorf("events %q\n%s", got, logs)
+	}
+}
+
+// TestTailPerfMapFile: /tmp/perf-PID.map-style files are read as the JIT appends lines.
+func TestTailPerfMapFile(t *testing.T) {
+	pm := t.TempDir()
+	s, c, _ := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid := uint32(os.Getpid())
+	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	// Lines written before profd knew the target are read from the start.
+	if err := os.WriteFile(path, []byte("1000 10 early\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "the early line", func(evs []Event) bool { return countLoads(evs) == 1 })
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write([]byte("2000 20 la"))
+	f.Write([]byte("te\n3000 30 later_still\n"))
+	evs := c.waitFor(t, "the appended lines", func(evs []Event) bool { return countLoads(evs) == 3 })
+	if got := describe(evs); got != "load:early load:late load:later_still " {
+		t.Errorf("events %q", got)
+	}
+	if evs[2].Source != jitmap.SourcePerfMapFile {
+		t.Errorf("source %v, want perf-map-file", evs[2].Source)
+	}
+}
+
+// TestTailRefusesPlantedSymlink: a perf-PID.map that is a symlink (to a file someone wants
+// profd to read) is not followed.
+func TestTailRefusesPlantedSymlink(t *testing.T) {
+	pm := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("1000 10 secret_symbol\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid := uint32(os.Getpid())
+	if err := os.Symlink(secret, filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	s.files.mu.Lock()
+	tailed := len(s.files.files)
+	s.files.mu.Unlock()
+	if tailed != 0 {
+		t.Errorf("tailing %d files, want none: the only candidate is a symlink", tailed)
+	}
+	if !strings.Contains(logs.String(), "not tailing") || !strings.Contains(logs.String(), "a symlink, not followed") {
+		t.Errorf("no log line refusing the symlink:\n%s", logs)
+	}
+	if n := len(c.snapshot()); n != 0 {
+		t.Errorf("%d events read through a planted symlink", n)
+	}
+}
+
+// TestTailLLIJitdump runs lli-14 (MCJIT writes $JITDUMPDIR/.debug/jit/llvm-IR-jit-*/jit-PID.dump)
+// and checks that the functions it compiled are found in its jitdump file.
+func TestTailLLIJitdump(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("lli-14"))
+	jd := t.TempDir()
+	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(jd, ".debug", "jit"), PerfMapDir: t.TempDir()})
+	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "testdata/sleeper.ll")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+jd)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	if err := s.AddTarget(pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lli-14: %v\n%s", err, out.String())
+	}
+	evs := c.waitFor(t, "lli's work and main", func(evs []Event) bool {
+		names := describe(evs)
+		return strings.Contains(names, "load:work ") && strings.Contains(names, "load:main ")
+	})
+	for _, e := range evs {
+		if l, ok := e.Event.(*jitmap.CodeLoad); ok {
+			if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid || l.Object.Addr == 0 || uint64(len(l.Object.Code)) != l.Object.Size {
+				t.Errorf("%s from %v pid %d at %#x, %d of %d code bytes\n%s", l.Object.Name, e.Source, e.Pid, l.Object.Addr, len(l.Object.Code), l.Object.Size, logs)
+			}
+		}
+	}
+}
+
+// TestTailRefusesFileOfAnotherUser: a perf-PID.map owned by a user who is neither the target's
+// nor root is not read.
+func TestTailRefusesFileOfAnotherUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	pm := t.TempDir()
+	s, _, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid := uint32(os.Getpid()) // runs as root
+	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	if err := os.WriteFile(path, []byte("1000 10 planted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "owner uid 65534 is neither") {
+		t.Errorf("no log line refusing the file of uid 65534:\n%s", logs)
+	}
+	s.files.mu.Lock()
+	defer s.files.mu.Unlock()
+	if len(s.files.files) != 0 {
+		t.Error("the file of another user is being tailed")
+	}
+}

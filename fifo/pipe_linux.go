@@ -1,0 +1,199 @@
+package fifo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// pipeBytes is the capacity profd asks for each FIFO.
+const pipeBytes = 1 << 20
+
+// fifoName is the name of a target's FIFO inside the directory.
+func fifoName(pid uint32) string { return fmt.Sprintf("%d.map", pid) }
+
+// pipe is the read end of one target's FIFO. Its descriptor is non-blocking; reads wait in
+// poll(2) together with a wake descriptor, so Close unblocks them.
+type pipe struct {
+	dir      *Dir
+	name     string
+	path     string
+	fd       int
+	dev, ino uint64
+	polls    atomic.Uint64 // poll(2) returns, for tests that the reader sleeps between writers
+}
+
+// createPipe makes the FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and opens its
+// read end. It never follows a symlink: an existing symlink, regular file or anything but a
+// FIFO at that name is refused with ErrNotFIFO; a stale FIFO (from a profd that died) is
+// replaced.
+func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	name := fifoName(pid)
+	path := filepath.Join(d.path, name)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO {
+			return nil, fmt.Errorf("fifo: %s: exists as %s: %w", path, fileType(t), ErrNotFIFO)
+		}
+		if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+			return nil, fmt.Errorf("fifo: %s: stale FIFO: %w", path, os.NewSyscallError("unlinkat", err))
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fstatat", err))
+	}
+	// mkfifoat fails with EEXIST on anything at the name, a dangling symlink included.
+	if err := unix.Mkfifoat(d.fd, name, 0o600); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("fifo: %s: appeared while being created: %w", path, ErrNotFIFO)
+		}
+		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("mkfifoat", err))
+	}
+	d.created[name] = true
+	p := &pipe{dir: d, name: name, path: path, fd: -1}
+	fd, err := p.open()
+	if err != nil {
+		return nil, err
+	}
+	p.fd = fd
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		p.close()
+		return nil, fmt.Errorf("fifo: %s: owner %d:%d: %w", path, uid, gid, os.NewSyscallError("fchown", err))
+	}
+	if err := unix.Fchmod(fd, 0o600); err != nil {
+		p.close()
+		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fchmod", err))
+	}
+	// A bigger pipe absorbs a JIT's bursts (a batch of compiled functions) while the reader
+	// is busy. Best effort: the limit is /proc/sys/fs/pipe-max-size for unprivileged users.
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBytes)
+	return p, nil
+}
+
+// open opens the FIFO's read end relative to the directory descriptor without following a
+// symlink, and checks it is a FIFO and, after the first open, still the same one.
+func (p *pipe) open() (int, error) {
+	fd, err := unix.Openat(p.dir.fd, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return -1, fmt.Errorf("fifo: %s: a symlink: %w", p.path, ErrNotFIFO)
+		}
+		return -1, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("openat", err))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("fstat", err))
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: is %s: %w", p.path, fileType(t), ErrNotFIFO)
+	}
+	if p.ino != 0 && (st.Dev != p.dev || st.Ino != p.ino) {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fifo: %s: replaced by another FIFO: %w", p.path, ErrNotFIFO)
+	}
+	p.dev, p.ino = st.Dev, st.Ino
+	return fd, nil
+}
+
+// reopen replaces the read end after the last writer closed: a fresh read end reports no
+// hang-up until a new writer has come and gone, so poll sleeps instead of spinning on EOF.
+// The new end is opened before the old one closes, so bytes a new writer already sent stay.
+func (p *pipe) reopen() error {
+	fd, err := p.open()
+	if err != nil {
+		return err
+	}
+	unix.Close(p.fd)
+	p.fd = fd
+	return nil
+}
+
+// errWoken: the wake descriptor fired (the Server is closing).
+var errWoken = errors.New("woken")
+
+// read waits for bytes, end of a writer's stream (eof), or the wake descriptor. It returns
+// n > 0 with data, or eof after the last writer closed (the pipe has been reopened for the
+// next writer by then).
+func (p *pipe) read(buf []byte, wakeFd int) (n int, eof bool, err error) {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(wakeFd), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		_, err := unix.Poll(fds, -1)
+		p.polls.Add(1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return 0, false, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("poll", err))
+		}
+		if fds[1].Revents != 0 {
+			return 0, false, errWoken
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
+		n, err := unix.Read(p.fd, buf)
+		switch {
+		case err == nil && n > 0:
+			return n, false, nil
+		case err == nil && n == 0:
+			if err := p.reopen(); err != nil {
+				return 0, true, err
+			}
+			return 0, true, nil
+		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+			continue
+		default:
+			return 0, false, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("read", err))
+		}
+	}
+}
+
+// close closes the read end; the Dir removes the FIFO itself.
+func (p *pipe) close() {
+	if p.fd >= 0 {
+		unix.Close(p.fd)
+		p.fd = -1
+	}
+}
+
+// remove closes the read end and unlinks the FIFO.
+func (p *pipe) remove() {
+	p.close()
+	d := p.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed && d.created[p.name] {
+		_ = unix.Unlinkat(d.fd, p.name, 0)
+		delete(d.created, p.name)
+	}
+}
+
+func fileType(t uint32) string {
+	switch t {
+	case unix.S_IFLNK:
+		return "a symlink"
+	case unix.S_IFREG:
+		return "a regular file"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	}
+	return "an unknown file type"
+}

@@ -1,0 +1,73 @@
+package fifo
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// Event is one decoded JIT symbol record, tagged with the target process it describes and
+// where it came from.
+type Event struct {
+	Pid    uint32
+	Source jitmap.Source
+	Event  jitmap.Event // *jitmap.CodeLoad, *jitmap.CodeMove, *jitmap.CodeUnload or *jitmap.StreamEnd
+}
+
+// Stats are the Server's counters since it started.
+type Stats struct {
+	Records        uint64 // events delivered
+	BadRecords     uint64 // records or lines reported bad by the decoder (and skipped)
+	RejectedPid    uint64 // records naming a process other than the stream's target
+	Bytes          uint64 // bytes read from FIFOs and files
+	Streams        uint64 // writer sessions and files decoded
+	Restarts       uint64 // decoders restarted at a jitdump header inside a stream
+	CodeReads      uint64 // perf-map symbols whose code bytes were read from the process
+	CodeReadErrors uint64 // ... and those whose bytes could not be read
+}
+
+type counters struct {
+	records, badRecords, rejectedPid, bytes, streams, restarts, codeReads, codeReadErrors atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Records:        c.records.Load(),
+		BadRecords:     c.badRecords.Load(),
+		RejectedPid:    c.rejectedPid.Load(),
+		Bytes:          c.bytes.Load(),
+		Streams:        c.streams.Load(),
+		Restarts:       c.restarts.Load(),
+		CodeReads:      c.codeReads.Load(),
+		CodeReadErrors: c.codeReadErrors.Load(),
+	}
+}
+
+// sink is what every stream of a Server delivers into.
+type sink struct {
+	handler        func(Event)
+	logger         *slog.Logger
+	decoderOptions jitmap.DecoderOptions
+	stats          counters
+	// readCode fills in a perf-map symbol's code bytes from the live process; nil: don't.
+	readCode     func(pid uint32, addr uint64, size int) ([]byte, error)
+	maxCodeBytes uint64
+}
+
+// fillCode reads the code of a load that came without bytes (a perf-map line) from the
+// process while it still runs, so later analysis does not need the process.
+func (s *sink) fillCode(load *jitmap.CodeLoad) {
+	o := &load.Object
+	if s.readCode == nil || o.Size == 0 || o.Size > s.maxCodeBytes {
+		return
+	}
+	code, err := s.readCode(load.Pid, o.Addr, int(o.Size))
+	if err != nil {
+		s.stats.codeReadErrors.Add(1)
+		s.logger.Debug("fifo: code bytes not readable", "pid", load.Pid, "name", o.Name, "addr", o.Addr, "size", o.Size, "err", err)
+		return
+	}
+	s.stats.codeReads.Add(1)
+	o.Code = code
+}

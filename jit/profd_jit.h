@@ -1,0 +1,523 @@
+/*
+ * profd_jit.h: tell profd about the machine code a JIT runtime emits.
+ *
+ * Header only, C99 plus POSIX.1-2008, no other dependency. See docs/jit-runtime.md.
+ *
+ *   profd_jit pj;
+ *   profd_jit_open(&pj, NULL);          // NULL: $PROFD_DIR, /run/profd (root), $XDG_RUNTIME_DIR/profd
+ *   uint64_t idx;
+ *   profd_jit_code_load(&pj, "fib", (uint64_t)(uintptr_t)code, size, code, NULL, 0, &idx);
+ *   ...
+ *   profd_jit_code_unload(&pj, (uint64_t)(uintptr_t)code, idx);
+ *   profd_jit_flush(&pj);               // ask profd to write its profiles now
+ *   profd_jit_close(&pj);
+ *
+ * Records go out as a Linux perf jitdump stream (file header first, then CODE_LOAD,
+ * CODE_DEBUG_INFO, CODE_MOVE, CODE_CLOSE) in the machine's byte order, plus profd's
+ * CODE_UNLOAD extension (id 0x7F000001), which other jitdump readers skip by its size.
+ *
+ * With no profd running, profd_jit_open returns PROFD_JIT_NO_DAEMON and every other call
+ * does nothing: the JIT runs on unprofiled. Writes never block for long (a full pipe is
+ * waited on for at most timeout_ms), and a profd that goes away never kills the JIT with
+ * SIGPIPE (SIGPIPE is blocked around each write and a pending one consumed).
+ *
+ * A profd_jit is not safe for concurrent use: a JIT that compiles on several threads holds
+ * its own lock around these calls. Define _GNU_SOURCE or _DEFAULT_SOURCE before your first
+ * #include to get real thread ids in records (else the pid is used as the tid).
+ */
+#ifndef PROFD_JIT_H
+#define PROFD_JIT_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__linux__) && (defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
+#include <sys/syscall.h>
+#endif
+
+#if defined(__GNUC__)
+#define PROFD_JIT__API static __attribute__((unused))
+#else
+#define PROFD_JIT__API static
+#endif
+
+/* Return values. Negative values are errors with errno set. */
+#define PROFD_JIT_OK 0
+#define PROFD_JIT_NO_DAEMON 1 /* no profd FIFO for this process (or profd went away) */
+#define PROFD_JIT_DROPPED 2   /* the pipe stayed full for timeout_ms; this record was dropped */
+#define PROFD_JIT_ERROR (-1)
+
+/* jitdump record ids (perf's jitdump specification) and profd's extension. */
+#define PROFD_JIT_MAGIC 0x4A695444u /* "JiTD" */
+#define PROFD_JIT_VERSION 1u
+#define PROFD_JIT_CODE_LOAD 0u
+#define PROFD_JIT_CODE_MOVE 1u
+#define PROFD_JIT_CODE_DEBUG_INFO 2u
+#define PROFD_JIT_CODE_CLOSE 3u
+#define PROFD_JIT_CODE_UNLOAD 0x7F000001u
+
+#define PROFD_JIT_PATH_MAX 4096
+#define PROFD_JIT_DEFAULT_TIMEOUT_MS 100
+
+/* One line-table entry: the code starting at addr (absolute) came from file:line. */
+typedef struct profd_jit_line {
+	uint64_t addr;
+	uint32_t line;
+	uint32_t discriminator;
+	const char *file;
+} profd_jit_line;
+
+typedef struct profd_jit {
+	int fd;                   /* FIFO write end; -1 when unprofiled */
+	uint32_t pid;             /* getpid() at open */
+	char dir[PROFD_JIT_PATH_MAX];
+	uint64_t last_code_index; /* code indexes handed out so far */
+	int timeout_ms;           /* longest wait for room in a full pipe, per record */
+	uint64_t records;         /* records written */
+	uint64_t dropped;         /* records dropped because the pipe stayed full */
+	int broken;               /* a record was cut off mid-way: the stream was closed for good */
+} profd_jit;
+
+/* profd_jit_default_dir writes the FIFO directory profd uses by default into buf:
+ * $PROFD_DIR, else /run/profd for root, else $XDG_RUNTIME_DIR/profd. */
+PROFD_JIT__API int profd_jit_default_dir(char *buf, size_t n)
+{
+	const char *env = getenv("PROFD_DIR");
+	int w;
+	if (env != NULL && env[0] != '\0') {
+		w = snprintf(buf, n, "%s", env);
+	} else if (geteuid() == 0) {
+		w = snprintf(buf, n, "/run/profd");
+	} else {
+		env = getenv("XDG_RUNTIME_DIR");
+		if (env == NULL || env[0] != '/') {
+			errno = ENOENT;
+			return PROFD_JIT_ERROR;
+		}
+		w = snprintf(buf, n, "%s/profd", env);
+	}
+	if (w < 0 || (size_t)w >= n) {
+		errno = ENAMETOOLONG;
+		return PROFD_JIT_ERROR;
+	}
+	return PROFD_JIT_OK;
+}
+
+static uint64_t profd_jit__now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t profd_jit__tid(void)
+{
+#if defined(__linux__) && defined(SYS_gettid) && (defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
+	return (uint32_t)syscall(SYS_gettid);
+#else
+	return (uint32_t)getpid();
+#endif
+}
+
+static unsigned char *profd_jit__u32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return p + 4;
+}
+
+static unsigned char *profd_jit__u64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+/* profd_jit__record_header writes a record's id, total_size and timestamp (16 bytes). */
+static unsigned char *profd_jit__record_header(unsigned char *p, uint32_t id, uint32_t total)
+{
+	p = profd_jit__u32(p, id);
+	p = profd_jit__u32(p, total);
+	return profd_jit__u64(p, profd_jit__now());
+}
+
+static void profd_jit__disconnect(profd_jit *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = -1;
+}
+
+/* profd_jit__wait_writable waits for room in the pipe until deadline (CLOCK_MONOTONIC ns). */
+static int profd_jit__wait_writable(int fd, uint64_t deadline)
+{
+	for (;;) {
+		uint64_t now = profd_jit__now();
+		struct pollfd pfd;
+		int rc;
+		if (now >= deadline)
+			return 0;
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, (int)((deadline - now + 999999u) / 1000000u));
+		if (rc > 0)
+			return 1; /* writable, or an error the next write reports */
+		if (rc < 0 && errno != EINTR)
+			return 0;
+	}
+}
+
+/* profd_jit__fits reports whether a record of need bytes surely fits in the pipe now (1 where
+ * that cannot be told). The kernel fills a pipe by pages and a write may leave part of a page
+ * unused, so the bytes queued are counted twice and a page is kept spare. Waiting for room
+ * first means a record that does not fit is dropped whole instead of being cut off mid-way. */
+static int profd_jit__fits(int fd, size_t need)
+{
+#if defined(F_GETPIPE_SZ) && defined(FIONREAD)
+	int capacity = fcntl(fd, F_GETPIPE_SZ), queued = 0;
+	if (capacity <= 0 || need + 4096 > (size_t)capacity || ioctl(fd, FIONREAD, &queued) != 0)
+		return 1; /* unknown, or larger than the pipe: written in pieces as profd reads */
+	return 2 * (size_t)queued + need + 4096 <= (size_t)capacity;
+#else
+	(void)fd;
+	(void)need;
+	return 1;
+#endif
+}
+
+/* profd_jit__emit writes one whole record gathered from iov. SIGPIPE is blocked meanwhile
+ * and one it raised is consumed, so a vanished profd shows as EPIPE, never as death. */
+static int profd_jit__emit(profd_jit *j, struct iovec *iov, int iovcnt)
+{
+	sigset_t pipeset, oldset, pending;
+	int sigpipe_was_pending, rc = PROFD_JIT_OK, saved_errno = 0;
+	size_t done = 0, total = 0;
+	uint64_t start, deadline;
+	int i;
+
+	if (j->fd < 0)
+		return PROFD_JIT_NO_DAEMON;
+	for (i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+
+	sigemptyset(&pipeset);
+	sigaddset(&pipeset, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipeset, &oldset);
+	sigemptyset(&pending);
+	sigpending(&pending);
+	sigpipe_was_pending = sigismember(&pending, SIGPIPE);
+
+	start = profd_jit__now();
+	deadline = start + (uint64_t)j->timeout_ms * 1000000u;
+	while (!profd_jit__fits(j->fd, total)) {
+		struct timespec ms = {0, 1000000};
+		if (profd_jit__now() >= deadline) {
+			j->dropped++;
+			rc = PROFD_JIT_DROPPED;
+			goto out;
+		}
+		nanosleep(&ms, NULL);
+	}
+	while (done < total) {
+		ssize_t n = writev(j->fd, iov, iovcnt);
+		if (n > 0) {
+			done += (size_t)n;
+			while (iovcnt > 0 && (size_t)n >= iov[0].iov_len) {
+				n -= (ssize_t)iov[0].iov_len;
+				iov++;
+				iovcnt--;
+			}
+			if (iovcnt > 0) {
+				iov[0].iov_base = (char *)iov[0].iov_base + n;
+				iov[0].iov_len -= (size_t)n;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			/* A record already begun must finish or the stream is garbage: it gets
+			 * ten times longer than one not yet started. */
+			uint64_t limit = done == 0 ? deadline : start + 10u * (uint64_t)j->timeout_ms * 1000000u;
+			if (profd_jit__wait_writable(j->fd, limit))
+				continue;
+			if (done == 0) {
+				j->dropped++;
+				rc = PROFD_JIT_DROPPED;
+			} else {
+				j->broken = 1;
+				profd_jit__disconnect(j);
+				saved_errno = ETIMEDOUT;
+				rc = PROFD_JIT_ERROR;
+			}
+			break;
+		}
+		if (n < 0 && errno == EPIPE) {
+			profd_jit__disconnect(j); /* profd went away: run on unprofiled */
+			rc = PROFD_JIT_NO_DAEMON;
+			break;
+		}
+		saved_errno = n < 0 ? errno : EIO;
+		profd_jit__disconnect(j);
+		rc = PROFD_JIT_ERROR;
+		break;
+	}
+	if (done == total)
+		j->records++;
+out:
+
+	if (!sigpipe_was_pending) {
+		struct timespec zero = {0, 0};
+		sigpending(&pending);
+		if (sigismember(&pending, SIGPIPE))
+			while (sigtimedwait(&pipeset, NULL, &zero) < 0 && errno == EINTR) {
+			}
+	}
+	pthread_sigmask(SIG_SETMASK, &oldset, NULL);
+	if (rc == PROFD_JIT_ERROR)
+		errno = saved_errno;
+	return rc;
+}
+
+/* profd_jit_open connects to profd's FIFO <dir>/<pid>.map (dir NULL: the default) and sends
+ * the jitdump file header. PROFD_JIT_NO_DAEMON: no profd listens for this process; the
+ * handle stays usable and every call on it does nothing. */
+PROFD_JIT__API int profd_jit_open(profd_jit *j, const char *dir)
+{
+	char path[PROFD_JIT_PATH_MAX + 32];
+	unsigned char hdr[40], *p;
+	struct iovec iov;
+	struct stat st;
+	int w;
+
+	memset(j, 0, sizeof(*j));
+	j->fd = -1;
+	j->pid = (uint32_t)getpid();
+	j->timeout_ms = PROFD_JIT_DEFAULT_TIMEOUT_MS;
+	if (dir == NULL) {
+		if (profd_jit_default_dir(j->dir, sizeof(j->dir)) != 0)
+			return PROFD_JIT_NO_DAEMON;
+	} else {
+		w = snprintf(j->dir, sizeof(j->dir), "%s", dir);
+		if (w < 0 || (size_t)w >= sizeof(j->dir)) {
+			errno = ENAMETOOLONG;
+			return PROFD_JIT_ERROR;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%lu.map", j->dir, (unsigned long)j->pid);
+	j->fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (j->fd < 0) {
+		if (errno == ENXIO || errno == ENOENT)
+			return PROFD_JIT_NO_DAEMON; /* no FIFO, or no reader on it */
+		return PROFD_JIT_ERROR;
+	}
+	if (fstat(j->fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+		profd_jit__disconnect(j);
+		errno = EINVAL;
+		return PROFD_JIT_ERROR;
+	}
+
+	p = profd_jit__u32(hdr, PROFD_JIT_MAGIC);
+	p = profd_jit__u32(p, PROFD_JIT_VERSION);
+	p = profd_jit__u32(p, (uint32_t)sizeof(hdr));
+#if defined(__x86_64__)
+	p = profd_jit__u32(p, 62); /* EM_X86_64 */
+#elif defined(__aarch64__)
+	p = profd_jit__u32(p, 183); /* EM_AARCH64 */
+#else
+	p = profd_jit__u32(p, 0);
+#endif
+	p = profd_jit__u32(p, 0); /* pad */
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u64(p, profd_jit__now());
+	profd_jit__u64(p, 0); /* flags */
+	iov.iov_base = hdr;
+	iov.iov_len = sizeof(hdr);
+	return profd_jit__emit(j, &iov, 1);
+}
+
+/* profd_jit_code_load announces size bytes of code at addr named name, with an optional line
+ * table (nlines entries, ascending addr; sent first, as a CODE_DEBUG_INFO record). code
+ * points to the bytes to send; NULL sends the size bytes at addr in this process (the code
+ * itself, which must then be readable). The code index profd will
+ * know this code by is stored in *code_index when that is not NULL. */
+PROFD_JIT__API int profd_jit_code_load(profd_jit *j, const char *name, uint64_t addr, uint64_t size,
+                                       const void *code, const profd_jit_line *lines, size_t nlines,
+                                       uint64_t *code_index)
+{
+	unsigned char fixed[56], *p;
+	struct iovec iov[3];
+	size_t namelen;
+	uint64_t total;
+	uint64_t idx = ++j->last_code_index;
+	int rc;
+
+	if (code_index != NULL)
+		*code_index = idx;
+	if (j->fd < 0)
+		return PROFD_JIT_NO_DAEMON;
+	if (name == NULL)
+		name = "";
+	namelen = strlen(name) + 1;
+
+	if (lines != NULL && nlines > 0) {
+		/* CODE_DEBUG_INFO: header, code_addr, nr_entry, then {addr, line, discrim, file\0}. */
+		unsigned char dhead[32];
+		struct iovec *div;
+		unsigned char *ents;
+		size_t i, entbytes = 0;
+		uint64_t dtotal;
+		for (i = 0; i < nlines; i++)
+			entbytes += 16 + strlen(lines[i].file != NULL ? lines[i].file : "") + 1;
+		dtotal = sizeof(dhead) + entbytes;
+		if (dtotal > UINT32_MAX) {
+			errno = EINVAL;
+			return PROFD_JIT_ERROR;
+		}
+		ents = (unsigned char *)malloc(entbytes);
+		if (ents == NULL)
+			return PROFD_JIT_ERROR;
+		p = ents;
+		for (i = 0; i < nlines; i++) {
+			const char *f = lines[i].file != NULL ? lines[i].file : "";
+			size_t flen = strlen(f) + 1;
+			p = profd_jit__u64(p, lines[i].addr);
+			p = profd_jit__u32(p, lines[i].line);
+			p = profd_jit__u32(p, lines[i].discriminator);
+			memcpy(p, f, flen);
+			p += flen;
+		}
+		p = profd_jit__record_header(dhead, PROFD_JIT_CODE_DEBUG_INFO, (uint32_t)dtotal);
+		p = profd_jit__u64(p, addr);
+		profd_jit__u64(p, (uint64_t)nlines);
+		div = iov;
+		div[0].iov_base = dhead;
+		div[0].iov_len = sizeof(dhead);
+		div[1].iov_base = ents;
+		div[1].iov_len = entbytes;
+		rc = profd_jit__emit(j, div, 2);
+		free(ents);
+		if (rc != PROFD_JIT_OK)
+			return rc;
+	}
+
+	/* CODE_LOAD: header, pid, tid, vma, code_addr, code_size, code_index, name\0, code. */
+	if (code == NULL)
+		code = (const void *)(uintptr_t)addr;
+	total = sizeof(fixed) + namelen + size;
+	if (total > UINT32_MAX) {
+		errno = EINVAL;
+		return PROFD_JIT_ERROR;
+	}
+	p = profd_jit__record_header(fixed, PROFD_JIT_CODE_LOAD, (uint32_t)total);
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u32(p, profd_jit__tid());
+	p = profd_jit__u64(p, addr); /* vma */
+	p = profd_jit__u64(p, addr);
+	p = profd_jit__u64(p, size);
+	profd_jit__u64(p, idx);
+	iov[0].iov_base = fixed;
+	iov[0].iov_len = sizeof(fixed);
+	iov[1].iov_base = (void *)name;
+	iov[1].iov_len = namelen;
+	iov[2].iov_base = (void *)code;
+	iov[2].iov_len = (size_t)size;
+	return profd_jit__emit(j, iov, size > 0 ? 3 : 2);
+}
+
+/* profd_jit_code_unload says the code loaded at addr under code_index is gone (its range may
+ * be reused from now on). */
+PROFD_JIT__API int profd_jit_code_unload(profd_jit *j, uint64_t addr, uint64_t code_index)
+{
+	unsigned char rec[40], *p;
+	struct iovec iov;
+	if (j->fd < 0)
+		return PROFD_JIT_NO_DAEMON;
+	p = profd_jit__record_header(rec, PROFD_JIT_CODE_UNLOAD, (uint32_t)sizeof(rec));
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u32(p, profd_jit__tid());
+	p = profd_jit__u64(p, addr);
+	profd_jit__u64(p, code_index);
+	iov.iov_base = rec;
+	iov.iov_len = sizeof(rec);
+	return profd_jit__emit(j, &iov, 1);
+}
+
+/* profd_jit_code_move says the size bytes of code_index moved from old_addr to new_addr. */
+PROFD_JIT__API int profd_jit_code_move(profd_jit *j, uint64_t old_addr, uint64_t new_addr, uint64_t size,
+                                       uint64_t code_index)
+{
+	unsigned char rec[64], *p;
+	struct iovec iov;
+	if (j->fd < 0)
+		return PROFD_JIT_NO_DAEMON;
+	p = profd_jit__record_header(rec, PROFD_JIT_CODE_MOVE, (uint32_t)sizeof(rec));
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u32(p, profd_jit__tid());
+	p = profd_jit__u64(p, new_addr); /* vma */
+	p = profd_jit__u64(p, old_addr);
+	p = profd_jit__u64(p, new_addr);
+	p = profd_jit__u64(p, size);
+	profd_jit__u64(p, code_index);
+	iov.iov_base = rec;
+	iov.iov_len = sizeof(rec);
+	return profd_jit__emit(j, &iov, 1);
+}
+
+/* profd_jit_flush asks profd to write its profiles now: kill(SIGUSR1) to the pid in
+ * <dir>/profd.pid. Works whether or not this process has a FIFO. */
+PROFD_JIT__API int profd_jit_flush(profd_jit *j)
+{
+	char path[PROFD_JIT_PATH_MAX + 32], buf[32];
+	ssize_t n;
+	long pid;
+	char *end;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/profd.pid", j->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? PROFD_JIT_NO_DAEMON : PROFD_JIT_ERROR;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return PROFD_JIT_NO_DAEMON;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	if (pid <= 0 || end == buf)
+		return PROFD_JIT_NO_DAEMON;
+	if (kill((pid_t)pid, SIGUSR1) != 0)
+		return errno == ESRCH ? PROFD_JIT_NO_DAEMON : PROFD_JIT_ERROR;
+	return PROFD_JIT_OK;
+}
+
+/* profd_jit_close sends CODE_CLOSE (no more records) and closes the FIFO. */
+PROFD_JIT__API int profd_jit_close(profd_jit *j)
+{
+	unsigned char rec[16];
+	struct iovec iov;
+	int rc;
+	if (j->fd < 0)
+		return PROFD_JIT_NO_DAEMON;
+	profd_jit__record_header(rec, PROFD_JIT_CODE_CLOSE, (uint32_t)sizeof(rec));
+	iov.iov_base = rec;
+	iov.iov_len = sizeof(rec);
+	rc = profd_jit__emit(j, &iov, 1);
+	profd_jit__disconnect(j);
+	return rc;
+}
+
+#endif /* PROFD_JIT_H */

@@ -1,0 +1,195 @@
+/*
+ * testjit: a tiny JIT for profd's tests and demos.
+ *
+ * It writes real x86-64 machine code (counting loops with 1, 4 and 16 adds in the loop body)
+ * into executable memory it maps itself, announces each function through profd_jit.h, and
+ * runs it for a set time. It then unloads one function and loads another at the same address,
+ * and moves a third, so tests can check that samples are attributed by time as well as by
+ * address.
+ *
+ *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f]
+ *
+ *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
+ *   -m MS       how long each function runs in each phase (default 200)
+ *   -r ROUNDS   how many times the whole load/run/unload/reuse/move sequence runs (default 1)
+ *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
+ *   -f          ask profd for a flush (SIGUSR1) after each round
+ *
+ * Each event is printed on stdout as one line:
+ *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
+ *   ran NAME ITERATIONS RESULT | profd STATUS
+ */
+#include "profd_jit.h"
+
+#include <inttypes.h>
+#include <sys/mman.h>
+
+/* One function: rdi = iterations; returns adds_per_iteration * iterations. */
+static size_t emit_counter(unsigned char *p, int adds)
+{
+	unsigned char *start = p, *loop;
+	int32_t rel;
+	int i;
+	*p++ = 0x31; *p++ = 0xC0;                    /* xor eax, eax */
+	*p++ = 0x48; *p++ = 0x85; *p++ = 0xFF;       /* test rdi, rdi */
+	*p++ = 0x74; *p++ = (unsigned char)(4 * adds + 3 + 6); /* jz done (rel8 over loop) */
+	loop = p;
+	for (i = 0; i < adds; i++) {
+		*p++ = 0x48; *p++ = 0x83; *p++ = 0xC0; *p++ = 0x01; /* add rax, 1 */
+	}
+	*p++ = 0x48; *p++ = 0xFF; *p++ = 0xCF;       /* dec rdi */
+	*p++ = 0x0F; *p++ = 0x85;                    /* jnz loop (rel32) */
+	rel = (int32_t)(loop - (p + 4));
+	memcpy(p, &rel, 4);
+	p += 4;
+	*p++ = 0xC3; /* done: ret */
+	return (size_t)(p - start);
+}
+
+typedef uint64_t (*counter_fn)(uint64_t);
+
+struct func {
+	const char *name;
+	int adds;
+	unsigned char *addr;
+	size_t size;
+	uint64_t index;
+};
+
+static profd_jit pj;
+static unsigned char *region;
+static size_t region_size = 4096;
+
+static int writable(int yes)
+{
+	return mprotect(region, region_size, yes ? PROT_READ | PROT_WRITE : PROT_READ | PROT_EXEC);
+}
+
+static void load(struct func *f, unsigned char *at)
+{
+	profd_jit_line lines[3];
+	char file[64];
+	int rc;
+	writable(1);
+	f->addr = at;
+	f->size = emit_counter(at, f->adds);
+	writable(0);
+	snprintf(file, sizeof(file), "%s.jit", f->name);
+	lines[0].addr = (uint64_t)(uintptr_t)at;         /* entry */
+	lines[0].line = 1;
+	lines[1].addr = (uint64_t)(uintptr_t)at + 7;     /* loop body */
+	lines[1].line = 2;
+	lines[2].addr = (uint64_t)(uintptr_t)at + f->size - 1; /* ret */
+	lines[2].line = 3;
+	lines[0].discriminator = lines[1].discriminator = lines[2].discriminator = 0;
+	lines[0].file = lines[1].file = lines[2].file = file;
+	rc = profd_jit_code_load(&pj, f->name, (uint64_t)(uintptr_t)at, f->size, NULL, lines, 3, &f->index);
+	printf("load %s 0x%" PRIx64 " %zu %" PRIu64 " rc=%d\n", f->name, (uint64_t)(uintptr_t)at, f->size, f->index, rc);
+}
+
+static void unload(struct func *f)
+{
+	profd_jit_code_unload(&pj, (uint64_t)(uintptr_t)f->addr, f->index);
+	printf("unload %s 0x%" PRIx64 " %" PRIu64 "\n", f->name, (uint64_t)(uintptr_t)f->addr, f->index);
+	writable(1);
+	memset(f->addr, 0xCC, f->size); /* int3: running unloaded code traps */
+	writable(0);
+}
+
+static void move(struct func *f, unsigned char *to)
+{
+	unsigned char *from = f->addr;
+	writable(1);
+	memmove(to, from, f->size);
+	memset(from, 0xCC, f->size);
+	writable(0);
+	f->addr = to;
+	profd_jit_code_move(&pj, (uint64_t)(uintptr_t)from, (uint64_t)(uintptr_t)to, f->size, f->index);
+	printf("move %s 0x%" PRIx64 " 0x%" PRIx64 " %zu %" PRIu64 "\n", f->name, (uint64_t)(uintptr_t)from,
+	       (uint64_t)(uintptr_t)to, f->size, f->index);
+}
+
+static uint64_t now_ms(void)
+{
+	return profd_jit__now() / 1000000u;
+}
+
+static void run(struct func *f, long ms)
+{
+	counter_fn fn;
+	uint64_t end = now_ms() + (uint64_t)ms, iters = 0, result = 0;
+	memcpy(&fn, &f->addr, sizeof(fn));
+	do {
+		result += fn(100000);
+		iters += 100000;
+	} while (now_ms() < end);
+	printf("ran %s %" PRIu64 " %" PRIu64 "\n", f->name, iters, result);
+	if (result != iters * (uint64_t)f->adds) {
+		fprintf(stderr, "testjit: %s computed %" PRIu64 ", want %" PRIu64 "\n", f->name, result,
+		        iters * (uint64_t)f->adds);
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = NULL;
+	long ms = 200, rounds = 1, wait_ms = 0, r;
+	int flush = 0, opt, rc;
+	uint64_t give_up;
+	struct timespec ten_ms = {0, 10000000};
+
+	while ((opt = getopt(argc, argv, "d:m:r:w:f")) != -1) {
+		switch (opt) {
+		case 'd': dir = optarg; break;
+		case 'm': ms = strtol(optarg, NULL, 10); break;
+		case 'r': rounds = strtol(optarg, NULL, 10); break;
+		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
+		case 'f': flush = 1; break;
+		default:
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f]\n");
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	give_up = now_ms() + (uint64_t)wait_ms;
+	for (;;) {
+		rc = profd_jit_open(&pj, dir);
+		if (rc != PROFD_JIT_NO_DAEMON || now_ms() >= give_up)
+			break;
+		nanosleep(&ten_ms, NULL);
+	}
+	printf("profd %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
+
+	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (region == MAP_FAILED) {
+		perror("testjit: mmap");
+		return 1;
+	}
+	for (r = 0; r < rounds; r++) {
+		struct func small = {"count_small", 1, NULL, 0, 0};
+		struct func medium = {"count_medium", 4, NULL, 0, 0};
+		struct func large = {"count_large", 16, NULL, 0, 0};
+		memset(region, 0xCC, region_size);
+		load(&small, region);
+		load(&medium, region + 0x400);
+		run(&small, ms);
+		run(&medium, ms);
+		/* Reuse: count_small goes, count_large takes its address. */
+		unload(&small);
+		load(&large, region);
+		run(&large, ms);
+		/* count_medium moves further up. */
+		move(&medium, region + 0x800);
+		run(&medium, ms);
+		unload(&large);
+		unload(&medium);
+		if (flush)
+			printf("flush rc=%d\n", profd_jit_flush(&pj));
+	}
+	profd_jit_close(&pj);
+	printf("records %" PRIu64 " dropped %" PRIu64 "\n", pj.records, pj.dropped);
+	return 0;
+}

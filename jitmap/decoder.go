@@ -1,0 +1,219 @@
+package jitmap
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Default bounds of DecoderOptions.
+const (
+	DefaultMaxRecordBytes = 16 << 20 // 16 MiB: a jitdump header or record claiming more is fatal
+	DefaultMaxLineBytes   = 16 << 10 // 16 KiB: a longer perf-map line is reported and skipped
+)
+
+// DecoderOptions tunes a Decoder. The zero value is usable.
+type DecoderOptions struct {
+	// Now returns CLOCK_MONOTONIC nanoseconds; it stamps perf-map loads (perf-map lines carry no
+	// time). nil leaves their LoadNs 0 ("live since always").
+	Now func() int64
+	// MaxRecordBytes bounds a jitdump header or record, and so the Decoder's buffer. A larger
+	// claim is a fatal *DecodeError (ErrRecordTooLarge, ErrStreamDead): a length that large
+	// cannot be told from corruption. 0 means DefaultMaxRecordBytes.
+	MaxRecordBytes int
+	// MaxLineBytes bounds a perf-map line; longer lines are reported and skipped.
+	// 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+}
+
+// Decoder turns one JIT symbol stream (jitdump or perf-map text, told apart by its first
+// bytes) into Events. It is streaming: Write takes the stream split anywhere, and the events
+// do not depend on how it was split.
+//
+// Error handling: a bad perf-map line, and a jitdump record whose length is sane but whose
+// contents are not, are reported as *DecodeError and skipped; decoding goes on. A jitdump
+// header or record length that is out of bounds (under the fixed size, or over
+// MaxRecordBytes) cannot be skipped with confidence: it is reported as a *DecodeError that
+// wraps ErrStreamDead, and the Decoder ignores all later input (Err reports it).
+//
+// A Decoder is not safe for concurrent use; one goroutine owns it.
+type Decoder struct {
+	pid    uint32
+	src    Source
+	opts   DecoderOptions
+	format Format
+
+	off     int64  // stream offset of the first byte not yet decoded (pending[0])
+	pending []byte // a partial record or line carried between Writes
+	dead    error
+
+	events []Event
+	errs   []error
+
+	jd jitdumpState
+	pm perfMapState
+}
+
+// NewDecoder returns a Decoder for the stream of process pid (0: trust the pids the records
+// carry). Perf-map lines are attributed to pid; jitdump records naming another process are
+// dropped with ErrPidMismatch. src stamps every CodeObject's Source.
+func NewDecoder(pid uint32, src Source, opts DecoderOptions) *Decoder {
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if opts.MaxRecordBytes < jitdumpHeaderSize {
+		opts.MaxRecordBytes = jitdumpHeaderSize
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return &Decoder{pid: pid, src: src, opts: opts, jd: jitdumpState{debug: map[uint64][]LineEntry{}}}
+}
+
+// Format is the stream's format; FormatUnknown until the first bytes told it.
+func (d *Decoder) Format() Format { return d.format }
+
+// Offset is the stream offset of the first byte not yet decoded: bytes written minus those
+// buffered as a partial record or line.
+func (d *Decoder) Offset() int64 { return d.off }
+
+// Buffered is how many bytes of a partial record or line the Decoder holds.
+func (d *Decoder) Buffered() int { return len(d.pending) }
+
+// Err is the fatal error that ended decoding (wrapping ErrStreamDead), or nil.
+func (d *Decoder) Err() error { return d.dead }
+
+// JitdumpHeader is the stream's jitdump header, once decoded.
+func (d *Decoder) JitdumpHeader() (h JitdumpHeader, ok bool) { return d.jd.header, d.jd.headerDone }
+
+// Write decodes p, which continues the stream, and returns the events and errors it completed.
+// p is not retained. After a fatal error Write returns nothing.
+func (d *Decoder) Write(p []byte) (events []Event, errs []error) {
+	d.events, d.errs = nil, nil
+	if d.dead != nil || len(p) == 0 {
+		return nil, nil
+	}
+	if d.format == FormatUnknown {
+		take := min(len(p), 4-len(d.pending))
+		d.pending = append(d.pending, p[:take]...)
+		f, ok := DetectFormat(d.pending)
+		if !ok {
+			return nil, nil
+		}
+		d.format = f
+		p = p[take:]
+		if n := d.consume(d.pending); n > 0 {
+			d.dropPending(n)
+		}
+	}
+	d.feed(p)
+	return d.events, d.errs
+}
+
+// Finish ends the stream: a buffered perf-map line without its newline is decoded, and a
+// partial jitdump record is reported as ErrTruncated.
+func (d *Decoder) Finish() (events []Event, errs []error) {
+	d.events, d.errs = nil, nil
+	if d.dead != nil || len(d.pending) == 0 {
+		return nil, nil
+	}
+	if d.format == FormatUnknown {
+		if f, ok := DetectFormat(d.pending); ok {
+			d.format = f
+		} else {
+			d.format = FormatPerfMap
+		}
+	}
+	switch d.format {
+	case FormatPerfMap:
+		if !d.pm.discarding {
+			d.perfMapLine(d.pending)
+		}
+	case FormatJitdump:
+		id := uint32(0)
+		if d.jd.headerDone && len(d.pending) >= 4 {
+			id = d.jd.u32(d.pending)
+		}
+		d.report(id, ErrTruncated)
+	}
+	d.off += int64(len(d.pending))
+	d.pending = d.pending[:0]
+	return d.events, d.errs
+}
+
+// feed decodes p, first completing any buffered partial unit, and buffers what is left.
+func (d *Decoder) feed(p []byte) {
+	for len(p) > 0 && d.dead == nil {
+		if len(d.pending) == 0 {
+			n := d.consume(p)
+			if d.dead != nil {
+				return
+			}
+			d.pending = append(d.pending, p[n:]...)
+			d.limitPending()
+			return
+		}
+		var take int
+		if d.format == FormatPerfMap {
+			take = len(p)
+			if i := bytes.IndexByte(p, '\n'); i >= 0 {
+				take = i + 1
+			}
+		} else {
+			take = min(d.jd.need(d)-len(d.pending), len(p))
+			if take <= 0 {
+				take = len(p) // cannot happen while need is right; never spin
+			}
+		}
+		d.pending = append(d.pending, p[:take]...)
+		p = p[take:]
+		d.dropPending(d.consume(d.pending))
+		d.limitPending()
+	}
+}
+
+func (d *Decoder) dropPending(n int) {
+	k := copy(d.pending, d.pending[n:])
+	d.pending = d.pending[:k]
+	if cap(d.pending) > 4*d.opts.MaxLineBytes && k < d.opts.MaxLineBytes {
+		// Give back the buffer a large record needed.
+		d.pending = append([]byte(nil), d.pending...)
+	}
+}
+
+// limitPending bounds a partial perf-map line (a jitdump partial record is bounded by the
+// length check in consumeJitdump).
+func (d *Decoder) limitPending() {
+	if d.format == FormatPerfMap && len(d.pending) > d.opts.MaxLineBytes {
+		d.report(0, ErrLineTooLong)
+		d.pm.discarding = true
+		d.off += int64(len(d.pending))
+		d.pending = d.pending[:0]
+	}
+}
+
+// consume decodes the complete records or lines at the start of b, which begins at stream
+// offset d.off, advances d.off past them and returns how many bytes they took.
+func (d *Decoder) consume(b []byte) int {
+	switch d.format {
+	case FormatJitdump:
+		return d.consumeJitdump(b)
+	case FormatPerfMap:
+		return d.consumePerfMap(b)
+	}
+	return 0
+}
+
+func (d *Decoder) emit(ev Event) { d.events = append(d.events, ev) }
+
+// report records a non-fatal error for the unit at d.off.
+func (d *Decoder) report(id uint32, err error) {
+	d.errs = append(d.errs, &DecodeError{Offset: d.off, Format: d.format, RecordID: id, Err: err})
+}
+
+// kill records a fatal error at d.off and stops the stream.
+func (d *Decoder) kill(id uint32, err error) {
+	e := &DecodeError{Offset: d.off, Format: d.format, RecordID: id, Err: fmt.Errorf("%w: %w", ErrStreamDead, err)}
+	d.errs = append(d.errs, e)
+	d.dead = e
+	d.pending = nil
+}

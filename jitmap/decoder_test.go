@@ -1,0 +1,197 @@
+package jitmap
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// decodeChunks feeds stream to a fresh decoder in pieces cut at the given positions and
+// returns everything it produced, Finish included.
+func decodeChunks(t testing.TB, pid uint32, src Source, opts DecoderOptions, stream []byte, cuts ...int) ([]Event, []error) {
+	t.Helper()
+	d := NewDecoder(pid, src, opts)
+	var evs []Event
+	var errs []error
+	prev := 0
+	for _, c := range append(cuts, len(stream)) {
+		chunk := append([]byte(nil), stream[prev:c]...)
+		e, er := d.Write(chunk)
+		for i := range chunk {
+			chunk[i] ^= 0xA5 // Write must not have kept p
+		}
+		evs, errs = append(evs, e...), append(errs, er...)
+		prev = c
+	}
+	e, er := d.Finish()
+	return append(evs, e...), append(errs, er...)
+}
+
+func sampleEvents(pid uint32) []Event {
+	return []Event{
+		&CodeLoad{Pid: pid, Tid: pid + 1, Object: CodeObject{
+			Name: "sq", Addr: 0x7f0000001000, Size: 6, Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
+			Lines: []LineEntry{
+				{Addr: 0x7f0000001000, File: "/src/a.c", Line: 1},
+				{Addr: 0x7f0000001004, File: "/src/a.c", Line: 2, Discriminator: 3},
+				{Addr: 0x7f0000001005, File: "/src/b.h", Line: 40},
+			},
+			LoadNs: 1000, CodeIndex: 1, Source: SourceFIFO,
+		}},
+		&CodeLoad{Pid: pid, Tid: pid, Object: CodeObject{
+			Name: "name with spaces (int, long)", Addr: 0x7f0000002000, Size: 1, Code: []byte{0xc3},
+			LoadNs: 2000, CodeIndex: 2, Source: SourceFIFO,
+		}},
+		&CodeMove{Pid: pid, Tid: pid, TimeNs: 3000, CodeIndex: 2, OldAddr: 0x7f0000002000, NewAddr: 0x7f0000003000, Size: 1},
+		&CodeUnload{Pid: pid, Tid: pid + 2, TimeNs: 4000, CodeIndex: 1, Addr: 0x7f0000001000},
+		&StreamEnd{TimeNs: 5000},
+	}
+}
+
+func writeStream(t testing.TB, h JitdumpHeader, llvm bool, evs []Event, extra func(*JitdumpWriter)) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewJitdumpWriter(&buf, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.LLVM14Style = llvm
+	for i, ev := range evs {
+		if i == 1 && extra != nil {
+			extra(w)
+		}
+		if err := w.WriteEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestJitdumpRoundTrip(t *testing.T) {
+	const pid = 4242
+	for _, tc := range []struct {
+		name      string
+		bigEndian bool
+		llvm      bool
+	}{{"little", false, false}, {"big", true, false}, {"llvm14", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := sampleEvents(pid)
+			h := JitdumpHeader{BigEndian: tc.bigEndian, Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 77, Flags: 0}
+			stream := writeStream(t, h, tc.llvm, want, func(w *JitdumpWriter) {
+				// Records a reader must skip: unwinding info and an id nobody knows.
+				if err := w.UnwindingInfo(1500, 8, 16, bytes.Repeat([]byte{0xee}, 40)); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Record(0x1234, 1600, []byte("future record body")); err != nil {
+					t.Fatal(err)
+				}
+			})
+			d := NewDecoder(pid, SourceFIFO, DecoderOptions{})
+			got, errs := d.Write(stream)
+			if len(errs) > 0 {
+				t.Fatalf("errors: %v", errs)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("round trip:\n got %s\nwant %s", dump(got), dump(want))
+			}
+			gh, ok := d.JitdumpHeader()
+			if !ok || gh != h {
+				t.Errorf("header %+v, want %+v", gh, h)
+			}
+			if d.Offset() != int64(len(stream)) || d.Buffered() != 0 {
+				t.Errorf("offset %d buffered %d, want %d 0", d.Offset(), d.Buffered(), len(stream))
+			}
+			// Every split point, and byte by byte, decodes the same.
+			for cut := 1; cut < len(stream); cut++ {
+				got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cut)
+				if len(errs) > 0 || !reflect.DeepEqual(got, want) {
+					t.Fatalf("split at %d: %d errors %v; events equal: %v", cut, len(errs), errs, reflect.DeepEqual(got, want))
+				}
+			}
+			cuts := make([]int, 0, len(stream))
+			for i := 1; i < len(stream); i++ {
+				cuts = append(cuts, i)
+			}
+			if got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
+				t.Fatalf("byte by byte: errors %v; got %s", errs, dump(got))
+			}
+		})
+	}
+}
+
+func dump(evs []Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case *CodeLoad:
+			b.WriteString("\n  load ")
+			b.WriteString(strings.ReplaceAll(strings.TrimSpace(sprintf("%+v", *ev)), "\n", " "))
+		default:
+			b.WriteString("\n  " + sprintf("%T %+v", ev, ev))
+		}
+	}
+	return b.String()
+}
+
+func TestDetectFormat(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		f  Format
+		ok bool
+	}{
+		{"", FormatUnknown, false},
+		{"D", FormatUnknown, false},
+		{"DTi", FormatUnknown, false},
+		{"DTiJ", FormatJitdump, true},
+		{"JiT", FormatUnknown, false},
+		{"JiTD\x00", FormatJitdump, true},
+		{"J1", FormatPerfMap, true},
+		{"7f00 10 f\n", FormatPerfMap, true},
+		{"DTix", FormatPerfMap, true},
+	} {
+		f, ok := DetectFormat([]byte(tc.in))
+		if f != tc.f || ok != tc.ok {
+			t.Errorf("DetectFormat(%q) = %v, %v; want %v, %v", tc.in, f, ok, tc.f, tc.ok)
+		}
+	}
+}
+
+func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := NewJitdumpWriter(&buf, JitdumpHeader{Pid: 1})
+	good := sampleEvents(1)[:1]
+	for _, ev := range good {
+		_ = w.WriteEvent(ev)
+	}
+	prefix := len(buf.Bytes())
+	// A record claiming 4 GiB - 1: an error naming its offset, no allocation.
+	_ = w.Record(JitdumpCodeLoad, 1, nil)
+	stream := buf.Bytes()
+	copy(stream[prefix+4:], []byte{0xff, 0xff, 0xff, 0xff})
+	stream = append(stream, bytes.Repeat([]byte{0}, 100)...)
+	d := NewDecoder(1, SourceFIFO, DecoderOptions{})
+	evs, errs := d.Write(stream)
+	if len(evs) != 1 || len(errs) != 1 {
+		t.Fatalf("events %d errors %v; want 1 event and 1 error", len(evs), errs)
+	}
+	var de *DecodeError
+	if !errors.As(errs[0], &de) || de.Offset != int64(prefix) || !errors.Is(de, ErrRecordTooLarge) || !errors.Is(de, ErrStreamDead) || !de.Fatal() {
+		t.Fatalf("error %v; want fatal ErrRecordTooLarge at offset %d", errs[0], prefix)
+	}
+	if d.Err() == nil || d.Buffered() != 0 {
+		t.Errorf("Err %v buffered %d", d.Err(), d.Buffered())
+	}
+	if evs, errs := d.Write(stream[:60]); evs != nil || errs != nil {
+		t.Errorf("dead decoder produced %v %v", evs, errs)
+	}
+
+	// The header's own total_size is checked the same way.
+	hdr := append([]byte(nil), stream[:jitdumpHeaderSize]...)
+	copy(hdr[8:], []byte{0, 0, 0, 0x80})
+	_, errs = NewDecoder(1, SourceFIFO, DecoderOptions{}).Write(hdr)
+	if len(errs) != 1 || !errors.As(errs[0], &de) || de.Offset != 0 || !errors.Is(de, ErrRecordTooLarge) {
+		t.Fatalf("huge header: %v", errs)
+	}
+}

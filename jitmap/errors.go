@@ -1,0 +1,51 @@
+package jitmap
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Decoder errors come back as *DecodeError wrapping one of these; test them
+// with errors.Is.
+var (
+	// ErrStreamDead marks a fatal decode error: the stream cannot be resynchronised (a jitdump
+	// header or record length that cannot be trusted) and the Decoder ignores everything after
+	// it. Events decoded before it stay valid.
+	ErrStreamDead = errors.New("stream dead")
+	// ErrRecordTooLarge: a header or record claims more than DecoderOptions.MaxRecordBytes.
+	ErrRecordTooLarge = errors.New("record too large")
+	// ErrMalformed: a record's fields contradict its size or each other; it is skipped.
+	ErrMalformed = errors.New("malformed record")
+	// ErrTruncated: the stream ended (Decoder.Finish) inside a record.
+	ErrTruncated = errors.New("truncated record")
+	// ErrBadLine: a perf-map line that is not "START SIZE NAME"; it is skipped.
+	ErrBadLine = errors.New("bad perf-map line")
+	// ErrLineTooLong: a perf-map line longer than DecoderOptions.MaxLineBytes; it is skipped.
+	ErrLineTooLong = errors.New("perf-map line too long")
+	// ErrPidMismatch: a jitdump record names a process other than the stream's owner; it is
+	// dropped so that one process cannot describe another's address space.
+	ErrPidMismatch = errors.New("record for another process")
+	// ErrUnknownCode: a move or unload names code the Map does not hold live.
+	ErrUnknownCode = errors.New("no live code object there")
+)
+
+// DecodeError reports one bad record or line of a stream. Offset is the stream byte offset of
+// the record's (or line's) first byte.
+type DecodeError struct {
+	Offset   int64
+	Format   Format
+	RecordID uint32 // jitdump record id; 0 for the header and for perf-map lines
+	Err      error  // wraps a sentinel above
+}
+
+func (e *DecodeError) Error() string {
+	if e.Format == FormatJitdump {
+		return fmt.Sprintf("jitmap: jitdump record %#x at offset %d: %v", e.RecordID, e.Offset, e.Err)
+	}
+	return fmt.Sprintf("jitmap: %v at offset %d: %v", e.Format, e.Offset, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Fatal reports whether the error ended the stream (errors.Is(e, ErrStreamDead)).
+func (e *DecodeError) Fatal() bool { return errors.Is(e.Err, ErrStreamDead) }

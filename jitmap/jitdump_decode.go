@@ -1,0 +1,301 @@
+package jitmap
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// maxPendingDebug bounds the CODE_DEBUG_INFO records held while waiting for their CODE_LOAD.
+const maxPendingDebug = 64
+
+type jitdumpState struct {
+	headerDone bool
+	be         bool
+	header     JitdumpHeader
+	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
+	// CODE_LOAD that follows them; addresses still carry any writer bias.
+	debug map[uint64][]LineEntry
+}
+
+func (j *jitdumpState) u32(b []byte) uint32 {
+	if j.be {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+func (j *jitdumpState) u64(b []byte) uint64 {
+	if j.be {
+		return binary.BigEndian.Uint64(b)
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+// need is how many bytes d.pending must hold before consumeJitdump can make progress.
+func (j *jitdumpState) need(d *Decoder) int {
+	b := d.pending
+	if !j.headerDone {
+		if len(b) < 12 {
+			return 12
+		}
+		j.be = b[0] == magicBig[0]
+		return int(j.u32(b[8:]))
+	}
+	if len(b) < jitdumpRecHeaderSize {
+		return jitdumpRecHeaderSize
+	}
+	return int(j.u32(b[4:]))
+}
+
+func (d *Decoder) consumeJitdump(b []byte) int {
+	j := &d.jd
+	maxSize := uint32(d.opts.MaxRecordBytes)
+	n := 0
+	for {
+		rest := b[n:]
+		if !j.headerDone {
+			if len(rest) < 12 {
+				return n
+			}
+			j.be = rest[0] == magicBig[0]
+			if !bytes.Equal(rest[:4], magicLittle) && !bytes.Equal(rest[:4], magicBig) {
+				d.kill(0, fmt.Errorf("header: bad magic % x", rest[:4]))
+				return n
+			}
+			size := j.u32(rest[8:])
+			if size < jitdumpHeaderSize {
+				d.kill(0, fmt.Errorf("header: total_size %d < %d: %w", size, jitdumpHeaderSize, ErrMalformed))
+				return n
+			}
+			if size > maxSize {
+				d.kill(0, fmt.Errorf("header: total_size %d: %w", size, ErrRecordTooLarge))
+				return n
+			}
+			if len(rest) < int(size) {
+				return n
+			}
+			j.header = JitdumpHeader{
+				BigEndian:   j.be,
+				Version:     j.u32(rest[4:]),
+				ElfMach:     j.u32(rest[12:]),
+				Pid:         j.u32(rest[20:]),
+				TimestampNs: int64(j.u64(rest[24:])),
+				Flags:       j.u64(rest[32:]),
+			}
+			j.headerDone = true
+			n += int(size)
+			d.off += int64(size)
+			continue
+		}
+		if len(rest) < jitdumpRecHeaderSize {
+			return n
+		}
+		id, size := j.u32(rest), j.u32(rest[4:])
+		if size < jitdumpRecHeaderSize {
+			d.kill(id, fmt.Errorf("total_size %d < %d: %w", size, jitdumpRecHeaderSize, ErrMalformed))
+			return n
+		}
+		if size > maxSize {
+			d.kill(id, fmt.Errorf("total_size %d: %w", size, ErrRecordTooLarge))
+			return n
+		}
+		if len(rest) < int(size) {
+			return n
+		}
+		d.jitdumpRecord(id, rest[:size])
+		n += int(size)
+		d.off += int64(size)
+	}
+}
+
+// jitdumpRecord decodes one complete record (header included).
+func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
+	j := &d.jd
+	ts := int64(j.u64(rec[8:]))
+	body := rec[jitdumpRecHeaderSize:]
+	switch id {
+	case JitdumpCodeLoad:
+		d.jitdumpLoad(ts, body)
+	case JitdumpCodeMove:
+		if len(body) < jitdumpMoveFixed {
+			d.report(id, fmt.Errorf("code move: %d body bytes: %w", len(body), ErrMalformed))
+			return
+		}
+		pid, ok := d.checkPid(id, j.u32(body))
+		if !ok {
+			return
+		}
+		d.emit(&CodeMove{
+			Pid:       pid,
+			Tid:       j.u32(body[4:]),
+			TimeNs:    ts,
+			OldAddr:   j.u64(body[16:]),
+			NewAddr:   j.u64(body[24:]),
+			Size:      j.u64(body[32:]),
+			CodeIndex: j.u64(body[40:]),
+		})
+	case JitdumpCodeDebugInfo:
+		d.jitdumpDebugInfo(body)
+	case JitdumpCodeClose:
+		d.emit(&StreamEnd{TimeNs: ts})
+	case JitdumpProfdCodeUnload:
+		if len(body) < jitdumpUnloadFixed {
+			d.report(id, fmt.Errorf("code unload: %d body bytes: %w", len(body), ErrMalformed))
+			return
+		}
+		pid, ok := d.checkPid(id, j.u32(body))
+		if !ok {
+			return
+		}
+		d.emit(&CodeUnload{
+			Pid:       pid,
+			Tid:       j.u32(body[4:]),
+			TimeNs:    ts,
+			Addr:      j.u64(body[8:]),
+			CodeIndex: j.u64(body[16:]),
+		})
+	default:
+		// CODE_UNWINDING_INFO and ids this reader does not know: skipped by size.
+	}
+}
+
+func (d *Decoder) checkPid(id, pid uint32) (uint32, bool) {
+	if d.pid != 0 && pid != d.pid {
+		d.report(id, fmt.Errorf("pid %d in stream of pid %d: %w", pid, d.pid, ErrPidMismatch))
+		return 0, false
+	}
+	return pid, true
+}
+
+func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
+	j := &d.jd
+	const id = JitdumpCodeLoad
+	if len(body) < jitdumpLoadFixed+1 {
+		d.report(id, fmt.Errorf("code load: %d body bytes: %w", len(body), ErrMalformed))
+		return
+	}
+	vma, codeAddr := j.u64(body[8:]), j.u64(body[16:])
+	codeSize, codeIndex := j.u64(body[24:]), j.u64(body[32:])
+	rest := body[jitdumpLoadFixed:]
+	nul := bytes.IndexByte(rest, 0)
+	if nul < 0 {
+		d.report(id, fmt.Errorf("code load %#x: name without NUL: %w", codeAddr, ErrMalformed))
+		return
+	}
+	code := rest[nul+1:]
+	if codeSize > uint64(len(code)) {
+		d.report(id, fmt.Errorf("code load %#x: code_size %d with %d bytes left: %w", codeAddr, codeSize, len(code), ErrMalformed))
+		return
+	}
+	addr := codeAddr
+	if addr == 0 {
+		addr = vma
+	}
+	if addr+codeSize < addr {
+		d.report(id, fmt.Errorf("code load %#x+%d: range wraps: %w", addr, codeSize, ErrMalformed))
+		return
+	}
+	pid, ok := d.checkPid(id, j.u32(body))
+	if !ok {
+		return
+	}
+	ev := &CodeLoad{
+		Pid: pid,
+		Tid: j.u32(body[4:]),
+		Object: CodeObject{
+			Name:      string(rest[:nul]),
+			Addr:      addr,
+			Size:      codeSize,
+			LoadNs:    ts,
+			CodeIndex: codeIndex,
+			Source:    d.src,
+		},
+	}
+	if codeSize > 0 {
+		ev.Object.Code = append([]byte(nil), code[:codeSize]...)
+	}
+	lines, ok := j.debug[codeAddr]
+	if !ok && vma != 0 {
+		lines, ok = j.debug[vma]
+	}
+	if ok {
+		delete(j.debug, codeAddr)
+		delete(j.debug, vma)
+		if len(lines) > 0 {
+			ev.Object.Lines = unbiasLines(lines, addr, codeSize, vma == 0)
+		}
+	}
+	d.emit(ev)
+}
+
+// unbiasLines removes LLVM 14's +0x40 from debug-entry addresses. The writer is recognised by
+// its vma of 0 and by entries that only make sense shifted: none below addr+0x40, and at least
+// one past the end of the code.
+func unbiasLines(lines []LineEntry, addr, size uint64, vmaZero bool) []LineEntry {
+	if !vmaZero || len(lines) == 0 {
+		return lines
+	}
+	for _, l := range lines {
+		if l.Addr < addr+llvm14DebugBias || l.Addr-llvm14DebugBias-addr > size {
+			return lines
+		}
+	}
+	for i := range lines {
+		lines[i].Addr -= llvm14DebugBias
+	}
+	return lines
+}
+
+func (d *Decoder) jitdumpDebugInfo(body []byte) {
+	j := &d.jd
+	const id = JitdumpCodeDebugInfo
+	if len(body) < jitdumpDebugFixed {
+		d.report(id, fmt.Errorf("debug info: %d body bytes: %w", len(body), ErrMalformed))
+		return
+	}
+	codeAddr, nr := j.u64(body), j.u64(body[8:])
+	rest := body[jitdumpDebugFixed:]
+	if nr > uint64(len(rest)/jitdumpDebugEntryMin) {
+		d.report(id, fmt.Errorf("debug info %#x: %d entries in %d bytes: %w", codeAddr, nr, len(rest), ErrMalformed))
+		return
+	}
+	lines := make([]LineEntry, 0, nr)
+	var prevName []byte
+	prevFile := ""
+	for range nr {
+		if len(rest) < jitdumpDebugEntryMin {
+			d.report(id, fmt.Errorf("debug info %#x: entry %d truncated: %w", codeAddr, len(lines), ErrMalformed))
+			return
+		}
+		e := LineEntry{Addr: j.u64(rest), Line: j.u32(rest[8:]), Discriminator: j.u32(rest[12:])}
+		rest = rest[16:]
+		nul := bytes.IndexByte(rest, 0)
+		if nul < 0 {
+			d.report(id, fmt.Errorf("debug info %#x: entry %d name without NUL: %w", codeAddr, len(lines), ErrMalformed))
+			return
+		}
+		name := rest[:nul]
+		rest = rest[nul+1:]
+		switch {
+		case len(name) == 1 && name[0] == 0xff:
+			// "same file as the previous entry", as perf's JVMTI agent writes it.
+		case !bytes.Equal(name, prevName):
+			prevName, prevFile = name, string(name)
+		}
+		e.File = prevFile
+		lines = append(lines, e)
+	}
+	if !slices.IsSortedFunc(lines, compareLineAddr) {
+		slices.SortStableFunc(lines, compareLineAddr)
+	}
+	if len(j.debug) >= maxPendingDebug {
+		clear(j.debug)
+		d.report(id, fmt.Errorf("debug info %#x: %d line tables without their code load, dropped: %w", codeAddr, maxPendingDebug, ErrMalformed))
+	}
+	j.debug[codeAddr] = lines
+}
+
+func compareLineAddr(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) }

@@ -1,0 +1,330 @@
+package jitmap
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultMaxEndedPerPid is MapOptions.MaxEndedPerPid's default.
+const DefaultMaxEndedPerPid = 1 << 16
+
+// MapOptions tunes a Map. The zero value is usable.
+type MapOptions struct {
+	// MaxEndedPerPid bounds the ended (unloaded, moved or replaced) objects kept per process
+	// for late lookups; past it, the quarter that ended longest ago is reclaimed.
+	// 0 means DefaultMaxEndedPerPid.
+	MaxEndedPerPid int
+}
+
+// Map holds, per process, the code objects a JIT described, with the times each owned its
+// address range, so that a sample (pid, ip, time) can be named even after its code was
+// unloaded, moved, or its addresses reused.
+//
+// Concurrency: Apply, Reclaim and RemovePid may be called from any goroutines (they take one
+// writer lock); Lookup, Objects, Pids and Counts are safe at the same time as them and as each
+// other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
+// copy with UnloadNs set, so a *CodeObject a reader holds never changes under it. Callers
+// must not modify them either.
+//
+// Memory: live objects are kept while live; ended ones until Reclaim(beforeNs) drops those
+// that ended at or before beforeNs (no sample taken at or after beforeNs can refer to them),
+// RemovePid drops a process, or MaxEndedPerPid is exceeded.
+type Map struct {
+	opts  MapOptions
+	mu    sync.Mutex                          // serialises writers
+	procs atomic.Pointer[map[uint32]*procMap] // copy on write, read without locks
+	tmp   []*CodeObject
+}
+
+// procMap is one process's objects: the live ones in an index, the ended ones in a slice
+// sorted by address.
+type procMap struct {
+	mu          sync.RWMutex
+	live        liveIndex
+	ended       []*CodeObject // by Addr
+	endedMaxLen uint64        // the largest Size in ended: how far back a lookup scans
+}
+
+// NewMap returns an empty Map.
+func NewMap(opts MapOptions) *Map {
+	if opts.MaxEndedPerPid <= 0 {
+		opts.MaxEndedPerPid = DefaultMaxEndedPerPid
+	}
+	m := &Map{opts: opts}
+	m.procs.Store(&map[uint32]*procMap{})
+	return m
+}
+
+// Lookup returns the code object of process pid that owned ip at time atNs (CLOCK_MONOTONIC
+// ns). It does not allocate.
+func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *CodeObject, ok bool) {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return nil, false
+	}
+	p.mu.RLock()
+	obj = p.lookup(ip, atNs)
+	p.mu.RUnlock()
+	return obj, obj != nil
+}
+
+func (p *procMap) lookup(ip uint64, atNs int64) *CodeObject {
+	if o := p.live.find(ip, atNs); o != nil {
+		return o
+	}
+	for i := upperBound2(p.ended, ip) - 1; i >= 0; i-- {
+		o := p.ended[i]
+		if ip-o.Addr >= p.endedMaxLen {
+			break
+		}
+		if ip-o.Addr < o.Size && o.LiveAt(atNs) {
+			return o
+		}
+	}
+	return nil
+}
+
+// upperBound2 returns the number of objects in the address-sorted s with Addr <= ip.
+func upperBound2(s []*CodeObject, ip uint64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if s[mid].Addr <= ip {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Apply records one event.
+//
+//   - *CodeLoad: the object becomes live at its LoadNs. Live objects it overlaps end then (JITs
+//     such as LLVM 14 write no unload records; reuse of the range is the only sign). A load
+//     identical in name and range to a live object is a duplicate (the same code reported by
+//     two sources, e.g. perf-map and jitdump); it only adds the code bytes, lines or code index
+//     the live one lacks, and the earlier load time. Zero-size loads are ignored. The Map keeps
+//     the event's Code and Lines slices: do not modify them afterwards.
+//   - *CodeMove: the live object at OldAddr ends at TimeNs and a copy at NewAddr begins.
+//   - *CodeUnload: the live object at Addr ends at TimeNs.
+//   - *StreamEnd: nothing changes (the code stays live after the writer stops).
+//
+// A move or unload of code that is not live returns an error wrapping ErrUnknownCode.
+func (m *Map) Apply(ev Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch ev := ev.(type) {
+	case *CodeLoad:
+		if ev.Object.Size == 0 {
+			return nil
+		}
+		if ev.Object.Addr+ev.Object.Size < ev.Object.Addr {
+			return fmt.Errorf("jitmap: code load %#x+%d: range wraps: %w", ev.Object.Addr, ev.Object.Size, ErrMalformed)
+		}
+		o := ev.Object
+		o.UnloadNs = 0
+		m.load(m.proc(ev.Pid), &o)
+	case *CodeMove:
+		p := m.proc(ev.Pid)
+		p.mu.Lock()
+		old := p.live.at(ev.OldAddr)
+		p.mu.Unlock()
+		if old == nil || !sameIndex(old.CodeIndex, ev.CodeIndex) {
+			return fmt.Errorf("jitmap: code move %#x->%#x: %w", ev.OldAddr, ev.NewAddr, ErrUnknownCode)
+		}
+		moved := *old
+		moved.Addr, moved.LoadNs, moved.UnloadNs = ev.NewAddr, ev.TimeNs, 0
+		if ev.Size != 0 && ev.Size != moved.Size {
+			moved.Size, moved.Code = ev.Size, nil
+		}
+		if moved.Addr+moved.Size < moved.Addr {
+			return fmt.Errorf("jitmap: code move %#x->%#x+%d: range wraps: %w", ev.OldAddr, ev.NewAddr, moved.Size, ErrMalformed)
+		}
+		if moved.Lines != nil {
+			moved.Lines = slices.Clone(moved.Lines)
+			for i := range moved.Lines {
+				moved.Lines[i].Addr += ev.NewAddr - ev.OldAddr
+			}
+		}
+		p.mu.Lock()
+		m.end(p, old, ev.TimeNs)
+		p.mu.Unlock()
+		m.load(p, &moved)
+	case *CodeUnload:
+		p := m.proc(ev.Pid)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		old := p.live.at(ev.Addr)
+		if old == nil || !sameIndex(old.CodeIndex, ev.CodeIndex) {
+			return fmt.Errorf("jitmap: code unload %#x: %w", ev.Addr, ErrUnknownCode)
+		}
+		m.end(p, old, ev.TimeNs)
+	case *StreamEnd:
+	default:
+		return fmt.Errorf("jitmap: apply %T: unknown event", ev)
+	}
+	return nil
+}
+
+func sameIndex(a, b uint64) bool { return a == 0 || b == 0 || a == b }
+
+// proc returns pid's procMap, creating it. Callers hold m.mu.
+func (m *Map) proc(pid uint32) *procMap {
+	cur := *m.procs.Load()
+	if p := cur[pid]; p != nil {
+		return p
+	}
+	next := make(map[uint32]*procMap, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	p := &procMap{}
+	next[pid] = p
+	m.procs.Store(&next)
+	return p
+}
+
+// load makes o live, ending what it overlaps. Callers hold m.mu.
+func (m *Map) load(p *procMap, o *CodeObject) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := p.live.at(o.Addr); cur != nil && cur.Size == o.Size && cur.Name == o.Name {
+		merged := *cur
+		if merged.Code == nil {
+			merged.Code = o.Code
+		}
+		if merged.Lines == nil {
+			merged.Lines = o.Lines
+		}
+		if merged.CodeIndex == 0 {
+			merged.CodeIndex = o.CodeIndex
+		}
+		if merged.LoadNs != 0 && o.LoadNs != 0 && o.LoadNs < merged.LoadNs {
+			merged.LoadNs = o.LoadNs // the other source saw it earlier
+		}
+		if merged.Code != nil && cur.Code == nil || merged.Lines != nil && cur.Lines == nil ||
+			merged.CodeIndex != cur.CodeIndex || merged.LoadNs != cur.LoadNs {
+			p.live.replace(cur, &merged)
+		}
+		return
+	}
+	m.tmp = p.live.overlapping(m.tmp[:0], o.Addr, o.Size)
+	for _, old := range m.tmp {
+		m.end(p, old, o.LoadNs)
+	}
+	clear(m.tmp)
+	p.live.insert(o)
+}
+
+// end takes old out of the live index and keeps a copy that ended at atNs, unless it was never
+// live before atNs (or atNs is unknown). Callers hold m.mu and p.mu.
+func (m *Map) end(p *procMap, old *CodeObject, atNs int64) {
+	p.live.remove(old)
+	if atNs == 0 || (old.LoadNs != 0 && atNs <= old.LoadNs) {
+		return
+	}
+	ended := *old
+	ended.UnloadNs = atNs
+	i := upperBound2(p.ended, ended.Addr)
+	p.ended = slices.Insert(p.ended, i, &ended)
+	p.endedMaxLen = max(p.endedMaxLen, ended.Size)
+	if len(p.ended) > m.opts.MaxEndedPerPid {
+		times := make([]int64, len(p.ended))
+		for i, o := range p.ended {
+			times[i] = o.UnloadNs
+		}
+		slices.Sort(times)
+		p.reclaim(times[len(times)/4])
+	}
+}
+
+// reclaim drops ended objects that ended at or before beforeNs. Callers hold p.mu.
+func (p *procMap) reclaim(beforeNs int64) int {
+	kept := p.ended[:0]
+	var maxLen uint64
+	for _, o := range p.ended {
+		if o.UnloadNs > beforeNs {
+			kept = append(kept, o)
+			maxLen = max(maxLen, o.Size)
+		}
+	}
+	n := len(p.ended) - len(kept)
+	clear(p.ended[len(kept):])
+	p.ended, p.endedMaxLen = kept, maxLen
+	return n
+}
+
+// Reclaim drops the ended objects of every process that ended at or before beforeNs and
+// returns how many. Lookups for times at or after beforeNs answer as before.
+func (m *Map) Reclaim(beforeNs int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range *m.procs.Load() {
+		p.mu.Lock()
+		n += p.reclaim(beforeNs)
+		p.mu.Unlock()
+	}
+	return n
+}
+
+// RemovePid forgets a process (after it exited and its last samples were resolved).
+func (m *Map) RemovePid(pid uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := *m.procs.Load()
+	if cur[pid] == nil {
+		return
+	}
+	next := make(map[uint32]*procMap, len(cur))
+	for k, v := range cur {
+		if k != pid {
+			next[k] = v
+		}
+	}
+	m.procs.Store(&next)
+}
+
+// Pids returns the processes the Map holds objects for, ascending.
+func (m *Map) Pids() []uint32 {
+	cur := *m.procs.Load()
+	pids := make([]uint32, 0, len(cur))
+	for pid := range cur {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// Objects returns every object of pid that the Map holds, live and ended, ordered by Addr
+// then LoadNs.
+func (m *Map) Objects(pid uint32) []*CodeObject {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return nil
+	}
+	p.mu.RLock()
+	objs := make([]*CodeObject, 0, p.live.n+len(p.ended))
+	objs = p.live.all(objs)
+	objs = append(objs, p.ended...)
+	p.mu.RUnlock()
+	slices.SortFunc(objs, func(a, b *CodeObject) int {
+		return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.LoadNs, b.LoadNs))
+	})
+	return objs
+}
+
+// Counts returns how many live and ended objects the Map holds for pid.
+func (m *Map) Counts(pid uint32) (live, ended int) {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return 0, 0
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.live.n, len(p.ended)
+}

@@ -1,0 +1,244 @@
+package jitmap
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+func load(pid uint32, name string, addr, size uint64, atNs int64) *CodeLoad {
+	return &CodeLoad{Pid: pid, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: atNs}}
+}
+
+func mustApply(t *testing.T, m *Map, evs ...Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := m.Apply(ev); err != nil {
+			t.Fatalf("apply %T: %v", ev, err)
+		}
+	}
+}
+
+func wantName(t *testing.T, m *Map, pid uint32, ip uint64, at int64, want string) {
+	t.Helper()
+	o, ok := m.Lookup(pid, ip, at)
+	switch {
+	case want == "" && ok:
+		t.Errorf("Lookup(%d, %#x, %d) = %q, want nothing", pid, ip, at, o.Name)
+	case want != "" && !ok:
+		t.Errorf("Lookup(%d, %#x, %d) = nothing, want %q", pid, ip, at, want)
+	case want != "" && o.Name != want:
+		t.Errorf("Lookup(%d, %#x, %d) = %q, want %q", pid, ip, at, o.Name, want)
+	}
+}
+
+func TestMapTimeVersions(t *testing.T) {
+	m := NewMap(MapOptions{})
+	mustApply(t, m,
+		load(1, "a", 0x1000, 0x100, 100),
+		load(1, "b", 0x1100, 0x100, 150),
+		load(2, "other", 0x1000, 0x100, 100),
+		// LLVM 14 style reuse: no unload, a new function over a's range (and part of b's).
+		load(1, "c", 0x1080, 0x100, 300),
+		&CodeUnload{Pid: 1, Addr: 0x1080, TimeNs: 400},
+		load(1, "d", 0x5000, 0x10, 0), // perf-map without a clock: live since always
+		&CodeMove{Pid: 1, OldAddr: 0x5000, NewAddr: 0x6000, Size: 0x10, TimeNs: 500},
+	)
+	for _, tc := range []struct {
+		ip   uint64
+		at   int64
+		want string
+	}{
+		{0x1000, 99, ""}, // before the load
+		{0x1000, 100, "a"},
+		{0x10ff, 299, "a"},
+		{0x1000, 300, ""}, // a ended at c's load; c does not cover 0x1000
+		{0x1080, 299, "a"},
+		{0x1080, 300, "c"},
+		{0x1150, 200, "b"},
+		{0x1150, 350, "c"},
+		{0x1190, 350, ""}, // b ended, c ends at 0x117f
+		{0x1080, 400, ""}, // c unloaded
+		{0x1000, 1 << 40, ""},
+		{0x5008, 499, "d"},
+		{0x5008, 500, ""},
+		{0x6008, 499, ""},
+		{0x6008, 500, "d"},
+		{0x0fff, 200, ""},
+		{0x1200, 200, ""},
+	} {
+		wantName(t, m, 1, tc.ip, tc.at, tc.want)
+	}
+	wantName(t, m, 2, 0x1080, 350, "other")
+	wantName(t, m, 3, 0x1080, 350, "")
+
+	if live, ended := m.Counts(1); live != 1 || ended != 4 {
+		t.Errorf("Counts(1) = %d live %d ended, want 1 4", live, ended)
+	}
+	if pids := m.Pids(); len(pids) != 2 || pids[0] != 1 || pids[1] != 2 {
+		t.Errorf("Pids() = %v", pids)
+	}
+	objs := m.Objects(1)
+	for i := 1; i < len(objs); i++ {
+		if objs[i-1].Addr > objs[i].Addr {
+			t.Errorf("Objects not sorted: %#x before %#x", objs[i-1].Addr, objs[i].Addr)
+		}
+	}
+
+	// Reclaim keeps answers for times at or after its cut.
+	if n := m.Reclaim(300); n != 2 { // a and b ended at 300
+		t.Errorf("Reclaim(300) = %d, want 2", n)
+	}
+	wantName(t, m, 1, 0x1080, 350, "c")
+	wantName(t, m, 1, 0x1080, 250, "")
+	wantName(t, m, 1, 0x5008, 450, "d")
+
+	if err := m.Apply(&CodeUnload{Pid: 1, Addr: 0x9999, TimeNs: 1}); !errors.Is(err, ErrUnknownCode) {
+		t.Errorf("unload of unknown code: %v", err)
+	}
+	if err := m.Apply(&CodeMove{Pid: 1, OldAddr: 0x9999, NewAddr: 1}); !errors.Is(err, ErrUnknownCode) {
+		t.Errorf("move of unknown code: %v", err)
+	}
+	m.RemovePid(1)
+	wantName(t, m, 1, 0x6008, 600, "")
+}
+
+func TestMapMoveShiftsLines(t *testing.T) {
+	m := NewMap(MapOptions{})
+	l := load(1, "f", 0x1000, 4, 10)
+	l.Object.Code = []byte{1, 2, 3, 4}
+	l.Object.Lines = []LineEntry{{Addr: 0x1000, Line: 1}, {Addr: 0x1002, Line: 2}}
+	mustApply(t, m, l, &CodeMove{Pid: 1, OldAddr: 0x1000, NewAddr: 0x3000, Size: 4, TimeNs: 20})
+	o, ok := m.Lookup(1, 0x3002, 25)
+	if !ok || o.Lines[1].Addr != 0x3002 || string(o.Code) != "\x01\x02\x03\x04" {
+		t.Fatalf("moved object %+v", o)
+	}
+	old, ok := m.Lookup(1, 0x1002, 15)
+	if !ok || old.Lines[1].Addr != 0x1002 || old.UnloadNs != 20 {
+		t.Fatalf("object before the move %+v", old)
+	}
+}
+
+func TestMapDuplicateLoadMerges(t *testing.T) {
+	m := NewMap(MapOptions{})
+	fromPerfMap := load(1, "f", 0x1000, 4, 0)
+	fromJitdump := load(1, "f", 0x1000, 4, 50)
+	fromJitdump.Object.Code = []byte{1, 2, 3, 4}
+	mustApply(t, m, fromPerfMap, fromJitdump)
+	o, ok := m.Lookup(1, 0x1001, 10)
+	if !ok || o.Code == nil || o.LoadNs != 0 {
+		t.Fatalf("merged object %+v", o)
+	}
+	if live, ended := m.Counts(1); live != 1 || ended != 0 {
+		t.Errorf("counts %d %d", live, ended)
+	}
+}
+
+// TestMapAgainstBruteForce checks Lookup against a linear scan over a random history of loads,
+// reuses, moves and unloads, with the live index split over many chunks.
+func TestMapAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := NewMap(MapOptions{MaxEndedPerPid: 1 << 20})
+	type span struct {
+		name       string
+		addr, size uint64
+		from, to   int64 // to == 0: live
+	}
+	var all []*span
+	liveAt := map[uint64]*span{}
+	now := int64(1)
+	for i := 0; i < 6000; i++ {
+		now += int64(rng.IntN(3))
+		addr := uint64(rng.IntN(4000)) * 16
+		size := uint64(1+rng.IntN(4)) * 16
+		switch {
+		case rng.IntN(10) == 0 && len(liveAt) > 0:
+			for a, s := range liveAt {
+				mustApply(t, m, &CodeUnload{Pid: 7, Addr: a, TimeNs: now})
+				if now > s.from {
+					s.to = now
+				} else {
+					s.to = -1
+				}
+				delete(liveAt, a)
+				break
+			}
+		default:
+			name := sprintf("f%d", i)
+			mustApply(t, m, load(7, name, addr, size, now))
+			for a, s := range liveAt {
+				if a < addr+size && addr < a+s.size {
+					if now > s.from {
+						s.to = now
+					} else {
+						s.to = -1
+					}
+					delete(liveAt, a)
+				}
+			}
+			s := &span{name: name, addr: addr, size: size, from: now}
+			all = append(all, s)
+			liveAt[addr] = s
+		}
+	}
+	for q := 0; q < 20000; q++ {
+		ip := uint64(rng.IntN(4000*16 + 100))
+		at := int64(rng.IntN(int(now) + 5))
+		want := ""
+		for _, s := range all {
+			if s.to != -1 && ip >= s.addr && ip < s.addr+s.size && at >= s.from && (s.to == 0 || at < s.to) {
+				want = s.name
+			}
+		}
+		wantName(t, m, 7, ip, at, want)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// TestMapConcurrent runs Apply and Lookup at once (go test -race checks it).
+func TestMapConcurrent(t *testing.T) {
+	m := NewMap(MapOptions{MaxEndedPerPid: 64})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if o, ok := m.Lookup(uint32(1+i%2), uint64(i%5000)*16, int64(i)); ok && (o.Size == 0 || o.Name == "") {
+					t.Errorf("torn object %+v", o)
+					return
+				}
+				_ = m.Objects(1)
+			}
+		}()
+	}
+	for i := 0; i < 5000; i++ {
+		mustApply(t, m, load(uint32(1+i%2), "f", uint64(i%700)*16, 32, int64(i+1)))
+		if i%500 == 0 {
+			m.Reclaim(int64(i))
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestMapDuplicateKeepsEarlierLoad(t *testing.T) {
+	m := NewMap(MapOptions{})
+	fromPerfMap := load(1, "f", 0x1000, 4, 90) // stamped when profd read the line
+	fromJitdump := load(1, "f", 0x1000, 4, 50) // stamped by the JIT
+	fromJitdump.Object.CodeIndex = 7
+	mustApply(t, m, fromPerfMap, fromJitdump)
+	o, ok := m.Lookup(1, 0x1000, 60)
+	if !ok || o.LoadNs != 50 || o.CodeIndex != 7 {
+		t.Fatalf("merged object %+v, %v", o, ok)
+	}
+}

@@ -1,0 +1,120 @@
+package jitmap
+
+import (
+	"bytes"
+	"fmt"
+)
+
+type perfMapState struct {
+	discarding bool // inside an over-long line, skipping to its newline
+}
+
+func (d *Decoder) consumePerfMap(b []byte) int {
+	n := 0
+	for {
+		rest := b[n:]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if d.pm.discarding {
+				n += len(rest)
+				d.off += int64(len(rest))
+			}
+			return n
+		}
+		switch {
+		case d.pm.discarding:
+			d.pm.discarding = false
+		case i > d.opts.MaxLineBytes:
+			d.report(0, ErrLineTooLong)
+		default:
+			d.perfMapLine(rest[:i])
+		}
+		n += i + 1
+		d.off += int64(i + 1)
+	}
+}
+
+// perfMapLine decodes one line, without its newline: "START SIZE NAME", START and SIZE in hex
+// with or without 0x, NAME the rest of the line (it may hold spaces). Blank lines are ignored.
+func (d *Decoder) perfMapLine(line []byte) {
+	line = bytes.TrimRight(line, " \t\r")
+	rest := skipBlanks(line)
+	if len(rest) == 0 {
+		return
+	}
+	start, rest, ok := hexField(rest)
+	if !ok {
+		d.report(0, fmt.Errorf("%w: start address %q", ErrBadLine, clip(line)))
+		return
+	}
+	size, rest, ok := hexField(skipBlanks(rest))
+	if !ok {
+		d.report(0, fmt.Errorf("%w: size %q", ErrBadLine, clip(line)))
+		return
+	}
+	name := skipBlanks(rest)
+	if len(name) == 0 || len(name) == len(rest) {
+		d.report(0, fmt.Errorf("%w: no name %q", ErrBadLine, clip(line)))
+		return
+	}
+	if start+size < start {
+		d.report(0, fmt.Errorf("%w: range %#x+%#x wraps", ErrBadLine, start, size))
+		return
+	}
+	var now int64
+	if d.opts.Now != nil {
+		now = d.opts.Now()
+	}
+	d.emit(&CodeLoad{Pid: d.pid, Object: CodeObject{
+		Name:   string(name),
+		Addr:   start,
+		Size:   size,
+		LoadNs: now,
+		Source: d.src,
+	}})
+}
+
+func skipBlanks(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+// hexField parses 1 to 16 hex digits, optionally after 0x or 0X, ending at a blank or the end
+// of b.
+func hexField(b []byte) (v uint64, rest []byte, ok bool) {
+	if len(b) >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		b = b[2:]
+	}
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		var digit byte
+		switch {
+		case c >= '0' && c <= '9':
+			digit = c - '0'
+		case c >= 'a' && c <= 'f':
+			digit = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			digit = c - 'A' + 10
+		case c == ' ' || c == '\t':
+			return v, b[i:], i > 0
+		default:
+			return 0, nil, false
+		}
+		if v>>60 != 0 {
+			return 0, nil, false // more than 64 bits
+		}
+		v = v<<4 | uint64(digit)
+	}
+	return v, b[i:], i > 0
+}
+
+// clip shortens a bad line for an error message.
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}

@@ -1,0 +1,76 @@
+package jitmap
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestPerfMapDecode(t *testing.T) {
+	stream := "7f0000001000 40 sq\n" +
+		"0x7f0000002000 0x1A JIT code: int foo(int, long) [tier 2]\r\n" +
+		"\n" +
+		"7F0000003000 8 x\n" +
+		"zz 10 bad start\n" +
+		"7f0000004000 10\n" +
+		"7f0000004000 1g name\n" +
+		"ffffffffffffffff 2 wraps\n" +
+		"10000000000000000 1 too wide\n" +
+		"  7f0000005000\t4  padded name  \n" +
+		"7f0000006000 4 last-without-newline"
+	now := int64(500)
+	opts := DecoderOptions{Now: func() int64 { now++; return now }}
+	want := []Event{
+		&CodeLoad{Pid: 9, Object: CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: SourceFIFO}},
+		&CodeLoad{Pid: 9, Object: CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: SourceFIFO}},
+		&CodeLoad{Pid: 9, Object: CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: SourceFIFO}},
+		&CodeLoad{Pid: 9, Object: CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: SourceFIFO}},
+		&CodeLoad{Pid: 9, Object: CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: SourceFIFO}},
+	}
+	badLines := []string{"zz 10", "7f0000004000 10\n", "7f0000004000 1g", "ffffffffffffffff", "10000000000000000"}
+	var wantOffsets []int64
+	for _, b := range badLines {
+		wantOffsets = append(wantOffsets, int64(strings.Index(stream, b)))
+	}
+	for cut := 0; cut < len(stream); cut++ {
+		now = 500
+		var cuts []int
+		if cut > 0 {
+			cuts = []int{cut}
+		}
+		got, errs := decodeChunks(t, 9, SourceFIFO, opts, []byte(stream), cuts...)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("split at %d: got %s\nwant %s", cut, dump(got), dump(want))
+		}
+		if len(errs) != len(badLines) {
+			t.Fatalf("split at %d: errors %v, want %d", cut, errs, len(badLines))
+		}
+		for i, err := range errs {
+			var de *DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, ErrBadLine) || de.Offset != wantOffsets[i] || de.Fatal() {
+				t.Fatalf("split at %d: error %d = %v, want ErrBadLine at %d", cut, i, err, wantOffsets[i])
+			}
+		}
+	}
+}
+
+func TestPerfMapLongLineSkipped(t *testing.T) {
+	long := "1000 10 " + strings.Repeat("n", 300) + "\n"
+	stream := long + "2000 10 ok\n" + long + long + "3000 10 ok2\n"
+	for _, cuts := range [][]int{nil, {5}, {100, 200, 320, 330}, {len(long) + 3}} {
+		got, errs := decodeChunks(t, 1, SourceFIFO, DecoderOptions{MaxLineBytes: 64}, []byte(stream), cuts...)
+		if len(got) != 2 || got[0].(*CodeLoad).Object.Name != "ok" || got[1].(*CodeLoad).Object.Name != "ok2" {
+			t.Fatalf("cuts %v: events %s", cuts, dump(got))
+		}
+		if len(errs) != 3 {
+			t.Fatalf("cuts %v: errors %v", cuts, errs)
+		}
+		for i, off := range []int64{0, int64(len(long) + 11), int64(2*len(long) + 11)} {
+			var de *DecodeError
+			if !errors.As(errs[i], &de) || !errors.Is(de, ErrLineTooLong) || de.Offset != off {
+				t.Errorf("cuts %v: error %d = %v, want ErrLineTooLong at %d", cuts, i, errs[i], off)
+			}
+		}
+	}
+}
