@@ -15,9 +15,10 @@ import (
 )
 
 // ringSampler reads perf ring buffers and aggregates in the daemon. In per-CPU mode it opens
-// one event per CPU for all processes; in per-thread mode one inheriting event per thread the
-// target has when it is added (threads started later inherit their creator's event and write
-// to its ring).
+// one event per CPU for all processes. In per-thread mode it opens, for every thread a target
+// has when it is added and every CPU, an inheriting event (threads started later inherit
+// their creator's events); the kernel refuses to mmap inherited events that are not bound to
+// a CPU, so each target has one ring per CPU and its other events on that CPU write to it.
 type ringSampler struct {
 	cfg    Config
 	choice EventChoice
@@ -29,7 +30,8 @@ type ringSampler struct {
 	mu       sync.Mutex // guards everything below
 	agg      *aggregate
 	cpuRings []*perf.Event
-	threads  map[int][]*perf.Event // per-thread mode: target pid → its events
+	threads  map[int]*threadEvents // per-thread mode: by target pid
+	cpus     []int
 	raw      perf.RawRecord
 	started  bool
 	closed   bool
@@ -38,6 +40,34 @@ type ringSampler struct {
 	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+}
+
+// threadEvents are one per-thread target's events: rings[i] owns the ring of cpus[i]; the
+// followers write to the ring of their CPU.
+type threadEvents struct {
+	rings     []*perf.Event
+	followers []*perf.Event
+}
+
+func (te *threadEvents) close() {
+	for _, ev := range te.followers {
+		ev.Close()
+	}
+	for _, ev := range te.rings {
+		if ev != nil {
+			ev.Close()
+		}
+	}
+}
+
+func (te *threadEvents) all() []*perf.Event {
+	var out []*perf.Event
+	for _, ev := range te.rings {
+		if ev != nil {
+			out = append(out, ev)
+		}
+	}
+	return append(out, te.followers...)
 }
 
 // reapEvery is how often per-thread mode looks for targets that exited.
@@ -64,18 +94,22 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	s := &ringSampler{
 		cfg: cfg, choice: choice, spec: spec, mode: mode, pages: pages, log: cfg.Logger,
-		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[int][]*perf.Event),
+		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[int]*threadEvents),
 		expired: expired, cancel: cancel,
 	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.cpus = cpus
 	switch mode {
 	case RingPerCPU:
-		cpus, err := onlineCPUs()
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
 		for _, cpu := range cpus {
-			ev, err := s.openRing(perf.AllThreads, cpu, false)
+			ev, err := s.openEvent(perf.AllThreads, cpu, false)
+			if err == nil {
+				err = s.mapRing(ev)
+			}
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("sampler: ring back end: cpu %d: %w", cpu, err)
@@ -90,7 +124,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	return s, nil
 }
 
-func (s *ringSampler) openRing(pid, cpu int, inherit bool) (*perf.Event, error) {
+func (s *ringSampler) openEvent(pid, cpu int, inherit bool) (*perf.Event, error) {
 	a := s.spec.attr(s.cfg, s.choice.PreciseIP, true)
 	a.Options.Inherit = inherit
 	// Wake up rarely: the reader polls on a timer and Drain reads what is there.
@@ -100,11 +134,16 @@ func (s *ringSampler) openRing(pid, cpu int, inherit bool) (*perf.Event, error) 
 	if err != nil {
 		return nil, fmt.Errorf("event %s: %w", s.choice.Used, err)
 	}
+	return ev, nil
+}
+
+// mapRing maps ev's ring, closing ev when that fails.
+func (s *ringSampler) mapRing(ev *perf.Event) error {
 	if err := ev.MapRingNumPages(s.pages); err != nil {
 		ev.Close()
-		return nil, fmt.Errorf("map ring of %d pages: %w", s.pages, err)
+		return fmt.Errorf("map ring of %d pages: %w", s.pages, err)
 	}
-	return ev, nil
+	return nil
 }
 
 func (s *ringSampler) Start(ctx context.Context) error {
@@ -121,8 +160,8 @@ func (s *ringSampler) Start(ctx context.Context) error {
 			return fmt.Errorf("sampler: enable ring event: %w", err)
 		}
 	}
-	for pid, evs := range s.threads {
-		for _, ev := range evs {
+	for pid, te := range s.threads {
+		for _, ev := range te.all() {
 			if err := ev.Enable(); err != nil {
 				return fmt.Errorf("sampler: enable event of pid %d: %w", pid, err)
 			}
@@ -165,9 +204,11 @@ func (s *ringSampler) readAllLocked() {
 	for _, ev := range s.cpuRings {
 		s.readRingLocked(ev)
 	}
-	for _, evs := range s.threads {
-		for _, ev := range evs {
-			s.readRingLocked(ev)
+	for _, te := range s.threads {
+		for _, ev := range te.rings {
+			if ev != nil {
+				s.readRingLocked(ev)
+			}
 		}
 	}
 }
@@ -184,15 +225,11 @@ func (s *ringSampler) readRingLocked(ev *perf.Event) {
 // reapLocked closes the events of per-thread targets that exited, after reading their rings;
 // their counts stay until drained.
 func (s *ringSampler) reapLocked() {
-	for pid, evs := range s.threads {
+	for pid, te := range s.threads {
 		if unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
-		for _, ev := range evs {
-			s.readRingLocked(ev)
-			ev.Close()
-		}
-		delete(s.threads, pid)
+		s.dropThreadsLocked(pid, te)
 		s.log.Debug("sampler: target exited", "pid", pid)
 	}
 }
@@ -213,28 +250,36 @@ func (s *ringSampler) AddTarget(pid int) error {
 	if _, ok := s.threads[pid]; ok {
 		return nil
 	}
-	evs, err := s.openThreads(pid)
-	if err != nil {
-		for _, ev := range evs {
-			ev.Close()
-		}
+	te := &threadEvents{rings: make([]*perf.Event, len(s.cpus))}
+	if err := s.openThreads(pid, te); err != nil {
+		te.close()
 		delete(s.agg.targets, uint32(pid))
 		return fmt.Errorf("sampler: add target %d: %w", pid, err)
 	}
-	s.threads[pid] = evs
+	s.threads[pid] = te
 	return nil
 }
 
-// openThreads opens an inheriting event on every thread of pid. It lists the threads until a
+// dropThreadsLocked reads the rings of a per-thread target and closes its events.
+func (s *ringSampler) dropThreadsLocked(pid int, te *threadEvents) {
+	for _, ev := range te.rings {
+		if ev != nil {
+			s.readRingLocked(ev)
+		}
+	}
+	te.close()
+	delete(s.threads, pid)
+}
+
+// openThreads opens inheriting events on every thread of pid. It lists the threads until a
 // pass finds none it has not seen: a thread created during a pass by a thread that had no
 // event yet is caught by the next pass.
-func (s *ringSampler) openThreads(pid int) ([]*perf.Event, error) {
-	var evs []*perf.Event
+func (s *ringSampler) openThreads(pid int, te *threadEvents) error {
 	seen := make(map[int]bool)
 	for {
 		entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		if err != nil {
-			return evs, err
+			return err
 		}
 		fresh := 0
 		for _, e := range entries {
@@ -244,25 +289,45 @@ func (s *ringSampler) openThreads(pid int) ([]*perf.Event, error) {
 			}
 			seen[tid] = true
 			fresh++
-			ev, err := s.openRing(tid, perf.AnyCPU, true)
-			if errors.Is(err, unix.ESRCH) {
-				continue // the thread exited meanwhile
+			if err := s.openThread(tid, te); err != nil {
+				return err
 			}
-			if err != nil {
-				return evs, fmt.Errorf("thread %d: %w", tid, err)
-			}
-			if s.started {
-				if err := ev.Enable(); err != nil {
-					ev.Close()
-					return evs, fmt.Errorf("thread %d: enable: %w", tid, err)
-				}
-			}
-			evs = append(evs, ev)
 		}
 		if fresh == 0 {
-			return evs, nil
+			return nil
 		}
 	}
+}
+
+// openThread opens tid's events, one per CPU.
+func (s *ringSampler) openThread(tid int, te *threadEvents) error {
+	for i, cpu := range s.cpus {
+		ev, err := s.openEvent(tid, cpu, true)
+		if errors.Is(err, unix.ESRCH) {
+			return nil // the thread exited meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("thread %d: %w", tid, err)
+		}
+		if te.rings[i] == nil {
+			if err := s.mapRing(ev); err != nil {
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+			te.rings[i] = ev
+		} else {
+			if err := ev.SetOutput(te.rings[i]); err != nil {
+				ev.Close()
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+			te.followers = append(te.followers, ev)
+		}
+		if s.started {
+			if err := ev.Enable(); err != nil {
+				return fmt.Errorf("thread %d: enable: %w", tid, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *ringSampler) RemoveTarget(pid int) error {
@@ -271,12 +336,8 @@ func (s *ringSampler) RemoveTarget(pid int) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if evs, ok := s.threads[pid]; ok {
-		for _, ev := range evs {
-			s.readRingLocked(ev)
-			ev.Close()
-		}
-		delete(s.threads, pid)
+	if te, ok := s.threads[pid]; ok {
+		s.dropThreadsLocked(pid, te)
 	}
 	// Read what per-CPU rings hold for pid before it stops counting as a target.
 	for _, ev := range s.cpuRings {
@@ -320,12 +381,8 @@ func (s *ringSampler) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, evs := range s.threads {
-		for _, ev := range evs {
-			if err := ev.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	for _, te := range s.threads {
+		te.close()
 	}
 	s.cpuRings, s.threads = nil, nil
 	if err := errors.Join(errs...); err != nil {

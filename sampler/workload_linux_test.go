@@ -138,8 +138,9 @@ func overlap(a, b map[uint64]uint64) float64 {
 	return s
 }
 
-// cpuTimeNs is the user+system CPU time of every thread of pid, from /proc/PID/stat.
-func cpuTimeNs(pid int) (uint64, error) {
+// cpuTimeNs is the user (and with system, also system) CPU time of every thread of pid,
+// from /proc/PID/stat.
+func cpuTimeNs(pid int, system bool) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -149,7 +150,10 @@ func cpuTimeNs(pid int) (uint64, error) {
 	f := strings.Fields(rest)
 	// after "(comm) ": state is field 3, utime 14, stime 15 -> indexes 11, 12 here.
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
+	var st uint64
+	if system {
+		st, _ = strconv.ParseUint(f[12], 10, 64)
+	}
 	const clkTck = 100 // USER_HZ on Linux
 	return (ut + st) * (1e9 / clkTck), nil
 }
