@@ -6,10 +6,11 @@
 // samples of other processes, kernel-mode samples of targets (only taken when the perf event
 // includes the kernel; they are not attributed to an address) and samples lost to a full map.
 //
-// Drain flips which of the two maps the program writes, waits for an RCU grace period
-// (membarrier(MEMBARRIER_CMD_GLOBAL) is a synchronize_rcu, and perf_event programs run
-// inside an RCU read-side section), then reads and deletes the now idle map. No count that
-// arrives during a drain is lost or counted twice.
+// The counts map sits in slot 0 of an array of maps. Drain installs a fresh, empty map there
+// (the kernel returns from that update only after an RCU grace period, so every program run
+// that found the old map has finished: perf_event programs run inside an RCU read-side
+// section), then reads the old map and closes it. No count that arrives during a drain is lost or counted twice, and no entry is deleted
+// one by one (deleting costs about twice as much as reading).
 //
 // Usage (the sampler package does this):
 //

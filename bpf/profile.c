@@ -4,11 +4,11 @@
 //
 // profd's sampling program. It runs on every overflow of the per-CPU perf
 // events the sampler opens, keeps only samples of the target processes
-// (tgids in the `targets` map) and counts them per (tgid, user ip) in one of
-// two hash maps. `control[0]` names the map being written; the loader flips
-// it, waits for an RCU grace period (every program that read the old value
-// has then returned) and drains the other map at leisure, so no count that
-// arrives during a drain is lost.
+// (tgids in the `targets` map) and counts them per (tgid, user ip) in the hash
+// map held in slot 0 of `counts`. To drain, the loader puts a fresh hash map
+// in that slot, waits for an RCU grace period (every program run that found
+// the old map has then returned) and reads the old map at leisure, so no
+// count that arrives during a drain is lost, and nothing has to be deleted.
 //
 // Kernel-mode samples (only taken when the sampler asks for them) are not
 // attributed to an address: they are counted apart in STAT_KERNEL.
@@ -59,26 +59,23 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+// The counts maps are not preallocated: a fresh one costs nothing to create.
+// (The loader preallocates them on kernels that refuse that to perf_event
+// programs.)
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
-} control SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144);
-	__type(key, struct sample_key);
-	__type(value, __u64);
-} counts_0 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144);
-	__type(key, struct sample_key);
-	__type(value, __u64);
-} counts_1 SEC(".maps");
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, 262144);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		// Sizes, not __type: clang leaves a struct that only an inner map
+		// names as a forward declaration in BTF.
+		__uint(key_size, sizeof(struct sample_key));
+		__uint(value_size, sizeof(__u64));
+	});
+} counts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -129,10 +126,11 @@ int profd_sample(struct perf_event_ctx *ctx)
 	}
 	struct sample_key key = {.tgid = tgid, .pad = 0, .ip = ctx->regs.ip};
 	__u32 zero = 0;
-	__u32 *active = bpf_map_lookup_elem(&control, &zero);
-	if (active && *active)
-		count(&counts_1, &key);
-	else
-		count(&counts_0, &key);
+	void *m = bpf_map_lookup_elem(&counts, &zero);
+	if (!m) {
+		bump(STAT_DROPPED); // no map installed: cannot happen after Load
+		return 0;
+	}
+	count(m, &key);
 	return 0;
 }

@@ -8,25 +8,15 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"structs"
 
 	"github.com/cilium/ebpf"
 )
-
-type profileSampleKey struct {
-	_    structs.HostLayout
-	Tgid uint32
-	Pad  uint32
-	Ip   uint64
-}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapControl      = "control"
-	profileMapCounts0      = "counts_0"
-	profileMapCounts1      = "counts_1"
+	profileMapCounts       = "counts"
 	profileMapStats        = "stats"
 	profileMapTargets      = "targets"
 	profileProgProfdSample = "profd_sample"
@@ -81,9 +71,7 @@ type profileProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
-	Control *ebpf.MapSpec `ebpf:"control"`
-	Counts0 *ebpf.MapSpec `ebpf:"counts_0"`
-	Counts1 *ebpf.MapSpec `ebpf:"counts_1"`
+	Counts  *ebpf.MapSpec `ebpf:"counts"`
 	Stats   *ebpf.MapSpec `ebpf:"stats"`
 	Targets *ebpf.MapSpec `ebpf:"targets"`
 }
@@ -114,18 +102,14 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
-	Control *ebpf.Map `ebpf:"control"`
-	Counts0 *ebpf.Map `ebpf:"counts_0"`
-	Counts1 *ebpf.Map `ebpf:"counts_1"`
+	Counts  *ebpf.Map `ebpf:"counts"`
 	Stats   *ebpf.Map `ebpf:"stats"`
 	Targets *ebpf.Map `ebpf:"targets"`
 }
 
 func (m *profileMaps) Close() error {
 	return _ProfileClose(
-		m.Control,
-		m.Counts0,
-		m.Counts1,
+		m.Counts,
 		m.Stats,
 		m.Targets,
 	)

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"structs"
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotSupported is returned by Load where the program cannot run: another architecture
@@ -43,11 +45,20 @@ const (
 
 // Program is the loaded sampling program and its maps.
 type Program struct {
-	mu     sync.Mutex // serialises Drain and Close
-	objs   profileObjects
-	active uint32 // index of the counts map the program writes
-	closed bool
-	batch  drainBuffers
+	mu        sync.Mutex // serialises Drain and Close
+	objs      profileObjects
+	countSpec *ebpf.MapSpec // for fresh counts maps
+	current   *ebpf.Map     // the counts map in slot 0 of objs.Counts
+	closed    bool
+	batch     drainBuffers
+}
+
+// sampleKey is profile.c's struct sample_key.
+type sampleKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	_    uint32
+	IP   uint64
 }
 
 // Load loads the program and creates its maps. The caller attaches FD() to perf events and
@@ -64,13 +75,37 @@ func Load(opts Options) (*Program, error) {
 	if entries == 0 {
 		entries = DefaultMaxEntries
 	}
-	spec.Maps[profileMapCounts0].MaxEntries = entries
-	spec.Maps[profileMapCounts1].MaxEntries = entries
-	p := &Program{}
+	inner := spec.Maps[profileMapCounts].InnerMap
+	inner.MaxEntries = entries
+	p := &Program{countSpec: inner}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
+		// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
+		// programs; preallocated ones work everywhere but cost time to create.
+		inner.Flags &^= unix.BPF_F_NO_PREALLOC
+		if err2 := spec.LoadAndAssign(&p.objs, nil); err2 != nil {
+			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
+		}
 	}
+	m, err := p.installFreshCounts()
+	if err != nil {
+		p.objs.Close()
+		return nil, err
+	}
+	p.current = m
 	return p, nil
+}
+
+// installFreshCounts creates an empty counts map and makes the program write to it.
+func (p *Program) installFreshCounts() (*ebpf.Map, error) {
+	m, err := ebpf.NewMap(p.countSpec)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: create counts map: %w", err)
+	}
+	if err := p.objs.Counts.Update(uint32(0), m, ebpf.UpdateAny); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("bpf: install counts map: %w", err)
+	}
+	return m, nil
 }
 
 // FD is the program's file descriptor, for PERF_EVENT_IOC_SET_BPF. It stays valid until Close.
@@ -119,7 +154,11 @@ func (p *Program) Close() error {
 		return nil
 	}
 	p.closed = true
-	if err := p.objs.Close(); err != nil {
+	err := p.current.Close()
+	if err2 := p.objs.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
 		return fmt.Errorf("bpf: close: %w", err)
 	}
 	return nil
