@@ -49,6 +49,7 @@ type Program struct {
 	objs      profileObjects
 	countSpec *ebpf.MapSpec // for fresh counts maps
 	current   *ebpf.Map     // the counts map in slot 0 of objs.Counts
+	spare     *ebpf.Map     // an empty counts map for the next Drain, or nil
 	closed    bool
 	batch     drainBuffers
 }
@@ -86,8 +87,13 @@ func Load(opts Options) (*Program, error) {
 			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
 		}
 	}
-	m, err := p.installFreshCounts()
+	m, err := ebpf.NewMap(p.countSpec)
 	if err != nil {
+		p.objs.Close()
+		return nil, fmt.Errorf("bpf: create counts map: %w", err)
+	}
+	if err := p.install(m); err != nil {
+		m.Close()
 		p.objs.Close()
 		return nil, err
 	}
@@ -95,17 +101,12 @@ func Load(opts Options) (*Program, error) {
 	return p, nil
 }
 
-// installFreshCounts creates an empty counts map and makes the program write to it.
-func (p *Program) installFreshCounts() (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(p.countSpec)
-	if err != nil {
-		return nil, fmt.Errorf("bpf: create counts map: %w", err)
-	}
+// install makes the program count into m.
+func (p *Program) install(m *ebpf.Map) error {
 	if err := p.objs.Counts.Update(uint32(0), m, ebpf.UpdateAny); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("bpf: install counts map: %w", err)
+		return fmt.Errorf("bpf: install counts map: %w", err)
 	}
-	return m, nil
+	return nil
 }
 
 // FD is the program's file descriptor, for PERF_EVENT_IOC_SET_BPF. It stays valid until Close.
@@ -155,6 +156,9 @@ func (p *Program) Close() error {
 	}
 	p.closed = true
 	err := p.current.Close()
+	if p.spare != nil {
+		p.spare.Close()
+	}
 	if err2 := p.objs.Close(); err == nil {
 		err = err2
 	}
