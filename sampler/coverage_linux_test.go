@@ -124,13 +124,18 @@ func TestJITImageStartedLater(t *testing.T) {
 		t.Fatal("lli-14 not found")
 	}
 	l.wait(t)
+	// Found within a scan interval of its start, lli is sampled for nearly all its user time
+	// (start-up included); ask for half, as the machine may be busy.
+	want := l.cmd.ProcessState.UserTime().Seconds() * DefaultFreqHz / 2
 	for i, s := range samplers {
 		d, err := s.Drain()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := total(pidCounts(d, l.pid())); n < 200 {
-			t.Errorf("%s: %d samples of an lli that spun 800 ms, want >= 200", cfgs[i].Backend, n)
+		n := total(pidCounts(d, l.pid()))
+		t.Logf("%s: %d samples, user time %v", cfgs[i].Backend, n, l.cmd.ProcessState.UserTime())
+		if float64(n) < max(want, 20) {
+			t.Errorf("%s: %d samples, want >= %.0f", cfgs[i].Backend, n, max(want, 20))
 		}
 	}
 }
