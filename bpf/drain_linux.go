@@ -44,7 +44,7 @@ func (p *Program) Drain(fn func(tgid uint32, ip, count uint64)) error {
 		next = m
 	}
 	// Replacing an inner map returns only after an RCU grace period (the kernel's
-	// maybe_wait_bpf_programs, since Linux 4.20): no program run still holds old.
+	// maybe_wait_bpf_programs, Linux 5.0 and later): no program run still holds old.
 	if err := p.install(next); err != nil {
 		next.Close()
 		return fmt.Errorf("bpf: drain: %w", err)

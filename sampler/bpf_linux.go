@@ -51,6 +51,7 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	return s, nil
 }
 
+// Start enables the events. The BPF back end has no goroutine, so ctx is not kept.
 func (s *bpfSampler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,14 +70,26 @@ func (s *bpfSampler) AddTarget(pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("sampler: add target %d: %w", pid, errBadPID)
 	}
+	if s.isClosed() {
+		return ErrClosed
+	}
 	return s.prog.AddTarget(uint32(pid))
 }
 
 func (s *bpfSampler) RemoveTarget(pid int) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
 	if pid <= 0 {
 		return nil
 	}
 	return s.prog.RemoveTarget(uint32(pid))
+}
+
+func (s *bpfSampler) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *bpfSampler) Drain() (Drained, error) {
@@ -94,6 +107,9 @@ func (s *bpfSampler) Drain() (Drained, error) {
 }
 
 func (s *bpfSampler) Stats() Stats {
+	if s.isClosed() {
+		return Stats{}
+	}
 	st, err := s.prog.Stats()
 	if err != nil {
 		s.log.Debug("sampler: bpf stats", "err", err)

@@ -68,19 +68,19 @@ const (
 // Config configures New. The zero value samples cycles (or cpu-clock where there is no PMU) at
 // 999 Hz in user space with the BPF back end where it loads.
 type Config struct {
-	Event         string   // "cycles", "instructions", "branch-misses", "cache-misses", "cpu-clock", "task-clock" or "r<hex>"
-	FreqHz        uint64   // samples per second per thread; exclusive with Period
-	Period        uint64   // events per sample; exclusive with FreqHz
-	StrictEvent   bool     // an unsupported Event is an error instead of a fallback to cpu-clock
-	IncludeKernel bool     // also sample kernel mode (counted apart, see Stats.Kernel)
-	Backend       Backend  // BackendAuto, BackendBPF or BackendRing
-	RingMode      RingMode // ring back end only; default RingPerCPU as root, else RingPerThread
-	RingPages     int      // data pages per ring (power of two); 0 means a default for the mode
-	PollEvery     time.Duration
-	KeepSamples   bool // ring back end: also return each sample with its time (Drained.Samples)
-	MaxKept       int  // cap on Drained.Samples between drains; extra samples are only counted
-	MapEntries    uint32
-	Logger        *slog.Logger
+	Event         string        // "cycles", "instructions", "branch-misses", "cache-misses", "cpu-clock", "task-clock" or "r<hex>"
+	FreqHz        uint64        // samples per second per thread; exclusive with Period
+	Period        uint64        // events per sample; exclusive with FreqHz
+	StrictEvent   bool          // an unsupported Event is an error instead of a fallback to cpu-clock
+	IncludeKernel bool          // also sample kernel mode (counted apart, see Stats.Kernel)
+	Backend       Backend       // BackendAuto, BackendBPF or BackendRing
+	RingMode      RingMode      // ring back end only; default RingPerCPU as root, else RingPerThread
+	RingPages     int           // data pages per ring (power of two); 0 means a default for the mode
+	PollEvery     time.Duration // ring back end: how often rings are emptied; default 20 ms
+	KeepSamples   bool          // ring back end: also return each sample with its time (Drained.Samples)
+	MaxKept       int           // cap on Drained.Samples between drains; extra samples are only counted
+	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
+	Logger        *slog.Logger  // default: discard
 }
 
 // Key identifies what a count is of.
