@@ -9,7 +9,8 @@ import (
 
 // WriteExtBinary writes p in LLVM 14's ext-binary sample-profile format, byte for byte what
 // llvm-profdata-14 merge --sample --extbinary writes for the same profile (uncompressed,
-// names in full). NoLineTable has no place in the format and is dropped.
+// names in full). NoLineTable has no place in the format and is dropped. Line offsets above
+// 65535 are refused with ErrMalformed (see WriteText).
 func WriteExtBinary(w io.Writer, p *Profile) error {
 	b, err := AppendExtBinary(nil, p)
 	if err != nil {
@@ -136,6 +137,16 @@ func nameTable(funcs []*FunctionProfile) (nameIndex, error) {
 			return fmt.Errorf("profileio: function %q: %w", f.Name, ErrName)
 		}
 		seen[f.Name] = 0
+		for loc := range f.Body {
+			if loc.LineOffset > maxLineOffset {
+				return fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
+			}
+		}
+		for loc := range f.Inlined {
+			if loc.LineOffset > maxLineOffset {
+				return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
+			}
+		}
 		for _, m := range f.Calls {
 			for callee := range m {
 				if callee == "" || containsNUL(callee) {

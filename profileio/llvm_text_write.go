@@ -21,8 +21,9 @@ const noLineTableComment = "# profd: no line table, total and head samples only:
 //	  ... the inlined callee's lines, one space deeper
 //
 // Functions come most-samples first, lines in ascending order, call targets most-called
-// first. Offsets above 65535 without a discriminator, and names the reader would misparse,
-// are refused with ErrName or ErrMalformed rather than written wrong.
+// first. Line offsets above 65535 (which LLVM 14 refuses in text without a discriminator
+// and silently stops reading at in ext-binary) are refused with ErrMalformed, names the
+// reader would misparse with ErrName, rather than written wrong.
 func WriteText(w io.Writer, p *Profile) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	tw := textWriter{w: bw, buf: make([]byte, 0, 256)}
@@ -113,8 +114,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 }
 
 func appendLocation(b []byte, indent int, loc LineLocation) ([]byte, error) {
-	if loc.Discriminator == 0 && loc.LineOffset > maxTextLineOffset {
-		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, maxTextLineOffset, ErrMalformed)
+	if loc.LineOffset > maxLineOffset {
+		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, maxLineOffset, ErrMalformed)
 	}
 	for i := 0; i < indent; i++ {
 		b = append(b, ' ')

@@ -94,7 +94,7 @@ func Project(fc FunctionCounts) Projection {
 	}
 	var pr Projection
 	locate := func(l jitmap.LineEntry) (LineLocation, bool) {
-		if l.File != file || l.Line < first || (l.Discriminator == 0 && l.Line-first > maxTextLineOffset) {
+		if l.File != file || l.Line < first || l.Line-first > maxLineOffset {
 			pr.DroppedLines++
 			return LineLocation{}, false
 		}
