@@ -80,13 +80,13 @@ func TestReadTextErrors(t *testing.T) {
 		line int
 		err  error
 	}{
-		{" 1: 2\n", 1, ErrMalformed},               // body before header
-		{"f:1\n", 1, ErrMalformed},                 // header without head count
-		{"f:x:1\n", 1, ErrMalformed},               // non-numeric total
-		{"f:1:1\n 65536: 1\n", 2, ErrMalformed},    // offset beyond 16 bits without discriminator
-		{"f:1:1\n 1:1\n", 2, ErrMalformed},         // no blank after colon
-		{"f:1:1\n 1: 1 g\n", 2, ErrMalformed},      // call target without count
-		{"f:1:1\n 1: g\n", 2, ErrMalformed},        // callsite without total
+		{" 1: 2\n", 1, ErrMalformed},            // body before header
+		{"f:1\n", 1, ErrMalformed},              // header without head count
+		{"f:x:1\n", 1, ErrMalformed},            // non-numeric total
+		{"f:1:1\n 65536: 1\n", 2, ErrMalformed}, // offset beyond 16 bits without discriminator
+		{"f:1:1\n 1:1\n", 2, ErrMalformed},      // no blank after colon
+		{"f:1:1\n 1: 1 g\n", 2, ErrMalformed},   // call target without count
+		{"f:1:1\n 1: g\n", 2, ErrMalformed},     // callsite without total
 		{"f:1:1\n !CFGChecksum: 1\n", 2, ErrUnsupported},
 		{"f:1:1\n 1: 99999999999999999999\n", 2, ErrMalformed},
 		{"f:1:1\n" + strings.Repeat(" ", 300) + "1: 1\n", 2, ErrTooLarge},
