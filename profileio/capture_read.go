@@ -79,6 +79,10 @@ func ReadCapture(r io.Reader) (*Capture, error) {
 			break // anything after the end section is not part of the capture
 		}
 	}
+	if offset == captureHeaderBytes && !c.Truncated {
+		// Not even the meta section was written.
+		c.Truncated, c.TruncatedAt = true, offset
+	}
 	return cr.finish(nil)
 }
 
