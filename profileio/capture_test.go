@@ -219,7 +219,7 @@ func TestCaptureLyingSections(t *testing.T) {
 		sec  []byte
 		err  error
 	}{
-		{"samples for unknown object", section(secSamples, []byte{1, 99 << 1 & 0x7f | 1, 0, 1}), ErrMalformed},
+		{"samples for unknown object", section(secSamples, []byte{1, 99<<1&0x7f | 1, 0, 1}), ErrMalformed},
 		{"billion records", section(secSamples, binary.AppendUvarint(nil, 1e9)), ErrMalformed},
 		{"object id out of order", section(secCodeObject, []byte{7}), ErrMalformed},
 		{"code longer than payload", section(secCodeObject, append([]byte{3, 1, 1, 'f', 0x80, 0x20, 0x80, 0x80, 0x04}, 0, 0, 0, 0, 1)), ErrMalformed},
