@@ -25,9 +25,12 @@ type CallCount struct {
 // turns it into the function's LLVM sample profile.
 type FunctionCounts struct {
 	Object *jitmap.CodeObject // name, address, size and line table
-	Blocks []BlockCount       // may be empty when only raw samples are known
+	Blocks []BlockCount       // empty when only raw samples are known (see Raw)
 	Entry  int                // index into Blocks of the entry block; its count is the head count
-	Calls  []CallCount
+	// Raw holds raw samples per offset; Project uses it only when Blocks is empty, summing
+	// each line's samples (no head count can be known then).
+	Raw   []OffsetCount
+	Calls []CallCount
 	// Samples is the function's raw sample count, used as its total when there is no line
 	// table to project block counts onto.
 	Samples uint64
@@ -35,6 +38,12 @@ type FunctionCounts struct {
 	// LLVM counts line offsets. 0 means: the lowest line of the function's own file in its
 	// line table.
 	FirstLine uint32
+}
+
+// RawFunctionCounts is the projection input for a captured object before reestimation:
+// its raw samples per offset. Glue that has block counts sets Blocks and Entry on it.
+func RawFunctionCounts(o *CaptureObject) FunctionCounts {
+	return FunctionCounts{Object: &o.Object, Raw: o.Samples, Samples: o.TotalSamples()}
 }
 
 // BlocksFromCFG pairs a CFG's blocks with their counts (counts[i] for cfg.Blocks[i]). base
@@ -64,9 +73,10 @@ type Projection struct {
 // Project projects block counts onto source lines: each block's count goes to every line
 // whose code lies in the block, and a line in several blocks keeps the largest count, so
 // that LLVM, which takes a block's weight as the maximum over its lines, reads the block
-// counts back. The head count is the entry block's count; the total is the sum over lines
-// (or Samples when there is no line table, which NoLineTable then records). Calls are
-// attributed to the line of their offset.
+// counts back. Without blocks, raw samples are summed per line instead. The head count is
+// the entry block's count; the total is the sum over lines (or Samples when there is no
+// line table, which NoLineTable then records). Calls are attributed to the line of their
+// offset. Project is a pure function, safe to call concurrently.
 func Project(fc FunctionCounts) Projection {
 	o := fc.Object
 	f := &FunctionProfile{Name: o.Name}
@@ -113,6 +123,13 @@ func Project(fc FunctionCounts) Projection {
 			}
 			if c, seen := f.Body[loc]; !seen || b.Count > c {
 				f.Body[loc] = b.Count
+			}
+		}
+	}
+	if len(fc.Blocks) == 0 {
+		for _, r := range fc.Raw {
+			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
+				f.AddBody(loc, r.Count)
 			}
 		}
 	}

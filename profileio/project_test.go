@@ -69,3 +69,12 @@ func TestProjectWithoutLineTable(t *testing.T) {
 		t.Errorf("Project without lines: %+v, want %+v", pr.Profile, want)
 	}
 }
+
+func TestProjectRawSamples(t *testing.T) {
+	co := &CaptureObject{Object: *projectionObject(), Samples: []OffsetCount{{0x0, 2}, {0x9, 3}, {0x0c, 4}, {0x19, 5}, {0x22, 6}}}
+	pr := Project(RawFunctionCounts(co))
+	want := map[LineLocation]uint64{{0, 0}: 2, {1, 0}: 3 + 4 + 6}
+	if !reflect.DeepEqual(pr.Profile.Body, want) || pr.Profile.TotalSamples != 15 || pr.Profile.HeadSamples != 0 || pr.DroppedLines != 1 {
+		t.Errorf("raw projection: %+v dropped %d, want body %v", pr.Profile, pr.DroppedLines, want)
+	}
+}
