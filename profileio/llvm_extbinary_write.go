@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 )
 
@@ -30,6 +31,22 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 		return b, err
 	}
 
+	// The profiles first, in their own buffer, gathering the summary's counts on the way;
+	// the summary section precedes them in the file.
+	e := extBinaryEncoder{index: names.index, sum: newSummary(), out: make([]byte, 0, 8*len(funcs))}
+	offsets := make([]uint64, len(funcs))
+	for i, f := range funcs {
+		offsets[i] = uint64(len(e.out))
+		e.out = appendULEB(e.out, f.HeadSamples)
+		e.out = appendULEB(e.out, uint64(names.index[f.Name]))
+		e.sum.addFunction(f.HeadSamples)
+		e.function(f)
+		if e.err != nil {
+			return b, e.err
+		}
+	}
+	b = slices.Grow(b, len(e.out)+len(names.list)*16+1024)
+
 	start := len(b)
 	b = appendULEB(b, extBinaryMagic)
 	b = appendULEB(b, extBinaryVersion)
@@ -44,7 +61,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section := func(typ uint64, from int) { spans[typ] = span{from - start, len(b) - from} }
 
 	from := len(b)
-	b = appendSummary(b, funcs)
+	b = e.sum.append(b)
 	section(secProfSummary, from)
 
 	from = len(b)
@@ -60,13 +77,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section(secCSNameTable, from)
 
 	from = len(b)
-	offsets := make([]uint64, len(funcs))
-	for i, f := range funcs {
-		offsets[i] = uint64(len(b) - from)
-		b = appendULEB(b, f.HeadSamples)
-		b = appendULEB(b, uint64(names.index[f.Name]))
-		b = appendBinaryFunction(b, f, names.index)
-	}
+	b = append(b, e.out...)
 	section(secLBRProfile, from)
 
 	section(secProfileSymbolLst, len(b)) // empty, placed as llvm-profdata-14 places it
@@ -91,36 +102,63 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	return b, nil
 }
 
-// appendBinaryFunction appends f's total samples, body records and inlined callsites.
-func appendBinaryFunction(b []byte, f *FunctionProfile, index map[string]int) []byte {
-	b = appendULEB(b, f.TotalSamples)
-	lines := f.SortedLines()
-	b = appendULEB(b, uint64(len(lines)))
-	for _, loc := range lines {
+type extBinaryEncoder struct {
+	err     error // the first line offset beyond maxLineOffset
+	out     []byte
+	index   map[string]int
+	sum     *summary
+	scratch []lineCount
+}
+
+// function appends f's total samples, body records and inlined callsites.
+func (e *extBinaryEncoder) function(f *FunctionProfile) {
+	b := appendULEB(e.out, f.TotalSamples)
+	e.scratch = f.sortedBody(e.scratch[:0])
+	if n := len(e.scratch); n > 0 && e.scratch[n-1].loc().LineOffset > maxLineOffset && e.err == nil {
+		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, e.scratch[n-1].loc().LineOffset, maxLineOffset, ErrMalformed)
+	}
+	b = appendULEB(b, uint64(len(e.scratch)))
+	callLines := sortedKeys(f.Calls)
+	for _, lc := range e.scratch {
+		loc := lc.loc()
+		e.sum.addCount(lc.count)
 		b = appendULEB(b, uint64(loc.LineOffset))
 		b = appendULEB(b, uint64(loc.Discriminator))
-		b = appendULEB(b, f.Body[loc])
-		calls := f.Calls[loc]
+		b = appendULEB(b, lc.count)
+		for len(callLines) > 0 && callLines[0].Less(loc) {
+			callLines = callLines[1:]
+		}
+		if len(callLines) == 0 || callLines[0] != loc {
+			b = append(b, 0)
+			continue
+		}
+		callLines = callLines[1:]
+		calls := sortedCalls(f.Calls[loc])
 		b = appendULEB(b, uint64(len(calls)))
-		for _, callee := range sortedCalls(calls) {
-			b = appendULEB(b, uint64(index[callee]))
-			b = appendULEB(b, calls[callee])
+		for _, c := range calls {
+			b = appendULEB(b, uint64(e.index[c.name]))
+			b = appendULEB(b, c.count)
 		}
 	}
 	n := 0
-	for _, m := range f.Inlined {
-		n += len(m)
-	}
-	b = appendULEB(b, uint64(n))
-	for _, loc := range sortedKeys(f.Inlined) {
-		for _, name := range sortedNames(f.Inlined[loc]) {
-			b = appendULEB(b, uint64(loc.LineOffset))
-			b = appendULEB(b, uint64(loc.Discriminator))
-			b = appendULEB(b, uint64(index[name]))
-			b = appendBinaryFunction(b, f.Inlined[loc][name], index)
+	if len(f.Inlined) > 0 {
+		for _, m := range f.Inlined {
+			n += len(m)
 		}
 	}
-	return b
+	b = appendULEB(b, uint64(n))
+	e.out = b
+	if n == 0 {
+		return
+	}
+	for _, loc := range sortedKeys(f.Inlined) {
+		for _, name := range sortedNames(f.Inlined[loc]) {
+			e.out = appendULEB(e.out, uint64(loc.LineOffset))
+			e.out = appendULEB(e.out, uint64(loc.Discriminator))
+			e.out = appendULEB(e.out, uint64(e.index[name]))
+			e.function(f.Inlined[loc][name])
+		}
+	}
 }
 
 type nameIndex struct {
@@ -137,15 +175,13 @@ func nameTable(funcs []*FunctionProfile) (nameIndex, error) {
 			return fmt.Errorf("profileio: function %q: %w", f.Name, ErrName)
 		}
 		seen[f.Name] = 0
-		for loc := range f.Body {
-			if loc.LineOffset > maxLineOffset {
-				return fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
-			}
-		}
 		for loc := range f.Inlined {
 			if loc.LineOffset > maxLineOffset {
 				return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
 			}
+		}
+		if len(f.Calls) == 0 && len(f.Inlined) == 0 {
+			return nil
 		}
 		for _, m := range f.Calls {
 			for callee := range m {

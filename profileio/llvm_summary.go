@@ -2,23 +2,42 @@ package profileio
 
 import (
 	"math/bits"
-	"sort"
+	"slices"
 )
 
-// appendSummary appends the ProfSummary section LLVM computes for funcs: every body count
-// (inlined callees' included) is a "block"; a top-level function's head samples is its
-// function count; per cutoff (parts per million of the total), the smallest count among
-// the largest counts that together reach the cutoff share, and how many counts that took.
-func appendSummary(b []byte, funcs []*FunctionProfile) []byte {
-	var s summary
-	s.freq = map[uint64]uint64{}
-	for _, f := range funcs {
-		s.numFunctions++
-		if f.HeadSamples > s.maxFunctionCount {
-			s.maxFunctionCount = f.HeadSamples
-		}
-		s.addCounts(f)
+// summary gathers what LLVM's ProfSummary section holds: every body count (inlined
+// callees' included) is a "block"; a top-level function's head samples is its function
+// count.
+type summary struct {
+	total, maxCount, maxFunctionCount, numCounts, numFunctions uint64
+	small                                                      []uint64 // frequency of each count below len(small)
+	large                                                      map[uint64]uint64
+}
+
+func newSummary() *summary {
+	return &summary{small: make([]uint64, 4096), large: map[uint64]uint64{}}
+}
+
+func (s *summary) addFunction(head uint64) {
+	s.numFunctions++
+	s.maxFunctionCount = max(s.maxFunctionCount, head)
+}
+
+func (s *summary) addCount(c uint64) {
+	s.total += c
+	s.maxCount = max(s.maxCount, c)
+	s.numCounts++
+	if c < uint64(len(s.small)) {
+		s.small[c]++
+	} else {
+		s.large[c]++
 	}
+}
+
+// append appends the section: the totals, then per cutoff (parts per million of the
+// total, LLVM's defaults) the smallest count among the largest counts that together reach
+// the cutoff's share, and how many counts that took.
+func (s *summary) append(b []byte) []byte {
 	b = appendULEB(b, s.total)
 	b = appendULEB(b, s.maxCount)
 	b = appendULEB(b, s.maxFunctionCount)
@@ -26,23 +45,28 @@ func appendSummary(b []byte, funcs []*FunctionProfile) []byte {
 	b = appendULEB(b, s.numFunctions)
 	b = appendULEB(b, uint64(len(summaryCutoffs)))
 
-	counts := make([]uint64, 0, len(s.freq))
-	for c := range s.freq {
-		counts = append(counts, c)
+	type countFreq struct{ count, freq uint64 }
+	var desc []countFreq // distinct counts, largest first
+	for c, f := range s.large {
+		desc = append(desc, countFreq{c, f})
 	}
-	sort.Slice(counts, func(i, j int) bool { return counts[i] > counts[j] })
+	slices.SortFunc(desc, func(a, b countFreq) int { return cmpDesc(a.count, b.count) })
+	for c := len(s.small) - 1; c >= 0; c-- {
+		if s.small[c] > 0 {
+			desc = append(desc, countFreq{uint64(c), s.small[c]})
+		}
+	}
 	var (
 		i                   int
 		sum, seen, minCount uint64
 	)
 	for _, cutoff := range summaryCutoffs {
-		// desired = total * cutoff / 1e6, in 128 bits as LLVM computes it.
 		hi, lo := bits.Mul64(s.total, cutoff)
 		desired, _ := bits.Div64(hi, lo, 1000000) // hi < 1e6 since cutoff < 1e6
-		for sum < desired && i < len(counts) {
-			minCount = counts[i]
-			sum += minCount * s.freq[minCount]
-			seen += s.freq[minCount]
+		for sum < desired && i < len(desc) {
+			minCount = desc[i].count
+			sum += minCount * desc[i].freq
+			seen += desc[i].freq
 			i++
 		}
 		b = appendULEB(b, cutoff)
@@ -52,23 +76,12 @@ func appendSummary(b []byte, funcs []*FunctionProfile) []byte {
 	return b
 }
 
-type summary struct {
-	total, maxCount, maxFunctionCount, numCounts, numFunctions uint64
-	freq                                                       map[uint64]uint64
-}
-
-func (s *summary) addCounts(f *FunctionProfile) {
-	for _, c := range f.Body {
-		s.total += c
-		if c > s.maxCount {
-			s.maxCount = c
-		}
-		s.numCounts++
-		s.freq[c]++
+func cmpDesc(a, b uint64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
 	}
-	for _, m := range f.Inlined {
-		for _, c := range m {
-			s.addCounts(c)
-		}
-	}
+	return 0
 }

@@ -50,8 +50,9 @@ func WriteText(w io.Writer, p *Profile) error {
 }
 
 type textWriter struct {
-	w   *bufio.Writer
-	buf []byte
+	w     *bufio.Writer
+	buf   []byte
+	lines []lineCount
 }
 
 // function writes f's header and lines; indent is 0 for a top-level function, else the
@@ -66,21 +67,28 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		b = strconv.AppendUint(b, f.HeadSamples, 10)
 	}
 	b = append(b, '\n')
-	for _, loc := range f.SortedLines() {
+	t.lines = f.sortedBody(t.lines[:0])
+	callLines := sortedKeys(f.Calls) // few; walked alongside the body lines
+	for _, lc := range t.lines {
+		loc := lc.loc()
 		var err error
 		if b, err = appendLocation(b, indent+1, loc); err != nil {
 			return fmt.Errorf("profileio: function %q: %w", f.Name, err)
 		}
-		b = strconv.AppendUint(b, f.Body[loc], 10)
-		if calls := f.Calls[loc]; len(calls) > 0 {
-			for _, callee := range sortedCalls(calls) {
-				if err := checkTextName(callee, true); err != nil {
+		b = strconv.AppendUint(b, lc.count, 10)
+		for len(callLines) > 0 && callLines[0].Less(loc) {
+			callLines = callLines[1:] // calls on a line without a body entry are not written (AddCall makes one)
+		}
+		if len(callLines) > 0 && callLines[0] == loc {
+			callLines = callLines[1:]
+			for _, c := range sortedCalls(f.Calls[loc]) {
+				if err := checkTextName(c.name, true); err != nil {
 					return fmt.Errorf("profileio: function %q: call target: %w", f.Name, err)
 				}
 				b = append(b, ' ')
-				b = append(b, callee...)
+				b = append(b, c.name...)
 				b = append(b, ':')
-				b = strconv.AppendUint(b, calls[callee], 10)
+				b = strconv.AppendUint(b, c.count, 10)
 			}
 		}
 		b = append(b, '\n')
@@ -88,6 +96,9 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 	t.buf = b
 	if _, err := t.w.Write(b); err != nil {
 		return fmt.Errorf("profileio: write llvm text: %w", err)
+	}
+	if len(f.Inlined) == 0 {
+		return nil
 	}
 	for _, loc := range sortedKeys(f.Inlined) {
 		for _, name := range sortedNames(f.Inlined[loc]) {

@@ -1,6 +1,11 @@
 package profileio
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"strings"
+)
 
 // LineLocation is a position inside a function as LLVM's sample profile names it: the source
 // line minus the function's first line, and the line's DWARF discriminator.
@@ -87,6 +92,26 @@ func (f *FunctionProfile) SortedLines() []LineLocation {
 	return sortedKeys(f.Body)
 }
 
+// lineCount is a body line and its count, keyed for fast sorting.
+type lineCount struct {
+	key   uint64 // LineOffset<<32 | Discriminator: orders as LineLocation.Less
+	count uint64
+}
+
+func (l lineCount) loc() LineLocation {
+	return LineLocation{LineOffset: uint32(l.key >> 32), Discriminator: uint32(l.key)}
+}
+
+// sortedBody appends f's body lines to buf in ascending order.
+func (f *FunctionProfile) sortedBody(buf []lineCount) []lineCount {
+	start := len(buf)
+	for loc, n := range f.Body {
+		buf = append(buf, lineCount{key: uint64(loc.LineOffset)<<32 | uint64(loc.Discriminator), count: n})
+	}
+	slices.SortFunc(buf[start:], func(a, b lineCount) int { return cmp.Compare(a.key, b.key) })
+	return buf
+}
+
 // AddBody adds n samples at loc.
 func (f *FunctionProfile) AddBody(loc LineLocation, n uint64) {
 	if f.Body == nil {
@@ -149,26 +174,36 @@ func (f *FunctionProfile) merge(g *FunctionProfile) {
 
 // sortedCalls returns a line's call targets as LLVM writes them: most calls first, then by
 // name.
-func sortedCalls(m map[string]uint64) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
+func sortedCalls(m map[string]uint64) []callTarget {
+	ts := make([]callTarget, 0, len(m))
+	for n, c := range m {
+		ts = append(ts, callTarget{n, c})
 	}
-	sort.Slice(names, func(i, j int) bool {
-		if m[names[i]] != m[names[j]] {
-			return m[names[i]] > m[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	return names
+	if len(ts) > 1 {
+		slices.SortFunc(ts, func(a, b callTarget) int {
+			if a.count != b.count {
+				return cmp.Compare(b.count, a.count)
+			}
+			return strings.Compare(a.name, b.name)
+		})
+	}
+	return ts
 }
 
 func sortedKeys[V any](m map[LineLocation]V) []LineLocation {
+	if len(m) == 0 {
+		return nil
+	}
 	locs := make([]LineLocation, 0, len(m))
 	for l := range m {
 		locs = append(locs, l)
 	}
-	sort.Slice(locs, func(i, j int) bool { return locs[i].Less(locs[j]) })
+	slices.SortFunc(locs, func(a, b LineLocation) int {
+		if a.LineOffset != b.LineOffset {
+			return cmp.Compare(a.LineOffset, b.LineOffset)
+		}
+		return cmp.Compare(a.Discriminator, b.Discriminator)
+	})
 	return locs
 }
 
