@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/profd/profd/jitmap"
@@ -106,6 +107,7 @@ func readPayload(r io.Reader, buf []byte, n int) ([]byte, error) {
 
 type captureReader struct {
 	c        *Capture
+	pending  []int // per object, its records in the samples section being read
 	merged   bool // every object's samples are still ascending and unique
 	unmapped map[unmappedKey]uint64
 }
@@ -284,27 +286,59 @@ func (cr *captureReader) codeObject(d *payloadDecoder) {
 func (cr *captureReader) samples(d *payloadDecoder) {
 	objs := cr.c.Objects
 	n := d.count(3)
-	var o *CaptureObject
-	var off uint64
-	for i := 0; i < n && d.err == nil; i++ {
-		tag := d.uvarint()
-		step := d.uvarint()
-		cnt := d.uvarint()
-		if d.err != nil {
+	if d.err != nil {
+		return
+	}
+	// Two passes over the records: check them and count each object's share, so every
+	// object's slice grows once; then append.
+	recs := d.b
+	if len(cr.pending) < len(objs) {
+		cr.pending = append(cr.pending, make([]int, len(objs)-len(cr.pending))...)
+	}
+	prev := -1
+	for i := 0; i < n; i++ {
+		var tag, step uint64
+		var ok bool
+		if tag, recs, ok = nextUvarint(recs); ok {
+			if step, recs, ok = nextUvarint(recs); ok {
+				_, recs, ok = nextUvarint(recs)
+			}
+		}
+		if !ok {
+			d.fail("record %d: bad varint", i)
 			return
 		}
-		if tag&1 == 1 {
+		_ = step
+		switch {
+		case tag&1 == 1:
 			id := tag >> 1
 			if id >= uint64(len(objs)) {
 				d.fail("record %d: samples for unknown code object %d", i, id)
 				return
 			}
-			o, off = objs[id], step
+			prev = int(id)
+		case tag != 0 || prev < 0:
+			d.fail("record %d: offset delta without an object", i)
+			return
+		}
+		cr.pending[prev]++
+	}
+	for id, k := range cr.pending {
+		if k > 0 {
+			objs[id].Samples = slices.Grow(objs[id].Samples, k)
+			cr.pending[id] = 0
+		}
+	}
+	var o *CaptureObject
+	var off uint64
+	for i := 0; i < n; i++ {
+		tag, rest, _ := nextUvarint(d.b)
+		step, rest, _ := nextUvarint(rest)
+		cnt, rest, _ := nextUvarint(rest)
+		d.b = rest
+		if tag&1 == 1 {
+			o, off = objs[tag>>1], step
 		} else {
-			if o == nil || tag != 0 {
-				d.fail("record %d: offset delta without an object", i)
-				return
-			}
 			off += step
 		}
 		if k := len(o.Samples); k > 0 && o.Samples[k-1].Offset >= off {
@@ -312,6 +346,18 @@ func (cr *captureReader) samples(d *payloadDecoder) {
 		}
 		o.Samples = append(o.Samples, OffsetCount{Offset: off, Count: cnt})
 	}
+}
+
+// nextUvarint decodes one uvarint off the front of b.
+func nextUvarint(b []byte) (uint64, []byte, bool) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), b[1:], true
+	}
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, b, false
+	}
+	return v, b[n:], true
 }
 
 // payloadDecoder reads the fields of one section's payload; the first error sticks.
