@@ -108,7 +108,7 @@ func readPayload(r io.Reader, buf []byte, n int) ([]byte, error) {
 type captureReader struct {
 	c        *Capture
 	pending  []int // per object, its records in the samples section being read
-	merged   bool // every object's samples are still ascending and unique
+	merged   bool  // every object's samples are still ascending and unique
 	unmapped map[unmappedKey]uint64
 }
 
