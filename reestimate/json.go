@@ -64,22 +64,26 @@ type GivenCFG struct {
 	BlockSamples []uint64 // Σ samples over each block's instructions
 }
 
-// Graph returns the function's CFG and block weights: recovered from Code with BuildCFG and
-// BlockWeights, or taken from Given.
-func (f *Function) Graph() (*CFG, []float64, error) {
+// Graph returns the function's CFG and where its samples fell: recovered from Code with
+// BuildCFG and AttributeSamples, or taken from Given. Attribution.Weights gives the block
+// weights Repair takes.
+func (f *Function) Graph() (*CFG, *Attribution, error) {
 	if f.Given != nil {
 		at := &Attribution{BlockSamples: f.Given.BlockSamples}
-		return f.Given.CFG, at.Weights(f.Given.CFG), nil
+		for _, n := range at.BlockSamples {
+			at.Total += n
+		}
+		return f.Given.CFG, at, nil
 	}
 	g, err := BuildCFG(f.Code, f.Addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
 	}
-	w, err := BlockWeights(g, f.Samples)
+	at, err := AttributeSamples(g, f.Samples)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
 	}
-	return g, w, nil
+	return g, at, nil
 }
 
 // ReadJSON reads the JSON interchange format described in docs/reestimate-json.md. It is
