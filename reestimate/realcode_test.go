@@ -147,6 +147,7 @@ func TestBuildCFGMatchesObjdump(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", fn.name, err)
 				}
+				checkInvariants(t, g)
 				checkAgainstObjdump(t, fn, g, dis)
 				if dis[fn.addr].mnemonic == "endbr64" {
 					sawEndbr = true
