@@ -67,7 +67,7 @@ func TestBuildCFG(t *testing.T) {
 		blocks: []wantBlock{{0, 2, 1, false}, {2, 3, 1, true}, {3, 5, 2, true}},
 		edges:  []Edge{{0, 2, CondTaken}, {0, 1, CondNotTaken}},
 	}, {
-		name: "code that runs off the end exits",
+		name:   "code that runs off the end exits",
 		code:   "31c0 ffc0",
 		blocks: []wantBlock{{0, 4, 2, true}},
 	}, {
@@ -123,8 +123,8 @@ func TestBuildCFGErrors(t *testing.T) {
 		offset int
 	}{
 		{"empty", nil, ErrEmptyCode, 0},
-		{"undecodable", mustHex(t, "31c0 06 c3"), ErrUndecodable, 2},     // push es: invalid in 64-bit mode
-		{"truncated", mustHex(t, "31c0 e8 0000"), ErrTruncated, 2},       // call rel32 cut short
+		{"undecodable", mustHex(t, "31c0 06 c3"), ErrUndecodable, 2}, // push es: invalid in 64-bit mode
+		{"truncated", mustHex(t, "31c0 e8 0000"), ErrTruncated, 2},   // call rel32 cut short
 		{"jump into an instruction", mustHex(t, "eb01 b8 01000000 c3"), ErrJumpIntoInstruction, 0},
 		{"too large", make([]byte, MaxCodeBytes+1), ErrCodeTooLarge, MaxCodeBytes},
 	}
