@@ -2,6 +2,7 @@ package reestimate
 
 import (
 	"sort"
+	"sync"
 )
 
 // MaxCodeBytes caps the code BuildCFG accepts for one function (16 MiB, some millions of
@@ -30,11 +31,19 @@ func BuildCFG(code []byte, addr uint64) (*CFG, error) {
 	if len(code) > MaxCodeBytes {
 		return nil, &CodeError{Addr: addr, Offset: MaxCodeBytes, Err: ErrCodeTooLarge}
 	}
-	insts, err := decodeAll(code, addr)
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		if cap(sc.insts) <= maxPooledInsts { // a huge function's scratch is left to the GC
+			scratchPool.Put(sc)
+		}
+	}()
+	insts, err := decodeAll(sc.insts[:0], code, addr)
+	sc.insts = insts
 	if err != nil {
 		return nil, err
 	}
-	leader, err := markLeaders(insts, len(code), addr)
+	leader, err := markLeaders(sc.leader, insts, len(code), addr)
+	sc.leader = leader
 	if err != nil {
 		return nil, err
 	}
@@ -45,16 +54,29 @@ func BuildCFG(code []byte, addr uint64) (*CFG, error) {
 	return g, nil
 }
 
-// decodeAll decodes code linearly from its first byte.
-func decodeAll(code []byte, addr uint64) ([]inst, error) {
-	// Compiled x86-64 code averages about four bytes an instruction.
-	insts := make([]inst, 0, len(code)/4+1)
+// scratch is BuildCFG's working memory, reused through scratchPool; nothing in it outlives
+// a call.
+type scratch struct {
+	insts  []inst
+	leader []uint8
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+const maxPooledInsts = 1 << 16
+
+// decodeAll decodes code linearly from its first byte, appending to insts.
+func decodeAll(insts []inst, code []byte, addr uint64) ([]inst, error) {
+	// Compiled x86-64 code averages three to four bytes an instruction.
+	if want := len(code)/3 + 1; cap(insts) < want {
+		insts = make([]inst, 0, want)
+	}
 	for off := 0; off < len(code); {
-		in, err := decodeInst(code, off)
-		if err != nil {
+		insts = append(insts, inst{})
+		in := &insts[len(insts)-1]
+		if err := decodeInst(code, off, in); err != nil {
 			return nil, &CodeError{Addr: addr, Offset: off, Err: err}
 		}
-		insts = append(insts, in)
 		off += int(in.size)
 	}
 	return insts, nil
@@ -69,8 +91,12 @@ const (
 )
 
 // markLeaders finds block starts. It rejects branches into the middle of an instruction.
-func markLeaders(insts []inst, size int, addr uint64) ([]uint8, error) {
-	leader := make([]uint8, len(insts))
+func markLeaders(leader []uint8, insts []inst, size int, addr uint64) ([]uint8, error) {
+	if cap(leader) < len(insts) {
+		leader = make([]uint8, len(insts))
+	}
+	leader = leader[:len(insts)]
+	clear(leader)
 	leader[0] = leaderTarget
 	for i, in := range insts {
 		if in.kind == kindPlain || in.kind == kindPad {
@@ -130,24 +156,30 @@ func formBlocks(g *CFG, insts []inst, leader []uint8, addr uint64) {
 			nblocks++
 		}
 	}
-	addrs := make([]uint64, 0, kept) // one backing array for every block's Insts
+	addrs := make([]uint64, kept) // one backing array for every block's Insts
 	g.Blocks = make([]Block, 0, nblocks)
-	for i, in := range insts {
+	k := 0
+	for i := 0; i < len(insts); {
 		if leader[i] == dropped {
+			i++
 			continue
 		}
-		a := addr + uint64(in.off)
-		if leader[i] != leaderNone {
-			g.Blocks = append(g.Blocks, Block{Start: a, Insts: addrs[len(addrs):len(addrs)]})
+		first, j := k, i
+		for {
+			addrs[k] = addr + uint64(insts[j].off)
+			k++
+			j++
+			if j == len(insts) || leader[j] != leaderNone {
+				break
+			}
 		}
-		addrs = append(addrs, a)
-		b := &g.Blocks[len(g.Blocks)-1]
-		b.Insts = b.Insts[:len(b.Insts)+1]
-		b.End = a + uint64(in.size)
-	}
-	for i := range g.Blocks { // appending to one block's Insts must not overwrite the next's
-		b := &g.Blocks[i]
-		b.Insts = b.Insts[:len(b.Insts):len(b.Insts)]
+		last := &insts[j-1]
+		g.Blocks = append(g.Blocks, Block{
+			Start: addrs[first],
+			End:   addr + uint64(last.off) + uint64(last.size),
+			Insts: addrs[first:k:k], // capped: appending to one block's Insts must not overwrite the next's
+		})
+		i = j
 	}
 }
 

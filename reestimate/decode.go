@@ -24,23 +24,34 @@ func (k instKind) ends() bool { return k >= kindJump }
 
 // inst is one decoded instruction, as CFG recovery needs it.
 type inst struct {
+	target int64  // for kindCond and kindJump: branch target relative to the function's start
 	off    uint32 // byte offset from the function's start
 	size   uint8
 	kind   instKind
-	pad    bool  // a nop or int3: may be alignment padding
-	target int64 // for kindCond and kindJump: branch target relative to the function's start
+	pad    bool // a nop or int3: may be alignment padding
 }
 
 // maxInstBytes is the architectural limit on an x86 instruction's length.
 const maxInstBytes = 15
 
-// decodeInst decodes the instruction at code[off:].
-func decodeInst(code []byte, off int) (inst, error) {
+// decodeInst decodes the instruction at code[off:] into *in.
+func decodeInst(code []byte, off int, in *inst) error {
 	src := code[off:]
 	// endbr64 and endbr32 (F3 0F 1E FA/FB): x86asm decodes F3 as a lone REP prefix.
 	if len(src) >= 4 && src[0] == 0xF3 && src[1] == 0x0F && src[2] == 0x1E && (src[3] == 0xFA || src[3] == 0xFB) {
-		return inst{off: uint32(off), size: 4, kind: kindPlain}, nil
+		*in = inst{off: uint32(off), size: 4, kind: kindPlain}
+		return nil
 	}
+	if fastDecode(src, off, in) {
+		return nil
+	}
+	var err error
+	*in, err = decodeX86asm(src, off)
+	return err
+}
+
+// decodeX86asm decodes the instruction at the start of src, found at offset off, with x86asm.
+func decodeX86asm(src []byte, off int) (inst, error) {
 	in, err := x86asm.Decode(src, 64)
 	if err != nil || in.Op == 0 || in.Len <= 0 {
 		// x86asm reports truncation as a lone prefix; decode again with room to tell.
