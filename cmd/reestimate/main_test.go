@@ -139,3 +139,34 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMillionBlocks: a function of 10^6 blocks gets an answer, not a hang or a crash.
+func TestRunMillionBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 1_000_000
+	dir := t.TempDir()
+	var in bytes.Buffer
+	in.WriteString(`{"version":1,"functions":[{"name":"big","addr":"0x400000","code":"`)
+	in.WriteString(strings.Repeat("7500", n)) // jne +0, a million times
+	in.WriteString(`c3","samples":{"0x400000":5,"0x5e8480":9}}]}`)
+	path := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(path, in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.json")
+	if err := Run(context.Background(), &Config{Input: path, Output: out, Solver: "fast", Format: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(raw, []byte(`"start":`)); got != n+1 {
+		t.Errorf("output has %d blocks, want %d", got, n+1)
+	}
+	if !bytes.Contains(raw, []byte(`{"start":"0x5e8480","end":"0x5e8481","insts":1,"samples":9,"weight":9,`)) {
+		t.Error("the ret block's samples are missing from the output")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/profd/profd/reestimate"
 )
@@ -17,14 +18,18 @@ type countsFile struct {
 }
 
 type functionCounts struct {
-	Name           string        `json:"name"`
-	Addr           string        `json:"addr"`
-	Samples        uint64        `json:"samples"`
-	PaddingSamples uint64        `json:"padding_samples,omitempty"`
-	IndirectJumps  int           `json:"indirect_jumps"`
-	Cost           int64         `json:"cost"`
-	Blocks         []blockCounts `json:"blocks"`
-	Edges          []edgeCounts  `json:"edges"`
+	functionHeader
+	Blocks []blockCounts `json:"blocks"`
+	Edges  []edgeCounts  `json:"edges"`
+}
+
+type functionHeader struct {
+	Name           string `json:"name"`
+	Addr           string `json:"addr"`
+	Samples        uint64 `json:"samples"`
+	PaddingSamples uint64 `json:"padding_samples,omitempty"`
+	IndirectJumps  int    `json:"indirect_jumps"`
+	Cost           int64  `json:"cost"`
 }
 
 type blockCounts struct {
@@ -47,18 +52,20 @@ type edgeCounts struct {
 
 func newFunctionCounts(fn *reestimate.Function, g *reestimate.CFG, at *reestimate.Attribution, weights []float64, res *reestimate.Result) functionCounts {
 	fc := functionCounts{
-		Name:           fn.Name,
-		Addr:           fmt.Sprintf("%#x", fn.Addr),
-		Samples:        at.Total,
-		PaddingSamples: at.PaddingSamples,
-		IndirectJumps:  g.IndirectJumps,
-		Cost:           res.Cost,
-		Blocks:         make([]blockCounts, len(g.Blocks)),
-		Edges:          make([]edgeCounts, len(g.Edges)),
+		functionHeader: functionHeader{
+			Name:           fn.Name,
+			Addr:           hexAddr(fn.Addr),
+			Samples:        at.Total,
+			PaddingSamples: at.PaddingSamples,
+			IndirectJumps:  g.IndirectJumps,
+			Cost:           res.Cost,
+		},
+		Blocks: make([]blockCounts, len(g.Blocks)),
+		Edges:  make([]edgeCounts, len(g.Edges)),
 	}
 	for i, b := range g.Blocks {
 		fc.Blocks[i] = blockCounts{
-			Start: fmt.Sprintf("%#x", b.Start), End: fmt.Sprintf("%#x", b.End), Insts: len(b.Insts),
+			Start: hexAddr(b.Start), End: hexAddr(b.End), Insts: len(b.Insts),
 			Samples: at.BlockSamples[i], Weight: weights[i], Count: res.BlockCount(i),
 			Reachable: res.Reachable[i], Exit: b.Exit,
 		}
@@ -81,9 +88,7 @@ func writeOutput(path, format string, out *countsFile) error {
 	if format == "text" {
 		err = writeText(f, out)
 	} else {
-		enc := json.NewEncoder(f)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(out)
+		err = writeJSON(f, out)
 	}
 	if path != "-" {
 		if cerr := f.Close(); err == nil {
@@ -117,5 +122,64 @@ func writeText(w io.Writer, out *countsFile) error {
 			fmt.Fprintf(bw, "  %5s  %-21s %10.2f\n", fmt.Sprintf("%d>%d", e.From, e.To), e.Kind, e.Count)
 		}
 	}
+	return bw.Flush()
+}
+
+func hexAddr(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
+
+// writeJSON streams out as JSON, one block or edge a line: encoding/json's indenter takes
+// seconds on a function of a million blocks.
+func writeJSON(w io.Writer, out *countsFile) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	b := make([]byte, 0, 256)
+	line := func(s ...any) {
+		b = b[:0]
+		for _, v := range s {
+			switch v := v.(type) {
+			case string:
+				b = append(b, v...)
+			case []byte:
+				b = append(b, v...)
+			}
+		}
+		bw.Write(b)
+	}
+	fmt.Fprintf(bw, "{\n  \"version\": %d,\n  \"functions\": [", out.Version)
+	for i, fn := range out.Functions {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		head, err := json.Marshal(fn.functionHeader)
+		if err != nil {
+			return err
+		}
+		// head is a whole object: drop its closing brace, the lists follow.
+		line("\n    ", head[:len(head)-1], ",\n      \"blocks\": [")
+		for k, bc := range fn.Blocks {
+			sep := ","
+			if k == len(fn.Blocks)-1 {
+				sep = ""
+			}
+			e, err := json.Marshal(bc)
+			if err != nil {
+				return err
+			}
+			line("\n        ", e, sep)
+		}
+		line("\n      ],\n      \"edges\": [")
+		for k, ec := range fn.Edges {
+			sep := ","
+			if k == len(fn.Edges)-1 {
+				sep = ""
+			}
+			e, err := json.Marshal(ec)
+			if err != nil {
+				return err
+			}
+			line("\n        ", e, sep)
+		}
+		bw.WriteString("\n      ]\n    }")
+	}
+	bw.WriteString("\n  ]\n}\n")
 	return bw.Flush()
 }
