@@ -105,8 +105,12 @@ func writeOutput(path, format string, out *countsFile) error {
 func writeText(w io.Writer, out *countsFile) error {
 	bw := bufio.NewWriter(w)
 	for _, fn := range out.Functions {
-		fmt.Fprintf(bw, "%s at %s: %d samples, %d blocks, %d edges, %d indirect jumps, cost %d\n",
-			fn.Name, fn.Addr, fn.Samples, len(fn.Blocks), len(fn.Edges), fn.IndirectJumps, fn.Cost)
+		padding := ""
+		if fn.PaddingSamples > 0 {
+			padding = fmt.Sprintf(" (%d in padding)", fn.PaddingSamples)
+		}
+		fmt.Fprintf(bw, "%s at %s: %d samples%s, %d blocks, %d edges, %d indirect jumps, cost %d\n",
+			fn.Name, fn.Addr, fn.Samples, padding, len(fn.Blocks), len(fn.Edges), fn.IndirectJumps, fn.Cost)
 		fmt.Fprintf(bw, "  %5s  %-21s %5s %8s %10s %10s\n", "block", "range", "insts", "samples", "weight", "count")
 		for i, b := range fn.Blocks {
 			note := ""
