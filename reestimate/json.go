@@ -18,6 +18,7 @@ const (
 	MaxGivenBlocks     = 1 << 22   // blocks of one explicit CFG
 	MaxGivenEdges      = 1 << 23   // edges of one explicit CFG
 	MaxGivenBlockInsts = 1 << 24   // instructions of one explicit CFG, all blocks together
+	MaxSampleAddrs     = 1 << 22   // sampled addresses of one function
 )
 
 // ErrJSON is wrapped by every error ReadJSON returns about its input's content.
@@ -290,8 +291,8 @@ func (s *jsonSamples) UnmarshalJSON(data []byte) error {
 		if err != nil {
 			return err
 		}
-		if len(s.m) >= MaxCodeBytes {
-			return fmt.Errorf("samples: more than %d addresses", MaxCodeBytes)
+		if len(s.m) >= MaxSampleAddrs {
+			return fmt.Errorf("samples: more than %d addresses", MaxSampleAddrs)
 		}
 		a, err := parseAddr(key)
 		if err != nil {
