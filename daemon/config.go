@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Format is one kind of output a flush writes.
+type Format string
+
+const (
+	FormatLLVMText      Format = "llvm-text"      // <image>-<pid>.prof.txt
+	FormatLLVMExtBinary Format = "llvm-extbinary" // <image>-<pid>.prof.extbinary
+	FormatPprof         Format = "pprof"          // <image>-<pid>.pb.gz
+	FormatCapture       Format = "capture"        // <image>-<pid>.profd
+)
+
+// AllFormats lists every output format, in the order --format documents them.
+var AllFormats = []Format{FormatLLVMText, FormatLLVMExtBinary, FormatPprof, FormatCapture}
+
+// Backend picks how samples reach the daemon.
+type Backend string
+
+const (
+	BackendAuto Backend = "auto" // BPF where it loads, else perf ring buffers
+	BackendBPF  Backend = "bpf"
+	BackendPerf Backend = "perf"
+)
+
+// Config is everything a profd run needs; cmd/profd fills it from flags.
+type Config struct {
+	Pids          []int    // explicit targets
+	JITImages     []string // executable base names whose processes are targets (now and later)
+	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
+	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
+	FreqHz        uint64   // sampling frequency; used when PeriodEvents is 0
+	PeriodEvents  uint64   // sample every N events; overrides FreqHz
+	Backend       Backend
+	OutDir        string
+	Formats       []Format
+	FifoDir       string        // "" picks /run/profd as root, else $XDG_RUNTIME_DIR/profd
+	JitdumpDir    string        // where JITs write jitdump files ("" : $JITDUMPDIR, else /tmp)
+	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
+	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
+	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
+}
+
+// ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.
+var ErrConfig = errors.New("invalid configuration")
+
+// Validate fills defaults and checks the configuration; its errors wrap ErrConfig.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
+	if len(c.Pids) == 0 && len(c.JITImages) == 0 {
+		bad("no target: give --pid and/or --jit-image")
+	}
+	for _, pid := range c.Pids {
+		if pid <= 0 {
+			bad("--pid %d: not a process id", pid)
+		}
+	}
+	for _, image := range c.JITImages {
+		if image == "" || strings.Contains(image, "/") {
+			bad("--jit-image %q: want an executable's base name, such as lli-14", image)
+		}
+	}
+	if c.Event == "" {
+		c.Event = "cycles"
+	}
+	if c.FreqHz == 0 && c.PeriodEvents == 0 {
+		c.FreqHz = 999
+	}
+	switch c.Backend {
+	case "":
+		c.Backend = BackendAuto
+	case BackendAuto, BackendBPF, BackendPerf:
+	default:
+		bad("--backend %q: want auto, bpf or perf", c.Backend)
+	}
+	if len(c.Formats) == 0 {
+		c.Formats = AllFormats
+	}
+	for _, f := range c.Formats {
+		if !knownFormat(f) {
+			bad("--format %q: want one of %s", f, joinFormats(AllFormats))
+		}
+	}
+	if c.OutDir == "" {
+		c.OutDir = "."
+	}
+	if abs, err := filepath.Abs(c.OutDir); err == nil {
+		c.OutDir = abs
+	}
+	if st, err := os.Stat(c.OutDir); err != nil {
+		bad("--out %s: %v", c.OutDir, err)
+	} else if !st.IsDir() {
+		bad("--out %s: not a directory", c.OutDir)
+	}
+	if c.FlushInterval < 0 || c.Duration < 0 {
+		bad("--flush-interval and --duration must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func knownFormat(f Format) bool {
+	for _, k := range AllFormats {
+		if f == k {
+			return true
+		}
+	}
+	return false
+}
+
+func joinFormats(fs []Format) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ",")
+}
