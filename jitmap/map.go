@@ -328,3 +328,27 @@ func (m *Map) Counts(pid uint32) (live, ended int) {
 	defer p.mu.RUnlock()
 	return p.live.n, len(p.ended)
 }
+
+// Ends reports whether applying ev would end live code of its process: an unload, a move, or
+// a load over a live range that is not a duplicate of what is there. A caller that holds
+// samples without timestamps (counted since its last drain) attributes them before applying
+// such an event, so that they go to the code that was there when they were taken.
+func (m *Map) Ends(ev Event) bool {
+	switch ev := ev.(type) {
+	case *CodeMove, *CodeUnload:
+		return true
+	case *CodeLoad:
+		p := (*m.procs.Load())[ev.Pid]
+		if p == nil || ev.Object.Size == 0 {
+			return false
+		}
+		o := &ev.Object
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		if cur := p.live.at(o.Addr); cur != nil && cur.Size == o.Size && cur.Name == o.Name {
+			return false
+		}
+		return len(p.live.overlapping(nil, o.Addr, o.Size)) > 0
+	}
+	return false
+}

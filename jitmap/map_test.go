@@ -242,3 +242,37 @@ func TestMapDuplicateKeepsEarlierLoad(t *testing.T) {
 		t.Fatalf("merged object %+v, %v", o, ok)
 	}
 }
+
+func TestMapEnds(t *testing.T) {
+	m := NewMap(MapOptions{})
+	load := func(name string, addr, size uint64, at int64) *CodeLoad {
+		return &CodeLoad{Pid: 7, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: at}}
+	}
+	first := load("f", 0x1000, 0x100, 10)
+	if m.Ends(first) {
+		t.Fatal("a load into an empty process ends nothing")
+	}
+	if err := m.Apply(first); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		ev   Event
+		want bool
+	}{
+		{"duplicate", load("f", 0x1000, 0x100, 20), false},
+		{"disjoint", load("g", 0x2000, 0x100, 20), false},
+		{"reuse", load("g", 0x1000, 0x100, 20), true},
+		{"contains", load("g", 0x800, 0x1000, 20), true},
+		{"inside", load("g", 0x1040, 0x10, 20), true},
+		{"other pid", &CodeLoad{Pid: 8, Object: CodeObject{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
+		{"unload", &CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 30}, true},
+		{"move", &CodeMove{Pid: 7, OldAddr: 0x1000, NewAddr: 0x3000, Size: 0x100, TimeNs: 30}, true},
+		{"end of stream", &StreamEnd{}, false},
+	}
+	for _, c := range cases {
+		if got := m.Ends(c.ev); got != c.want {
+			t.Errorf("%s: Ends = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

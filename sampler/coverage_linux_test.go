@@ -91,7 +91,7 @@ func TestJITImageStartedLater(t *testing.T) {
 		samplers = append(samplers, s)
 	}
 	found := make(chan int, 16)
-	w, err := targets.New(targets.Config{Image: "lli", Interval: 20 * time.Millisecond}, targets.Handler{
+	w, err := targets.New(targets.Config{Images: []string{"lli"}, Interval: 20 * time.Millisecond}, targets.Handler{
 		Added: func(pid int) {
 			for _, s := range samplers {
 				if err := s.AddTarget(pid); err != nil {

@@ -7,7 +7,7 @@
 // DESIGN.md places target discovery in the daemon; this package is that part of the daemon,
 // kept apart until the daemon package exists, which will own it.
 //
-//	w, err := targets.New(targets.Config{PIDs: []int{1234}, Image: "lli"}, targets.Handler{
+//	w, err := targets.New(targets.Config{PIDs: []int{1234}, Images: []string{"lli"}}, targets.Handler{
 //		Added:   func(pid int) { s.AddTarget(pid) },
 //		Removed: func(pid int) { s.RemoveTarget(pid) },
 //	})

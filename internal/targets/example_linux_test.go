@@ -17,7 +17,7 @@ func Example() {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 
 	found := make(chan int, 1)
-	w, err := targets.New(targets.Config{Image: "sleep"}, targets.Handler{
+	w, err := targets.New(targets.Config{Images: []string{"sleep"}}, targets.Handler{
 		Added: func(pid int) {
 			if pid == cmd.Process.Pid {
 				found <- pid

@@ -23,7 +23,7 @@ var ErrNoProcess = errors.New("no such process")
 // Config says which processes are targets.
 type Config struct {
 	PIDs     []int         // explicit targets (all their threads)
-	Image    string        // base name of the executable, e.g. "lli"; matches /proc/PID/exe or comm
+	Images   []string      // base names of executables, e.g. "lli"; each matches /proc/PID/exe or comm
 	Interval time.Duration // 0 means DefaultInterval
 	Logger   *slog.Logger
 }
@@ -118,7 +118,7 @@ func (w *Watcher) Scan() {
 			found[pid] = st
 		}
 	}
-	if w.cfg.Image != "" {
+	if len(w.cfg.Images) > 0 {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			w.log.Warn("targets: list /proc", "err", err)
@@ -169,24 +169,26 @@ func (w *Watcher) Scan() {
 	}
 }
 
-// matches reports whether pid runs the image: the base name of its executable, or its comm
-// (the name it was started as, truncated to 15 bytes by the kernel).
+// matches reports whether pid runs one of the images: the base name of its executable, or
+// its comm (the name it was started as, truncated to 15 bytes by the kernel).
 func (w *Watcher) matches(pid int) bool {
 	dir := "/proc/" + strconv.Itoa(pid)
-	if exe, err := os.Readlink(dir + "/exe"); err == nil {
-		if filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == w.cfg.Image {
+	exe, _ := os.Readlink(dir + "/exe")
+	exe = filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+	commBytes, _ := os.ReadFile(dir + "/comm")
+	comm := strings.TrimSuffix(string(commBytes), "\n")
+	for _, image := range w.cfg.Images {
+		if exe == image {
+			return true
+		}
+		if len(image) > 15 {
+			image = image[:15]
+		}
+		if comm != "" && comm == image {
 			return true
 		}
 	}
-	comm, err := os.ReadFile(dir + "/comm")
-	if err != nil {
-		return false
-	}
-	name := w.cfg.Image
-	if len(name) > 15 {
-		name = name[:15]
-	}
-	return strings.TrimSuffix(string(comm), "\n") == name
+	return false
 }
 
 // startTime is field 22 of /proc/PID/stat: when the process started, in clock ticks since

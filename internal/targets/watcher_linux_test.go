@@ -54,7 +54,7 @@ func startSleep(t *testing.T) *exec.Cmd {
 func TestImageFoundBeforeAndAfter(t *testing.T) {
 	before := startSleep(t)
 	var r recorder
-	w, err := New(Config{Image: "sleep", Interval: 20 * time.Millisecond}, r.handler())
+	w, err := New(Config{Images: []string{"sleep"}, Interval: 20 * time.Millisecond}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestImageFoundBeforeAndAfter(t *testing.T) {
 func TestExplicitPID(t *testing.T) {
 	p := startSleep(t)
 	var r recorder
-	w, err := New(Config{PIDs: []int{p.Process.Pid}, Image: "no-such-image"}, r.handler())
+	w, err := New(Config{PIDs: []int{p.Process.Pid}, Images: []string{"no-such-image"}}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,152 @@
+// Command profd samples JIT-compiled code of target processes and writes LLVM sample
+// profiles, pprof profiles and captures. See `profd --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/profd/profd/daemon"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a run that started went wrong
+	exitUsage   = 2 // bad flags or configuration
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	cfg, logOpts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "profd: %v\n(see profd --help)\n", err)
+		return exitUsage
+	}
+	if cfg == nil { // --version
+		return exitOK
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "profd: %v\n(see profd --help)\n", err)
+		return exitUsage
+	}
+	logger := newLogger(stderr, logOpts)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := daemon.Run(ctx, *cfg, logger); err != nil {
+		logger.Error("profd stopped", "err", err)
+		if errors.Is(err, daemon.ErrConfig) || errors.Is(err, daemon.ErrNoTarget) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	return exitOK
+}
+
+type logOptions struct {
+	json  bool
+	level slog.Level
+}
+
+func newLogger(w io.Writer, o logOptions) *slog.Logger {
+	var level slog.LevelVar
+	level.Set(o.level)
+	opts := &slog.HandlerOptions{Level: &level}
+	if o.json {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+const usageText = `profd samples the JIT-compiled code of target processes and writes profiles LLVM reads.
+
+Usage:
+  profd --pid PID[,PID...] [flags]
+  profd --jit-image NAME [flags]
+
+Examples:
+  profd --pid 1234 --out /tmp/prof                  # profile one process until Ctrl-C
+  profd --jit-image lli-14 --duration 30s           # every lli-14 process, now and later
+  profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
+  kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, error) {
+	var cfg daemon.Config
+	var lo logOptions
+	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
+		for _, f := range strings.Split(s, ",") {
+			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("not a pid: %q", f)
+			}
+			cfg.Pids = append(cfg.Pids, pid)
+		}
+		return nil
+	})
+	fs.Func("jit-image", "profile every process whose executable's base name is `NAME`, running now or started later (e.g. lli-14); comma-separated or repeated", func(s string) error {
+		for _, f := range strings.Split(s, ",") {
+			cfg.JITImages = append(cfg.JITImages, strings.TrimSpace(f))
+		}
+		return nil
+	})
+	fs.StringVar(&cfg.Event, "event", "cycles", "perf `EVENT` to sample: cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or a raw r<hex>; without a hardware PMU profd falls back to cpu-clock and says so")
+	fs.BoolVar(&cfg.StrictEvent, "strict-event", false, "fail instead of falling back to cpu-clock when --event is unavailable")
+	fs.Uint64Var(&cfg.FreqHz, "freq", 999, "samples per second per CPU (`HZ`)")
+	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions)")
+	fs.StringVar((*string)(&cfg.Backend), "backend", "auto", "how samples are collected: auto (BPF where it loads, else perf ring buffers), bpf or perf")
+	fs.StringVar(&cfg.OutDir, "out", ".", "`DIR` for the profiles, named <image>-<pid>.<ext>")
+	fs.Func("format", "outputs to write, comma-separated (`LIST`): llvm-text, llvm-extbinary, pprof, capture (default all)", func(s string) error {
+		for _, f := range strings.Split(s, ",") {
+			cfg.Formats = append(cfg.Formats, daemon.Format(strings.TrimSpace(f)))
+		}
+		return nil
+	})
+	fs.StringVar(&cfg.FifoDir, "fifo-dir", "", "private `DIR` for profd.pid and the <pid>.map FIFOs JITs write symbols to (default /run/profd as root, else $XDG_RUNTIME_DIR/profd)")
+	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "the JITDUMPDIR the JITs write jitdump files under (`DIR`/.debug/jit/...; lli-14 needs an absolute path); default $JITDUMPDIR, else /tmp")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s); 0 flushes only on SIGUSR1 and at exit")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
+	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")
+	fs.BoolVar(&lo.json, "log-json", false, "write logs as JSON lines instead of text")
+	fs.Func("log-level", "log `LEVEL`: debug, info, warn or error (default info)", func(s string) error {
+		return lo.level.UnmarshalText([]byte(s))
+	})
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, lo, err
+	}
+	if fs.NArg() > 0 {
+		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *showVersion {
+		fmt.Fprintf(stderr, "profd %s\n", version)
+		return nil, lo, nil
+	}
+	return &cfg, lo, nil
+}

@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/profd/profd/fifo"
+	"github.com/profd/profd/internal/targets"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/sampler"
+)
+
+// drainEvery is how often sampled counts are moved from the sampler into the aggregate.
+const drainEvery = 200 * time.Millisecond
+
+// daemon is one profd run. Its lock guards the aggregate and orders every drain with the
+// symbol events that end code.
+type daemon struct {
+	cfg       Config
+	log       *slog.Logger
+	out       io.Writer // the summary at each flush and the start-up lines
+	startNs   int64
+	startTime time.Time
+
+	jit   *jitmap.Map
+	smp   sampler.Sampler
+	fifo  *fifo.Server
+	watch *targets.Watcher
+
+	mu      sync.Mutex
+	agg     *aggregate
+	symbols uint64 // code loads seen
+	symErrs uint64 // events jitmap refused
+	flushes uint64
+	gone    []int // targets that went away, for the main loop
+
+	goneNote chan struct{} // a target went away
+	flushReq chan struct{} // capacity 1: a pending flush; more requests coalesce into it
+	flushWG  sync.WaitGroup
+}
+
+// Run profiles the configured targets until ctx is done, --duration passes, or every
+// explicit target has exited (when no --jit-image can bring new ones), flushing on SIGUSR1,
+// every --flush-interval and at the end. cfg must have passed Validate. Output goes to
+// stdout (the summaries) and logger.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	return run(ctx, cfg, logger, os.Stdout)
+}
+
+func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) error {
+	if err := checkWritable(cfg.OutDir); err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
+		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
+		flushReq: make(chan struct{}, 1)}
+	d.agg = newAggregate(d.jit)
+	// Components live until the final flush is written, after ctx is done.
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := d.open(inner); err != nil {
+		d.closeAll()
+		return err
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	d.printStart()
+
+	d.flushWG.Add(1)
+	go d.flushLoop()
+
+	var flushTick, deadline <-chan time.Time
+	if cfg.FlushInterval > 0 {
+		t := time.NewTicker(cfg.FlushInterval)
+		defer t.Stop()
+		flushTick = t.C
+	}
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	drain := time.NewTicker(drainEvery)
+	defer drain.Stop()
+	why := ""
+	for why == "" {
+		select {
+		case <-ctx.Done():
+			why = "signal"
+		case <-deadline:
+			why = "duration"
+		case <-usr1:
+			d.requestFlush()
+		case <-flushTick:
+			d.requestFlush()
+		case <-drain.C:
+			d.mu.Lock()
+			d.drainLocked()
+			d.mu.Unlock()
+		case <-d.goneNote:
+			if d.targetsGone() {
+				why = "every target exited"
+			}
+		}
+	}
+	d.log.Info("profd: stopping", "why", why)
+	close(d.flushReq)
+	d.flushWG.Wait()
+	// Stop finding targets and reading symbols (the FIFO readers deliver what is queued),
+	// then flush everything one last time.
+	d.watch.Close()
+	d.fifo.Close()
+	d.flush(true)
+	return d.closeAll()
+}
+
+// open starts the sampler, the FIFO server and the target watcher.
+func (d *daemon) open(ctx context.Context) error {
+	backend := sampler.BackendAuto
+	switch d.cfg.Backend {
+	case BackendBPF:
+		backend = sampler.BackendBPF
+	case BackendPerf:
+		backend = sampler.BackendRing
+	}
+	var err error
+	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
+		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	jitdumpDir := "" // fifo's default: $JITDUMPDIR/.debug/jit, else /tmp/.debug/jit
+	if d.cfg.JitdumpDir != "" {
+		jitdumpDir = filepath.Join(d.cfg.JitdumpDir, ".debug", "jit")
+	}
+	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.handleSymbol, Logger: d.log,
+		TailFiles: true, JitdumpDir: jitdumpDir, ReadCode: true,
+		Decoder: jitmap.DecoderOptions{Now: monotonicNs}})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if err := d.smp.Start(ctx); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
+	if errors.Is(err, targets.ErrNoProcess) {
+		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
+	}
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.watch.Start(ctx)
+	return nil
+}
+
+// printStart says what profd is doing: the event and back end in use and where JITs find it.
+func (d *daemon) printStart() {
+	ev := d.smp.Event()
+	line := fmt.Sprintf("profd: sampling %s", ev.Used)
+	if ev.Used != ev.Requested {
+		line += fmt.Sprintf(" (asked for %s: %s)", ev.Requested, ev.Reason)
+	}
+	if d.cfg.PeriodEvents > 0 {
+		line += fmt.Sprintf(" every %d events", d.cfg.PeriodEvents)
+	} else {
+		line += fmt.Sprintf(" at %d Hz", d.cfg.FreqHz)
+	}
+	fmt.Fprintf(d.out, "%s with the %s back end; pid file %s; profiles to %s\n",
+		line, d.smp.Backend(), filepath.Join(d.fifo.Dir(), "profd.pid"), d.cfg.OutDir)
+	if len(d.cfg.JITImages) > 0 {
+		fmt.Fprintf(d.out, "profd: watching for processes of %s\n", strings.Join(d.cfg.JITImages, ", "))
+	}
+	d.log.Info("profd: started", "event", ev.Used, "requested_event", ev.Requested, "fallback", ev.Reason,
+		"backend", d.smp.Backend(), "fifo_dir", d.fifo.Dir(), "out", d.cfg.OutDir)
+}
+
+// closeAll releases what open made, in reverse order.
+func (d *daemon) closeAll() error {
+	if d.watch != nil {
+		d.watch.Close()
+	}
+	if d.fifo != nil {
+		d.fifo.Close()
+	}
+	if d.smp != nil {
+		return d.smp.Close()
+	}
+	return nil
+}
+
+// addTarget runs on the watcher's goroutine when a target appears.
+func (d *daemon) addTarget(pid int) {
+	if err := d.smp.AddTarget(pid); err != nil {
+		d.log.Warn("profd: cannot sample target", "pid", pid, "err", err)
+		return
+	}
+	if err := d.fifo.AddTarget(uint32(pid)); err != nil {
+		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
+	}
+	d.mu.Lock()
+	p := d.agg.proc(uint32(pid))
+	d.mu.Unlock()
+	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(uint32(pid)))
+	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(uint32(pid)))
+}
+
+// removeTarget runs on the watcher's goroutine when a target exits.
+func (d *daemon) removeTarget(pid int) {
+	d.mu.Lock()
+	d.gone = append(d.gone, pid)
+	d.mu.Unlock()
+	select {
+	case d.goneNote <- struct{}{}:
+	default:
+	}
+}
+
+// targetsGone handles exited targets: their counts are drained, sampling of them stops,
+// and a flush writes their final profiles. It reports whether profd has nothing left to do:
+// every explicit target is gone and no --jit-image can bring new ones.
+func (d *daemon) targetsGone() bool {
+	d.mu.Lock()
+	gone := d.gone
+	d.gone = nil
+	d.drainLocked()
+	for _, pid := range gone {
+		d.agg.proc(uint32(pid)).exited = true
+	}
+	d.mu.Unlock()
+	for _, pid := range gone {
+		d.smp.RemoveTarget(pid)
+		d.fifo.RemoveTarget(uint32(pid))
+		d.log.Info("profd: target exited", "pid", pid)
+	}
+	d.requestFlush()
+	return len(d.cfg.JITImages) == 0 && len(d.watch.Targets()) == 0
+}
+
+// handleSymbol applies one symbol event. It runs on the FIFO server's goroutines.
+func (d *daemon) handleSymbol(ev fifo.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.jit.Ends(ev.Event) {
+		d.drainLocked()
+	}
+	if _, ok := ev.Event.(*jitmap.CodeLoad); ok {
+		d.symbols++
+	}
+	if err := d.jit.Apply(ev.Event); err != nil {
+		d.symErrs++
+		d.log.Debug("profd: symbol event refused", "pid", ev.Pid, "source", ev.Source, "err", err)
+	}
+}
+
+// drainLocked moves the sampler's counts into the aggregate. Callers hold d.mu.
+func (d *daemon) drainLocked() {
+	dr, err := d.smp.Drain()
+	if err != nil && !errors.Is(err, sampler.ErrClosed) {
+		d.log.Warn("profd: drain", "err", err)
+	}
+	d.agg.add(dr.Counts, monotonicNs())
+}
+
+// requestFlush asks the flush goroutine for a flush; a request made while one is pending
+// joins it, and one made while a flush runs leads to one more.
+func (d *daemon) requestFlush() {
+	select {
+	case d.flushReq <- struct{}{}:
+	default:
+	}
+}
+
+func (d *daemon) flushLoop() {
+	defer d.flushWG.Done()
+	for range d.flushReq {
+		d.flush(false)
+	}
+}

@@ -1,0 +1,159 @@
+package daemon
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/profd/profd/profileio"
+)
+
+// pending is one process's capture, taken under the lock and written outside it.
+type pending struct {
+	pid     uint32
+	base    string
+	capture *profileio.Capture
+	final   bool
+}
+
+// flush writes every requested output of every target that has not had its final profile,
+// and prints the summary. final marks the last flush of the run.
+func (d *daemon) flush(final bool) {
+	d.mu.Lock()
+	d.drainLocked()
+	d.flushes++
+	n := d.flushes
+	meta := d.meta()
+	st := d.smp.Stats()
+	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
+	var work []pending
+	for _, pid := range slices.Sorted(mapsKeys(d.agg.procs)) {
+		p := d.agg.procs[pid]
+		if p.final {
+			continue
+		}
+		work = append(work, pending{pid: pid, base: outputBase(p.image, pid),
+			capture: p.capture(d.jit, meta, end), final: final || p.exited})
+		if final || p.exited {
+			p.final = true
+			d.jit.RemovePid(pid)
+		}
+		if d.cfg.ResetOnFlush {
+			p.reset()
+		}
+	}
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d); flush %d",
+		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, n)
+	d.mu.Unlock()
+
+	var all []*profileio.Capture
+	for _, w := range work {
+		start := time.Now()
+		paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, d.cfg.Formats, w.capture)
+		if err != nil {
+			d.log.Error("profd: flush", "pid", w.pid, "err", err)
+		}
+		d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
+			"objects", cst.Objects, "reestimated", cst.Reestimated, "raw_no_code", cst.RawNoCode,
+			"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable, "took", time.Since(start))
+		if cst.FirstError != nil {
+			d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
+		}
+		all = append(all, w.capture)
+	}
+	d.log.Info("profd: counters", "summary", counters)
+	writeSummary(d.out, n, final, all, counters)
+}
+
+// meta describes the sampling for captures. Callers hold d.mu.
+func (d *daemon) meta() profileio.CaptureMeta {
+	ev := d.smp.Event()
+	host, _ := os.Hostname()
+	m := profileio.CaptureMeta{Event: ev.Used, RequestedEvent: ev.Requested, Fallback: ev.Reason,
+		Backend: string(d.smp.Backend()), Host: host, Kernel: kernelRelease(),
+		StartNs: d.startNs, StartTime: d.startTime}
+	if d.cfg.PeriodEvents > 0 {
+		m.PeriodEvents = d.cfg.PeriodEvents
+	} else {
+		m.FrequencyHz = d.cfg.FreqHz
+	}
+	return m
+}
+
+// summaryTop is how many functions the summary lists.
+const summaryTop = 10
+
+// writeSummary prints one screen: the top JIT functions over every process flushed, with
+// their shares of all samples, and the counters.
+func writeSummary(w interface{ Write([]byte) (int, error) }, n uint64, final bool, caps []*profileio.Capture, counters string) {
+	type row struct {
+		name    string
+		samples uint64
+	}
+	sums := map[string]uint64{}
+	var jit, outside uint64
+	for _, c := range caps {
+		j, o := c.TotalSamples()
+		jit += j
+		outside += o
+		for _, t := range profileio.FunctionTotals(c) {
+			if !strings.HasPrefix(t.Name, "[outside JIT]") {
+				sums[t.Name] += t.Samples
+			}
+		}
+	}
+	rows := make([]row, 0, len(sums))
+	for name, s := range sums {
+		rows = append(rows, row{name, s})
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.samples, a.samples), strings.Compare(a.name, b.name))
+	})
+	var b strings.Builder
+	kind := "flush"
+	if final {
+		kind = "final flush"
+	}
+	total := jit + outside
+	fmt.Fprintf(&b, "profd %s #%d: %d samples, %s in JIT code\n", kind, n, total, percent(jit, total))
+	if len(rows) > 0 {
+		fmt.Fprintf(&b, "  %8s  %7s  %s\n", "samples", "share", "JIT function")
+	}
+	for i, r := range rows {
+		if i == summaryTop {
+			fmt.Fprintf(&b, "  ... and %d more functions\n", len(rows)-summaryTop)
+			break
+		}
+		fmt.Fprintf(&b, "  %8d  %7s  %s\n", r.samples, percent(r.samples, total), r.name)
+	}
+	fmt.Fprintf(&b, "  %s\n", counters)
+	w.Write([]byte(b.String()))
+}
+
+func percent(part, whole uint64) string {
+	if whole == 0 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

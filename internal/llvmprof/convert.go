@@ -1,0 +1,104 @@
+// Package llvmprof turns captured samples into LLVM sample profiles: for each sampled code
+// object it recovers the CFG from the code bytes, averages the samples over each block,
+// repairs the block counts with the min-cost-flow reestimator and projects them onto the
+// object's source lines. It is the one place where profileio's formats and reestimate's
+// algorithm meet, shared by the daemon and cmd/reestimate.
+//
+//	c, err := profileio.ReadCapture(f)
+//	prof, stats := llvmprof.FromCapture(c, llvmprof.Options{})
+//	err = profileio.WriteText(out, prof)
+//
+// FromCapture is safe to call concurrently on different captures.
+package llvmprof
+
+import (
+	"math"
+
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
+)
+
+// Options tunes the conversion.
+type Options struct {
+	// Raw skips reestimation: lines get the raw samples summed per line.
+	Raw bool
+	// Repair tunes the reestimator; the zero value is its default cost model.
+	Repair reestimate.Options
+}
+
+// Stats says how each sampled object was converted.
+type Stats struct {
+	Objects      int // sampled code objects
+	Reestimated  int // through CFG recovery and repair
+	RawNoCode    int // no code bytes: raw samples per line
+	RawCFGError  int // the code could not be analysed: raw samples per line
+	NoLineTable  int // no line table: only total (and head, when reestimated) samples
+	DroppedLines int // line-table entries the projection could not place
+	// FirstError is the first analysis error met, for the log line; nil when none.
+	FirstError error
+}
+
+// FromCapture builds the LLVM sample profile of every sampled code object in c. Objects of
+// the same name (recompiled or in several processes) are merged, as LLVM keys profiles by
+// function name.
+func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) {
+	prof := profileio.NewProfile()
+	var st Stats
+	for _, o := range c.Objects {
+		if len(o.Samples) == 0 {
+			continue
+		}
+		st.Objects++
+		fc := profileio.RawFunctionCounts(o)
+		switch {
+		case opt.Raw:
+		case len(o.Object.Code) == 0:
+			st.RawNoCode++
+		default:
+			blocks, entry, err := repairedBlocks(o, opt.Repair)
+			if err != nil {
+				st.RawCFGError++
+				if st.FirstError == nil {
+					st.FirstError = err
+				}
+				break
+			}
+			fc.Blocks, fc.Entry = blocks, entry
+			st.Reestimated++
+		}
+		pr := profileio.Project(fc)
+		if pr.Profile.NoLineTable {
+			st.NoLineTable++
+		}
+		st.DroppedLines += pr.DroppedLines
+		prof.Add(pr.Profile)
+	}
+	return prof, st
+}
+
+// repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
+// instruction (the unit of the block weights), rounded to whole counts.
+func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options) ([]profileio.BlockCount, int, error) {
+	addr := o.Object.Addr
+	g, err := reestimate.BuildCFG(o.Object.Code, addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	samples := make(map[uint64]uint64, len(o.Samples))
+	for _, s := range o.Samples {
+		samples[addr+s.Offset] += s.Count
+	}
+	w, err := reestimate.BlockWeights(g, samples)
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := reestimate.Repair(g, w, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	counts := make([]uint64, len(g.Blocks))
+	for b := range counts {
+		counts[b] = uint64(math.Round(res.BlockCount(b)))
+	}
+	return profileio.BlocksFromCFG(g, counts, addr), g.Entry, nil
+}
