@@ -45,8 +45,8 @@ func (d *daemon) flush(final bool) {
 			p.reset()
 		}
 	}
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, n)
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
+		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, d.fifo.Stats().BadRecords, n)
 	d.mu.Unlock()
 
 	var all []*profileio.Capture
