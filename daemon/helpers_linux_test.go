@@ -433,4 +433,3 @@ func lastCounter(summary, label string) int {
 func outputPath(d dirs, image string, pid int, f Format) string {
 	return filepath.Join(d.out, outputBase(image, uint32(pid))+extension[f])
 }
-

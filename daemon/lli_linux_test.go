@@ -157,7 +157,7 @@ func floodFIFO(t testing.TB, path string) flood {
 	jd.Write(hdr)
 	for i := 0; i < 5000; i++ {
 		rec := make([]byte, 16)
-		le.PutUint32(rec[0:], 0) // CODE_LOAD
+		le.PutUint32(rec[0:], 0)  // CODE_LOAD
 		le.PutUint32(rec[4:], 16) // too short for a CODE_LOAD body
 		jd.Write(rec)
 		fl.bad++
