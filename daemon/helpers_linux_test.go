@@ -433,3 +433,8 @@ func lastCounter(summary, label string) int {
 func outputPath(d dirs, image string, pid int, f Format) string {
 	return filepath.Join(d.out, outputBase(image, uint32(pid))+extension[f])
 }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

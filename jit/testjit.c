@@ -174,7 +174,9 @@ int main(int argc, char **argv)
 		struct func small = {"count_small", 1, NULL, 0, 0};
 		struct func medium = {"count_medium", 4, NULL, 0, 0};
 		struct func large = {"count_large", 16, NULL, 0, 0};
+		writable(1); /* after a round the region is read+exec only */
 		memset(region, 0xCC, region_size);
+		writable(0);
 		load(&small, region);
 		load(&medium, region + 0x400);
 		run(&small, ms);
