@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
@@ -45,7 +46,25 @@ type aggregate struct {
 	jit   *jitmap.Map
 	// totals since start, for the counters line
 	jitSamples, outsideSamples uint64
+	// deferred holds samples in anonymous memory that no code object covered when they were
+	// drained: the JIT's record of that code may still be on its way through the FIFO. They
+	// are looked up again, at the time they were drained, by later drains.
+	deferred []deferredSample
 }
+
+// deferredSample is a sample count waiting for the symbol record of its code.
+type deferredSample struct {
+	key  sampler.Key
+	n    uint64
+	atNs int64
+}
+
+// Bounds of the deferral: a sample waits at most deferNs for its code's record, and at most
+// maxDeferred distinct (pid, ip) wait at once; beyond that they count as outside JIT code.
+const (
+	deferNs     = int64(300 * time.Millisecond)
+	maxDeferred = 1 << 16
+)
 
 func newAggregate(jit *jitmap.Map) *aggregate {
 	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit}
@@ -64,24 +83,50 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 
 // add attributes counts drained at atNs: every object that owned an address when the
 // sample was taken still owns it at the drain, because the daemon drains before it applies
-// any record that ends code.
+// any record that ends code. A sample in anonymous memory that no object covers yet is
+// deferred: the record that loaded its code may not have been read yet (records travel
+// through the FIFO while the code already runs). Earlier deferred samples are retried first.
 func (a *aggregate) add(counts map[sampler.Key]uint64, atNs int64) {
+	a.retry(atNs, nil)
 	for k, n := range counts {
-		p := a.proc(k.PID)
-		obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
-		if !ok {
-			p.outside[p.maps.classify(k.IP)] += n
-			a.outsideSamples += n
-			continue
+		a.attribute(k, n, atNs, true)
+	}
+}
+
+// attribute counts n samples of k drained at atNs, or defers them if mayDefer and their
+// code may not be known yet.
+func (a *aggregate) attribute(k sampler.Key, n uint64, atNs int64, mayDefer bool) {
+	p := a.proc(k.PID)
+	obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
+	if !ok {
+		mapping := p.maps.classify(k.IP)
+		if mayDefer && mapping == "[anon]" && len(a.deferred) < maxDeferred {
+			a.deferred = append(a.deferred, deferredSample{key: k, n: n, atNs: atNs})
+			return
 		}
-		key := keyOf(obj)
-		oc := p.objects[key]
-		if oc == nil {
-			oc = &objCounts{obj: obj, offsets: make(map[uint64]uint64)}
-			p.objects[key] = oc
-		}
-		oc.offsets[k.IP-obj.Addr] += n
-		a.jitSamples += n
+		p.outside[mapping] += n
+		a.outsideSamples += n
+		return
+	}
+	key := keyOf(obj)
+	oc := p.objects[key]
+	if oc == nil {
+		oc = &objCounts{obj: obj, offsets: make(map[uint64]uint64)}
+		p.objects[key] = oc
+	}
+	oc.offsets[k.IP-obj.Addr] += n
+	a.jitSamples += n
+}
+
+// retry looks deferred samples up again at their drain times. Those still unknown after
+// deferNs, and every one of a process in settle (whose profile is about to be final), count
+// as outside JIT code.
+func (a *aggregate) retry(nowNs int64, settle func(pid uint32) bool) {
+	waiting := a.deferred
+	a.deferred = nil
+	for _, d := range waiting {
+		force := nowNs-d.atNs >= deferNs || (settle != nil && settle(d.key.PID))
+		a.attribute(d.key, d.n, d.atNs, !force) // defers it again unless forced
 	}
 }
 

@@ -29,6 +29,12 @@ func (d *daemon) flush(final bool) {
 	meta := d.meta()
 	st := d.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
+	// Samples still waiting for their code's record are settled for every profile that is
+	// about to be final; the others wait for later flushes.
+	d.agg.retry(monotonicNs(), func(pid uint32) bool {
+		p := d.agg.procs[pid]
+		return final || p == nil || p.exited
+	})
 	var work []pending
 	for _, pid := range slices.Sorted(mapsKeys(d.agg.procs)) {
 		p := d.agg.procs[pid]
