@@ -21,11 +21,12 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes.
+// Exit codes (listed in --help).
 const (
-	exitOK      = 0
-	exitFailure = 1 // a run that started went wrong
-	exitUsage   = 2 // bad flags or configuration
+	exitOK       = 0
+	exitFailure  = 1 // a run that started went wrong
+	exitUsage    = 2 // bad flags or configuration, including an --out that cannot be written
+	exitNoTarget = 3 // a --pid names no running process
 )
 
 func main() {
@@ -52,8 +53,11 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
-		logger.Error("profd stopped", "err", err)
-		if errors.Is(err, daemon.ErrConfig) || errors.Is(err, daemon.ErrNoTarget) {
+		fmt.Fprintf(stderr, "profd: %v\n", err)
+		switch {
+		case errors.Is(err, daemon.ErrNoTarget):
+			return exitNoTarget
+		case errors.Is(err, daemon.ErrConfig):
 			return exitUsage
 		}
 		return exitFailure
@@ -88,6 +92,10 @@ Examples:
   profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
 
+Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
+that started failed, 2 bad flags or configuration (also an --out that cannot be written),
+3 a --pid names no running process.
+
 Flags:
 `
 
@@ -95,11 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 	var cfg daemon.Config
 	var lo logOptions
 	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
+	// Errors are reported once, by the caller; the usage text only on --help.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.Atoi(strings.TrimSpace(f))
@@ -139,6 +145,11 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 	})
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usageText)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
 		return nil, lo, err
 	}
 	if fs.NArg() > 0 {
