@@ -35,8 +35,6 @@ type procCounts struct {
 	objects map[objKey]*objCounts
 	outside map[string]uint64 // samples outside JIT code, by mapping name
 	maps    procMaps
-	exited  bool // the process is gone; its final profile is due
-	final   bool // its final profile was written
 }
 
 // aggregate attributes drained samples to code objects. It is not safe for concurrent use;
@@ -70,7 +68,7 @@ func newAggregate(jit *jitmap.Map) *aggregate {
 	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit}
 }
 
-// proc returns pid's counts, creating them.
+// proc returns pid's counts, creating them (when a target is added).
 func (a *aggregate) proc(pid uint32) *procCounts {
 	p := a.procs[pid]
 	if p == nil {
@@ -96,7 +94,11 @@ func (a *aggregate) add(counts map[sampler.Key]uint64, atNs int64) {
 // attribute counts n samples of k drained at atNs, or defers them if mayDefer and their
 // code may not be known yet.
 func (a *aggregate) attribute(k sampler.Key, n uint64, atNs int64, mayDefer bool) {
-	p := a.proc(k.PID)
+	p := a.procs[k.PID]
+	if p == nil { // a process that exited and was retired: nothing to attribute to
+		a.outsideSamples += n
+		return
+	}
 	obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
 	if !ok {
 		mapping := p.maps.classify(k.IP)

@@ -29,22 +29,18 @@ func (d *daemon) flush(final bool) {
 	meta := d.meta()
 	st := d.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-	// Samples still waiting for their code's record are settled for every profile that is
-	// about to be final; the others wait for later flushes.
-	d.agg.retry(monotonicNs(), func(pid uint32) bool {
-		p := d.agg.procs[pid]
-		return final || p == nil || p.exited
-	})
-	var work []pending
+	// On the final flush, samples still waiting for their code's record are settled; else
+	// they wait for later flushes.
+	if final {
+		d.agg.retry(monotonicNs(), func(uint32) bool { return true })
+	}
+	work := d.retired
+	d.retired = nil
 	for _, pid := range slices.Sorted(mapsKeys(d.agg.procs)) {
 		p := d.agg.procs[pid]
-		if p.final {
-			continue
-		}
 		work = append(work, pending{pid: pid, base: outputBase(p.image, pid),
-			capture: p.capture(d.jit, meta, end), final: final || p.exited})
-		if final || p.exited {
-			p.final = true
+			capture: p.capture(d.jit, meta, end), final: final})
+		if final {
 			d.jit.RemovePid(pid)
 		}
 		if d.cfg.ResetOnFlush {
