@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-overhead fuzz generate generate-check demo clean
+.PHONY: all build test deps vet fmt-check lint bench bench-overhead soak fuzz generate generate-check demo clean
 
 all: build
 
@@ -42,6 +42,12 @@ bench: deps
 ##   (interleaved runs, medians; PROFD_BENCH_RUNS=10 PROFD_BENCH_CHUNKS=4000; minutes of CPU)
 bench-overhead: deps
 	PROFD_BENCH_OVERHEAD=1 $(GO) test -run '^$$' -bench TargetSlowdown -benchtime 1x -timeout 60m ./sampler
+
+## soak: an hour of short-lived JITs and frequent flushes compressed into SOAKTIME (default 3m):
+##   profd's RSS and fds must stay flat and every JIT must get its final profile (not in `make test`)
+SOAKTIME ?= 3m
+soak: deps
+	PROFD_SOAK=1 PROFD_SOAK_DURATION=$(SOAKTIME) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./cmd/profd
 
 ## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
 fuzz:
