@@ -50,9 +50,9 @@ func WriteText(w io.Writer, p *Profile) error {
 }
 
 type textWriter struct {
-	w     *bufio.Writer
-	buf   []byte
-	lines []lineCount
+	w      *bufio.Writer
+	buf    []byte
+	sorter bodySorter
 }
 
 // function writes f's header and lines; indent is 0 for a top-level function, else the
@@ -67,9 +67,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		b = strconv.AppendUint(b, f.HeadSamples, 10)
 	}
 	b = append(b, '\n')
-	t.lines = f.sortedBody(t.lines[:0])
 	callLines := sortedKeys(f.Calls) // few; walked alongside the body lines
-	for _, lc := range t.lines {
+	for _, lc := range t.sorter.sorted(f) {
 		loc := lc.loc()
 		var err error
 		if b, err = appendLocation(b, indent+1, loc); err != nil {
