@@ -103,11 +103,11 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 }
 
 type extBinaryEncoder struct {
-	err     error // the first line offset beyond maxLineOffset
-	out     []byte
-	index   map[string]int
-	sum     *summary
-	sorter  bodySorter
+	err    error // the first line offset beyond maxLineOffset
+	out    []byte
+	index  map[string]int
+	sum    *summary
+	sorter bodySorter
 }
 
 // function appends f's total samples, body records and inlined callsites.
