@@ -108,6 +108,7 @@ type extBinaryEncoder struct {
 	index  map[string]int
 	sum    *summary
 	sorter bodySorter
+	calls  []callTarget
 }
 
 // function appends f's total samples, body records and inlined callsites.
@@ -133,7 +134,8 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 			continue
 		}
 		callLines = callLines[1:]
-		calls := sortedCalls(f.Calls[loc])
+		calls := sortedCalls(e.calls, f.Calls[loc])
+		e.calls = calls
 		b = appendULEB(b, uint64(len(calls)))
 		for _, c := range calls {
 			b = appendULEB(b, uint64(e.index[c.name]))

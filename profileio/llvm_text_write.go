@@ -53,6 +53,7 @@ type textWriter struct {
 	w      *bufio.Writer
 	buf    []byte
 	sorter bodySorter
+	calls  []callTarget
 }
 
 // function writes f's header and lines; indent is 0 for a top-level function, else the
@@ -80,7 +81,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		}
 		if len(callLines) > 0 && callLines[0] == loc {
 			callLines = callLines[1:]
-			for _, c := range sortedCalls(f.Calls[loc]) {
+			t.calls = sortedCalls(t.calls, f.Calls[loc])
+			for _, c := range t.calls {
 				if err := checkTextName(c.name, true); err != nil {
 					return fmt.Errorf("profileio: function %q: call target: %w", f.Name, err)
 				}

@@ -193,10 +193,10 @@ func (f *FunctionProfile) merge(g *FunctionProfile) {
 	f.NoLineTable = f.NoLineTable && g.NoLineTable
 }
 
-// sortedCalls returns a line's call targets as LLVM writes them: most calls first, then by
-// name.
-func sortedCalls(m map[string]uint64) []callTarget {
-	ts := make([]callTarget, 0, len(m))
+// sortedCalls appends a line's call targets to buf as LLVM writes them: most calls first,
+// then by name.
+func sortedCalls(buf []callTarget, m map[string]uint64) []callTarget {
+	ts := buf[:0]
 	for n, c := range m {
 		ts = append(ts, callTarget{n, c})
 	}
