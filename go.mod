@@ -1,5 +1,8 @@
 module github.com/profd/profd
 
-go 1.24.0
+go 1.26.0
 
-require golang.org/x/sys v0.41.0
+require (
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
+	golang.org/x/sys v0.49.0
+)

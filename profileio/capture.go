@@ -1,0 +1,108 @@
+package profileio
+
+import (
+	"time"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// CaptureVersion is the capture format version this package writes and reads.
+const CaptureVersion = 1
+
+// captureMagic opens every capture file.
+var captureMagic = [8]byte{'P', 'R', 'O', 'F', 'D', 'C', 'A', 'P'}
+
+// CaptureMeta describes how a capture was taken.
+type CaptureMeta struct {
+	Event          string // the perf event sampled, e.g. "cpu-clock"
+	RequestedEvent string // the event asked for; differs from Event after a fallback
+	Fallback       string // why Event differs from RequestedEvent; empty without a fallback
+	PeriodEvents   uint64 // events per sample (sample_period); 0 in frequency mode
+	FrequencyHz    uint64 // samples per second (sample_freq); 0 in period mode
+	Backend        string // "bpf" or "ring"
+	Host           string
+	Kernel         string // uname release
+	StartNs        int64  // CLOCK_MONOTONIC at start, the clock of LoadNs/UnloadNs
+	StartTime      time.Time
+}
+
+// CaptureEnd is what a writer knows only when it stops.
+type CaptureEnd struct {
+	EndNs       int64 // CLOCK_MONOTONIC
+	EndTime     time.Time
+	LostSamples uint64 // samples the kernel or the sampler dropped
+}
+
+// Process is one sampled process.
+type Process struct {
+	Pid     uint32
+	Command string
+}
+
+// ObjectID names a code object within one capture: the writer hands them out in order,
+// starting at 0.
+type ObjectID uint32
+
+// OffsetCount is the number of samples at one byte offset into a code object.
+type OffsetCount struct {
+	Offset uint64
+	Count  uint64
+}
+
+// CaptureObject is a code object of one process with the samples that fell in it.
+type CaptureObject struct {
+	ID      ObjectID
+	Pid     uint32
+	Object  jitmap.CodeObject
+	Samples []OffsetCount // ascending Offset, one entry per offset
+}
+
+// TotalSamples sums the object's samples.
+func (o *CaptureObject) TotalSamples() uint64 {
+	var n uint64
+	for _, s := range o.Samples {
+		n = satAdd(n, s.Count)
+	}
+	return n
+}
+
+// SampleRecord is one count a writer adds: samples at Offset into object Object.
+type SampleRecord struct {
+	Object ObjectID
+	Offset uint64
+	Count  uint64
+}
+
+// UnmappedCount summarises samples of a process that fell outside JIT code, by the
+// mapping they fell in: a file path, "[anon]", "[vdso]", "[kernel]", or "[unknown]".
+type UnmappedCount struct {
+	Pid     uint32
+	Mapping string
+	Count   uint64
+}
+
+// Capture is a whole capture file as ReadCapture returns it.
+type Capture struct {
+	Version   uint32
+	Meta      CaptureMeta
+	Processes []Process
+	Objects   []*CaptureObject // Objects[i].ID == i
+	Unmapped  []UnmappedCount  // one entry per (Pid, Mapping), sorted by Pid then Mapping
+	// End is nil when the writer never finished (it was killed, or the file was cut).
+	End *CaptureEnd
+	// Truncated is true when the file ends inside a section; TruncatedAt is that
+	// section's offset. Every section before it was read.
+	Truncated   bool
+	TruncatedAt int64
+}
+
+// TotalSamples sums the samples in JIT code and outside it.
+func (c *Capture) TotalSamples() (jit, unmapped uint64) {
+	for _, o := range c.Objects {
+		jit = satAdd(jit, o.TotalSamples())
+	}
+	for _, u := range c.Unmapped {
+		unmapped = satAdd(unmapped, u.Count)
+	}
+	return jit, unmapped
+}

@@ -1,0 +1,43 @@
+package profileio
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Section kinds of the capture format (docs/capture-format.md).
+const (
+	secMeta       uint32 = 1
+	secProcess    uint32 = 2
+	secCodeObject uint32 = 3
+	secUnload     uint32 = 4
+	secSamples    uint32 = 5
+	secUnmapped   uint32 = 6
+	secEnd        uint32 = 7
+)
+
+const (
+	captureHeaderBytes  = 16       // magic, version, flags
+	sectionHeaderBytes  = 12       // kind, payload length, CRC-32C
+	maxSectionBytes     = 64 << 20 // largest payload a reader accepts
+	maxSampleBatchBytes = 4 << 20  // the writer splits sample batches at about this size
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sectionCRC is the CRC-32C of the kind, the length and the payload.
+func sectionCRC(kind, length uint32, payload []byte) uint32 {
+	var h [8]byte
+	binary.LittleEndian.PutUint32(h[0:], kind)
+	binary.LittleEndian.PutUint32(h[4:], length)
+	return crc32.Update(crc32.Update(0, castagnoli, h[:]), castagnoli, payload)
+}
+
+// payload encoding helpers: unsigned and zigzag varints, length-prefixed strings.
+
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+func appendVarint(b []byte, v int64) []byte   { return binary.AppendVarint(b, v) }
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

@@ -1,0 +1,329 @@
+package profileio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// captureStep is one writer call and what it adds to the capture a reader must see.
+type captureStep struct {
+	write  func(cw *CaptureWriter) error
+	expect func(c *Capture)
+}
+
+// testCaptureSteps streams testObjects through a CaptureWriter: processes, objects, an
+// unload, samples in two batches (the second out of order and repeating offsets), samples
+// outside JIT code, and the end.
+func testCaptureSteps() []captureStep {
+	objs := testObjects()
+	pids := []uint32{100, 100, 200}
+	var steps []captureStep
+	for _, p := range []Process{{Pid: 100, Command: "lli-14"}, {Pid: 200, Command: "lli-14 -jit-kind=mcjit"}} {
+		steps = append(steps, captureStep{
+			write:  func(cw *CaptureWriter) error { return cw.AddProcess(p) },
+			expect: func(c *Capture) { c.Processes = append(c.Processes, p) },
+		})
+	}
+	for i := range objs {
+		o := objs[i]
+		steps = append(steps, captureStep{
+			write: func(cw *CaptureWriter) error {
+				id, err := cw.AddCodeObject(pids[i], &o)
+				if err == nil && id != ObjectID(i) {
+					return errors.New("object ids out of order")
+				}
+				return err
+			},
+			expect: func(c *Capture) {
+				c.Objects = append(c.Objects, &CaptureObject{ID: ObjectID(i), Pid: pids[i], Object: o})
+			},
+		})
+	}
+	steps = append(steps,
+		captureStep{
+			write:  func(cw *CaptureWriter) error { return cw.SetUnload(0, 1_400_000_000) },
+			expect: func(c *Capture) { c.Objects[0].Object.UnloadNs = 1_400_000_000 },
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
+				return cw.AddSamples([]SampleRecord{{0, 0, 5}, {0, 0x12, 40}, {0, 0x21, 7}, {1, 4, 9}, {2, 0x30, 3}})
+			},
+			expect: func(c *Capture) {
+				c.Objects[0].Samples = []OffsetCount{{0, 5}, {0x12, 40}, {0x21, 7}}
+				c.Objects[1].Samples = []OffsetCount{{4, 9}}
+				c.Objects[2].Samples = []OffsetCount{{0x30, 3}}
+			},
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
+				return cw.AddSamples([]SampleRecord{{2, 0x30, 1}, {0, 0x12, 2}, {1, 0, 1}, {0, 0x3f, 1}})
+			},
+			expect: func(c *Capture) {
+				c.Objects[0].Samples = []OffsetCount{{0, 5}, {0x12, 42}, {0x21, 7}, {0x3f, 1}}
+				c.Objects[1].Samples = []OffsetCount{{0, 1}, {4, 9}}
+				c.Objects[2].Samples = []OffsetCount{{0x30, 4}}
+			},
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
+				return cw.AddUnmapped([]UnmappedCount{{100, "/usr/lib/llvm-14/bin/lli", 30}, {100, "[kernel]", 11}, {200, "[anon]", 2}, {100, "[kernel]", 1}})
+			},
+			expect: func(c *Capture) {
+				c.Unmapped = []UnmappedCount{{100, "/usr/lib/llvm-14/bin/lli", 30}, {100, "[kernel]", 12}, {200, "[anon]", 2}}
+			},
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
+				return cw.Close(CaptureEnd{EndNs: 3_000_000_000, EndTime: time.Unix(1763769602, 0).UTC(), LostSamples: 6})
+			},
+			expect: func(c *Capture) {
+				c.End = &CaptureEnd{EndNs: 3_000_000_000, EndTime: time.Unix(1763769602, 0).UTC(), LostSamples: 6}
+			},
+		},
+	)
+	return steps
+}
+
+// writeTestCapture streams the steps and returns the file and the file length after the
+// header (boundaries[0]) and after each step.
+func writeTestCapture(t testing.TB) (file []byte, boundaries []int) {
+	t.Helper()
+	var buf bytes.Buffer
+	cw, err := NewCaptureWriter(&buf, testCaptureMeta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundaries = append(boundaries, buf.Len())
+	for i, s := range testCaptureSteps() {
+		if err := s.write(cw); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		boundaries = append(boundaries, buf.Len())
+	}
+	return buf.Bytes(), boundaries
+}
+
+// expectedCapture is what a reader must return after the first n steps.
+func expectedCapture(n int) *Capture {
+	c := &Capture{Version: CaptureVersion, Meta: testCaptureMeta()}
+	for _, s := range testCaptureSteps()[:n] {
+		s.expect(c)
+	}
+	return c
+}
+
+func TestCaptureRoundTrip(t *testing.T) {
+	file, _ := writeTestCapture(t)
+	c, err := ReadCapture(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expectedCapture(len(testCaptureSteps()))
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("ReadCapture:\n%+v\nwant:\n%+v", c, want)
+	}
+	// WriteCapture of what was read writes a capture that reads back the same.
+	var again bytes.Buffer
+	if err := WriteCapture(&again, c); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := ReadCapture(&again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c2, want) {
+		t.Errorf("ReadCapture(WriteCapture(c)) differs:\n%+v", c2)
+	}
+}
+
+func TestCaptureGolden(t *testing.T) {
+	file, _ := writeTestCapture(t)
+	golden(t, "capture.profd.golden", file)
+}
+
+// TestCaptureKilledWriter cuts the capture at every byte: at a section boundary, and in
+// the middle of a section, the reader returns exactly the sections written before the cut.
+func TestCaptureKilledWriter(t *testing.T) {
+	file, boundaries := writeTestCapture(t)
+	for cut := 0; cut <= len(file); cut++ {
+		c, err := ReadCapture(bytes.NewReader(file[:cut]))
+		if cut < boundaries[0] {
+			// Without the header and the meta section there is no capture.
+			if cut < captureHeaderBytes {
+				if !errors.Is(err, ErrTruncated) {
+					t.Fatalf("cut %d inside the file header: %v, want ErrTruncated", cut, err)
+				}
+				continue
+			}
+			if err != nil || c.Version != CaptureVersion || !c.Truncated || c.TruncatedAt != captureHeaderBytes {
+				t.Fatalf("cut %d inside the meta section: %+v, %v", cut, c, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		steps := 0
+		for steps+1 < len(boundaries) && boundaries[steps+1] <= cut {
+			steps++
+		}
+		want := expectedCapture(steps)
+		if cut != boundaries[steps] {
+			want.Truncated, want.TruncatedAt = true, int64(boundaries[steps])
+		}
+		if !reflect.DeepEqual(c, want) {
+			t.Fatalf("cut %d (after %d steps):\n%+v\nwant:\n%+v", cut, steps, c, want)
+		}
+	}
+}
+
+// TestCaptureCorruptSection flips one payload byte of each section: the reader reports
+// the section's offset and returns the sections before it.
+func TestCaptureCorruptSection(t *testing.T) {
+	file, boundaries := writeTestCapture(t)
+	offsets := append([]int{captureHeaderBytes}, boundaries[:len(boundaries)-1]...)
+	for i, off := range offsets {
+		bad := append([]byte(nil), file...)
+		bad[off+sectionHeaderBytes] ^= 0x40
+		c, err := ReadCapture(bytes.NewReader(bad))
+		var pe *ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrMalformed) || pe.Offset != int64(off) {
+			t.Fatalf("section %d at %d corrupted: %v", i, off, err)
+		}
+		if i == 0 {
+			continue
+		}
+		if want := expectedCapture(i - 1); !reflect.DeepEqual(c, want) {
+			t.Errorf("section %d corrupted: capture before it:\n%+v\nwant:\n%+v", i, c, want)
+		}
+	}
+}
+
+// A checksum-valid section whose contents lie is refused, not trusted.
+func TestCaptureLyingSections(t *testing.T) {
+	file, boundaries := writeTestCapture(t)
+	section := func(kind uint32, payload []byte) []byte {
+		h := make([]byte, sectionHeaderBytes)
+		binary.LittleEndian.PutUint32(h, kind)
+		binary.LittleEndian.PutUint32(h[4:], uint32(len(payload)))
+		binary.LittleEndian.PutUint32(h[8:], sectionCRC(kind, uint32(len(payload)), payload))
+		return append(h, payload...)
+	}
+	prefix := file[:boundaries[len(boundaries)-2]] // everything but the end section
+	for _, tc := range []struct {
+		name string
+		sec  []byte
+		err  error
+	}{
+		{"samples for unknown object", section(secSamples, []byte{1, 99<<1&0x7f | 1, 0, 1}), ErrMalformed},
+		{"billion records", section(secSamples, binary.AppendUvarint(nil, 1e9)), ErrMalformed},
+		{"object id out of order", section(secCodeObject, []byte{7}), ErrMalformed},
+		{"code longer than payload", section(secCodeObject, append([]byte{3, 1, 1, 'f', 0x80, 0x20, 0x80, 0x80, 0x04}, 0, 0, 0, 0, 1)), ErrMalformed},
+		{"trailing bytes", section(secUnload, []byte{0, 2, 0}), ErrMalformed},
+		{"unload of unknown object", section(secUnload, []byte{9, 2}), ErrMalformed},
+		{"oversized section", func() []byte {
+			h := make([]byte, sectionHeaderBytes)
+			binary.LittleEndian.PutUint32(h, secSamples)
+			binary.LittleEndian.PutUint32(h[4:], maxSectionBytes+1)
+			return h
+		}(), ErrTooLarge},
+	} {
+		in := append(append([]byte(nil), prefix...), tc.sec...)
+		c, err := ReadCapture(bytes.NewReader(in))
+		var pe *ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, tc.err) || pe.Offset != int64(len(prefix)) {
+			t.Errorf("%s: %v, want %v at offset %d", tc.name, err, tc.err, len(prefix))
+			continue
+		}
+		if len(c.Objects) != 3 {
+			t.Errorf("%s: sections before the bad one lost: %d objects", tc.name, len(c.Objects))
+		}
+	}
+	if _, err := ReadCapture(bytes.NewReader([]byte("PROFDCAP\x02\x00\x00\x00\x00\x00\x00\x00"))); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("version 2: %v, want ErrUnsupported", err)
+	}
+	if _, err := ReadCapture(bytes.NewReader([]byte("NOTACAPTURE-----"))); !errors.Is(err, ErrMalformed) {
+		t.Errorf("bad magic: %v, want ErrMalformed", err)
+	}
+}
+
+func TestCaptureWriterRefuses(t *testing.T) {
+	cw, err := NewCaptureWriter(&bytes.Buffer{}, CaptureMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.AddSamples([]SampleRecord{{Object: 0, Offset: 1, Count: 1}}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("samples for no object: %v", err)
+	}
+	objs := testObjects()
+	objs[0].Code = objs[0].Code[:3]
+	if _, err := cw.AddCodeObject(1, &objs[0]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("code bytes shorter than size: %v", err)
+	}
+	if err := cw.Close(CaptureEnd{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.AddProcess(Process{Pid: 1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestCaptureLargeSampleBatchSplits(t *testing.T) {
+	var buf bytes.Buffer
+	cw, err := NewCaptureWriter(&buf, CaptureMeta{Event: "cpu-clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testObjects()[1]
+	o.Size = 1 << 40
+	if _, err := cw.AddCodeObject(1, &o); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]SampleRecord, 2_000_000)
+	for i := range recs {
+		recs[i] = SampleRecord{Object: 0, Offset: uint64(i) * 1000, Count: 1 << 20}
+	}
+	if err := cw.AddSamples(recs); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCapture(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Objects[0].Samples); n != len(recs) || c.Objects[0].Samples[n-1].Offset != uint64(n-1)*1000 {
+		t.Fatalf("read %d samples back, want %d", n, len(recs))
+	}
+}
+
+func FuzzReadCapture(f *testing.F) {
+	file, boundaries := writeTestCapture(f)
+	f.Add(file)
+	f.Add(file[:boundaries[3]+5])
+	f.Add(file[:boundaries[len(boundaries)-2]])
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := ReadCapture(bytes.NewReader(in))
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error is no *ParseError: %v", err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if err := WriteCapture(&out, c); err != nil {
+			t.Fatalf("writing what was read: %v", err)
+		}
+		c2, err := ReadCapture(&out)
+		if err != nil {
+			t.Fatalf("reading what was written: %v", err)
+		}
+		c.Truncated, c.TruncatedAt = false, 0
+		if !reflect.DeepEqual(c, c2) {
+			t.Fatalf("capture round trip differs:\n%+v\n%+v", c, c2)
+		}
+	})
+}

@@ -1,0 +1,291 @@
+package profileio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// ErrClosed is returned by a CaptureWriter after Close.
+var ErrClosed = errors.New("profileio: capture writer closed")
+
+// CaptureWriter streams a capture: each call writes one or more whole sections with one
+// Write each, so a writer killed at any moment leaves a file whose complete sections
+// ReadCapture still reads. It does not buffer: what a method wrote is in w when it
+// returns. A CaptureWriter is not safe for concurrent use.
+type CaptureWriter struct {
+	w       io.Writer
+	buf     []byte
+	objects []uint32 // pid per ObjectID
+	closed  bool
+	err     error // first write error; every later call returns it
+}
+
+// NewCaptureWriter writes the file header and the meta section to w.
+func NewCaptureWriter(w io.Writer, meta CaptureMeta) (*CaptureWriter, error) {
+	cw := &CaptureWriter{w: w, buf: make([]byte, 0, 4096)}
+	head := make([]byte, 0, captureHeaderBytes)
+	head = append(head, captureMagic[:]...)
+	head = binary.LittleEndian.AppendUint32(head, CaptureVersion)
+	head = binary.LittleEndian.AppendUint32(head, 0) // flags, none defined
+	if _, err := w.Write(head); err != nil {
+		return nil, fmt.Errorf("profileio: write capture header: %w", err)
+	}
+	b := cw.begin()
+	b = appendString(b, meta.Event)
+	b = appendString(b, meta.RequestedEvent)
+	b = appendString(b, meta.Fallback)
+	b = appendUvarint(b, meta.PeriodEvents)
+	b = appendUvarint(b, meta.FrequencyHz)
+	b = appendString(b, meta.Backend)
+	b = appendString(b, meta.Host)
+	b = appendString(b, meta.Kernel)
+	b = appendVarint(b, meta.StartNs)
+	b = appendVarint(b, unixNanos(meta.StartTime))
+	if err := cw.finish(secMeta, b); err != nil {
+		return nil, err
+	}
+	return cw, nil
+}
+
+// begin returns the buffer with room for a section header.
+func (cw *CaptureWriter) begin() []byte {
+	return append(cw.buf[:0], make([]byte, sectionHeaderBytes)...)
+}
+
+// finish fills in the section header and writes the section with one Write.
+func (cw *CaptureWriter) finish(kind uint32, b []byte) error {
+	cw.buf = b
+	payload := b[sectionHeaderBytes:]
+	if len(payload) > maxSectionBytes {
+		return fmt.Errorf("profileio: capture section %d of %d bytes exceeds %d: %w", kind, len(payload), maxSectionBytes, ErrTooLarge)
+	}
+	binary.LittleEndian.PutUint32(b[0:], kind)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[8:], sectionCRC(kind, uint32(len(payload)), payload))
+	if _, err := cw.w.Write(b); err != nil {
+		cw.err = fmt.Errorf("profileio: write capture section %d: %w", kind, err)
+		return cw.err
+	}
+	return nil
+}
+
+func (cw *CaptureWriter) usable() error {
+	if cw.closed {
+		return ErrClosed
+	}
+	return cw.err
+}
+
+// AddProcess records a sampled process.
+func (cw *CaptureWriter) AddProcess(p Process) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	b := cw.begin()
+	b = appendUvarint(b, uint64(p.Pid))
+	b = appendString(b, p.Command)
+	return cw.finish(secProcess, b)
+}
+
+// AddCodeObject records a code object of process pid and returns the ID that samples in
+// it are added under. Code must be nil or hold Size bytes; Lines must be ascending.
+func (cw *CaptureWriter) AddCodeObject(pid uint32, o *jitmap.CodeObject) (ObjectID, error) {
+	if err := cw.usable(); err != nil {
+		return 0, err
+	}
+	if o.Code != nil && uint64(len(o.Code)) != o.Size {
+		return 0, fmt.Errorf("profileio: code object %q: %d code bytes for size %d: %w", o.Name, len(o.Code), o.Size, ErrMalformed)
+	}
+	id := ObjectID(len(cw.objects))
+	b := cw.begin()
+	b = appendUvarint(b, uint64(id))
+	b = appendUvarint(b, uint64(pid))
+	b = appendString(b, o.Name)
+	b = appendUvarint(b, o.Addr)
+	b = appendUvarint(b, o.Size)
+	b = appendVarint(b, o.LoadNs)
+	b = appendVarint(b, o.UnloadNs)
+	b = appendUvarint(b, o.CodeIndex)
+	b = append(b, byte(o.Source))
+	if o.Code == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = append(b, o.Code...)
+	}
+	b = appendLines(b, o.Addr, o.Lines)
+	if err := cw.finish(secCodeObject, b); err != nil {
+		return 0, err
+	}
+	cw.objects = append(cw.objects, pid)
+	return id, nil
+}
+
+// appendLines writes the file names once, then each entry as an address delta (zigzag,
+// from the previous entry, the first from the object's address), a file index, the line
+// and the discriminator.
+func appendLines(b []byte, base uint64, lines []jitmap.LineEntry) []byte {
+	var files []string
+	index := map[string]uint64{}
+	for _, l := range lines {
+		if _, ok := index[l.File]; !ok {
+			index[l.File] = uint64(len(files))
+			files = append(files, l.File)
+		}
+	}
+	b = appendUvarint(b, uint64(len(files)))
+	for _, f := range files {
+		b = appendString(b, f)
+	}
+	b = appendUvarint(b, uint64(len(lines)))
+	prev := base
+	for _, l := range lines {
+		b = appendVarint(b, int64(l.Addr-prev))
+		prev = l.Addr
+		b = appendUvarint(b, index[l.File])
+		b = appendUvarint(b, uint64(l.Line))
+		b = appendUvarint(b, uint64(l.Discriminator))
+	}
+	return b
+}
+
+// SetUnload records that object id was unloaded (or moved away) at unloadNs.
+func (cw *CaptureWriter) SetUnload(id ObjectID, unloadNs int64) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	if int(id) >= len(cw.objects) {
+		return fmt.Errorf("profileio: unload of unknown code object %d: %w", id, ErrMalformed)
+	}
+	b := cw.begin()
+	b = appendUvarint(b, uint64(id))
+	b = appendVarint(b, unloadNs)
+	return cw.finish(secUnload, b)
+}
+
+// AddSamples records sample counts. The same (object, offset) may come again in a later
+// batch; readers sum them. Large batches are split into several sections.
+func (cw *CaptureWriter) AddSamples(recs []SampleRecord) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if int(r.Object) >= len(cw.objects) {
+			return fmt.Errorf("profileio: samples for unknown code object %d: %w", r.Object, ErrMalformed)
+		}
+	}
+	sorted := sort.SliceIsSorted(recs, func(i, j int) bool { return recordLess(recs[i], recs[j]) })
+	if !sorted {
+		recs = append([]SampleRecord(nil), recs...)
+		sort.Slice(recs, func(i, j int) bool { return recordLess(recs[i], recs[j]) })
+	}
+	for len(recs) > 0 {
+		b := cw.begin()
+		b = append(b, make([]byte, binary.MaxVarintLen64)...) // room for the record count
+		body := len(b)
+		n := 0
+		var prev SampleRecord
+		for n < len(recs) && len(b)-body < maxSampleBatchBytes {
+			r := recs[n]
+			if n == 0 || r.Object != prev.Object {
+				b = appendUvarint(b, uint64(r.Object)<<1|1) // object changes: absolute offset
+				b = appendUvarint(b, r.Offset)
+			} else {
+				b = appendUvarint(b, 0) // same object: offset delta from the previous record
+				b = appendUvarint(b, r.Offset-prev.Offset)
+			}
+			b = appendUvarint(b, r.Count)
+			prev = r
+			n++
+		}
+		// Move the records up against a minimal record count.
+		cnt := binary.AppendUvarint(nil, uint64(n))
+		start := sectionHeaderBytes
+		copy(b[start:], cnt)
+		b = append(b[:start+len(cnt)], b[body:]...)
+		if err := cw.finish(secSamples, b); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+func recordLess(a, b SampleRecord) bool {
+	if a.Object != b.Object {
+		return a.Object < b.Object
+	}
+	return a.Offset < b.Offset
+}
+
+// AddUnmapped records samples that fell outside JIT code.
+func (cw *CaptureWriter) AddUnmapped(us []UnmappedCount) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	b := cw.begin()
+	b = appendUvarint(b, uint64(len(us)))
+	for _, u := range us {
+		b = appendUvarint(b, uint64(u.Pid))
+		b = appendString(b, u.Mapping)
+		b = appendUvarint(b, u.Count)
+	}
+	return cw.finish(secUnmapped, b)
+}
+
+// Close writes the end section. It does not close the underlying writer.
+func (cw *CaptureWriter) Close(end CaptureEnd) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	cw.closed = true
+	b := cw.begin()
+	b = appendVarint(b, end.EndNs)
+	b = appendVarint(b, unixNanos(end.EndTime))
+	b = appendUvarint(b, end.LostSamples)
+	return cw.finish(secEnd, b)
+}
+
+// WriteCapture writes a whole capture c to w.
+func WriteCapture(w io.Writer, c *Capture) error {
+	cw, err := NewCaptureWriter(w, c.Meta)
+	if err != nil {
+		return err
+	}
+	for _, p := range c.Processes {
+		if err := cw.AddProcess(p); err != nil {
+			return err
+		}
+	}
+	var recs []SampleRecord
+	for i, o := range c.Objects {
+		if o.ID != ObjectID(i) {
+			return fmt.Errorf("profileio: capture object %d has ID %d: %w", i, o.ID, ErrMalformed)
+		}
+		if _, err := cw.AddCodeObject(o.Pid, &o.Object); err != nil {
+			return err
+		}
+		for _, s := range o.Samples {
+			recs = append(recs, SampleRecord{Object: o.ID, Offset: s.Offset, Count: s.Count})
+		}
+	}
+	if len(recs) > 0 {
+		if err := cw.AddSamples(recs); err != nil {
+			return err
+		}
+	}
+	if len(c.Unmapped) > 0 {
+		if err := cw.AddUnmapped(c.Unmapped); err != nil {
+			return err
+		}
+	}
+	if c.End == nil {
+		return nil
+	}
+	return cw.Close(*c.End)
+}

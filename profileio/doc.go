@@ -1,0 +1,32 @@
+// Package profileio reads and writes profd's files: the capture (*.profd, the daemon's
+// self-contained record of a profiling run, docs/capture-format.md), LLVM sample profiles
+// in text and ext-binary form (what llvm-profdata-14, opt-14 -passes=sample-profile and
+// clang-14 -fprofile-sample-use read, docs/llvm-sample-profile.md), and pprof profiles.
+//
+// The daemon streams a capture as it runs; a capture cut short by a killed writer still
+// reads back every complete section:
+//
+//	cw, err := profileio.NewCaptureWriter(f, profileio.CaptureMeta{Event: "cpu-clock", PeriodEvents: 1e6})
+//	id, err := cw.AddCodeObject(pid, &obj) // a jitmap.CodeObject
+//	err = cw.AddSamples([]profileio.SampleRecord{{Object: id, Offset: 0x12, Count: 40}})
+//	err = cw.Close(profileio.CaptureEnd{EndNs: now})
+//
+// The reestimator reads it back and writes LLVM profiles, projecting each function's
+// block counts onto its source lines:
+//
+//	c, err := profileio.ReadCapture(f)
+//	prof := profileio.NewProfile()
+//	for _, o := range c.Objects {
+//		fc := profileio.RawFunctionCounts(o)
+//		fc.Blocks, fc.Entry = profileio.BlocksFromCFG(cfg, counts, o.Object.Addr), cfg.Entry
+//		prof.Add(profileio.Project(fc).Profile)
+//	}
+//	err = profileio.WriteText(out, prof) // or WriteExtBinary
+//
+// Every reader treats its input as hostile: it reports the byte offset (and for text the
+// line) of a bad record as a *ParseError wrapping ErrMalformed, ErrTruncated,
+// ErrUnsupported or ErrTooLarge, and bounds its allocations by the input's size.
+//
+// Readers and writers hold no shared state: distinct calls are safe to run concurrently;
+// one CaptureWriter, Profile or Capture is not safe for concurrent use.
+package profileio

@@ -1,0 +1,156 @@
+package profileio
+
+import (
+	"sort"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/reestimate"
+)
+
+// BlockCount is a basic block's byte range, as offsets from the start of its code object,
+// and how often it ran (reestimated, or raw block averages).
+type BlockCount struct {
+	Start, End uint64
+	Count      uint64
+}
+
+// CallCount is a call seen at an offset of a code object: to whom and how often.
+type CallCount struct {
+	Offset uint64
+	Callee string
+	Count  uint64
+}
+
+// FunctionCounts is what the daemon or the reestimate glue knows of one function; Project
+// turns it into the function's LLVM sample profile.
+type FunctionCounts struct {
+	Object *jitmap.CodeObject // name, address, size and line table
+	Blocks []BlockCount       // empty when only raw samples are known (see Raw)
+	Entry  int                // index into Blocks of the entry block; its count is the head count
+	// Raw holds raw samples per offset; Project uses it only when Blocks is empty, summing
+	// each line's samples (no head count can be known then).
+	Raw   []OffsetCount
+	Calls []CallCount
+	// Samples is the function's raw sample count, used as its total when there is no line
+	// table to project block counts onto.
+	Samples uint64
+	// FirstLine is the function's first source line (the DISubprogram's line), from which
+	// LLVM counts line offsets. 0 means: the lowest line of the function's own file in its
+	// line table.
+	FirstLine uint32
+}
+
+// RawFunctionCounts is the projection input for a captured object before reestimation:
+// its raw samples per offset. Glue that has block counts sets Blocks and Entry on it.
+func RawFunctionCounts(o *CaptureObject) FunctionCounts {
+	return FunctionCounts{Object: &o.Object, Raw: o.Samples, Samples: o.TotalSamples()}
+}
+
+// BlocksFromCFG pairs a CFG's blocks with their counts (counts[i] for cfg.Blocks[i]). base
+// is subtracted from block addresses: the object's address when the CFG was recovered at
+// its load address, 0 when it was recovered at offset 0.
+func BlocksFromCFG(cfg *reestimate.CFG, counts []uint64, base uint64) []BlockCount {
+	bs := make([]BlockCount, 0, len(cfg.Blocks))
+	for i, b := range cfg.Blocks {
+		var n uint64
+		if i < len(counts) {
+			n = counts[i]
+		}
+		bs = append(bs, BlockCount{Start: b.Start - base, End: b.End - base, Count: n})
+	}
+	return bs
+}
+
+// Projection reports what Project could not place.
+type Projection struct {
+	Profile *FunctionProfile
+	// DroppedLines counts line-table entries of blocks that were left out: lines of another
+	// file (inlined code, which the flat line table cannot attribute), lines before
+	// FirstLine, or offsets LLVM's text format cannot hold.
+	DroppedLines int
+}
+
+// Project projects block counts onto source lines: each block's count goes to every line
+// whose code lies in the block, and a line in several blocks keeps the largest count, so
+// that LLVM, which takes a block's weight as the maximum over its lines, reads the block
+// counts back. Without blocks, raw samples are summed per line instead. The head count is
+// the entry block's count; the total is the sum over lines (or Samples when there is no
+// line table, which NoLineTable then records). Calls are attributed to the line of their
+// offset. Project is a pure function, safe to call concurrently.
+func Project(fc FunctionCounts) Projection {
+	o := fc.Object
+	f := &FunctionProfile{Name: o.Name}
+	if fc.Entry >= 0 && fc.Entry < len(fc.Blocks) {
+		f.HeadSamples = fc.Blocks[fc.Entry].Count
+	}
+	if len(o.Lines) == 0 {
+		f.TotalSamples = fc.Samples
+		f.NoLineTable = true
+		return Projection{Profile: f}
+	}
+	lines := o.Lines
+	if !sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
+		lines = append([]jitmap.LineEntry(nil), lines...)
+		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
+	}
+	file := lines[coveringLine(lines, o.Addr)].File
+	first := fc.FirstLine
+	if first == 0 {
+		for _, l := range lines {
+			if l.File == file && l.Line != 0 && (first == 0 || l.Line < first) {
+				first = l.Line
+			}
+		}
+	}
+	var pr Projection
+	locate := func(l jitmap.LineEntry) (LineLocation, bool) {
+		if l.File != file || l.Line < first || l.Line-first > maxLineOffset {
+			pr.DroppedLines++
+			return LineLocation{}, false
+		}
+		return LineLocation{LineOffset: l.Line - first, Discriminator: l.Discriminator}, true
+	}
+	for _, b := range fc.Blocks {
+		start, end := o.Addr+b.Start, o.Addr+b.End
+		// The entry covering the block's start, and every entry that starts inside it.
+		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
+			loc, ok := locate(lines[i])
+			if !ok {
+				continue
+			}
+			if f.Body == nil {
+				f.Body = map[LineLocation]uint64{}
+			}
+			if c, seen := f.Body[loc]; !seen || b.Count > c {
+				f.Body[loc] = b.Count
+			}
+		}
+	}
+	if len(fc.Blocks) == 0 {
+		for _, r := range fc.Raw {
+			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
+				f.AddBody(loc, r.Count)
+			}
+		}
+	}
+	for _, c := range fc.Calls {
+		if loc, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
+			f.AddCall(loc, c.Callee, c.Count)
+		}
+	}
+	for _, n := range f.Body {
+		f.TotalSamples = satAdd(f.TotalSamples, n)
+	}
+	pr.Profile = f
+	return pr
+}
+
+// coveringLine returns the index of the last entry at or below addr, or 0 when every entry
+// lies above it.
+func coveringLine(lines []jitmap.LineEntry, addr uint64) int {
+	i := sort.Search(len(lines), func(i int) bool { return lines[i].Addr > addr })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}

@@ -1,0 +1,99 @@
+package profileio
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/reestimate"
+)
+
+func projectionObject() *jitmap.CodeObject {
+	return &jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
+		{Addr: 0x1000, File: "f.c", Line: 10},
+		{Addr: 0x1008, File: "f.c", Line: 11},
+		{Addr: 0x1010, File: "f.c", Line: 12},
+		{Addr: 0x1018, File: "h.h", Line: 3}, // inlined from a header: no place in a flat profile
+		{Addr: 0x1020, File: "f.c", Line: 11},
+		{Addr: 0x1030, File: "f.c", Line: 14, Discriminator: 1},
+	}}
+}
+
+func TestProject(t *testing.T) {
+	cfg := &reestimate.CFG{Entry: 0, Blocks: []reestimate.Block{
+		{Start: 0x1000, End: 0x1010}, {Start: 0x1010, End: 0x1020}, {Start: 0x1020, End: 0x1030}, {Start: 0x1030, End: 0x1040},
+	}}
+	fc := FunctionCounts{
+		Object: projectionObject(),
+		Blocks: BlocksFromCFG(cfg, []uint64{5, 100, 40, 7}, 0x1000),
+		Calls:  []CallCount{{Offset: 0x22, Callee: "g", Count: 40}},
+	}
+	pr := Project(fc)
+	want := &FunctionProfile{Name: "f", TotalSamples: 5 + 40 + 100 + 7, HeadSamples: 5,
+		Body: map[LineLocation]uint64{
+			{0, 0}: 5,
+			{1, 0}: 40, // line 11 lies in blocks of 5 and 40: the larger wins
+			{2, 0}: 100,
+			{4, 1}: 7,
+		},
+		Calls: map[LineLocation]map[string]uint64{{1, 0}: {"g": 40}},
+	}
+	if !reflect.DeepEqual(pr.Profile, want) {
+		t.Errorf("Project:\n%+v\nwant\n%+v", pr.Profile, want)
+	}
+	if pr.DroppedLines != 1 {
+		t.Errorf("DroppedLines %d, want 1 (the header line)", pr.DroppedLines)
+	}
+
+	// A given first line shifts every offset; a line before it is dropped.
+	fc.FirstLine = 11
+	pr = Project(fc)
+	if _, ok := pr.Profile.Body[LineLocation{1, 0}]; !ok || pr.Profile.Body[LineLocation{0, 0}] != 40 || pr.DroppedLines != 2 {
+		t.Errorf("FirstLine 11: %v, dropped %d", pr.Profile.Body, pr.DroppedLines)
+	}
+
+	// A block that starts inside a line's code takes that line.
+	fc.FirstLine = 0
+	fc.Blocks = []BlockCount{{Start: 0x0c, End: 0x0e, Count: 9}}
+	if got := Project(fc).Profile.Body; !reflect.DeepEqual(got, map[LineLocation]uint64{{1, 0}: 9}) {
+		t.Errorf("block inside line 11's code: %v", got)
+	}
+}
+
+func TestProjectWithoutLineTable(t *testing.T) {
+	o := projectionObject()
+	o.Lines = nil
+	pr := Project(FunctionCounts{Object: o, Blocks: []BlockCount{{0, 0x10, 3}, {0x10, 0x40, 8}}, Samples: 50})
+	want := &FunctionProfile{Name: "f", TotalSamples: 50, HeadSamples: 3, NoLineTable: true}
+	if !reflect.DeepEqual(pr.Profile, want) {
+		t.Errorf("Project without lines: %+v, want %+v", pr.Profile, want)
+	}
+}
+
+func TestProjectRawSamples(t *testing.T) {
+	co := &CaptureObject{Object: *projectionObject(), Samples: []OffsetCount{{0x0, 2}, {0x9, 3}, {0x0c, 4}, {0x19, 5}, {0x22, 6}}}
+	pr := Project(RawFunctionCounts(co))
+	want := map[LineLocation]uint64{{0, 0}: 2, {1, 0}: 3 + 4 + 6}
+	if !reflect.DeepEqual(pr.Profile.Body, want) || pr.Profile.TotalSamples != 15 || pr.Profile.HeadSamples != 0 || pr.DroppedLines != 1 {
+		t.Errorf("raw projection: %+v dropped %d, want body %v", pr.Profile, pr.DroppedLines, want)
+	}
+}
+
+func TestRawProfile(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	p := RawProfile(c)
+	// fib was loaded twice (pid 100 with lines, pid 200 without); loop has no line table.
+	fib, loop := p.Functions["fib"], p.Functions["loop"]
+	if fib == nil || loop == nil || len(p.Functions) != 2 {
+		t.Fatalf("functions: %v", p.Functions)
+	}
+	// pid 100's fib: offsets 0 (line 10, +0) 5, 0x12 (line 11, +1) 42, 0x21 (line 12.2) 7,
+	// 0x3f (util.h: dropped); pid 200's copy has no lines and adds its 4 samples to the total.
+	wantBody := map[LineLocation]uint64{{0, 0}: 5, {1, 0}: 42, {2, 2}: 7}
+	if !reflect.DeepEqual(fib.Body, wantBody) || fib.TotalSamples != 5+42+7+4 || fib.NoLineTable {
+		t.Errorf("fib: %+v", fib)
+	}
+	if !loop.NoLineTable || loop.TotalSamples != 10 || len(loop.Body) != 0 {
+		t.Errorf("loop: %+v", loop)
+	}
+}

@@ -1,0 +1,66 @@
+package profileio
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// FunctionTotal is a function's samples summed over its code objects and processes.
+type FunctionTotal struct {
+	Name    string
+	Samples uint64
+}
+
+// FunctionTotals sums c's samples by function name (JIT code by symbol, samples outside
+// JIT code by "[outside JIT] mapping", as the pprof writer names them), most samples first.
+func FunctionTotals(c *Capture) []FunctionTotal {
+	sums := map[string]uint64{}
+	for _, o := range c.Objects {
+		if n := o.TotalSamples(); n > 0 {
+			sums[o.Object.Name] = satAdd(sums[o.Object.Name], n)
+		}
+	}
+	for _, u := range c.Unmapped {
+		k := "[outside JIT] " + u.Mapping
+		sums[k] = satAdd(sums[k], u.Count)
+	}
+	out := make([]FunctionTotal, 0, len(sums))
+	for n, s := range sums {
+		out = append(out, FunctionTotal{n, s})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Samples != out[j].Samples {
+			return out[i].Samples > out[j].Samples
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// WriteTextReport writes a plain summary of c: how it was taken, the sample totals, and
+// the samples per function, most first.
+func WriteTextReport(w io.Writer, c *Capture) error {
+	bw := bufio.NewWriter(w)
+	m := c.Meta
+	fmt.Fprintf(bw, "event: %s", m.Event)
+	if m.Fallback != "" {
+		fmt.Fprintf(bw, " (asked for %s: %s)", m.RequestedEvent, m.Fallback)
+	}
+	fmt.Fprintf(bw, "\nperiod: %d %s per sample\n", samplePeriod(m), eventUnit(m.Event))
+	jit, outside := c.TotalSamples()
+	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside\n", satAdd(jit, outside), jit, outside)
+	if c.End != nil {
+		fmt.Fprintf(bw, "lost samples: %d\n", c.End.LostSamples)
+	} else {
+		fmt.Fprintf(bw, "capture incomplete: the writer did not finish\n")
+	}
+	for _, t := range FunctionTotals(c) {
+		fmt.Fprintf(bw, "%12d  %s\n", t.Samples, t.Name)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("profileio: write report: %w", err)
+	}
+	return nil
+}
