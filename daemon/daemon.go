@@ -44,6 +44,8 @@ type daemon struct {
 	flushes uint64
 	gone    []int // targets that went away, for the main loop
 
+	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
+
 	goneNote chan struct{} // a target went away
 	flushReq chan struct{} // capacity 1: a pending flush; more requests coalesce into it
 	flushWG  sync.WaitGroup
@@ -63,7 +65,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
 		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1)}
+		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
 	d.agg = newAggregate(d.jit)
 	// Components live until the final flush is written, after ctx is done.
 	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
