@@ -235,8 +235,8 @@ func (s *ringSampler) reapLocked() {
 }
 
 func (s *ringSampler) AddTarget(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("sampler: add target %d: %w", pid, errBadPID)
+	if err := checkProcess(pid); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
