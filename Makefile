@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench fuzz generate generate-check demo clean
+.PHONY: all build test deps vet fmt-check lint bench bench-overhead fuzz generate generate-check demo clean
 
 all: build
 
@@ -37,6 +37,11 @@ lint: vet fmt-check
 ## bench: benchmarks with allocation figures (BENCH=regexp BENCHPKGS=./pkg BENCHTIME=2s)
 bench: deps
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCHPKGS)
+
+## bench-overhead: lli-14 slowdown under profd (BPF, ring) vs perf record at 999 Hz and 4 kHz
+##   (interleaved runs, medians; PROFD_BENCH_RUNS=10 PROFD_BENCH_CHUNKS=4000; minutes of CPU)
+bench-overhead: deps
+	PROFD_BENCH_OVERHEAD=1 $(GO) test -run '^$$' -bench TargetSlowdown -benchtime 1x -timeout 60m ./sampler
 
 ## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
 fuzz:

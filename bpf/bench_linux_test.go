@@ -1,0 +1,36 @@
+package bpf
+
+import (
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// BenchmarkDrain100k drains a counts map holding 100k (tgid, ip) keys: install a fresh map,
+// (the kernel waits for a grace period), batch-read the old one. Goal: <= 50 ms.
+func BenchmarkDrain100k(b *testing.B) {
+	testenv.Requires(b, testenv.Root, testenv.BPF)
+	const entries = 100_000
+	p := load(b, Options{})
+	keys := make([]sampleKey, entries)
+	vals := make([]uint64, entries)
+	for i := range keys {
+		keys[i] = sampleKey{Tgid: uint32(1 + i%7), IP: 0x7f0000000000 + uint64(i)*16}
+		vals[i] = uint64(i + 1)
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if n, err := p.current.BatchUpdate(keys, vals, nil); err != nil || n != entries {
+			b.Fatalf("fill: %d, %v", n, err)
+		}
+		b.StartTimer()
+		got := 0
+		if err := p.Drain(func(uint32, uint64, uint64) { got++ }); err != nil {
+			b.Fatal(err)
+		}
+		if got != entries {
+			b.Fatalf("drained %d keys, want %d", got, entries)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/drain")
+}

@@ -1,0 +1,26 @@
+// Package bpf holds profd's BPF sampling program (profile.c), its bpf2go output for both
+// endiannesses (committed; `make generate` rebuilds it with clang-14) and a thin loader.
+//
+// The program runs on perf_event overflows. It keeps samples whose tgid is in a target set,
+// counts them per (tgid, user ip) in one of two hash maps, and counts what it throws away:
+// samples of other processes, kernel-mode samples of targets (only taken when the perf event
+// includes the kernel; they are not attributed to an address) and samples lost to a full map.
+//
+// The counts map sits in slot 0 of an array of maps. Drain installs a fresh, empty map there
+// (the kernel returns from that update only after an RCU grace period, so every program run
+// that found the old map has finished: perf_event programs run inside an RCU read-side
+// section), then reads the old map and closes it. No count that arrives during a drain is lost or counted twice, and no entry is deleted
+// one by one (deleting costs about twice as much as reading).
+//
+// Usage (the sampler package does this):
+//
+//	prog, err := bpf.Load(bpf.Options{MaxEntries: 1 << 18})
+//	if err != nil { ... }
+//	defer prog.Close()
+//	ev.SetBPF(uint32(prog.FD()))      // for each per-CPU perf event
+//	prog.AddTarget(pid)
+//	prog.Drain(func(tgid uint32, ip, n uint64) { ... })
+//
+// The register layout the program reads is x86-64's; Load returns ErrNotSupported elsewhere.
+// A Program's methods are safe for concurrent use.
+package bpf

@@ -1,0 +1,136 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+//
+// profd's sampling program. It runs on every overflow of the per-CPU perf
+// events the sampler opens, keeps only samples of the target processes
+// (tgids in the `targets` map) and counts them per (tgid, user ip) in the hash
+// map held in slot 0 of `counts`. To drain, the loader puts a fresh hash map
+// in that slot, waits for an RCU grace period (every program run that found
+// the old map has then returned) and reads the old map at leisure, so no
+// count that arrives during a drain is lost, and nothing has to be deleted.
+//
+// Kernel-mode samples (only taken when the sampler asks for them) are not
+// attributed to an address: they are counted apart in STAT_KERNEL.
+//
+// The register layout below is x86-64's struct pt_regs (the uapi
+// bpf_perf_event_data on that architecture); the loader refuses other
+// architectures. It is written out here so the build needs no kernel
+// headers beyond linux/bpf.h and libbpf's bpf_helpers.h.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+struct x86_64_regs {
+	__u64 r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+	__u64 rax, rcx, rdx, rsi, rdi, orig_rax;
+	__u64 ip, cs, flags, sp, ss;
+};
+
+struct perf_event_ctx {
+	struct x86_64_regs regs;
+	__u64 sample_period;
+	__u64 addr;
+};
+
+struct sample_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ip;
+};
+
+enum stat_index {
+	STAT_SAMPLES = 0, // counted into a counts map
+	STAT_OUTSIDE = 1, // not a target process
+	STAT_DROPPED = 2, // counts map full
+	STAT_KERNEL = 3,  // target, but in kernel mode
+	STAT_COUNT = 4,
+};
+
+#define PROFD_EEXIST 17
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+// The counts maps are not preallocated: a fresh one costs nothing to create.
+// (The loader preallocates them on kernels that refuse that to perf_event
+// programs.)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, 262144);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		// Sizes, not __type: clang leaves a struct that only an inner map
+		// names as a forward declaration in BTF.
+		__uint(key_size, sizeof(struct sample_key));
+		__uint(value_size, sizeof(__u64));
+	});
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void bump(__u32 index)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &index);
+	if (v)
+		*v += 1; // per-CPU slot: no other writer
+}
+
+static __always_inline void count(void *counts, struct sample_key *key)
+{
+	__u64 one = 1;
+	__u64 *v = bpf_map_lookup_elem(counts, key);
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		bump(STAT_SAMPLES);
+		return;
+	}
+	long err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+	if (err == -PROFD_EEXIST) {
+		// Another CPU inserted the key between our lookup and update.
+		v = bpf_map_lookup_elem(counts, key);
+		if (v) {
+			__sync_fetch_and_add(v, 1);
+			err = 0;
+		}
+	}
+	bump(err ? STAT_DROPPED : STAT_SAMPLES);
+}
+
+SEC("perf_event")
+int profd_sample(struct perf_event_ctx *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!bpf_map_lookup_elem(&targets, &tgid)) {
+		bump(STAT_OUTSIDE);
+		return 0;
+	}
+	if ((ctx->regs.cs & 3) == 0) {
+		bump(STAT_KERNEL);
+		return 0;
+	}
+	struct sample_key key = {.tgid = tgid, .pad = 0, .ip = ctx->regs.ip};
+	__u32 zero = 0;
+	void *m = bpf_map_lookup_elem(&counts, &zero);
+	if (!m) {
+		bump(STAT_DROPPED); // no map installed: cannot happen after Load
+		return 0;
+	}
+	count(m, &key);
+	return 0;
+}

@@ -1,0 +1,206 @@
+package bpf
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	perf "github.com/elastic/go-perf"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// attach opens a user-only cpu-clock event on every CPU at freqHz and attaches p to them.
+func attach(t testing.TB, p *Program, freqHz uint64) []*perf.Event {
+	t.Helper()
+	var evs []*perf.Event
+	for cpu := 0; cpu < runtime.NumCPU(); cpu++ {
+		a := &perf.Attr{Type: perf.SoftwareEvent, Config: 0} // PERF_COUNT_SW_CPU_CLOCK
+		a.SetSampleFreq(freqHz)
+		a.Options.Disabled = true
+		a.Options.ExcludeKernel = true
+		ev, err := perf.Open(a, perf.AllThreads, cpu, nil)
+		if err != nil {
+			t.Fatalf("cpu %d: %v", cpu, err)
+		}
+		t.Cleanup(func() { ev.Close() })
+		if err := ev.SetBPF(uint32(p.FD())); err != nil {
+			t.Fatalf("attach on cpu %d: %v", cpu, err)
+		}
+		evs = append(evs, ev)
+	}
+	for _, ev := range evs {
+		if err := ev.Enable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
+}
+
+// spin keeps n goroutines busy until stop is closed.
+func spin(n int, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	var sink atomic.Uint64
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(i)
+			for {
+				select {
+				case <-stop:
+					sink.Add(x)
+					return
+				default:
+				}
+				for j := 0; j < 10000; j++ {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+func load(t testing.TB, opts Options) *Program {
+	t.Helper()
+	p, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// Drains taken while samples keep arriving lose none and count none twice: their sum equals
+// the program's own count of samples taken.
+func TestDrainWhileSampling(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Options{})
+	evs := attach(t, p, 4000)
+	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := spin(2, stop)
+	var sum uint64
+	var keys int
+	drain := func() {
+		if err := p.Drain(func(tgid uint32, ip, n uint64) {
+			if tgid != uint32(os.Getpid()) {
+				t.Errorf("count for tgid %d, not a target", tgid)
+			}
+			sum += n
+			keys++
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(600 * time.Millisecond)
+	drains := 0
+	for time.Now().Before(deadline) {
+		drain()
+		drains++
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, ev := range evs {
+		ev.Disable()
+	}
+	close(stop)
+	wg.Wait()
+	drain()
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d drains, %d keys, %d samples; stats %+v", drains, keys, sum, st)
+	if st.Samples < 200 {
+		t.Fatalf("only %d samples of two spinning goroutines in 600 ms at 4 kHz", st.Samples)
+	}
+	if sum != st.Samples {
+		t.Errorf("drained %d counts, program took %d samples", sum, st.Samples)
+	}
+	if st.Kernel != 0 || st.Dropped != 0 {
+		t.Errorf("user-only events gave kernel or dropped samples: %+v", st)
+	}
+}
+
+// A removed target is no longer counted; its samples count as outside.
+func TestRemoveTarget(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Options{})
+	attach(t, p, 4000)
+	self := uint32(os.Getpid())
+	if err := p.AddTarget(self); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RemoveTarget(self); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RemoveTarget(self); err != nil {
+		t.Fatalf("removing twice: %v", err)
+	}
+	stop := make(chan struct{})
+	wg := spin(1, stop)
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	var n uint64
+	for range 2 {
+		if err := p.Drain(func(_ uint32, _, c uint64) { n += c }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := p.Stats()
+	if n != 0 || st.Samples != 0 {
+		t.Errorf("removed target counted: %d drained, stats %+v", n, st)
+	}
+	if st.Outside < 100 {
+		t.Errorf("only %d samples outside targets while spinning 200 ms at 4 kHz", st.Outside)
+	}
+}
+
+// Samples of new keys that find the map full are counted as dropped.
+func TestMapFullDrops(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Options{MaxEntries: 2})
+	evs := attach(t, p, 4000)
+	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := spin(2, stop)
+	time.Sleep(300 * time.Millisecond)
+	for _, ev := range evs {
+		ev.Disable()
+	}
+	close(stop)
+	wg.Wait()
+	keys := 0
+	var n uint64
+	if err := p.Drain(func(_ uint32, _, c uint64) { keys++; n += c }); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.Stats()
+	if keys > 2 || st.Dropped == 0 || n != st.Samples {
+		t.Errorf("%d keys, %d counts; stats %+v: want <= 2 keys, drops, counts == samples", keys, n, st)
+	}
+}
+
+func TestClosedDrain(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := p.Drain(func(uint32, uint64, uint64) {}); err == nil {
+		t.Errorf("Drain after Close: no error")
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

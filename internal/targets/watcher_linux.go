@@ -1,0 +1,301 @@
+package targets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultInterval is how often /proc is scanned.
+const DefaultInterval = 100 * time.Millisecond
+
+// ErrNoProcess is returned by New for an explicit pid with no process.
+var ErrNoProcess = errors.New("no such process")
+
+// Config says which processes are targets.
+type Config struct {
+	PIDs     []int         // explicit targets (all their threads)
+	Image    string        // base name of the executable, e.g. "lli"; matches /proc/PID/exe or comm
+	Interval time.Duration // 0 means DefaultInterval
+	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
+	// the kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only)
+	// and checks each process the moment it execs.
+	ScanOnly bool
+	Logger   *slog.Logger
+}
+
+// Handler receives target changes. Nil functions are skipped.
+type Handler struct {
+	Added   func(pid int)
+	Removed func(pid int)
+}
+
+// Watcher tracks the target set.
+type Watcher struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	self    int
+
+	mu      sync.Mutex
+	current map[int]uint64 // pid -> start time (clock ticks since boot)
+	pinned  map[int]bool   // explicit pids
+
+	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
+	cancel context.CancelFunc
+	execs  *execListener // nil when scanning only
+	wg     sync.WaitGroup
+}
+
+// New checks that the explicit pids exist. Nothing is reported before Start or Scan.
+func New(cfg Config, h Handler) (*Watcher, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: os.Getpid(),
+		current: make(map[int]uint64), pinned: make(map[int]bool), cancel: func() {}}
+	for _, pid := range cfg.PIDs {
+		if _, err := startTime(pid); err != nil {
+			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
+		}
+		w.pinned[pid] = true
+	}
+	return w, nil
+}
+
+// Start scans once at once, then every Interval until ctx is done or Close; with an image
+// and exec notifications, it also checks each process as it execs.
+func (w *Watcher) Start(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	if w.cfg.Image != "" && !w.cfg.ScanOnly {
+		l, err := listenExec()
+		if err != nil {
+			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)
+		} else {
+			w.execs = l
+			w.wg.Add(1)
+			go w.execLoop(l)
+		}
+	}
+	w.cancel = func() {
+		cancel()
+		if w.execs != nil {
+			w.execs.Close() // unblocks execLoop
+		}
+	}
+	w.Scan()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		t := time.NewTicker(w.cfg.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				w.Scan()
+			}
+		}
+	}()
+}
+
+// Close stops the watcher. It reports no removals: the caller is shutting down.
+func (w *Watcher) Close() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+func (w *Watcher) execLoop(l *execListener) {
+	defer w.wg.Done()
+	badLogged := false
+	for {
+		tgids, err := l.read()
+		switch {
+		case err == nil:
+		case errors.Is(err, errBadProcEvent):
+			if !badLogged {
+				badLogged = true
+				w.log.Warn("targets: skipping undecodable exec notifications", "err", err)
+			}
+		case errors.Is(err, os.ErrClosed):
+			return
+		default:
+			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "err", err)
+			return
+		}
+		for _, pid := range tgids {
+			w.checkExec(pid)
+		}
+	}
+}
+
+// checkExec reports pid if it has just exec'd the image, and drops it if it exec'd away
+// from it.
+func (w *Watcher) checkExec(pid int) {
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	if pid == w.self {
+		return
+	}
+	var st uint64
+	if w.pinned[pid] || w.matches(pid) {
+		st, _ = startTime(pid)
+	}
+	w.mu.Lock()
+	old, had := w.current[pid]
+	switch {
+	case had && old == st:
+		w.mu.Unlock()
+		return
+	case had:
+		delete(w.current, pid)
+	}
+	if st != 0 {
+		w.current[pid] = st
+	}
+	w.mu.Unlock()
+	if had {
+		w.report(nil, []int{pid})
+	}
+	if st != 0 {
+		w.report([]int{pid}, nil)
+	}
+}
+
+// report hands removals, then additions, to the handler.
+func (w *Watcher) report(added, removed []int) {
+	for _, pid := range removed {
+		w.log.Info("targets: process gone", "pid", pid)
+		if w.handler.Removed != nil {
+			w.handler.Removed(pid)
+		}
+	}
+	for _, pid := range added {
+		w.log.Info("targets: process found", "pid", pid)
+		if w.handler.Added != nil {
+			w.handler.Added(pid)
+		}
+	}
+}
+
+// Targets lists the current targets in increasing order.
+func (w *Watcher) Targets() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int, 0, len(w.current))
+	for pid := range w.current {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Scan looks at /proc once and reports what changed since the previous scan.
+func (w *Watcher) Scan() {
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	found := make(map[int]uint64)
+	for pid := range w.pinned {
+		if st, err := startTime(pid); err == nil {
+			found[pid] = st
+		}
+	}
+	if w.cfg.Image != "" {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			w.log.Warn("targets: list /proc", "err", err)
+		}
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == w.self || found[pid] != 0 {
+				continue
+			}
+			if !w.matches(pid) {
+				continue
+			}
+			if st, err := startTime(pid); err == nil {
+				found[pid] = st
+			}
+		}
+	}
+
+	w.mu.Lock()
+	var added, removed []int
+	for pid, st := range w.current {
+		if found[pid] != st {
+			removed = append(removed, pid)
+			delete(w.current, pid)
+		}
+	}
+	for pid, st := range found {
+		if _, ok := w.current[pid]; !ok {
+			added = append(added, pid)
+			w.current[pid] = st
+		}
+	}
+	w.mu.Unlock()
+
+	slices.Sort(removed)
+	slices.Sort(added)
+	w.report(added, removed)
+}
+
+// matches reports whether pid runs the image: the base name of its executable, or its comm
+// (the name it was started as, truncated to 15 bytes by the kernel).
+func (w *Watcher) matches(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	if exe, err := os.Readlink(dir + "/exe"); err == nil {
+		if filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == w.cfg.Image {
+			return true
+		}
+	}
+	comm, err := os.ReadFile(dir + "/comm")
+	if err != nil {
+		return false
+	}
+	name := w.cfg.Image
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return strings.TrimSuffix(string(comm), "\n") == name
+}
+
+// startTime is field 22 of /proc/PID/stat: when the process started, in clock ticks since
+// boot. A pid that comes back with another start time is another process. A zombie counts as
+// gone.
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return 0, fmt.Errorf("targets: /proc/%d/stat: no command field", pid)
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+		return 0, fmt.Errorf("targets: pid %d: exited: %w", pid, ErrNoProcess)
+	}
+	const startTimeField = 22 - 3 // fields after "pid (comm) "
+	if len(f) <= startTimeField {
+		return 0, fmt.Errorf("targets: /proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	st, err := strconv.ParseUint(f[startTimeField], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("targets: /proc/%d/stat: start time: %w", pid, err)
+	}
+	return st + 1, nil // +1 keeps 0 free to mean "absent"
+}

@@ -1,0 +1,120 @@
+package targets
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder collects what a Watcher reports.
+type recorder struct {
+	mu             sync.Mutex
+	added, removed []int
+}
+
+func (r *recorder) handler() Handler {
+	return Handler{
+		Added:   func(pid int) { r.mu.Lock(); r.added = append(r.added, pid); r.mu.Unlock() },
+		Removed: func(pid int) { r.mu.Lock(); r.removed = append(r.removed, pid); r.mu.Unlock() },
+	}
+}
+
+func (r *recorder) has(list *[]int, pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(*list, pid)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func startSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// An image watcher finds a process running before it starts and one started after, and
+// drops each when it exits (even before it is reaped).
+func TestImageFoundBeforeAndAfter(t *testing.T) {
+	before := startSleep(t)
+	var r recorder
+	w, err := New(Config{Image: "sleep", Interval: 20 * time.Millisecond}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the earlier sleep", func() bool { return r.has(&r.added, before.Process.Pid) })
+
+	after := startSleep(t)
+	eventually(t, "the later sleep", func() bool { return r.has(&r.added, after.Process.Pid) })
+	if !slices.Contains(w.Targets(), after.Process.Pid) {
+		t.Errorf("Targets() = %v lacks %d", w.Targets(), after.Process.Pid)
+	}
+
+	after.Process.Kill() // a zombie until reaped
+	eventually(t, "the later sleep to go", func() bool { return r.has(&r.removed, after.Process.Pid) })
+	if r.has(&r.removed, before.Process.Pid) {
+		t.Errorf("the earlier sleep was removed while running")
+	}
+}
+
+// Explicit pids are targets whatever they run; a missing one is an error.
+func TestExplicitPID(t *testing.T) {
+	p := startSleep(t)
+	var r recorder
+	w, err := New(Config{PIDs: []int{p.Process.Pid}, Image: "no-such-image"}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Scan()
+	if got := w.Targets(); !slices.Equal(got, []int{p.Process.Pid}) {
+		t.Fatalf("Targets() = %v, want [%d]", got, p.Process.Pid)
+	}
+	p.Process.Kill()
+	p.Wait()
+	w.Scan()
+	if got := w.Targets(); len(got) != 0 || !r.has(&r.removed, p.Process.Pid) {
+		t.Fatalf("after exit: Targets() = %v, removed %v", got, r.removed)
+	}
+	if _, err := New(Config{PIDs: []int{p.Process.Pid}}, Handler{}); err == nil {
+		t.Errorf("New with an exited pid: no error")
+	}
+}
+
+// With exec notifications, a process that execs the image is found at once, long before the
+// next scan.
+func TestImageFoundOnExec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("exec notifications need CAP_NET_ADMIN") // the watcher falls back to scanning
+	}
+	var r recorder
+	w, err := New(Config{Image: "sleep", Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	if w.execs == nil {
+		t.Fatal("root, but no exec notifications")
+	}
+	p := startSleep(t)
+	eventually(t, "the sleep, by its exec", func() bool { return r.has(&r.added, p.Process.Pid) })
+}

@@ -1,0 +1,142 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	perf "github.com/elastic/go-perf"
+
+	"github.com/profd/profd/bpf"
+)
+
+// bpfSampler opens one event per CPU, all processes, and attaches the BPF program to each;
+// the program keeps the targets' samples and counts them in the kernel.
+type bpfSampler struct {
+	choice EventChoice
+	log    *slog.Logger
+
+	mu     sync.Mutex // guards events and closed
+	prog   *bpf.Program
+	events []*perf.Event
+	closed bool
+}
+
+func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
+	prog, err := bpf.Load(bpf.Options{MaxEntries: cfg.MapEntries})
+	if err != nil {
+		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
+	}
+	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, cpu := range cpus {
+		ev, err := perf.Open(spec.attr(cfg, choice.PreciseIP, false), perf.AllThreads, cpu, nil)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sampler: bpf back end: event %s on cpu %d: %w", choice.Used, cpu, err)
+		}
+		s.events = append(s.events, ev)
+		if err := ev.SetBPF(uint32(prog.FD())); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sampler: bpf back end: attach program on cpu %d: %w", cpu, err)
+		}
+	}
+	return s, nil
+}
+
+// Start enables the events. The BPF back end has no goroutine, so ctx is not kept.
+func (s *bpfSampler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	for i, ev := range s.events {
+		if err := ev.Enable(); err != nil {
+			return fmt.Errorf("sampler: enable event %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (s *bpfSampler) AddTarget(pid int) error {
+	if err := checkProcess(pid); err != nil {
+		return err
+	}
+	if s.isClosed() {
+		return ErrClosed
+	}
+	return s.prog.AddTarget(uint32(pid))
+}
+
+func (s *bpfSampler) RemoveTarget(pid int) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	if pid <= 0 {
+		return nil
+	}
+	return s.prog.RemoveTarget(uint32(pid))
+}
+
+func (s *bpfSampler) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *bpfSampler) Drain() (Drained, error) {
+	counts := make(map[Key]uint64)
+	err := s.prog.Drain(func(tgid uint32, ip, n uint64) {
+		counts[Key{PID: tgid, IP: ip}] += n
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return Drained{}, ErrClosed
+		}
+		return Drained{Counts: counts}, fmt.Errorf("sampler: %w", err)
+	}
+	return Drained{Counts: counts}, nil
+}
+
+func (s *bpfSampler) Stats() Stats {
+	if s.isClosed() {
+		return Stats{}
+	}
+	st, err := s.prog.Stats()
+	if err != nil {
+		s.log.Debug("sampler: bpf stats", "err", err)
+		return Stats{}
+	}
+	return Stats{Samples: st.Samples, Dropped: st.Dropped, Outside: st.Outside, Kernel: st.Kernel}
+}
+
+func (s *bpfSampler) Event() EventChoice { return s.choice }
+func (s *bpfSampler) Backend() Backend   { return BackendBPF }
+
+func (s *bpfSampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, ev := range s.events {
+		if err := ev.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("sampler: close event: %w", err))
+		}
+	}
+	s.events = nil
+	if err := s.prog.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,154 @@
+package sampler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/targets"
+	"github.com/profd/profd/internal/testenv"
+)
+
+func monotonicNs(t testing.TB) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
+}
+
+// userTimeNs is utime of every thread of pid, from /proc/PID/stat.
+func userTimeNs(t testing.TB, pid int) uint64 {
+	t.Helper()
+	ns, err := cpuTimeNs(pid, false)
+	if err != nil {
+		t.Fatalf("cpu time of %d: %v", pid, err)
+	}
+	return ns
+}
+
+// Threads a target starts after sampling began are sampled: every back end counts about as
+// many samples as the target's user CPU time calls for at 999 Hz.
+func TestThreadsStartedAfterAttach(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	// main sleeps 500 ms (after JIT-compiling), then 2 threads spin 700 ms each.
+	l := startLLI(t, "700", "2", "500")
+	waitForJIT(t, l.pid())
+
+	cfgs := []Config{
+		{Backend: BackendBPF},
+		{Backend: BackendRing, RingMode: RingPerCPU},
+		{Backend: BackendRing, RingMode: RingPerThread, KeepSamples: true},
+	}
+	monoStart := monotonicNs(t)
+	var samplers []Sampler
+	for _, cfg := range cfgs {
+		s := newTestSampler(t, cfg)
+		if err := s.AddTarget(l.pid()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		samplers = append(samplers, s)
+	}
+	startNs := userTimeNs(t, l.pid())
+	l.wait(t)
+	usedNs := uint64(l.cmd.ProcessState.UserTime().Nanoseconds()) - startNs
+	want := float64(usedNs) / 1e9 * DefaultFreqHz
+	t.Logf("lli used %.0f ms of user time after attach: %.0f samples expected", float64(usedNs)/1e6, want)
+	if want < 200 {
+		t.Fatalf("lli spun for only %d ns", usedNs)
+	}
+	for i, s := range samplers {
+		d, err := s.Drain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := total(pidCounts(d, l.pid()))
+		t.Logf("%s/%s: %d samples", cfgs[i].Backend, cfgs[i].RingMode, n)
+		// utime is charged in 10 ms ticks and cpu-clock fires per CPU time, so allow 20 %.
+		if float64(n) < 0.8*want {
+			t.Errorf("%s/%s: %d samples, want >= %.0f", cfgs[i].Backend, cfgs[i].RingMode, n, 0.8*want)
+		}
+		if cfgs[i].KeepSamples {
+			monoEnd := monotonicNs(t)
+			tids := make(map[uint32]int)
+			for _, smp := range d.Samples {
+				tids[smp.TID]++
+				// Sample times are CLOCK_MONOTONIC, the clock jitdump records use.
+				if smp.TimeNs < monoStart || smp.TimeNs > monoEnd || smp.Period == 0 {
+					t.Fatalf("sample %+v outside CLOCK_MONOTONIC [%d, %d] or without period", smp, monoStart, monoEnd)
+				}
+			}
+			delete(tids, uint32(l.pid()))
+			if len(tids) < 2 {
+				t.Errorf("per-thread ring: samples from threads %v, want both workers", tids)
+			}
+		}
+	}
+}
+
+// With --jit-image lli, an lli started after the watcher is found and sampled.
+func TestJITImageStartedLater(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	cfgs := []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerThread}}
+	var samplers []Sampler
+	for _, cfg := range cfgs {
+		s := newTestSampler(t, cfg)
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		samplers = append(samplers, s)
+	}
+	found := make(chan int, 16)
+	w, err := targets.New(targets.Config{Image: "lli", Interval: 20 * time.Millisecond}, targets.Handler{
+		Added: func(pid int) {
+			for _, s := range samplers {
+				if err := s.AddTarget(pid); err != nil {
+					t.Errorf("add %d: %v", pid, err)
+				}
+			}
+			found <- pid
+		},
+		Removed: func(pid int) {
+			for _, s := range samplers {
+				if err := s.RemoveTarget(pid); err != nil {
+					t.Errorf("remove %d: %v", pid, err)
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+
+	l := startLLI(t, "800")
+	select {
+	case pid := <-found:
+		if pid != l.pid() {
+			t.Fatalf("found pid %d, started %d", pid, l.pid())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("lli-14 not found")
+	}
+	l.wait(t)
+	// Found within a scan interval of its start, lli is sampled for nearly all its user time
+	// (start-up included); ask for half, as the machine may be busy.
+	want := l.cmd.ProcessState.UserTime().Seconds() * DefaultFreqHz / 2
+	for i, s := range samplers {
+		d, err := s.Drain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := total(pidCounts(d, l.pid()))
+		t.Logf("%s: %d samples, user time %v", cfgs[i].Backend, n, l.cmd.ProcessState.UserTime())
+		if float64(n) < max(want, 20) {
+			t.Errorf("%s: %d samples, want >= %.0f", cfgs[i].Backend, n, max(want, 20))
+		}
+	}
+}

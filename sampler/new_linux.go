@@ -1,0 +1,34 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+)
+
+// New chooses the event (see EventChoice) and opens the back end; sampling begins at Start.
+// With BackendAuto it uses BPF where the program loads and says why when it cannot.
+func New(cfg Config) (Sampler, error) {
+	cfg = cfg.withDefaults()
+	if cfg.FreqHz > 0 && cfg.Period > 0 {
+		return nil, errors.New("sampler: config: frequency and period are exclusive")
+	}
+	choice, spec, err := chooseEvent(cfg, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	switch cfg.Backend {
+	case BackendBPF:
+		return newBPFSampler(cfg, choice, spec)
+	case BackendRing:
+		return newRingSampler(cfg, choice, spec)
+	case BackendAuto:
+		s, err := newBPFSampler(cfg, choice, spec)
+		if err == nil {
+			return s, nil
+		}
+		cfg.Logger.Warn("sampler: BPF back end unavailable, reading perf ring buffers instead", "reason", err)
+		return newRingSampler(cfg, choice, spec)
+	default:
+		return nil, fmt.Errorf("sampler: backend %q: want %q or %q", cfg.Backend, BackendBPF, BackendRing)
+	}
+}

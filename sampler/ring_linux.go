@@ -1,0 +1,280 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	perf "github.com/elastic/go-perf"
+)
+
+// ringSampler reads perf ring buffers and aggregates in the daemon. In per-CPU mode it opens
+// one event per CPU for all processes. In per-thread mode it opens, for every thread a target
+// has when it is added and every CPU, an inheriting event (threads started later inherit
+// their creator's events); the kernel refuses to mmap inherited events that are not bound to
+// a CPU, so each target has one ring per CPU and its other events on that CPU write to it.
+type ringSampler struct {
+	cfg    Config
+	choice EventChoice
+	spec   eventSpec
+	mode   RingMode
+	pages  int
+	log    *slog.Logger
+
+	mu       sync.Mutex // guards everything below
+	agg      *aggregate
+	cpuRings []*perf.Event
+	threads  map[int]*threadEvents // per-thread mode: by target pid
+	cpus     []int
+	raw      perf.RawRecord
+	started  bool
+	closed   bool
+	badLog   bool // a bad record was logged already
+
+	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// reapEvery is how often per-thread mode looks for targets that exited.
+const reapEvery = time.Second
+
+func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSampler, error) {
+	mode := cfg.RingMode
+	if mode == "" {
+		mode = RingPerThread
+		if os.Geteuid() == 0 {
+			mode = RingPerCPU
+		}
+	}
+	pages := cfg.RingPages
+	if pages == 0 {
+		pages = DefaultRingPages
+		if mode == RingPerThread {
+			pages = defaultThreadPages
+		}
+	}
+	if pages&(pages-1) != 0 {
+		return nil, fmt.Errorf("sampler: ring pages %d: not a power of two", pages)
+	}
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	s := &ringSampler{
+		cfg: cfg, choice: choice, spec: spec, mode: mode, pages: pages, log: cfg.Logger,
+		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[int]*threadEvents),
+		expired: expired, cancel: cancel,
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.cpus = cpus
+	switch mode {
+	case RingPerCPU:
+		for _, cpu := range cpus {
+			ev, err := s.openEvent(perf.AllThreads, cpu, false)
+			if err == nil {
+				err = s.mapRing(ev)
+			}
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("sampler: ring back end: cpu %d: %w", cpu, err)
+			}
+			s.cpuRings = append(s.cpuRings, ev)
+		}
+	case RingPerThread:
+	default:
+		cancel()
+		return nil, fmt.Errorf("sampler: ring mode %q: want %q or %q", mode, RingPerCPU, RingPerThread)
+	}
+	return s, nil
+}
+
+func (s *ringSampler) openEvent(pid, cpu int, inherit bool) (*perf.Event, error) {
+	a := s.spec.attr(s.cfg, s.choice.PreciseIP, true)
+	a.Options.Inherit = inherit
+	// Wake up rarely: the reader polls on a timer and Drain reads what is there.
+	a.Options.Watermark = true
+	a.Wakeup = uint32(s.pages * os.Getpagesize() / 2)
+	ev, err := perf.Open(a, pid, cpu, nil)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", s.choice.Used, err)
+	}
+	return ev, nil
+}
+
+// mapRing maps ev's ring, closing ev when that fails.
+func (s *ringSampler) mapRing(ev *perf.Event) error {
+	if err := ev.MapRingNumPages(s.pages); err != nil {
+		ev.Close()
+		return fmt.Errorf("map ring of %d pages: %w", s.pages, err)
+	}
+	return nil
+}
+
+func (s *ringSampler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.started {
+		return nil
+	}
+	for _, ev := range s.cpuRings {
+		if err := ev.Enable(); err != nil {
+			return fmt.Errorf("sampler: enable ring event: %w", err)
+		}
+	}
+	for pid, te := range s.threads {
+		for _, ev := range te.all() {
+			if err := ev.Enable(); err != nil {
+				return fmt.Errorf("sampler: enable event of pid %d: %w", pid, err)
+			}
+		}
+	}
+	s.started = true
+	ctx, cancel := context.WithCancel(ctx)
+	stop := s.cancel
+	s.cancel = func() { cancel(); stop() }
+	s.wg.Add(1)
+	go s.readLoop(ctx)
+	return nil
+}
+
+// readLoop empties the rings every PollEvery so they do not overflow between drains.
+func (s *ringSampler) readLoop(ctx context.Context) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.cfg.PollEvery)
+	defer tick.Stop()
+	lastReap := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			if !s.closed {
+				s.readAllLocked()
+				if now.Sub(lastReap) >= reapEvery {
+					s.reapLocked()
+					lastReap = now
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *ringSampler) readAllLocked() {
+	for _, ev := range s.cpuRings {
+		s.readRingLocked(ev)
+	}
+	for _, te := range s.threads {
+		for _, ev := range te.rings {
+			if ev != nil {
+				s.readRingLocked(ev)
+			}
+		}
+	}
+}
+
+func (s *ringSampler) readRingLocked(ev *perf.Event) {
+	for ev.ReadRawRecord(s.expired, &s.raw) == nil {
+		if err := s.agg.record(uint32(s.raw.Header.Type), s.raw.Header.Misc, s.raw.Data); err != nil && !s.badLog {
+			s.badLog = true
+			s.log.Warn("sampler: skipping undecodable perf records", "err", err)
+		}
+	}
+}
+
+func (s *ringSampler) AddTarget(pid int) error {
+	if err := checkProcess(pid); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.agg.targets[uint32(pid)] = struct{}{}
+	if s.mode != RingPerThread {
+		return nil
+	}
+	if _, ok := s.threads[pid]; ok {
+		return nil
+	}
+	te := &threadEvents{rings: make([]*perf.Event, len(s.cpus))}
+	if err := s.openThreads(pid, te); err != nil {
+		te.close()
+		delete(s.agg.targets, uint32(pid))
+		return fmt.Errorf("sampler: add target %d: %w", pid, err)
+	}
+	s.threads[pid] = te
+	return nil
+}
+
+func (s *ringSampler) RemoveTarget(pid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if te, ok := s.threads[pid]; ok {
+		s.dropThreadsLocked(pid, te)
+	}
+	// Read what per-CPU rings hold for pid before it stops counting as a target.
+	for _, ev := range s.cpuRings {
+		s.readRingLocked(ev)
+	}
+	delete(s.agg.targets, uint32(pid))
+	return nil
+}
+
+func (s *ringSampler) Drain() (Drained, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Drained{}, ErrClosed
+	}
+	s.readAllLocked()
+	return s.agg.take(), nil
+}
+
+func (s *ringSampler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agg.stats
+}
+
+func (s *ringSampler) Event() EventChoice { return s.choice }
+func (s *ringSampler) Backend() Backend   { return BackendRing }
+
+func (s *ringSampler) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, ev := range s.cpuRings {
+		if err := ev.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, te := range s.threads {
+		te.close()
+	}
+	s.cpuRings, s.threads = nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sampler: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Sampler samples the target processes with one perf event. Methods are safe for concurrent
+// use; Close must be the last call.
+type Sampler interface {
+	// Start enables sampling. Background work (the ring back end's reader) stops when ctx is
+	// done or at Close.
+	Start(ctx context.Context) error
+	// AddTarget samples every thread of process pid, present and future. A pid with no
+	// process is an error wrapping ErrNoProcess.
+	AddTarget(pid int) error
+	// RemoveTarget stops sampling pid. Counts already taken are kept for the next Drain.
+	// Removing a pid that is not a target, or that has exited, is not an error.
+	RemoveTarget(pid int) error
+	// Drain returns the counts taken since the previous Drain and forgets them.
+	Drain() (Drained, error)
+	// Stats are totals since New.
+	Stats() Stats
+	// Event is the event actually sampled and why.
+	Event() EventChoice
+	// Backend names the back end in use.
+	Backend() Backend
+	// Close stops sampling and releases every fd, map, ring and program.
+	Close() error
+}
+
+// Backend names a sampling back end.
+type Backend string
+
+const (
+	// BackendAuto is BPF where the program loads, else the ring buffer.
+	BackendAuto Backend = ""
+	// BackendBPF counts in the kernel (package bpf).
+	BackendBPF Backend = "bpf"
+	// BackendRing reads perf ring buffers and counts in the daemon.
+	BackendRing Backend = "ring"
+)
+
+// RingMode is how the ring back end opens its events.
+type RingMode string
+
+const (
+	// RingPerCPU opens one event per CPU for all processes and keeps the targets' samples.
+	// It needs CAP_PERFMON (or perf_event_paranoid <= 0).
+	RingPerCPU RingMode = "per-cpu"
+	// RingPerThread opens one inheriting event per thread of each target; threads the target
+	// starts later inherit it. An unprivileged user may profile their own processes this way.
+	RingPerThread RingMode = "per-thread"
+)
+
+// Default values of Config fields left zero.
+const (
+	DefaultEvent       = "cycles"
+	DefaultFreqHz      = 999
+	DefaultRingPages   = 64
+	DefaultPollEvery   = 20 * time.Millisecond
+	DefaultMaxKept     = 1 << 20
+	FallbackEvent      = "cpu-clock"
+	defaultThreadPages = 8
+)
+
+// Config configures New. The zero value samples cycles (or cpu-clock where there is no PMU) at
+// 999 Hz in user space with the BPF back end where it loads.
+type Config struct {
+	Event         string        // "cycles", "instructions", "branch-misses", "cache-misses", "cpu-clock", "task-clock" or "r<hex>"
+	FreqHz        uint64        // samples per second per thread; exclusive with Period
+	Period        uint64        // events per sample; exclusive with FreqHz
+	StrictEvent   bool          // an unsupported Event is an error instead of a fallback to cpu-clock
+	IncludeKernel bool          // also sample kernel mode (counted apart, see Stats.Kernel)
+	Backend       Backend       // BackendAuto, BackendBPF or BackendRing
+	RingMode      RingMode      // ring back end only; default RingPerCPU as root, else RingPerThread
+	RingPages     int           // data pages per ring (power of two); 0 means a default for the mode
+	PollEvery     time.Duration // ring back end: how often rings are emptied; default 20 ms
+	KeepSamples   bool          // ring back end: also return each sample with its time (Drained.Samples)
+	MaxKept       int           // cap on Drained.Samples between drains; extra samples are only counted
+	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
+	Logger        *slog.Logger  // default: discard
+}
+
+// Key identifies what a count is of.
+type Key struct {
+	PID uint32
+	IP  uint64
+}
+
+// Sample is one decoded sample, kept when Config.KeepSamples is set.
+type Sample struct {
+	PID, TID uint32
+	IP       uint64
+	TimeNs   uint64 // CLOCK_MONOTONIC, the clock of jitdump timestamps
+	Period   uint64
+}
+
+// Drained is what one Drain hands over.
+type Drained struct {
+	Counts  map[Key]uint64
+	Samples []Sample // ring back end with KeepSamples only
+}
+
+// Stats are a sampler's totals since New.
+type Stats struct {
+	Samples uint64 // target samples counted
+	Lost    uint64 // samples the kernel could not write to a full ring (ring back end)
+	Dropped uint64 // samples dropped by profd: full BPF map, or KeepSamples over MaxKept
+	Outside uint64 // samples of processes that are not targets (per-CPU events)
+	Kernel  uint64 // target samples in kernel mode, counted but not attributed to an address
+}
+
+// ErrClosed is returned by calls after Close.
+var ErrClosed = errors.New("sampler: closed")
+
+func (c Config) withDefaults() Config {
+	if c.Event == "" {
+		c.Event = DefaultEvent
+	}
+	if c.FreqHz == 0 && c.Period == 0 {
+		c.FreqHz = DefaultFreqHz
+	}
+	if c.PollEvery <= 0 {
+		c.PollEvery = DefaultPollEvery
+	}
+	if c.MaxKept <= 0 {
+		c.MaxKept = DefaultMaxKept
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// ErrNoProcess is returned by AddTarget for a pid with no running process.
+var ErrNoProcess = errors.New("no such process")
