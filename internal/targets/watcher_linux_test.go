@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -96,4 +97,24 @@ func TestExplicitPID(t *testing.T) {
 	if _, err := New(Config{PIDs: []int{p.Process.Pid}}, Handler{}); err == nil {
 		t.Errorf("New with an exited pid: no error")
 	}
+}
+
+// With exec notifications, a process that execs the image is found at once, long before the
+// next scan.
+func TestImageFoundOnExec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("exec notifications need CAP_NET_ADMIN") // the watcher falls back to scanning
+	}
+	var r recorder
+	w, err := New(Config{Image: "sleep", Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	if w.execs == nil {
+		t.Fatal("root, but no exec notifications")
+	}
+	p := startSleep(t)
+	eventually(t, "the sleep, by its exec", func() bool { return r.has(&r.added, p.Process.Pid) })
 }
