@@ -78,7 +78,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 // and exec notifications, it also checks each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	if w.cfg.Image != "" && !w.cfg.ScanOnly {
+	if len(w.cfg.Images) > 0 && !w.cfg.ScanOnly {
 		l, err := listenExec()
 		if err != nil {
 			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)

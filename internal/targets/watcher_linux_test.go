@@ -106,7 +106,7 @@ func TestImageFoundOnExec(t *testing.T) {
 		t.Skip("exec notifications need CAP_NET_ADMIN") // the watcher falls back to scanning
 	}
 	var r recorder
-	w, err := New(Config{Image: "sleep", Interval: time.Hour}, r.handler())
+	w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +117,34 @@ func TestImageFoundOnExec(t *testing.T) {
 	}
 	p := startSleep(t)
 	eventually(t, "the sleep, by its exec", func() bool { return r.has(&r.added, p.Process.Pid) })
+}
+
+// Several image names: a process of each is a target, a process of neither is not.
+func TestSeveralImages(t *testing.T) {
+	sleeper := startSleep(t)
+	tailer := exec.Command("tail", "-f", "/dev/null")
+	if err := tailer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tailer.Process.Kill(); tailer.Wait() })
+	other := exec.Command("cat")
+	stdin, _ := other.StdinPipe()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); other.Wait() })
+
+	var r recorder
+	w, err := New(Config{Images: []string{"sleep", "tail"}, Interval: 20 * time.Millisecond, ScanOnly: true}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "sleep and tail", func() bool {
+		return r.has(&r.added, sleeper.Process.Pid) && r.has(&r.added, tailer.Process.Pid)
+	})
+	if r.has(&r.added, other.Process.Pid) {
+		t.Errorf("cat (pid %d) became a target of images sleep and tail", other.Process.Pid)
+	}
 }
