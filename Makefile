@@ -32,7 +32,7 @@ fmt-check:
 
 ## lint: vet, gofmt and staticcheck (fetched through the Go module proxy)
 lint: vet fmt-check
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## bench: benchmarks with allocation figures (BENCH=regexp BENCHPKGS=./pkg BENCHTIME=2s)
 bench: deps
