@@ -129,6 +129,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 
 // open starts the sampler, the FIFO server and the target watcher.
 func (d *daemon) open(ctx context.Context) error {
+	// Explicit pids are checked first, before anything is opened.
+	var err error
+	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
+	if errors.Is(err, targets.ErrNoProcess) {
+		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
+	}
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
 	backend := sampler.BackendAuto
 	switch d.cfg.Backend {
 	case BackendBPF:
@@ -136,7 +146,6 @@ func (d *daemon) open(ctx context.Context) error {
 	case BackendPerf:
 		backend = sampler.BackendRing
 	}
-	var err error
 	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log})
 	if err != nil {
@@ -153,14 +162,6 @@ func (d *daemon) open(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if err := d.smp.Start(ctx); err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
-		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
-	if errors.Is(err, targets.ErrNoProcess) {
-		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
-	}
-	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.watch.Start(ctx)

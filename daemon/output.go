@@ -101,7 +101,7 @@ func writeAtomic(path string, data []byte) error {
 func checkWritable(dir string) error {
 	tmp, err := os.CreateTemp(dir, ".profd-write-check-*")
 	if err != nil {
-		return fmt.Errorf("daemon: --out %s is not writable: %w", dir, err)
+		return fmt.Errorf("daemon: %w: --out %s is not writable: %w", ErrConfig, dir, err)
 	}
 	tmp.Close()
 	return os.Remove(tmp.Name())

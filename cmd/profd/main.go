@@ -29,11 +29,11 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
-	cfg, logOpts, err := parseFlags(args, stderr)
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, logOpts, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -52,7 +52,7 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
-		logger.Error("profd stopped", "err", err)
+		fmt.Fprintf(stderr, "profd: %v\n", err)
 		if errors.Is(err, daemon.ErrConfig) || errors.Is(err, daemon.ErrNoTarget) {
 			return exitUsage
 		}
@@ -91,7 +91,21 @@ Examples:
 Flags:
 `
 
-func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, error) {
+const usageFooter = `
+Outputs (in --out, replaced atomically at each flush):
+  <image>-<pid>.prof.txt        LLVM sample profile, text  (llvm-profdata-14 show --sample FILE)
+  <image>-<pid>.prof.extbinary  LLVM sample profile, ext-binary (clang-14 -fprofile-sample-use=FILE)
+  <image>-<pid>.pb.gz           pprof profile               (go tool pprof -top FILE)
+  <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
+
+Signals:
+  SIGUSR1          flush now (requests during a flush are coalesced into one more)
+  SIGTERM, SIGINT  final flush, remove the FIFOs and pid file, exit
+
+Exit status: 0 done, 1 the run failed, 2 bad flags or no such target process.
+`
+
+func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOptions, error) {
 	var cfg daemon.Config
 	var lo logOptions
 	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
@@ -99,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, usageFooter)
 	}
 	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
@@ -118,7 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 	})
 	fs.StringVar(&cfg.Event, "event", "cycles", "perf `EVENT` to sample: cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or a raw r<hex>; without a hardware PMU profd falls back to cpu-clock and says so")
 	fs.BoolVar(&cfg.StrictEvent, "strict-event", false, "fail instead of falling back to cpu-clock when --event is unavailable")
-	fs.Uint64Var(&cfg.FreqHz, "freq", 999, "samples per second per CPU (`HZ`)")
+	fs.Uint64Var(&cfg.FreqHz, "freq", 0, "samples per second per CPU (`HZ`; default 999)")
 	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions)")
 	fs.StringVar((*string)(&cfg.Backend), "backend", "auto", "how samples are collected: auto (BPF where it loads, else perf ring buffers), bpf or perf")
 	fs.StringVar(&cfg.OutDir, "out", ".", "`DIR` for the profiles, named <image>-<pid>.<ext>")
@@ -145,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *showVersion {
-		fmt.Fprintf(stderr, "profd %s\n", version)
+		fmt.Fprintf(stdout, "profd %s\n", version)
 		return nil, lo, nil
 	}
 	return &cfg, lo, nil
