@@ -113,6 +113,9 @@ func Parse(r io.Reader, opts Options) (*Profile, error) {
 			line = append(long, chunk...)
 			long = nil
 		}
+		if len(line) > opts.MaxLineBytes {
+			return nil, p.tooLong()
+		}
 		if len(line) > 0 {
 			p.lineNo++
 			if perr := p.line(string(bytes.TrimRight(line, "\r\n"))); perr != nil {
