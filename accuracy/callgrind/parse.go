@@ -24,6 +24,12 @@ func compareKey(a, b instrKey) int {
 	return cmp.Compare(a.addr, b.addr)
 }
 
+// selfKey is the map key of self costs: objects interned to small ids hash faster.
+type selfKey struct {
+	object int32
+	addr   uint64
+}
+
 type jumpKey struct {
 	object      string
 	from, to    uint64
@@ -65,11 +71,15 @@ type parser struct {
 	pendCount  uint64
 	pendExec   uint64
 	pendCond   bool
-	pendTarget []uint64
+	pendTarget position
 	pendObject string
 	pendCallee string
 
-	instrs  map[instrKey]int
+	objIDs  map[string]int32
+	obID    int32
+	scratch []uint64 // event counts of the current line
+	toks    []string // fields of the current line
+	instrs  map[selfKey]int
 	jumps   map[jumpKey]int
 	calls   map[callKey]int
 	records int
@@ -87,7 +97,8 @@ func Parse(r io.Reader, opts Options) (*Profile, error) {
 		objs:     newNameSpace("object", opts.MaxNames),
 		files:    newNameSpace("file", opts.MaxNames),
 		fns:      newNameSpace("function", opts.MaxNames),
-		instrs:   map[instrKey]int{},
+		objIDs:   map[string]int32{"": 0},
+		instrs:   map[selfKey]int{},
 		jumps:    map[jumpKey]int{},
 		calls:    map[callKey]int{},
 	}
@@ -260,11 +271,45 @@ func (p *parser) costList(toks []string) ([]uint64, error) {
 	return out, nil
 }
 
+// lineCosts is costList into a buffer reused line after line; callers copy what they keep.
+func (p *parser) lineCosts(toks []string) ([]uint64, error) {
+	if !p.eventsSet {
+		return nil, ErrNoEvents
+	}
+	if len(toks) > len(p.prof.Events) {
+		return nil, fmt.Errorf("%d counts for %d events: %w", len(toks), len(p.prof.Events), ErrSyntax)
+	}
+	if cap(p.scratch) < len(p.prof.Events) {
+		p.scratch = make([]uint64, len(p.prof.Events))
+	}
+	p.scratch = p.scratch[:len(p.prof.Events)]
+	clear(p.scratch)
+	for i, t := range toks {
+		v, err := parseCount(t)
+		if err != nil {
+			return nil, err
+		}
+		p.scratch[i] = v
+	}
+	return p.scratch, nil
+}
+
+// intern gives each object name a small id for the self-cost map.
+func (p *parser) intern(name string) int32 {
+	id, ok := p.objIDs[name]
+	if !ok {
+		id = int32(len(p.objIDs))
+		p.objIDs[name] = id
+	}
+	return id
+}
+
 func (p *parser) spec(key, val string) error {
 	var err error
 	switch key {
 	case "ob":
 		p.ob, err = p.objs.resolve(val)
+		p.obID = p.intern(p.ob)
 	case "fl":
 		p.fl, err = p.files.resolve(val)
 		p.fi = ""
@@ -342,19 +387,40 @@ func (p *parser) association(kind association, conditional bool, val string) err
 
 // positions reads up to len(p.last) subpositions relative to the last cost line; missing
 // trailing subpositions equal the last ones.
-func (p *parser) positions(toks []string) ([]uint64, error) {
+func (p *parser) positions(toks []string) (position, error) {
+	var out position
 	if len(toks) > len(p.last) {
-		return nil, fmt.Errorf("%d subpositions for %d: %w", len(toks), len(p.last), ErrSyntax)
+		return out, fmt.Errorf("%d subpositions for %d: %w", len(toks), len(p.last), ErrSyntax)
 	}
-	out := slices.Clone(p.last)
+	copy(out[:], p.last)
 	for i, t := range toks {
 		v, err := parseSubposition(t, p.last[i])
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		out[i] = v
 	}
 	return out, nil
+}
+
+// position holds the subpositions of one line (at most three: instr, bb, line).
+type position [3]uint64
+
+// fields splits s at spaces and tabs into a slice reused line after line.
+func (p *parser) fields(s string) []string {
+	p.toks = p.toks[:0]
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if s == "" {
+			return p.toks
+		}
+		end := strings.IndexAny(s, " \t")
+		if end < 0 {
+			end = len(s)
+		}
+		p.toks = append(p.toks, s[:end])
+		s = s[end:]
+	}
 }
 
 func (p *parser) costLine(s string) error {
@@ -362,13 +428,13 @@ func (p *parser) costLine(s string) error {
 	if !p.eventsSet {
 		return ErrNoEvents
 	}
-	toks := strings.Fields(s)
+	toks := p.fields(s)
 	n := min(len(p.last), len(toks))
 	pos, err := p.positions(toks[:n])
 	if err != nil {
 		return err
 	}
-	costs, err := p.costList(toks[n:])
+	costs, err := p.lineCosts(toks[n:])
 	if err != nil {
 		return err
 	}
@@ -380,18 +446,18 @@ func (p *parser) costLine(s string) error {
 		p.pending = assocNone
 		return p.addJump(pos)
 	}
-	copy(p.last, pos)
+	copy(p.last, pos[:])
 	return p.addSelf(pos, costs)
 }
 
-func (p *parser) addr(pos []uint64) uint64 {
+func (p *parser) addr(pos position) uint64 {
 	if p.instrSub < 0 {
 		return 0
 	}
 	return pos[p.instrSub]
 }
 
-func (p *parser) lineOf(pos []uint64) (uint32, error) {
+func (p *parser) lineOf(pos position) (uint32, error) {
 	if p.lineSub < 0 {
 		return 0, nil
 	}
@@ -430,12 +496,12 @@ func addCount(dst *uint64, v uint64) error {
 	return nil
 }
 
-func (p *parser) addSelf(pos, costs []uint64) error {
+func (p *parser) addSelf(pos position, costs []uint64) error {
 	line, err := p.lineOf(pos)
 	if err != nil {
 		return err
 	}
-	k := instrKey{p.ob, p.addr(pos)}
+	k := selfKey{p.obID, p.addr(pos)}
 	if p.instrSub < 0 {
 		k.addr = uint64(line) // without addresses, lines are the positions
 	}
@@ -451,12 +517,12 @@ func (p *parser) addSelf(pos, costs []uint64) error {
 	}
 	p.instrs[k] = len(p.prof.Instrs)
 	p.prof.Instrs = append(p.prof.Instrs, Instr{
-		Object: p.ob, Addr: k.addr, Function: p.fn, File: file, Line: line, Self: costs,
+		Object: p.ob, Addr: k.addr, Function: p.fn, File: file, Line: line, Self: slices.Clone(costs),
 	})
 	return nil
 }
 
-func (p *parser) addJump(pos []uint64) error {
+func (p *parser) addJump(pos position) error {
 	k := jumpKey{p.ob, p.addr(pos), p.addr(p.pendTarget), p.pendCond}
 	if i, ok := p.jumps[k]; ok {
 		j := &p.prof.Jumps[i]
@@ -476,7 +542,7 @@ func (p *parser) addJump(pos []uint64) error {
 	return nil
 }
 
-func (p *parser) addCall(pos, costs []uint64) error {
+func (p *parser) addCall(pos position, costs []uint64) error {
 	k := callKey{object: p.ob, calleeObject: p.pendObject, from: p.addr(pos), to: p.addr(p.pendTarget)}
 	if i, ok := p.calls[k]; ok {
 		c := &p.prof.Calls[i]
@@ -491,7 +557,7 @@ func (p *parser) addCall(pos, costs []uint64) error {
 	p.calls[k] = len(p.prof.Calls)
 	p.prof.Calls = append(p.prof.Calls, Call{
 		Object: p.ob, From: k.from, CalleeObject: k.calleeObject, Callee: p.pendCallee,
-		To: k.to, Count: p.pendCount, Inclusive: costs,
+		To: k.to, Count: p.pendCount, Inclusive: slices.Clone(costs),
 	})
 	return nil
 }
