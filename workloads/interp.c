@@ -32,7 +32,7 @@ static int hole(void) { emit(-1); return len - 1; }
 
 int main(int argc, char **argv) {
 	long vars[4] = {argc > 1 ? atol(argv[1]) : 3000, 0, 0, 0}; // n, i, count, d
-	int fixNext[2], fixPrime, fixEnd;
+	int fixNext, fixPrime, fixEnd;
 	emit(PUSH); emit(2); emit(STORE); emit(1);                              // i = 2
 	int outer = here();
 	emit(LOAD); emit(1); emit(LOAD); emit(0); emit(LT); emit(JZ); fixEnd = hole(); // while i < n
@@ -40,17 +40,16 @@ int main(int argc, char **argv) {
 	int inner = here();
 	emit(LOAD); emit(3); emit(LOAD); emit(3); emit(MUL);                    // while d*d < i+1
 	emit(LOAD); emit(1); emit(PUSH); emit(1); emit(ADD); emit(LT); emit(JZ); fixPrime = hole();
-	emit(LOAD); emit(1); emit(LOAD); emit(3); emit(MOD); emit(JZ); fixNext[0] = hole(); // i%d==0: composite
+	emit(LOAD); emit(1); emit(LOAD); emit(3); emit(MOD); emit(JZ); fixNext = hole(); // i%d==0: composite
 	emit(LOAD); emit(3); emit(PUSH); emit(1); emit(ADD); emit(STORE); emit(3); // d++
 	emit(JMP); emit(inner);
 	prog[fixPrime] = here();
 	emit(LOAD); emit(2); emit(PUSH); emit(1); emit(ADD); emit(STORE); emit(2); // count++
-	prog[fixNext[0]] = here();
+	prog[fixNext] = here();
 	emit(LOAD); emit(1); emit(PUSH); emit(1); emit(ADD); emit(STORE); emit(1); // i++
 	emit(JMP); emit(outer);
 	prog[fixEnd] = here();
 	emit(HALT);
-	(void)fixNext[1];
 	printf("interp %ld\n", run(prog, vars));
 	return 0;
 }

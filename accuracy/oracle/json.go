@@ -58,13 +58,21 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadJSON reads a Result WriteJSON wrote. Unknown fields and other versions are errors.
+// MaxJSONBytes bounds the document ReadJSON reads.
+const MaxJSONBytes = 256 << 20
+
+// ReadJSON reads a Result WriteJSON wrote. Unknown fields, other versions and documents
+// over MaxJSONBytes are errors.
 func ReadJSON(rd io.Reader) (*Result, error) {
-	dec := json.NewDecoder(rd)
+	lr := &io.LimitedReader{R: rd, N: MaxJSONBytes + 1}
+	dec := json.NewDecoder(lr)
 	dec.DisallowUnknownFields()
 	var r Result
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("oracle: read json: %w", err)
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("oracle: read json: document over %d bytes", MaxJSONBytes)
+		}
+		return nil, fmt.Errorf("oracle: read json: byte %d: %w", dec.InputOffset(), err)
 	}
 	if r.Version != Version {
 		return nil, fmt.Errorf("oracle: read json: version %d, want %d", r.Version, Version)
