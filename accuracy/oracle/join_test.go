@@ -78,6 +78,17 @@ func TestJoinLoop(t *testing.T) {
 	if len(f.Imbalances) != 0 || f.Unaligned != 0 || f.Undecodable != 0 {
 		t.Errorf("imbalances %v unaligned %d undecodable %d", f.Imbalances, f.Unaligned, f.Undecodable)
 	}
+	// Blocks of the loop: [0x1000], [0x1002..0x1007], [0x1009].
+	for _, e := range []struct{ from, to, want uint64 }{
+		{0x1000, 0x1002, 1}, {0x1007, 0x1002, 9}, {0x1007, 0x1009, 1}, {0x1000, 0x1009, 0},
+	} {
+		if got := f.EdgeCount(e.from, e.to); got != e.want {
+			t.Errorf("edge %#x->%#x = %d, want %d", e.from, e.to, got, e.want)
+		}
+	}
+	if f.Count(0x1002) != 10 || f.Count(0x100a) != 0 {
+		t.Errorf("block counts %d %d", f.Count(0x1002), f.Count(0x100a))
+	}
 }
 
 func TestJoinFindsImbalanceAndMisalignment(t *testing.T) {
