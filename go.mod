@@ -6,6 +6,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/elastic/go-perf v0.0.0-20241029065020-30bec95324b8
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
+	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
 )
 
