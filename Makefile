@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-overhead fuzz generate generate-check demo clean
+.PHONY: all build test deps vet fmt-check lint bench bench-overhead fuzz generate generate-check demo accuracy clean
 
 all: build
 
@@ -58,6 +58,10 @@ generate-check:
 ## demo: the main job (see README.md)
 demo: deps build
 	@scripts/demo.sh
+
+## accuracy: exact per-instruction and edge counts of the workload suite (callgrind oracle, minutes)
+accuracy: deps
+	@scripts/accuracy.sh
 
 clean:
 	rm -rf bin out
