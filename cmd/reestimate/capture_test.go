@@ -59,6 +59,27 @@ func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *reest
 	return fn, g
 }
 
+// runToProfile validates and runs cfg and reads its LLVM text output back.
+func runToProfile(t *testing.T, cfg *Config) *profileio.Profile {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := os.Open(cfg.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	prof, err := profileio.ReadText(pf)
+	if err != nil {
+		t.Fatalf("our LLVM text does not read back: %v", err)
+	}
+	return prof
+}
+
 // TestRunCaptureLLVM runs `reestimate run.profd -o prof.txt` and checks the LLVM profile
 // against the repair done directly: each block's line carries the block's repaired count.
 func TestRunCaptureLLVM(t *testing.T) {
@@ -70,21 +91,7 @@ func TestRunCaptureLLVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := os.Open(outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	prof, err := profileio.ReadText(pf)
-	if err != nil {
-		t.Fatalf("our LLVM text does not read back: %v", err)
-	}
+	prof := runToProfile(t, cfg)
 	got := prof.Functions[fn.Name]
 	if got == nil {
 		t.Fatalf("no profile for %s in %v", fn.Name, prof.Functions)
@@ -124,21 +131,7 @@ func TestRunCaptureRaw(t *testing.T) {
 	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "raw.txt")
 	fn, _ := writeExampleCapture(t, capPath)
 	cfg := &Config{Input: capPath, Output: outPath, Solver: "fast", Raw: true}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	pf, err := os.Open(outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	prof, err := profileio.ReadText(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := runToProfile(t, cfg)
 	var want uint64
 	for _, n := range fn.Samples {
 		want += n
