@@ -267,13 +267,16 @@ func (d *daemon) handleSymbol(ev fifo.Event) {
 	}
 }
 
-// drainLocked moves the sampler's counts into the aggregate. Callers hold d.mu.
-func (d *daemon) drainLocked() {
+// drainLocked moves the sampler's counts into the aggregate and returns the time they were
+// attributed at. Callers hold d.mu.
+func (d *daemon) drainLocked() int64 {
 	dr, err := d.smp.Drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
-	d.agg.add(dr.Counts, monotonicNs())
+	now := monotonicNs()
+	d.agg.add(dr.Counts, now)
+	return now
 }
 
 // requestFlush asks the flush goroutine for a flush; a request made while one is pending

@@ -25,7 +25,7 @@ type pending struct {
 // and prints the summary. final marks the last flush of the run.
 func (d *daemon) flush(final bool) {
 	d.mu.Lock()
-	d.drainLocked()
+	drainedNs := d.drainLocked()
 	d.flushes++
 	n := d.flushes
 	meta := d.meta()
@@ -47,6 +47,9 @@ func (d *daemon) flush(final bool) {
 			p.reset()
 		}
 	}
+	// Every sample taken before the drain is attributed, and sampled objects are kept by the
+	// aggregate: code that ended before it is no longer needed for lookups.
+	d.jit.Reclaim(drainedNs)
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d); flush %d",
 		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, n)
 	d.mu.Unlock()
