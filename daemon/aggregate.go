@@ -11,15 +11,16 @@ import (
 	"github.com/profd/profd/sampler"
 )
 
-// objKey names one version of a code object: jitmap stores a new copy of an object when it
-// ends, so identity is its place, load time and name, not its pointer.
+// objKey names a code object across jitmap's versions of it: jitmap stores a new copy when an
+// object ends, and when a second source reports the same code it may move the load time
+// earlier, so identity is the object's range and name. Code reloaded by the same name at the
+// same range (a recompile in place) shares its counts with the earlier version.
 type objKey struct {
-	addr   uint64
-	loadNs int64
-	name   string
+	addr, size uint64
+	name       string
 }
 
-func keyOf(o *jitmap.CodeObject) objKey { return objKey{o.Addr, o.LoadNs, o.Name} }
+func keyOf(o *jitmap.CodeObject) objKey { return objKey{o.Addr, o.Size, o.Name} }
 
 // objCounts holds one code object's samples by byte offset.
 type objCounts struct {
@@ -129,5 +130,5 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 }
 
 func compareKeys(a, b objKey) int {
-	return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.loadNs, b.loadNs), strings.Compare(a.name, b.name))
+	return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.size, b.size), strings.Compare(a.name, b.name))
 }
