@@ -5,22 +5,23 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
 
-// objKey names a code object across jitmap's versions of it: jitmap stores a new copy when an
-// object ends, and when a second source reports the same code it may move the load time
-// earlier, so identity is the object's range and name. Code reloaded by the same name at the
-// same range (a recompile in place) shares its counts with the earlier version.
+// objKey names one version of a code object: jitmap stores a new copy of an object when it
+// ends, so identity is its place, load time and name, not its pointer. Code reloaded at the
+// same place (a JIT that reloads its functions) is a new version with counts of its own.
 type objKey struct {
-	addr, size uint64
-	name       string
+	addr   uint64
+	loadNs int64
+	name   string
 }
 
-func keyOf(o *jitmap.CodeObject) objKey { return objKey{o.Addr, o.Size, o.Name} }
+func keyOf(o *jitmap.CodeObject) objKey { return objKey{o.Addr, o.LoadNs, o.Name} }
 
 // objCounts holds one code object's samples by byte offset.
 type objCounts struct {
@@ -35,8 +36,6 @@ type procCounts struct {
 	objects map[objKey]*objCounts
 	outside map[string]uint64 // samples outside JIT code, by mapping name
 	maps    procMaps
-	exited  bool // the process is gone; its final profile is due
-	final   bool // its final profile was written
 }
 
 // aggregate attributes drained samples to code objects. It is not safe for concurrent use;
@@ -46,13 +45,31 @@ type aggregate struct {
 	jit   *jitmap.Map
 	// totals since start, for the counters line
 	jitSamples, outsideSamples uint64
+	// deferred holds samples in anonymous memory that no code object covered when they were
+	// drained: the JIT's record of that code may still be on its way through the FIFO. They
+	// are looked up again, at the time they were drained, by later drains.
+	deferred []deferredSample
 }
+
+// deferredSample is a sample count waiting for the symbol record of its code.
+type deferredSample struct {
+	key  sampler.Key
+	n    uint64
+	atNs int64
+}
+
+// Bounds of the deferral: a sample waits at most deferNs for its code's record, and at most
+// maxDeferred distinct (pid, ip) wait at once; beyond that they count as outside JIT code.
+const (
+	deferNs     = int64(300 * time.Millisecond)
+	maxDeferred = 1 << 16
+)
 
 func newAggregate(jit *jitmap.Map) *aggregate {
 	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit}
 }
 
-// proc returns pid's counts, creating them.
+// proc returns pid's counts, creating them (when a target is added).
 func (a *aggregate) proc(pid uint32) *procCounts {
 	p := a.procs[pid]
 	if p == nil {
@@ -65,24 +82,54 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 
 // add attributes counts drained at atNs: every object that owned an address when the
 // sample was taken still owns it at the drain, because the daemon drains before it applies
-// any record that ends code.
+// any record that ends code. A sample in anonymous memory that no object covers yet is
+// deferred: the record that loaded its code may not have been read yet (records travel
+// through the FIFO while the code already runs). Earlier deferred samples are retried first.
 func (a *aggregate) add(counts map[sampler.Key]uint64, atNs int64) {
+	a.retry(atNs, nil)
 	for k, n := range counts {
-		p := a.proc(k.PID)
-		obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
-		if !ok {
-			p.outside[p.maps.classify(k.IP)] += n
-			a.outsideSamples += n
-			continue
+		a.attribute(k, n, atNs, true)
+	}
+}
+
+// attribute counts n samples of k drained at atNs, or defers them if mayDefer and their
+// code may not be known yet.
+func (a *aggregate) attribute(k sampler.Key, n uint64, atNs int64, mayDefer bool) {
+	p := a.procs[k.PID]
+	if p == nil { // a process that exited and was retired: nothing to attribute to
+		a.outsideSamples += n
+		return
+	}
+	obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
+	if !ok {
+		mapping := p.maps.classify(k.IP)
+		if mayDefer && mapping == "[anon]" && len(a.deferred) < maxDeferred {
+			a.deferred = append(a.deferred, deferredSample{key: k, n: n, atNs: atNs})
+			return
 		}
-		key := keyOf(obj)
-		oc := p.objects[key]
-		if oc == nil {
-			oc = &objCounts{obj: obj, offsets: make(map[uint64]uint64)}
-			p.objects[key] = oc
-		}
-		oc.offsets[k.IP-obj.Addr] += n
-		a.jitSamples += n
+		p.outside[mapping] += n
+		a.outsideSamples += n
+		return
+	}
+	key := keyOf(obj)
+	oc := p.objects[key]
+	if oc == nil {
+		oc = &objCounts{obj: obj, offsets: make(map[uint64]uint64)}
+		p.objects[key] = oc
+	}
+	oc.offsets[k.IP-obj.Addr] += n
+	a.jitSamples += n
+}
+
+// retry looks deferred samples up again at their drain times. Those still unknown after
+// deferNs, and every one of a process in settle (whose profile is about to be final), count
+// as outside JIT code.
+func (a *aggregate) retry(nowNs int64, settle func(pid uint32) bool) {
+	waiting := a.deferred
+	a.deferred = nil
+	for _, d := range waiting {
+		force := nowNs-d.atNs >= deferNs || (settle != nil && settle(d.key.PID))
+		a.attribute(d.key, d.n, d.atNs, !force) // defers it again unless forced
 	}
 }
 
@@ -130,5 +177,5 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 }
 
 func compareKeys(a, b objKey) int {
-	return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.size, b.size), strings.Compare(a.name, b.name))
+	return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.loadNs, b.loadNs), strings.Compare(a.name, b.name))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/profd/profd/fifo"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
 
@@ -42,7 +43,7 @@ type daemon struct {
 	symbols uint64 // code loads seen
 	symErrs uint64 // events jitmap refused
 	flushes uint64
-	gone    []int // targets that went away, for the main loop
+	retired []pending // final captures of exited targets, for the next flush
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 
@@ -205,48 +206,56 @@ func (d *daemon) closeAll() error {
 
 // addTarget runs on the watcher's goroutine when a target appears.
 func (d *daemon) addTarget(pid int) {
+	// The counts exist before sampling starts: samples of a pid without them are strays of
+	// a process already retired (see aggregate.attribute).
+	d.mu.Lock()
+	p := d.agg.proc(uint32(pid))
+	d.mu.Unlock()
 	if err := d.smp.AddTarget(pid); err != nil {
 		d.log.Warn("profd: cannot sample target", "pid", pid, "err", err)
+		d.mu.Lock()
+		delete(d.agg.procs, uint32(pid))
+		d.mu.Unlock()
 		return
 	}
 	if err := d.fifo.AddTarget(uint32(pid)); err != nil {
 		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
 	}
-	d.mu.Lock()
-	p := d.agg.proc(uint32(pid))
-	d.mu.Unlock()
 	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(uint32(pid)))
 	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(uint32(pid)))
 }
 
-// removeTarget runs on the watcher's goroutine when a target exits.
+// removeTarget runs on the watcher's goroutine when a target exits. Its FIFO is read to the
+// end, its last samples are drained, and its final capture is taken and queued for the next
+// flush; then everything profd held for it is released. All of that happens before the
+// watcher can report a new process that reuses the pid, so the two never mix.
 func (d *daemon) removeTarget(pid int) {
+	d.fifo.RemoveTarget(uint32(pid))
 	d.mu.Lock()
-	d.gone = append(d.gone, pid)
+	d.drainLocked()
+	now := monotonicNs()
+	d.agg.retry(now, func(q uint32) bool { return q == uint32(pid) })
+	if p := d.agg.procs[uint32(pid)]; p != nil {
+		st := d.smp.Stats()
+		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
+		d.retired = append(d.retired, pending{pid: uint32(pid), base: outputBase(p.image, uint32(pid)),
+			capture: p.capture(d.jit, d.meta(), end), final: true})
+		delete(d.agg.procs, uint32(pid))
+	}
+	d.jit.RemovePid(uint32(pid))
 	d.mu.Unlock()
+	d.smp.RemoveTarget(pid)
+	d.log.Info("profd: target exited", "pid", pid)
 	select {
 	case d.goneNote <- struct{}{}:
 	default:
 	}
 }
 
-// targetsGone handles exited targets: their counts are drained, sampling of them stops,
-// and a flush writes their final profiles. It reports whether profd has nothing left to do:
-// every explicit target is gone and no --jit-image can bring new ones.
+// targetsGone asks for the flush that writes the final profiles of exited targets. It
+// reports whether profd has nothing left to do: every explicit target is gone and no
+// --jit-image can bring new ones.
 func (d *daemon) targetsGone() bool {
-	d.mu.Lock()
-	gone := d.gone
-	d.gone = nil
-	d.drainLocked()
-	for _, pid := range gone {
-		d.agg.proc(uint32(pid)).exited = true
-	}
-	d.mu.Unlock()
-	for _, pid := range gone {
-		d.smp.RemoveTarget(pid)
-		d.fifo.RemoveTarget(uint32(pid))
-		d.log.Info("profd: target exited", "pid", pid)
-	}
 	d.requestFlush()
 	return len(d.cfg.JITImages) == 0 && len(d.watch.Targets()) == 0
 }

@@ -31,16 +31,18 @@ func (d *daemon) flush(final bool) {
 	meta := d.meta()
 	st := d.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-	var work []pending
+	// On the final flush, samples still waiting for their code's record are settled; else
+	// they wait for later flushes.
+	if final {
+		d.agg.retry(monotonicNs(), func(uint32) bool { return true })
+	}
+	work := d.retired
+	d.retired = nil
 	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
 		p := d.agg.procs[pid]
-		if p.final {
-			continue
-		}
 		work = append(work, pending{pid: pid, base: outputBase(p.image, pid),
-			capture: p.capture(d.jit, meta, end), final: final || p.exited})
-		if final || p.exited {
-			p.final = true
+			capture: p.capture(d.jit, meta, end), final: final})
+		if final {
 			d.jit.RemovePid(pid)
 		}
 		if d.cfg.ResetOnFlush {
@@ -50,8 +52,8 @@ func (d *daemon) flush(final bool) {
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
 	// aggregate: code that ended before it is no longer needed for lookups.
 	d.jit.Reclaim(drainedNs)
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, n)
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
+		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, d.fifo.Stats().BadRecords, n)
 	d.mu.Unlock()
 
 	for _, w := range work {

@@ -8,17 +8,18 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase (default 200)
  *   -r ROUNDS   how many times the whole load/run/unload/reuse/move sequence runs (default 1)
  *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
  *   -f          ask profd for a flush (SIGUSR1) after each round
+ *   -c          close the FIFO writer after each round and open it again (a new stream)
  *
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
- *   ran NAME ITERATIONS RESULT | profd STATUS
+ *   ran NAME ITERATIONS RESULT | profd STATUS | reopen STATUS
  */
 #include "profd_jit.h"
 
@@ -136,19 +137,20 @@ int main(int argc, char **argv)
 {
 	const char *dir = NULL;
 	long ms = 200, rounds = 1, wait_ms = 0, r;
-	int flush = 0, opt, rc;
+	int flush = 0, reopen = 0, opt, rc;
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:f")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fc")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
 		case 'r': rounds = strtol(optarg, NULL, 10); break;
 		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
 		case 'f': flush = 1; break;
+		case 'c': reopen = 1; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c]\n");
 			return 2;
 		}
 	}
@@ -172,7 +174,9 @@ int main(int argc, char **argv)
 		struct func small = {"count_small", 1, NULL, 0, 0};
 		struct func medium = {"count_medium", 4, NULL, 0, 0};
 		struct func large = {"count_large", 16, NULL, 0, 0};
+		writable(1); /* after a round the region is read+exec only */
 		memset(region, 0xCC, region_size);
+		writable(0);
 		load(&small, region);
 		load(&medium, region + 0x400);
 		run(&small, ms);
@@ -188,6 +192,11 @@ int main(int argc, char **argv)
 		unload(&medium);
 		if (flush)
 			printf("flush rc=%d\n", profd_jit_flush(&pj));
+		if (reopen && r + 1 < rounds) {
+			profd_jit_close(&pj);
+			rc = profd_jit_open(&pj, dir);
+			printf("reopen %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
+		}
 	}
 	profd_jit_close(&pj);
 	printf("records %" PRIu64 " dropped %" PRIu64 "\n", pj.records, pj.dropped);

@@ -21,11 +21,12 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes.
+// Exit codes (listed in --help).
 const (
-	exitOK      = 0
-	exitFailure = 1 // a run that started went wrong
-	exitUsage   = 2 // bad flags or configuration
+	exitOK       = 0
+	exitFailure  = 1 // a run that started went wrong
+	exitUsage    = 2 // bad flags or configuration, including an --out that cannot be written
+	exitNoTarget = 3 // a --pid names no running process
 )
 
 func main() {
@@ -53,7 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
 		fmt.Fprintf(stderr, "profd: %v\n", err)
-		if errors.Is(err, daemon.ErrConfig) || errors.Is(err, daemon.ErrNoTarget) {
+		switch {
+		case errors.Is(err, daemon.ErrNoTarget):
+			return exitNoTarget
+		case errors.Is(err, daemon.ErrConfig):
 			return exitUsage
 		}
 		return exitFailure
@@ -88,6 +92,10 @@ Examples:
   profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
 
+Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
+that started failed, 2 bad flags or configuration (also an --out that cannot be written),
+3 a --pid names no running process.
+
 Flags:
 `
 
@@ -101,20 +109,15 @@ Outputs (in --out, replaced atomically at each flush):
 Signals:
   SIGUSR1          flush now (requests during a flush are coalesced into one more)
   SIGTERM, SIGINT  final flush, remove the FIFOs and pid file, exit
-
-Exit status: 0 done, 1 the run failed, 2 bad flags or no such target process.
 `
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOptions, error) {
 	var cfg daemon.Config
 	var lo logOptions
 	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, usageFooter)
-	}
+	// Errors are reported once, by the caller; the usage text only on --help.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.Atoi(strings.TrimSpace(f))
@@ -154,6 +157,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	})
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usageText)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			fmt.Fprint(stderr, usageFooter)
+		}
 		return nil, lo, err
 	}
 	if fs.NArg() > 0 {

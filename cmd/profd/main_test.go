@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+// binaries builds cmd/profd with go build, and jit/testjit with gcc, once per test binary.
+func binaries(t testing.TB) (profd, testjit string) {
+	t.Helper()
+	testenv.Requires(t, testenv.Tool("go"), testenv.Tool("gcc"))
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "profd-cmd-test-")
+		if buildErr != nil {
+			return
+		}
+		for _, argv := range [][]string{
+			{"go", "build", "-o", filepath.Join(builtDir, "profd"), "."},
+			{"gcc", "-std=c99", "-O1", "-D_GNU_SOURCE", "-o", filepath.Join(builtDir, "testjit"), "../../jit/testjit.c"},
+		} {
+			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+				buildErr = errors.New(strings.Join(argv, " ") + ": " + err.Error() + "\n" + string(out))
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(builtDir, "profd"), filepath.Join(builtDir, "testjit")
+}
+
+// exitCode runs profd with args and returns its exit code and output.
+func exitCode(t *testing.T, profd string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(profd, args...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	}
+	t.Fatalf("%s: %v", profd, err)
+	return 0, ""
+}
+
+// TestErrorPaths checks each documented exit code with a clear one-line reason, and that a
+// failed start leaves no FIFO directory behind.
+func TestErrorPaths(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	out := t.TempDir()
+	notDir := filepath.Join(out, "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pidMax := 4194304
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		pidMax, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	noPid := strconv.Itoa(pidMax + 1) // above pid_max: never a process
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no target", nil, exitUsage, "no target: give --pid and/or --jit-image"},
+		{"bad flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"bad pid", []string{"--pid", "12x"}, exitUsage, `not a pid: "12x"`},
+		{"negative pid", []string{"--pid", "-4"}, exitUsage, "--pid -4: not a process id"},
+		{"bad format", []string{"--pid", "1", "--format", "svg"}, exitUsage, `--format "svg"`},
+		{"bad backend", []string{"--pid", "1", "--backend", "dtrace"}, exitUsage, `--backend "dtrace"`},
+		{"stray argument", []string{"--pid", "1", "extra"}, exitUsage, "unexpected arguments"},
+		{"missing out", []string{"--pid", "1", "--out", filepath.Join(out, "none")}, exitUsage, "no such file or directory"},
+		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
+		{"out unwritable", []string{"--pid", "1", "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
+		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fifoDir := filepath.Join(t.TempDir(), "fifo")
+			args := append([]string{"--fifo-dir", fifoDir, "--log-level", "error"}, tc.args...)
+			if !contains(args, "--out") {
+				args = append(args, "--out", out)
+			}
+			code, output := exitCode(t, profd, args...)
+			if code != tc.code || !strings.Contains(output, tc.want) {
+				t.Errorf("profd %q: exit %d, want %d, with %q in:\n%s", args, code, tc.code, tc.want, output)
+			}
+			if lines := strings.Count(strings.TrimSpace(output), "\n") + 1; lines > 2 {
+				t.Errorf("profd %q: %d lines of output, want the reason in one (and a --help hint):\n%s", args, lines, output)
+			}
+			if _, err := os.Stat(fifoDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("profd %q left its FIFO directory behind (%v)", args, err)
+			}
+		})
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHelpAndVersion: --help documents the exit codes and exits 0, as does --version.
+func TestHelpAndVersion(t *testing.T) {
+	profd, _ := binaries(t)
+	code, out := exitCode(t, profd, "--help")
+	if code != exitOK {
+		t.Errorf("--help: exit %d", code)
+	}
+	for _, want := range []string{"Exit status:", "3 a --pid names no running process", "-jit-image", "-fifo-dir"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out := exitCode(t, profd, "--version"); code != exitOK || !strings.HasPrefix(out, "profd ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+// TestSIGTERMWritesFinalProfiles runs the profd binary on a testjit, stops it with SIGTERM
+// while the JIT runs, and checks exit 0, the final profiles, and the FIFO directory gone.
+func TestSIGTERMWritesFinalProfiles(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("testjit emits x86-64 code")
+	}
+	profd, testjit := binaries(t)
+	base := t.TempDir()
+	fifoDir, outDir := filepath.Join(base, "fifo"), filepath.Join(base, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	jit := exec.Command(testjit, "-d", fifoDir, "-m", "400", "-w", "10000")
+	var jitOut bytes.Buffer
+	jit.Stdout = &jitOut
+	if err := jit.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer jit.Wait()
+	defer jit.Process.Kill()
+
+	cmd := exec.Command(profd, "--pid", strconv.Itoa(jit.Process.Pid), "--event", "cpu-clock",
+		"--fifo-dir", fifoDir, "--out", outDir)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "attached to pid") {
+		if time.Now().After(deadline) {
+			t.Fatalf("profd did not attach:\n%s\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pidFile, err := os.ReadFile(filepath.Join(fifoDir, "profd.pid"))
+	if err != nil || strings.TrimSpace(string(pidFile)) != strconv.Itoa(cmd.Process.Pid) {
+		t.Errorf("profd.pid holds %q (%v), want %d", pidFile, err, cmd.Process.Pid)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	if err != nil {
+		t.Fatalf("profd after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "profd final flush #") {
+		t.Errorf("no final flush summary:\n%s", stdout.String())
+	}
+	name := "testjit-" + strconv.Itoa(jit.Process.Pid)
+	for _, ext := range []string{".prof.txt", ".prof.extbinary", ".pb.gz", ".profd"} {
+		st, err := os.Stat(filepath.Join(outDir, name+ext))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("final profile %s%s: %v", name, ext, err)
+		}
+	}
+	if txt, _ := os.ReadFile(filepath.Join(outDir, name+".prof.txt")); !bytes.Contains(txt, []byte("count_small:")) {
+		t.Errorf("final LLVM profile does not name count_small:\n%s", txt)
+	}
+	if _, err := os.Stat(fifoDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FIFO directory left behind after SIGTERM (%v)", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,440 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
+)
+
+func TestMain(m *testing.M) {
+	// Processes this package starts read profd.pid, which names this test binary while an
+	// in-process run is active, and send it SIGUSR1. A request that arrives after a run
+	// stopped listening must not kill the test binary (Go's default for SIGUSR1), so one
+	// channel keeps listening for the whole binary; run's own channel works as before.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1)
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+// workloads compiles jit/testjit.c and examples/workload/hot.c (to IR for lli-14) once per
+// test binary, returning their paths.
+func workloads(t testing.TB) (testjit, hotLL string) {
+	t.Helper()
+	testenv.Requires(t, testenv.Tool("gcc"), testenv.Tool("clang-14"))
+	if runtime.GOARCH != "amd64" {
+		t.Skip("testjit emits x86-64 code")
+	}
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "profd-daemon-test-")
+		if buildErr != nil {
+			return
+		}
+		for _, argv := range [][]string{
+			{"gcc", "-std=c99", "-O1", "-D_GNU_SOURCE", "-o", filepath.Join(builtDir, "testjit"), "../jit/testjit.c"},
+			{"clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
+				"-o", filepath.Join(builtDir, "hot.ll"), "../examples/workload/hot.c"},
+		} {
+			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(builtDir, "testjit"), filepath.Join(builtDir, "hot.ll")
+}
+
+// syncBuffer is an io.Writer safe for run's goroutines, read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// dirs is one run's private directories.
+type dirs struct {
+	fifo, jitdump, out string
+}
+
+func newDirs(t testing.TB) dirs {
+	base := t.TempDir()
+	d := dirs{fifo: filepath.Join(base, "fifo"), jitdump: filepath.Join(base, "jitdump"), out: filepath.Join(base, "out")}
+	for _, p := range []string{d.jitdump, d.out} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// profdRun is an in-process daemon run.
+type profdRun struct {
+	summary syncBuffer
+	logs    syncBuffer
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+}
+
+// startRun validates cfg and starts run in the background; the test's cleanup stops it.
+func startRun(t testing.TB, cfg Config) *profdRun {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := &profdRun{done: make(chan struct{})}
+	logger := slog.New(slog.NewTextHandler(&r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		defer close(r.done)
+		r.err = run(ctx, cfg, logger, &r.summary)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// wait waits for run to return on its own.
+func (r *profdRun) wait(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		r.cancel()
+		<-r.done
+		t.Fatalf("profd did not stop by itself within %v\nsummary:\n%s\nlogs:\n%s", timeout, r.summary.String(), r.logs.String())
+	}
+	if r.err != nil {
+		t.Fatalf("run: %v\nlogs:\n%s", r.err, r.logs.String())
+	}
+}
+
+// stop cancels run (what SIGTERM does) and waits for it.
+func (r *profdRun) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	<-r.done
+	if r.err != nil {
+		t.Fatalf("run: %v\nlogs:\n%s", r.err, r.logs.String())
+	}
+}
+
+func (r *profdRun) running() bool {
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// flushes counts the summaries printed so far (final ones included).
+func (r *profdRun) flushes() int {
+	return strings.Count(r.summary.String(), "profd flush #") + strings.Count(r.summary.String(), "profd final flush #")
+}
+
+// waitFor polls cond every 20 ms until it holds or timeout passes.
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// child is a started process whose stdout is collected.
+type child struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func startChild(t testing.TB, env []string, argv ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout = &c.out
+	c.cmd.Stderr = &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.done)
+		c.err = c.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func (c *child) wait(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(timeout):
+		t.Fatalf("%s did not finish within %v\n%s", c.cmd.Path, timeout, c.out.String())
+	}
+	if c.err != nil {
+		t.Fatalf("%s: %v\n%s", c.cmd.Path, c.err, c.out.String())
+	}
+}
+
+// perfRun is `perf record -k mono -e cpu-clock:u` of one process, for comparison.
+type perfRun struct {
+	*child
+	data string
+}
+
+// perfAvailable reports whether perf can record here; the comparison is skipped without it.
+func perfAvailable() bool {
+	_, err := exec.LookPath("perf")
+	return err == nil
+}
+
+// startPerf records pid at profd's default rate with the clock jitdump records use. perf
+// attaches by itself in the background; ready waits until it writes its data file.
+func startPerf(t testing.TB, pid int, freqHz int) *perfRun {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "perf.data")
+	p := &perfRun{data: data}
+	p.child = startChild(t, nil, "perf", "record", "-q", "-k", "mono", "-e", "cpu-clock:u",
+		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data)
+	waitFor(t, "perf record to start", 10*time.Second, func() bool {
+		st, err := os.Stat(data)
+		return err == nil && st.Size() > 0
+	})
+	return p
+}
+
+// finish waits for perf to end (it ends with its target) or stops it with SIGINT.
+func (p *perfRun) finish(t testing.TB) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Signal(os.Interrupt)
+		<-p.done
+	}
+}
+
+// perfSample is one sample of perf script: its time in ns and ip.
+type perfSample struct {
+	timeNs int64
+	ip     uint64
+	sym    string
+}
+
+// samples runs perf script (after perf inject --jit when jit is set, which names the code
+// of jitdump files) and returns pid's user-space samples.
+func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
+	t.Helper()
+	p.finish(t)
+	in := p.data
+	if jit {
+		in = p.data + ".jit"
+		if out, err := exec.Command("perf", "inject", "--jit", "-i", p.data, "-o", in).CombinedOutput(); err != nil {
+			t.Fatalf("perf inject --jit: %v\n%s", err, out)
+		}
+	}
+	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,time,ip,sym", "--ns").Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	var ss []perfSample
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 {
+			continue
+		}
+		if got, err := strconv.Atoi(f[0]); err != nil || got != pid {
+			continue
+		}
+		sec, frac, ok := strings.Cut(strings.TrimSuffix(f[1], ":"), ".")
+		if !ok {
+			continue
+		}
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseInt(frac, 10, 64)
+		ip, err3 := strconv.ParseUint(f[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		sym := ""
+		if len(f) > 3 {
+			sym = f[3]
+		}
+		ss = append(ss, perfSample{timeNs: s*1e9 + ns, ip: ip, sym: sym})
+	}
+	if len(ss) == 0 {
+		t.Fatalf("perf recorded no samples of pid %d", pid)
+	}
+	return ss
+}
+
+// readCapture reads a capture file back.
+func readCapture(t testing.TB, path string) *profileio.Capture {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := profileio.ReadCapture(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if c.End == nil || c.Truncated {
+		t.Fatalf("%s: capture not finished (end %v, truncated %v)", path, c.End, c.Truncated)
+	}
+	return c
+}
+
+// jitTotals sums c's JIT samples by function name.
+func jitTotals(c *profileio.Capture) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, o := range c.Objects {
+		for _, s := range o.Samples {
+			m[o.Object.Name] += s.Count
+		}
+	}
+	return m
+}
+
+// shares turns counts into percentages of their sum over names.
+func shares(counts map[string]uint64, names []string) map[string]float64 {
+	var total uint64
+	for _, n := range names {
+		total += counts[n]
+	}
+	out := map[string]float64{}
+	for _, n := range names {
+		if total > 0 {
+			out[n] = 100 * float64(counts[n]) / float64(total)
+		}
+	}
+	return out
+}
+
+// compareShares fails t when a function's share differs by more than tolerance points.
+func compareShares(t testing.TB, profd, perf map[string]uint64, names []string, tolerance float64) {
+	t.Helper()
+	ps, qs := shares(profd, names), shares(perf, names)
+	var b strings.Builder
+	bad := false
+	for _, n := range names {
+		d := ps[n] - qs[n]
+		fmt.Fprintf(&b, "  %-14s profd %6d %5.1f%%   perf %6d %5.1f%%   diff %+5.1f\n", n, profd[n], ps[n], perf[n], qs[n], d)
+		if d > tolerance || d < -tolerance {
+			bad = true
+		}
+	}
+	if bad {
+		t.Errorf("shares differ by more than %.0f points:\n%s", tolerance, b.String())
+	} else {
+		t.Logf("shares:\n%s", b.String())
+	}
+}
+
+// fdCount counts this process's open file descriptors.
+func fdCount(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// sortedNames returns m's keys, most samples first.
+func sortedNames(m map[string]uint64) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// lastCounter reads the number after the last occurrence of label in the summary; -1 if none.
+func lastCounter(summary, label string) int {
+	i := strings.LastIndex(summary, label)
+	if i < 0 {
+		return -1
+	}
+	s := summary[i+len(label):]
+	end := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(s)
+	}
+	n, err := strconv.Atoi(s[:end])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// outputPath is where run writes format f of process pid of image.
+func outputPath(d dirs, image string, pid int, f Format) string {
+	return filepath.Join(d.out, outputBase(image, uint32(pid))+extension[f])
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

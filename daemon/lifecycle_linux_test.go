@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestStopWritesFinalAndLeavesNothing stops a run while its JIT still runs (what SIGTERM
+// does through cmd/profd's signal context): the final profiles are written, and the FIFOs,
+// pid file and directory, every goroutine and every file descriptor of the run are gone.
+func TestStopWritesFinalAndLeavesNothing(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	runtime.GC()
+	fdsBefore, goroutinesBefore := fdCount(t), runtime.NumGoroutine()
+
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "300", "-w", "10000")
+	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "testjit to run count_medium", 20*time.Second, func() bool {
+		return strings.Contains(jit.out.String(), "ran count_small")
+	})
+	fifoPath := filepath.Join(d.fifo, "profd.pid")
+	if !fileExists(fifoPath) {
+		t.Fatalf("no pid file %s while profd runs", fifoPath)
+	}
+	r.stop(t)
+	summary := r.summary.String()
+	if !strings.Contains(summary, "profd final flush #1") {
+		t.Errorf("stopping did not write a final flush first:\n%s", summary)
+	}
+	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
+	if got := jitTotals(c); got["count_small"] < 30 {
+		t.Errorf("final profile: %v, want count_small's 300 ms", got)
+	}
+	if _, err := os.Stat(d.fifo); !errors.Is(err, os.ErrNotExist) {
+		ents, _ := os.ReadDir(d.fifo)
+		t.Errorf("FIFO directory left behind (%v): %v", err, ents)
+	}
+	jit.wait(t, 30*time.Second) // it runs on unprofiled once profd is gone
+	if !strings.Contains(jit.out.String(), "ran count_medium") {
+		t.Errorf("testjit did not finish its run without profd:\n%s", jit.out.String())
+	}
+
+	if fds := fdCount(t); fds != fdsBefore {
+		ents, _ := os.ReadDir("/proc/self/fd")
+		var links []string
+		for _, e := range ents {
+			l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+			links = append(links, e.Name()+"->"+l)
+		}
+		t.Errorf("%d file descriptors open after the run, %d before: %v", fds, fdsBefore, links)
+	}
+	var n int
+	end := time.Now().Add(3 * time.Second)
+	for n = runtime.NumGoroutine(); n > goroutinesBefore && time.Now().Before(end); n = runtime.NumGoroutine() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n > goroutinesBefore {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after the run, %d before:\n%s", n, goroutinesBefore, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestFlushRequestsAreNotLost sends SIGUSR1 quickly in a row: requests made while a flush
+// runs lead to one more flush, so the last request is always followed by a flush that
+// started after it.
+func TestFlushRequestsAreNotLost(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "2000", "-w", "10000")
+	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "testjit to connect", 20*time.Second, func() bool {
+		return strings.Contains(jit.out.String(), "load count_medium")
+	})
+	self, _ := os.FindProcess(os.Getpid())
+	for i := 1; i <= 20; i++ {
+		before := r.flushes()
+		self.Signal(usr1())
+		waitFor(t, "a flush after SIGUSR1", 10*time.Second, func() bool { return r.flushes() > before })
+		if i%5 == 0 {
+			// Bursts coalesce but never lose the last request.
+			for j := 0; j < 10; j++ {
+				self.Signal(usr1())
+			}
+			before = r.flushes()
+			self.Signal(usr1())
+			waitFor(t, "a flush after a burst of SIGUSR1", 10*time.Second, func() bool { return r.flushes() > before })
+		}
+	}
+	r.stop(t)
+}
+
+func usr1() os.Signal { return syscall.SIGUSR1 }

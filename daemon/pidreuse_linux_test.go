@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestPidReuse runs two JITs of a --jit-image one after the other with the same pid (set
+// through /proc/sys/kernel/ns_last_pid): each gets its own final profile, the second
+// written after the first one's.
+func TestPidReuse(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	// A name no other test's process has, for --jit-image.
+	image := "profd-reuse-jit"
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", testjit, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	first := startChild(t, nil, bin, "-d", d.fifo, "-m", "100", "-w", "10000")
+	pid := first.pid()
+	first.wait(t, 30*time.Second)
+	capPath := outputPath(d, image, pid, FormatCapture)
+	waitFor(t, "the first JIT's final profile", 10*time.Second, func() bool { return fileExists(capPath) })
+	c1 := readCapture(t, capPath)
+
+	second := startWithPid(t, pid, bin, "-d", d.fifo, "-m", "100", "-w", "10000")
+	second.wait(t, 30*time.Second)
+	if !strings.Contains(second.out.String(), "profd connected") {
+		t.Fatalf("the second JIT (same pid) never got its FIFO: profd did not take it as a new target\n%s", second.out.String())
+	}
+	waitFor(t, "the second JIT's final profile", 10*time.Second, func() bool {
+		c := readCapture(t, capPath)
+		return c.End.EndNs > c1.End.EndNs
+	})
+	c2 := readCapture(t, capPath)
+	if got := jitTotals(c2); got["count_small"] < 20 || got["count_large"] < 20 {
+		t.Errorf("second JIT's profile: %v", got)
+	}
+	// The second profile holds the second process only, not the first one's samples too.
+	if j1, _ := c1.TotalSamples(); j1 > 0 {
+		if j2, _ := c2.TotalSamples(); j2 > 3*j1 {
+			t.Errorf("second profile has %d JIT samples, the first %d: counts mixed", j2, j1)
+		}
+	}
+	if !r.running() {
+		t.Fatalf("profd stopped")
+	}
+}
+
+// startWithPid starts argv as process pid, steering the kernel's next pid through
+// ns_last_pid; other processes may take it first, so it retries and skips if it cannot.
+func startWithPid(t *testing.T, pid int, argv ...string) *child {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
+			t.Skipf("cannot set ns_last_pid: %v", err)
+		}
+		c := startChild(t, nil, argv...)
+		if c.pid() == pid {
+			return c
+		}
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+	t.Skipf("could not get pid %d again", pid)
+	return nil
+}

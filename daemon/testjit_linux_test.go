@@ -1,0 +1,226 @@
+package daemon
+
+import (
+	"bufio"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
+)
+
+var testjitFunctions = []string{"count_small", "count_medium", "count_large"}
+
+// TestTestJITEndToEnd profiles jit/testjit, which announces its code through the FIFO with
+// jit/profd_jit.h, unloads count_small and loads count_large at the same address, and moves
+// count_medium. perf record of the same run is attributed with testjit's own account of
+// where each function was (perf cannot name FIFO-announced code): the shares must agree, so
+// the samples of the two functions that shared an address are each counted right.
+func TestTestJITEndToEnd(t *testing.T) {
+	for _, backend := range []Backend{BackendBPF, BackendPerf} {
+		t.Run(string(backend), func(t *testing.T) {
+			testenv.Requires(t, testenv.Root)
+			testjit, _ := workloads(t)
+			d := newDirs(t)
+			jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "150", "-r", "2", "-w", "10000", "-f")
+			pid := jit.pid()
+			var perf *perfRun
+			if perfAvailable() {
+				perf = startPerf(t, pid, 999)
+				time.Sleep(100 * time.Millisecond) // perf enables its event after writing its header
+			}
+			r := startRun(t, Config{Pids: []int{pid}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo, OutDir: d.out})
+			jit.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			summary := r.summary.String()
+			if !strings.Contains(jit.out.String(), "profd connected") {
+				t.Fatalf("testjit did not connect to profd:\n%s", jit.out.String())
+			}
+			// -f: one SIGUSR1 per round, then the final profile at exit.
+			if n := strings.Count(summary, "profd flush #"); n < 2 {
+				t.Errorf("%d flushes, want one per round (2) at least\n%s", n, summary)
+			}
+
+			c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
+			got := jitTotals(c)
+			for _, n := range testjitFunctions {
+				if got[n] < 30 {
+					t.Errorf("%s has %d samples, want its share of ~150 ms per phase: %v", n, got[n], got)
+				}
+			}
+			checkFewUnnamed(t, c)
+			if perf != nil {
+				compareShares(t, got, testjitPerfTotals(t, jit.out.String(), perf.samples(t, pid, false)), testjitFunctions, 5)
+			}
+			checkLLVMOutputs(t, d, "testjit", pid, testjitFunctions)
+		})
+	}
+}
+
+// testjitPerfTotals attributes perf samples to testjit's functions from its stdout. Each
+// round runs count_small at A, count_medium at A+0x400, count_large at A again, then
+// count_medium moved to A+0x800, so a sample at A belongs to count_large when the latest
+// count_medium sample before it was at A+0x400, else to count_small.
+func testjitPerfTotals(t testing.TB, stdout string, samples []perfSample) map[string]uint64 {
+	t.Helper()
+	type span struct {
+		name       string
+		start, end uint64
+	}
+	var spans []span
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 4 && f[0] == "load":
+			a, err1 := strconv.ParseUint(strings.TrimPrefix(f[2], "0x"), 16, 64)
+			n, err2 := strconv.ParseUint(f[3], 10, 64)
+			if err1 == nil && err2 == nil {
+				spans = append(spans, span{f[1], a, a + n})
+			}
+		case len(f) >= 5 && f[0] == "move":
+			a, err1 := strconv.ParseUint(strings.TrimPrefix(f[3], "0x"), 16, 64)
+			n, err2 := strconv.ParseUint(f[4], 10, 64)
+			if err1 == nil && err2 == nil {
+				spans = append(spans, span{f[1], a, a + n})
+			}
+		}
+	}
+	var small, medium1 span
+	for _, s := range spans {
+		if s.name == "count_small" {
+			small = s
+		}
+		if s.name == "count_medium" && medium1.name == "" {
+			medium1 = s
+		}
+	}
+	if small.name == "" || medium1.name == "" {
+		t.Fatalf("testjit printed no loads:\n%s", stdout)
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i].timeNs < samples[j].timeNs })
+	totals := map[string]uint64{}
+	afterFirstMedium := false
+	for _, s := range samples {
+		name := ""
+		for _, sp := range spans {
+			if s.ip >= sp.start && s.ip < sp.end {
+				name = sp.name
+				break
+			}
+		}
+		switch {
+		case name == "count_medium":
+			afterFirstMedium = s.ip >= medium1.start && s.ip < medium1.end
+		case name != "" && s.ip >= small.start && s.ip < small.end+64:
+			name = "count_small"
+			if afterFirstMedium {
+				name = "count_large"
+			}
+		}
+		if name != "" {
+			totals[name]++
+		}
+	}
+	return totals
+}
+
+// TestJITKilledMidRun kills one of two JITs while it runs: profd goes on profiling the
+// other, and the killed one's samples are in its final profile.
+func TestJITKilledMidRun(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	victim := startChild(t, nil, testjit, "-d", d.fifo, "-m", "5000", "-w", "10000")
+	other := startChild(t, nil, testjit, "-d", d.fifo, "-m", "100", "-r", "6", "-w", "10000", "-f")
+	r := startRun(t, Config{Pids: []int{victim.pid(), other.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "the victim to run count_small", 10*time.Second, func() bool {
+		return strings.Contains(victim.out.String(), "load count_medium")
+	})
+	time.Sleep(400 * time.Millisecond)
+	victim.cmd.Process.Signal(syscall.SIGKILL)
+	<-victim.done
+	waitFor(t, "the victim's final profile", 10*time.Second, func() bool {
+		return strings.Count(r.summary.String(), "profd flush #") >= 1 && fileExists(outputPath(d, "testjit", victim.pid(), FormatCapture))
+	})
+	if !r.running() {
+		t.Fatalf("profd stopped when one of two targets was killed\n%s", r.logs.String())
+	}
+	other.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+
+	v := jitTotals(readCapture(t, outputPath(d, "testjit", victim.pid(), FormatCapture)))
+	if v["count_small"] < 50 || v["count_medium"] != 0 {
+		t.Errorf("killed JIT: %v, want count_small's ~400 ms of samples and nothing else", v)
+	}
+	o := jitTotals(readCapture(t, outputPath(d, "testjit", other.pid(), FormatCapture)))
+	for _, n := range testjitFunctions {
+		if o[n] < 30 {
+			t.Errorf("surviving JIT: %s has %d samples: %v", n, o[n], o)
+		}
+	}
+}
+
+// TestFIFOWriterReopen has testjit close its FIFO writer and open it again after each round:
+// every round's stream is decoded, so every round's code is named and counted.
+func TestFIFOWriterReopen(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	const rounds = 3
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "80", "-r", strconv.Itoa(rounds), "-w", "10000", "-f", "-c")
+	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	if n := strings.Count(jit.out.String(), "reopen connected"); n != rounds-1 {
+		t.Fatalf("testjit reopened %d times, want %d:\n%s", n, rounds-1, jit.out.String())
+	}
+	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
+	// Each round loads count_small anew at the same address: one code object per round,
+	// each with its own samples.
+	sampled := map[string]int{}
+	for _, o := range c.Objects {
+		if len(o.Samples) > 0 {
+			sampled[o.Object.Name]++
+		}
+	}
+	// count_medium moves once per round: two objects per round.
+	for n, want := range map[string]int{"count_small": rounds, "count_medium": 2 * rounds, "count_large": rounds} {
+		if sampled[n] != want {
+			t.Errorf("%s: %d sampled code objects, want %d; objects %v", n, sampled[n], want, objectSummary(c))
+		}
+	}
+	if got := lastCounter(r.summary.String(), "symbols "); got != rounds*3 {
+		t.Errorf("summary counts %d symbols, want %d (3 loads per round)", got, rounds*3)
+	}
+	checkFewUnnamed(t, c)
+}
+
+// checkFewUnnamed fails t when more than 2 % of a JIT's samples fell in anonymous memory
+// that profd could not name: testjit runs nothing there that it did not announce.
+func checkFewUnnamed(t testing.TB, c *profileio.Capture) {
+	t.Helper()
+	jitN, _ := c.TotalSamples()
+	var anon uint64
+	for _, u := range c.Unmapped {
+		if u.Mapping == "[anon]" {
+			anon += u.Count
+		}
+	}
+	if anon*50 > jitN {
+		t.Errorf("%d samples in anonymous memory profd could not name, %d named", anon, jitN)
+	}
+}
+
+func objectSummary(c *profileio.Capture) string {
+	var b strings.Builder
+	for _, o := range c.Objects {
+		fmt.Fprintf(&b, "%s@%#x(load %d, %d offsets) ", o.Object.Name, o.Object.Addr, o.Object.LoadNs, len(o.Samples))
+	}
+	return b.String()
+}
