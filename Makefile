@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-overhead soak fuzz generate generate-check demo clean
+.PHONY: all build test deps vet fmt-check lint bench bench-overhead soak fuzz generate generate-check demo accuracy clean
 
 all: build
 
@@ -32,7 +32,7 @@ fmt-check:
 
 ## lint: vet, gofmt and staticcheck (fetched through the Go module proxy)
 lint: vet fmt-check
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## bench: benchmarks with allocation figures (BENCH=regexp BENCHPKGS=./pkg BENCHTIME=2s)
 bench: deps
@@ -64,6 +64,10 @@ generate-check:
 ## demo: the main job (see README.md)
 demo: deps build
 	@scripts/demo.sh
+
+## accuracy: exact per-instruction and edge counts of the workload suite (callgrind oracle, minutes)
+accuracy: deps
+	@scripts/accuracy.sh
 
 clean:
 	rm -rf bin out

@@ -13,7 +13,8 @@ import (
 )
 
 // objKey names one version of a code object: jitmap stores a new copy of an object when it
-// ends, so identity is its place, load time and name, not its pointer.
+// ends, so identity is its place, load time and name, not its pointer. Code reloaded at the
+// same place (a JIT that reloads its functions) is a new version with counts of its own.
 type objKey struct {
 	addr   uint64
 	loadNs int64

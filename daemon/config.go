@@ -37,8 +37,8 @@ type Config struct {
 	JITImages     []string // executable base names whose processes are targets (now and later)
 	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
 	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
-	FreqHz        uint64   // sampling frequency; used when PeriodEvents is 0
-	PeriodEvents  uint64   // sample every N events; overrides FreqHz
+	FreqHz        uint64   // samples per second; exclusive with PeriodEvents; both 0: 999 Hz
+	PeriodEvents  uint64   // sample every N events; exclusive with FreqHz
 	Backend       Backend
 	OutDir        string
 	Formats       []Format
@@ -74,7 +74,10 @@ func (c *Config) Validate() error {
 	if c.Event == "" {
 		c.Event = "cycles"
 	}
-	if c.FreqHz == 0 && c.PeriodEvents == 0 {
+	switch {
+	case c.FreqHz > 0 && c.PeriodEvents > 0:
+		bad("--freq and --period exclude each other: sample by time or by event count")
+	case c.FreqHz == 0 && c.PeriodEvents == 0:
 		c.FreqHz = 999
 	}
 	switch c.Backend {

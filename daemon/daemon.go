@@ -45,6 +45,8 @@ type daemon struct {
 	flushes uint64
 	retired []pending // final captures of exited targets, for the next flush
 
+	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
+
 	goneNote chan struct{} // a target went away
 	flushReq chan struct{} // capacity 1: a pending flush; more requests coalesce into it
 	flushWG  sync.WaitGroup
@@ -64,7 +66,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
 		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1)}
+		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
 	d.agg = newAggregate(d.jit)
 	// Components live until the final flush is written, after ctx is done.
 	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -128,6 +130,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 
 // open starts the sampler, the FIFO server and the target watcher.
 func (d *daemon) open(ctx context.Context) error {
+	// Explicit pids are checked first, before anything is opened.
+	var err error
+	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
+	if errors.Is(err, targets.ErrNoProcess) {
+		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
+	}
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
 	backend := sampler.BackendAuto
 	switch d.cfg.Backend {
 	case BackendBPF:
@@ -135,7 +147,6 @@ func (d *daemon) open(ctx context.Context) error {
 	case BackendPerf:
 		backend = sampler.BackendRing
 	}
-	var err error
 	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log})
 	if err != nil {
@@ -152,14 +163,6 @@ func (d *daemon) open(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if err := d.smp.Start(ctx); err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
-		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
-	if errors.Is(err, targets.ErrNoProcess) {
-		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
-	}
-	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.watch.Start(ctx)
@@ -273,13 +276,16 @@ func (d *daemon) handleSymbol(ev fifo.Event) {
 	}
 }
 
-// drainLocked moves the sampler's counts into the aggregate. Callers hold d.mu.
-func (d *daemon) drainLocked() {
+// drainLocked moves the sampler's counts into the aggregate and returns the time they were
+// attributed at. Callers hold d.mu.
+func (d *daemon) drainLocked() int64 {
 	dr, err := d.smp.Drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
-	d.agg.add(dr.Counts, monotonicNs())
+	now := monotonicNs()
+	d.agg.add(dr.Counts, now)
+	return now
 }
 
 // requestFlush asks the flush goroutine for a flush; a request made while one is pending

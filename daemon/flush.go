@@ -3,6 +3,8 @@ package daemon
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -23,7 +25,7 @@ type pending struct {
 // and prints the summary. final marks the last flush of the run.
 func (d *daemon) flush(final bool) {
 	d.mu.Lock()
-	d.drainLocked()
+	drainedNs := d.drainLocked()
 	d.flushes++
 	n := d.flushes
 	meta := d.meta()
@@ -36,7 +38,7 @@ func (d *daemon) flush(final bool) {
 	}
 	work := d.retired
 	d.retired = nil
-	for _, pid := range slices.Sorted(mapsKeys(d.agg.procs)) {
+	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
 		p := d.agg.procs[pid]
 		work = append(work, pending{pid: pid, base: outputBase(p.image, pid),
 			capture: p.capture(d.jit, meta, end), final: final})
@@ -47,11 +49,13 @@ func (d *daemon) flush(final bool) {
 			p.reset()
 		}
 	}
+	// Every sample taken before the drain is attributed, and sampled objects are kept by the
+	// aggregate: code that ended before it is no longer needed for lookups.
+	d.jit.Reclaim(drainedNs)
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
 		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, d.fifo.Stats().BadRecords, n)
 	d.mu.Unlock()
 
-	var all []*profileio.Capture
 	for _, w := range work {
 		start := time.Now()
 		paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, d.cfg.Formats, w.capture)
@@ -64,10 +68,17 @@ func (d *daemon) flush(final bool) {
 		if cst.FirstError != nil {
 			d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 		}
-		all = append(all, w.capture)
+		jit, outside := w.capture.TotalSamples()
+		d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside}
 	}
 	d.log.Info("profd: counters", "summary", counters)
-	writeSummary(d.out, n, final, all, counters)
+	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.latest)), counters)
+}
+
+// procSummary is what the summary keeps of a process's last flushed capture.
+type procSummary struct {
+	totals       []profileio.FunctionTotal
+	jit, outside uint64
 }
 
 // meta describes the sampling for captures. Callers hold d.mu.
@@ -88,20 +99,20 @@ func (d *daemon) meta() profileio.CaptureMeta {
 // summaryTop is how many functions the summary lists.
 const summaryTop = 10
 
-// writeSummary prints one screen: the top JIT functions over every process flushed, with
-// their shares of all samples, and the counters.
-func writeSummary(w interface{ Write([]byte) (int, error) }, n uint64, final bool, caps []*profileio.Capture, counters string) {
+// writeSummary prints one screen: the top JIT functions over the latest capture of every
+// process profiled in this run (exited ones included), with their shares of all samples,
+// and the counters.
+func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counters string) {
 	type row struct {
 		name    string
 		samples uint64
 	}
 	sums := map[string]uint64{}
 	var jit, outside uint64
-	for _, c := range caps {
-		j, o := c.TotalSamples()
-		jit += j
-		outside += o
-		for _, t := range profileio.FunctionTotals(c) {
+	for _, p := range procs {
+		jit += p.jit
+		outside += p.outside
+		for _, t := range p.totals {
 			if !strings.HasPrefix(t.Name, "[outside JIT]") {
 				sums[t.Name] += t.Samples
 			}
@@ -148,14 +159,4 @@ func kernelRelease() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

@@ -106,3 +106,17 @@ func FuzzReadExtBinary(f *testing.F) {
 		}
 	})
 }
+
+func TestReadProfileDetectsEncoding(t *testing.T) {
+	want := textOf(t, testProfile())
+	for name, in := range map[string][]byte{"text": want, "ext-binary": extBinaryOf(t, testProfile())} {
+		p, err := ReadProfile(bytes.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p.Functions["jit_noline"].NoLineTable = true // only the text carries it
+		if got := textOf(t, p); !bytes.Equal(got, want) {
+			t.Errorf("%s read back differs:\n%s", name, got)
+		}
+	}
+}

@@ -103,23 +103,24 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 }
 
 type extBinaryEncoder struct {
-	err     error // the first line offset beyond maxLineOffset
-	out     []byte
-	index   map[string]int
-	sum     *summary
-	scratch []lineCount
+	err    error // the first line offset beyond maxLineOffset
+	out    []byte
+	index  map[string]int
+	sum    *summary
+	sorter bodySorter
+	calls  []callTarget
 }
 
 // function appends f's total samples, body records and inlined callsites.
 func (e *extBinaryEncoder) function(f *FunctionProfile) {
 	b := appendULEB(e.out, f.TotalSamples)
-	e.scratch = f.sortedBody(e.scratch[:0])
-	if n := len(e.scratch); n > 0 && e.scratch[n-1].loc().LineOffset > maxLineOffset && e.err == nil {
-		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, e.scratch[n-1].loc().LineOffset, maxLineOffset, ErrMalformed)
+	lines := e.sorter.sorted(f)
+	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > maxLineOffset && e.err == nil {
+		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, maxLineOffset, ErrMalformed)
 	}
-	b = appendULEB(b, uint64(len(e.scratch)))
+	b = appendULEB(b, uint64(len(lines)))
 	callLines := sortedKeys(f.Calls)
-	for _, lc := range e.scratch {
+	for _, lc := range lines {
 		loc := lc.loc()
 		e.sum.addCount(lc.count)
 		b = appendULEB(b, uint64(loc.LineOffset))
@@ -133,7 +134,8 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 			continue
 		}
 		callLines = callLines[1:]
-		calls := sortedCalls(f.Calls[loc])
+		calls := sortedCalls(e.calls, f.Calls[loc])
+		e.calls = calls
 		b = appendULEB(b, uint64(len(calls)))
 		for _, c := range calls {
 			b = appendULEB(b, uint64(e.index[c.name]))
@@ -168,7 +170,7 @@ type nameIndex struct {
 
 // nameTable collects every function, call-target and inlined-callee name, sorted.
 func nameTable(funcs []*FunctionProfile) (nameIndex, error) {
-	seen := map[string]int{}
+	seen := make(map[string]int, len(funcs))
 	var walk func(f *FunctionProfile) error
 	walk = func(f *FunctionProfile) error {
 		if f.Name == "" || containsNUL(f.Name) {

@@ -50,9 +50,10 @@ func WriteText(w io.Writer, p *Profile) error {
 }
 
 type textWriter struct {
-	w     *bufio.Writer
-	buf   []byte
-	lines []lineCount
+	w      *bufio.Writer
+	buf    []byte
+	sorter bodySorter
+	calls  []callTarget
 }
 
 // function writes f's header and lines; indent is 0 for a top-level function, else the
@@ -67,9 +68,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		b = strconv.AppendUint(b, f.HeadSamples, 10)
 	}
 	b = append(b, '\n')
-	t.lines = f.sortedBody(t.lines[:0])
 	callLines := sortedKeys(f.Calls) // few; walked alongside the body lines
-	for _, lc := range t.lines {
+	for _, lc := range t.sorter.sorted(f) {
 		loc := lc.loc()
 		var err error
 		if b, err = appendLocation(b, indent+1, loc); err != nil {
@@ -81,7 +81,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		}
 		if len(callLines) > 0 && callLines[0] == loc {
 			callLines = callLines[1:]
-			for _, c := range sortedCalls(f.Calls[loc]) {
+			t.calls = sortedCalls(t.calls, f.Calls[loc])
+			for _, c := range t.calls {
 				if err := checkTextName(c.name, true); err != nil {
 					return fmt.Errorf("profileio: function %q: call target: %w", f.Name, err)
 				}

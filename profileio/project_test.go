@@ -78,3 +78,22 @@ func TestProjectRawSamples(t *testing.T) {
 		t.Errorf("raw projection: %+v dropped %d, want body %v", pr.Profile, pr.DroppedLines, want)
 	}
 }
+
+func TestRawProfile(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	p := RawProfile(c)
+	// fib was loaded twice (pid 100 with lines, pid 200 without); loop has no line table.
+	fib, loop := p.Functions["fib"], p.Functions["loop"]
+	if fib == nil || loop == nil || len(p.Functions) != 2 {
+		t.Fatalf("functions: %v", p.Functions)
+	}
+	// pid 100's fib: offsets 0 (line 10, +0) 5, 0x12 (line 11, +1) 42, 0x21 (line 12.2) 7,
+	// 0x3f (util.h: dropped); pid 200's copy has no lines and adds its 4 samples to the total.
+	wantBody := map[LineLocation]uint64{{0, 0}: 5, {1, 0}: 42, {2, 2}: 7}
+	if !reflect.DeepEqual(fib.Body, wantBody) || fib.TotalSamples != 5+42+7+4 || fib.NoLineTable {
+		t.Errorf("fib: %+v", fib)
+	}
+	if !loop.NoLineTable || loop.TotalSamples != 10 || len(loop.Body) != 0 {
+		t.Errorf("loop: %+v", loop)
+	}
+}

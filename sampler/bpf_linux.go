@@ -67,8 +67,8 @@ func (s *bpfSampler) Start(ctx context.Context) error {
 }
 
 func (s *bpfSampler) AddTarget(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("sampler: add target %d: %w", pid, errBadPID)
+	if err := checkProcess(pid); err != nil {
+		return err
 	}
 	if s.isClosed() {
 		return ErrClosed

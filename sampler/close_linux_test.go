@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -66,6 +67,25 @@ func TestCloseReleasesEverything(t *testing.T) {
 		}
 		if err := s.Close(); err != nil {
 			t.Errorf("second Close: %v", err)
+		}
+	}
+}
+
+func TestAddTargetWithoutProcess(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread}} {
+		s := newTestSampler(t, cfg)
+		for _, pid := range []int{0, -1, cmd.Process.Pid} {
+			if err := s.AddTarget(pid); !errors.Is(err, ErrNoProcess) {
+				t.Errorf("%s/%s: AddTarget(%d) = %v, want ErrNoProcess", cfg.Backend, cfg.RingMode, pid, err)
+			}
+		}
+		if err := s.RemoveTarget(cmd.Process.Pid); err != nil {
+			t.Errorf("RemoveTarget of a gone process: %v", err)
 		}
 	}
 }

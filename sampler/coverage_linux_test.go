@@ -5,9 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/internal/testenv"
 )
+
+func monotonicNs(t testing.TB) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano())
+}
 
 // userTimeNs is utime of every thread of pid, from /proc/PID/stat.
 func userTimeNs(t testing.TB, pid int) uint64 {
@@ -32,6 +42,7 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 		{Backend: BackendRing, RingMode: RingPerCPU},
 		{Backend: BackendRing, RingMode: RingPerThread, KeepSamples: true},
 	}
+	monoStart := monotonicNs(t)
 	var samplers []Sampler
 	for _, cfg := range cfgs {
 		s := newTestSampler(t, cfg)
@@ -63,11 +74,13 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 			t.Errorf("%s/%s: %d samples, want >= %.0f", cfgs[i].Backend, cfgs[i].RingMode, n, 0.8*want)
 		}
 		if cfgs[i].KeepSamples {
+			monoEnd := monotonicNs(t)
 			tids := make(map[uint32]int)
 			for _, smp := range d.Samples {
 				tids[smp.TID]++
-				if smp.TimeNs == 0 || smp.Period == 0 {
-					t.Fatalf("sample without time or period: %+v", smp)
+				// Sample times are CLOCK_MONOTONIC, the clock jitdump records use.
+				if smp.TimeNs < monoStart || smp.TimeNs > monoEnd || smp.Period == 0 {
+					t.Fatalf("sample %+v outside CLOCK_MONOTONIC [%d, %d] or without period", smp, monoStart, monoEnd)
 				}
 			}
 			delete(tids, uint32(l.pid()))

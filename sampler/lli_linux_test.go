@@ -80,7 +80,21 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 	}
 	if ov := overlap(dist[0], dist[1]); ov < 0.9 {
 		t.Errorf("bpf and ring distributions overlap %.3f, want >= 0.9", ov)
+		for ip := range union(dist[0], dist[1]) {
+			t.Logf("%#x: bpf %d, ring %d", ip, dist[0][ip], dist[1][ip])
+		}
 	} else {
 		t.Logf("overlap %.3f", ov)
 	}
+}
+
+func union(a, b map[uint64]uint64) map[uint64]bool {
+	u := make(map[uint64]bool)
+	for k := range a {
+		u[k] = true
+	}
+	for k := range b {
+		u[k] = true
+	}
+	return u
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	perf "github.com/elastic/go-perf"
-	"golang.org/x/sys/unix"
 )
 
 // ringSampler reads perf ring buffers and aggregates in the daemon. In per-CPU mode it opens
@@ -40,34 +38,6 @@ type ringSampler struct {
 	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-}
-
-// threadEvents are one per-thread target's events: rings[i] owns the ring of cpus[i]; the
-// followers write to the ring of their CPU.
-type threadEvents struct {
-	rings     []*perf.Event
-	followers []*perf.Event
-}
-
-func (te *threadEvents) close() {
-	for _, ev := range te.followers {
-		ev.Close()
-	}
-	for _, ev := range te.rings {
-		if ev != nil {
-			ev.Close()
-		}
-	}
-}
-
-func (te *threadEvents) all() []*perf.Event {
-	var out []*perf.Event
-	for _, ev := range te.rings {
-		if ev != nil {
-			out = append(out, ev)
-		}
-	}
-	return append(out, te.followers...)
 }
 
 // reapEvery is how often per-thread mode looks for targets that exited.
@@ -222,21 +192,9 @@ func (s *ringSampler) readRingLocked(ev *perf.Event) {
 	}
 }
 
-// reapLocked closes the events of per-thread targets that exited, after reading their rings;
-// their counts stay until drained.
-func (s *ringSampler) reapLocked() {
-	for pid, te := range s.threads {
-		if unix.Kill(pid, 0) != unix.ESRCH {
-			continue
-		}
-		s.dropThreadsLocked(pid, te)
-		s.log.Debug("sampler: target exited", "pid", pid)
-	}
-}
-
 func (s *ringSampler) AddTarget(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("sampler: add target %d: %w", pid, errBadPID)
+	if err := checkProcess(pid); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,76 +215,6 @@ func (s *ringSampler) AddTarget(pid int) error {
 		return fmt.Errorf("sampler: add target %d: %w", pid, err)
 	}
 	s.threads[pid] = te
-	return nil
-}
-
-// dropThreadsLocked reads the rings of a per-thread target and closes its events.
-func (s *ringSampler) dropThreadsLocked(pid int, te *threadEvents) {
-	for _, ev := range te.rings {
-		if ev != nil {
-			s.readRingLocked(ev)
-		}
-	}
-	te.close()
-	delete(s.threads, pid)
-}
-
-// openThreads opens inheriting events on every thread of pid. It lists the threads until a
-// pass finds none it has not seen: a thread created during a pass by a thread that had no
-// event yet is caught by the next pass.
-func (s *ringSampler) openThreads(pid int, te *threadEvents) error {
-	seen := make(map[int]bool)
-	for {
-		entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-		if err != nil {
-			return err
-		}
-		fresh := 0
-		for _, e := range entries {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil || seen[tid] {
-				continue
-			}
-			seen[tid] = true
-			fresh++
-			if err := s.openThread(tid, te); err != nil {
-				return err
-			}
-		}
-		if fresh == 0 {
-			return nil
-		}
-	}
-}
-
-// openThread opens tid's events, one per CPU.
-func (s *ringSampler) openThread(tid int, te *threadEvents) error {
-	for i, cpu := range s.cpus {
-		ev, err := s.openEvent(tid, cpu, true)
-		if errors.Is(err, unix.ESRCH) {
-			return nil // the thread exited meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("thread %d: %w", tid, err)
-		}
-		if te.rings[i] == nil {
-			if err := s.mapRing(ev); err != nil {
-				return fmt.Errorf("thread %d: %w", tid, err)
-			}
-			te.rings[i] = ev
-		} else {
-			if err := ev.SetOutput(te.rings[i]); err != nil {
-				ev.Close()
-				return fmt.Errorf("thread %d: %w", tid, err)
-			}
-			te.followers = append(te.followers, ev)
-		}
-		if s.started {
-			if err := ev.Enable(); err != nil {
-				return fmt.Errorf("thread %d: enable: %w", tid, err)
-			}
-		}
-	}
 	return nil
 }
 

@@ -13,7 +13,8 @@ type Sampler interface {
 	// Start enables sampling. Background work (the ring back end's reader) stops when ctx is
 	// done or at Close.
 	Start(ctx context.Context) error
-	// AddTarget samples every thread of process pid, present and future.
+	// AddTarget samples every thread of process pid, present and future. A pid with no
+	// process is an error wrapping ErrNoProcess.
 	AddTarget(pid int) error
 	// RemoveTarget stops sampling pid. Counts already taken are kept for the next Drain.
 	// Removing a pid that is not a target, or that has exited, is not an error.
@@ -134,5 +135,5 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// errBadPID is returned for a pid that cannot name a process.
-var errBadPID = errors.New("not a process id")
+// ErrNoProcess is returned by AddTarget for a pid with no running process.
+var ErrNoProcess = errors.New("no such process")

@@ -30,11 +30,11 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
-	cfg, logOpts, err := parseFlags(args, stderr)
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, logOpts, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -99,7 +99,19 @@ that started failed, 2 bad flags or configuration (also an --out that cannot be 
 Flags:
 `
 
-func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, error) {
+const usageFooter = `
+Outputs (in --out, replaced atomically at each flush):
+  <image>-<pid>.prof.txt        LLVM sample profile, text  (llvm-profdata-14 show --sample FILE)
+  <image>-<pid>.prof.extbinary  LLVM sample profile, ext-binary (clang-14 -fprofile-sample-use=FILE)
+  <image>-<pid>.pb.gz           pprof profile               (go tool pprof -top FILE)
+  <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
+
+Signals:
+  SIGUSR1          flush now (requests during a flush are coalesced into one more)
+  SIGTERM, SIGINT  final flush, remove the FIFOs and pid file, exit
+`
+
+func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOptions, error) {
 	var cfg daemon.Config
 	var lo logOptions
 	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
@@ -124,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 	})
 	fs.StringVar(&cfg.Event, "event", "cycles", "perf `EVENT` to sample: cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or a raw r<hex>; without a hardware PMU profd falls back to cpu-clock and says so")
 	fs.BoolVar(&cfg.StrictEvent, "strict-event", false, "fail instead of falling back to cpu-clock when --event is unavailable")
-	fs.Uint64Var(&cfg.FreqHz, "freq", 999, "samples per second per CPU (`HZ`)")
+	fs.Uint64Var(&cfg.FreqHz, "freq", 0, "samples per second per CPU (`HZ`; default 999)")
 	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions)")
 	fs.StringVar((*string)(&cfg.Backend), "backend", "auto", "how samples are collected: auto (BPF where it loads, else perf ring buffers), bpf or perf")
 	fs.StringVar(&cfg.OutDir, "out", ".", "`DIR` for the profiles, named <image>-<pid>.<ext>")
@@ -149,6 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 			fmt.Fprint(stderr, usageText)
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
+			fmt.Fprint(stderr, usageFooter)
 		}
 		return nil, lo, err
 	}
@@ -156,7 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (*daemon.Config, logOptions, er
 		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *showVersion {
-		fmt.Fprintf(stderr, "profd %s\n", version)
+		fmt.Fprintf(stdout, "profd %s\n", version)
 		return nil, lo, nil
 	}
 	return &cfg, lo, nil

@@ -17,25 +17,36 @@ const (
 	exitInterrupted = 130
 )
 
+// Output formats.
+const (
+	formatJSON          = "json"
+	formatText          = "text"
+	formatLLVMText      = "llvm-text"
+	formatLLVMExtBinary = "llvm-extbinary"
+)
+
 // Config is everything a run needs, from the command line.
 type Config struct {
-	Input  string // JSON input path; "-" is standard input
-	Output string // JSON output path; "-" is standard output
+	Input  string // a profd capture or JSON interchange input; "-" is standard input
+	Output string // output path; "-" is standard output
 	DotDir string // where to write one Graphviz file per function; "" writes none
 	Solver string // "fast" or "reference"
-	Format string // "json" or "text"
+	Format string // json, text, llvm-text or llvm-extbinary; "" picks by input kind
+	Raw    bool   // LLVM output without reestimation: raw samples summed per line
 }
 
 // Validate checks the Config before anything runs.
 func (c *Config) Validate() error {
 	if c.Input == "" {
-		return errors.New("no input: give a JSON file, or - for standard input")
+		return errors.New("no input: give a profd capture or a JSON file, or - for standard input")
 	}
 	if c.Solver != "fast" && c.Solver != "reference" {
 		return fmt.Errorf("--solver %q: want fast or reference", c.Solver)
 	}
-	if c.Format != "json" && c.Format != "text" {
-		return fmt.Errorf("--format %q: want json or text", c.Format)
+	switch c.Format {
+	case "", formatJSON, formatText, formatLLVMText, formatLLVMExtBinary:
+	default:
+		return fmt.Errorf("--format %q: want json, text, llvm-text or llvm-extbinary", c.Format)
 	}
 	if c.DotDir != "" {
 		if st, err := os.Stat(c.DotDir); err == nil && !st.IsDir() {
@@ -48,15 +59,23 @@ func (c *Config) Validate() error {
 const usage = `reestimate: repair sampled block counts of JIT-compiled functions.
 
 Usage:
+  reestimate [flags] CAPTURE.profd
   reestimate [flags] INPUT.json
 
-For each function of INPUT.json (format: docs/reestimate-json.md; - reads standard input)
-reestimate recovers the control-flow graph from the function's x86-64 machine code (or takes
-the explicit CFG given), averages the samples over each basic block, and repairs the block
-weights into counts that obey flow conservation (minimum-cost circulation). It writes block
-and edge counts as JSON.
+For each sampled function of the input (a capture profd wrote, docs/capture-format.md, or the
+JSON interchange format, docs/reestimate-json.md; - reads standard input) reestimate
+recovers the control-flow graph from the function's x86-64 machine code (or takes the explicit
+CFG given), averages the samples over each basic block, and repairs the block weights into
+counts that obey flow conservation (minimum-cost circulation). From a capture it writes an
+LLVM sample profile (the repaired block counts projected onto the JIT's line tables); from
+JSON, block and edge counts.
 
 Examples:
+  reestimate run.profd -o prof.txt                        # LLVM sample profile (text)
+  reestimate --format llvm-extbinary run.profd -o prof.extbinary
+  llvm-profdata-14 show --sample prof.txt                 # LLVM reads either
+  reestimate --raw run.profd -o raw.txt                   # without repair, to compare
+  reestimate --format text run.profd                      # block counts of a capture
   reestimate examples/reestimate/score.json               # counts to standard output
   reestimate -o counts.json examples/reestimate/score.json
   reestimate --dot out/dot examples/reestimate/score.json # plus out/dot/NNN-NAME.dot per function
@@ -72,24 +91,34 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	cfg := &Config{}
 	fs := flag.NewFlagSet("reestimate", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.Output, "o", "-", "write the JSON counts to this `file` (- is standard output), e.g. -o counts.json")
+	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output), e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
 	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (primal-dual) or reference (Edmonds-Karp + Klein), e.g. --solver reference")
-	fs.StringVar(&cfg.Format, "format", "json", "output `format`: json (docs/reestimate-json.md) or text (a table for people), e.g. --format text")
+	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
+	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)
 		fs.PrintDefaults()
 		fmt.Fprintln(out, "\nExit status: 0 done, 1 bad input or repair error, 2 bad flags, 130 interrupted.")
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	// Flags may come before or after the input: `reestimate run.profd -o prof.txt`.
+	var inputs []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		inputs = append(inputs, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	switch fs.NArg() {
+	switch len(inputs) {
 	case 0:
 	case 1:
-		cfg.Input = fs.Arg(0)
+		cfg.Input = inputs[0]
 	default:
-		return nil, fmt.Errorf("one input file, not %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))
+		return nil, fmt.Errorf("one input file, not %d: %s", len(inputs), strings.Join(inputs, " "))
 	}
 	return cfg, nil
 }

@@ -77,6 +77,17 @@ func newFunctionCounts(fn *reestimate.Function, g *reestimate.CFG, at *reestimat
 }
 
 func writeOutput(path, format string, out *countsFile) error {
+	return writeTo(path, func(w io.Writer) error {
+		if format == formatText {
+			return writeText(w, out)
+		}
+		return writeJSON(w, out)
+	})
+}
+
+// writeTo runs write on the file at path ("-" is standard output), reporting any error
+// with the path.
+func writeTo(path string, write func(io.Writer) error) error {
 	f := os.Stdout
 	if path != "-" {
 		var err error
@@ -84,12 +95,7 @@ func writeOutput(path, format string, out *countsFile) error {
 			return fmt.Errorf("reestimate: -o: %w", err)
 		}
 	}
-	var err error
-	if format == "text" {
-		err = writeText(f, out)
-	} else {
-		err = writeJSON(f, out)
-	}
+	err := write(f)
 	if path != "-" {
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -1,28 +1,53 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 )
 
-// Run reads cfg.Input, repairs every function and writes the counts. It stops between
-// functions when ctx is cancelled.
+// Run reads cfg.Input (a profd capture or the JSON interchange format), repairs every
+// function and writes the result. It stops between functions when ctx is cancelled.
 func Run(ctx context.Context, cfg *Config) error {
-	funcs, err := readInput(cfg.Input)
+	in, closeInput, err := openInput(cfg.Input)
 	if err != nil {
 		return err
 	}
+	defer closeInput()
 	opt := reestimate.Options{Solver: reestimate.FastSolver()}
 	if cfg.Solver == "reference" {
 		opt.Solver = reestimate.ReferenceSolver()
 	}
+	head, _ := in.Peek(profileio.CaptureMagicBytes)
+	if profileio.IsCapture(head) {
+		if cfg.Format == "" {
+			cfg.Format = formatLLVMText
+		}
+		return runCapture(ctx, cfg, in, opt)
+	}
+	if cfg.Format == "" {
+		cfg.Format = formatJSON
+	}
+	if cfg.Format == formatLLVMText || cfg.Format == formatLLVMExtBinary {
+		return fmt.Errorf("reestimate: --format %s needs a profd capture as input (it carries the line tables); %s is JSON", cfg.Format, cfg.Input)
+	}
+	funcs, err := reestimate.ReadJSON(in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfg.Input, err)
+	}
+	return repairFunctions(ctx, cfg, funcs, opt)
+}
+
+// repairFunctions repairs each function and writes block and edge counts (json or text),
+// and the Graphviz files when asked.
+func repairFunctions(ctx context.Context, cfg *Config, funcs []reestimate.Function, opt reestimate.Options) error {
 	if cfg.DotDir != "" {
 		if err := os.MkdirAll(cfg.DotDir, 0o755); err != nil {
 			return fmt.Errorf("reestimate: --dot: %w", err)
@@ -53,21 +78,16 @@ func Run(ctx context.Context, cfg *Config) error {
 	return writeOutput(cfg.Output, cfg.Format, &out)
 }
 
-func readInput(path string) ([]reestimate.Function, error) {
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("reestimate: %w", err)
-		}
-		defer f.Close()
-		r = f
+// openInput opens path ("-" is standard input) for buffered reading.
+func openInput(path string) (*bufio.Reader, func(), error) {
+	if path == "-" {
+		return bufio.NewReader(os.Stdin), func() {}, nil
 	}
-	funcs, err := reestimate.ReadJSON(r)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("reestimate: %w", err)
 	}
-	return funcs, nil
+	return bufio.NewReaderSize(f, 1<<16), func() { f.Close() }, nil
 }
 
 func writeDotFile(dir string, index int, name string, g *reestimate.CFG, weights []float64, res *reestimate.Result) error {

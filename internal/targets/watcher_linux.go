@@ -25,6 +25,10 @@ type Config struct {
 	PIDs     []int         // explicit targets (all their threads)
 	Images   []string      // base names of executables, e.g. "lli"; each matches /proc/PID/exe or comm
 	Interval time.Duration // 0 means DefaultInterval
+	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
+	// the kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only)
+	// and checks each process the moment it execs.
+	ScanOnly bool
 	Logger   *slog.Logger
 }
 
@@ -45,8 +49,9 @@ type Watcher struct {
 	current map[int]uint64 // pid -> start time (clock ticks since boot)
 	pinned  map[int]bool   // explicit pids
 
-	scanMu sync.Mutex // one scan at a time
+	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
 	cancel context.CancelFunc
+	execs  *execListener // nil when scanning only
 	wg     sync.WaitGroup
 }
 
@@ -69,10 +74,26 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 	return w, nil
 }
 
-// Start scans once at once, then every Interval until ctx is done or Close.
+// Start scans once at once, then every Interval until ctx is done or Close; with an image
+// and exec notifications, it also checks each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
+	if len(w.cfg.Images) > 0 && !w.cfg.ScanOnly {
+		l, err := listenExec()
+		if err != nil {
+			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)
+		} else {
+			w.execs = l
+			w.wg.Add(1)
+			go w.execLoop(l)
+		}
+	}
+	w.cancel = func() {
+		cancel()
+		if w.execs != nil {
+			w.execs.Close() // unblocks execLoop
+		}
+	}
 	w.Scan()
 	w.wg.Add(1)
 	go func() {
@@ -94,6 +115,79 @@ func (w *Watcher) Start(ctx context.Context) {
 func (w *Watcher) Close() {
 	w.cancel()
 	w.wg.Wait()
+}
+
+func (w *Watcher) execLoop(l *execListener) {
+	defer w.wg.Done()
+	badLogged := false
+	for {
+		tgids, err := l.read()
+		switch {
+		case err == nil:
+		case errors.Is(err, errBadProcEvent):
+			if !badLogged {
+				badLogged = true
+				w.log.Warn("targets: skipping undecodable exec notifications", "err", err)
+			}
+		case errors.Is(err, os.ErrClosed):
+			return
+		default:
+			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "err", err)
+			return
+		}
+		for _, pid := range tgids {
+			w.checkExec(pid)
+		}
+	}
+}
+
+// checkExec reports pid if it has just exec'd the image, and drops it if it exec'd away
+// from it.
+func (w *Watcher) checkExec(pid int) {
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	if pid == w.self {
+		return
+	}
+	var st uint64
+	if w.pinned[pid] || w.matches(pid) {
+		st, _ = startTime(pid)
+	}
+	w.mu.Lock()
+	old, had := w.current[pid]
+	switch {
+	case had && old == st:
+		w.mu.Unlock()
+		return
+	case had:
+		delete(w.current, pid)
+	}
+	if st != 0 {
+		w.current[pid] = st
+	}
+	w.mu.Unlock()
+	if had {
+		w.report(nil, []int{pid})
+	}
+	if st != 0 {
+		w.report([]int{pid}, nil)
+	}
+}
+
+// report hands removals, then additions, to the handler.
+func (w *Watcher) report(added, removed []int) {
+	for _, pid := range removed {
+		w.log.Info("targets: process gone", "pid", pid)
+		if w.handler.Removed != nil {
+			w.handler.Removed(pid)
+		}
+	}
+	for _, pid := range added {
+		w.log.Info("targets: process found", "pid", pid)
+		if w.handler.Added != nil {
+			w.handler.Added(pid)
+		}
+	}
 }
 
 // Targets lists the current targets in increasing order.
@@ -155,18 +249,7 @@ func (w *Watcher) Scan() {
 
 	slices.Sort(removed)
 	slices.Sort(added)
-	for _, pid := range removed {
-		w.log.Info("targets: process gone", "pid", pid)
-		if w.handler.Removed != nil {
-			w.handler.Removed(pid)
-		}
-	}
-	for _, pid := range added {
-		w.log.Info("targets: process found", "pid", pid)
-		if w.handler.Added != nil {
-			w.handler.Added(pid)
-		}
-	}
+	w.report(added, removed)
 }
 
 // matches reports whether pid runs one of the images: the base name of its executable, or

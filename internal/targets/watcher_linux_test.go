@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -95,5 +96,55 @@ func TestExplicitPID(t *testing.T) {
 	}
 	if _, err := New(Config{PIDs: []int{p.Process.Pid}}, Handler{}); err == nil {
 		t.Errorf("New with an exited pid: no error")
+	}
+}
+
+// With exec notifications, a process that execs the image is found at once, long before the
+// next scan.
+func TestImageFoundOnExec(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("exec notifications need CAP_NET_ADMIN") // the watcher falls back to scanning
+	}
+	var r recorder
+	w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	if w.execs == nil {
+		t.Fatal("root, but no exec notifications")
+	}
+	p := startSleep(t)
+	eventually(t, "the sleep, by its exec", func() bool { return r.has(&r.added, p.Process.Pid) })
+}
+
+// Several image names: a process of each is a target, a process of neither is not.
+func TestSeveralImages(t *testing.T) {
+	sleeper := startSleep(t)
+	tailer := exec.Command("tail", "-f", "/dev/null")
+	if err := tailer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tailer.Process.Kill(); tailer.Wait() })
+	other := exec.Command("cat")
+	stdin, _ := other.StdinPipe()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); other.Wait() })
+
+	var r recorder
+	w, err := New(Config{Images: []string{"sleep", "tail"}, Interval: 20 * time.Millisecond, ScanOnly: true}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "sleep and tail", func() bool {
+		return r.has(&r.added, sleeper.Process.Pid) && r.has(&r.added, tailer.Process.Pid)
+	})
+	if r.has(&r.added, other.Process.Pid) {
+		t.Errorf("cat (pid %d) became a target of images sleep and tail", other.Process.Pid)
 	}
 }

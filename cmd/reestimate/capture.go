@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/profd/profd/internal/llvmprof"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
+)
+
+// runCapture reestimates a profd capture: into an LLVM sample profile (llvm-text,
+// llvm-extbinary), or into block and edge counts per sampled code object (json, text).
+func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Options) error {
+	c, err := profileio.ReadCapture(r)
+	if err != nil {
+		if c == nil {
+			return fmt.Errorf("%s: %w", cfg.Input, err)
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it\n", cfg.Input, err)
+	}
+	if c.Truncated {
+		fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends inside the section at byte %d (its writer was killed?); using the sections before it\n", cfg.Input, c.TruncatedAt)
+	}
+	switch cfg.Format {
+	case formatJSON, formatText:
+		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
+	}
+	prof, st := llvmprof.FromCapture(c, llvmprof.Options{Raw: cfg.Raw, Repair: opt})
+	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
+		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
+	if st.FirstError != nil {
+		fmt.Fprintf(os.Stderr, "reestimate: first analysis error: %v\n", st.FirstError)
+	}
+	return writeTo(cfg.Output, func(w io.Writer) error {
+		if cfg.Format == formatLLVMExtBinary {
+			return profileio.WriteExtBinary(w, prof)
+		}
+		return profileio.WriteText(w, prof)
+	})
+}
+
+// captureFunctions lists the capture's sampled code objects that have code bytes, as
+// reestimate functions.
+func captureFunctions(c *profileio.Capture) []reestimate.Function {
+	var funcs []reestimate.Function
+	for _, o := range c.Objects {
+		if len(o.Samples) == 0 || len(o.Object.Code) == 0 {
+			continue
+		}
+		f := reestimate.Function{Name: o.Object.Name, Addr: o.Object.Addr, Code: o.Object.Code,
+			Samples: make(map[uint64]uint64, len(o.Samples))}
+		for _, s := range o.Samples {
+			f.Samples[o.Object.Addr+s.Offset] += s.Count
+		}
+		funcs = append(funcs, f)
+	}
+	return funcs
+}

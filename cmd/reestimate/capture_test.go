@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
+)
+
+// writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
+// capture, with a line table that gives every block its own source line, 10 + block index.
+func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *reestimate.CFG) {
+	t.Helper()
+	f, err := os.Open("../../examples/reestimate/score.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	funcs, err := reestimate.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := funcs[0]
+	g, err := reestimate.BuildCFG(fn.Code, fn.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := jitmap.CodeObject{Name: fn.Name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: fn.Code, LoadNs: 1}
+	for i, b := range g.Blocks {
+		obj.Lines = append(obj.Lines, jitmap.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(10 + i)})
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cw, err := profileio.NewCaptureWriter(out, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cw.AddCodeObject(1234, &obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []profileio.SampleRecord
+	for addr, n := range fn.Samples {
+		recs = append(recs, profileio.SampleRecord{Object: id, Offset: addr - fn.Addr, Count: n})
+	}
+	if err := cw.AddSamples(recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Close(profileio.CaptureEnd{EndNs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return fn, g
+}
+
+// runToProfile validates and runs cfg and reads its LLVM text output back.
+func runToProfile(t *testing.T, cfg *Config) *profileio.Profile {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := os.Open(cfg.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	prof, err := profileio.ReadText(pf)
+	if err != nil {
+		t.Fatalf("our LLVM text does not read back: %v", err)
+	}
+	return prof
+}
+
+// TestRunCaptureLLVM runs `reestimate run.profd -o prof.txt` and checks the LLVM profile
+// against the repair done directly: each block's line carries the block's repaired count.
+func TestRunCaptureLLVM(t *testing.T) {
+	dir := t.TempDir()
+	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "prof.txt")
+	fn, g := writeExampleCapture(t, capPath)
+
+	cfg, err := parseFlags([]string{capPath, "-o", outPath}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := runToProfile(t, cfg)
+	got := prof.Functions[fn.Name]
+	if got == nil {
+		t.Fatalf("no profile for %s in %v", fn.Name, prof.Functions)
+	}
+
+	w, err := reestimate.BlockWeights(g, fn.Samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reestimate.Repair(g, w, reestimate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonzero int
+	for b := range g.Blocks {
+		want := uint64(res.BlockCount(b) + 0.5)
+		loc := profileio.LineLocation{LineOffset: uint32(b)}
+		if n := got.Body[loc]; n != want {
+			t.Errorf("block %d (line offset %d): count %d, want the repaired %d", b, b, n, want)
+		}
+		if want > 0 {
+			nonzero++
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every repaired block count is zero: the example exercises nothing")
+	}
+	if want := uint64(res.BlockCount(g.Entry) + 0.5); got.HeadSamples != want {
+		t.Errorf("head samples %d, want the entry block's %d", got.HeadSamples, want)
+	}
+}
+
+// TestRunCaptureRaw checks that --raw keeps the samples as they fell: the line totals add up
+// to the capture's samples.
+func TestRunCaptureRaw(t *testing.T) {
+	dir := t.TempDir()
+	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "raw.txt")
+	fn, _ := writeExampleCapture(t, capPath)
+	cfg := &Config{Input: capPath, Output: outPath, Solver: "fast", Raw: true}
+	prof := runToProfile(t, cfg)
+	var want uint64
+	for _, n := range fn.Samples {
+		want += n
+	}
+	if got := prof.Functions[fn.Name].TotalSamples; got != want {
+		t.Errorf("raw total %d, want the capture's %d samples", got, want)
+	}
+}
+
+// TestRunJSONRefusesLLVMFormat: the LLVM formats need line tables, which JSON input lacks.
+func TestRunJSONRefusesLLVMFormat(t *testing.T) {
+	cfg := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
+	if err := Run(context.Background(), cfg); err == nil {
+		t.Fatal("llvm-text from JSON input: no error")
+	}
+}

@@ -1,0 +1,116 @@
+package llvmprof
+
+import (
+	"os"
+	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
+)
+
+// example loads the bundled example function: real llc-14 machine code with perf samples.
+func example(t *testing.T) reestimate.Function {
+	t.Helper()
+	f, err := os.Open("../../examples/reestimate/score.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	funcs, err := reestimate.ReadJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return funcs[0]
+}
+
+// object makes a capture object of fn at addr, with one source line per block when lines is
+// set, and its samples.
+func object(t *testing.T, fn reestimate.Function, name string, code []byte, lines bool) *profileio.CaptureObject {
+	t.Helper()
+	o := &profileio.CaptureObject{Object: jitmap.CodeObject{Name: name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: code}}
+	if lines {
+		g, err := reestimate.BuildCFG(fn.Code, fn.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range g.Blocks {
+			o.Object.Lines = append(o.Object.Lines, jitmap.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(100 + i)})
+		}
+	}
+	for addr, n := range fn.Samples {
+		o.Samples = append(o.Samples, profileio.OffsetCount{Offset: addr - fn.Addr, Count: n})
+	}
+	return o
+}
+
+func total(fn reestimate.Function) uint64 {
+	var n uint64
+	for _, c := range fn.Samples {
+		n += c
+	}
+	return n
+}
+
+func TestFromCapture(t *testing.T) {
+	fn := example(t)
+	bad := make([]byte, len(fn.Code))
+	for i := range bad {
+		bad[i] = 0x06 // push es: undecodable in 64-bit mode
+	}
+	unsampled := object(t, fn, "cold", fn.Code, true)
+	unsampled.Samples = nil
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
+		object(t, fn, "repaired", fn.Code, true),
+		object(t, fn, "nocode", nil, true),
+		object(t, fn, "badcode", bad, true),
+		object(t, fn, "nolines", fn.Code, false),
+		unsampled,
+	}}
+	prof, st := FromCapture(c, Options{})
+	want := Stats{Objects: 4, Reestimated: 2, RawNoCode: 1, RawCFGError: 1, NoLineTable: 1}
+	got := st
+	got.FirstError = nil
+	if got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	if st.FirstError == nil {
+		t.Error("no FirstError for the undecodable code")
+	}
+	if _, ok := prof.Functions["cold"]; ok {
+		t.Error("an object without samples got a profile")
+	}
+	// Raw fallbacks keep every sample on its line; repair changes the counts.
+	for _, name := range []string{"nocode", "badcode"} {
+		if f := prof.Functions[name]; f == nil || f.TotalSamples != total(fn) {
+			t.Errorf("%s: %+v, want the raw %d samples", name, f, total(fn))
+		}
+	}
+	rep := prof.Functions["repaired"]
+	if rep == nil || len(rep.Body) == 0 {
+		t.Fatalf("repaired: %+v", rep)
+	}
+	if rep.TotalSamples == total(fn) {
+		t.Errorf("repaired total equals the raw sample total %d: no reestimation happened", total(fn))
+	}
+	if f := prof.Functions["nolines"]; f == nil || !f.NoLineTable || f.TotalSamples != total(fn) {
+		t.Errorf("nolines: %+v, want NoLineTable with the %d samples", f, total(fn))
+	}
+
+	rawProf, rawSt := FromCapture(c, Options{Raw: true})
+	if rawSt.Reestimated != 0 || rawProf.Functions["repaired"].TotalSamples != total(fn) {
+		t.Errorf("Raw: stats %+v, repaired total %d, want no reestimation and %d samples",
+			rawSt, rawProf.Functions["repaired"].TotalSamples, total(fn))
+	}
+}
+
+// Objects of one name (a function recompiled, or run in two processes) merge into one profile.
+func TestFromCaptureMergesByName(t *testing.T) {
+	fn := example(t)
+	one := object(t, fn, "f", nil, true)
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{one, object(t, fn, "f", nil, true)}}
+	prof, _ := FromCapture(c, Options{})
+	if len(prof.Functions) != 1 || prof.Functions["f"].TotalSamples != 2*total(fn) {
+		t.Errorf("functions %v, want one f with %d samples", prof.Functions, 2*total(fn))
+	}
+}

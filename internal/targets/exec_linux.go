@@ -1,0 +1,47 @@
+package targets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// execListener receives exec notifications from the kernel's process-events connector
+// (needs CAP_NET_ADMIN). Closing it unblocks read.
+type execListener struct {
+	f   *os.File
+	buf []byte
+}
+
+func listenExec() (*execListener, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
+	if err != nil {
+		return nil, fmt.Errorf("targets: exec events: %w", os.NewSyscallError("socket", err))
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("targets: exec events: %w", os.NewSyscallError("bind", err))
+	}
+	if err := unix.Sendto(fd, listenMessage(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("targets: exec events: %w", os.NewSyscallError("sendto", err))
+	}
+	return &execListener{f: os.NewFile(uintptr(fd), "proc-connector"), buf: make([]byte, 1<<16)}, nil
+}
+
+// read blocks until a datagram arrives and returns its exec tgids. After Close it returns
+// an error wrapping os.ErrClosed.
+func (l *execListener) read() ([]int, error) {
+	n, err := l.f.Read(l.buf)
+	if err != nil {
+		if errors.Is(err, unix.ENOBUFS) {
+			return nil, nil // the kernel dropped events; the next scan catches up
+		}
+		return nil, err
+	}
+	return execTGIDs(l.buf[:n])
+}
+
+func (l *execListener) Close() error { return l.f.Close() }

@@ -1,0 +1,66 @@
+package targets
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The process-events connector (linux/connector.h, linux/cn_proc.h) delivers netlink messages:
+// nlmsghdr (16 bytes), cn_msg (20 bytes), then proc_event: u32 what, u32 cpu, u64 timestamp,
+// and for an exec, u32 process_pid, u32 process_tgid.
+const (
+	nlmsgHeaderBytes = 16
+	cnMsgBytes       = 20
+	procEventHead    = 16
+	procEventExec    = 0x00000002
+	cnIdxProc        = 1
+	cnValProc        = 1
+	nlmsgDone        = 3
+	procCnListen     = 1
+)
+
+// errBadProcEvent is wrapped by errors about connector messages that do not parse.
+var errBadProcEvent = errors.New("bad process event")
+
+// execTGIDs returns the tgid of every exec event in a datagram from the connector. Other
+// events are skipped; a message that does not fit is reported with its byte offset, and the
+// events before it are still returned.
+func execTGIDs(buf []byte) ([]int, error) {
+	ne := binary.NativeEndian
+	var tgids []int
+	for off := 0; off < len(buf); {
+		if len(buf)-off < nlmsgHeaderBytes {
+			return tgids, fmt.Errorf("targets: process event at byte %d: %w: %d bytes left", off, errBadProcEvent, len(buf)-off)
+		}
+		size := int(ne.Uint32(buf[off:]))
+		if size < nlmsgHeaderBytes || size > len(buf)-off {
+			return tgids, fmt.Errorf("targets: process event at byte %d: %w: length %d", off, errBadProcEvent, size)
+		}
+		msg := buf[off+nlmsgHeaderBytes : off+size]
+		if len(msg) >= cnMsgBytes+procEventHead {
+			idx, val := ne.Uint32(msg), ne.Uint32(msg[4:])
+			ev := msg[cnMsgBytes:]
+			if idx == cnIdxProc && val == cnValProc && ne.Uint32(ev) == procEventExec && len(ev) >= procEventHead+8 {
+				tgids = append(tgids, int(ne.Uint32(ev[procEventHead+4:])))
+			}
+		}
+		off += (size + 3) &^ 3 // NLMSG_ALIGN
+	}
+	return tgids, nil
+}
+
+// listenMessage is the request that subscribes a connector socket to process events.
+func listenMessage() []byte {
+	ne := binary.NativeEndian
+	const total = nlmsgHeaderBytes + cnMsgBytes + 4
+	b := make([]byte, total)
+	ne.PutUint32(b, total)
+	ne.PutUint16(b[4:], nlmsgDone)
+	m := b[nlmsgHeaderBytes:]
+	ne.PutUint32(m, cnIdxProc)
+	ne.PutUint32(m[4:], cnValProc)
+	ne.PutUint16(m[16:], 4) // payload length
+	ne.PutUint32(m[cnMsgBytes:], procCnListen)
+	return b
+}

@@ -1,0 +1,65 @@
+package targets
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// procEventMsg builds one connector message carrying a proc_event of kind what for tgid.
+func procEventMsg(what uint32, tgid uint32) []byte {
+	ne := binary.NativeEndian
+	const total = nlmsgHeaderBytes + cnMsgBytes + procEventHead + 8
+	b := make([]byte, total)
+	ne.PutUint32(b, total)
+	m := b[nlmsgHeaderBytes:]
+	ne.PutUint32(m, cnIdxProc)
+	ne.PutUint32(m[4:], cnValProc)
+	ne.PutUint16(m[16:], procEventHead+8)
+	ev := m[cnMsgBytes:]
+	ne.PutUint32(ev, what)
+	ne.PutUint32(ev[procEventHead:], tgid+1) // thread id
+	ne.PutUint32(ev[procEventHead+4:], tgid)
+	return b
+}
+
+func TestExecTGIDs(t *testing.T) {
+	var buf []byte
+	buf = append(buf, procEventMsg(procEventExec, 42)...)
+	buf = append(buf, procEventMsg(0x80000000, 43)...) // exit: skipped
+	buf = append(buf, procEventMsg(procEventExec, 44)...)
+	got, err := execTGIDs(buf)
+	if err != nil || len(got) != 2 || got[0] != 42 || got[1] != 44 {
+		t.Fatalf("execTGIDs = %v, %v; want [42 44]", got, err)
+	}
+
+	bad := append(procEventMsg(procEventExec, 7), 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	got, err = execTGIDs(bad)
+	if !errors.Is(err, errBadProcEvent) || !strings.Contains(err.Error(), "byte 60") || len(got) != 1 || got[0] != 7 {
+		t.Fatalf("execTGIDs(bad) = %v, %v; want [7] and an error at byte 60", got, err)
+	}
+}
+
+func TestListenMessage(t *testing.T) {
+	m := listenMessage()
+	ne := binary.NativeEndian
+	if int(ne.Uint32(m)) != len(m) || ne.Uint32(m[nlmsgHeaderBytes:]) != cnIdxProc || ne.Uint32(m[len(m)-4:]) != procCnListen {
+		t.Errorf("listen message % x", m)
+	}
+}
+
+func FuzzExecTGIDs(f *testing.F) {
+	f.Add(procEventMsg(procEventExec, 1))
+	f.Add(append(procEventMsg(procEventExec, 1), procEventMsg(2, 3)[:20]...))
+	f.Add([]byte{16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		tgids, err := execTGIDs(buf)
+		if len(tgids) > len(buf)/(nlmsgHeaderBytes+cnMsgBytes+procEventHead+8) {
+			t.Fatalf("%d tgids from %d bytes", len(tgids), len(buf))
+		}
+		if err != nil && !errors.Is(err, errBadProcEvent) {
+			t.Fatalf("error %v does not wrap errBadProcEvent", err)
+		}
+	})
+}
