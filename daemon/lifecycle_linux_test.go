@@ -77,7 +77,8 @@ func TestFlushRequestsAreNotLost(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
 	d := newDirs(t)
-	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "2000", "-w", "10000")
+	// The JIT runs until the test's cleanup kills it: profd must not stop for lack of targets.
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "600000", "-w", "10000")
 	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "testjit to connect", 20*time.Second, func() bool {
 		return strings.Contains(jit.out.String(), "load count_medium")
@@ -86,7 +87,10 @@ func TestFlushRequestsAreNotLost(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		before := r.flushes()
 		self.Signal(usr1())
-		waitFor(t, "a flush after SIGUSR1", 10*time.Second, func() bool { return r.flushes() > before })
+		waitFor(t, "a flush after SIGUSR1", 10*time.Second, func() bool { return r.flushes() > before || !r.running() })
+		if !r.running() {
+			t.Fatalf("profd stopped:\n%s", r.logs.String())
+		}
 		if i%5 == 0 {
 			// Bursts coalesce but never lose the last request.
 			for j := 0; j < 10; j++ {
