@@ -64,10 +64,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	if err := checkWritable(cfg.OutDir); err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
-		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
-	d.agg = newAggregate(d.jit)
+	d := newDaemon(cfg, logger, out)
 	// Components live until the final flush is written, after ctx is done.
 	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -126,6 +123,15 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.fifo.Close()
 	d.flush(true)
 	return d.closeAll()
+}
+
+// newDaemon makes a daemon with nothing opened yet.
+func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
+	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
+		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
+		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
+	d.agg = newAggregate(d.jit)
+	return d
 }
 
 // open starts the sampler, the FIFO server and the target watcher.

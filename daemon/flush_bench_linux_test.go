@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/profd/profd/fifo"
 	"github.com/profd/profd/internal/testenv"
@@ -59,9 +58,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	d := &daemon{cfg: cfg, log: logger, out: io.Discard, startNs: monotonicNs(), startTime: time.Now(),
-		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1), flushReq: make(chan struct{}, 1)}
-	d.agg = newAggregate(d.jit)
+	d := newDaemon(cfg, logger, io.Discard)
 	var err error
 	if d.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)
