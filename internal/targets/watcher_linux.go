@@ -47,7 +47,9 @@ type Watcher struct {
 
 	mu      sync.Mutex
 	current map[int]uint64 // pid -> start time (clock ticks since boot)
-	pinned  map[int]bool   // explicit pids
+	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
+	// back with another start time is another process and no target. Read-only after New.
+	pinned map[int]uint64
 
 	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
 	cancel context.CancelFunc
@@ -64,12 +66,13 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: os.Getpid(),
-		current: make(map[int]uint64), pinned: make(map[int]bool), cancel: func() {}}
+		current: make(map[int]uint64), pinned: make(map[int]uint64), cancel: func() {}}
 	for _, pid := range cfg.PIDs {
-		if _, err := startTime(pid); err != nil {
+		st, err := startTime(pid)
+		if err != nil {
 			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
 		}
-		w.pinned[pid] = true
+		w.pinned[pid] = st
 	}
 	return w, nil
 }
@@ -150,7 +153,9 @@ func (w *Watcher) checkExec(pid int) {
 		return
 	}
 	var st uint64
-	if w.pinned[pid] || w.matches(pid) {
+	if pst, ok := w.pinnedAlive(pid); ok {
+		st = pst
+	} else if w.matches(pid) {
 		st, _ = startTime(pid)
 	}
 	w.mu.Lock()
@@ -208,7 +213,7 @@ func (w *Watcher) Scan() {
 	defer w.scanMu.Unlock()
 	found := make(map[int]uint64)
 	for pid := range w.pinned {
-		if st, err := startTime(pid); err == nil {
+		if st, ok := w.pinnedAlive(pid); ok {
 			found[pid] = st
 		}
 	}
@@ -250,6 +255,20 @@ func (w *Watcher) Scan() {
 	slices.Sort(removed)
 	slices.Sort(added)
 	w.report(added, removed)
+}
+
+// pinnedAlive reports whether pid is an explicit target that still runs: the same process
+// New saw, not a later one that reuses its pid. It returns its start time.
+func (w *Watcher) pinnedAlive(pid int) (uint64, bool) {
+	want, ok := w.pinned[pid]
+	if !ok {
+		return 0, false
+	}
+	st, err := startTime(pid)
+	if err != nil || st != want {
+		return 0, false
+	}
+	return st, true
 }
 
 // matches reports whether pid runs one of the images: the base name of its executable, or
