@@ -9,8 +9,8 @@
 // weights as little as the cost model allows (Options). The repaired counts come off the
 // flow.
 //
-// Two solvers sit behind the Solver interface: FastSolver (primal-dual successive shortest
-// paths, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
+// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
 // method of the paper the design descends from), which tests use to check the first.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
