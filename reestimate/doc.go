@@ -9,9 +9,10 @@
 // weights as little as the cost model allows (Options). The repaired counts come off the
 // flow.
 //
-// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
-// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
-// method of the paper the design descends from), which tests use to check the first.
+// Solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default), SimplexSolver (network simplex) and ReferenceSolver (the
+// Edmonds–Karp plus Klein cycle-cancelling method of the paper the design descends from),
+// which tests use to check the other two.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
 //	if err != nil { ... }

@@ -67,9 +67,10 @@ func randomCase(rng *rand.Rand) (*reestimate.CFG, []float64) {
 	return g, w
 }
 
-// TestSolversAgree is the property test: on 1500 random CFGs both solvers reach the same
-// optimal cost, the fast solver's flow is a circulation with conserved CFG counts, and its
-// residual network has no negative cycle (checked independently with Bellman–Ford).
+// TestSolversAgree is the property test: on 1500 random CFGs the fast solvers (network
+// simplex, the default, and successive shortest paths) reach the reference solver's optimal
+// cost, their flows are circulations with conserved CFG counts, and their residual networks
+// have no negative cycle (checked independently with Bellman–Ford).
 func TestSolversAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	cases := 1500
@@ -86,35 +87,31 @@ func TestSolversAgree(t *testing.T) {
 			opt.EdgeCost = 1 + rng.Int64N(3)
 			opt.LoopExitCost = 1 + rng.Int64N(5)
 		}
-		fast := &recorder{Solver: reestimate.FastSolver()}
-		opt.Solver = fast
-		rf, err := reestimate.Repair(g, w, opt)
-		if err != nil {
-			t.Fatalf("case %d: fast: %v", i, err)
-		}
 		opt.Solver = reestimate.ReferenceSolver()
 		rr, err := reestimate.Repair(g, w, opt)
 		if err != nil {
 			t.Fatalf("case %d: reference: %v", i, err)
 		}
-		if rf.Cost != rr.Cost {
-			t.Fatalf("case %d: fast cost %d, reference cost %d (cfg %+v, weights %v)", i, rf.Cost, rr.Cost, g.Edges, w)
+		var rf *reestimate.Result
+		for _, s := range []reestimate.Solver{reestimate.SimplexSolver(), reestimate.SSPSolver()} {
+			rec := &recorder{Solver: s}
+			opt.Solver = rec
+			r, err := reestimate.Repair(g, w, opt)
+			if err != nil {
+				t.Fatalf("case %d: %s: %v", i, s.Name(), err)
+			}
+			if r.Cost != rr.Cost {
+				t.Fatalf("case %d: %s cost %d, reference cost %d (cfg %+v, weights %v)", i, s.Name(), r.Cost, rr.Cost, g.Edges, w)
+			}
+			if err := rec.net.CheckCirculation(rec.flow); err != nil {
+				t.Fatalf("case %d: %s: %v", i, s.Name(), err)
+			}
+			if negativeResidualCycle(rec.net, rec.flow) {
+				t.Fatalf("case %d: residual network of the %s solution has a negative cycle", i, s.Name())
+			}
+			checkConserved(t, g, r)
+			rf = r
 		}
-		opt.Solver = reestimate.SimplexSolver()
-		rs, err := reestimate.Repair(g, w, opt)
-		if err != nil {
-			t.Fatalf("case %d: simplex: %v", i, err)
-		}
-		if rs.Cost != rr.Cost {
-			t.Fatalf("case %d: simplex cost %d, reference cost %d", i, rs.Cost, rr.Cost)
-		}
-		if err := fast.net.CheckCirculation(fast.flow); err != nil {
-			t.Fatalf("case %d: %v", i, err)
-		}
-		if c := negativeResidualCycle(fast.net, fast.flow); c {
-			t.Fatalf("case %d: residual network of the fast solution has a negative cycle", i)
-		}
-		checkConserved(t, g, rf)
 		if rf.Cost > 0 {
 			nontrivial++
 		}

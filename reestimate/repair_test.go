@@ -23,7 +23,7 @@ func TestRepairConsistentWeightsUnchanged(t *testing.T) {
 	g := diamondLoop()
 	// 10 entries, 100 loop iterations split 70/30.
 	w := []float64{10, 100, 70, 30, 100, 10}
-	for _, s := range []Solver{FastSolver(), ReferenceSolver()} {
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 		r, err := Repair(g, w, Options{Solver: s})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
@@ -53,7 +53,7 @@ func TestRepairFixesInconsistentWeights(t *testing.T) {
 	// raising it (100 × c⁺) is cheaper than lowering the three other loop blocks (300 × c⁻).
 	g := cfgOf(6, 0, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 1}, [2]int{4, 5})
 	w := []float64{10, 100, 0, 100, 100, 10}
-	for _, s := range []Solver{FastSolver(), ReferenceSolver()} {
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 		r, err := Repair(g, w, Options{Solver: s})
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestRepairEdgeCases(t *testing.T) {
 		// A block without successors that is not marked Exit still lets flow out.
 		{"implicit exit", cfgOf(2, 0, [2]int{0, 1}), []float64{6, 6}, []float64{6, 6}},
 	} {
-		for _, s := range []Solver{FastSolver(), SimplexSolver(), ReferenceSolver()} {
+		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 			r, err := Repair(tc.g, tc.w, Options{Solver: s})
 			if err != nil {
 				t.Errorf("%s/%s: %v", tc.name, s.Name(), err)
@@ -147,7 +147,7 @@ func TestNetworkValidate(t *testing.T) {
 		{"marks", Network{Nodes: 2, Arcs: []Arc{{From: 1, To: 0}}, Source: 0, Sink: 1, Return: -1}},
 		{"return arc", Network{Nodes: 2, Arcs: []Arc{{From: 0, To: 1}}, Source: 0, Sink: 1, Return: 0}},
 	} {
-		for _, s := range []Solver{FastSolver(), SimplexSolver(), ReferenceSolver()} {
+		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 			if _, err := s.Solve(&tc.net); !errors.Is(err, ErrBadNetwork) {
 				t.Errorf("%s/%s: err = %v, want ErrBadNetwork", tc.name, s.Name(), err)
 			}
@@ -165,7 +165,7 @@ func TestSolversOnNegativeCycles(t *testing.T) {
 		{From: 2, To: 0, Cap: 4, Cost: 0},
 		{From: 2, To: 2, Cap: 3, Cost: -2}, // a negative self-loop
 	}}
-	for _, s := range []Solver{FastSolver(), SimplexSolver(), ReferenceSolver()} {
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 		f, err := s.Solve(&net)
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)

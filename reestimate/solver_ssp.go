@@ -42,6 +42,7 @@ func (ssp) Solve(net *Network) ([]int64, error) {
 		via:    make([]int32, n),
 		state:  make([]uint8, n),
 		mark:   make([]uint32, n),
+		dead:   make([]bool, n),
 		cur:    make([]int32, n),
 	}
 	for i := range s.dist {
@@ -89,7 +90,12 @@ type sspState struct {
 	touched []int32
 	heap    distHeap
 	// Depth-first sweeps over admissible slots (residual capacity, zero reduced cost).
-	mark   []uint32 // sweep number that last entered each node
+	mark []uint32 // sweep number that last entered each node
+	// dead marks nodes a sweep left without finding a deficit. They stay dead for later
+	// sweeps: while a node's potential is unchanged its admissible arcs can only be lost
+	// (potentials elsewhere only fall, and pushes never run through dead nodes). A search
+	// clears the mark of every node it settles, and of the path it returns.
+	dead   []bool
 	sweeps uint32
 	cur    []int32 // next slot to try, per node entered in this sweep
 	path   []int32
@@ -119,7 +125,7 @@ func (s *sspState) sweep(src int32) bool {
 		pu := s.pot[u]
 		for ; k < r.start[u+1]; k++ {
 			v := r.head[k]
-			if r.rcap[k] > 0 && s.mark[v] != stamp && r.cost[k]+pu-s.pot[v] == 0 {
+			if r.rcap[k] > 0 && s.mark[v] != stamp && !s.dead[v] && r.cost[k]+pu-s.pot[v] == 0 {
 				break
 			}
 		}
@@ -132,6 +138,7 @@ func (s *sspState) sweep(src int32) bool {
 			u = v
 			continue
 		}
+		s.dead[u] = true
 		if u == src {
 			break
 		}
@@ -225,7 +232,11 @@ func (s *sspState) search(src int32) int32 {
 	for _, v := range s.touched {
 		if s.state[v] == settled {
 			s.pot[v] += s.dist[v] - dstar
+			s.dead[v] = false
 		}
+	}
+	for v := target; v != src; v = r.tail(s.via[v]) {
+		s.dead[v] = false
 	}
 	return target
 }
