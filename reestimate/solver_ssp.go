@@ -88,7 +88,7 @@ type sspState struct {
 	via     []int32 // slot by which each labelled node was reached
 	state   []uint8
 	touched []int32
-	heap    distHeap
+	queue   bucketQueue
 	// Depth-first sweeps over admissible slots (residual capacity, zero reduced cost).
 	mark []uint32 // sweep number that last entered each node
 	// dead marks nodes a sweep left without finding a deficit. They stay dead for later
@@ -184,11 +184,11 @@ func (s *sspState) search(src int32) int32 {
 	s.via[src] = -1
 	s.state[src] = labelled
 	s.touched = append(s.touched, src)
-	s.heap.push(0, src)
+	s.queue.push(0, src)
 	target := int32(-1)
 	var dstar int64
-	for len(s.heap) > 0 {
-		d, u := s.heap.pop()
+	for !s.queue.empty() {
+		d, u := s.queue.pop()
 		if s.state[u] == settled || d != s.dist[u] {
 			continue
 		}
@@ -216,11 +216,11 @@ func (s *sspState) search(src int32) int32 {
 			s.dist[v] = nd
 			s.via[v] = k
 			if nd == d && s.excess[v] < 0 {
-				// Nothing left in the heap is nearer than d: v is a nearest deficit.
+				// Nothing left in the queue is nearer than d: v is a nearest deficit.
 				target, dstar = v, d
 				break
 			}
-			s.heap.push(nd, v)
+			s.queue.push(nd, v)
 		}
 		if target >= 0 {
 			break
@@ -248,7 +248,7 @@ func (s *sspState) reset() {
 		s.state[v] = unseen
 	}
 	s.touched = s.touched[:0]
-	s.heap = s.heap[:0]
+	s.queue.reset()
 }
 
 // augment pushes the most the path src→t in via allows.
@@ -263,6 +263,57 @@ func (s *sspState) augment(src, t int32) {
 	}
 	s.excess[src] -= delta
 	s.excess[t] += delta
+}
+
+// bucketQueue is Dijkstra's priority queue: a monotone queue of (distance, node) with lazy
+// deletion. Reduced costs are small integers, so distances below len(buckets) go to a
+// bucket per distance (Dial's method, O(1) per operation); larger ones go to a binary heap.
+type bucketQueue struct {
+	buckets [][]int32
+	cur     int // lowest distance whose bucket may be non-empty
+	count   int // entries in buckets
+	hi      int // highest bucket used since the last reset
+	far     distHeap
+}
+
+const nearBuckets = 256
+
+func (q *bucketQueue) push(d int64, v int32) {
+	if d < nearBuckets {
+		if q.buckets == nil {
+			q.buckets = make([][]int32, nearBuckets)
+		}
+		q.buckets[d] = append(q.buckets[d], v)
+		q.count++
+		q.hi = max(q.hi, int(d))
+		return
+	}
+	q.far.push(d, v)
+}
+
+func (q *bucketQueue) empty() bool { return q.count == 0 && len(q.far) == 0 }
+
+// pop removes an entry of least distance; the queue must not be empty.
+func (q *bucketQueue) pop() (int64, int32) {
+	if q.count > 0 {
+		for len(q.buckets[q.cur]) == 0 {
+			q.cur++
+		}
+		b := q.buckets[q.cur]
+		v := b[len(b)-1]
+		q.buckets[q.cur] = b[:len(b)-1]
+		q.count--
+		return int64(q.cur), v
+	}
+	return q.far.pop()
+}
+
+func (q *bucketQueue) reset() {
+	for i := 0; i <= q.hi && i < len(q.buckets); i++ {
+		q.buckets[i] = q.buckets[i][:0]
+	}
+	q.cur, q.count, q.hi = 0, 0, 0
+	q.far = q.far[:0]
 }
 
 // distHeap is a binary min-heap of (distance, node) with lazy deletion.
