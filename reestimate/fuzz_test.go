@@ -51,7 +51,7 @@ func decodeCase(data []byte) (*reestimate.CFG, []float64) {
 // a conserved result, both exact solvers must agree on the cost, and nothing may panic.
 func FuzzRepair(f *testing.F) {
 	f.Add([]byte{3, 0x80, 3, 0, 1, 1, 2, 2, 1, 8, 40, 40})
-	f.Add([]byte{1, 0, 1, 0, 0, 7})               // lone self-loop, no exit
+	f.Add([]byte{1, 0, 1, 0, 0, 7})                // lone self-loop, no exit
 	f.Add([]byte{4, 0x82, 2, 0, 1, 3, 2, 9, 9, 9}) // entry 2, dead blocks
 	f.Add([]byte{2, 0x80, 1, 0, 1, 251, 1})        // NaN weight
 	f.Add([]byte{2, 0x80, 1, 0, 5, 1, 1})          // edge out of range
