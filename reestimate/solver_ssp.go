@@ -5,25 +5,30 @@ import (
 	"math"
 )
 
-// ssp is the fast exact solver: successive shortest paths with node potentials, one
-// source at a time, with searches that stay local.
+// ssp is the fast exact solver: successive shortest paths with node potentials.
 //
 // Every negative-cost arc is first saturated. That leaves a pseudo-flow whose residual
 // network has only non-negative costs, with excess at the heads and deficit at the tails of
 // those arcs (for the repair network: excess at out(b), deficit at in(b) for each block with
-// samples). Then, for each node with excess, until the excess is gone: Dijkstra over reduced
-// costs c(u,v)+p(u)-p(v) ≥ 0 from that node alone, stopped when the first deficit node is
-// settled at distance d*; the potential of every settled node v grows by dist(v)-d* (the
-// usual update less the constant d*, so unsettled nodes keep theirs), which keeps all
-// reduced costs non-negative and makes the path found cost 0; then the path's narrowest
-// residual capacity is pushed along it.
+// samples). Reduced costs c(u,v)+p(u)-p(v) stay non-negative throughout, and flow only ever
+// moves along arcs of reduced cost 0 (admissible arcs), which are then shortest paths; so
+// the final circulation has minimum cost. Three tools move it:
 //
-// Reduced-cost optimality holds throughout, so the final circulation has minimum cost. The
-// work of a search is proportional to the part of the network nearer (in reduced cost) to
-// its source than the nearest deficit. For sampled profiles that part is small: a block's
-// excess can always go straight back to its own deficit at cost c⁻, so searches rarely
-// reach far, and the whole solve grows about linearly with the CFG (see BenchmarkRepair).
-// Only touched nodes are reset between searches.
+//   - a sweep: depth-first search from one source over admissible arcs, pushing along every
+//     path it finds to a deficit; nodes it leaves without finding one are marked dead for
+//     later sweeps until a search changes their potential;
+//   - a local search: Dijkstra from one source, stopped at the first deficit (distance d*)
+//     or when it has touched localSearch nodes; every settled node's potential grows by
+//     dist-d*, which keeps reduced costs non-negative and makes the path found admissible;
+//   - a global search: Dijkstra from all remaining sources at once until every deficit is
+//     settled (last distance D), potentials growing by dist-D; then the shortest path from
+//     each source to each deficit in its Voronoi cell is admissible, so one search feeds the
+//     sweeps of all sources.
+//
+// The local pass drains most sources cheaply: a block's excess usually finds a deficit in
+// a neighbouring block. The few mismatches that span the function (say, the entry count
+// against a loop far away) are left to global rounds, each one search plus sweeps, instead
+// of one whole-network search per source, which made the solve grow as n^1.5.
 type ssp struct{}
 
 func (ssp) Name() string { return "ssp" }
@@ -55,24 +60,57 @@ func (ssp) Solve(net *Network) ([]int64, error) {
 			s.excess[a.From] -= a.Cap
 		}
 	}
+	// Local pass: each source alone, with searches capped at localSearch nodes.
+	var deferred []int32
 	for v := int32(0); int(v) < n; v++ {
 		for s.excess[v] > 0 {
 			if s.sweep(v) {
 				continue
 			}
-			t := s.search(v)
+			s.sources = append(s.sources[:0], v)
+			t, err := s.search(localSearch)
+			if err != nil {
+				return nil, err
+			}
 			if t < 0 {
-				// Cannot happen for a valid network: undoing the saturation is always
-				// possible, so some deficit is always reachable.
-				return nil, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", v, ErrBadNetwork)
+				deferred = append(deferred, v)
+				break
 			}
 			if !s.sweep(v) {
-				s.augment(v, t) // the sweep finds this path or a better one; this is a backstop
+				s.augment(t) // the sweep finds this path or a better one; this is a backstop
 			}
 		}
 	}
-	return r.flows(), nil
+	// Global pass: all remaining sources share each search, then each sweeps.
+	for {
+		s.sources = s.sources[:0]
+		for _, v := range deferred {
+			if s.excess[v] > 0 {
+				s.sources = append(s.sources, v)
+			}
+		}
+		if len(s.sources) == 0 {
+			return r.flows(), nil
+		}
+		t, err := s.searchAll()
+		if err != nil {
+			return nil, err
+		}
+		pushed := false
+		for _, v := range deferred {
+			if s.excess[v] > 0 && s.sweep(v) {
+				pushed = true
+			}
+		}
+		if !pushed {
+			s.augment(t)
+		}
+	}
 }
+
+// localSearch caps the nodes a search from a single source may touch before the source is
+// left to the global pass.
+const localSearch = 256
 
 const (
 	unseen uint8 = iota
@@ -88,6 +126,7 @@ type sspState struct {
 	via     []int32 // slot by which each labelled node was reached
 	state   []uint8
 	touched []int32
+	sources []int32
 	queue   bucketQueue
 	// Depth-first sweeps over admissible slots (residual capacity, zero reduced cost).
 	mark []uint32 // sweep number that last entered each node
@@ -171,23 +210,32 @@ func (s *sspState) pushPath(src, t int32) int32 {
 		return t
 	}
 	u := r.tail(s.path[cut])
+	for _, k := range s.path[cut:] {
+		s.mark[r.head[k]] = 0 // still alive: later paths of this sweep may enter it again
+	}
 	s.path = s.path[:cut]
 	return u
 }
 
-// search runs Dijkstra from src to the nearest deficit node, updates potentials and returns
-// that node, or -1. via then holds the path.
-func (s *sspState) search(src int32) int32 {
+// search runs Dijkstra from s.sources to the nearest deficit node, updates potentials and
+// returns that node; via then holds the path back to a source. It returns -1, changing
+// nothing, when it would touch more than limit nodes.
+func (s *sspState) search(limit int) (int32, error) {
 	r := s.r
 	s.reset()
-	s.dist[src] = 0
-	s.via[src] = -1
-	s.state[src] = labelled
-	s.touched = append(s.touched, src)
-	s.queue.push(0, src)
+	for _, src := range s.sources {
+		s.dist[src] = 0
+		s.via[src] = -1
+		s.state[src] = labelled
+		s.touched = append(s.touched, src)
+		s.queue.push(0, src)
+	}
 	target := int32(-1)
 	var dstar int64
 	for !s.queue.empty() {
+		if len(s.touched) > limit {
+			return -1, nil
+		}
 		d, u := s.queue.pop()
 		if s.state[u] == settled || d != s.dist[u] {
 			continue
@@ -227,7 +275,9 @@ func (s *sspState) search(src int32) int32 {
 		}
 	}
 	if target < 0 {
-		return -1
+		// Cannot happen for a valid network: undoing the saturation is always possible,
+		// so some deficit is always reachable.
+		return -1, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
 	}
 	for _, v := range s.touched {
 		if s.state[v] == settled {
@@ -235,10 +285,85 @@ func (s *sspState) search(src int32) int32 {
 			s.dead[v] = false
 		}
 	}
-	for v := target; v != src; v = r.tail(s.via[v]) {
+	for v := target; s.via[v] >= 0; v = r.tail(s.via[v]) {
 		s.dead[v] = false
 	}
-	return target
+	return target, nil
+}
+
+// searchAll runs Dijkstra from all of s.sources at once until every deficit node is
+// settled, then raises potentials by min(dist, D) (D the last distance settled, written in
+// the form that leaves unsettled nodes alone). That keeps reduced costs non-negative and
+// makes the shortest path from each source to every deficit nearer to it than to any other
+// source cost 0, so one search serves all sources and the sweeps that follow push along all
+// of those paths. It returns a deficit node with a path in via, for the backstop.
+func (s *sspState) searchAll() (int32, error) {
+	r := s.r
+	s.reset()
+	deficits := 0
+	for _, e := range s.excess {
+		if e < 0 {
+			deficits++
+		}
+	}
+	for _, src := range s.sources {
+		s.dist[src] = 0
+		s.via[src] = -1
+		s.state[src] = labelled
+		s.touched = append(s.touched, src)
+		s.queue.push(0, src)
+	}
+	target := int32(-1)
+	var last int64
+	for !s.queue.empty() && deficits > 0 {
+		d, u := s.queue.pop()
+		if s.state[u] == settled || d != s.dist[u] {
+			continue
+		}
+		s.state[u] = settled
+		last = d
+		if s.excess[u] < 0 {
+			// Relax its arcs all the same: every settled node must satisfy the distance
+			// inequalities, or the potential update would leave negative reduced costs.
+			deficits--
+			if target < 0 {
+				target = u
+			}
+		}
+		pu := s.pot[u]
+		for k := r.start[u]; k < r.start[u+1]; k++ {
+			if r.rcap[k] == 0 {
+				continue
+			}
+			v := r.head[k]
+			if s.state[v] == settled {
+				continue
+			}
+			nd := d + r.cost[k] + pu - s.pot[v]
+			if s.state[v] == unseen {
+				s.state[v] = labelled
+				s.touched = append(s.touched, v)
+			} else if nd >= s.dist[v] {
+				continue
+			}
+			s.dist[v] = nd
+			s.via[v] = k
+			s.queue.push(nd, v)
+		}
+	}
+	if target < 0 {
+		return -1, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
+	}
+	for _, v := range s.touched {
+		if s.state[v] == settled {
+			s.pot[v] += s.dist[v] - last
+			s.dead[v] = false
+		}
+	}
+	for v := target; s.via[v] >= 0; v = r.tail(s.via[v]) {
+		s.dead[v] = false
+	}
+	return target, nil
 }
 
 // reset clears what the previous search touched.
@@ -251,9 +376,13 @@ func (s *sspState) reset() {
 	s.queue.reset()
 }
 
-// augment pushes the most the path src→t in via allows.
-func (s *sspState) augment(src, t int32) {
+// augment pushes the most the path in via from a source to t allows.
+func (s *sspState) augment(t int32) {
 	r := s.r
+	src := t
+	for s.via[src] >= 0 {
+		src = r.tail(s.via[src])
+	}
 	delta := min(s.excess[src], -s.excess[t])
 	for v := t; v != src; v = r.tail(s.via[v]) {
 		delta = min(delta, r.rcap[s.via[v]])
