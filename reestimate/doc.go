@@ -9,10 +9,25 @@
 // weights as little as the cost model allows (Options). The repaired counts come off the
 // flow.
 //
+// The CFG comes from the function's x86-64 machine code (BuildCFG: leaders, fall-through, jump
+// and conditional edges; returns, tail calls, indirect jumps and traps end paths) and the
+// weights from per-instruction samples (BlockWeights, or AttributeSamples for the details).
+// ReadJSON reads functions in the JSON interchange format of docs/reestimate-json.md, as code
+// with samples or as explicit CFGs:
+//
+//	g, err := reestimate.BuildCFG(code, loadAddr)
+//	if err != nil { ... } // a *CodeError naming the offset
+//	weights, err := reestimate.BlockWeights(g, samplesByAddr)
+//	if err != nil { ... } // a *SampleError naming the address
+//	res, err := reestimate.Repair(g, weights, reestimate.Options{})
+//
+// WriteDot draws a CFG with its counts before and after repair.
+//
 // Solvers sit behind the Solver interface: FastSolver (successive shortest paths with
 // potentials, the default), SimplexSolver (network simplex) and ReferenceSolver (the
 // Edmonds–Karp plus Klein cycle-cancelling method of the paper the design descends from),
-// which tests use to check the other two.
+// which tests use to check the other two. docs/reestimate-solver.md explains the network,
+// the cost model and the solvers.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
 //	if err != nil { ... }
