@@ -23,11 +23,9 @@
 //
 // WriteDot draws a CFG with its counts before and after repair.
 //
-// Solvers sit behind the Solver interface: FastSolver (successive shortest paths with
-// potentials, the default), SimplexSolver (network simplex) and ReferenceSolver (the
-// Edmonds–Karp plus Klein cycle-cancelling method of the paper the design descends from),
-// which tests use to check the other two. docs/reestimate-solver.md explains the network,
-// the cost model and the solvers.
+// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
+// method of the paper the design descends from), which tests use to check the first.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
 //	if err != nil { ... }
