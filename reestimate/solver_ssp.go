@@ -108,6 +108,9 @@ func (ssp) Solve(net *Network) ([]int64, error) {
 	}
 }
 
+// errNegativeReducedCost reports a broken invariant instead of a panic in the queue.
+var errNegativeReducedCost = fmt.Errorf("reestimate: ssp: internal error: negative reduced cost: %w", ErrBadNetwork)
+
 // localSearch caps the nodes a search from a single source may touch before the source is
 // left to the global pass.
 const localSearch = 256
@@ -254,7 +257,11 @@ func (s *sspState) search(limit int) (int32, error) {
 			if s.state[v] == settled {
 				continue
 			}
-			nd := d + r.cost[k] + pu - s.pot[v]
+			rc := r.cost[k] + pu - s.pot[v]
+			if rc < 0 {
+				return -1, errNegativeReducedCost
+			}
+			nd := d + rc
 			if s.state[v] == unseen {
 				s.state[v] = labelled
 				s.touched = append(s.touched, v)
@@ -339,7 +346,11 @@ func (s *sspState) searchAll() (int32, error) {
 			if s.state[v] == settled {
 				continue
 			}
-			nd := d + r.cost[k] + pu - s.pot[v]
+			rc := r.cost[k] + pu - s.pot[v]
+			if rc < 0 {
+				return -1, errNegativeReducedCost
+			}
+			nd := d + rc
 			if s.state[v] == unseen {
 				s.state[v] = labelled
 				s.touched = append(s.touched, v)
