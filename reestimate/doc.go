@@ -1,0 +1,38 @@
+// Package reestimate turns sampled per-instruction counts of a JIT-compiled function into
+// block and edge counts that obey flow conservation.
+//
+// Samples are noisy: Poisson noise, instructions that cost more or less than others, and
+// skid that moves a sample onto a later instruction. The package averages samples over each
+// basic block (the block's weight), drops unreachable blocks, finds natural loops
+// (dominators, back edges) for static edge costs, and then solves a minimum-cost
+// circulation: an integer flow through the CFG, conserved at every block, that changes the
+// weights as little as the cost model allows (Options). The repaired counts come off the
+// flow.
+//
+// The CFG comes from the function's x86-64 machine code (BuildCFG: leaders, fall-through, jump
+// and conditional edges; returns, tail calls, indirect jumps and traps end paths) and the
+// weights from per-instruction samples (BlockWeights, or AttributeSamples for the details).
+// ReadJSON reads functions in the JSON interchange format of docs/reestimate-json.md, as code
+// with samples or as explicit CFGs:
+//
+//	g, err := reestimate.BuildCFG(code, loadAddr)
+//	if err != nil { ... } // a *CodeError naming the offset
+//	weights, err := reestimate.BlockWeights(g, samplesByAddr)
+//	if err != nil { ... } // a *SampleError naming the address
+//	res, err := reestimate.Repair(g, weights, reestimate.Options{})
+//
+// WriteDot draws a CFG with its counts before and after repair.
+//
+// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
+// method of the paper the design descends from), which tests use to check the first.
+//
+//	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
+//	if err != nil { ... }
+//	for b := range cfg.Blocks {
+//		fmt.Println(b, res.BlockCount(b)) // conserved count, in the weights' units
+//	}
+//
+// BlockOverlap and WeightedOverlap measure accuracy against exact counts.
+// All functions are safe for concurrent use; values are not modified after they are returned.
+package reestimate
