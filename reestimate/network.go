@@ -120,9 +120,13 @@ type Solver interface {
 	Name() string
 }
 
-// FastSolver returns the default solver: primal-dual successive shortest paths (Dijkstra
-// with potentials, then blocking flows on the admissible arcs). See solver_primaldual.go.
-func FastSolver() Solver { return primalDual{} }
+// FastSolver returns the default solver: successive shortest paths with potentials, one
+// local Dijkstra search per augmentation. See solver_ssp.go.
+func FastSolver() Solver { return ssp{} }
+
+// SimplexSolver returns a primal network simplex solver, exact like FastSolver; it is kept
+// as an alternative and compared with it in BenchmarkRepair. See solver_simplex.go.
+func SimplexSolver() Solver { return simplex{} }
 
 // ReferenceSolver returns the paper's method: Edmonds–Karp maximum flow from Source to
 // Sink, then Klein's cancelling of negative cycles in the residual network. It is slow
