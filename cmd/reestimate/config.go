@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/profd/profd/reestimate"
 )
 
 // Exit codes.
@@ -17,12 +19,19 @@ const (
 	exitInterrupted = 130
 )
 
+// solvers are the --solver choices.
+var solvers = map[string]func() reestimate.Solver{
+	"fast":      reestimate.FastSolver,
+	"simplex":   reestimate.SimplexSolver,
+	"reference": reestimate.ReferenceSolver,
+}
+
 // Config is everything a run needs, from the command line.
 type Config struct {
 	Input  string // JSON input path; "-" is standard input
 	Output string // JSON output path; "-" is standard output
 	DotDir string // where to write one Graphviz file per function; "" writes none
-	Solver string // "fast" or "reference"
+	Solver string // a key of solvers
 	Format string // "json" or "text"
 }
 
@@ -31,8 +40,8 @@ func (c *Config) Validate() error {
 	if c.Input == "" {
 		return errors.New("no input: give a JSON file, or - for standard input")
 	}
-	if c.Solver != "fast" && c.Solver != "reference" {
-		return fmt.Errorf("--solver %q: want fast or reference", c.Solver)
+	if _, ok := solvers[c.Solver]; !ok {
+		return fmt.Errorf("--solver %q: want fast, simplex or reference", c.Solver)
 	}
 	if c.Format != "json" && c.Format != "text" {
 		return fmt.Errorf("--format %q: want json or text", c.Format)
@@ -74,7 +83,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Output, "o", "-", "write the JSON counts to this `file` (- is standard output), e.g. -o counts.json")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
-	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (primal-dual) or reference (Edmonds-Karp + Klein), e.g. --solver reference")
+	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (successive shortest paths), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "json", "output `format`: json (docs/reestimate-json.md) or text (a table for people), e.g. --format text")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)

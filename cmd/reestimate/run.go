@@ -19,10 +19,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	opt := reestimate.Options{Solver: reestimate.FastSolver()}
-	if cfg.Solver == "reference" {
-		opt.Solver = reestimate.ReferenceSolver()
-	}
+	opt := reestimate.Options{Solver: solvers[cfg.Solver]()}
 	if cfg.DotDir != "" {
 		if err := os.MkdirAll(cfg.DotDir, 0o755); err != nil {
 			return fmt.Errorf("reestimate: --dot: %w", err)
