@@ -43,9 +43,13 @@ type Edge struct {
 // CFG is one function's control-flow graph. Blocks are in address order when recovered from
 // machine code; Blocks[Entry] is where the function is entered.
 type CFG struct {
-	Entry  int
-	Blocks []Block
-	Edges  []Edge
+	// Start and End are the function's code range [Start, End) when the CFG was recovered from
+	// machine code (BuildCFG); blocks cover it except for padding nothing reaches. Both are zero
+	// when unknown.
+	Start, End uint64
+	Entry      int
+	Blocks     []Block
+	Edges      []Edge
 	// IndirectJumps counts indirect jumps (jump tables, computed gotos) whose targets are
 	// unknown; each ends its path like an exit.
 	IndirectJumps int

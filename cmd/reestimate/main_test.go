@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunExample runs the command on the bundled example (real llc-14 code, perf samples) and
+// checks what it writes: every sample accounted for, weights = samples / instructions, and
+// repaired counts conserved at every block.
+func TestRunExample(t *testing.T) {
+	dir := t.TempDir()
+	cfg := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(dir, "out.json"),
+		DotDir: filepath.Join(dir, "dot"), Solver: "fast", Format: "json"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(cfg.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out countsFile
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Functions []struct {
+			Samples map[string]uint64 `json:"samples"`
+		} `json:"functions"`
+	}
+	rawIn, _ := os.ReadFile(cfg.Input)
+	if err := json.Unmarshal(rawIn, &in); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Functions) != 1 || out.Functions[0].Name != "score" {
+		t.Fatalf("functions %+v", out.Functions)
+	}
+	fn := out.Functions[0]
+	var want, got uint64
+	for _, n := range in.Functions[0].Samples {
+		want += n
+	}
+	for _, b := range fn.Blocks {
+		got += b.Samples
+		if w := float64(b.Samples) / float64(b.Insts); math.Abs(w-b.Weight) > 1e-9 {
+			t.Errorf("block %s: weight %g, want %g", b.Start, b.Weight, w)
+		}
+	}
+	if fn.Samples != want || got+fn.PaddingSamples != want {
+		t.Errorf("%d samples reported, %d in blocks, %d in padding; the input has %d", fn.Samples, got, fn.PaddingSamples, want)
+	}
+	in1, out1 := make([]float64, len(fn.Blocks)), make([]float64, len(fn.Blocks))
+	for _, e := range fn.Edges {
+		out1[e.From] += e.Count
+		in1[e.To] += e.Count
+	}
+	nonzero := false
+	for i, b := range fn.Blocks {
+		if b.Count > 0 {
+			nonzero = true
+		}
+		if i != 0 && math.Abs(in1[i]-b.Count) > 1e-6 {
+			t.Errorf("block %d: count %g, inflow %g", i, b.Count, in1[i])
+		}
+		if !b.Exit && math.Abs(out1[i]-b.Count) > 1e-6 {
+			t.Errorf("block %d: count %g, outflow %g", i, b.Count, out1[i])
+		}
+	}
+	if !nonzero {
+		t.Error("every repaired count is zero")
+	}
+	dot, err := os.ReadFile(filepath.Join(cfg.DotDir, "000-score.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"digraph \"score\"", "cluster_b", "cluster_a", "b6 -> b3", "a6 -> a3"} {
+		if !bytes.Contains(dot, []byte(want)) {
+			t.Errorf("dot file lacks %q", want)
+		}
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.json")
+	os.WriteFile(in, []byte(`{"version":1,"functions":[{"name":"f","addr":"0x10","code":"31c0c3","samples":{"0x99":1}}]}`), 0o644)
+	err := Run(context.Background(), &Config{Input: in, Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
+	if err == nil || !strings.Contains(err.Error(), "outside the function") || exitCode(err) != exitFailure {
+		t.Fatalf("Run = %v (exit %d), want a sample-outside error, exit %d", err, exitCode(err), exitFailure)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = Run(ctx, &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
+	if !errors.Is(err, context.Canceled) || exitCode(err) != exitInterrupted {
+		t.Fatalf("Run after cancel = %v (exit %d)", err, exitCode(err))
+	}
+}
+
+func TestFlags(t *testing.T) {
+	var help bytes.Buffer
+	if _, err := parseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"-o file", "-dot dir", "-solver solver", "-format format", "e.g.", "docs/reestimate-json.md", "Exit status"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	tests := []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"in.json"}, true},
+		{[]string{"--dot", "d", "--solver", "reference", "--format", "text", "-"}, true},
+		{[]string{"--solver", "simplex", "in.json"}, true},
+		{[]string{}, false},
+		{[]string{"a.json", "b.json"}, false},
+		{[]string{"--solver", "magic", "in.json"}, false},
+		{[]string{"--format", "xml", "in.json"}, false},
+		{[]string{"--dot", "main.go", "in.json"}, false},
+	}
+	for _, tt := range tests {
+		cfg, err := parseFlags(tt.args, &bytes.Buffer{})
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if (err == nil) != tt.ok {
+			t.Errorf("%q: error %v, want ok=%v", tt.args, err, tt.ok)
+		}
+	}
+}
+
+// TestRunMillionBlocks: a function of 10^6 blocks gets an answer, not a hang or a crash.
+func TestRunMillionBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 1_000_000
+	dir := t.TempDir()
+	var in bytes.Buffer
+	in.WriteString(`{"version":1,"functions":[{"name":"big","addr":"0x400000","code":"`)
+	in.WriteString(strings.Repeat("7500", n)) // jne +0, a million times
+	in.WriteString(`c3","samples":{"0x400000":5,"0x5e8480":9}}]}`)
+	path := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(path, in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.json")
+	if err := Run(context.Background(), &Config{Input: path, Output: out, Solver: "fast", Format: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(raw, []byte(`"start":`)); got != n+1 {
+		t.Errorf("output has %d blocks, want %d", got, n+1)
+	}
+	if !bytes.Contains(raw, []byte(`{"start":"0x5e8480","end":"0x5e8481","insts":1,"samples":9,"weight":9,`)) {
+		t.Error("the ret block's samples are missing from the output")
+	}
+}

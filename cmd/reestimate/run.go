@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/profd/profd/reestimate"
+)
+
+// Run reads cfg.Input, repairs every function and writes the counts. It stops between
+// functions when ctx is cancelled.
+func Run(ctx context.Context, cfg *Config) error {
+	funcs, err := readInput(cfg.Input)
+	if err != nil {
+		return err
+	}
+	opt := reestimate.Options{Solver: solvers[cfg.Solver]()}
+	if cfg.DotDir != "" {
+		if err := os.MkdirAll(cfg.DotDir, 0o755); err != nil {
+			return fmt.Errorf("reestimate: --dot: %w", err)
+		}
+	}
+	out := countsFile{Version: 1, Functions: make([]functionCounts, 0, len(funcs))}
+	for i := range funcs {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reestimate: stopped before function %d of %d: %w", i, len(funcs), err)
+		}
+		fn := &funcs[i]
+		g, at, err := fn.Graph()
+		if err != nil {
+			return err
+		}
+		weights := at.Weights(g)
+		res, err := reestimate.Repair(g, weights, opt)
+		if err != nil {
+			return fmt.Errorf("reestimate: function %q: %w", fn.Name, err)
+		}
+		out.Functions = append(out.Functions, newFunctionCounts(fn, g, at, weights, res))
+		if cfg.DotDir != "" {
+			if err := writeDotFile(cfg.DotDir, i, fn.Name, g, weights, res); err != nil {
+				return err
+			}
+		}
+	}
+	return writeOutput(cfg.Output, cfg.Format, &out)
+}
+
+func readInput(path string) ([]reestimate.Function, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("reestimate: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	funcs, err := reestimate.ReadJSON(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return funcs, nil
+}
+
+func writeDotFile(dir string, index int, name string, g *reestimate.CFG, weights []float64, res *reestimate.Result) error {
+	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, fileSafe(name)))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("reestimate: --dot: %w", err)
+	}
+	err = reestimate.WriteDot(f, name, g, weights, res)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("reestimate: --dot %s: %w", path, err)
+	}
+	return nil
+}
+
+// fileSafe keeps letters, digits, '.', '_' and '-' of a function name, at most 100 of them.
+func fileSafe(name string) string {
+	s := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, name)
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	return s
+}
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	}
+	return exitFailure
+}

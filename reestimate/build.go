@@ -1,0 +1,240 @@
+package reestimate
+
+import (
+	"sort"
+	"sync"
+)
+
+// MaxCodeBytes caps the code BuildCFG accepts for one function (16 MiB, some millions of
+// instructions): beyond it the caller gets ErrCodeTooLarge instead of an enormous allocation.
+const MaxCodeBytes = 16 << 20
+
+// BuildCFG recovers the control-flow graph of one x86-64 function from its machine code, loaded
+// at addr.
+//
+// Leaders are the entry, every in-function branch target and every instruction after a branch
+// or return. Calls do not end blocks. A return, a jump out of [addr, addr+len(code)) (a tail
+// call), an indirect jump (counted in CFG.IndirectJumps) and a trap (ud2, hlt, int3) end a path
+// and mark their block Exit, as does code that runs off the end. A jump to the entry is an
+// ordinary edge. Nops and int3 that nothing reaches (alignment padding between and after blocks)
+// are not made into blocks.
+//
+// Errors are *CodeError values naming the offset: undecodable bytes (ErrUndecodable), an
+// instruction cut off by the end of the code (ErrTruncated) and a branch into the middle of an
+// instruction (ErrJumpIntoInstruction).
+//
+// BuildCFG is safe to call concurrently; it does not keep code.
+func BuildCFG(code []byte, addr uint64) (*CFG, error) {
+	if len(code) == 0 {
+		return nil, &CodeError{Addr: addr, Err: ErrEmptyCode}
+	}
+	if len(code) > MaxCodeBytes {
+		return nil, &CodeError{Addr: addr, Offset: MaxCodeBytes, Err: ErrCodeTooLarge}
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		if cap(sc.insts) <= maxPooledInsts { // a huge function's scratch is left to the GC
+			scratchPool.Put(sc)
+		}
+	}()
+	insts, err := decodeAll(sc.insts[:0], code, addr)
+	sc.insts = insts
+	if err != nil {
+		return nil, err
+	}
+	leader, err := markLeaders(sc.leader, insts, len(code), addr)
+	sc.leader = leader
+	if err != nil {
+		return nil, err
+	}
+	dropPadding(insts, leader)
+	g := &CFG{Start: addr, End: addr + uint64(len(code))}
+	formBlocks(g, insts, leader, addr)
+	linkBlocks(g, insts, len(code))
+	return g, nil
+}
+
+// scratch is BuildCFG's working memory, reused through scratchPool; nothing in it outlives
+// a call.
+type scratch struct {
+	insts  []inst
+	leader []uint8
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+const maxPooledInsts = 1 << 16
+
+// decodeAll decodes code linearly from its first byte, appending to insts.
+func decodeAll(insts []inst, code []byte, addr uint64) ([]inst, error) {
+	// Compiled x86-64 code averages three to four bytes an instruction.
+	if want := len(code)/3 + 1; cap(insts) < want {
+		insts = make([]inst, 0, want)
+	}
+	for off := 0; off < len(code); {
+		insts = append(insts, inst{})
+		in := &insts[len(insts)-1]
+		if err := decodeInst(code, off, in); err != nil {
+			return nil, &CodeError{Addr: addr, Offset: off, Err: err}
+		}
+		off += int(in.size)
+	}
+	return insts, nil
+}
+
+// Leader marks, per instruction.
+const (
+	leaderNone   uint8 = iota
+	leaderFlow         // starts a block because the previous instruction branched or stopped
+	leaderTarget       // a branch target (or the entry): reached, never padding
+	dropped            // padding that nothing reaches: no block
+)
+
+// markLeaders finds block starts. It rejects branches into the middle of an instruction.
+func markLeaders(leader []uint8, insts []inst, size int, addr uint64) ([]uint8, error) {
+	if cap(leader) < len(insts) {
+		leader = make([]uint8, len(insts))
+	}
+	leader = leader[:len(insts)]
+	clear(leader)
+	leader[0] = leaderTarget
+	for i, in := range insts {
+		if in.kind == kindPlain || in.kind == kindPad {
+			continue
+		}
+		if i+1 < len(insts) && leader[i+1] == leaderNone {
+			leader[i+1] = leaderFlow
+		}
+		if in.kind != kindCond && in.kind != kindJump {
+			continue
+		}
+		if in.target < 0 || in.target >= int64(size) {
+			continue // leaves the function: a tail call
+		}
+		j, ok := instAt(insts, uint32(in.target))
+		if !ok {
+			return nil, &CodeError{Addr: addr, Offset: int(in.off), Target: addr + uint64(in.target), Err: ErrJumpIntoInstruction}
+		}
+		leader[j] = leaderTarget
+	}
+	return leader, nil
+}
+
+// instAt finds the instruction that starts at byte offset off.
+func instAt(insts []inst, off uint32) (int, bool) {
+	j := sort.Search(len(insts), func(k int) bool { return insts[k].off >= off })
+	return j, j < len(insts) && insts[j].off == off
+}
+
+// dropPadding marks the nops and int3 after a jump, return or trap that no branch reaches.
+func dropPadding(insts []inst, leader []uint8) {
+	for i := 1; i < len(insts); i++ {
+		if leader[i] == leaderTarget || !insts[i].pad {
+			continue
+		}
+		if prev := i - 1; leader[prev] == dropped || insts[prev].kind.ends() {
+			leader[i] = dropped
+		}
+	}
+	// The first instruction after a dropped run starts a block.
+	for i := 1; i < len(insts); i++ {
+		if leader[i] == leaderNone && leader[i-1] == dropped {
+			leader[i] = leaderFlow
+		}
+	}
+}
+
+// formBlocks cuts the kept instructions into blocks at leaders.
+func formBlocks(g *CFG, insts []inst, leader []uint8, addr uint64) {
+	kept, nblocks := 0, 0
+	for i := range insts {
+		if leader[i] == dropped {
+			continue
+		}
+		kept++
+		if leader[i] != leaderNone {
+			nblocks++
+		}
+	}
+	addrs := make([]uint64, kept) // one backing array for every block's Insts
+	g.Blocks = make([]Block, 0, nblocks)
+	k := 0
+	for i := 0; i < len(insts); {
+		if leader[i] == dropped {
+			i++
+			continue
+		}
+		first, j := k, i
+		for {
+			addrs[k] = addr + uint64(insts[j].off)
+			k++
+			j++
+			if j == len(insts) || leader[j] != leaderNone {
+				break
+			}
+		}
+		last := &insts[j-1]
+		g.Blocks = append(g.Blocks, Block{
+			Start: addrs[first],
+			End:   addr + uint64(last.off) + uint64(last.size),
+			Insts: addrs[first:k:k], // capped: appending to one block's Insts must not overwrite the next's
+		})
+		i = j
+	}
+}
+
+// linkBlocks adds the edges and marks exits. The last instruction of each block decides.
+func linkBlocks(g *CFG, insts []inst, size int) {
+	// Most blocks have one or two successors.
+	g.Edges = make([]Edge, 0, len(g.Blocks)*3/2)
+	blockAt := func(off int64) (int, bool) {
+		a := g.Start + uint64(off)
+		j := sort.Search(len(g.Blocks), func(k int) bool { return g.Blocks[k].Start >= a })
+		return j, j < len(g.Blocks) && g.Blocks[j].Start == a
+	}
+	next := func(i int) (int, bool) {
+		if i+1 < len(g.Blocks) && g.Blocks[i+1].Start == g.Blocks[i].End {
+			return i + 1, true
+		}
+		return 0, false
+	}
+	ii := 0 // index into insts of the current block's last instruction
+	for i := range g.Blocks {
+		b := &g.Blocks[i]
+		last := uint32(b.Insts[len(b.Insts)-1] - g.Start)
+		for insts[ii].off != last {
+			ii++
+		}
+		in := insts[ii]
+		switch in.kind {
+		case kindCond, kindJump:
+			if to, ok := blockAt(in.target); ok && in.target >= 0 && in.target < int64(size) {
+				kind := Jump
+				if in.kind == kindCond {
+					kind = CondTaken
+				}
+				g.Edges = append(g.Edges, Edge{From: i, To: to, Kind: kind})
+			} else {
+				b.Exit = true // tail call, or a conditional one
+			}
+			if in.kind == kindCond {
+				if to, ok := next(i); ok {
+					g.Edges = append(g.Edges, Edge{From: i, To: to, Kind: CondNotTaken})
+				} else {
+					b.Exit = true
+				}
+			}
+		case kindIndirect:
+			g.IndirectJumps++
+			b.Exit = true
+		case kindReturn, kindTrap:
+			b.Exit = true
+		default:
+			if to, ok := next(i); ok {
+				g.Edges = append(g.Edges, Edge{From: i, To: to, Kind: FallThrough})
+			} else {
+				b.Exit = true // runs off the end of the code
+			}
+		}
+	}
+}

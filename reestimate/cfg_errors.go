@@ -1,0 +1,52 @@
+package reestimate
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels for machine code that cannot be made into a CFG; a *CodeError wraps one of them.
+var (
+	ErrEmptyCode           = errors.New("no code bytes")
+	ErrCodeTooLarge        = errors.New("code larger than MaxCodeBytes")
+	ErrUndecodable         = errors.New("undecodable instruction")
+	ErrTruncated           = errors.New("instruction runs past the end of the code")
+	ErrJumpIntoInstruction = errors.New("branch target inside an instruction")
+)
+
+// CodeError reports where in a function's code CFG recovery stopped.
+type CodeError struct {
+	Addr   uint64 // the function's load address
+	Offset int    // byte offset of the offending instruction from Addr
+	Target uint64 // for ErrJumpIntoInstruction: the branch target's address
+	Err    error  // one of the sentinels above
+}
+
+func (e *CodeError) Error() string {
+	if errors.Is(e.Err, ErrJumpIntoInstruction) {
+		return fmt.Sprintf("reestimate: code %#x+%#x: branch to %#x (offset %#x): %v",
+			e.Addr, e.Offset, e.Target, e.Target-e.Addr, e.Err)
+	}
+	return fmt.Sprintf("reestimate: code %#x+%#x: %v", e.Addr, e.Offset, e.Err)
+}
+
+func (e *CodeError) Unwrap() error { return e.Err }
+
+// Sentinels for sample counts that cannot be attributed; a *SampleError wraps one of them.
+var (
+	ErrSampleOutside = errors.New("sample address outside the function")
+	ErrSampleCount   = errors.New("sample count too large")
+)
+
+// SampleError names the sample that BlockWeights rejected.
+type SampleError struct {
+	Addr  uint64
+	Count uint64
+	Err   error // ErrSampleOutside or ErrSampleCount
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("reestimate: sample at %#x (count %d): %v", e.Addr, e.Count, e.Err)
+}
+
+func (e *SampleError) Unwrap() error { return e.Err }

@@ -1,0 +1,44 @@
+package reestimate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := "testdata/" + name
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update to accept):\n%s", path, got)
+	}
+}
+
+func TestWriteDot(t *testing.T) {
+	g, err := BuildCFG(mustHex(t, "85ff 7405 e800000000 ffc0 c3"), 0x1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &Result{Blocks: []uint64{8000, 3000, 8000}, Edges: []uint64{5000, 3000, 3000}, Reachable: []bool{true, true, true}, Scale: 1000}
+	var buf bytes.Buffer
+	if err := WriteDot(&buf, "f\"\\\n", g, []float64{8, 2.5, 9}, res); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "dot/diamond.dot", buf.Bytes())
+	if err := WriteDot(&buf, "f", g, []float64{1}, nil); err == nil {
+		t.Error("WriteDot took 1 weight for 3 blocks")
+	}
+}
