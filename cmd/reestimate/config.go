@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/profd/profd/reestimate"
 )
 
 // Exit codes.
@@ -25,12 +27,19 @@ const (
 	formatLLVMExtBinary = "llvm-extbinary"
 )
 
+// solvers are the --solver choices.
+var solvers = map[string]func() reestimate.Solver{
+	"fast":      reestimate.FastSolver,
+	"simplex":   reestimate.SimplexSolver,
+	"reference": reestimate.ReferenceSolver,
+}
+
 // Config is everything a run needs, from the command line.
 type Config struct {
 	Input  string // a profd capture or JSON interchange input; "-" is standard input
 	Output string // output path; "-" is standard output
 	DotDir string // where to write one Graphviz file per function; "" writes none
-	Solver string // "fast" or "reference"
+	Solver string // a key of solvers
 	Format string // json, text, llvm-text or llvm-extbinary; "" picks by input kind
 	Raw    bool   // LLVM output without reestimation: raw samples summed per line
 }
@@ -40,8 +49,8 @@ func (c *Config) Validate() error {
 	if c.Input == "" {
 		return errors.New("no input: give a profd capture or a JSON file, or - for standard input")
 	}
-	if c.Solver != "fast" && c.Solver != "reference" {
-		return fmt.Errorf("--solver %q: want fast or reference", c.Solver)
+	if _, ok := solvers[c.Solver]; !ok {
+		return fmt.Errorf("--solver %q: want fast, simplex or reference", c.Solver)
 	}
 	switch c.Format {
 	case "", formatJSON, formatText, formatLLVMText, formatLLVMExtBinary:
@@ -93,7 +102,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output), e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
-	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (primal-dual) or reference (Edmonds-Karp + Klein), e.g. --solver reference")
+	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (successive shortest paths), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
 	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {

@@ -123,6 +123,7 @@ func TestFlags(t *testing.T) {
 	}{
 		{[]string{"in.json"}, true},
 		{[]string{"--dot", "d", "--solver", "reference", "--format", "text", "-"}, true},
+		{[]string{"--solver", "simplex", "in.json"}, true},
 		{[]string{}, false},
 		{[]string{"a.json", "b.json"}, false},
 		{[]string{"--solver", "magic", "in.json"}, false},

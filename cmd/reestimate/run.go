@@ -21,10 +21,7 @@ func Run(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	defer closeInput()
-	opt := reestimate.Options{Solver: reestimate.FastSolver()}
-	if cfg.Solver == "reference" {
-		opt.Solver = reestimate.ReferenceSolver()
-	}
+	opt := reestimate.Options{Solver: solvers[cfg.Solver]()}
 	head, _ := in.Peek(profileio.CaptureMagicBytes)
 	if profileio.IsCapture(head) {
 		if cfg.Format == "" {
