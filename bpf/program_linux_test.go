@@ -163,10 +163,12 @@ func TestRemoveTarget(t *testing.T) {
 	}
 }
 
-// Samples of new keys that find the map full are counted as dropped.
+// Samples of new keys that find the map full are counted as dropped. The map holds one key:
+// the spinning loop alone runs several instructions, so thousands of samples over them
+// cannot all share one address.
 func TestMapFullDrops(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p := load(t, Options{MaxEntries: 2})
+	p := load(t, Options{MaxEntries: 1})
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
@@ -185,8 +187,8 @@ func TestMapFullDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := p.Stats()
-	if keys > 2 || st.Dropped == 0 || n != st.Samples {
-		t.Errorf("%d keys, %d counts; stats %+v: want <= 2 keys, drops, counts == samples", keys, n, st)
+	if keys > 1 || st.Dropped == 0 || n != st.Samples {
+		t.Errorf("%d keys, %d counts; stats %+v: want <= 1 key, drops, counts == samples", keys, n, st)
 	}
 }
 
