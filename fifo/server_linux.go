@@ -172,11 +172,14 @@ func (s *Server) AddTarget(pid uint32) error {
 	}
 	t := &target{pid: pid, pipe: p, wakeFd: wakeFd, done: make(chan struct{})}
 	s.targets[pid] = t
+	// The first session's stream is made here, not in the goroutine, so that Stats counts it
+	// when AddTarget returns: a later change of Streams then means a session ended.
+	first := s.newFIFOStream(t)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(t.done)
-		s.readLoop(t)
+		s.readLoop(t, first)
 	}()
 	if s.files != nil {
 		s.files.addPid(pid, uid)
@@ -240,10 +243,10 @@ func (s *Server) Close() error {
 	return s.dir.Close()
 }
 
-// readLoop reads one target's FIFO until woken, one decoder per writer session.
-func (s *Server) readLoop(t *target) {
+// readLoop reads one target's FIFO until woken, one decoder per writer session, starting
+// with st.
+func (s *Server) readLoop(t *target, st *stream) {
 	buf := make([]byte, s.cfg.ReadBufferBytes)
-	st := s.newFIFOStream(t)
 	for {
 		n, eof, err := t.pipe.read(buf, t.wakeFd)
 		if n > 0 {
