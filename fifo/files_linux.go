@@ -109,18 +109,18 @@ const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_C
 // growth of the files in them. Called with mu held.
 func (ft *fileTailer) watchDirs() {
 	ft.addWatch(ft.perfMapDir)
-	dir := ft.jitdumpRoot
+	// A directory made between finding the deepest ancestor and watching it raises no event,
+	// so after each watch look again: the loop ends when the deepest existing directory is
+	// the one just watched.
+	dir := ""
 	for {
-		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+		deepest := ft.deepestJitdumpDir()
+		if deepest == "" || deepest == dir {
 			break
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return
-		}
-		dir = parent
+		dir = deepest
+		ft.addWatch(dir)
 	}
-	ft.addWatch(dir)
 	if dir != ft.jitdumpRoot {
 		return
 	}
@@ -129,6 +129,22 @@ func (ft *fileTailer) watchDirs() {
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
 			ft.addWatch(filepath.Join(dir, e.Name()))
 		}
+	}
+}
+
+// deepestJitdumpDir returns the jitdump root if it exists, else its deepest existing
+// ancestor, else "".
+func (ft *fileTailer) deepestJitdumpDir() string {
+	dir := ft.jitdumpRoot
+	for {
+		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
 	}
 }
 
