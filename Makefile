@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-overhead soak fuzz generate generate-check demo accuracy clean
+.PHONY: all build test deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy clean
 
 all: build
 
@@ -37,6 +37,10 @@ lint: vet fmt-check
 ## bench: benchmarks with allocation figures (BENCH=regexp BENCHPKGS=./pkg BENCHTIME=2s)
 bench: deps
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCHPKGS)
+
+## bench-report: every benchmark the issues name, package by package (quiet machine; minutes)
+bench-report: deps
+	@scripts/bench-report.sh
 
 ## bench-overhead: lli-14 slowdown under profd (BPF, ring) vs perf record at 999 Hz and 4 kHz
 ##   (interleaved runs, medians; PROFD_BENCH_RUNS=10 PROFD_BENCH_CHUNKS=4000; minutes of CPU)
