@@ -23,8 +23,8 @@
 //
 // WriteDot draws a CFG with its counts before and after repair.
 //
-// Two solvers sit behind the Solver interface: FastSolver (primal-dual successive shortest
-// paths, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
+// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
 // method of the paper the design descends from), which tests use to check the first.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})

@@ -23,7 +23,7 @@ func TestRepairConsistentWeightsUnchanged(t *testing.T) {
 	g := diamondLoop()
 	// 10 entries, 100 loop iterations split 70/30.
 	w := []float64{10, 100, 70, 30, 100, 10}
-	for _, s := range []Solver{FastSolver(), ReferenceSolver()} {
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
 		r, err := Repair(g, w, Options{Solver: s})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
@@ -39,9 +39,9 @@ func TestRepairConsistentWeightsUnchanged(t *testing.T) {
 				t.Errorf("%s: edge %d = %g, want %g", s.Name(), e, got, want)
 			}
 		}
-		// Only static edge costs remain: 10 entries over two outside edges (0→1, 4→5 is a
-		// loop exit), in-loop edges free.
-		wantCost := int64(10*DefaultScale*DefaultEdgeCost + 10*DefaultScale*DefaultLoopExitCost)
+		// Only static edge costs remain: 10 entries over 0→1 (outside) and 4→5 (a loop
+		// exit), 290 units over the in-loop and back edges.
+		wantCost := int64(DefaultScale * (10*DefaultEdgeCost + 10*DefaultLoopExitCost + 290*DefaultLoopEdgeCost))
 		if r.Cost != wantCost {
 			t.Errorf("%s: cost %d, want %d", s.Name(), r.Cost, wantCost)
 		}
@@ -49,14 +49,27 @@ func TestRepairConsistentWeightsUnchanged(t *testing.T) {
 }
 
 func TestRepairFixesInconsistentWeights(t *testing.T) {
-	g := diamondLoop()
-	w := []float64{10, 100, 0, 30, 100, 10} // block 2's samples lost
-	r, err := Repair(g, w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.BlockCount(2); got != 70 {
-		t.Errorf("block 2 = %g, want 70", got)
+	// 0 → 1 → 2 → 3 → 4 → 1 (loop of four blocks), 4 → 5 exit. Block 2 lost its samples:
+	// raising it (100 × c⁺) is cheaper than lowering the three other loop blocks (300 × c⁻).
+	g := cfgOf(6, 0, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 1}, [2]int{4, 5})
+	w := []float64{10, 100, 0, 100, 100, 10}
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+		r, err := Repair(g, w, Options{Solver: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.BlockCount(2); got != 100 {
+			t.Errorf("%s: block 2 = %g, want 100", s.Name(), got)
+		}
+		// One block with a spike (a cache miss drew samples) is lowered instead.
+		w2 := []float64{10, 100, 400, 100, 100, 10}
+		r, err = Repair(g, w2, Options{Solver: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.BlockCount(2); got != 100 {
+			t.Errorf("%s: spiked block 2 = %g, want 100", s.Name(), got)
+		}
 	}
 }
 
@@ -82,6 +95,87 @@ func TestRepairBadInput(t *testing.T) {
 	} {
 		if _, err := Repair(tc.g, tc.w, tc.opt); !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRepairEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		g          *CFG
+		w          []float64
+		wantBlocks []float64 // in weight units; nil: only conservation is checked
+	}{
+		// An infinite loop with no exit: flow may only circulate in the loop, never enter
+		// it from outside, so the entry block that is outside the loop must drop to zero.
+		{"no exit", cfgOf(3, 0, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 1}), []float64{5, 100, 100}, []float64{0, 100, 100}},
+		// A lone self-loop block with no exit: its count is all circulation.
+		{"self-loop only", cfgOf(1, 0, [2]int{0, 0}), []float64{7}, []float64{7}},
+		// Absurd but finite weights: the scale is lowered to fit, proportions survive.
+		{"huge weights", diamondLoop(), []float64{1e300, 1e301, 7e300, 3e300, 1e301, 1e300}, []float64{1e300, 1e301, 7e300, 3e300, 1e301, 1e300}},
+		{"all zero", diamondLoop(), make([]float64, 6), make([]float64, 6)},
+		// Unreachable block 2 keeps count 0 whatever its weight.
+		{"unreachable", cfgOf(3, 0, [2]int{0, 1}, [2]int{2, 1}), []float64{4, 4, 1000}, []float64{4, 4, 0}},
+		// A block without successors that is not marked Exit still lets flow out.
+		{"implicit exit", cfgOf(2, 0, [2]int{0, 1}), []float64{6, 6}, []float64{6, 6}},
+	} {
+		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+			r, err := Repair(tc.g, tc.w, Options{Solver: s})
+			if err != nil {
+				t.Errorf("%s/%s: %v", tc.name, s.Name(), err)
+				continue
+			}
+			for b, want := range tc.wantBlocks {
+				got := r.BlockCount(b)
+				if math.Abs(got-want) > 1e-6*want+1e-9 {
+					t.Errorf("%s/%s: block %d = %g, want %g", tc.name, s.Name(), b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestNetworkValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		net  Network
+	}{
+		{"endpoint", Network{Nodes: 1, Arcs: []Arc{{From: 0, To: 1}}, Source: -1, Sink: -1, Return: -1}},
+		{"capacity", Network{Nodes: 1, Arcs: []Arc{{Cap: -1}}, Source: -1, Sink: -1, Return: -1}},
+		{"huge capacity", Network{Nodes: 1, Arcs: []Arc{{Cap: MaxArcCapacity + 1}}, Source: -1, Sink: -1, Return: -1}},
+		{"cost", Network{Nodes: 1, Arcs: []Arc{{Cost: MaxArcCost + 1}}, Source: -1, Sink: -1, Return: -1}},
+		{"marks", Network{Nodes: 2, Arcs: []Arc{{From: 1, To: 0}}, Source: 0, Sink: 1, Return: -1}},
+		{"return arc", Network{Nodes: 2, Arcs: []Arc{{From: 0, To: 1}}, Source: 0, Sink: 1, Return: 0}},
+	} {
+		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+			if _, err := s.Solve(&tc.net); !errors.Is(err, ErrBadNetwork) {
+				t.Errorf("%s/%s: err = %v, want ErrBadNetwork", tc.name, s.Name(), err)
+			}
+		}
+	}
+}
+
+// TestSolversOnNegativeCycles checks the solvers on a general network (not one Repair
+// builds): two negative cycles sharing an arc, bounded by capacities.
+func TestSolversOnNegativeCycles(t *testing.T) {
+	net := Network{Nodes: 3, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
+		{From: 0, To: 1, Cap: 5, Cost: -3},
+		{From: 1, To: 0, Cap: 10, Cost: 1},
+		{From: 1, To: 2, Cap: 4, Cost: -1},
+		{From: 2, To: 0, Cap: 4, Cost: 0},
+		{From: 2, To: 2, Cap: 3, Cost: -2}, // a negative self-loop
+	}}
+	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+		f, err := s.Solve(&net)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name(), err)
+		}
+		if err := net.CheckCirculation(f); err != nil {
+			t.Fatalf("%s: %v", s.Name(), err)
+		}
+		// Best: 4 units around 0→1→2→0 (-4 each), 1 unit around 0→1→0 (-2), self-loop 3 (-6).
+		if c := net.Cost(f); c != -24 {
+			t.Errorf("%s: cost %d, want -24 (flow %v)", s.Name(), c, f)
 		}
 	}
 }

@@ -1,0 +1,79 @@
+package reestimate_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/sim"
+)
+
+// benchCase builds a structured CFG of about n blocks with sampled weights (period 5
+// cycles, skid 0.3), the input Repair sees in production.
+func benchCase(b *testing.B, n int) (*reestimate.CFG, []float64) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), 3))
+	f := sim.Generate(rng, sim.GenParams{Blocks: n})
+	c := f.Execute(rng, 10)
+	w := sim.Weights(f.CFG, f.Sample(rng, c, sim.SampleParams{Period: 5, Skid: 0.3}))
+	return f.CFG, w
+}
+
+// BenchmarkSolvers compares the fast and the reference solver on the same 1k-block CFG in
+// one run; the "ratio" sub-benchmark times both on each iteration and reports
+// reference-time/fast-time as the speedup metric.
+func BenchmarkSolvers(b *testing.B) {
+	g, w := benchCase(b, 1000)
+	b.Logf("1k case: %d blocks, %d edges", len(g.Blocks), len(g.Edges))
+	for _, s := range []reestimate.Solver{reestimate.SSPSolver(), reestimate.SimplexSolver(), reestimate.ReferenceSolver()} {
+		b.Run("1k/"+s.Name(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: s}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("1k/ratio", func(b *testing.B) {
+		var fast, ref time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			rf, err := reestimate.Repair(g, w, reestimate.Options{Solver: reestimate.FastSolver()})
+			t1 := time.Now()
+			rr, err2 := reestimate.Repair(g, w, reestimate.Options{Solver: reestimate.ReferenceSolver()})
+			t2 := time.Now()
+			if err != nil || err2 != nil {
+				b.Fatal(err, err2)
+			}
+			if rf.Cost != rr.Cost {
+				b.Fatalf("costs differ: %d vs %d", rf.Cost, rr.Cost)
+			}
+			fast += t1.Sub(t0)
+			ref += t2.Sub(t1)
+		}
+		b.ReportMetric(float64(ref)/float64(fast), "speedup")
+	})
+}
+
+// BenchmarkRepair measures the whole Repair (analyses, network, solve) on large CFGs with
+// the fast solver, and the network simplex alternative beside it; ms/op is the figure the
+// design names.
+func BenchmarkRepair(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		g, w := benchCase(b, n)
+		for _, s := range []reestimate.Solver{reestimate.SSPSolver(), reestimate.SimplexSolver()} {
+			b.Run(fmt.Sprintf("%dk/%s", n/1000, s.Name()), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: s}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+			})
+		}
+	}
+}

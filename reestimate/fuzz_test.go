@@ -1,0 +1,77 @@
+package reestimate_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/profd/profd/reestimate"
+)
+
+// decodeCase turns fuzz bytes into a CFG and weights: byte 0 is the block count (1..64),
+// byte 1 the entry (possibly out of range), byte 2 the edge count, then two bytes per edge
+// (endpoints possibly out of range), then one byte per block for its weight, where a few
+// values stand for NaN, ±Inf, a negative and an absurd weight, and bit 7 of the entry byte
+// marks the last block as an exit.
+func decodeCase(data []byte) (*reestimate.CFG, []float64) {
+	at := func(i int) int {
+		if i < len(data) {
+			return int(data[i])
+		}
+		return 0
+	}
+	n := 1 + at(0)%64
+	g := &reestimate.CFG{Entry: at(1) & 0x7f, Blocks: make([]reestimate.Block, n)}
+	g.Blocks[n-1].Exit = at(1)&0x80 != 0
+	edges := at(2)
+	pos := 3
+	for i := 0; i < edges; i++ {
+		g.Edges = append(g.Edges, reestimate.Edge{From: at(pos) % (n + 1), To: at(pos+1) % (n + 1)})
+		pos += 2
+	}
+	w := make([]float64, n)
+	for b := range w {
+		switch v := at(pos + b); v {
+		case 251:
+			w[b] = math.NaN()
+		case 252:
+			w[b] = math.Inf(1)
+		case 253:
+			w[b] = -1
+		case 254:
+			w[b] = 1e300
+		default:
+			w[b] = float64(v) / 4
+		}
+	}
+	return g, w
+}
+
+// FuzzRepair feeds arbitrary CFGs and weights to Repair: it must return a sentinel error or
+// a conserved result, both exact solvers must agree on the cost, and nothing may panic.
+func FuzzRepair(f *testing.F) {
+	f.Add([]byte{3, 0x80, 3, 0, 1, 1, 2, 2, 1, 8, 40, 40})
+	f.Add([]byte{1, 0, 1, 0, 0, 7})                // lone self-loop, no exit
+	f.Add([]byte{4, 0x82, 2, 0, 1, 3, 2, 9, 9, 9}) // entry 2, dead blocks
+	f.Add([]byte{2, 0x80, 1, 0, 1, 251, 1})        // NaN weight
+	f.Add([]byte{2, 0x80, 1, 0, 5, 1, 1})          // edge out of range
+	f.Add([]byte{3, 0x80, 2, 0, 1, 1, 2, 254, 1, 254})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, w := decodeCase(data)
+		r, err := reestimate.Repair(g, w, reestimate.Options{})
+		if err != nil {
+			if !errors.Is(err, reestimate.ErrBadCFG) && !errors.Is(err, reestimate.ErrBadWeight) {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			return
+		}
+		checkConserved(t, g, r)
+		rs, err := reestimate.Repair(g, w, reestimate.Options{Solver: reestimate.SimplexSolver()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.Cost != r.Cost {
+			t.Fatalf("simplex cost %d, ssp cost %d", rs.Cost, r.Cost)
+		}
+	})
+}

@@ -1,0 +1,505 @@
+package reestimate
+
+import (
+	"fmt"
+	"math"
+)
+
+// ssp is the fast exact solver: successive shortest paths with node potentials.
+//
+// Every negative-cost arc is first saturated. That leaves a pseudo-flow whose residual
+// network has only non-negative costs, with excess at the heads and deficit at the tails of
+// those arcs (for the repair network: excess at out(b), deficit at in(b) for each block with
+// samples). Reduced costs c(u,v)+p(u)-p(v) stay non-negative throughout, and flow only ever
+// moves along arcs of reduced cost 0 (admissible arcs), which are then shortest paths; so
+// the final circulation has minimum cost. Three tools move it:
+//
+//   - a sweep: depth-first search from one source over admissible arcs, pushing along every
+//     path it finds to a deficit; nodes it leaves without finding one are marked dead for
+//     later sweeps until a search changes their potential;
+//   - a local search: Dijkstra from one source, stopped at the first deficit (distance d*)
+//     or when it has touched localSearch nodes; every settled node's potential grows by
+//     dist-d*, which keeps reduced costs non-negative and makes the path found admissible;
+//   - a global search: Dijkstra from all remaining sources at once until every deficit is
+//     settled (last distance D), potentials growing by dist-D; then the shortest path from
+//     each source to each deficit in its Voronoi cell is admissible, so one search feeds the
+//     sweeps of all sources.
+//
+// The local pass drains most sources cheaply: a block's excess usually finds a deficit in
+// a neighbouring block. The few mismatches that span the function (say, the entry count
+// against a loop far away) are left to global rounds, each one search plus sweeps, instead
+// of one whole-network search per source, which made the solve grow as n^1.5.
+type ssp struct{}
+
+func (ssp) Name() string { return "ssp" }
+
+func (ssp) Solve(net *Network) ([]int64, error) {
+	if err := net.Validate(); err != nil {
+		return nil, err
+	}
+	r := newResidual(net)
+	n := r.n
+	s := &sspState{
+		r:      r,
+		pot:    make([]int64, n),
+		excess: make([]int64, n),
+		dist:   make([]int64, n),
+		via:    make([]int32, n),
+		state:  make([]uint8, n),
+		mark:   make([]uint32, n),
+		dead:   make([]bool, n),
+		cur:    make([]int32, n),
+	}
+	for i := range s.dist {
+		s.dist[i] = math.MaxInt64
+	}
+	for i, a := range net.Arcs {
+		if a.Cost < 0 && a.Cap > 0 {
+			r.push(r.fwd[i], a.Cap)
+			s.excess[a.To] += a.Cap
+			s.excess[a.From] -= a.Cap
+		}
+	}
+	// Local pass: each source alone, with searches capped at localSearch nodes.
+	var deferred []int32
+	for v := int32(0); int(v) < n; v++ {
+		for s.excess[v] > 0 {
+			if s.sweep(v) {
+				continue
+			}
+			s.sources = append(s.sources[:0], v)
+			t, err := s.search(localSearch)
+			if err != nil {
+				return nil, err
+			}
+			if t < 0 {
+				deferred = append(deferred, v)
+				break
+			}
+			if !s.sweep(v) {
+				s.augment(t) // the sweep finds this path or a better one; this is a backstop
+			}
+		}
+	}
+	// Global pass: all remaining sources share each search, then each sweeps.
+	for {
+		s.sources = s.sources[:0]
+		for _, v := range deferred {
+			if s.excess[v] > 0 {
+				s.sources = append(s.sources, v)
+			}
+		}
+		if len(s.sources) == 0 {
+			return r.flows(), nil
+		}
+		t, err := s.searchAll()
+		if err != nil {
+			return nil, err
+		}
+		pushed := false
+		for _, v := range deferred {
+			if s.excess[v] > 0 && s.sweep(v) {
+				pushed = true
+			}
+		}
+		if !pushed {
+			s.augment(t)
+		}
+	}
+}
+
+// errNegativeReducedCost reports a broken invariant instead of a panic in the queue.
+var errNegativeReducedCost = fmt.Errorf("reestimate: ssp: internal error: negative reduced cost: %w", ErrBadNetwork)
+
+// localSearch caps the nodes a search from a single source may touch before the source is
+// left to the global pass.
+const localSearch = 256
+
+const (
+	unseen uint8 = iota
+	labelled
+	settled
+)
+
+type sspState struct {
+	r       *residual
+	pot     []int64
+	excess  []int64
+	dist    []int64
+	via     []int32 // slot by which each labelled node was reached
+	state   []uint8
+	touched []int32
+	sources []int32
+	queue   bucketQueue
+	// Depth-first sweeps over admissible slots (residual capacity, zero reduced cost).
+	mark []uint32 // sweep number that last entered each node
+	// dead marks nodes a sweep left without finding a deficit. They stay dead for later
+	// sweeps: while a node's potential is unchanged its admissible arcs can only be lost
+	// (potentials elsewhere only fall, and pushes never run through dead nodes). A search
+	// clears the mark of every node it settles, and of the path it returns.
+	dead   []bool
+	sweeps uint32
+	cur    []int32 // next slot to try, per node entered in this sweep
+	path   []int32
+}
+
+// sweep pushes excess from src along admissible paths (all of them shortest paths, since
+// reduced costs are non-negative) to deficit nodes, depth-first, entering each node at most
+// once, until src's excess is gone or no admissible path is left among unentered nodes.
+// It reports whether it pushed anything. A whole region of zero reduced cost is thus used by
+// one sweep instead of one Dijkstra search per path.
+func (s *sspState) sweep(src int32) bool {
+	r := s.r
+	s.sweeps++
+	stamp := s.sweeps
+	s.mark[src] = stamp
+	s.cur[src] = r.start[src]
+	s.path = s.path[:0]
+	pushed := false
+	u := src
+	for s.excess[src] > 0 {
+		if u != src && s.excess[u] < 0 {
+			u = s.pushPath(src, u)
+			pushed = true
+			continue
+		}
+		k := s.cur[u]
+		pu := s.pot[u]
+		for ; k < r.start[u+1]; k++ {
+			v := r.head[k]
+			if r.rcap[k] > 0 && s.mark[v] != stamp && !s.dead[v] && r.cost[k]+pu-s.pot[v] == 0 {
+				break
+			}
+		}
+		s.cur[u] = k
+		if k < r.start[u+1] {
+			v := r.head[k]
+			s.mark[v] = stamp
+			s.cur[v] = r.start[v]
+			s.path = append(s.path, k)
+			u = v
+			continue
+		}
+		s.dead[u] = true
+		if u == src {
+			break
+		}
+		last := s.path[len(s.path)-1]
+		s.path = s.path[:len(s.path)-1]
+		u = r.tail(last)
+		s.cur[u]++
+	}
+	return pushed
+}
+
+// pushPath pushes the most it can along s.path from src to the deficit node t and returns
+// the node to continue the sweep from: the tail of the first slot it saturated, or t.
+func (s *sspState) pushPath(src, t int32) int32 {
+	r := s.r
+	delta := min(s.excess[src], -s.excess[t])
+	for _, k := range s.path {
+		delta = min(delta, r.rcap[k])
+	}
+	cut := len(s.path)
+	for i, k := range s.path {
+		r.push(k, delta)
+		if r.rcap[k] == 0 && i < cut {
+			cut = i
+		}
+	}
+	s.excess[src] -= delta
+	s.excess[t] += delta
+	if cut == len(s.path) {
+		return t
+	}
+	u := r.tail(s.path[cut])
+	for _, k := range s.path[cut:] {
+		s.mark[r.head[k]] = 0 // still alive: later paths of this sweep may enter it again
+	}
+	s.path = s.path[:cut]
+	return u
+}
+
+// search runs Dijkstra from s.sources to the nearest deficit node, updates potentials and
+// returns that node; via then holds the path back to a source. It returns -1, changing
+// nothing, when it would touch more than limit nodes.
+func (s *sspState) search(limit int) (int32, error) {
+	r := s.r
+	s.reset()
+	for _, src := range s.sources {
+		s.dist[src] = 0
+		s.via[src] = -1
+		s.state[src] = labelled
+		s.touched = append(s.touched, src)
+		s.queue.push(0, src)
+	}
+	target := int32(-1)
+	var dstar int64
+	for !s.queue.empty() {
+		if len(s.touched) > limit {
+			return -1, nil
+		}
+		d, u := s.queue.pop()
+		if s.state[u] == settled || d != s.dist[u] {
+			continue
+		}
+		if s.excess[u] < 0 {
+			target, dstar = u, d
+			break
+		}
+		s.state[u] = settled
+		pu := s.pot[u]
+		for k := r.start[u]; k < r.start[u+1]; k++ {
+			if r.rcap[k] == 0 {
+				continue
+			}
+			v := r.head[k]
+			if s.state[v] == settled {
+				continue
+			}
+			rc := r.cost[k] + pu - s.pot[v]
+			if rc < 0 {
+				return -1, errNegativeReducedCost
+			}
+			nd := d + rc
+			if s.state[v] == unseen {
+				s.state[v] = labelled
+				s.touched = append(s.touched, v)
+			} else if nd >= s.dist[v] {
+				continue
+			}
+			s.dist[v] = nd
+			s.via[v] = k
+			if nd == d && s.excess[v] < 0 {
+				// Nothing left in the queue is nearer than d: v is a nearest deficit.
+				target, dstar = v, d
+				break
+			}
+			s.queue.push(nd, v)
+		}
+		if target >= 0 {
+			break
+		}
+	}
+	if target < 0 {
+		// Cannot happen for a valid network: undoing the saturation is always possible,
+		// so some deficit is always reachable.
+		return -1, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
+	}
+	for _, v := range s.touched {
+		if s.state[v] == settled {
+			s.pot[v] += s.dist[v] - dstar
+			s.dead[v] = false
+		}
+	}
+	for v := target; s.via[v] >= 0; v = r.tail(s.via[v]) {
+		s.dead[v] = false
+	}
+	return target, nil
+}
+
+// searchAll runs Dijkstra from all of s.sources at once until every deficit node is
+// settled, then raises potentials by min(dist, D) (D the last distance settled, written in
+// the form that leaves unsettled nodes alone). That keeps reduced costs non-negative and
+// makes the shortest path from each source to every deficit nearer to it than to any other
+// source cost 0, so one search serves all sources and the sweeps that follow push along all
+// of those paths. It returns a deficit node with a path in via, for the backstop.
+func (s *sspState) searchAll() (int32, error) {
+	r := s.r
+	s.reset()
+	deficits := 0
+	for _, e := range s.excess {
+		if e < 0 {
+			deficits++
+		}
+	}
+	for _, src := range s.sources {
+		s.dist[src] = 0
+		s.via[src] = -1
+		s.state[src] = labelled
+		s.touched = append(s.touched, src)
+		s.queue.push(0, src)
+	}
+	target := int32(-1)
+	var last int64
+	for !s.queue.empty() && deficits > 0 {
+		d, u := s.queue.pop()
+		if s.state[u] == settled || d != s.dist[u] {
+			continue
+		}
+		s.state[u] = settled
+		last = d
+		if s.excess[u] < 0 {
+			// Relax its arcs all the same: every settled node must satisfy the distance
+			// inequalities, or the potential update would leave negative reduced costs.
+			deficits--
+			if target < 0 {
+				target = u
+			}
+		}
+		pu := s.pot[u]
+		for k := r.start[u]; k < r.start[u+1]; k++ {
+			if r.rcap[k] == 0 {
+				continue
+			}
+			v := r.head[k]
+			if s.state[v] == settled {
+				continue
+			}
+			rc := r.cost[k] + pu - s.pot[v]
+			if rc < 0 {
+				return -1, errNegativeReducedCost
+			}
+			nd := d + rc
+			if s.state[v] == unseen {
+				s.state[v] = labelled
+				s.touched = append(s.touched, v)
+			} else if nd >= s.dist[v] {
+				continue
+			}
+			s.dist[v] = nd
+			s.via[v] = k
+			s.queue.push(nd, v)
+		}
+	}
+	if target < 0 {
+		return -1, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
+	}
+	for _, v := range s.touched {
+		if s.state[v] == settled {
+			s.pot[v] += s.dist[v] - last
+			s.dead[v] = false
+		}
+	}
+	for v := target; s.via[v] >= 0; v = r.tail(s.via[v]) {
+		s.dead[v] = false
+	}
+	return target, nil
+}
+
+// reset clears what the previous search touched.
+func (s *sspState) reset() {
+	for _, v := range s.touched {
+		s.dist[v] = math.MaxInt64
+		s.state[v] = unseen
+	}
+	s.touched = s.touched[:0]
+	s.queue.reset()
+}
+
+// augment pushes the most the path in via from a source to t allows.
+func (s *sspState) augment(t int32) {
+	r := s.r
+	src := t
+	for s.via[src] >= 0 {
+		src = r.tail(s.via[src])
+	}
+	delta := min(s.excess[src], -s.excess[t])
+	for v := t; v != src; v = r.tail(s.via[v]) {
+		delta = min(delta, r.rcap[s.via[v]])
+	}
+	for v := t; v != src; v = r.tail(s.via[v]) {
+		r.push(s.via[v], delta)
+	}
+	s.excess[src] -= delta
+	s.excess[t] += delta
+}
+
+// bucketQueue is Dijkstra's priority queue: a monotone queue of (distance, node) with lazy
+// deletion. Reduced costs are small integers, so distances below len(buckets) go to a
+// bucket per distance (Dial's method, O(1) per operation); larger ones go to a binary heap.
+type bucketQueue struct {
+	buckets [][]int32
+	cur     int // lowest distance whose bucket may be non-empty
+	count   int // entries in buckets
+	hi      int // highest bucket used since the last reset
+	far     distHeap
+}
+
+const nearBuckets = 256
+
+func (q *bucketQueue) push(d int64, v int32) {
+	if d < nearBuckets {
+		if q.buckets == nil {
+			q.buckets = make([][]int32, nearBuckets)
+		}
+		q.buckets[d] = append(q.buckets[d], v)
+		q.count++
+		q.hi = max(q.hi, int(d))
+		return
+	}
+	q.far.push(d, v)
+}
+
+func (q *bucketQueue) empty() bool { return q.count == 0 && len(q.far) == 0 }
+
+// pop removes an entry of least distance; the queue must not be empty.
+func (q *bucketQueue) pop() (int64, int32) {
+	if q.count > 0 {
+		for len(q.buckets[q.cur]) == 0 {
+			q.cur++
+		}
+		b := q.buckets[q.cur]
+		v := b[len(b)-1]
+		q.buckets[q.cur] = b[:len(b)-1]
+		q.count--
+		return int64(q.cur), v
+	}
+	return q.far.pop()
+}
+
+func (q *bucketQueue) reset() {
+	for i := 0; i <= q.hi && i < len(q.buckets); i++ {
+		q.buckets[i] = q.buckets[i][:0]
+	}
+	q.cur, q.count, q.hi = 0, 0, 0
+	q.far = q.far[:0]
+}
+
+// distHeap is a binary min-heap of (distance, node) with lazy deletion.
+type distHeap []heapItem
+
+type heapItem struct {
+	d int64
+	v int32
+}
+
+func (h *distHeap) push(d int64, v int32) {
+	*h = append(*h, heapItem{d, v})
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if a[p].d <= a[i].d {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *distHeap) pop() (int64, int32) {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(a) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(a) && a[r].d < a[l].d {
+			m = r
+		}
+		if a[i].d <= a[m].d {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top.d, top.v
+}
