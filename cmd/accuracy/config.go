@@ -12,6 +12,7 @@ type Config struct {
 	Workloads            []string
 	Repair               reestimate.Options
 	PerFunction          bool
+	Blocks               bool // print every block's shares
 }
 
 // Validate rejects what cannot run.

@@ -28,6 +28,7 @@ func main() {
 	flag.Int64Var(&cfg.Repair.LoopEdgeCost, "loop-edge", 0, "back/in-loop edge cost (0: default, -1: zero)")
 	flag.Int64Var(&cfg.Repair.LoopExitCost, "loop-exit", 0, "loop-exit edge cost (0: default, -1: zero)")
 	flag.BoolVar(&cfg.PerFunction, "v", false, "also print a row per function")
+	flag.BoolVar(&cfg.Blocks, "blocks", false, "print each block's exact, raw and repaired shares")
 	flag.Parse()
 	cfg.Workloads = flag.Args()
 	if err := cfg.Validate(); err != nil {

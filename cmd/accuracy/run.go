@@ -26,6 +26,9 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if cfg.Blocks {
+			dumpBlocks(w, funcs, cfg)
+		}
 		raw := compare.Score(funcs, compare.Raw)
 		rep := compare.Score(funcs, compare.Repaired(cfg.Repair))
 		var samples uint64
@@ -81,4 +84,35 @@ func num(x float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", x)
+}
+
+// dumpBlocks prints, per block of each function, the exact share and the raw and repaired
+// shares: where an estimate goes wrong.
+func dumpBlocks(w io.Writer, funcs []compare.Function, cfg Config) {
+	for i := range funcs {
+		f := &funcs[i]
+		raw, _ := compare.Raw(f)
+		rep, err := compare.Repaired(cfg.Repair)(f)
+		if err != nil {
+			fmt.Fprintf(w, "%s: %v\n", f.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s (%d blocks, %d indirect jumps)\n", f.Name, len(f.CFG.Blocks), f.CFG.IndirectJumps)
+		ts, rs, ps := sum(f.TrueBlocks), sum(raw.Blocks), sum(rep.Blocks)
+		for b, bl := range f.CFG.Blocks {
+			if f.TrueBlocks[b] == 0 && raw.Blocks[b] == 0 && rep.Blocks[b] == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "  %#5x-%#5x %2d insts  exact %.4f  raw %.4f (%6.1f)  repaired %.4f\n", bl.Start, bl.End, len(bl.Insts),
+				f.TrueBlocks[b]/ts, raw.Blocks[b]/rs, raw.Blocks[b], rep.Blocks[b]/ps)
+		}
+	}
+}
+
+func sum(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s
 }

@@ -24,7 +24,20 @@ type Options struct {
 	Raw bool
 	// Repair tunes the reestimator; the zero value is its default cost model.
 	Repair reestimate.Options
+	// FirstLines gives functions' first source lines (the DISubprogram's line, from which
+	// LLVM counts line offsets) by name; see SubprogramLines. A function not in it gets the
+	// lowest line of its file in its line table.
+	FirstLines map[string]uint32
+	// CountScale multiplies repaired block counts (samples per instruction) before they are
+	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
+	CountScale float64
 }
+
+// DefaultCountScale keeps two decimal places of a repaired count: at 999 Hz a block that
+// ran for a few milliseconds has a weight below 1 sample per instruction, which rounded to
+// 0 would tell LLVM it never ran. LLVM needs only ratios within a function and comparable
+// totals across functions, which a common factor keeps.
+const DefaultCountScale = 100
 
 // Stats says how each sampled object was converted.
 type Stats struct {
@@ -50,12 +63,13 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 		}
 		st.Objects++
 		fc := profileio.RawFunctionCounts(o)
+		fc.FirstLine = opt.FirstLines[o.Object.Name]
 		switch {
 		case opt.Raw:
 		case len(o.Object.Code) == 0:
 			st.RawNoCode++
 		default:
-			blocks, entry, err := repairedBlocks(o, opt.Repair)
+			blocks, entry, err := repairedBlocks(o, opt.Repair, opt.countScale())
 			if err != nil {
 				st.RawCFGError++
 				if st.FirstError == nil {
@@ -76,9 +90,16 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 	return prof, st
 }
 
+func (o Options) countScale() float64 {
+	if o.CountScale > 0 {
+		return o.CountScale
+	}
+	return DefaultCountScale
+}
+
 // repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
-// instruction (the unit of the block weights), rounded to whole counts.
-func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options) ([]profileio.BlockCount, int, error) {
+// instruction (the unit of the block weights) times scale, rounded to whole counts.
+func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]profileio.BlockCount, int, error) {
 	addr := o.Object.Addr
 	g, err := reestimate.BuildCFG(o.Object.Code, addr)
 	if err != nil {
@@ -98,7 +119,7 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options) ([]profi
 	}
 	counts := make([]uint64, len(g.Blocks))
 	for b := range counts {
-		counts[b] = uint64(math.Round(res.BlockCount(b)))
+		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
 	}
 	return profileio.BlocksFromCFG(g, counts, addr), g.Entry, nil
 }
