@@ -28,6 +28,13 @@ type Function struct {
 	Sampled *jitmap.CodeObject
 }
 
+// Options tunes Join.
+type Options struct {
+	// LinkIndirectJumps adds edges from indirect jumps to the blocks only they reach
+	// (reestimate.LinkIndirectJumps), as llvmprof does.
+	LinkIndirectJumps bool
+}
+
 // Unjoined is an exact function the sampled run cannot be compared with, and why.
 type Unjoined struct {
 	Name   string
@@ -42,7 +49,10 @@ type Unjoined struct {
 // offsets would mean other instructions), as are functions the sampled run never sampled
 // or whose code reestimate cannot decode; each is reported in Unjoined. Several sampled
 // objects of one name and code (several processes) are merged.
-func Join(exact *oracle.Result, c *profileio.Capture) ([]Function, []Unjoined) {
+//
+// With opt.LinkIndirectJumps the CFG gets reestimate.LinkIndirectJumps' edges from
+// indirect jumps to the blocks only they reach, and the exact counts of those edges.
+func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, []Unjoined) {
 	byName := map[string][]*profileio.CaptureObject{}
 	for _, o := range c.Objects {
 		byName[o.Object.Name] = append(byName[o.Object.Name], o)
@@ -81,6 +91,9 @@ func Join(exact *oracle.Result, c *profileio.Capture) ([]Function, []Unjoined) {
 		if err != nil {
 			skip("cfg: %v", err)
 			continue
+		}
+		if opt.LinkIndirectJumps {
+			reestimate.LinkIndirectJumps(g)
 		}
 		f.CFG = g
 		f.TrueBlocks, f.TrueEdges = exactCounts(ef, g)

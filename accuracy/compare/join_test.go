@@ -53,7 +53,7 @@ func TestJoin(t *testing.T) {
 		sampled(0x9000, profileio.OffsetCount{Offset: 2, Count: 6}),
 		{Object: jitmap.CodeObject{Name: "changed", Addr: 0x5000, Size: 1, Code: []byte{0x90}}},
 	}}
-	funcs, skipped := Join(exactLoop(), c)
+	funcs, skipped := Join(exactLoop(), c, Options{})
 	if len(funcs) != 1 || funcs[0].Name != "loop" {
 		t.Fatalf("joined %+v, want loop only", funcs)
 	}
@@ -89,7 +89,7 @@ func TestScore(t *testing.T) {
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
 		sampled(0x2000, profileio.OffsetCount{Offset: 2, Count: 36}, profileio.OffsetCount{Offset: 9, Count: 1}),
 	}}
-	funcs, _ := Join(exactLoop(), c)
+	funcs, _ := Join(exactLoop(), c, Options{})
 	raw := Score(funcs, Raw)
 	if want := 0.0 + 10.0/12 + 1.0/13; math.Abs(raw.Blocks-want) > 1e-9 {
 		t.Errorf("raw block overlap %g, want %g", raw.Blocks, want)

@@ -12,6 +12,7 @@ type Config struct {
 	Workloads            []string
 	Repair               reestimate.Options
 	PerFunction          bool
+	NoIndirect           bool // leave indirect jumps' targets unreachable
 	Blocks               bool // print every block's shares
 }
 

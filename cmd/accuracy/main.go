@@ -29,6 +29,7 @@ func main() {
 	flag.Int64Var(&cfg.Repair.LoopExitCost, "loop-exit", 0, "loop-exit edge cost (0: default, -1: zero)")
 	flag.BoolVar(&cfg.PerFunction, "v", false, "also print a row per function")
 	flag.BoolVar(&cfg.Blocks, "blocks", false, "print each block's exact, raw and repaired shares")
+	flag.BoolVar(&cfg.NoIndirect, "no-indirect", false, "do not link indirect jumps to the blocks only they reach")
 	flag.Parse()
 	cfg.Workloads = flag.Args()
 	if err := cfg.Validate(); err != nil {

@@ -75,7 +75,7 @@ func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cf.Name(), err)
 	}
-	funcs, skipped := compare.Join(exact, c)
+	funcs, skipped := compare.Join(exact, c, compare.Options{LinkIndirectJumps: !cfg.NoIndirect})
 	return funcs, skipped, nil
 }
 

@@ -105,6 +105,8 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	if err != nil {
 		return nil, 0, err
 	}
+	// A jump table's targets would otherwise be unreachable and lose their samples.
+	reestimate.LinkIndirectJumps(g)
 	samples := make(map[uint64]uint64, len(o.Samples))
 	for _, s := range o.Samples {
 		samples[addr+s.Offset] += s.Count
