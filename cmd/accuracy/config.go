@@ -12,6 +12,7 @@ type Config struct {
 	Workloads            []string
 	Repair               reestimate.Options
 	PerFunction          bool
+	IRDir                string // with it, also score LLVM's profi on NAME.ll
 	NoIndirect           bool // leave indirect jumps' targets unreachable
 	Blocks               bool // print every block's shares
 }

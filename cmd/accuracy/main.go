@@ -30,6 +30,7 @@ func main() {
 	flag.BoolVar(&cfg.PerFunction, "v", false, "also print a row per function")
 	flag.BoolVar(&cfg.Blocks, "blocks", false, "print each block's exact, raw and repaired shares")
 	flag.BoolVar(&cfg.NoIndirect, "no-indirect", false, "do not link indirect jumps to the blocks only they reach")
+	flag.StringVar(&cfg.IRDir, "profi", "", "directory of the workloads' IR (NAME.ll): also run LLVM's profi (opt-14) on the raw sample profile and compare on the blocks that map")
 	flag.Parse()
 	cfg.Workloads = flag.Args()
 	if err := cfg.Validate(); err != nil {

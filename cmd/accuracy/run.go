@@ -22,7 +22,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		funcs, skipped, err := load(cfg, name)
+		funcs, skipped, _, err := load(cfg, name)
 		if err != nil {
 			return err
 		}
@@ -53,30 +53,33 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	}
 	n := float64(len(cfg.Workloads))
 	fmt.Fprintf(w, "| **mean** | | | **%s** | **%s** | **%s** |\n", num(sumRaw/n), num(sumRep/n), num(sumEdge/n))
+	if cfg.IRDir != "" {
+		return runProfi(ctx, cfg, w)
+	}
 	return nil
 }
 
-func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, error) {
+func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, *profileio.Capture, error) {
 	ef, err := os.Open(filepath.Join(cfg.ExactDir, name+".json"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer ef.Close()
 	exact, err := oracle.ReadJSON(ef)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", ef.Name(), err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", ef.Name(), err)
 	}
 	cf, err := os.Open(filepath.Join(cfg.SampledDir, name+".profd"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer cf.Close()
 	c, err := profileio.ReadCapture(cf)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", cf.Name(), err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", cf.Name(), err)
 	}
 	funcs, skipped := compare.Join(exact, c, compare.Options{LinkIndirectJumps: !cfg.NoIndirect})
-	return funcs, skipped, nil
+	return funcs, skipped, c, nil
 }
 
 func num(x float64) string {
