@@ -13,8 +13,8 @@ type Config struct {
 	Repair               reestimate.Options
 	PerFunction          bool
 	IRDir                string // with it, also score LLVM's profi on NAME.ll
-	NoIndirect           bool // leave indirect jumps' targets unreachable
-	Blocks               bool // print every block's shares
+	NoIndirect           bool   // leave indirect jumps' targets unreachable
+	Blocks               bool   // print every block's shares
 }
 
 // Validate rejects what cannot run.
