@@ -36,4 +36,4 @@ for w in $workloads; do
 	scripts/sample.sh "$w" "$out/ir/$w.ll" "$out/sampled" ${native[$w]}
 done
 # shellcheck disable=SC2086
-bin/accuracy -exact "$out" -sampled "$out/sampled" -v $workloads | tee "$out/table.md"
+bin/accuracy -exact "$out" -sampled "$out/sampled" -profi "$out/ir" -v $workloads | tee "$out/table.md"
