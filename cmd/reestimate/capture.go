@@ -34,7 +34,7 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 		if err != nil {
 			return err
 		}
-		lopt.FirstLines, err = llvmprof.SubprogramLines(f)
+		lopt.Subprograms, err = llvmprof.Subprograms(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", cfg.IR, err)

@@ -28,6 +28,11 @@ type Options struct {
 	// LLVM counts line offsets) by name; see SubprogramLines. A function not in it gets the
 	// lowest line of its file in its line table.
 	FirstLines map[string]uint32
+	// Subprograms are the IR's function definitions (see Subprograms). With them, code
+	// inlined from another function of the same file goes to that function's own profile
+	// instead of lying at wrong line offsets in the caller's, and first lines missing from
+	// FirstLines come from here.
+	Subprograms []Subprogram
 	// CountScale multiplies repaired block counts (samples per instruction) before they are
 	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
 	CountScale float64
@@ -63,7 +68,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 		}
 		st.Objects++
 		fc := profileio.RawFunctionCounts(o)
-		fc.FirstLine = opt.FirstLines[o.Object.Name]
+		fc.FirstLine = opt.firstLine(o.Object.Name)
 		switch {
 		case opt.Raw:
 		case len(o.Object.Code) == 0:
@@ -80,14 +85,33 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 			fc.Blocks, fc.Entry = blocks, entry
 			st.Reestimated++
 		}
-		pr := profileio.Project(fc)
-		if pr.Profile.NoLineTable {
-			st.NoLineTable++
+		for k, part := range splitInlined(fc, opt.Subprograms) {
+			pr := profileio.Project(part)
+			if k == 0 && pr.Profile.NoLineTable {
+				st.NoLineTable++
+			}
+			if k == 0 {
+				st.DroppedLines += pr.DroppedLines
+			}
+			if k > 0 && len(pr.Profile.Body) == 0 {
+				continue
+			}
+			prof.Add(pr.Profile)
 		}
-		st.DroppedLines += pr.DroppedLines
-		prof.Add(pr.Profile)
 	}
 	return prof, st
+}
+
+func (o Options) firstLine(name string) uint32 {
+	if l, ok := o.FirstLines[name]; ok {
+		return l
+	}
+	for _, s := range o.Subprograms {
+		if s.Name == name {
+			return s.Line
+		}
+	}
+	return 0
 }
 
 func (o Options) countScale() float64 {

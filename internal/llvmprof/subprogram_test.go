@@ -89,3 +89,53 @@ func FuzzSubprogramLines(f *testing.F) {
 		}
 	})
 }
+
+func TestSubprograms(t *testing.T) {
+	ir := irTail + `!1 = !DIFile(filename: "workloads/sort.c", directory: "/src")
+!50 = !DIFile(filename: "/usr/include/stdlib.h", directory: "")
+`
+	subs, err := Subprograms(strings.NewReader(ir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, s := range subs {
+		files[s.Name] = s.File
+	}
+	if files["quicksort"] != "workloads/sort.c" || files["main"] != "workloads/sort.c" || len(subs) != 4 {
+		t.Errorf("subprograms %+v, want 4 with sort.c for quicksort and main", subs)
+	}
+}
+
+// Code of insertion (line 8) inlined into quicksort (line 19) goes to insertion's profile.
+func TestFromCaptureSplitsInlined(t *testing.T) {
+	fn := example(t)
+	o := object(t, fn, "quicksort", fn.Code, true) // one line per block: 100, 101, ...
+	for i := range o.Object.Lines {
+		o.Object.Lines[i].File = "/src/sort.c"
+		o.Object.Lines[i].Line = uint32(20 + i)
+	}
+	last := len(o.Object.Lines) - 1
+	o.Object.Lines[last].Line = 9 // the last block is insertion's loop, inlined
+	subs := []Subprogram{{Name: "insertion", Line: 8, File: "sort.c"}, {Name: "quicksort", Line: 19, File: "sort.c"}, {Name: "main", Line: 90, File: "sort.c"}}
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
+	prof, _ := FromCapture(c, Options{Subprograms: subs})
+	qs, ins := prof.Functions["quicksort"], prof.Functions["insertion"]
+	if qs == nil || ins == nil {
+		t.Fatalf("profiles %v, want quicksort and insertion", prof.Functions)
+	}
+	if _, ok := qs.Body[profileio.LineLocation{LineOffset: 1}]; !ok {
+		t.Errorf("quicksort: line 20 not at offset 1: %v", qs.Body)
+	}
+	for loc := range qs.Body {
+		if loc.LineOffset > uint32(last) {
+			t.Errorf("quicksort holds offset %d: a foreign line", loc.LineOffset)
+		}
+	}
+	if len(ins.Body) != 1 || ins.HeadSamples != 0 {
+		t.Errorf("insertion: %+v, want one line (offset 1) and no head count", ins)
+	}
+	if _, ok := ins.Body[profileio.LineLocation{LineOffset: 1}]; !ok {
+		t.Errorf("insertion: line 9 not at offset 1: %v", ins.Body)
+	}
+}
