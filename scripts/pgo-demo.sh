@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # make pgo-demo: the profile-guided loop closed (docs/accuracy.md). For each workload
-# (WORKLOADS, default "sort sieve"), at its native size:
+# (WORKLOADS, default "hash interp"), at its native size:
 #   base            clang-14 -O2
 #   instr           instrumentation PGO: -fprofile-instr-generate, run, llvm-profdata-14 merge,
 #                   -fprofile-instr-use
 #   sample-raw      -fprofile-sample-use with profd's profile of the program run by lli-14,
 #                   raw samples per line (reestimate --raw)
 #   sample-repaired the same capture reestimated (reestimate, the default)
-# then times the four builds in interleaved rounds (RUNS, default 5) under
-# flock /tmp/profd-bench.lock and prints each build's median as a ratio to base and the share
-# of instrumentation PGO's gain each profd profile recovers. Needs root (profd samples).
+# then times the four builds in interleaved rounds (RUNS, default 7) under
+# flock /tmp/profd-bench.lock and prints each build's median user CPU time (less disturbed
+# than wall time on a shared machine) as a ratio to base, and the share of instrumentation
+# PGO's gain each profd profile recovers. Needs root (profd samples).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +20,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 declare -A native=([sort]="2000000 8" [sieve]="20000000 12" [recurse]="42" [matmul]="900 6"
 	[fft]="20 8" [hash]="1500000" [interp]="800000" [chase]="2000000 4")
-workloads=${WORKLOADS:-"sort sieve"}
-runs=${RUNS:-5}
+workloads=${WORKLOADS:-"hash interp"}
+runs=${RUNS:-7}
 builds="base instr sample-raw sample-repaired"
 out=$PWD/out/pgo
 mkdir -p "$out"
@@ -32,12 +33,12 @@ for w in $workloads; do
 	src=workloads/$w.c
 	args=${native[$w]}
 	echo "== $w ($args): building"
-	clang-14 -O2 "$src" -o "$d/base"
-	clang-14 -O2 -fprofile-instr-generate "$src" -o "$d/instr-gen"
+	clang-14 -O2 "$src" -o "$d/base" -lm
+	clang-14 -O2 -fprofile-instr-generate "$src" -o "$d/instr-gen" -lm
 	# shellcheck disable=SC2086
 	LLVM_PROFILE_FILE=$d/instr.profraw "$d/instr-gen" $args >/dev/null
 	llvm-profdata-14 merge -o "$d/instr.profdata" "$d/instr.profraw"
-	clang-14 -O2 -fprofile-instr-use="$d/instr.profdata" "$src" -o "$d/instr"
+	clang-14 -O2 -fprofile-instr-use="$d/instr.profdata" "$src" -o "$d/instr" -lm
 
 	clang-14 -O2 -g -fdebug-info-for-profiling -S -emit-llvm "$src" -o "$d/$w.ll"
 	# shellcheck disable=SC2086
@@ -45,7 +46,7 @@ for w in $workloads; do
 	bin/reestimate --ir "$d/$w.ll" --format llvm-text "$d/$w.profd" -o "$d/repaired.prof.txt" 2>/dev/null
 	bin/reestimate --raw --ir "$d/$w.ll" --format llvm-text "$d/$w.profd" -o "$d/raw.prof.txt" 2>/dev/null
 	for v in raw repaired; do
-		clang-14 -O2 -g -fdebug-info-for-profiling -fprofile-sample-use="$d/$v.prof.txt" "$src" -o "$d/sample-$v"
+		clang-14 -O2 -g -fdebug-info-for-profiling -fprofile-sample-use="$d/$v.prof.txt" "$src" -o "$d/sample-$v" -lm
 	done
 done
 
@@ -60,18 +61,17 @@ for w in $workloads; do
 	for b in $builds; do : >"$d/$b.times"; done
 	flock /tmp/profd-bench.lock bash -c '
 		d=$1 runs=$2 args=$3 builds=$4
+		TIMEFORMAT=%3U
 		for r in $(seq "$runs"); do
 			for b in $builds; do
-				s=$(date +%s%N)
-				"$d/$b" $args >/dev/null
-				echo $(( ($(date +%s%N) - s) / 1000000 )) >>"$d/$b.times"
+				{ time "$d/$b" $args >/dev/null; } 2>>"$d/$b.times"
 			done
 		done' _ "$d" "$runs" "$args" "$builds"
 	declare -A med=()
 	for b in $builds; do med[$b]=$(median <"$d/$b.times"); done
 	awk -v w="$w" -v b="${med[base]}" -v i="${med[instr]}" -v r="${med[sample-raw]}" -v p="${med[sample-repaired]}" 'BEGIN {
 		gain = b - i
-		printf "| %s | %d ms (1.000) | %.3f | %.3f | %.3f | %s | %s |\n", w, b, i / b, r / b, p / b,
+		printf "| %s | %.3f s (1.000) | %.3f | %.3f | %.3f | %s | %s |\n", w, b, i / b, r / b, p / b,
 			(gain > 0 ? sprintf("%.0f %%", 100 * (b - r) / gain) : "n/a (no gain)"),
 			(gain > 0 ? sprintf("%.0f %%", 100 * (b - p) / gain) : "n/a (no gain)")
 	}'
