@@ -33,26 +33,27 @@ func TestSubprogramLines(t *testing.T) {
 	}
 }
 
-// A function whose inlined callee sits above it in the file: without FirstLines the
-// callee's line becomes offset 0 and every offset of the function shifts.
+// A function whose inlined callee sits above it in the file: offsets count from the line at
+// the function's entry (the prologue's), not from the callee's lower line; FirstLines, when
+// given, wins.
 func TestFromCaptureFirstLines(t *testing.T) {
 	fn := example(t)
 	o := object(t, fn, "quicksort", fn.Code, true) // lines 100, 101, ... one per block
 	o.Object.Lines[len(o.Object.Lines)-1].Line = 8 // the last block is inlined code from line 8
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
-	shifted, _ := FromCapture(c, Options{})
-	fixed, _ := FromCapture(c, Options{FirstLines: map[string]uint32{"quicksort": 100}})
-	if _, ok := shifted.Functions["quicksort"].Body[profileio.LineLocation{LineOffset: 92}]; !ok {
-		t.Errorf("without FirstLines line 100 is not at offset 92: %v", shifted.Functions["quicksort"].Body)
-	}
-	body := fixed.Functions["quicksort"].Body
+	byEntry, _ := FromCapture(c, Options{})
+	given, _ := FromCapture(c, Options{FirstLines: map[string]uint32{"quicksort": 98}})
+	body := byEntry.Functions["quicksort"].Body
 	if _, ok := body[profileio.LineLocation{LineOffset: 0}]; !ok {
-		t.Errorf("with FirstLines line 100 is not at offset 0: %v", body)
+		t.Errorf("line 100 (at the entry) is not at offset 0: %v", body)
 	}
 	for loc := range body {
 		if loc.LineOffset > uint32(len(o.Object.Lines)) {
 			t.Errorf("offset %d beyond the function's lines: %v", loc.LineOffset, body)
 		}
+	}
+	if _, ok := given.Functions["quicksort"].Body[profileio.LineLocation{LineOffset: 2}]; !ok {
+		t.Errorf("FirstLines 98: line 100 is not at offset 2: %v", given.Functions["quicksort"].Body)
 	}
 }
 
