@@ -40,15 +40,17 @@ func isExit(g *CFG, b int, start []int32) bool {
 
 // scaleWeights turns weights into integers, lowering scale when the total would not fit.
 func scaleWeights(weights []float64, reachable []bool, scale float64) ([]int64, float64) {
-	var total float64
+	// Work with the mean, which cannot overflow even when the sum of finite weights would.
+	n := float64(len(weights))
+	var mean float64
 	for b, w := range weights {
 		if reachable[b] {
-			total += w
+			mean += w / n
 		}
 	}
-	limit := float64(MaxArcCapacity/2) - float64(len(weights))
-	if total*scale > limit {
-		scale = limit / total
+	limit := float64(MaxArcCapacity/2) - n
+	if mean*scale > limit/n {
+		scale = limit / n / mean
 	}
 	scaled := make([]int64, len(weights))
 	for b, w := range weights {

@@ -113,6 +113,8 @@ func TestRepairEdgeCases(t *testing.T) {
 		{"self-loop only", cfgOf(1, 0, [2]int{0, 0}), []float64{7}, []float64{7}},
 		// Absurd but finite weights: the scale is lowered to fit, proportions survive.
 		{"huge weights", diamondLoop(), []float64{1e300, 1e301, 7e300, 3e300, 1e301, 1e300}, []float64{1e300, 1e301, 7e300, 3e300, 1e301, 1e300}},
+		// Weights whose sum overflows float64.
+		{"overflowing sum", cfgOf(2, 0, [2]int{0, 1}), []float64{1.7e308, 1.7e308}, []float64{1.7e308, 1.7e308}},
 		{"all zero", diamondLoop(), make([]float64, 6), make([]float64, 6)},
 		// Unreachable block 2 keeps count 0 whatever its weight.
 		{"unreachable", cfgOf(3, 0, [2]int{0, 1}, [2]int{2, 1}), []float64{4, 4, 1000}, []float64{4, 4, 0}},
@@ -127,7 +129,7 @@ func TestRepairEdgeCases(t *testing.T) {
 			}
 			for b, want := range tc.wantBlocks {
 				got := r.BlockCount(b)
-				if math.Abs(got-want) > 1e-6*want+1e-9 {
+				if !(math.Abs(got-want) <= 1e-6*want+1e-9) { // NaN fails too
 					t.Errorf("%s/%s: block %d = %g, want %g", tc.name, s.Name(), b, got, want)
 				}
 			}
