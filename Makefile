@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy clean
+.PHONY: all build test deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
@@ -69,9 +69,14 @@ generate-check:
 demo: deps build
 	@scripts/demo.sh
 
-## accuracy: exact per-instruction and edge counts of the workload suite (callgrind oracle, minutes)
+## accuracy: exact counts of the workload suite (callgrind oracle), profd's samples of it and
+##   their block/edge overlap (SIZE=small for a quick oracle; root; ~10 min)
 accuracy: deps
 	@scripts/accuracy.sh
+
+## pgo-demo: -O2 vs instrumentation PGO vs profd's sample profiles, timed (root; a few minutes)
+pgo-demo: deps build
+	@scripts/pgo-demo.sh
 
 clean:
 	rm -rf bin out

@@ -35,8 +35,9 @@ type FunctionCounts struct {
 	// table to project block counts onto.
 	Samples uint64
 	// FirstLine is the function's first source line (the DISubprogram's line), from which
-	// LLVM counts line offsets. 0 means: the lowest line of the function's own file in its
-	// line table.
+	// LLVM counts line offsets. 0 means: the line of the line-table entry at the function's
+	// first byte (clang gives the prologue the function's own line), else the lowest line
+	// of the function's own file in its line table.
 	FirstLine uint32
 }
 
@@ -93,8 +94,14 @@ func Project(fc FunctionCounts) Projection {
 		lines = append([]jitmap.LineEntry(nil), lines...)
 		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
 	}
-	file := lines[coveringLine(lines, o.Addr)].File
+	head := lines[coveringLine(lines, o.Addr)]
+	file := head.File
 	first := fc.FirstLine
+	if first == 0 && head.Addr == o.Addr {
+		// The prologue carries the function's own line (the DISubprogram's scope line):
+		// what LLVM counts offsets from. Inlined code above it makes the lowest line wrong.
+		first = head.Line
+	}
 	if first == 0 {
 		for _, l := range lines {
 			if l.File == file && l.Line != 0 && (first == 0 || l.Line < first) {

@@ -227,6 +227,7 @@ func linkBlocks(g *CFG, insts []inst, size int) {
 		case kindIndirect:
 			g.IndirectJumps++
 			b.Exit = true
+			b.IndirectJump = true
 		case kindReturn, kindTrap:
 			b.Exit = true
 		default:

@@ -8,6 +8,7 @@ const (
 	Jump                         // unconditional direct jump
 	CondTaken                    // conditional branch, taken
 	CondNotTaken                 // conditional branch, not taken (falls through)
+	Indirect                     // an indirect jump to a target the code does not name (see LinkIndirectJumps)
 )
 
 func (k EdgeKind) String() string {
@@ -20,6 +21,8 @@ func (k EdgeKind) String() string {
 		return "taken"
 	case CondNotTaken:
 		return "not-taken"
+	case Indirect:
+		return "indirect"
 	}
 	return "unknown"
 }
@@ -32,6 +35,10 @@ type Block struct {
 	// Exit is true when control can leave the function from this block: ret, a jump out of
 	// the function (tail call), an indirect jump, or code that runs off the end.
 	Exit bool
+	// IndirectJump is true when the block ends in an indirect jump (a jump table, a computed
+	// goto): its targets are not in the code, so it is an Exit unless LinkIndirectJumps
+	// gives it edges.
+	IndirectJump bool
 }
 
 // Edge is a control transfer between two blocks of one function.

@@ -425,7 +425,7 @@ func (jc *jsonCFG) given(addr uint64) (*GivenCFG, error) {
 
 // ParseEdgeKind is the inverse of EdgeKind.String.
 func ParseEdgeKind(s string) (EdgeKind, error) {
-	for k := FallThrough; k <= CondNotTaken; k++ {
+	for k := FallThrough; k <= Indirect; k++ {
 		if k.String() == s {
 			return k, nil
 		}

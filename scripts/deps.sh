@@ -3,7 +3,7 @@
 # missing Debian packages; otherwise it stops at once and says what to install.
 set -euo pipefail
 
-# tool:package pairs (Debian bookworm names).
+# tool:package pairs (Debian bookworm names); a tool that starts with / is a file (glob) to find.
 needs=(
 	go:golang
 	gcc:gcc
@@ -14,12 +14,16 @@ needs=(
 	llvm-profdata-14:llvm-14
 	perf:linux-perf
 	valgrind:valgrind
+	/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.profile-x86_64.a:libclang-rt-14-dev
 )
 
 missing=()
 for pair in "${needs[@]}"; do
 	tool=${pair%%:*} pkg=${pair#*:}
-	command -v "$tool" >/dev/null 2>&1 || missing+=("$pkg")
+	case $tool in
+	/*) compgen -G "$tool" >/dev/null || missing+=("$pkg") ;;
+	*) command -v "$tool" >/dev/null 2>&1 || missing+=("$pkg") ;;
+	esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

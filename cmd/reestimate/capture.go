@@ -28,7 +28,19 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 	case formatJSON, formatText:
 		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
 	}
-	prof, st := llvmprof.FromCapture(c, llvmprof.Options{Raw: cfg.Raw, Repair: opt})
+	lopt := llvmprof.Options{Raw: cfg.Raw, Repair: opt}
+	if cfg.IR != "" {
+		f, err := os.Open(cfg.IR)
+		if err != nil {
+			return err
+		}
+		lopt.Subprograms, err = llvmprof.Subprograms(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", cfg.IR, err)
+		}
+	}
+	prof, st := llvmprof.FromCapture(c, lopt)
 	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
 		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
 	if st.FirstError != nil {

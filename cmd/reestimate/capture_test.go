@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/profd/profd/internal/llvmprof"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
@@ -107,7 +109,7 @@ func TestRunCaptureLLVM(t *testing.T) {
 	}
 	var nonzero int
 	for b := range g.Blocks {
-		want := uint64(res.BlockCount(b) + 0.5)
+		want := uint64(math.Round(res.BlockCount(b) * llvmprof.DefaultCountScale))
 		loc := profileio.LineLocation{LineOffset: uint32(b)}
 		if n := got.Body[loc]; n != want {
 			t.Errorf("block %d (line offset %d): count %d, want the repaired %d", b, b, n, want)

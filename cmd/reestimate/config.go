@@ -42,6 +42,7 @@ type Config struct {
 	Solver string // a key of solvers
 	Format string // json, text, llvm-text or llvm-extbinary; "" picks by input kind
 	Raw    bool   // LLVM output without reestimation: raw samples summed per line
+	IR     string // LLVM IR text of the JIT'd module: functions' first lines for LLVM output
 }
 
 // Validate checks the Config before anything runs.
@@ -104,6 +105,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
 	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (successive shortest paths), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
+	fs.StringVar(&cfg.IR, "ir", "", "LLVM IR text (`FILE`, clang -g -S -emit-llvm) the JIT ran: functions' first source lines, from which LLVM counts line offsets")
 	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)

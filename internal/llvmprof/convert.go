@@ -24,7 +24,25 @@ type Options struct {
 	Raw bool
 	// Repair tunes the reestimator; the zero value is its default cost model.
 	Repair reestimate.Options
+	// FirstLines gives functions' first source lines (the DISubprogram's line, from which
+	// LLVM counts line offsets) by name; see SubprogramLines. A function not in it gets the
+	// lowest line of its file in its line table.
+	FirstLines map[string]uint32
+	// Subprograms are the IR's function definitions (see Subprograms). With them, code
+	// inlined from another function of the same file goes to that function's own profile
+	// instead of lying at wrong line offsets in the caller's, and first lines missing from
+	// FirstLines come from here.
+	Subprograms []Subprogram
+	// CountScale multiplies repaired block counts (samples per instruction) before they are
+	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
+	CountScale float64
 }
+
+// DefaultCountScale keeps two decimal places of a repaired count: at 999 Hz a block that
+// ran for a few milliseconds has a weight below 1 sample per instruction, which rounded to
+// 0 would tell LLVM it never ran. LLVM needs only ratios within a function and comparable
+// totals across functions, which a common factor keeps.
+const DefaultCountScale = 100
 
 // Stats says how each sampled object was converted.
 type Stats struct {
@@ -50,12 +68,13 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 		}
 		st.Objects++
 		fc := profileio.RawFunctionCounts(o)
+		fc.FirstLine = opt.firstLine(o.Object.Name)
 		switch {
 		case opt.Raw:
 		case len(o.Object.Code) == 0:
 			st.RawNoCode++
 		default:
-			blocks, entry, err := repairedBlocks(o, opt.Repair)
+			blocks, entry, err := repairedBlocks(o, opt.Repair, opt.countScale())
 			if err != nil {
 				st.RawCFGError++
 				if st.FirstError == nil {
@@ -66,24 +85,52 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 			fc.Blocks, fc.Entry = blocks, entry
 			st.Reestimated++
 		}
-		pr := profileio.Project(fc)
-		if pr.Profile.NoLineTable {
-			st.NoLineTable++
+		for k, part := range splitInlined(fc, opt.Subprograms) {
+			pr := profileio.Project(part)
+			if k == 0 && pr.Profile.NoLineTable {
+				st.NoLineTable++
+			}
+			if k == 0 {
+				st.DroppedLines += pr.DroppedLines
+			}
+			if k > 0 && len(pr.Profile.Body) == 0 {
+				continue
+			}
+			prof.Add(pr.Profile)
 		}
-		st.DroppedLines += pr.DroppedLines
-		prof.Add(pr.Profile)
 	}
 	return prof, st
 }
 
+func (o Options) firstLine(name string) uint32 {
+	if l, ok := o.FirstLines[name]; ok {
+		return l
+	}
+	for _, s := range o.Subprograms {
+		if s.Name == name {
+			return s.Line
+		}
+	}
+	return 0
+}
+
+func (o Options) countScale() float64 {
+	if o.CountScale > 0 {
+		return o.CountScale
+	}
+	return DefaultCountScale
+}
+
 // repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
-// instruction (the unit of the block weights), rounded to whole counts.
-func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options) ([]profileio.BlockCount, int, error) {
+// instruction (the unit of the block weights) times scale, rounded to whole counts.
+func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]profileio.BlockCount, int, error) {
 	addr := o.Object.Addr
 	g, err := reestimate.BuildCFG(o.Object.Code, addr)
 	if err != nil {
 		return nil, 0, err
 	}
+	// A jump table's targets would otherwise be unreachable and lose their samples.
+	reestimate.LinkIndirectJumps(g)
 	samples := make(map[uint64]uint64, len(o.Samples))
 	for _, s := range o.Samples {
 		samples[addr+s.Offset] += s.Count
@@ -98,7 +145,7 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options) ([]profi
 	}
 	counts := make([]uint64, len(g.Blocks))
 	for b := range counts {
-		counts[b] = uint64(math.Round(res.BlockCount(b)))
+		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
 	}
 	return profileio.BlocksFromCFG(g, counts, addr), g.Entry, nil
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/profd/profd/reestimate"
+)
+
+// Config is the command line.
+type Config struct {
+	ExactDir, SampledDir string
+	Workloads            []string
+	Repair               reestimate.Options
+	PerFunction          bool
+	IRDir                string // with it, also score LLVM's profi on NAME.ll
+	NoIndirect           bool   // leave indirect jumps' targets unreachable
+	Blocks               bool   // print every block's shares
+}
+
+// Validate rejects what cannot run.
+func (c *Config) Validate() error {
+	if len(c.Workloads) == 0 {
+		return errors.New("no workloads named")
+	}
+	if c.ExactDir == "" || c.SampledDir == "" {
+		return errors.New("-exact and -sampled must name directories")
+	}
+	return nil
+}
