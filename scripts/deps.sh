@@ -3,9 +3,14 @@
 # missing Debian packages; otherwise it stops at once and says what to install.
 set -euo pipefail
 
+# Go itself comes first: Debian's golang package is far older than the 1.26 go.mod needs.
+if ! command -v go >/dev/null 2>&1; then
+	echo "profd: no go on PATH; install Go 1.26 or later (https://go.dev/dl/) and put it on PATH" >&2
+	exit 1
+fi
+
 # tool:package pairs (Debian bookworm names); a tool that starts with / is a file (glob) to find.
 needs=(
-	go:golang
 	gcc:gcc
 	clang-14:clang-14
 	lli-14:llvm-14
