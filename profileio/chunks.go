@@ -20,7 +20,8 @@ func chunkPlan(n int) (workers int) {
 // for); emit calls run one at a time, in chunk order, on the goroutine that encoded the
 // chunk. worker (0 ≤ worker < workers) identifies the goroutine, so encode can fill a
 // per-goroutine buffer that emit then writes out: the output does not depend on the
-// schedule. Once emit returns false, no further chunk is encoded or emitted.
+// schedule. Once emit returns false, no further chunk is encoded or emitted. A nil emit
+// skips the ordering.
 func encodeChunks(n, workers int, encode func(worker, from, to int), emit func(worker int) bool) {
 	chunks := (n + chunkFunctions - 1) / chunkFunctions
 	var (
@@ -41,6 +42,9 @@ func encodeChunks(n, workers int, encode func(worker, from, to int), emit func(w
 				return
 			}
 			encode(worker, c*chunkFunctions, min(n, (c+1)*chunkFunctions))
+			if emit == nil {
+				continue
+			}
 			mu.Lock()
 			for emitted != c {
 				turn.Wait()
