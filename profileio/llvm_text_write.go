@@ -22,7 +22,11 @@ const noLineTableComment = "# profd: no line table, total and head samples only:
 // Functions come most-samples first, lines in ascending order, call targets most-called
 // first. Line offsets above 65535 (which LLVM 14 refuses in text without a discriminator
 // and silently stops reading at in ext-binary) are refused with ErrMalformed, names the
-// reader would misparse with ErrName, rather than written wrong.
+// reader would misparse with ErrName, rather than written wrong; the error is the first bad
+// function's in writing order, and part of what precedes it may have been written.
+//
+// WriteText encodes chunks of functions on up to GOMAXPROCS goroutines and writes them to
+// w in order, from one goroutine at a time.
 func WriteText(w io.Writer, p *Profile) error {
 	funcs := p.SortedFunctions()
 	workers := chunkPlan(len(funcs))
