@@ -6,11 +6,14 @@
 // samples of other processes, kernel-mode samples of targets (only taken when the perf event
 // includes the kernel; they are not attributed to an address) and samples lost to a full map.
 //
-// The counts map sits in slot 0 of an array of maps. Drain installs a fresh, empty map there
-// (the kernel returns from that update only after an RCU grace period, so every program run
-// that found the old map has finished: perf_event programs run inside an RCU read-side
-// section), then reads the old map and closes it. No count that arrives during a drain is lost or counted twice, and no entry is deleted
-// one by one (deleting costs about twice as much as reading).
+// The counts maps sit in the two slots of an array of maps; the program picks a key's slot
+// by a hash of the key (one map fills both slots when MaxEntries is small). Drain installs
+// fresh, empty maps with one batch update (the kernel returns from it only after an RCU
+// grace period, so every program run that found an old map has finished: perf_event
+// programs run inside an RCU read-side section), then reads the old maps, one goroutine per
+// shard, with a map-element iterator program (profd_dump) where the kernel has BTF, else
+// batch lookups, else key by key. No count that arrives during a drain is lost or counted
+// twice, and no entry is deleted under a writer.
 //
 // Usage (the sampler package does this):
 //

@@ -1,11 +1,16 @@
 package bpf
 
 import (
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 )
 
 const (
@@ -13,99 +18,213 @@ const (
 	drainBatchEntries = 4096
 	// reuseMaxEntries: a drained map with at most this many keys is emptied (batch delete)
 	// and kept as the next spare; a fuller one is closed and the next Drain creates a new
-	// map. Deleting costs per key, creating per slot of MaxEntries; this is about where
-	// they cross.
-	reuseMaxEntries = 4096
+	// map. Deleting costs per key, creating per slot of MaxEntries; with the default
+	// MaxEntries split in two shards, this is about where they cross.
+	reuseMaxEntries = 2048
+	// countRecordBytes is the size of profile.c's struct count_record.
+	countRecordBytes = 24
+	// iteratorReadBytes is the read size; the kernel fills at most 8 pages per read.
+	iteratorReadBytes = 64 << 10
 )
 
-type drainBuffers struct {
-	keys []sampleKey
-	vals []uint64
-	read []sampleKey // keys of the map being drained, up to reuseMaxEntries
-}
+// errIteratorRefused: the kernel would not attach or open the iterator; nothing was read.
+var errIteratorRefused = errors.New("map iterator refused")
 
-// Drain hands every count taken since the previous Drain to fn, once. It installs an empty
-// counts map, which returns once no program run can still be writing to the old one, then
-// reads the old one; samples that arrive meanwhile go to the new map and are handed out by
-// the next Drain. fn must not call back into p.
+// Drain hands every count taken since the previous Drain to fn, once. It installs empty
+// counts maps, which returns once no program run can still be writing to the old ones,
+// then reads the old ones, one goroutine per shard (fn is called from one goroutine at a
+// time); samples that arrive meanwhile go to the new maps and are handed out by the next
+// Drain. fn must not call back into p.
 func (p *Program) Drain(fn func(tgid uint32, ip, count uint64)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("bpf: drain: %w", os.ErrClosed)
 	}
-	next := p.spare
-	p.spare = nil
-	if next == nil {
-		m, err := ebpf.NewMap(p.countSpec)
-		if err != nil {
-			return fmt.Errorf("bpf: drain: create counts map: %w", err)
-		}
-		next = m
+	next, err := p.newMaps()
+	if err != nil {
+		return fmt.Errorf("bpf: drain: %w", err)
 	}
 	// Replacing an inner map returns only after an RCU grace period (the kernel's
-	// maybe_wait_bpf_programs, Linux 5.0 and later): no program run still holds old.
+	// maybe_wait_bpf_programs, Linux 5.0 and later): no program run still holds an old one.
 	if err := p.install(next); err != nil {
-		next.Close()
+		closeMaps(next)
 		return fmt.Errorf("bpf: drain: %w", err)
 	}
 	old := p.current
 	p.current = next
-	reusable, err := p.readMap(old, fn)
-	if err != nil {
-		old.Close()
+
+	var fnMu sync.Mutex
+	var wg sync.WaitGroup
+	for s := range old {
+		r := &p.readers[s]
+		r.m, r.fn, r.fnMu, r.method, r.dump = old[s], fn, &fnMu, p.method, p.dump
+		if s == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.read()
+		}()
+	}
+	p.readers[0].read()
+	wg.Wait()
+
+	var errs []error
+	for s := range old {
+		r := &p.readers[s]
+		if r.method > p.method {
+			p.method, p.dumpErr = r.method, cmp.Or(r.dumpErr, p.dumpErr)
+		}
+		r.m, r.fn, r.fnMu = nil, nil, nil
+		if r.err != nil {
+			errs = append(errs, r.err)
+			old[s].Close()
+			continue
+		}
+		if r.reusable {
+			if n, err := old[s].BatchDelete(r.keysRead, nil); err == nil && n == len(r.keysRead) {
+				p.spare[s] = old[s]
+				continue
+			}
+		}
+		old[s].Close()
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bpf: drain: read counts: %w", err)
 	}
-	if reusable {
-		if n, err := old.BatchDelete(p.batch.read, nil); err == nil && n == len(p.batch.read) {
-			p.spare = old
-			return nil
-		}
-	}
-	old.Close()
 	return nil
 }
 
-// readMap hands m's entries to fn and reports whether it kept every key in p.batch.read.
-func (p *Program) readMap(m *ebpf.Map, fn func(tgid uint32, ip, count uint64)) (reusable bool, err error) {
-	if p.batch.keys == nil {
-		p.batch.keys = make([]sampleKey, drainBatchEntries)
-		p.batch.vals = make([]uint64, drainBatchEntries)
+// shardReader reads one drained counts map; each shard has one, reused from drain to
+// drain.
+type shardReader struct {
+	m      *ebpf.Map
+	fn     func(tgid uint32, ip, count uint64)
+	fnMu   *sync.Mutex // serialises fn between the shards' goroutines
+	dump   *ebpf.Program
+	method drainMethod // in: the method to try first; out: the one that worked
+
+	reusable bool        // out: m held at most reuseMaxEntries keys, all in keysRead
+	keysRead []sampleKey // out: m's keys, up to reuseMaxEntries
+	err      error       // out
+	dumpErr  error       // out: why the iterator was refused, if it was
+
+	keys    []sampleKey
+	vals    []uint64
+	records []byte // the iterator's output
+}
+
+// read hands m's entries to fn with the map-element iterator where it loaded, else with
+// batch lookups, else key by key; a method the kernel refuses before any entry was read
+// gives way to the next.
+func (r *shardReader) read() {
+	r.keysRead, r.reusable, r.err = r.keysRead[:0], true, nil
+	if r.keys == nil {
+		r.keys = make([]sampleKey, drainBatchEntries)
+		r.vals = make([]uint64, drainBatchEntries)
 	}
-	p.batch.read = p.batch.read[:0]
-	reusable = true
+	if r.method == drainIterator {
+		r.err = r.readIterator()
+		if !errors.Is(r.err, errIteratorRefused) {
+			return
+		}
+		r.dumpErr, r.method = r.err, drainBatch
+	}
+	if r.method == drainBatch {
+		r.err = r.readBatches()
+		if !errors.Is(r.err, ebpf.ErrNotSupported) {
+			return
+		}
+		r.method = drainOneByOne
+	}
+	r.err = r.readOneByOne()
+}
+
+// emit hands r.keys[:n], r.vals[:n] to fn and keeps the keys for reuse while they fit.
+func (r *shardReader) emit(n int) {
+	r.fnMu.Lock()
+	for i := 0; i < n; i++ {
+		r.fn(r.keys[i].Tgid, r.keys[i].IP, r.vals[i])
+	}
+	r.fnMu.Unlock()
+	if r.reusable && len(r.keysRead)+n <= reuseMaxEntries {
+		r.keysRead = append(r.keysRead, r.keys[:n]...)
+	} else {
+		r.reusable = false
+	}
+}
+
+// readIterator runs profd_dump (Linux 5.9, kernel BTF) over r.m: one record per key,
+// more than a thousand per read.
+func (r *shardReader) readIterator() error {
+	it, err := link.AttachIter(link.IterOptions{Program: r.dump, Map: r.m})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errIteratorRefused, err)
+	}
+	defer it.Close()
+	f, err := it.Open()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errIteratorRefused, err)
+	}
+	defer f.Close()
+	if r.records == nil {
+		r.records = make([]byte, iteratorReadBytes)
+	}
+	buf, have := r.records, 0
+	for {
+		n, err := f.Read(buf[have:])
+		have += n
+		recs := min(have/countRecordBytes, len(r.keys))
+		for i := 0; i < recs; i++ {
+			rec := buf[i*countRecordBytes : (i+1)*countRecordBytes]
+			r.keys[i] = sampleKey{Tgid: binary.NativeEndian.Uint32(rec[0:]), IP: binary.NativeEndian.Uint64(rec[8:])}
+			r.vals[i] = binary.NativeEndian.Uint64(rec[16:])
+		}
+		r.emit(recs)
+		have = copy(buf, buf[recs*countRecordBytes:have]) // a record cut by the read, if any
+		switch {
+		case have >= countRecordBytes:
+			continue // more whole records than r.keys holds
+		case errors.Is(err, io.EOF) || (err == nil && n == 0):
+			if have != 0 {
+				return fmt.Errorf("map iterator: %d bytes after the last whole record", have)
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("map iterator: %w", err)
+		}
+	}
+}
+
+// readBatches reads r.m with BPF_MAP_LOOKUP_BATCH (Linux 5.6).
+func (r *shardReader) readBatches() error {
 	var cursor ebpf.MapBatchCursor
 	for {
-		n, err := m.BatchLookup(&cursor, p.batch.keys, p.batch.vals, nil)
-		for i := 0; i < n; i++ {
-			k := &p.batch.keys[i]
-			fn(k.Tgid, k.IP, p.batch.vals[i])
-		}
-		if reusable && len(p.batch.read)+n <= reuseMaxEntries {
-			p.batch.read = append(p.batch.read, p.batch.keys[:n]...)
-		} else {
-			reusable = false
-		}
+		n, err := r.m.BatchLookup(&cursor, r.keys, r.vals, nil)
+		r.emit(n)
 		switch {
 		case err == nil:
 			continue
 		case errors.Is(err, ebpf.ErrKeyNotExist):
-			return reusable, nil
-		case errors.Is(err, ebpf.ErrNotSupported):
-			return false, readOneByOne(m, fn)
+			return nil
 		default:
-			return false, err
+			return err
 		}
 	}
 }
 
 // readOneByOne is the path for kernels without batch map operations (before 5.6).
-func readOneByOne(m *ebpf.Map, fn func(tgid uint32, ip, count uint64)) error {
-	var k sampleKey
-	var v uint64
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		fn(k.Tgid, k.IP, v)
+func (r *shardReader) readOneByOne() error {
+	it := r.m.Iterate()
+	n := 0
+	for it.Next(&r.keys[n], &r.vals[n]) {
+		if n++; n == len(r.keys) {
+			r.emit(n)
+			n = 0
+		}
 	}
+	r.emit(n)
 	return it.Err()
 }

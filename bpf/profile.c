@@ -5,10 +5,13 @@
 // profd's sampling program. It runs on every overflow of the per-CPU perf
 // events the sampler opens, keeps only samples of the target processes
 // (tgids in the `targets` map) and counts them per (tgid, user ip) in the hash
-// map held in slot 0 of `counts`. To drain, the loader puts a fresh hash map
-// in that slot, waits for an RCU grace period (every program run that found
-// the old map has then returned) and reads the old map at leisure, so no
-// count that arrives during a drain is lost, and nothing has to be deleted.
+// map held in one of the COUNT_SHARDS slots of `counts`, chosen by a hash of
+// the key, so the loader can read the shards on several CPUs at once (it puts
+// one map in both slots when the maps are small). To drain, the loader puts
+// fresh hash maps in the slots with one batch update, which returns after an
+// RCU grace period (every program run that found an old map has then
+// returned), and reads the old maps at leisure, so no count that arrives
+// during a drain is lost, and nothing has to be deleted.
 //
 // Kernel-mode samples (only taken when the sampler asks for them) are not
 // attributed to an address: they are counted apart in STAT_KERNEL.
@@ -59,12 +62,14 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+#define COUNT_SHARDS 2
+
 // The counts maps are not preallocated: a fresh one costs nothing to create.
 // (The loader preallocates them on kernels that refuse that to perf_event
 // programs.)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, COUNT_SHARDS);
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_HASH);
@@ -112,6 +117,14 @@ static __always_inline void count(void *counts, struct sample_key *key)
 	bump(err ? STAT_DROPPED : STAT_SAMPLES);
 }
 
+// shard_of picks a key's slot in counts: the top bit of a Fibonacci hash of
+// the key. The loader's shardOf computes the same.
+static __always_inline __u32 shard_of(const struct sample_key *key)
+{
+	__u64 h = (key->ip ^ ((__u64)key->tgid << 32)) * 0x9E3779B97F4A7C15ULL;
+	return h >> 63;
+}
+
 SEC("perf_event")
 int profd_sample(struct perf_event_ctx *ctx)
 {
@@ -125,12 +138,52 @@ int profd_sample(struct perf_event_ctx *ctx)
 		return 0;
 	}
 	struct sample_key key = {.tgid = tgid, .pad = 0, .ip = ctx->regs.ip};
-	__u32 zero = 0;
-	void *m = bpf_map_lookup_elem(&counts, &zero);
+	__u32 slot = shard_of(&key);
+	void *m = bpf_map_lookup_elem(&counts, &slot);
 	if (!m) {
 		bump(STAT_DROPPED); // no map installed: cannot happen after Load
 		return 0;
 	}
 	count(m, &key);
+	return 0;
+}
+
+// The map-element iterator the loader runs over a drained counts map: one
+// record per key, written into the iterator's seq_file, so a read() returns
+// over a thousand entries. (The batch lookup syscall takes a bucket lock and
+// copies out per bucket; this is somewhat cheaper.)
+// The layouts are the kernel's (struct bpf_iter_meta, struct
+// bpf_iter__bpf_map_elem), relocated against its BTF.
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	__u64 session_id;
+	__u64 seq_num;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__bpf_map_elem {
+	struct bpf_iter_meta *meta;
+	void *map;
+	void *key;
+	void *value;
+} __attribute__((preserve_access_index));
+
+struct count_record {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ip;
+	__u64 count;
+};
+
+SEC("iter/bpf_map_elem")
+int profd_dump(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct sample_key *key = ctx->key;
+	__u64 *value = ctx->value;
+	if (!key || !value)
+		return 0; // the call that ends the iteration
+	struct count_record r = {.tgid = key->tgid, .pad = 0, .ip = key->ip, .count = *value};
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }

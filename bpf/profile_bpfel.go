@@ -19,6 +19,7 @@ const (
 	profileMapCounts       = "counts"
 	profileMapStats        = "stats"
 	profileMapTargets      = "targets"
+	profileProgProfdDump   = "profd_dump"
 	profileProgProfdSample = "profd_sample"
 )
 
@@ -64,6 +65,7 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
+	ProfdDump   *ebpf.ProgramSpec `ebpf:"profd_dump"`
 	ProfdSample *ebpf.ProgramSpec `ebpf:"profd_sample"`
 }
 
@@ -125,11 +127,13 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
+	ProfdDump   *ebpf.Program `ebpf:"profd_dump"`
 	ProfdSample *ebpf.Program `ebpf:"profd_sample"`
 }
 
 func (p *profilePrograms) Close() error {
 	return _ProfileClose(
+		p.ProfdDump,
 		p.ProfdSample,
 	)
 }

@@ -21,9 +21,25 @@ const DefaultMaxEntries = 1 << 18
 
 // Options configure Load.
 type Options struct {
-	// MaxEntries caps each of the two counts maps; 0 means DefaultMaxEntries. Samples of a
-	// new key that find the map full are dropped and counted (Stats.Dropped).
+	// MaxEntries caps the distinct keys counted between two drains; 0 means
+	// DefaultMaxEntries. From minShardedEntries on, the keys are split by a hash between
+	// two maps of MaxEntries/2 keys each (so a very skewed set of keys can find its half
+	// full a little earlier). Samples of a new key that find the map full are dropped and
+	// counted (Stats.Dropped).
 	MaxEntries uint32
+}
+
+// countShards is the number of slots in the counts array of maps (profile.c's
+// COUNT_SHARDS).
+const countShards = 2
+
+// minShardedEntries: below this MaxEntries, one counts map sits in both slots; reading
+// two small maps in parallel gains nothing.
+const minShardedEntries = 8192
+
+// shardOf is profile.c's shard_of: the slot of counts that k is counted in.
+func shardOf(k sampleKey) int {
+	return int(((k.IP ^ uint64(k.Tgid)<<32) * 0x9E3779B97F4A7C15) >> 63)
 }
 
 // Stats are the program's counters, summed over CPUs, since Load.
@@ -43,15 +59,43 @@ const (
 	statCount
 )
 
+// samplingObjects are the maps and the sampling program. The dump iterator is loaded
+// apart: it needs the kernel's BTF, sampling does not.
+type samplingObjects struct {
+	profileMaps
+	ProfdSample *ebpf.Program `ebpf:"profd_sample"`
+}
+
+func (o *samplingObjects) Close() error {
+	err := o.ProfdSample.Close()
+	if err2 := o.profileMaps.Close(); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// drainMethod is how Drain reads a counts map.
+type drainMethod int
+
+const (
+	drainIterator drainMethod = iota // profd_dump, a map-element iterator (Linux 5.9, kernel BTF)
+	drainBatch                       // BPF_MAP_LOOKUP_BATCH (Linux 5.6)
+	drainOneByOne                    // BPF_MAP_GET_NEXT_KEY and a lookup per key
+)
+
 // Program is the loaded sampling program and its maps.
 type Program struct {
 	mu        sync.Mutex // serialises Drain and Close
-	objs      profileObjects
+	objs      samplingObjects
+	dump      *ebpf.Program // the map-element iterator, nil when it does not load
+	dumpErr   error         // why dump is nil
+	method    drainMethod
 	countSpec *ebpf.MapSpec // for fresh counts maps
-	current   *ebpf.Map     // the counts map in slot 0 of objs.Counts
-	spare     *ebpf.Map     // an empty counts map for the next Drain, or nil
-	closed    bool
-	batch     drainBuffers
+	// current holds the distinct counts maps in objs.Counts: one per slot, or one in every
+	// slot. spare holds, per shard, an empty map for the next Drain, or nil.
+	current, spare []*ebpf.Map
+	closed         bool
+	readers        []shardReader // per shard
 }
 
 // sampleKey is profile.c's struct sample_key.
@@ -76,9 +120,13 @@ func Load(opts Options) (*Program, error) {
 	if entries == 0 {
 		entries = DefaultMaxEntries
 	}
+	shards := 1
+	if entries >= minShardedEntries {
+		shards = countShards
+	}
 	inner := spec.Maps[profileMapCounts].InnerMap
-	inner.MaxEntries = entries
-	p := &Program{countSpec: inner}
+	inner.MaxEntries = (entries + uint32(shards) - 1) / uint32(shards)
+	p := &Program{countSpec: inner, spare: make([]*ebpf.Map, shards), readers: make([]shardReader, shards)}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
 		// programs; preallocated ones work everywhere but cost time to create.
@@ -87,24 +135,69 @@ func Load(opts Options) (*Program, error) {
 			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
 		}
 	}
-	m, err := ebpf.NewMap(p.countSpec)
-	if err != nil {
-		p.objs.Close()
-		return nil, fmt.Errorf("bpf: create counts map: %w", err)
+	maps, err := p.newMaps()
+	if err == nil {
+		err = p.install(maps)
 	}
-	if err := p.install(m); err != nil {
-		m.Close()
+	if err != nil {
+		closeMaps(maps)
 		p.objs.Close()
 		return nil, err
 	}
-	p.current = m
+	p.current = maps
+	p.method = drainBatch
+	if p.dump, err = ebpf.NewProgram(spec.Programs[profileProgProfdDump]); err == nil {
+		p.method = drainIterator
+	} else {
+		p.dumpErr = fmt.Errorf("bpf: load map iterator: %w", err)
+	}
 	return p, nil
 }
 
-// install makes the program count into m.
-func (p *Program) install(m *ebpf.Map) error {
-	if err := p.objs.Counts.Update(uint32(0), m, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("bpf: install counts map: %w", err)
+// newMaps returns a counts map per shard: the spares, else new ones.
+func (p *Program) newMaps() ([]*ebpf.Map, error) {
+	maps := make([]*ebpf.Map, len(p.spare))
+	for s := range maps {
+		maps[s], p.spare[s] = p.spare[s], nil
+		if maps[s] != nil {
+			continue
+		}
+		m, err := ebpf.NewMap(p.countSpec)
+		if err != nil {
+			closeMaps(maps)
+			return nil, fmt.Errorf("bpf: create counts map: %w", err)
+		}
+		maps[s] = m
+	}
+	return maps, nil
+}
+
+func closeMaps(maps []*ebpf.Map) {
+	for _, m := range maps {
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// install makes the program count into maps, slot s into maps[s % len(maps)]. All slots
+// change in one batch update, which returns after one RCU grace period (measured on Linux
+// 6.18: a two-slot batch takes as long as one update); where the kernel has no batch update
+// of an array of maps, slot by slot, one grace period each.
+func (p *Program) install(maps []*ebpf.Map) error {
+	var slots, fds [countShards]uint32
+	for s := range slots {
+		slots[s], fds[s] = uint32(s), uint32(maps[s%len(maps)].FD())
+	}
+	_, err := p.objs.Counts.BatchUpdate(slots[:], fds[:], nil)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		err = nil
+		for s := 0; s < countShards && err == nil; s++ {
+			err = p.objs.Counts.Update(uint32(s), maps[s%len(maps)], ebpf.UpdateAny)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bpf: install counts maps: %w", err)
 	}
 	return nil
 }
@@ -155,13 +248,12 @@ func (p *Program) Close() error {
 		return nil
 	}
 	p.closed = true
-	err := p.current.Close()
-	if p.spare != nil {
-		p.spare.Close()
+	closeMaps(p.current)
+	closeMaps(p.spare)
+	if p.dump != nil {
+		p.dump.Close()
 	}
-	if err2 := p.objs.Close(); err == nil {
-		err = err2
-	}
+	err := p.objs.Close()
 	if err != nil {
 		return fmt.Errorf("bpf: close: %w", err)
 	}

@@ -76,10 +76,17 @@ func load(t testing.TB, opts Options) *Program {
 }
 
 // Drains taken while samples keep arriving lose none and count none twice: their sum equals
-// the program's own count of samples taken.
+// the program's own count of samples taken; with each way of reading a map.
 func TestDrainWhileSampling(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
+	for _, method := range drainMethods {
+		t.Run(method.String(), func(t *testing.T) { testDrainWhileSampling(t, method) })
+	}
+}
+
+func testDrainWhileSampling(t *testing.T, method drainMethod) {
 	p := load(t, Options{})
+	p.method = method
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
@@ -125,6 +132,9 @@ func TestDrainWhileSampling(t *testing.T) {
 	}
 	if st.Kernel != 0 || st.Dropped != 0 {
 		t.Errorf("user-only events gave kernel or dropped samples: %+v", st)
+	}
+	if p.method != method {
+		t.Errorf("drains fell back from %s to %s (%v)", method, p.method, p.dumpErr)
 	}
 }
 

@@ -1,12 +1,15 @@
 package daemon
 
 import (
-	"bytes"
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/profd/profd/internal/llvmprof"
 	"github.com/profd/profd/profileio"
@@ -33,51 +36,89 @@ func outputBase(image string, pid uint32) string {
 }
 
 // writeOutputs writes every requested format of c into dir, each atomically, and returns
-// the paths written and the LLVM conversion's stats.
+// the paths written, the LLVM conversion's stats, and the errors of the formats that could
+// not be written (joined). The formats are written concurrently: the LLVM ones (which share
+// one conversion) one after the other on the calling goroutine, each other on a goroutine
+// of its own that writeOutputs waits for.
 func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]string, llvmprof.Stats, error) {
-	var paths []string
-	var st llvmprof.Stats
-	var prof *profileio.Profile
-	for _, f := range formats {
-		var buf bytes.Buffer
-		var err error
-		switch f {
-		case FormatCapture:
-			err = profileio.WriteCapture(&buf, c)
-		case FormatPprof:
-			err = profileio.WritePprof(&buf, c)
-		case FormatLLVMText, FormatLLVMExtBinary:
-			if prof == nil {
-				prof, st = llvmprof.FromCapture(c, llvmprof.Options{})
-			}
-			if f == FormatLLVMText {
-				err = profileio.WriteText(&buf, prof)
-			} else {
-				err = profileio.WriteExtBinary(&buf, prof)
-			}
-		default:
-			err = fmt.Errorf("unknown format %q", f)
+	errs := make([]error, len(formats))
+	var llvm []int // indices of the LLVM formats
+	var wg sync.WaitGroup
+	for i, f := range formats {
+		if f == FormatLLVMText || f == FormatLLVMExtBinary {
+			llvm = append(llvm, i)
+			continue
 		}
-		if err != nil {
-			return paths, st, fmt.Errorf("daemon: %s of %s: %w", f, base, err)
-		}
-		path := filepath.Join(dir, base+extension[f])
-		if err := writeAtomic(path, buf.Bytes()); err != nil {
-			return paths, st, err
-		}
-		paths = append(paths, path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = writeFormat(dir, base, f, c, nil)
+		}()
 	}
-	return paths, st, nil
+	var st llvmprof.Stats
+	if len(llvm) > 0 {
+		var prof *profileio.Profile
+		prof, st = llvmprof.FromCapture(c, llvmprof.Options{})
+		for _, i := range llvm {
+			errs[i] = writeFormat(dir, base, formats[i], c, prof)
+		}
+	}
+	wg.Wait()
+	var paths []string
+	for i, f := range formats {
+		if errs[i] == nil {
+			paths = append(paths, filepath.Join(dir, base+extension[f]))
+		}
+	}
+	return paths, st, errors.Join(errs...)
 }
 
-// writeAtomic writes data to a temporary file beside path and renames it over path, so a
-// reader sees the old file or the new one, never a part.
-func writeAtomic(path string, data []byte) error {
+// writeFormat writes format f of c (or, for the LLVM formats, of its conversion prof) to
+// its file in dir.
+func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *profileio.Profile) error {
+	var write func(io.Writer) error
+	switch f {
+	case FormatCapture:
+		write = func(w io.Writer) error { return profileio.WriteCapture(w, c) }
+	case FormatPprof:
+		write = func(w io.Writer) error { return profileio.WritePprof(w, c) }
+	case FormatLLVMText:
+		write = func(w io.Writer) error { return profileio.WriteText(w, prof) }
+	case FormatLLVMExtBinary:
+		write = func(w io.Writer) error { return profileio.WriteExtBinary(w, prof) }
+	default:
+		return fmt.Errorf("daemon: %s of %s: unknown format %q", f, base, f)
+	}
+	err := writeAtomic(filepath.Join(dir, base+extension[f]), write)
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("daemon: %s of %s: %w", f, base, fe.err)
+	}
+	return err
+}
+
+// formatError is an error of the encoder writeAtomic ran, as opposed to one of the file.
+type formatError struct{ err error }
+
+func (e *formatError) Error() string { return e.err.Error() }
+func (e *formatError) Unwrap() error { return e.err }
+
+// writeAtomic streams write's output to a temporary file beside path and renames it over
+// path once it is complete and synced, so a reader sees the old file or the new one, never
+// a part. An error of write itself is returned as a *formatError.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("daemon: output %s: %w", path, err)
 	}
-	_, werr := tmp.Write(data)
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	var werr error
+	if err := write(bw); err != nil {
+		werr = &formatError{err}
+	}
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	if werr == nil {
 		werr = tmp.Sync()
 	}
@@ -92,6 +133,10 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
+		var fe *formatError
+		if errors.As(werr, &fe) {
+			return fe
+		}
 		return fmt.Errorf("daemon: output %s: %w", path, werr)
 	}
 	return nil

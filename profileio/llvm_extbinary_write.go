@@ -1,11 +1,11 @@
 package profileio
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 )
 
 // WriteExtBinary writes p in LLVM 14's ext-binary sample-profile format, byte for byte what
@@ -23,29 +23,57 @@ func WriteExtBinary(w io.Writer, p *Profile) error {
 	return nil
 }
 
-// AppendExtBinary appends p's ext-binary encoding to b.
+// AppendExtBinary appends p's ext-binary encoding to b. It encodes chunks of functions on
+// up to GOMAXPROCS goroutines.
 func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
-	funcs := p.SortedFunctions()
-	names, err := nameTable(funcs)
+	names, funcs, err := nameTable(p)
 	if err != nil {
 		return b, err
 	}
 
 	// The profiles first, in their own buffer, gathering the summary's counts on the way;
 	// the summary section precedes them in the file.
-	e := extBinaryEncoder{index: names.index, sum: newSummary(), out: make([]byte, 0, 8*len(funcs))}
-	offsets := make([]uint64, len(funcs))
-	for i, f := range funcs {
-		offsets[i] = uint64(len(e.out))
-		e.out = appendULEB(e.out, f.HeadSamples)
-		e.out = appendULEB(e.out, uint64(names.index[f.Name]))
-		e.sum.addFunction(f.HeadSamples)
-		e.function(f)
-		if e.err != nil {
-			return b, e.err
-		}
+	workers := chunkPlan(len(funcs))
+	encs := make([]extBinaryEncoder, workers)
+	for i := range encs {
+		encs[i] = extBinaryEncoder{index: names.index, sum: newSummary()}
 	}
-	b = slices.Grow(b, len(e.out)+len(names.list)*16+1024)
+	profiles := make([]byte, 0, 8*len(funcs))
+	offsets := make([]uint64, 0, len(funcs))
+	encodeChunks(len(funcs), workers, func(worker, from, to int) {
+		e := &encs[worker]
+		e.out, e.starts = e.out[:0], e.starts[:0]
+		for _, f := range funcs[from:to] {
+			e.starts = append(e.starts, uint64(len(e.out)))
+			e.out = appendULEB(e.out, f.HeadSamples)
+			e.out = appendULEB(e.out, uint64(names.index[f.Name]))
+			e.sum.addFunction(f.HeadSamples)
+			e.function(f)
+			if e.err != nil {
+				return
+			}
+		}
+	}, func(worker int) bool {
+		e := &encs[worker]
+		if e.err != nil {
+			err = e.err
+			return false
+		}
+		base := uint64(len(profiles))
+		for _, s := range e.starts {
+			offsets = append(offsets, base+s)
+		}
+		profiles = append(profiles, e.out...)
+		return true
+	})
+	if err != nil {
+		return b, err
+	}
+	sum := encs[0].sum
+	for _, e := range encs[1:] {
+		sum.merge(e.sum)
+	}
+	b = slices.Grow(b, len(profiles)+len(names.list)*16+1024)
 
 	start := len(b)
 	b = appendULEB(b, extBinaryMagic)
@@ -61,7 +89,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section := func(typ uint64, from int) { spans[typ] = span{from - start, len(b) - from} }
 
 	from := len(b)
-	b = e.sum.append(b)
+	b = sum.append(b)
 	section(secProfSummary, from)
 
 	from = len(b)
@@ -77,7 +105,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section(secCSNameTable, from)
 
 	from = len(b)
-	b = append(b, e.out...)
+	b = append(b, profiles...)
 	section(secLBRProfile, from)
 
 	section(secProfileSymbolLst, len(b)) // empty, placed as llvm-profdata-14 places it
@@ -102,9 +130,12 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	return b, nil
 }
 
+// extBinaryEncoder encodes a chunk of functions into out; each of AppendExtBinary's
+// goroutines has one.
 type extBinaryEncoder struct {
 	err    error // the first line offset beyond maxLineOffset
 	out    []byte
+	starts []uint64 // where each function of the chunk starts in out
 	index  map[string]int
 	sum    *summary
 	sorter bodySorter
@@ -119,17 +150,17 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, maxLineOffset, ErrMalformed)
 	}
 	b = appendULEB(b, uint64(len(lines)))
-	callLines := sortedKeys(f.Calls)
+	callLines := e.sorter.sortedCallLines(f)
 	for _, lc := range lines {
 		loc := lc.loc()
 		e.sum.addCount(lc.count)
 		b = appendULEB(b, uint64(loc.LineOffset))
 		b = appendULEB(b, uint64(loc.Discriminator))
 		b = appendULEB(b, lc.count)
-		for len(callLines) > 0 && callLines[0].Less(loc) {
+		for len(callLines) > 0 && callLines[0] < lc.key {
 			callLines = callLines[1:]
 		}
-		if len(callLines) == 0 || callLines[0] != loc {
+		if len(callLines) == 0 || callLines[0] != lc.key {
 			b = append(b, 0)
 			continue
 		}
@@ -168,57 +199,115 @@ type nameIndex struct {
 	index map[string]int
 }
 
-// nameTable collects every function, call-target and inlined-callee name, sorted.
-func nameTable(funcs []*FunctionProfile) (nameIndex, error) {
-	seen := make(map[string]int, len(funcs))
-	var walk func(f *FunctionProfile) error
-	walk = func(f *FunctionProfile) error {
-		if f.Name == "" || containsNUL(f.Name) {
-			return fmt.Errorf("profileio: function %q: %w", f.Name, ErrName)
+// nameTable collects every function, call-target and inlined-callee name, sorted, and
+// returns the functions in SortedFunctions' order, which it gets from the names' ranks
+// rather than by comparing the names again. It walks the functions on up to GOMAXPROCS
+// goroutines.
+func nameTable(p *Profile) (nameIndex, []*FunctionProfile, error) {
+	all := make([]*FunctionProfile, 0, len(p.Functions))
+	for _, f := range p.Functions {
+		all = append(all, f)
+	}
+	// Most names are those of the profile's functions; each goroutine gathers the others.
+	workers := chunkPlan(len(all))
+	others := make([]map[string]int, workers)
+	failed := make([]bool, workers)
+	encodeChunks(len(all), workers, func(worker, from, to int) {
+		if others[worker] == nil {
+			others[worker] = map[string]int{}
 		}
-		seen[f.Name] = 0
-		for loc := range f.Inlined {
-			if loc.LineOffset > maxLineOffset {
-				return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
+		for _, f := range all[from:to] {
+			if collectNames(f, p.Functions, others[worker]) != nil {
+				failed[worker] = true
+				return
 			}
 		}
-		if len(f.Calls) == 0 && len(f.Inlined) == 0 {
-			return nil
-		}
-		for _, m := range f.Calls {
-			for callee := range m {
-				if callee == "" || containsNUL(callee) {
-					return fmt.Errorf("profileio: function %q: call target %q: %w", f.Name, callee, ErrName)
-				}
-				seen[callee] = 0
+	}, nil)
+	if slices.Contains(failed, true) {
+		// Report the first bad function in writing order, as a serial writer would.
+		seen := map[string]int{}
+		for _, f := range p.SortedFunctions() {
+			if err := collectNames(f, p.Functions, seen); err != nil {
+				return nameIndex{}, nil, err
 			}
 		}
-		for _, m := range f.Inlined {
-			for name, c := range m {
-				if c.Name != name {
-					return fmt.Errorf("profileio: function %q: inlined callee %q filed as %q: %w", f.Name, c.Name, name, ErrName)
-				}
-				if err := walk(c); err != nil {
-					return err
-				}
-			}
+	}
+	list := make([]string, 0, len(all))
+	for _, f := range all {
+		list = append(list, f.Name)
+	}
+	for _, m := range others {
+		for n := range m {
+			list = append(list, n)
 		}
+	}
+	slices.Sort(list)
+	list = slices.Compact(list)
+	index := make(map[string]int, len(list))
+	for i, n := range list {
+		index[n] = i
+	}
+	type ranked struct {
+		total uint64
+		name  int
+		f     *FunctionProfile
+	}
+	rs := make([]ranked, len(all))
+	for i, f := range all {
+		rs[i] = ranked{f.TotalSamples, index[f.Name], f}
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.total != b.total {
+			return cmp.Compare(b.total, a.total)
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+	for i, r := range rs {
+		all[i] = r.f
+	}
+	return nameIndex{list: list, index: index}, all, nil
+}
+
+// collectNames adds to others the names of f and of its call targets and inlined callees
+// that are not the name of one of the profile's functions, and refuses names the format
+// cannot hold.
+func collectNames(f *FunctionProfile, functions map[string]*FunctionProfile, others map[string]int) error {
+	add := func(name string) {
+		if g, ok := functions[name]; !ok || g.Name != name {
+			others[name] = 0
+		}
+	}
+	if f.Name == "" || containsNUL(f.Name) {
+		return fmt.Errorf("profileio: function %q: %w", f.Name, ErrName)
+	}
+	add(f.Name)
+	for loc := range f.Inlined {
+		if loc.LineOffset > maxLineOffset {
+			return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
+		}
+	}
+	if len(f.Calls) == 0 && len(f.Inlined) == 0 {
 		return nil
 	}
-	for _, f := range funcs {
-		if err := walk(f); err != nil {
-			return nameIndex{}, err
+	for _, m := range f.Calls {
+		for callee := range m {
+			if callee == "" || containsNUL(callee) {
+				return fmt.Errorf("profileio: function %q: call target %q: %w", f.Name, callee, ErrName)
+			}
+			add(callee)
 		}
 	}
-	list := make([]string, 0, len(seen))
-	for n := range seen {
-		list = append(list, n)
+	for _, m := range f.Inlined {
+		for name, c := range m {
+			if c.Name != name {
+				return fmt.Errorf("profileio: function %q: inlined callee %q filed as %q: %w", f.Name, c.Name, name, ErrName)
+			}
+			if err := collectNames(c, functions, others); err != nil {
+				return err
+			}
+		}
 	}
-	sort.Strings(list)
-	for i, n := range list {
-		seen[n] = i
-	}
-	return nameIndex{list: list, index: seen}, nil
+	return nil
 }
 
 func containsNUL(s string) bool {

@@ -34,6 +34,21 @@ func (s *summary) addCount(c uint64) {
 	}
 }
 
+// merge adds o's counts to s.
+func (s *summary) merge(o *summary) {
+	s.total += o.total
+	s.maxCount = max(s.maxCount, o.maxCount)
+	s.maxFunctionCount = max(s.maxFunctionCount, o.maxFunctionCount)
+	s.numCounts += o.numCounts
+	s.numFunctions += o.numFunctions
+	for c, f := range o.small {
+		s.small[c] += f
+	}
+	for c, f := range o.large {
+		s.large[c] += f
+	}
+}
+
 // append appends the section: the totals, then per cutoff (parts per million of the
 // total, LLVM's defaults) the smallest count among the largest counts that together reach
 // the cutoff's share, and how many counts that took.

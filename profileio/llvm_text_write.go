@@ -1,7 +1,6 @@
 package profileio
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,43 +22,66 @@ const noLineTableComment = "# profd: no line table, total and head samples only:
 // Functions come most-samples first, lines in ascending order, call targets most-called
 // first. Line offsets above 65535 (which LLVM 14 refuses in text without a discriminator
 // and silently stops reading at in ext-binary) are refused with ErrMalformed, names the
-// reader would misparse with ErrName, rather than written wrong.
+// reader would misparse with ErrName, rather than written wrong; the error is the first bad
+// function's in writing order, and part of what precedes it may have been written.
+//
+// WriteText encodes chunks of functions on up to GOMAXPROCS goroutines and writes them to
+// w in order, from one goroutine at a time.
 func WriteText(w io.Writer, p *Profile) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	tw := textWriter{w: bw, buf: make([]byte, 0, 256)}
-	for _, f := range p.SortedFunctions() {
-		if err := checkTextName(f.Name, false); err != nil {
-			return err
-		}
-		if f.NoLineTable {
-			tw.buf = append(tw.buf[:0], noLineTableComment...)
-			tw.buf = append(tw.buf, f.Name...)
-			tw.buf = append(tw.buf, '\n')
-			if _, err := bw.Write(tw.buf); err != nil {
-				return fmt.Errorf("profileio: write llvm text: %w", err)
+	funcs := p.SortedFunctions()
+	workers := chunkPlan(len(funcs))
+	tws := make([]textWriter, workers)
+	var err error
+	encodeChunks(len(funcs), workers, func(worker, from, to int) {
+		t := &tws[worker]
+		t.out, t.err = t.out[:0], nil
+		for _, f := range funcs[from:to] {
+			if t.err = t.topLevel(f); t.err != nil {
+				return
 			}
 		}
-		if err := tw.function(f, 0); err != nil {
-			return err
+	}, func(worker int) bool {
+		t := &tws[worker]
+		if t.err != nil {
+			err = t.err // what the bad function's chunk holds before it is not written
+			return false
 		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("profileio: write llvm text: %w", err)
-	}
-	return nil
+		if _, werr := w.Write(t.out); werr != nil {
+			err = fmt.Errorf("profileio: write llvm text: %w", werr)
+			return false
+		}
+		return true
+	})
+	return err
 }
 
+// textWriter encodes a chunk of functions into out; each of WriteText's goroutines has
+// one.
 type textWriter struct {
-	w      *bufio.Writer
-	buf    []byte
+	out    []byte
+	err    error // the first error in the chunk
 	sorter bodySorter
 	calls  []callTarget
 }
 
-// function writes f's header and lines; indent is 0 for a top-level function, else the
-// depth of the inlined callsite line that names f (already written up to "offset: ").
+// topLevel appends a top-level function: profd's comment line when it had no line table,
+// then its profile.
+func (t *textWriter) topLevel(f *FunctionProfile) error {
+	if err := checkTextName(f.Name, false); err != nil {
+		return err
+	}
+	if f.NoLineTable {
+		t.out = append(t.out, noLineTableComment...)
+		t.out = append(t.out, f.Name...)
+		t.out = append(t.out, '\n')
+	}
+	return t.function(f, 0)
+}
+
+// function appends f's header and lines; indent is 0 for a top-level function, else the
+// depth of the inlined callsite line that names f (already appended up to "offset: ").
 func (t *textWriter) function(f *FunctionProfile, indent int) error {
-	b := t.buf[:0]
+	b := t.out
 	b = append(b, f.Name...)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, f.TotalSamples, 10)
@@ -68,7 +90,7 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		b = strconv.AppendUint(b, f.HeadSamples, 10)
 	}
 	b = append(b, '\n')
-	callLines := sortedKeys(f.Calls) // few; walked alongside the body lines
+	callLines := t.sorter.sortedCallLines(f) // few; walked alongside the body lines
 	for _, lc := range t.sorter.sorted(f) {
 		loc := lc.loc()
 		var err error
@@ -76,10 +98,10 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 			return fmt.Errorf("profileio: function %q: %w", f.Name, err)
 		}
 		b = strconv.AppendUint(b, lc.count, 10)
-		for len(callLines) > 0 && callLines[0].Less(loc) {
+		for len(callLines) > 0 && callLines[0] < lc.key {
 			callLines = callLines[1:] // calls on a line without a body entry are not written (AddCall makes one)
 		}
-		if len(callLines) > 0 && callLines[0] == loc {
+		if len(callLines) > 0 && callLines[0] == lc.key {
 			callLines = callLines[1:]
 			t.calls = sortedCalls(t.calls, f.Calls[loc])
 			for _, c := range t.calls {
@@ -94,10 +116,7 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		}
 		b = append(b, '\n')
 	}
-	t.buf = b
-	if _, err := t.w.Write(b); err != nil {
-		return fmt.Errorf("profileio: write llvm text: %w", err)
-	}
+	t.out = b
 	if len(f.Inlined) == 0 {
 		return nil
 	}
@@ -111,11 +130,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 				return fmt.Errorf("profileio: function %q: inlined callee %q starts with a digit: %w", f.Name, callee.Name, ErrName)
 			}
 			var err error
-			if t.buf, err = appendLocation(t.buf[:0], indent+1, loc); err != nil {
+			if t.out, err = appendLocation(t.out, indent+1, loc); err != nil {
 				return fmt.Errorf("profileio: function %q: %w", f.Name, err)
-			}
-			if _, err := t.w.Write(t.buf); err != nil {
-				return fmt.Errorf("profileio: write llvm text: %w", err)
 			}
 			if err := t.function(callee, indent+1); err != nil {
 				return err

@@ -92,47 +92,6 @@ func (f *FunctionProfile) SortedLines() []LineLocation {
 	return sortedKeys(f.Body)
 }
 
-// lineCount is a body line and its count, keyed for fast sorting.
-type lineCount struct {
-	key   uint64 // LineOffset<<32 | Discriminator: orders as LineLocation.Less
-	count uint64
-}
-
-func (l lineCount) loc() LineLocation {
-	return LineLocation{LineOffset: uint32(l.key >> 32), Discriminator: uint32(l.key)}
-}
-
-// bodySorter sorts functions' body lines, reusing its buffers from one function to the
-// next.
-type bodySorter struct {
-	lines, tmp []lineCount
-	keys       []uint64
-}
-
-// sorted returns f's body lines in ascending order, valid until the next call.
-func (s *bodySorter) sorted(f *FunctionProfile) []lineCount {
-	s.lines, s.keys = s.lines[:0], s.keys[:0]
-	packed := len(f.Body) <= 1<<16
-	for loc, n := range f.Body {
-		key := uint64(loc.LineOffset)<<32 | uint64(loc.Discriminator)
-		// In the common case the key fits 48 bits, leaving 16 for the line's index:
-		// sorting plain integers is several times faster than sorting with a function.
-		packed = packed && loc.LineOffset <= 0xffff
-		s.keys = append(s.keys, key<<16|uint64(len(s.lines)))
-		s.lines = append(s.lines, lineCount{key: key, count: n})
-	}
-	if !packed {
-		slices.SortFunc(s.lines, func(a, b lineCount) int { return cmp.Compare(a.key, b.key) })
-		return s.lines
-	}
-	slices.Sort(s.keys)
-	s.tmp = append(s.tmp[:0], s.lines...)
-	for i, k := range s.keys {
-		s.lines[i] = s.tmp[k&0xffff]
-	}
-	return s.lines
-}
-
 // AddBody adds n samples at loc.
 func (f *FunctionProfile) AddBody(loc LineLocation, n uint64) {
 	if f.Body == nil {

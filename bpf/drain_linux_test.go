@@ -1,0 +1,148 @@
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+var drainMethods = []drainMethod{drainIterator, drainBatch, drainOneByOne}
+
+func (m drainMethod) String() string {
+	switch m {
+	case drainIterator:
+		return "iterator"
+	case drainBatch:
+		return "batch"
+	case drainOneByOne:
+		return "one-by-one"
+	}
+	return fmt.Sprintf("drainMethod(%d)", int(m))
+}
+
+// fill puts keys into the current counts maps as the program would: each into its shard.
+func fill(t testing.TB, p *Program, keys []sampleKey, vals []uint64) {
+	t.Helper()
+	byShard := make([][]sampleKey, len(p.current))
+	valsByShard := make([][]uint64, len(p.current))
+	for i, k := range keys {
+		s := shardOf(k) % len(p.current)
+		byShard[s] = append(byShard[s], k)
+		valsByShard[s] = append(valsByShard[s], vals[i])
+	}
+	for s, m := range p.current {
+		if len(byShard[s]) == 0 {
+			continue
+		}
+		if n, err := m.BatchUpdate(byShard[s], valsByShard[s], nil); err != nil || n != len(byShard[s]) {
+			t.Fatalf("fill shard %d: %d of %d, %v", s, n, len(byShard[s]), err)
+		}
+	}
+}
+
+// Every way of reading gives each key's count exactly once, for sharded and single maps,
+// for maps kept as spares (few keys) and maps replaced (many), and leaves nothing behind.
+func TestDrainMethodsAgree(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	for _, method := range drainMethods {
+		for _, c := range []struct {
+			maxEntries uint32
+			keys       int
+		}{{0, 3000}, {0, 50_000}, {4096, 3000}} {
+			t.Run(fmt.Sprintf("%s/max%d/keys%d", method, c.maxEntries, c.keys), func(t *testing.T) {
+				p := load(t, Options{MaxEntries: c.maxEntries})
+				wantShards := 2
+				if c.maxEntries != 0 && c.maxEntries < minShardedEntries {
+					wantShards = 1
+				}
+				if len(p.current) != wantShards {
+					t.Fatalf("%d counts maps, want %d", len(p.current), wantShards)
+				}
+				p.method = method
+				for round := 0; round < 3; round++ {
+					want := map[sampleKey]uint64{}
+					var keys []sampleKey
+					var vals []uint64
+					if round < 2 {
+						for i := 0; i < c.keys; i++ {
+							k := sampleKey{Tgid: uint32(100 + i%5), IP: 0x7f0000001000 + uint64(i)*24 + uint64(round)}
+							keys, vals = append(keys, k), append(vals, uint64(i*7+round+1))
+							want[k] = vals[i]
+						}
+						fill(t, p, keys, vals)
+					}
+					got := map[sampleKey]uint64{}
+					if err := p.Drain(func(tgid uint32, ip, n uint64) {
+						k := sampleKey{Tgid: tgid, IP: ip}
+						if _, dup := got[k]; dup {
+							t.Errorf("round %d: key %+v handed out twice", round, k)
+						}
+						got[k] = n
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != len(want) {
+						t.Fatalf("round %d: drained %d keys, want %d", round, len(got), len(want))
+					}
+					for k, n := range want {
+						if got[k] != n {
+							t.Fatalf("round %d: key %+v: drained %d, want %d", round, k, got[k], n)
+						}
+					}
+				}
+				if p.method != method {
+					t.Errorf("drains fell back from %s to %s (%v)", method, p.method, p.dumpErr)
+				}
+			})
+		}
+	}
+}
+
+// The kernel has everything the fastest drain needs (BTF, map-element iterators).
+func TestIteratorLoads(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Options{})
+	if p.method != drainIterator || p.dump == nil {
+		t.Fatalf("drains with %s: %v", p.method, p.dumpErr)
+	}
+}
+
+// shardOf agrees with the program: every key it counted sits in the shard shardOf names.
+func TestShardOfMatchesProgram(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Options{})
+	evs := attach(t, p, 4000)
+	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := spin(2, stop)
+	time.Sleep(300 * time.Millisecond)
+	for _, ev := range evs {
+		ev.Disable()
+	}
+	close(stop)
+	wg.Wait()
+	perShard := make([]int, len(p.current))
+	for s, m := range p.current {
+		var k sampleKey
+		var v uint64
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			perShard[s]++
+			if shardOf(k) != s {
+				t.Errorf("key %+v in shard %d, shardOf says %d", k, s, shardOf(k))
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("keys per shard: %v", perShard)
+	if perShard[0]+perShard[1] < 4 {
+		t.Fatalf("only %v keys after sampling two spinning goroutines for 300 ms", perShard)
+	}
+}
