@@ -59,6 +59,7 @@ func (p *Program) Drain(fn func(tgid uint32, ip, count uint64)) error {
 	for s := range old {
 		r := &p.readers[s]
 		r.m, r.fn, r.fnMu, r.method, r.dump = old[s], fn, &fnMu, p.method, p.dump
+		r.iteratorMinKeys = p.iteratorMinKeys
 		if s == 0 {
 			continue
 		}
@@ -105,6 +106,11 @@ type shardReader struct {
 	fnMu   *sync.Mutex // serialises fn between the shards' goroutines
 	dump   *ebpf.Program
 	method drainMethod // in: the method to try first; out: the one that worked
+	// iteratorMinKeys: the iterator reads m only when the shard's last drain found at
+	// least this many keys (see Program.iteratorMinKeys).
+	iteratorMinKeys int
+	lastKeys        int // keys the last read handed to fn
+	emitted         int
 
 	reusable bool        // out: m held at most reuseMaxEntries keys, all in keysRead
 	keysRead []sampleKey // out: m's keys, up to reuseMaxEntries
@@ -119,20 +125,25 @@ type shardReader struct {
 // read hands m's entries to fn with the map-element iterator where it loaded, else with
 // batch lookups, else key by key; a method the kernel refuses before any entry was read
 // gives way to the next.
+//
+// The iterator costs a link and a file per read, which a small map does not repay: it reads
+// m only when the shard's last drain found iteratorMinKeys keys or more, and batch lookups
+// read the rest (r.method stays drainIterator for the next large drain).
 func (r *shardReader) read() {
-	r.keysRead, r.reusable, r.err = r.keysRead[:0], true, nil
+	r.keysRead, r.reusable, r.err, r.emitted = r.keysRead[:0], true, nil, 0
+	defer func() { r.lastKeys = r.emitted }()
 	if r.keys == nil {
 		r.keys = make([]sampleKey, drainBatchEntries)
 		r.vals = make([]uint64, drainBatchEntries)
 	}
-	if r.method == drainIterator {
+	if r.method == drainIterator && r.lastKeys >= r.iteratorMinKeys {
 		r.err = r.readIterator()
 		if !errors.Is(r.err, errIteratorRefused) {
 			return
 		}
 		r.dumpErr, r.method = r.err, drainBatch
 	}
-	if r.method == drainBatch {
+	if r.method <= drainBatch {
 		r.err = r.readBatches()
 		if !errors.Is(r.err, ebpf.ErrNotSupported) {
 			return
@@ -144,6 +155,7 @@ func (r *shardReader) read() {
 
 // emit hands r.keys[:n], r.vals[:n] to fn and keeps the keys for reuse while they fit.
 func (r *shardReader) emit(n int) {
+	r.emitted += n
 	r.fnMu.Lock()
 	for i := 0; i < n; i++ {
 		r.fn(r.keys[i].Tgid, r.keys[i].IP, r.vals[i])

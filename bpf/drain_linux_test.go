@@ -61,7 +61,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 				if len(p.current) != wantShards {
 					t.Fatalf("%d counts maps, want %d", len(p.current), wantShards)
 				}
-				p.method = method
+				p.method, p.iteratorMinKeys = method, 0
 				for round := 0; round < 3; round++ {
 					want := map[sampleKey]uint64{}
 					var keys []sampleKey

@@ -86,7 +86,7 @@ func TestDrainWhileSampling(t *testing.T) {
 
 func testDrainWhileSampling(t *testing.T, method drainMethod) {
 	p := load(t, Options{})
-	p.method = method
+	p.method, p.iteratorMinKeys = method, 0
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
