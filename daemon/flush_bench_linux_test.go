@@ -117,7 +117,7 @@ func itoa(i int) string {
 func BenchmarkFlush10kFunctions(b *testing.B) {
 	testenv.Requires(b, testenv.Root)
 	const n = 10000
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	d := newBenchDaemon(b, n, &logs)
 	d.flush(false) // every function goes through CFG recovery and repair
 	if want := "objects=10000 reestimated=10000 "; !strings.Contains(logs.String(), want) {

@@ -72,24 +72,6 @@ func workloads(t testing.TB) (testjit, hotLL string) {
 	return filepath.Join(builtDir, "testjit"), filepath.Join(builtDir, "hot.ll")
 }
 
-// syncBuffer is an io.Writer safe for run's goroutines, read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // dirs is one run's private directories.
 type dirs struct {
 	fifo, jitdump, out string
@@ -108,8 +90,8 @@ func newDirs(t testing.TB) dirs {
 
 // profdRun is an in-process daemon run.
 type profdRun struct {
-	summary syncBuffer
-	logs    syncBuffer
+	summary testenv.SyncBuffer
+	logs    testenv.SyncBuffer
 	cancel  context.CancelFunc
 	done    chan struct{}
 	err     error
@@ -190,7 +172,7 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 // child is a started process whose stdout is collected.
 type child struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  testenv.SyncBuffer
 	done chan struct{}
 	err  error
 }

@@ -96,10 +96,10 @@ func describe(evs []Event) string {
 }
 
 // startServer starts a Server in a fresh directory with a collector and a log buffer.
-func startServer(t *testing.T, cfg Config) (*Server, *collector, *syncBuffer) {
+func startServer(t *testing.T, cfg Config) (*Server, *collector, *testenv.SyncBuffer) {
 	t.Helper()
 	c := newCollector()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	if cfg.Dir == "" {
 		cfg.Dir = privateDir(t)
 	}
@@ -115,23 +115,6 @@ func startServer(t *testing.T, cfg Config) (*Server, *collector, *syncBuffer) {
 		}
 	})
 	return s, c, logs
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // openWriter opens a FIFO for writing as a JIT would (non-blocking open, then blocking writes).

@@ -175,7 +175,7 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 
 	cmd := exec.Command(profd, "--pid", strconv.Itoa(jit.Process.Pid), "--event", "cpu-clock",
 		"--fifo-dir", fifoDir, "--out", outDir)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -214,21 +214,4 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 	if _, err := os.Stat(fifoDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("FIFO directory left behind after SIGTERM (%v)", err)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
