@@ -29,30 +29,49 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 	waitForJIT(t, l.pid())
 
 	backends := []Backend{BackendBPF, BackendRing}
-	var samplers []Sampler
-	for _, b := range backends {
-		s := newTestSampler(t, Config{Backend: b})
-		if s.Backend() != b {
-			t.Fatalf("asked for %s, got %s", b, s.Backend())
+	// sample runs both back ends on lli at once for 1.5 s and returns their per-address counts.
+	sample := func() ([]map[uint64]uint64, []Stats) {
+		var samplers []Sampler
+		for _, b := range backends {
+			s := newTestSampler(t, Config{Backend: b})
+			if s.Backend() != b {
+				t.Fatalf("asked for %s, got %s", b, s.Backend())
+			}
+			if err := s.AddTarget(l.pid()); err != nil {
+				t.Fatal(err)
+			}
+			samplers = append(samplers, s)
 		}
-		if err := s.AddTarget(l.pid()); err != nil {
-			t.Fatal(err)
+		for _, s := range samplers {
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
-		samplers = append(samplers, s)
+		time.Sleep(1500 * time.Millisecond)
+		dist := make([]map[uint64]uint64, len(samplers))
+		stats := make([]Stats, len(samplers))
+		for i, s := range samplers {
+			d, err := s.Drain()
+			if err != nil {
+				t.Fatalf("%s: drain: %v", backends[i], err)
+			}
+			dist[i] = pidCounts(d, l.pid())
+			stats[i] = s.Stats()
+			s.Close()
+		}
+		return dist, stats
 	}
-	for _, s := range samplers {
-		if err := s.Start(context.Background()); err != nil {
-			t.Fatal(err)
+	dist, stats := sample()
+	// On this VM the two back ends' cpu-clock timers now and then lock into phases that put
+	// one back end's samples of a four-instruction loop on one instruction and the other's on
+	// its neighbour (seen once in about twenty runs: 3 against 197 samples at one address).
+	// That is an artifact of one run, so a second run decides; two disagreeing runs fail.
+	if ov := overlap(dist[0], dist[1]); ov < 0.9 {
+		t.Logf("first run: overlap %.3f; sampling again", ov)
+		for ip := range union(dist[0], dist[1]) {
+			t.Logf("%#x: bpf %d, ring %d", ip, dist[0][ip], dist[1][ip])
 		}
-	}
-	time.Sleep(1500 * time.Millisecond)
-	dist := make([]map[uint64]uint64, len(samplers))
-	for i, s := range samplers {
-		d, err := s.Drain()
-		if err != nil {
-			t.Fatalf("%s: drain: %v", backends[i], err)
-		}
-		dist[i] = pidCounts(d, l.pid())
+		dist, stats = sample()
 	}
 	jit, err := anonExec(l.pid())
 	if err != nil {
@@ -66,7 +85,7 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 				inJIT += k
 			}
 		}
-		st := samplers[i].Stats()
+		st := stats[i]
 		t.Logf("%s: %d samples, %d in JIT code, %d addresses; stats %+v", backends[i], n, inJIT, len(c), st)
 		if n < 100 {
 			t.Fatalf("%s: only %d samples of a spinning lli in 1.5 s at 999 Hz", backends[i], n)
