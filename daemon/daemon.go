@@ -65,6 +65,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		return err
 	}
 	d := newDaemon(cfg, logger, out)
+	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
+	// pid file at once can never kill profd with the signal's default action, nor lose its
+	// request.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	// Components live until the final flush is written, after ctx is done.
 	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -72,9 +78,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		d.closeAll()
 		return err
 	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
 	d.printStart()
 
 	d.flushWG.Add(1)
