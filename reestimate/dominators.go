@@ -92,23 +92,7 @@ func (d *Dominators) number(n, entry int) {
 	next := fill // reuse as the per-node child cursor
 	copy(next, cstart[:n])
 	var clock int32
-	stack := []int32{int32(entry)}
-	d.pre[entry] = clock
-	clock++
-	for len(stack) > 0 {
-		b := stack[len(stack)-1]
-		if next[b] < cstart[b+1] {
-			c := child[next[b]]
-			next[b]++
-			d.pre[c] = clock
-			clock++
-			stack = append(stack, c)
-			continue
-		}
-		stack = stack[:len(stack)-1]
-		d.post[b] = clock
-		clock++
-	}
+	numberTree(int32(entry), cstart, child, next, d.pre, d.post, &clock, nil)
 }
 
 // Reachable reports whether block b is reachable from the entry.

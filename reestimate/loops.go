@@ -143,23 +143,7 @@ func (l *Loops) number(n int) {
 		if l.header[root] != int32(root) || l.parent[root] >= 0 {
 			continue
 		}
-		stack = append(stack[:0], int32(root))
-		l.pre[root] = clock
-		clock++
-		for len(stack) > 0 {
-			h := stack[len(stack)-1]
-			if next[h] < cstart[h+1] {
-				c := child[next[h]]
-				next[h]++
-				l.pre[c] = clock
-				clock++
-				stack = append(stack, c)
-				continue
-			}
-			stack = stack[:len(stack)-1]
-			l.post[h] = clock
-			clock++
-		}
+		stack = numberTree(int32(root), cstart, child, next, l.pre, l.post, &clock, stack)
 	}
 }
 

@@ -83,3 +83,28 @@ func reversePostorder(n, entry int, start, to []int32) (order []int32, rpo []int
 	}
 	return order, rpo
 }
+
+// numberTree gives the nodes of the tree under root pre- and post-order numbers from *clock
+// on, without recursion (so a million-deep tree is fine). The children of b are
+// child[cstart[b]:cstart[b+1]]; next[b] must start at cstart[b], as it is the walk's cursor.
+// stack is scratch space, returned for reuse.
+func numberTree(root int32, cstart, child, next, pre, post []int32, clock *int32, stack []int32) []int32 {
+	stack = append(stack[:0], root)
+	pre[root] = *clock
+	*clock++
+	for len(stack) > 0 {
+		b := stack[len(stack)-1]
+		if next[b] < cstart[b+1] {
+			c := child[next[b]]
+			next[b]++
+			pre[c] = *clock
+			*clock++
+			stack = append(stack, c)
+			continue
+		}
+		stack = stack[:len(stack)-1]
+		post[b] = *clock
+		*clock++
+	}
+	return stack
+}
