@@ -166,7 +166,7 @@ func runWorkSampled(b *testing.B, cfg Config, chunks string) (wallNs, cpuNs floa
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(200 * time.Millisecond) // the daemon drains every 200 ms
 	defer tick.Stop()
 	for {
 		select {
