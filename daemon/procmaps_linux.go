@@ -19,7 +19,6 @@ type mapping struct {
 type procMaps struct {
 	pid      int
 	mappings []mapping // ascending start
-	loaded   bool
 	gone     bool
 }
 
@@ -55,7 +54,6 @@ func (m *procMaps) reload() {
 		return
 	}
 	m.mappings = parseMaps(data)
-	m.loaded = true
 }
 
 // parseMaps reads the lines of /proc/PID/maps: "start-end perms offset dev inode [name]".
