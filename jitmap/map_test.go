@@ -276,3 +276,104 @@ func TestMapEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestMapPageIndexFollowsChanges interleaves changes with bursts of lookups long enough to
+// build the page index, so lookups go through indexes built at many different states (and
+// through the liveIndex while one is stale), each checked against a scan of every object.
+func TestMapPageIndexFollowsChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := NewMap(MapOptions{})
+	live := map[uint64]*CodeObject{} // by Addr
+	now := int64(1)
+	built := 0
+	for round := 0; round < 300; round++ {
+		for range 1 + rng.IntN(8) {
+			now++
+			addr := 0x7f0000000000 + uint64(rng.IntN(2000))*0x40
+			if rng.IntN(4) == 0 && len(live) > 0 {
+				for a := range live {
+					mustApply(t, m, &CodeUnload{Pid: 3, Addr: a, TimeNs: now})
+					delete(live, a)
+					break
+				}
+				continue
+			}
+			ev := load(3, sprintf("f%d", now), addr, 0x10+uint64(rng.IntN(0x80)), now)
+			mustApply(t, m, ev)
+			for a, o := range live {
+				if a < addr+ev.Object.Size && addr < a+o.Size {
+					delete(live, a)
+				}
+			}
+			live[addr] = &ev.Object
+		}
+		for range 40 + rng.IntN(400) {
+			ip := 0x7f0000000000 - 0x100 + uint64(rng.IntN(2000*0x40+0x200))
+			want := ""
+			for a, o := range live {
+				if ip >= a && ip < a+o.Size {
+					want = o.Name
+				}
+			}
+			wantName(t, m, 3, ip, now, want)
+			if t.Failed() {
+				return
+			}
+		}
+		if m.procs.Load() != nil && (*m.procs.Load())[3].pages.Load() != nil {
+			built++
+		}
+	}
+	if built < 100 {
+		t.Fatalf("the page index was in use after only %d of 300 rounds of lookups", built)
+	}
+}
+
+// BenchmarkPageIndexBuild measures a page index build over 100k live objects, which
+// staleLookups weighs against lookups.
+func BenchmarkPageIndexBuild(b *testing.B) {
+	m := NewMap(MapOptions{})
+	for i := range 100_000 {
+		if err := m.Apply(load(1, "f", 0x7f0000000000-uint64(i)*0x400, 0x100, int64(i+1))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := (*m.procs.Load())[1]
+	for b.Loop() {
+		_ = newPageIndex(&p.live)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/object")
+}
+
+// TestPageIndexFind checks the page index alone against the liveIndex it copies (Lookup
+// falls back to the liveIndex when the page index finds nothing, which would hide a miss):
+// packed code, code in clusters far apart (pages coarse enough to need the binary search),
+// objects that cross page boundaries, and load times.
+func TestPageIndexFind(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 40 {
+		var x liveIndex
+		next := uint64(0x1000)
+		n := 1 + rng.IntN(3000)
+		for i := range n {
+			if trial%2 == 1 && rng.IntN(50) == 0 {
+				next += uint64(rng.IntN(1 << 30)) // a far cluster
+			}
+			size := 1 + uint64(rng.IntN(0x300))
+			o := &CodeObject{Name: sprintf("f%d", i), Addr: next, Size: size, LoadNs: int64(rng.IntN(100))}
+			x.insert(o)
+			next += size + uint64(rng.IntN(3))*uint64(rng.IntN(0x100))
+		}
+		pi := newPageIndex(&x)
+		if len(pi.first) > pagesPerObject*n+2 {
+			t.Fatalf("trial %d: %d pages for %d objects", trial, len(pi.first)-1, n)
+		}
+		for range 5000 {
+			ip := uint64(rng.IntN(int(next+0x100-0x800))) + 0x800
+			at := int64(rng.IntN(110))
+			if got, want := pi.find(ip, at), x.find(ip, at); got != want {
+				t.Fatalf("trial %d (%d objects, shift %d): find(%#x, %d) = %v, want %v", trial, n, pi.shift, ip, at, got, want)
+			}
+		}
+	}
+}
