@@ -33,6 +33,7 @@ type objCounts struct {
 type procCounts struct {
 	pid     uint32
 	image   string
+	base    string // output file name without extension (outputBase)
 	objects map[objKey]*objCounts
 	outside map[string]uint64 // samples outside JIT code, by mapping name
 	maps    procMaps
@@ -49,6 +50,9 @@ type aggregate struct {
 	// drained: the JIT's record of that code may still be on its way through the FIFO. They
 	// are looked up again, at the time they were drained, by later drains.
 	deferred []deferredSample
+	// processes counts the processes seen per pid in this run, so that a process that
+	// reuses a pid gets output files of its own.
+	processes map[uint32]int
 }
 
 // deferredSample is a sample count waiting for the symbol record of its code.
@@ -66,15 +70,17 @@ const (
 )
 
 func newAggregate(jit *jitmap.Map) *aggregate {
-	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit}
+	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit, processes: make(map[uint32]int)}
 }
 
 // proc returns pid's counts, creating them (when a target is added).
 func (a *aggregate) proc(pid uint32) *procCounts {
 	p := a.procs[pid]
 	if p == nil {
-		p = &procCounts{pid: pid, image: imageOf(int(pid)), objects: make(map[objKey]*objCounts),
-			outside: make(map[string]uint64), maps: procMaps{pid: int(pid)}}
+		a.processes[pid]++
+		image := imageOf(int(pid))
+		p = &procCounts{pid: pid, image: image, base: outputBase(image, pid, a.processes[pid]),
+			objects: make(map[objKey]*objCounts), outside: make(map[string]uint64), maps: procMaps{pid: int(pid)}}
 		a.procs[pid] = p
 	}
 	return p

@@ -247,7 +247,7 @@ func (d *daemon) removeTarget(pid int) {
 	if p := d.agg.procs[uint32(pid)]; p != nil {
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-		d.retired = append(d.retired, pending{pid: uint32(pid), base: outputBase(p.image, uint32(pid)),
+		d.retired = append(d.retired, pending{pid: uint32(pid), base: p.base,
 			capture: p.capture(d.jit, d.meta(), end), final: true})
 		delete(d.agg.procs, uint32(pid))
 	}

@@ -40,7 +40,7 @@ func (d *daemon) flush(final bool) {
 	d.retired = nil
 	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
 		p := d.agg.procs[pid]
-		work = append(work, pending{pid: pid, base: outputBase(p.image, pid),
+		work = append(work, pending{pid: pid, base: p.base,
 			capture: p.capture(d.jit, meta, end), final: final})
 		if final {
 			d.jit.RemovePid(pid)

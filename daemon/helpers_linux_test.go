@@ -411,9 +411,9 @@ func lastCounter(summary, label string) int {
 	return n
 }
 
-// outputPath is where run writes format f of process pid of image.
+// outputPath is where run writes format f of the first process pid of image.
 func outputPath(d dirs, image string, pid int, f Format) string {
-	return filepath.Join(d.out, outputBase(image, uint32(pid))+extension[f])
+	return filepath.Join(d.out, outputBase(image, uint32(pid), 1)+extension[f])
 }
 
 func fileExists(path string) bool {

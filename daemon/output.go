@@ -23,8 +23,10 @@ var extension = map[Format]string{
 	FormatCapture:       ".profd",
 }
 
-// outputBase is "<image>-<pid>" with anything but [A-Za-z0-9._-] in the image name replaced.
-func outputBase(image string, pid uint32) string {
+// outputBase is "<image>-<pid>" for the first process of a pid in a run and
+// "<image>-<pid>.<n>" for the nth (a pid reused while profd runs), with anything but
+// [A-Za-z0-9._-] in the image name replaced.
+func outputBase(image string, pid uint32, n int) string {
 	clean := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
@@ -32,7 +34,11 @@ func outputBase(image string, pid uint32) string {
 		}
 		return '_'
 	}, image)
-	return clean + "-" + strconv.FormatUint(uint64(pid), 10)
+	base := clean + "-" + strconv.FormatUint(uint64(pid), 10)
+	if n > 1 {
+		base += "." + strconv.Itoa(n)
+	}
+	return base
 }
 
 // writeOutputs writes every requested format of c into dir, each atomically, and returns

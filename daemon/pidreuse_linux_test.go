@@ -13,8 +13,8 @@ import (
 )
 
 // TestPidReuse runs two JITs of a --jit-image one after the other with the same pid (set
-// through /proc/sys/kernel/ns_last_pid): each gets its own final profile, the second
-// written after the first one's.
+// through /proc/sys/kernel/ns_last_pid): each gets its own final profile, in files of its
+// own (<image>-<pid> and <image>-<pid>.2), and the first one's is left as it was.
 func TestPidReuse(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
@@ -38,11 +38,15 @@ func TestPidReuse(t *testing.T) {
 	if !strings.Contains(second.out.String(), "profd connected") {
 		t.Fatalf("the second JIT (same pid) never got its FIFO: profd did not take it as a new target\n%s", second.out.String())
 	}
-	waitFor(t, "the second JIT's final profile", 10*time.Second, func() bool {
-		c := readCapture(t, capPath)
-		return c.End.EndNs > c1.End.EndNs
-	})
-	c2 := readCapture(t, capPath)
+	capPath2 := filepath.Join(d.out, image+"-"+strconv.Itoa(pid)+".2"+extension[FormatCapture])
+	waitFor(t, "the second JIT's final profile", 10*time.Second, func() bool { return fileExists(capPath2) })
+	c2 := readCapture(t, capPath2)
+	if c2.End.EndNs <= c1.End.EndNs {
+		t.Errorf("second profile ends at %d, not after the first one's %d", c2.End.EndNs, c1.End.EndNs)
+	}
+	if again := readCapture(t, capPath); again.End.EndNs != c1.End.EndNs {
+		t.Errorf("the first process's profile was rewritten (end %d, was %d)", again.End.EndNs, c1.End.EndNs)
+	}
 	if got := jitTotals(c2); got["count_small"] < 20 || got["count_large"] < 20 {
 		t.Errorf("second JIT's profile: %v", got)
 	}

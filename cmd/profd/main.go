@@ -105,6 +105,8 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.prof.extbinary  LLVM sample profile, ext-binary (clang-14 -fprofile-sample-use=FILE)
   <image>-<pid>.pb.gz           pprof profile               (go tool pprof -top FILE)
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
+A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
+so no process's final profile replaces another's.
 
 Signals:
   SIGUSR1          flush now (requests during a flush are coalesced into one more)
