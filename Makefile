@@ -7,7 +7,7 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
@@ -22,6 +22,10 @@ deps:
 ## test: vet, gofmt check and every test (the README's test command; .ci/run calls it)
 test: deps vet fmt-check generate-check
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+
+## test-race: every test under the race detector (slower; not in `make test`)
+test-race: deps
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 vet:
 	$(GO) vet ./...
