@@ -47,7 +47,9 @@ func TestPidReuse(t *testing.T) {
 	if again := readCapture(t, capPath); again.End.EndNs != c1.End.EndNs {
 		t.Errorf("the first process's profile was rewritten (end %d, was %d)", again.End.EndNs, c1.End.EndNs)
 	}
-	if got := jitTotals(c2); got["count_small"] < 20 || got["count_large"] < 20 {
+	// Each function runs 100 ms of wall time; under load (go test runs packages in parallel
+	// on two cores) it may get a tenth of a CPU, so ask only that each drew samples.
+	if got := jitTotals(c2); got["count_small"] < 3 || got["count_medium"] < 3 || got["count_large"] < 3 {
 		t.Errorf("second JIT's profile: %v", got)
 	}
 	// The second profile holds the second process only, not the first one's samples too.
