@@ -93,14 +93,19 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 			}
 		}
 	}
-	return lineRows(d, maxRows)
+	return lineRows(d, len(data[".debug_info"]), maxRows)
 }
 
-// lineRows reads every compile unit's line program.
-func lineRows(d *dwarf.Data, maxRows int) ([]LineEntry, error) {
+// lineRows reads every compile unit's line program. infoBytes bounds the entries visited:
+// each takes at least one byte of .debug_info, so more visits than that mean the input
+// (through sibling attributes) sends the reader round in circles.
+func lineRows(d *dwarf.Data, infoBytes, maxRows int) ([]LineEntry, error) {
 	var rows []LineEntry
 	r := d.Reader()
-	for {
+	for visits := 0; ; visits++ {
+		if visits > infoBytes {
+			return nil, fmt.Errorf("jitmap: debug object: .debug_info: more entries visited than its %d bytes hold: %w", infoBytes, ErrBadDebugObject)
+		}
 		e, err := r.Next()
 		if err != nil {
 			return nil, fmt.Errorf("jitmap: debug object: .debug_info: %w: %w", ErrBadDebugObject, err)
