@@ -93,13 +93,13 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 			}
 		}
 	}
-	return lineRows(d, len(data[".debug_info"]), maxRows)
+	return lineRows(d, data[".debug_line"], len(data[".debug_info"]), maxRows)
 }
 
 // lineRows reads every compile unit's line program. infoBytes bounds the entries visited:
 // each takes at least one byte of .debug_info, so more visits than that mean the input
 // (through sibling attributes) sends the reader round in circles.
-func lineRows(d *dwarf.Data, infoBytes, maxRows int) ([]LineEntry, error) {
+func lineRows(d *dwarf.Data, line []byte, infoBytes, maxRows int) ([]LineEntry, error) {
 	var rows []LineEntry
 	r := d.Reader()
 	for visits := 0; ; visits++ {
@@ -116,6 +116,11 @@ func lineRows(d *dwarf.Data, infoBytes, maxRows int) ([]LineEntry, error) {
 		if e.Tag != dwarf.TagCompileUnit {
 			r.SkipChildren()
 			continue
+		}
+		if off, ok := e.Val(dwarf.AttrStmtList).(int64); ok {
+			if err := checkLineHeader(line, uint64(off)); err != nil {
+				return nil, fmt.Errorf("jitmap: debug object: .debug_line of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
+			}
 		}
 		lr, err := d.LineReader(e)
 		if err != nil {
