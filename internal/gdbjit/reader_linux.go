@@ -3,6 +3,7 @@ package gdbjit
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -56,6 +57,8 @@ type objectKey struct{ entry, addr, size uint64 }
 type procState struct {
 	descAddr uint64 // 0: none found
 	objects  map[objectKey][]jitmap.LineEntry
+	keys     []objectKey        // the list as last walked
+	rows     []jitmap.LineEntry // its objects' rows, by address
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -85,7 +88,8 @@ func (r *Reader) Forget(pid uint32) {
 }
 
 // Lines walks pid's list of registered debug objects and returns the line rows of all of
-// them, sorted by address. Objects that cannot be read or decoded are skipped (and counted in
+// them, sorted by address. The slice is shared with later calls that find the same list:
+// callers must not modify it. Objects that cannot be read or decoded are skipped (and counted in
 // Stats.BadObjects); an error means the list itself could not be walked: ErrNoDescriptor
 // (remembered for pid until Forget), ErrBadList, or a read error from the process.
 func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
@@ -108,6 +112,10 @@ func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if slices.Equal(keys, st.keys) {
+		r.stats.CachedReads += uint64(len(keys))
+		return st.rows, nil // the same objects: a JIT loading many functions walks once per load
+	}
 	live := make(map[objectKey][]jitmap.LineEntry, len(keys))
 	var rows []jitmap.LineEntry
 	for _, k := range keys {
@@ -120,8 +128,8 @@ func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
 		live[k] = obj
 		rows = append(rows, obj...)
 	}
-	st.objects = live
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Addr < rows[j].Addr })
+	st.objects, st.keys, st.rows = live, keys, rows
 	return rows, nil
 }
 
