@@ -209,6 +209,7 @@ func (s *Server) RemoveTarget(pid uint32) {
 	}
 	if s.debug != nil {
 		s.debug.Forget(pid)
+		s.sink.debugMissed.Delete(pid)
 	}
 	if !ok {
 		return

@@ -3,6 +3,7 @@ package fifo
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,9 @@ type sink struct {
 	// debugLines reads the line rows of the process's GDB JIT debug objects
 	// (gdbjit.Reader.Lines), for their discriminators; nil: don't.
 	debugLines func(pid uint32) ([]jitmap.LineEntry, error)
+	// debugMissed holds the pids (uint32) of which a load found no debug object even after
+	// the retries: later loads of theirs look once and do not wait.
+	debugMissed sync.Map
 }
 
 // fillCode reads the code of a load that came without bytes (a perf-map line) from the
@@ -89,7 +93,8 @@ var debugRetries = []time.Duration{5 * time.Millisecond, 50 * time.Millisecond}
 
 // fillDiscriminators gives a load's line entries the discriminators of the process's GDB JIT
 // debug object for the same code (LLVM's MCJIT registers one per object it loads; its DWARF
-// line table is the jitdump's plus discriminators).
+// line table is the jitdump's plus discriminators). A process whose debug objects once
+// failed to cover a load even after the waits is not waited for again.
 func (s *sink) fillDiscriminators(load *jitmap.CodeLoad) {
 	o := &load.Object
 	for try := 0; ; try++ {
@@ -106,7 +111,11 @@ func (s *sink) fillDiscriminators(load *jitmap.CodeLoad) {
 			}
 			return
 		}
+		if _, missed := s.debugMissed.Load(load.Pid); missed {
+			return
+		}
 		if try == len(debugRetries) {
+			s.debugMissed.Store(load.Pid, true)
 			s.logger.Debug("fifo: no GDB JIT debug object covers the code", "pid", load.Pid, "name", o.Name, "addr", o.Addr)
 			return
 		}
