@@ -166,7 +166,7 @@ func (d *daemon) open(ctx context.Context) error {
 		jitdumpDir = filepath.Join(d.cfg.JitdumpDir, ".debug", "jit")
 	}
 	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.handleSymbol, Logger: d.log,
-		TailFiles: true, JitdumpDir: jitdumpDir, ReadCode: true,
+		TailFiles: true, JitdumpDir: jitdumpDir, ReadCode: true, ReadDiscriminators: true,
 		Decoder: jitmap.DecoderOptions{Now: monotonicNs}})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -107,6 +107,7 @@ func TestLLIEndToEnd(t *testing.T) {
 	}
 
 	checkLLVMOutputs(t, d, "lli", pid, hotFunctions)
+	checkDiscriminators(t, d, pid, c)
 }
 
 // flood is what floodFIFO sent.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
 	"golang.org/x/sys/unix"
@@ -40,6 +41,10 @@ type Config struct {
 	// ReadCode reads the code bytes of perf-map symbols (which carry none) from the live
 	// process with process_vm_readv when the symbol arrives.
 	ReadCode bool
+	// ReadDiscriminators gives the line entries of code loads the DWARF discriminators of the
+	// process's GDB JIT debug objects (internal/gdbjit), read with process_vm_readv when the
+	// load arrives. Processes without __jit_debug_descriptor are left alone.
+	ReadDiscriminators bool
 	// MaxCodeBytes bounds ReadCode per symbol; 0 means DefaultMaxCodeBytes.
 	MaxCodeBytes int
 	// ReadBufferBytes bounds one read; 0 means DefaultReadBufferBytes.
@@ -58,7 +63,8 @@ type Server struct {
 	ctx    context.Context // cancelled by Close or the caller's context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	files  *fileTailer // nil unless TailFiles
+	files  *fileTailer    // nil unless TailFiles
+	debug  *gdbjit.Reader // nil unless ReadDiscriminators
 
 	mu      sync.Mutex
 	targets map[uint32]*target
@@ -109,6 +115,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.ReadCode {
 		s.sink.readCode = procmem.Read
+	}
+	if cfg.ReadDiscriminators {
+		s.debug = gdbjit.NewReader(gdbjit.Options{})
+		s.sink.debugLines = s.debug.Lines
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.ctx = ctx
@@ -196,6 +206,10 @@ func (s *Server) RemoveTarget(pid uint32) {
 	s.mu.Unlock()
 	if s.files != nil {
 		s.files.removePid(pid)
+	}
+	if s.debug != nil {
+		s.debug.Forget(pid)
+		s.sink.debugMissed.Delete(pid)
 	}
 	if !ok {
 		return

@@ -147,6 +147,9 @@ func (st *stream) deliver(events []jitmap.Event, errs []error) {
 		if load, ok := ev.(*jitmap.CodeLoad); ok && load.Object.Code == nil {
 			st.sink.fillCode(load)
 		}
+		if load, ok := ev.(*jitmap.CodeLoad); ok && st.sink.debugLines != nil && len(load.Object.Lines) > 0 {
+			st.sink.fillDiscriminators(load)
+		}
 		st.sink.stats.records.Add(1)
 		st.sink.handler(Event{Pid: st.pid, Source: st.src, Event: ev})
 	}

@@ -77,7 +77,10 @@ type Projection struct {
 // counts back. Without blocks, raw samples are summed per line instead. The head count is
 // the entry block's count; the total is the sum over lines (or Samples when there is no
 // line table, which NoLineTable then records). Calls are attributed to the line of their
-// offset. Project is a pure function, safe to call concurrently.
+// offset. Line entries' discriminators are DWARF discriminators in LLVM's encoding
+// (LLVMDiscriminator): the profile keys counts by the base discriminator, and multiplies the
+// counts of duplicated code (unrolled or vectorised) by its duplication factor, as LLVM's
+// own AutoFDO tooling does. Project is a pure function, safe to call concurrently.
 func Project(fc FunctionCounts) Projection {
 	o := fc.Object
 	f := &FunctionProfile{Name: o.Name}
@@ -110,38 +113,43 @@ func Project(fc FunctionCounts) Projection {
 		}
 	}
 	var pr Projection
-	locate := func(l jitmap.LineEntry) (LineLocation, bool) {
+	// locate gives a line entry's location and the factor its counts are multiplied by: LLVM
+	// keys counts by base discriminator, and the code of a line duplicated by unrolling or
+	// vectorisation ran that many times less often than the line it was made from.
+	locate := func(l jitmap.LineEntry) (LineLocation, uint64, bool) {
 		if l.File != file || l.Line < first || l.Line-first > maxLineOffset {
 			pr.DroppedLines++
-			return LineLocation{}, false
+			return LineLocation{}, 0, false
 		}
-		return LineLocation{LineOffset: l.Line - first, Discriminator: l.Discriminator}, true
+		base, dup := LLVMDiscriminator(l.Discriminator)
+		return LineLocation{LineOffset: l.Line - first, Discriminator: base}, uint64(dup), true
 	}
 	for _, b := range fc.Blocks {
 		start, end := o.Addr+b.Start, o.Addr+b.End
 		// The entry covering the block's start, and every entry that starts inside it.
 		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
-			loc, ok := locate(lines[i])
+			loc, dup, ok := locate(lines[i])
 			if !ok {
 				continue
 			}
 			if f.Body == nil {
 				f.Body = map[LineLocation]uint64{}
 			}
-			if c, seen := f.Body[loc]; !seen || b.Count > c {
-				f.Body[loc] = b.Count
+			n := satMul(b.Count, dup)
+			if c, seen := f.Body[loc]; !seen || n > c {
+				f.Body[loc] = n
 			}
 		}
 	}
 	if len(fc.Blocks) == 0 {
 		for _, r := range fc.Raw {
-			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
-				f.AddBody(loc, r.Count)
+			if loc, dup, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
+				f.AddBody(loc, satMul(r.Count, dup))
 			}
 		}
 	}
 	for _, c := range fc.Calls {
-		if loc, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
+		if loc, _, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
 			f.AddCall(loc, c.Callee, c.Count)
 		}
 	}

@@ -15,7 +15,7 @@ func projectionObject() *jitmap.CodeObject {
 		{Addr: 0x1010, File: "f.c", Line: 12},
 		{Addr: 0x1018, File: "h.h", Line: 3}, // inlined from a header: no place in a flat profile
 		{Addr: 0x1020, File: "f.c", Line: 11},
-		{Addr: 0x1030, File: "f.c", Line: 14, Discriminator: 1},
+		{Addr: 0x1030, File: "f.c", Line: 14, Discriminator: 2}, // LLVM encoding: base 1
 	}}
 }
 
@@ -89,11 +89,53 @@ func TestRawProfile(t *testing.T) {
 	}
 	// pid 100's fib: offsets 0 (line 10, +0) 5, 0x12 (line 11, +1) 42, 0x21 (line 12.2) 7,
 	// 0x3f (util.h: dropped); pid 200's copy has no lines and adds its 4 samples to the total.
-	wantBody := map[LineLocation]uint64{{0, 0}: 5, {1, 0}: 42, {2, 2}: 7}
+	// Discriminator 2 is LLVM's encoding of base discriminator 1.
+	wantBody := map[LineLocation]uint64{{0, 0}: 5, {1, 0}: 42, {2, 1}: 7}
 	if !reflect.DeepEqual(fib.Body, wantBody) || fib.TotalSamples != 5+42+7+4 || fib.NoLineTable {
 		t.Errorf("fib: %+v", fib)
 	}
 	if !loop.NoLineTable || loop.TotalSamples != 10 || len(loop.Body) != 0 {
 		t.Errorf("loop: %+v", loop)
+	}
+}
+
+// TestProjectDuplicatedCode: counts go to the base discriminator, multiplied by the
+// duplication factor (a vector body that ran 7 times did the work of 14 scalar iterations),
+// and the larger of that and the scalar copy's count wins.
+func TestProjectDuplicatedCode(t *testing.T) {
+	o := &jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 0x30, Lines: []jitmap.LineEntry{
+		{Addr: 0x1000, File: "f.c", Line: 10},
+		{Addr: 0x1010, File: "f.c", Line: 11, Discriminator: 518}, // base 3, duplication factor 2
+		{Addr: 0x1020, File: "f.c", Line: 11, Discriminator: 6},   // base 3: the remainder loop
+	}}
+	fc := FunctionCounts{Object: o, Blocks: []BlockCount{{0, 0x10, 1}, {0x10, 0x20, 7}, {0x20, 0x30, 9}}}
+	want := map[LineLocation]uint64{{0, 0}: 1, {1, 3}: 14}
+	if got := Project(fc).Profile.Body; !reflect.DeepEqual(got, want) {
+		t.Errorf("blocks: %v, want %v", got, want)
+	}
+	co := &CaptureObject{Object: *o, Samples: []OffsetCount{{0x12, 5}, {0x22, 3}}}
+	want = map[LineLocation]uint64{{1, 3}: 5*2 + 3}
+	if got := Project(RawFunctionCounts(co)).Profile.Body; !reflect.DeepEqual(got, want) {
+		t.Errorf("raw samples: %v, want %v", got, want)
+	}
+}
+
+// TestLLVMDiscriminator decodes values built by hand from LLVM 14's encoding
+// (DILocation::encodeDiscriminator's layout) and the ones lli-14's matmul object carries.
+func TestLLVMDiscriminator(t *testing.T) {
+	for _, c := range []struct{ d, base, dup uint32 }{
+		{0, 0, 1},
+		{1, 0, 1},        // empty base, nothing after it
+		{2, 1, 1},        // base 1
+		{6, 3, 1},        // base 3
+		{8, 4, 1},        // base 4
+		{518, 3, 2},      // base 3 (7 bits: 0000110), duplication factor 2 (0000100 << 7)
+		{202, 37, 1},     // base 37 needs 14 bits: 0x20<<2 | 0x20<<1 | 5<<1
+		{1 | 4<<1, 0, 2}, // empty base (1 bit), then duplication factor 2
+	} {
+		base, dup := LLVMDiscriminator(c.d)
+		if base != c.base || dup != c.dup {
+			t.Errorf("LLVMDiscriminator(%d) = %d, %d; want %d, %d", c.d, base, dup, c.base, c.dup)
+		}
 	}
 }

@@ -1,0 +1,104 @@
+package gdbjit
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+const descriptorSymbol = "__jit_debug_descriptor"
+
+// fileKey names a mapped file: its device and inode as /proc/PID/maps shows them.
+type fileKey struct {
+	dev   string
+	inode uint64
+}
+
+// symbolInfo is what one ELF file says about the descriptor: its symbol value and the
+// address its first loadable segment is linked at (0 for libraries and PIEs).
+type symbolInfo struct {
+	ok         bool
+	value      uint64
+	firstVaddr uint64
+}
+
+// candidate is a mapped file that could export the descriptor.
+type candidate struct {
+	key   fileKey
+	path  string
+	start uint64 // address of the mapping at file offset 0
+}
+
+// candidates lists the files of pid's mappings at file offset 0 that are the executable or a
+// libLLVM library.
+func candidates(pid uint32) ([]candidate, error) {
+	p := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	exe, _ := os.Readlink(p + "/exe")
+	data, err := os.ReadFile(p + "/maps")
+	if err != nil {
+		return nil, fmt.Errorf("gdbjit: pid %d: %w", pid, err)
+	}
+	var out []candidate
+	seen := map[fileKey]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || f[2] != "00000000" || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		path := strings.Join(f[5:], " ")
+		if path != exe && !strings.HasPrefix(filepath.Base(path), "libLLVM") {
+			continue
+		}
+		inode, err1 := strconv.ParseUint(f[4], 10, 64)
+		dash := strings.IndexByte(f[0], '-')
+		if err1 != nil || dash < 0 {
+			continue
+		}
+		start, err := strconv.ParseUint(f[0][:dash], 16, 64)
+		if err != nil {
+			continue
+		}
+		k := fileKey{dev: f[3], inode: inode}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, candidate{key: k, path: path, start: start})
+	}
+	return out, nil
+}
+
+// lookupSymbol reads the descriptor's symbol from the ELF file at path (through the
+// process's root, so a target in another mount namespace is read right).
+func lookupSymbol(pid uint32, path string) (symbolInfo, error) {
+	f, err := elf.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/root" + path)
+	if err != nil {
+		return symbolInfo{}, fmt.Errorf("gdbjit: %s: %w", path, err)
+	}
+	defer f.Close()
+	var info symbolInfo
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			info.firstVaddr = p.Vaddr &^ 0xfff // the kernel maps whole pages
+			break
+		}
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return info, nil // no dynamic symbols: not exported here
+	}
+	for _, s := range syms {
+		if s.Name == descriptorSymbol && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
+			info.ok, info.value = true, s.Value
+			break
+		}
+	}
+	return info, nil
+}

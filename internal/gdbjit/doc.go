@@ -1,0 +1,27 @@
+// Package gdbjit reads, from a live process, the debug objects its JIT registered with the
+// GDB JIT interface, and decodes their DWARF line tables (jitmap.DebugObjectLines).
+//
+// LLVM's MCJIT (lli-14 -jit-kind=mcjit) registers every object it loads: the exported
+// variable __jit_debug_descriptor {u32 version, u32 action, entry *relevant, entry *first}
+// heads a doubly linked list of {next, prev, symfile_addr, symfile_size} entries, each naming
+// an in-memory ELF object whose loaded sections carry their load addresses. Its line table is
+// the one the JIT's jitdump line records come from, plus what they leave out: the DWARF
+// discriminators that tell apart code of one source line in different blocks (a loop's
+// header, body and latch; vector and remainder loops). profd's FIFO server merges them
+// into the jitdump's line entries (jitmap.MergeDiscriminators).
+//
+//	r := gdbjit.NewReader(gdbjit.Options{})
+//	rows, err := r.Lines(pid) // every registered object's rows, by address
+//	if err == nil {
+//		jitmap.MergeDiscriminators(&load.Object, rows)
+//	}
+//	r.Forget(pid) // when the process is gone
+//
+// The descriptor is looked up in the dynamic symbols of the process's executable and of the
+// libraries it maps whose file name starts with "libLLVM"; processes without one get
+// ErrNoDescriptor. Everything read from the process is untrusted: the list walk is bounded
+// (entries, object sizes, cycles) and objects are decoded by jitmap's bounded decoder.
+// Reading needs ptrace-attach rights over the process (root, or the same user without Yama).
+//
+// A Reader is safe for concurrent use.
+package gdbjit

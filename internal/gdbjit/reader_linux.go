@@ -1,0 +1,206 @@
+package gdbjit
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/profd/profd/internal/procmem"
+	"github.com/profd/profd/jitmap"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxEntries     = 1 << 16  // list entries walked per read
+	DefaultMaxObjectBytes = 64 << 20 // largest debug object read
+)
+
+const (
+	descriptorSize = 24 // u32 version, u32 action_flag, u64 relevant_entry, u64 first_entry
+	entrySize      = 32 // u64 next, u64 prev, u64 symfile_addr, u64 symfile_size
+)
+
+// Options bounds a Reader. The zero value is usable.
+type Options struct {
+	MaxEntries     int    // 0: DefaultMaxEntries
+	MaxObjectBytes uint64 // 0: DefaultMaxObjectBytes
+	MaxRows        int    // per object; 0: jitmap.DefaultMaxDebugRows
+}
+
+// Stats counts a Reader's work since it was made.
+type Stats struct {
+	Walks       uint64 // list walks
+	Objects     uint64 // debug objects read and decoded
+	BadObjects  uint64 // objects that could not be read or decoded (skipped)
+	CachedReads uint64 // objects found in the cache instead of read again
+}
+
+// Reader reads processes' GDB JIT debug objects, caching per process the descriptor's
+// address and every object already decoded (objects are immutable once registered; an
+// entry that leaves the list leaves the cache). Safe for concurrent use.
+type Reader struct {
+	opts Options
+
+	mu    sync.Mutex
+	files map[fileKey]symbolInfo // per mapped file: does it export the descriptor
+	procs map[uint32]*procState
+	stats Stats
+
+	// read is procmem.Read; tests may wrap it.
+	read func(pid uint32, addr uint64, size int) ([]byte, error)
+}
+
+type objectKey struct{ entry, addr, size uint64 }
+
+type procState struct {
+	descAddr uint64 // 0: none found
+	objects  map[objectKey][]jitmap.LineEntry
+	keys     []objectKey        // the list as last walked
+	rows     []jitmap.LineEntry // its objects' rows, by address
+}
+
+// NewReader returns a Reader with the given bounds.
+func NewReader(opts Options) *Reader {
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxObjectBytes == 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	return &Reader{opts: opts, files: map[fileKey]symbolInfo{}, procs: map[uint32]*procState{}, read: procmem.Read}
+}
+
+// Stats returns the Reader's counters.
+func (r *Reader) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Forget drops what the Reader keeps for pid (call it when the process exits: its pid may
+// be reused).
+func (r *Reader) Forget(pid uint32) {
+	r.mu.Lock()
+	delete(r.procs, pid)
+	r.mu.Unlock()
+}
+
+// Lines walks pid's list of registered debug objects and returns the line rows of all of
+// them, sorted by address. The slice is shared with later calls that find the same list:
+// callers must not modify it. Objects that cannot be read or decoded are skipped (and counted in
+// Stats.BadObjects); an error means the list itself could not be walked: ErrNoDescriptor
+// (remembered for pid until Forget), ErrBadList, or a read error from the process.
+func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.procs[pid]
+	if st == nil {
+		addr, err := r.findDescriptor(pid)
+		if err != nil {
+			return nil, err
+		}
+		st = &procState{descAddr: addr, objects: map[objectKey][]jitmap.LineEntry{}}
+		r.procs[pid] = st
+	}
+	if st.descAddr == 0 {
+		return nil, fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
+	}
+	r.stats.Walks++
+	keys, err := r.walk(pid, st.descAddr)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Equal(keys, st.keys) {
+		r.stats.CachedReads += uint64(len(keys))
+		return st.rows, nil // the same objects: a JIT loading many functions walks once per load
+	}
+	live := make(map[objectKey][]jitmap.LineEntry, len(keys))
+	var rows []jitmap.LineEntry
+	for _, k := range keys {
+		obj, cached := st.objects[k]
+		if cached {
+			r.stats.CachedReads++
+		} else {
+			obj = r.readObject(pid, k)
+		}
+		live[k] = obj
+		rows = append(rows, obj...)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Addr < rows[j].Addr })
+	st.objects, st.keys, st.rows = live, keys, rows
+	return rows, nil
+}
+
+// findDescriptor finds the descriptor's address in pid, 0 if none of its candidate files
+// exports it.
+func (r *Reader) findDescriptor(pid uint32) (uint64, error) {
+	cands, err := candidates(pid)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range cands {
+		info, known := r.files[c.key]
+		if !known {
+			if info, err = lookupSymbol(pid, c.path); err != nil {
+				continue // unreadable (gone, or another namespace's file): not this one
+			}
+			r.files[c.key] = info
+		}
+		if info.ok {
+			return c.start - info.firstVaddr + info.value, nil
+		}
+	}
+	return 0, nil
+}
+
+// walk reads the descriptor and the entry list, returning each entry's key in list order.
+func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
+	d, err := r.read(pid, desc, descriptorSize)
+	if err != nil {
+		return nil, fmt.Errorf("gdbjit: pid %d: descriptor at %#x: %w", pid, desc, err)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(d); v != 1 {
+		return nil, fmt.Errorf("gdbjit: pid %d: descriptor at %#x: version %d: %w", pid, desc, v, ErrBadList)
+	}
+	var keys []objectKey
+	seen := map[uint64]bool{}
+	for e := le.Uint64(d[16:]); e != 0; {
+		if len(keys) >= r.opts.MaxEntries {
+			return nil, fmt.Errorf("gdbjit: pid %d: more than %d entries: %w", pid, r.opts.MaxEntries, ErrBadList)
+		}
+		if seen[e] {
+			return nil, fmt.Errorf("gdbjit: pid %d: entry %#x: list has a cycle: %w", pid, e, ErrBadList)
+		}
+		seen[e] = true
+		b, err := r.read(pid, e, entrySize)
+		if err != nil {
+			return nil, fmt.Errorf("gdbjit: pid %d: entry %#x: %w", pid, e, err)
+		}
+		keys = append(keys, objectKey{entry: e, addr: le.Uint64(b[16:]), size: le.Uint64(b[24:])})
+		e = le.Uint64(b)
+	}
+	return keys, nil
+}
+
+// readObject reads and decodes one debug object; nil rows when it cannot.
+func (r *Reader) readObject(pid uint32, k objectKey) []jitmap.LineEntry {
+	if k.size == 0 || k.size > r.opts.MaxObjectBytes {
+		r.stats.BadObjects++
+		return nil
+	}
+	b, err := r.read(pid, k.addr, int(k.size))
+	if err != nil {
+		r.stats.BadObjects++
+		return nil
+	}
+	rows, err := jitmap.DebugObjectLines(b, r.opts.MaxRows)
+	if err != nil {
+		r.stats.BadObjects++
+		return nil
+	}
+	r.stats.Objects++
+	return rows
+}

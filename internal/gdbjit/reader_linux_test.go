@@ -1,0 +1,114 @@
+package gdbjit
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/jitmap"
+)
+
+// startLLI compiles ../../workloads/matmul.c to IR as scripts/pgo-demo.sh does and starts
+// lli-14 -jit-kind=mcjit on it with a jitdump, long enough to be read while it runs.
+func startLLI(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ll := filepath.Join(dir, "matmul.ll")
+	out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
+		"../../workloads/matmul.c", "-o", ll).CombinedOutput()
+	if err != nil {
+		t.Fatalf("clang-14: %v\n%s", err, out)
+	}
+	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ll, "400", "1000")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, dir
+}
+
+// jitdumpObjects decodes the jitdump lli-14 writes, waiting for its first code load.
+func jitdumpObjects(t *testing.T, dir string, pid int) []jitmap.CodeObject {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		dumps, _ := filepath.Glob(filepath.Join(dir, ".debug", "jit", "*", "jit-*.dump"))
+		if len(dumps) == 1 {
+			b, err := os.ReadFile(dumps[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, _ := jitmap.NewDecoder(uint32(pid), jitmap.SourceJitdumpFile, jitmap.DecoderOptions{}).Write(b)
+			var objs []jitmap.CodeObject
+			for _, ev := range evs {
+				if l, ok := ev.(*jitmap.CodeLoad); ok {
+					objs = append(objs, l.Object)
+				}
+			}
+			if len(objs) > 0 {
+				return objs
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("lli-14 wrote no code load in 20 s")
+	return nil
+}
+
+// TestLinesLLI14 reads a running lli-14's registered debug objects and checks them against
+// the jitdump of the same run: every jitdump line entry has a row at its address with its
+// line, every code object is covered, and merging gives loop code discriminators.
+func TestLinesLLI14(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	cmd, dir := startLLI(t)
+	objs := jitdumpObjects(t, dir, cmd.Process.Pid)
+	r := NewReader(Options{})
+	rows, err := r.Lines(uint32(cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := 0
+	for i := range objs {
+		o := &objs[i]
+		if !jitmap.Covers(o, rows) {
+			t.Errorf("%s %#x+%d: no debug row inside", o.Name, o.Addr, o.Size)
+		}
+		for _, l := range o.Lines {
+			found := false
+			for _, row := range rows {
+				if row.Addr == l.Addr && row.Line == l.Line {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: jitdump line %d at %#x has no debug row", o.Name, l.Line, l.Addr)
+			}
+		}
+		merged += jitmap.MergeDiscriminators(o, rows)
+	}
+	if merged == 0 {
+		t.Fatal("no discriminator merged into matmul's jitdump lines")
+	}
+	// A second read decodes nothing again.
+	if _, err := r.Lines(uint32(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Objects == 0 || st.CachedReads != st.Objects || st.BadObjects != 0 {
+		t.Fatalf("stats %+v: want every object decoded once, then read from the cache", st)
+	}
+	t.Logf("%d objects, %d rows, %d discriminators merged", len(objs), len(rows), merged)
+}
+
+// TestLinesNoDescriptor: a process without the GDB JIT interface (this test binary) is
+// told apart from a failure.
+func TestLinesNoDescriptor(t *testing.T) {
+	r := NewReader(Options{})
+	if _, err := r.Lines(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
+		t.Fatalf("error %v, want ErrNoDescriptor", err)
+	}
+}

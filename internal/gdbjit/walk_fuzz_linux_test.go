@@ -1,0 +1,99 @@
+package gdbjit
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// memory is a fake address space for the list walk: b mapped at base.
+type memory struct {
+	base uint64
+	b    []byte
+}
+
+var errUnmapped = errors.New("unmapped")
+
+func (m memory) read(_ uint32, addr uint64, size int) ([]byte, error) {
+	if addr < m.base || addr-m.base > uint64(len(m.b)) || uint64(len(m.b))-(addr-m.base) < uint64(size) {
+		return nil, errUnmapped
+	}
+	return m.b[addr-m.base : addr-m.base+uint64(size)], nil
+}
+
+// listMemory lays out a descriptor at base and n entries after it, linked in order.
+func listMemory(base uint64, n int) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, descriptorSize+n*entrySize)
+	le.PutUint32(b, 1)
+	if n > 0 {
+		le.PutUint64(b[16:], base+descriptorSize)
+	}
+	for i := 0; i < n; i++ {
+		e := b[descriptorSize+i*entrySize:]
+		if i+1 < n {
+			le.PutUint64(e, base+uint64(descriptorSize+(i+1)*entrySize))
+		}
+		le.PutUint64(e[16:], 0x9000+uint64(i)*0x100)
+		le.PutUint64(e[24:], 0x100)
+	}
+	return b
+}
+
+// FuzzWalk walks a descriptor list in arbitrary memory (the target's memory is untrusted):
+// no panic, at most MaxEntries entries, each entry once, and a well-formed list walked whole.
+func FuzzWalk(f *testing.F) {
+	const base = 0x1000
+	f.Add(listMemory(base, 3))
+	f.Add(listMemory(base, 0))
+	cyc := listMemory(base, 2)
+	binary.LittleEndian.PutUint64(cyc[descriptorSize+entrySize:], base+descriptorSize) // back to the first
+	f.Add(cyc)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewReader(Options{MaxEntries: 64})
+		r.read = memory{base: base, b: b}.read
+		keys, err := r.walk(1, base)
+		if err != nil {
+			if keys != nil {
+				t.Fatalf("error %v with %d keys", err, len(keys))
+			}
+			return
+		}
+		if len(keys) > 64 {
+			t.Fatalf("%d entries walked, MaxEntries 64", len(keys))
+		}
+		seen := map[uint64]bool{}
+		for _, k := range keys {
+			if seen[k.entry] {
+				t.Fatalf("entry %#x walked twice", k.entry)
+			}
+			seen[k.entry] = true
+		}
+	})
+}
+
+func TestWalk(t *testing.T) {
+	const base = 0x1000
+	r := NewReader(Options{MaxEntries: 8})
+	r.read = memory{base: base, b: listMemory(base, 3)}.read
+	keys, err := r.walk(1, base)
+	if err != nil || len(keys) != 3 || keys[2].addr != 0x9200 || keys[2].size != 0x100 {
+		t.Fatalf("walk: %v, %+v", err, keys)
+	}
+	cyc := listMemory(base, 2)
+	binary.LittleEndian.PutUint64(cyc[descriptorSize+entrySize:], base+descriptorSize)
+	r.read = memory{base: base, b: cyc}.read
+	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+		t.Fatalf("a cycle: error %v, want ErrBadList", err)
+	}
+	r.read = memory{base: base, b: listMemory(base, 9)}.read
+	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+		t.Fatalf("9 entries, MaxEntries 8: error %v, want ErrBadList", err)
+	}
+	bad := listMemory(base, 1)
+	bad[0] = 2 // version 2
+	r.read = memory{base: base, b: bad}.read
+	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+		t.Fatalf("version 2: error %v, want ErrBadList", err)
+	}
+}
