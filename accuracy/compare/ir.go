@@ -10,8 +10,8 @@ import (
 )
 
 // IRFunction is one function of LLVM IR text: its basic blocks in order, each with the
-// source lines of its instructions (the innermost DILocation's line: the line table of the
-// machine code names the same one).
+// source locations of its instructions (the innermost DILocation's line and discriminator:
+// the line table of the machine code names the same ones).
 type IRFunction struct {
 	Name   string
 	Blocks []IRBlock
@@ -20,7 +20,13 @@ type IRFunction struct {
 // IRBlock is a basic block of an IRFunction.
 type IRBlock struct {
 	Label string // "" for an unlabelled entry block
-	Lines map[uint32]bool
+	Locs  map[Loc]bool
+}
+
+// Loc is a source location as line tables give it: a line and a DWARF discriminator (0 for
+// none), raw, as LLVM encodes it (base discriminator and duplication factor together).
+type Loc struct {
+	Line, Discriminator uint32
 }
 
 // maxIRLineBytes caps one line of IR text.
@@ -30,7 +36,10 @@ var (
 	defineRE   = regexp.MustCompile(`^define [^@]*@("[^"]*"|[-\w.$]+)\(`)
 	labelRE    = regexp.MustCompile(`^("[^"]*"|[-\w.$]+):`)
 	dbgRefRE   = regexp.MustCompile(`!dbg !(\d+)`)
-	locationRE = regexp.MustCompile(`^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)`)
+	locationRE = regexp.MustCompile(`^!(\d+) = (?:distinct )?!DILocation\(line: (\d+)(?:, column: \d+)?, scope: !(\d+)`)
+	// Discriminators live in the scope: LLVM gives a location a discriminator by moving it
+	// into a DILexicalBlockFile that carries one.
+	blockFileRE = regexp.MustCompile(`^!(\d+) = (?:distinct )?!DILexicalBlockFile\(.*\bdiscriminator: (\d+)`)
 )
 
 // ParseIR reads LLVM IR text (clang -S -emit-llvm, opt -S) into its defined functions,
@@ -42,7 +51,9 @@ func ParseIR(r io.Reader) (map[string]*IRFunction, error) {
 		ref   uint64
 	}
 	var refs []pending // instruction → its !dbg metadata, resolved at the end
-	locLine := map[uint64]uint32{}
+	type location struct{ line, scope uint64 }
+	locs := map[uint64]location{}
+	discs := map[uint64]uint32{} // DILexicalBlockFile → its discriminator
 	var cur *IRFunction
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxIRLineBytes)
@@ -60,14 +71,14 @@ func ParseIR(r io.Reader) (map[string]*IRFunction, error) {
 			cur = nil
 		case cur != nil:
 			if m := labelRE.FindStringSubmatch(line); m != nil {
-				cur.Blocks = append(cur.Blocks, IRBlock{Label: strings.Trim(m[1], `"`), Lines: map[uint32]bool{}})
+				cur.Blocks = append(cur.Blocks, IRBlock{Label: strings.Trim(m[1], `"`), Locs: map[Loc]bool{}})
 				continue
 			}
 			if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), ";") {
 				continue
 			}
 			if len(cur.Blocks) == 0 {
-				cur.Blocks = append(cur.Blocks, IRBlock{Lines: map[uint32]bool{}})
+				cur.Blocks = append(cur.Blocks, IRBlock{Locs: map[Loc]bool{}})
 			}
 			if m := dbgRefRE.FindStringSubmatch(line); m != nil {
 				id, _ := strconv.ParseUint(m[1], 10, 64)
@@ -80,7 +91,15 @@ func ParseIR(r io.Reader) (map[string]*IRFunction, error) {
 				if err != nil {
 					return nil, fmt.Errorf("compare: ir line %d: location line %q: %w", n, m[2], err)
 				}
-				locLine[id] = uint32(l)
+				scope, _ := strconv.ParseUint(m[3], 10, 64)
+				locs[id] = location{l, scope}
+			} else if m := blockFileRE.FindStringSubmatch(line); m != nil {
+				id, _ := strconv.ParseUint(m[1], 10, 64)
+				d, err := strconv.ParseUint(m[2], 10, 32)
+				if err != nil {
+					return nil, fmt.Errorf("compare: ir line %d: discriminator %q: %w", n, m[2], err)
+				}
+				discs[id] = uint32(d)
 			}
 		}
 	}
@@ -88,8 +107,8 @@ func ParseIR(r io.Reader) (map[string]*IRFunction, error) {
 		return nil, fmt.Errorf("compare: reading ir: %w", err)
 	}
 	for _, p := range refs {
-		if l := locLine[p.ref]; l != 0 {
-			p.block.Lines[l] = true
+		if l := locs[p.ref]; l.line != 0 {
+			p.block.Locs[Loc{uint32(l.line), discs[l.scope]}] = true
 		}
 	}
 	return funcs, nil

@@ -1,39 +1,55 @@
 package compare
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/profd/profd/jitmap"
 )
 
 // MapBlocks maps the machine blocks of f onto the blocks of irf, the IR function the JIT
-// compiled, through source lines: machine block b maps to IR block B when B is the only
-// IR block whose lines include every (nonzero) line the JIT's line table gives for b's
-// code. Elsewhere the entry is -1: blocks without a line, and blocks whose lines several IR
-// blocks share (a loop's header and latch on one `for` line) or no IR block holds together
-// (code generation merged blocks). Discriminators are not used: LLVM 14's jitdump line
-// table carries none.
+// compiled, through source locations: machine block b maps to IR block B when B is the
+// only IR block whose locations include every location (nonzero line and discriminator)
+// the JIT's line table gives for b's code. Elsewhere the entry is -1: blocks without a line,
+// and blocks whose locations several IR blocks share or no IR block holds together (code
+// generation merged blocks). The discriminators come from the JIT's GDB debug objects
+// (profd merges them into the jitdump's lines); with clang's -fdebug-info-for-profiling
+// they tell apart the blocks of one line (a loop's header and latch on one `for` line). An
+// object whose line table has no discriminator at all (a capture from before profd read
+// them, or a JIT without GDB debug objects) is matched by lines alone, since its zeros say
+// nothing.
 //
 // The mapping is sound where it exists (the machine block's code comes from that IR
-// block's instructions alone, as far as lines can tell), not complete; and a block that
-// code generation duplicated (tail duplication) maps both copies to one IR block, whose
-// count then stands for each copy.
+// block's instructions alone, as far as locations can tell), not complete; and a block
+// that code generation duplicated (tail duplication) maps both copies to one IR block,
+// whose count then stands for each copy.
 func MapBlocks(f *Function, irf *IRFunction) []int {
 	m := make([]int, len(f.CFG.Blocks))
+	byLine := f.Sampled == nil || !slices.ContainsFunc(f.Sampled.Lines, func(l jitmap.LineEntry) bool { return l.Discriminator != 0 })
+	irLocs := make([]map[Loc]bool, len(irf.Blocks))
+	for k, ib := range irf.Blocks {
+		irLocs[k] = ib.Locs
+		if byLine {
+			irLocs[k] = map[Loc]bool{}
+			for l := range ib.Locs {
+				irLocs[k][Loc{Line: l.Line}] = true
+			}
+		}
+	}
 	for b, bl := range f.CFG.Blocks {
 		m[b] = -1
 		if f.Sampled == nil {
 			continue
 		}
-		lines := blockLines(f.Sampled, bl.Start, bl.End)
-		if len(lines) == 0 {
+		locs := blockLocs(f.Sampled, bl.Start, bl.End)
+		if len(locs) == 0 {
 			continue
 		}
 		found := -1
-		for k, ib := range irf.Blocks {
+		for k, ib := range irLocs {
 			all := true
-			for _, l := range lines {
-				if !ib.Lines[l] {
+			for _, l := range locs {
+				if !ib[l] {
 					all = false
 					break
 				}
@@ -54,19 +70,19 @@ func MapBlocks(f *Function, irf *IRFunction) []int {
 	return m
 }
 
-// blockLines lists the nonzero source lines of the line-table entries covering the code at
-// offsets [start, end) of o.
-func blockLines(o *jitmap.CodeObject, start, end uint64) []uint32 {
+// blockLocs lists the source locations (nonzero lines) of the line-table entries covering
+// the code at offsets [start, end) of o.
+func blockLocs(o *jitmap.CodeObject, start, end uint64) []Loc {
 	ls := o.Lines
 	lo, hi := o.Addr+start, o.Addr+end
 	i := sort.Search(len(ls), func(i int) bool { return ls[i].Addr > lo })
 	if i > 0 {
 		i--
 	}
-	var out []uint32
-	seen := map[uint32]bool{}
+	var out []Loc
+	seen := map[Loc]bool{}
 	for ; i < len(ls) && ls[i].Addr < hi; i++ {
-		if l := ls[i].Line; l != 0 && !seen[l] {
+		if l := (Loc{ls[i].Line, ls[i].Discriminator}); l.Line != 0 && !seen[l] {
 			seen[l] = true
 			out = append(out, l)
 		}

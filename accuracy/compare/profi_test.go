@@ -52,16 +52,54 @@ func TestParseIR(t *testing.T) {
 	if f == nil || len(f.Blocks) != 3 {
 		t.Fatalf("functions %+v, want loop with 3 blocks", funcs)
 	}
-	want := []map[uint32]bool{{1: true}, {2: true, 3: true}, {4: true}}
+	want := []map[Loc]bool{{{1, 0}: true}, {{2, 0}: true, {3, 0}: true}, {{4, 0}: true}}
 	for i, b := range f.Blocks {
-		if len(b.Lines) != len(want[i]) {
-			t.Errorf("block %d (%q): lines %v, want %v", i, b.Label, b.Lines, want[i])
+		if len(b.Locs) != len(want[i]) {
+			t.Errorf("block %d (%q): locations %v, want %v", i, b.Label, b.Locs, want[i])
 		}
 		for l := range want[i] {
-			if !b.Lines[l] {
-				t.Errorf("block %d: no line %d in %v", i, l, b.Lines)
+			if !b.Locs[l] {
+				t.Errorf("block %d: no location %v in %v", i, l, b.Locs)
 			}
 		}
+	}
+}
+
+// loopIRDisc is loopIR with the return moved onto line 3, the line of the loop's compare
+// and branch, told apart by discriminator 2, as clang's -fdebug-info-for-profiling does
+// for a second block on one line.
+var loopIRDisc = strings.Replace(loopIR, "!13 = !DILocation(line: 4, column: 1, scope: !4)",
+	"!13 = !DILocation(line: 3, column: 1, scope: !14)\n!14 = !DILexicalBlockFile(scope: !4, file: !3, discriminator: 2)", 1)
+
+func TestParseIRDiscriminators(t *testing.T) {
+	funcs, err := ParseIR(strings.NewReader(loopIRDisc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := funcs["loop"].Blocks
+	if !b[1].Locs[Loc{3, 0}] || b[1].Locs[Loc{3, 2}] || !b[2].Locs[Loc{3, 2}] || len(b[2].Locs) != 1 {
+		t.Errorf("body %v, return %v: want (3,0) in the body only and (3,2) alone in the return", b[1].Locs, b[2].Locs)
+	}
+}
+
+// TestMapBlocksDiscriminators: with the machine line table's discriminators the return
+// block maps to its IR block although the loop shares its line; without any, line 3 is
+// in two IR blocks and the return stays unmapped (mapping it by (3, 0) would pick the
+// loop's block).
+func TestMapBlocksDiscriminators(t *testing.T) {
+	funcs, err := ParseIR(strings.NewReader(loopIRDisc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := joinedLoop(t)
+	lines := f.Sampled.Lines
+	lines[len(lines)-1] = jitmap.LineEntry{Addr: 0x2009, Line: 3, Discriminator: 2}
+	if m := MapBlocks(&f, funcs["loop"]); m[1] != 1 || m[2] != 2 {
+		t.Errorf("with discriminators: mapping %v, want the loop on 1 and the return on 2", m)
+	}
+	lines[len(lines)-1].Discriminator = 0
+	if m := MapBlocks(&f, funcs["loop"]); m[2] != -1 {
+		t.Errorf("without discriminators: mapping %v, want the return unmapped", m)
 	}
 }
 
@@ -105,7 +143,7 @@ func TestMapBlocks(t *testing.T) {
 	}
 	// Two IR blocks holding line 1: the entry block's mapping is ambiguous and dropped.
 	amb := irf["loop"]
-	amb.Blocks[2].Lines[1] = true
+	amb.Blocks[2].Locs[Loc{Line: 1}] = true
 	if m := MapBlocks(&f, amb); m[0] != -1 || m[1] != 1 {
 		t.Errorf("mapping %v, want the entry unmapped and the loop mapped", m)
 	}
