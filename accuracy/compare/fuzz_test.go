@@ -32,3 +32,25 @@ func FuzzParseBlockFrequencies(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseCallsites(f *testing.F) {
+	f.Add(inlinedIR)
+	f.Add(loopIRDisc)
+	// A scope cycle must not hang the walk to the subprogram.
+	f.Add("!1 = !DILexicalBlock(scope: !2, file: !3)\n!2 = !DILexicalBlock(scope: !1, file: !3)\n!4 = !DILocation(line: 1, scope: !1, inlinedAt: !5)\n!5 = !DILocation(line: 2, scope: !2)\n")
+	f.Fuzz(func(t *testing.T, ir string) {
+		calls, err := ParseCallsites(strings.NewReader(ir))
+		if err != nil {
+			return
+		}
+		sites := 0
+		for _, callees := range calls {
+			for _, s := range callees {
+				sites += len(s)
+			}
+		}
+		if n := strings.Count(ir, "inlinedAt:"); sites > n {
+			t.Errorf("%d callsites from %d inlinedAt references", sites, n)
+		}
+	})
+}

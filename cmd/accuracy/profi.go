@@ -35,11 +35,22 @@ func runProfi(ctx context.Context, cfg Config, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		first, err := llvmprof.SubprogramLines(bytes.NewReader(ir))
+		subs, err := llvmprof.Subprograms(bytes.NewReader(ir))
 		if err != nil {
 			return err
 		}
-		prof, _ := llvmprof.FromCapture(c, llvmprof.Options{Raw: true, FirstLines: first})
+		first := map[string]uint32{}
+		for _, sp := range subs {
+			first[sp.Name] = sp.Line
+		}
+		// Inlined code goes to its own function's lines (Subprograms), then under its
+		// callsite in the caller (NestInlined), where the loader looks for it in this IR.
+		prof, _ := llvmprof.FromCapture(c, llvmprof.Options{Raw: true, Subprograms: subs})
+		calls, err := compare.ParseCallsites(bytes.NewReader(ir))
+		if err != nil {
+			return err
+		}
+		compare.NestInlined(prof, calls, first)
 		var text bytes.Buffer
 		if err := profileio.WriteText(&text, prof); err != nil {
 			return err
