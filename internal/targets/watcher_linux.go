@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// DefaultInterval is how often /proc is scanned.
+// DefaultInterval is how often /proc is scanned for image targets (explicit pids are
+// watched through pidfds and need no scan).
 const DefaultInterval = 100 * time.Millisecond
 
 // ErrNoProcess is returned by New for an explicit pid with no process.
@@ -50,6 +51,10 @@ type Watcher struct {
 	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
 	// back with another start time is another process and no target. Read-only after New.
 	pinned map[int]uint64
+	// exits holds a pidfd per explicit pid (read-only after New); scanPinned is set when one
+	// could not be opened (Linux before 5.10), so that explicit pids are polled as well.
+	exits      map[int]*exitWatch
+	scanPinned bool
 
 	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
 	cancel context.CancelFunc
@@ -66,19 +71,49 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: os.Getpid(),
-		current: make(map[int]uint64), pinned: make(map[int]uint64), cancel: func() {}}
+		current: make(map[int]uint64), pinned: make(map[int]uint64), exits: make(map[int]*exitWatch),
+		cancel: func() {}}
 	for _, pid := range cfg.PIDs {
 		st, err := startTime(pid)
 		if err != nil {
+			w.closeExits()
 			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
 		}
 		w.pinned[pid] = st
+		if _, dup := w.exits[pid]; dup || w.scanPinned {
+			continue
+		}
+		e, err := watchExit(pid)
+		if err != nil {
+			w.log.Debug("targets: no pidfd, polling explicit pids every interval", "err", err)
+			w.scanPinned = true
+			continue
+		}
+		// The pidfd names whatever process had pid when it was opened: make sure it is the
+		// one whose start time was just read.
+		if st2, err := startTime(pid); err != nil || st2 != st {
+			e.close()
+			w.closeExits()
+			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
+		}
+		w.exits[pid] = e
+	}
+	if w.scanPinned {
+		w.closeExits()
 	}
 	return w, nil
 }
 
-// Start scans once at once, then every Interval until ctx is done or Close; with an image
-// and exec notifications, it also checks each process as it execs.
+func (w *Watcher) closeExits() {
+	for _, e := range w.exits {
+		e.close()
+	}
+}
+
+// Start scans once at once; then it scans every Interval, until ctx is done or Close,
+// when there are images to find (or explicit pids without pidfds); it scans again whenever
+// an explicit pid's process exits; with an image and exec notifications, it also checks
+// each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	if len(w.cfg.Images) > 0 && !w.cfg.ScanOnly {
@@ -98,6 +133,15 @@ func (w *Watcher) Start(ctx context.Context) {
 		}
 	}
 	w.Scan()
+	if !w.scanPinned {
+		for pid, e := range w.exits {
+			w.wg.Add(1)
+			go w.exitLoop(ctx, pid, e)
+		}
+	}
+	if len(w.cfg.Images) == 0 && !w.scanPinned {
+		return // nothing to scan for: the explicit pids' exits are watched
+	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -117,7 +161,35 @@ func (w *Watcher) Start(ctx context.Context) {
 // Close stops the watcher. It reports no removals: the caller is shutting down.
 func (w *Watcher) Close() {
 	w.cancel()
+	w.closeExits() // unblocks exitLoop
 	w.wg.Wait()
+}
+
+// exitLoop waits for explicit pid's process to exit and then scans, so its removal is
+// reported at once. The pidfd is readable from the moment the process exits, and a scan sees
+// it gone from the moment it is a zombie, practically the same moment; scanning goes on
+// every 10 ms until it does. Should the wait fail, the pid is polled every Interval.
+func (w *Watcher) exitLoop(ctx context.Context, pid int, e *exitWatch) {
+	defer w.wg.Done()
+	every := 10 * time.Millisecond
+	if err := e.wait(); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return
+		}
+		w.log.Warn("targets: cannot wait for exit, polling", "pid", pid, "every", w.cfg.Interval, "err", err)
+		every = w.cfg.Interval
+	}
+	for {
+		w.Scan()
+		if _, alive := w.pinnedAlive(pid); !alive {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 func (w *Watcher) execLoop(l *execListener) {
