@@ -3,8 +3,9 @@
 // or started later. Explicit pids are watched through pidfds (the runtime's poller waits for
 // their exit, with no timer); images are found by scanning /proc on an interval (default
 // 100 ms) and, with CAP_NET_ADMIN, by listening to the kernel's process-events connector,
-// so a process is checked the moment it execs. It reports each process once when it appears and once when it goes (exit, or an
-// exec to another image), by pid and start time, so a reused pid is a new target.
+// so a process is checked the moment it execs. It reports each process once when it appears
+// and once when it goes (exit, or an exec to another image), by pid and start time, so a
+// reused pid is a new target.
 //
 // DESIGN.md places target discovery in the daemon; this package is that part of the daemon,
 // kept apart until the daemon package exists, which will own it.
