@@ -16,9 +16,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tick is how often tailed files are read even without an inotify event (writes through a
-// shared mapping raise none).
-const tick = 250 * time.Millisecond
+// Tailed files are also read without an inotify event (writes through a shared mapping
+// raise none): tickMin after a read that found data, backing off by doubling to tickMax
+// while reads find nothing, since each read is a wake-up of the process. Nothing is read on
+// a timer while no file is tailed.
+const (
+	tickMin = 250 * time.Millisecond
+	tickMax = time.Second
+)
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
 // starve the others.
@@ -255,9 +260,10 @@ func openOwnedFile(path string, uid int) (int, error) {
 	return fd, nil
 }
 
-// readFile decodes what was appended to f since the last read. A file that shrank was
-// rewritten: it is decoded again from the start as a new stream.
-func (ft *fileTailer) readFile(f *tailedFile, buf []byte) {
+// readFile decodes what was appended to f since the last read and reports whether there
+// was any. A file that shrank was rewritten: it is decoded again from the start as a new
+// stream.
+func (ft *fileTailer) readFile(f *tailedFile, buf []byte) (grew bool) {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err == nil && st.Size < f.offset {
 		f.stream.finish()
@@ -268,11 +274,13 @@ func (ft *fileTailer) readFile(f *tailedFile, buf []byte) {
 	for i := 0; i < maxReadsPerFile; i++ {
 		n, err := unix.Pread(f.fd, buf, f.offset)
 		if n <= 0 || err != nil {
-			return
+			return grew
 		}
+		grew = true
 		f.offset += int64(n)
 		f.stream.write(buf[:n])
 	}
+	return grew
 }
 
 func (ft *fileTailer) addPid(pid uint32, uid int) {
@@ -340,9 +348,17 @@ func (ft *fileTailer) run() {
 		ft.sink.logger.Error("fifo: file tailer stopped", "err", err)
 		return
 	}
+	tick := tickMin
 	for {
 		// A wake before this deadline is set is seen in woken; one after it cuts the wait.
-		_ = ft.inotify.SetReadDeadline(time.Now().Add(tick))
+		ft.mu.Lock()
+		tailing := len(ft.files) > 0
+		ft.mu.Unlock()
+		deadline := time.Time{} // none
+		if tailing {
+			deadline = time.Now().Add(tick)
+		}
+		_ = ft.inotify.SetReadDeadline(deadline)
 		events := false
 		if !ft.woken.Swap(false) {
 			err := rc.Read(func(fd uintptr) bool {
@@ -359,8 +375,16 @@ func (ft *fileTailer) run() {
 		if events || stopping {
 			ft.handleInotify(evbuf)
 		}
+		grew := false
 		for _, f := range ft.files {
-			ft.readFile(f, buf)
+			if ft.readFile(f, buf) {
+				grew = true
+			}
+		}
+		if grew || events {
+			tick = tickMin
+		} else {
+			tick = min(2*tick, tickMax)
 		}
 		ft.mu.Unlock()
 		if stopping {
