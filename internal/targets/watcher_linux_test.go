@@ -181,3 +181,27 @@ func TestPinnedExitWithoutScans(t *testing.T) {
 		t.Errorf("%d open fds after Close, %d before New", after, before)
 	}
 }
+
+// An image target's exit is reported at once through its pidfd, with no /proc scan in
+// between, and a process started later is still found by its exec (as root).
+func TestImageExitWithoutScans(t *testing.T) {
+	for _, scanOnly := range []bool{true, false} {
+		before := startSleep(t)
+		var r recorder
+		w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour, ScanOnly: scanOnly}, r.handler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Start(context.Background())
+		eventually(t, "the running process found", func() bool { return r.has(&r.added, before.Process.Pid) })
+		before.Process.Kill()
+		eventually(t, "its exit reported", func() bool { return r.has(&r.removed, before.Process.Pid) })
+		if !scanOnly && os.Geteuid() == 0 {
+			after := startSleep(t)
+			eventually(t, "a process started later found by its exec", func() bool { return r.has(&r.added, after.Process.Pid) })
+			after.Process.Kill()
+			eventually(t, "its exit reported", func() bool { return r.has(&r.removed, after.Process.Pid) })
+		}
+		w.Close()
+	}
+}
