@@ -4,9 +4,9 @@
 // waits for it, with no timer). Image processes are found by scanning /proc and, with
 // CAP_NET_ADMIN, by listening to the kernel's process-events connector, so a process is
 // checked the moment it execs; the scan runs every Interval (default 100 ms) without exec
-// notifications and every 5 s with them (at once when the kernel reports lost ones). It reports each process once when it appears
-// and once when it goes (exit, or an exec to another image), by pid and start time, so a
-// reused pid is a new target.
+// notifications and every 5 s with them (at once when the kernel reports lost ones). It
+// reports each process once when it appears and once when it goes (exit, or an exec to
+// another image), by pid and start time, so a reused pid is a new target.
 //
 // DESIGN.md places target discovery in the daemon; this package is that part of the daemon,
 // kept apart until the daemon package exists, which will own it.
