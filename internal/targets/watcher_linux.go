@@ -250,7 +250,7 @@ func (w *Watcher) exitLoop(ctx context.Context, pid int, e *exitWatch, alive fun
 			every = w.cfg.Interval
 		}
 	}
-	for {
+	for ctx.Err() == nil { // Close reports no removals
 		w.Scan()
 		if !alive() {
 			return
