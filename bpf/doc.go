@@ -2,12 +2,15 @@
 // endiannesses (committed; `make generate` rebuilds it with clang-14) and a thin loader.
 //
 // The program runs on perf_event overflows. It keeps samples whose tgid is in a target set,
-// counts them per (tgid, user ip) in one of two hash maps, and counts what it throws away:
-// samples of other processes, kernel-mode samples of targets (only taken when the perf event
-// includes the kernel; they are not attributed to an address) and samples lost to a full map.
+// counts them per (tgid, user ip) in hash maps, and counts what it throws away: samples of
+// other processes, kernel-mode samples of targets (only taken when the perf event includes
+// the kernel; they are not attributed to an address) and samples lost to full maps.
 //
-// The counts maps sit in the two slots of an array of maps; the program picks a key's slot
-// by a hash of the key (one map fills both slots when MaxEntries is small). Drain installs
+// The counts maps sit in the slots of an array of maps; the program picks a key's shard by a
+// hash of the key (one shard fills both shard slots when MaxEntries is small). Each shard
+// has a primary map, sized by the loader to the keys recent drains found (a drain reads
+// every bucket of a map it reads), and an overflow map for keys that find the primary map
+// full, read only when the program counted an overflow. Drain installs
 // fresh, empty maps with one batch update (the kernel returns from it only after an RCU
 // grace period, so every program run that found an old map has finished: perf_event
 // programs run inside an RCU read-side section), then reads the old maps, one goroutine per

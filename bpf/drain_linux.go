@@ -35,66 +35,123 @@ var errIteratorRefused = errors.New("map iterator refused")
 // then reads the old ones, one goroutine per shard (fn is called from one goroutine at a
 // time); samples that arrive meanwhile go to the new maps and are handed out by the next
 // Drain. fn must not call back into p.
+//
+// A shard's old overflow map is read only when the program's overflow counter moved
+// between the install before last (before which no program run could see that map) and
+// this install (after which none can still write to it): otherwise it is empty and is
+// kept, untouched, for the next Drain. Each shard's next primary map is sized to twice the
+// keys this drain found in the shard (grown at once, shrunk only by a factor of four or
+// more), so the buckets a drain reads follow the keys rather than the capacity.
 func (p *Program) Drain(fn func(tgid uint32, ip, count uint64)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("bpf: drain: %w", os.ErrClosed)
 	}
-	next, err := p.newMaps()
+	next, nextOverflow, err := p.newMaps()
 	if err != nil {
 		return fmt.Errorf("bpf: drain: %w", err)
 	}
+	before, errBefore := p.stat(statOverflow)
 	// Replacing an inner map returns only after an RCU grace period (the kernel's
 	// maybe_wait_bpf_programs, Linux 5.0 and later): no program run still holds an old one.
-	if err := p.install(next); err != nil {
+	if err := p.install(next, nextOverflow); err != nil {
 		closeMaps(next)
+		closeMaps(nextOverflow)
 		return fmt.Errorf("bpf: drain: %w", err)
 	}
-	old := p.current
-	p.current = next
+	after, errAfter := p.stat(statOverflow)
+	// Without both readings, read the overflow maps anyway.
+	overflowed := errAfter != nil || after != p.overflowsBefore
+	p.overflowsBefore = before
+	if errBefore != nil {
+		p.overflowsBefore = ^uint64(0) // differs from any reading: the next drain reads them
+	}
+	old, oldOverflow := p.current, p.currentOverflow
+	p.current, p.currentOverflow = next, nextOverflow
 
+	shards := len(old)
 	var fnMu sync.Mutex
 	var wg sync.WaitGroup
-	for s := range old {
-		r := &p.readers[s]
-		r.m, r.fn, r.fnMu, r.method, r.dump = old[s], fn, &fnMu, p.method, p.dump
-		r.iteratorMinKeys = p.iteratorMinKeys
+	for s := range shards {
+		readOverflow := overflowed && oldOverflow[s] != old[s]
+		for i, m := range []*ebpf.Map{old[s], oldOverflow[s]} {
+			r := &p.readers[i*shards+s]
+			r.m, r.fn, r.fnMu, r.method, r.dump = m, fn, &fnMu, p.method, p.dump
+			r.iteratorMinKeys = p.iteratorMinKeys
+			r.skip = i == 1 && !readOverflow
+		}
 		if s == 0 {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.read()
+			p.readers[s].read()
+			p.readers[shards+s].read()
 		}()
 	}
 	p.readers[0].read()
+	p.readers[shards].read()
 	wg.Wait()
 
 	var errs []error
-	for s := range old {
-		r := &p.readers[s]
-		if r.method > p.method {
-			p.method, p.dumpErr = r.method, cmp.Or(r.dumpErr, p.dumpErr)
-		}
-		r.m, r.fn, r.fnMu = nil, nil, nil
-		if r.err != nil {
-			errs = append(errs, r.err)
-			old[s].Close()
-			continue
-		}
-		if r.reusable {
-			if n, err := old[s].BatchDelete(r.keysRead, nil); err == nil && n == len(r.keysRead) {
-				p.spare[s] = old[s]
-				continue
+	for s := range shards {
+		r, ro := &p.readers[s], &p.readers[shards+s]
+		for _, r := range []*shardReader{r, ro} {
+			if r.method > p.method {
+				p.method, p.dumpErr = r.method, cmp.Or(r.dumpErr, p.dumpErr)
+			}
+			if r.err != nil {
+				errs = append(errs, r.err)
 			}
 		}
-		old[s].Close()
+		p.resize(s, r.emitted+ro.emitted)
+		p.spare[s] = p.retire(r, p.primaryEntries[s])
+		switch {
+		case oldOverflow[s] == old[s]:
+		case ro.skip:
+			p.spareOverflow[s] = oldOverflow[s] // never written: empty
+		default:
+			p.spareOverflow[s] = p.retire(ro, p.shardEntries-p.primaryEntries[s])
+		}
+		for _, r := range []*shardReader{r, ro} {
+			r.m, r.fn, r.fnMu = nil, nil, nil
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bpf: drain: read counts: %w", err)
 	}
+	return nil
+}
+
+// resize sets the size of shard s's next primary map from the keys its drain found.
+func (p *Program) resize(s, keys int) {
+	if !p.adaptive {
+		return
+	}
+	want := uint32(minPrimaryEntries)
+	for int(want) < 2*keys && want < p.shardEntries {
+		want *= 2
+	}
+	want = min(want, p.shardEntries)
+	if cur := p.primaryEntries[s]; want > cur || want*4 <= cur {
+		p.primaryEntries[s] = want
+	}
+}
+
+// retire empties the map r read and returns it, to be the next spare, when it held few keys
+// (all in r.keysRead) and has the size entries; else it closes it and returns nil.
+func (p *Program) retire(r *shardReader, entries uint32) *ebpf.Map {
+	if r.err == nil && r.reusable && r.m.MaxEntries() == entries {
+		if len(r.keysRead) == 0 {
+			return r.m
+		}
+		if n, err := r.m.BatchDelete(r.keysRead, nil); err == nil && n == len(r.keysRead) {
+			return r.m
+		}
+	}
+	r.m.Close()
 	return nil
 }
 
@@ -112,6 +169,7 @@ type shardReader struct {
 	lastKeys        int // keys the last read handed to fn
 	emitted         int
 
+	skip     bool        // in: m is known to be empty; read nothing
 	reusable bool        // out: m held at most reuseMaxEntries keys, all in keysRead
 	keysRead []sampleKey // out: m's keys, up to reuseMaxEntries
 	err      error       // out
@@ -131,6 +189,9 @@ type shardReader struct {
 // read the rest (r.method stays drainIterator for the next large drain).
 func (r *shardReader) read() {
 	r.keysRead, r.reusable, r.err, r.emitted = r.keysRead[:0], true, nil, 0
+	if r.skip {
+		return
+	}
 	defer func() { r.lastKeys = r.emitted }()
 	if r.keys == nil {
 		r.keys = make([]sampleKey, drainBatchEntries)

@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 var drainMethods = []drainMethod{drainIterator, drainBatch, drainOneByOne}
@@ -25,7 +27,9 @@ func (m drainMethod) String() string {
 	return fmt.Sprintf("drainMethod(%d)", int(m))
 }
 
-// fill puts keys into the current counts maps as the program would: each into its shard.
+// fill puts keys into the current counts maps as the program would: each into its shard's
+// primary map, and what does not fit there into the shard's overflow map, counted in the
+// overflow counter.
 func fill(t testing.TB, p *Program, keys []sampleKey, vals []uint64) {
 	t.Helper()
 	byShard := make([][]sampleKey, len(p.current))
@@ -35,12 +39,29 @@ func fill(t testing.TB, p *Program, keys []sampleKey, vals []uint64) {
 		byShard[s] = append(byShard[s], k)
 		valsByShard[s] = append(valsByShard[s], vals[i])
 	}
+	overflowed := 0
 	for s, m := range p.current {
 		if len(byShard[s]) == 0 {
 			continue
 		}
-		if n, err := m.BatchUpdate(byShard[s], valsByShard[s], nil); err != nil || n != len(byShard[s]) {
+		n, err := m.BatchUpdate(byShard[s], valsByShard[s], nil)
+		if n < len(byShard[s]) && errors.Is(err, unix.E2BIG) && p.currentOverflow[s] != m {
+			byShard[s], valsByShard[s] = byShard[s][n:], valsByShard[s][n:]
+			overflowed += len(byShard[s])
+			n, err = p.currentOverflow[s].BatchUpdate(byShard[s], valsByShard[s], nil)
+		}
+		if err != nil || n != len(byShard[s]) {
 			t.Fatalf("fill shard %d: %d of %d, %v", s, n, len(byShard[s]), err)
+		}
+	}
+	if overflowed > 0 {
+		var perCPU []uint64
+		if err := p.objs.Stats.Lookup(uint32(statOverflow), &perCPU); err != nil {
+			t.Fatal(err)
+		}
+		perCPU[0] += uint64(overflowed)
+		if err := p.objs.Stats.Update(uint32(statOverflow), perCPU, 0); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -13,6 +13,13 @@
 // returned), and reads the old maps at leisure, so no count that arrives
 // during a drain is lost, and nothing has to be deleted.
 //
+// Reading a hash map walks all its buckets, however few keys it holds, so the
+// loader sizes each shard's map to the keys it has been seeing, and a key that
+// finds it full goes to the shard's overflow map, in slot COUNT_SHARDS + shard
+// (sized to make up the shard's capacity; the loader installs the shard's map
+// there too when that one has the full capacity). STAT_OVERFLOW counts those
+// samples, so the loader reads an overflow map only when it was used.
+//
 // Kernel-mode samples (only taken when the sampler asks for them) are not
 // attributed to an address: they are counted apart in STAT_KERNEL.
 //
@@ -50,9 +57,11 @@ enum stat_index {
 	STAT_OUTSIDE = 1, // not a target process
 	STAT_DROPPED = 2, // counts map full
 	STAT_KERNEL = 3,  // target, but in kernel mode
-	STAT_COUNT = 4,
+	STAT_OVERFLOW = 4, // went to an overflow map (also counted in one of the above)
+	STAT_COUNT = 5,
 };
 
+#define PROFD_E2BIG 7
 #define PROFD_EEXIST 17
 
 struct {
@@ -69,7 +78,7 @@ struct {
 // programs.)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, COUNT_SHARDS);
+	__uint(max_entries, 2 * COUNT_SHARDS); // the shards' maps, then their overflow maps
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_HASH);
@@ -96,25 +105,26 @@ static __always_inline void bump(__u32 index)
 		*v += 1; // per-CPU slot: no other writer
 }
 
-static __always_inline void count(void *counts, struct sample_key *key)
+// count adds one to key's count in map m, inserting the key if it is new. It
+// returns 0, or -E2BIG when the map is full.
+static __always_inline long count(void *m, struct sample_key *key)
 {
 	__u64 one = 1;
-	__u64 *v = bpf_map_lookup_elem(counts, key);
+	__u64 *v = bpf_map_lookup_elem(m, key);
 	if (v) {
 		__sync_fetch_and_add(v, 1);
-		bump(STAT_SAMPLES);
-		return;
+		return 0;
 	}
-	long err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+	long err = bpf_map_update_elem(m, key, &one, BPF_NOEXIST);
 	if (err == -PROFD_EEXIST) {
 		// Another CPU inserted the key between our lookup and update.
-		v = bpf_map_lookup_elem(counts, key);
+		v = bpf_map_lookup_elem(m, key);
 		if (v) {
 			__sync_fetch_and_add(v, 1);
 			err = 0;
 		}
 	}
-	bump(err ? STAT_DROPPED : STAT_SAMPLES);
+	return err;
 }
 
 // shard_of picks a key's slot in counts: the top bit of a Fibonacci hash of
@@ -144,7 +154,17 @@ int profd_sample(struct perf_event_ctx *ctx)
 		bump(STAT_DROPPED); // no map installed: cannot happen after Load
 		return 0;
 	}
-	count(m, &key);
+	long err = count(m, &key);
+	if (err == -PROFD_E2BIG) {
+		// The shard's map is full (and stays full until the next drain, so a key
+		// is only ever in one of the two): count the key in the overflow map.
+		bump(STAT_OVERFLOW);
+		slot += COUNT_SHARDS;
+		m = bpf_map_lookup_elem(&counts, &slot);
+		if (m)
+			err = count(m, &key);
+	}
+	bump(err ? STAT_DROPPED : STAT_SAMPLES);
 	return 0;
 }
 

@@ -23,9 +23,10 @@ const DefaultMaxEntries = 1 << 18
 type Options struct {
 	// MaxEntries caps the distinct keys counted between two drains; 0 means
 	// DefaultMaxEntries. From minShardedEntries on, the keys are split by a hash between
-	// two maps of MaxEntries/2 keys each (so a very skewed set of keys can find its half
-	// full a little earlier). Samples of a new key that find the map full are dropped and
-	// counted (Stats.Dropped).
+	// two shards of MaxEntries/2 keys each (so a very skewed set of keys can find its half
+	// full a little earlier). Samples of a new key that find the shard full are dropped and
+	// counted (Stats.Dropped). A shard's capacity is split between a map sized to the keys
+	// of recent drains and an overflow map for the rest (see Drain).
 	MaxEntries uint32
 }
 
@@ -36,9 +37,15 @@ type Options struct {
 // (BenchmarkDrain100k) the iterator drains in 37 ms against 42.
 const defaultIteratorMinKeys = 8192
 
-// countShards is the number of slots in the counts array of maps (profile.c's
-// COUNT_SHARDS).
+// countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
+// has a slot per shard and then one per shard's overflow map.
 const countShards = 2
+
+// minPrimaryEntries is the smallest size of a shard's primary map. A drain reads every
+// bucket of the maps it reads (about 1.5 ns each here), so each shard's primary map is sized
+// to twice the keys its last drain found, between this and the shard's capacity; keys
+// beyond it go to the overflow map, which is read only when it was used.
+const minPrimaryEntries = 1024
 
 // minShardedEntries: below this MaxEntries, one counts map sits in both slots; reading
 // two small maps in parallel gains nothing.
@@ -55,6 +62,9 @@ type Stats struct {
 	Outside uint64 // samples of processes that are not targets
 	Dropped uint64 // target samples lost because the counts map was full
 	Kernel  uint64 // target samples taken in kernel mode (not attributed to an address)
+	// Overflow counts target samples that found their shard's primary map full and went
+	// to its overflow map (they are also in Samples, or in Dropped when that was full too).
+	Overflow uint64
 }
 
 // Stat slots, as in profile.c's enum stat_index.
@@ -63,6 +73,7 @@ const (
 	statOutside
 	statDropped
 	statKernel
+	statOverflow
 	statCount
 )
 
@@ -101,11 +112,24 @@ type Program struct {
 	// least this many keys in it (defaultIteratorMinKeys; tests set 0 to force it).
 	iteratorMinKeys int
 	countSpec       *ebpf.MapSpec // for fresh counts maps
-	// current holds the distinct counts maps in objs.Counts: one per slot, or one in every
-	// slot. spare holds, per shard, an empty map for the next Drain, or nil.
-	current, spare []*ebpf.Map
-	closed         bool
-	readers        []shardReader // per shard
+	// current holds the shards' primary maps in objs.Counts (one per shard slot, or one in
+	// every shard slot), currentOverflow their overflow maps (a shard's primary map itself
+	// when that has the shard's whole capacity). spare and spareOverflow hold, per shard,
+	// an empty map for the next Drain, or nil.
+	current, currentOverflow []*ebpf.Map
+	spare, spareOverflow     []*ebpf.Map
+	// shardEntries is each shard's capacity; primaryEntries the size of the next primary
+	// map made for each shard, which follows the keys drains find when adaptive (maps that
+	// are not preallocated; a preallocated map costs its capacity to create, so those keep
+	// the whole capacity).
+	shardEntries   uint32
+	primaryEntries []uint32
+	adaptive       bool
+	// overflowsBefore is Stats.Overflow read just before the last install: the maps
+	// installed then took overflow samples only if the counter has moved since.
+	overflowsBefore uint64
+	closed          bool
+	readers         []shardReader // per shard's primary map, then per overflow map
 }
 
 // sampleKey is profile.c's struct sample_key.
@@ -135,26 +159,38 @@ func Load(opts Options) (*Program, error) {
 		shards = countShards
 	}
 	inner := spec.Maps[profileMapCounts].InnerMap
+	// The kernel does not compare a hash map's max_entries with the inner map template's, so
+	// every inner map can have its own size.
 	inner.MaxEntries = (entries + uint32(shards) - 1) / uint32(shards)
-	p := &Program{countSpec: inner, spare: make([]*ebpf.Map, shards), readers: make([]shardReader, shards)}
+	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true,
+		spare: make([]*ebpf.Map, shards), spareOverflow: make([]*ebpf.Map, shards),
+		primaryEntries: make([]uint32, shards), readers: make([]shardReader, 2*shards)}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
 		// programs; preallocated ones work everywhere but cost time to create.
 		inner.Flags &^= unix.BPF_F_NO_PREALLOC
+		p.adaptive = false
 		if err2 := spec.LoadAndAssign(&p.objs, nil); err2 != nil {
 			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
 		}
 	}
-	maps, err := p.newMaps()
+	for s := range p.primaryEntries {
+		p.primaryEntries[s] = p.shardEntries
+		if p.adaptive {
+			p.primaryEntries[s] = min(minPrimaryEntries, p.shardEntries)
+		}
+	}
+	maps, overflows, err := p.newMaps()
 	if err == nil {
-		err = p.install(maps)
+		err = p.install(maps, overflows)
 	}
 	if err != nil {
 		closeMaps(maps)
+		closeMaps(overflows)
 		p.objs.Close()
 		return nil, err
 	}
-	p.current = maps
+	p.current, p.currentOverflow = maps, overflows
 	p.iteratorMinKeys = defaultIteratorMinKeys
 	p.method = drainBatch
 	if p.dump, err = ebpf.NewProgram(spec.Programs[profileProgProfdDump]); err == nil {
@@ -165,22 +201,50 @@ func Load(opts Options) (*Program, error) {
 	return p, nil
 }
 
-// newMaps returns a counts map per shard: the spares, else new ones.
-func (p *Program) newMaps() ([]*ebpf.Map, error) {
-	maps := make([]*ebpf.Map, len(p.spare))
+// newMaps returns a primary and an overflow map per shard, sized by primaryEntries: the
+// spares where they have the size, else new ones. A shard whose primary map has its whole
+// capacity gets that map as its overflow map.
+func (p *Program) newMaps() (maps, overflows []*ebpf.Map, err error) {
+	maps, overflows = make([]*ebpf.Map, len(p.spare)), make([]*ebpf.Map, len(p.spare))
 	for s := range maps {
-		maps[s], p.spare[s] = p.spare[s], nil
-		if maps[s] != nil {
-			continue
+		want := p.primaryEntries[s]
+		if maps[s], err = p.takeSpare(&p.spare[s], want); err == nil && want < p.shardEntries {
+			overflows[s], err = p.takeSpare(&p.spareOverflow[s], p.shardEntries-want)
 		}
-		m, err := ebpf.NewMap(p.countSpec)
 		if err != nil {
 			closeMaps(maps)
-			return nil, fmt.Errorf("bpf: create counts map: %w", err)
+			closeMaps(overflows)
+			return nil, nil, err
 		}
-		maps[s] = m
+		if overflows[s] == nil {
+			overflows[s] = maps[s]
+		}
+		if p.spareOverflow[s] != nil { // a shard that no longer needs an overflow map
+			p.spareOverflow[s].Close()
+			p.spareOverflow[s] = nil
+		}
 	}
-	return maps, nil
+	return maps, overflows, nil
+}
+
+// takeSpare returns *spare when it holds entries keys, else a new map of that size (closing
+// the spare).
+func (p *Program) takeSpare(spare **ebpf.Map, entries uint32) (*ebpf.Map, error) {
+	m := *spare
+	*spare = nil
+	if m != nil && m.MaxEntries() == entries {
+		return m, nil
+	}
+	if m != nil {
+		m.Close()
+	}
+	spec := p.countSpec.Copy()
+	spec.MaxEntries = entries
+	m, err := ebpf.NewMap(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: create counts map of %d entries: %w", entries, err)
+	}
+	return m, nil
 }
 
 func closeMaps(maps []*ebpf.Map) {
@@ -191,20 +255,23 @@ func closeMaps(maps []*ebpf.Map) {
 	}
 }
 
-// install makes the program count into maps, slot s into maps[s % len(maps)]. All slots
-// change in one batch update, which returns after one RCU grace period (measured on Linux
-// 6.18: a two-slot batch takes as long as one update); where the kernel has no batch update
-// of an array of maps, slot by slot, one grace period each.
-func (p *Program) install(maps []*ebpf.Map) error {
-	var slots, fds [countShards]uint32
-	for s := range slots {
+// install makes the program count into maps, slot s into maps[s % len(maps)], and overflow
+// into overflows, slot countShards+s into overflows[s % len(overflows)]. All slots change in
+// one batch update, which returns after one RCU grace period (measured on Linux 6.18: a
+// batch takes as long as one update); where the kernel has no batch update of an array of
+// maps, slot by slot, one grace period each.
+func (p *Program) install(maps, overflows []*ebpf.Map) error {
+	var slots, fds [2 * countShards]uint32
+	for s := range countShards {
 		slots[s], fds[s] = uint32(s), uint32(maps[s%len(maps)].FD())
+		o := countShards + s
+		slots[o], fds[o] = uint32(o), uint32(overflows[s%len(overflows)].FD())
 	}
 	_, err := p.objs.Counts.BatchUpdate(slots[:], fds[:], nil)
 	if errors.Is(err, ebpf.ErrNotSupported) {
 		err = nil
-		for s := 0; s < countShards && err == nil; s++ {
-			err = p.objs.Counts.Update(uint32(s), maps[s%len(maps)], ebpf.UpdateAny)
+		for i := 0; i < len(slots) && err == nil; i++ {
+			err = p.objs.Counts.Update(slots[i], fds[i], ebpf.UpdateAny)
 		}
 	}
 	if err != nil {
@@ -237,17 +304,28 @@ func (p *Program) RemoveTarget(tgid uint32) error {
 // Stats sums the per-CPU counters.
 func (p *Program) Stats() (Stats, error) {
 	var s Stats
-	dst := [statCount]*uint64{&s.Samples, &s.Outside, &s.Dropped, &s.Kernel}
+	dst := [statCount]*uint64{&s.Samples, &s.Outside, &s.Dropped, &s.Kernel, &s.Overflow}
 	for i := uint32(0); i < statCount; i++ {
-		var perCPU []uint64
-		if err := p.objs.Stats.Lookup(i, &perCPU); err != nil {
-			return Stats{}, fmt.Errorf("bpf: read stat %d: %w", i, err)
+		v, err := p.stat(i)
+		if err != nil {
+			return Stats{}, err
 		}
-		for _, v := range perCPU {
-			*dst[i] += v
-		}
+		*dst[i] = v
 	}
 	return s, nil
+}
+
+// stat sums one counter over the CPUs.
+func (p *Program) stat(i uint32) (uint64, error) {
+	var perCPU []uint64
+	if err := p.objs.Stats.Lookup(i, &perCPU); err != nil {
+		return 0, fmt.Errorf("bpf: read stat %d: %w", i, err)
+	}
+	var sum uint64
+	for _, v := range perCPU {
+		sum += v
+	}
+	return sum, nil
 }
 
 // Close releases the program and every map. Perf events the program is attached to keep
@@ -260,7 +338,9 @@ func (p *Program) Close() error {
 	}
 	p.closed = true
 	closeMaps(p.current)
+	closeMaps(p.currentOverflow)
 	closeMaps(p.spare)
+	closeMaps(p.spareOverflow)
 	if p.dump != nil {
 		p.dump.Close()
 	}

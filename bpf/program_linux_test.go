@@ -76,17 +76,25 @@ func load(t testing.TB, opts Options) *Program {
 }
 
 // Drains taken while samples keep arriving lose none and count none twice: their sum equals
-// the program's own count of samples taken; with each way of reading a map.
+// the program's own count of samples taken; with each way of reading a map, and with
+// one-key primary maps, so that nearly every sample goes through the overflow maps.
 func TestDrainWhileSampling(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
 	for _, method := range drainMethods {
-		t.Run(method.String(), func(t *testing.T) { testDrainWhileSampling(t, method) })
+		t.Run(method.String(), func(t *testing.T) { testDrainWhileSampling(t, method, false) })
+		t.Run(method.String()+"/overflow", func(t *testing.T) { testDrainWhileSampling(t, method, true) })
 	}
 }
 
-func testDrainWhileSampling(t *testing.T, method drainMethod) {
+func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 	p := load(t, Options{})
 	p.method, p.iteratorMinKeys = method, 0
+	if overflow { // from the first drain on
+		p.adaptive = false
+		for s := range p.primaryEntries {
+			p.primaryEntries[s] = 1
+		}
+	}
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
@@ -132,6 +140,12 @@ func testDrainWhileSampling(t *testing.T, method drainMethod) {
 	}
 	if st.Kernel != 0 || st.Dropped != 0 {
 		t.Errorf("user-only events gave kernel or dropped samples: %+v", st)
+	}
+	if overflow && st.Overflow < st.Samples/10 { // the first key of each drain fills the primary map
+		t.Errorf("only %d of %d samples through the overflow maps with one-key primary maps", st.Overflow, st.Samples)
+	}
+	if !overflow && st.Overflow != 0 {
+		t.Errorf("%d samples overflowed %d-key primary maps", st.Overflow, minPrimaryEntries)
 	}
 	if p.method != method {
 		t.Errorf("drains fell back from %s to %s (%v)", method, p.method, p.dumpErr)

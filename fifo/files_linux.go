@@ -9,15 +9,21 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/profd/profd/jitmap"
 	"golang.org/x/sys/unix"
 )
 
-// tickMs is how often tailed files are read even without an inotify event (writes through a
-// shared mapping raise none).
-const tickMs = 250
+// Tailed files are also read without an inotify event (writes through a shared mapping
+// raise none): tickMin after a read that found data, backing off by doubling to tickMax
+// while reads find nothing, since each read is a wake-up of the process. Nothing is read on
+// a timer while no file is tailed.
+const (
+	tickMin = 250 * time.Millisecond
+	tickMax = time.Second
+)
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
 // starve the others.
@@ -44,8 +50,13 @@ type fileTailer struct {
 	bufSize     int
 
 	inotifyFd int
-	wakeFd    int
-	quit      atomic.Bool
+	// inotify is inotifyFd registered with the runtime's network poller: run waits on it with
+	// a deadline instead of blocking a thread in poll(2) (a goroutine blocked in a system
+	// call keeps the runtime's monitor thread polling until it takes the P back, some 10 ms
+	// of 20 µs sleeps, on every wait). wake moves the deadline to the past.
+	inotify *os.File
+	woken   atomic.Bool // a wake since run last looked
+	quit    atomic.Bool
 
 	mu      sync.Mutex
 	pids    map[uint32]int           // target pid → its uid
@@ -90,10 +101,11 @@ func newFileTailer(cfg Config, s *sink) (*fileTailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fifo: file tailer: %w", os.NewSyscallError("inotify_init1", err))
 	}
-	ft.wakeFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(ft.inotifyFd)
-		return nil, fmt.Errorf("fifo: file tailer: %w", os.NewSyscallError("eventfd", err))
+	// Non-blocking, so os.NewFile registers it with the poller, which deadlines need.
+	ft.inotify = os.NewFile(uintptr(ft.inotifyFd), "inotify")
+	if err := ft.inotify.SetReadDeadline(time.Time{}); err != nil {
+		ft.inotify.Close()
+		return nil, fmt.Errorf("fifo: file tailer: inotify: %w", err)
 	}
 	ft.mu.Lock()
 	ft.watchDirs()
@@ -248,9 +260,10 @@ func openOwnedFile(path string, uid int) (int, error) {
 	return fd, nil
 }
 
-// readFile decodes what was appended to f since the last read. A file that shrank was
-// rewritten: it is decoded again from the start as a new stream.
-func (ft *fileTailer) readFile(f *tailedFile, buf []byte) {
+// readFile decodes what was appended to f since the last read and reports whether there
+// was any. A file that shrank was rewritten: it is decoded again from the start as a new
+// stream.
+func (ft *fileTailer) readFile(f *tailedFile, buf []byte) (grew bool) {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err == nil && st.Size < f.offset {
 		f.stream.finish()
@@ -261,11 +274,13 @@ func (ft *fileTailer) readFile(f *tailedFile, buf []byte) {
 	for i := 0; i < maxReadsPerFile; i++ {
 		n, err := unix.Pread(f.fd, buf, f.offset)
 		if n <= 0 || err != nil {
-			return
+			return grew
 		}
+		grew = true
 		f.offset += int64(n)
 		f.stream.write(buf[:n])
 	}
+	return grew
 }
 
 func (ft *fileTailer) addPid(pid uint32, uid int) {
@@ -273,7 +288,7 @@ func (ft *fileTailer) addPid(pid uint32, uid int) {
 	defer ft.mu.Unlock()
 	ft.pids[pid] = uid
 	ft.scan()
-	wake(ft.wakeFd) // let run read the new files now
+	ft.wake() // let run read the new files now
 }
 
 func (ft *fileTailer) removePid(pid uint32) {
@@ -296,7 +311,20 @@ func (ft *fileTailer) closeFile(f *tailedFile) {
 // stop makes run read the files one last time and return.
 func (ft *fileTailer) stop() {
 	ft.quit.Store(true)
-	wake(ft.wakeFd)
+	ft.wake()
+}
+
+// wake makes run read the files now, or as soon as it next looks.
+func (ft *fileTailer) wake() {
+	ft.woken.Store(true)
+	_ = ft.inotify.SetReadDeadline(time.Unix(1, 0))
+}
+
+// readable reports whether fd has something to read, without waiting.
+func readable(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 // close releases the descriptors; run must have returned.
@@ -307,8 +335,7 @@ func (ft *fileTailer) close() {
 		ft.closeFile(f)
 	}
 	ft.byPid = map[uint32][]*tailedFile{}
-	unix.Close(ft.inotifyFd)
-	unix.Close(ft.wakeFd)
+	ft.inotify.Close()
 }
 
 // run is the tailer's goroutine: it waits for inotify events, a wake-up or the tick, and
@@ -316,24 +343,48 @@ func (ft *fileTailer) close() {
 func (ft *fileTailer) run() {
 	buf := make([]byte, ft.bufSize)
 	evbuf := make([]byte, 64<<10)
-	fds := []unix.PollFd{{Fd: int32(ft.inotifyFd), Events: unix.POLLIN}, {Fd: int32(ft.wakeFd), Events: unix.POLLIN}}
+	rc, err := ft.inotify.SyscallConn()
+	if err != nil {
+		ft.sink.logger.Error("fifo: file tailer stopped", "err", err)
+		return
+	}
+	tick := tickMin
 	for {
-		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, tickMs); err != nil && !errors.Is(err, unix.EINTR) {
-			ft.sink.logger.Error("fifo: file tailer stopped", "err", os.NewSyscallError("poll", err))
-			return
+		// A wake before this deadline is set is seen in woken; one after it cuts the wait.
+		ft.mu.Lock()
+		tailing := len(ft.files) > 0
+		ft.mu.Unlock()
+		deadline := time.Time{} // none
+		if tailing {
+			deadline = time.Now().Add(tick)
+		}
+		_ = ft.inotify.SetReadDeadline(deadline)
+		events := false
+		if !ft.woken.Swap(false) {
+			err := rc.Read(func(fd uintptr) bool {
+				events = readable(int(fd))
+				return events
+			})
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				ft.sink.logger.Error("fifo: file tailer stopped", "err", err)
+				return
+			}
 		}
 		ft.mu.Lock()
 		stopping := ft.quit.Load()
-		if fds[1].Revents != 0 {
-			var v [8]byte
-			_, _ = unix.Read(ft.wakeFd, v[:])
-		}
-		if fds[0].Revents != 0 {
+		if events || stopping {
 			ft.handleInotify(evbuf)
 		}
+		grew := false
 		for _, f := range ft.files {
-			ft.readFile(f, buf)
+			if ft.readFile(f, buf) {
+				grew = true
+			}
+		}
+		if grew || events {
+			tick = tickMin
+		} else {
+			tick = min(2*tick, tickMax)
 		}
 		ft.mu.Unlock()
 		if stopping {

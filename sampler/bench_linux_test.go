@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ func rusageSelfNs(b *testing.B) int64 {
 }
 
 // BenchmarkDaemonCPU is the sampler's own CPU time (reader goroutine, drains, aggregation)
-// per 1000 samples of a spinning lli-14 at 999 Hz, draining every 100 ms as the daemon does.
+// per 1000 samples of a spinning lli-14 at 999 Hz, draining every 100 ms (ten times as often
+// as the daemon; BenchmarkDaemonVsPerf in package daemon measures the whole daemon).
 // One iteration is one drain interval.
 func BenchmarkDaemonCPU(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
@@ -70,6 +72,9 @@ func BenchmarkDaemonCPU(b *testing.B) {
 // PROFD_BENCH_OVERHEAD=1 (`make bench-overhead`); PROFD_BENCH_RUNS (default 10) and
 // PROFD_BENCH_CHUNKS (default 4000, about a second of work) tune it.
 //
+// The -saturated variants run the work in one thread per CPU, so that the target keeps
+// every CPU busy and whatever CPU the profiler itself spends is taken from the target.
+//
 // The cpu-% figures compare the process's CPU time (the kernel charges the sampling
 // interrupts, and the BPF program they run, to the interrupted task), which holds up on a
 // busy machine; the wall-% figures compare elapsed time.
@@ -80,21 +85,29 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("perf"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	runs := envInt(b, "PROFD_BENCH_RUNS", 10)
 	chunks := strconv.Itoa(envInt(b, "PROFD_BENCH_CHUNKS", 4000))
-	for _, freq := range []uint64{999, 4000} {
-		b.Run(fmt.Sprintf("%dHz", freq), func(b *testing.B) {
+	for _, v := range []struct {
+		freq    uint64
+		threads int
+	}{{999, 1}, {4000, 1}, {999, runtime.NumCPU()}} {
+		name := fmt.Sprintf("%dHz", v.freq)
+		if v.threads > 1 {
+			name += "-saturated"
+		}
+		freq, work := v.freq, []string{chunks, strconv.Itoa(v.threads)}
+		b.Run(name, func(b *testing.B) {
 			type config struct {
 				name string
 				run  func() (wallNs, cpuNs float64)
 			}
 			configs := []config{
-				{"alone", func() (float64, float64) { return runWork(b, nil, chunks) }},
-				{"bpf", func() (float64, float64) { return runWorkSampled(b, Config{Backend: BackendBPF, FreqHz: freq}, chunks) }},
+				{"alone", func() (float64, float64) { return runWork(b, nil, work) }},
+				{"bpf", func() (float64, float64) { return runWorkSampled(b, Config{Backend: BackendBPF, FreqHz: freq}, work) }},
 				{"ring", func() (float64, float64) {
-					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerCPU, FreqHz: freq}, chunks)
+					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerCPU, FreqHz: freq}, work)
 				}},
 				{"perf", func() (float64, float64) {
 					out := filepath.Join(b.TempDir(), "perf.data")
-					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, chunks)
+					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
 				}},
 			}
 			wall := make(map[string][]float64)
@@ -134,9 +147,11 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// runWork runs work.ll (under the wrapper command, if any) and returns the times it printed.
-func runWork(b *testing.B, wrapper []string, chunks string) (wallNs, cpuNs float64) {
-	args := append(slices.Clone(wrapper), "lli-14", "-jit-kind=mcjit", "testdata/work.ll", chunks)
+// runWork runs work.ll with its arguments (CHUNKS THREADS) under the wrapper command, if
+// any, and returns the times it printed.
+func runWork(b *testing.B, wrapper []string, work []string) (wallNs, cpuNs float64) {
+	args := append(slices.Clone(wrapper), "lli-14", "-jit-kind=mcjit", "testdata/work.ll")
+	args = append(args, work...)
 	out, err := exec.Command(args[0], args[1:]...).Output()
 	if err != nil {
 		b.Fatalf("%s: %v", strings.Join(args, " "), err)
@@ -144,8 +159,8 @@ func runWork(b *testing.B, wrapper []string, chunks string) (wallNs, cpuNs float
 	return parseWorkTimes(b, out)
 }
 
-// runWorkSampled runs work.ll as a sampler target, draining every 100 ms.
-func runWorkSampled(b *testing.B, cfg Config, chunks string) (wallNs, cpuNs float64) {
+// runWorkSampled runs work.ll as a sampler target, draining every second as the daemon does.
+func runWorkSampled(b *testing.B, cfg Config, work []string) (wallNs, cpuNs float64) {
 	cfg.Event = "cpu-clock"
 	s, err := New(cfg)
 	if err != nil {
@@ -155,7 +170,7 @@ func runWorkSampled(b *testing.B, cfg Config, chunks string) (wallNs, cpuNs floa
 	if err := s.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "testdata/work.ll", chunks)
+	cmd := exec.Command("lli-14", append([]string{"-jit-kind=mcjit", "testdata/work.ll"}, work...)...)
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
@@ -166,7 +181,7 @@ func runWorkSampled(b *testing.B, cfg Config, chunks string) (wallNs, cpuNs floa
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	tick := time.NewTicker(200 * time.Millisecond) // the daemon drains every 200 ms
+	tick := time.NewTicker(time.Second) // as the daemon drains
 	defer tick.Stop()
 	for {
 		select {

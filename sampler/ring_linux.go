@@ -27,6 +27,7 @@ type ringSampler struct {
 
 	mu       sync.Mutex // guards everything below
 	agg      *aggregate
+	waiter   *ringWaiter // wakes readLoop when a ring is half full
 	cpuRings []*perf.Event
 	threads  map[int]*threadEvents // per-thread mode: by target pid
 	cpus     []int
@@ -73,6 +74,10 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		return nil, err
 	}
 	s.cpus = cpus
+	if s.waiter, err = newRingWaiter(); err != nil {
+		cancel()
+		return nil, err
+	}
 	switch mode {
 	case RingPerCPU:
 		for _, cpu := range cpus {
@@ -89,6 +94,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	case RingPerThread:
 	default:
 		cancel()
+		s.waiter.close()
 		return nil, fmt.Errorf("sampler: ring mode %q: want %q or %q", mode, RingPerCPU, RingPerThread)
 	}
 	return s, nil
@@ -97,7 +103,8 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 func (s *ringSampler) openEvent(pid, cpu int, inherit bool) (*perf.Event, error) {
 	a := s.spec.attr(s.cfg, s.choice.PreciseIP, true)
 	a.Options.Inherit = inherit
-	// Wake up rarely: the reader polls on a timer and Drain reads what is there.
+	// Wake up rarely: the reader sleeps until a ring is half full (or PollEvery passes), and
+	// Drain reads what is there.
 	a.Options.Watermark = true
 	a.Wakeup = uint32(s.pages * os.Getpagesize() / 2)
 	ev, err := perf.Open(a, pid, cpu, nil)
@@ -112,6 +119,10 @@ func (s *ringSampler) mapRing(ev *perf.Event) error {
 	if err := ev.MapRingNumPages(s.pages); err != nil {
 		ev.Close()
 		return fmt.Errorf("map ring of %d pages: %w", s.pages, err)
+	}
+	if err := s.waiter.add(ev); err != nil {
+		ev.Close()
+		return err
 	}
 	return nil
 }
@@ -140,33 +151,38 @@ func (s *ringSampler) Start(ctx context.Context) error {
 	s.started = true
 	ctx, cancel := context.WithCancel(ctx)
 	stop := s.cancel
-	s.cancel = func() { cancel(); stop() }
+	s.cancel = func() { cancel(); s.waiter.stop(); stop() }
 	s.wg.Add(1)
 	go s.readLoop(ctx)
 	return nil
 }
 
-// readLoop empties the rings every PollEvery so they do not overflow between drains.
+// readLoop empties the rings whenever one is half full, and at least every PollEvery, so
+// they do not overflow between drains.
 func (s *ringSampler) readLoop(ctx context.Context) {
 	defer s.wg.Done()
-	tick := time.NewTicker(s.cfg.PollEvery)
-	defer tick.Stop()
 	lastReap := time.Now()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			s.mu.Lock()
-			if !s.closed {
-				s.readAllLocked()
-				if now.Sub(lastReap) >= reapEvery {
-					s.reapLocked()
-					lastReap = now
-				}
+		if err := s.waiter.wait(s.cfg.PollEvery); err != nil {
+			s.log.Warn("sampler: ring wait failed; reading rings every PollEvery", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.cfg.PollEvery):
 			}
-			s.mu.Unlock()
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		if !s.closed {
+			s.readAllLocked()
+			if now.Sub(lastReap) >= reapEvery {
+				s.reapLocked()
+				lastReap = now
+			}
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -263,6 +279,9 @@ func (s *ringSampler) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.waiter != nil {
+		defer s.waiter.close() // after the events, which leave its set as they close
+	}
 	var errs []error
 	for _, ev := range s.cpuRings {
 		if err := ev.Close(); err != nil {

@@ -60,7 +60,7 @@ const (
 	DefaultEvent       = "cycles"
 	DefaultFreqHz      = 999
 	DefaultRingPages   = 64
-	DefaultPollEvery   = 20 * time.Millisecond
+	DefaultPollEvery   = time.Second
 	DefaultMaxKept     = 1 << 20
 	FallbackEvent      = "cpu-clock"
 	defaultThreadPages = 8
@@ -77,7 +77,7 @@ type Config struct {
 	Backend       Backend       // BackendAuto, BackendBPF or BackendRing
 	RingMode      RingMode      // ring back end only; default RingPerCPU as root, else RingPerThread
 	RingPages     int           // data pages per ring (power of two); 0 means a default for the mode
-	PollEvery     time.Duration // ring back end: how often rings are emptied; default 20 ms
+	PollEvery     time.Duration // ring back end: rings are emptied when one is half full and at least this often; default 1 s
 	KeepSamples   bool          // ring back end: also return each sample with its time (Drained.Samples)
 	MaxKept       int           // cap on Drained.Samples between drains; extra samples are only counted
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18

@@ -146,10 +146,12 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 	time.Sleep(time.Second) // the last JITs' final flushes
 	// No target left: every fd a target needed (FIFO, eventfd, perf events, tailed files)
-	// must be closed again. The BPF back end may hold one spare counts map between drains
-	// (bpf.Program keeps the drained map for reuse), so one bpf-map more is allowed.
-	if fds, links := fdCount(t, cmd.Process.Pid), fdLinks(cmd.Process.Pid); fds > idleFds+1 ||
-		(fds == idleFds+1 && kinds(links)["anon_inode:bpf-map"] != kinds(idleLinks)["anon_inode:bpf-map"]+1) {
+	// must be closed again. The BPF back end may hold a spare primary and a spare overflow
+	// counts map per shard between drains (bpf.Program keeps drained maps for reuse), and
+	// the first drain may come after the idle count, so up to four bpf-maps more are allowed.
+	const spareMaps = 4
+	if fds, links := fdCount(t, cmd.Process.Pid), fdLinks(cmd.Process.Pid); fds > idleFds+spareMaps ||
+		kinds(links)["anon_inode:bpf-map"]-kinds(idleLinks)["anon_inode:bpf-map"] < fds-idleFds {
 		t.Errorf("%d fds open with no target left, %d before the first one:\nbefore %v\nafter  %v", fds, idleFds, idleLinks, links)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

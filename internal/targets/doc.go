@@ -1,9 +1,12 @@
 // Package targets finds the processes profd samples: explicit pids, and every process whose
 // executable's base name is the --jit-image name, whether it was running when profd started
-// or started later. It scans /proc on an interval (default 100 ms) and, with CAP_NET_ADMIN,
-// also listens to the kernel's process-events connector so a process is checked the moment
-// it execs. It reports each process once when it appears and once when it goes (exit, or an
-// exec to another image), by pid and start time, so a reused pid is a new target.
+// or started later. Every target's exit is watched through a pidfd (the runtime's poller
+// waits for it, with no timer). Image processes are found by scanning /proc and, with
+// CAP_NET_ADMIN, by listening to the kernel's process-events connector, so a process is
+// checked the moment it execs; the scan runs every Interval (default 100 ms) without exec
+// notifications and every 5 s with them (at once when the kernel reports lost ones). It
+// reports each process once when it appears and once when it goes (exit, or an exec to
+// another image), by pid and start time, so a reused pid is a new target.
 //
 // DESIGN.md places target discovery in the daemon; this package is that part of the daemon,
 // kept apart until the daemon package exists, which will own it.

@@ -37,7 +37,7 @@ func (l *execListener) read() ([]int, error) {
 	n, err := l.f.Read(l.buf)
 	if err != nil {
 		if errors.Is(err, unix.ENOBUFS) {
-			return nil, nil // the kernel dropped events; the next scan catches up
+			return nil, errEventsLost // the kernel dropped events: a scan catches up
 		}
 		return nil, err
 	}
@@ -45,3 +45,6 @@ func (l *execListener) read() ([]int, error) {
 }
 
 func (l *execListener) Close() error { return l.f.Close() }
+
+// errEventsLost: the kernel dropped exec notifications (the socket's buffer was full).
+var errEventsLost = errors.New("targets: exec notifications lost")

@@ -11,11 +11,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// DefaultInterval is how often /proc is scanned.
+// DefaultInterval is how often /proc is scanned for image targets (explicit pids are
+// watched through pidfds and need no scan).
 const DefaultInterval = 100 * time.Millisecond
+
+// execScanInterval is how often /proc is scanned for image targets while exec notifications
+// work: they report new processes, pidfds report exits, and the scan only catches what they
+// cannot see (a process that renames itself to the image without an exec). A lost
+// notification (ENOBUFS) starts a scan at once.
+const execScanInterval = 5 * time.Second
 
 // ErrNoProcess is returned by New for an explicit pid with no process.
 var ErrNoProcess = errors.New("no such process")
@@ -50,11 +58,20 @@ type Watcher struct {
 	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
 	// back with another start time is another process and no target. Read-only after New.
 	pinned map[int]uint64
+	// exits holds a pidfd per explicit pid (read-only after New); scanPinned is set when one
+	// could not be opened (Linux before 5.10), so that explicit pids are polled as well.
+	exits      map[int]*exitWatch
+	scanPinned bool
 
 	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
 	cancel context.CancelFunc
 	execs  *execListener // nil when scanning only
-	wg     sync.WaitGroup
+	execOK atomic.Bool   // exec notifications are being received
+	// ctx is Start's; nil before Start. Image targets found after Start get a pidfd each in
+	// targetExits (guarded by mu), so their exits are reported at once.
+	ctx         context.Context
+	targetExits map[int]*exitWatch
+	wg          sync.WaitGroup
 }
 
 // New checks that the explicit pids exist. Nothing is reported before Start or Scan.
@@ -66,19 +83,85 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: os.Getpid(),
-		current: make(map[int]uint64), pinned: make(map[int]uint64), cancel: func() {}}
+		current: make(map[int]uint64), pinned: make(map[int]uint64), exits: make(map[int]*exitWatch),
+		targetExits: make(map[int]*exitWatch), cancel: func() {}}
 	for _, pid := range cfg.PIDs {
 		st, err := startTime(pid)
 		if err != nil {
+			w.closeExits()
 			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
 		}
 		w.pinned[pid] = st
+		if _, dup := w.exits[pid]; dup || w.scanPinned {
+			continue
+		}
+		e, err := watchExit(pid)
+		if err != nil {
+			w.log.Debug("targets: no pidfd, polling explicit pids every interval", "err", err)
+			w.scanPinned = true
+			continue
+		}
+		// The pidfd names whatever process had pid when it was opened: make sure it is the
+		// one whose start time was just read.
+		if st2, err := startTime(pid); err != nil || st2 != st {
+			e.close()
+			w.closeExits()
+			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
+		}
+		w.exits[pid] = e
+	}
+	if w.scanPinned {
+		w.closeExits()
 	}
 	return w, nil
 }
 
-// Start scans once at once, then every Interval until ctx is done or Close; with an image
-// and exec notifications, it also checks each process as it execs.
+func (w *Watcher) closeExits() {
+	for _, e := range w.exits {
+		e.close()
+	}
+}
+
+// watchTarget watches the exit of image target pid, found with start time st. Called with
+// scanMu held, after Start.
+func (w *Watcher) watchTarget(pid int, st uint64) {
+	e, err := watchExit(pid)
+	if err != nil {
+		w.log.Debug("targets: no pidfd; its exit is seen by a scan", "pid", pid, "err", err)
+		return
+	}
+	w.mu.Lock()
+	if old := w.targetExits[pid]; old != nil {
+		old.close()
+	}
+	w.targetExits[pid] = e
+	w.mu.Unlock()
+	wait := e
+	if st2, err := startTime(pid); err != nil || st2 != st {
+		wait = nil // already gone (the pidfd may name a later process): scan at once
+	}
+	w.wg.Add(1)
+	go w.exitLoop(w.ctx, pid, wait, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.current[pid] == st
+	})
+}
+
+// unwatchTarget drops image target pid's pidfd. Called with scanMu held.
+func (w *Watcher) unwatchTarget(pid int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.targetExits[pid]; e != nil {
+		e.close()
+		delete(w.targetExits, pid)
+	}
+}
+
+// Start scans once at once; then it scans every Interval, until ctx is done or Close,
+// when there are images to find (or explicit pids without pidfds); it scans again whenever
+// an explicit pid's process exits; with an image and exec notifications, it also checks
+// each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	if len(w.cfg.Images) > 0 && !w.cfg.ScanOnly {
@@ -87,6 +170,7 @@ func (w *Watcher) Start(ctx context.Context) {
 			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)
 		} else {
 			w.execs = l
+			w.execOK.Store(true)
 			w.wg.Add(1)
 			go w.execLoop(l)
 		}
@@ -97,11 +181,23 @@ func (w *Watcher) Start(ctx context.Context) {
 			w.execs.Close() // unblocks execLoop
 		}
 	}
+	w.scanMu.Lock()
+	w.ctx = ctx
+	w.scanMu.Unlock()
 	w.Scan()
+	if !w.scanPinned {
+		for pid, e := range w.exits {
+			w.wg.Add(1)
+			go w.exitLoop(ctx, pid, e, func() bool { _, alive := w.pinnedAlive(pid); return alive })
+		}
+	}
+	if len(w.cfg.Images) == 0 && !w.scanPinned {
+		return // nothing to scan for: the explicit pids' exits are watched
+	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		t := time.NewTicker(w.cfg.Interval)
+		t := time.NewTimer(w.scanInterval())
 		defer t.Stop()
 		for {
 			select {
@@ -109,15 +205,62 @@ func (w *Watcher) Start(ctx context.Context) {
 				return
 			case <-t.C:
 				w.Scan()
+				t.Reset(w.scanInterval())
 			}
 		}
 	}()
 }
 
+// scanInterval is Interval, or execScanInterval while exec notifications work (when no
+// explicit pid needs polling).
+func (w *Watcher) scanInterval() time.Duration {
+	if w.execOK.Load() && !w.scanPinned {
+		return max(execScanInterval, w.cfg.Interval)
+	}
+	return w.cfg.Interval
+}
+
 // Close stops the watcher. It reports no removals: the caller is shutting down.
 func (w *Watcher) Close() {
 	w.cancel()
+	w.closeExits() // unblocks exitLoop
+	w.mu.Lock()
+	for pid, e := range w.targetExits {
+		e.close()
+		delete(w.targetExits, pid)
+	}
+	w.mu.Unlock()
 	w.wg.Wait()
+}
+
+// exitLoop waits for target pid's process to exit and then scans, so its removal is
+// reported at once. The pidfd is readable from the moment the process exits, and a scan sees
+// it gone from the moment it is a zombie, practically the same moment; scanning goes on
+// every 10 ms while alive says it is still a target. Should the wait fail, the pid is polled
+// every Interval. A nil e means the process is known to be gone already.
+func (w *Watcher) exitLoop(ctx context.Context, pid int, e *exitWatch, alive func() bool) {
+	defer w.wg.Done()
+	every := 10 * time.Millisecond
+	if e != nil {
+		if err := e.wait(); err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			w.log.Warn("targets: cannot wait for exit, polling", "pid", pid, "every", w.cfg.Interval, "err", err)
+			every = w.cfg.Interval
+		}
+	}
+	for ctx.Err() == nil { // Close reports no removals
+		w.Scan()
+		if !alive() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 func (w *Watcher) execLoop(l *execListener) {
@@ -132,10 +275,15 @@ func (w *Watcher) execLoop(l *execListener) {
 				badLogged = true
 				w.log.Warn("targets: skipping undecodable exec notifications", "err", err)
 			}
+		case errors.Is(err, errEventsLost):
+			w.Scan() // catch up at once
+			continue
 		case errors.Is(err, os.ErrClosed):
+			w.execOK.Store(false)
 			return
 		default:
-			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "err", err)
+			w.execOK.Store(false)
+			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "every", w.cfg.Interval, "err", err)
 			return
 		}
 		for _, pid := range tgids {
@@ -179,15 +327,22 @@ func (w *Watcher) checkExec(pid int) {
 	}
 }
 
-// report hands removals, then additions, to the handler.
+// report hands removals, then additions, to the handler. Called with scanMu held.
 func (w *Watcher) report(added, removed []int) {
 	for _, pid := range removed {
+		w.unwatchTarget(pid)
 		w.log.Info("targets: process gone", "pid", pid)
 		if w.handler.Removed != nil {
 			w.handler.Removed(pid)
 		}
 	}
 	for _, pid := range added {
+		if _, pinned := w.pinned[pid]; !pinned && w.ctx != nil {
+			w.mu.Lock()
+			st := w.current[pid]
+			w.mu.Unlock()
+			w.watchTarget(pid, st)
+		}
 		w.log.Info("targets: process found", "pid", pid)
 		if w.handler.Added != nil {
 			w.handler.Added(pid)

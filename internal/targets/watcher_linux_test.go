@@ -148,3 +148,60 @@ func TestSeveralImages(t *testing.T) {
 		t.Errorf("cat (pid %d) became a target of images sleep and tail", other.Process.Pid)
 	}
 }
+
+// An explicit pid's exit is reported at once, through its pidfd, with no /proc scan in
+// between (the interval is an hour), and its file descriptors go at Close.
+func TestPinnedExitWithoutScans(t *testing.T) {
+	fds := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	before := fds()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var r recorder
+	w, err := New(Config{PIDs: []int{cmd.Process.Pid}, Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the explicit pid added", func() bool { return r.has(&r.added, cmd.Process.Pid) })
+	cmd.Process.Kill()
+	eventually(t, "the explicit pid removed after it was killed", func() bool { return r.has(&r.removed, cmd.Process.Pid) })
+	w.Close()
+	cmd.Wait()
+	if after := fds(); after != before {
+		t.Errorf("%d open fds after Close, %d before New", after, before)
+	}
+}
+
+// An image target's exit is reported at once through its pidfd, with no /proc scan in
+// between, and a process started later is still found by its exec (as root).
+func TestImageExitWithoutScans(t *testing.T) {
+	for _, scanOnly := range []bool{true, false} {
+		before := startSleep(t)
+		var r recorder
+		w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour, ScanOnly: scanOnly}, r.handler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Start(context.Background())
+		eventually(t, "the running process found", func() bool { return r.has(&r.added, before.Process.Pid) })
+		before.Process.Kill()
+		eventually(t, "its exit reported", func() bool { return r.has(&r.removed, before.Process.Pid) })
+		if !scanOnly && os.Geteuid() == 0 {
+			after := startSleep(t)
+			eventually(t, "a process started later found by its exec", func() bool { return r.has(&r.added, after.Process.Pid) })
+			after.Process.Kill()
+			eventually(t, "its exit reported", func() bool { return r.has(&r.removed, after.Process.Pid) })
+		}
+		w.Close()
+	}
+}

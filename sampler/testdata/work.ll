@@ -1,7 +1,8 @@
 ; profd overhead workload: a fixed amount of work, timed by the program itself.
-;   lli-14 -jit-kind=mcjit work.ll CHUNKS
-; runs CHUNKS chunks of 100000 loop iterations and prints the nanoseconds they took, wall
-; (CLOCK_MONOTONIC) and CPU (CLOCK_PROCESS_CPUTIME_ID), so start-up and the profiler's own
+;   lli-14 -jit-kind=mcjit work.ll CHUNKS [THREADS]
+; runs CHUNKS chunks of 100000 loop iterations (in each of THREADS threads, at most 64, when
+; THREADS is given and above 1) and prints the nanoseconds they took, wall (CLOCK_MONOTONIC)
+; and CPU (CLOCK_PROCESS_CPUTIME_ID, all threads), so start-up and the profiler's own
 ; start-up are not counted.
 
 %struct.timespec = type { i64, i64 }
@@ -9,9 +10,13 @@
 declare i64 @atol(i8*)
 declare i32 @clock_gettime(i32, %struct.timespec*)
 declare i32 @printf(i8*, ...)
+declare i32 @pthread_create(i64*, i8*, i8* (i8*)*, i8*)
+declare i32 @pthread_join(i64, i8**)
+declare i64 @llvm.umin.i64(i64, i64)
 
 @fmt = private constant [9 x i8] c"%ld %ld\0A\00"
 @sink = global i64 0
+@thread_chunks = global i64 0
 
 define i64 @now_ns(i32 %clock) {
 entry:
@@ -67,6 +72,41 @@ exit:
   ret i64 %a.next
 }
 
+define i8* @worker(i8* %arg) {
+entry:
+  %chunks = load i64, i64* @thread_chunks
+  %r = call i64 @work(i64 %chunks)
+  ret i8* null
+}
+
+; run_threads runs work(chunks) in n threads (1 < n <= 64) and waits for them.
+define void @run_threads(i64 %chunks, i64 %n) {
+entry:
+  store i64 %chunks, i64* @thread_chunks
+  %ids = alloca [64 x i64]
+  br label %spawn
+
+spawn:
+  %k = phi i64 [ 0, %entry ], [ %k.next, %spawn ]
+  %slot = getelementptr [64 x i64], [64 x i64]* %ids, i64 0, i64 %k
+  %c = call i32 @pthread_create(i64* %slot, i8* null, i8* (i8*)* @worker, i8* null)
+  %k.next = add i64 %k, 1
+  %spawned = icmp eq i64 %k.next, %n
+  br i1 %spawned, label %join, label %spawn
+
+join:
+  %j = phi i64 [ 0, %spawn ], [ %j.next, %join ]
+  %jslot = getelementptr [64 x i64], [64 x i64]* %ids, i64 0, i64 %j
+  %id = load i64, i64* %jslot
+  %jr = call i32 @pthread_join(i64 %id, i8** null)
+  %j.next = add i64 %j, 1
+  %joined = icmp eq i64 %j.next, %n
+  br i1 %joined, label %done, label %join
+
+done:
+  ret void
+}
+
 define i32 @main(i32 %argc, i8** %argv) {
 entry:
   %has1 = icmp sgt i32 %argc, 1
@@ -79,9 +119,32 @@ run:
   %p1 = getelementptr i8*, i8** %argv, i64 1
   %s1 = load i8*, i8** %p1
   %chunks = call i64 @atol(i8* %s1)
+  %has2 = icmp sgt i32 %argc, 2
+  br i1 %has2, label %arg2, label %start
+
+arg2:
+  %p2 = getelementptr i8*, i8** %argv, i64 2
+  %s2 = load i8*, i8** %p2
+  %asked = call i64 @atol(i8* %s2)
+  %capped = call i64 @llvm.umin.i64(i64 %asked, i64 64)
+  br label %start
+
+start:
+  %threads = phi i64 [ 1, %run ], [ %capped, %arg2 ]
   %t0 = call i64 @now_ns(i32 1)
   %c0 = call i64 @now_ns(i32 2)
+  %many = icmp sgt i64 %threads, 1
+  br i1 %many, label %threaded, label %single
+
+single:
   %r = call i64 @work(i64 %chunks)
+  br label %stop
+
+threaded:
+  call void @run_threads(i64 %chunks, i64 %threads)
+  br label %stop
+
+stop:
   %t1 = call i64 @now_ns(i32 1)
   %c1 = call i64 @now_ns(i32 2)
   %dt = sub i64 %t1, %t0
