@@ -62,8 +62,10 @@ type deferredSample struct {
 	atNs int64
 }
 
-// Bounds of the deferral: a sample waits at most deferNs for its code's record, and at most
-// maxDeferred distinct (pid, ip) wait at once; beyond that they count as outside JIT code.
+// Bounds of the deferral: a sample waits for its code's record until the first drain at
+// least deferNs after its own (with the periodic drain every second, that is the next one),
+// and at most maxDeferred distinct (pid, ip) wait at once; beyond that they count as outside
+// JIT code.
 const (
 	deferNs     = int64(300 * time.Millisecond)
 	maxDeferred = 1 << 16

@@ -9,16 +9,17 @@ run() {
 	go test -run '^$' -benchmem "$@" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 }
 # reestimate (issue 2): solvers, CFG recovery, simulator accuracy
-run -bench 'Solvers|Repair' -benchtime 5x ./reestimate
+run -bench 'Solvers|Solve$|Solve/|Repair' -benchtime 5x ./reestimate
 run -bench 'BuildCFG' ./reestimate
 run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
 # symbol bridge (issue 3)
-run -bench 'MapLookup|JitdumpDecode|PerfMapDecode' ./jitmap
+run -bench 'MapLookup|PageIndexBuild|JitdumpDecode|PerfMapDecode' ./jitmap
 run -bench 'FIFORead' ./fifo
 # sampler (issue 4)
 run -bench 'DecodeAggregate' ./sampler
 run -bench 'DaemonCPU' -benchtime 20x ./sampler
 run -bench 'Drain100k' -benchtime 10x ./bpf
+run -bench 'DaemonVsPerf' -benchtime 3x ./daemon
 # profileio (issue 5)
 run -bench 'WriteText|WriteExtBinary|CaptureWrite|CaptureRead' -benchtime 10x ./profileio
 # daemon (issue 6)
