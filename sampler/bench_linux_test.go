@@ -66,18 +66,29 @@ func BenchmarkDaemonCPU(b *testing.B) {
 }
 
 // BenchmarkTargetSlowdown measures how much slower lli-14 runs a fixed amount of JIT-compiled
-// work (testdata/work.ll, self-timed) alone, under each profd back end, and under
-// `perf record -e cpu-clock -F <same>`, interleaving the configurations run by run and
-// comparing medians. It runs lli-14 dozens of times, so it only runs when
-// PROFD_BENCH_OVERHEAD=1 (`make bench-overhead`); PROFD_BENCH_RUNS (default 10) and
-// PROFD_BENCH_CHUNKS (default 4000, about a second of work) tune it.
+// work (testdata/work.ll, self-timed) alone, under each profd back end, under
+// `perf record -e cpu-clock -F <same>` (perf: per-task events, as it samples a command) and
+// under `perf record -a ...` (perf-a: per-CPU events on all processes, as profd's), with the
+// configurations interleaved run by run (each round starts with the next configuration, so
+// none always runs first), comparing medians. It runs lli-14 dozens of times, so it only
+// runs when PROFD_BENCH_OVERHEAD=1 (`make bench-overhead`); PROFD_BENCH_RUNS (default 10),
+// PROFD_BENCH_CHUNKS (default 4000, about a second of work on a busy machine) and
+// PROFD_BENCH_HOP (default 20000) tune it.
 //
 // The -saturated variants run the work in one thread per CPU, so that the target keeps
 // every CPU busy and whatever CPU the profiler itself spends is taken from the target.
+// The -relay variants run the same work as hops of PROFD_BENCH_HOP loop iterations passed
+// round a ring of two threads over pipes: one thread works at a time and every hop blocks
+// one thread and wakes the other, as a JIT runtime handing work to its threads does. perf
+// record's events follow the target's threads and are switched out and in with them; profd's
+// are per CPU and are not.
 //
 // The cpu-% figures compare the process's CPU time (the kernel charges the sampling
 // interrupts, and the BPF program they run, to the interrupted task), which holds up on a
-// busy machine; the wall-% figures compare elapsed time.
+// busy machine; the wall-% figures compare elapsed time. The paired figures take each round
+// on its own: <a>-vs-<b>-cpu-pts is the median over rounds of (a's CPU − b's CPU) as a
+// percentage of the median CPU alone, with -lo and -hi its 95 % order-statistic interval
+// (NaN below 6 rounds); negative means a costs the target less than b.
 func BenchmarkTargetSlowdown(b *testing.B) {
 	if os.Getenv("PROFD_BENCH_OVERHEAD") == "" {
 		b.Skip("set PROFD_BENCH_OVERHEAD=1 (make bench-overhead): runs lli-14 dozens of times")
@@ -85,15 +96,21 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("perf"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	runs := envInt(b, "PROFD_BENCH_RUNS", 10)
 	chunks := strconv.Itoa(envInt(b, "PROFD_BENCH_CHUNKS", 4000))
+	hop := strconv.Itoa(envInt(b, "PROFD_BENCH_HOP", 20000))
 	for _, v := range []struct {
 		freq    uint64
 		threads int
-	}{{999, 1}, {4000, 1}, {999, runtime.NumCPU()}} {
+		relay   bool
+	}{{999, 1, false}, {4000, 1, false}, {999, runtime.NumCPU(), false}, {999, 2, true}, {4000, 2, true}} {
 		name := fmt.Sprintf("%dHz", v.freq)
-		if v.threads > 1 {
+		freq, work := v.freq, []string{chunks, strconv.Itoa(v.threads)}
+		switch {
+		case v.relay:
+			name += "-relay"
+			work = append(work, hop)
+		case v.threads > 1:
 			name += "-saturated"
 		}
-		freq, work := v.freq, []string{chunks, strconv.Itoa(v.threads)}
 		b.Run(name, func(b *testing.B) {
 			type config struct {
 				name string
@@ -109,21 +126,41 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 					out := filepath.Join(b.TempDir(), "perf.data")
 					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
 				}},
+				{"perf-a", func() (float64, float64) {
+					out := filepath.Join(b.TempDir(), "perf.data")
+					return runWork(b, []string{"perf", "record", "-q", "-a", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
+				}},
 			}
 			wall := make(map[string][]float64)
 			cpu := make(map[string][]float64)
 			for i := 0; i < b.N; i++ {
 				for r := 0; r < runs; r++ {
-					for _, c := range configs {
+					for j := range configs {
+						c := configs[(r+j)%len(configs)]
 						w, u := c.run()
 						wall[c.name] = append(wall[c.name], w)
 						cpu[c.name] = append(cpu[c.name], u)
 					}
 				}
 			}
+			cpuAlone, wallAlone := median(cpu["alone"]), median(wall["alone"])
 			for _, c := range configs[1:] {
-				b.ReportMetric((median(cpu[c.name])/median(cpu["alone"])-1)*100, c.name+"-cpu-%")
-				b.ReportMetric((median(wall[c.name])/median(wall["alone"])-1)*100, c.name+"-wall-%")
+				b.ReportMetric((median(cpu[c.name])/cpuAlone-1)*100, c.name+"-cpu-%")
+				b.ReportMetric((median(wall[c.name])/wallAlone-1)*100, c.name+"-wall-%")
+			}
+			for _, pair := range [][2]string{{"bpf", "perf"}, {"ring", "perf"}, {"perf-a", "perf"}, {"bpf", "perf-a"}} {
+				for _, m := range []struct {
+					unit  string
+					times map[string][]float64
+					alone float64
+				}{{"cpu", cpu, cpuAlone}, {"wall", wall, wallAlone}} {
+					d := pairedPoints(m.times[pair[0]], m.times[pair[1]], m.alone)
+					lo, hi := medianInterval(d, 0.95)
+					metric := pair[0] + "-vs-" + pair[1] + "-" + m.unit + "-pts"
+					b.ReportMetric(median(d), metric)
+					b.ReportMetric(lo, metric+"-lo")
+					b.ReportMetric(hi, metric+"-hi")
+				}
 			}
 		})
 	}
@@ -141,13 +178,7 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// runWork runs work.ll with its arguments (CHUNKS THREADS) under the wrapper command, if
+// runWork runs work.ll with its arguments (CHUNKS THREADS [HOP]) under the wrapper command, if
 // any, and returns the times it printed.
 func runWork(b *testing.B, wrapper []string, work []string) (wallNs, cpuNs float64) {
 	args := append(slices.Clone(wrapper), "lli-14", "-jit-kind=mcjit", "testdata/work.ll")
