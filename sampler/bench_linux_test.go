@@ -10,9 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/testenv"
 )
@@ -81,7 +84,13 @@ func BenchmarkDaemonCPU(b *testing.B) {
 // round a ring of two threads over pipes: one thread works at a time and every hop blocks
 // one thread and wakes the other, as a JIT runtime handing work to its threads does. perf
 // record's events follow the target's threads and are switched out and in with them; profd's
-// are per CPU and are not.
+// are per CPU and are not. Per-CPU timers also cut short the idle spells of CPUs the target
+// is not on, which on these VMs makes a blocking target cheaper; the relay variants add a
+// control, timers: the target alone while one thread per CPU sleeps a millisecond at a time
+// (the wake-ups of a per-CPU profiler at ~1 kHz, with no sampling), and perf-1s: perf record
+// of the target at one sample a second (-c 1000000000), whose events are still switched out
+// and in with the target's threads, but whose timer almost never fires. They also run the
+// ring back end per thread (ring-thread), whose inherited per-task events are perf record's.
 //
 // The cpu-% figures compare the process's CPU time (the kernel charges the sampling
 // interrupts, and the BPF program they run, to the interrupted task), which holds up on a
@@ -131,6 +140,17 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 					return runWork(b, []string{"perf", "record", "-q", "-a", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
 				}},
 			}
+			if v.relay {
+				configs = append(configs, config{"timers", func() (float64, float64) {
+					defer startIdleTimers(b)()
+					return runWork(b, nil, work)
+				}}, config{"ring-thread", func() (float64, float64) {
+					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerThread, FreqHz: freq}, work)
+				}}, config{"perf-1s", func() (float64, float64) {
+					out := filepath.Join(b.TempDir(), "perf.data")
+					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000000", "-o", out, "--"}, work)
+				}})
+			}
 			wall := make(map[string][]float64)
 			cpu := make(map[string][]float64)
 			for i := 0; i < b.N; i++ {
@@ -148,7 +168,10 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 				b.ReportMetric((median(cpu[c.name])/cpuAlone-1)*100, c.name+"-cpu-%")
 				b.ReportMetric((median(wall[c.name])/wallAlone-1)*100, c.name+"-wall-%")
 			}
-			for _, pair := range [][2]string{{"bpf", "perf"}, {"ring", "perf"}, {"perf-a", "perf"}, {"bpf", "perf-a"}} {
+			for _, pair := range [][2]string{{"bpf", "perf"}, {"ring", "perf"}, {"perf-a", "perf"}, {"bpf", "perf-a"}, {"bpf", "timers"}} {
+				if _, ok := cpu[pair[1]]; !ok {
+					continue
+				}
 				for _, m := range []struct {
 					unit  string
 					times map[string][]float64
@@ -164,6 +187,40 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 			}
 		})
 	}
+}
+
+// startIdleTimers starts one thread per online CPU, bound to it, that sleeps 1 ms at a time
+// until the returned func is called; that func waits for the threads to end.
+func startIdleTimers(b *testing.B) (stop func()) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, cpu := range cpus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var set unix.CPUSet
+			set.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				b.Errorf("bind a timer thread to cpu %d: %v", cpu, err)
+				return
+			}
+			ts := unix.Timespec{Nsec: 1e6}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_ = unix.Nanosleep(&ts, nil)
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 func envInt(b *testing.B, name string, def int) int {
