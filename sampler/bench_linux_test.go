@@ -97,7 +97,8 @@ func BenchmarkDaemonCPU(b *testing.B) {
 // busy machine; the wall-% figures compare elapsed time. The paired figures take each round
 // on its own: <a>-vs-<b>-cpu-pts is the median over rounds of (a's CPU − b's CPU) as a
 // percentage of the median CPU alone, with -lo and -hi its 95 % order-statistic interval
-// (NaN below 6 rounds); negative means a costs the target less than b.
+// (NaN below 6 rounds); negative means a costs the target less than b. With -v each round's
+// times are logged.
 func BenchmarkTargetSlowdown(b *testing.B) {
 	if os.Getenv("PROFD_BENCH_OVERHEAD") == "" {
 		b.Skip("set PROFD_BENCH_OVERHEAD=1 (make bench-overhead): runs lli-14 dozens of times")
@@ -155,12 +156,15 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 			cpu := make(map[string][]float64)
 			for i := 0; i < b.N; i++ {
 				for r := 0; r < runs; r++ {
+					var line strings.Builder
 					for j := range configs {
 						c := configs[(r+j)%len(configs)]
 						w, u := c.run()
 						wall[c.name] = append(wall[c.name], w)
 						cpu[c.name] = append(cpu[c.name], u)
+						fmt.Fprintf(&line, " %s %.1f/%.1f", c.name, u/1e6, w/1e6)
 					}
+					b.Logf("round %d, cpu/wall ms:%s", r, line.String())
 				}
 			}
 			cpuAlone, wallAlone := median(cpu["alone"]), median(wall["alone"])
