@@ -46,7 +46,8 @@ bench: deps
 bench-report: deps
 	@scripts/bench-report.sh
 
-## bench-overhead: lli-14 slowdown under profd (BPF, ring) vs perf record at 999 Hz and 4 kHz
+## bench-overhead: lli-14 slowdown under profd (BPF, ring) vs perf record at 999 Hz and 4 kHz,
+##   spinning, saturated and blocking (relay) targets
 ##   (interleaved runs, medians; PROFD_BENCH_RUNS=10 PROFD_BENCH_CHUNKS=4000; minutes of CPU)
 bench-overhead: deps
 	PROFD_BENCH_OVERHEAD=1 $(GO) test -run '^$$' -bench TargetSlowdown -benchtime 1x -timeout 60m ./sampler
