@@ -49,10 +49,10 @@ type simplexState struct {
 	nextArc    int
 }
 
-func (simplex) Solve(net *Network) ([]int64, error) {
-	if err := net.Validate(); err != nil {
-		return nil, err
-	}
+func (simplex) Solve(net *Network) ([]int64, error) { return solveReduced(net, solveSimplex) }
+
+// solveSimplex solves a valid network.
+func solveSimplex(net *Network) ([]int64, error) {
 	s := newSimplexState(net)
 	// A bound that a correct pivot sequence never reaches; it turns a bug into an error.
 	limit := 50*int64(s.m+s.n) + 1_000_000

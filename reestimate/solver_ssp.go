@@ -33,10 +33,10 @@ type ssp struct{}
 
 func (ssp) Name() string { return "ssp" }
 
-func (ssp) Solve(net *Network) ([]int64, error) {
-	if err := net.Validate(); err != nil {
-		return nil, err
-	}
+func (ssp) Solve(net *Network) ([]int64, error) { return solveReduced(net, solveSSP) }
+
+// solveSSP solves a valid network.
+func solveSSP(net *Network) ([]int64, error) {
 	r := newResidual(net)
 	n := r.n
 	s := &sspState{

@@ -1,0 +1,136 @@
+package reestimate
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// randomNetwork draws a general network (not one Repair builds): negative and positive
+// arcs, parallel arcs, self-loops, and chains of high-capacity arcs that presolve can fold.
+func randomNetwork(rng *rand.Rand) *Network {
+	n := 2 + rng.IntN(12)
+	net := &Network{Nodes: n, Source: -1, Sink: -1, Return: -1}
+	for k := rng.IntN(3 * n); k >= 0; k-- {
+		a := Arc{From: int32(rng.IntN(n)), To: int32(rng.IntN(n)), Cap: int64(rng.IntN(20)), Cost: int64(rng.IntN(21) - 8)}
+		net.Arcs = append(net.Arcs, a)
+	}
+	var bound int64
+	for _, a := range net.Arcs {
+		if a.Cost < 0 {
+			bound += a.Cap
+		}
+	}
+	// Unbounded-looking arcs: capacity at or just below the presolve bound.
+	for k := rng.IntN(2 * n); k > 0; k-- {
+		c := bound + int64(rng.IntN(3)) - 1
+		net.Arcs = append(net.Arcs, Arc{From: int32(rng.IntN(n)), To: int32(rng.IntN(n)), Cap: max(c, 0), Cost: int64(rng.IntN(5))})
+	}
+	return net
+}
+
+// TestPresolveKeepsOptimum checks presolve on general networks: the reduced network's
+// optimum, expanded, is a circulation of the original network with the reference solver's
+// optimal cost, for both solvers that presolve.
+func TestPresolveKeepsOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	folded := 0
+	for i := 0; i < 3000; i++ {
+		net := randomNetwork(rng)
+		ref, err := ReferenceSolver().Solve(net)
+		if err != nil {
+			t.Fatalf("case %d: reference: %v", i, err)
+		}
+		want := net.Cost(ref)
+		if r := presolve(net); r != nil {
+			folded++
+			if r.net.Nodes >= net.Nodes || len(r.net.Arcs) >= len(net.Arcs) {
+				t.Fatalf("case %d: presolve kept %d of %d nodes, %d of %d arcs", i, r.net.Nodes, net.Nodes, len(r.net.Arcs), len(net.Arcs))
+			}
+			if err := r.net.Validate(); err != nil {
+				t.Fatalf("case %d: reduced network: %v", i, err)
+			}
+		}
+		for _, s := range []Solver{SSPSolver(), SimplexSolver()} {
+			f, err := s.Solve(net)
+			if err != nil {
+				t.Fatalf("case %d: %s: %v", i, s.Name(), err)
+			}
+			if err := net.CheckCirculation(f); err != nil {
+				t.Fatalf("case %d: %s: %v (network %+v)", i, s.Name(), err, net)
+			}
+			if c := net.Cost(f); c != want {
+				t.Fatalf("case %d: %s cost %d, reference %d (network %+v)", i, s.Name(), c, want, net)
+			}
+		}
+	}
+	if folded < 1000 {
+		t.Fatalf("presolve folded arcs in only %d of 3000 networks", folded)
+	}
+}
+
+// TestPresolveFoldsRepairNetwork checks what presolve removes from the network Repair builds
+// for entry → a → b → exit with a branch from the entry around a.
+func TestPresolveFoldsRepairNetwork(t *testing.T) {
+	g := &CFG{
+		Blocks: []Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
+		Edges: []Edge{
+			{From: 0, To: 1, Kind: CondTaken}, {From: 0, To: 2, Kind: CondNotTaken},
+			{From: 1, To: 2, Kind: Jump}, {From: 2, To: 3, Kind: FallThrough},
+		},
+	}
+	var c capturing
+	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
+		t.Fatal(err)
+	}
+	r := presolve(c.net)
+	if r == nil {
+		t.Fatal("presolve folded nothing")
+	}
+	// 10 nodes: in and out of 4 blocks, S, T. Folded: 0→1 (a has one predecessor: in(a)
+	// joins out(entry)), 1→2 and 2→3 (one successor: out(a), out(b) join in(b), in(exit)),
+	// S→in(entry) and out(exit)→T (one way out of S and of out(exit)). The edge 0→2 stays:
+	// the entry has two successors and b two predecessors. Left: in(entry), out(entry),
+	// in(b), in(exit), T.
+	if r.net.Nodes != 5 {
+		t.Errorf("reduced network has %d nodes, want 5", r.net.Nodes)
+	}
+	if len(r.folded) != 5 {
+		t.Errorf("%d arcs folded, want 5", len(r.folded))
+	}
+}
+
+// capturing is a Solver that keeps the network Repair hands it and solves it.
+type capturing struct{ net *Network }
+
+func (c *capturing) Name() string { return "capturing" }
+
+func (c *capturing) Solve(net *Network) ([]int64, error) {
+	c.net = &Network{Nodes: net.Nodes, Arcs: append([]Arc(nil), net.Arcs...), Source: net.Source, Sink: net.Sink, Return: net.Return}
+	return SSPSolver().Solve(net)
+}
+
+// TestExpandRefusesOverCapacity checks the guard behind solveReduced's fallback: a reduced
+// flow that would put more on a folded arc than its capacity is refused.
+func TestExpandRefusesOverCapacity(t *testing.T) {
+	net := &Network{Nodes: 3, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
+		{From: 0, To: 1, Cap: 4, Cost: -1},
+		{From: 1, To: 2, Cap: 4, Cost: 0}, // 1's only out-arc, capacity = bound: folded
+		{From: 2, To: 0, Cap: 3, Cost: 0}, // below the bound: kept
+		{From: 2, To: 0, Cap: 3, Cost: 1},
+	}}
+	r := presolve(net)
+	if r == nil || len(r.folded) != 1 || r.folded[0].arc != 1 {
+		t.Fatalf("presolve: %+v, want arc 1 folded", r)
+	}
+	ok := make([]int64, len(r.net.Arcs))
+	ok[r.newArc[0]], ok[r.newArc[2]], ok[r.newArc[3]] = 4, 3, 1
+	f, fits := r.expand(net, ok)
+	if !fits || f[1] != 4 || net.CheckCirculation(f) != nil {
+		t.Fatalf("expand(4) = %v, %v", f, fits)
+	}
+	over := make([]int64, len(r.net.Arcs))
+	over[r.newArc[0]], over[r.newArc[2]], over[r.newArc[3]] = 5, 3, 2 // expand checks only folded arcs
+	if _, fits := r.expand(net, over); fits {
+		t.Fatal("expand accepted 5 units through arc 1 of capacity 4")
+	}
+}
