@@ -3,15 +3,20 @@ package reestimate
 // residual is the residual network of a Network in compressed form. Node u's residual arcs
 // occupy slots start[u]..start[u+1]-1; arc i of the Network has its forward slot fwd[i] in
 // From's range and its backward slot mate[fwd[i]] in To's range. A slot's residual capacity
-// is what it may still carry: Cap - flow forward, flow backward.
+// is what it may still carry: Cap - flow forward, flow backward. What a search reads of a
+// slot is kept together in one 16-byte record.
 type residual struct {
 	n     int
 	start []int32
-	head  []int32 // node a slot leads to
+	slot  []slot
 	mate  []int32 // the opposite slot
-	rcap  []int64
-	cost  []int64 // Cost forward, -Cost backward
 	fwd   []int32
+}
+
+type slot struct {
+	rcap int64
+	head int32 // node the slot leads to
+	cost int32 // Cost forward, -Cost backward (Validate bounds costs by 2^16)
 }
 
 func newResidual(net *Network) *residual {
@@ -19,10 +24,8 @@ func newResidual(net *Network) *residual {
 	r := &residual{
 		n:     n,
 		start: make([]int32, n+1),
-		head:  make([]int32, 2*m),
+		slot:  make([]slot, 2*m),
 		mate:  make([]int32, 2*m),
-		rcap:  make([]int64, 2*m),
-		cost:  make([]int64, 2*m),
 		fwd:   make([]int32, m),
 	}
 	for _, a := range net.Arcs {
@@ -43,10 +46,10 @@ func newResidual(net *Network) *residual {
 			fill[a.From]++
 			fill[a.To]++
 		}
-		r.head[f], r.head[b] = a.To, a.From
+		r.slot[f].head, r.slot[b].head = a.To, a.From
 		r.mate[f], r.mate[b] = b, f
-		r.rcap[f] = a.Cap
-		r.cost[f], r.cost[b] = a.Cost, -a.Cost
+		r.slot[f].rcap = a.Cap
+		r.slot[f].cost, r.slot[b].cost = int32(a.Cost), int32(-a.Cost)
 		r.fwd[i] = f
 	}
 	return r
@@ -54,18 +57,18 @@ func newResidual(net *Network) *residual {
 
 // push sends delta units through slot k.
 func (r *residual) push(k int32, delta int64) {
-	r.rcap[k] -= delta
-	r.rcap[r.mate[k]] += delta
+	r.slot[k].rcap -= delta
+	r.slot[r.mate[k]].rcap += delta
 }
 
 // tail returns the node slot k leaves.
-func (r *residual) tail(k int32) int32 { return r.head[r.mate[k]] }
+func (r *residual) tail(k int32) int32 { return r.slot[r.mate[k]].head }
 
 // flows reads the flow of every Network arc back off the residual capacities.
 func (r *residual) flows() []int64 {
 	f := make([]int64, len(r.fwd))
 	for i, k := range r.fwd {
-		f[i] = r.rcap[r.mate[k]]
+		f[i] = r.slot[r.mate[k]].rcap
 	}
 	return f
 }

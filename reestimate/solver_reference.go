@@ -22,10 +22,10 @@ func (cycleCancelling) Solve(net *Network) ([]int64, error) {
 	r := newResidual(net)
 	if net.Return >= 0 {
 		ret := r.fwd[net.Return]
-		saved := r.rcap[ret]
-		r.rcap[ret] = 0 // the max flow must not run around the return arc
+		saved := r.slot[ret].rcap
+		r.slot[ret].rcap = 0 // the max flow must not run around the return arc
 		value := maxFlow(r, int32(net.Source), int32(net.Sink))
-		r.rcap[ret] = saved
+		r.slot[ret].rcap = saved
 		if value > saved {
 			return nil, fmt.Errorf("reestimate: max flow %d exceeds return arc capacity %d: %w", value, saved, ErrBadNetwork)
 		}
@@ -36,9 +36,9 @@ func (cycleCancelling) Solve(net *Network) ([]int64, error) {
 		if cycle == nil {
 			return r.flows(), nil
 		}
-		delta := r.rcap[cycle[0]]
+		delta := r.slot[cycle[0]].rcap
 		for _, k := range cycle {
-			delta = min(delta, r.rcap[k])
+			delta = min(delta, r.slot[k].rcap)
 		}
 		for _, k := range cycle {
 			r.push(k, delta)
@@ -63,8 +63,8 @@ func maxFlow(r *residual, s, t int32) int64 {
 		for i := 0; i < len(queue) && !reached; i++ {
 			u := queue[i]
 			for k := r.start[u]; k < r.start[u+1]; k++ {
-				v := r.head[k]
-				if r.rcap[k] == 0 || v == s || via[v] >= 0 {
+				v := r.slot[k].head
+				if r.slot[k].rcap == 0 || v == s || via[v] >= 0 {
 					continue
 				}
 				via[v] = k
@@ -80,7 +80,7 @@ func maxFlow(r *residual, s, t int32) int64 {
 		}
 		delta := int64(MaxArcCapacity)
 		for v := t; v != s; v = r.tail(via[v]) {
-			delta = min(delta, r.rcap[via[v]])
+			delta = min(delta, r.slot[via[v]].rcap)
 		}
 		for v := t; v != s; v = r.tail(via[v]) {
 			r.push(via[v], delta)
@@ -106,11 +106,11 @@ func negativeCycle(r *residual) []int32 {
 		u := queue[head]
 		inQueue[u] = false
 		for k := r.start[u]; k < r.start[u+1]; k++ {
-			if r.rcap[k] == 0 {
+			if r.slot[k].rcap == 0 {
 				continue
 			}
-			v := r.head[k]
-			if nd := dist[u] + r.cost[k]; nd < dist[v] {
+			v := r.slot[k].head
+			if nd := dist[u] + int64(r.slot[k].cost); nd < dist[v] {
 				dist[v] = nd
 				via[v] = k
 				if !inQueue[v] {

@@ -166,14 +166,14 @@ func (s *sspState) sweep(src int32) bool {
 		k := s.cur[u]
 		pu := s.pot[u]
 		for ; k < r.start[u+1]; k++ {
-			v := r.head[k]
-			if r.rcap[k] > 0 && s.mark[v] != stamp && !s.dead[v] && r.cost[k]+pu-s.pot[v] == 0 {
+			v := r.slot[k].head
+			if r.slot[k].rcap > 0 && s.mark[v] != stamp && !s.dead[v] && int64(r.slot[k].cost)+pu-s.pot[v] == 0 {
 				break
 			}
 		}
 		s.cur[u] = k
 		if k < r.start[u+1] {
-			v := r.head[k]
+			v := r.slot[k].head
 			s.mark[v] = stamp
 			s.cur[v] = r.start[v]
 			s.path = append(s.path, k)
@@ -198,12 +198,12 @@ func (s *sspState) pushPath(src, t int32) int32 {
 	r := s.r
 	delta := min(s.excess[src], -s.excess[t])
 	for _, k := range s.path {
-		delta = min(delta, r.rcap[k])
+		delta = min(delta, r.slot[k].rcap)
 	}
 	cut := len(s.path)
 	for i, k := range s.path {
 		r.push(k, delta)
-		if r.rcap[k] == 0 && i < cut {
+		if r.slot[k].rcap == 0 && i < cut {
 			cut = i
 		}
 	}
@@ -214,7 +214,7 @@ func (s *sspState) pushPath(src, t int32) int32 {
 	}
 	u := r.tail(s.path[cut])
 	for _, k := range s.path[cut:] {
-		s.mark[r.head[k]] = 0 // still alive: later paths of this sweep may enter it again
+		s.mark[r.slot[k].head] = 0 // still alive: later paths of this sweep may enter it again
 	}
 	s.path = s.path[:cut]
 	return u
@@ -250,14 +250,14 @@ func (s *sspState) search(limit int) (int32, error) {
 		s.state[u] = settled
 		pu := s.pot[u]
 		for k := r.start[u]; k < r.start[u+1]; k++ {
-			if r.rcap[k] == 0 {
+			if r.slot[k].rcap == 0 {
 				continue
 			}
-			v := r.head[k]
+			v := r.slot[k].head
 			if s.state[v] == settled {
 				continue
 			}
-			rc := r.cost[k] + pu - s.pot[v]
+			rc := int64(r.slot[k].cost) + pu - s.pot[v]
 			if rc < 0 {
 				return -1, errNegativeReducedCost
 			}
@@ -339,14 +339,14 @@ func (s *sspState) searchAll() (int32, error) {
 		}
 		pu := s.pot[u]
 		for k := r.start[u]; k < r.start[u+1]; k++ {
-			if r.rcap[k] == 0 {
+			if r.slot[k].rcap == 0 {
 				continue
 			}
-			v := r.head[k]
+			v := r.slot[k].head
 			if s.state[v] == settled {
 				continue
 			}
-			rc := r.cost[k] + pu - s.pot[v]
+			rc := int64(r.slot[k].cost) + pu - s.pot[v]
 			if rc < 0 {
 				return -1, errNegativeReducedCost
 			}
@@ -396,7 +396,7 @@ func (s *sspState) augment(t int32) {
 	}
 	delta := min(s.excess[src], -s.excess[t])
 	for v := t; v != src; v = r.tail(s.via[v]) {
-		delta = min(delta, r.rcap[s.via[v]])
+		delta = min(delta, r.slot[s.via[v]].rcap)
 	}
 	for v := t; v != src; v = r.tail(s.via[v]) {
 		r.push(s.via[v], delta)
