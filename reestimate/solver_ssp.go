@@ -10,9 +10,12 @@ import (
 // Every negative-cost arc is first saturated. That leaves a pseudo-flow whose residual
 // network has only non-negative costs, with excess at the heads and deficit at the tails of
 // those arcs (for the repair network: excess at out(b), deficit at in(b) for each block with
-// samples). Reduced costs c(u,v)+p(u)-p(v) stay non-negative throughout, and flow only ever
-// moves along arcs of reduced cost 0 (admissible arcs), which are then shortest paths; so
-// the final circulation has minimum cost. Three tools move it:
+// samples). Potentials start at 0 except at deficits, which get the cost of their
+// cheapest residual in-arc (seedPotentials), so that a source's first sweep already
+// reaches the deficits next to it. Reduced costs c(u,v)+p(u)-p(v) stay non-negative
+// throughout, and flow only ever moves along arcs of reduced cost 0 (admissible arcs),
+// which are then shortest paths; so the final circulation has minimum cost. Three tools
+// move it:
 //
 //   - a sweep: depth-first search from one source over admissible arcs, pushing along every
 //     path it finds to a deficit; nodes it leaves without finding one are marked dead for
@@ -22,8 +25,8 @@ import (
 //     dist-d*, which keeps reduced costs non-negative and makes the path found admissible;
 //   - a global search: Dijkstra from all remaining sources at once until every deficit is
 //     settled (last distance D), potentials growing by dist-D; then the shortest path from
-//     each source to each deficit in its Voronoi cell is admissible, so one search feeds the
-//     sweeps of all sources.
+//     each source to each deficit in its Voronoi cell is admissible: the round pushes along
+//     each settled deficit's path in the search tree, then every source sweeps for more.
 //
 // The local pass drains most sources cheaply: a block's excess usually finds a deficit in
 // a neighbouring block. The few mismatches that span the function (say, the entry count
@@ -60,6 +63,7 @@ func solveSSP(net *Network) ([]int64, error) {
 			s.excess[a.From] -= a.Cap
 		}
 	}
+	s.seedPotentials()
 	// Local pass: each source alone, with searches capped at localSearch nodes.
 	var deferred []int32
 	for v := int32(0); int(v) < n; v++ {
@@ -97,6 +101,11 @@ func solveSSP(net *Network) ([]int64, error) {
 			return nil, err
 		}
 		pushed := false
+		for _, t := range s.reached {
+			if s.excess[t] < 0 && s.augment(t) {
+				pushed = true
+			}
+		}
 		for _, v := range deferred {
 			if s.excess[v] > 0 && s.sweep(v) {
 				pushed = true
@@ -104,6 +113,29 @@ func solveSSP(net *Network) ([]int64, error) {
 		}
 		if !pushed {
 			s.augment(t)
+		}
+	}
+}
+
+// seedPotentials raises each deficit node's potential to the least cost of its residual
+// in-arcs (all others stay 0). Every reduced cost stays non-negative (an arc into a deficit
+// node t costs at least p(t), and no potential exceeds the cost of any arc into its node),
+// and the cheapest arcs into each deficit become admissible, so the first sweeps reach
+// neighbouring deficits without a search.
+func (s *sspState) seedPotentials() {
+	r := s.r
+	for v := int32(0); int(v) < r.n; v++ {
+		if s.excess[v] >= 0 {
+			continue
+		}
+		best := int64(math.MaxInt64)
+		for k := r.start[v]; k < r.start[v+1]; k++ {
+			if in := r.mate[k]; r.slot[in].rcap > 0 {
+				best = min(best, int64(r.slot[in].cost))
+			}
+		}
+		if best != math.MaxInt64 && best > 0 {
+			s.pot[v] = best
 		}
 	}
 }
@@ -130,6 +162,7 @@ type sspState struct {
 	state   []uint8
 	touched []int32
 	sources []int32
+	reached []int32 // deficit nodes a global search settled, nearest first
 	queue   bucketQueue
 	// Depth-first sweeps over admissible slots (residual capacity, zero reduced cost).
 	mark []uint32 // sweep number that last entered each node
@@ -307,6 +340,7 @@ func (s *sspState) search(limit int) (int32, error) {
 func (s *sspState) searchAll() (int32, error) {
 	r := s.r
 	s.reset()
+	s.reached = s.reached[:0]
 	deficits := 0
 	for _, e := range s.excess {
 		if e < 0 {
@@ -333,6 +367,7 @@ func (s *sspState) searchAll() (int32, error) {
 			// Relax its arcs all the same: every settled node must satisfy the distance
 			// inequalities, or the potential update would leave negative reduced costs.
 			deficits--
+			s.reached = append(s.reached, u)
 			if target < 0 {
 				target = u
 			}
@@ -387,8 +422,9 @@ func (s *sspState) reset() {
 	s.queue.reset()
 }
 
-// augment pushes the most the path in via from a source to t allows.
-func (s *sspState) augment(t int32) {
+// augment pushes the most the path in via from a source to t allows and reports whether
+// that was more than nothing.
+func (s *sspState) augment(t int32) bool {
 	r := s.r
 	src := t
 	for s.via[src] >= 0 {
@@ -398,11 +434,15 @@ func (s *sspState) augment(t int32) {
 	for v := t; v != src; v = r.tail(s.via[v]) {
 		delta = min(delta, r.slot[s.via[v]].rcap)
 	}
+	if delta == 0 {
+		return false
+	}
 	for v := t; v != src; v = r.tail(s.via[v]) {
 		r.push(s.via[v], delta)
 	}
 	s.excess[src] -= delta
 	s.excess[t] += delta
+	return true
 }
 
 // bucketQueue is Dijkstra's priority queue: a monotone queue of (distance, node) with lazy
