@@ -14,11 +14,17 @@ import (
 // benchCase builds a structured CFG of about n blocks with sampled weights (period 5
 // cycles, skid 0.3), the input Repair sees in production.
 func benchCase(b *testing.B, n int) (*reestimate.CFG, []float64) {
+	return benchCaseSampled(b, n, 5)
+}
+
+// benchCaseSampled is benchCase with a sample every periodCycles cycles: the longer the
+// period, the more blocks without samples.
+func benchCaseSampled(b *testing.B, n int, periodCycles float64) (*reestimate.CFG, []float64) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(uint64(n), 3))
 	f := sim.Generate(rng, sim.GenParams{Blocks: n})
 	c := f.Execute(rng, 10)
-	w := sim.Weights(f.CFG, f.Sample(rng, c, sim.SampleParams{Period: 5, Skid: 0.3}))
+	w := sim.Weights(f.CFG, f.Sample(rng, c, sim.SampleParams{Period: periodCycles, Skid: 0.3}))
 	return f.CFG, w
 }
 
@@ -108,6 +114,37 @@ func BenchmarkSolve(b *testing.B) {
 		}
 		b.ReportMetric(float64(ref)/float64(fast), "speedup")
 	})
+}
+
+// BenchmarkSolveSparse compares the fast and the reference solver, as BenchmarkSolve's
+// ratio does, on the same 1k-block CFG sampled every 5, 50 and 500 cycles: fewer samples
+// leave more blocks at weight 0, and the reference's cycle cancelling has less to cancel.
+func BenchmarkSolveSparse(b *testing.B) {
+	for _, period := range []float64{5, 50, 500} {
+		g, w := benchCaseSampled(b, 1000, period)
+		var c capture
+		if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: &c}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("1k/period-%g/ratio", period), func(b *testing.B) {
+			var fast, ref time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := reestimate.FastSolver().Solve(c.net); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := reestimate.ReferenceSolver().Solve(c.net); err != nil {
+					b.Fatal(err)
+				}
+				fast += t1.Sub(t0)
+				ref += time.Since(t1)
+			}
+			b.ReportMetric(float64(fast.Microseconds())/float64(b.N), "fast-µs/op")
+			b.ReportMetric(float64(ref.Microseconds())/float64(b.N), "ref-µs/op")
+			b.ReportMetric(float64(ref)/float64(fast), "speedup")
+		})
+	}
 }
 
 // BenchmarkRepair measures the whole Repair (analyses, network, solve) on large CFGs with

@@ -9,7 +9,7 @@ run() {
 	go test -run '^$' -benchmem "$@" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 }
 # reestimate (issue 2): solvers, CFG recovery, simulator accuracy
-run -bench 'Solvers|Solve$|Solve/|Repair' -benchtime 5x ./reestimate
+run -bench 'Solvers|Solve$|Solve/|SolveSparse|Repair' -benchtime 5x ./reestimate
 run -bench 'BuildCFG' ./reestimate
 run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
 # symbol bridge (issue 3)
