@@ -20,6 +20,8 @@ needs=(
 	perf:linux-perf
 	valgrind:valgrind
 	/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.profile-x86_64.a:libclang-rt-14-dev
+	/usr/include/bpf/bpf_helpers.h:libbpf-dev
+	/usr/include/linux/bpf.h:linux-libc-dev
 )
 
 missing=()
