@@ -80,7 +80,7 @@ func presolve(net *Network) *reduction {
 		tail[i], head[i], cost[i] = a.From, a.To, a.Cost
 	}
 	r := &reduction{newArc: make([]int32, m)}
-	// fits reports whether c can be added to the costs of arcs without leaving ±MaxArcCost.
+	// fits reports whether c (≥ 0) can be added to the costs of arcs without passing MaxArcCost.
 	fits := func(arcs []int32, c int64) bool {
 		for _, b := range arcs {
 			if cost[b]+c > MaxArcCost {
@@ -89,34 +89,28 @@ func presolve(net *Network) *reduction {
 		}
 		return true
 	}
+	// fold deletes node gone, whose arcs feeders (all its in-arcs, or all its out-arcs) take
+	// arc i's place: their end at gone (in end) moves to keep, and their cost grows by i's.
+	fold := func(i int32, gone, keep int32, feeders, end []int32) {
+		for _, b := range feeders {
+			end[b] = keep
+			cost[b] += cost[i]
+		}
+		r.fold(i, feeders)
+		state[gone] = deleted
+		state[keep] = absorbing
+		r.newArc[i] = -1
+	}
 	for i, a := range net.Arcs {
 		x, y, c := tail[i], head[i], cost[i]
 		if x == y || c < 0 || a.Cap < bound {
 			continue
 		}
-		switch {
-		case state[x] == original && outStart[x+1]-outStart[x] == 1 && fits(inList[inStart[x]:inStart[x+1]], c):
-			feeders := inList[inStart[x]:inStart[x+1]]
-			for _, b := range feeders {
-				head[b] = y
-				cost[b] += c
-			}
-			r.fold(int32(i), feeders)
-			state[x] = deleted
-			state[y] = absorbing
-		case state[y] == original && inStart[y+1]-inStart[y] == 1 && fits(outList[outStart[y]:outStart[y+1]], c):
-			feeders := outList[outStart[y]:outStart[y+1]]
-			for _, b := range feeders {
-				tail[b] = x
-				cost[b] += c
-			}
-			r.fold(int32(i), feeders)
-			state[y] = deleted
-			state[x] = absorbing
-		default:
-			continue
+		if in := inList[inStart[x]:inStart[x+1]]; state[x] == original && outStart[x+1]-outStart[x] == 1 && fits(in, c) {
+			fold(int32(i), x, y, in, head)
+		} else if out := outList[outStart[y]:outStart[y+1]]; state[y] == original && inStart[y+1]-inStart[y] == 1 && fits(out, c) {
+			fold(int32(i), y, x, out, tail)
 		}
-		r.newArc[i] = -1
 	}
 	if len(r.folded) == 0 {
 		return nil
