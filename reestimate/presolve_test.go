@@ -41,7 +41,7 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 			t.Fatalf("case %d: reference: %v", i, err)
 		}
 		want := net.Cost(ref)
-		if r := presolve(net); r != nil {
+		if r := presolve(net, &presolveScratch{}); r != nil {
 			folded++
 			if r.net.Nodes >= net.Nodes || len(r.net.Arcs) >= len(net.Arcs) {
 				t.Fatalf("case %d: presolve kept %d of %d nodes, %d of %d arcs", i, r.net.Nodes, net.Nodes, len(r.net.Arcs), len(net.Arcs))
@@ -82,7 +82,7 @@ func TestPresolveFoldsRepairNetwork(t *testing.T) {
 	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
 		t.Fatal(err)
 	}
-	r := presolve(c.net)
+	r := presolve(c.net, &presolveScratch{})
 	if r == nil {
 		t.Fatal("presolve folded nothing")
 	}
@@ -96,6 +96,45 @@ func TestPresolveFoldsRepairNetwork(t *testing.T) {
 	}
 	if len(r.folded) != 5 {
 		t.Errorf("%d arcs folded, want 5", len(r.folded))
+	}
+}
+
+// TestPresolvePassesRepeat checks that solveReduced presolves again what one pass left:
+// on the network of TestPresolveFoldsRepairNetwork the second pass folds the return arc
+// into in(entry), and the optimum expanded through both levels is the reference's.
+func TestPresolvePassesRepeat(t *testing.T) {
+	g := &CFG{
+		Blocks: []Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
+		Edges: []Edge{
+			{From: 0, To: 1, Kind: CondTaken}, {From: 0, To: 2, Kind: CondNotTaken},
+			{From: 1, To: 2, Kind: Jump}, {From: 2, To: 3, Kind: FallThrough},
+		},
+	}
+	var c capturing
+	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
+		t.Fatal(err)
+	}
+	once := presolve(c.net, &presolveScratch{})
+	var solved []int
+	f, err := solveReduced(c.net, func(net *Network) ([]int64, error) {
+		solved = append(solved, net.Nodes)
+		return solveSSP(net)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(solved) != 1 || solved[0] >= once.net.Nodes {
+		t.Fatalf("solved networks of %v nodes; one pass leaves %d", solved, once.net.Nodes)
+	}
+	ref, err := ReferenceSolver().Solve(c.net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.net.CheckCirculation(f); err != nil {
+		t.Fatal(err)
+	}
+	if c.net.Cost(f) != c.net.Cost(ref) {
+		t.Fatalf("cost %d, reference %d", c.net.Cost(f), c.net.Cost(ref))
 	}
 }
 
@@ -118,7 +157,7 @@ func TestExpandRefusesOverCapacity(t *testing.T) {
 		{From: 2, To: 0, Cap: 3, Cost: 0}, // below the bound: kept
 		{From: 2, To: 0, Cap: 3, Cost: 1},
 	}}
-	r := presolve(net)
+	r := presolve(net, &presolveScratch{})
 	if r == nil || len(r.folded) != 1 || r.folded[0].arc != 1 {
 		t.Fatalf("presolve: %+v, want arc 1 folded", r)
 	}
