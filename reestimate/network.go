@@ -122,7 +122,7 @@ type Solver interface {
 
 // FastSolver returns the default solver, successive shortest paths (SSPSolver). Both it
 // and SimplexSolver first presolve the network (presolve.go). On the benchmark CFGs SSP
-// beats the network simplex alternative by 1.4x (1k blocks), 1.9x (10k) and 2.4x (100k),
+// beats the network simplex alternative by 1.2x (1k blocks), 1.4x (10k) and 2.5-3x (100k),
 // and the simplex tree grows as deep as the CFG is long: on a million-block chain simplex
 // took 67 s against SSP's 0.7 s. See BenchmarkRepair.
 func FastSolver() Solver { return ssp{} }
