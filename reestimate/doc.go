@@ -23,9 +23,11 @@
 //
 // WriteDot draws a CFG with its counts before and after repair.
 //
-// Two solvers sit behind the Solver interface: FastSolver (successive shortest paths with
-// potentials, the default) and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
-// method of the paper the design descends from), which tests use to check the first.
+// Three solvers sit behind the Solver interface: FastSolver (successive shortest paths with
+// potentials, the default), SimplexSolver (primal network simplex), both of which first fold
+// away arcs that cannot bind (presolve.go), and ReferenceSolver (the Edmonds–Karp plus Klein
+// cycle-cancelling method of the paper the design descends from), which tests use to check
+// the others.
 //
 //	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
 //	if err != nil { ... }
