@@ -13,8 +13,8 @@ package reestimate
 // arc: decompose it into cycles; a cycle of non-negative cost can be removed without raising
 // the cost, and every negative cycle passes a negative arc, whose capacity bounds the cycles
 // through it. The solution of the reduced network is checked against a's capacity all the
-// same (solveReduced falls back to the whole network), since the solver may return another
-// optimum.
+// same (solveReduced then solves the network unreduced), since the solver may return
+// another optimum.
 //
 // In the networks Repair builds, a is a CFG edge out(u)→in(v) (capacity U = W = B) whose
 // source block has one successor or whose target has one predecessor, or the in(b)→out(b)
@@ -187,9 +187,9 @@ func (r *reduction) expand(orig *Network, flow []int64) ([]int64, bool) {
 // solveReduced validates net, then solves it with solve after presolving it again and
 // again while a pass still deletes a sixteenth of the nodes: a node that absorbed others in
 // one pass may be folded in the next. On the benchmark networks three passes take the 1k
-// network from 2102 nodes to 821 and four the 100k one from 210002 to 60332. Each level's flow
-// is expanded onto the level above; a level whose reduced optimum does not fit a folded
-// arc's capacity is solved itself.
+// network from 2102 nodes to 821 and four the 100k one from 210002 to 60332. Each level's
+// flow is expanded onto the level above; a level whose reduced optimum does not fit a
+// folded arc's capacity is solved itself.
 func solveReduced(net *Network, solve func(*Network) ([]int64, error)) ([]int64, error) {
 	if err := net.Validate(); err != nil {
 		return nil, err
