@@ -29,7 +29,7 @@ type flowNet struct {
 	edgeArc   []int32 // per CFG edge: its arc, -1 when its source is unreachable
 	scaled    []int64 // per block: the scaled weight
 	weightSum int64   // W
-	baseCost  int64   // c⁻·W, the constant the network leaves out
+	baseCost  int64   // Σ c⁻·w over blocks, the constant the network leaves out
 }
 
 // isExit reports whether control leaves the function from block b: it says so, or it has no
@@ -68,7 +68,6 @@ func buildFlowNet(g *CFG, scaled []int64, dom *Dominators, loops *Loops, start [
 		fn.weightSum += scaled[b]
 	}
 	u := max(fn.weightSum, 1)
-	fn.baseCost = m.dec * fn.weightSum
 	source, sink := int32(2*n), int32(2*n+1)
 	arcs := make([]Arc, 0, 2*n+len(g.Edges)+n/2+2)
 	for b := 0; b < n; b++ {
@@ -78,10 +77,12 @@ func buildFlowNet(g *CFG, scaled []int64, dom *Dominators, loops *Loops, start [
 		}
 		fn.blockArc[b] = int32(len(arcs))
 		in, out := int32(2*b), int32(2*b+1)
+		inc, dec := m.blockCosts(g, b)
+		fn.baseCost += dec * scaled[b]
 		if scaled[b] > 0 {
-			arcs = append(arcs, Arc{From: in, To: out, Cap: scaled[b], Cost: -m.dec})
+			arcs = append(arcs, Arc{From: in, To: out, Cap: scaled[b], Cost: -dec})
 		}
-		arcs = append(arcs, Arc{From: in, To: out, Cap: u, Cost: m.inc})
+		arcs = append(arcs, Arc{From: in, To: out, Cap: u, Cost: inc})
 	}
 	for i, e := range g.Edges {
 		if !dom.Reachable(e.From) {

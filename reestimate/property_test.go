@@ -86,6 +86,7 @@ func TestSolversAgree(t *testing.T) {
 			opt.DecreaseCost = 1 + rng.Int64N(20)
 			opt.EdgeCost = 1 + rng.Int64N(3)
 			opt.LoopExitCost = 1 + rng.Int64N(5)
+			opt.PerInstruction = rng.IntN(2) == 0
 		}
 		opt.Solver = reestimate.ReferenceSolver()
 		rr, err := reestimate.Repair(g, w, opt)

@@ -181,3 +181,26 @@ func TestSolversOnNegativeCycles(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairPerInstruction checks that PerInstruction weighs a block's costs by its length:
+// a one-instruction block of weight 10 before an eight-instruction block of weight 2 must
+// agree on one count. Flat (raising costs 10, lowering 20 a unit) the long block is raised
+// to 10; per instruction the long block's 8x costs win and the short one is lowered to 2.
+func TestRepairPerInstruction(t *testing.T) {
+	g := &CFG{Blocks: []Block{
+		{Start: 0, End: 1, Insts: []uint64{0}},
+		{Start: 1, End: 9, Insts: []uint64{1, 2, 3, 4, 5, 6, 7, 8}, Exit: true},
+	}, Edges: []Edge{{From: 0, To: 1, Kind: FallThrough}}}
+	for _, c := range []struct {
+		perInstruction bool
+		want           float64
+	}{{false, 10}, {true, 2}} {
+		r, err := Repair(g, []float64{10, 2}, Options{PerInstruction: c.perInstruction})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := r.BlockCount(0), r.BlockCount(1); a != c.want || b != c.want {
+			t.Errorf("PerInstruction %v: counts %g, %g, want %g each", c.perInstruction, a, b, c.want)
+		}
+	}
+}

@@ -27,6 +27,7 @@ func main() {
 	flag.Int64Var(&cfg.Repair.EdgeCost, "edge", 0, "edge cost outside loops (0: default, -1: zero)")
 	flag.Int64Var(&cfg.Repair.LoopEdgeCost, "loop-edge", 0, "back/in-loop edge cost (0: default, -1: zero)")
 	flag.Int64Var(&cfg.Repair.LoopExitCost, "loop-exit", 0, "loop-exit edge cost (0: default, -1: zero)")
+	flag.BoolVar(&cfg.Repair.PerInstruction, "per-inst", false, "multiply each block's increase and decrease costs by its instruction count")
 	flag.BoolVar(&cfg.PerFunction, "v", false, "also print a row per function")
 	flag.BoolVar(&cfg.Blocks, "blocks", false, "print each block's exact, raw and repaired shares")
 	flag.BoolVar(&cfg.NoIndirect, "no-indirect", false, "do not link indirect jumps to the blocks only they reach")
