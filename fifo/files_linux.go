@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/profd/profd/internal/procstat"
 	"github.com/profd/profd/jitmap"
 	"golang.org/x/sys/unix"
 )
@@ -63,8 +64,14 @@ type fileTailer struct {
 	watches map[int32]string         // inotify watch → watched directory
 	files   map[string]*tailedFile   // path → open file
 	seen    map[string]bool          // paths refused, so they are not retried on every scan
+	stale   map[string]bool          // files older than their process, logged once each
+	started map[uint32]time.Time     // target pid → when it started (zero: unknown)
 	byPid   map[uint32][]*tailedFile // for removePid
 }
+
+// staleSlack is how much older than its process a file may look and still be read: the
+// process start time has a clock tick's resolution, a file's mtime a timer tick's.
+const staleSlack = time.Second
 
 // tailedFile is one file being read as it grows.
 type tailedFile struct {
@@ -86,6 +93,8 @@ func newFileTailer(cfg Config, s *sink) (*fileTailer, error) {
 		watches:     map[int32]string{},
 		files:       map[string]*tailedFile{},
 		seen:        map[string]bool{},
+		stale:       map[string]bool{},
+		started:     map[uint32]time.Time{},
 		byPid:       map[uint32][]*tailedFile{},
 	}
 	if ft.jitdumpRoot == "" {
@@ -220,12 +229,25 @@ func (ft *fileTailer) consider(path string) {
 	if !ok {
 		return
 	}
-	fd, err := openOwnedFile(path, uid)
+	fd, st, err := openOwnedFile(path, uid)
 	if err != nil {
 		ft.seen[path] = true
 		ft.sink.logger.Warn("fifo: not tailing", "pid", pid, "file", path, "err", err)
 		return
 	}
+	// A file last written before the target started is an earlier process's that had the
+	// same pid (lli-14 leaves a jit-PID.dump behind at every run): its symbols would name
+	// the target's code wrongly. It is looked at again when it changes.
+	if at := ft.started[pid]; !at.IsZero() && time.Unix(st.Mtim.Unix()).Add(staleSlack).Before(at) {
+		unix.Close(fd)
+		if !ft.stale[path] {
+			ft.stale[path] = true
+			ft.sink.logger.Info("fifo: not tailing a file older than its process", "pid", pid, "file", path,
+				"modified", time.Unix(st.Mtim.Unix()), "process_started", at)
+		}
+		return
+	}
+	delete(ft.stale, path)
 	ft.sink.stats.streams.Add(1)
 	f := &tailedFile{path: path, pid: pid, src: src, fd: fd, stream: newStream(pid, src, path, ft.sink)}
 	ft.files[path] = f
@@ -236,28 +258,28 @@ func (ft *fileTailer) consider(path string) {
 // openOwnedFile opens a regular file without following a symlink, and refuses one that
 // neither the target's user nor root owns: another user must not feed profd a target's
 // symbols.
-func openOwnedFile(path string, uid int) (int, error) {
+func openOwnedFile(path string, uid int) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return -1, fmt.Errorf("fifo: %s: a symlink, not followed: %w", path, ErrNotRegular)
+		return -1, st, fmt.Errorf("fifo: %s: a symlink, not followed: %w", path, ErrNotRegular)
 	}
 	if err != nil {
-		return -1, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("open", err))
+		return -1, st, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("open", err))
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fstat", err))
+		return -1, st, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fstat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, fmt.Errorf("fifo: %s: is %s: %w", path, fileType(st.Mode&unix.S_IFMT), ErrNotRegular)
+		return -1, st, fmt.Errorf("fifo: %s: is %s: %w", path, fileType(st.Mode&unix.S_IFMT), ErrNotRegular)
 	}
 	if st.Uid != uint32(uid) && st.Uid != 0 {
 		unix.Close(fd)
-		return -1, fmt.Errorf("fifo: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, uid, ErrNotRegular)
+		return -1, st, fmt.Errorf("fifo: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, uid, ErrNotRegular)
 	}
-	return fd, nil
+	return fd, st, nil
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
@@ -287,6 +309,9 @@ func (ft *fileTailer) addPid(pid uint32, uid int) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	ft.pids[pid] = uid
+	if at, err := procstat.StartedAt(int(pid)); err == nil {
+		ft.started[pid] = at
+	}
 	ft.scan()
 	ft.wake() // let run read the new files now
 }
@@ -295,6 +320,7 @@ func (ft *fileTailer) removePid(pid uint32) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	delete(ft.pids, pid)
+	delete(ft.started, pid)
 	for _, f := range ft.byPid[pid] {
 		ft.closeFile(f)
 	}
@@ -431,7 +457,7 @@ func (ft *fileTailer) handleInotify(evbuf []byte) {
 				}
 				continue
 			}
-			if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+			if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 || ft.stale[path] && ev.Mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0 {
 				ft.consider(path)
 			}
 		}

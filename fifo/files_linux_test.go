@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -77,6 +78,40 @@ func TestTailPerfMapFile(t *testing.T) {
 	}
 	if evs[2].Source != jitmap.SourcePerfMapFile {
 		t.Errorf("source %v, want perf-map-file", evs[2].Source)
+	}
+}
+
+// TestTailSkipsFileOlderThanProcess: a perf-PID.map last written before the target started
+// is an earlier process's with the same pid, and is not read; once the target writes it
+// anew it is.
+func TestTailSkipsFileOlderThanProcess(t *testing.T) {
+	pm := t.TempDir()
+	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid := uint32(os.Getpid())
+	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	if err := os.WriteFile(path, []byte("1000 10 earlier_process\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-24 * time.Hour) // before this test binary started
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a file read at AddTarget shows up well within this
+	if evs := c.snapshot(); countLoads(evs) != 0 {
+		t.Fatalf("read a file older than the process: %s", describe(evs))
+	}
+	if !strings.Contains(logs.String(), "older than its process") {
+		t.Errorf("no log line for the stale file:\n%s", logs.String())
+	}
+	if err := os.WriteFile(path, []byte("2000 20 this_process\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs := c.waitFor(t, "the rewritten file", func(evs []Event) bool { return countLoads(evs) == 1 })
+	if got := describe(evs); got != "load:this_process " {
+		t.Errorf("events %q", got)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/profd/profd/internal/procstat"
 )
 
 // DefaultInterval is how often /proc is scanned for image targets (explicit pids are
@@ -448,30 +450,16 @@ func (w *Watcher) matches(pid int) bool {
 	return false
 }
 
-// startTime is field 22 of /proc/PID/stat: when the process started, in clock ticks since
-// boot. A pid that comes back with another start time is another process. A zombie counts as
-// gone.
+// startTime is when process pid started, in clock ticks since boot (procstat.StartTicks),
+// plus one so that 0 can mean "absent". A pid that comes back with another start time is
+// another process. A zombie counts as gone.
 func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procstat.StartTicks(pid)
+	if errors.Is(err, procstat.ErrExited) {
+		return 0, fmt.Errorf("targets: pid %d: exited: %w", pid, ErrNoProcess)
+	}
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return 0, fmt.Errorf("targets: /proc/%d/stat: no command field", pid)
-	}
-	f := strings.Fields(s[i+2:])
-	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-		return 0, fmt.Errorf("targets: pid %d: exited: %w", pid, ErrNoProcess)
-	}
-	const startTimeField = 22 - 3 // fields after "pid (comm) "
-	if len(f) <= startTimeField {
-		return 0, fmt.Errorf("targets: /proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	st, err := strconv.ParseUint(f[startTimeField], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("targets: /proc/%d/stat: start time: %w", pid, err)
-	}
-	return st + 1, nil // +1 keeps 0 free to mean "absent"
+	return st + 1, nil
 }
