@@ -68,9 +68,10 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 	}
 }
 
-// TestPresolveFoldsRepairNetwork checks what presolve removes from the network Repair builds
-// for entry → a → b → exit with a branch from the entry around a.
-func TestPresolveFoldsRepairNetwork(t *testing.T) {
+// branchAroundNetwork returns the network Repair builds for entry → a → b → exit with a
+// branch from the entry around a.
+func branchAroundNetwork(t *testing.T) *Network {
+	t.Helper()
 	g := &CFG{
 		Blocks: []Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
 		Edges: []Edge{
@@ -82,7 +83,13 @@ func TestPresolveFoldsRepairNetwork(t *testing.T) {
 	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
 		t.Fatal(err)
 	}
-	r := presolve(c.net, &presolveScratch{})
+	return c.net
+}
+
+// TestPresolveFoldsRepairNetwork checks what presolve removes from branchAroundNetwork.
+func TestPresolveFoldsRepairNetwork(t *testing.T) {
+	net := branchAroundNetwork(t)
+	r := presolve(net, &presolveScratch{})
 	if r == nil {
 		t.Fatal("presolve folded nothing")
 	}
@@ -100,25 +107,15 @@ func TestPresolveFoldsRepairNetwork(t *testing.T) {
 }
 
 // TestPresolvePassesRepeat checks that solveReduced presolves again what one pass left:
-// on the network of TestPresolveFoldsRepairNetwork the second pass folds the return arc
+// on branchAroundNetwork the second pass folds the return arc
 // into in(entry), and the optimum expanded through both levels is the reference's.
 func TestPresolvePassesRepeat(t *testing.T) {
-	g := &CFG{
-		Blocks: []Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
-		Edges: []Edge{
-			{From: 0, To: 1, Kind: CondTaken}, {From: 0, To: 2, Kind: CondNotTaken},
-			{From: 1, To: 2, Kind: Jump}, {From: 2, To: 3, Kind: FallThrough},
-		},
-	}
-	var c capturing
-	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
-		t.Fatal(err)
-	}
-	once := presolve(c.net, &presolveScratch{})
+	net := branchAroundNetwork(t)
+	once := presolve(net, &presolveScratch{})
 	var solved []int
-	f, err := solveReduced(c.net, func(net *Network) ([]int64, error) {
-		solved = append(solved, net.Nodes)
-		return solveSSP(net)
+	f, err := solveReduced(net, func(reduced *Network) ([]int64, error) {
+		solved = append(solved, reduced.Nodes)
+		return solveSSP(reduced)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -126,15 +123,15 @@ func TestPresolvePassesRepeat(t *testing.T) {
 	if len(solved) != 1 || solved[0] >= once.net.Nodes {
 		t.Fatalf("solved networks of %v nodes; one pass leaves %d", solved, once.net.Nodes)
 	}
-	ref, err := ReferenceSolver().Solve(c.net)
+	ref, err := ReferenceSolver().Solve(net)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.net.CheckCirculation(f); err != nil {
+	if err := net.CheckCirculation(f); err != nil {
 		t.Fatal(err)
 	}
-	if c.net.Cost(f) != c.net.Cost(ref) {
-		t.Fatalf("cost %d, reference %d", c.net.Cost(f), c.net.Cost(ref))
+	if net.Cost(f) != net.Cost(ref) {
+		t.Fatalf("cost %d, reference %d", net.Cost(f), net.Cost(ref))
 	}
 }
 
