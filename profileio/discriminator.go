@@ -1,10 +1,5 @@
 package profileio
 
-import (
-	"math"
-	"math/bits"
-)
-
 // LLVMDiscriminator splits a DWARF discriminator as LLVM 14 encodes it (without
 // flow-sensitive discriminators, its default) into its base discriminator, which tells apart
 // blocks of one source line and which the sample loader keys counts by, and its duplication
@@ -42,13 +37,4 @@ func nextComponent(d uint32) uint32 {
 		return d >> 14
 	}
 	return d >> 7
-}
-
-// satMul is a*b, saturating at the largest uint64.
-func satMul(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	if hi != 0 {
-		return math.MaxUint64
-	}
-	return lo
 }

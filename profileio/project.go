@@ -78,9 +78,13 @@ type Projection struct {
 // the entry block's count; the total is the sum over lines (or Samples when there is no
 // line table, which NoLineTable then records). Calls are attributed to the line of their
 // offset. Line entries' discriminators are DWARF discriminators in LLVM's encoding
-// (LLVMDiscriminator): the profile keys counts by the base discriminator, and multiplies the
-// counts of duplicated code (unrolled or vectorised) by its duplication factor, as LLVM's
-// own AutoFDO tooling does. Project is a pure function, safe to call concurrently.
+// (LLVMDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
+// AutoFDO tooling, which counts executions, Project does not multiply the counts of
+// duplicated code (unrolled or vectorised) by its duplication factor: block counts estimated
+// from time samples are off by small factors, which a factor of up to 32 would blow up (on
+// hash, a vector epilogue that runs once per call read as 31 iterations of its loop, and
+// clang vectorised the loop, which runs 10). Project is a pure function, safe to call
+// concurrently.
 func Project(fc FunctionCounts) Projection {
 	o := fc.Object
 	f := &FunctionProfile{Name: o.Name}
@@ -113,43 +117,40 @@ func Project(fc FunctionCounts) Projection {
 		}
 	}
 	var pr Projection
-	// locate gives a line entry's location and the factor its counts are multiplied by: LLVM
-	// keys counts by base discriminator, and the code of a line duplicated by unrolling or
-	// vectorisation ran that many times less often than the line it was made from.
-	locate := func(l jitmap.LineEntry) (LineLocation, uint64, bool) {
+	// locate gives a line entry's location: LLVM keys counts by base discriminator.
+	locate := func(l jitmap.LineEntry) (LineLocation, bool) {
 		if l.File != file || l.Line < first || l.Line-first > maxLineOffset {
 			pr.DroppedLines++
-			return LineLocation{}, 0, false
+			return LineLocation{}, false
 		}
-		base, dup := LLVMDiscriminator(l.Discriminator)
-		return LineLocation{LineOffset: l.Line - first, Discriminator: base}, uint64(dup), true
+		base, _ := LLVMDiscriminator(l.Discriminator)
+		return LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
 	}
 	for _, b := range fc.Blocks {
 		start, end := o.Addr+b.Start, o.Addr+b.End
 		// The entry covering the block's start, and every entry that starts inside it.
 		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
-			loc, dup, ok := locate(lines[i])
+			loc, ok := locate(lines[i])
 			if !ok {
 				continue
 			}
 			if f.Body == nil {
 				f.Body = map[LineLocation]uint64{}
 			}
-			n := satMul(b.Count, dup)
-			if c, seen := f.Body[loc]; !seen || n > c {
-				f.Body[loc] = n
+			if c, seen := f.Body[loc]; !seen || b.Count > c {
+				f.Body[loc] = b.Count
 			}
 		}
 	}
 	if len(fc.Blocks) == 0 {
 		for _, r := range fc.Raw {
-			if loc, dup, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
-				f.AddBody(loc, satMul(r.Count, dup))
+			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
+				f.AddBody(loc, r.Count)
 			}
 		}
 	}
 	for _, c := range fc.Calls {
-		if loc, _, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
+		if loc, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
 			f.AddCall(loc, c.Callee, c.Count)
 		}
 	}

@@ -30,8 +30,9 @@ type Options struct {
 	FirstLines map[string]uint32
 	// Subprograms are the IR's function definitions (see Subprograms). With them, code
 	// inlined from another function of the same file goes to that function's own profile
-	// instead of lying at wrong line offsets in the caller's, and first lines missing from
-	// FirstLines come from here.
+	// instead of lying at wrong line offsets in the caller's, with its call sites' count as
+	// its head count (Subprogram.CallLines), and first lines missing from FirstLines come
+	// from here.
 	Subprograms []Subprogram
 	// CountScale multiplies repaired block counts (samples per instruction) before they are
 	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
@@ -96,6 +97,9 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 			if k > 0 && len(pr.Profile.Body) == 0 {
 				continue
 			}
+			if k > 0 {
+				pr.Profile.HeadSamples = callSiteCount(fc, opt.callLines(part.Object.Name))
+			}
 			prof.Add(pr.Profile)
 		}
 	}
@@ -112,6 +116,16 @@ func (o Options) firstLine(name string) uint32 {
 		}
 	}
 	return 0
+}
+
+// callLines are the lines name was inlined at, from Subprograms.
+func (o Options) callLines(name string) []uint32 {
+	for _, s := range o.Subprograms {
+		if s.Name == name {
+			return s.CallLines
+		}
+	}
+	return nil
 }
 
 func (o Options) countScale() float64 {

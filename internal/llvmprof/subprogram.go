@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"regexp"
 	"sort"
@@ -23,6 +24,12 @@ var (
 	spLineRE     = regexp.MustCompile(`(?:^|, )line: (\d+)`)
 	spFileRE     = regexp.MustCompile(`(?:^|, )file: !(\d+)`)
 	diFileRE     = regexp.MustCompile(`^!(\d+) = !DIFile\(filename: "([^"]*)"`)
+	mdIDRE       = regexp.MustCompile(`^!(\d+) = `)
+	blockRE      = regexp.MustCompile(`^!(\d+) = (?:distinct )?!DILexicalBlock(?:File)?\((.*)\)`)
+	locationRE   = regexp.MustCompile(`^!(\d+) = (?:distinct )?!DILocation\((.*)\)`)
+	scopeRE      = regexp.MustCompile(`(?:^|, )scope: !(\d+)`)
+	columnRE     = regexp.MustCompile(`(?:^|, )column: (\d+)`)
+	inlinedAtRE  = regexp.MustCompile(`(?:^|, )inlinedAt: !(\d+)`)
 )
 
 // Subprogram is a function defined in LLVM IR: its symbol name (the linkageName when the
@@ -32,19 +39,46 @@ type Subprogram struct {
 	Name string
 	Line uint32
 	File string
+	// CallLines are the lines of File at which the IR inlined the function into another
+	// function of File, one per call site (a line:column); see callSiteCount.
+	CallLines []uint32
+}
+
+// irLocation is a DILocation of the IR's metadata.
+type irLocation struct {
+	line, column uint32
+	scope        string
+	inlinedAt    string // "" when not inlined
 }
 
 // Subprograms reads LLVM IR text (clang -g -S -emit-llvm) and returns its function
-// definitions, in the order of their metadata.
+// definitions, in the order of their metadata, with the lines they were inlined at.
 func Subprograms(r io.Reader) ([]Subprogram, error) {
 	var subs []Subprogram
 	var fileRefs []string
 	files := map[string]string{}
+	subByID := map[string]int{}          // DISubprogram metadata id → index into subs
+	parent := map[string]string{}        // lexical block → its scope
+	locations := map[string]irLocation{} // DILocation metadata id → location
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxIRLine)
 	for n := 1; sc.Scan(); n++ {
 		if m := diFileRE.FindSubmatch(sc.Bytes()); m != nil {
 			files[string(m[1])] = string(m[2])
+			continue
+		}
+		if m := blockRE.FindSubmatch(sc.Bytes()); m != nil {
+			if sm := scopeRE.FindSubmatch(m[2]); sm != nil {
+				parent[string(m[1])] = string(sm[1])
+			}
+			continue
+		}
+		if m := locationRE.FindSubmatch(sc.Bytes()); m != nil {
+			loc, err := parseLocation(m[2])
+			if err != nil {
+				return nil, fmt.Errorf("llvmprof: ir line %d: %w", n, err)
+			}
+			locations[string(m[1])] = loc
 			continue
 		}
 		m := subprogramRE.FindSubmatch(sc.Bytes())
@@ -68,6 +102,9 @@ func Subprograms(r io.Reader) ([]Subprogram, error) {
 		if f := spFileRE.FindSubmatch(fields); f != nil {
 			ref = string(f[1])
 		}
+		if id := mdIDRE.FindSubmatch(sc.Bytes()); id != nil {
+			subByID[string(id[1])] = len(subs)
+		}
 		subs = append(subs, Subprogram{Name: string(name[1]), Line: uint32(v)})
 		fileRefs = append(fileRefs, ref)
 	}
@@ -77,7 +114,84 @@ func Subprograms(r io.Reader) ([]Subprogram, error) {
 	for i := range subs {
 		subs[i].File = files[fileRefs[i]]
 	}
+	addCallLines(subs, subByID, parent, locations)
 	return subs, nil
+}
+
+// parseLocation reads a DILocation's fields.
+func parseLocation(fields []byte) (irLocation, error) {
+	var loc irLocation
+	for _, f := range []struct {
+		re  *regexp.Regexp
+		dst *uint32
+	}{{spLineRE, &loc.line}, {columnRE, &loc.column}} {
+		m := f.re.FindSubmatch(fields)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseUint(string(m[1]), 10, 32)
+		if err != nil {
+			return loc, fmt.Errorf("location %q: %w", m[1], err)
+		}
+		*f.dst = uint32(v)
+	}
+	if m := scopeRE.FindSubmatch(fields); m != nil {
+		loc.scope = string(m[1])
+	}
+	if m := inlinedAtRE.FindSubmatch(fields); m != nil {
+		loc.inlinedAt = string(m[1])
+	}
+	return loc, nil
+}
+
+// addCallLines gives each subprogram the lines of its own file it was inlined at: for every
+// location inlined at a call site, the callee is the subprogram its scope chain ends in, the
+// caller the one the call site's does. Call sites are told apart by line and column.
+func addCallLines(subs []Subprogram, subByID map[string]int, parent map[string]string, locations map[string]irLocation) {
+	subprogramOf := func(scope string) (int, bool) {
+		for steps := 0; steps <= len(parent); steps++ { // a cycle in hostile input ends
+			if i, ok := subByID[scope]; ok {
+				return i, true
+			}
+			p, ok := parent[scope]
+			if !ok {
+				return 0, false
+			}
+			scope = p
+		}
+		return 0, false
+	}
+	type site struct {
+		callee       int
+		line, column uint32
+	}
+	seen := map[site]bool{}
+	for _, loc := range locations {
+		if loc.inlinedAt == "" {
+			continue
+		}
+		call, ok := locations[loc.inlinedAt]
+		if !ok || call.line == 0 {
+			continue
+		}
+		callee, ok := subprogramOf(loc.scope)
+		if !ok {
+			continue
+		}
+		caller, ok := subprogramOf(call.scope)
+		if !ok || subs[caller].File != subs[callee].File {
+			continue
+		}
+		s := site{callee, call.line, call.column}
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		subs[callee].CallLines = append(subs[callee].CallLines, call.line)
+	}
+	for i := range subs {
+		sort.Slice(subs[i].CallLines, func(a, b int) bool { return subs[i].CallLines[a] < subs[i].CallLines[b] })
+	}
 }
 
 // SubprogramLines is Subprograms as a map from name to first line (Options.FirstLines).
@@ -110,12 +224,7 @@ func splitInlined(fc profileio.FunctionCounts, subs []Subprogram) []profileio.Fu
 	if len(o.Lines) == 0 || len(subs) == 0 {
 		return []profileio.FunctionCounts{fc}
 	}
-	file := path.Base(o.Lines[0].File)
-	for _, l := range o.Lines {
-		if l.Addr <= o.Addr {
-			file = path.Base(l.File)
-		}
-	}
+	file := objectFile(o)
 	var own []Subprogram
 	found := false
 	for _, s := range subs {
@@ -172,4 +281,67 @@ func splitInlined(fc profileio.FunctionCounts, subs []Subprogram) []profileio.Fu
 		out = append(out, part)
 	}
 	return out
+}
+
+// objectFile is the base name of the source file of o's entry: that of the last line-table
+// entry at or below o's address (or of the first entry). o must have a line table.
+func objectFile(o *jitmap.CodeObject) string {
+	file := path.Base(o.Lines[0].File)
+	for _, l := range o.Lines {
+		if l.Addr <= o.Addr {
+			file = path.Base(l.File)
+		}
+	}
+	return file
+}
+
+// callSiteCount is the head count of an inlined function's own profile: how often fc's
+// object ran the callee's call sites (callLines, lines of the object's file), each line
+// counted as Project counts it (the largest count of a block holding code of it). The copies
+// inlined into fc's code have no entry block of their own, and without a head count LLVM's
+// sample loader gives the function an entry count of 1, from which it infers that every loop
+// in it runs hundreds of iterations per call (their exits get weight 1). 0 without block
+// counts or line table.
+func callSiteCount(fc profileio.FunctionCounts, callLines []uint32) uint64 {
+	o := fc.Object
+	if len(fc.Blocks) == 0 || len(o.Lines) == 0 || len(callLines) == 0 {
+		return 0
+	}
+	file := objectFile(o)
+	lines := o.Lines
+	if !sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
+		lines = append([]jitmap.LineEntry(nil), lines...)
+		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
+	}
+	count := make(map[uint32]uint64, len(callLines))
+	for _, l := range callLines {
+		count[l] = 0
+	}
+	for _, b := range fc.Blocks {
+		start, end := o.Addr+b.Start, o.Addr+b.End
+		// The entry covering the block's start, and every entry that starts inside it.
+		i := sort.Search(len(lines), func(i int) bool { return lines[i].Addr > start })
+		if i > 0 {
+			i--
+		}
+		for ; i < len(lines) && lines[i].Addr < end; i++ {
+			l := lines[i]
+			if c, ok := count[l.Line]; ok && b.Count > c && path.Base(l.File) == file {
+				count[l.Line] = b.Count
+			}
+		}
+	}
+	var head uint64
+	for _, l := range callLines {
+		head = satAdd(head, count[l])
+	}
+	return head
+}
+
+// satAdd is a+b, saturating at the largest uint64.
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }

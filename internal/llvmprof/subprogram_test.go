@@ -1,6 +1,7 @@
 package llvmprof
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -83,6 +84,9 @@ func FuzzSubprogramLines(f *testing.F) {
 	f.Add(irTail)
 	f.Add(`!1 = distinct !DISubprogram(name: "x", line: 99999999999)`)
 	f.Add(`!1 = distinct !DISubprogram(name: "", line: 0)`)
+	f.Add(inlinedIR)
+	f.Add("!2 = !DILexicalBlock(scope: !3)\n!3 = !DILexicalBlockFile(scope: !2)\n!4 = !DILocation(line: 1, scope: !2, inlinedAt: !5)\n!5 = !DILocation(line: 2, scope: !3)")
+	f.Add(`!4 = !DILocation(line: 99999999999, scope: !2)`)
 	f.Fuzz(func(t *testing.T, ir string) {
 		lines, err := SubprogramLines(strings.NewReader(ir))
 		if err == nil && len(lines) > strings.Count(ir, "DISubprogram") {
@@ -105,6 +109,45 @@ func TestSubprograms(t *testing.T) {
 	}
 	if files["quicksort"] != "workloads/sort.c" || files["main"] != "workloads/sort.c" || len(subs) != 4 {
 		t.Errorf("subprograms %+v, want 4 with sort.c for quicksort and main", subs)
+	}
+}
+
+// inlinedIR is metadata of clang-14 -O2 -g output for workloads/hash.c (abridged).
+const inlinedIR = `!1 = !DIFile(filename: "workloads/hash.c", directory: "/src")
+!5 = !DIFile(filename: "/usr/include/stdlib.h", directory: "")
+!17 = distinct !DISubprogram(name: "main", scope: !1, file: !1, line: 25, type: !18, scopeLine: 25, unit: !0)
+!39 = distinct !DILexicalBlock(scope: !17, file: !1, line: 31, column: 2)
+!46 = distinct !DILexicalBlock(scope: !39, file: !1, line: 40, column: 2)
+!52 = !DILexicalBlockFile(scope: !17, file: !1, discriminator: 2)
+!58 = distinct !DISubprogram(name: "atoi", scope: !5, file: !5, line: 361, type: !59, scopeLine: 362, unit: !0)
+!65 = !DILocation(line: 363, column: 10, scope: !58, inlinedAt: !66)
+!66 = distinct !DILocation(line: 26, column: 21, scope: !52)
+!96 = distinct !DISubprogram(name: "keyof", scope: !1, file: !1, line: 16, type: !97, scopeLine: 16, unit: !0)
+!104 = distinct !DILexicalBlock(scope: !96, file: !1, line: 20, column: 2)
+!105 = !DILocation(line: 0, scope: !96, inlinedAt: !106)
+!106 = distinct !DILocation(line: 32, column: 3, scope: !39)
+!124 = !DILocation(line: 20, column: 2, scope: !125, inlinedAt: !106)
+!125 = !DILexicalBlockFile(scope: !104, file: !1, discriminator: 2)
+!214 = !DILocation(line: 0, scope: !96, inlinedAt: !215)
+!215 = distinct !DILocation(line: 41, column: 3, scope: !46)
+!216 = !DILocation(line: 19, column: 9, scope: !96, inlinedAt: !215)
+!217 = !DILocation(line: 19, column: 9, scope: !96)
+`
+
+// Call sites come from the inlinedAt chains of inlinedIR: keyof (line 16) inlined into main
+// (line 25) at 32:3 and 41:3, each site counted once however many locations point at it;
+// atoi, from another file, is left out.
+func TestSubprogramsCallLines(t *testing.T) {
+	subs, err := Subprograms(strings.NewReader(inlinedIR))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string][]uint32{}
+	for _, s := range subs {
+		calls[s.Name] = s.CallLines
+	}
+	if !reflect.DeepEqual(calls["keyof"], []uint32{32, 41}) || calls["main"] != nil || calls["atoi"] != nil {
+		t.Errorf("call lines %v, want keyof at 32 and 41, none for main and atoi", calls)
 	}
 }
 
@@ -134,9 +177,41 @@ func TestFromCaptureSplitsInlined(t *testing.T) {
 		}
 	}
 	if len(ins.Body) != 1 || ins.HeadSamples != 0 {
-		t.Errorf("insertion: %+v, want one line (offset 1) and no head count", ins)
+		t.Errorf("insertion: %+v, want one line (offset 1) and no head count (no call lines)", ins)
 	}
 	if _, ok := ins.Body[profileio.LineLocation{LineOffset: 1}]; !ok {
 		t.Errorf("insertion: line 9 not at offset 1: %v", ins.Body)
+	}
+}
+
+// An inlined function's head count is its call sites' count in the object: without it LLVM
+// gives the function an entry count of 1 and reads every loop in it as running hundreds of
+// times per call.
+func TestFromCaptureInlinedHead(t *testing.T) {
+	fn := example(t)
+	o := object(t, fn, "quicksort", fn.Code, true) // one line per block: 100, 101, ...
+	for i := range o.Object.Lines {
+		o.Object.Lines[i].File = "/src/sort.c"
+		o.Object.Lines[i].Line = uint32(20 + i)
+	}
+	last := len(o.Object.Lines) - 1
+	o.Object.Lines[last].Line = 9 // the last block is insertion's loop, inlined
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
+	// insertion is called (and inlined) at lines 23 and 24, quicksort's fifth and sixth
+	// blocks.
+	subs := []Subprogram{{Name: "insertion", Line: 8, File: "sort.c", CallLines: []uint32{23, 24}},
+		{Name: "quicksort", Line: 19, File: "sort.c"}}
+	prof, _ := FromCapture(c, Options{Subprograms: subs})
+	qs, ins := prof.Functions["quicksort"], prof.Functions["insertion"]
+	if qs == nil || ins == nil {
+		t.Fatalf("profiles %v, want quicksort and insertion", prof.Functions)
+	}
+	want := qs.Body[profileio.LineLocation{LineOffset: 4}] + qs.Body[profileio.LineLocation{LineOffset: 5}]
+	if want == 0 || ins.HeadSamples != want {
+		t.Errorf("insertion head %d, want %d (lines 23 and 24 of %v)", ins.HeadSamples, want, qs.Body)
+	}
+	raw, _ := FromCapture(c, Options{Raw: true, Subprograms: subs})
+	if f := raw.Functions["insertion"]; f != nil && f.HeadSamples != 0 {
+		t.Errorf("raw: insertion head %d, want 0 (no block counts)", f.HeadSamples)
 	}
 }
