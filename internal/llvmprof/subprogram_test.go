@@ -151,16 +151,25 @@ func TestSubprogramsCallLines(t *testing.T) {
 	}
 }
 
-// Code of insertion (line 8) inlined into quicksort (line 19) goes to insertion's profile.
-func TestFromCaptureSplitsInlined(t *testing.T) {
+// quicksortWithInlinedInsertion returns the example object as quicksort of sort.c, one line
+// per block from line 20 on, except its last block, insertion's loop (line 9), inlined;
+// and that block's index.
+func quicksortWithInlinedInsertion(t *testing.T) (*profileio.CaptureObject, int) {
+	t.Helper()
 	fn := example(t)
-	o := object(t, fn, "quicksort", fn.Code, true) // one line per block: 100, 101, ...
+	o := object(t, fn, "quicksort", fn.Code, true)
 	for i := range o.Object.Lines {
 		o.Object.Lines[i].File = "/src/sort.c"
 		o.Object.Lines[i].Line = uint32(20 + i)
 	}
 	last := len(o.Object.Lines) - 1
-	o.Object.Lines[last].Line = 9 // the last block is insertion's loop, inlined
+	o.Object.Lines[last].Line = 9
+	return o, last
+}
+
+// Code of insertion (line 8) inlined into quicksort (line 19) goes to insertion's profile.
+func TestFromCaptureSplitsInlined(t *testing.T) {
+	o, last := quicksortWithInlinedInsertion(t)
 	subs := []Subprogram{{Name: "insertion", Line: 8, File: "sort.c"}, {Name: "quicksort", Line: 19, File: "sort.c"}, {Name: "main", Line: 90, File: "sort.c"}}
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
 	prof, _ := FromCapture(c, Options{Subprograms: subs})
@@ -188,14 +197,7 @@ func TestFromCaptureSplitsInlined(t *testing.T) {
 // gives the function an entry count of 1 and reads every loop in it as running hundreds of
 // times per call.
 func TestFromCaptureInlinedHead(t *testing.T) {
-	fn := example(t)
-	o := object(t, fn, "quicksort", fn.Code, true) // one line per block: 100, 101, ...
-	for i := range o.Object.Lines {
-		o.Object.Lines[i].File = "/src/sort.c"
-		o.Object.Lines[i].Line = uint32(20 + i)
-	}
-	last := len(o.Object.Lines) - 1
-	o.Object.Lines[last].Line = 9 // the last block is insertion's loop, inlined
+	o, _ := quicksortWithInlinedInsertion(t)
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
 	// insertion is called (and inlined) at lines 23 and 24, quicksort's fifth and sixth
 	// blocks.
