@@ -96,10 +96,11 @@ func solveSSP(net *Network) ([]int64, error) {
 		if len(s.sources) == 0 {
 			return r.flows(), nil
 		}
-		t, err := s.searchAll()
-		if err != nil {
+		if err := s.searchAll(); err != nil {
 			return nil, err
 		}
+		// The nearest deficit's path is intact when its turn comes (nothing was pushed
+		// before it), so every round moves flow.
 		pushed := false
 		for _, t := range s.reached {
 			if s.excess[t] < 0 && s.augment(t) {
@@ -112,7 +113,7 @@ func solveSSP(net *Network) ([]int64, error) {
 			}
 		}
 		if !pushed {
-			s.augment(t)
+			return nil, errNoProgress
 		}
 	}
 }
@@ -140,8 +141,12 @@ func (s *sspState) seedPotentials() {
 	}
 }
 
-// errNegativeReducedCost reports a broken invariant instead of a panic in the queue.
-var errNegativeReducedCost = fmt.Errorf("reestimate: ssp: internal error: negative reduced cost: %w", ErrBadNetwork)
+// errNegativeReducedCost and errNoProgress report a broken invariant instead of a panic in
+// the queue or a global pass that never ends.
+var (
+	errNegativeReducedCost = fmt.Errorf("reestimate: ssp: internal error: negative reduced cost: %w", ErrBadNetwork)
+	errNoProgress          = fmt.Errorf("reestimate: ssp: internal error: a global round moved nothing: %w", ErrBadNetwork)
+)
 
 // localSearch caps the nodes a search from a single source may touch before the source is
 // left to the global pass.
@@ -336,8 +341,9 @@ func (s *sspState) search(limit int) (int32, error) {
 // the form that leaves unsettled nodes alone). That keeps reduced costs non-negative and
 // makes the shortest path from each source to every deficit nearer to it than to any other
 // source cost 0, so one search serves all sources and the sweeps that follow push along all
-// of those paths. It returns a deficit node with a path in via, for the backstop.
-func (s *sspState) searchAll() (int32, error) {
+// of those paths. s.reached lists the deficits settled, nearest first, each with its path
+// in via.
+func (s *sspState) searchAll() error {
 	r := s.r
 	s.reset()
 	s.reached = s.reached[:0]
@@ -354,7 +360,6 @@ func (s *sspState) searchAll() (int32, error) {
 		s.touched = append(s.touched, src)
 		s.queue.push(0, src)
 	}
-	target := int32(-1)
 	var last int64
 	for !s.queue.empty() && deficits > 0 {
 		d, u := s.queue.pop()
@@ -368,9 +373,6 @@ func (s *sspState) searchAll() (int32, error) {
 			// inequalities, or the potential update would leave negative reduced costs.
 			deficits--
 			s.reached = append(s.reached, u)
-			if target < 0 {
-				target = u
-			}
 		}
 		pu := s.pot[u]
 		for k := r.start[u]; k < r.start[u+1]; k++ {
@@ -383,7 +385,7 @@ func (s *sspState) searchAll() (int32, error) {
 			}
 			rc := int64(r.slot[k].cost) + pu - s.pot[v]
 			if rc < 0 {
-				return -1, errNegativeReducedCost
+				return errNegativeReducedCost
 			}
 			nd := d + rc
 			if s.state[v] == unseen {
@@ -397,19 +399,17 @@ func (s *sspState) searchAll() (int32, error) {
 			s.queue.push(nd, v)
 		}
 	}
-	if target < 0 {
-		return -1, fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
+	if len(s.reached) == 0 {
+		return fmt.Errorf("reestimate: ssp: excess at node %d with no path to a deficit: %w", s.sources[0], ErrBadNetwork)
 	}
+	// Every node of a settled deficit's path is settled itself: this clears their marks too.
 	for _, v := range s.touched {
 		if s.state[v] == settled {
 			s.pot[v] += s.dist[v] - last
 			s.dead[v] = false
 		}
 	}
-	for v := target; s.via[v] >= 0; v = r.tail(s.via[v]) {
-		s.dead[v] = false
-	}
-	return target, nil
+	return nil
 }
 
 // reset clears what the previous search touched.
