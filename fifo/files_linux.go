@@ -238,12 +238,13 @@ func (ft *fileTailer) consider(path string) {
 	// A file last written before the target started is an earlier process's that had the
 	// same pid (lli-14 leaves a jit-PID.dump behind at every run): its symbols would name
 	// the target's code wrongly. It is looked at again when it changes.
-	if at := ft.started[pid]; !at.IsZero() && time.Unix(st.Mtim.Unix()).Add(staleSlack).Before(at) {
+	modified := time.Unix(st.Mtim.Unix())
+	if at := ft.started[pid]; !at.IsZero() && modified.Add(staleSlack).Before(at) {
 		unix.Close(fd)
 		if !ft.stale[path] {
 			ft.stale[path] = true
 			ft.sink.logger.Info("fifo: not tailing a file older than its process", "pid", pid, "file", path,
-				"modified", time.Unix(st.Mtim.Unix()), "process_started", at)
+				"modified", modified, "process_started", at)
 		}
 		return
 	}
