@@ -120,11 +120,11 @@ type Solver interface {
 	Name() string
 }
 
-// FastSolver returns the default solver, successive shortest paths (SSPSolver). Both it
-// and SimplexSolver first presolve the network (presolve.go). On the benchmark CFGs SSP
-// beats the network simplex alternative by 1.2x (1k blocks), 1.4x (10k) and 2.5-3x (100k),
-// and the simplex tree grows as deep as the CFG is long: on a million-block chain simplex
-// took 67 s against SSP's 0.7 s. See BenchmarkRepair.
+// FastSolver returns the default solver, successive shortest paths (SSPSolver) on what the
+// series–parallel reduction (spreduce.go) leaves of the network; SimplexSolver presolves
+// (presolve.go) instead. On the benchmark CFGs SSP beats the network simplex by 2x (1k
+// blocks), 4x (10k) and 9x (100k), and the simplex tree grows as deep as the CFG is long:
+// on a million-block chain simplex took 67 s against SSP's 0.7 s. See BenchmarkRepair.
 func FastSolver() Solver { return ssp{} }
 
 // SimplexSolver returns the primal network simplex solver. See solver_simplex.go.

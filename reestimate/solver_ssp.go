@@ -32,11 +32,18 @@ import (
 // a neighbouring block. The few mismatches that span the function (say, the entry count
 // against a loop far away) are left to global rounds, each one search plus sweeps, instead
 // of one whole-network search per source, which made the solve grow as n^1.5.
+//
+// Solve runs it on the kernel the series–parallel reduction leaves (spreduce.go).
 type ssp struct{}
 
 func (ssp) Name() string { return "ssp" }
 
-func (ssp) Solve(net *Network) ([]int64, error) { return solveReduced(net, solveSSP) }
+func (ssp) Solve(net *Network) ([]int64, error) {
+	if err := net.Validate(); err != nil {
+		return nil, err
+	}
+	return solveSeriesParallel(net, solveSSP)
+}
 
 // solveSSP solves a valid network.
 func solveSSP(net *Network) ([]int64, error) {
@@ -446,24 +453,32 @@ func (s *sspState) augment(t int32) bool {
 }
 
 // bucketQueue is Dijkstra's priority queue: a monotone queue of (distance, node) with lazy
-// deletion. Reduced costs are small integers, so distances below len(buckets) go to a
+// deletion. Reduced costs are small integers, so distances below nearBuckets go to a
 // bucket per distance (Dial's method, O(1) per operation); larger ones go to a binary heap.
+// A bucket is a list linked through entries, so the buckets cost no allocation.
 type bucketQueue struct {
-	buckets [][]int32
+	first   [nearBuckets]int32 // per distance: the last entry pushed, -1 when none
+	entries []bucketEntry
 	cur     int // lowest distance whose bucket may be non-empty
 	count   int // entries in buckets
 	hi      int // highest bucket used since the last reset
 	far     distHeap
+	ready   bool
+}
+
+type bucketEntry struct {
+	v, next int32
 }
 
 const nearBuckets = 256
 
 func (q *bucketQueue) push(d int64, v int32) {
 	if d < nearBuckets {
-		if q.buckets == nil {
-			q.buckets = make([][]int32, nearBuckets)
+		if !q.ready {
+			q.reset()
 		}
-		q.buckets[d] = append(q.buckets[d], v)
+		q.entries = append(q.entries, bucketEntry{v: v, next: q.first[d]})
+		q.first[d] = int32(len(q.entries) - 1)
 		q.count++
 		q.hi = max(q.hi, int(d))
 		return
@@ -476,22 +491,26 @@ func (q *bucketQueue) empty() bool { return q.count == 0 && len(q.far) == 0 }
 // pop removes an entry of least distance; the queue must not be empty.
 func (q *bucketQueue) pop() (int64, int32) {
 	if q.count > 0 {
-		for len(q.buckets[q.cur]) == 0 {
+		for q.first[q.cur] < 0 {
 			q.cur++
 		}
-		b := q.buckets[q.cur]
-		v := b[len(b)-1]
-		q.buckets[q.cur] = b[:len(b)-1]
+		e := q.entries[q.first[q.cur]]
+		q.first[q.cur] = e.next
 		q.count--
-		return int64(q.cur), v
+		return int64(q.cur), e.v
 	}
 	return q.far.pop()
 }
 
 func (q *bucketQueue) reset() {
-	for i := 0; i <= q.hi && i < len(q.buckets); i++ {
-		q.buckets[i] = q.buckets[i][:0]
+	hi := q.hi
+	if !q.ready {
+		hi, q.ready = nearBuckets-1, true
 	}
+	for i := 0; i <= hi; i++ {
+		q.first[i] = -1
+	}
+	q.entries = q.entries[:0]
 	q.cur, q.count, q.hi = 0, 0, 0
 	q.far = q.far[:0]
 }

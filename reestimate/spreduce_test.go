@@ -1,0 +1,173 @@
+package reestimate
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSeriesParallelKeepsOptimum checks the reduction on general networks (parallel arcs
+// both ways, self-loops, capacities at the bound): the expanded flow is a circulation with
+// the reference solver's cost, whichever solver takes the kernel.
+func TestSeriesParallelKeepsOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	reduced := 0
+	for i := 0; i < 3000; i++ {
+		net := randomNetwork(rng)
+		ref, err := ReferenceSolver().Solve(net)
+		if err != nil {
+			t.Fatalf("case %d: reference: %v", i, err)
+		}
+		want := net.Cost(ref)
+		r := spReduce(net)
+		if r == nil {
+			t.Fatalf("case %d: no reduction", i)
+		}
+		k, _ := r.kernel()
+		r.release()
+		if err := k.Validate(); err != nil {
+			t.Fatalf("case %d: kernel: %v", i, err)
+		}
+		if k.Nodes < net.Nodes {
+			reduced++
+		}
+		for name, solve := range map[string]func(*Network) ([]int64, error){"ssp": solveSSP, "simplex": solveSimplex} {
+			f, err := solveSeriesParallel(net, solve)
+			if err != nil {
+				t.Fatalf("case %d: %s: %v", i, name, err)
+			}
+			if err := net.CheckCirculation(f); err != nil {
+				t.Fatalf("case %d: %s: %v (network %+v)", i, name, err, net)
+			}
+			if c := net.Cost(f); c != want {
+				t.Fatalf("case %d: %s cost %d, reference %d (network %+v)", i, name, c, want, net)
+			}
+		}
+	}
+	if reduced < 2000 {
+		t.Fatalf("the reduction removed nodes in only %d of 3000 networks", reduced)
+	}
+}
+
+// kernelOf returns the kernel the reduction leaves of net.
+func kernelOf(t *testing.T, net *Network) *Network {
+	t.Helper()
+	r := spReduce(net)
+	if r == nil {
+		t.Fatal("no reduction")
+	}
+	defer r.release()
+	k, _ := r.kernel()
+	return k
+}
+
+// TestSeriesParallelReducesRepairNetwork: the network of a branch around a block (an
+// if without else) is series–parallel, so nothing is left for the solver; a bridge (the
+// smallest network that is not) is left whole.
+func TestSeriesParallelReducesRepairNetwork(t *testing.T) {
+	if k := kernelOf(t, branchAroundNetwork(t)); k.Nodes != 0 || len(k.Arcs) != 0 {
+		t.Errorf("branch-around network: kernel of %d nodes, %d arcs, want none", k.Nodes, len(k.Arcs))
+	}
+	// 0→1, 0→2, 1→2, 1→3, 2→3, 3→0: every node has three neighbours.
+	bridge := &Network{Nodes: 4, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
+		{From: 0, To: 1, Cap: 5, Cost: -3}, {From: 0, To: 2, Cap: 5, Cost: 1}, {From: 1, To: 2, Cap: 5, Cost: -1},
+		{From: 1, To: 3, Cap: 5, Cost: 2}, {From: 2, To: 3, Cap: 5, Cost: -2}, {From: 3, To: 0, Cap: 5, Cost: 1},
+	}}
+	if k := kernelOf(t, bridge); k.Nodes != 4 || len(k.Arcs) != 6 {
+		t.Errorf("bridge: kernel of %d nodes, %d arcs, want 4 and 6", k.Nodes, len(k.Arcs))
+	}
+	checkSolvesLikeReference(t, bridge)
+}
+
+// checkSolvesLikeReference compares solveSeriesParallel (SSP on the kernel) with the
+// reference solver.
+func checkSolvesLikeReference(t *testing.T, net *Network) {
+	t.Helper()
+	ref, err := ReferenceSolver().Solve(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := solveSeriesParallel(net, solveSSP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := net.CheckCirculation(f); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := net.Cost(f), net.Cost(ref); got != want {
+		t.Fatalf("cost %d, reference %d", got, want)
+	}
+}
+
+// TestSeriesParallelRefusesLargeSlopes: in a cycle of three arcs of cost −¾·MaxArcCost
+// every two consecutive arcs add up beyond MaxArcCost, so no series reduction is made and
+// the kernel keeps the cycle.
+func TestSeriesParallelRefusesLargeSlopes(t *testing.T) {
+	c := int64(MaxArcCost * 3 / 4)
+	net := &Network{Nodes: 3, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
+		{From: 0, To: 1, Cap: 4, Cost: -c}, {From: 1, To: 2, Cap: 7, Cost: -c}, {From: 2, To: 0, Cap: 9, Cost: -c},
+	}}
+	if k := kernelOf(t, net); k.Nodes != 3 {
+		t.Errorf("kernel of %d nodes, want the whole cycle of 3", k.Nodes)
+	}
+	checkSolvesLikeReference(t, net)
+}
+
+// TestSeriesParallelSegmentCap: a ring of 1500 blocks (an arc of capacity w at cost −2 and
+// one of capacity 10^6 at cost 1 each, all w distinct) sums to a function of 1501 segments,
+// more than spMaxSegments; the reduction stops there and the kernel solves the rest.
+func TestSeriesParallelSegmentCap(t *testing.T) {
+	const n = 1500
+	net := &Network{Nodes: n, Source: -1, Sink: -1, Return: -1}
+	for i := range n {
+		from, to := int32(i), int32((i+1)%n)
+		net.Arcs = append(net.Arcs, Arc{From: from, To: to, Cap: int64(100 + 3*i), Cost: -2}, Arc{From: from, To: to, Cap: 1_000_000, Cost: 1})
+	}
+	if k := kernelOf(t, net); k.Nodes == 0 {
+		t.Errorf("the ring was reduced to nothing with more than %d segments", spMaxSegments)
+	}
+	f, err := solveSeriesParallel(net, solveSSP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := net.CheckCirculation(f); err != nil {
+		t.Fatal(err)
+	}
+	// Optimum: the circulation x round the ring costs Σ_i (−2·min(x, w_i) + max(0, x−w_i));
+	// its slope −2n + 3·#{w_i < x} turns non-negative at the (2n/3)-th smallest w.
+	want := int64(0)
+	x := int64(100 + 3*(2*n/3))
+	for i := range n {
+		w := int64(100 + 3*i)
+		want += -2*min(x, w) + max(0, x-w)
+	}
+	if got := net.Cost(f); got != want {
+		t.Fatalf("cost %d, want %d", got, want)
+	}
+}
+
+// TestSeriesParallelClampsToBound: parallel arcs of capacity MaxArcCapacity add up beyond
+// it, but no edge needs more than B (here 30) either way; the kernel's arcs between two
+// nodes add up to at most B.
+func TestSeriesParallelClampsToBound(t *testing.T) {
+	net := &Network{Nodes: 4, Source: -1, Sink: -1, Return: -1}
+	for i, e := range [][2]int32{{0, 1}, {0, 2}, {1, 2}, {1, 3}, {2, 3}, {3, 0}} {
+		net.Arcs = append(net.Arcs, Arc{From: e[0], To: e[1], Cap: 5, Cost: -int64(1 + i%3)})
+		for c := int64(1); c <= 3; c++ {
+			net.Arcs = append(net.Arcs, Arc{From: e[0], To: e[1], Cap: MaxArcCapacity, Cost: c})
+		}
+	}
+	k := kernelOf(t, net)
+	if err := k.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sum := map[[2]int32]int64{}
+	for _, a := range k.Arcs {
+		sum[[2]int32{a.From, a.To}] += a.Cap
+	}
+	for ends, c := range sum {
+		if c > 30 {
+			t.Fatalf("kernel arcs %d→%d carry up to %d, above the bound 30", ends[0], ends[1], c)
+		}
+	}
+	checkSolvesLikeReference(t, net)
+}
