@@ -11,6 +11,24 @@ type residual struct {
 	slot  []slot
 	mate  []int32 // the opposite slot
 	fwd   []int32
+	// pl, when set, makes every arc a piecewise-linear one (see plArc); slotArc then
+	// gives each slot's arc.
+	pl      []plArc
+	slotArc []int32
+}
+
+// plArc is an arc whose cost is convex piecewise linear in its flow x on [lo, hi]: the
+// segments' slopes increase, and x may be negative (the flow then runs To→From). Its
+// forward slot offers the rest of segment f (the one x lies in, or begins) at its slope,
+// its backward slot what x has used of segment f, or all of segment f−1 when x is at f's
+// start, at minus that slope. Pushing through a slot never moves x past a segment's end,
+// since a slot's residual capacity ends there; the slots then move to the next segment,
+// whose reduced cost is larger (slopes increase), so reduced costs stay non-negative.
+type plArc struct {
+	segs  []spSeg
+	x     int64 // flow
+	start int64 // flow at the start of segment f
+	f     int32 // len(segs) when x is at the end of the last segment
 }
 
 type slot struct {
@@ -55,10 +73,56 @@ func newResidual(net *Network) *residual {
 	return r
 }
 
-// push sends delta units through slot k.
-func (r *residual) push(k int32, delta int64) {
+// push sends delta units through slot k and reports whether that used up what k offered
+// (after which k, if it still has capacity, offers a dearer segment).
+func (r *residual) push(k int32, delta int64) bool {
+	if r.pl != nil {
+		return r.pushPL(k, delta)
+	}
 	r.slot[k].rcap -= delta
 	r.slot[r.mate[k]].rcap += delta
+	return r.slot[k].rcap == 0
+}
+
+func (r *residual) pushPL(k int32, delta int64) bool {
+	i := r.slotArc[k]
+	a := &r.pl[i]
+	used := r.slot[k].rcap == delta
+	if k == r.fwd[i] {
+		a.x += delta
+		if a.f < int32(len(a.segs)) && a.x == a.start+a.segs[a.f].len {
+			a.start = a.x
+			a.f++
+		}
+	} else {
+		a.x -= delta
+		if a.x < a.start {
+			a.f--
+			a.start -= a.segs[a.f].len
+		}
+	}
+	r.setPL(i)
+	return used
+}
+
+// setPL sets arc i's two slots from its flow and segment.
+func (r *residual) setPL(i int32) {
+	a := &r.pl[i]
+	fw := &r.slot[r.fwd[i]]
+	bw := &r.slot[r.mate[r.fwd[i]]]
+	fw.rcap = 0
+	if a.f < int32(len(a.segs)) {
+		fw.rcap = a.start + a.segs[a.f].len - a.x
+		fw.cost = int32(a.segs[a.f].slope)
+	}
+	switch {
+	case a.x > a.start:
+		bw.rcap, bw.cost = a.x-a.start, int32(-a.segs[a.f].slope)
+	case a.f > 0:
+		bw.rcap, bw.cost = a.segs[a.f-1].len, int32(-a.segs[a.f-1].slope)
+	default:
+		bw.rcap = 0
+	}
 }
 
 // tail returns the node slot k leaves.

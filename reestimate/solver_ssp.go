@@ -42,12 +42,27 @@ func (ssp) Solve(net *Network) ([]int64, error) {
 	if err := net.Validate(); err != nil {
 		return nil, err
 	}
-	return solveSeriesParallel(net, solveSSP)
+	return solveSSPReduced(net)
 }
 
 // solveSSP solves a valid network.
 func solveSSP(net *Network) ([]int64, error) {
 	r := newResidual(net)
+	s := newSSPState(r)
+	for i, a := range net.Arcs {
+		if a.Cost < 0 && a.Cap > 0 {
+			r.push(r.fwd[i], a.Cap)
+			s.excess[a.To] += a.Cap
+			s.excess[a.From] -= a.Cap
+		}
+	}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return r.flows(), nil
+}
+
+func newSSPState(r *residual) *sspState {
 	n := r.n
 	s := &sspState{
 		r:      r,
@@ -63,13 +78,13 @@ func solveSSP(net *Network) ([]int64, error) {
 	for i := range s.dist {
 		s.dist[i] = math.MaxInt64
 	}
-	for i, a := range net.Arcs {
-		if a.Cost < 0 && a.Cap > 0 {
-			r.push(r.fwd[i], a.Cap)
-			s.excess[a.To] += a.Cap
-			s.excess[a.From] -= a.Cap
-		}
-	}
+	return s
+}
+
+// run moves the excesses to the deficits; every residual slot must have a non-negative
+// reduced cost (all potentials are 0 at the start).
+func (s *sspState) run() error {
+	n := s.r.n
 	s.seedPotentials()
 	// Local pass: each source alone, with searches capped at localSearch nodes.
 	var deferred []int32
@@ -81,7 +96,7 @@ func solveSSP(net *Network) ([]int64, error) {
 			s.sources = append(s.sources[:0], v)
 			t, err := s.search(localSearch)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if t < 0 {
 				deferred = append(deferred, v)
@@ -101,10 +116,10 @@ func solveSSP(net *Network) ([]int64, error) {
 			}
 		}
 		if len(s.sources) == 0 {
-			return r.flows(), nil
+			return nil
 		}
 		if err := s.searchAll(); err != nil {
-			return nil, err
+			return err
 		}
 		// The nearest deficit's path is intact when its turn comes (nothing was pushed
 		// before it), so every round moves flow.
@@ -120,7 +135,7 @@ func solveSSP(net *Network) ([]int64, error) {
 			}
 		}
 		if !pushed {
-			return nil, errNoProgress
+			return errNoProgress
 		}
 	}
 }
@@ -247,8 +262,7 @@ func (s *sspState) pushPath(src, t int32) int32 {
 	}
 	cut := len(s.path)
 	for i, k := range s.path {
-		r.push(k, delta)
-		if r.slot[k].rcap == 0 && i < cut {
+		if r.push(k, delta) && i < cut {
 			cut = i
 		}
 	}
@@ -430,7 +444,8 @@ func (s *sspState) reset() {
 }
 
 // augment pushes the most the path in via from a source to t allows and reports whether
-// that was more than nothing.
+// that was more than nothing. A path that an earlier push of the round made inadmissible
+// (a piecewise-linear arc moved on to a dearer segment) allows nothing.
 func (s *sspState) augment(t int32) bool {
 	r := s.r
 	src := t
@@ -439,7 +454,11 @@ func (s *sspState) augment(t int32) bool {
 	}
 	delta := min(s.excess[src], -s.excess[t])
 	for v := t; v != src; v = r.tail(s.via[v]) {
-		delta = min(delta, r.slot[s.via[v]].rcap)
+		k := s.via[v]
+		delta = min(delta, r.slot[k].rcap)
+		if r.pl != nil && int64(r.slot[k].cost)+s.pot[r.tail(k)]-s.pot[v] != 0 {
+			return false
+		}
 	}
 	if delta == 0 {
 		return false

@@ -65,7 +65,7 @@ type spSeg struct {
 
 // Edge kinds.
 const (
-	spArc      uint8 = iota // an arc of the network: a is its index
+	spArc      uint8 = iota // b consecutive parallel arcs of the network from arc a on
 	spSeries                // a (u–w) followed by b (w–v)
 	spParallel              // a and b, both u–v
 )
@@ -150,9 +150,10 @@ func spReduce(net *Network) *spReduction {
 			if a.Cost < 0 {
 				r.loops[i] = a.Cap // flow keeps the network's self-loops' flows
 			}
+		case c > 0 && r.extendRun(i, c):
 		case c > 0:
 			r.seg = append(r.seg, spSeg{slope: a.Cost, len: c})
-			r.edges = append(r.edges, spEdge{u: a.From, v: a.To, hi: c, kind: spArc, a: int32(i), off: int32(len(r.seg) - 1), n: 1})
+			r.edges = append(r.edges, spEdge{u: a.From, v: a.To, hi: c, kind: spArc, a: int32(i), b: 1, off: int32(len(r.seg) - 1), n: 1})
 			r.deg[a.From]++
 			r.deg[a.To]++
 		}
@@ -186,6 +187,44 @@ func spReduce(net *Network) *spReduction {
 		r.reduceNode(x, scan)
 	}
 	return r
+}
+
+// spMaxRun bounds the consecutive parallel arcs taken into one edge as it is made (a
+// block's two arcs in Repair's networks); longer runs are left to the parallel rule.
+const spMaxRun = 4
+
+// extendRun takes arc i, of capacity c after the clamp, into the edge made last when that
+// edge holds the arcs just before i and they run between the same nodes in the same
+// direction, and reports whether it did.
+func (r *spReduction) extendRun(i int, c int64) bool {
+	if len(r.edges) == 0 {
+		return false
+	}
+	e := &r.edges[len(r.edges)-1]
+	a := r.net.Arcs[i]
+	if e.a+e.b != int32(i) || e.b == spMaxRun || e.u != a.From || e.v != a.To {
+		return false
+	}
+	// e's segments are the last ones made: insert the arc's in slope order.
+	r.seg = append(r.seg, spSeg{})
+	k := len(r.seg) - 1
+	for k > int(e.off) && r.seg[k-1].slope > a.Cost {
+		r.seg[k] = r.seg[k-1]
+		k--
+	}
+	r.seg[k] = spSeg{slope: a.Cost, len: c}
+	e.n++
+	if k > int(e.off) && r.seg[k-1].slope == a.Cost {
+		r.seg[k-1].len += c
+		copy(r.seg[k:], r.seg[k+1:])
+		r.seg = r.seg[:len(r.seg)-1]
+		e.n--
+	}
+	e.b++
+	e.hi += c
+	r.clamp(e)
+	r.seg = r.seg[:e.off+e.n] // what the clamp cut off the top
+	return true
 }
 
 func (r *spReduction) push(x int32) {
@@ -484,13 +523,19 @@ func (r *spReduction) expand(kflow []int64, arcEdge []int32) []int64 {
 			r.edges[id].flow += kflow[k]
 		}
 	}
+	return r.expandFlows()
+}
+
+// expandFlows returns the flow of every arc of the network, given the flows of the edges
+// left in the kernel.
+func (r *spReduction) expandFlows() []int64 {
 	flow := r.loops
 	// A composite edge was made after its parts, so its flow is known when they are reached.
 	for id := len(r.edges) - 1; id >= 0; id-- {
 		e := &r.edges[id]
 		switch e.kind {
 		case spArc:
-			flow[e.a] = e.flow
+			r.splitRun(e, flow)
 		case spSeries:
 			r.edges[e.a].flow = orient(e.flow, e.flipA)
 			r.edges[e.b].flow = orient(e.flow, e.flipB)
@@ -499,6 +544,27 @@ func (r *spReduction) expand(kflow []int64, arcEdge []int32) []int64 {
 		}
 	}
 	return flow
+}
+
+// splitRun divides a run edge's flow among its arcs, cheapest first.
+func (r *spReduction) splitRun(e *spEdge, flow []int64) {
+	if e.b == 1 {
+		flow[e.a] = e.flow
+		return
+	}
+	arcs := r.net.Arcs[e.a : e.a+e.b]
+	left := e.flow
+	for left > 0 {
+		best := -1
+		for k, a := range arcs {
+			if flow[int(e.a)+k] == 0 && (best < 0 || a.Cost < arcs[best].Cost) {
+				best = k
+			}
+		}
+		d := min(left, arcs[best].Cap, r.bound)
+		flow[int(e.a)+best] = d
+		left -= d
+	}
 }
 
 func orient(x int64, flip bool) int64 {
@@ -533,8 +599,81 @@ func (r *spReduction) split(e *spEdge) {
 	pb.flow = orient(xb, e.flipB)
 }
 
-// solveSeriesParallel solves a valid network by reducing it, presolving and solving the
-// kernel with solve, and expanding the kernel's flow.
+// kernelResidual returns the kernel as a residual network of piecewise-linear arcs, one per
+// edge left (ids gives each arc's edge), each at the least-cost flow of its own, or nil when
+// nothing is left. The arcs' slots offer only the segments next to their flows, so a search
+// scans one slot per edge and direction, not one per segment.
+func (r *spReduction) kernelResidual() ([]int32, *residual) {
+	num := grow(r.nbr, r.net.Nodes) // the scans are over: reuse
+	nodes := int32(0)
+	for v := range num {
+		if r.gone[v] {
+			continue
+		}
+		num[v] = nodes
+		nodes++
+	}
+	if nodes == 0 {
+		return nil, nil
+	}
+	var ids []int32
+	var arcs []Arc
+	for id := range r.edges {
+		if e := &r.edges[id]; !e.dead {
+			ids = append(ids, int32(id))
+			arcs = append(arcs, Arc{From: num[e.u], To: num[e.v]})
+		}
+	}
+	res := newResidual(&Network{Nodes: int(nodes), Arcs: arcs})
+	res.pl = make([]plArc, len(arcs))
+	res.slotArc = make([]int32, len(res.slot))
+	for i, id := range ids {
+		k := res.fwd[i]
+		res.slotArc[k], res.slotArc[res.mate[k]] = int32(i), int32(i)
+		e := &r.edges[id]
+		segs := r.seg[e.off : e.off+e.n]
+		x, f := e.lo, 0
+		for f < len(segs) && segs[f].slope < 0 {
+			x += segs[f].len
+			f++
+		}
+		res.pl[i] = plArc{segs: segs, x: x, start: x, f: int32(f)}
+		res.setPL(int32(i))
+	}
+	return ids, res
+}
+
+// solveSSPReduced solves a valid network: the SSP on what the reduction leaves, started
+// from every kernel arc at its own least-cost flow.
+func solveSSPReduced(net *Network) ([]int64, error) {
+	r := spReduce(net)
+	if r == nil {
+		var sc presolveScratch
+		return solvePresolved(net, solveSSP, &sc)
+	}
+	defer r.release()
+	ids, res := r.kernelResidual()
+	if res != nil {
+		s := newSSPState(res)
+		for i := range ids {
+			k := res.fwd[i]
+			x := res.pl[i].x
+			s.excess[res.slot[k].head] += x
+			s.excess[res.tail(k)] -= x
+		}
+		if err := s.run(); err != nil {
+			return nil, err
+		}
+		for i, id := range ids {
+			r.edges[id].flow = res.pl[i].x
+		}
+	}
+	return r.expandFlows(), nil
+}
+
+// solveSeriesParallel solves a valid network by reducing it and solving the kernel, as an
+// ordinary network of one arc per segment, with solve (tests use it to put the simplex
+// under the reduction); the default path is solveSSPReduced.
 func solveSeriesParallel(net *Network, solve func(*Network) ([]int64, error)) ([]int64, error) {
 	r := spReduce(net)
 	if r == nil {

@@ -13,6 +13,9 @@ func TestSeriesParallelKeepsOptimum(t *testing.T) {
 	reduced := 0
 	for i := 0; i < 3000; i++ {
 		net := randomNetwork(rng)
+		if i%2 == 1 {
+			addRuns(rng, net)
+		}
 		ref, err := ReferenceSolver().Solve(net)
 		if err != nil {
 			t.Fatalf("case %d: reference: %v", i, err)
@@ -30,8 +33,12 @@ func TestSeriesParallelKeepsOptimum(t *testing.T) {
 		if k.Nodes < net.Nodes {
 			reduced++
 		}
-		for name, solve := range map[string]func(*Network) ([]int64, error){"ssp": solveSSP, "simplex": solveSimplex} {
-			f, err := solveSeriesParallel(net, solve)
+		for name, solve := range map[string]func(*Network) ([]int64, error){
+			"ssp on piecewise-linear arcs": solveSSPReduced,
+			"ssp":                          func(n *Network) ([]int64, error) { return solveSeriesParallel(n, solveSSP) },
+			"simplex":                      func(n *Network) ([]int64, error) { return solveSeriesParallel(n, solveSimplex) },
+		} {
+			f, err := solve(net)
 			if err != nil {
 				t.Fatalf("case %d: %s: %v", i, name, err)
 			}
@@ -46,6 +53,21 @@ func TestSeriesParallelKeepsOptimum(t *testing.T) {
 	if reduced < 2000 {
 		t.Fatalf("the reduction removed nodes in only %d of 3000 networks", reduced)
 	}
+}
+
+// addRuns follows some arcs of net with up to 5 more between the same nodes (runs of
+// parallel arcs, as a block's two arcs are in Repair's networks; spMaxRun is 4).
+func addRuns(rng *rand.Rand, net *Network) {
+	var arcs []Arc
+	for _, a := range net.Arcs {
+		arcs = append(arcs, a)
+		if rng.IntN(3) == 0 {
+			for k := rng.IntN(5); k >= 0; k-- {
+				arcs = append(arcs, Arc{From: a.From, To: a.To, Cap: int64(rng.IntN(20)), Cost: int64(rng.IntN(21) - 8)})
+			}
+		}
+	}
+	net.Arcs = arcs
 }
 
 // kernelOf returns the kernel the reduction leaves of net.
@@ -86,15 +108,10 @@ func checkSolvesLikeReference(t *testing.T, net *Network) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := solveSeriesParallel(net, solveSSP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := net.CheckCirculation(f); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := net.Cost(f), net.Cost(ref); got != want {
-		t.Fatalf("cost %d, reference %d", got, want)
+	for _, f := range solveBothWays(t, net) {
+		if got, want := net.Cost(f), net.Cost(ref); got != want {
+			t.Fatalf("cost %d, reference %d", got, want)
+		}
 	}
 }
 
@@ -125,13 +142,7 @@ func TestSeriesParallelSegmentCap(t *testing.T) {
 	if k := kernelOf(t, net); k.Nodes == 0 {
 		t.Errorf("the ring was reduced to nothing with more than %d segments", spMaxSegments)
 	}
-	f, err := solveSeriesParallel(net, solveSSP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := net.CheckCirculation(f); err != nil {
-		t.Fatal(err)
-	}
+	f := solveBothWays(t, net)[0]
 	// Optimum: the circulation x round the ring costs Σ_i (−2·min(x, w_i) + max(0, x−w_i));
 	// its slope −2n + 3·#{w_i < x} turns non-negative at the (2n/3)-th smallest w.
 	want := int64(0)
@@ -170,4 +181,29 @@ func TestSeriesParallelClampsToBound(t *testing.T) {
 		}
 	}
 	checkSolvesLikeReference(t, net)
+}
+
+// solveBothWays solves net with the SSP on the kernel's piecewise-linear arcs and on the
+// kernel as a network of one arc per segment, checks both are circulations of equal cost
+// and returns them.
+func solveBothWays(t *testing.T, net *Network) [2][]int64 {
+	t.Helper()
+	var fs [2][]int64
+	for i, solve := range []func(*Network) ([]int64, error){
+		solveSSPReduced,
+		func(n *Network) ([]int64, error) { return solveSeriesParallel(n, solveSSP) },
+	} {
+		f, err := solve(net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := net.CheckCirculation(f); err != nil {
+			t.Fatal(err)
+		}
+		fs[i] = f
+	}
+	if a, b := net.Cost(fs[0]), net.Cost(fs[1]); a != b {
+		t.Fatalf("cost %d on piecewise-linear arcs, %d on one arc per segment", a, b)
+	}
+	return fs
 }
