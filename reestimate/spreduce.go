@@ -55,6 +55,7 @@ type spReduction struct {
 	nbr    []int32  // per node: the edge to it found by that scan
 	tmpA   []spSeg  // scratch: an edge's segments reversed
 	tmpB   []spSeg
+	flow   []int64 // per edge, while expanding
 	loops  []int64 // per arc: the self-loops' flows; expand fills in the rest
 }
 
@@ -73,14 +74,29 @@ const (
 type spEdge struct {
 	u, v   int32
 	pu, pv int32 // the edge's places in slot at u and at v
-	lo, hi int64 // least and greatest flow
-	off, n int32 // segments seg[off:off+n], slopes strictly increasing, lengths > 0
 	a, b   int32
-	flow   int64
+	lo, hi int64  // least and greatest flow
+	off    int32  // segments seg[off:off+n], slopes strictly increasing, lengths > 0
+	n      uint16 // at most spMaxSegments
 	kind   uint8
-	flipA  bool // a runs w→u (series) in its own orientation
-	flipB  bool // b runs v→w (series) or v→u (parallel)
-	dead   bool // replaced by a composite, or its flow fixed (leaf)
+	flags  uint8 // spFlipA, spFlipB, spDead
+}
+
+// Edge flags.
+const (
+	spFlipA uint8 = 1 << iota // a runs w→u (series) in its own orientation
+	spFlipB                   // b runs v→w (series) or v→u (parallel)
+	spDead                    // replaced by a composite, or its flow fixed (leaf)
+)
+
+func (e *spEdge) dead() bool { return e.flags&spDead != 0 }
+
+// flagIf returns f when set is true, else 0.
+func flagIf(set bool, f uint8) uint8 {
+	if set {
+		return f
+	}
+	return 0
 }
 
 // spMaxSegments bounds an edge's segments: a reduction that would make more is not made.
@@ -89,7 +105,7 @@ const spMaxSegments = 1024
 // segs returns e's segments and least flow, as seen in the orientation v→u when flip is
 // set (slopes negated, order reversed; then written to *buf).
 func (r *spReduction) segs(e *spEdge, flip bool, buf *[]spSeg) ([]spSeg, int64) {
-	s := r.seg[e.off : e.off+e.n]
+	s := r.seg[e.off : e.off+int32(e.n)]
 	if !flip {
 		return s, e.lo
 	}
@@ -129,8 +145,10 @@ func spReduce(net *Network) *spReduction {
 	}
 	r := spPool.Get().(*spReduction)
 	r.net, r.bound = net, bound
-	r.edges = arena(r.edges, 2*m)
-	r.seg = arena(r.seg, 5*m)
+	// Capacities from what Repair's networks use (appends grow them when not enough):
+	// about 1.45 edges and 4 segments per arc.
+	r.edges = arena(r.edges, m+m/2)
+	r.seg = arena(r.seg, 4*m+16)
 	r.start = grow(r.start, n+1)
 	r.deg = grow(r.deg, n)
 	r.gone = grow(r.gone, n)
@@ -223,7 +241,7 @@ func (r *spReduction) extendRun(i int, c int64) bool {
 	e.b++
 	e.hi += c
 	r.clamp(e)
-	r.seg = r.seg[:e.off+e.n] // what the clamp cut off the top
+	r.seg = r.seg[:e.off+int32(e.n)] // what the clamp cut off the top
 	return true
 }
 
@@ -304,8 +322,7 @@ func (r *spReduction) reduceNode(x int32, scan uint32) {
 		id := r.slot[s]
 		y := r.other(id, x)
 		r.remove(y, r.place(id, y))
-		r.edges[id].dead = true
-		r.edges[id].flow = 0
+		r.edges[id].flags |= spDead // its flow stays 0
 		r.deg[x] = 0
 		r.gone[x] = true
 		r.push(y)
@@ -335,11 +352,11 @@ func (r *spReduction) parallel(p, q int32) int32 {
 	ep, eq := &r.edges[p], &r.edges[q]
 	flip := eq.u != ep.u
 	sq, loq := r.segs(eq, flip, &r.tmpB)
-	sp := r.seg[ep.off : ep.off+ep.n]
+	sp := r.seg[ep.off : ep.off+int32(ep.n)]
 	if len(sp)+len(sq) > spMaxSegments {
 		return -1
 	}
-	e := spEdge{u: ep.u, v: ep.v, lo: ep.lo + loq, off: int32(len(r.seg)), kind: spParallel, a: p, b: q, flipB: flip}
+	e := spEdge{u: ep.u, v: ep.v, lo: ep.lo + loq, off: int32(len(r.seg)), kind: spParallel, a: p, b: q, flags: flagIf(flip, spFlipB)}
 	e.hi = e.lo
 	i, j := 0, 0
 	for i < len(sp) || j < len(sq) {
@@ -358,9 +375,10 @@ func (r *spReduction) parallel(p, q int32) int32 {
 			r.seg = append(r.seg, s)
 		}
 	}
-	e.n = int32(len(r.seg)) - e.off
+	e.n = uint16(int32(len(r.seg)) - e.off)
 	r.clamp(&e)
-	ep.dead, eq.dead = true, true
+	ep.flags |= spDead
+	eq.flags |= spDead
 	r.edges = append(r.edges, e)
 	return int32(len(r.edges) - 1)
 }
@@ -383,7 +401,7 @@ func (r *spReduction) clamp(e *spEdge) {
 	if cut := e.hi - r.bound; cut > 0 {
 		e.hi = r.bound
 		for cut > 0 {
-			s := &r.seg[e.off+e.n-1]
+			s := &r.seg[e.off+int32(e.n)-1]
 			if s.len > cut {
 				s.len -= cut
 				break
@@ -420,7 +438,7 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 		hib = -b.lo
 	}
 	lo, hi := max(loa, lob), min(hia, hib)
-	e := spEdge{u: u, v: v, lo: lo, hi: hi, off: int32(len(r.seg)), kind: spSeries, a: e1, b: e2, flipA: flipA, flipB: flipB}
+	e := spEdge{u: u, v: v, lo: lo, hi: hi, off: int32(len(r.seg)), kind: spSeries, a: e1, b: e2, flags: flagIf(flipA, spFlipA) | flagIf(flipB, spFlipB)}
 	// i, j index the current segments of a and b at position pos, ra, rb what is left of
 	// them; both start at lo.
 	i, ra := skipTo(sa, lo-loa)
@@ -447,8 +465,9 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 			rb = sb[j].len
 		}
 	}
-	e.n = int32(len(r.seg)) - e.off
-	a.dead, b.dead = true, true
+	e.n = uint16(int32(len(r.seg)) - e.off)
+	a.flags |= spDead
+	b.flags |= spDead
 	r.edges = append(r.edges, e)
 	return int32(len(r.edges) - 1)
 }
@@ -484,11 +503,11 @@ func (r *spReduction) kernel() (*Network, []int32) {
 	var arcEdge []int32
 	for id := range r.edges {
 		e := &r.edges[id]
-		if e.dead {
+		if e.dead() {
 			continue
 		}
 		pos := e.lo
-		for _, s := range r.seg[e.off : e.off+e.n] {
+		for _, s := range r.seg[e.off : e.off+int32(e.n)] {
 			if below := min(s.len, -pos); below > 0 {
 				arcs = append(arcs, Arc{From: num[e.v], To: num[e.u], Cap: below, Cost: -s.slope})
 				arcEdge = append(arcEdge, int32(-id-1))
@@ -511,23 +530,25 @@ func (r *spReduction) release() {
 
 // expand returns the flow of every arc of the network given the kernel's flow.
 func (r *spReduction) expand(kflow []int64, arcEdge []int32) []int64 {
-	for id := range r.edges {
-		if e := &r.edges[id]; !e.dead {
-			e.flow = 0
-		}
-	}
+	r.clearFlows()
 	for k, id := range arcEdge {
 		if id < 0 {
-			r.edges[-id-1].flow -= kflow[k]
+			r.flow[-id-1] -= kflow[k]
 		} else {
-			r.edges[id].flow += kflow[k]
+			r.flow[id] += kflow[k]
 		}
 	}
 	return r.expandFlows()
 }
 
+// clearFlows sets every edge's flow to 0.
+func (r *spReduction) clearFlows() {
+	r.flow = grow(r.flow, len(r.edges))
+	clear(r.flow)
+}
+
 // expandFlows returns the flow of every arc of the network, given the flows of the edges
-// left in the kernel.
+// left in the kernel (r.flow; the others' are 0).
 func (r *spReduction) expandFlows() []int64 {
 	flow := r.loops
 	// A composite edge was made after its parts, so its flow is known when they are reached.
@@ -535,25 +556,25 @@ func (r *spReduction) expandFlows() []int64 {
 		e := &r.edges[id]
 		switch e.kind {
 		case spArc:
-			r.splitRun(e, flow)
+			r.splitRun(e, r.flow[id], flow)
 		case spSeries:
-			r.edges[e.a].flow = orient(e.flow, e.flipA)
-			r.edges[e.b].flow = orient(e.flow, e.flipB)
+			r.flow[e.a] = orient(r.flow[id], e.flags&spFlipA != 0)
+			r.flow[e.b] = orient(r.flow[id], e.flags&spFlipB != 0)
 		case spParallel:
-			r.split(e)
+			r.split(e, r.flow[id])
 		}
 	}
 	return flow
 }
 
 // splitRun divides a run edge's flow among its arcs, cheapest first.
-func (r *spReduction) splitRun(e *spEdge, flow []int64) {
+func (r *spReduction) splitRun(e *spEdge, x int64, flow []int64) {
 	if e.b == 1 {
-		flow[e.a] = e.flow
+		flow[e.a] = x
 		return
 	}
 	arcs := r.net.Arcs[e.a : e.a+e.b]
-	left := e.flow
+	left := x
 	for left > 0 {
 		best := -1
 		for k, a := range arcs {
@@ -576,11 +597,11 @@ func orient(x int64, flip bool) int64 {
 
 // split divides a parallel edge's flow between its parts, filling their segments in order
 // of slope from their least flows, as the merge that made it ordered them.
-func (r *spReduction) split(e *spEdge) {
+func (r *spReduction) split(e *spEdge, x int64) {
 	pa, pb := &r.edges[e.a], &r.edges[e.b]
-	sa, xa := r.segs(pa, e.flipA, &r.tmpA)
-	sb, xb := r.segs(pb, e.flipB, &r.tmpB)
-	left := e.flow - xa - xb
+	sa, xa := r.segs(pa, e.flags&spFlipA != 0, &r.tmpA)
+	sb, xb := r.segs(pb, e.flags&spFlipB != 0, &r.tmpB)
+	left := x - xa - xb
 	i, j := 0, 0
 	for left > 0 {
 		if j == len(sb) || (i < len(sa) && sa[i].slope <= sb[j].slope) {
@@ -595,8 +616,8 @@ func (r *spReduction) split(e *spEdge) {
 			j++
 		}
 	}
-	pa.flow = orient(xa, e.flipA)
-	pb.flow = orient(xb, e.flipB)
+	r.flow[e.a] = orient(xa, e.flags&spFlipA != 0)
+	r.flow[e.b] = orient(xb, e.flags&spFlipB != 0)
 }
 
 // kernelResidual returns the kernel as a residual network of piecewise-linear arcs, one per
@@ -619,7 +640,7 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 	var ids []int32
 	var arcs []Arc
 	for id := range r.edges {
-		if e := &r.edges[id]; !e.dead {
+		if e := &r.edges[id]; !e.dead() {
 			ids = append(ids, int32(id))
 			arcs = append(arcs, Arc{From: num[e.u], To: num[e.v]})
 		}
@@ -631,7 +652,7 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 		k := res.fwd[i]
 		res.slotArc[k], res.slotArc[res.mate[k]] = int32(i), int32(i)
 		e := &r.edges[id]
-		segs := r.seg[e.off : e.off+e.n]
+		segs := r.seg[e.off : e.off+int32(e.n)]
 		x, f := e.lo, 0
 		for f < len(segs) && segs[f].slope < 0 {
 			x += segs[f].len
@@ -653,6 +674,7 @@ func solveSSPReduced(net *Network) ([]int64, error) {
 	}
 	defer r.release()
 	ids, res := r.kernelResidual()
+	r.clearFlows()
 	if res != nil {
 		s := newSSPState(res)
 		for i := range ids {
@@ -665,7 +687,7 @@ func solveSSPReduced(net *Network) ([]int64, error) {
 			return nil, err
 		}
 		for i, id := range ids {
-			r.edges[id].flow = res.pl[i].x
+			r.flow[id] = res.pl[i].x
 		}
 	}
 	return r.expandFlows(), nil
