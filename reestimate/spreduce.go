@@ -43,7 +43,7 @@ type spReduction struct {
 	bound  int64
 	edges  []spEdge
 	seg    []spSeg
-	slot   []int32 // node x's live edges: slot[start[x] : start[x]+deg[x]]
+	slot   []spSlot // node x's live edges: slot[start[x] : start[x]+deg[x]]
 	start  []int32
 	deg    []int32
 	gone   []bool // per node: reduced away
@@ -57,6 +57,11 @@ type spReduction struct {
 	tmpB   []spSeg
 	flow   []int64 // per edge, while expanding
 	loops  []int64 // per arc: the self-loops' flows; expand fills in the rest
+}
+
+// spSlot is an edge in its end's range, with its other end (read without the edge).
+type spSlot struct {
+	edge, nbr int32
 }
 
 type spSeg struct {
@@ -168,7 +173,7 @@ func spReduce(net *Network) *spReduction {
 			if a.Cost < 0 {
 				r.loops[i] = a.Cap // flow keeps the network's self-loops' flows
 			}
-		case c > 0 && r.extendRun(i, c):
+		case c > 0 && i > 0 && net.Arcs[i-1].From == a.From && net.Arcs[i-1].To == a.To && r.extendRun(i, c):
 		case c > 0:
 			r.seg = append(r.seg, spSeg{slope: a.Cost, len: c})
 			r.edges = append(r.edges, spEdge{u: a.From, v: a.To, hi: c, kind: spArc, a: int32(i), b: 1, off: int32(len(r.seg) - 1), n: 1})
@@ -186,7 +191,7 @@ func spReduce(net *Network) *spReduction {
 		e := &r.edges[id]
 		e.pu = r.start[e.u] + r.deg[e.u]
 		e.pv = r.start[e.v] + r.deg[e.v]
-		r.slot[e.pu], r.slot[e.pv] = int32(id), int32(id)
+		r.slot[e.pu], r.slot[e.pv] = spSlot{int32(id), e.v}, spSlot{int32(id), e.u}
 		r.deg[e.u]++
 		r.deg[e.v]++
 	}
@@ -257,13 +262,6 @@ func (r *spReduction) push(x int32) {
 	}
 }
 
-func (r *spReduction) other(id, x int32) int32 {
-	if e := &r.edges[id]; e.u != x {
-		return e.u
-	}
-	return r.edges[id].v
-}
-
 // place returns where edge id sits in x's range.
 func (r *spReduction) place(id, x int32) int32 {
 	if e := &r.edges[id]; e.u == x {
@@ -274,11 +272,12 @@ func (r *spReduction) place(id, x int32) int32 {
 
 // put stores edge id at place p of its end x.
 func (r *spReduction) put(id, x, p int32) {
-	r.slot[p] = id
 	if e := &r.edges[id]; e.u == x {
 		e.pu = p
+		r.slot[p] = spSlot{id, e.v}
 	} else {
 		e.pv = p
+		r.slot[p] = spSlot{id, e.u}
 	}
 }
 
@@ -286,7 +285,7 @@ func (r *spReduction) put(id, x, p int32) {
 func (r *spReduction) remove(x, p int32) {
 	r.deg[x]--
 	if last := r.start[x] + r.deg[x]; last != p {
-		r.put(r.slot[last], x, p)
+		r.put(r.slot[last].edge, x, p)
 	}
 }
 
@@ -296,8 +295,7 @@ func (r *spReduction) reduceNode(x int32, scan uint32) {
 		return
 	}
 	for i := r.start[x]; i < r.start[x]+r.deg[x]; {
-		id := r.slot[i]
-		y := r.other(id, x)
+		id, y := r.slot[i].edge, r.slot[i].nbr
 		if r.stamp[y] == scan {
 			p := r.nbr[y]
 			if q := r.parallel(p, id); q >= 0 {
@@ -319,16 +317,15 @@ func (r *spReduction) reduceNode(x int32, scan uint32) {
 	case 0:
 		r.gone[x] = true
 	case 1:
-		id := r.slot[s]
-		y := r.other(id, x)
+		id, y := r.slot[s].edge, r.slot[s].nbr
 		r.remove(y, r.place(id, y))
 		r.edges[id].flags |= spDead // its flow stays 0
 		r.deg[x] = 0
 		r.gone[x] = true
 		r.push(y)
 	case 2:
-		e1, e2 := r.slot[s], r.slot[s+1]
-		y1, y2 := r.other(e1, x), r.other(e2, x)
+		e1, e2 := r.slot[s].edge, r.slot[s+1].edge
+		y1, y2 := r.slot[s].nbr, r.slot[s+1].nbr
 		if y1 == y2 {
 			return
 		}
@@ -439,6 +436,30 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 	}
 	lo, hi := max(loa, lob), min(hia, hib)
 	e := spEdge{u: u, v: v, lo: lo, hi: hi, off: int32(len(r.seg)), kind: spSeries, a: e1, b: e2, flags: flagIf(flipA, spFlipA) | flagIf(flipB, spFlipB)}
+	// One part a single segment over the other's whole domain (a CFG edge into or out of
+	// a block, in Repair's networks): the sum is the other part with its slopes shifted.
+	var wide, one []spSeg
+	switch {
+	case len(sb) == 1 && lo == loa && hi == hia:
+		wide, one = sa, sb
+	case len(sa) == 1 && lo == lob && hi == hib:
+		wide, one = sb, sa
+	}
+	if one != nil {
+		for _, g := range wide {
+			slope := g.slope + one[0].slope
+			if slope > MaxArcCost || slope < -MaxArcCost {
+				r.seg = r.seg[:e.off]
+				return -1
+			}
+			r.seg = append(r.seg, spSeg{slope: slope, len: g.len})
+		}
+		e.n = uint16(len(wide))
+		a.flags |= spDead
+		b.flags |= spDead
+		r.edges = append(r.edges, e)
+		return int32(len(r.edges) - 1)
+	}
 	// i, j index the current segments of a and b at position pos, ra, rb what is left of
 	// them; both start at lo.
 	i, ra := skipTo(sa, lo-loa)
@@ -637,12 +658,19 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 	if nodes == 0 {
 		return nil, nil
 	}
+	// The edges left are those in the ranges of the nodes left (each in two ranges).
 	var ids []int32
 	var arcs []Arc
-	for id := range r.edges {
-		if e := &r.edges[id]; !e.dead() {
-			ids = append(ids, int32(id))
-			arcs = append(arcs, Arc{From: num[e.u], To: num[e.v]})
+	for x := range int32(len(r.gone)) {
+		if r.gone[x] {
+			continue
+		}
+		for _, sl := range r.slot[r.start[x] : r.start[x]+r.deg[x]] {
+			if e := &r.edges[sl.edge]; e.u == x {
+				id := sl.edge
+				ids = append(ids, id)
+				arcs = append(arcs, Arc{From: num[e.u], To: num[e.v]})
+			}
 		}
 	}
 	res := newResidual(&Network{Nodes: int(nodes), Arcs: arcs})
