@@ -38,14 +38,21 @@ type slot struct {
 }
 
 func newResidual(net *Network) *residual {
+	r := &residual{}
+	r.init(net)
+	return r
+}
+
+// init makes r the residual network of net at zero flow, reusing r's arrays.
+func (r *residual) init(net *Network) {
 	n, m := net.Nodes, len(net.Arcs)
-	r := &residual{
-		n:     n,
-		start: make([]int32, n+1),
-		slot:  make([]slot, 2*m),
-		mate:  make([]int32, 2*m),
-		fwd:   make([]int32, m),
-	}
+	r.n = n
+	r.start = grow(r.start, n+1)
+	clear(r.start)
+	r.slot = grow(r.slot, 2*m)
+	r.mate = grow(r.mate, 2*m)
+	r.fwd = grow(r.fwd, m)
+	r.pl, r.slotArc = r.pl[:0], r.slotArc[:0]
 	for _, a := range net.Arcs {
 		r.start[a.From+1]++
 		r.start[a.To+1]++
@@ -64,19 +71,17 @@ func newResidual(net *Network) *residual {
 			fill[a.From]++
 			fill[a.To]++
 		}
-		r.slot[f].head, r.slot[b].head = a.To, a.From
+		r.slot[f] = slot{rcap: a.Cap, head: a.To, cost: int32(a.Cost)}
+		r.slot[b] = slot{head: a.From, cost: int32(-a.Cost)}
 		r.mate[f], r.mate[b] = b, f
-		r.slot[f].rcap = a.Cap
-		r.slot[f].cost, r.slot[b].cost = int32(a.Cost), int32(-a.Cost)
 		r.fwd[i] = f
 	}
-	return r
 }
 
 // push sends delta units through slot k and reports whether that used up what k offered
 // (after which k, if it still has capacity, offers a dearer segment).
 func (r *residual) push(k int32, delta int64) bool {
-	if r.pl != nil {
+	if len(r.pl) > 0 {
 		return r.pushPL(k, delta)
 	}
 	r.slot[k].rcap -= delta

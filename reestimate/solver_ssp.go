@@ -62,22 +62,35 @@ func solveSSP(net *Network) ([]int64, error) {
 }
 
 func newSSPState(r *residual) *sspState {
+	s := &sspState{}
+	s.init(r)
+	return s
+}
+
+// init readies s to solve on r, reusing s's arrays: potentials and excesses 0, nothing
+// searched or swept.
+func (s *sspState) init(r *residual) {
 	n := r.n
-	s := &sspState{
-		r:      r,
-		pot:    make([]int64, n),
-		excess: make([]int64, n),
-		dist:   make([]int64, n),
-		via:    make([]int32, n),
-		state:  make([]uint8, n),
-		mark:   make([]uint32, n),
-		dead:   make([]bool, n),
-		cur:    make([]int32, n),
-	}
+	s.r = r
+	s.pot = grow(s.pot, n)
+	s.excess = grow(s.excess, n)
+	s.dist = grow(s.dist, n)
+	s.via = grow(s.via, n)
+	s.state = grow(s.state, n)
+	s.mark = grow(s.mark, n)
+	s.dead = grow(s.dead, n)
+	s.cur = grow(s.cur, n)
+	clear(s.pot)
+	clear(s.excess)
+	clear(s.state)
+	clear(s.mark)
+	clear(s.dead)
 	for i := range s.dist {
 		s.dist[i] = math.MaxInt64
 	}
-	return s
+	s.sweeps = 0
+	s.touched, s.sources, s.reached, s.path = s.touched[:0], s.sources[:0], s.reached[:0], s.path[:0]
+	s.queue.reset()
 }
 
 // run moves the excesses to the deficits; every residual slot must have a non-negative
@@ -362,7 +375,7 @@ func (s *sspState) augment(t int32) bool {
 	for v := t; v != src; v = r.tail(s.via[v]) {
 		k := s.via[v]
 		delta = min(delta, r.slot[k].rcap)
-		if r.pl != nil && int64(r.slot[k].cost)+s.pot[r.tail(k)]-s.pot[v] != 0 {
+		if len(r.pl) > 0 && int64(r.slot[k].cost)+s.pot[r.tail(k)]-s.pot[v] != 0 {
 			return false
 		}
 	}

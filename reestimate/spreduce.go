@@ -56,7 +56,12 @@ type spReduction struct {
 	tmpA   []spSeg  // scratch: an edge's segments reversed
 	tmpB   []spSeg
 	flow   []int64 // per edge, while expanding
-	loops  []int64 // per arc: the self-loops' flows; expand fills in the rest
+	// The kernel's network and solver state, kept with the rest for the next solve.
+	kids  []int32
+	karcs []Arc
+	kres  residual
+	kssp  sspState
+	loops []int64 // per arc: the self-loops' flows; expand fills in the rest
 }
 
 // spSlot is an edge in its end's range, with its other end (read without the edge).
@@ -659,8 +664,7 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 		return nil, nil
 	}
 	// The edges left are those in the ranges of the nodes left (each in two ranges).
-	var ids []int32
-	var arcs []Arc
+	ids, arcs := r.kids[:0], r.karcs[:0]
 	for x := range int32(len(r.gone)) {
 		if r.gone[x] {
 			continue
@@ -673,9 +677,11 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 			}
 		}
 	}
-	res := newResidual(&Network{Nodes: int(nodes), Arcs: arcs})
-	res.pl = make([]plArc, len(arcs))
-	res.slotArc = make([]int32, len(res.slot))
+	r.kids, r.karcs = ids, arcs
+	res := &r.kres
+	res.init(&Network{Nodes: int(nodes), Arcs: arcs})
+	res.pl = grow(res.pl, len(arcs))
+	res.slotArc = grow(res.slotArc, len(res.slot))
 	for i, id := range ids {
 		k := res.fwd[i]
 		res.slotArc[k], res.slotArc[res.mate[k]] = int32(i), int32(i)
@@ -704,7 +710,8 @@ func solveSSPReduced(net *Network) ([]int64, error) {
 	ids, res := r.kernelResidual()
 	r.clearFlows()
 	if res != nil {
-		s := newSSPState(res)
+		s := &r.kssp
+		s.init(res)
 		for i := range ids {
 			k := res.fwd[i]
 			x := res.pl[i].x
