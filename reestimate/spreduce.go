@@ -331,6 +331,11 @@ func (r *spReduction) reduceNode(x int32, scan uint32) {
 	case 2:
 		e1, e2 := r.slot[s].edge, r.slot[s+1].edge
 		y1, y2 := r.slot[s].nbr, r.slot[s+1].nbr
+		if r.edges[e1].v != x && r.edges[e2].v == x {
+			// Take the edge into x first: the series edge then runs the way both parts
+			// do, and neither is read reversed.
+			e1, e2, y1, y2 = e2, e1, y2, y1
+		}
 		if y1 == y2 {
 			return
 		}
