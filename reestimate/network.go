@@ -122,9 +122,10 @@ type Solver interface {
 
 // FastSolver returns the default solver, successive shortest paths (SSPSolver) on what the
 // series–parallel reduction (spreduce.go) leaves of the network; SimplexSolver presolves
-// (presolve.go) instead. On the benchmark CFGs SSP beats the network simplex by 2x (1k
-// blocks), 4x (10k) and 9x (100k), and the simplex tree grows as deep as the CFG is long:
-// on a million-block chain simplex took 67 s against SSP's 0.7 s. See BenchmarkRepair.
+// (presolve.go) instead. On the benchmark CFGs a whole Repair with SSP beats the network
+// simplex by 4x (1k blocks), 6x (10k) and 18x (100k), and the simplex tree grows as deep as
+// the CFG is long: on a million-block chain simplex took 67 s against SSP's 0.7 s (both
+// before the reduction). See BenchmarkRepair.
 func FastSolver() Solver { return ssp{} }
 
 // SimplexSolver returns the primal network simplex solver. See solver_simplex.go.
