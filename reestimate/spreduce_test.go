@@ -207,3 +207,41 @@ func solveBothWays(t *testing.T, net *Network) [2][]int64 {
 	}
 	return fs
 }
+
+// FuzzSeriesParallel decodes bytes into a general network (up to 12 nodes; arcs of any
+// direction, self-loops, runs of parallel arcs, capacities far above the bound B) and
+// checks the SSP on the reduced network against the reference solver. (Capacities near
+// MaxArcCapacity are left to TestSeriesParallelClampsToBound: the reference's cycle
+// cancelling is pseudo-polynomial and takes minutes on them.)
+func FuzzSeriesParallel(f *testing.F) {
+	f.Add([]byte{4, 0, 1, 5, 3, 1, 2, 5, 9, 2, 3, 5, 2, 3, 0, 5, 12})
+	f.Add([]byte{3, 0, 1, 255, 0, 0, 1, 4, 2, 1, 0, 3, 20, 2, 2, 7, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 1 {
+			return
+		}
+		n := 1 + int(data[0])%12
+		net := &Network{Nodes: n, Source: -1, Sink: -1, Return: -1}
+		for b := data[1:]; len(b) >= 4 && len(net.Arcs) < 64; b = b[4:] {
+			c := int64(b[2])
+			if c == 255 {
+				c = 1 << 20
+			}
+			net.Arcs = append(net.Arcs, Arc{From: int32(int(b[0]) % n), To: int32(int(b[1]) % n), Cap: c, Cost: int64(b[3]%41) - 20})
+		}
+		ref, err := ReferenceSolver().Solve(net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := solveSSPReduced(net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := net.CheckCirculation(f); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := net.Cost(f), net.Cost(ref); got != want {
+			t.Fatalf("cost %d, reference %d (network %+v)", got, want, net)
+		}
+	})
+}
