@@ -37,6 +37,21 @@ type Network struct {
 	Return int
 }
 
+// flowBound returns B = Σ Cap over negative-cost arcs. Some optimal circulation carries at
+// most B on every arc and across every cut: decompose an optimum into cycles; a cycle of
+// non-negative cost can be dropped without raising the cost, and every negative one passes
+// a negative arc, whose capacity bounds the cycles through it. Presolve and the
+// series–parallel reduction rely on it.
+func (n *Network) flowBound() int64 {
+	var b int64
+	for _, a := range n.Arcs {
+		if a.Cost < 0 {
+			b += a.Cap
+		}
+	}
+	return b
+}
+
 // Validate checks that n is a network every Solver accepts.
 func (n *Network) Validate() error {
 	if n.Nodes < 0 || n.Nodes > math.MaxInt32 {

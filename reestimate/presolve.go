@@ -61,12 +61,7 @@ const (
 // presolve returns the reduced network, or nil when no arc can be folded away.
 func presolve(net *Network, sc *presolveScratch) *reduction {
 	n, m := net.Nodes, len(net.Arcs)
-	var bound int64
-	for _, a := range net.Arcs {
-		if a.Cost < 0 {
-			bound += a.Cap
-		}
-	}
+	bound := net.flowBound()
 	// Out- and in-arc lists of the network (compressed), and each arc's ends and cost as
 	// folding moves and raises them.
 	outStart, inStart := grow(sc.outStart, n+1), grow(sc.inStart, n+1)

@@ -144,12 +144,7 @@ func arena[T any](s []T, n int) []T {
 // beyond its limits (B above MaxArcCapacity).
 func spReduce(net *Network) *spReduction {
 	n, m := net.Nodes, len(net.Arcs)
-	var bound int64
-	for _, a := range net.Arcs {
-		if a.Cost < 0 {
-			bound += a.Cap
-		}
-	}
+	bound := net.flowBound()
 	if bound > MaxArcCapacity {
 		return nil
 	}
