@@ -18,20 +18,20 @@ import "sync"
 //   - leaf: a node with one edge cannot pass flow; the edge carries 0.
 //
 // What the rules leave (the kernel: on the 1k-block benchmark network 78 of 2102 nodes)
-// is handed to the solver as an ordinary Network, each remaining edge expanded into one arc
-// per segment (those of negative x as arcs v→u); the kernel's flow is then pushed back
-// through the reductions in reverse: a series edge's flow is its two parts', a parallel
-// edge's flow is split by filling its parts' segments in order of slope (which is how the
-// infimal convolution was built, so the split costs exactly g(x)).
+// goes to the SSP as one piecewise-linear arc per edge (kernelResidual), or to another
+// solver as an ordinary Network of one arc per segment, those of negative x as arcs v→u
+// (kernel). The kernel's flow is then pushed back through the reductions in reverse: a
+// series edge's flow is its two parts', a parallel edge's flow is split by filling its
+// parts' segments in order of slope (which is how the infimal convolution was built, so
+// the split costs exactly g(x)).
 //
 // Code of a structured program reduces almost entirely: a block is two parallel arcs
 // in(b)→out(b), an if–else is two series paths in parallel, a loop a cycle that the
 // parallel rule closes. Breaks and multi-exit loops leave what the solver must see.
 //
-// Every edge's domain is clamped to [−B, B], B = Σ Cap over negative-cost arcs: some
-// optimum moves at most B across any edge (decompose it into cycles; drop the non-negative
-// ones; each negative cycle passes a negative arc, and passes a node at most once), so
-// the clamp keeps that optimum and bounds every capacity by B. A reduction whose result
+// Every edge's domain is clamped to [−B, B] (Network.flowBound): some optimum moves at
+// most B across any edge (its cycles pass a node at most once each), so the clamp keeps
+// that optimum and bounds every capacity by B. A reduction whose result
 // would have a slope beyond MaxArcCost or more than spMaxSegments segments is not made, so
 // the kernel is a valid Network and the work stays linear in the segments made.
 //
