@@ -41,6 +41,7 @@ import "sync"
 type spReduction struct {
 	net    *Network
 	bound  int64
+	budget int // segments (spSegmentsPerArc per arc) beyond which reductions stay small
 	edges  []spEdge
 	seg    []spSeg
 	slot   []spSlot // node x's live edges: slot[start[x] : start[x]+deg[x]]
@@ -110,7 +111,28 @@ func flagIf(set bool, f uint8) uint8 {
 }
 
 // spMaxSegments bounds an edge's segments: a reduction that would make more is not made.
-const spMaxSegments = 1024
+// Each series reduction writes its edge's segments, so a chain of k blocks with distinct
+// weights costs O(k·spMaxSegments); 1024 made a 100k-block chain take 40 s, 64 takes
+// 0.04 s, and no benchmark network comes near 64.
+//
+// The segments made are also budgeted: beyond spSegmentsPerArc per arc of the network
+// (the benchmark networks make 4), only reductions into at most spSmallSegments are made.
+// Without the budget a chain of blocks that loop on themselves, whose parallel merges keep
+// the growing function from reusing its place (reuse), made 9 segments per arc, 590 MB
+// for a million blocks.
+const (
+	spMaxSegments    = 64
+	spSegmentsPerArc = 8
+	spSmallSegments  = 4
+)
+
+// maxSegments returns the most segments a reduction may make now.
+func (r *spReduction) maxSegments() int {
+	if len(r.seg) > r.budget {
+		return spSmallSegments
+	}
+	return spMaxSegments
+}
 
 // segs returns e's segments and least flow, as seen in the orientation v→u when flip is
 // set (slopes negated, order reversed; then written to *buf).
@@ -143,13 +165,18 @@ func arena[T any](s []T, n int) []T {
 // spReduce builds the reduction of a valid network, or returns nil when the network is
 // beyond its limits (B above MaxArcCapacity).
 func spReduce(net *Network) *spReduction {
+	return spReduceBudget(net, spSegmentsPerArc*len(net.Arcs))
+}
+
+// spReduceBudget is spReduce with budget segments beyond which reductions stay small.
+func spReduceBudget(net *Network, budget int) *spReduction {
 	n, m := net.Nodes, len(net.Arcs)
 	bound := net.flowBound()
 	if bound > MaxArcCapacity {
 		return nil
 	}
 	r := spPool.Get().(*spReduction)
-	r.net, r.bound = net, bound
+	r.net, r.bound, r.budget = net, bound, budget
 	// Capacities from what Repair's networks use (appends grow them when not enough):
 	// about 1.45 edges and 4 segments per arc.
 	r.edges = arena(r.edges, m+m/2)
@@ -355,7 +382,7 @@ func (r *spReduction) parallel(p, q int32) int32 {
 	flip := eq.u != ep.u
 	sq, loq := r.segs(eq, flip, &r.tmpB)
 	sp := r.seg[ep.off : ep.off+int32(ep.n)]
-	if len(sp)+len(sq) > spMaxSegments {
+	if len(sp)+len(sq) > r.maxSegments() {
 		return -1
 	}
 	e := spEdge{u: ep.u, v: ep.v, lo: ep.lo + loq, off: int32(len(r.seg)), kind: spParallel, a: p, b: q, flags: flagIf(flip, spFlipB)}
@@ -422,7 +449,7 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 	flipA, flipB := a.v != x, b.u != x
 	sa, loa := r.segs(a, flipA, &r.tmpA)
 	sb, lob := r.segs(b, flipB, &r.tmpB)
-	if len(sa)+len(sb) > spMaxSegments {
+	if len(sa)+len(sb) > r.maxSegments() {
 		return -1
 	}
 	u, v := a.u, b.v
@@ -447,8 +474,14 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 	switch {
 	case len(sb) == 1 && lo == loa && hi == hia:
 		wide, one = sa, sb
+		if len(wide) >= spReuseSegments && !flipA {
+			return r.seriesInPlace(&e, a, b, a, one[0].slope)
+		}
 	case len(sa) == 1 && lo == lob && hi == hib:
 		wide, one = sb, sa
+		if len(wide) >= spReuseSegments && !flipB {
+			return r.seriesInPlace(&e, a, b, b, one[0].slope)
+		}
 	}
 	if one != nil {
 		for _, g := range wide {
@@ -491,10 +524,76 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 			rb = sb[j].len
 		}
 	}
+	if n := int32(len(r.seg)) - e.off; n >= spReuseSegments {
+		r.reuse(&e, a, b)
+	}
 	e.n = uint16(int32(len(r.seg)) - e.off)
 	a.flags |= spDead
 	b.flags |= spDead
 	r.edges = append(r.edges, e)
+	return int32(len(r.edges) - 1)
+}
+
+// spReuseSegments is the size from which a series edge takes over its parts' place in the
+// segment arena (reuse, seriesInPlace): below it, copying costs less than looking.
+const spReuseSegments = 8
+
+// reuse moves series edge e's segments, which end r.seg from e.off on, down over those of
+// its parts a and b when they end where e's begin. A series edge's parts' segments are not
+// read again (only a parallel edge's split reads its parts'), so along a chain of blocks
+// the function grows at the end of r.seg instead of being copied anew for every block, and
+// memory stays linear. Small edges are copied instead: looking costs more there.
+func (r *spReduction) reuse(e, a, b *spEdge) {
+	n := int32(len(r.seg)) - e.off
+	base := e.off
+	for _, p := range [2]*spEdge{a, b} {
+		if p.n > 0 && p.off+int32(p.n) == base {
+			base = p.off
+			// The other part's segments may lie right before (a growing function, then
+			// the block it is joined to).
+			q := a
+			if p == a {
+				q = b
+			}
+			if q.n > 0 && q.off+int32(q.n) == base {
+				base = q.off
+			}
+			break
+		}
+	}
+	if base < e.off {
+		copy(r.seg[base:], r.seg[e.off:])
+		e.off = base
+		r.seg = r.seg[:e.off+n]
+	}
+}
+
+// seriesInPlace finishes series edge e whose part wide (a or b, read in its own
+// orientation) spans e's whole domain and the other part is one segment of the given
+// slope: wide's segments with the slope added are e's. When they end the arena they are
+// shifted where they are (wide is dead after this, and nothing reads a series part's
+// segments again); otherwise they are copied.
+func (r *spReduction) seriesInPlace(e, a, b, wide *spEdge, slope int64) int32 {
+	ws := r.seg[wide.off : wide.off+int32(wide.n)]
+	for _, g := range ws {
+		if s := g.slope + slope; s > MaxArcCost || s < -MaxArcCost {
+			return -1
+		}
+	}
+	if wide.off+int32(wide.n) == int32(len(r.seg)) {
+		for k := range ws {
+			ws[k].slope += slope
+		}
+		e.off = wide.off
+	} else {
+		for _, g := range ws {
+			r.seg = append(r.seg, spSeg{slope: g.slope + slope, len: g.len})
+		}
+	}
+	e.n = wide.n
+	a.flags |= spDead
+	b.flags |= spDead
+	r.edges = append(r.edges, *e)
 	return int32(len(r.edges) - 1)
 }
 
@@ -701,7 +800,12 @@ func (r *spReduction) kernelResidual() ([]int32, *residual) {
 // solveSSPReduced solves a valid network: the SSP on what the reduction leaves, started
 // from every kernel arc at its own least-cost flow.
 func solveSSPReduced(net *Network) ([]int64, error) {
-	r := spReduce(net)
+	return solveSSPOn(net, spReduce(net))
+}
+
+// solveSSPOn solves net with the SSP on the kernel reduction r leaves (on net presolved
+// when r is nil), and releases r.
+func solveSSPOn(net *Network, r *spReduction) ([]int64, error) {
 	if r == nil {
 		var sc presolveScratch
 		return solvePresolved(net, solveSSP, &sc)
