@@ -256,32 +256,39 @@ func FuzzSeriesParallel(f *testing.F) {
 // looping one 659 thousand for 80 thousand arcs when only a part at the very end was
 // reused.)
 func TestSeriesParallelChainStaysLinear(t *testing.T) {
-	const n = 20000
-	for _, loops := range []bool{false, true} {
-		g := &CFG{Blocks: make([]Block, n)}
-		w := make([]float64, n)
-		for i := range n {
-			if i+1 < n {
-				g.Edges = append(g.Edges, Edge{From: i, To: i + 1})
-			}
-			if loops {
-				g.Edges = append(g.Edges, Edge{From: i, To: i})
-			}
-			w[i] = float64(i%1000) + 1
-		}
-		g.Blocks[n-1].Exit = true
-		var c capturing
-		if _, err := Repair(g, w, Options{Solver: &c}); err != nil {
-			t.Fatal(err)
-		}
-		r := spReduce(c.net)
-		segs, arcs := len(r.seg), len(c.net.Arcs)
+	for _, loopEvery := range []int{0, 1} {
+		net := chainNetwork(t, 20000, loopEvery, 1000)
+		r := spReduce(net)
+		segs, arcs := len(r.seg), len(net.Arcs)
 		r.release()
 		if segs > 2*arcs {
-			t.Errorf("self-loops %v: %d segments for %d arcs", loops, segs, arcs)
+			t.Errorf("self-loops every %d blocks: %d segments for %d arcs", loopEvery, segs, arcs)
 		}
-		solveBothWays(t, c.net)
+		solveBothWays(t, net)
 	}
+}
+
+// chainNetwork returns the network Repair builds for a chain of n blocks, every loopEvery-th
+// looping on itself (none when 0), block i weighing 1 + i mod period.
+func chainNetwork(t *testing.T, n, loopEvery, period int) *Network {
+	t.Helper()
+	g := &CFG{Blocks: make([]Block, n)}
+	w := make([]float64, n)
+	for i := range n {
+		if i+1 < n {
+			g.Edges = append(g.Edges, Edge{From: i, To: i + 1})
+		}
+		if loopEvery > 0 && i%loopEvery == 0 {
+			g.Edges = append(g.Edges, Edge{From: i, To: i})
+		}
+		w[i] = float64(i%period) + 1
+	}
+	g.Blocks[n-1].Exit = true
+	var c capturing
+	if _, err := Repair(g, w, Options{Solver: &c}); err != nil {
+		t.Fatal(err)
+	}
+	return c.net
 }
 
 // TestSeriesParallelBudget: with the segment budget spent from the start, only reductions
@@ -290,28 +297,12 @@ func TestSeriesParallelChainStaysLinear(t *testing.T) {
 func TestSeriesParallelBudget(t *testing.T) {
 	// A chain of 300 blocks, every third looping on itself, weights 1 to 37: its series
 	// functions grow well past spSmallSegments.
-	const n = 300
-	g := &CFG{Blocks: make([]Block, n)}
-	w := make([]float64, n)
-	for i := range n {
-		if i+1 < n {
-			g.Edges = append(g.Edges, Edge{From: i, To: i + 1})
-		}
-		if i%3 == 0 {
-			g.Edges = append(g.Edges, Edge{From: i, To: i})
-		}
-		w[i] = float64(i%37) + 1
-	}
-	g.Blocks[n-1].Exit = true
-	var c capturing
-	if _, err := Repair(g, w, Options{Solver: &c}); err != nil {
-		t.Fatal(err)
-	}
-	ref, err := ReferenceSolver().Solve(c.net)
+	net := chainNetwork(t, 300, 3, 37)
+	ref, err := ReferenceSolver().Solve(net)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, small := kernelOf(t, c.net), spReduceBudget(c.net, 0)
+	full, small := kernelOf(t, net), spReduceBudget(net, 0)
 	k, _ := small.kernel()
 	for _, e := range small.edges {
 		if e.kind != spArc && e.n > spSmallSegments {
@@ -321,14 +312,14 @@ func TestSeriesParallelBudget(t *testing.T) {
 	if k.Nodes <= full.Nodes {
 		t.Errorf("kernel of %d nodes without a budget and %d with none left: the budget changed nothing", full.Nodes, k.Nodes)
 	}
-	f, err := solveSSPOn(c.net, small)
+	f, err := solveSSPOn(net, small)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.net.CheckCirculation(f); err != nil {
+	if err := net.CheckCirculation(f); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.net.Cost(f), c.net.Cost(ref); got != want {
+	if got, want := net.Cost(f), net.Cost(ref); got != want {
 		t.Fatalf("cost %d, reference %d", got, want)
 	}
 }
