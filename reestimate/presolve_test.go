@@ -14,12 +14,7 @@ func randomNetwork(rng *rand.Rand) *Network {
 		a := Arc{From: int32(rng.IntN(n)), To: int32(rng.IntN(n)), Cap: int64(rng.IntN(20)), Cost: int64(rng.IntN(21) - 8)}
 		net.Arcs = append(net.Arcs, a)
 	}
-	var bound int64
-	for _, a := range net.Arcs {
-		if a.Cost < 0 {
-			bound += a.Cap
-		}
-	}
+	bound := net.flowBound()
 	// Unbounded-looking arcs: capacity at or just below the presolve bound.
 	for k := rng.IntN(2 * n); k > 0; k-- {
 		c := bound + int64(rng.IntN(3)) - 1

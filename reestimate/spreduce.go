@@ -610,11 +610,10 @@ func skipTo(s []spSeg, d int64) (int, int64) {
 	return k, 0
 }
 
-// kernel returns the network of what is left: one node per remaining node, one arc per
-// segment of each remaining edge. arcEdge gives each arc's edge, signed: −id−1 when the arc
-// runs v→u.
-func (r *spReduction) kernel() (*Network, []int32) {
-	num := make([]int32, r.net.Nodes)
+// numberKernel numbers the nodes left 0, 1, … in order (the others get -1) and returns the
+// numbers, in r.nbr (the scans that used it are over), and how many there are.
+func (r *spReduction) numberKernel() ([]int32, int32) {
+	num := grow(r.nbr, r.net.Nodes)
 	nodes := int32(0)
 	for v := range num {
 		if r.gone[v] {
@@ -624,6 +623,14 @@ func (r *spReduction) kernel() (*Network, []int32) {
 		num[v] = nodes
 		nodes++
 	}
+	return num, nodes
+}
+
+// kernel returns the network of what is left: one node per remaining node, one arc per
+// segment of each remaining edge. arcEdge gives each arc's edge, signed: −id−1 when the arc
+// runs v→u.
+func (r *spReduction) kernel() (*Network, []int32) {
+	num, nodes := r.numberKernel()
 	var arcs []Arc
 	var arcEdge []int32
 	for id := range r.edges {
@@ -750,15 +757,7 @@ func (r *spReduction) split(e *spEdge, x int64) {
 // nothing is left. The arcs' slots offer only the segments next to their flows, so a search
 // scans one slot per edge and direction, not one per segment.
 func (r *spReduction) kernelResidual() ([]int32, *residual) {
-	num := grow(r.nbr, r.net.Nodes) // the scans are over: reuse
-	nodes := int32(0)
-	for v := range num {
-		if r.gone[v] {
-			continue
-		}
-		num[v] = nodes
-		nodes++
-	}
+	num, nodes := r.numberKernel()
 	if nodes == 0 {
 		return nil, nil
 	}
