@@ -56,8 +56,10 @@ func spin(n int, stop <-chan struct{}) *sync.WaitGroup {
 					return
 				default:
 				}
-				for j := 0; j < 10000; j++ {
+				for j := 0; j < 10000; j++ { // three multiplies: samples land on several addresses
 					x = x*6364136223846793005 + 1442695040888963407
+					x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
+					x = (x ^ x>>32) * 0x94d049bb133111eb
 				}
 			}
 		}()
@@ -89,10 +91,15 @@ func TestDrainWhileSampling(t *testing.T) {
 func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 	p := load(t, Options{})
 	p.method, p.iteratorMinKeys = method, 0
-	if overflow { // from the first drain on
+	if overflow {
 		p.adaptive = false
 		for s := range p.primaryEntries {
 			p.primaryEntries[s] = 1
+		}
+		// Load made full-size primary maps; a drain before there is any target puts
+		// one-key maps in their place.
+		if err := p.Drain(func(uint32, uint64, uint64) {}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	evs := attach(t, p, 4000)
