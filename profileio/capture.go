@@ -61,7 +61,7 @@ type CaptureObject struct {
 func (o *CaptureObject) TotalSamples() uint64 {
 	var n uint64
 	for _, s := range o.Samples {
-		n = satAdd(n, s.Count)
+		n = SatAdd(n, s.Count)
 	}
 	return n
 }
@@ -99,10 +99,10 @@ type Capture struct {
 // TotalSamples sums the samples in JIT code and outside it.
 func (c *Capture) TotalSamples() (jit, unmapped uint64) {
 	for _, o := range c.Objects {
-		jit = satAdd(jit, o.TotalSamples())
+		jit = SatAdd(jit, o.TotalSamples())
 	}
 	for _, u := range c.Unmapped {
-		unmapped = satAdd(unmapped, u.Count)
+		unmapped = SatAdd(unmapped, u.Count)
 	}
 	return jit, unmapped
 }

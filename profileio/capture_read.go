@@ -155,7 +155,7 @@ func mergeOffsets(s []OffsetCount) []OffsetCount {
 	out := s[:0]
 	for _, x := range s {
 		if n := len(out); n > 0 && out[n-1].Offset == x.Offset {
-			out[n-1].Count = satAdd(out[n-1].Count, x.Count)
+			out[n-1].Count = SatAdd(out[n-1].Count, x.Count)
 			continue
 		}
 		out = append(out, x)
@@ -215,7 +215,7 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 			k := unmappedKey{pid: d.uint32(), mapping: d.string()}
 			cnt := d.uvarint()
 			if d.err == nil {
-				cr.unmapped[k] = satAdd(cr.unmapped[k], cnt)
+				cr.unmapped[k] = SatAdd(cr.unmapped[k], cnt)
 			}
 		}
 	case secEnd:

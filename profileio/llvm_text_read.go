@@ -94,7 +94,7 @@ func ReadText(r io.Reader) (*Profile, error) {
 				return nil, fail(ErrMalformed, "bad callsite total in %q", clip(line))
 			}
 			callee := cur.InlinedAt(loc, rest[:i])
-			callee.TotalSamples = satAdd(callee.TotalSamples, total)
+			callee.TotalSamples = SatAdd(callee.TotalSamples, total)
 			stack = append(stack, callee)
 			continue
 		}

@@ -97,7 +97,7 @@ func (f *FunctionProfile) AddBody(loc LineLocation, n uint64) {
 	if f.Body == nil {
 		f.Body = map[LineLocation]uint64{}
 	}
-	f.Body[loc] = satAdd(f.Body[loc], n)
+	f.Body[loc] = SatAdd(f.Body[loc], n)
 }
 
 // AddCall records n calls from loc to callee. LLVM only keeps call targets on lines that
@@ -111,7 +111,7 @@ func (f *FunctionProfile) AddCall(loc LineLocation, callee string, n uint64) {
 		m = map[string]uint64{}
 		f.Calls[loc] = m
 	}
-	m[callee] = satAdd(m[callee], n)
+	m[callee] = SatAdd(m[callee], n)
 	f.AddBody(loc, 0)
 }
 
@@ -134,8 +134,8 @@ func (f *FunctionProfile) InlinedAt(loc LineLocation, callee string) *FunctionPr
 }
 
 func (f *FunctionProfile) merge(g *FunctionProfile) {
-	f.TotalSamples = satAdd(f.TotalSamples, g.TotalSamples)
-	f.HeadSamples = satAdd(f.HeadSamples, g.HeadSamples)
+	f.TotalSamples = SatAdd(f.TotalSamples, g.TotalSamples)
+	f.HeadSamples = SatAdd(f.HeadSamples, g.HeadSamples)
 	for loc, n := range g.Body {
 		f.AddBody(loc, n)
 	}
@@ -196,7 +196,9 @@ func sortedNames[V any](m map[string]V) []string {
 	return names
 }
 
-func satAdd(a, b uint64) uint64 {
+// SatAdd is a+b, saturating at the largest uint64: counts in profiles and captures never
+// wrap.
+func SatAdd(a, b uint64) uint64 {
 	if s := a + b; s >= a {
 		return s
 	}

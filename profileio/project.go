@@ -96,11 +96,7 @@ func Project(fc FunctionCounts) Projection {
 		f.NoLineTable = true
 		return Projection{Profile: f}
 	}
-	lines := o.Lines
-	if !sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
-		lines = append([]jitmap.LineEntry(nil), lines...)
-		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
-	}
+	lines := sortedLines(o.Lines)
 	head := lines[coveringLine(lines, o.Addr)]
 	file := head.File
 	first := fc.FirstLine
@@ -126,22 +122,18 @@ func Project(fc FunctionCounts) Projection {
 		base, _ := LLVMDiscriminator(l.Discriminator)
 		return LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
 	}
-	for _, b := range fc.Blocks {
-		start, end := o.Addr+b.Start, o.Addr+b.End
-		// The entry covering the block's start, and every entry that starts inside it.
-		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
-			loc, ok := locate(lines[i])
-			if !ok {
-				continue
-			}
-			if f.Body == nil {
-				f.Body = map[LineLocation]uint64{}
-			}
-			if c, seen := f.Body[loc]; !seen || b.Count > c {
-				f.Body[loc] = b.Count
-			}
+	eachBlockLine(fc, lines, func(b BlockCount, l jitmap.LineEntry) {
+		loc, ok := locate(l)
+		if !ok {
+			return
 		}
-	}
+		if f.Body == nil {
+			f.Body = map[LineLocation]uint64{}
+		}
+		if c, seen := f.Body[loc]; !seen || b.Count > c {
+			f.Body[loc] = b.Count
+		}
+	})
 	if len(fc.Blocks) == 0 {
 		for _, r := range fc.Raw {
 			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
@@ -155,10 +147,39 @@ func Project(fc FunctionCounts) Projection {
 		}
 	}
 	for _, n := range f.Body {
-		f.TotalSamples = satAdd(f.TotalSamples, n)
+		f.TotalSamples = SatAdd(f.TotalSamples, n)
 	}
 	pr.Profile = f
 	return pr
+}
+
+// EachBlockLine calls fn for each of fc's blocks and each entry of its object's line table
+// that holds code of the block: the entry covering the block's start and every entry that
+// starts inside it. Project gives a line the largest count fn sees for it.
+func EachBlockLine(fc FunctionCounts, fn func(b BlockCount, l jitmap.LineEntry)) {
+	if len(fc.Blocks) > 0 && len(fc.Object.Lines) > 0 {
+		eachBlockLine(fc, sortedLines(fc.Object.Lines), fn)
+	}
+}
+
+// eachBlockLine is EachBlockLine over lines, fc's line table in address order.
+func eachBlockLine(fc FunctionCounts, lines []jitmap.LineEntry, fn func(b BlockCount, l jitmap.LineEntry)) {
+	for _, b := range fc.Blocks {
+		start, end := fc.Object.Addr+b.Start, fc.Object.Addr+b.End
+		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
+			fn(b, lines[i])
+		}
+	}
+}
+
+// sortedLines returns lines in address order: lines itself when it is, else a sorted copy.
+func sortedLines(lines []jitmap.LineEntry) []jitmap.LineEntry {
+	if sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
+		return lines
+	}
+	lines = append([]jitmap.LineEntry(nil), lines...)
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
+	return lines
 }
 
 // coveringLine returns the index of the last entry at or below addr, or 0 when every entry

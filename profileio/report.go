@@ -19,12 +19,12 @@ func FunctionTotals(c *Capture) []FunctionTotal {
 	sums := map[string]uint64{}
 	for _, o := range c.Objects {
 		if n := o.TotalSamples(); n > 0 {
-			sums[o.Object.Name] = satAdd(sums[o.Object.Name], n)
+			sums[o.Object.Name] = SatAdd(sums[o.Object.Name], n)
 		}
 	}
 	for _, u := range c.Unmapped {
 		k := "[outside JIT] " + u.Mapping
-		sums[k] = satAdd(sums[k], u.Count)
+		sums[k] = SatAdd(sums[k], u.Count)
 	}
 	out := make([]FunctionTotal, 0, len(sums))
 	for n, s := range sums {
@@ -50,7 +50,7 @@ func WriteTextReport(w io.Writer, c *Capture) error {
 	}
 	fmt.Fprintf(bw, "\nperiod: %d %s per sample\n", samplePeriod(m), eventUnit(m.Event))
 	jit, outside := c.TotalSamples()
-	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside\n", satAdd(jit, outside), jit, outside)
+	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside\n", SatAdd(jit, outside), jit, outside)
 	if c.End != nil {
 		fmt.Fprintf(bw, "lost samples: %d\n", c.End.LostSamples)
 	} else {

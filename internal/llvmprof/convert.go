@@ -110,19 +110,25 @@ func (o Options) firstLine(name string) uint32 {
 	if l, ok := o.FirstLines[name]; ok {
 		return l
 	}
-	for _, s := range o.Subprograms {
-		if s.Name == name {
-			return s.Line
-		}
+	if s := o.subprogram(name); s != nil {
+		return s.Line
 	}
 	return 0
 }
 
 // callLines are the lines name was inlined at, from Subprograms.
 func (o Options) callLines(name string) []uint32 {
-	for _, s := range o.Subprograms {
-		if s.Name == name {
-			return s.CallLines
+	if s := o.subprogram(name); s != nil {
+		return s.CallLines
+	}
+	return nil
+}
+
+// subprogram returns the first of Subprograms named name, or nil.
+func (o Options) subprogram(name string) *Subprogram {
+	for i := range o.Subprograms {
+		if o.Subprograms[i].Name == name {
+			return &o.Subprograms[i]
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"path"
 	"regexp"
 	"sort"
@@ -308,40 +307,18 @@ func callSiteCount(fc profileio.FunctionCounts, callLines []uint32) uint64 {
 		return 0
 	}
 	file := objectFile(o)
-	lines := o.Lines
-	if !sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
-		lines = append([]jitmap.LineEntry(nil), lines...)
-		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
-	}
 	count := make(map[uint32]uint64, len(callLines))
 	for _, l := range callLines {
 		count[l] = 0
 	}
-	for _, b := range fc.Blocks {
-		start, end := o.Addr+b.Start, o.Addr+b.End
-		// The entry covering the block's start, and every entry that starts inside it.
-		i := sort.Search(len(lines), func(i int) bool { return lines[i].Addr > start })
-		if i > 0 {
-			i--
+	profileio.EachBlockLine(fc, func(b profileio.BlockCount, l jitmap.LineEntry) {
+		if c, ok := count[l.Line]; ok && b.Count > c && path.Base(l.File) == file {
+			count[l.Line] = b.Count
 		}
-		for ; i < len(lines) && lines[i].Addr < end; i++ {
-			l := lines[i]
-			if c, ok := count[l.Line]; ok && b.Count > c && path.Base(l.File) == file {
-				count[l.Line] = b.Count
-			}
-		}
-	}
+	})
 	var head uint64
 	for _, l := range callLines {
-		head = satAdd(head, count[l])
+		head = profileio.SatAdd(head, count[l])
 	}
 	return head
-}
-
-// satAdd is a+b, saturating at the largest uint64.
-func satAdd(a, b uint64) uint64 {
-	if a+b < a {
-		return math.MaxUint64
-	}
-	return a + b
 }
