@@ -9,12 +9,10 @@ package reestimate
 // Circulations of the two networks correspond one to one (a carries the sum of the arcs
 // that took its place) and have equal costs, as long as a's capacity does not bind.
 //
-// B = Σ Cap over negative-cost arcs. Some optimal circulation carries at most B on every
-// arc: decompose it into cycles; a cycle of non-negative cost can be removed without raising
-// the cost, and every negative cycle passes a negative arc, whose capacity bounds the cycles
-// through it. The solution of the reduced network is checked against a's capacity all the
-// same (solveReduced then solves the network unreduced), since the solver may return
-// another optimum.
+// B is Network.flowBound: some optimal circulation carries at most B on every arc. The
+// solution of the reduced network is checked against a's capacity all the same
+// (solveReduced then solves the network unreduced), since the solver may return another
+// optimum.
 //
 // In the networks Repair builds, a is a CFG edge out(u)→in(v) (capacity U = W = B) whose
 // source block has one successor or whose target has one predecessor, or the in(b)→out(b)

@@ -398,19 +398,33 @@ func (r *spReduction) parallel(p, q int32) int32 {
 			j++
 		}
 		e.hi += s.len
-		if k := len(r.seg); k > int(e.off) && r.seg[k-1].slope == s.slope {
-			r.seg[k-1].len += s.len
-		} else {
-			r.seg = append(r.seg, s)
-		}
+		r.appendSeg(e.off, s)
 	}
 	e.n = uint16(int32(len(r.seg)) - e.off)
 	r.clamp(&e)
-	ep.flags |= spDead
-	eq.flags |= spDead
-	r.edges = append(r.edges, e)
+	return r.compose(&e, ep, eq)
+}
+
+// compose adds e, made of a and b, to the edges, marks a and b dead and returns e's id.
+func (r *spReduction) compose(e, a, b *spEdge) int32 {
+	a.flags |= spDead
+	b.flags |= spDead
+	r.edges = append(r.edges, *e)
 	return int32(len(r.edges) - 1)
 }
+
+// appendSeg appends s to the segments of the edge being made from off on, merged into the
+// last of them when their slopes are equal.
+func (r *spReduction) appendSeg(off int32, s spSeg) {
+	if k := len(r.seg); k > int(off) && r.seg[k-1].slope == s.slope {
+		r.seg[k-1].len += s.len
+		return
+	}
+	r.seg = append(r.seg, s)
+}
+
+// slopeFits reports whether a kernel arc may have cost slope (|slope| ≤ MaxArcCost).
+func slopeFits(slope int64) bool { return -MaxArcCost <= slope && slope <= MaxArcCost }
 
 // clamp trims e's domain to [−B, B]: the cheapest segments below −B, the dearest above B.
 func (r *spReduction) clamp(e *spEdge) {
@@ -486,17 +500,14 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 	if one != nil {
 		for _, g := range wide {
 			slope := g.slope + one[0].slope
-			if slope > MaxArcCost || slope < -MaxArcCost {
+			if !slopeFits(slope) {
 				r.seg = r.seg[:e.off]
 				return -1
 			}
 			r.seg = append(r.seg, spSeg{slope: slope, len: g.len})
 		}
 		e.n = uint16(len(wide))
-		a.flags |= spDead
-		b.flags |= spDead
-		r.edges = append(r.edges, e)
-		return int32(len(r.edges) - 1)
+		return r.compose(&e, a, b)
 	}
 	// i, j index the current segments of a and b at position pos, ra, rb what is left of
 	// them; both start at lo.
@@ -505,15 +516,11 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 	for pos := lo; pos < hi; {
 		step := min(ra, rb, hi-pos)
 		slope := sa[i].slope + sb[j].slope
-		if slope > MaxArcCost || slope < -MaxArcCost {
+		if !slopeFits(slope) {
 			r.seg = r.seg[:e.off]
 			return -1
 		}
-		if k := len(r.seg); k > int(e.off) && r.seg[k-1].slope == slope {
-			r.seg[k-1].len += step
-		} else {
-			r.seg = append(r.seg, spSeg{slope: slope, len: step})
-		}
+		r.appendSeg(e.off, spSeg{slope: slope, len: step})
 		pos += step
 		if ra -= step; ra == 0 && i+1 < len(sa) {
 			i++
@@ -528,10 +535,7 @@ func (r *spReduction) series(e1, e2, x int32) int32 {
 		r.reuse(&e, a, b)
 	}
 	e.n = uint16(int32(len(r.seg)) - e.off)
-	a.flags |= spDead
-	b.flags |= spDead
-	r.edges = append(r.edges, e)
-	return int32(len(r.edges) - 1)
+	return r.compose(&e, a, b)
 }
 
 // spReuseSegments is the size from which a series edge takes over its parts' place in the
@@ -576,7 +580,7 @@ func (r *spReduction) reuse(e, a, b *spEdge) {
 func (r *spReduction) seriesInPlace(e, a, b, wide *spEdge, slope int64) int32 {
 	ws := r.seg[wide.off : wide.off+int32(wide.n)]
 	for _, g := range ws {
-		if s := g.slope + slope; s > MaxArcCost || s < -MaxArcCost {
+		if !slopeFits(g.slope + slope) {
 			return -1
 		}
 	}
@@ -591,10 +595,7 @@ func (r *spReduction) seriesInPlace(e, a, b, wide *spEdge, slope int64) int32 {
 		}
 	}
 	e.n = wide.n
-	a.flags |= spDead
-	b.flags |= spDead
-	r.edges = append(r.edges, *e)
-	return int32(len(r.edges) - 1)
+	return r.compose(e, a, b)
 }
 
 // skipTo returns the segment at distance d from the start of s and what is left of it.
