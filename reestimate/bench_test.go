@@ -123,43 +123,34 @@ func (c *capture) Solve(net *reestimate.Network) ([]int64, error) {
 	return reestimate.FastSolver().Solve(net)
 }
 
+// repairNetwork returns the network Repair builds for g and w.
+func repairNetwork(b *testing.B, g *reestimate.CFG, w []float64) *reestimate.Network {
+	b.Helper()
+	var c capture
+	if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: &c}); err != nil {
+		b.Fatal(err)
+	}
+	return c.net
+}
+
 // BenchmarkSolve compares the solvers alone on the network Repair builds for the 1k-block
 // CFG of BenchmarkSolvers, without the analyses (dominators, loops, network) that Repair
 // runs for every solver alike; "ratio" reports reference-time/fast-time.
 func BenchmarkSolve(b *testing.B) {
 	g, w := benchCase(b, 1000)
-	var c capture
-	if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: &c}); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("1k network: %d nodes, %d arcs", c.net.Nodes, len(c.net.Arcs))
+	net := repairNetwork(b, g, w)
+	b.Logf("1k network: %d nodes, %d arcs", net.Nodes, len(net.Arcs))
 	for _, s := range []reestimate.Solver{reestimate.SSPSolver(), reestimate.SimplexSolver(), reestimate.ReferenceSolver()} {
 		b.Run("1k/"+s.Name(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.Solve(c.net); err != nil {
+				if _, err := s.Solve(net); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-	b.Run("1k/ratio", func(b *testing.B) {
-		var ff []int64
-		compareSolvers(b, func() {
-			var err error
-			if ff, err = reestimate.FastSolver().Solve(c.net); err != nil {
-				b.Fatal(err)
-			}
-		}, func() {
-			fr, err := reestimate.ReferenceSolver().Solve(c.net)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if c.net.Cost(ff) != c.net.Cost(fr) {
-				b.Fatalf("costs differ: %d vs %d", c.net.Cost(ff), c.net.Cost(fr))
-			}
-		})
-	})
+	b.Run("1k/ratio", func(b *testing.B) { compareSolversOn(b, net) })
 }
 
 // BenchmarkSolveSparse compares the fast and the reference solver, as BenchmarkSolve's
@@ -168,22 +159,29 @@ func BenchmarkSolve(b *testing.B) {
 func BenchmarkSolveSparse(b *testing.B) {
 	for _, period := range []float64{5, 50, 500} {
 		g, w := benchCaseSampled(b, 1000, period)
-		var c capture
-		if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: &c}); err != nil {
+		net := repairNetwork(b, g, w)
+		b.Run(fmt.Sprintf("1k/period-%g/ratio", period), func(b *testing.B) { compareSolversOn(b, net) })
+	}
+}
+
+// compareSolversOn runs compareSolvers with the fast and the reference solver on net, and
+// checks that their optima cost the same.
+func compareSolversOn(b *testing.B, net *reestimate.Network) {
+	var ff []int64
+	compareSolvers(b, func() {
+		var err error
+		if ff, err = reestimate.FastSolver().Solve(net); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("1k/period-%g/ratio", period), func(b *testing.B) {
-			compareSolvers(b, func() {
-				if _, err := reestimate.FastSolver().Solve(c.net); err != nil {
-					b.Fatal(err)
-				}
-			}, func() {
-				if _, err := reestimate.ReferenceSolver().Solve(c.net); err != nil {
-					b.Fatal(err)
-				}
-			})
-		})
-	}
+	}, func() {
+		fr, err := reestimate.ReferenceSolver().Solve(net)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if net.Cost(ff) != net.Cost(fr) {
+			b.Fatalf("costs differ: %d vs %d", net.Cost(ff), net.Cost(fr))
+		}
+	})
 }
 
 // BenchmarkRepair measures the whole Repair (analyses, network, solve) on large CFGs with
