@@ -1,6 +1,7 @@
 package reestimate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -23,6 +24,27 @@ func randomNetwork(rng *rand.Rand) *Network {
 	return net
 }
 
+// referenceCost returns the cost of the reference solver's optimum of net.
+func referenceCost(t testing.TB, net *Network) int64 {
+	t.Helper()
+	f, err := ReferenceSolver().Solve(net)
+	if err != nil {
+		t.Fatalf("reference: %v (network %+v)", err, net)
+	}
+	return net.Cost(f)
+}
+
+// optimumError returns why f is not an optimum of net of cost want, or nil.
+func optimumError(net *Network, f []int64, want int64) error {
+	if err := net.CheckCirculation(f); err != nil {
+		return err
+	}
+	if c := net.Cost(f); c != want {
+		return fmt.Errorf("cost %d, reference %d", c, want)
+	}
+	return nil
+}
+
 // TestPresolveKeepsOptimum checks presolve on general networks: the reduced network's
 // optimum, expanded, is a circulation of the original network with the reference solver's
 // optimal cost, for both solvers that presolve.
@@ -31,11 +53,7 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 	folded := 0
 	for i := 0; i < 3000; i++ {
 		net := randomNetwork(rng)
-		ref, err := ReferenceSolver().Solve(net)
-		if err != nil {
-			t.Fatalf("case %d: reference: %v", i, err)
-		}
-		want := net.Cost(ref)
+		want := referenceCost(t, net)
 		if r := presolve(net, &presolveScratch{}); r != nil {
 			folded++
 			if r.net.Nodes >= net.Nodes || len(r.net.Arcs) >= len(net.Arcs) {
@@ -50,11 +68,8 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 			if err != nil {
 				t.Fatalf("case %d: %s: %v", i, s.Name(), err)
 			}
-			if err := net.CheckCirculation(f); err != nil {
+			if err := optimumError(net, f, want); err != nil {
 				t.Fatalf("case %d: %s: %v (network %+v)", i, s.Name(), err, net)
-			}
-			if c := net.Cost(f); c != want {
-				t.Fatalf("case %d: %s cost %d, reference %d (network %+v)", i, s.Name(), c, want, net)
 			}
 		}
 	}
@@ -118,15 +133,8 @@ func TestPresolvePassesRepeat(t *testing.T) {
 	if len(solved) != 1 || solved[0] >= once.net.Nodes {
 		t.Fatalf("solved networks of %v nodes; one pass leaves %d", solved, once.net.Nodes)
 	}
-	ref, err := ReferenceSolver().Solve(net)
-	if err != nil {
+	if err := optimumError(net, f, referenceCost(t, net)); err != nil {
 		t.Fatal(err)
-	}
-	if err := net.CheckCirculation(f); err != nil {
-		t.Fatal(err)
-	}
-	if net.Cost(f) != net.Cost(ref) {
-		t.Fatalf("cost %d, reference %d", net.Cost(f), net.Cost(ref))
 	}
 }
 
