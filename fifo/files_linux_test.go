@@ -51,12 +51,20 @@ func TestTailJitdumpFileAsItAppears(t *testing.T) {
 	}
 }
 
+// startPerfMapTailer starts a server that tails perf maps in a new directory (and no
+// jitdumps), and returns it with this process's pid and the path of its perf-PID.map there,
+// not yet written.
+func startPerfMapTailer(t *testing.T) (s *Server, c *collector, logs *testenv.SyncBuffer, pid uint32, path string) {
+	t.Helper()
+	pm := t.TempDir()
+	s, c, logs = startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid = uint32(os.Getpid())
+	return s, c, logs, pid, filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+}
+
 // TestTailPerfMapFile: /tmp/perf-PID.map-style files are read as the JIT appends lines.
 func TestTailPerfMapFile(t *testing.T) {
-	pm := t.TempDir()
-	s, c, _ := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
-	pid := uint32(os.Getpid())
-	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	s, c, _, pid, path := startPerfMapTailer(t)
 	// Lines written before profd knew the target are read from the start.
 	if err := os.WriteFile(path, []byte("1000 10 early\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,10 +93,7 @@ func TestTailPerfMapFile(t *testing.T) {
 // is an earlier process's with the same pid, and is not read; once the target writes it
 // anew it is.
 func TestTailSkipsFileOlderThanProcess(t *testing.T) {
-	pm := t.TempDir()
-	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
-	pid := uint32(os.Getpid())
-	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	s, c, logs, pid, path := startPerfMapTailer(t)
 	if err := os.WriteFile(path, []byte("1000 10 earlier_process\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +123,12 @@ func TestTailSkipsFileOlderThanProcess(t *testing.T) {
 // TestTailRefusesPlantedSymlink: a perf-PID.map that is a symlink (to a file someone wants
 // profd to read) is not followed.
 func TestTailRefusesPlantedSymlink(t *testing.T) {
-	pm := t.TempDir()
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("1000 10 secret_symbol\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, c, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
-	pid := uint32(os.Getpid())
-	if err := os.Symlink(secret, filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))); err != nil {
+	s, c, logs, pid, path := startPerfMapTailer(t)
+	if err := os.Symlink(secret, path); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddTarget(pid); err != nil {
@@ -184,10 +187,7 @@ func TestTailLLIJitdump(t *testing.T) {
 // nor root is not read.
 func TestTailRefusesFileOfAnotherUser(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	pm := t.TempDir()
-	s, _, logs := startServer(t, Config{TailFiles: true, JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
-	pid := uint32(os.Getpid()) // runs as root
-	path := filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+	s, _, logs, pid, path := startPerfMapTailer(t) // runs as root
 	if err := os.WriteFile(path, []byte("1000 10 planted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
