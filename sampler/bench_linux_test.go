@@ -126,20 +126,23 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 				name string
 				run  func() (wallNs, cpuNs float64)
 			}
+			// perfRecord runs the work under perf record with opts (what to sample, how often).
+			perfRecord := func(opts ...string) func() (float64, float64) {
+				return func() (float64, float64) {
+					args := append([]string{"perf", "record", "-q"}, opts...)
+					args = append(args, "-o", filepath.Join(b.TempDir(), "perf.data"), "--")
+					return runWork(b, args, work)
+				}
+			}
+			rate := strconv.FormatUint(freq, 10)
 			configs := []config{
 				{"alone", func() (float64, float64) { return runWork(b, nil, work) }},
 				{"bpf", func() (float64, float64) { return runWorkSampled(b, Config{Backend: BackendBPF, FreqHz: freq}, work) }},
 				{"ring", func() (float64, float64) {
 					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerCPU, FreqHz: freq}, work)
 				}},
-				{"perf", func() (float64, float64) {
-					out := filepath.Join(b.TempDir(), "perf.data")
-					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
-				}},
-				{"perf-a", func() (float64, float64) {
-					out := filepath.Join(b.TempDir(), "perf.data")
-					return runWork(b, []string{"perf", "record", "-q", "-a", "-e", "cpu-clock", "-F", strconv.FormatUint(freq, 10), "-o", out, "--"}, work)
-				}},
+				{"perf", perfRecord("-e", "cpu-clock", "-F", rate)},
+				{"perf-a", perfRecord("-a", "-e", "cpu-clock", "-F", rate)},
 			}
 			if v.relay {
 				configs = append(configs, config{"timers", func() (float64, float64) {
@@ -147,10 +150,7 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 					return runWork(b, nil, work)
 				}}, config{"ring-thread", func() (float64, float64) {
 					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerThread, FreqHz: freq}, work)
-				}}, config{"perf-1s", func() (float64, float64) {
-					out := filepath.Join(b.TempDir(), "perf.data")
-					return runWork(b, []string{"perf", "record", "-q", "-e", "cpu-clock", "-c", "1000000000", "-o", out, "--"}, work)
-				}})
+				}}, config{"perf-1s", perfRecord("-e", "cpu-clock", "-c", "1000000000")})
 			}
 			wall := make(map[string][]float64)
 			cpu := make(map[string][]float64)
