@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -113,32 +112,12 @@ func coldWarm(f func()) (cold, warm time.Duration) {
 	return cold, warm
 }
 
-// capture is a Solver that keeps a copy of the network Repair hands it.
-type capture struct{ net *reestimate.Network }
-
-func (c *capture) Name() string { return "capture" }
-
-func (c *capture) Solve(net *reestimate.Network) ([]int64, error) {
-	c.net = &reestimate.Network{Nodes: net.Nodes, Arcs: slices.Clone(net.Arcs), Source: net.Source, Sink: net.Sink, Return: net.Return}
-	return reestimate.FastSolver().Solve(net)
-}
-
-// repairNetwork returns the network Repair builds for g and w.
-func repairNetwork(b *testing.B, g *reestimate.CFG, w []float64) *reestimate.Network {
-	b.Helper()
-	var c capture
-	if _, err := reestimate.Repair(g, w, reestimate.Options{Solver: &c}); err != nil {
-		b.Fatal(err)
-	}
-	return c.net
-}
-
 // BenchmarkSolve compares the solvers alone on the network Repair builds for the 1k-block
 // CFG of BenchmarkSolvers, without the analyses (dominators, loops, network) that Repair
 // runs for every solver alike; "ratio" reports reference-time/fast-time.
 func BenchmarkSolve(b *testing.B) {
 	g, w := benchCase(b, 1000)
-	net := repairNetwork(b, g, w)
+	net := reestimate.RepairNetwork(b, g, w)
 	b.Logf("1k network: %d nodes, %d arcs", net.Nodes, len(net.Arcs))
 	for _, s := range []reestimate.Solver{reestimate.SSPSolver(), reestimate.SimplexSolver(), reestimate.ReferenceSolver()} {
 		b.Run("1k/"+s.Name(), func(b *testing.B) {
@@ -159,7 +138,7 @@ func BenchmarkSolve(b *testing.B) {
 func BenchmarkSolveSparse(b *testing.B) {
 	for _, period := range []float64{5, 50, 500} {
 		g, w := benchCaseSampled(b, 1000, period)
-		net := repairNetwork(b, g, w)
+		net := reestimate.RepairNetwork(b, g, w)
 		b.Run(fmt.Sprintf("1k/period-%g/ratio", period), func(b *testing.B) { compareSolversOn(b, net) })
 	}
 }

@@ -89,11 +89,7 @@ func branchAroundNetwork(t *testing.T) *Network {
 			{From: 1, To: 2, Kind: Jump}, {From: 2, To: 3, Kind: FallThrough},
 		},
 	}
-	var c capturing
-	if _, err := Repair(g, []float64{1, 2, 3, 3}, Options{Solver: &c}); err != nil {
-		t.Fatal(err)
-	}
-	return c.net
+	return RepairNetwork(t, g, []float64{1, 2, 3, 3})
 }
 
 // TestPresolveFoldsRepairNetwork checks what presolve removes from branchAroundNetwork.
@@ -136,16 +132,6 @@ func TestPresolvePassesRepeat(t *testing.T) {
 	if err := optimumError(net, f, referenceCost(t, net)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// capturing is a Solver that keeps the network Repair hands it and solves it.
-type capturing struct{ net *Network }
-
-func (c *capturing) Name() string { return "capturing" }
-
-func (c *capturing) Solve(net *Network) ([]int64, error) {
-	c.net = &Network{Nodes: net.Nodes, Arcs: append([]Arc(nil), net.Arcs...), Source: net.Source, Sink: net.Sink, Return: net.Return}
-	return SSPSolver().Solve(net)
 }
 
 // TestExpandRefusesOverCapacity checks the guard behind solveReduced's fallback: a reduced

@@ -268,11 +268,7 @@ func chainNetwork(t *testing.T, n, loopEvery, period int) *Network {
 		w[i] = float64(i%period) + 1
 	}
 	g.Blocks[n-1].Exit = true
-	var c capturing
-	if _, err := Repair(g, w, Options{Solver: &c}); err != nil {
-		t.Fatal(err)
-	}
-	return c.net
+	return RepairNetwork(t, g, w)
 }
 
 // TestSeriesParallelBudget: with the segment budget spent from the start, only reductions
