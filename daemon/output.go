@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/profd/profd/internal/llvmprof"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 )
 
@@ -46,7 +46,7 @@ func outputBase(image string, pid uint32, n int) string {
 // not be written (joined). The formats are written concurrently: the LLVM ones (which share
 // one conversion) one after the other on the calling goroutine, each other on a goroutine
 // of its own that writeOutputs waits for.
-func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]string, llvmprof.Stats, error) {
+func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -61,10 +61,10 @@ func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]s
 			errs[i] = writeFormat(dir, base, f, c, nil)
 		}()
 	}
-	var st llvmprof.Stats
+	var st profgen.Stats
 	if len(llvm) > 0 {
 		var prof *profileio.Profile
-		prof, st = llvmprof.FromCapture(c, llvmprof.Options{})
+		prof, st = profgen.FromCapture(c, profgen.Options{})
 		for _, i := range llvm {
 			errs[i] = writeFormat(dir, base, formats[i], c, prof)
 		}

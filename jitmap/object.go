@@ -1,5 +1,7 @@
 package jitmap
 
+import "sort"
+
 // Source says where a code object's record came from.
 type Source uint8
 
@@ -52,4 +54,14 @@ func (o *CodeObject) Contains(ip uint64) bool {
 // LiveAt reports whether the object owned its range at time atNs.
 func (o *CodeObject) LiveAt(atNs int64) bool {
 	return (o.LoadNs == 0 || atNs >= o.LoadNs) && (o.UnloadNs == 0 || atNs < o.UnloadNs)
+}
+
+// CoveringLine returns the index of the last entry of lines (ascending Addr) at or below
+// addr, or 0 when every entry lies above it; lines must not be empty.
+func CoveringLine(lines []LineEntry, addr uint64) int {
+	i := sort.Search(len(lines), func(i int) bool { return lines[i].Addr > addr })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
 }

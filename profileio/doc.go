@@ -11,17 +11,10 @@
 //	err = cw.AddSamples([]profileio.SampleRecord{{Object: id, Offset: 0x12, Count: 40}})
 //	err = cw.Close(profileio.CaptureEnd{EndNs: now})
 //
-// The reestimator reads it back and writes LLVM profiles, projecting each function's
-// block counts onto its source lines:
+// Package profgen turns a capture into an LLVM sample profile; this package writes it:
 //
 //	c, err := profileio.ReadCapture(f)
-//	prof := profileio.NewProfile()
-//	for _, o := range c.Objects {
-//		fc := profileio.RawFunctionCounts(o)
-//		fc.Blocks, fc.Entry = profileio.BlocksFromCFG(cfg, counts, o.Object.Addr), cfg.Entry
-//		prof.Add(profileio.Project(fc).Profile)
-//	}
-//	err = profileio.WriteText(out, prof) // or WriteExtBinary
+//	err = profileio.WriteText(out, prof) // or WriteExtBinary; prof is a *Profile
 //
 // Every reader treats its input as hostile: it reports the byte offset (and for text the
 // line) of a bad record as a *ParseError wrapping ErrMalformed, ErrTruncated,

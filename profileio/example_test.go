@@ -3,34 +3,10 @@ package profileio_test
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 )
-
-// A function whose code runs 0x00–0x20 on line 10 and 0x20–0x40 on line 12, with block
-// counts from the reestimator, becomes an LLVM text profile.
-func ExampleProject() {
-	obj := &jitmap.CodeObject{Name: "sum_loop", Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
-		{Addr: 0x1000, File: "sum.c", Line: 10},
-		{Addr: 0x1020, File: "sum.c", Line: 12},
-	}}
-	pr := profileio.Project(profileio.FunctionCounts{
-		Object: obj,
-		Blocks: []profileio.BlockCount{{Start: 0, End: 0x20, Count: 3}, {Start: 0x20, End: 0x40, Count: 250}},
-		Entry:  0,
-	})
-	p := profileio.NewProfile()
-	p.Add(pr.Profile)
-	if err := profileio.WriteText(os.Stdout, p); err != nil {
-		fmt.Println(err)
-	}
-	// Output:
-	// sum_loop:253:3
-	//  0: 3
-	//  2: 250
-}
 
 // A capture written as a stream reads back whole.
 func ExampleNewCaptureWriter() {

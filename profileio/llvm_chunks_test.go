@@ -88,12 +88,12 @@ func TestWritersReportFirstBadFunction(t *testing.T) {
 		p := manyFunctionsProfile()
 		for _, i := range []int{300, 70, 200} { // jit_fn_070 is written first of the three
 			f := p.Functions[fmt.Sprintf("jit_fn_%03d", i)]
-			f.AddBody(LineLocation{LineOffset: maxLineOffset + 1}, 1)
+			f.AddBody(LineLocation{LineOffset: MaxLineOffset + 1}, 1)
 			f.AddCall(LineLocation{LineOffset: 2}, "bad\x00name", 1)
 		}
 		var bad []string
 		for _, f := range p.SortedFunctions() {
-			if _, ok := f.Body[LineLocation{LineOffset: maxLineOffset + 1}]; ok {
+			if _, ok := f.Body[LineLocation{LineOffset: MaxLineOffset + 1}]; ok {
 				bad = append(bad, f.Name)
 			}
 		}

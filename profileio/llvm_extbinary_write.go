@@ -133,7 +133,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 // extBinaryEncoder encodes a chunk of functions into out; each of AppendExtBinary's
 // goroutines has one.
 type extBinaryEncoder struct {
-	err    error // the first line offset beyond maxLineOffset
+	err    error // the first line offset beyond MaxLineOffset
 	out    []byte
 	starts []uint64 // where each function of the chunk starts in out
 	index  map[string]int
@@ -146,8 +146,8 @@ type extBinaryEncoder struct {
 func (e *extBinaryEncoder) function(f *FunctionProfile) {
 	b := appendULEB(e.out, f.TotalSamples)
 	lines := e.sorter.sorted(f)
-	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > maxLineOffset && e.err == nil {
-		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, maxLineOffset, ErrMalformed)
+	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > MaxLineOffset && e.err == nil {
+		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, MaxLineOffset, ErrMalformed)
 	}
 	b = appendULEB(b, uint64(len(lines)))
 	callLines := e.sorter.sortedCallLines(f)
@@ -282,8 +282,8 @@ func collectNames(f *FunctionProfile, functions map[string]*FunctionProfile, oth
 	}
 	add(f.Name)
 	for loc := range f.Inlined {
-		if loc.LineOffset > maxLineOffset {
-			return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, maxLineOffset, ErrMalformed)
+		if loc.LineOffset > MaxLineOffset {
+			return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, MaxLineOffset, ErrMalformed)
 		}
 	}
 	if len(f.Calls) == 0 && len(f.Inlined) == 0 {

@@ -21,17 +21,3 @@ func ReadProfile(r io.Reader) (*Profile, error) {
 	}
 	return ReadText(bytes.NewReader(data))
 }
-
-// RawProfile is the LLVM profile of a capture without reestimation: every code object's raw
-// samples projected onto its lines (Project with RawFunctionCounts), objects of the same
-// name summed. Objects without samples are left out.
-func RawProfile(c *Capture) *Profile {
-	p := NewProfile()
-	for _, o := range c.Objects {
-		if len(o.Samples) == 0 {
-			continue
-		}
-		p.Add(Project(RawFunctionCounts(o)).Profile)
-	}
-	return p
-}

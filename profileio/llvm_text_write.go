@@ -142,8 +142,8 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 }
 
 func appendLocation(b []byte, indent int, loc LineLocation) ([]byte, error) {
-	if loc.LineOffset > maxLineOffset {
-		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, maxLineOffset, ErrMalformed)
+	if loc.LineOffset > MaxLineOffset {
+		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, MaxLineOffset, ErrMalformed)
 	}
 	for i := 0; i < indent; i++ {
 		b = append(b, ' ')

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/profd/profd/jitmap"
 )
 
 // Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto).
@@ -93,91 +95,6 @@ func newPprofEncoder() *pprofEncoder {
 	return &pprofEncoder{strings: map[string]int64{"": 0}, table: []string{""}}
 }
 
-// marshalPprof appends p's profile.proto encoding to b.
-func marshalPprof(b []byte, p *profile.Profile) []byte {
-	e := newPprofEncoder()
-	b = e.profileFields(b, p)
-	var ids []uint64
-	for _, s := range p.Sample {
-		e.msg = e.msg[:0]
-		ids = ids[:0]
-		for _, l := range s.Location {
-			ids = append(ids, l.ID)
-		}
-		e.msg, e.inner = appendPbPacked(e.msg, 1, ids, e.inner)
-		e.msg, e.inner = appendPbPacked(e.msg, 2, s.Value, e.inner)
-		e.keys = e.keys[:0]
-		for k := range s.Label {
-			e.keys = append(e.keys, k)
-		}
-		slices.Sort(e.keys)
-		for _, k := range e.keys {
-			for _, v := range s.Label[k] {
-				e.inner = appendPbVarint(e.inner[:0], 1, uint64(e.str(k)))
-				e.inner = appendPbVarint(e.inner, 2, uint64(e.str(v)))
-				e.msg = appendPbBytes(e.msg, 3, e.inner)
-			}
-		}
-		e.keys = e.keys[:0]
-		for k := range s.NumLabel {
-			e.keys = append(e.keys, k)
-		}
-		slices.Sort(e.keys)
-		for _, k := range e.keys {
-			units := s.NumUnit[k]
-			for i, v := range s.NumLabel[k] {
-				e.inner = appendPbVarint(e.inner[:0], 1, uint64(e.str(k)))
-				e.inner = appendPbVarint(e.inner, 3, uint64(v))
-				if i < len(units) {
-					e.inner = appendPbVarint(e.inner, 4, uint64(e.str(units[i])))
-				}
-				e.msg = appendPbBytes(e.msg, 3, e.inner)
-			}
-		}
-		b = appendPbBytes(b, pbProfileSample, e.msg)
-	}
-	for _, m := range p.Mapping {
-		e.msg = appendPbVarint(e.msg[:0], 1, m.ID)
-		e.msg = appendPbVarint(e.msg, 2, m.Start)
-		e.msg = appendPbVarint(e.msg, 3, m.Limit)
-		e.msg = appendPbVarint(e.msg, 4, m.Offset)
-		e.msg = appendPbVarint(e.msg, 5, uint64(e.str(m.File)))
-		e.msg = appendPbVarint(e.msg, 6, uint64(e.str(m.BuildID)))
-		e.msg = appendPbBool(e.msg, 7, m.HasFunctions)
-		e.msg = appendPbBool(e.msg, 8, m.HasFilenames)
-		e.msg = appendPbBool(e.msg, 9, m.HasLineNumbers)
-		e.msg = appendPbBool(e.msg, 10, m.HasInlineFrames)
-		b = appendPbBytes(b, pbProfileMapping, e.msg)
-	}
-	for _, l := range p.Location {
-		e.msg = appendPbVarint(e.msg[:0], 1, l.ID)
-		if l.Mapping != nil {
-			e.msg = appendPbVarint(e.msg, 2, l.Mapping.ID)
-		}
-		e.msg = appendPbVarint(e.msg, 3, l.Address)
-		for _, ln := range l.Line {
-			e.inner = e.inner[:0]
-			if ln.Function != nil {
-				e.inner = appendPbVarint(e.inner, 1, ln.Function.ID)
-			}
-			e.inner = appendPbVarint(e.inner, 2, uint64(ln.Line))
-			e.inner = appendPbVarint(e.inner, 3, uint64(ln.Column))
-			e.msg = appendPbBytes(e.msg, 4, e.inner)
-		}
-		e.msg = appendPbBool(e.msg, 5, l.IsFolded)
-		b = appendPbBytes(b, pbProfileLocation, e.msg)
-	}
-	for _, f := range p.Function {
-		e.msg = appendPbVarint(e.msg[:0], 1, f.ID)
-		e.msg = appendPbVarint(e.msg, 2, uint64(e.str(f.Name)))
-		e.msg = appendPbVarint(e.msg, 3, uint64(e.str(f.SystemName)))
-		e.msg = appendPbVarint(e.msg, 4, uint64(e.str(f.Filename)))
-		e.msg = appendPbVarint(e.msg, 5, uint64(f.StartLine))
-		b = appendPbBytes(b, pbProfileFunction, e.msg)
-	}
-	return e.stringTable(b)
-}
-
 // profileFields appends p's own fields: all but its samples, mappings, locations,
 // functions and string table.
 func (e *pprofEncoder) profileFields(b []byte, p *profile.Profile) []byte {
@@ -213,9 +130,8 @@ func (e *pprofEncoder) stringTable(b []byte) []byte {
 	return b
 }
 
-// marshalCapturePprof appends the profile.proto encoding of PprofProfile(c) to b, built
-// straight from c: the same messages in the same order, without a *profile.Profile in
-// between (building one allocated tens of megabytes for a 10k-function flush).
+// marshalCapturePprof appends c's profile.proto encoding to b, built straight from c
+// without a *profile.Profile in between, which would allocate per location and line.
 func marshalCapturePprof(b []byte, c *Capture) []byte {
 	e := newPprofEncoder()
 	h := pprofHeader(c)
@@ -296,7 +212,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 			var fn uint64
 			var line int64
 			if len(co.Lines) > 0 {
-				if l := co.Lines[coveringLine(co.Lines, addr)]; l.Addr <= addr {
+				if l := co.Lines[jitmap.CoveringLine(co.Lines, addr)]; l.Addr <= addr {
 					fn, line = functionID(co.Name, l.File, int64(l.Line)), int64(l.Line)
 				}
 			}

@@ -34,7 +34,7 @@ func parsedBoth(t *testing.T, p *profile.Profile) (ours, theirs *profile.Profile
 // marshalPprof's output reads back as what the pprof package's own encoder writes, for
 // our captures and for a profile using the fields our captures leave empty.
 func TestMarshalPprofMatchesPprofPackage(t *testing.T) {
-	ours, theirs := parsedBoth(t, PprofProfile(expectedCapture(len(testCaptureSteps()))))
+	ours, theirs := parsedBoth(t, pprofProfile(expectedCapture(len(testCaptureSteps()))))
 	if ours.String() != theirs.String() {
 		t.Errorf("capture profile differs:\n%s\n----\n%s", ours, theirs)
 	}
@@ -95,7 +95,7 @@ func manyProcessCapture() *Capture {
 	return c
 }
 
-// WritePprof's direct encoding parses to PprofProfile(c) as the pprof package writes it.
+// WritePprof's direct encoding parses to pprofProfile(c) as the pprof package writes it.
 func TestWritePprofMatchesPprofProfile(t *testing.T) {
 	for name, c := range map[string]*Capture{"fixture": expectedCapture(len(testCaptureSteps())), "many": manyProcessCapture()} {
 		var gz bytes.Buffer
@@ -110,7 +110,7 @@ func TestWritePprofMatchesPprofProfile(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		var ref bytes.Buffer
-		if err := PprofProfile(c).Write(&ref); err != nil {
+		if err := pprofProfile(c).Write(&ref); err != nil {
 			t.Fatal(err)
 		}
 		theirs, err := profile.Parse(&ref)
@@ -118,7 +118,7 @@ func TestWritePprofMatchesPprofProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(ours.Sample) < 3 || ours.String() != theirs.String() {
-			t.Errorf("%s: WritePprof differs from PprofProfile:\n%s\n----\n%s", name, ours, theirs)
+			t.Errorf("%s: WritePprof differs from pprofProfile:\n%s\n----\n%s", name, ours, theirs)
 		}
 		if len(ours.Function) != len(theirs.Function) {
 			t.Fatalf("%s: %d functions, want %d", name, len(ours.Function), len(theirs.Function))

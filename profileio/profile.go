@@ -26,10 +26,10 @@ func (l LineLocation) Less(m LineLocation) bool {
 // discriminator (it checks that the offset fits 16 bits).
 const maxTextLineOffset = 0xffff
 
-// maxLineOffset is the largest offset the writers emit. LLVM 14's ext-binary reader stops
+// MaxLineOffset is the largest offset the writers emit. LLVM 14's ext-binary reader stops
 // reading a function, without an error, at a larger offset and then misreads what
 // follows; its text reader refuses one without a discriminator.
-const maxLineOffset = 0xffff
+const MaxLineOffset = 0xffff
 
 // FunctionProfile is one function's samples in LLVM's sample-profile model.
 type FunctionProfile struct {

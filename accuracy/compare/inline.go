@@ -102,11 +102,11 @@ func ParseCallsites(r io.Reader) (Callsites, error) {
 // inlined callsite records: the shape LLVM's sample loader needs to annotate IR in which
 // the inlining has already happened (the IR the JIT ran), since it finds an inlined
 // instruction's samples through its inline stack. profd's profiles hold inlined code as
-// standalone functions instead (internal/llvmprof), which fits a compilation from source,
+// standalone functions instead (package profgen), which fits a compilation from source,
 // where the loader runs before the inliner. A callee inlined at several places (in one
 // caller or in several) is left alone: its standalone profile merges the samples of every
 // copy, which a flat line table cannot split among them. first gives
-// each caller's first line (llvmprof.SubprogramLines), from which callsite offsets count.
+// each caller's first line (profgen.SubprogramLines), from which callsite offsets count.
 // It returns how many profiles it nested.
 func NestInlined(p *profileio.Profile, calls Callsites, first map[string]uint32) int {
 	copies := map[string]int{}

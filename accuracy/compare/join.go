@@ -31,7 +31,7 @@ type Function struct {
 // Options tunes Join.
 type Options struct {
 	// LinkIndirectJumps adds edges from indirect jumps to the blocks only they reach
-	// (reestimate.LinkIndirectJumps), as llvmprof does.
+	// (reestimate.LinkIndirectJumps), as profgen does.
 	LinkIndirectJumps bool
 }
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/profd/profd/accuracy/compare"
-	"github.com/profd/profd/internal/llvmprof"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 )
 
@@ -35,7 +35,7 @@ func runProfi(ctx context.Context, cfg Config, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		subs, err := llvmprof.Subprograms(bytes.NewReader(ir))
+		subs, err := profgen.Subprograms(bytes.NewReader(ir))
 		if err != nil {
 			return err
 		}
@@ -45,7 +45,7 @@ func runProfi(ctx context.Context, cfg Config, w io.Writer) error {
 		}
 		// Inlined code goes to its own function's lines (Subprograms), then under its
 		// callsite in the caller (NestInlined), where the loader looks for it in this IR.
-		prof, _ := llvmprof.FromCapture(c, llvmprof.Options{Raw: true, Subprograms: subs})
+		prof, _ := profgen.FromCapture(c, profgen.Options{Raw: true, Subprograms: subs})
 		calls, err := compare.ParseCallsites(bytes.NewReader(ir))
 		if err != nil {
 			return err

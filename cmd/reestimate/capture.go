@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/profd/profd/internal/llvmprof"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 )
@@ -28,19 +28,19 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 	case formatJSON, formatText:
 		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
 	}
-	lopt := llvmprof.Options{Raw: cfg.Raw, Repair: opt}
+	lopt := profgen.Options{Raw: cfg.Raw, Repair: opt}
 	if cfg.IR != "" {
 		f, err := os.Open(cfg.IR)
 		if err != nil {
 			return err
 		}
-		lopt.Subprograms, err = llvmprof.Subprograms(f)
+		lopt.Subprograms, err = profgen.Subprograms(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", cfg.IR, err)
 		}
 	}
-	prof, st := llvmprof.FromCapture(c, lopt)
+	prof, st := profgen.FromCapture(c, lopt)
 	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
 		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
 	if st.FirstError != nil {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/profd/profd/internal/llvmprof"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 )
@@ -109,7 +109,7 @@ func TestRunCaptureLLVM(t *testing.T) {
 	}
 	var nonzero int
 	for b := range g.Blocks {
-		want := uint64(math.Round(res.BlockCount(b) * llvmprof.DefaultCountScale))
+		want := uint64(math.Round(res.BlockCount(b) * profgen.DefaultCountScale))
 		loc := profileio.LineLocation{LineOffset: uint32(b)}
 		if n := got.Body[loc]; n != want {
 			t.Errorf("block %d (line offset %d): count %d, want the repaired %d", b, b, n, want)

@@ -1,10 +1,12 @@
-package profileio
+package profgen
 
 import (
+	"os"
 	"reflect"
 	"testing"
 
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 )
 
@@ -29,14 +31,14 @@ func TestProject(t *testing.T) {
 		Calls:  []CallCount{{Offset: 0x22, Callee: "g", Count: 40}},
 	}
 	pr := Project(fc)
-	want := &FunctionProfile{Name: "f", TotalSamples: 5 + 40 + 100 + 7, HeadSamples: 5,
-		Body: map[LineLocation]uint64{
-			{0, 0}: 5,
-			{1, 0}: 40, // line 11 lies in blocks of 5 and 40: the larger wins
-			{2, 0}: 100,
-			{4, 1}: 7,
+	want := &profileio.FunctionProfile{Name: "f", TotalSamples: 5 + 40 + 100 + 7, HeadSamples: 5,
+		Body: map[profileio.LineLocation]uint64{
+			{LineOffset: 0, Discriminator: 0}: 5,
+			{LineOffset: 1, Discriminator: 0}: 40, // line 11 lies in blocks of 5 and 40: the larger wins
+			{LineOffset: 2, Discriminator: 0}: 100,
+			{LineOffset: 4, Discriminator: 1}: 7,
 		},
-		Calls: map[LineLocation]map[string]uint64{{1, 0}: {"g": 40}},
+		Calls: map[profileio.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {"g": 40}},
 	}
 	if !reflect.DeepEqual(pr.Profile, want) {
 		t.Errorf("Project:\n%+v\nwant\n%+v", pr.Profile, want)
@@ -48,14 +50,14 @@ func TestProject(t *testing.T) {
 	// A given first line shifts every offset; a line before it is dropped.
 	fc.FirstLine = 11
 	pr = Project(fc)
-	if _, ok := pr.Profile.Body[LineLocation{1, 0}]; !ok || pr.Profile.Body[LineLocation{0, 0}] != 40 || pr.DroppedLines != 2 {
+	if _, ok := pr.Profile.Body[profileio.LineLocation{LineOffset: 1, Discriminator: 0}]; !ok || pr.Profile.Body[profileio.LineLocation{LineOffset: 0, Discriminator: 0}] != 40 || pr.DroppedLines != 2 {
 		t.Errorf("FirstLine 11: %v, dropped %d", pr.Profile.Body, pr.DroppedLines)
 	}
 
 	// A block that starts inside a line's code takes that line.
 	fc.FirstLine = 0
 	fc.Blocks = []BlockCount{{Start: 0x0c, End: 0x0e, Count: 9}}
-	if got := Project(fc).Profile.Body; !reflect.DeepEqual(got, map[LineLocation]uint64{{1, 0}: 9}) {
+	if got := Project(fc).Profile.Body; !reflect.DeepEqual(got, map[profileio.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 9}) {
 		t.Errorf("block inside line 11's code: %v", got)
 	}
 }
@@ -64,24 +66,34 @@ func TestProjectWithoutLineTable(t *testing.T) {
 	o := projectionObject()
 	o.Lines = nil
 	pr := Project(FunctionCounts{Object: o, Blocks: []BlockCount{{0, 0x10, 3}, {0x10, 0x40, 8}}, Samples: 50})
-	want := &FunctionProfile{Name: "f", TotalSamples: 50, HeadSamples: 3, NoLineTable: true}
+	want := &profileio.FunctionProfile{Name: "f", TotalSamples: 50, HeadSamples: 3, NoLineTable: true}
 	if !reflect.DeepEqual(pr.Profile, want) {
 		t.Errorf("Project without lines: %+v, want %+v", pr.Profile, want)
 	}
 }
 
 func TestProjectRawSamples(t *testing.T) {
-	co := &CaptureObject{Object: *projectionObject(), Samples: []OffsetCount{{0x0, 2}, {0x9, 3}, {0x0c, 4}, {0x19, 5}, {0x22, 6}}}
+	co := &profileio.CaptureObject{Object: *projectionObject(), Samples: []profileio.OffsetCount{{Offset: 0x0, Count: 2}, {Offset: 0x9, Count: 3}, {Offset: 0x0c, Count: 4}, {Offset: 0x19, Count: 5}, {Offset: 0x22, Count: 6}}}
 	pr := Project(RawFunctionCounts(co))
-	want := map[LineLocation]uint64{{0, 0}: 2, {1, 0}: 3 + 4 + 6}
+	want := map[profileio.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 2, {LineOffset: 1, Discriminator: 0}: 3 + 4 + 6}
 	if !reflect.DeepEqual(pr.Profile.Body, want) || pr.Profile.TotalSamples != 15 || pr.Profile.HeadSamples != 0 || pr.DroppedLines != 1 {
 		t.Errorf("raw projection: %+v dropped %d, want body %v", pr.Profile, pr.DroppedLines, want)
 	}
 }
 
+// TestRawProfile: without reestimation every object's raw samples are summed per line, and
+// objects of one name merged.
 func TestRawProfile(t *testing.T) {
-	c := expectedCapture(len(testCaptureSteps()))
-	p := RawProfile(c)
+	f, err := os.Open("../profileio/testdata/capture.profd.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := profileio.ReadCapture(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := FromCapture(c, Options{Raw: true})
 	// fib was loaded twice (pid 100 with lines, pid 200 without); loop has no line table.
 	fib, loop := p.Functions["fib"], p.Functions["loop"]
 	if fib == nil || loop == nil || len(p.Functions) != 2 {
@@ -90,7 +102,7 @@ func TestRawProfile(t *testing.T) {
 	// pid 100's fib: offsets 0 (line 10, +0) 5, 0x12 (line 11, +1) 42, 0x21 (line 12.2) 7,
 	// 0x3f (util.h: dropped); pid 200's copy has no lines and adds its 4 samples to the total.
 	// Discriminator 2 is LLVM's encoding of base discriminator 1.
-	wantBody := map[LineLocation]uint64{{0, 0}: 5, {1, 0}: 42, {2, 1}: 7}
+	wantBody := map[profileio.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 5, {LineOffset: 1, Discriminator: 0}: 42, {LineOffset: 2, Discriminator: 1}: 7}
 	if !reflect.DeepEqual(fib.Body, wantBody) || fib.TotalSamples != 5+42+7+4 || fib.NoLineTable {
 		t.Errorf("fib: %+v", fib)
 	}
@@ -109,33 +121,13 @@ func TestProjectDuplicatedCode(t *testing.T) {
 		{Addr: 0x1020, File: "f.c", Line: 11, Discriminator: 6},    // base 3: the remainder loop
 	}}
 	fc := FunctionCounts{Object: o, Blocks: []BlockCount{{0, 0x10, 1}, {0x10, 0x20, 7}, {0x20, 0x30, 2}}}
-	want := map[LineLocation]uint64{{0, 0}: 1, {1, 3}: 7}
+	want := map[profileio.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 1, {LineOffset: 1, Discriminator: 3}: 7}
 	if got := Project(fc).Profile.Body; !reflect.DeepEqual(got, want) {
 		t.Errorf("blocks: %v, want %v", got, want)
 	}
-	co := &CaptureObject{Object: *o, Samples: []OffsetCount{{0x12, 5}, {0x22, 3}}}
-	want = map[LineLocation]uint64{{1, 3}: 5 + 3}
+	co := &profileio.CaptureObject{Object: *o, Samples: []profileio.OffsetCount{{Offset: 0x12, Count: 5}, {Offset: 0x22, Count: 3}}}
+	want = map[profileio.LineLocation]uint64{{LineOffset: 1, Discriminator: 3}: 5 + 3}
 	if got := Project(RawFunctionCounts(co)).Profile.Body; !reflect.DeepEqual(got, want) {
 		t.Errorf("raw samples: %v, want %v", got, want)
-	}
-}
-
-// TestLLVMDiscriminator decodes values built by hand from LLVM 14's encoding
-// (DILocation::encodeDiscriminator's layout) and the ones lli-14's matmul object carries.
-func TestLLVMDiscriminator(t *testing.T) {
-	for _, c := range []struct{ d, base, dup uint32 }{
-		{0, 0, 1},
-		{1, 0, 1},        // empty base, nothing after it
-		{2, 1, 1},        // base 1
-		{6, 3, 1},        // base 3
-		{8, 4, 1},        // base 4
-		{518, 3, 2},      // base 3 (7 bits: 0000110), duplication factor 2 (0000100 << 7)
-		{202, 37, 1},     // base 37 needs 14 bits: 0x20<<2 | 0x20<<1 | 5<<1
-		{1 | 4<<1, 0, 2}, // empty base (1 bit), then duplication factor 2
-	} {
-		base, dup := LLVMDiscriminator(c.d)
-		if base != c.base || dup != c.dup {
-			t.Errorf("LLVMDiscriminator(%d) = %d, %d; want %d, %d", c.d, base, dup, c.base, c.dup)
-		}
 	}
 }

@@ -1,7 +1,9 @@
-package profileio
+package profgen
 
 import (
 	"sort"
+
+	"github.com/profd/profd/profileio"
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/reestimate"
@@ -29,7 +31,7 @@ type FunctionCounts struct {
 	Entry  int                // index into Blocks of the entry block; its count is the head count
 	// Raw holds raw samples per offset; Project uses it only when Blocks is empty, summing
 	// each line's samples (no head count can be known then).
-	Raw   []OffsetCount
+	Raw   []profileio.OffsetCount
 	Calls []CallCount
 	// Samples is the function's raw sample count, used as its total when there is no line
 	// table to project block counts onto.
@@ -43,7 +45,7 @@ type FunctionCounts struct {
 
 // RawFunctionCounts is the projection input for a captured object before reestimation:
 // its raw samples per offset. Glue that has block counts sets Blocks and Entry on it.
-func RawFunctionCounts(o *CaptureObject) FunctionCounts {
+func RawFunctionCounts(o *profileio.CaptureObject) FunctionCounts {
 	return FunctionCounts{Object: &o.Object, Raw: o.Samples, Samples: o.TotalSamples()}
 }
 
@@ -64,7 +66,7 @@ func BlocksFromCFG(cfg *reestimate.CFG, counts []uint64, base uint64) []BlockCou
 
 // Projection reports what Project could not place.
 type Projection struct {
-	Profile *FunctionProfile
+	Profile *profileio.FunctionProfile
 	// DroppedLines counts line-table entries of blocks that were left out: lines of another
 	// file (inlined code, which the flat line table cannot attribute), lines before
 	// FirstLine, or offsets LLVM's text format cannot hold.
@@ -78,7 +80,7 @@ type Projection struct {
 // the entry block's count; the total is the sum over lines (or Samples when there is no
 // line table, which NoLineTable then records). Calls are attributed to the line of their
 // offset. Line entries' discriminators are DWARF discriminators in LLVM's encoding
-// (LLVMDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
+// (profileio.LLVMDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
 // AutoFDO tooling, which counts executions, Project does not multiply the counts of
 // duplicated code (unrolled or vectorised) by its duplication factor: block counts estimated
 // from time samples are off by small factors, which a factor of up to 32 would blow up (on
@@ -87,7 +89,7 @@ type Projection struct {
 // concurrently.
 func Project(fc FunctionCounts) Projection {
 	o := fc.Object
-	f := &FunctionProfile{Name: o.Name}
+	f := &profileio.FunctionProfile{Name: o.Name}
 	if fc.Entry >= 0 && fc.Entry < len(fc.Blocks) {
 		f.HeadSamples = fc.Blocks[fc.Entry].Count
 	}
@@ -97,7 +99,7 @@ func Project(fc FunctionCounts) Projection {
 		return Projection{Profile: f}
 	}
 	lines := sortedLines(o.Lines)
-	head := lines[coveringLine(lines, o.Addr)]
+	head := lines[jitmap.CoveringLine(lines, o.Addr)]
 	file := head.File
 	first := fc.FirstLine
 	if first == 0 && head.Addr == o.Addr {
@@ -114,13 +116,13 @@ func Project(fc FunctionCounts) Projection {
 	}
 	var pr Projection
 	// locate gives a line entry's location: LLVM keys counts by base discriminator.
-	locate := func(l jitmap.LineEntry) (LineLocation, bool) {
-		if l.File != file || l.Line < first || l.Line-first > maxLineOffset {
+	locate := func(l jitmap.LineEntry) (profileio.LineLocation, bool) {
+		if l.File != file || l.Line < first || l.Line-first > profileio.MaxLineOffset {
 			pr.DroppedLines++
-			return LineLocation{}, false
+			return profileio.LineLocation{}, false
 		}
-		base, _ := LLVMDiscriminator(l.Discriminator)
-		return LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
+		base, _ := profileio.LLVMDiscriminator(l.Discriminator)
+		return profileio.LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
 	}
 	eachBlockLine(fc, lines, func(b BlockCount, l jitmap.LineEntry) {
 		loc, ok := locate(l)
@@ -128,7 +130,7 @@ func Project(fc FunctionCounts) Projection {
 			return
 		}
 		if f.Body == nil {
-			f.Body = map[LineLocation]uint64{}
+			f.Body = map[profileio.LineLocation]uint64{}
 		}
 		if c, seen := f.Body[loc]; !seen || b.Count > c {
 			f.Body[loc] = b.Count
@@ -136,18 +138,18 @@ func Project(fc FunctionCounts) Projection {
 	})
 	if len(fc.Blocks) == 0 {
 		for _, r := range fc.Raw {
-			if loc, ok := locate(lines[coveringLine(lines, o.Addr+r.Offset)]); ok {
+			if loc, ok := locate(lines[jitmap.CoveringLine(lines, o.Addr+r.Offset)]); ok {
 				f.AddBody(loc, r.Count)
 			}
 		}
 	}
 	for _, c := range fc.Calls {
-		if loc, ok := locate(lines[coveringLine(lines, o.Addr+c.Offset)]); ok {
+		if loc, ok := locate(lines[jitmap.CoveringLine(lines, o.Addr+c.Offset)]); ok {
 			f.AddCall(loc, c.Callee, c.Count)
 		}
 	}
 	for _, n := range f.Body {
-		f.TotalSamples = SatAdd(f.TotalSamples, n)
+		f.TotalSamples = profileio.SatAdd(f.TotalSamples, n)
 	}
 	pr.Profile = f
 	return pr
@@ -166,7 +168,7 @@ func EachBlockLine(fc FunctionCounts, fn func(b BlockCount, l jitmap.LineEntry))
 func eachBlockLine(fc FunctionCounts, lines []jitmap.LineEntry, fn func(b BlockCount, l jitmap.LineEntry)) {
 	for _, b := range fc.Blocks {
 		start, end := fc.Object.Addr+b.Start, fc.Object.Addr+b.End
-		for i := coveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
+		for i := jitmap.CoveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
 			fn(b, lines[i])
 		}
 	}
@@ -180,14 +182,4 @@ func sortedLines(lines []jitmap.LineEntry) []jitmap.LineEntry {
 	lines = append([]jitmap.LineEntry(nil), lines...)
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
 	return lines
-}
-
-// coveringLine returns the index of the last entry at or below addr, or 0 when every entry
-// lies above it.
-func coveringLine(lines []jitmap.LineEntry, addr uint64) int {
-	i := sort.Search(len(lines), func(i int) bool { return lines[i].Addr > addr })
-	if i == 0 {
-		return 0
-	}
-	return i - 1
 }

@@ -1,15 +1,4 @@
-// Package llvmprof turns captured samples into LLVM sample profiles: for each sampled code
-// object it recovers the CFG from the code bytes, averages the samples over each block,
-// repairs the block counts with the min-cost-flow reestimator and projects them onto the
-// object's source lines. It is the one place where profileio's formats and reestimate's
-// algorithm meet, shared by the daemon and cmd/reestimate.
-//
-//	c, err := profileio.ReadCapture(f)
-//	prof, stats := llvmprof.FromCapture(c, llvmprof.Options{})
-//	err = profileio.WriteText(out, prof)
-//
-// FromCapture is safe to call concurrently on different captures.
-package llvmprof
+package profgen
 
 import (
 	"math"
@@ -68,7 +57,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 			continue
 		}
 		st.Objects++
-		fc := profileio.RawFunctionCounts(o)
+		fc := RawFunctionCounts(o)
 		fc.FirstLine = opt.firstLine(o.Object.Name)
 		switch {
 		case opt.Raw:
@@ -87,7 +76,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 			st.Reestimated++
 		}
 		for k, part := range splitInlined(fc, opt.Subprograms) {
-			pr := profileio.Project(part)
+			pr := Project(part)
 			if k == 0 && pr.Profile.NoLineTable {
 				st.NoLineTable++
 			}
@@ -143,7 +132,7 @@ func (o Options) countScale() float64 {
 
 // repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
 // instruction (the unit of the block weights) times scale, rounded to whole counts.
-func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]profileio.BlockCount, int, error) {
+func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, error) {
 	addr := o.Object.Addr
 	g, err := reestimate.BuildCFG(o.Object.Code, addr)
 	if err != nil {
@@ -167,5 +156,5 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	for b := range counts {
 		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
 	}
-	return profileio.BlocksFromCFG(g, counts, addr), g.Entry, nil
+	return BlocksFromCFG(g, counts, addr), g.Entry, nil
 }

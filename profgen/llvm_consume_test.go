@@ -1,8 +1,9 @@
-package profileio
+package profgen
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
 )
 
 const consumeWorkload = `int work(int n) {
@@ -119,14 +121,14 @@ func TestLLVMConsumesProfile(t *testing.T) {
 	if pr.DroppedLines != 0 || pr.Profile.HeadSamples != entryCount {
 		t.Fatalf("projection: %+v dropped %d", pr.Profile, pr.DroppedLines)
 	}
-	prof := NewProfile()
+	prof := profileio.NewProfile()
 	prof.Add(pr.Profile)
 
 	textPath, binPath := filepath.Join(dir, "work.prof.txt"), filepath.Join(dir, "work.prof.extbin")
-	if err := os.WriteFile(textPath, textOf(t, prof), 0o644); err != nil {
+	if err := os.WriteFile(textPath, encoded(t, profileio.WriteText, prof), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(binPath, extBinaryOf(t, prof), 0o644); err != nil {
+	if err := os.WriteFile(binPath, encoded(t, profileio.WriteExtBinary, prof), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -168,4 +170,14 @@ func TestLLVMConsumesProfile(t *testing.T) {
 			t.Errorf("%s: clang-14 -fprofile-sample-use output lacks %s or branch weights", filepath.Base(profPath), wantEntry)
 		}
 	}
+}
+
+// encoded is prof as write encodes it.
+func encoded(t *testing.T, write func(io.Writer, *profileio.Profile) error, prof *profileio.Profile) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, prof); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -1,4 +1,4 @@
-package llvmprof
+package profgen
 
 import (
 	"bufio"
@@ -75,7 +75,7 @@ func Subprograms(r io.Reader) ([]Subprogram, error) {
 		if m := locationRE.FindSubmatch(sc.Bytes()); m != nil {
 			loc, err := parseLocation(m[2])
 			if err != nil {
-				return nil, fmt.Errorf("llvmprof: ir line %d: %w", n, err)
+				return nil, fmt.Errorf("profgen: ir line %d: %w", n, err)
 			}
 			locations[string(m[1])] = loc
 			continue
@@ -95,7 +95,7 @@ func Subprograms(r io.Reader) ([]Subprogram, error) {
 		}
 		v, err := strconv.ParseUint(string(line[1]), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("llvmprof: ir line %d: subprogram line %q: %w", n, line[1], err)
+			return nil, fmt.Errorf("profgen: ir line %d: subprogram line %q: %w", n, line[1], err)
 		}
 		ref := ""
 		if f := spFileRE.FindSubmatch(fields); f != nil {
@@ -108,7 +108,7 @@ func Subprograms(r io.Reader) ([]Subprogram, error) {
 		fileRefs = append(fileRefs, ref)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("llvmprof: reading ir: %w", err)
+		return nil, fmt.Errorf("profgen: reading ir: %w", err)
 	}
 	for i := range subs {
 		subs[i].File = files[fileRefs[i]]
@@ -218,10 +218,10 @@ func SubprogramLines(r io.Reader) (map[string]uint32, error) {
 //
 // Without a subprogram for fc's own function (or without a line table) fc is returned
 // alone, unchanged.
-func splitInlined(fc profileio.FunctionCounts, subs []Subprogram) []profileio.FunctionCounts {
+func splitInlined(fc FunctionCounts, subs []Subprogram) []FunctionCounts {
 	o := fc.Object
 	if len(o.Lines) == 0 || len(subs) == 0 {
-		return []profileio.FunctionCounts{fc}
+		return []FunctionCounts{fc}
 	}
 	file := objectFile(o)
 	var own []Subprogram
@@ -233,7 +233,7 @@ func splitInlined(fc profileio.FunctionCounts, subs []Subprogram) []profileio.Fu
 		}
 	}
 	if !found {
-		return []profileio.FunctionCounts{fc}
+		return []FunctionCounts{fc}
 	}
 	sort.Slice(own, func(i, j int) bool { return own[i].Line < own[j].Line })
 	owner := func(l jitmap.LineEntry) string {
@@ -258,7 +258,7 @@ func splitInlined(fc profileio.FunctionCounts, subs []Subprogram) []profileio.Fu
 	for _, s := range own {
 		firstLine[s.Name] = s.Line
 	}
-	out := make([]profileio.FunctionCounts, 0, len(names))
+	out := make([]FunctionCounts, 0, len(names))
 	for k, name := range names {
 		part := fc
 		obj := *o
@@ -301,7 +301,7 @@ func objectFile(o *jitmap.CodeObject) string {
 // sample loader gives the function an entry count of 1, from which it infers that every loop
 // in it runs hundreds of iterations per call (their exits get weight 1). 0 without block
 // counts or line table.
-func callSiteCount(fc profileio.FunctionCounts, callLines []uint32) uint64 {
+func callSiteCount(fc FunctionCounts, callLines []uint32) uint64 {
 	o := fc.Object
 	if len(fc.Blocks) == 0 || len(o.Lines) == 0 || len(callLines) == 0 {
 		return 0
@@ -311,7 +311,7 @@ func callSiteCount(fc profileio.FunctionCounts, callLines []uint32) uint64 {
 	for _, l := range callLines {
 		count[l] = 0
 	}
-	profileio.EachBlockLine(fc, func(b profileio.BlockCount, l jitmap.LineEntry) {
+	EachBlockLine(fc, func(b BlockCount, l jitmap.LineEntry) {
 		if c, ok := count[l.Line]; ok && b.Count > c && path.Base(l.File) == file {
 			count[l.Line] = b.Count
 		}

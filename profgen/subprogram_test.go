@@ -1,4 +1,4 @@
-package llvmprof
+package profgen
 
 import (
 	"reflect"

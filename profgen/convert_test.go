@@ -1,4 +1,4 @@
-package llvmprof
+package profgen
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // example loads the bundled example function: real llc-14 machine code with perf samples.
 func example(t *testing.T) reestimate.Function {
 	t.Helper()
-	f, err := os.Open("../../examples/reestimate/score.json")
+	f, err := os.Open("../examples/reestimate/score.json")
 	if err != nil {
 		t.Fatal(err)
 	}
