@@ -125,20 +125,20 @@ func (c *cursor) u64() uint64 {
 }
 
 func (c *cursor) uleb() uint64 {
-	var v uint64
-	for shift := 0; c.err == nil; shift += 7 {
-		p := c.take(1)
-		if p == nil {
-			break
-		}
-		if shift < 64 {
-			v |= uint64(p[0]&0x7f) << shift
-		}
-		if p[0]&0x80 == 0 {
-			return v
-		}
+	if c.err != nil {
+		return 0
 	}
-	return 0
+	v, n := binary.Uvarint(c.b)
+	switch {
+	case n == 0:
+		c.fail("truncated")
+		return 0
+	case n < 0:
+		c.fail("ULEB128 number over 64 bits")
+		return 0
+	}
+	c.take(n)
+	return v
 }
 
 // skipForm skips one attribute value of a DWARF form a line table header may use.

@@ -31,7 +31,7 @@ func ReadExtBinary(r io.Reader) (*Profile, error) {
 
 // IsExtBinary reports whether data starts with the ext-binary magic.
 func IsExtBinary(data []byte) bool {
-	m, n := readULEB(data)
+	m, n := binary.Uvarint(data)
 	return n > 0 && m == extBinaryMagic
 }
 
@@ -129,13 +129,13 @@ func (d *binDecoder) uleb(what string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := readULEB(d.data[d.pos:])
+	v, n := binary.Uvarint(d.data[d.pos:])
 	if n == 0 {
-		if len(d.data)-d.pos < 10 {
-			d.fail(d.pos, ErrTruncated, "%s", what)
-		} else {
-			d.fail(d.pos, ErrMalformed, "%s: number exceeds 64 bits", what)
-		}
+		d.fail(d.pos, ErrTruncated, "%s", what)
+		return 0
+	}
+	if n < 0 {
+		d.fail(d.pos, ErrMalformed, "%s: number exceeds 64 bits", what)
 		return 0
 	}
 	d.pos += n

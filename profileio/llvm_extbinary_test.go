@@ -43,8 +43,8 @@ func TestExtBinaryRoundTrip(t *testing.T) {
 func TestExtBinaryRefusals(t *testing.T) {
 	good := extBinaryOf(t, testProfile())
 	// The section table starts after the magic and the version (ULEB) and the count.
-	_, n1 := readULEB(good)
-	_, n2 := readULEB(good[n1:])
+	_, n1 := binary.Uvarint(good)
+	_, n2 := binary.Uvarint(good[n1:])
 	table := n1 + n2 + 8
 	entry := func(b []byte, i int) []byte { return b[table+32*i:] }
 

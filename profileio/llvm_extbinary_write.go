@@ -45,8 +45,8 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 		e.out, e.starts = e.out[:0], e.starts[:0]
 		for _, f := range funcs[from:to] {
 			e.starts = append(e.starts, uint64(len(e.out)))
-			e.out = appendULEB(e.out, f.HeadSamples)
-			e.out = appendULEB(e.out, uint64(names.index[f.Name]))
+			e.out = binary.AppendUvarint(e.out, f.HeadSamples)
+			e.out = binary.AppendUvarint(e.out, uint64(names.index[f.Name]))
 			e.sum.addFunction(f.HeadSamples)
 			e.function(f)
 			if e.err != nil {
@@ -76,8 +76,8 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	b = slices.Grow(b, len(profiles)+len(names.list)*16+1024)
 
 	start := len(b)
-	b = appendULEB(b, extBinaryMagic)
-	b = appendULEB(b, extBinaryVersion)
+	b = binary.AppendUvarint(b, extBinaryMagic)
+	b = binary.AppendUvarint(b, extBinaryVersion)
 	// The header table, in reading order; filled in once the sections are placed.
 	order := [...]uint64{secProfSummary, secNameTable, secCSNameTable, secFuncOffsetTable,
 		secLBRProfile, secProfileSymbolLst, secFuncMetadata}
@@ -93,7 +93,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section(secProfSummary, from)
 
 	from = len(b)
-	b = appendULEB(b, uint64(len(names.list)))
+	b = binary.AppendUvarint(b, uint64(len(names.list)))
 	for _, n := range names.list {
 		b = append(b, n...)
 		b = append(b, 0)
@@ -101,7 +101,7 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section(secNameTable, from)
 
 	from = len(b)
-	b = appendULEB(b, 0) // no context-sensitive names
+	b = binary.AppendUvarint(b, 0) // no context-sensitive names
 	section(secCSNameTable, from)
 
 	from = len(b)
@@ -111,10 +111,10 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 	section(secProfileSymbolLst, len(b)) // empty, placed as llvm-profdata-14 places it
 
 	from = len(b)
-	b = appendULEB(b, uint64(len(funcs)))
+	b = binary.AppendUvarint(b, uint64(len(funcs)))
 	for i, f := range funcs {
-		b = appendULEB(b, uint64(names.index[f.Name]))
-		b = appendULEB(b, offsets[i])
+		b = binary.AppendUvarint(b, uint64(names.index[f.Name]))
+		b = binary.AppendUvarint(b, offsets[i])
 	}
 	section(secFuncOffsetTable, from)
 
@@ -144,19 +144,19 @@ type extBinaryEncoder struct {
 
 // function appends f's total samples, body records and inlined callsites.
 func (e *extBinaryEncoder) function(f *FunctionProfile) {
-	b := appendULEB(e.out, f.TotalSamples)
+	b := binary.AppendUvarint(e.out, f.TotalSamples)
 	lines := e.sorter.sorted(f)
 	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > MaxLineOffset && e.err == nil {
 		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, MaxLineOffset, ErrMalformed)
 	}
-	b = appendULEB(b, uint64(len(lines)))
+	b = binary.AppendUvarint(b, uint64(len(lines)))
 	callLines := e.sorter.sortedCallLines(f)
 	for _, lc := range lines {
 		loc := lc.loc()
 		e.sum.addCount(lc.count)
-		b = appendULEB(b, uint64(loc.LineOffset))
-		b = appendULEB(b, uint64(loc.Discriminator))
-		b = appendULEB(b, lc.count)
+		b = binary.AppendUvarint(b, uint64(loc.LineOffset))
+		b = binary.AppendUvarint(b, uint64(loc.Discriminator))
+		b = binary.AppendUvarint(b, lc.count)
 		for len(callLines) > 0 && callLines[0] < lc.key {
 			callLines = callLines[1:]
 		}
@@ -167,10 +167,10 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 		callLines = callLines[1:]
 		calls := sortedCalls(e.calls, f.Calls[loc])
 		e.calls = calls
-		b = appendULEB(b, uint64(len(calls)))
+		b = binary.AppendUvarint(b, uint64(len(calls)))
 		for _, c := range calls {
-			b = appendULEB(b, uint64(e.index[c.name]))
-			b = appendULEB(b, c.count)
+			b = binary.AppendUvarint(b, uint64(e.index[c.name]))
+			b = binary.AppendUvarint(b, c.count)
 		}
 	}
 	n := 0
@@ -179,16 +179,16 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 			n += len(m)
 		}
 	}
-	b = appendULEB(b, uint64(n))
+	b = binary.AppendUvarint(b, uint64(n))
 	e.out = b
 	if n == 0 {
 		return
 	}
 	for _, loc := range sortedKeys(f.Inlined) {
 		for _, name := range sortedNames(f.Inlined[loc]) {
-			e.out = appendULEB(e.out, uint64(loc.LineOffset))
-			e.out = appendULEB(e.out, uint64(loc.Discriminator))
-			e.out = appendULEB(e.out, uint64(e.index[name]))
+			e.out = binary.AppendUvarint(e.out, uint64(loc.LineOffset))
+			e.out = binary.AppendUvarint(e.out, uint64(loc.Discriminator))
+			e.out = binary.AppendUvarint(e.out, uint64(e.index[name]))
 			e.function(f.Inlined[loc][name])
 		}
 	}

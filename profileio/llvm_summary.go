@@ -1,6 +1,7 @@
 package profileio
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 )
@@ -53,12 +54,12 @@ func (s *summary) merge(o *summary) {
 // total, LLVM's defaults) the smallest count among the largest counts that together reach
 // the cutoff's share, and how many counts that took.
 func (s *summary) append(b []byte) []byte {
-	b = appendULEB(b, s.total)
-	b = appendULEB(b, s.maxCount)
-	b = appendULEB(b, s.maxFunctionCount)
-	b = appendULEB(b, s.numCounts)
-	b = appendULEB(b, s.numFunctions)
-	b = appendULEB(b, uint64(len(summaryCutoffs)))
+	b = binary.AppendUvarint(b, s.total)
+	b = binary.AppendUvarint(b, s.maxCount)
+	b = binary.AppendUvarint(b, s.maxFunctionCount)
+	b = binary.AppendUvarint(b, s.numCounts)
+	b = binary.AppendUvarint(b, s.numFunctions)
+	b = binary.AppendUvarint(b, uint64(len(summaryCutoffs)))
 
 	type countFreq struct{ count, freq uint64 }
 	var desc []countFreq // distinct counts, largest first
@@ -84,9 +85,9 @@ func (s *summary) append(b []byte) []byte {
 			seen += desc[i].freq
 			i++
 		}
-		b = appendULEB(b, cutoff)
-		b = appendULEB(b, minCount)
-		b = appendULEB(b, seen)
+		b = binary.AppendUvarint(b, cutoff)
+		b = binary.AppendUvarint(b, minCount)
+		b = binary.AppendUvarint(b, seen)
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 package profileio
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -50,7 +51,7 @@ func (e *pprofEncoder) str(s string) int64 {
 }
 
 func appendPbTag(b []byte, field, wireType int) []byte {
-	return appendULEB(b, uint64(field)<<3|uint64(wireType))
+	return binary.AppendUvarint(b, uint64(field)<<3|uint64(wireType))
 }
 
 // appendVarint appends a varint field, leaving out zero as proto3 does.
@@ -58,7 +59,7 @@ func appendPbVarint(b []byte, field int, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	return appendULEB(appendPbTag(b, field, 0), v)
+	return binary.AppendUvarint(appendPbTag(b, field, 0), v)
 }
 
 func appendPbBool(b []byte, field int, v bool) []byte {
@@ -69,7 +70,7 @@ func appendPbBool(b []byte, field int, v bool) []byte {
 }
 
 func appendPbBytes(b []byte, field int, data []byte) []byte {
-	b = appendULEB(appendPbTag(b, field, 2), uint64(len(data)))
+	b = binary.AppendUvarint(appendPbTag(b, field, 2), uint64(len(data)))
 	return append(b, data...)
 }
 
@@ -80,7 +81,7 @@ func appendPbPacked[T int64 | uint64](b []byte, field int, vs []T, scratch []byt
 	}
 	scratch = scratch[:0]
 	for _, v := range vs {
-		scratch = appendULEB(scratch, uint64(v))
+		scratch = binary.AppendUvarint(scratch, uint64(v))
 	}
 	return appendPbBytes(b, field, scratch), scratch
 }
@@ -124,7 +125,7 @@ func (e *pprofEncoder) profileFields(b []byte, p *profile.Profile) []byte {
 // Fields may come in any order in protobuf.
 func (e *pprofEncoder) stringTable(b []byte) []byte {
 	for _, s := range e.table {
-		b = appendULEB(appendPbTag(b, pbProfileStringTable, 2), uint64(len(s)))
+		b = binary.AppendUvarint(appendPbTag(b, pbProfileStringTable, 2), uint64(len(s)))
 		b = append(b, s...)
 	}
 	return b
@@ -173,10 +174,10 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		locs = appendPbBytes(locs, pbProfileLocation, e.msg)
 
 		v := int64(min(n, 1<<62))
-		e.inner = appendULEB(e.inner[:0], locID)
+		e.inner = binary.AppendUvarint(e.inner[:0], locID)
 		e.msg = appendPbBytes(e.msg[:0], 1, e.inner)
-		e.inner = appendULEB(e.inner[:0], uint64(v))
-		e.inner = appendULEB(e.inner, uint64(v*period))
+		e.inner = binary.AppendUvarint(e.inner[:0], uint64(v))
+		e.inner = binary.AppendUvarint(e.inner, uint64(v*period))
 		e.msg = appendPbBytes(e.msg, 2, e.inner)
 		e.inner = appendPbVarint(e.inner[:0], 1, pidKey)
 		e.inner = appendPbVarint(e.inner, 3, uint64(int64(pid)))
