@@ -1,16 +1,15 @@
 package daemon
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 )
@@ -27,14 +26,7 @@ var extension = map[Format]string{
 // "<image>-<pid>.<n>" for the nth (a pid reused while profd runs), with anything but
 // [A-Za-z0-9._-] in the image name replaced.
 func outputBase(image string, pid uint32, n int) string {
-	clean := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			return r
-		}
-		return '_'
-	}, image)
-	base := clean + "-" + strconv.FormatUint(uint64(pid), 10)
+	base := outfile.SafeName(image, 0) + "-" + strconv.FormatUint(uint64(pid), 10)
 	if n > 1 {
 		base += "." + strconv.Itoa(n)
 	}
@@ -95,55 +87,13 @@ func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *profile
 	default:
 		return fmt.Errorf("daemon: %s of %s: unknown format %q", f, base, f)
 	}
-	err := writeAtomic(filepath.Join(dir, base+extension[f]), write)
-	var fe *formatError
-	if errors.As(err, &fe) {
-		return fmt.Errorf("daemon: %s of %s: %w", f, base, fe.err)
+	err := outfile.Write(filepath.Join(dir, base+extension[f]), 0o644, write)
+	var ee *outfile.EncodeError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("daemon: %s of %s: %w", f, base, ee.Err)
 	}
-	return err
-}
-
-// formatError is an error of the encoder writeAtomic ran, as opposed to one of the file.
-type formatError struct{ err error }
-
-func (e *formatError) Error() string { return e.err.Error() }
-func (e *formatError) Unwrap() error { return e.err }
-
-// writeAtomic streams write's output to a temporary file beside path and renames it over
-// path once it is complete and synced, so a reader sees the old file or the new one, never
-// a part. An error of write itself is returned as a *formatError.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("daemon: output %s: %w", path, err)
-	}
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	var werr error
-	if err := write(bw); err != nil {
-		werr = &formatError{err}
-	}
-	if werr == nil {
-		werr = bw.Flush()
-	}
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		var fe *formatError
-		if errors.As(werr, &fe) {
-			return fe
-		}
-		return fmt.Errorf("daemon: output %s: %w", path, werr)
+		return fmt.Errorf("daemon: %w", err)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 )
@@ -88,7 +88,7 @@ func openInput(path string) (*bufio.Reader, func(), error) {
 }
 
 func writeDotFile(dir string, index int, name string, g *reestimate.CFG, weights []float64, res *reestimate.Result) error {
-	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, fileSafe(name)))
+	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, outfile.SafeName(name, 100)))
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("reestimate: --dot: %w", err)
@@ -101,21 +101,6 @@ func writeDotFile(dir string, index int, name string, g *reestimate.CFG, weights
 		return fmt.Errorf("reestimate: --dot %s: %w", path, err)
 	}
 	return nil
-}
-
-// fileSafe keeps letters, digits, '.', '_' and '-' of a function name, at most 100 of them.
-func fileSafe(name string) string {
-	s := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			return r
-		}
-		return '_'
-	}, name)
-	if len(s) > 100 {
-		s = s[:100]
-	}
-	return s
 }
 
 func exitCode(err error) int {

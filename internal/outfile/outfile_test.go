@@ -1,0 +1,53 @@
+package outfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSafeName(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"lli-14", 0, "lli-14"},
+		{"../etc/passwd", 0, ".._etc_passwd"},
+		{"a b\x00c/é", 0, "a_b_c__"},
+		{"..", 0, "__"},
+		{strings.Repeat("x", 300), 100, strings.Repeat("x", 100)},
+	} {
+		if got := SafeName(c.in, c.max); got != c.want {
+			t.Errorf("SafeName(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
+
+// TestWrite: a written file has its content and mode, an encoder's error leaves the old file
+// and no temporary file behind.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.txt")
+	if err := Write(path, 0o640, func(w io.Writer) error { _, err := io.WriteString(w, "first"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Write(path, 0o640, func(w io.Writer) error { io.WriteString(w, "partial"); return boom })
+	var ee *EncodeError
+	if !errors.As(err, &ee) || !errors.Is(err, boom) {
+		t.Errorf("encoder error: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	st, _ := os.Stat(path)
+	if string(data) != "first" || st.Mode().Perm() != 0o640 {
+		t.Errorf("file %q mode %v, want the first content, 0640", data, st.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("%d entries left in the directory, want 1", len(entries))
+	}
+}
