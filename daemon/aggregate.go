@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
@@ -80,9 +81,9 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 	p := a.procs[pid]
 	if p == nil {
 		a.processes[pid]++
-		image := imageOf(int(pid))
+		image := procfs.Image(pid)
 		p = &procCounts{pid: pid, image: image, base: outputBase(image, pid, a.processes[pid]),
-			objects: make(map[objKey]*objCounts), outside: make(map[string]uint64), maps: procMaps{pid: int(pid)}}
+			objects: make(map[objKey]*objCounts), outside: make(map[string]uint64), maps: procMaps{pid: pid}}
 		a.procs[pid] = p
 	}
 	return p

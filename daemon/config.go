@@ -33,7 +33,7 @@ const (
 
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
-	Pids          []int    // explicit targets
+	Pids          []uint32 // explicit targets
 	JITImages     []string // executable base names whose processes are targets (now and later)
 	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
 	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
@@ -62,7 +62,7 @@ func (c *Config) Validate() error {
 		bad("no target: give --pid and/or --jit-image")
 	}
 	for _, pid := range c.Pids {
-		if pid <= 0 {
+		if pid == 0 {
 			bad("--pid %d: not a process id", pid)
 		}
 	}

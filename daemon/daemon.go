@@ -14,11 +14,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/profd/profd/fifo"
+	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
+	"github.com/profd/profd/symsource/fifo"
+	"github.com/profd/profd/symsource/files"
 )
 
 // drainEvery is how often sampled counts are moved from the sampler into the aggregate when
@@ -40,14 +43,16 @@ type daemon struct {
 	startNs   int64
 	startTime time.Time
 
-	jit   *jitmap.Map
-	smp   sampler.Sampler
-	fifo  *fifo.Server
-	watch *targets.Watcher
+	jit     *jitmap.Map
+	smp     sampler.Sampler
+	fifo    *fifo.Server
+	files   *files.Tailer
+	symbols *symbolStage
+	watch   *targets.Watcher
 
 	mu      sync.Mutex
 	agg     *aggregate
-	symbols uint64 // code loads seen
+	loads   uint64 // code loads seen
 	symErrs uint64 // events jitmap refused
 	flushes uint64
 	retired []pending // final captures of exited targets, for the next flush
@@ -127,10 +132,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.log.Info("profd: stopping", "why", why)
 	close(d.flushReq)
 	d.flushWG.Wait()
-	// Stop finding targets and reading symbols (the FIFO readers deliver what is queued),
-	// then flush everything one last time.
+	// Stop finding targets and reading symbols (the readers deliver what is queued, the
+	// symbol stage applies it), then flush everything one last time.
 	d.watch.Close()
 	d.fifo.Close()
+	d.files.Close()
+	d.symbols.close()
 	d.flush(true)
 	return d.closeAll()
 }
@@ -168,13 +175,18 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	jitdumpDir := "" // fifo's default: $JITDUMPDIR/.debug/jit, else /tmp/.debug/jit
+	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
+		d.applySymbol, d.log)
+	decoder := jitmap.DecoderOptions{Now: monotonicNs}
+	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	jitdumpDir := "" // the default: $JITDUMPDIR/.debug/jit, else /tmp/.debug/jit
 	if d.cfg.JitdumpDir != "" {
 		jitdumpDir = filepath.Join(d.cfg.JitdumpDir, ".debug", "jit")
 	}
-	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.handleSymbol, Logger: d.log,
-		TailFiles: true, JitdumpDir: jitdumpDir, ReadCode: true, ReadDiscriminators: true,
-		Decoder: jitmap.DecoderOptions{Now: monotonicNs}})
+	d.files, err = files.Start(ctx, files.Config{Handler: d.symbols.add, Logger: d.log, JitdumpDir: jitdumpDir, Decoder: decoder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -214,6 +226,12 @@ func (d *daemon) closeAll() error {
 	if d.fifo != nil {
 		d.fifo.Close()
 	}
+	if d.files != nil {
+		d.files.Close()
+	}
+	if d.symbols != nil {
+		d.symbols.close()
+	}
 	if d.smp != nil {
 		return d.smp.Close()
 	}
@@ -221,44 +239,53 @@ func (d *daemon) closeAll() error {
 }
 
 // addTarget runs on the watcher's goroutine when a target appears.
-func (d *daemon) addTarget(pid int) {
+func (d *daemon) addTarget(pid uint32) {
 	// The counts exist before sampling starts: samples of a pid without them are strays of
 	// a process already retired (see aggregate.attribute).
 	d.mu.Lock()
-	p := d.agg.proc(uint32(pid))
+	p := d.agg.proc(pid)
 	d.mu.Unlock()
 	if err := d.smp.AddTarget(pid); err != nil {
 		d.log.Warn("profd: cannot sample target", "pid", pid, "err", err)
 		d.mu.Lock()
-		delete(d.agg.procs, uint32(pid))
+		delete(d.agg.procs, pid)
 		d.mu.Unlock()
 		return
 	}
-	if err := d.fifo.AddTarget(uint32(pid)); err != nil {
+	d.symbols.addTarget(pid)
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		d.log.Warn("profd: no symbol FIFO or files for target", "pid", pid, "err", err)
+		return
+	}
+	if err := d.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
 		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
 	}
-	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(uint32(pid)))
-	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(uint32(pid)))
+	d.files.AddTarget(pid, st.UID)
+	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(pid))
+	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(pid))
 }
 
 // removeTarget runs on the watcher's goroutine when a target exits. Its FIFO is read to the
 // end, its last samples are drained, and its final capture is taken and queued for the next
 // flush; then everything profd held for it is released. All of that happens before the
 // watcher can report a new process that reuses the pid, so the two never mix.
-func (d *daemon) removeTarget(pid int) {
-	d.fifo.RemoveTarget(uint32(pid))
+func (d *daemon) removeTarget(pid uint32) {
+	d.fifo.RemoveTarget(pid)
+	d.files.RemoveTarget(pid)
+	d.symbols.removeTarget(pid)
 	d.mu.Lock()
 	d.drainLocked()
 	now := monotonicNs()
-	d.agg.retry(now, func(q uint32) bool { return q == uint32(pid) })
-	if p := d.agg.procs[uint32(pid)]; p != nil {
+	d.agg.retry(now, func(q uint32) bool { return q == pid })
+	if p := d.agg.procs[pid]; p != nil {
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-		d.retired = append(d.retired, pending{pid: uint32(pid), base: p.base,
+		d.retired = append(d.retired, pending{pid: pid, base: p.base,
 			capture: p.capture(d.jit, d.meta(), end), final: true})
-		delete(d.agg.procs, uint32(pid))
+		delete(d.agg.procs, pid)
 	}
-	d.jit.RemovePid(uint32(pid))
+	d.jit.RemovePid(pid)
 	d.mu.Unlock()
 	d.smp.RemoveTarget(pid)
 	d.log.Info("profd: target exited", "pid", pid)
@@ -276,19 +303,19 @@ func (d *daemon) targetsGone() bool {
 	return len(d.cfg.JITImages) == 0 && len(d.watch.Targets()) == 0
 }
 
-// handleSymbol applies one symbol event. It runs on the FIFO server's goroutines.
-func (d *daemon) handleSymbol(ev fifo.Event) {
+// applySymbol applies one symbol event of batch b. It runs on the symbol stage's goroutines.
+func (d *daemon) applySymbol(ev jitmap.Event, b jitmap.Batch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.jit.Ends(ev.Event) {
+	if d.jit.Ends(ev) {
 		d.drainLocked()
 	}
-	if _, ok := ev.Event.(*jitmap.CodeLoad); ok {
-		d.symbols++
+	if _, ok := ev.(*jitmap.CodeLoad); ok {
+		d.loads++
 	}
-	if err := d.jit.Apply(ev.Event); err != nil {
+	if err := d.jit.Apply(ev); err != nil {
 		d.symErrs++
-		d.log.Debug("profd: symbol event refused", "pid", ev.Pid, "source", ev.Source, "err", err)
+		d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
 	}
 }
 

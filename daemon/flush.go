@@ -53,7 +53,7 @@ func (d *daemon) flush(final bool) {
 	// aggregate: code that ended before it is no longer needed for lookups.
 	d.jit.Reclaim(drainedNs)
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.symbols, d.symErrs, d.fifo.Stats().BadRecords, n)
+		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(), n)
 	d.mu.Unlock()
 
 	for _, w := range work {

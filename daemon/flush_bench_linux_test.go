@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/fifo"
+	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/sampler"
+	"github.com/profd/profd/symsource/fifo"
 )
 
 // emitFunction writes a function of real x86-64 code with a loop, a branch inside it and
@@ -54,7 +55,7 @@ func emitFunction(adds int) (code []byte, insns []uint64) {
 func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	b.Helper()
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	cfg := Config{Pids: []int{os.Getpid()}, Event: "cpu-clock", OutDir: b.TempDir(), FifoDir: filepath.Join(b.TempDir(), "fifo")}
+	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: b.TempDir(), FifoDir: filepath.Join(b.TempDir(), "fifo")}
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,8 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	if d.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
-	if d.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.handleSymbol, Logger: logger}); err != nil {
+	d.symbols = newSymbolStage(enrich.New(enrich.Config{}), d.applySymbol, logger)
+	if d.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.symbols.add, Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.closeAll() })

@@ -24,7 +24,7 @@ func TestStopWritesFinalAndLeavesNothing(t *testing.T) {
 	fdsBefore, goroutinesBefore := fdCount(t), runtime.NumGoroutine()
 
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "300", "-w", "10000")
-	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "testjit to run count_medium", 20*time.Second, func() bool {
 		return strings.Contains(jit.out.String(), "ran count_small")
 	})
@@ -79,7 +79,7 @@ func TestFlushRequestsAreNotLost(t *testing.T) {
 	d := newDirs(t)
 	// The JIT runs until the test's cleanup kills it: profd must not stop for lack of targets.
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "600000", "-w", "10000")
-	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "testjit to connect", 20*time.Second, func() bool {
 		return strings.Contains(jit.out.String(), "load count_medium")
 	})

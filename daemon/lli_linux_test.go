@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/profd/profd/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 // hotFunctions are examples/workload/hot.c's hot functions.
@@ -35,7 +36,7 @@ func TestLLIEndToEnd(t *testing.T) {
 	lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump, "PROFD_DIR=" + d.fifo},
 		"lli-14", "-jit-kind=mcjit", hotLL, "300", "100")
 	pid := lli.pid()
-	r := startRun(t, Config{Pids: []int{pid}, Event: "cpu-clock", FifoDir: d.fifo, JitdumpDir: d.jitdump, OutDir: d.out})
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, JitdumpDir: d.jitdump, OutDir: d.out})
 	var perf *perfRun
 	if perfAvailable() {
 		perf = startPerf(t, pid, 999)

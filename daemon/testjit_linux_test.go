@@ -34,7 +34,7 @@ func TestTestJITEndToEnd(t *testing.T) {
 				perf = startPerf(t, pid, 999)
 				time.Sleep(100 * time.Millisecond) // perf enables its event after writing its header
 			}
-			r := startRun(t, Config{Pids: []int{pid}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo, OutDir: d.out})
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo, OutDir: d.out})
 			jit.wait(t, 60*time.Second)
 			r.wait(t, 30*time.Second)
 			summary := r.summary.String()
@@ -138,7 +138,7 @@ func TestJITKilledMidRun(t *testing.T) {
 	d := newDirs(t)
 	victim := startChild(t, nil, testjit, "-d", d.fifo, "-m", "5000", "-w", "10000")
 	other := startChild(t, nil, testjit, "-d", d.fifo, "-m", "100", "-r", "6", "-w", "10000", "-f")
-	r := startRun(t, Config{Pids: []int{victim.pid(), other.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	r := startRun(t, Config{Pids: []uint32{uint32(victim.pid()), uint32(other.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "the victim to run count_small", 10*time.Second, func() bool {
 		return strings.Contains(victim.out.String(), "load count_medium")
 	})
@@ -174,7 +174,7 @@ func TestFIFOWriterReopen(t *testing.T) {
 	d := newDirs(t)
 	const rounds = 3
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "80", "-r", strconv.Itoa(rounds), "-w", "10000", "-f", "-c")
-	r := startRun(t, Config{Pids: []int{jit.pid()}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	jit.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 	if n := strings.Count(jit.out.String(), "reopen connected"); n != rounds-1 {

@@ -1,4 +1,4 @@
-package jitmap
+package jitmap_test
 
 import (
 	"bytes"
@@ -6,18 +6,21 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // BenchmarkMapLookup: Lookup among 100k live code objects of one process (goal ≤ 50 ns, 0 allocs).
 func BenchmarkMapLookup(b *testing.B) {
 	const n = 100_000
-	m := NewMap(MapOptions{})
+	m := jitmap.NewMap(jitmap.MapOptions{})
 	rng := rand.New(rand.NewPCG(3, 4))
 	addrs := make([]uint64, n)
 	for i := range n {
 		// Descending addresses, as mmap hands them out, with gaps.
 		addrs[i] = 0x7f0000000000 - uint64(i)*0x400
-		if err := m.Apply(load(1, "f", addrs[i], 0x100+uint64(rng.IntN(0x200)), int64(i+1))); err != nil {
+		if err := m.Apply(&jitmap.CodeLoad{Pid: 1, Object: jitmap.CodeObject{Name: "f", Addr: addrs[i], Size: 0x100 + uint64(rng.IntN(0x200)), LoadNs: int64(i + 1)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -44,7 +47,7 @@ func BenchmarkMapLookup(b *testing.B) {
 // like an LLVM JIT writes.
 func jitdumpBenchStream(b *testing.B, n int) []byte {
 	var buf bytes.Buffer
-	w, err := NewJitdumpWriter(&buf, JitdumpHeader{Pid: 1})
+	w, err := jitdumptest.NewWriter(&buf, jitmap.JitdumpHeader{Pid: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,11 +55,11 @@ func jitdumpBenchStream(b *testing.B, n int) []byte {
 	code := make([]byte, 200)
 	for i := range n {
 		addr := 0x7f0000000000 + uint64(i)*0x100
-		lines := make([]LineEntry, 12)
+		lines := make([]jitmap.LineEntry, 12)
 		for j := range lines {
-			lines[j] = LineEntry{Addr: addr + uint64(j*16), File: "/src/module/file.c", Line: uint32(10 + j)}
+			lines[j] = jitmap.LineEntry{Addr: addr + uint64(j*16), File: "/src/module/file.c", Line: uint32(10 + j)}
 		}
-		err := w.CodeLoad(&CodeLoad{Pid: 1, Tid: 1, Object: CodeObject{
+		err := w.CodeLoad(&jitmap.CodeLoad{Pid: 1, Tid: 1, Object: jitmap.CodeObject{
 			Name: fmt.Sprintf("function_%d", i), Addr: addr, Size: uint64(len(code)), Code: code,
 			Lines: lines, LoadNs: int64(i + 1), CodeIndex: uint64(i + 1),
 		}})
@@ -73,7 +76,7 @@ func BenchmarkJitdumpDecode(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d := NewDecoder(1, SourceFIFO, DecoderOptions{})
+		d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
 		events := 0
 		for p := stream; len(p) > 0; {
 			k := min(len(p), 64<<10)
@@ -101,7 +104,7 @@ func BenchmarkPerfMapDecode(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d := NewDecoder(1, SourceFIFO, DecoderOptions{})
+		d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
 		events := 0
 		for p := stream; len(p) > 0; {
 			k := min(len(p), 64<<10)

@@ -1,4 +1,4 @@
-package jitmap
+package jitmap_test
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/jitmap"
+
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -22,13 +24,13 @@ const mcjitDebugObject = "testdata/matmul-mcjit-debug.o"
 
 // dwarfdumpRows parses llvm-dwarfdump-14 --debug-line: the rows (address, line,
 // discriminator) as LLVM itself reads the object, end_sequence rows left out.
-func dwarfdumpRows(t *testing.T, path string) []LineEntry {
+func dwarfdumpRows(t *testing.T, path string) []jitmap.LineEntry {
 	t.Helper()
 	out, err := exec.Command("llvm-dwarfdump-14", "--debug-line", path).Output()
 	if err != nil {
 		t.Fatalf("llvm-dwarfdump-14: %v", err)
 	}
-	var rows []LineEntry
+	var rows []jitmap.LineEntry
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -41,12 +43,12 @@ func dwarfdumpRows(t *testing.T, path string) []LineEntry {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		rows = append(rows, LineEntry{Addr: addr, Line: uint32(line), Discriminator: uint32(disc)})
+		rows = append(rows, jitmap.LineEntry{Addr: addr, Line: uint32(line), Discriminator: uint32(disc)})
 	}
 	return rows
 }
 
-func sameRows(t *testing.T, got, want []LineEntry) {
+func sameRows(t *testing.T, got, want []jitmap.LineEntry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d rows, llvm-dwarfdump-14 reads %d", len(got), len(want))
@@ -69,7 +71,7 @@ func TestDebugObjectLinesMCJIT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := DebugObjectLines(obj, 0)
+	rows, err := jitmap.DebugObjectLines(obj, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +112,13 @@ func TestDebugObjectLinesLLC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := DebugObjectLines(b, 0)
+		rows, err := jitmap.DebugObjectLines(b, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
 		sameRows(t, rows, dwarfdumpRows(t, obj))
-		if _, err := DebugObjectLines(b, len(rows)-1); !errors.Is(err, ErrBadDebugObject) {
-			t.Fatalf("%s: maxRows %d of %d: error %v, want ErrBadDebugObject", v, len(rows)-1, len(rows), err)
+		if _, err := jitmap.DebugObjectLines(b, len(rows)-1); !errors.Is(err, jitmap.ErrBadDebugObject) {
+			t.Fatalf("%s: maxRows %d of %d: error %v, want jitmap.ErrBadDebugObject", v, len(rows)-1, len(rows), err)
 		}
 	}
 }
@@ -133,30 +135,30 @@ func TestDebugObjectLinesRejects(t *testing.T) {
 		"header":    obj[:64],
 	}
 	for name, b := range cases {
-		if rows, err := DebugObjectLines(b, 0); !errors.Is(err, ErrBadDebugObject) {
-			t.Errorf("%s: %d rows, error %v; want ErrBadDebugObject", name, len(rows), err)
+		if rows, err := jitmap.DebugObjectLines(b, 0); !errors.Is(err, jitmap.ErrBadDebugObject) {
+			t.Errorf("%s: %d rows, error %v; want jitmap.ErrBadDebugObject", name, len(rows), err)
 		}
 	}
 }
 
 func TestMergeDiscriminators(t *testing.T) {
-	o := &CodeObject{Addr: 0x1000, Size: 0x40, Lines: []LineEntry{
+	o := &jitmap.CodeObject{Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
 		{Addr: 0x1000, Line: 5},
 		{Addr: 0x1010, Line: 6},
 		{Addr: 0x1020, Line: 6},
 		{Addr: 0x1030, Line: 7, Discriminator: 9}, // already set: kept
 	}}
-	rows := []LineEntry{
+	rows := []jitmap.LineEntry{
 		{Addr: 0x1000, Line: 5},
 		{Addr: 0x1010, Line: 4, Discriminator: 3}, // another line at this address: not taken
 		{Addr: 0x1010, Line: 6, Discriminator: 2},
 		{Addr: 0x1020, Line: 8, Discriminator: 5}, // line differs: not taken
 		{Addr: 0x1030, Line: 7, Discriminator: 4},
 	}
-	if !Covers(o, rows) || Covers(&CodeObject{Addr: 0x2000, Size: 8}, rows) {
-		t.Fatal("Covers is wrong")
+	if !jitmap.Covers(o, rows) || jitmap.Covers(&jitmap.CodeObject{Addr: 0x2000, Size: 8}, rows) {
+		t.Fatal("jitmap.Covers is wrong")
 	}
-	if n := MergeDiscriminators(o, rows); n != 1 {
+	if n := jitmap.MergeDiscriminators(o, rows); n != 1 {
 		t.Fatalf("merged %d, want 1", n)
 	}
 	want := []uint32{0, 2, 0, 9}
@@ -168,7 +170,7 @@ func TestMergeDiscriminators(t *testing.T) {
 }
 
 // FuzzDebugObjectLines: whatever the bytes, no panic, a bounded row count, rows sorted, and
-// errors wrap ErrBadDebugObject.
+// errors wrap jitmap.ErrBadDebugObject.
 func FuzzDebugObjectLines(f *testing.F) {
 	obj, err := os.ReadFile(mcjitDebugObject)
 	if err != nil {
@@ -179,10 +181,10 @@ func FuzzDebugObjectLines(f *testing.F) {
 	f.Add(obj[:128])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const maxRows = 1000
-		rows, err := DebugObjectLines(b, maxRows)
+		rows, err := jitmap.DebugObjectLines(b, maxRows)
 		if err != nil {
-			if !errors.Is(err, ErrBadDebugObject) {
-				t.Fatalf("error %v does not wrap ErrBadDebugObject", err)
+			if !errors.Is(err, jitmap.ErrBadDebugObject) {
+				t.Fatalf("error %v does not wrap jitmap.ErrBadDebugObject", err)
 			}
 			return
 		}

@@ -1,19 +1,23 @@
-package jitmap
+package jitmap_test
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // decodeChunks feeds stream to a fresh decoder in pieces cut at the given positions and
 // returns everything it produced, Finish included.
-func decodeChunks(t testing.TB, pid uint32, src Source, opts DecoderOptions, stream []byte, cuts ...int) ([]Event, []error) {
+func decodeChunks(t testing.TB, pid uint32, src jitmap.Source, opts jitmap.DecoderOptions, stream []byte, cuts ...int) ([]jitmap.Event, []error) {
 	t.Helper()
-	d := NewDecoder(pid, src, opts)
-	var evs []Event
+	d := jitmap.NewDecoder(pid, src, opts)
+	var evs []jitmap.Event
 	var errs []error
 	prev := 0
 	for _, c := range append(cuts, len(stream)) {
@@ -29,31 +33,31 @@ func decodeChunks(t testing.TB, pid uint32, src Source, opts DecoderOptions, str
 	return append(evs, e...), append(errs, er...)
 }
 
-func sampleEvents(pid uint32) []Event {
-	return []Event{
-		&CodeLoad{Pid: pid, Tid: pid + 1, Object: CodeObject{
+func sampleEvents(pid uint32) []jitmap.Event {
+	return []jitmap.Event{
+		&jitmap.CodeLoad{Pid: pid, Tid: pid + 1, Object: jitmap.CodeObject{
 			Name: "sq", Addr: 0x7f0000001000, Size: 6, Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
-			Lines: []LineEntry{
+			Lines: []jitmap.LineEntry{
 				{Addr: 0x7f0000001000, File: "/src/a.c", Line: 1},
 				{Addr: 0x7f0000001004, File: "/src/a.c", Line: 2, Discriminator: 3},
 				{Addr: 0x7f0000001005, File: "/src/b.h", Line: 40},
 			},
-			LoadNs: 1000, CodeIndex: 1, Source: SourceFIFO,
+			LoadNs: 1000, CodeIndex: 1, Source: jitmap.SourceFIFO,
 		}},
-		&CodeLoad{Pid: pid, Tid: pid, Object: CodeObject{
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
 			Name: "name with spaces (int, long)", Addr: 0x7f0000002000, Size: 1, Code: []byte{0xc3},
-			LoadNs: 2000, CodeIndex: 2, Source: SourceFIFO,
+			LoadNs: 2000, CodeIndex: 2, Source: jitmap.SourceFIFO,
 		}},
-		&CodeMove{Pid: pid, Tid: pid, TimeNs: 3000, CodeIndex: 2, OldAddr: 0x7f0000002000, NewAddr: 0x7f0000003000, Size: 1},
-		&CodeUnload{Pid: pid, Tid: pid + 2, TimeNs: 4000, CodeIndex: 1, Addr: 0x7f0000001000},
-		&StreamEnd{TimeNs: 5000},
+		&jitmap.CodeMove{Pid: pid, Tid: pid, TimeNs: 3000, CodeIndex: 2, OldAddr: 0x7f0000002000, NewAddr: 0x7f0000003000, Size: 1},
+		&jitmap.CodeUnload{Pid: pid, Tid: pid + 2, TimeNs: 4000, CodeIndex: 1, Addr: 0x7f0000001000},
+		&jitmap.StreamEnd{TimeNs: 5000},
 	}
 }
 
-func writeStream(t testing.TB, h JitdumpHeader, llvm bool, evs []Event, extra func(*JitdumpWriter)) []byte {
+func writeStream(t testing.TB, h jitmap.JitdumpHeader, llvm bool, evs []jitmap.Event, extra func(*jitdumptest.Writer)) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewJitdumpWriter(&buf, h)
+	w, err := jitdumptest.NewWriter(&buf, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +82,8 @@ func TestJitdumpRoundTrip(t *testing.T) {
 	}{{"little", false, false}, {"big", true, false}, {"llvm14", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := sampleEvents(pid)
-			h := JitdumpHeader{BigEndian: tc.bigEndian, Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 77, Flags: 0}
-			stream := writeStream(t, h, tc.llvm, want, func(w *JitdumpWriter) {
+			h := jitmap.JitdumpHeader{BigEndian: tc.bigEndian, Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 77, Flags: 0}
+			stream := writeStream(t, h, tc.llvm, want, func(w *jitdumptest.Writer) {
 				// Records a reader must skip: unwinding info and an id nobody knows.
 				if err := w.UnwindingInfo(1500, 8, 16, bytes.Repeat([]byte{0xee}, 40)); err != nil {
 					t.Fatal(err)
@@ -88,7 +92,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			d := NewDecoder(pid, SourceFIFO, DecoderOptions{})
+			d := jitmap.NewDecoder(pid, jitmap.SourceFIFO, jitmap.DecoderOptions{})
 			got, errs := d.Write(stream)
 			if len(errs) > 0 {
 				t.Fatalf("errors: %v", errs)
@@ -105,7 +109,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			}
 			// Every split point, and byte by byte, decodes the same.
 			for cut := 1; cut < len(stream); cut++ {
-				got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cut)
+				got, errs := decodeChunks(t, pid, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream, cut)
 				if len(errs) > 0 || !reflect.DeepEqual(got, want) {
 					t.Fatalf("split at %d: %d errors %v; events equal: %v", cut, len(errs), errs, reflect.DeepEqual(got, want))
 				}
@@ -114,22 +118,22 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			for i := 1; i < len(stream); i++ {
 				cuts = append(cuts, i)
 			}
-			if got, errs := decodeChunks(t, pid, SourceFIFO, DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
+			if got, errs := decodeChunks(t, pid, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
 				t.Fatalf("byte by byte: errors %v; got %s", errs, dump(got))
 			}
 		})
 	}
 }
 
-func dump(evs []Event) string {
+func dump(evs []jitmap.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		switch ev := ev.(type) {
-		case *CodeLoad:
+		case *jitmap.CodeLoad:
 			b.WriteString("\n  load ")
-			b.WriteString(strings.ReplaceAll(strings.TrimSpace(sprintf("%+v", *ev)), "\n", " "))
+			b.WriteString(strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf("%+v", *ev)), "\n", " "))
 		default:
-			b.WriteString("\n  " + sprintf("%T %+v", ev, ev))
+			b.WriteString("\n  " + fmt.Sprintf("%T %+v", ev, ev))
 		}
 	}
 	return b.String()
@@ -138,47 +142,47 @@ func dump(evs []Event) string {
 func TestDetectFormat(t *testing.T) {
 	for _, tc := range []struct {
 		in string
-		f  Format
+		f  jitmap.Format
 		ok bool
 	}{
-		{"", FormatUnknown, false},
-		{"D", FormatUnknown, false},
-		{"DTi", FormatUnknown, false},
-		{"DTiJ", FormatJitdump, true},
-		{"JiT", FormatUnknown, false},
-		{"JiTD\x00", FormatJitdump, true},
-		{"J1", FormatPerfMap, true},
-		{"7f00 10 f\n", FormatPerfMap, true},
-		{"DTix", FormatPerfMap, true},
+		{"", jitmap.FormatUnknown, false},
+		{"D", jitmap.FormatUnknown, false},
+		{"DTi", jitmap.FormatUnknown, false},
+		{"DTiJ", jitmap.FormatJitdump, true},
+		{"JiT", jitmap.FormatUnknown, false},
+		{"JiTD\x00", jitmap.FormatJitdump, true},
+		{"J1", jitmap.FormatPerfMap, true},
+		{"7f00 10 f\n", jitmap.FormatPerfMap, true},
+		{"DTix", jitmap.FormatPerfMap, true},
 	} {
-		f, ok := DetectFormat([]byte(tc.in))
+		f, ok := jitmap.DetectFormat([]byte(tc.in))
 		if f != tc.f || ok != tc.ok {
-			t.Errorf("DetectFormat(%q) = %v, %v; want %v, %v", tc.in, f, ok, tc.f, tc.ok)
+			t.Errorf("jitmap.DetectFormat(%q) = %v, %v; want %v, %v", tc.in, f, ok, tc.f, tc.ok)
 		}
 	}
 }
 
 func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := NewJitdumpWriter(&buf, JitdumpHeader{Pid: 1})
+	w, _ := jitdumptest.NewWriter(&buf, jitmap.JitdumpHeader{Pid: 1})
 	good := sampleEvents(1)[:1]
 	for _, ev := range good {
 		_ = w.WriteEvent(ev)
 	}
 	prefix := len(buf.Bytes())
 	// A record claiming 4 GiB - 1: an error naming its offset, no allocation.
-	_ = w.Record(JitdumpCodeLoad, 1, nil)
+	_ = w.Record(jitmap.JitdumpCodeLoad, 1, nil)
 	stream := buf.Bytes()
 	copy(stream[prefix+4:], []byte{0xff, 0xff, 0xff, 0xff})
 	stream = append(stream, bytes.Repeat([]byte{0}, 100)...)
-	d := NewDecoder(1, SourceFIFO, DecoderOptions{})
+	d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
 	evs, errs := d.Write(stream)
 	if len(evs) != 1 || len(errs) != 1 {
 		t.Fatalf("events %d errors %v; want 1 event and 1 error", len(evs), errs)
 	}
-	var de *DecodeError
-	if !errors.As(errs[0], &de) || de.Offset != int64(prefix) || !errors.Is(de, ErrRecordTooLarge) || !errors.Is(de, ErrStreamDead) || !de.Fatal() {
-		t.Fatalf("error %v; want fatal ErrRecordTooLarge at offset %d", errs[0], prefix)
+	var de *jitmap.DecodeError
+	if !errors.As(errs[0], &de) || de.Offset != int64(prefix) || !errors.Is(de, jitmap.ErrRecordTooLarge) || !errors.Is(de, jitmap.ErrStreamDead) || !de.Fatal() {
+		t.Fatalf("error %v; want fatal jitmap.ErrRecordTooLarge at offset %d", errs[0], prefix)
 	}
 	if d.Err() == nil || d.Buffered() != 0 {
 		t.Errorf("Err %v buffered %d", d.Err(), d.Buffered())
@@ -188,10 +192,13 @@ func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
 	}
 
 	// The header's own total_size is checked the same way.
-	hdr := append([]byte(nil), stream[:jitdumpHeaderSize]...)
+	hdr := append([]byte(nil), stream[:jitdumpHeaderBytes]...)
 	copy(hdr[8:], []byte{0, 0, 0, 0x80})
-	_, errs = NewDecoder(1, SourceFIFO, DecoderOptions{}).Write(hdr)
-	if len(errs) != 1 || !errors.As(errs[0], &de) || de.Offset != 0 || !errors.Is(de, ErrRecordTooLarge) {
+	_, errs = jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{}).Write(hdr)
+	if len(errs) != 1 || !errors.As(errs[0], &de) || de.Offset != 0 || !errors.Is(de, jitmap.ErrRecordTooLarge) {
 		t.Fatalf("huge header: %v", errs)
 	}
 }
+
+// jitdumpHeaderBytes is the size of a jitdump file header.
+const jitdumpHeaderBytes = 40

@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // A JIT writes a jitdump; the decoder gets it in two arbitrary pieces; the map names a
 // sampled address before and after the code was unloaded.
 func Example() {
 	var stream bytes.Buffer
-	w, _ := jitmap.NewJitdumpWriter(&stream, jitmap.JitdumpHeader{Pid: 42})
+	w, _ := jitdumptest.NewWriter(&stream, jitmap.JitdumpHeader{Pid: 42})
 	_ = w.CodeLoad(&jitmap.CodeLoad{Pid: 42, Tid: 42, Object: jitmap.CodeObject{
 		Name: "add", Addr: 0x7f0000001000, Size: 4, Code: []byte{0x8d, 0x04, 0x37, 0xc3},
 		LoadNs: 100, CodeIndex: 1,

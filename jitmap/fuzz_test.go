@@ -1,34 +1,37 @@
-package jitmap
+package jitmap_test
 
 import (
 	"bytes"
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // FuzzJitdumpDecoder feeds arbitrary records after a valid header. Whatever the bytes: no
 // panic, the buffer stays bounded, a split anywhere decodes the same, and what decodes
-// re-encodes (JitdumpWriter) to a stream that decodes to the same events.
+// re-encodes (jitdumptest.Writer) to a stream that decodes to the same events.
 func FuzzJitdumpDecoder(f *testing.F) {
 	for _, be := range []bool{false, true} {
 		var buf bytes.Buffer
-		w, _ := NewJitdumpWriter(&buf, JitdumpHeader{BigEndian: be, Pid: 3})
+		w, _ := jitdumptest.NewWriter(&buf, jitmap.JitdumpHeader{BigEndian: be, Pid: 3})
 		w.LLVM14Style = be
 		for _, ev := range sampleEvents(3) {
 			_ = w.WriteEvent(ev)
 		}
-		f.Add(be, buf.Bytes()[jitdumpHeaderSize:], uint16(100))
+		f.Add(be, buf.Bytes()[jitdumpHeaderBytes:], uint16(100))
 	}
 	const maxRecord = 1 << 12
 	f.Fuzz(func(t *testing.T, bigEndian bool, records []byte, split uint16) {
 		var hdr bytes.Buffer
-		if _, err := NewJitdumpWriter(&hdr, JitdumpHeader{BigEndian: bigEndian, Pid: 3}); err != nil {
+		if _, err := jitdumptest.NewWriter(&hdr, jitmap.JitdumpHeader{BigEndian: bigEndian, Pid: 3}); err != nil {
 			t.Fatal(err)
 		}
 		stream := append(hdr.Bytes(), records...)
-		opts := DecoderOptions{MaxRecordBytes: maxRecord}
-		d := NewDecoder(0, SourceFIFO, opts)
+		opts := jitmap.DecoderOptions{MaxRecordBytes: maxRecord}
+		d := jitmap.NewDecoder(0, jitmap.SourceFIFO, opts)
 		evs, errs := d.Write(stream)
 		if d.Buffered() > maxRecord {
 			t.Fatalf("buffered %d bytes with MaxRecordBytes %d", d.Buffered(), maxRecord)
@@ -36,23 +39,23 @@ func FuzzJitdumpDecoder(f *testing.F) {
 		e2, r2 := d.Finish()
 		evs, errs = append(evs, e2...), append(errs, r2...)
 		cut := int(split) % (len(stream) + 1)
-		sevs, serrs := decodeChunks(t, 0, SourceFIFO, opts, stream, cut)
+		sevs, serrs := decodeChunks(t, 0, jitmap.SourceFIFO, opts, stream, cut)
 		if !reflect.DeepEqual(evs, sevs) || fmt.Sprint(errs) != fmt.Sprint(serrs) {
 			t.Fatalf("split at %d differs:\n%s\n%v\nvs\n%s\n%v", cut, dump(evs), errs, dump(sevs), serrs)
 		}
 		for _, err := range errs {
-			if de, ok := err.(*DecodeError); !ok || de.Offset < 0 || de.Offset > int64(len(stream)) {
-				t.Fatalf("error %v: not a *DecodeError with an offset in the stream", err)
+			if de, ok := err.(*jitmap.DecodeError); !ok || de.Offset < 0 || de.Offset > int64(len(stream)) {
+				t.Fatalf("error %v: not a *jitmap.DecodeError with an offset in the stream", err)
 			}
 		}
 		var re bytes.Buffer
-		w, _ := NewJitdumpWriter(&re, JitdumpHeader{BigEndian: !bigEndian, Pid: 3})
+		w, _ := jitdumptest.NewWriter(&re, jitmap.JitdumpHeader{BigEndian: !bigEndian, Pid: 3})
 		for _, ev := range evs {
 			if err := w.WriteEvent(ev); err != nil {
-				t.Fatalf("re-encode %s: %v", dump([]Event{ev}), err)
+				t.Fatalf("re-encode %s: %v", dump([]jitmap.Event{ev}), err)
 			}
 		}
-		again, aerrs := NewDecoder(0, SourceFIFO, DecoderOptions{}).Write(re.Bytes())
+		again, aerrs := jitmap.NewDecoder(0, jitmap.SourceFIFO, jitmap.DecoderOptions{}).Write(re.Bytes())
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-encoded stream decodes differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}
@@ -65,19 +68,19 @@ func FuzzPerfMapDecoder(f *testing.F) {
 	f.Add([]byte("7f0000001000 40 sq\n0x10 0x20 a b c\r\n\nbad line\n"), uint16(7))
 	const maxLine = 256
 	f.Fuzz(func(t *testing.T, text []byte, split uint16) {
-		if f, ok := DetectFormat(text); ok && f != FormatPerfMap {
+		if f, ok := jitmap.DetectFormat(text); ok && f != jitmap.FormatPerfMap {
 			return
 		}
-		opts := DecoderOptions{MaxLineBytes: maxLine}
-		evs, errs := decodeChunks(t, 7, SourceFIFO, opts, text)
+		opts := jitmap.DecoderOptions{MaxLineBytes: maxLine}
+		evs, errs := decodeChunks(t, 7, jitmap.SourceFIFO, opts, text)
 		cut := int(split) % (len(text) + 1)
-		sevs, serrs := decodeChunks(t, 7, SourceFIFO, opts, text, cut)
+		sevs, serrs := decodeChunks(t, 7, jitmap.SourceFIFO, opts, text, cut)
 		if !reflect.DeepEqual(evs, sevs) || fmt.Sprint(errs) != fmt.Sprint(serrs) {
 			t.Fatalf("split at %d differs:\n%s\n%v\nvs\n%s\n%v", cut, dump(evs), errs, dump(sevs), serrs)
 		}
 		var re bytes.Buffer
 		for _, ev := range evs {
-			l, ok := ev.(*CodeLoad)
+			l, ok := ev.(*jitmap.CodeLoad)
 			if !ok {
 				t.Fatalf("perf-map gave %T", ev)
 			}
@@ -90,7 +93,7 @@ func FuzzPerfMapDecoder(f *testing.F) {
 		if len(evs) == 0 {
 			return
 		}
-		again, aerrs := decodeChunks(t, 7, SourceFIFO, DecoderOptions{}, re.Bytes())
+		again, aerrs := decodeChunks(t, 7, jitmap.SourceFIFO, jitmap.DecoderOptions{}, re.Bytes())
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-printed loads decode differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}

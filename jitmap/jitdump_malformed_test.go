@@ -1,17 +1,20 @@
-package jitmap
+package jitmap_test
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // TestJitdumpBadRecordsSkipped: records whose length is sane but whose contents are not are
 // reported at their offsets and skipped; the records after them still decode.
 func TestJitdumpBadRecordsSkipped(t *testing.T) {
 	var buf bytes.Buffer
-	w, _ := NewJitdumpWriter(&buf, JitdumpHeader{Pid: 5})
+	w, _ := jitdumptest.NewWriter(&buf, jitmap.JitdumpHeader{Pid: 5})
 	var offsets []int64
 	bad := func(id uint32, body []byte) {
 		offsets = append(offsets, int64(buf.Len()))
@@ -30,19 +33,19 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 		b = append(b, name...)
 		return append(b, code...)
 	}
-	bad(JitdumpCodeLoad, loadBody(5, "noNUL", 0, nil))
-	bad(JitdumpCodeLoad, loadBody(5, "f\x00", 100, []byte{1, 2, 3}))
-	bad(JitdumpCodeLoad, loadBody(6, "f\x00", 1, []byte{0xc3}))
-	bad(JitdumpCodeMove, make([]byte, 10))
-	bad(JitdumpProfdCodeUnload, make([]byte, 23))
+	bad(jitmap.JitdumpCodeLoad, loadBody(5, "noNUL", 0, nil))
+	bad(jitmap.JitdumpCodeLoad, loadBody(5, "f\x00", 100, []byte{1, 2, 3}))
+	bad(jitmap.JitdumpCodeLoad, loadBody(6, "f\x00", 1, []byte{0xc3}))
+	bad(jitmap.JitdumpCodeMove, make([]byte, 10))
+	bad(jitmap.JitdumpProfdCodeUnload, make([]byte, 23))
 	dbg := le.AppendUint64(nil, 0x1000)
 	dbg = le.AppendUint64(dbg, 1<<40) // nr_entry far beyond the record: no allocation
-	bad(JitdumpCodeDebugInfo, dbg)
+	bad(jitmap.JitdumpCodeDebugInfo, dbg)
 	good := sampleEvents(5)
 	for _, ev := range good {
 		_ = w.WriteEvent(ev)
 	}
-	evs, errs := decodeChunks(t, 5, SourceFIFO, DecoderOptions{}, buf.Bytes())
+	evs, errs := decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, buf.Bytes())
 	if len(evs) != len(good) {
 		t.Errorf("got %d events after bad records, want %d: %s", len(evs), len(good), dump(evs))
 	}
@@ -50,31 +53,31 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 		t.Fatalf("errors %v, want %d", errs, len(offsets))
 	}
 	for i, err := range errs {
-		var de *DecodeError
+		var de *jitmap.DecodeError
 		if !errors.As(err, &de) || de.Offset != offsets[i] || de.Fatal() {
 			t.Errorf("error %d = %v, want non-fatal at offset %d", i, err, offsets[i])
 		}
 	}
-	if !errors.Is(errs[2], ErrPidMismatch) {
-		t.Errorf("error 2 = %v, want ErrPidMismatch", errs[2])
+	if !errors.Is(errs[2], jitmap.ErrPidMismatch) {
+		t.Errorf("error 2 = %v, want jitmap.ErrPidMismatch", errs[2])
 	}
 
-	// A partial record at the end of the stream is ErrTruncated at its offset.
+	// A partial record at the end of the stream is jitmap.ErrTruncated at its offset.
 	stream := buf.Bytes()
-	_, errs = decodeChunks(t, 5, SourceFIFO, DecoderOptions{}, stream[:len(stream)-3])
+	_, errs = decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream[:len(stream)-3])
 	last := errs[len(errs)-1]
-	var de *DecodeError
-	if !errors.As(last, &de) || !errors.Is(de, ErrTruncated) || de.Offset != int64(len(stream)-16) {
+	var de *jitmap.DecodeError
+	if !errors.As(last, &de) || !errors.Is(de, jitmap.ErrTruncated) || de.Offset != int64(len(stream)-16) {
 		t.Errorf("truncated stream: %v", last)
 	}
 
 	// A record shorter than its own header cannot be skipped: fatal.
 	cut := append([]byte(nil), stream[:offsets[1]]...)
-	cut = le.AppendUint32(cut, JitdumpCodeLoad)
+	cut = le.AppendUint32(cut, jitmap.JitdumpCodeLoad)
 	cut = le.AppendUint32(cut, 8)
 	cut = le.AppendUint64(cut, 0)
-	evs, errs = decodeChunks(t, 5, SourceFIFO, DecoderOptions{}, append(cut, stream[offsets[1]:]...))
-	if len(evs) != 0 || len(errs) != 2 || !errors.Is(errs[1], ErrStreamDead) || !errors.As(errs[1], &de) || de.Offset != offsets[1] {
+	evs, errs = decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, append(cut, stream[offsets[1]:]...))
+	if len(evs) != 0 || len(errs) != 2 || !errors.Is(errs[1], jitmap.ErrStreamDead) || !errors.As(errs[1], &de) || de.Offset != offsets[1] {
 		t.Errorf("short record: events %d errors %v", len(evs), errs)
 	}
 }

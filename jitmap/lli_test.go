@@ -1,6 +1,7 @@
-package jitmap
+package jitmap_test
 
 import (
+	"debug/dwarf"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
 
 	"github.com/profd/profd/internal/testenv"
 )
@@ -79,7 +82,7 @@ func TestLLI14Jitdump(t *testing.T) {
 		t.Fatalf("jitdump %s is not lli's (pid %d)", dumps[0], pid)
 	}
 
-	d := NewDecoder(pid, SourceJitdumpFile, DecoderOptions{})
+	d := jitmap.NewDecoder(pid, jitmap.SourceJitdumpFile, jitmap.DecoderOptions{})
 	evs, errs := d.Write(stream)
 	if len(errs) > 0 {
 		t.Fatalf("decode errors: %v", errs)
@@ -92,13 +95,13 @@ func TestLLI14Jitdump(t *testing.T) {
 	for c := 7; c < len(stream); c += 7 {
 		cuts = append(cuts, c)
 	}
-	if split, errs := decodeChunks(t, pid, SourceJitdumpFile, DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(evs, split) {
+	if split, errs := decodeChunks(t, pid, jitmap.SourceJitdumpFile, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(evs, split) {
 		t.Errorf("7-byte pieces decode differently (errors %v)\n%s\n%s", errs, dump(evs), dump(split))
 	}
 
-	loads := map[string]*CodeObject{}
+	loads := map[string]*jitmap.CodeObject{}
 	for _, ev := range evs {
-		if l, ok := ev.(*CodeLoad); ok {
+		if l, ok := ev.(*jitmap.CodeLoad); ok {
 			if l.Pid != pid {
 				t.Errorf("load of %s for pid %d", l.Object.Name, l.Pid)
 			}
@@ -171,8 +174,8 @@ func TestLLI14Jitdump(t *testing.T) {
 				t.Errorf("%s: first line %d is not its declaration", s.Name, l)
 			}
 		}
-		// The Map names every byte of the function from its load on, and none before it.
-		m := NewMap(MapOptions{})
+		// The jitmap.Map names every byte of the function from its load on, and none before it.
+		m := jitmap.NewMap(jitmap.MapOptions{})
 		for _, ev := range evs {
 			if err := m.Apply(ev); err != nil {
 				t.Fatal(err)
@@ -197,7 +200,7 @@ func run(t *testing.T, cmd *exec.Cmd) {
 	}
 }
 
-func keys(m map[string]*CodeObject) []string {
+func keys(m map[string]*jitmap.CodeObject) []string {
 	var k []string
 	for n := range m {
 		k = append(k, n)
@@ -256,7 +259,7 @@ func dwarfRows(t *testing.T, ef *elf.File) []lineRow {
 		if err != nil || lr == nil {
 			continue
 		}
-		var e = new(lineEntryDW)
+		var e = new(struct{ dwarf.LineEntry })
 		for lr.Next(&e.LineEntry) == nil {
 			if !e.EndSequence {
 				rows = append(rows, lineRow{e.Address, e.Line})

@@ -2,6 +2,7 @@ package jitmap
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -165,7 +166,7 @@ func TestMapAgainstBruteForce(t *testing.T) {
 				break
 			}
 		default:
-			name := sprintf("f%d", i)
+			name := fmt.Sprintf("f%d", i)
 			mustApply(t, m, load(7, name, addr, size, now))
 			for a, s := range liveAt {
 				if a < addr+size && addr < a+s.size {
@@ -298,7 +299,7 @@ func TestMapPageIndexFollowsChanges(t *testing.T) {
 				}
 				continue
 			}
-			ev := load(3, sprintf("f%d", now), addr, 0x10+uint64(rng.IntN(0x80)), now)
+			ev := load(3, fmt.Sprintf("f%d", now), addr, 0x10+uint64(rng.IntN(0x80)), now)
 			mustApply(t, m, ev)
 			for a, o := range live {
 				if a < addr+ev.Object.Size && addr < a+o.Size {
@@ -360,7 +361,7 @@ func TestPageIndexFind(t *testing.T) {
 				next += uint64(rng.IntN(1 << 30)) // a far cluster
 			}
 			size := 1 + uint64(rng.IntN(0x300))
-			o := &CodeObject{Name: sprintf("f%d", i), Addr: next, Size: size, LoadNs: int64(rng.IntN(100))}
+			o := &CodeObject{Name: fmt.Sprintf("f%d", i), Addr: next, Size: size, LoadNs: int64(rng.IntN(100))}
 			x.insert(o)
 			next += size + uint64(rng.IntN(3))*uint64(rng.IntN(0x100))
 		}

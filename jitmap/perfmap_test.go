@@ -1,10 +1,12 @@
-package jitmap
+package jitmap_test
 
 import (
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/profd/profd/jitmap"
 )
 
 func TestPerfMapDecode(t *testing.T) {
@@ -20,13 +22,13 @@ func TestPerfMapDecode(t *testing.T) {
 		"  7f0000005000\t4  padded name  \n" +
 		"7f0000006000 4 last-without-newline"
 	now := int64(500)
-	opts := DecoderOptions{Now: func() int64 { now++; return now }}
-	want := []Event{
-		&CodeLoad{Pid: 9, Object: CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: SourceFIFO}},
-		&CodeLoad{Pid: 9, Object: CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: SourceFIFO}},
-		&CodeLoad{Pid: 9, Object: CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: SourceFIFO}},
-		&CodeLoad{Pid: 9, Object: CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: SourceFIFO}},
-		&CodeLoad{Pid: 9, Object: CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: SourceFIFO}},
+	opts := jitmap.DecoderOptions{Now: func() int64 { now++; return now }}
+	want := []jitmap.Event{
+		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: jitmap.SourceFIFO}},
 	}
 	badLines := []string{"zz 10", "7f0000004000 10\n", "7f0000004000 1g", "ffffffffffffffff", "10000000000000000"}
 	var wantOffsets []int64
@@ -39,7 +41,7 @@ func TestPerfMapDecode(t *testing.T) {
 		if cut > 0 {
 			cuts = []int{cut}
 		}
-		got, errs := decodeChunks(t, 9, SourceFIFO, opts, []byte(stream), cuts...)
+		got, errs := decodeChunks(t, 9, jitmap.SourceFIFO, opts, []byte(stream), cuts...)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("split at %d: got %s\nwant %s", cut, dump(got), dump(want))
 		}
@@ -47,9 +49,9 @@ func TestPerfMapDecode(t *testing.T) {
 			t.Fatalf("split at %d: errors %v, want %d", cut, errs, len(badLines))
 		}
 		for i, err := range errs {
-			var de *DecodeError
-			if !errors.As(err, &de) || !errors.Is(err, ErrBadLine) || de.Offset != wantOffsets[i] || de.Fatal() {
-				t.Fatalf("split at %d: error %d = %v, want ErrBadLine at %d", cut, i, err, wantOffsets[i])
+			var de *jitmap.DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, jitmap.ErrBadLine) || de.Offset != wantOffsets[i] || de.Fatal() {
+				t.Fatalf("split at %d: error %d = %v, want jitmap.ErrBadLine at %d", cut, i, err, wantOffsets[i])
 			}
 		}
 	}
@@ -59,17 +61,17 @@ func TestPerfMapLongLineSkipped(t *testing.T) {
 	long := "1000 10 " + strings.Repeat("n", 300) + "\n"
 	stream := long + "2000 10 ok\n" + long + long + "3000 10 ok2\n"
 	for _, cuts := range [][]int{nil, {5}, {100, 200, 320, 330}, {len(long) + 3}} {
-		got, errs := decodeChunks(t, 1, SourceFIFO, DecoderOptions{MaxLineBytes: 64}, []byte(stream), cuts...)
-		if len(got) != 2 || got[0].(*CodeLoad).Object.Name != "ok" || got[1].(*CodeLoad).Object.Name != "ok2" {
+		got, errs := decodeChunks(t, 1, jitmap.SourceFIFO, jitmap.DecoderOptions{MaxLineBytes: 64}, []byte(stream), cuts...)
+		if len(got) != 2 || got[0].(*jitmap.CodeLoad).Object.Name != "ok" || got[1].(*jitmap.CodeLoad).Object.Name != "ok2" {
 			t.Fatalf("cuts %v: events %s", cuts, dump(got))
 		}
 		if len(errs) != 3 {
 			t.Fatalf("cuts %v: errors %v", cuts, errs)
 		}
 		for i, off := range []int64{0, int64(len(long) + 11), int64(2*len(long) + 11)} {
-			var de *DecodeError
-			if !errors.As(errs[i], &de) || !errors.Is(de, ErrLineTooLong) || de.Offset != off {
-				t.Errorf("cuts %v: error %d = %v, want ErrLineTooLong at %d", cuts, i, errs[i], off)
+			var de *jitmap.DecodeError
+			if !errors.As(errs[i], &de) || !errors.Is(de, jitmap.ErrLineTooLong) || de.Offset != off {
+				t.Errorf("cuts %v: error %d = %v, want jitmap.ErrLineTooLong at %d", cuts, i, errs[i], off)
 			}
 		}
 	}

@@ -40,7 +40,7 @@ func BenchmarkDaemonCPU(b *testing.B) {
 			l := startLLI(b, "600000")
 			waitForJIT(b, l.pid())
 			s := newTestSampler(b, cfg)
-			if err := s.AddTarget(l.pid()); err != nil {
+			if err := s.AddTarget(uint32(l.pid())); err != nil {
 				b.Fatal(err)
 			}
 			if err := s.Start(context.Background()); err != nil {
@@ -268,7 +268,7 @@ func runWorkSampled(b *testing.B, cfg Config, work []string) (wallNs, cpuNs floa
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.AddTarget(cmd.Process.Pid); err != nil {
+	if err := s.AddTarget(uint32(cmd.Process.Pid)); err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -66,24 +66,24 @@ func (s *bpfSampler) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *bpfSampler) AddTarget(pid int) error {
+func (s *bpfSampler) AddTarget(pid uint32) error {
 	if err := checkProcess(pid); err != nil {
 		return err
 	}
 	if s.isClosed() {
 		return ErrClosed
 	}
-	return s.prog.AddTarget(uint32(pid))
+	return s.prog.AddTarget(pid)
 }
 
-func (s *bpfSampler) RemoveTarget(pid int) error {
+func (s *bpfSampler) RemoveTarget(pid uint32) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
-	if pid <= 0 {
+	if pid == 0 {
 		return nil
 	}
-	return s.prog.RemoveTarget(uint32(pid))
+	return s.prog.RemoveTarget(pid)
 }
 
 func (s *bpfSampler) isClosed() bool {

@@ -36,7 +36,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddTarget(os.Getpid()); err != nil {
+		if err := s.AddTarget(uint32(os.Getpid())); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Start(context.Background()); err != nil {
@@ -79,12 +79,12 @@ func TestAddTargetWithoutProcess(t *testing.T) {
 	}
 	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread}} {
 		s := newTestSampler(t, cfg)
-		for _, pid := range []int{0, -1, cmd.Process.Pid} {
+		for _, pid := range []uint32{0, 1 << 31, uint32(cmd.Process.Pid)} {
 			if err := s.AddTarget(pid); !errors.Is(err, ErrNoProcess) {
 				t.Errorf("%s/%s: AddTarget(%d) = %v, want ErrNoProcess", cfg.Backend, cfg.RingMode, pid, err)
 			}
 		}
-		if err := s.RemoveTarget(cmd.Process.Pid); err != nil {
+		if err := s.RemoveTarget(uint32(cmd.Process.Pid)); err != nil {
 			t.Errorf("RemoveTarget of a gone process: %v", err)
 		}
 	}

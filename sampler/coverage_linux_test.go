@@ -46,7 +46,7 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 	var samplers []Sampler
 	for _, cfg := range cfgs {
 		s := newTestSampler(t, cfg)
-		if err := s.AddTarget(l.pid()); err != nil {
+		if err := s.AddTarget(uint32(l.pid())); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Start(context.Background()); err != nil {
@@ -103,9 +103,9 @@ func TestJITImageStartedLater(t *testing.T) {
 		}
 		samplers = append(samplers, s)
 	}
-	found := make(chan int, 16)
+	found := make(chan uint32, 16)
 	w, err := targets.New(targets.Config{Images: []string{"lli"}, Interval: 20 * time.Millisecond}, targets.Handler{
-		Added: func(pid int) {
+		Added: func(pid uint32) {
 			for _, s := range samplers {
 				if err := s.AddTarget(pid); err != nil {
 					t.Errorf("add %d: %v", pid, err)
@@ -113,7 +113,7 @@ func TestJITImageStartedLater(t *testing.T) {
 			}
 			found <- pid
 		},
-		Removed: func(pid int) {
+		Removed: func(pid uint32) {
 			for _, s := range samplers {
 				if err := s.RemoveTarget(pid); err != nil {
 					t.Errorf("remove %d: %v", pid, err)
@@ -133,7 +133,7 @@ func TestJITImageStartedLater(t *testing.T) {
 	for waiting := true; waiting; {
 		select {
 		case pid := <-found:
-			if pid == l.pid() {
+			if pid == uint32(l.pid()) {
 				waiting = false
 			} else {
 				t.Logf("found pid %d (another lli-14), waiting for %d", pid, l.pid())

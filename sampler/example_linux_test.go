@@ -21,7 +21,7 @@ func ExampleNew() {
 	}
 	defer s.Close()
 	fmt.Println("sampling", s.Event(), "with", s.Backend())
-	if err := s.AddTarget(os.Getpid()); err != nil {
+	if err := s.AddTarget(uint32(os.Getpid())); err != nil {
 		fmt.Println(err)
 		return
 	}

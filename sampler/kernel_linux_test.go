@@ -17,7 +17,7 @@ func TestKernelSamplesCountedApart(t *testing.T) {
 		var samplers []Sampler
 		for _, b := range []Backend{BackendBPF, BackendRing} {
 			s := newTestSampler(t, Config{Backend: b, IncludeKernel: include, FreqHz: 4000})
-			if err := s.AddTarget(os.Getpid()); err != nil {
+			if err := s.AddTarget(uint32(os.Getpid())); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Start(context.Background()); err != nil {

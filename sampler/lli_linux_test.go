@@ -37,7 +37,7 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 			if s.Backend() != b {
 				t.Fatalf("asked for %s, got %s", b, s.Backend())
 			}
-			if err := s.AddTarget(l.pid()); err != nil {
+			if err := s.AddTarget(uint32(l.pid())); err != nil {
 				t.Fatal(err)
 			}
 			samplers = append(samplers, s)

@@ -29,7 +29,7 @@ type ringSampler struct {
 	agg      *aggregate
 	waiter   *ringWaiter // wakes readLoop when a ring is half full
 	cpuRings []*perf.Event
-	threads  map[int]*threadEvents // per-thread mode: by target pid
+	threads  map[uint32]*threadEvents // per-thread mode: by target pid
 	cpus     []int
 	raw      perf.RawRecord
 	started  bool
@@ -65,7 +65,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	s := &ringSampler{
 		cfg: cfg, choice: choice, spec: spec, mode: mode, pages: pages, log: cfg.Logger,
-		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[int]*threadEvents),
+		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[uint32]*threadEvents),
 		expired: expired, cancel: cancel,
 	}
 	cpus, err := onlineCPUs()
@@ -208,7 +208,7 @@ func (s *ringSampler) readRingLocked(ev *perf.Event) {
 	}
 }
 
-func (s *ringSampler) AddTarget(pid int) error {
+func (s *ringSampler) AddTarget(pid uint32) error {
 	if err := checkProcess(pid); err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (s *ringSampler) AddTarget(pid int) error {
 	if s.closed {
 		return ErrClosed
 	}
-	s.agg.targets[uint32(pid)] = struct{}{}
+	s.agg.targets[pid] = struct{}{}
 	if s.mode != RingPerThread {
 		return nil
 	}
@@ -227,14 +227,14 @@ func (s *ringSampler) AddTarget(pid int) error {
 	te := &threadEvents{rings: make([]*perf.Event, len(s.cpus))}
 	if err := s.openThreads(pid, te); err != nil {
 		te.close()
-		delete(s.agg.targets, uint32(pid))
+		delete(s.agg.targets, pid)
 		return fmt.Errorf("sampler: add target %d: %w", pid, err)
 	}
 	s.threads[pid] = te
 	return nil
 }
 
-func (s *ringSampler) RemoveTarget(pid int) error {
+func (s *ringSampler) RemoveTarget(pid uint32) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -247,7 +247,7 @@ func (s *ringSampler) RemoveTarget(pid int) error {
 	for _, ev := range s.cpuRings {
 		s.readRingLocked(ev)
 	}
-	delete(s.agg.targets, uint32(pid))
+	delete(s.agg.targets, pid)
 	return nil
 }
 

@@ -47,7 +47,7 @@ func (te *threadEvents) all() []*perf.Event {
 // their counts stay until drained.
 func (s *ringSampler) reapLocked() {
 	for pid, te := range s.threads {
-		if unix.Kill(pid, 0) != unix.ESRCH {
+		if unix.Kill(int(pid), 0) != unix.ESRCH {
 			continue
 		}
 		s.dropThreadsLocked(pid, te)
@@ -56,7 +56,7 @@ func (s *ringSampler) reapLocked() {
 }
 
 // dropThreadsLocked reads the rings of a per-thread target and closes its events.
-func (s *ringSampler) dropThreadsLocked(pid int, te *threadEvents) {
+func (s *ringSampler) dropThreadsLocked(pid uint32, te *threadEvents) {
 	for _, ev := range te.rings {
 		if ev != nil {
 			s.readRingLocked(ev)
@@ -69,10 +69,10 @@ func (s *ringSampler) dropThreadsLocked(pid int, te *threadEvents) {
 // openThreads opens inheriting events on every thread of pid. It lists the threads until a
 // pass finds none it has not seen: a thread created during a pass by a thread that had no
 // event yet is caught by the next pass.
-func (s *ringSampler) openThreads(pid int, te *threadEvents) error {
+func (s *ringSampler) openThreads(pid uint32, te *threadEvents) error {
 	seen := make(map[int]bool)
 	for {
-		entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		entries, err := os.ReadDir("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/task")
 		if err != nil {
 			return err
 		}

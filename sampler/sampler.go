@@ -15,10 +15,10 @@ type Sampler interface {
 	Start(ctx context.Context) error
 	// AddTarget samples every thread of process pid, present and future. A pid with no
 	// process is an error wrapping ErrNoProcess.
-	AddTarget(pid int) error
+	AddTarget(pid uint32) error
 	// RemoveTarget stops sampling pid. Counts already taken are kept for the next Drain.
 	// Removing a pid that is not a target, or that has exited, is not an error.
-	RemoveTarget(pid int) error
+	RemoveTarget(pid uint32) error
 	// Drain returns the counts taken since the previous Drain and forgets them.
 	Drain() (Drained, error)
 	// Stats are totals since New.

@@ -14,7 +14,7 @@ run -bench 'BuildCFG' ./reestimate
 run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
 # symbol bridge (issue 3)
 run -bench 'MapLookup|PageIndexBuild|JitdumpDecode|PerfMapDecode' ./jitmap
-run -bench 'FIFORead' ./fifo
+run -bench 'FIFORead' ./symsource/fifo
 # sampler (issue 4)
 run -bench 'DecodeAggregate' ./sampler
 run -bench 'DaemonCPU' -benchtime 20x ./sampler

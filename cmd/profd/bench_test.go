@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
-	"golang.org/x/sys/unix"
+	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // benchProfd is the profd binary running for a benchmark, with its summaries parsed.
@@ -239,7 +241,7 @@ func writeLoads(b *testing.B, path string, pid uint32, n int) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	w, err := jitmap.NewJitdumpWriter(f, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 1})
+	w, err := jitdumptest.NewWriter(f, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

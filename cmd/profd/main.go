@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -122,11 +123,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.Usage = func() {}
 	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
-			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
 			if err != nil {
 				return fmt.Errorf("not a pid: %q", f)
 			}
-			cfg.Pids = append(cfg.Pids, pid)
+			if pid <= 0 || pid > math.MaxInt32 {
+				return fmt.Errorf("--pid %d: not a process id", pid)
+			}
+			cfg.Pids = append(cfg.Pids, uint32(pid))
 		}
 		return nil
 	})

@@ -1,14 +1,13 @@
 package gdbjit
 
 import (
-	"bufio"
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/profd/profd/internal/procfs"
 )
 
 const descriptorSymbol = "__jit_debug_descriptor"
@@ -37,40 +36,26 @@ type candidate struct {
 // candidates lists the files of pid's mappings at file offset 0 that are the executable or a
 // libLLVM library.
 func candidates(pid uint32) ([]candidate, error) {
-	p := "/proc/" + strconv.FormatUint(uint64(pid), 10)
-	exe, _ := os.Readlink(p + "/exe")
-	data, err := os.ReadFile(p + "/maps")
-	if err != nil {
+	exe, _ := os.Readlink(procfs.Path(pid, "exe"))
+	maps, err := procfs.ReadMaps(pid)
+	if maps == nil && err != nil {
 		return nil, fmt.Errorf("gdbjit: pid %d: %w", pid, err)
 	}
 	var out []candidate
 	seen := map[fileKey]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || f[2] != "00000000" || !strings.HasPrefix(f[5], "/") {
+	for _, m := range maps {
+		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") {
 			continue
 		}
-		path := strings.Join(f[5:], " ")
-		if path != exe && !strings.HasPrefix(filepath.Base(path), "libLLVM") {
+		if m.Path != exe && !strings.HasPrefix(filepath.Base(m.Path), "libLLVM") {
 			continue
 		}
-		inode, err1 := strconv.ParseUint(f[4], 10, 64)
-		dash := strings.IndexByte(f[0], '-')
-		if err1 != nil || dash < 0 {
-			continue
-		}
-		start, err := strconv.ParseUint(f[0][:dash], 16, 64)
-		if err != nil {
-			continue
-		}
-		k := fileKey{dev: f[3], inode: inode}
+		k := fileKey{dev: m.Dev, inode: m.Inode}
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		out = append(out, candidate{key: k, path: path, start: start})
+		out = append(out, candidate{key: k, path: m.Path, start: m.Start})
 	}
 	return out, nil
 }
@@ -78,7 +63,7 @@ func candidates(pid uint32) ([]candidate, error) {
 // lookupSymbol reads the descriptor's symbol from the ELF file at path (through the
 // process's root, so a target in another mount namespace is read right).
 func lookupSymbol(pid uint32, path string) (symbolInfo, error) {
-	f, err := elf.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/root" + path)
+	f, err := elf.Open(procfs.Root(pid) + path)
 	if err != nil {
 		return symbolInfo{}, fmt.Errorf("gdbjit: %s: %w", path, err)
 	}

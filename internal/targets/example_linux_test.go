@@ -16,10 +16,10 @@ func Example() {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 
-	found := make(chan int, 1)
+	found := make(chan uint32, 1)
 	w, err := targets.New(targets.Config{Images: []string{"sleep"}}, targets.Handler{
-		Added: func(pid int) {
-			if pid == cmd.Process.Pid {
+		Added: func(pid uint32) {
+			if pid == uint32(cmd.Process.Pid) {
 				found <- pid
 			}
 		},
@@ -30,6 +30,6 @@ func Example() {
 	}
 	w.Start(context.Background())
 	defer w.Close()
-	fmt.Println("found the sleep:", <-found == cmd.Process.Pid)
+	fmt.Println("found the sleep:", <-found == uint32(cmd.Process.Pid))
 	// Output: found the sleep: true
 }

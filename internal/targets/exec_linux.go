@@ -33,7 +33,7 @@ func listenExec() (*execListener, error) {
 
 // read blocks until a datagram arrives and returns its exec tgids. After Close it returns
 // an error wrapping os.ErrClosed.
-func (l *execListener) read() ([]int, error) {
+func (l *execListener) read() ([]uint32, error) {
 	n, err := l.f.Read(l.buf)
 	if err != nil {
 		if errors.Is(err, unix.ENOBUFS) {

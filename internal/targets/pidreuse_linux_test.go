@@ -20,7 +20,7 @@ func TestPinnedPidNotReused(t *testing.T) {
 	}
 	pid := first.Process.Pid
 	var r recorder
-	w, err := New(Config{PIDs: []int{pid}, ScanOnly: true}, r.handler())
+	w, err := New(Config{PIDs: []uint32{uint32(pid)}, ScanOnly: true}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,9 @@ var errBadProcEvent = errors.New("bad process event")
 // execTGIDs returns the tgid of every exec event in a datagram from the connector. Other
 // events are skipped; a message that does not fit is reported with its byte offset, and the
 // events before it are still returned.
-func execTGIDs(buf []byte) ([]int, error) {
+func execTGIDs(buf []byte) ([]uint32, error) {
 	ne := binary.NativeEndian
-	var tgids []int
+	var tgids []uint32
 	for off := 0; off < len(buf); {
 		if len(buf)-off < nlmsgHeaderBytes {
 			return tgids, fmt.Errorf("targets: process event at byte %d: %w: %d bytes left", off, errBadProcEvent, len(buf)-off)
@@ -42,7 +42,7 @@ func execTGIDs(buf []byte) ([]int, error) {
 			idx, val := ne.Uint32(msg), ne.Uint32(msg[4:])
 			ev := msg[cnMsgBytes:]
 			if idx == cnIdxProc && val == cnValProc && ne.Uint32(ev) == procEventExec && len(ev) >= procEventHead+8 {
-				tgids = append(tgids, int(ne.Uint32(ev[procEventHead+4:])))
+				tgids = append(tgids, ne.Uint32(ev[procEventHead+4:]))
 			}
 		}
 		off += (size + 3) &^ 3 // NLMSG_ALIGN

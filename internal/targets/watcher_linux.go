@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/profd/profd/internal/procstat"
+	"github.com/profd/profd/internal/procfs"
 )
 
 // DefaultInterval is how often /proc is scanned for image targets (explicit pids are
@@ -32,7 +30,7 @@ var ErrNoProcess = errors.New("no such process")
 
 // Config says which processes are targets.
 type Config struct {
-	PIDs     []int         // explicit targets (all their threads)
+	PIDs     []uint32      // explicit targets (all their threads)
 	Images   []string      // base names of executables, e.g. "lli"; each matches /proc/PID/exe or comm
 	Interval time.Duration // 0 means DefaultInterval
 	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
@@ -44,8 +42,8 @@ type Config struct {
 
 // Handler receives target changes. Nil functions are skipped.
 type Handler struct {
-	Added   func(pid int)
-	Removed func(pid int)
+	Added   func(pid uint32)
+	Removed func(pid uint32)
 }
 
 // Watcher tracks the target set.
@@ -53,16 +51,16 @@ type Watcher struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
-	self    int
+	self    uint32
 
 	mu      sync.Mutex
-	current map[int]uint64 // pid -> start time (clock ticks since boot)
+	current map[uint32]uint64 // pid -> start time (clock ticks since boot)
 	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
 	// back with another start time is another process and no target. Read-only after New.
-	pinned map[int]uint64
+	pinned map[uint32]uint64
 	// exits holds a pidfd per explicit pid (read-only after New); scanPinned is set when one
 	// could not be opened (Linux before 5.10), so that explicit pids are polled as well.
-	exits      map[int]*exitWatch
+	exits      map[uint32]*exitWatch
 	scanPinned bool
 
 	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
@@ -72,7 +70,7 @@ type Watcher struct {
 	// ctx is Start's; nil before Start. Image targets found after Start get a pidfd each in
 	// targetExits (guarded by mu), so their exits are reported at once.
 	ctx         context.Context
-	targetExits map[int]*exitWatch
+	targetExits map[uint32]*exitWatch
 	wg          sync.WaitGroup
 }
 
@@ -84,9 +82,9 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: os.Getpid(),
-		current: make(map[int]uint64), pinned: make(map[int]uint64), exits: make(map[int]*exitWatch),
-		targetExits: make(map[int]*exitWatch), cancel: func() {}}
+	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
+		current: make(map[uint32]uint64), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		targetExits: make(map[uint32]*exitWatch), cancel: func() {}}
 	for _, pid := range cfg.PIDs {
 		st, err := startTime(pid)
 		if err != nil {
@@ -126,7 +124,7 @@ func (w *Watcher) closeExits() {
 
 // watchTarget watches the exit of image target pid, found with start time st. Called with
 // scanMu held, after Start.
-func (w *Watcher) watchTarget(pid int, st uint64) {
+func (w *Watcher) watchTarget(pid uint32, st uint64) {
 	e, err := watchExit(pid)
 	if err != nil {
 		w.log.Debug("targets: no pidfd; its exit is seen by a scan", "pid", pid, "err", err)
@@ -151,7 +149,7 @@ func (w *Watcher) watchTarget(pid int, st uint64) {
 }
 
 // unwatchTarget drops image target pid's pidfd. Called with scanMu held.
-func (w *Watcher) unwatchTarget(pid int) {
+func (w *Watcher) unwatchTarget(pid uint32) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.targetExits[pid]; e != nil {
@@ -240,7 +238,7 @@ func (w *Watcher) Close() {
 // it gone from the moment it is a zombie, practically the same moment; scanning goes on
 // every 10 ms while alive says it is still a target. Should the wait fail, the pid is polled
 // every Interval. A nil e means the process is known to be gone already.
-func (w *Watcher) exitLoop(ctx context.Context, pid int, e *exitWatch, alive func() bool) {
+func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive func() bool) {
 	defer w.wg.Done()
 	every := 10 * time.Millisecond
 	if e != nil {
@@ -296,7 +294,7 @@ func (w *Watcher) execLoop(l *execListener) {
 
 // checkExec reports pid if it has just exec'd the image, and drops it if it exec'd away
 // from it.
-func (w *Watcher) checkExec(pid int) {
+func (w *Watcher) checkExec(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	if pid == w.self {
@@ -322,15 +320,15 @@ func (w *Watcher) checkExec(pid int) {
 	}
 	w.mu.Unlock()
 	if had {
-		w.report(nil, []int{pid})
+		w.report(nil, []uint32{pid})
 	}
 	if st != 0 {
-		w.report([]int{pid}, nil)
+		w.report([]uint32{pid}, nil)
 	}
 }
 
 // report hands removals, then additions, to the handler. Called with scanMu held.
-func (w *Watcher) report(added, removed []int) {
+func (w *Watcher) report(added, removed []uint32) {
 	for _, pid := range removed {
 		w.unwatchTarget(pid)
 		w.log.Info("targets: process gone", "pid", pid)
@@ -353,10 +351,10 @@ func (w *Watcher) report(added, removed []int) {
 }
 
 // Targets lists the current targets in increasing order.
-func (w *Watcher) Targets() []int {
+func (w *Watcher) Targets() []uint32 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]int, 0, len(w.current))
+	out := make([]uint32, 0, len(w.current))
 	for pid := range w.current {
 		out = append(out, pid)
 	}
@@ -368,7 +366,7 @@ func (w *Watcher) Targets() []int {
 func (w *Watcher) Scan() {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
-	found := make(map[int]uint64)
+	found := make(map[uint32]uint64)
 	for pid := range w.pinned {
 		if st, ok := w.pinnedAlive(pid); ok {
 			found[pid] = st
@@ -380,7 +378,8 @@ func (w *Watcher) Scan() {
 			w.log.Warn("targets: list /proc", "err", err)
 		}
 		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
+			n, err := strconv.ParseUint(e.Name(), 10, 32)
+			pid := uint32(n)
 			if err != nil || pid == w.self || found[pid] != 0 {
 				continue
 			}
@@ -394,7 +393,7 @@ func (w *Watcher) Scan() {
 	}
 
 	w.mu.Lock()
-	var added, removed []int
+	var added, removed []uint32
 	for pid, st := range w.current {
 		if found[pid] != st {
 			removed = append(removed, pid)
@@ -416,7 +415,7 @@ func (w *Watcher) Scan() {
 
 // pinnedAlive reports whether pid is an explicit target that still runs: the same process
 // New saw, not a later one that reuses its pid. It returns its start time.
-func (w *Watcher) pinnedAlive(pid int) (uint64, bool) {
+func (w *Watcher) pinnedAlive(pid uint32) (uint64, bool) {
 	want, ok := w.pinned[pid]
 	if !ok {
 		return 0, false
@@ -430,14 +429,10 @@ func (w *Watcher) pinnedAlive(pid int) (uint64, bool) {
 
 // matches reports whether pid runs one of the images: the base name of its executable, or
 // its comm (the name it was started as, truncated to 15 bytes by the kernel).
-func (w *Watcher) matches(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid)
-	exe, _ := os.Readlink(dir + "/exe")
-	exe = filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	commBytes, _ := os.ReadFile(dir + "/comm")
-	comm := strings.TrimSuffix(string(commBytes), "\n")
+func (w *Watcher) matches(pid uint32) bool {
+	exe, comm := procfs.Exe(pid), procfs.Comm(pid)
 	for _, image := range w.cfg.Images {
-		if exe == image {
+		if exe != "" && exe == image {
 			return true
 		}
 		if len(image) > 15 {
@@ -450,12 +445,12 @@ func (w *Watcher) matches(pid int) bool {
 	return false
 }
 
-// startTime is when process pid started, in clock ticks since boot (procstat.StartTicks),
+// startTime is when process pid started, in clock ticks since boot (procfs.StartTicks),
 // plus one so that 0 can mean "absent". A pid that comes back with another start time is
 // another process. A zombie counts as gone.
-func startTime(pid int) (uint64, error) {
-	st, err := procstat.StartTicks(pid)
-	if errors.Is(err, procstat.ErrExited) {
+func startTime(pid uint32) (uint64, error) {
+	st, err := procfs.StartTicks(pid)
+	if errors.Is(err, procfs.ErrExited) {
 		return 0, fmt.Errorf("targets: pid %d: exited: %w", pid, ErrNoProcess)
 	}
 	if err != nil {

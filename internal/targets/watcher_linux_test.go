@@ -13,20 +13,20 @@ import (
 // recorder collects what a Watcher reports.
 type recorder struct {
 	mu             sync.Mutex
-	added, removed []int
+	added, removed []uint32
 }
 
 func (r *recorder) handler() Handler {
 	return Handler{
-		Added:   func(pid int) { r.mu.Lock(); r.added = append(r.added, pid); r.mu.Unlock() },
-		Removed: func(pid int) { r.mu.Lock(); r.removed = append(r.removed, pid); r.mu.Unlock() },
+		Added:   func(pid uint32) { r.mu.Lock(); r.added = append(r.added, pid); r.mu.Unlock() },
+		Removed: func(pid uint32) { r.mu.Lock(); r.removed = append(r.removed, pid); r.mu.Unlock() },
 	}
 }
 
-func (r *recorder) has(list *[]int, pid int) bool {
+func (r *recorder) has(list *[]uint32, pid int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Contains(*list, pid)
+	return slices.Contains(*list, uint32(pid))
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -65,7 +65,7 @@ func TestImageFoundBeforeAndAfter(t *testing.T) {
 
 	after := startSleep(t)
 	eventually(t, "the later sleep", func() bool { return r.has(&r.added, after.Process.Pid) })
-	if !slices.Contains(w.Targets(), after.Process.Pid) {
+	if !slices.Contains(w.Targets(), uint32(after.Process.Pid)) {
 		t.Errorf("Targets() = %v lacks %d", w.Targets(), after.Process.Pid)
 	}
 
@@ -80,12 +80,12 @@ func TestImageFoundBeforeAndAfter(t *testing.T) {
 func TestExplicitPID(t *testing.T) {
 	p := startSleep(t)
 	var r recorder
-	w, err := New(Config{PIDs: []int{p.Process.Pid}, Images: []string{"no-such-image"}}, r.handler())
+	w, err := New(Config{PIDs: []uint32{uint32(p.Process.Pid)}, Images: []string{"no-such-image"}}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Scan()
-	if got := w.Targets(); !slices.Equal(got, []int{p.Process.Pid}) {
+	if got := w.Targets(); !slices.Equal(got, []uint32{uint32(p.Process.Pid)}) {
 		t.Fatalf("Targets() = %v, want [%d]", got, p.Process.Pid)
 	}
 	p.Process.Kill()
@@ -94,7 +94,7 @@ func TestExplicitPID(t *testing.T) {
 	if got := w.Targets(); len(got) != 0 || !r.has(&r.removed, p.Process.Pid) {
 		t.Fatalf("after exit: Targets() = %v, removed %v", got, r.removed)
 	}
-	if _, err := New(Config{PIDs: []int{p.Process.Pid}}, Handler{}); err == nil {
+	if _, err := New(Config{PIDs: []uint32{uint32(p.Process.Pid)}}, Handler{}); err == nil {
 		t.Errorf("New with an exited pid: no error")
 	}
 }
@@ -166,7 +166,7 @@ func TestPinnedExitWithoutScans(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var r recorder
-	w, err := New(Config{PIDs: []int{cmd.Process.Pid}, Interval: time.Hour}, r.handler())
+	w, err := New(Config{PIDs: []uint32{uint32(cmd.Process.Pid)}, Interval: time.Hour}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,154 @@
+// Package enrich fills in what a JIT's symbol record leaves out, from the live process: the
+// code bytes of a perf-map symbol (read with process_vm_readv, so analysis later does not
+// need the process), and the DWARF discriminators of a code load's line entries (from the
+// debug object the JIT registered with the GDB JIT interface, package internal/gdbjit).
+//
+//	e := enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: log})
+//	e.Load(load) // before the load is applied; may wait up to 55 ms for a debug object
+//	e.Forget(pid) // when the process is gone
+//
+// It runs on the daemon's symbol stage, never on a reader of a FIFO or file: Load may wait
+// for a JIT that registers its debug object just after writing the record. An Enricher is
+// safe for concurrent use.
+package enrich
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/profd/profd/internal/gdbjit"
+	"github.com/profd/profd/internal/procmem"
+	"github.com/profd/profd/jitmap"
+)
+
+// DefaultMaxCodeBytes is Config.MaxCodeBytes's default: the largest perf-map symbol whose
+// code is read from the process.
+const DefaultMaxCodeBytes = 1 << 20
+
+// Config says what to fill in.
+type Config struct {
+	// ReadCode reads the code bytes of loads that came without them (perf-map lines).
+	ReadCode bool
+	// MaxCodeBytes bounds ReadCode per symbol; 0 means DefaultMaxCodeBytes.
+	MaxCodeBytes int
+	// ReadDiscriminators gives the line entries of loads the discriminators of the
+	// process's GDB JIT debug objects. Processes without __jit_debug_descriptor are left
+	// alone.
+	ReadDiscriminators bool
+	// Logger gets debug lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats are an Enricher's counters.
+type Stats struct {
+	CodeReads      uint64 // loads whose code bytes were read from the process
+	CodeReadErrors uint64 // ... and those whose bytes could not be read
+	// DiscriminatedLoads counts loads whose line entries took discriminators.
+	DiscriminatedLoads uint64
+}
+
+// Enricher fills in code loads.
+type Enricher struct {
+	cfg   Config
+	log   *slog.Logger
+	debug *gdbjit.Reader // nil unless ReadDiscriminators
+	// missed holds the pids (uint32) of which a load found no debug object even after the
+	// retries: later loads of theirs look once and do not wait.
+	missed sync.Map
+
+	codeReads, codeReadErrors, discriminated atomic.Uint64
+}
+
+// New returns an Enricher.
+func New(cfg Config) *Enricher {
+	if cfg.MaxCodeBytes <= 0 {
+		cfg.MaxCodeBytes = DefaultMaxCodeBytes
+	}
+	e := &Enricher{cfg: cfg, log: cfg.Logger}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReadDiscriminators {
+		e.debug = gdbjit.NewReader(gdbjit.Options{})
+	}
+	return e
+}
+
+// Stats returns the counters.
+func (e *Enricher) Stats() Stats {
+	return Stats{CodeReads: e.codeReads.Load(), CodeReadErrors: e.codeReadErrors.Load(),
+		DiscriminatedLoads: e.discriminated.Load()}
+}
+
+// Load fills in load's missing code bytes and its line entries' discriminators, as
+// configured. It changes load in place.
+func (e *Enricher) Load(load *jitmap.CodeLoad) {
+	if e.cfg.ReadCode && load.Object.Code == nil {
+		e.fillCode(load)
+	}
+	if e.debug != nil && len(load.Object.Lines) > 0 {
+		e.fillDiscriminators(load)
+	}
+}
+
+// Forget drops what the Enricher keeps of process pid.
+func (e *Enricher) Forget(pid uint32) {
+	if e.debug != nil {
+		e.debug.Forget(pid)
+	}
+	e.missed.Delete(pid)
+}
+
+func (e *Enricher) fillCode(load *jitmap.CodeLoad) {
+	o := &load.Object
+	if o.Size == 0 || o.Size > uint64(e.cfg.MaxCodeBytes) {
+		return
+	}
+	code, err := procmem.Read(load.Pid, o.Addr, int(o.Size))
+	if err != nil {
+		e.codeReadErrors.Add(1)
+		e.log.Debug("enrich: code bytes not readable", "pid", load.Pid, "name", o.Name, "addr", o.Addr, "size", o.Size, "err", err)
+		return
+	}
+	e.codeReads.Add(1)
+	o.Code = code
+}
+
+// debugRetries are the waits before each further look for a code load's debug object: a JIT
+// may register it with the GDB JIT interface just after writing the jitdump record.
+var debugRetries = []time.Duration{5 * time.Millisecond, 50 * time.Millisecond}
+
+// fillDiscriminators gives a load's line entries the discriminators of the process's GDB JIT
+// debug object for the same code (LLVM's MCJIT registers one per object it loads; its DWARF
+// line table is the jitdump's plus discriminators). A process whose debug objects once
+// failed to cover a load even after the waits is not waited for again.
+func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad) {
+	o := &load.Object
+	for try := 0; ; try++ {
+		rows, err := e.debug.Lines(load.Pid)
+		if err != nil {
+			if !errors.Is(err, gdbjit.ErrNoDescriptor) {
+				e.log.Debug("enrich: GDB JIT debug objects not readable", "pid", load.Pid, "err", err)
+			}
+			return
+		}
+		if jitmap.Covers(o, rows) {
+			if jitmap.MergeDiscriminators(o, rows) > 0 {
+				e.discriminated.Add(1)
+			}
+			return
+		}
+		if _, missed := e.missed.Load(load.Pid); missed {
+			return
+		}
+		if try == len(debugRetries) {
+			e.missed.Store(load.Pid, true)
+			e.log.Debug("enrich: no GDB JIT debug object covers the code", "pid", load.Pid, "name", o.Name, "addr", o.Addr)
+			return
+		}
+		time.Sleep(debugRetries[try])
+	}
+}

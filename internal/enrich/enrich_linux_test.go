@@ -1,0 +1,85 @@
+package enrich
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"testing"
+	"unsafe"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/jitmap"
+)
+
+// TestReadCodeOfThisProcess: a perf-map load carries no code; the Enricher reads it from the
+// live process, and a load at an unmapped address keeps no code.
+func TestReadCodeOfThisProcess(t *testing.T) {
+	e := New(Config{ReadCode: true})
+	code := []byte{0x55, 0x48, 0x89, 0xe5, 0x31, 0xc0, 0x5d, 0xc3}
+	pid := uint32(os.Getpid())
+	load := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "jitted_function",
+		Addr: uint64(uintptr(unsafe.Pointer(&code[0]))), Size: uint64(len(code))}}
+	e.Load(load)
+	if !bytes.Equal(load.Object.Code, code) {
+		t.Errorf("code %x, want %x", load.Object.Code, code)
+	}
+	bad := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "unreadable", Addr: 8, Size: 16}}
+	e.Load(bad)
+	if bad.Object.Code != nil {
+		t.Errorf("code of an unmapped address: %x", bad.Object.Code)
+	}
+	if st := e.Stats(); st.CodeReads != 1 || st.CodeReadErrors != 1 {
+		t.Errorf("stats %+v, want 1 code read and 1 failure", st)
+	}
+	// Without ReadCode nothing is read.
+	off := &jitmap.CodeLoad{Pid: pid, Object: load.Object}
+	off.Object.Code = nil
+	New(Config{}).Load(off)
+	if off.Object.Code != nil {
+		t.Error("read code without ReadCode")
+	}
+}
+
+// TestReadCodeOfOtherProcess reads the code of another live process's executable mapping
+// and checks it against /proc/PID/mem.
+func TestReadCodeOfOtherProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := uint32(cmd.Process.Pid)
+	var text *procfs.Mapping
+	for range 100 {
+		maps, err := procfs.ReadMaps(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range maps {
+			if maps[i].Executable() && maps[i].Path != "" && maps[i].Path[0] == '/' {
+				text = &maps[i]
+				break
+			}
+		}
+		if text != nil {
+			break
+		}
+	}
+	if text == nil {
+		t.Fatal("no executable file mapping in sleep")
+	}
+	load := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "f", Addr: text.Start, Size: 64}}
+	New(Config{ReadCode: true}).Load(load)
+	mem, err := os.Open(procfs.Path(pid, "mem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	want := make([]byte, 64)
+	if _, err := mem.ReadAt(want, int64(text.Start)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(load.Object.Code, want) {
+		t.Errorf("code %x, /proc/PID/mem has %x", load.Object.Code, want)
+	}
+}

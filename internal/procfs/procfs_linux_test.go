@@ -1,0 +1,163 @@
+package procfs
+
+import (
+	"bufio"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseMaps(t *testing.T) {
+	data := []byte(`7f0000001000-7f0000002000 r-xp 00000000 00:00 0 
+55d0c0000000-55d0c0021000 r-xp 00002000 fd:01 1234                       /usr/bin/lli-14
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+7f0000003000-7f0000004000 r--s 00000000 00:2a 77 /tmp/jit dir/jit-42.dump (deleted)
+garbage line
+7f0000005000-7f0000004000 r-xp 00000000 00:00 0
+`)
+	got := ParseMaps(data)
+	want := []Mapping{
+		{Start: 0x55d0c0000000, End: 0x55d0c0021000, Perms: "r-xp", Offset: 0x2000, Dev: "fd:01", Inode: 1234, Path: "/usr/bin/lli-14"},
+		{Start: 0x7f0000001000, End: 0x7f0000002000, Perms: "r-xp", Dev: "00:00"},
+		{Start: 0x7f0000003000, End: 0x7f0000004000, Perms: "r--s", Dev: "00:2a", Inode: 77, Path: "/tmp/jit dir/jit-42.dump", Deleted: true},
+		{Start: 0x7ffd00000000, End: 0x7ffd00021000, Perms: "rw-p", Dev: "00:00", Path: "[stack]"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseMaps:\n%+v\nwant\n%+v", got, want)
+	}
+	if m, ok := Find(got, 0x7f0000001800); !ok || !m.Anonymous() || !m.Executable() {
+		t.Errorf("Find anonymous code: %+v %v", m, ok)
+	}
+	if _, ok := Find(got, 0x7f0000002800); ok {
+		t.Error("Find: an address between mappings was found")
+	}
+}
+
+func TestReadMapsSelf(t *testing.T) {
+	maps, err := ReadMaps(uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	found := false
+	for _, m := range maps {
+		if m.Path == exe && m.Executable() {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
+	}
+}
+
+func TestReadStatus(t *testing.T) {
+	st, err := ReadStatus(uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.UID != os.Geteuid() || st.GID != os.Getegid() || st.OwnPid() != uint32(os.Getpid()) {
+		t.Errorf("status %+v, want uid %d gid %d own pid %d", st, os.Geteuid(), os.Getegid(), os.Getpid())
+	}
+	if _, ok := parseStatus([]byte("Name:\tx\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nNSpid:\t900\t3\n")); !ok {
+		t.Fatal("parseStatus refused a valid status")
+	}
+	if st, _ := parseStatus([]byte("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nNSpid:\t900\t3\n")); st.UID != 2 || st.GID != 6 || !reflect.DeepEqual(st.NSpid, []uint32{900, 3}) || st.OwnPid() != 3 {
+		t.Errorf("parseStatus: %+v", st)
+	}
+	if _, ok := parseStatus([]byte("Uid:\tx\nGid:\t5\t6\n")); ok {
+		t.Error("parseStatus accepted a bad Uid line")
+	}
+}
+
+func TestEnviron(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "echo ready; exec sleep 5")
+	cmd.Env = []string{"A=1", "JITDUMPDIR=/x/y", "HOME=/home/u", "B"}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // the shell runs
+		t.Fatal(err)
+	}
+	env, err := Environ(uint32(cmd.Process.Pid), "JITDUMPDIR", "HOME", "MISSING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"JITDUMPDIR": "/x/y", "HOME": "/home/u"}; !reflect.DeepEqual(env, want) {
+		t.Errorf("Environ: %v, want %v", env, want)
+	}
+	// A variable set twice takes its first value, as getenv does.
+	env = parseEnviron([]byte("X=1\x00noequals\x00X=2\x00"), []string{"X"})
+	if env["X"] != "1" {
+		t.Errorf("duplicate variable: %v", env)
+	}
+}
+
+func TestReadBoundedTooLarge(t *testing.T) {
+	path := t.TempDir() + "/big"
+	if err := os.WriteFile(path, []byte(strings.Repeat("x", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := readBounded(path, 10)
+	if len(data) != 10 || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("readBounded: %d bytes, %v", len(data), err)
+	}
+}
+
+func TestGoneProcess(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	if _, err := ReadMaps(pid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadMaps of a reaped process: %v", err)
+	}
+	if _, err := ReadStatus(pid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadStatus of a reaped process: %v", err)
+	}
+	if Image(pid) != "pid" {
+		t.Errorf("Image of a reaped process: %q", Image(pid))
+	}
+}
+
+func FuzzParseMaps(f *testing.F) {
+	f.Add([]byte("7f0000001000-7f0000002000 r-xp 00000000 00:00 0 \n55d0c0000000-55d0c0021000 r-xp 00002000 fd:01 1234 /usr/bin/x (deleted)\n"))
+	f.Add([]byte("-\n1-2 a b c d e f\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		maps := ParseMaps(data)
+		for i, m := range maps {
+			if m.End <= m.Start || i > 0 && maps[i-1].Start > m.Start {
+				t.Fatalf("mapping %d: %+v", i, m)
+			}
+		}
+	})
+}
+
+func FuzzParseStatus(f *testing.F) {
+	f.Add([]byte("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nNSpid:\t900\t3\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, ok := parseStatus(data)
+		if ok && (st.UID < 0 || st.GID < 0) {
+			t.Fatalf("accepted %+v", st)
+		}
+	})
+}
+
+func FuzzParseEnviron(f *testing.F) {
+	f.Add([]byte("A=1\x00HOME=/h\x00JITDUMPDIR=/j\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env := parseEnviron(data, []string{"HOME", "JITDUMPDIR"})
+		if len(env) > 2 {
+			t.Fatalf("%d values for 2 names", len(env))
+		}
+	})
+}

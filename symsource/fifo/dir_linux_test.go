@@ -1,0 +1,219 @@
+package fifo
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// privateDir returns a path for a FIFO directory whose parent every user can traverse.
+func privateDir(t *testing.T) string {
+	t.Helper()
+	parent := t.TempDir()
+	for p := parent; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(parent, "profd")
+}
+
+func TestOpenDirMakesPrivateDirWithPidFile(t *testing.T) {
+	path := privateDir(t)
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o711 || !st.IsDir() {
+		t.Errorf("directory mode %v, want drwx--x--x", st.Mode())
+	}
+	pid, err := os.ReadFile(filepath.Join(path, "profd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(pid)); got != strconv.Itoa(os.Getpid()) {
+		t.Errorf("profd.pid holds %q, want %d", got, os.Getpid())
+	}
+	p, err := d.createPipe(4242, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.close()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close the directory is still there (or %v)", err)
+	}
+}
+
+func TestOpenDirRefusesGroupWritableDir(t *testing.T) {
+	path := privateDir(t)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o773); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenDir(path)
+	if !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "writable") {
+		t.Fatalf("OpenDir on a mode 0773 directory: %v, want ErrUnsafeDir naming the mode", err)
+	}
+	if _, err := os.Lstat(filepath.Join(path, "profd.pid")); err == nil {
+		t.Error("a pid file was written into the refused directory")
+	}
+}
+
+func TestOpenDirRefusesWrongOwner(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	path := privateDir(t)
+	if err := os.Mkdir(path, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenDir(path)
+	if !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "owner uid 65534") {
+		t.Fatalf("OpenDir on a directory owned by uid 65534: %v, want ErrUnsafeDir naming the owner", err)
+	}
+}
+
+func TestOpenDirRefusesSymlink(t *testing.T) {
+	path := privateDir(t)
+	real := filepath.Join(filepath.Dir(path), "elsewhere")
+	if err := os.Mkdir(real, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenDir(path)
+	if !errors.Is(err, ErrUnsafeDir) || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("OpenDir on a symlink: %v, want ErrUnsafeDir", err)
+	}
+}
+
+func TestOpenDirRefusesDirOfLiveProfd(t *testing.T) {
+	path := privateDir(t)
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// A second profd (same program name, another live pid) must not take it over.
+	sleeper := exec.Command(os.Args[0], "-test.run=^TestHelperSleep$")
+	sleeper.Env = append(os.Environ(), "PROFD_FIFO_SLEEP=1")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	if err := os.WriteFile(filepath.Join(path, "profd.pid"), []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDir(path); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("OpenDir on a directory a live profd holds: %v, want ErrDirInUse", err)
+	}
+}
+
+// TestHelperSleep is a process of the test binary's name for TestOpenDirRefusesDirOfLiveProfd.
+func TestHelperSleep(t *testing.T) {
+	if os.Getenv("PROFD_FIFO_SLEEP") == "" {
+		t.Skip("helper process only")
+	}
+	time.Sleep(time.Minute)
+}
+
+func TestCreatePipeRefusesSymlink(t *testing.T) {
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(d.Path(), "77.map")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.createPipe(77, 65534, 65534)
+	if !errors.Is(err, ErrNotFIFO) || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("createPipe over a symlink: %v, want ErrNotFIFO naming the symlink", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(victim, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Geteuid()) {
+		t.Errorf("the symlink's target was changed: %+v %v", st, err)
+	}
+}
+
+func TestCreatePipeRefusesRegularFile(t *testing.T) {
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	planted := filepath.Join(d.Path(), "78.map")
+	if err := os.WriteFile(planted, []byte("planted"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.createPipe(78, os.Geteuid(), os.Getegid())
+	if !errors.Is(err, ErrNotFIFO) || !strings.Contains(err.Error(), "regular file") {
+		t.Fatalf("createPipe over a regular file: %v, want ErrNotFIFO naming the regular file", err)
+	}
+	if b, _ := os.ReadFile(planted); string(b) != "planted" {
+		t.Errorf("the planted file changed to %q", b)
+	}
+}
+
+func TestCreatePipeOwnedByTargetUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.createPipe(79, 65534, 65534)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	var st unix.Stat_t
+	if err := unix.Lstat(p.path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO || st.Mode&0o7777 != 0o600 || st.Uid != 65534 {
+		t.Fatalf("FIFO mode %#o uid %d, want FIFO 0600 owned by 65534", st.Mode, st.Uid)
+	}
+	// The target's user reaches its FIFO through the 0711 directory and can write to it.
+	w := exec.Command("/bin/sh", "-c", `printf 'hello' > "$1"`, "sh", p.path)
+	w.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := w.CombinedOutput(); err != nil {
+		t.Fatalf("writing the FIFO as uid 65534: %v: %s", err, out)
+	}
+	buf := make([]byte, 16)
+	n, _ := unix.Read(p.fd, buf)
+	if string(buf[:n]) != "hello" {
+		t.Errorf("read %q from the FIFO, want hello", buf[:n])
+	}
+	// Another unprivileged user may not open it.
+	o := exec.Command("/bin/sh", "-c", `exec 3>"$1"`, "sh", p.path)
+	o.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65533, Gid: 65533}}
+	if err := o.Run(); err == nil {
+		t.Error("uid 65533 opened uid 65534's FIFO")
+	}
+}

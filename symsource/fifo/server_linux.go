@@ -1,0 +1,277 @@
+package fifo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// DefaultReadBufferBytes is Config.ReadBufferBytes's default: one read(2) from a FIFO.
+const DefaultReadBufferBytes = 64 << 10
+
+// Config configures a Server.
+type Config struct {
+	// Dir is the private FIFO directory; "" means DefaultDir().
+	Dir string
+	// Handler receives what each read decoded. It is called from the Server's goroutines
+	// (one per target FIFO), so concurrently for different targets; batches of one FIFO
+	// arrive in order. It must not call Close, AddTarget or RemoveTarget, and should return
+	// soon: while it runs, that FIFO is not read. Required.
+	Handler func(jitmap.Batch)
+	// Logger gets lifecycle lines; nil discards them.
+	Logger *slog.Logger
+	// ReadBufferBytes bounds one read; 0 means DefaultReadBufferBytes.
+	ReadBufferBytes int
+	// Decoder tunes the jitmap decoders (bounds, the clock stamping perf-map loads).
+	Decoder jitmap.DecoderOptions
+}
+
+// Owner is the user a target's FIFO belongs to: the target's effective uid and gid (a
+// FIFO's open is checked against the opener's file-system ids, which follow them).
+type Owner struct{ UID, GID int }
+
+// Stats are the Server's counters since it started.
+type Stats struct {
+	Sessions uint64 // writer sessions begun (the first per target counts when AddTarget returns)
+	jitmap.StreamCounts
+}
+
+// Server owns profd's FIFO directory and one FIFO per target process; it decodes what the
+// JITs write into jitmap events for Config.Handler and keeps counters. Its methods are safe
+// for concurrent use.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	dir    *Dir
+	ctx    context.Context // cancelled by Close or the caller's context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	sessions atomic.Uint64
+	counted  totals
+	mu       sync.Mutex
+	targets  map[uint32]*target
+	closed   bool
+}
+
+// totals sums the counts of every session; readers add to it after each read.
+type totals struct {
+	bytes, records, badRecords, rejectedPid, restarts atomic.Uint64
+}
+
+// target is one process's FIFO and the goroutine reading it.
+type target struct {
+	pid     uint32
+	pipe    *pipe
+	wakeFd  int // eventfd: readable means stop
+	done    chan struct{}
+	stream  *jitmap.Stream      // the current writer session's; the reader goroutine's
+	counted jitmap.StreamCounts // what of stream's counts the totals hold
+}
+
+// Start opens the FIFO directory and starts the Server. Cancelling ctx stops every reader
+// (as Close does, minus the cleanup: call Close to remove the FIFOs and wait).
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("fifo: Config.Handler is nil")
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = DefaultDir()
+	}
+	if cfg.ReadBufferBytes <= 0 {
+		cfg.ReadBufferBytes = DefaultReadBufferBytes
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir, err := OpenDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: logger, dir: dir, targets: map[uint32]*target{}}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx = ctx
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-ctx.Done()
+		s.stopAll()
+	}()
+	logger.Info("fifo: listening", "dir", dir.Path())
+	return s, nil
+}
+
+// Dir is the FIFO directory's path.
+func (s *Server) Dir() string { return s.dir.Path() }
+
+// FIFOPath is where the FIFO of process pid is (or would be).
+func (s *Server) FIFOPath(pid uint32) string { return s.dir.Path() + "/" + fifoName(pid) }
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	c := &s.counted
+	return Stats{Sessions: s.sessions.Load(), StreamCounts: jitmap.StreamCounts{Bytes: c.bytes.Load(),
+		Records: c.records.Load(), BadRecords: c.badRecords.Load(), RejectedPid: c.rejectedPid.Load(),
+		Restarts: c.restarts.Load()}}
+}
+
+// AddTarget creates the FIFO of process pid, owned by owner, and starts reading it.
+func (s *Server) AddTarget(pid uint32, owner Owner) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Checked under mu: stopAll, which wakes every reader once the context is done, takes mu
+	// too, so a reader started here is either woken by it or never started.
+	if s.closed || s.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if _, ok := s.targets[pid]; ok {
+		return nil
+	}
+	p, err := s.dir.createPipe(pid, owner.UID, owner.GID)
+	if err != nil {
+		return err
+	}
+	wakeFd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		p.remove()
+		return fmt.Errorf("fifo: pid %d: %w", pid, os.NewSyscallError("eventfd", err))
+	}
+	t := &target{pid: pid, pipe: p, wakeFd: wakeFd, done: make(chan struct{})}
+	s.targets[pid] = t
+	// The first session begins here, not in the goroutine, so that Stats counts it when
+	// AddTarget returns: a later change of Sessions then means a session ended.
+	s.newSession(t)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(t.done)
+		s.readLoop(t)
+	}()
+	return nil
+}
+
+// RemoveTarget stops reading pid's FIFO (after delivering what it already holds) and
+// removes the FIFO.
+func (s *Server) RemoveTarget(pid uint32) {
+	s.mu.Lock()
+	t, ok := s.targets[pid]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	wake(t.wakeFd)
+	<-t.done
+	s.mu.Lock()
+	delete(s.targets, pid)
+	s.mu.Unlock()
+	t.pipe.remove()
+	unix.Close(t.wakeFd)
+}
+
+// stopAll wakes every reader; they drain their FIFOs and return.
+func (s *Server) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.targets {
+		wake(t.wakeFd)
+	}
+}
+
+// Close stops every reader, waits for them, and removes the FIFOs, the pid file and (if
+// Start made it) the directory.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	for pid, t := range s.targets {
+		t.pipe.close()
+		unix.Close(t.wakeFd)
+		delete(s.targets, pid)
+	}
+	s.mu.Unlock()
+	return s.dir.Close()
+}
+
+// readLoop reads one target's FIFO until woken, one stream per writer session.
+func (s *Server) readLoop(t *target) {
+	buf := make([]byte, s.cfg.ReadBufferBytes)
+	for {
+		n, eof, err := t.pipe.read(buf, t.wakeFd)
+		if n > 0 {
+			s.deliver(t, t.stream.Write(buf[:n]))
+		}
+		if eof {
+			s.endSession(t)
+			s.newSession(t)
+		}
+		if errors.Is(err, errWoken) {
+			s.drain(t, buf)
+			return
+		}
+		if err != nil {
+			s.endSession(t)
+			s.log.Error("fifo: reader stopped", "pid", t.pid, "err", err)
+			return
+		}
+	}
+}
+
+// drain decodes what the FIFO still holds when the reader is told to stop, so nothing a JIT
+// already sent is lost.
+func (s *Server) drain(t *target, buf []byte) {
+	for {
+		n, err := unix.Read(t.pipe.fd, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		s.deliver(t, t.stream.Write(buf[:n]))
+	}
+	s.endSession(t)
+}
+
+// deliver counts what t's stream decoded since the last call and hands b on.
+func (s *Server) deliver(t *target, b jitmap.Batch) {
+	now := t.stream.Counts()
+	c, was := &s.counted, t.counted
+	c.bytes.Add(now.Bytes - was.Bytes)
+	c.records.Add(now.Records - was.Records)
+	c.badRecords.Add(now.BadRecords - was.BadRecords)
+	c.rejectedPid.Add(now.RejectedPid - was.RejectedPid)
+	c.restarts.Add(now.Restarts - was.Restarts)
+	t.counted = now
+	if len(b.Events) > 0 || len(b.Errs) > 0 {
+		s.cfg.Handler(b)
+	}
+}
+
+func (s *Server) newSession(t *target) {
+	s.sessions.Add(1)
+	t.stream = jitmap.NewStream(t.pid, jitmap.SourceFIFO, t.pipe.path, s.cfg.Decoder)
+	t.counted = jitmap.StreamCounts{}
+}
+
+// endSession ends the writer session: a partial record is reported.
+func (s *Server) endSession(t *target) { s.deliver(t, t.stream.Finish()) }
+
+// wake makes an eventfd readable for good.
+func wake(fd int) {
+	var one = [8]byte{1}
+	_, _ = unix.Write(fd, one[:])
+}

@@ -1,0 +1,7 @@
+package files
+
+import "errors"
+
+// ErrNotRegular: a jitdump or perf-map file of a target is a symlink, not a regular file,
+// or owned by neither the target's user nor root; it is not read.
+var ErrNotRegular = errors.New("not a regular file of the target's user")

@@ -1,0 +1,212 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/symtest"
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/jitmap"
+)
+
+// TestTailJitdumpFileAsItAppears: the jitdump root does not exist when the Server starts; a
+// JIT then makes it, an lli-style llvm-IR-jit-* subdirectory, and jit-PID.dump, and appends
+// to it in pieces. Every record arrives, tagged as from a jitdump file.
+func TestTailJitdumpFileAsItAppears(t *testing.T) {
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "jd", ".debug", "jit")
+	s, c, logs := startTailer(t, Config{JitdumpDir: root, PerfMapDir: filepath.Join(tmp, "pm")})
+	pid := uint32(os.Getpid())
+	s.AddTarget(pid, os.Geteuid())
+	sub := filepath.Join(root, "llvm-IR-jit-20261122-abcdef")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stream := symtest.JitdumpStream(t, pid, "first", "second", "third")
+	path := filepath.Join(sub, fmt.Sprintf("jit-%d.dump", pid))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	half := len(stream) / 2 // mid-record
+	f.Write(stream[:half])
+	c.WaitFor(t, "the first record", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) >= 1 })
+	f.Write(stream[half:])
+	evs := c.WaitFor(t, "all three records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 3 })
+	for _, e := range evs {
+		if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid {
+			t.Errorf("event from %v pid %d, want jitdump-file pid %d", e.Source, e.Pid, pid)
+		}
+	}
+	if got := symtest.Describe(evs); got != "load:first load:second load:third " {
+		t.Errorf("events %q\n%s", got, logs)
+	}
+}
+
+// startPerfMapTailer starts a Tailer that reads perf maps in a new directory (and no
+// jitdumps), and returns it with this process's pid and the path of its perf-PID.map there,
+// not yet written.
+func startPerfMapTailer(t *testing.T) (s *Tailer, c *symtest.Collector, logs *testenv.SyncBuffer, pid uint32, path string) {
+	t.Helper()
+	pm := t.TempDir()
+	s, c, logs = startTailer(t, Config{JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	pid = uint32(os.Getpid())
+	return s, c, logs, pid, filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
+}
+
+// TestTailPerfMapFile: /tmp/perf-PID.map-style files are read as the JIT appends lines.
+func TestTailPerfMapFile(t *testing.T) {
+	s, c, _, pid, path := startPerfMapTailer(t)
+	// Lines written before profd knew the target are read from the start.
+	if err := os.WriteFile(path, []byte("1000 10 early\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.AddTarget(pid, os.Geteuid())
+	c.WaitFor(t, "the early line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write([]byte("2000 20 la"))
+	f.Write([]byte("te\n3000 30 later_still\n"))
+	evs := c.WaitFor(t, "the appended lines", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 3 })
+	if got := symtest.Describe(evs); got != "load:early load:late load:later_still " {
+		t.Errorf("events %q", got)
+	}
+	if evs[2].Source != jitmap.SourcePerfMapFile {
+		t.Errorf("source %v, want perf-map-file", evs[2].Source)
+	}
+}
+
+// TestTailSkipsFileOlderThanProcess: a perf-PID.map last written before the target started
+// is an earlier process's with the same pid, and is not read; once the target writes it
+// anew it is.
+func TestTailSkipsFileOlderThanProcess(t *testing.T) {
+	s, c, logs, pid, path := startPerfMapTailer(t)
+	if err := os.WriteFile(path, []byte("1000 10 earlier_process\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-24 * time.Hour) // before this test binary started
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	s.AddTarget(pid, os.Geteuid())
+	time.Sleep(300 * time.Millisecond) // a file read at AddTarget shows up well within this
+	if evs := c.Events(); symtest.CountLoads(evs) != 0 {
+		t.Fatalf("read a file older than the process: %s", symtest.Describe(evs))
+	}
+	if !strings.Contains(logs.String(), "older than its process") {
+		t.Errorf("no log line for the stale file:\n%s", logs.String())
+	}
+	if err := os.WriteFile(path, []byte("2000 20 this_process\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs := c.WaitFor(t, "the rewritten file", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
+	if got := symtest.Describe(evs); got != "load:this_process " {
+		t.Errorf("events %q", got)
+	}
+}
+
+// TestTailRefusesPlantedSymlink: a perf-PID.map that is a symlink (to a file someone wants
+// profd to read) is not followed.
+func TestTailRefusesPlantedSymlink(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("1000 10 secret_symbol\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, c, logs, pid, path := startPerfMapTailer(t)
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	s.AddTarget(pid, os.Geteuid())
+	s.mu.Lock()
+	tailed := len(s.files)
+	s.mu.Unlock()
+	if tailed != 0 {
+		t.Errorf("tailing %d files, want none: the only candidate is a symlink", tailed)
+	}
+	if !strings.Contains(logs.String(), "not tailing") || !strings.Contains(logs.String(), "a symlink, not followed") {
+		t.Errorf("no log line refusing the symlink:\n%s", logs)
+	}
+	if n := len(c.Events()); n != 0 {
+		t.Errorf("%d events read through a planted symlink", n)
+	}
+}
+
+// TestTailLLIJitdump runs lli-14 (MCJIT writes $JITDUMPDIR/.debug/jit/llvm-IR-jit-*/jit-PID.dump)
+// and checks that the functions it compiled are found in its jitdump file.
+func TestTailLLIJitdump(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("lli-14"))
+	jd := t.TempDir()
+	s, c, logs := startTailer(t, Config{JitdumpDir: filepath.Join(jd, ".debug", "jit"), PerfMapDir: t.TempDir()})
+	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "testdata/sleeper.ll")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+jd)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	s.AddTarget(pid, os.Geteuid())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lli-14: %v\n%s", err, out.String())
+	}
+	evs := c.WaitFor(t, "lli's work and main", func(evs []symtest.Event) bool {
+		names := symtest.Describe(evs)
+		return strings.Contains(names, "load:work ") && strings.Contains(names, "load:main ")
+	})
+	for _, e := range evs {
+		if l, ok := e.Event.(*jitmap.CodeLoad); ok {
+			if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid || l.Object.Addr == 0 || uint64(len(l.Object.Code)) != l.Object.Size {
+				t.Errorf("%s from %v pid %d at %#x, %d of %d code bytes\n%s", l.Object.Name, e.Source, e.Pid, l.Object.Addr, len(l.Object.Code), l.Object.Size, logs)
+			}
+		}
+	}
+}
+
+// TestTailRefusesFileOfAnotherUser: a perf-PID.map owned by a user who is neither the target's
+// nor root is not read.
+func TestTailRefusesFileOfAnotherUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	s, _, logs, pid, path := startPerfMapTailer(t) // runs as root
+	if err := os.WriteFile(path, []byte("1000 10 planted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	s.AddTarget(pid, os.Geteuid())
+	if !strings.Contains(logs.String(), "owner uid 65534 is neither") {
+		t.Errorf("no log line refusing the file of uid 65534:\n%s", logs)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.files) != 0 {
+		t.Error("the file of another user is being tailed")
+	}
+}
+
+// startTailer starts a Tailer with a collector and a log buffer.
+func startTailer(t *testing.T, cfg Config) (*Tailer, *symtest.Collector, *testenv.SyncBuffer) {
+	t.Helper()
+	c := &symtest.Collector{}
+	logs := &testenv.SyncBuffer{}
+	cfg.Handler = c.Handle
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ft, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ft.Close)
+	return ft, c, logs
+}
