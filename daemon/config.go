@@ -28,7 +28,7 @@ type Backend string
 const (
 	BackendAuto Backend = "auto" // BPF where it loads, else perf ring buffers
 	BackendBPF  Backend = "bpf"
-	BackendPerf Backend = "perf"
+	BackendRing Backend = "ring" // perf ring buffers, counted in the daemon
 )
 
 // Config is everything a profd run needs; cmd/profd fills it from flags.
@@ -83,9 +83,9 @@ func (c *Config) Validate() error {
 	switch c.Backend {
 	case "":
 		c.Backend = BackendAuto
-	case BackendAuto, BackendBPF, BackendPerf:
+	case BackendAuto, BackendBPF, BackendRing:
 	default:
-		bad("--backend %q: want auto, bpf or perf", c.Backend)
+		bad("--backend %q: want auto, bpf or ring", c.Backend)
 	}
 	if len(c.Formats) == 0 {
 		c.Formats = AllFormats

@@ -167,7 +167,7 @@ func (d *daemon) open(ctx context.Context) error {
 	switch d.cfg.Backend {
 	case BackendBPF:
 		backend = sampler.BackendBPF
-	case BackendPerf:
+	case BackendRing:
 		backend = sampler.BackendRing
 	}
 	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,

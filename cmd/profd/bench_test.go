@@ -146,7 +146,7 @@ func statusKB(b *testing.B, pid int, field string) int {
 // ends of the window; their cost is included).
 func BenchmarkDaemonCPUPerSamples(b *testing.B) {
 	testenv.Requires(b, testenv.Root)
-	for _, backend := range []string{"bpf", "perf"} {
+	for _, backend := range []string{"bpf", "ring"} {
 		b.Run(backend, func(b *testing.B) {
 			_, testjit := binaries(b)
 			base := b.TempDir()
