@@ -31,10 +31,9 @@ type Options struct {
 }
 
 // defaultIteratorMinKeys is how many keys a shard's last drain must have found for the next
-// to read it with the map-element iterator; smaller maps are read with batch lookups.
-// Measured on 6.18 (BenchmarkDaemonCPU at ~100 keys a drain): 50 cpu-ms per 1000 samples
-// with the iterator on every drain against 9 with batch lookups; on 50k keys a shard
-// (BenchmarkDrain100k) the iterator drains in 37 ms against 42.
+// to read it with the map-element iterator; smaller maps are read with batch lookups, which
+// cost far less per drain when a drain finds few keys (the usual case); the iterator wins
+// only on tens of thousands (BenchmarkDaemonCPU, BenchmarkDrain100k).
 const defaultIteratorMinKeys = 8192
 
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
@@ -257,9 +256,8 @@ func closeMaps(maps []*ebpf.Map) {
 
 // install makes the program count into maps, slot s into maps[s % len(maps)], and overflow
 // into overflows, slot countShards+s into overflows[s % len(overflows)]. All slots change in
-// one batch update, which returns after one RCU grace period (measured on Linux 6.18: a
-// batch takes as long as one update); where the kernel has no batch update of an array of
-// maps, slot by slot, one grace period each.
+// one batch update, which returns after one RCU grace period; where the kernel has no batch
+// update of an array of maps, slot by slot, one grace period each.
 func (p *Program) install(maps, overflows []*ebpf.Map) error {
 	var slots, fds [2 * countShards]uint32
 	for s := range countShards {

@@ -8,8 +8,7 @@
 // reports each process once when it appears and once when it goes (exit, or an exec to
 // another image), by pid and start time, so a reused pid is a new target.
 //
-// DESIGN.md places target discovery in the daemon; this package is that part of the daemon,
-// kept apart until the daemon package exists, which will own it.
+// The daemon owns a Watcher; the sampler's tests use one too.
 //
 //	w, err := targets.New(targets.Config{PIDs: []int{1234}, Images: []string{"lli"}}, targets.Handler{
 //		Added:   func(pid int) { s.AddTarget(pid) },
