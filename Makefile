@@ -42,7 +42,7 @@ lint: vet fmt-check
 bench: deps
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCHPKGS)
 
-## bench-report: every benchmark the issues name, package by package (quiet machine; minutes)
+## bench-report: the performance benchmarks of each component, package by package (quiet machine; minutes)
 bench-report: deps
 	@scripts/bench-report.sh
 
