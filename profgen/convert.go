@@ -5,6 +5,7 @@ import (
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Options tunes the conversion.
@@ -134,17 +135,17 @@ func (o Options) countScale() float64 {
 // instruction (the unit of the block weights) times scale, rounded to whole counts.
 func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, error) {
 	addr := o.Object.Addr
-	g, err := reestimate.BuildCFG(o.Object.Code, addr)
+	g, err := cfg.Build(o.Object.Code, addr)
 	if err != nil {
 		return nil, 0, err
 	}
 	// A jump table's targets would otherwise be unreachable and lose their samples.
-	reestimate.LinkIndirectJumps(g)
+	cfg.LinkIndirectJumps(g)
 	samples := make(map[uint64]uint64, len(o.Samples))
 	for _, s := range o.Samples {
 		samples[addr+s.Offset] += s.Count
 	}
-	w, err := reestimate.BlockWeights(g, samples)
+	w, err := cfg.BlockWeights(g, samples)
 	if err != nil {
 		return nil, 0, err
 	}

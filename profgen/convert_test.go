@@ -7,6 +7,7 @@ import (
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // example loads the bundled example function: real llc-14 machine code with perf samples.
@@ -30,7 +31,7 @@ func object(t *testing.T, fn reestimate.Function, name string, code []byte, line
 	t.Helper()
 	o := &profileio.CaptureObject{Object: jitmap.CodeObject{Name: name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: code}}
 	if lines {
-		g, err := reestimate.BuildCFG(fn.Code, fn.Addr)
+		g, err := cfg.Build(fn.Code, fn.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}

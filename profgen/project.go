@@ -4,9 +4,9 @@ import (
 	"sort"
 
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate/cfg"
 
 	"github.com/profd/profd/jitmap"
-	"github.com/profd/profd/reestimate"
 )
 
 // BlockCount is a basic block's byte range, as offsets from the start of its code object,
@@ -49,12 +49,12 @@ func RawFunctionCounts(o *profileio.CaptureObject) FunctionCounts {
 	return FunctionCounts{Object: &o.Object, Raw: o.Samples, Samples: o.TotalSamples()}
 }
 
-// BlocksFromCFG pairs a CFG's blocks with their counts (counts[i] for cfg.Blocks[i]). base
+// BlocksFromCFG pairs a CFG's blocks with their counts (counts[i] for g.Blocks[i]). base
 // is subtracted from block addresses: the object's address when the CFG was recovered at
 // its load address, 0 when it was recovered at offset 0.
-func BlocksFromCFG(cfg *reestimate.CFG, counts []uint64, base uint64) []BlockCount {
-	bs := make([]BlockCount, 0, len(cfg.Blocks))
-	for i, b := range cfg.Blocks {
+func BlocksFromCFG(g *cfg.Graph, counts []uint64, base uint64) []BlockCount {
+	bs := make([]BlockCount, 0, len(g.Blocks))
+	for i, b := range g.Blocks {
 		var n uint64
 		if i < len(counts) {
 			n = counts[i]

@@ -7,7 +7,7 @@ import (
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 func projectionObject() *jitmap.CodeObject {
@@ -22,12 +22,12 @@ func projectionObject() *jitmap.CodeObject {
 }
 
 func TestProject(t *testing.T) {
-	cfg := &reestimate.CFG{Entry: 0, Blocks: []reestimate.Block{
+	g := &cfg.Graph{Entry: 0, Blocks: []cfg.Block{
 		{Start: 0x1000, End: 0x1010}, {Start: 0x1010, End: 0x1020}, {Start: 0x1020, End: 0x1030}, {Start: 0x1030, End: 0x1040},
 	}}
 	fc := FunctionCounts{
 		Object: projectionObject(),
-		Blocks: BlocksFromCFG(cfg, []uint64{5, 100, 40, 7}, 0x1000),
+		Blocks: BlocksFromCFG(g, []uint64{5, 100, 40, 7}, 0x1000),
 		Calls:  []CallCount{{Offset: 0x22, Callee: "g", Count: 40}},
 	}
 	pr := Project(fc)

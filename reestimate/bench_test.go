@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/sim"
 )
 
 // benchCase builds a structured CFG of about n blocks with sampled weights (period 5
 // cycles, skid 0.3), the input Repair sees in production.
-func benchCase(b *testing.B, n int) (*reestimate.CFG, []float64) {
+func benchCase(b *testing.B, n int) (*cfg.Graph, []float64) {
 	return benchCaseSampled(b, n, 5)
 }
 
 // benchCaseSampled is benchCase with a sample every periodCycles cycles: the longer the
 // period, the more blocks without samples.
-func benchCaseSampled(b *testing.B, n int, periodCycles float64) (*reestimate.CFG, []float64) {
+func benchCaseSampled(b *testing.B, n int, periodCycles float64) (*cfg.Graph, []float64) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(uint64(n), 3))
 	f := sim.Generate(rng, sim.GenParams{Blocks: n})

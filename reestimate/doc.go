@@ -9,16 +9,14 @@
 // weights as little as the cost model allows (Options). The repaired counts come off the
 // flow.
 //
-// The CFG comes from the function's x86-64 machine code (BuildCFG: leaders, fall-through, jump
-// and conditional edges; returns, tail calls, indirect jumps and traps end paths) and the
-// weights from per-instruction samples (BlockWeights, or AttributeSamples for the details).
-// ReadJSON reads functions in the JSON interchange format of docs/reestimate-json.md, as code
-// with samples or as explicit CFGs:
+// The CFG and its weights come from package cfg (recovered from x86-64 machine code, samples
+// averaged over each block); ReadJSON reads functions in the JSON interchange format of
+// docs/reestimate-json.md, as code with samples or as explicit CFGs:
 //
-//	g, err := reestimate.BuildCFG(code, loadAddr)
-//	if err != nil { ... } // a *CodeError naming the offset
-//	weights, err := reestimate.BlockWeights(g, samplesByAddr)
-//	if err != nil { ... } // a *SampleError naming the address
+//	g, err := cfg.Build(code, loadAddr)
+//	if err != nil { ... } // a *cfg.CodeError naming the offset
+//	weights, err := cfg.BlockWeights(g, samplesByAddr)
+//	if err != nil { ... } // a *cfg.SampleError naming the address
 //	res, err := reestimate.Repair(g, weights, reestimate.Options{})
 //
 // WriteDot draws a CFG with its counts before and after repair.
@@ -29,9 +27,9 @@
 // bind: presolve.go), and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
 // method of the paper the design descends from), which tests use to check the others.
 //
-//	res, err := reestimate.Repair(cfg, weights, reestimate.Options{})
+//	res, err := reestimate.Repair(g, weights, reestimate.Options{})
 //	if err != nil { ... }
-//	for b := range cfg.Blocks {
+//	for b := range g.Blocks {
 //		fmt.Println(b, res.BlockCount(b)) // conserved count, in the weights' units
 //	}
 //

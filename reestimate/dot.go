@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // WriteDot writes g as a Graphviz digraph with two clusters side by side: "before", each block
 // coloured by its sampled weight, and "after", coloured by res's repaired count with edges
 // labelled by their counts. Colours run from white (zero) to red (the cluster's maximum).
 // res may be nil (only "before" is drawn); weights has one entry per block.
-func WriteDot(w io.Writer, name string, g *CFG, weights []float64, res *Result) error {
+func WriteDot(w io.Writer, name string, g *cfg.Graph, weights []float64, res *Result) error {
 	if len(weights) != len(g.Blocks) || res != nil && (len(res.Blocks) != len(g.Blocks) || len(res.Edges) != len(g.Edges)) {
 		return fmt.Errorf("reestimate: dot %q: counts do not match the CFG's %d blocks and %d edges", name, len(g.Blocks), len(g.Edges))
 	}
@@ -33,7 +35,7 @@ func WriteDot(w io.Writer, name string, g *CFG, weights []float64, res *Result) 
 	return bw.Flush()
 }
 
-func writeCluster(w *bufio.Writer, g *CFG, prefix, label string, blocks, edges []float64) {
+func writeCluster(w *bufio.Writer, g *cfg.Graph, prefix, label string, blocks, edges []float64) {
 	peak := 0.0
 	for _, c := range blocks {
 		peak = max(peak, c)

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -28,7 +30,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestWriteDot(t *testing.T) {
-	g, err := BuildCFG(mustHex(t, "85ff 7405 e800000000 ffc0 c3"), 0x1000)
+	g, err := cfg.Build([]byte{0x85, 0xff, 0x74, 0x05, 0xe8, 0, 0, 0, 0, 0xff, 0xc0, 0xc3}, 0x1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,13 @@ package reestimate
 import (
 	"slices"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // RepairNetwork returns the network Repair builds for g and weights, for the tests inside
 // and outside the package.
-func RepairNetwork(tb testing.TB, g *CFG, weights []float64) *Network {
+func RepairNetwork(tb testing.TB, g *cfg.Graph, weights []float64) *Network {
 	tb.Helper()
 	var c capturing
 	if _, err := Repair(g, weights, Options{Solver: &c}); err != nil {

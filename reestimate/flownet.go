@@ -1,6 +1,10 @@
 package reestimate
 
-import "math"
+import (
+	"math"
+
+	"github.com/profd/profd/reestimate/cfg"
+)
 
 // flowNet is the circulation network built for one CFG, with the indices needed to read
 // block and edge counts back off a solution.
@@ -34,8 +38,8 @@ type flowNet struct {
 
 // isExit reports whether control leaves the function from block b: it says so, or it has no
 // successor at all (a trap, a call that does not return, code running off the end).
-func isExit(g *CFG, b int, start []int32) bool {
-	return g.Blocks[b].Exit || start[b] == start[b+1]
+func isExit(g *cfg.Graph, b int, an *cfg.Analysis) bool {
+	return g.Blocks[b].Exit || an.OutDegree(b) == 0
 }
 
 // scaleWeights turns weights into integers, lowering scale when the total would not fit.
@@ -61,7 +65,7 @@ func scaleWeights(weights []float64, reachable []bool, scale float64) ([]int64, 
 	return scaled, scale
 }
 
-func buildFlowNet(g *CFG, scaled []int64, dom *Dominators, loops *Loops, start []int32, m costModel) *flowNet {
+func buildFlowNet(g *cfg.Graph, scaled []int64, an *cfg.Analysis, m costModel) *flowNet {
 	n := len(g.Blocks)
 	fn := &flowNet{blockArc: make([]int32, n), edgeArc: make([]int32, len(g.Edges)), scaled: scaled}
 	for b := range scaled {
@@ -71,7 +75,7 @@ func buildFlowNet(g *CFG, scaled []int64, dom *Dominators, loops *Loops, start [
 	source, sink := int32(2*n), int32(2*n+1)
 	arcs := make([]Arc, 0, 2*n+len(g.Edges)+n/2+2)
 	for b := 0; b < n; b++ {
-		if !dom.Reachable(b) {
+		if !an.Dom.Reachable(b) {
 			fn.blockArc[b] = -1
 			continue
 		}
@@ -85,16 +89,16 @@ func buildFlowNet(g *CFG, scaled []int64, dom *Dominators, loops *Loops, start [
 		arcs = append(arcs, Arc{From: in, To: out, Cap: u, Cost: inc})
 	}
 	for i, e := range g.Edges {
-		if !dom.Reachable(e.From) {
+		if !an.Dom.Reachable(e.From) {
 			fn.edgeArc[i] = -1
 			continue
 		}
 		fn.edgeArc[i] = int32(len(arcs))
-		arcs = append(arcs, Arc{From: int32(2*e.From + 1), To: int32(2 * e.To), Cap: u, Cost: m.edgeCost(loops.Classify(e))})
+		arcs = append(arcs, Arc{From: int32(2*e.From + 1), To: int32(2 * e.To), Cap: u, Cost: m.edgeCost(an.Loops.Classify(e))})
 	}
 	arcs = append(arcs, Arc{From: source, To: int32(2 * g.Entry), Cap: u})
 	for b := 0; b < n; b++ {
-		if dom.Reachable(b) && isExit(g, b, start) {
+		if an.Dom.Reachable(b) && isExit(g, b, an) {
 			arcs = append(arcs, Arc{From: int32(2*b + 1), To: sink, Cap: u})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // decodeCase turns fuzz bytes into a CFG and weights: byte 0 is the block count (1..64),
@@ -13,7 +14,7 @@ import (
 // (endpoints possibly out of range), then one byte per block for its weight, where a few
 // values stand for NaN, ±Inf, a negative and an absurd weight, and bit 7 of the entry byte
 // marks the last block as an exit.
-func decodeCase(data []byte) (*reestimate.CFG, []float64) {
+func decodeCase(data []byte) (*cfg.Graph, []float64) {
 	at := func(i int) int {
 		if i < len(data) {
 			return int(data[i])
@@ -21,12 +22,12 @@ func decodeCase(data []byte) (*reestimate.CFG, []float64) {
 		return 0
 	}
 	n := 1 + at(0)%64
-	g := &reestimate.CFG{Entry: at(1) & 0x7f, Blocks: make([]reestimate.Block, n)}
+	g := &cfg.Graph{Entry: at(1) & 0x7f, Blocks: make([]cfg.Block, n)}
 	g.Blocks[n-1].Exit = at(1)&0x80 != 0
 	edges := at(2)
 	pos := 3
 	for i := 0; i < edges; i++ {
-		g.Edges = append(g.Edges, reestimate.Edge{From: at(pos) % (n + 1), To: at(pos+1) % (n + 1)})
+		g.Edges = append(g.Edges, cfg.Edge{From: at(pos) % (n + 1), To: at(pos+1) % (n + 1)})
 		pos += 2
 	}
 	w := make([]float64, n)
@@ -60,7 +61,7 @@ func FuzzRepair(f *testing.F) {
 		g, w := decodeCase(data)
 		r, err := reestimate.Repair(g, w, reestimate.Options{})
 		if err != nil {
-			if !errors.Is(err, reestimate.ErrBadCFG) && !errors.Is(err, reestimate.ErrBadWeight) {
+			if !errors.Is(err, cfg.ErrBadGraph) && !errors.Is(err, cfg.ErrBadWeight) {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			return

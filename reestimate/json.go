@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Limits on what ReadJSON accepts; each guards an allocation whose size comes from the input.
@@ -61,26 +63,26 @@ type Function struct {
 // GivenCFG is a CFG spelled out in the input instead of recovered from code. Its blocks get
 // synthetic addresses: one byte per instruction, block after block from Function.Addr.
 type GivenCFG struct {
-	CFG          *CFG
+	CFG          *cfg.Graph
 	BlockSamples []uint64 // Σ samples over each block's instructions
 }
 
 // Graph returns the function's CFG and where its samples fell: recovered from Code with
-// BuildCFG and AttributeSamples, or taken from Given. Attribution.Weights gives the block
+// cfg.Build and cfg.AttributeSamples, or taken from Given. Attribution.Weights gives the block
 // weights Repair takes.
-func (f *Function) Graph() (*CFG, *Attribution, error) {
+func (f *Function) Graph() (*cfg.Graph, *cfg.Attribution, error) {
 	if f.Given != nil {
-		at := &Attribution{BlockSamples: f.Given.BlockSamples}
+		at := &cfg.Attribution{BlockSamples: f.Given.BlockSamples}
 		for _, n := range at.BlockSamples {
 			at.Total += n
 		}
 		return f.Given.CFG, at, nil
 	}
-	g, err := BuildCFG(f.Code, f.Addr)
+	g, err := cfg.Build(f.Code, f.Addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
 	}
-	at, err := AttributeSamples(g, f.Samples)
+	at, err := cfg.AttributeSamples(g, f.Samples)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
 	}
@@ -230,7 +232,7 @@ func (jf *jsonFunction) function() (Function, string, error) {
 	if jf.Addr == "" {
 		return fn, "addr", errors.New("missing")
 	}
-	if len(jf.Code) > 2*MaxCodeBytes {
+	if len(jf.Code) > 2*cfg.MaxCodeBytes {
 		return fn, "code", fmt.Errorf("%d hex digits, more than MaxCodeBytes", len(jf.Code))
 	}
 	code, err := hex.DecodeString(jf.Code)
@@ -265,10 +267,10 @@ func parseAddr(s string) (uint64, error) {
 func parseCount(n json.Number) (uint64, error) {
 	c, err := strconv.ParseUint(string(n), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("count %s: want an integer from 0 to %d", n, uint64(MaxSampleCount))
+		return 0, fmt.Errorf("count %s: want an integer from 0 to %d", n, uint64(cfg.MaxSampleCount))
 	}
-	if c > MaxSampleCount {
-		return 0, fmt.Errorf("count %d: more than %d", c, uint64(MaxSampleCount))
+	if c > cfg.MaxSampleCount {
+		return 0, fmt.Errorf("count %d: more than %d", c, uint64(cfg.MaxSampleCount))
 	}
 	return c, nil
 }
@@ -386,7 +388,7 @@ func (jc *jsonCFG) given(addr uint64) (*GivenCFG, error) {
 		return nil, errors.New("blocks wrap around the address space")
 	}
 	g := &GivenCFG{
-		CFG:          &CFG{Entry: jc.Entry, Blocks: make([]Block, len(blocks)), Edges: make([]Edge, len(edges))},
+		CFG:          &cfg.Graph{Entry: jc.Entry, Blocks: make([]cfg.Block, len(blocks)), Edges: make([]cfg.Edge, len(edges))},
 		BlockSamples: make([]uint64, len(blocks)),
 	}
 	addrs := make([]uint64, total)
@@ -397,15 +399,15 @@ func (jc *jsonCFG) given(addr uint64) (*GivenCFG, error) {
 		for k := range insts {
 			insts[k] = a + uint64(k)
 		}
-		g.CFG.Blocks[i] = Block{Start: a, End: a + b.Insts, Insts: insts, Exit: b.Exit}
+		g.CFG.Blocks[i] = cfg.Block{Start: a, End: a + b.Insts, Insts: insts, Exit: b.Exit}
 		a += b.Insts
 		if b.Samples != "" {
 			c, err := parseCount(b.Samples)
 			if err != nil {
 				return nil, fmt.Errorf("block %d: samples: %w", i, err)
 			}
-			if sum += c; sum > MaxSampleCount {
-				return nil, fmt.Errorf("block %d: more than %d samples in all", i, uint64(MaxSampleCount))
+			if sum += c; sum > cfg.MaxSampleCount {
+				return nil, fmt.Errorf("block %d: more than %d samples in all", i, uint64(cfg.MaxSampleCount))
 			}
 			g.BlockSamples[i] = c
 		}
@@ -418,14 +420,14 @@ func (jc *jsonCFG) given(addr uint64) (*GivenCFG, error) {
 		if err != nil {
 			return nil, fmt.Errorf("edge %d: %w", i, err)
 		}
-		g.CFG.Edges[i] = Edge{From: e.From, To: e.To, Kind: kind}
+		g.CFG.Edges[i] = cfg.Edge{From: e.From, To: e.To, Kind: kind}
 	}
 	return g, nil
 }
 
 // ParseEdgeKind is the inverse of EdgeKind.String.
-func ParseEdgeKind(s string) (EdgeKind, error) {
-	for k := FallThrough; k <= Indirect; k++ {
+func ParseEdgeKind(s string) (cfg.EdgeKind, error) {
+	for k := cfg.FallThrough; k <= cfg.Indirect; k++ {
 		if k.String() == s {
 			return k, nil
 		}

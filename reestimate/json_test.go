@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // docExample is the first JSON block of docs/reestimate-json.md: the documented input must read.
@@ -51,7 +53,7 @@ func TestReadJSONDocExample(t *testing.T) {
 	if w := at.Weights(g); w[0] != 10 || w[1] != 7 || w[2] != 1 || w[3] != 10 {
 		t.Errorf("diamond weights %v, want [10 7 1 10]", w)
 	}
-	if g.Edges[3] != (Edge{From: 2, To: 3, Kind: FallThrough}) {
+	if g.Edges[3] != (cfg.Edge{From: 2, To: 3, Kind: cfg.FallThrough}) {
 		t.Errorf("diamond edge 3 = %v", g.Edges[3])
 	}
 	if err := g.Validate(); err != nil {
@@ -153,7 +155,7 @@ func FuzzReadJSON(f *testing.F) {
 			if err := g.Validate(); err != nil {
 				t.Fatalf("function %d: accepted CFG fails Validate: %v", i, err)
 			}
-			if err := checkWeights(g, at.Weights(g)); err != nil {
+			if err := g.ValidateWeights(at.Weights(g)); err != nil {
 				t.Fatalf("function %d: %v", i, err)
 			}
 		}

@@ -1,6 +1,10 @@
 package reestimate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/profd/profd/reestimate/cfg"
+)
 
 // Defaults of the cost model. Costs are per unit of (scaled) flow; only their ratios matter.
 //
@@ -80,7 +84,7 @@ type costModel struct {
 }
 
 // blockCosts returns block b's increase and decrease costs.
-func (m costModel) blockCosts(g *CFG, b int) (inc, dec int64) {
+func (m costModel) blockCosts(g *cfg.Graph, b int) (inc, dec int64) {
 	if !m.perInstruction {
 		return m.inc, m.dec
 	}
@@ -133,11 +137,11 @@ func (o Options) model() (costModel, error) {
 }
 
 // edgeCost is the static cost of one unit of flow on an edge of class c.
-func (m costModel) edgeCost(c EdgeClass) int64 {
+func (m costModel) edgeCost(c cfg.EdgeClass) int64 {
 	switch c {
-	case EdgeBack, EdgeInLoop:
+	case cfg.EdgeBack, cfg.EdgeInLoop:
 		return m.loopEdge
-	case EdgeLoopExit:
+	case cfg.EdgeLoopExit:
 		return m.loopExit
 	}
 	return m.edge

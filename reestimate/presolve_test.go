@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // randomNetwork draws a general network (not one Repair builds): negative and positive
@@ -82,11 +84,11 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 // branch from the entry around a.
 func branchAroundNetwork(t *testing.T) *Network {
 	t.Helper()
-	g := &CFG{
-		Blocks: []Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
-		Edges: []Edge{
-			{From: 0, To: 1, Kind: CondTaken}, {From: 0, To: 2, Kind: CondNotTaken},
-			{From: 1, To: 2, Kind: Jump}, {From: 2, To: 3, Kind: FallThrough},
+	g := &cfg.Graph{
+		Blocks: []cfg.Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
+		Edges: []cfg.Edge{
+			{From: 0, To: 1, Kind: cfg.CondTaken}, {From: 0, To: 2, Kind: cfg.CondNotTaken},
+			{From: 1, To: 2, Kind: cfg.Jump}, {From: 2, To: 3, Kind: cfg.FallThrough},
 		},
 	}
 	return RepairNetwork(t, g, []float64{1, 2, 3, 3})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/sim"
 )
 
@@ -26,7 +27,7 @@ func (r *recorder) Solve(net *reestimate.Network) ([]int64, error) {
 // code from sim with loops, diamonds, switches, early exits and dead code; then, for some
 // cases, random extra edges (irreducible flow, self-loops), exits removed, and weights that
 // are sampled, pure noise, sparse or all zero.
-func randomCase(rng *rand.Rand) (*reestimate.CFG, []float64) {
+func randomCase(rng *rand.Rand) (*cfg.Graph, []float64) {
 	f := sim.Generate(rng, sim.GenParams{Blocks: 2 + rng.IntN(30), MaxDepth: 1 + rng.IntN(3)})
 	g := f.CFG
 	n := len(g.Blocks)
@@ -37,7 +38,7 @@ func randomCase(rng *rand.Rand) (*reestimate.CFG, []float64) {
 			if rng.IntN(3) > 0 {
 				b = rng.IntN(n)
 			}
-			g.Edges = append(g.Edges, reestimate.Edge{From: a, To: b, Kind: reestimate.Jump})
+			g.Edges = append(g.Edges, cfg.Edge{From: a, To: b, Kind: cfg.Jump})
 		}
 	}
 	if rng.IntN(10) == 0 { // no exit at all: only loops can carry flow
@@ -45,7 +46,7 @@ func randomCase(rng *rand.Rand) (*reestimate.CFG, []float64) {
 			g.Blocks[b].Exit = false
 		}
 		for b := range g.Blocks {
-			g.Edges = append(g.Edges, reestimate.Edge{From: b, To: rng.IntN(n)})
+			g.Edges = append(g.Edges, cfg.Edge{From: b, To: rng.IntN(n)})
 		}
 	}
 	w := make([]float64, n)
@@ -125,7 +126,7 @@ func TestSolversAgree(t *testing.T) {
 
 // checkConserved verifies conservation on the CFG itself: each reachable block's count
 // equals its in-edge sum (entry: at least it) and its out-edge sum (exit: at least it).
-func checkConserved(t *testing.T, g *reestimate.CFG, r *reestimate.Result) {
+func checkConserved(t *testing.T, g *cfg.Graph, r *reestimate.Result) {
 	t.Helper()
 	in := make([]uint64, len(g.Blocks))
 	out := make([]uint64, len(g.Blocks))

@@ -2,6 +2,8 @@ package reestimate
 
 import (
 	"fmt"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Result is a repaired profile of one function.
@@ -34,9 +36,9 @@ func (r *Result) EdgeCount(e int) float64 { return float64(r.Edges[e]) / r.Scale
 // cost model (see Options) allows. It drops unreachable blocks, finds loops for the static
 // edge costs, builds the circulation network described in flownet.go and solves it exactly.
 //
-// It returns an error wrapping ErrBadCFG, ErrBadWeight or ErrBadOptions for input it cannot
-// use, never panics, and is safe for concurrent use on different or shared read-only inputs.
-func Repair(g *CFG, weights []float64, opt Options) (*Result, error) {
+// It returns an error wrapping cfg.ErrBadGraph, cfg.ErrBadWeight or ErrBadOptions for input
+// it cannot use, never panics, and is safe for concurrent use on different or shared read-only inputs.
+func Repair(g *cfg.Graph, weights []float64, opt Options) (*Result, error) {
 	m, err := opt.model()
 	if err != nil {
 		return nil, err
@@ -44,24 +46,21 @@ func Repair(g *CFG, weights []float64, opt Options) (*Result, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkWeights(g, weights); err != nil {
+	if err := g.ValidateWeights(weights); err != nil {
 		return nil, err
 	}
-	start, to, _ := successors(g)
-	pstart, from, _ := predecessors(g)
-	dom := newDominators(len(g.Blocks), g.Entry, start, to, pstart, from)
-	loops := findLoops(len(g.Blocks), dom, pstart, from)
+	an := cfg.Analyze(g)
 	res := &Result{
 		Blocks:    make([]uint64, len(g.Blocks)),
 		Edges:     make([]uint64, len(g.Edges)),
 		Reachable: make([]bool, len(g.Blocks)),
 	}
 	for b := range res.Reachable {
-		res.Reachable[b] = dom.Reachable(b)
+		res.Reachable[b] = an.Dom.Reachable(b)
 	}
 	scaled, scale := scaleWeights(weights, res.Reachable, m.scale)
 	res.Scale = scale
-	fn := buildFlowNet(g, scaled, dom, loops, start, m)
+	fn := buildFlowNet(g, scaled, an, m)
 	flow, err := m.solver.Solve(&fn.net)
 	if err != nil {
 		return nil, fmt.Errorf("reestimate: %s solver: %w", m.solver.Name(), err)

@@ -4,17 +4,28 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
+// cfgOf returns a CFG of n empty blocks with the given edges.
+func cfgOf(n, entry int, edges ...[2]int) *cfg.Graph {
+	g := &cfg.Graph{Entry: entry, Blocks: make([]cfg.Block, n)}
+	for _, e := range edges {
+		g.Edges = append(g.Edges, cfg.Edge{From: e[0], To: e[1]})
+	}
+	return g
+}
+
 // diamondLoop is: 0 → 1; 1 → 2 | 3; 2 → 4; 3 → 4; 4 → 1 (back edge) | 5; 5 exits.
-func diamondLoop() *CFG {
-	g := &CFG{Blocks: make([]Block, 6)}
+func diamondLoop() *cfg.Graph {
+	g := &cfg.Graph{Blocks: make([]cfg.Block, 6)}
 	for i := range g.Blocks {
-		g.Blocks[i] = Block{Start: uint64(i * 16), End: uint64(i*16 + 16), Insts: []uint64{uint64(i * 16)}}
+		g.Blocks[i] = cfg.Block{Start: uint64(i * 16), End: uint64(i*16 + 16), Insts: []uint64{uint64(i * 16)}}
 	}
 	g.Blocks[5].Exit = true
 	for _, e := range [][2]int{{0, 1}, {1, 2}, {1, 3}, {2, 4}, {3, 4}, {4, 1}, {4, 5}} {
-		g.Edges = append(g.Edges, Edge{From: e[0], To: e[1]})
+		g.Edges = append(g.Edges, cfg.Edge{From: e[0], To: e[1]})
 	}
 	return g
 }
@@ -77,18 +88,18 @@ func TestRepairBadInput(t *testing.T) {
 	g := diamondLoop()
 	for _, tc := range []struct {
 		name string
-		g    *CFG
+		g    *cfg.Graph
 		w    []float64
 		opt  Options
 		want error
 	}{
-		{"nan", g, []float64{1, math.NaN(), 1, 1, 1, 1}, Options{}, ErrBadWeight},
-		{"negative", g, []float64{1, -1, 1, 1, 1, 1}, Options{}, ErrBadWeight},
-		{"inf", g, []float64{1, math.Inf(1), 1, 1, 1, 1}, Options{}, ErrBadWeight},
-		{"short", g, []float64{1}, Options{}, ErrBadWeight},
-		{"empty", &CFG{}, nil, Options{}, ErrBadCFG},
-		{"entry", &CFG{Entry: 3, Blocks: make([]Block, 1)}, []float64{1}, Options{}, ErrBadCFG},
-		{"edge", &CFG{Blocks: make([]Block, 1), Edges: []Edge{{From: 0, To: 1}}}, []float64{1}, Options{}, ErrBadCFG},
+		{"nan", g, []float64{1, math.NaN(), 1, 1, 1, 1}, Options{}, cfg.ErrBadWeight},
+		{"negative", g, []float64{1, -1, 1, 1, 1, 1}, Options{}, cfg.ErrBadWeight},
+		{"inf", g, []float64{1, math.Inf(1), 1, 1, 1, 1}, Options{}, cfg.ErrBadWeight},
+		{"short", g, []float64{1}, Options{}, cfg.ErrBadWeight},
+		{"empty", &cfg.Graph{}, nil, Options{}, cfg.ErrBadGraph},
+		{"entry", &cfg.Graph{Entry: 3, Blocks: make([]cfg.Block, 1)}, []float64{1}, Options{}, cfg.ErrBadGraph},
+		{"edge", &cfg.Graph{Blocks: make([]cfg.Block, 1), Edges: []cfg.Edge{{From: 0, To: 1}}}, []float64{1}, Options{}, cfg.ErrBadGraph},
 		{"scale", g, make([]float64, 6), Options{Scale: math.NaN()}, ErrBadOptions},
 		{"cost", g, make([]float64, 6), Options{IncreaseCost: NoCost}, ErrBadOptions},
 		{"cost2", g, make([]float64, 6), Options{EdgeCost: 1 << 20}, ErrBadOptions},
@@ -102,7 +113,7 @@ func TestRepairBadInput(t *testing.T) {
 func TestRepairEdgeCases(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		g          *CFG
+		g          *cfg.Graph
 		w          []float64
 		wantBlocks []float64 // in weight units; nil: only conservation is checked
 	}{
@@ -187,10 +198,10 @@ func TestSolversOnNegativeCycles(t *testing.T) {
 // agree on one count. Flat (raising costs 10, lowering 20 a unit) the long block is raised
 // to 10; per instruction the long block's 8x costs win and the short one is lowered to 2.
 func TestRepairPerInstruction(t *testing.T) {
-	g := &CFG{Blocks: []Block{
+	g := &cfg.Graph{Blocks: []cfg.Block{
 		{Start: 0, End: 1, Insts: []uint64{0}},
 		{Start: 1, End: 9, Insts: []uint64{1, 2, 3, 4, 5, 6, 7, 8}, Exit: true},
-	}, Edges: []Edge{{From: 0, To: 1, Kind: FallThrough}}}
+	}, Edges: []cfg.Edge{{From: 0, To: 1, Kind: cfg.FallThrough}}}
 	for _, c := range []struct {
 		perInstruction bool
 		want           float64
@@ -201,6 +212,36 @@ func TestRepairPerInstruction(t *testing.T) {
 		}
 		if a, b := r.BlockCount(0), r.BlockCount(1); a != c.want || b != c.want {
 			t.Errorf("PerInstruction %v: counts %g, %g, want %g each", c.perInstruction, a, b, c.want)
+		}
+	}
+}
+
+// TestRepairMillionBlockChain checks that the repair handles a million-block function without
+// deep recursion: a chain whose every block loops on itself (cfg's TestMillionBlockChain
+// checks its dominators and loops).
+func TestRepairMillionBlockChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	const n = 1_000_000
+	g := &cfg.Graph{Blocks: make([]cfg.Block, n)}
+	g.Edges = make([]cfg.Edge, 0, 2*n)
+	w := make([]float64, n)
+	for i := 0; i < n; i++ {
+		if i+1 < n {
+			g.Edges = append(g.Edges, cfg.Edge{From: i, To: i + 1})
+		}
+		g.Edges = append(g.Edges, cfg.Edge{From: i, To: i})
+		w[i] = float64(3 + i%2) // 3, 4, 3, 4: odd blocks iterate once more on themselves
+	}
+	g.Blocks[n-1].Exit = true
+	r, err := Repair(g, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []int{0, 1, n - 2, n - 1} {
+		if got := r.BlockCount(b); got != w[b] {
+			t.Errorf("block %d = %g, want %g", b, got, w[b])
 		}
 	}
 }

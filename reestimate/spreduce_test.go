@@ -3,6 +3,8 @@ package reestimate
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // TestSeriesParallelKeepsOptimum checks the reduction on general networks (parallel arcs
@@ -256,14 +258,14 @@ func TestSeriesParallelChainStaysLinear(t *testing.T) {
 // looping on itself (none when 0), block i weighing 1 + i mod period.
 func chainNetwork(t *testing.T, n, loopEvery, period int) *Network {
 	t.Helper()
-	g := &CFG{Blocks: make([]Block, n)}
+	g := &cfg.Graph{Blocks: make([]cfg.Block, n)}
 	w := make([]float64, n)
 	for i := range n {
 		if i+1 < n {
-			g.Edges = append(g.Edges, Edge{From: i, To: i + 1})
+			g.Edges = append(g.Edges, cfg.Edge{From: i, To: i + 1})
 		}
 		if loopEvery > 0 && i%loopEvery == 0 {
-			g.Edges = append(g.Edges, Edge{From: i, To: i})
+			g.Edges = append(g.Edges, cfg.Edge{From: i, To: i})
 		}
 		w[i] = float64(i%period) + 1
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Function is one JIT function seen by both runs, in offsets from its first byte.
@@ -16,7 +16,7 @@ type Function struct {
 	Name string
 	// CFG is recovered from the (shared) code bytes at address 0, so block addresses are
 	// offsets.
-	CFG *reestimate.CFG
+	CFG *cfg.Graph
 	// TrueBlocks and TrueEdges are the exact counts per CFG block and edge.
 	TrueBlocks, TrueEdges []float64
 	// Instructions is how many instructions of the function ran in the exact run: the
@@ -31,7 +31,7 @@ type Function struct {
 // Options tunes Join.
 type Options struct {
 	// LinkIndirectJumps adds edges from indirect jumps to the blocks only they reach
-	// (reestimate.LinkIndirectJumps), as profgen does.
+	// (cfg.LinkIndirectJumps), as profgen does.
 	LinkIndirectJumps bool
 }
 
@@ -50,7 +50,7 @@ type Unjoined struct {
 // or whose code reestimate cannot decode; each is reported in Unjoined. Several sampled
 // objects of one name and code (several processes) are merged.
 //
-// With opt.LinkIndirectJumps the CFG gets reestimate.LinkIndirectJumps' edges from
+// With opt.LinkIndirectJumps the CFG gets cfg.LinkIndirectJumps' edges from
 // indirect jumps to the blocks only they reach, and the exact counts of those edges.
 func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, []Unjoined) {
 	byName := map[string][]*profileio.CaptureObject{}
@@ -87,13 +87,13 @@ func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, 
 			skip("code differs from the sampled run's (%d objects)", differ)
 			continue
 		}
-		g, err := reestimate.BuildCFG(ef.Code, 0)
+		g, err := cfg.Build(ef.Code, 0)
 		if err != nil {
 			skip("cfg: %v", err)
 			continue
 		}
 		if opt.LinkIndirectJumps {
-			reestimate.LinkIndirectJumps(g)
+			cfg.LinkIndirectJumps(g)
 		}
 		f.CFG = g
 		f.TrueBlocks, f.TrueEdges = exactCounts(ef, g)
@@ -106,7 +106,7 @@ func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, 
 // exactCounts reads g's block and edge counts off the exact profile: a block's count is its
 // first instruction's, an edge's the transfer from its source's last instruction to its
 // target's first.
-func exactCounts(ef *oracle.Function, g *reestimate.CFG) (blocks, edges []float64) {
+func exactCounts(ef *oracle.Function, g *cfg.Graph) (blocks, edges []float64) {
 	base := uint64(ef.Addr)
 	blocks = make([]float64, len(g.Blocks))
 	for b, bl := range g.Blocks {

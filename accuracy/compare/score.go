@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Estimate is what an estimator makes of one function's samples: a count per CFG block
@@ -19,14 +20,14 @@ type Estimator func(f *Function) (Estimate, error)
 // Raw is the paper's step 2: each block's samples divided by its instruction count. It
 // knows no edges.
 func Raw(f *Function) (Estimate, error) {
-	w, err := reestimate.BlockWeights(f.CFG, f.Samples)
+	w, err := cfg.BlockWeights(f.CFG, f.Samples)
 	return Estimate{Blocks: w}, err
 }
 
 // Repaired is reestimate's repair of the raw block averages under opt.
 func Repaired(opt reestimate.Options) Estimator {
 	return func(f *Function) (Estimate, error) {
-		w, err := reestimate.BlockWeights(f.CFG, f.Samples)
+		w, err := cfg.BlockWeights(f.CFG, f.Samples)
 		if err != nil {
 			return Estimate{}, err
 		}

@@ -11,11 +11,12 @@ import (
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
 // capture, with a line table that gives every block its own source line, 10 + block index.
-func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *reestimate.CFG) {
+func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *cfg.Graph) {
 	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
@@ -27,7 +28,7 @@ func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *reest
 		t.Fatal(err)
 	}
 	fn := funcs[0]
-	g, err := reestimate.BuildCFG(fn.Code, fn.Addr)
+	g, err := cfg.Build(fn.Code, fn.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +62,16 @@ func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *reest
 	return fn, g
 }
 
-// runToProfile validates and runs cfg and reads its LLVM text output back.
-func runToProfile(t *testing.T, cfg *Config) *profileio.Profile {
+// runToProfile validates and runs conf and reads its LLVM text output back.
+func runToProfile(t *testing.T, conf *Config) *profileio.Profile {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
+	if err := conf.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Run(context.Background(), cfg); err != nil {
+	if err := Run(context.Background(), conf); err != nil {
 		t.Fatal(err)
 	}
-	pf, err := os.Open(cfg.Output)
+	pf, err := os.Open(conf.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,17 +90,17 @@ func TestRunCaptureLLVM(t *testing.T) {
 	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "prof.txt")
 	fn, g := writeExampleCapture(t, capPath)
 
-	cfg, err := parseFlags([]string{capPath, "-o", outPath}, os.Stderr)
+	conf, err := parseFlags([]string{capPath, "-o", outPath}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof := runToProfile(t, cfg)
+	prof := runToProfile(t, conf)
 	got := prof.Functions[fn.Name]
 	if got == nil {
 		t.Fatalf("no profile for %s in %v", fn.Name, prof.Functions)
 	}
 
-	w, err := reestimate.BlockWeights(g, fn.Samples)
+	w, err := cfg.BlockWeights(g, fn.Samples)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +133,8 @@ func TestRunCaptureRaw(t *testing.T) {
 	dir := t.TempDir()
 	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "raw.txt")
 	fn, _ := writeExampleCapture(t, capPath)
-	cfg := &Config{Input: capPath, Output: outPath, Solver: "fast", Raw: true}
-	prof := runToProfile(t, cfg)
+	conf := &Config{Input: capPath, Output: outPath, Solver: "fast", Raw: true}
+	prof := runToProfile(t, conf)
 	var want uint64
 	for _, n := range fn.Samples {
 		want += n
@@ -145,8 +146,8 @@ func TestRunCaptureRaw(t *testing.T) {
 
 // TestRunJSONRefusesLLVMFormat: the LLVM formats need line tables, which JSON input lacks.
 func TestRunJSONRefusesLLVMFormat(t *testing.T) {
-	cfg := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
-	if err := Run(context.Background(), cfg); err == nil {
+	conf := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
+	if err := Run(context.Background(), conf); err == nil {
 		t.Fatal("llvm-text from JSON input: no error")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // countsFile is the JSON reestimate writes (docs/reestimate-json.md, "Output").
@@ -50,7 +51,7 @@ type edgeCounts struct {
 	Count float64 `json:"count"`
 }
 
-func newFunctionCounts(fn *reestimate.Function, g *reestimate.CFG, at *reestimate.Attribution, weights []float64, res *reestimate.Result) functionCounts {
+func newFunctionCounts(fn *reestimate.Function, g *cfg.Graph, at *cfg.Attribution, weights []float64, res *reestimate.Result) functionCounts {
 	fc := functionCounts{
 		functionHeader: functionHeader{
 			Name:           fn.Name,

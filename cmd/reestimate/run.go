@@ -11,6 +11,7 @@ import (
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Run reads cfg.Input (a profd capture or the JSON interchange format), repairs every
@@ -87,7 +88,7 @@ func openInput(path string) (*bufio.Reader, func(), error) {
 	return bufio.NewReaderSize(f, 1<<16), func() { f.Close() }, nil
 }
 
-func writeDotFile(dir string, index int, name string, g *reestimate.CFG, weights []float64, res *reestimate.Result) error {
+func writeDotFile(dir string, index int, name string, g *cfg.Graph, weights []float64, res *reestimate.Result) error {
 	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, outfile.SafeName(name, 100)))
 	f, err := os.Create(path)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // accuracyParams are the simulator settings the accuracy test and benchmark use.
@@ -89,7 +90,7 @@ func TestExecuteConserves(t *testing.T) {
 	}
 }
 
-func reachable(g *reestimate.CFG) []bool {
+func reachable(g *cfg.Graph) []bool {
 	seen := make([]bool, len(g.Blocks))
 	seen[g.Entry] = true
 	stack := []int{g.Entry}

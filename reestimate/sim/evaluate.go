@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Accuracy compares raw block averages and repaired counts with exact counts of one
@@ -49,7 +50,7 @@ func Evaluate(f *Function, truth Counts, weights []float64, opt reestimate.Optio
 
 // RawEdgeEstimate is the baseline edge estimate without repair: each block's weight split
 // among its successors in proportion to the successors' weights (evenly when all are 0).
-func RawEdgeEstimate(g *reestimate.CFG, weights []float64) []float64 {
+func RawEdgeEstimate(g *cfg.Graph, weights []float64) []float64 {
 	out := make([]float64, len(g.Edges))
 	sum := make([]float64, len(g.Blocks))
 	deg := make([]int, len(g.Blocks))

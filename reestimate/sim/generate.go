@@ -3,7 +3,7 @@ package sim
 import (
 	"math/rand/v2"
 
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // GenParams shapes a random function. Zero fields take the defaults noted.
@@ -47,7 +47,7 @@ func (p GenParams) withDefaults() GenParams {
 // Function is a generated function: its CFG, the probability of each edge being taken
 // from its source block, and the cost (cycles) of each instruction.
 type Function struct {
-	CFG      *reestimate.CFG
+	CFG      *cfg.Graph
 	EdgeProb []float64   // per CFG edge; the out-edges of a block sum to 1
 	InstCost [][]float64 // per block, per instruction
 	succ     [][]int32   // per block: its out-edge indices
@@ -56,7 +56,7 @@ type Function struct {
 type builder struct {
 	rng  *rand.Rand
 	p    GenParams
-	g    *reestimate.CFG
+	g    *cfg.Graph
 	prob []float64
 }
 
@@ -64,7 +64,7 @@ type builder struct {
 // region returns; early returns add more exits.
 func Generate(rng *rand.Rand, p GenParams) *Function {
 	p = p.withDefaults()
-	b := &builder{rng: rng, p: p, g: &reestimate.CFG{}}
+	b := &builder{rng: rng, p: p, g: &cfg.Graph{}}
 	entry, tail := b.region(0, p.Blocks)
 	b.g.Entry = entry
 	b.g.Blocks[tail].Exit = true
@@ -75,19 +75,19 @@ func Generate(rng *rand.Rand, p GenParams) *Function {
 }
 
 func (b *builder) block() int {
-	b.g.Blocks = append(b.g.Blocks, reestimate.Block{})
+	b.g.Blocks = append(b.g.Blocks, cfg.Block{})
 	return len(b.g.Blocks) - 1
 }
 
-func (b *builder) edge(from, to int, kind reestimate.EdgeKind, prob float64) {
-	b.g.Edges = append(b.g.Edges, reestimate.Edge{From: from, To: to, Kind: kind})
+func (b *builder) edge(from, to int, kind cfg.EdgeKind, prob float64) {
+	b.g.Edges = append(b.g.Edges, cfg.Edge{From: from, To: to, Kind: kind})
 	b.prob = append(b.prob, prob)
 }
 
 // cond adds a two-way branch from c: taken to t with probability p, else to f.
 func (b *builder) cond(c, t, f int, p float64) {
-	b.edge(c, t, reestimate.CondTaken, p)
-	b.edge(c, f, reestimate.CondNotTaken, 1-p)
+	b.edge(c, t, cfg.CondTaken, p)
+	b.edge(c, f, cfg.CondNotTaken, 1-p)
 }
 
 // branchProb draws a branch probability: often biased, sometimes rare or never taken.
@@ -138,7 +138,7 @@ func (b *builder) region(depth, budget int) (entry, tail int) {
 		if entry < 0 {
 			entry = e
 		} else {
-			b.edge(tail, e, reestimate.FallThrough, 1)
+			b.edge(tail, e, cfg.FallThrough, 1)
 		}
 		tail = t
 	}
@@ -158,14 +158,14 @@ func (b *builder) construct(depth, budget int) (entry, tail int) {
 			return x, x
 		}
 		e, t := b.region(depth, budget-1)
-		b.edge(x, e, reestimate.FallThrough, 1)
+		b.edge(x, e, cfg.FallThrough, 1)
 		return x, t
 	case r == 2: // if-then
 		c := b.block()
 		te, tt := b.region(depth, budget-2)
 		j := b.block()
 		b.cond(c, te, j, b.branchProb(budget))
-		b.edge(tt, j, reestimate.FallThrough, 1)
+		b.edge(tt, j, cfg.FallThrough, 1)
 		return c, j
 	case r == 3: // if-then-else
 		c := b.block()
@@ -174,8 +174,8 @@ func (b *builder) construct(depth, budget int) (entry, tail int) {
 		ee, et := b.region(depth, parts[1])
 		j := b.block()
 		b.cond(c, te, ee, b.branchProb(budget))
-		b.edge(tt, j, reestimate.Jump, 1)
-		b.edge(et, j, reestimate.FallThrough, 1)
+		b.edge(tt, j, cfg.Jump, 1)
+		b.edge(et, j, cfg.FallThrough, 1)
 		return c, j
 	case r == 4 && budget >= 5: // switch through a jump table with 3..6 cases
 		c := b.block()
@@ -195,12 +195,12 @@ func (b *builder) construct(depth, budget int) (entry, tail int) {
 		tails := make([]int, k)
 		for i, part := range b.split(budget-2, k) {
 			e, t := b.region(depth, part)
-			b.edge(c, e, reestimate.Jump, w[i]/sum)
+			b.edge(c, e, cfg.Jump, w[i]/sum)
 			tails[i] = t
 		}
 		j := b.block()
 		for _, t := range tails {
-			b.edge(t, j, reestimate.Jump, 1)
+			b.edge(t, j, cfg.Jump, 1)
 		}
 		return c, j
 	case r == 5: // early return, then the rest of the budget
@@ -217,13 +217,13 @@ func (b *builder) construct(depth, budget int) (entry, tail int) {
 		be, bt := b.region(depth+1, budget-2)
 		x := b.block()
 		b.cond(h, be, x, b.stay())
-		b.edge(bt, h, reestimate.Jump, 1)
+		b.edge(bt, h, cfg.Jump, 1)
 		return h, x
 	case depth < b.p.MaxDepth: // do-while loop: body, latch tests
 		be, bt := b.region(depth+1, budget-2)
 		l := b.block()
 		x := b.block()
-		b.edge(bt, l, reestimate.FallThrough, 1)
+		b.edge(bt, l, cfg.FallThrough, 1)
 		b.cond(l, be, x, b.stay())
 		return be, x
 	}
@@ -241,13 +241,13 @@ func (b *builder) dead(n int) {
 	live := len(b.g.Blocks)
 	for i := 0; i < n; i++ {
 		x := len(b.g.Blocks)
-		b.g.Blocks = append(b.g.Blocks, reestimate.Block{})
+		b.g.Blocks = append(b.g.Blocks, cfg.Block{})
 		switch b.rng.IntN(3) {
 		case 0:
-			b.edge(x, b.rng.IntN(live), reestimate.Jump, 1)
+			b.edge(x, b.rng.IntN(live), cfg.Jump, 1)
 		case 1:
 			if i+1 < n {
-				b.edge(x, x+1, reestimate.FallThrough, 1)
+				b.edge(x, x+1, cfg.FallThrough, 1)
 			} else {
 				b.g.Blocks[x].Exit = true
 			}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // SampleParams describe the simulated sampling profiler.
@@ -78,7 +78,7 @@ func poisson(rng *rand.Rand, lambda float64) uint64 {
 }
 
 // Weights averages samples over each block's instructions: the block weights Repair takes.
-func Weights(g *reestimate.CFG, samples [][]uint64) []float64 {
+func Weights(g *cfg.Graph, samples [][]uint64) []float64 {
 	w := make([]float64, len(g.Blocks))
 	for b, s := range samples {
 		if len(s) == 0 {

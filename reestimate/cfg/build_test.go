@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func TestBuildCFG(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := BuildCFG(mustHex(t, tt.code), base)
+			g, err := Build(mustHex(t, tt.code), base)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestBuildCFGErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := BuildCFG(tt.code, base)
+			_, err := Build(tt.code, base)
 			var ce *CodeError
 			if !errors.As(err, &ce) || !errors.Is(err, tt.want) {
 				t.Fatalf("error %v, want a *CodeError wrapping %v", err, tt.want)
@@ -154,7 +154,7 @@ func TestBuildCFGMillionBlocks(t *testing.T) {
 	const n = 1_000_000
 	code := bytes.Repeat([]byte{0x75, 0x00}, n) // jne +0: taken and not-taken both reach the next block
 	code = append(code, 0xc3)
-	g, err := BuildCFG(code, 0x400000)
+	g, err := Build(code, 0x400000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,8 @@ func TestBuildCFGMillionBlocks(t *testing.T) {
 	}
 }
 
-// checkInvariants asserts what every CFG BuildCFG returns must satisfy.
-func checkInvariants(t testing.TB, g *CFG) {
+// checkInvariants asserts what every CFG Build returns must satisfy.
+func checkInvariants(t testing.TB, g *Graph) {
 	t.Helper()
 	if len(g.Blocks) == 0 || g.Entry != 0 || g.Blocks[0].Start != g.Start {
 		t.Fatalf("entry block missing: %d blocks, entry %d", len(g.Blocks), g.Entry)

@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 // EdgeKind says how control passes along an edge.
 type EdgeKind uint8
@@ -43,15 +43,15 @@ type Block struct {
 
 // Edge is a control transfer between two blocks of one function.
 type Edge struct {
-	From, To int // indices into CFG.Blocks
+	From, To int // indices into Graph.Blocks
 	Kind     EdgeKind
 }
 
-// CFG is one function's control-flow graph. Blocks are in address order when recovered from
+// Graph is one function's control-flow graph (CFG). Blocks are in address order when recovered from
 // machine code; Blocks[Entry] is where the function is entered.
-type CFG struct {
+type Graph struct {
 	// Start and End are the function's code range [Start, End) when the CFG was recovered from
-	// machine code (BuildCFG); blocks cover it except for padding nothing reaches. Both are zero
+	// machine code (Build); blocks cover it except for padding nothing reaches. Both are zero
 	// when unknown.
 	Start, End uint64
 	Entry      int

@@ -1,14 +1,14 @@
-package reestimate
+package cfg
 
 // successors returns the CFG's adjacency in compressed form: the successors of block b are
 // to[start[b]:start[b+1]] and the matching edge indices are edge[start[b]:start[b+1]].
 // Edges must already be validated (endpoints in range).
-func successors(g *CFG) (start, to, edge []int32) {
+func successors(g *Graph) (start, to, edge []int32) {
 	return adjacency(len(g.Blocks), g.Edges, false)
 }
 
 // predecessors is successors on the reversed graph.
-func predecessors(g *CFG) (start, from, edge []int32) {
+func predecessors(g *Graph) (start, from, edge []int32) {
 	return adjacency(len(g.Blocks), g.Edges, true)
 }
 

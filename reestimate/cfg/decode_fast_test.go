@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import (
 	"debug/elf"

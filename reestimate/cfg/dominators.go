@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 // Dominators is the dominator tree of a CFG's reachable blocks. Block a dominates block b
 // when every path from the entry to b passes through a.
@@ -17,7 +17,7 @@ type Dominators struct {
 }
 
 // NewDominators computes the dominator tree of g. g must be valid (see Validate).
-func NewDominators(g *CFG) *Dominators {
+func NewDominators(g *Graph) *Dominators {
 	start, to, _ := successors(g)
 	pstart, from, _ := predecessors(g)
 	return newDominators(len(g.Blocks), g.Entry, start, to, pstart, from)

@@ -1,12 +1,12 @@
-package reestimate
+package cfg
 
 import (
 	"math/rand/v2"
 	"testing"
 )
 
-func cfgOf(n, entry int, edges ...[2]int) *CFG {
-	g := &CFG{Entry: entry, Blocks: make([]Block, n)}
+func cfgOf(n, entry int, edges ...[2]int) *Graph {
+	g := &Graph{Entry: entry, Blocks: make([]Block, n)}
 	for _, e := range edges {
 		g.Edges = append(g.Edges, Edge{From: e[0], To: e[1]})
 	}
@@ -15,7 +15,7 @@ func cfgOf(n, entry int, edges ...[2]int) *CFG {
 
 // naiveDominates computes dominance by definition: a dominates b when b is unreachable from
 // the entry once a is removed (and b is reachable at all).
-func naiveDominates(g *CFG, a, b int) bool {
+func naiveDominates(g *Graph, a, b int) bool {
 	reach := func(skip int) []bool {
 		seen := make([]bool, len(g.Blocks))
 		if g.Entry == skip {
@@ -102,22 +102,21 @@ func TestLoopsIrreducibleAndSelfLoop(t *testing.T) {
 	}
 }
 
-// TestMillionBlockChain checks that dominators, loops and the repair handle a million-block
-// function without deep recursion: a chain whose every block loops on itself.
+// TestMillionBlockChain checks that dominators and loops handle a million-block function
+// without deep recursion: a chain whose every block loops on itself (reestimate's
+// TestRepairMillionBlockChain repairs it).
 func TestMillionBlockChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large input")
 	}
 	const n = 1_000_000
-	g := &CFG{Blocks: make([]Block, n)}
+	g := &Graph{Blocks: make([]Block, n)}
 	g.Edges = make([]Edge, 0, 2*n)
-	w := make([]float64, n)
 	for i := 0; i < n; i++ {
 		if i+1 < n {
 			g.Edges = append(g.Edges, Edge{From: i, To: i + 1})
 		}
 		g.Edges = append(g.Edges, Edge{From: i, To: i})
-		w[i] = float64(3 + i%2) // 3, 4, 3, 4: odd blocks iterate once more on themselves
 	}
 	g.Blocks[n-1].Exit = true
 	d := NewDominators(g)
@@ -128,13 +127,23 @@ func TestMillionBlockChain(t *testing.T) {
 	if l.Count() != n {
 		t.Fatalf("found %d loops, want %d self-loops", l.Count(), n)
 	}
-	r, err := Repair(g, w, Options{})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestAnalyze checks that Analyze gives what NewDominators and FindLoops give, and each
+// block's out-degree.
+func TestAnalyze(t *testing.T) {
+	g := cfgOf(7, 0, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 2}, [2]int{3, 4}, [2]int{4, 1}, [2]int{4, 5}, [2]int{6, 3})
+	an := Analyze(g)
+	d := NewDominators(g)
+	l := FindLoops(g, d)
+	for b := range g.Blocks {
+		if an.Dom.Idom(b) != d.Idom(b) || an.Loops.Header(b) != l.Header(b) {
+			t.Errorf("block %d: idom %d, header %d; want %d, %d", b, an.Dom.Idom(b), an.Loops.Header(b), d.Idom(b), l.Header(b))
+		}
 	}
-	for _, b := range []int{0, 1, n - 2, n - 1} {
-		if got := r.BlockCount(b); got != w[b] {
-			t.Errorf("block %d = %g, want %g", b, got, w[b])
+	for b, want := range []int{1, 1, 1, 2, 2, 0, 1} {
+		if got := an.OutDegree(b); got != want {
+			t.Errorf("OutDegree(%d) = %d, want %d", b, got, want)
 		}
 	}
 }

@@ -1,8 +1,19 @@
-package reestimate
+package cfg
 
 import (
 	"errors"
 	"fmt"
+)
+
+// Sentinels of a CFG or weights that cannot be analysed or repaired; the wrapping message
+// names the block or edge at fault.
+var (
+	// ErrBadGraph reports a CFG that cannot be analysed as given: no blocks, an entry or an
+	// edge endpoint out of range, or more blocks than MaxBlocks.
+	ErrBadGraph = errors.New("malformed CFG")
+	// ErrBadWeight reports a block weight that is negative, NaN or infinite, or a weight
+	// slice whose length differs from the block count.
+	ErrBadWeight = errors.New("bad block weight")
 )
 
 // Sentinels for machine code that cannot be made into a CFG; a *CodeError wraps one of them.

@@ -1,13 +1,13 @@
-package reestimate_test
+package cfg_test
 
 import (
 	"fmt"
 
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
-// A loop counting down: its CFG, block weights from samples, and the repaired counts.
-func ExampleBuildCFG() {
+// A loop counting down: its CFG and the block weights of its samples.
+func ExampleBuild() {
 	code := []byte{
 		0xb8, 0x00, 0x00, 0x00, 0x00, // 0: mov eax, 0
 		0x01, 0xf8, // 5: add eax, edi   <- loop
@@ -16,7 +16,7 @@ func ExampleBuildCFG() {
 		0xc3, // b: ret
 	}
 	const addr = 0x401000
-	g, err := reestimate.BuildCFG(code, addr)
+	g, err := cfg.Build(code, addr)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -28,7 +28,7 @@ func ExampleBuildCFG() {
 		fmt.Printf("edge %d->%d %v\n", e.From, e.To, e.Kind)
 	}
 	samples := map[uint64]uint64{addr + 5: 31, addr + 7: 29, addr + 10: 30} // addr+10 is inside the jne
-	weights, err := reestimate.BlockWeights(g, samples)
+	weights, err := cfg.BlockWeights(g, samples)
 	if err != nil {
 		fmt.Println(err)
 		return

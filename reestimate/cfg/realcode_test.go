@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import (
 	"debug/elf"
@@ -21,7 +21,7 @@ type compiledFunc struct {
 	code []byte
 }
 
-// clangFlagSets are the ways the tests compile testdata/cfg/kernels.c: plain -O2, with CET's
+// clangFlagSets are the ways the tests compile testdata/kernels.c: plain -O2, with CET's
 // endbr64 and notrack jumps, with AVX2 (VEX encodings), for size, and with big alignment padding.
 var clangFlagSets = [][]string{
 	{"-O2"},
@@ -35,7 +35,7 @@ var clangFlagSets = [][]string{
 func compileKernels(t testing.TB, flags []string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "kernels.so")
-	args := append(append([]string{}, flags...), "-fPIC", "-shared", "-nostdlib", "-o", out, "testdata/cfg/kernels.c")
+	args := append(append([]string{}, flags...), "-fPIC", "-shared", "-nostdlib", "-o", out, "testdata/kernels.c")
 	if b, err := exec.Command("clang-14", args...).CombinedOutput(); err != nil {
 		t.Fatalf("clang-14 %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
@@ -143,7 +143,7 @@ func TestBuildCFGMatchesObjdump(t *testing.T) {
 			}
 			sawEndbr, sawPadding := false, false
 			for _, fn := range funcs {
-				g, err := BuildCFG(fn.code, fn.addr)
+				g, err := Build(fn.code, fn.addr)
 				if err != nil {
 					t.Fatalf("%s: %v", fn.name, err)
 				}
@@ -169,7 +169,7 @@ func TestBuildCFGMatchesObjdump(t *testing.T) {
 	}
 }
 
-func checkAgainstObjdump(t *testing.T, fn compiledFunc, g *CFG, dis map[uint64]objdumpInst) {
+func checkAgainstObjdump(t *testing.T, fn compiledFunc, g *Graph, dis map[uint64]objdumpInst) {
 	t.Helper()
 	end := fn.addr + uint64(len(fn.code))
 	ours := map[uint64]bool{}
@@ -222,7 +222,7 @@ func checkAgainstObjdump(t *testing.T, fn compiledFunc, g *CFG, dis map[uint64]o
 	}
 }
 
-func hasEdge(g *CFG, from, to int) bool {
+func hasEdge(g *Graph, from, to int) bool {
 	for _, e := range g.Edges {
 		if e.From == from && e.To == to {
 			return true

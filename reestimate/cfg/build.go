@@ -1,20 +1,20 @@
-package reestimate
+package cfg
 
 import (
 	"sort"
 	"sync"
 )
 
-// MaxCodeBytes caps the code BuildCFG accepts for one function (16 MiB, some millions of
+// MaxCodeBytes caps the code Build accepts for one function (16 MiB, some millions of
 // instructions): beyond it the caller gets ErrCodeTooLarge instead of an enormous allocation.
 const MaxCodeBytes = 16 << 20
 
-// BuildCFG recovers the control-flow graph of one x86-64 function from its machine code, loaded
+// Build recovers the control-flow graph of one x86-64 function from its machine code, loaded
 // at addr.
 //
 // Leaders are the entry, every in-function branch target and every instruction after a branch
 // or return. Calls do not end blocks. A return, a jump out of [addr, addr+len(code)) (a tail
-// call), an indirect jump (counted in CFG.IndirectJumps) and a trap (ud2, hlt, int3) end a path
+// call), an indirect jump (counted in Graph.IndirectJumps) and a trap (ud2, hlt, int3) end a path
 // and mark their block Exit, as does code that runs off the end. A jump to the entry is an
 // ordinary edge. Nops and int3 that nothing reaches (alignment padding between and after blocks)
 // are not made into blocks.
@@ -23,8 +23,8 @@ const MaxCodeBytes = 16 << 20
 // instruction cut off by the end of the code (ErrTruncated) and a branch into the middle of an
 // instruction (ErrJumpIntoInstruction).
 //
-// BuildCFG is safe to call concurrently; it does not keep code.
-func BuildCFG(code []byte, addr uint64) (*CFG, error) {
+// Build is safe to call concurrently; it does not keep code.
+func Build(code []byte, addr uint64) (*Graph, error) {
 	if len(code) == 0 {
 		return nil, &CodeError{Addr: addr, Err: ErrEmptyCode}
 	}
@@ -48,13 +48,13 @@ func BuildCFG(code []byte, addr uint64) (*CFG, error) {
 		return nil, err
 	}
 	dropPadding(insts, leader)
-	g := &CFG{Start: addr, End: addr + uint64(len(code))}
+	g := &Graph{Start: addr, End: addr + uint64(len(code))}
 	formBlocks(g, insts, leader, addr)
 	linkBlocks(g, insts, len(code))
 	return g, nil
 }
 
-// scratch is BuildCFG's working memory, reused through scratchPool; nothing in it outlives
+// scratch is Build's working memory, reused through scratchPool; nothing in it outlives
 // a call.
 type scratch struct {
 	insts  []inst
@@ -145,7 +145,7 @@ func dropPadding(insts []inst, leader []uint8) {
 }
 
 // formBlocks cuts the kept instructions into blocks at leaders.
-func formBlocks(g *CFG, insts []inst, leader []uint8, addr uint64) {
+func formBlocks(g *Graph, insts []inst, leader []uint8, addr uint64) {
 	kept, nblocks := 0, 0
 	for i := range insts {
 		if leader[i] == dropped {
@@ -184,7 +184,7 @@ func formBlocks(g *CFG, insts []inst, leader []uint8, addr uint64) {
 }
 
 // linkBlocks adds the edges and marks exits. The last instruction of each block decides.
-func linkBlocks(g *CFG, insts []inst, size int) {
+func linkBlocks(g *Graph, insts []inst, size int) {
 	// Most blocks have one or two successors.
 	g.Edges = make([]Edge, 0, len(g.Blocks)*3/2)
 	blockAt := func(off int64) (int, bool) {

@@ -1,8 +1,8 @@
-package reestimate
+package cfg
 
-// LinkIndirectJumps gives the targets of a function's indirect jumps a way in. BuildCFG
-// cannot see where a jump table leads, so an indirect jump ends its path and the blocks
-// only it reaches (the cases of a switch) come out unreachable: Repair would drop them and
+// LinkIndirectJumps gives the targets of a function's indirect jumps a way in. Build cannot
+// see where a jump table leads, so an indirect jump ends its path and the blocks only it
+// reaches (the cases of a switch) come out unreachable: reestimate.Repair would drop them and
 // their samples. LinkIndirectJumps adds an Indirect edge from every block that ends in an
 // indirect jump to every block the entry does not otherwise reach, and keeps those jump
 // blocks Exits, so flow may still leave there (a tail call through a table). Repair then
@@ -11,7 +11,8 @@ package reestimate
 // The edges over-approximate: a block reached by no jump table (dead code after a call
 // that does not return) gets them too, but with no samples it draws no flow. It returns
 // the number of edges added; with no indirect jump, or nothing unreachable, it adds none.
-func LinkIndirectJumps(g *CFG) int {
+// It modifies g.
+func LinkIndirectJumps(g *Graph) int {
 	var jumps []int
 	for b := range g.Blocks {
 		if g.Blocks[b].IndirectJump {

@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func BenchmarkBuildCFG(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, fn := range funcs {
-			if _, err := BuildCFG(fn.code, fn.addr); err != nil {
+			if _, err := Build(fn.code, fn.addr); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import "sort"
 
@@ -12,7 +12,7 @@ const MaxSampleCount = 1 << 48
 // false for addresses in no block (outside the function, or in padding nothing reaches).
 // It binary-searches the blocks, then the block's instructions; it is safe to call
 // concurrently on a CFG nobody modifies.
-func (g *CFG) Locate(addr uint64) (block, inst int, ok bool) {
+func (g *Graph) Locate(addr uint64) (block, inst int, ok bool) {
 	b := sort.Search(len(g.Blocks), func(k int) bool { return g.Blocks[k].Start > addr }) - 1
 	if b < 0 || addr >= g.Blocks[b].End {
 		return 0, 0, false
@@ -28,7 +28,7 @@ func (g *CFG) Locate(addr uint64) (block, inst int, ok bool) {
 // Attribution is where a function's samples fell.
 type Attribution struct {
 	BlockSamples []uint64 // per block: Σ samples over its instructions
-	// PaddingSamples counts samples inside [CFG.Start, CFG.End) but in padding that no block
+	// PaddingSamples counts samples inside [Graph.Start, Graph.End) but in padding that no block
 	// holds; they do not count towards any block.
 	PaddingSamples uint64
 	Total          uint64 // every sample attributed, padding included
@@ -38,7 +38,7 @@ type Attribution struct {
 // outside the function gives a *SampleError wrapping ErrSampleOutside; a count above
 // MaxSampleCount, or a total above it, one wrapping ErrSampleCount. When the CFG has no code
 // range (Start == End == 0), "outside" means outside every block.
-func AttributeSamples(g *CFG, samples map[uint64]uint64) (*Attribution, error) {
+func AttributeSamples(g *Graph, samples map[uint64]uint64) (*Attribution, error) {
 	at := &Attribution{BlockSamples: make([]uint64, len(g.Blocks))}
 	for addr, n := range samples {
 		if n > MaxSampleCount || at.Total+n > MaxSampleCount {
@@ -61,7 +61,7 @@ func AttributeSamples(g *CFG, samples map[uint64]uint64) (*Attribution, error) {
 // BlockWeights returns each block's weight: the samples that fell in it divided by its
 // instruction count, the estimate of how often the block ran (times the sampling period).
 // Errors are as for AttributeSamples.
-func BlockWeights(g *CFG, samples map[uint64]uint64) ([]float64, error) {
+func BlockWeights(g *Graph, samples map[uint64]uint64) ([]float64, error) {
 	at, err := AttributeSamples(g, samples)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func BlockWeights(g *CFG, samples map[uint64]uint64) ([]float64, error) {
 }
 
 // Weights divides each block's samples by its instruction count.
-func (at *Attribution) Weights(g *CFG) []float64 {
+func (at *Attribution) Weights(g *Graph) []float64 {
 	w := make([]float64, len(g.Blocks))
 	for i, b := range g.Blocks {
 		if n := len(b.Insts); n > 0 {

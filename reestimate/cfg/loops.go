@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 // EdgeClass places an edge relative to the CFG's natural loops; the static edge costs of
 // the repair depend on it.
@@ -48,7 +48,7 @@ type Loops struct {
 }
 
 // FindLoops finds g's natural loops. dom must be g's dominator tree.
-func FindLoops(g *CFG, dom *Dominators) *Loops {
+func FindLoops(g *Graph, dom *Dominators) *Loops {
 	pstart, from, _ := predecessors(g)
 	return findLoops(len(g.Blocks), dom, pstart, from)
 }

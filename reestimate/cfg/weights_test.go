@@ -1,4 +1,4 @@
-package reestimate
+package cfg
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 func TestBlockWeights(t *testing.T) {
 	// 0: test edi,edi; 2: je 9; 4: call +0; 9: inc eax; b: ret; c: nop; d: int3
 	const base = 0x2000
-	g, err := BuildCFG(mustHex(t, "85ff 7405 e800000000 ffc0 c3 90 cc"), base)
+	g, err := Build(mustHex(t, "85ff 7405 e800000000 ffc0 c3 90 cc"), base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestBlockWeights(t *testing.T) {
 
 func TestBlockWeightsErrors(t *testing.T) {
 	const base = 0x2000
-	g, err := BuildCFG(mustHex(t, "31c0 c3"), base)
+	g, err := Build(mustHex(t, "31c0 c3"), base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package reestimate
+package cfg
 
 import (
 	"errors"
 	"testing"
 )
 
-// FuzzBuildCFG: BuildCFG never panics or hangs; it returns a *CodeError or a CFG that satisfies
+// FuzzBuildCFG: Build never panics or hangs; it returns a *CodeError or a CFG that satisfies
 // every structural invariant, and every sample inside the code range attributes.
 func FuzzBuildCFG(f *testing.F) {
 	for _, s := range []string{
@@ -28,7 +28,7 @@ func FuzzBuildCFG(f *testing.F) {
 		if addr+uint64(len(code)) < addr {
 			return // wraps: callers (ReadJSON) reject this
 		}
-		g, err := BuildCFG(code, addr)
+		g, err := Build(code, addr)
 		if err != nil {
 			var ce *CodeError
 			if !errors.As(err, &ce) || ce.Offset < 0 || ce.Offset > len(code) {
