@@ -21,11 +21,9 @@
 //
 // WriteDot draws a CFG with its counts before and after repair.
 //
-// Three solvers sit behind the Solver interface: FastSolver (successive shortest paths with
-// potentials, the default, run on what a series–parallel reduction leaves of the network:
-// spreduce.go), SimplexSolver (primal network simplex, after folding away arcs that cannot
-// bind: presolve.go), and ReferenceSolver (the Edmonds–Karp plus Klein cycle-cancelling
-// method of the paper the design descends from), which tests use to check the others.
+// The circulation is solved by package mcf: Options.Solver picks mcf.FastSolver (the
+// default), mcf.SimplexSolver or mcf.ReferenceSolver, the paper's slow method that tests use
+// to check the others.
 //
 //	res, err := reestimate.Repair(g, weights, reestimate.Options{})
 //	if err != nil { ... }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/mcf"
 )
 
 // flowNet is the circulation network built for one CFG, with the indices needed to read
@@ -28,7 +29,7 @@ import (
 // weight (else shrinking the cycle would save at least c⁺ > 0), and those flows sum to at
 // most W. So the bound never cuts off an optimum.
 type flowNet struct {
-	net       Network
+	net       mcf.Network
 	blockArc  []int32 // per block: first of its one or two block arcs, -1 when unreachable
 	edgeArc   []int32 // per CFG edge: its arc, -1 when its source is unreachable
 	scaled    []int64 // per block: the scaled weight
@@ -52,7 +53,7 @@ func scaleWeights(weights []float64, reachable []bool, scale float64) ([]int64, 
 			mean += w / n
 		}
 	}
-	limit := float64(MaxArcCapacity/2) - n
+	limit := float64(mcf.MaxArcCapacity/2) - n
 	if mean*scale > limit/n {
 		scale = limit / n / mean
 	}
@@ -73,7 +74,7 @@ func buildFlowNet(g *cfg.Graph, scaled []int64, an *cfg.Analysis, m costModel) *
 	}
 	u := max(fn.weightSum, 1)
 	source, sink := int32(2*n), int32(2*n+1)
-	arcs := make([]Arc, 0, 2*n+len(g.Edges)+n/2+2)
+	arcs := make([]mcf.Arc, 0, 2*n+len(g.Edges)+n/2+2)
 	for b := 0; b < n; b++ {
 		if !an.Dom.Reachable(b) {
 			fn.blockArc[b] = -1
@@ -84,9 +85,9 @@ func buildFlowNet(g *cfg.Graph, scaled []int64, an *cfg.Analysis, m costModel) *
 		inc, dec := m.blockCosts(g, b)
 		fn.baseCost += dec * scaled[b]
 		if scaled[b] > 0 {
-			arcs = append(arcs, Arc{From: in, To: out, Cap: scaled[b], Cost: -dec})
+			arcs = append(arcs, mcf.Arc{From: in, To: out, Cap: scaled[b], Cost: -dec})
 		}
-		arcs = append(arcs, Arc{From: in, To: out, Cap: u, Cost: inc})
+		arcs = append(arcs, mcf.Arc{From: in, To: out, Cap: u, Cost: inc})
 	}
 	for i, e := range g.Edges {
 		if !an.Dom.Reachable(e.From) {
@@ -94,16 +95,16 @@ func buildFlowNet(g *cfg.Graph, scaled []int64, an *cfg.Analysis, m costModel) *
 			continue
 		}
 		fn.edgeArc[i] = int32(len(arcs))
-		arcs = append(arcs, Arc{From: int32(2*e.From + 1), To: int32(2 * e.To), Cap: u, Cost: m.edgeCost(an.Loops.Classify(e))})
+		arcs = append(arcs, mcf.Arc{From: int32(2*e.From + 1), To: int32(2 * e.To), Cap: u, Cost: m.edgeCost(an.Loops.Classify(e))})
 	}
-	arcs = append(arcs, Arc{From: source, To: int32(2 * g.Entry), Cap: u})
+	arcs = append(arcs, mcf.Arc{From: source, To: int32(2 * g.Entry), Cap: u})
 	for b := 0; b < n; b++ {
 		if an.Dom.Reachable(b) && isExit(g, b, an) {
-			arcs = append(arcs, Arc{From: int32(2*b + 1), To: sink, Cap: u})
+			arcs = append(arcs, mcf.Arc{From: int32(2*b + 1), To: sink, Cap: u})
 		}
 	}
-	fn.net = Network{Nodes: 2*n + 2, Source: int(source), Sink: int(sink), Return: len(arcs)}
-	fn.net.Arcs = append(arcs, Arc{From: sink, To: source, Cap: u})
+	fn.net = mcf.Network{Nodes: 2*n + 2, Source: int(source), Sink: int(sink), Return: len(arcs)}
+	fn.net.Arcs = append(arcs, mcf.Arc{From: sink, To: source, Cap: u})
 	return fn
 }
 

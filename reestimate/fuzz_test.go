@@ -7,6 +7,7 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/mcf"
 )
 
 // decodeCase turns fuzz bytes into a CFG and weights: byte 0 is the block count (1..64),
@@ -67,7 +68,7 @@ func FuzzRepair(f *testing.F) {
 			return
 		}
 		checkConserved(t, g, r)
-		rs, err := reestimate.Repair(g, w, reestimate.Options{Solver: reestimate.SimplexSolver()})
+		rs, err := reestimate.Repair(g, w, reestimate.Options{Solver: mcf.SimplexSolver()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,11 @@
 package reestimate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/mcf"
 )
 
 // Defaults of the cost model. Costs are per unit of (scaled) flow; only their ratios matter.
@@ -48,15 +50,20 @@ const (
 	NoCost = -1
 )
 
-// Options tunes the repair. The zero value means the defaults above and FastSolver.
+// ErrBadOptions reports a cost knob or scale outside its documented range. Callers test for
+// it with errors.Is; the wrapping message names the option at fault. (A bad CFG or weights
+// give errors wrapping cfg.ErrBadGraph or cfg.ErrBadWeight.)
+var ErrBadOptions = errors.New("bad options")
+
+// Options tunes the repair. The zero value means the defaults above and mcf.FastSolver.
 type Options struct {
-	// Solver finds the minimum-cost circulation; nil means FastSolver().
-	Solver Solver
+	// Solver finds the minimum-cost circulation; nil means mcf.FastSolver().
+	Solver mcf.Solver
 	// Scale is the fixed-point factor that turns the floating-point weights into the
 	// integers the exact solvers need: block b enters the network as round(weights[b]×Scale)
 	// and Result counts come back in the same units (divide by Result.Scale). 0 means
-	// DefaultScale. When Σ weights × Scale would exceed MaxArcCapacity/2, Repair lowers the
-	// scale to fit and reports the one it used in Result.Scale.
+	// DefaultScale. When Σ weights × Scale would exceed mcf.MaxArcCapacity/2, Repair lowers
+	// the scale to fit and reports the one it used in Result.Scale.
 	Scale float64
 	// IncreaseCost (c⁺, ≥ 1) and DecreaseCost (c⁻) are the per-unit costs of moving a
 	// block's count above or below its weight. 0 means the default; DecreaseCost may be
@@ -64,7 +71,7 @@ type Options struct {
 	IncreaseCost, DecreaseCost int64
 	// EdgeCost, LoopEdgeCost and LoopExitCost are the per-unit static costs of flow on an
 	// edge outside loops, on a back or in-loop edge, and on a loop-exit edge (see
-	// EdgeClass). 0 means the default, NoCost means zero.
+	// cfg.EdgeClass). 0 means the default, NoCost means zero.
 	EdgeCost, LoopEdgeCost, LoopExitCost int64
 	// PerInstruction multiplies a block's increase and decrease costs by its instruction
 	// count, up to MaxInstructionWeight (see the defaults above).
@@ -76,7 +83,7 @@ const MaxInstructionWeight = 16
 
 // costModel is Options with the defaults filled in and checked.
 type costModel struct {
-	solver                   Solver
+	solver                   mcf.Solver
 	scale                    float64
 	inc, dec                 int64
 	edge, loopEdge, loopExit int64
@@ -89,13 +96,13 @@ func (m costModel) blockCosts(g *cfg.Graph, b int) (inc, dec int64) {
 		return m.inc, m.dec
 	}
 	k := int64(min(max(len(g.Blocks[b].Insts), 1), MaxInstructionWeight))
-	return min(m.inc*k, MaxArcCost), min(m.dec*k, MaxArcCost)
+	return min(m.inc*k, mcf.MaxArcCost), min(m.dec*k, mcf.MaxArcCost)
 }
 
 func (o Options) model() (costModel, error) {
 	m := costModel{solver: o.Solver, scale: o.Scale, perInstruction: o.PerInstruction}
 	if m.solver == nil {
-		m.solver = FastSolver()
+		m.solver = mcf.FastSolver()
 	}
 	if m.scale == 0 {
 		m.scale = DefaultScale
@@ -109,7 +116,7 @@ func (o Options) model() (costModel, error) {
 			return def, nil
 		case v == NoCost:
 			return 0, nil
-		case v < 0 || v > MaxArcCost:
+		case v < 0 || v > mcf.MaxArcCost:
 			return 0, fmt.Errorf("reestimate: %s %d outside [0, 2^16]: %w", name, v, ErrBadOptions)
 		}
 		return v, nil

@@ -7,17 +7,18 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/mcf"
 	"github.com/profd/profd/reestimate/sim"
 )
 
 // recorder wraps a Solver and keeps the network and flow of its last call.
 type recorder struct {
-	reestimate.Solver
-	net  *reestimate.Network
+	mcf.Solver
+	net  *mcf.Network
 	flow []int64
 }
 
-func (r *recorder) Solve(net *reestimate.Network) ([]int64, error) {
+func (r *recorder) Solve(net *mcf.Network) ([]int64, error) {
 	f, err := r.Solver.Solve(net)
 	r.net, r.flow = net, f
 	return f, err
@@ -89,13 +90,13 @@ func TestSolversAgree(t *testing.T) {
 			opt.LoopExitCost = 1 + rng.Int64N(5)
 			opt.PerInstruction = rng.IntN(2) == 0
 		}
-		opt.Solver = reestimate.ReferenceSolver()
+		opt.Solver = mcf.ReferenceSolver()
 		rr, err := reestimate.Repair(g, w, opt)
 		if err != nil {
 			t.Fatalf("case %d: reference: %v", i, err)
 		}
 		var rf *reestimate.Result
-		for _, s := range []reestimate.Solver{reestimate.SimplexSolver(), reestimate.SSPSolver()} {
+		for _, s := range []mcf.Solver{mcf.SimplexSolver(), mcf.SSPSolver()} {
 			rec := &recorder{Solver: s}
 			opt.Solver = rec
 			r, err := reestimate.Repair(g, w, opt)
@@ -161,7 +162,7 @@ func checkConserved(t *testing.T, g *cfg.Graph, r *reestimate.Result) {
 
 // negativeResidualCycle runs Bellman–Ford from a virtual root over the residual network of
 // flow and reports whether a negative cycle remains (the optimality certificate).
-func negativeResidualCycle(net *reestimate.Network, flow []int64) bool {
+func negativeResidualCycle(net *mcf.Network, flow []int64) bool {
 	type arc struct {
 		from, to int32
 		cost     int64

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/mcf"
 )
 
 // cfgOf returns a CFG of n empty blocks with the given edges.
@@ -34,7 +35,7 @@ func TestRepairConsistentWeightsUnchanged(t *testing.T) {
 	g := diamondLoop()
 	// 10 entries, 100 loop iterations split 70/30.
 	w := []float64{10, 100, 70, 30, 100, 10}
-	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+	for _, s := range []mcf.Solver{mcf.SSPSolver(), mcf.SimplexSolver(), mcf.ReferenceSolver()} {
 		r, err := Repair(g, w, Options{Solver: s})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
@@ -64,7 +65,7 @@ func TestRepairFixesInconsistentWeights(t *testing.T) {
 	// raising it (100 × c⁺) is cheaper than lowering the three other loop blocks (300 × c⁻).
 	g := cfgOf(6, 0, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 1}, [2]int{4, 5})
 	w := []float64{10, 100, 0, 100, 100, 10}
-	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+	for _, s := range []mcf.Solver{mcf.SSPSolver(), mcf.SimplexSolver(), mcf.ReferenceSolver()} {
 		r, err := Repair(g, w, Options{Solver: s})
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func TestRepairEdgeCases(t *testing.T) {
 		// A block without successors that is not marked Exit still lets flow out.
 		{"implicit exit", cfgOf(2, 0, [2]int{0, 1}), []float64{6, 6}, []float64{6, 6}},
 	} {
-		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
+		for _, s := range []mcf.Solver{mcf.SSPSolver(), mcf.SimplexSolver(), mcf.ReferenceSolver()} {
 			r, err := Repair(tc.g, tc.w, Options{Solver: s})
 			if err != nil {
 				t.Errorf("%s/%s: %v", tc.name, s.Name(), err)
@@ -144,51 +145,6 @@ func TestRepairEdgeCases(t *testing.T) {
 					t.Errorf("%s/%s: block %d = %g, want %g", tc.name, s.Name(), b, got, want)
 				}
 			}
-		}
-	}
-}
-
-func TestNetworkValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		net  Network
-	}{
-		{"endpoint", Network{Nodes: 1, Arcs: []Arc{{From: 0, To: 1}}, Source: -1, Sink: -1, Return: -1}},
-		{"capacity", Network{Nodes: 1, Arcs: []Arc{{Cap: -1}}, Source: -1, Sink: -1, Return: -1}},
-		{"huge capacity", Network{Nodes: 1, Arcs: []Arc{{Cap: MaxArcCapacity + 1}}, Source: -1, Sink: -1, Return: -1}},
-		{"cost", Network{Nodes: 1, Arcs: []Arc{{Cost: MaxArcCost + 1}}, Source: -1, Sink: -1, Return: -1}},
-		{"marks", Network{Nodes: 2, Arcs: []Arc{{From: 1, To: 0}}, Source: 0, Sink: 1, Return: -1}},
-		{"return arc", Network{Nodes: 2, Arcs: []Arc{{From: 0, To: 1}}, Source: 0, Sink: 1, Return: 0}},
-	} {
-		for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
-			if _, err := s.Solve(&tc.net); !errors.Is(err, ErrBadNetwork) {
-				t.Errorf("%s/%s: err = %v, want ErrBadNetwork", tc.name, s.Name(), err)
-			}
-		}
-	}
-}
-
-// TestSolversOnNegativeCycles checks the solvers on a general network (not one Repair
-// builds): two negative cycles sharing an arc, bounded by capacities.
-func TestSolversOnNegativeCycles(t *testing.T) {
-	net := Network{Nodes: 3, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
-		{From: 0, To: 1, Cap: 5, Cost: -3},
-		{From: 1, To: 0, Cap: 10, Cost: 1},
-		{From: 1, To: 2, Cap: 4, Cost: -1},
-		{From: 2, To: 0, Cap: 4, Cost: 0},
-		{From: 2, To: 2, Cap: 3, Cost: -2}, // a negative self-loop
-	}}
-	for _, s := range []Solver{SSPSolver(), SimplexSolver(), ReferenceSolver()} {
-		f, err := s.Solve(&net)
-		if err != nil {
-			t.Fatalf("%s: %v", s.Name(), err)
-		}
-		if err := net.CheckCirculation(f); err != nil {
-			t.Fatalf("%s: %v", s.Name(), err)
-		}
-		// Best: 4 units around 0→1→2→0 (-4 each), 1 unit around 0→1→0 (-2), self-loop 3 (-6).
-		if c := net.Cost(f); c != -24 {
-			t.Errorf("%s: cost %d, want -24 (flow %v)", s.Name(), c, f)
 		}
 	}
 }

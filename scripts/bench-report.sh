@@ -10,8 +10,9 @@ run() {
 	go test -run '^$' -benchmem "$@" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 }
 # reestimator: min-cost-flow solvers and Repair, CFG recovery, accuracy on simulated samples
-run -bench 'Solvers|Solve$|Solve/|SolveSparse|Repair' -benchtime 5x ./reestimate/...
-run -bench 'BuildCFG' ./reestimate/...
+run -bench 'Solvers|Repair' -benchtime 5x ./reestimate
+run -bench 'Solve$|Solve/|SolveSparse' -benchtime 5x ./reestimate/mcf
+run -bench 'BuildCFG' ./reestimate/cfg
 run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
 # symbols: JIT symbol map look-ups and decoding, the FIFO transport
 run -bench 'MapLookup|PageIndexBuild|JitdumpDecode|PerfMapDecode' ./jitmap

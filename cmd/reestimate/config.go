@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/mcf"
 )
 
 // Exit codes.
@@ -28,10 +28,10 @@ const (
 )
 
 // solvers are the --solver choices.
-var solvers = map[string]func() reestimate.Solver{
-	"fast":      reestimate.FastSolver,
-	"simplex":   reestimate.SimplexSolver,
-	"reference": reestimate.ReferenceSolver,
+var solvers = map[string]func() mcf.Solver{
+	"fast":      mcf.FastSolver,
+	"simplex":   mcf.SimplexSolver,
+	"reference": mcf.ReferenceSolver,
 }
 
 // Config is everything a run needs, from the command line.

@@ -1,4 +1,4 @@
-package reestimate
+package mcf
 
 // residual is the residual network of a Network in compressed form. Node u's residual arcs
 // occupy slots start[u]..start[u+1]-1; arc i of the Network has its forward slot fwd[i] in

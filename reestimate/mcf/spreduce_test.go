@@ -1,10 +1,8 @@
-package reestimate
+package mcf
 
 import (
 	"math/rand/v2"
 	"testing"
-
-	"github.com/profd/profd/reestimate/cfg"
 )
 
 // TestSeriesParallelKeepsOptimum checks the reduction on general networks (parallel arcs
@@ -77,13 +75,9 @@ func kernelOf(t *testing.T, net *Network) *Network {
 	return k
 }
 
-// TestSeriesParallelReducesRepairNetwork: the network of a branch around a block (an
-// if without else) is series–parallel, so nothing is left for the solver; a bridge (the
-// smallest network that is not) is left whole.
-func TestSeriesParallelReducesRepairNetwork(t *testing.T) {
-	if k := kernelOf(t, branchAroundNetwork(t)); k.Nodes != 0 || len(k.Arcs) != 0 {
-		t.Errorf("branch-around network: kernel of %d nodes, %d arcs, want none", k.Nodes, len(k.Arcs))
-	}
+// TestSeriesParallelKeepsBridge: a bridge (the smallest network that is not
+// series–parallel) is left whole, and the kernel solves like the reference.
+func TestSeriesParallelKeepsBridge(t *testing.T) {
 	// 0→1, 0→2, 1→2, 1→3, 2→3, 3→0: every node has three neighbours.
 	bridge := &Network{Nodes: 4, Source: -1, Sink: -1, Return: -1, Arcs: []Arc{
 		{From: 0, To: 1, Cap: 5, Cost: -3}, {From: 0, To: 2, Cap: 5, Cost: 1}, {From: 1, To: 2, Cap: 5, Cost: -1},
@@ -230,72 +224,4 @@ func FuzzSeriesParallel(f *testing.F) {
 			t.Fatalf("%v (network %+v)", err, net)
 		}
 	})
-}
-
-// TestSeriesParallelChainStaysLinear: along a chain of 20000 blocks with distinct weights
-// the series reductions build one function after another, each a block longer; the
-// reduction must not keep every copy (reuse puts each over its parts' segments), so the
-// arena stays within a few segments per arc: on the plain chain, and on one whose blocks
-// loop on themselves, where each block is first a parallel merge whose segments lie
-// between the growing function and its next copy. (Without the reuse the plain chain held
-// 1.36 million segments for 60 thousand arcs, 34 million with spMaxSegments at 1024; the
-// looping one 659 thousand for 80 thousand arcs when only a part at the very end was
-// reused.)
-func TestSeriesParallelChainStaysLinear(t *testing.T) {
-	for _, loopEvery := range []int{0, 1} {
-		net := chainNetwork(t, 20000, loopEvery, 1000)
-		r := spReduce(net)
-		segs, arcs := len(r.seg), len(net.Arcs)
-		r.release()
-		if segs > 2*arcs {
-			t.Errorf("self-loops every %d blocks: %d segments for %d arcs", loopEvery, segs, arcs)
-		}
-		solveBothWays(t, net)
-	}
-}
-
-// chainNetwork returns the network Repair builds for a chain of n blocks, every loopEvery-th
-// looping on itself (none when 0), block i weighing 1 + i mod period.
-func chainNetwork(t *testing.T, n, loopEvery, period int) *Network {
-	t.Helper()
-	g := &cfg.Graph{Blocks: make([]cfg.Block, n)}
-	w := make([]float64, n)
-	for i := range n {
-		if i+1 < n {
-			g.Edges = append(g.Edges, cfg.Edge{From: i, To: i + 1})
-		}
-		if loopEvery > 0 && i%loopEvery == 0 {
-			g.Edges = append(g.Edges, cfg.Edge{From: i, To: i})
-		}
-		w[i] = float64(i%period) + 1
-	}
-	g.Blocks[n-1].Exit = true
-	return RepairNetwork(t, g, w)
-}
-
-// TestSeriesParallelBudget: with the segment budget spent from the start, only reductions
-// into at most spSmallSegments segments are made, and the kernel left still solves to the
-// reference's cost.
-func TestSeriesParallelBudget(t *testing.T) {
-	// A chain of 300 blocks, every third looping on itself, weights 1 to 37: its series
-	// functions grow well past spSmallSegments.
-	net := chainNetwork(t, 300, 3, 37)
-	want := referenceCost(t, net)
-	full, small := kernelOf(t, net), spReduceBudget(net, 0)
-	k, _ := small.kernel()
-	for _, e := range small.edges {
-		if e.kind != spArc && e.n > spSmallSegments {
-			t.Fatalf("edge of %d segments made beyond the budget", e.n)
-		}
-	}
-	if k.Nodes <= full.Nodes {
-		t.Errorf("kernel of %d nodes without a budget and %d with none left: the budget changed nothing", full.Nodes, k.Nodes)
-	}
-	f, err := solveSSPOn(net, small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := optimumError(net, f, want); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,4 +1,4 @@
-package reestimate
+package mcf
 
 import (
 	"fmt"
@@ -27,12 +27,11 @@ import (
 //
 // One sweep from each source first drains what the seeded potentials already connect; the
 // rest is left to global rounds, each one search plus sweeps, instead of one search per
-// source, which made the solve grow as n^1.5.
+// source, which makes the solve grow as n^1.5.
 //
-// Solve runs it on the kernel the series–parallel reduction leaves (spreduce.go). A local
-// pass of single-source searches (capped at 256 nodes) between the sweeps and the global
-// rounds paid before the reduction (14–24 % less work at 100k blocks); on kernels it costs
-// more than it saves (1k kernel: 67–79 µs with it, 49–55 µs without).
+// Solve runs it on the kernel the series–parallel reduction leaves (spreduce.go). There is
+// no pass of capped single-source searches before the global rounds: on kernels it costs
+// more than it saves.
 type ssp struct{}
 
 func (ssp) Name() string { return "ssp" }

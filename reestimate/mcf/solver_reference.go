@@ -1,4 +1,4 @@
-package reestimate
+package mcf
 
 import "fmt"
 

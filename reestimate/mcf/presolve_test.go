@@ -1,11 +1,9 @@
-package reestimate
+package mcf
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/profd/profd/reestimate/cfg"
 )
 
 // randomNetwork draws a general network (not one Repair builds): negative and positive
@@ -77,62 +75,6 @@ func TestPresolveKeepsOptimum(t *testing.T) {
 	}
 	if folded < 1000 {
 		t.Fatalf("presolve folded arcs in only %d of 3000 networks", folded)
-	}
-}
-
-// branchAroundNetwork returns the network Repair builds for entry → a → b → exit with a
-// branch from the entry around a.
-func branchAroundNetwork(t *testing.T) *Network {
-	t.Helper()
-	g := &cfg.Graph{
-		Blocks: []cfg.Block{{Start: 0, End: 1, Insts: []uint64{0}}, {Start: 1, End: 2, Insts: []uint64{1}}, {Start: 2, End: 3, Insts: []uint64{2}}, {Start: 3, End: 4, Insts: []uint64{3}, Exit: true}},
-		Edges: []cfg.Edge{
-			{From: 0, To: 1, Kind: cfg.CondTaken}, {From: 0, To: 2, Kind: cfg.CondNotTaken},
-			{From: 1, To: 2, Kind: cfg.Jump}, {From: 2, To: 3, Kind: cfg.FallThrough},
-		},
-	}
-	return RepairNetwork(t, g, []float64{1, 2, 3, 3})
-}
-
-// TestPresolveFoldsRepairNetwork checks what presolve removes from branchAroundNetwork.
-func TestPresolveFoldsRepairNetwork(t *testing.T) {
-	net := branchAroundNetwork(t)
-	r := presolve(net, &presolveScratch{})
-	if r == nil {
-		t.Fatal("presolve folded nothing")
-	}
-	// 10 nodes: in and out of 4 blocks, S, T. Folded: 0→1 (a has one predecessor: in(a)
-	// joins out(entry)), 1→2 and 2→3 (one successor: out(a), out(b) join in(b), in(exit)),
-	// S→in(entry) and out(exit)→T (one way out of S and of out(exit)). The edge 0→2 stays:
-	// the entry has two successors and b two predecessors. Left: in(entry), out(entry),
-	// in(b), in(exit), T.
-	if r.net.Nodes != 5 {
-		t.Errorf("reduced network has %d nodes, want 5", r.net.Nodes)
-	}
-	if len(r.folded) != 5 {
-		t.Errorf("%d arcs folded, want 5", len(r.folded))
-	}
-}
-
-// TestPresolvePassesRepeat checks that solveReduced presolves again what one pass left:
-// on branchAroundNetwork the second pass folds the return arc
-// into in(entry), and the optimum expanded through both levels is the reference's.
-func TestPresolvePassesRepeat(t *testing.T) {
-	net := branchAroundNetwork(t)
-	once := presolve(net, &presolveScratch{})
-	var solved []int
-	f, err := solveReduced(net, func(reduced *Network) ([]int64, error) {
-		solved = append(solved, reduced.Nodes)
-		return solveSSP(reduced)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(solved) != 1 || solved[0] >= once.net.Nodes {
-		t.Fatalf("solved networks of %v nodes; one pass leaves %d", solved, once.net.Nodes)
-	}
-	if err := optimumError(net, f, referenceCost(t, net)); err != nil {
-		t.Fatal(err)
 	}
 }
 

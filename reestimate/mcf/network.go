@@ -1,9 +1,15 @@
-package reestimate
+package mcf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
+
+// ErrBadNetwork reports a flow network a Solver cannot accept: an arc endpoint out of range,
+// a negative capacity, or a cost or capacity so large that the objective could overflow
+// int64. Callers test for it with errors.Is; the wrapping message names the arc or node.
+var ErrBadNetwork = errors.New("bad flow network")
 
 // Limits on the numbers in a Network. They keep every intermediate sum of a Solver inside
 // int64: a flow never exceeds MaxArcCapacity, a cost never exceeds MaxArcCost in size, so a
@@ -123,34 +129,3 @@ func (n *Network) CheckCirculation(flow []int64) error {
 	}
 	return nil
 }
-
-// Solver finds a minimum-cost circulation on a Network.
-//
-// Solve validates net, then returns one flow per arc (index as in net.Arcs) forming a
-// circulation of minimum total cost. It does not modify net. Implementations in this package
-// are stateless and safe for concurrent use.
-type Solver interface {
-	Solve(net *Network) ([]int64, error)
-	// Name identifies the algorithm in logs and benchmarks.
-	Name() string
-}
-
-// FastSolver returns the default solver, successive shortest paths (SSPSolver) on what the
-// series–parallel reduction (spreduce.go) leaves of the network; SimplexSolver presolves
-// (presolve.go) instead. On the benchmark CFGs a whole Repair with SSP beats the network
-// simplex by 4x (1k blocks), 6x (10k) and 18x (100k), and the simplex tree grows as deep as
-// the CFG is long: on a million-block chain simplex took 67 s against SSP's 0.7 s (both
-// before the reduction). See BenchmarkRepair.
-func FastSolver() Solver { return ssp{} }
-
-// SimplexSolver returns the primal network simplex solver. See solver_simplex.go.
-func SimplexSolver() Solver { return simplex{} }
-
-// SSPSolver returns the exact successive-shortest-paths solver with potentials, local
-// Dijkstra searches and depth-first sweeps over zero-reduced-cost arcs. See solver_ssp.go.
-func SSPSolver() Solver { return ssp{} }
-
-// ReferenceSolver returns the paper's method: Edmonds–Karp maximum flow from Source to
-// Sink, then Klein's cancelling of negative cycles in the residual network. It is slow
-// (pseudo-polynomial) and meant for tests that check FastSolver.
-func ReferenceSolver() Solver { return cycleCancelling{} }

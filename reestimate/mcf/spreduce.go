@@ -1,4 +1,4 @@
-package reestimate
+package mcf
 
 import "sync"
 
@@ -17,8 +17,8 @@ import "sync"
 //     become one edge between its neighbours whose g is the sum of theirs;
 //   - leaf: a node with one edge cannot pass flow; the edge carries 0.
 //
-// What the rules leave (the kernel: on the 1k-block benchmark network 78 of 2102 nodes)
-// goes to the SSP as one piecewise-linear arc per edge (kernelResidual), or to another
+// What the rules leave (the kernel: a few percent of the nodes of a network reestimate
+// builds) goes to the SSP as one piecewise-linear arc per edge (kernelResidual), or to another
 // solver as an ordinary Network of one arc per segment, those of negative x as arcs v→u
 // (kernel). The kernel's flow is then pushed back through the reductions in reverse: a
 // series edge's flow is its two parts', a parallel edge's flow is split by filling its
@@ -112,14 +112,12 @@ func flagIf(set bool, f uint8) uint8 {
 
 // spMaxSegments bounds an edge's segments: a reduction that would make more is not made.
 // Each series reduction writes its edge's segments, so a chain of k blocks with distinct
-// weights costs O(k·spMaxSegments); 1024 made a 100k-block chain take 40 s, 64 takes
-// 0.04 s, and no benchmark network comes near 64.
+// weights costs O(k·spMaxSegments); the networks reestimate builds stay well below it.
 //
 // The segments made are also budgeted: beyond spSegmentsPerArc per arc of the network
-// (the benchmark networks make 4), only reductions into at most spSmallSegments are made.
-// Without the budget a chain of blocks that loop on themselves, whose parallel merges keep
-// the growing function from reusing its place (reuse), made 9 segments per arc, 590 MB
-// for a million blocks.
+// (reestimate's networks make about 4), only reductions into at most spSmallSegments are
+// made. Without the budget a chain of blocks that loop on themselves, whose parallel merges
+// keep the growing function from reusing its place (reuse), makes more than that.
 const (
 	spMaxSegments    = 64
 	spSegmentsPerArc = 8
@@ -149,9 +147,9 @@ func (r *spReduction) segs(e *spEdge, flip bool, buf *[]spSeg) ([]spSeg, int64) 
 	return b, -e.hi
 }
 
-// spPool keeps reductions' arrays from one solve to the next: Repair solves one network
-// per function, and allocating (and the page faults of) a fresh arena each time cost as
-// much as the reduction itself on 1k-block functions.
+// spPool keeps reductions' arrays from one solve to the next: reestimate.Repair solves one
+// network per function, and a fresh arena each time (its allocation and page faults) costs
+// as much as the reduction itself.
 var spPool = sync.Pool{New: func() any { return new(spReduction) }}
 
 // arena returns s emptied, with room for at least n elements.
