@@ -6,19 +6,19 @@ import (
 
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/cfgjson"
 )
 
 // example loads the bundled example function: real llc-14 machine code with perf samples.
-func example(t *testing.T) reestimate.Function {
+func example(t *testing.T) cfgjson.Function {
 	t.Helper()
 	f, err := os.Open("../examples/reestimate/score.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	funcs, err := reestimate.ReadJSON(f)
+	funcs, err := cfgjson.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func example(t *testing.T) reestimate.Function {
 
 // object makes a capture object of fn at addr, with one source line per block when lines is
 // set, and its samples.
-func object(t *testing.T, fn reestimate.Function, name string, code []byte, lines bool) *profileio.CaptureObject {
+func object(t *testing.T, fn cfgjson.Function, name string, code []byte, lines bool) *profileio.CaptureObject {
 	t.Helper()
 	o := &profileio.CaptureObject{Object: jitmap.CodeObject{Name: name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: code}}
 	if lines {
@@ -45,7 +45,7 @@ func object(t *testing.T, fn reestimate.Function, name string, code []byte, line
 	return o
 }
 
-func total(fn reestimate.Function) uint64 {
+func total(fn cfgjson.Function) uint64 {
 	var n uint64
 	for _, c := range fn.Samples {
 		n += c

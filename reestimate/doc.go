@@ -10,8 +10,7 @@
 // flow.
 //
 // The CFG and its weights come from package cfg (recovered from x86-64 machine code, samples
-// averaged over each block); ReadJSON reads functions in the JSON interchange format of
-// docs/reestimate-json.md, as code with samples or as explicit CFGs:
+// averaged over each block) or from the JSON interchange format (package cfgjson):
 //
 //	g, err := cfg.Build(code, loadAddr)
 //	if err != nil { ... } // a *cfg.CodeError naming the offset

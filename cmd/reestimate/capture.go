@@ -9,6 +9,7 @@ import (
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfgjson"
 )
 
 // runCapture reestimates a profd capture: into an LLVM sample profile (llvm-text,
@@ -56,13 +57,13 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 
 // captureFunctions lists the capture's sampled code objects that have code bytes, as
 // reestimate functions.
-func captureFunctions(c *profileio.Capture) []reestimate.Function {
-	var funcs []reestimate.Function
+func captureFunctions(c *profileio.Capture) []cfgjson.Function {
+	var funcs []cfgjson.Function
 	for _, o := range c.Objects {
 		if len(o.Samples) == 0 || len(o.Object.Code) == 0 {
 			continue
 		}
-		f := reestimate.Function{Name: o.Object.Name, Addr: o.Object.Addr, Code: o.Object.Code,
+		f := cfgjson.Function{Name: o.Object.Name, Addr: o.Object.Addr, Code: o.Object.Code,
 			Samples: make(map[uint64]uint64, len(o.Samples))}
 		for _, s := range o.Samples {
 			f.Samples[o.Object.Addr+s.Offset] += s.Count

@@ -12,18 +12,19 @@ import (
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/cfgjson"
 )
 
 // writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
 // capture, with a line table that gives every block its own source line, 10 + block index.
-func writeExampleCapture(t *testing.T, path string) (reestimate.Function, *cfg.Graph) {
+func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	funcs, err := reestimate.ReadJSON(f)
+	funcs, err := cfgjson.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/cfgjson"
 )
 
 // countsFile is the JSON reestimate writes (docs/reestimate-json.md, "Output").
@@ -51,7 +52,7 @@ type edgeCounts struct {
 	Count float64 `json:"count"`
 }
 
-func newFunctionCounts(fn *reestimate.Function, g *cfg.Graph, at *cfg.Attribution, weights []float64, res *reestimate.Result) functionCounts {
+func newFunctionCounts(fn *cfgjson.Function, g *cfg.Graph, at *cfg.Attribution, weights []float64, res *reestimate.Result) functionCounts {
 	fc := functionCounts{
 		functionHeader: functionHeader{
 			Name:           fn.Name,

@@ -12,6 +12,7 @@ import (
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/reestimate/cfgjson"
 )
 
 // Run reads cfg.Input (a profd capture or the JSON interchange format), repairs every
@@ -36,7 +37,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	if cfg.Format == formatLLVMText || cfg.Format == formatLLVMExtBinary {
 		return fmt.Errorf("reestimate: --format %s needs a profd capture as input (it carries the line tables); %s is JSON", cfg.Format, cfg.Input)
 	}
-	funcs, err := reestimate.ReadJSON(in)
+	funcs, err := cfgjson.Read(in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Input, err)
 	}
@@ -45,7 +46,7 @@ func Run(ctx context.Context, cfg *Config) error {
 
 // repairFunctions repairs each function and writes block and edge counts (json or text),
 // and the Graphviz files when asked.
-func repairFunctions(ctx context.Context, cfg *Config, funcs []reestimate.Function, opt reestimate.Options) error {
+func repairFunctions(ctx context.Context, cfg *Config, funcs []cfgjson.Function, opt reestimate.Options) error {
 	if cfg.DotDir != "" {
 		if err := os.MkdirAll(cfg.DotDir, 0o755); err != nil {
 			return fmt.Errorf("reestimate: --dot: %w", err)

@@ -1,4 +1,4 @@
-package reestimate
+package cfgjson
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // docExample is the first JSON block of docs/reestimate-json.md: the documented input must read.
 func docExample(t testing.TB) string {
 	t.Helper()
-	doc, err := os.ReadFile("../docs/reestimate-json.md")
+	doc, err := os.ReadFile("../../docs/reestimate-json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func docExample(t testing.TB) string {
 }
 
 func TestReadJSONDocExample(t *testing.T) {
-	funcs, err := ReadJSON(strings.NewReader(docExample(t)))
+	funcs, err := Read(strings.NewReader(docExample(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +100,10 @@ func TestReadJSONErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			funcs, err := ReadJSON(strings.NewReader(tt.in))
-			var je *JSONError
-			if !errors.As(err, &je) || !errors.Is(err, ErrJSON) {
-				t.Fatalf("ReadJSON = %v, %v; want a *JSONError", funcs, err)
+			funcs, err := Read(strings.NewReader(tt.in))
+			var je *InputError
+			if !errors.As(err, &je) || !errors.Is(err, ErrBadInput) {
+				t.Fatalf("Read = %v, %v; want an *InputError", funcs, err)
 			}
 			if je.Field != tt.field {
 				t.Errorf("error %q names field %q, want %q", err, je.Field, tt.field)
@@ -122,15 +122,15 @@ func TestReadJSONTooLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large input")
 	}
-	in := `{"version":1,"functions":[` + strings.Repeat(" ", MaxJSONBytes) + `]}`
-	_, err := ReadJSON(strings.NewReader(in))
-	var je *JSONError
-	if !errors.As(err, &je) || je.Offset != MaxJSONBytes {
-		t.Fatalf("ReadJSON of %d bytes = %v, want an error at byte %d", len(in), err, MaxJSONBytes)
+	in := `{"version":1,"functions":[` + strings.Repeat(" ", MaxInputBytes) + `]}`
+	_, err := Read(strings.NewReader(in))
+	var je *InputError
+	if !errors.As(err, &je) || je.Offset != MaxInputBytes {
+		t.Fatalf("Read of %d bytes = %v, want an error at byte %d", len(in), err, MaxInputBytes)
 	}
 }
 
-// FuzzReadJSON: ReadJSON never panics, and whatever it accepts yields CFGs and weights that
+// FuzzReadJSON: Read never panics, and whatever it accepts yields CFGs and weights that
 // Repair's validation accepts.
 func FuzzReadJSON(f *testing.F) {
 	f.Add(docExample(f))
@@ -139,11 +139,11 @@ func FuzzReadJSON(f *testing.F) {
 	f.Add(`{"version":1,"functions":[{"name":"f","addr":"0x10","code":"eb01b801000000c3","samples":null}]}`)
 	f.Add(`{"version":1}`)
 	f.Fuzz(func(t *testing.T, in string) {
-		funcs, err := ReadJSON(strings.NewReader(in))
+		funcs, err := Read(strings.NewReader(in))
 		if err != nil {
-			var je *JSONError
+			var je *InputError
 			if !errors.As(err, &je) {
-				t.Fatalf("error %v is not a *JSONError", err)
+				t.Fatalf("error %v is not an *InputError", err)
 			}
 			return
 		}

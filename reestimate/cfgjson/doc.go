@@ -1,0 +1,16 @@
+// Package cfgjson reads the JSON interchange format of docs/reestimate-json.md: functions
+// given as x86-64 machine code with per-instruction samples, or as explicit CFGs with
+// per-block samples.
+//
+//	funcs, err := cfgjson.Read(r)
+//	if err != nil { ... } // an *InputError naming the byte offset, wrapping ErrBadInput
+//	for _, fn := range funcs {
+//		g, at, err := fn.Graph() // the CFG, recovered from the code or as given
+//		if err != nil { ... }
+//		res, err := reestimate.Repair(g, at.Weights(g), reestimate.Options{})
+//		...
+//	}
+//
+// Read is hostile-input code: every allocation whose size comes from the input is capped (the
+// Max constants). It is safe for concurrent use.
+package cfgjson
