@@ -18,8 +18,6 @@
 //	if err != nil { ... } // a *cfg.SampleError naming the address
 //	res, err := reestimate.Repair(g, weights, reestimate.Options{})
 //
-// WriteDot draws a CFG with its counts before and after repair.
-//
 // The circulation is solved by package mcf: Options.Solver picks mcf.FastSolver (the
 // default), mcf.SimplexSolver or mcf.ReferenceSolver, the paper's slow method that tests use
 // to check the others.

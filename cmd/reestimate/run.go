@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
@@ -87,22 +84,6 @@ func openInput(path string) (*bufio.Reader, func(), error) {
 		return nil, nil, fmt.Errorf("reestimate: %w", err)
 	}
 	return bufio.NewReaderSize(f, 1<<16), func() { f.Close() }, nil
-}
-
-func writeDotFile(dir string, index int, name string, g *cfg.Graph, weights []float64, res *reestimate.Result) error {
-	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, outfile.SafeName(name, 100)))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("reestimate: --dot: %w", err)
-	}
-	err = reestimate.WriteDot(f, name, g, weights, res)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("reestimate: --dot %s: %w", path, err)
-	}
-	return nil
 }
 
 func exitCode(err error) int {

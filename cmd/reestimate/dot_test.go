@@ -1,15 +1,13 @@
-package reestimate
+package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"testing"
 
+	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // golden compares got with testdata/name, or rewrites it under -update.
 func golden(t *testing.T, name string, got []byte) {
@@ -34,13 +32,13 @@ func TestWriteDot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &Result{Blocks: []uint64{8000, 3000, 8000}, Edges: []uint64{5000, 3000, 3000}, Reachable: []bool{true, true, true}, Scale: 1000}
+	res := &reestimate.Result{Blocks: []uint64{8000, 3000, 8000}, Edges: []uint64{5000, 3000, 3000}, Reachable: []bool{true, true, true}, Scale: 1000}
 	var buf bytes.Buffer
-	if err := WriteDot(&buf, "f\"\\\n", g, []float64{8, 2.5, 9}, res); err != nil {
+	if err := writeDot(&buf, "f\"\\\n", g, []float64{8, 2.5, 9}, res); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "dot/diamond.dot", buf.Bytes())
-	if err := WriteDot(&buf, "f", g, []float64{1}, nil); err == nil {
-		t.Error("WriteDot took 1 weight for 3 blocks")
+	if err := writeDot(&buf, "f", g, []float64{1}, nil); err == nil {
+		t.Error("writeDot took 1 weight for 3 blocks")
 	}
 }

@@ -1,19 +1,23 @@
-package reestimate
+package main
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/profd/profd/internal/outfile"
+	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 )
 
-// WriteDot writes g as a Graphviz digraph with two clusters side by side: "before", each block
+// writeDot writes g as a Graphviz digraph with two clusters side by side: "before", each block
 // coloured by its sampled weight, and "after", coloured by res's repaired count with edges
 // labelled by their counts. Colours run from white (zero) to red (the cluster's maximum).
 // res may be nil (only "before" is drawn); weights has one entry per block.
-func WriteDot(w io.Writer, name string, g *cfg.Graph, weights []float64, res *Result) error {
+func writeDot(w io.Writer, name string, g *cfg.Graph, weights []float64, res *reestimate.Result) error {
 	if len(weights) != len(g.Blocks) || res != nil && (len(res.Blocks) != len(g.Blocks) || len(res.Edges) != len(g.Edges)) {
 		return fmt.Errorf("reestimate: dot %q: counts do not match the CFG's %d blocks and %d edges", name, len(g.Blocks), len(g.Edges))
 	}
@@ -33,6 +37,23 @@ func WriteDot(w io.Writer, name string, g *cfg.Graph, weights []float64, res *Re
 	}
 	bw.WriteString("}\n")
 	return bw.Flush()
+}
+
+// writeDotFile writes function index's CFG (see writeDot) to dir/NNN-NAME.dot.
+func writeDotFile(dir string, index int, name string, g *cfg.Graph, weights []float64, res *reestimate.Result) error {
+	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, outfile.SafeName(name, 100)))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("reestimate: --dot: %w", err)
+	}
+	err = writeDot(f, name, g, weights, res)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("reestimate: --dot %s: %w", path, err)
+	}
+	return nil
 }
 
 func writeCluster(w *bufio.Writer, g *cfg.Graph, prefix, label string, blocks, edges []float64) {
