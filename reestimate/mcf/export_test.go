@@ -30,22 +30,22 @@ func Presolve(net *Network) (*Network, int) {
 // ReductionSegments returns how many segments the series–parallel reduction of net leaves
 // in its arena.
 func ReductionSegments(net *Network) int {
-	r := spReduce(net)
-	defer r.release()
-	return len(r.seg)
+	w := spReduce(net)
+	defer w.release()
+	return len(w.red.seg)
 }
 
 // ReduceOverBudget reduces net with the segment budget spent from the start and returns the
 // kernel, the most segments of any edge the reduction made (runs of parallel arcs aside) and
 // the SSP's optimum on that kernel.
 func ReduceOverBudget(net *Network) (kernel *Network, largest int, flow []int64, err error) {
-	r := spReduceBudget(net, 0)
-	kernel, _ = r.kernel()
-	for _, e := range r.edges {
+	w := spReduceBudget(net, 0)
+	kernel, _ = w.red.kernel()
+	for _, e := range w.red.edges {
 		if e.kind != spArc {
 			largest = max(largest, int(e.n))
 		}
 	}
-	flow, err = solveSSPOn(net, r)
+	flow, err = solveSSPOn(net, w)
 	return kernel, largest, flow, err
 }

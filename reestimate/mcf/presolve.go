@@ -41,14 +41,6 @@ type presolveScratch struct {
 	state                                    []uint8
 }
 
-// grow returns s resized to n, reusing its array when it is large enough.
-func grow[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
-}
-
 // Node states during a pass.
 const (
 	original  uint8 = iota // no arc end has moved to or from it

@@ -17,12 +17,12 @@ func TestSeriesParallelKeepsOptimum(t *testing.T) {
 			addRuns(rng, net)
 		}
 		want := referenceCost(t, net)
-		r := spReduce(net)
-		if r == nil {
+		w := spReduce(net)
+		if w == nil {
 			t.Fatalf("case %d: no reduction", i)
 		}
-		k, _ := r.kernel()
-		r.release()
+		k, _ := w.red.kernel()
+		w.release()
 		if err := k.Validate(); err != nil {
 			t.Fatalf("case %d: kernel: %v", i, err)
 		}
@@ -66,12 +66,12 @@ func addRuns(rng *rand.Rand, net *Network) {
 // kernelOf returns the kernel the reduction leaves of net.
 func kernelOf(t *testing.T, net *Network) *Network {
 	t.Helper()
-	r := spReduce(net)
-	if r == nil {
+	w := spReduce(net)
+	if w == nil {
 		t.Fatal("no reduction")
 	}
-	defer r.release()
-	k, _ := r.kernel()
+	defer w.release()
+	k, _ := w.red.kernel()
 	return k
 }
 
