@@ -81,6 +81,18 @@ type UnmappedCount struct {
 	Count   uint64
 }
 
+// UnnamedCount is samples of a process at an address in JIT memory (anonymous executable
+// memory) that no code object named when the capture was written: the JIT's record of the
+// code never arrived, or came only after the process exited. Offline, a symbol file can
+// still name them (cmd/reestimate --jitdump, --perf-map). The samples were taken between
+// FirstNs and LastNs (CLOCK_MONOTONIC).
+type UnnamedCount struct {
+	Pid             uint32
+	IP              uint64
+	FirstNs, LastNs int64
+	Count           uint64
+}
+
 // Capture is a whole capture file as ReadCapture returns it.
 type Capture struct {
 	Version   uint32
@@ -88,6 +100,7 @@ type Capture struct {
 	Processes []Process
 	Objects   []*CaptureObject // Objects[i].ID == i
 	Unmapped  []UnmappedCount  // one entry per (Pid, Mapping), sorted by Pid then Mapping
+	Unnamed   []UnnamedCount   // sorted by Pid, IP, FirstNs
 	// End is nil when the writer never finished (it was killed, or the file was cut).
 	End *CaptureEnd
 	// Truncated is true when the file ends inside a section; TruncatedAt is that
@@ -96,7 +109,44 @@ type Capture struct {
 	TruncatedAt int64
 }
 
-// TotalSamples sums the samples in JIT code and outside it.
+// UnnamedSamples sums the samples in JIT memory that no code object named.
+func (c *Capture) UnnamedSamples() uint64 {
+	var n uint64
+	for _, u := range c.Unnamed {
+		n = SatAdd(n, u.Count)
+	}
+	return n
+}
+
+// UnnamedMapping is the mapping name under which the pprof profile and the reports put a
+// process's unnamed samples in JIT memory.
+const UnnamedMapping = "[unnamed JIT code]"
+
+// outsideName is the function name the pprof profile and the reports give samples outside
+// named JIT code in mapping: UnnamedMapping itself, else "[outside JIT] mapping".
+func outsideName(mapping string) string {
+	if mapping == UnnamedMapping {
+		return mapping
+	}
+	return "[outside JIT] " + mapping
+}
+
+// outsideCounts is c.Unmapped followed by one entry per process for its unnamed samples,
+// under UnnamedMapping: what the pprof profile and the reports show outside named code.
+func (c *Capture) outsideCounts() []UnmappedCount {
+	out := append([]UnmappedCount(nil), c.Unmapped...)
+	for _, u := range c.Unnamed {
+		if n := len(out); n > len(c.Unmapped) && out[n-1].Pid == u.Pid {
+			out[n-1].Count = SatAdd(out[n-1].Count, u.Count)
+			continue
+		}
+		out = append(out, UnmappedCount{Pid: u.Pid, Mapping: UnnamedMapping, Count: u.Count})
+	}
+	return out
+}
+
+// TotalSamples sums the samples in JIT code and outside it (unnamed samples are neither:
+// see UnnamedSamples).
 func (c *Capture) TotalSamples() (jit, unmapped uint64) {
 	for _, o := range c.Objects {
 		jit = SatAdd(jit, o.TotalSamples())

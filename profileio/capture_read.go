@@ -2,6 +2,7 @@ package profileio
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -138,10 +139,17 @@ func (cr *captureReader) finish(err error) (*Capture, error) {
 			return a.Mapping < b.Mapping
 		})
 	}
+	if !slices.IsSortedFunc(c.Unnamed, compareUnnamed) {
+		slices.SortFunc(c.Unnamed, compareUnnamed)
+	}
 	if err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+func compareUnnamed(a, b UnnamedCount) int {
+	return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
 }
 
 func mergeOffsets(s []OffsetCount) []OffsetCount {
@@ -216,6 +224,16 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 			cnt := d.uvarint()
 			if d.err == nil {
 				cr.unmapped[k] = SatAdd(cr.unmapped[k], cnt)
+			}
+		}
+	case secUnnamed:
+		n := d.count(5)
+		for i := 0; i < n && d.err == nil; i++ {
+			u := UnnamedCount{Pid: d.uint32(), IP: d.uvarint(), FirstNs: d.varint()}
+			u.LastNs = u.FirstNs + d.varint()
+			u.Count = d.uvarint()
+			if d.err == nil {
+				c.Unnamed = append(c.Unnamed, u)
 			}
 		}
 	case secEnd:

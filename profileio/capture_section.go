@@ -14,6 +14,7 @@ const (
 	secSamples    uint32 = 5
 	secUnmapped   uint32 = 6
 	secEnd        uint32 = 7
+	secUnnamed    uint32 = 8
 )
 
 const (

@@ -78,6 +78,16 @@ func testCaptureSteps() []captureStep {
 		},
 		captureStep{
 			write: func(cw *CaptureWriter) error {
+				return cw.AddUnnamed([]UnnamedCount{{Pid: 100, IP: 0x7f00dead0010, FirstNs: 1_500_000_000, LastNs: 1_900_000_000, Count: 3},
+					{Pid: 200, IP: 0x7f00beef0000, FirstNs: 2_000_000_000, LastNs: 2_000_000_000, Count: 1}})
+			},
+			expect: func(c *Capture) {
+				c.Unnamed = []UnnamedCount{{Pid: 100, IP: 0x7f00dead0010, FirstNs: 1_500_000_000, LastNs: 1_900_000_000, Count: 3},
+					{Pid: 200, IP: 0x7f00beef0000, FirstNs: 2_000_000_000, LastNs: 2_000_000_000, Count: 1}}
+			},
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
 				return cw.Close(CaptureEnd{EndNs: 3_000_000_000, EndTime: time.Unix(1763769602, 0).UTC(), LostSamples: 6})
 			},
 			expect: func(c *Capture) {

@@ -238,6 +238,34 @@ func (cw *CaptureWriter) AddUnmapped(us []UnmappedCount) error {
 	return cw.finish(secUnmapped, b)
 }
 
+// AddUnnamed records samples in JIT memory that no code object named.
+func (cw *CaptureWriter) AddUnnamed(us []UnnamedCount) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	for len(us) > 0 {
+		n := min(len(us), maxUnnamedPerSection)
+		b := cw.begin()
+		b = appendUvarint(b, uint64(n))
+		for _, u := range us[:n] {
+			b = appendUvarint(b, uint64(u.Pid))
+			b = appendUvarint(b, u.IP)
+			b = appendVarint(b, u.FirstNs)
+			b = appendVarint(b, u.LastNs-u.FirstNs)
+			b = appendUvarint(b, u.Count)
+		}
+		if err := cw.finish(secUnnamed, b); err != nil {
+			return err
+		}
+		us = us[n:]
+	}
+	return nil
+}
+
+// maxUnnamedPerSection keeps an unnamed section under maxSectionBytes (a record takes at
+// most 5+10+10+10+10 bytes).
+const maxUnnamedPerSection = maxSampleBatchBytes / 45
+
 // Close writes the end section. It does not close the underlying writer.
 func (cw *CaptureWriter) Close(end CaptureEnd) error {
 	if err := cw.usable(); err != nil {
@@ -281,6 +309,11 @@ func WriteCapture(w io.Writer, c *Capture) error {
 	}
 	if len(c.Unmapped) > 0 {
 		if err := cw.AddUnmapped(c.Unmapped); err != nil {
+			return err
+		}
+	}
+	if len(c.Unnamed) > 0 {
+		if err := cw.AddUnnamed(c.Unnamed); err != nil {
 			return err
 		}
 	}

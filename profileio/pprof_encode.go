@@ -196,7 +196,8 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		mappings = appendPbBytes(mappings, pbProfileMapping, e.msg)
 	}
 
-	n := len(c.Unmapped)
+	outside := c.outsideCounts()
+	n := len(outside)
 	for _, o := range c.Objects {
 		n += len(o.Samples)
 	}
@@ -223,11 +224,11 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 			location(addr, fn, line, o.Pid, s.Count)
 		}
 	}
-	unmapped := append([]UnmappedCount(nil), c.Unmapped...)
+	unmapped := outside
 	sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
 	for _, u := range unmapped {
 		mapping(0, 0, u.Mapping, false, false)
-		location(0, functionID("[outside JIT] "+u.Mapping, "", 0), 0, u.Pid, u.Count)
+		location(0, functionID(outsideName(u.Mapping), "", 0), 0, u.Pid, u.Count)
 	}
 	b = append(b, mappings...)
 	b = append(b, locs...)

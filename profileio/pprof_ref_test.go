@@ -35,7 +35,7 @@ func pprofProfile(c *Capture) *profile.Profile {
 		p.Function = append(p.Function, f)
 		return f
 	}
-	nSamples := len(c.Unmapped)
+	nSamples := len(c.outsideCounts())
 	for _, o := range c.Objects {
 		nSamples += len(o.Samples)
 	}
@@ -101,13 +101,13 @@ func pprofProfile(c *Capture) *profile.Profile {
 			addSample(loc, o.Pid, s.Count)
 		}
 	}
-	unmapped := append([]UnmappedCount(nil), c.Unmapped...)
+	unmapped := c.outsideCounts()
 	sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
 	for _, u := range unmapped {
 		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: u.Mapping}
 		p.Mapping = append(p.Mapping, m)
 		loc := newLocation(m, 0)
-		loc.Line[0] = profile.Line{Function: function("[outside JIT] "+u.Mapping, "", 0)}
+		loc.Line[0] = profile.Line{Function: function(outsideName(u.Mapping), "", 0)}
 		addSample(loc, u.Pid, u.Count)
 	}
 	return p

@@ -22,8 +22,8 @@ func FunctionTotals(c *Capture) []FunctionTotal {
 			sums[o.Object.Name] = SatAdd(sums[o.Object.Name], n)
 		}
 	}
-	for _, u := range c.Unmapped {
-		k := "[outside JIT] " + u.Mapping
+	for _, u := range c.outsideCounts() {
+		k := outsideName(u.Mapping)
 		sums[k] = SatAdd(sums[k], u.Count)
 	}
 	out := make([]FunctionTotal, 0, len(sums))
@@ -50,7 +50,12 @@ func WriteTextReport(w io.Writer, c *Capture) error {
 	}
 	fmt.Fprintf(bw, "\nperiod: %d %s per sample\n", samplePeriod(m), eventUnit(m.Event))
 	jit, outside := c.TotalSamples()
-	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside\n", SatAdd(jit, outside), jit, outside)
+	unnamed := c.UnnamedSamples()
+	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside", SatAdd(SatAdd(jit, outside), unnamed), jit, outside)
+	if unnamed > 0 {
+		fmt.Fprintf(bw, ", %d in JIT memory no symbol named", unnamed)
+	}
+	fmt.Fprintln(bw)
 	if c.End != nil {
 		fmt.Fprintf(bw, "lost samples: %d\n", c.End.LostSamples)
 	} else {
