@@ -8,6 +8,10 @@ type Event interface{ isEvent() }
 type CodeLoad struct {
 	Pid, Tid uint32
 	Object   CodeObject
+	// TimeUnknown says the record carries no time (a perf-map line): Object.LoadNs is when
+	// it was read, and the code may have been there since long before (a perf map written at
+	// exit names code that ran all along). See Map.Apply.
+	TimeUnknown bool
 }
 
 // CodeMove says code moved from OldAddr to NewAddr at TimeNs (jitdump CODE_MOVE).

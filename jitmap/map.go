@@ -42,6 +42,7 @@ type Map struct {
 	mu    sync.Mutex                          // serialises writers
 	procs atomic.Pointer[map[uint32]*procMap] // copy on write, read without locks
 	tmp   []*CodeObject
+	loads uint64 // the last Version given
 }
 
 // procMap is one process's objects: the live ones in an index, the ended ones in a slice
@@ -69,21 +70,36 @@ func NewMap(opts MapOptions) *Map {
 	return m
 }
 
+// Ref is a lookup's answer: the object, and its address and version as the index holds
+// them, so that a caller who needs only those does not read the object itself (at random
+// addresses among many objects, a cache miss each).
+type Ref struct {
+	Obj     *CodeObject
+	Addr    uint64
+	Version uint64
+}
+
 // Lookup returns the code object of process pid that owned ip at time atNs (CLOCK_MONOTONIC
 // ns). It does not allocate.
 func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *CodeObject, ok bool) {
+	r := m.Find(pid, ip, atNs)
+	return r.Obj, r.Obj != nil
+}
+
+// Find is Lookup answering with a Ref; Ref.Obj is nil when no object owned ip at atNs.
+func (m *Map) Find(pid uint32, ip uint64, atNs int64) Ref {
 	p := (*m.procs.Load())[pid]
 	if p == nil {
-		return nil, false
+		return Ref{}
 	}
 	pages := p.pages.Load()
 	if pages != nil {
-		if obj = pages.find(ip, atNs); obj != nil {
-			return obj, true
+		if r := pages.find(ip, atNs); r.Obj != nil {
+			return r
 		}
 	}
 	p.mu.RLock()
-	obj = p.lookup(ip, atNs)
+	r := p.lookup(ip, atNs)
 	if pages == nil && p.stale.Add(1) >= staleLookups(p.live.n) && p.building.CompareAndSwap(false, true) {
 		// Under the read lock no writer can change live between the build and the store.
 		p.pages.Store(newPageIndex(&p.live))
@@ -91,15 +107,15 @@ func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *CodeObject, ok boo
 		p.building.Store(false)
 	}
 	p.mu.RUnlock()
-	return obj, obj != nil
+	return r
 }
 
 // changing drops the page index before the live objects change. Callers hold p.mu.
 func (p *procMap) changing() { p.pages.Store(nil) }
 
-func (p *procMap) lookup(ip uint64, atNs int64) *CodeObject {
-	if o := p.live.find(ip, atNs); o != nil {
-		return o
+func (p *procMap) lookup(ip uint64, atNs int64) Ref {
+	if r := p.live.find(ip, atNs); r.Obj != nil {
+		return r
 	}
 	for i := upperBound2(p.ended, ip) - 1; i >= 0; i-- {
 		o := p.ended[i]
@@ -107,10 +123,10 @@ func (p *procMap) lookup(ip uint64, atNs int64) *CodeObject {
 			break
 		}
 		if ip-o.Addr < o.Size && o.LiveAt(atNs) {
-			return o
+			return Ref{Obj: o, Addr: o.Addr, Version: o.Version}
 		}
 	}
-	return nil
+	return Ref{}
 }
 
 // upperBound2 returns the number of objects in the address-sorted s with Addr <= ip.
@@ -134,7 +150,11 @@ func upperBound2(s []*CodeObject, ip uint64) int {
 //     identical in name and range to a live object is a duplicate (the same code reported by
 //     two sources, e.g. perf-map and jitdump); it only adds the code bytes, lines or code index
 //     the live one lacks, and the earlier load time. Zero-size loads are ignored. The Map keeps
-//     the event's Code and Lines slices: do not modify them afterwards.
+//     the event's Code and Lines slices: do not modify them afterwards. A load whose time is
+//     unknown (TimeUnknown) that overlaps no live object was there since the last object
+//     that owned its range ended, or since always: a perf map written late names the samples
+//     taken before it; one that overlaps live objects replaces them at LoadNs, when it was
+//     read.
 //   - *CodeMove: the live object at OldAddr ends at TimeNs and a copy at NewAddr begins.
 //   - *CodeUnload: the live object at Addr ends at TimeNs.
 //   - *StreamEnd: nothing changes (the code stays live after the writer stops).
@@ -153,7 +173,7 @@ func (m *Map) Apply(ev Event) error {
 		}
 		o := ev.Object
 		o.UnloadNs = 0
-		m.load(m.proc(ev.Pid), &o)
+		m.load(m.proc(ev.Pid), &o, ev.TimeUnknown)
 	case *CodeMove:
 		p := m.proc(ev.Pid)
 		p.mu.Lock()
@@ -179,7 +199,7 @@ func (m *Map) Apply(ev Event) error {
 		p.mu.Lock()
 		m.end(p, old, ev.TimeNs)
 		p.mu.Unlock()
-		m.load(p, &moved)
+		m.load(p, &moved, false)
 	case *CodeUnload:
 		p := m.proc(ev.Pid)
 		p.mu.Lock()
@@ -214,8 +234,8 @@ func (m *Map) proc(pid uint32) *procMap {
 	return p
 }
 
-// load makes o live, ending what it overlaps. Callers hold m.mu.
-func (m *Map) load(p *procMap, o *CodeObject) {
+// load makes o live, ending what it overlaps; see Apply for timeUnknown. Callers hold m.mu.
+func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.changing()
@@ -240,11 +260,32 @@ func (m *Map) load(p *procMap, o *CodeObject) {
 		return
 	}
 	m.tmp = p.live.overlapping(m.tmp[:0], o.Addr, o.Size)
+	if timeUnknown && len(m.tmp) == 0 {
+		o.LoadNs = p.endedUnder(o.Addr, o.Size, o.LoadNs)
+	}
 	for _, old := range m.tmp {
 		m.end(p, old, o.LoadNs)
 	}
 	clear(m.tmp)
+	m.loads++
+	o.Version = m.loads
 	p.live.insert(o)
+}
+
+// endedUnder returns the latest time at or before atNs that an ended object overlapping
+// [addr, addr+size) ended, or 0 when none did. Callers hold p.mu.
+func (p *procMap) endedUnder(addr, size uint64, atNs int64) int64 {
+	var latest int64
+	for i := upperBound2(p.ended, addr+size-1) - 1; i >= 0; i-- {
+		o := p.ended[i]
+		if addr-o.Addr >= p.endedMaxLen && o.Addr < addr {
+			break
+		}
+		if o.Addr+o.Size > addr && o.UnloadNs <= atNs {
+			latest = max(latest, o.UnloadNs)
+		}
+	}
+	return latest
 }
 
 // end takes old out of the live index and keeps a copy that ended at atNs, unless it was never
@@ -358,9 +399,10 @@ func (m *Map) Counts(pid uint32) (live, ended int) {
 }
 
 // Ends reports whether applying ev would end live code of its process: an unload, a move, or
-// a load over a live range that is not a duplicate of what is there. A caller that holds
-// samples without timestamps (counted since its last drain) attributes them before applying
-// such an event, so that they go to the code that was there when they were taken.
+// a load over a live range that is not a duplicate of what is there. A caller that keeps
+// only the first and last time of the samples at an address between drains drains before
+// applying such an event, so that one drain's samples at an address seldom span more than
+// two versions of its code.
 func (m *Map) Ends(ev Event) bool {
 	switch ev := ev.(type) {
 	case *CodeMove, *CodeUnload:

@@ -21,11 +21,14 @@ type liveChunk struct {
 }
 
 type liveMeta struct {
-	end    uint64 // Addr + Size
-	loadNs int64
+	end     uint64 // Addr + Size
+	loadNs  int64
+	version uint64
 }
 
-func metaOf(o *CodeObject) liveMeta { return liveMeta{end: o.Addr + o.Size, loadNs: o.LoadNs} }
+func metaOf(o *CodeObject) liveMeta {
+	return liveMeta{end: o.Addr + o.Size, loadNs: o.LoadNs, version: o.Version}
+}
 
 // floor returns the chunk and position of the object with the greatest Addr <= ip, or ok false.
 func (x *liveIndex) floor(ip uint64) (ci, oi int, ok bool) {
@@ -37,17 +40,17 @@ func (x *liveIndex) floor(ip uint64) (ci, oi int, ok bool) {
 }
 
 // find returns the live object containing ip if it was loaded by atNs.
-func (x *liveIndex) find(ip uint64, atNs int64) *CodeObject {
+func (x *liveIndex) find(ip uint64, atNs int64) Ref {
 	ci := upperBound(x.firsts, ip) - 1
 	if ci < 0 {
-		return nil
+		return Ref{}
 	}
 	c := x.chunks[ci]
 	oi := upperBound(c.addrs, ip) - 1
 	if m := c.meta[oi]; ip < m.end && (m.loadNs == 0 || atNs >= m.loadNs) {
-		return c.objs[oi]
+		return Ref{Obj: c.objs[oi], Addr: c.addrs[oi], Version: m.version}
 	}
-	return nil
+	return Ref{}
 }
 
 // at returns the live object starting exactly at addr.

@@ -20,6 +20,7 @@ type pageIndex struct {
 type pageEntry struct {
 	addr, end uint64
 	loadNs    int64
+	version   uint64
 	obj       *CodeObject
 }
 
@@ -33,7 +34,8 @@ func newPageIndex(x *liveIndex) *pageIndex {
 	ents := make([]pageEntry, 0, x.n)
 	for _, c := range x.chunks {
 		for i, o := range c.objs {
-			ents = append(ents, pageEntry{addr: c.addrs[i], end: c.meta[i].end, loadNs: c.meta[i].loadNs, obj: o})
+			m := c.meta[i]
+			ents = append(ents, pageEntry{addr: c.addrs[i], end: m.end, loadNs: m.loadNs, version: m.version, obj: o})
 		}
 	}
 	pi := &pageIndex{ents: ents}
@@ -63,9 +65,9 @@ func newPageIndex(x *liveIndex) *pageIndex {
 }
 
 // find returns the object containing ip if it was loaded by atNs.
-func (pi *pageIndex) find(ip uint64, atNs int64) *CodeObject {
+func (pi *pageIndex) find(ip uint64, atNs int64) Ref {
 	if ip < pi.base || len(pi.ents) == 0 {
-		return nil
+		return Ref{}
 	}
 	p := (ip - pi.base) >> pi.shift
 	if p >= uint64(len(pi.first)-1) {
@@ -84,12 +86,12 @@ func (pi *pageIndex) find(ip uint64, atNs int64) *CodeObject {
 	for i := hi - 1; i >= lo; i-- {
 		if e := &pi.ents[i]; e.addr <= ip {
 			if ip < e.end && (e.loadNs == 0 || atNs >= e.loadNs) {
-				return e.obj
+				return Ref{Obj: e.obj, Addr: e.addr, Version: e.version}
 			}
-			return nil
+			return Ref{}
 		}
 	}
-	return nil
+	return Ref{}
 }
 
 // staleLookups is how many lookups must go without a page index before one is built for

@@ -244,40 +244,6 @@ func TestMapDuplicateKeepsEarlierLoad(t *testing.T) {
 	}
 }
 
-func TestMapEnds(t *testing.T) {
-	m := NewMap(MapOptions{})
-	load := func(name string, addr, size uint64, at int64) *CodeLoad {
-		return &CodeLoad{Pid: 7, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: at}}
-	}
-	first := load("f", 0x1000, 0x100, 10)
-	if m.Ends(first) {
-		t.Fatal("a load into an empty process ends nothing")
-	}
-	if err := m.Apply(first); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		ev   Event
-		want bool
-	}{
-		{"duplicate", load("f", 0x1000, 0x100, 20), false},
-		{"disjoint", load("g", 0x2000, 0x100, 20), false},
-		{"reuse", load("g", 0x1000, 0x100, 20), true},
-		{"contains", load("g", 0x800, 0x1000, 20), true},
-		{"inside", load("g", 0x1040, 0x10, 20), true},
-		{"other pid", &CodeLoad{Pid: 8, Object: CodeObject{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
-		{"unload", &CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 30}, true},
-		{"move", &CodeMove{Pid: 7, OldAddr: 0x1000, NewAddr: 0x3000, Size: 0x100, TimeNs: 30}, true},
-		{"end of stream", &StreamEnd{}, false},
-	}
-	for _, c := range cases {
-		if got := m.Ends(c.ev); got != c.want {
-			t.Errorf("%s: Ends = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // TestMapPageIndexFollowsChanges interleaves changes with bursts of lookups long enough to
 // build the page index, so lookups go through indexes built at many different states (and
 // through the liveIndex while one is stale), each checked against a scan of every object.
@@ -375,6 +341,79 @@ func TestPageIndexFind(t *testing.T) {
 			if got, want := pi.find(ip, at), x.find(ip, at); got != want {
 				t.Fatalf("trial %d (%d objects, shift %d): find(%#x, %d) = %v, want %v", trial, n, pi.shift, ip, at, got, want)
 			}
+		}
+	}
+}
+
+// TestMapLoadOfUnknownTime: a perf-map load carries no time. Over nothing it names every
+// earlier sample at its range; over code that ended it begins where that ended; over live
+// code it replaces it when it was read.
+func TestMapLoadOfUnknownTime(t *testing.T) {
+	m := NewMap(MapOptions{})
+	perfMap := func(name string, addr, size uint64, readNs int64) *CodeLoad {
+		return &CodeLoad{Pid: 1, TimeUnknown: true, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: readNs}}
+	}
+	mustApply(t, m, perfMap("late", 0x1000, 0x100, 1000))
+	if o, ok := m.Lookup(1, 0x1010, 5); !ok || o.Name != "late" {
+		t.Errorf("a late perf map does not name a sample from before it was read: %v %v", o, ok)
+	}
+
+	// A jitdump's code that ended at 300, then a perf-map line for new code at its place.
+	mustApply(t, m, load(1, "old", 0x2000, 0x100, 100), &CodeUnload{Pid: 1, Addr: 0x2000, TimeNs: 300})
+	mustApply(t, m, perfMap("new", 0x2000, 0x80, 1000))
+	for _, c := range []struct {
+		at   int64
+		want string
+	}{{150, "old"}, {299, "old"}, {300, "new"}, {900, "new"}} {
+		if o, ok := m.Lookup(1, 0x2010, c.at); !ok || o.Name != c.want {
+			t.Errorf("at %d: %v %v, want %s", c.at, o, ok, c.want)
+		}
+	}
+
+	// A perf map rewritten with other code at a live object's place replaces it when read.
+	mustApply(t, m, perfMap("replacement", 0x1000, 0x100, 2000))
+	if o, ok := m.Lookup(1, 0x1010, 1500); !ok || o.Name != "late" {
+		t.Errorf("before the rewrite was read: %v %v", o, ok)
+	}
+	if o, ok := m.Lookup(1, 0x1010, 2500); !ok || o.Name != "replacement" {
+		t.Errorf("after the rewrite was read: %v %v", o, ok)
+	}
+	// The same line read again changes nothing.
+	mustApply(t, m, perfMap("replacement", 0x1000, 0x100, 3000))
+	if o, ok := m.Lookup(1, 0x1010, 2500); !ok || o.Name != "replacement" {
+		t.Errorf("after the line was read again: %v %v", o, ok)
+	}
+}
+func TestMapEnds(t *testing.T) {
+	m := NewMap(MapOptions{})
+	load := func(name string, addr, size uint64, at int64) *CodeLoad {
+		return &CodeLoad{Pid: 7, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: at}}
+	}
+	first := load("f", 0x1000, 0x100, 10)
+	if m.Ends(first) {
+		t.Fatal("a load into an empty process ends nothing")
+	}
+	if err := m.Apply(first); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		ev   Event
+		want bool
+	}{
+		{"duplicate", load("f", 0x1000, 0x100, 20), false},
+		{"disjoint", load("g", 0x2000, 0x100, 20), false},
+		{"reuse", load("g", 0x1000, 0x100, 20), true},
+		{"contains", load("g", 0x800, 0x1000, 20), true},
+		{"inside", load("g", 0x1040, 0x10, 20), true},
+		{"other pid", &CodeLoad{Pid: 8, Object: CodeObject{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
+		{"unload", &CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 30}, true},
+		{"move", &CodeMove{Pid: 7, OldAddr: 0x1000, NewAddr: 0x3000, Size: 0x100, TimeNs: 30}, true},
+		{"end of stream", &StreamEnd{}, false},
+	}
+	for _, c := range cases {
+		if got := m.Ends(c.ev); got != c.want {
+			t.Errorf("%s: Ends = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -43,6 +43,10 @@ type CodeObject struct {
 	LoadNs    int64       // when the code became live; 0 when unknown (treated as "always")
 	UnloadNs  int64       // when it was unloaded or moved away; 0 while live
 	CodeIndex uint64      // the JIT's unique id for this code (jitdump code_index); 0 if none
+	// Version numbers the loads a Map applied, from 1: the ended copy of an object keeps
+	// it, a duplicate load merged into an object does not change it, a move makes a new
+	// one. 0 for an object no Map holds.
+	Version uint64
 	Source    Source
 }
 

@@ -65,7 +65,7 @@ func (d *Decoder) perfMapLine(line []byte) {
 	if d.opts.Now != nil {
 		now = d.opts.Now()
 	}
-	d.emit(&CodeLoad{Pid: d.pid, Object: CodeObject{
+	d.emit(&CodeLoad{Pid: d.pid, TimeUnknown: true, Object: CodeObject{
 		Name:   string(name),
 		Addr:   start,
 		Size:   size,

@@ -24,11 +24,11 @@ func TestPerfMapDecode(t *testing.T) {
 	now := int64(500)
 	opts := jitmap.DecoderOptions{Now: func() int64 { now++; return now }}
 	want := []jitmap.Event{
-		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, Object: jitmap.CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: jitmap.SourceFIFO}},
 	}
 	badLines := []string{"zz 10", "7f0000004000 10\n", "7f0000004000 1g", "ffffffffffffffff", "10000000000000000"}
 	var wantOffsets []int64
