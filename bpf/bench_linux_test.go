@@ -13,17 +13,17 @@ func BenchmarkDrain100k(b *testing.B) {
 	const entries = 100_000
 	p := load(b, Options{})
 	keys := make([]sampleKey, entries)
-	vals := make([]uint64, entries)
+	vals := make([]Count, entries)
 	for i := range keys {
 		keys[i] = sampleKey{Tgid: uint32(1 + i%7), IP: 0x7f0000000000 + uint64(i)*16}
-		vals[i] = uint64(i + 1)
+		vals[i] = Count{N: uint64(i + 1), FirstNs: 1, LastNs: 2}
 	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		fill(b, p, keys, vals)
 		b.StartTimer()
 		got := 0
-		if err := p.Drain(func(uint32, uint64, uint64) { got++ }); err != nil {
+		if err := p.Drain(func(uint32, uint64, Count) { got++ }); err != nil {
 			b.Fatal(err)
 		}
 		if got != entries {

@@ -2,7 +2,8 @@
 // endiannesses (committed; `make generate` rebuilds it with clang-14) and a thin loader.
 //
 // The program runs on perf_event overflows. It keeps samples whose tgid is in a target set,
-// counts them per (tgid, user ip) in hash maps, and counts what it throws away: samples of
+// counts them per (tgid, user ip) in hash maps, with the times of each key's first and last
+// sample since the last drain, and counts what it throws away: samples of
 // other processes, kernel-mode samples of targets (only taken when the perf event includes
 // the kernel; they are not attributed to an address) and samples lost to full maps.
 //
@@ -25,7 +26,7 @@
 //	defer prog.Close()
 //	ev.SetBPF(uint32(prog.FD()))      // for each per-CPU perf event
 //	prog.AddTarget(pid)
-//	prog.Drain(func(tgid uint32, ip, n uint64) { ... })
+//	prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) { ... }) // c.N samples, c.FirstNs to c.LastNs
 //
 // The register layout the program reads is x86-64's; Load returns ErrNotSupported elsewhere.
 // A Program's methods are safe for concurrent use.

@@ -22,7 +22,7 @@ const (
 	// MaxEntries split in two shards, this is about where they cross.
 	reuseMaxEntries = 2048
 	// countRecordBytes is the size of profile.c's struct count_record.
-	countRecordBytes = 24
+	countRecordBytes = 40
 	// iteratorReadBytes is the read size; the kernel fills at most 8 pages per read.
 	iteratorReadBytes = 64 << 10
 )
@@ -42,7 +42,7 @@ var errIteratorRefused = errors.New("map iterator refused")
 // kept, untouched, for the next Drain. Each shard's next primary map is sized to twice the
 // keys this drain found in the shard (grown at once, shrunk only by a factor of four or
 // more), so the buckets a drain reads follow the keys rather than the capacity.
-func (p *Program) Drain(fn func(tgid uint32, ip, count uint64)) error {
+func (p *Program) Drain(fn func(tgid uint32, ip uint64, c Count)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -159,7 +159,7 @@ func (p *Program) retire(r *shardReader, entries uint32) *ebpf.Map {
 // drain.
 type shardReader struct {
 	m      *ebpf.Map
-	fn     func(tgid uint32, ip, count uint64)
+	fn     func(tgid uint32, ip uint64, c Count)
 	fnMu   *sync.Mutex // serialises fn between the shards' goroutines
 	dump   *ebpf.Program
 	method drainMethod // in: the method to try first; out: the one that worked
@@ -176,7 +176,7 @@ type shardReader struct {
 	dumpErr  error       // out: why the iterator was refused, if it was
 
 	keys    []sampleKey
-	vals    []uint64
+	vals    []Count
 	records []byte // the iterator's output
 }
 
@@ -195,7 +195,7 @@ func (r *shardReader) read() {
 	defer func() { r.lastKeys = r.emitted }()
 	if r.keys == nil {
 		r.keys = make([]sampleKey, drainBatchEntries)
-		r.vals = make([]uint64, drainBatchEntries)
+		r.vals = make([]Count, drainBatchEntries)
 	}
 	if r.method == drainIterator && r.lastKeys >= r.iteratorMinKeys {
 		r.err = r.readIterator()
@@ -253,7 +253,8 @@ func (r *shardReader) readIterator() error {
 		for i := 0; i < recs; i++ {
 			rec := buf[i*countRecordBytes : (i+1)*countRecordBytes]
 			r.keys[i] = sampleKey{Tgid: binary.NativeEndian.Uint32(rec[0:]), IP: binary.NativeEndian.Uint64(rec[8:])}
-			r.vals[i] = binary.NativeEndian.Uint64(rec[16:])
+			r.vals[i] = Count{N: binary.NativeEndian.Uint64(rec[16:]), FirstNs: binary.NativeEndian.Uint64(rec[24:]),
+				LastNs: binary.NativeEndian.Uint64(rec[32:])}
 		}
 		r.emit(recs)
 		have = copy(buf, buf[recs*countRecordBytes:have]) // a record cut by the read, if any

@@ -30,10 +30,10 @@ func (m drainMethod) String() string {
 // fill puts keys into the current counts maps as the program would: each into its shard's
 // primary map, and what does not fit there into the shard's overflow map, counted in the
 // overflow counter.
-func fill(t testing.TB, p *Program, keys []sampleKey, vals []uint64) {
+func fill(t testing.TB, p *Program, keys []sampleKey, vals []Count) {
 	t.Helper()
 	byShard := make([][]sampleKey, len(p.current))
-	valsByShard := make([][]uint64, len(p.current))
+	valsByShard := make([][]Count, len(p.current))
 	for i, k := range keys {
 		s := shardOf(k) % len(p.current)
 		byShard[s] = append(byShard[s], k)
@@ -86,24 +86,24 @@ func TestDrainMethodsAgree(t *testing.T) {
 				}
 				p.method, p.iteratorMinKeys = method, 0
 				for round := 0; round < 3; round++ {
-					want := map[sampleKey]uint64{}
+					want := map[sampleKey]Count{}
 					var keys []sampleKey
-					var vals []uint64
+					var vals []Count
 					if round < 2 {
 						for i := 0; i < c.keys; i++ {
 							k := sampleKey{Tgid: uint32(100 + i%5), IP: 0x7f0000001000 + uint64(i)*24 + uint64(round)}
-							keys, vals = append(keys, k), append(vals, uint64(i*7+round+1))
+							keys, vals = append(keys, k), append(vals, Count{N: uint64(i*7 + round + 1), FirstNs: uint64(i), LastNs: uint64(i + round)})
 							want[k] = vals[i]
 						}
 						fill(t, p, keys, vals)
 					}
-					got := map[sampleKey]uint64{}
-					if err := p.Drain(func(tgid uint32, ip, n uint64) {
+					got := map[sampleKey]Count{}
+					if err := p.Drain(func(tgid uint32, ip uint64, c Count) {
 						k := sampleKey{Tgid: tgid, IP: ip}
 						if _, dup := got[k]; dup {
 							t.Errorf("round %d: key %+v handed out twice", round, k)
 						}
-						got[k] = n
+						got[k] = c
 					}); err != nil {
 						t.Fatal(err)
 					}
@@ -112,7 +112,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 					}
 					for k, n := range want {
 						if got[k] != n {
-							t.Fatalf("round %d: key %+v: drained %d, want %d", round, k, got[k], n)
+							t.Fatalf("round %d: key %+v: drained %+v, want %+v", round, k, got[k], n)
 						}
 					}
 				}
@@ -170,7 +170,7 @@ func TestShardOfMatchesProgram(t *testing.T) {
 	perShard := make([]int, len(p.current))
 	for s, m := range p.current {
 		var k sampleKey
-		var v uint64
+		var v Count
 		it := m.Iterate()
 		for it.Next(&k, &v) {
 			perShard[s]++

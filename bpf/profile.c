@@ -5,7 +5,8 @@
 // profd's sampling program. It runs on every overflow of the per-CPU perf
 // events the sampler opens, keeps only samples of the target processes
 // (tgids in the `targets` map) and counts them per (tgid, user ip) in the hash
-// map held in one of the COUNT_SHARDS slots of `counts`, chosen by a hash of
+// map held in one of the COUNT_SHARDS slots of `counts`, with the times of
+// the key's first and last sample since the last drain, chosen by a hash of
 // the key, so the loader can read the shards on several CPUs at once (it puts
 // one map in both slots when the maps are small). To drain, the loader puts
 // fresh hash maps in the slots with one batch update, which returns after an
@@ -52,6 +53,16 @@ struct sample_key {
 	__u64 ip;
 };
 
+// A key's samples since the last drain: how many, and the CLOCK_MONOTONIC
+// times of the first and the last (the clock of jitdump records), so the
+// daemon can name samples by the code that was at their address at their
+// time without a drain at every change of the JIT's code.
+struct sample_value {
+	__u64 count;
+	__u64 first_ns;
+	__u64 last_ns;
+};
+
 enum stat_index {
 	STAT_SAMPLES = 0, // counted into a counts map
 	STAT_OUTSIDE = 1, // not a target process
@@ -87,7 +98,7 @@ struct {
 		// Sizes, not __type: clang leaves a struct that only an inner map
 		// names as a forward declaration in BTF.
 		__uint(key_size, sizeof(struct sample_key));
-		__uint(value_size, sizeof(__u64));
+		__uint(value_size, sizeof(struct sample_value));
 	});
 } counts SEC(".maps");
 
@@ -105,22 +116,31 @@ static __always_inline void bump(__u32 index)
 		*v += 1; // per-CPU slot: no other writer
 }
 
-// count adds one to key's count in map m, inserting the key if it is new. It
-// returns 0, or -E2BIG when the map is full.
-static __always_inline long count(void *m, struct sample_key *key)
+// add counts one sample at now_ns in v. last_ns is a plain store: two CPUs
+// counting the same key at once leave one of their times, either of which is
+// a time the key was sampled at.
+static __always_inline void add(struct sample_value *v, __u64 now_ns)
 {
-	__u64 one = 1;
-	__u64 *v = bpf_map_lookup_elem(m, key);
+	__sync_fetch_and_add(&v->count, 1);
+	v->last_ns = now_ns;
+}
+
+// count adds one sample at now_ns to key's value in map m, inserting the key
+// if it is new. It returns 0, or -E2BIG when the map is full.
+static __always_inline long count(void *m, struct sample_key *key, __u64 now_ns)
+{
+	struct sample_value *v = bpf_map_lookup_elem(m, key);
 	if (v) {
-		__sync_fetch_and_add(v, 1);
+		add(v, now_ns);
 		return 0;
 	}
-	long err = bpf_map_update_elem(m, key, &one, BPF_NOEXIST);
+	struct sample_value first = {.count = 1, .first_ns = now_ns, .last_ns = now_ns};
+	long err = bpf_map_update_elem(m, key, &first, BPF_NOEXIST);
 	if (err == -PROFD_EEXIST) {
 		// Another CPU inserted the key between our lookup and update.
 		v = bpf_map_lookup_elem(m, key);
 		if (v) {
-			__sync_fetch_and_add(v, 1);
+			add(v, now_ns);
 			err = 0;
 		}
 	}
@@ -154,7 +174,8 @@ int profd_sample(struct perf_event_ctx *ctx)
 		bump(STAT_DROPPED); // no map installed: cannot happen after Load
 		return 0;
 	}
-	long err = count(m, &key);
+	__u64 now_ns = bpf_ktime_get_ns();
+	long err = count(m, &key, now_ns);
 	if (err == -PROFD_E2BIG) {
 		// The shard's map is full (and stays full until the next drain, so a key
 		// is only ever in one of the two): count the key in the overflow map.
@@ -162,7 +183,7 @@ int profd_sample(struct perf_event_ctx *ctx)
 		slot += COUNT_SHARDS;
 		m = bpf_map_lookup_elem(&counts, &slot);
 		if (m)
-			err = count(m, &key);
+			err = count(m, &key, now_ns);
 	}
 	bump(err ? STAT_DROPPED : STAT_SAMPLES);
 	return 0;
@@ -194,16 +215,19 @@ struct count_record {
 	__u32 pad;
 	__u64 ip;
 	__u64 count;
+	__u64 first_ns;
+	__u64 last_ns;
 };
 
 SEC("iter/bpf_map_elem")
 int profd_dump(struct bpf_iter__bpf_map_elem *ctx)
 {
 	struct sample_key *key = ctx->key;
-	__u64 *value = ctx->value;
+	struct sample_value *value = ctx->value;
 	if (!key || !value)
 		return 0; // the call that ends the iteration
-	struct count_record r = {.tgid = key->tgid, .pad = 0, .ip = key->ip, .count = *value};
+	struct count_record r = {.tgid = key->tgid, .pad = 0, .ip = key->ip,
+		.count = value->count, .first_ns = value->first_ns, .last_ns = value->last_ns};
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }

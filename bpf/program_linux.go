@@ -139,6 +139,15 @@ type sampleKey struct {
 	IP   uint64
 }
 
+// Count is one key's samples since the previous drain (profile.c's struct sample_value):
+// how many, and the CLOCK_MONOTONIC times of the first and the last.
+type Count struct {
+	_       structs.HostLayout
+	N       uint64
+	FirstNs uint64
+	LastNs  uint64
+}
+
 // Load loads the program and creates its maps. The caller attaches FD() to perf events and
 // must Close the Program.
 func Load(opts Options) (*Program, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	perf "github.com/elastic/go-perf"
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/testenv"
 )
@@ -98,7 +99,7 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 		}
 		// Load made full-size primary maps; a drain before there is any target puts
 		// one-key maps in their place.
-		if err := p.Drain(func(uint32, uint64, uint64) {}); err != nil {
+		if err := p.Drain(func(uint32, uint64, Count) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,17 +116,24 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 	// counted at least once: a lower bound on the overflow count whatever the spinners'
 	// samples hit (how many distinct addresses they spread over depends on the machine).
 	var overflowAtLeast uint64
+	// Every key's samples were taken after the previous drain began and before this one
+	// returned, its first no later than its last (CLOCK_MONOTONIC, the clock of jitdump).
+	drainedBefore := monotonicNs()
 	drain := func() {
-		before := keys
-		if err := p.Drain(func(tgid uint32, ip, n uint64) {
+		before, start := keys, monotonicNs()
+		if err := p.Drain(func(tgid uint32, ip uint64, c Count) {
 			if tgid != uint32(os.Getpid()) {
 				t.Errorf("count for tgid %d, not a target", tgid)
 			}
-			sum += n
+			if c.N == 0 || c.FirstNs > c.LastNs || c.FirstNs < drainedBefore || c.LastNs > monotonicNs() {
+				t.Errorf("count %+v: not %d or more samples between %d and now", c, 1, drainedBefore)
+			}
+			sum += c.N
 			keys++
 		}); err != nil {
 			t.Fatal(err)
 		}
+		drainedBefore = start
 		overflowAtLeast += uint64(max(0, keys-before-len(p.primaryEntries)))
 	}
 	deadline := time.Now().Add(600 * time.Millisecond)
@@ -189,7 +197,7 @@ func TestRemoveTarget(t *testing.T) {
 	wg.Wait()
 	var n uint64
 	for range 2 {
-		if err := p.Drain(func(_ uint32, _, c uint64) { n += c }); err != nil {
+		if err := p.Drain(func(_ uint32, _ uint64, c Count) { n += c.N }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +230,7 @@ func TestMapFullDrops(t *testing.T) {
 	wg.Wait()
 	keys := 0
 	var n uint64
-	if err := p.Drain(func(_ uint32, _, c uint64) { keys++; n += c }); err != nil {
+	if err := p.Drain(func(_ uint32, _ uint64, c Count) { keys++; n += c.N }); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := p.Stats()
@@ -238,10 +246,16 @@ func TestClosedDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	if err := p.Drain(func(uint32, uint64, uint64) {}); err == nil {
+	if err := p.Drain(func(uint32, uint64, Count) {}); err == nil {
 		t.Errorf("Drain after Close: no error")
 	}
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
@@ -13,31 +12,19 @@ import (
 	"github.com/profd/profd/sampler"
 )
 
-// objKey names one version of a code object: jitmap stores a new copy of an object when it
-// ends, so identity is its place, load time and name, not its pointer. Code reloaded at the
-// same place (a JIT that reloads its functions) is a new version with counts of its own.
-type objKey struct {
-	addr   uint64
-	loadNs int64
-	name   string
-}
-
-func keyOf(o *jitmap.CodeObject) objKey { return objKey{o.Addr, o.LoadNs, o.Name} }
-
-// objCounts holds one code object's samples by byte offset.
-type objCounts struct {
-	obj     *jitmap.CodeObject // as first sampled; kept in case jitmap reclaims it
-	offsets map[uint64]uint64
-}
-
 // procCounts is everything counted for one target process.
 type procCounts struct {
 	pid     uint32
 	image   string
-	base    string // output file name without extension (outputBase)
-	objects map[objKey]*objCounts
+	base    string            // output file name without extension (outputBase)
+	named   sampleCounts      // samples in named code
 	outside map[string]uint64 // samples outside JIT code, by mapping name
+	unnamed unnamedSamples    // samples in JIT memory no code object named yet
 	maps    procMaps
+	// symbols counts the symbol events applied for the process; resolved is its value when
+	// the unnamed samples were last looked up again.
+	symbols, resolved uint64
+	warned            bool // the unnamed samples were warned about
 }
 
 // aggregate attributes drained samples to code objects. It is not safe for concurrent use;
@@ -47,30 +34,10 @@ type aggregate struct {
 	jit   *jitmap.Map
 	// totals since start, for the counters line
 	jitSamples, outsideSamples uint64
-	// deferred holds samples in anonymous memory that no code object covered when they were
-	// drained: the JIT's record of that code may still be on its way through the FIFO. They
-	// are looked up again, at the time they were drained, by later drains.
-	deferred []deferredSample
 	// processes counts the processes seen per pid in this run, so that a process that
 	// reuses a pid gets output files of its own.
 	processes map[uint32]int
 }
-
-// deferredSample is a sample count waiting for the symbol record of its code.
-type deferredSample struct {
-	key  sampler.Key
-	n    uint64
-	atNs int64
-}
-
-// Bounds of the deferral: a sample waits for its code's record until the first drain at
-// least deferNs after its own (with the periodic drain every second, that is the next one),
-// and at most maxDeferred distinct (pid, ip) wait at once; beyond that they count as outside
-// JIT code.
-const (
-	deferNs     = int64(300 * time.Millisecond)
-	maxDeferred = 1 << 16
-)
 
 func newAggregate(jit *jitmap.Map) *aggregate {
 	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit, processes: make(map[uint32]int)}
@@ -83,74 +50,149 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 		a.processes[pid]++
 		image := procfs.Image(pid)
 		p = &procCounts{pid: pid, image: image, base: outputBase(image, pid, a.processes[pid]),
-			objects: make(map[objKey]*objCounts), outside: make(map[string]uint64), maps: procMaps{pid: pid}}
+			outside: make(map[string]uint64), maps: procMaps{pid: pid}}
 		a.procs[pid] = p
 	}
 	return p
 }
 
-// add attributes counts drained at atNs: every object that owned an address when the
-// sample was taken still owns it at the drain, because the daemon drains before it applies
-// any record that ends code. A sample in anonymous memory that no object covers yet is
-// deferred: the record that loaded its code may not have been read yet (records travel
-// through the FIFO while the code already runs). Earlier deferred samples are retried first.
-func (a *aggregate) add(counts map[sampler.Key]uint64, atNs int64) {
-	a.retry(atNs, nil)
-	for k, n := range counts {
-		a.attribute(k, n, atNs, true)
-	}
-}
-
-// attribute counts n samples of k drained at atNs, or defers them if mayDefer and their
-// code may not be known yet.
-func (a *aggregate) attribute(k sampler.Key, n uint64, atNs int64, mayDefer bool) {
-	p := a.procs[k.PID]
-	if p == nil { // a process that exited and was retired: nothing to attribute to
-		a.outsideSamples += n
-		return
-	}
-	obj, ok := a.jit.Lookup(k.PID, k.IP, atNs)
-	if !ok {
-		mapping := p.maps.classify(k.IP)
-		if mayDefer && mapping == "[anon]" && len(a.deferred) < maxDeferred {
-			a.deferred = append(a.deferred, deferredSample{key: k, n: n, atNs: atNs})
-			return
+// add attributes drained counts. Each count's samples are named by the code objects that
+// were at their address when they were taken (the map is versioned by time); samples in
+// JIT memory that no object names yet are kept, to be named when their code's record
+// arrives (resolve). Processes whose symbols changed since their unnamed samples were last
+// looked up are looked up again first.
+func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
+	for _, p := range a.procs {
+		if p.symbols != p.resolved {
+			a.resolve(p)
 		}
-		p.outside[mapping] += n
+	}
+	firsts := make(map[uint32]int64, len(a.procs))
+	for k, c := range counts {
+		if f, ok := firsts[k.PID]; !ok || c.FirstNs < f {
+			firsts[k.PID] = c.FirstNs
+		}
+	}
+	for pid, first := range firsts {
+		if p := a.procs[pid]; p != nil {
+			p.unnamed.begin(first)
+		}
+	}
+	for k, c := range counts {
+		p := a.procs[k.PID]
+		if p == nil { // a process that exited and was retired: nothing to attribute to
+			a.outsideSamples += c.N
+			continue
+		}
+		left, first, last := a.name(p, k.IP, c.N, c.FirstNs, c.LastNs)
+		if left == 0 {
+			continue
+		}
+		mapping := p.maps.classify(k.IP)
+		if !jitMemory(mapping) || !p.unnamed.add(k.IP, left, first, last) {
+			p.outside[mapping] += left
+			a.outsideSamples += left
+		}
+	}
+	for pid := range firsts {
+		if p := a.procs[pid]; p != nil {
+			p.unnamed.seal()
+		}
+	}
+}
+
+// jitMemory reports whether a mapping can hold JIT code: anonymous memory, or a memfd
+// (JITs that map their code twice, writable and executable, use one).
+func jitMemory(mapping string) bool {
+	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || strings.HasPrefix(mapping, "/memfd:")
+}
+
+// resolve looks p's unnamed samples up again against the map as it is now.
+func (a *aggregate) resolve(p *procCounts) {
+	p.resolved = p.symbols
+	p.named.reserve(p.unnamed.entries)
+	p.unnamed.resolve(func(ip, n uint64, first, last int64) (uint64, int64, int64) {
+		return a.name(p, ip, n, first, last)
+	})
+}
+
+// name counts n samples of p at ip, taken from first to last, for the code objects that
+// were at ip then, and returns how many no object named and when those were taken. When
+// the code at ip changed in between (one object ended, or another began), the samples are
+// split in proportion to the time each side's code was there: a count holds no sample
+// times but its first and last.
+func (a *aggregate) name(p *procCounts, ip, n uint64, first, last int64) (left uint64, lfirst, llast int64) {
+	r1 := a.jit.Find(p.pid, ip, first)
+	if n == 1 || last <= first {
+		if r1.Obj == nil {
+			return n, first, last
+		}
+		a.count(p, r1, ip, n)
+		return 0, 0, 0
+	}
+	r2 := a.jit.Find(p.pid, ip, last)
+	switch {
+	case r1.Obj == nil && r2.Obj == nil:
+		return n, first, last
+	case r1.Obj != nil && r2.Obj != nil && r1.Version == r2.Version:
+		a.count(p, r1, ip, n)
+		return 0, 0, 0
+	}
+	o1, o2 := r1.Obj, r2.Obj
+	// The samples fell where o1 was live (from first until it ended) or where o2 was (from
+	// its load until last); between the two, if o1 ended before o2 began, nothing was at ip.
+	// Without an end or a beginning in between, the midpoint divides.
+	end1, begin2 := first+(last-first)/2, first+(last-first)/2
+	if o1 != nil && o1.UnloadNs > first && o1.UnloadNs <= last {
+		end1 = o1.UnloadNs
+		if o2 == nil {
+			begin2 = end1
+		}
+	}
+	if o2 != nil && o2.LoadNs > first && o2.LoadNs <= last {
+		begin2 = o2.LoadNs
+		if o1 == nil || end1 > begin2 {
+			end1 = begin2
+		}
+	}
+	d1, d2 := float64(end1-first), float64(last-begin2)
+	// The first sample was o1's and the last o2's: each side has at least one.
+	n1 := uint64(float64(n) * d1 / max(d1+d2, 1))
+	n1 = min(max(n1, 1), n-1)
+	if o1 != nil {
+		a.count(p, r1, ip, n1)
+	} else {
+		left, lfirst, llast = n1, first, end1
+	}
+	if o2 != nil {
+		a.count(p, r2, ip, n-n1)
+	} else {
+		left, lfirst, llast = n-n1, begin2, last
+	}
+	return left, lfirst, llast
+}
+
+// count adds n samples at ip to the object r of p.
+func (a *aggregate) count(p *procCounts, r jitmap.Ref, ip, n uint64) {
+	if !p.named.add(r, ip-r.Addr, n) {
+		p.outside["[unknown]"] += n
 		a.outsideSamples += n
 		return
 	}
-	key := keyOf(obj)
-	oc := p.objects[key]
-	if oc == nil {
-		oc = &objCounts{obj: obj, offsets: make(map[uint64]uint64)}
-		p.objects[key] = oc
-	}
-	oc.offsets[k.IP-obj.Addr] += n
 	a.jitSamples += n
-}
-
-// retry looks deferred samples up again at their drain times. Those still unknown after
-// deferNs, and every one of a process in settle (whose profile is about to be final), count
-// as outside JIT code.
-func (a *aggregate) retry(nowNs int64, settle func(pid uint32) bool) {
-	waiting := a.deferred
-	a.deferred = nil
-	for _, d := range waiting {
-		force := nowNs-d.atNs >= deferNs || (settle != nil && settle(d.key.PID))
-		a.attribute(d.key, d.n, d.atNs, !force) // defers it again unless forced
-	}
 }
 
 // reset forgets pid's samples (--reset-on-flush) but not what it knows of the process.
 func (p *procCounts) reset() {
-	clear(p.objects)
+	p.named.reset()
 	clear(p.outside)
+	p.unnamed.reset()
 }
 
 // capture builds pid's capture: every code object jitmap knows for it (sampled or not, so
 // that the capture is self-contained) plus sampled objects jitmap has since reclaimed, their
-// samples, and the samples outside JIT code by mapping.
+// samples, the samples outside JIT code by mapping, and the samples in JIT memory no object
+// named.
 func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end profileio.CaptureEnd) *profileio.Capture {
 	c := &profileio.Capture{
 		Version:   profileio.CaptureVersion,
@@ -158,33 +200,33 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 		Processes: []profileio.Process{{Pid: p.pid, Command: p.image}},
 		End:       &end,
 	}
-	seen := make(map[objKey]bool)
-	addObject := func(o *jitmap.CodeObject) {
-		key := keyOf(o)
-		if seen[key] {
-			return
+	sampled := make(map[uint64]*profileio.CaptureObject) // by version
+	p.named.each(func(o *jitmap.CodeObject, samples []profileio.OffsetCount) {
+		sampled[o.Version] = &profileio.CaptureObject{Pid: p.pid, Object: *o, Samples: samples}
+	})
+	for _, o := range jit.Objects(p.pid) {
+		co := sampled[o.Version]
+		if co == nil {
+			co = &profileio.CaptureObject{Pid: p.pid}
+		} else {
+			delete(sampled, o.Version)
 		}
-		seen[key] = true
-		co := &profileio.CaptureObject{ID: profileio.ObjectID(len(c.Objects)), Pid: p.pid, Object: *o}
-		if oc := p.objects[key]; oc != nil {
-			for _, off := range slices.Sorted(maps.Keys(oc.offsets)) {
-				co.Samples = append(co.Samples, profileio.OffsetCount{Offset: off, Count: oc.offsets[off]})
-			}
-		}
+		co.Object = *o // as the map has it now: a later record may have added code or lines
+		co.ID = profileio.ObjectID(len(c.Objects))
 		c.Objects = append(c.Objects, co)
 	}
-	for _, o := range jit.Objects(p.pid) {
-		addObject(o)
-	}
-	for _, key := range slices.SortedFunc(maps.Keys(p.objects), compareKeys) {
-		addObject(p.objects[key].obj)
+	// Sampled objects the map has since reclaimed.
+	for _, v := range slices.Sorted(maps.Keys(sampled)) {
+		co := sampled[v]
+		co.ID = profileio.ObjectID(len(c.Objects))
+		c.Objects = append(c.Objects, co)
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.outside)) {
 		c.Unmapped = append(c.Unmapped, profileio.UnmappedCount{Pid: p.pid, Mapping: name, Count: p.outside[name]})
 	}
+	c.Unnamed = p.unnamed.list(p.pid)
+	slices.SortFunc(c.Unnamed, func(a, b profileio.UnnamedCount) int {
+		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
+	})
 	return c
-}
-
-func compareKeys(a, b objKey) int {
-	return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.loadNs, b.loadNs), strings.Compare(a.name, b.name))
 }

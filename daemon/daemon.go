@@ -50,12 +50,13 @@ type daemon struct {
 	symbols *symbolStage
 	watch   *targets.Watcher
 
-	mu      sync.Mutex
-	agg     *aggregate
-	loads   uint64 // code loads seen
-	symErrs uint64 // events jitmap refused
-	flushes uint64
-	retired []pending // final captures of exited targets, for the next flush
+	mu        sync.Mutex
+	agg       *aggregate
+	loads     uint64 // code loads seen
+	drainedNs int64  // when the last drain began
+	symErrs   uint64 // events jitmap refused
+	flushes   uint64
+	retired   []pending // final captures of exited targets, for the next flush
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 
@@ -176,7 +177,7 @@ func (d *daemon) open(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
-		d.applySymbol, d.log)
+		d.applySymbols, d.log)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
 	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})
 	if err != nil {
@@ -277,8 +278,9 @@ func (d *daemon) removeTarget(pid uint32) {
 	d.mu.Lock()
 	d.drainLocked()
 	now := monotonicNs()
-	d.agg.retry(now, func(q uint32) bool { return q == pid })
 	if p := d.agg.procs[pid]; p != nil {
+		d.agg.resolve(p)
+		d.warnUnnamed(p)
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 		d.retired = append(d.retired, pending{pid: pid, base: p.base,
@@ -303,31 +305,49 @@ func (d *daemon) targetsGone() bool {
 	return len(d.cfg.JITImages) == 0 && len(d.watch.Targets()) == 0
 }
 
-// applySymbol applies one symbol event of batch b. It runs on the symbol stage's goroutines.
-func (d *daemon) applySymbol(ev jitmap.Event, b jitmap.Batch) {
+// endDrainGap is the least time between two drains made because a batch of symbol records
+// ends code.
+const endDrainGap = 20 * time.Millisecond
+
+// applySymbols applies a batch of symbol events. It runs on the symbol stage's goroutines.
+// Counts keep the first and last time of their samples, so code that ends is told apart
+// from what comes after it at the same address without a drain; but a count whose samples
+// span several versions of the code is split only between the first and the last. A batch
+// that ends code is therefore applied after a drain, at most one every endDrainGap, so
+// that a JIT reusing its addresses quickly still has its samples split right; a flood of
+// such records costs at most one drain per gap, not one per record.
+func (d *daemon) applySymbols(b jitmap.Batch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.jit.Ends(ev) {
-		d.drainLocked()
+	if p := d.agg.procs[b.Pid]; p != nil {
+		p.symbols += uint64(len(b.Events))
 	}
-	if _, ok := ev.(*jitmap.CodeLoad); ok {
-		d.loads++
-	}
-	if err := d.jit.Apply(ev); err != nil {
-		d.symErrs++
-		d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
+	drained := false
+	for _, ev := range b.Events {
+		if !drained && monotonicNs()-d.drainedNs >= int64(endDrainGap) && d.jit.Ends(ev) {
+			d.drainLocked()
+			drained = true
+		}
+		if _, ok := ev.(*jitmap.CodeLoad); ok {
+			d.loads++
+		}
+		if err := d.jit.Apply(ev); err != nil {
+			d.symErrs++
+			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
+		}
 	}
 }
 
-// drainLocked moves the sampler's counts into the aggregate and returns the time they were
-// attributed at. Callers hold d.mu.
+// drainLocked moves the sampler's counts into the aggregate and returns a time no sample
+// still in the sampler was taken before. Callers hold d.mu.
 func (d *daemon) drainLocked() int64 {
+	now := monotonicNs()
+	d.drainedNs = now
 	dr, err := d.smp.Drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
-	now := monotonicNs()
-	d.agg.add(dr.Counts, now)
+	d.agg.add(dr.Counts)
 	return now
 }
 

@@ -31,15 +31,13 @@ func (d *daemon) flush(final bool) {
 	meta := d.meta()
 	st := d.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-	// On the final flush, samples still waiting for their code's record are settled; else
-	// they wait for later flushes.
-	if final {
-		d.agg.retry(monotonicNs(), func(uint32) bool { return true })
-	}
 	work := d.retired
 	d.retired = nil
 	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
 		p := d.agg.procs[pid]
+		// Records that came since may name samples that had no name at their drain.
+		d.agg.resolve(p)
+		d.warnUnnamed(p)
 		work = append(work, pending{pid: pid, base: p.base,
 			capture: p.capture(d.jit, meta, end), final: final})
 		if final {
@@ -52,8 +50,12 @@ func (d *daemon) flush(final bool) {
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
 	// aggregate: code that ended before it is no longer needed for lookups.
 	d.jit.Reclaim(drainedNs)
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(), n)
+	var unnamed uint64
+	for _, p := range d.agg.procs {
+		unnamed += p.unnamed.samples
+	}
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
+		d.agg.jitSamples, d.agg.outsideSamples, unnamed, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(), n)
 	d.mu.Unlock()
 
 	for _, w := range work {
@@ -69,7 +71,7 @@ func (d *daemon) flush(final bool) {
 			d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 		}
 		jit, outside := w.capture.TotalSamples()
-		d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside}
+		d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
 	}
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.latest)), counters)
@@ -77,8 +79,8 @@ func (d *daemon) flush(final bool) {
 
 // procSummary is what the summary keeps of a process's last flushed capture.
 type procSummary struct {
-	totals       []profileio.FunctionTotal
-	jit, outside uint64
+	totals                []profileio.FunctionTotal
+	jit, outside, unnamed uint64
 }
 
 // meta describes the sampling for captures. Callers hold d.mu.
@@ -108,12 +110,13 @@ func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counte
 		samples uint64
 	}
 	sums := map[string]uint64{}
-	var jit, outside uint64
+	var jit, outside, unnamed uint64
 	for _, p := range procs {
 		jit += p.jit
 		outside += p.outside
+		unnamed += p.unnamed
 		for _, t := range p.totals {
-			if !strings.HasPrefix(t.Name, "[outside JIT]") {
+			if !strings.HasPrefix(t.Name, "[outside JIT]") && t.Name != profileio.UnnamedMapping {
 				sums[t.Name] += t.Samples
 			}
 		}
@@ -130,8 +133,12 @@ func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counte
 	if final {
 		kind = "final flush"
 	}
-	total := jit + outside
-	fmt.Fprintf(&b, "profd %s #%d: %d samples, %s in JIT code\n", kind, n, total, percent(jit, total))
+	total := jit + outside + unnamed
+	fmt.Fprintf(&b, "profd %s #%d: %d samples, %s in JIT code", kind, n, total, percent(jit, total))
+	if unnamed > 0 {
+		fmt.Fprintf(&b, "; %s of the samples in JIT memory named (%d unnamed)", percent(jit, jit+unnamed), unnamed)
+	}
+	b.WriteString("\n")
 	if len(rows) > 0 {
 		fmt.Fprintf(&b, "  %8s  %7s  %s\n", "samples", "share", "JIT function")
 	}
@@ -159,4 +166,25 @@ func kernelRelease() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed
+// for one warning about it.
+const unnamedWarnShare = 0.01
+
+// warnUnnamed logs, once per process, that samples in its JIT memory went unnamed: how many,
+// and where profd looked for the JIT's symbols. Callers hold d.mu.
+func (d *daemon) warnUnnamed(p *procCounts) {
+	unnamed := p.unnamed.samples + p.unnamed.dropped
+	if p.warned || unnamed == 0 {
+		return
+	}
+	named := p.named.named
+	if float64(unnamed) < unnamedWarnShare*float64(named+unnamed) {
+		return
+	}
+	p.warned = true
+	d.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked",
+		"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named,
+		"looked", append([]string{d.fifo.FIFOPath(p.pid)}, d.files.Looked(p.pid)...))
 }

@@ -64,7 +64,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	if d.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Config{}), d.applySymbol, logger)
+	d.symbols = newSymbolStage(enrich.New(enrich.Config{}), d.applySymbols, logger)
 	if d.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.symbols.add, Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 
 	pid := uint32(os.Getpid())
 	d.agg.proc(pid)
-	counts := map[sampler.Key]uint64{}
+	counts := map[sampler.Key]sampler.Count{}
 	addr := uint64(0x7f0000000000)
 	for i := 0; i < nFuncs; i++ {
 		code, insns := emitFunction(4 + i%13)
@@ -88,13 +88,14 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 			b.Fatal(err)
 		}
 		for j, off := range insns {
-			counts[sampler.Key{PID: pid, IP: addr + off}] = uint64(1 + (i+j)%7)
+			now := monotonicNs()
+			counts[sampler.Key{PID: pid, IP: addr + off}] = sampler.Count{N: uint64(1 + (i+j)%7), FirstNs: now, LastNs: now}
 		}
 		addr += uint64(len(code)+15) &^ 15
 	}
-	d.agg.add(counts, monotonicNs())
-	if len(d.agg.deferred) != 0 || d.agg.jitSamples == 0 {
-		b.Fatalf("synthetic samples not attributed: %d deferred", len(d.agg.deferred))
+	d.agg.add(counts)
+	if d.agg.procs[pid].unnamed.samples != 0 || d.agg.jitSamples == 0 {
+		b.Fatalf("synthetic samples not attributed: %d unnamed", d.agg.procs[pid].unnamed.samples)
 	}
 	return d
 }

@@ -22,7 +22,7 @@ const maxLoggedBadRecords = 10
 // reader or another target.
 type symbolStage struct {
 	enrich *enrich.Enricher
-	apply  func(jitmap.Event, jitmap.Batch) // under the daemon's lock
+	apply  func(jitmap.Batch)
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -39,7 +39,7 @@ type symbolQueue struct {
 	logged  int // the queue's goroutine's
 }
 
-func newSymbolStage(e *enrich.Enricher, apply func(jitmap.Event, jitmap.Batch), log *slog.Logger) *symbolStage {
+func newSymbolStage(e *enrich.Enricher, apply func(jitmap.Batch), log *slog.Logger) *symbolStage {
 	return &symbolStage{enrich: e, apply: apply, log: log, queues: map[uint32]*symbolQueue{}}
 }
 
@@ -119,7 +119,9 @@ func (s *symbolStage) run(q *symbolQueue) {
 			if load, ok := ev.(*jitmap.CodeLoad); ok {
 				s.enrich.Load(load)
 			}
-			s.apply(ev, b)
+		}
+		if len(b.Events) > 0 {
+			s.apply(b)
 		}
 	}
 }

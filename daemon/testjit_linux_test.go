@@ -206,7 +206,7 @@ func TestFIFOWriterReopen(t *testing.T) {
 func checkFewUnnamed(t testing.TB, c *profileio.Capture) {
 	t.Helper()
 	jitN, _ := c.TotalSamples()
-	var anon uint64
+	anon := c.UnnamedSamples()
 	for _, u := range c.Unmapped {
 		if u.Mapping == "[anon]" {
 			anon += u.Count

@@ -93,9 +93,12 @@ func (s *bpfSampler) isClosed() bool {
 }
 
 func (s *bpfSampler) Drain() (Drained, error) {
-	counts := make(map[Key]uint64)
-	err := s.prog.Drain(func(tgid uint32, ip, n uint64) {
-		counts[Key{PID: tgid, IP: ip}] += n
+	counts := make(map[Key]Count)
+	err := s.prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) {
+		k := Key{PID: tgid, IP: ip}
+		v := counts[k]
+		v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
+		counts[k] = v
 	})
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {

@@ -69,12 +69,18 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 		}
 		n := total(pidCounts(d, l.pid()))
 		t.Logf("%s/%s: %d samples", cfgs[i].Backend, cfgs[i].RingMode, n)
+		// Every back end times its counts on CLOCK_MONOTONIC, the clock jitdump records use.
+		monoEnd := monotonicNs(t)
+		for k, c := range d.Counts {
+			if c.N == 0 || c.FirstNs > c.LastNs || uint64(c.FirstNs) < monoStart || uint64(c.LastNs) > monoEnd {
+				t.Fatalf("%s/%s: count %+v of %#x outside CLOCK_MONOTONIC [%d, %d]", cfgs[i].Backend, cfgs[i].RingMode, c, k.IP, monoStart, monoEnd)
+			}
+		}
 		// utime is charged in 10 ms ticks and cpu-clock fires per CPU time, so allow 20 %.
 		if float64(n) < 0.8*want {
 			t.Errorf("%s/%s: %d samples, want >= %.0f", cfgs[i].Backend, cfgs[i].RingMode, n, 0.8*want)
 		}
 		if cfgs[i].KeepSamples {
-			monoEnd := monotonicNs(t)
 			tids := make(map[uint32]int)
 			for _, smp := range d.Samples {
 				tids[smp.TID]++

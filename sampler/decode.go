@@ -26,7 +26,7 @@ var ErrBadRecord = errors.New("bad perf record")
 
 // aggregate turns decoded records into counts. It is not safe for concurrent use.
 type aggregate struct {
-	counts  map[Key]uint64
+	counts  map[Key]Count
 	samples []Sample
 	keep    bool
 	maxKept int
@@ -35,13 +35,13 @@ type aggregate struct {
 }
 
 func newAggregate(keep bool, maxKept int) *aggregate {
-	return &aggregate{counts: make(map[Key]uint64), keep: keep, maxKept: maxKept, targets: make(map[uint32]struct{})}
+	return &aggregate{counts: make(map[Key]Count), keep: keep, maxKept: maxKept, targets: make(map[uint32]struct{})}
 }
 
 // take hands over what was aggregated and starts afresh; stats and targets stay.
 func (a *aggregate) take() Drained {
 	d := Drained{Counts: a.counts, Samples: a.samples}
-	a.counts = make(map[Key]uint64, len(d.Counts))
+	a.counts = make(map[Key]Count, len(d.Counts))
 	a.samples = nil
 	return d
 }
@@ -64,7 +64,11 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 			return nil
 		}
 		ip := ne.Uint64(body)
-		a.counts[Key{PID: pid, IP: ip}]++
+		timeNs := int64(ne.Uint64(body[16:]))
+		k := Key{PID: pid, IP: ip}
+		c := a.counts[k]
+		c.add(1, timeNs, timeNs)
+		a.counts[k] = c
 		a.stats.Samples++
 		if a.keep {
 			if len(a.samples) >= a.maxKept {
@@ -73,7 +77,7 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 			}
 			a.samples = append(a.samples, Sample{
 				PID: pid, TID: ne.Uint32(body[12:]), IP: ip,
-				TimeNs: ne.Uint64(body[16:]), Period: ne.Uint64(body[24:]),
+				TimeNs: uint64(timeNs), Period: ne.Uint64(body[24:]),
 			})
 		}
 	case recordLost:

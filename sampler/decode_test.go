@@ -51,7 +51,7 @@ func TestDecodeStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := a.take()
-	if d.Counts[Key{10, 0x1000}] != 2 || d.Counts[Key{10, 0x2000}] != 1 || len(d.Counts) != 2 {
+	if d.Counts[Key{10, 0x1000}] != (Count{N: 2, FirstNs: 5, LastNs: 6}) || d.Counts[Key{10, 0x2000}] != (Count{N: 1, FirstNs: 7, LastNs: 7}) || len(d.Counts) != 2 {
 		t.Errorf("counts %v", d.Counts)
 	}
 	want := Stats{Samples: 3, Lost: 42, Dropped: 1, Outside: 1, Kernel: 1}
@@ -100,8 +100,11 @@ func FuzzDecodeStream(f *testing.F) {
 		a.targets[1] = struct{}{}
 		a.decodeStream(stream)
 		var sum uint64
-		for _, n := range a.counts {
-			sum += n
+		for _, c := range a.counts {
+			sum += c.N
+			if c.FirstNs > c.LastNs {
+				t.Fatalf("count %+v: first after last", c)
+			}
 		}
 		if sum != a.stats.Samples {
 			t.Fatalf("counts sum %d, stats.Samples %d", sum, a.stats.Samples)

@@ -30,7 +30,7 @@
 //	s.AddTarget(pid)
 //	s.Start(ctx)
 //	...
-//	d, err := s.Drain() // d.Counts[sampler.Key{PID: pid, IP: ip}]
+//	d, err := s.Drain() // d.Counts[sampler.Key{PID: pid, IP: ip}]: N samples, from FirstNs to LastNs
 //
 // A Sampler's methods are safe for concurrent use.
 package sampler

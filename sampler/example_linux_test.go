@@ -37,9 +37,9 @@ func ExampleNew() {
 	}
 	var hot sampler.Key
 	for k, n := range d.Counts {
-		if n > d.Counts[hot] {
+		if n.N > d.Counts[hot].N {
 			hot = k
 		}
 	}
-	fmt.Printf("hottest: pid %d ip %#x (%d samples); %+v\n", hot.PID, hot.IP, d.Counts[hot], s.Stats())
+	fmt.Printf("hottest: pid %d ip %#x (%d samples); %+v\n", hot.PID, hot.IP, d.Counts[hot].N, s.Stats())
 }

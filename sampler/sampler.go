@@ -98,9 +98,28 @@ type Sample struct {
 	Period   uint64
 }
 
+// Count is a key's samples since the previous Drain: how many, and the CLOCK_MONOTONIC
+// times (the clock of jitdump records) of the first and the last, which place every one of
+// them in [FirstNs, LastNs] when the code at the address changes between drains.
+type Count struct {
+	N               uint64
+	FirstNs, LastNs int64
+}
+
+// add counts n more samples taken from firstNs to lastNs.
+func (c *Count) add(n uint64, firstNs, lastNs int64) {
+	if c.N == 0 || firstNs < c.FirstNs {
+		c.FirstNs = firstNs
+	}
+	if c.N == 0 || lastNs > c.LastNs {
+		c.LastNs = lastNs
+	}
+	c.N += n
+}
+
 // Drained is what one Drain hands over.
 type Drained struct {
-	Counts  map[Key]uint64
+	Counts  map[Key]Count
 	Samples []Sample // ring back end with KeepSamples only
 }
 

@@ -110,7 +110,7 @@ func pidCounts(d Drained, pid int) map[uint64]uint64 {
 	out := make(map[uint64]uint64)
 	for k, n := range d.Counts {
 		if k.PID == uint32(pid) {
-			out[k.IP] += n
+			out[k.IP] += n.N
 		}
 	}
 	return out

@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
+)
+
+// anonRegion maps anonymous memory in this process, which the aggregate classifies as JIT
+// memory, and returns its address.
+func anonRegion(t *testing.T) uint64 {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return uint64(uintptr(unsafePointer(mem)))
+}
+
+func newTestAggregate(t *testing.T) (*aggregate, *jitmap.Map, uint32) {
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	a := newAggregate(jit)
+	pid := uint32(os.Getpid())
+	a.proc(pid)
+	return a, jit, pid
+}
+
+func samplesOf(p *procCounts) map[string]uint64 {
+	out := map[string]uint64{}
+	p.named.each(func(o *jitmap.CodeObject, samples []profileio.OffsetCount) {
+		for _, s := range samples {
+			out[o.Name] += s.Count
+		}
+	})
+	return out
+}
+
+// TestLateMapWithAddressReuse: code at one address is replaced by other code, and the
+// records of both arrive only after every sample was drained (a jitdump written at the
+// end). The samples wait unnamed and are then each named by the code that ran at their
+// time.
+func TestLateMapWithAddressReuse(t *testing.T) {
+	a, jit, pid := newTestAggregate(t)
+	ip := anonRegion(t) + 0x100
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 7, FirstNs: 1_000, LastNs: 900_000}})
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 5, FirstNs: 2_000_000, LastNs: 2_900_000}})
+	p := a.procs[pid]
+	if p.unnamed.samples != 12 || a.jitSamples != 0 {
+		t.Fatalf("%d samples waiting, %d named: want all 12 waiting", p.unnamed.samples, a.jitSamples)
+	}
+	// The late records: first at ip until 1.5 ms, second from then on.
+	for _, ev := range []jitmap.Event{
+		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "first", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}},
+		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "second", Addr: ip - 0x80, Size: 0x200, LoadNs: 1_500_000}},
+	} {
+		if err := jit.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.resolve(p)
+	if got := samplesOf(p); got["first"] != 7 || got["second"] != 5 || p.unnamed.samples != 0 {
+		t.Errorf("named %v, %d still unnamed; want first 7, second 5", got, p.unnamed.samples)
+	}
+}
+
+// TestCountSplitAtCodeChange: one drained count spans a change of the code at its address;
+// its samples are split at the change in proportion to the time on each side.
+func TestCountSplitAtCodeChange(t *testing.T) {
+	a, jit, pid := newTestAggregate(t)
+	ip := anonRegion(t)
+	for _, ev := range []jitmap.Event{
+		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "before", Addr: ip, Size: 0x100, LoadNs: 1}},
+		&jitmap.CodeUnload{Pid: pid, Addr: ip, TimeNs: 4_000},
+		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "after", Addr: ip, Size: 0x100, LoadNs: 4_000}},
+	} {
+		if err := jit.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip + 8}: {N: 100, FirstNs: 1_000, LastNs: 11_000}})
+	if got := samplesOf(a.procs[pid]); got["before"] != 30 || got["after"] != 70 {
+		t.Errorf("split %v, want before 30, after 70", got)
+	}
+	// A count whose first sample is before its code's record began and last after: the
+	// part before stays unnamed, the rest is named.
+	// (Unnamed samples keep their times to the millisecond.)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip + 0x1008}: {N: 10, FirstNs: 20_000_000, LastNs: 30_000_000}})
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "late", Addr: ip + 0x1000, Size: 0x100, LoadNs: 25_000_000}}); err != nil {
+		t.Fatal(err)
+	}
+	a.resolve(a.procs[pid])
+	if got := samplesOf(a.procs[pid]); got["late"] != 5 || a.procs[pid].unnamed.samples != 5 {
+		t.Errorf("named %v with %d unnamed, want late 5 and 5 unnamed", got, a.procs[pid].unnamed.samples)
+	}
+}
+
+// TestUnnamedBound: past maxUnnamedEntries, unnamed samples are counted as outside JIT code
+// instead of kept; a count over an entry's 16 bits takes several entries.
+func TestUnnamedBound(t *testing.T) {
+	var u unnamedSamples
+	u.begin(1000)
+	if !u.add(0x10, 200_000, 1000, 5_000_000) || u.entries != 4 || u.samples != 200_000 {
+		t.Fatalf("a count of 200000: %d entries, %d samples", u.entries, u.samples)
+	}
+	list := u.list(7)
+	if len(list) != 4 || list[0].FirstNs != 1000 || list[0].LastNs != 1000+5_000_000 {
+		t.Errorf("entries %+v", list)
+	}
+	for u.entries < maxUnnamedEntries {
+		u.add(0x20, 1, 2000, 2000)
+	}
+	if u.add(0x30, 3, 2000, 2000) || u.dropped != 3 {
+		t.Errorf("over the bound: kept, or dropped %d", u.dropped)
+	}
+}
+
+// BenchmarkResolveUnnamed resolves a million unnamed samples, one entry each (the worst
+// case), against 100k code objects whose records came after the samples, and reports the
+// bytes held per unnamed sample before.
+func BenchmarkResolveUnnamed(b *testing.B) {
+	const objects, samples = 100_000, 1_000_000
+	mem, err := unix.Mmap(-1, 0, objects*64, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	base := uint64(uintptr(unsafePointer(mem)))
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		jit := jitmap.NewMap(jitmap.MapOptions{})
+		a := newAggregate(jit)
+		pid := uint32(os.Getpid())
+		p := a.proc(pid)
+		counts := make(map[sampler.Key]sampler.Count, samples)
+		for s := 0; s < samples; s++ {
+			ip := base + uint64(s*6151%(objects*64))
+			counts[sampler.Key{PID: pid, IP: ip}] = sampler.Count{N: 1, FirstNs: int64(1000 + s), LastNs: int64(1000 + s)}
+		}
+		a.add(counts)
+		if p.unnamed.samples != samples {
+			b.Fatalf("%d unnamed, want %d", p.unnamed.samples, samples)
+		}
+		held := 0
+		for _, c := range p.unnamed.chunks {
+			held += cap(c.entries) * 16
+		}
+		for o := 0; o < objects; o++ {
+			jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "f", Addr: base + uint64(o*64), Size: 64, LoadNs: 1}})
+		}
+		runtime.GC() // the set-up's garbage is not the resolve's
+		b.StartTimer()
+		a.resolve(p)
+		p.named.compact() // what the flush that reads the counts does first
+		b.StopTimer()
+		if p.unnamed.samples != 0 || a.jitSamples != samples {
+			b.Fatalf("%d still unnamed, %d named", p.unnamed.samples, a.jitSamples)
+		}
+		b.ReportMetric(float64(held)/samples, "bytes/unnamed-sample")
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/resolve")
+}

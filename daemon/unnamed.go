@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/profd/profd/profileio"
+)
+
+// maxUnnamedEntries bounds the unnamed sample counts kept per process (16 bytes each);
+// beyond it, further unnamed samples are counted as outside JIT code and dropped.
+const maxUnnamedEntries = 1 << 20
+
+// unnamedSamples holds a process's samples in JIT memory that no code object named yet:
+// the JIT's record of their code may come later (a perf map written at exit, a jitdump file
+// found late, a FIFO record still in flight). Each entry keeps the address, how many
+// samples and when they were taken, 16 bytes in all, in chunks of one drain each so that
+// times fit 32 bits of microseconds after the chunk's base. Not safe for concurrent use.
+type unnamedSamples struct {
+	chunks  []unnamedChunk
+	entries int
+	samples uint64
+	dropped uint64 // samples not kept: over maxUnnamedEntries
+}
+
+type unnamedChunk struct {
+	baseNs  int64
+	entries []unnamedEntry
+}
+
+// unnamedEntry is count samples at ip taken from baseNs+firstUs µs to spanMs ms later.
+type unnamedEntry struct {
+	ip      uint64
+	firstUs uint32
+	spanMs  uint16
+	count   uint16
+}
+
+func (e *unnamedEntry) times(baseNs int64) (first, last int64) {
+	first = baseNs + int64(e.firstUs)*1000
+	return first, first + int64(e.spanMs)*1e6
+}
+
+// begin starts the chunk of one drain whose samples were all taken at or after baseNs.
+func (u *unnamedSamples) begin(baseNs int64) {
+	if n := len(u.chunks); n > 0 && len(u.chunks[n-1].entries) == 0 {
+		u.chunks[n-1].baseNs = baseNs
+		return
+	}
+	u.chunks = append(u.chunks, unnamedChunk{baseNs: baseNs})
+}
+
+// add keeps n samples at ip taken from first to last, in the current chunk. It reports
+// false when they are over the bound and were not kept.
+func (u *unnamedSamples) add(ip, n uint64, first, last int64) bool {
+	if len(u.chunks) == 0 {
+		u.begin(first)
+	}
+	c := &u.chunks[len(u.chunks)-1]
+	if first < c.baseNs || (first-c.baseNs)/1000 > math.MaxUint32 {
+		u.begin(first)
+		c = &u.chunks[len(u.chunks)-1]
+	}
+	firstUs := uint32((first - c.baseNs) / 1000)
+	spanMs := uint16(min((max(last-first, 0)+999_999)/1e6, math.MaxUint16))
+	for n > 0 {
+		if u.entries >= maxUnnamedEntries {
+			u.dropped += n
+			return false
+		}
+		k := min(n, math.MaxUint16)
+		c.entries = append(c.entries, unnamedEntry{ip: ip, firstUs: firstUs, spanMs: spanMs, count: uint16(k)})
+		u.entries++
+		u.samples += k
+		n -= k
+	}
+	return true
+}
+
+// seal ends the current chunk: its entries are sorted by address, so that looking them up
+// again walks the map's index in order, and get an array of their own size (a drain appends
+// them one by one, and the slack of the array they grew in would stay held).
+func (u *unnamedSamples) seal() {
+	if n := len(u.chunks); n > 0 {
+		c := &u.chunks[n-1]
+		if len(c.entries) == 0 {
+			u.chunks = u.chunks[:n-1]
+			return
+		}
+		slices.SortFunc(c.entries, func(a, b unnamedEntry) int { return cmp.Compare(a.ip, b.ip) })
+		if cap(c.entries) > len(c.entries)+len(c.entries)/16 {
+			c.entries = exactCopy(c.entries)
+		}
+	}
+}
+
+// exactCopy copies s into an array of exactly its length.
+func exactCopy(s []unnamedEntry) []unnamedEntry {
+	out := make([]unnamedEntry, len(s))
+	copy(out, s)
+	return out
+}
+
+// resolve offers every entry to name, which returns how many of its samples stay unnamed
+// (and when those were taken); entries left with none are dropped.
+func (u *unnamedSamples) resolve(name func(ip, n uint64, first, last int64) (left uint64, lfirst, llast int64)) {
+	kept := u.chunks[:0]
+	u.entries, u.samples = 0, 0
+	for _, c := range u.chunks {
+		entries := c.entries[:0]
+		for _, e := range c.entries {
+			first, last := e.times(c.baseNs)
+			left, lfirst, llast := name(e.ip, uint64(e.count), first, last)
+			if left == 0 {
+				continue
+			}
+			e.count = uint16(left)
+			if lfirst != first || llast != last {
+				e.firstUs = uint32(max(lfirst-c.baseNs, 0) / 1000)
+				e.spanMs = uint16(min((max(llast-lfirst, 0)+999_999)/1e6, math.MaxUint16))
+			}
+			entries = append(entries, e)
+		}
+		if len(entries) > 0 {
+			if cap(entries) > 2*len(entries) {
+				entries = exactCopy(entries)
+			}
+			kept = append(kept, unnamedChunk{baseNs: c.baseNs, entries: entries})
+			u.entries += len(entries)
+			for _, e := range entries {
+				u.samples += uint64(e.count)
+			}
+		}
+	}
+	clear(u.chunks[len(kept):])
+	u.chunks = kept
+}
+
+// list returns the entries as a capture's unnamed counts of process pid.
+func (u *unnamedSamples) list(pid uint32) []profileio.UnnamedCount {
+	out := make([]profileio.UnnamedCount, 0, u.entries)
+	for _, c := range u.chunks {
+		for _, e := range c.entries {
+			first, last := e.times(c.baseNs)
+			out = append(out, profileio.UnnamedCount{Pid: pid, IP: e.ip, FirstNs: first, LastNs: last, Count: uint64(e.count)})
+		}
+	}
+	return out
+}
+
+// reset forgets every entry (--reset-on-flush).
+func (u *unnamedSamples) reset() {
+	*u = unnamedSamples{}
+}
