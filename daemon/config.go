@@ -43,7 +43,7 @@ type Config struct {
 	OutDir        string
 	Formats       []Format
 	FifoDir       string        // "" picks /run/profd as root, else $XDG_RUNTIME_DIR/profd
-	JitdumpDir    string        // the JITDUMPDIR the JITs use: files are read from <dir>/.debug/jit ("" : $JITDUMPDIR, else /tmp)
+	JitdumpDir    string        // a JITDUMPDIR to search besides each target's own: <dir>/.debug/jit
 	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
 	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
 	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating

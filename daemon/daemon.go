@@ -183,11 +183,13 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	jitdumpDir := "" // the default: $JITDUMPDIR/.debug/jit, else /tmp/.debug/jit
+	// Each target's own places are searched (its /tmp, its $JITDUMPDIR and $HOME, the dumps
+	// it maps); --jitdump-dir adds one for all.
+	var jitdumpDirs []string
 	if d.cfg.JitdumpDir != "" {
-		jitdumpDir = filepath.Join(d.cfg.JitdumpDir, ".debug", "jit")
+		jitdumpDirs = append(jitdumpDirs, filepath.Join(d.cfg.JitdumpDir, ".debug", "jit"))
 	}
-	d.files, err = files.Start(ctx, files.Config{Handler: d.symbols.add, Logger: d.log, JitdumpDir: jitdumpDir, Decoder: decoder})
+	d.files, err = files.Start(ctx, files.Config{Handler: d.symbols.add, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -262,7 +264,9 @@ func (d *daemon) addTarget(pid uint32) {
 	if err := d.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
 		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
 	}
-	d.files.AddTarget(pid, st.UID)
+	if err := d.files.AddTarget(pid, st.UID); err != nil {
+		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
+	}
 	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(pid))
 	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(pid))
 }

@@ -153,7 +153,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 		return nil
 	})
 	fs.StringVar(&cfg.FifoDir, "fifo-dir", "", "private `DIR` for profd.pid and the <pid>.map FIFOs JITs write symbols to (default /run/profd as root, else $XDG_RUNTIME_DIR/profd)")
-	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "the JITDUMPDIR the JITs write jitdump files under (`DIR`/.debug/jit/...; lli-14 needs an absolute path); default $JITDUMPDIR, else /tmp")
+	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s); 0 flushes only on SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,14 +16,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/fdwait"
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 )
 
-// Tailed files are also read without an inotify event (writes through a shared mapping
-// raise none): tickMin after a read that found data, backing off by doubling to tickMax
-// while reads find nothing, since each read is a wake-up of the process. Nothing is read on
-// a timer while no file is tailed.
+// While there are targets, the Tailer also looks without an inotify event (writes through a
+// shared mapping raise none, a directory may not exist yet, a file may be mapped from
+// anywhere): tickMin after a look that found something, backing off by doubling to tickMax
+// while looks find nothing.
 const (
 	tickMin = 250 * time.Millisecond
 	tickMax = time.Second
@@ -33,15 +31,6 @@ const (
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
 // starve the others.
 const maxReadsPerFile = 16
-
-// DefaultJitdumpDir is where JITs write jitdump files: $JITDUMPDIR/.debug/jit when
-// JITDUMPDIR is an absolute path (as LLVM and perf read it), else /tmp/.debug/jit.
-func DefaultJitdumpDir() string {
-	if d := os.Getenv("JITDUMPDIR"); filepath.IsAbs(d) {
-		return filepath.Join(d, ".debug", "jit")
-	}
-	return "/tmp/.debug/jit"
-}
 
 // DefaultReadBufferBytes is Config.ReadBufferBytes's default: one read of a file.
 const DefaultReadBufferBytes = 64 << 10
@@ -53,10 +42,13 @@ type Config struct {
 	Handler func(jitmap.Batch)
 	// Logger gets the files tailed, refused or skipped; nil discards them.
 	Logger *slog.Logger
-	// JitdumpDir is where JITs write jitdump files; "" means DefaultJitdumpDir().
-	JitdumpDir string
-	// PerfMapDir holds perf-PID.map files; "" means /tmp.
-	PerfMapDir string
+	// JitdumpDirs are directories of profd's (not the targets') file system where JITs write
+	// jitdump files, jit-PID.dump in them or one directory down, besides the places each
+	// target's own environment names.
+	JitdumpDirs []string
+	// PerfMapDirs are directories of profd's file system holding perf-PID.map files, besides
+	// each target's /tmp.
+	PerfMapDirs []string
 	// ReadBufferBytes bounds one read; 0 means DefaultReadBufferBytes.
 	ReadBufferBytes int
 	// Decoder tunes the jitmap decoders (bounds, the clock stamping perf-map loads).
@@ -65,50 +57,33 @@ type Config struct {
 
 // Stats are a Tailer's counters since it started.
 type Stats struct {
-	Files uint64 // files decoded (a rewritten file counts again)
+	Files     uint64 // files decoded (a file written anew counts again)
+	Rewritten uint64 // files seen written anew from their start
 	jitmap.StreamCounts
 }
 
-// Tailer finds the jitdump files (<root>/jit-PID.dump and <root>/*/jit-PID.dump, the
-// layout lli-14 uses) and perf-map files (<perfMapDir>/perf-PID.map) of the target
-// processes as they appear, with inotify, and decodes what is appended to them. One
-// goroutine (run) does all the reading; the mutex guards its state against addPid and
-// removePid.
+// Tailer finds, per target process, the jitdump and perf-map files its JIT writes where perf
+// would look for them, and decodes what is appended to them. One goroutine (run) does all
+// the reading; the mutex guards its state against AddTarget and RemoveTarget.
 type Tailer struct {
-	cfg         Config
-	log         *slog.Logger
-	jitdumpRoot string
-	perfMapDir  string
+	cfg   Config
+	log   *slog.Logger
+	extra []place
 
 	inotify *fdwait.Waiter // the inotify descriptor
 	quit    atomic.Bool
 	done    chan struct{} // closed when run returns
-	stats   Stats         // guarded by mu
 
 	mu      sync.Mutex
-	pids    map[uint32]int           // target pid → its uid
-	watches map[int32]string         // inotify watch → watched directory
-	files   map[string]*tailedFile   // path → open file
-	seen    map[string]bool          // paths refused, so they are not retried on every scan
-	stale   map[string]bool          // files older than their process, logged once each
-	started map[uint32]time.Time     // target pid → when it started (zero: unknown)
-	byPid   map[uint32][]*tailedFile // for removePid
+	stats   Stats
+	targets map[uint32]*target
+	watches map[int32][]string // inotify watch → the directories (paths seen from profd) it is for
+	buf     []byte
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
 // process start time has a clock tick's resolution, a file's mtime a timer tick's.
 const staleSlack = time.Second
-
-// tailedFile is one file being read as it grows.
-type tailedFile struct {
-	path    string
-	pid     uint32
-	src     jitmap.Source
-	fd      int
-	offset  int64
-	stream  *jitmap.Stream
-	counted jitmap.StreamCounts // what of stream's counts Stats holds
-}
 
 // Start starts a Tailer; it reads until ctx is done or Close.
 func Start(ctx context.Context, cfg Config) (*Tailer, error) {
@@ -122,28 +97,14 @@ func Start(ctx context.Context, cfg Config) (*Tailer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ft := &Tailer{
-		cfg:         cfg,
-		log:         logger,
-		jitdumpRoot: cfg.JitdumpDir,
-		perfMapDir:  cfg.PerfMapDir,
-		done:        make(chan struct{}),
-		pids:        map[uint32]int{},
-		watches:     map[int32]string{},
-		files:       map[string]*tailedFile{},
-		seen:        map[string]bool{},
-		stale:       map[string]bool{},
-		started:     map[uint32]time.Time{},
-		byPid:       map[uint32][]*tailedFile{},
+	ft := &Tailer{cfg: cfg, log: logger, done: make(chan struct{}), targets: map[uint32]*target{},
+		watches: map[int32][]string{}, buf: make([]byte, cfg.ReadBufferBytes)}
+	for _, d := range cfg.JitdumpDirs {
+		ft.extra = append(ft.extra, place{host: true, dir: filepath.Clean(d), jitdump: true})
 	}
-	if ft.jitdumpRoot == "" {
-		ft.jitdumpRoot = DefaultJitdumpDir()
+	for _, d := range cfg.PerfMapDirs {
+		ft.extra = append(ft.extra, place{host: true, dir: filepath.Clean(d)})
 	}
-	if ft.perfMapDir == "" {
-		ft.perfMapDir = "/tmp"
-	}
-	ft.jitdumpRoot = filepath.Clean(ft.jitdumpRoot)
-	ft.perfMapDir = filepath.Clean(ft.perfMapDir)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", os.NewSyscallError("inotify_init1", err))
@@ -151,9 +112,6 @@ func Start(ctx context.Context, cfg Config) (*Tailer, error) {
 	if ft.inotify, err = fdwait.New(fd, "inotify"); err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
-	ft.mu.Lock()
-	ft.watchDirs()
-	ft.mu.Unlock()
 	go func() {
 		defer close(ft.done)
 		ft.run()
@@ -175,187 +133,235 @@ func (ft *Tailer) Stats() Stats {
 	return ft.stats
 }
 
-const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
-
-// watchDirs adds inotify watches on the perf-map directory, the jitdump root and its
-// subdirectories, or, while the root does not exist yet, on its deepest existing ancestor
-// (so the root is noticed when it is made). Directory watches report file creation and
-// growth of the files in them. Called with mu held.
-func (ft *Tailer) watchDirs() {
-	ft.addWatch(ft.perfMapDir)
-	// A directory made between finding the deepest ancestor and watching it raises no event,
-	// so after each watch look again: the loop ends when the deepest existing directory is
-	// the one just watched.
-	dir := ""
-	for {
-		deepest := ft.deepestJitdumpDir()
-		if deepest == "" || deepest == dir {
-			break
-		}
-		dir = deepest
-		ft.addWatch(dir)
+// AddTarget starts looking for the files of process pid, owned by user uid (or root).
+func (ft *Tailer) AddTarget(pid uint32, uid int) error {
+	t, err := newTarget(pid, uid, ft.extra)
+	if err != nil {
+		return fmt.Errorf("files: pid %d: %w", pid, err)
 	}
-	if dir != ft.jitdumpRoot {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if old := ft.targets[pid]; old != nil {
+		ft.dropTarget(old)
+	}
+	ft.targets[pid] = t
+	ft.look(t)
+	ft.wake() // let run read the new files now
+	return nil
+}
+
+// Looked lists where the Tailer looks for pid's files.
+func (ft *Tailer) Looked(pid uint32) []string {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if t := ft.targets[pid]; t != nil {
+		return t.looked()
+	}
+	return nil
+}
+
+// RemoveTarget looks for pid's files one last time (a JIT may write its map as it exits),
+// reads what they hold, and stops.
+func (ft *Tailer) RemoveTarget(pid uint32) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	t := ft.targets[pid]
+	if t == nil {
 		return
 	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
-			ft.addWatch(filepath.Join(dir, e.Name()))
-		}
-	}
+	t.nextMaps = time.Time{}
+	ft.look(t)
+	ft.readAll(t)
+	ft.dropTarget(t)
 }
 
-// deepestJitdumpDir returns the jitdump root if it exists, else its deepest existing
-// ancestor, else "".
-func (ft *Tailer) deepestJitdumpDir() string {
-	dir := ft.jitdumpRoot
-	for {
-		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
+// dropTarget stops tailing t's files and forgets t. Called with mu held.
+func (ft *Tailer) dropTarget(t *target) {
+	for _, f := range t.files {
+		ft.closeFile(f)
 	}
+	for _, p := range t.places {
+		ft.unwatch(t.hostPath(p.host, p.dir))
+	}
+	t.close()
+	delete(ft.targets, t.pid)
 }
 
-func (ft *Tailer) addWatch(dir string) {
-	for _, d := range ft.watches {
+// look watches t's directories and considers every file in them and every jitdump file t
+// maps (the maps at most every mapsEvery). It reports whether it found a new file. Called
+// with mu held.
+func (ft *Tailer) look(t *target) bool {
+	found := t.readEnv()
+	for _, p := range t.places {
+		dir := t.hostPath(p.host, p.dir)
+		ft.watch(dir)
+		for _, name := range t.list(p.host, p.dir) {
+			if src, ok := t.matches(p, false, name); ok {
+				found = ft.consider(t, p.host, filepath.Join(p.dir, name), src) || found
+			} else if p.jitdump {
+				ft.watch(filepath.Join(dir, name))
+				for _, sub := range t.list(p.host, filepath.Join(p.dir, name)) {
+					if src, ok := t.matches(p, true, sub); ok {
+						found = ft.consider(t, p.host, filepath.Join(p.dir, name, sub), src) || found
+					}
+				}
+			}
+		}
+	}
+	if now := time.Now(); !now.Before(t.nextMaps) {
+		newMaps := false
+		for _, path := range t.mappedJitdumps() {
+			if ft.consider(t, false, path, jitmap.SourceJitdumpFile) {
+				newMaps = true
+				ft.watch(t.hostPath(false, filepath.Dir(path)))
+			}
+		}
+		if newMaps {
+			t.mapsEvery = mapsEveryMin
+		} else {
+			t.mapsEvery = min(2*t.mapsEvery, mapsEveryMax)
+		}
+		t.nextMaps = now.Add(t.mapsEvery)
+		found = found || newMaps
+	}
+	return found
+}
+
+// list returns the names in directory dir of t (in its namespace unless host), or none.
+func (t *target) list(host bool, dir string) []string {
+	var f *os.File
+	if host {
+		var err error
+		if f, err = os.Open(dir); err != nil {
+			return nil
+		}
+	} else {
+		if t.rootFd < 0 {
+			return nil
+		}
+		fd, err := unix.Openat2(t.rootFd, strings.TrimPrefix(dir, "/"), &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			return nil
+		}
+		f = os.NewFile(uintptr(fd), dir)
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return names
+}
+
+const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR
+
+// watch adds an inotify watch on dir (a path seen from profd) if it exists. Called with mu
+// held.
+func (ft *Tailer) watch(dir string) {
+	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), dir, dirEvents)
+	if err != nil {
+		return // not there yet: a later look tries again
+	}
+	for _, d := range ft.watches[int32(wd)] {
 		if d == dir {
 			return
 		}
 	}
-	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), dir, dirEvents)
-	if err != nil {
-		ft.log.Debug("files: cannot watch", "dir", dir, "err", err)
-		return
-	}
-	ft.watches[int32(wd)] = dir
+	// Two paths can name one directory (targets sharing a mount namespace): the kernel
+	// gives them one watch, which reports for both.
+	ft.watches[int32(wd)] = append(ft.watches[int32(wd)], dir)
 }
 
-// filePid tells a tailed file's pid and kind from its name and directory.
-func (ft *Tailer) filePid(path string) (uint32, jitmap.Source, bool) {
-	dir, name := filepath.Dir(path), filepath.Base(path)
-	var digits string
-	var src jitmap.Source
-	switch {
-	case dir == ft.perfMapDir && strings.HasPrefix(name, "perf-") && strings.HasSuffix(name, ".map"):
-		digits, src = strings.TrimSuffix(strings.TrimPrefix(name, "perf-"), ".map"), jitmap.SourcePerfMapFile
-	case (dir == ft.jitdumpRoot || filepath.Dir(dir) == ft.jitdumpRoot) && strings.HasPrefix(name, "jit-") && strings.HasSuffix(name, ".dump"):
-		digits, src = strings.TrimSuffix(strings.TrimPrefix(name, "jit-"), ".dump"), jitmap.SourceJitdumpFile
-	default:
-		return 0, 0, false
-	}
-	pid, err := strconv.ParseUint(digits, 10, 32)
-	if err != nil || pid == 0 {
-		return 0, 0, false
-	}
-	return uint32(pid), src, true
-}
-
-// scan looks for files of the targets in every watched directory. Called with mu held.
-func (ft *Tailer) scan() {
-	for _, dir := range ft.watches {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			ft.consider(filepath.Join(dir, e.Name()))
+// unwatch forgets dir, and removes its watch when no other path uses it. Called with mu
+// held.
+func (ft *Tailer) unwatch(dir string) {
+	for wd, dirs := range ft.watches {
+		for i, d := range dirs {
+			if d != dir {
+				continue
+			}
+			dirs = append(dirs[:i], dirs[i+1:]...)
+			if len(dirs) == 0 {
+				delete(ft.watches, wd)
+				_, _ = unix.InotifyRmWatch(ft.inotify.Fd(), uint32(wd))
+			} else {
+				ft.watches[wd] = dirs
+			}
+			return
 		}
 	}
 }
 
-// consider starts tailing path if it is a file of a target. Called with mu held.
-func (ft *Tailer) consider(path string) {
-	if _, ok := ft.files[path]; ok || ft.seen[path] {
-		return
-	}
-	pid, src, ok := ft.filePid(path)
-	if !ok {
-		return
-	}
-	uid, ok := ft.pids[pid]
-	if !ok {
-		return
-	}
-	fd, st, err := openOwnedFile(path, uid)
+// consider starts tailing path of t if it is not tailed yet, or tails it anew when the
+// file at path was replaced. It reports whether it started. Called with mu held.
+func (ft *Tailer) consider(t *target, host bool, path string, src jitmap.Source) bool {
+	key := keyOf(host, path)
+	shown := t.hostPath(host, path)
+	fd, st, err := t.open(host, path)
 	if err != nil {
-		ft.seen[path] = true
-		ft.log.Warn("files: not tailing", "pid", pid, "file", path, "err", err)
-		return
+		if !errors.Is(err, unix.ENOENT) && !t.refused[key] {
+			t.refused[key] = true
+			ft.log.Warn("files: not tailing", "pid", t.pid, "file", shown, "err", err)
+		}
+		return false
+	}
+	if old := t.files[key]; old != nil {
+		if old.dev == st.Dev && old.ino == st.Ino {
+			unix.Close(fd)
+			return false
+		}
+		ft.closeFile(old) // replaced by another file: read from its start
 	}
 	// A file last written before the target started is an earlier process's that had the
 	// same pid (lli-14 leaves a jit-PID.dump behind at every run): its symbols would name
 	// the target's code wrongly. It is looked at again when it changes.
 	modified := time.Unix(st.Mtim.Unix())
-	if at := ft.started[pid]; !at.IsZero() && modified.Add(staleSlack).Before(at) {
+	if !t.started.IsZero() && modified.Add(staleSlack).Before(t.started) {
 		unix.Close(fd)
-		if !ft.stale[path] {
-			ft.stale[path] = true
-			ft.log.Info("files: not tailing a file older than its process", "pid", pid, "file", path,
-				"modified", modified, "process_started", at)
+		if !t.stale[key] {
+			t.stale[key] = true
+			ft.log.Info("files: not tailing a file older than its process", "pid", t.pid, "file", shown,
+				"modified", modified, "process_started", t.started)
 		}
-		return
+		return false
 	}
-	delete(ft.stale, path)
+	delete(t.stale, key)
 	ft.stats.Files++
-	f := &tailedFile{path: path, pid: pid, src: src, fd: fd, stream: jitmap.NewStream(pid, src, path, ft.cfg.Decoder)}
-	ft.files[path] = f
-	ft.byPid[pid] = append(ft.byPid[pid], f)
-	ft.log.Info("files: tailing", "pid", pid, "file", path)
-}
-
-// openOwnedFile opens a regular file without following a symlink, and refuses one that
-// neither the target's user nor root owns: another user must not feed profd a target's
-// symbols.
-func openOwnedFile(path string, uid int) (int, unix.Stat_t, error) {
-	var st unix.Stat_t
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ELOOP) {
-		return -1, st, fmt.Errorf("files: %s: a symlink, not followed: %w", path, ErrNotRegular)
-	}
-	if err != nil {
-		return -1, st, fmt.Errorf("files: %s: %w", path, os.NewSyscallError("open", err))
-	}
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, st, fmt.Errorf("files: %s: %w", path, os.NewSyscallError("fstat", err))
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return -1, st, fmt.Errorf("files: %s: not a regular file (type %#o): %w", path, st.Mode&unix.S_IFMT, ErrNotRegular)
-	}
-	if st.Uid != uint32(uid) && st.Uid != 0 {
-		unix.Close(fd)
-		return -1, st, fmt.Errorf("files: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, uid, ErrNotRegular)
-	}
-	return fd, st, nil
+	t.files[key] = &tailedFile{key: key, path: shown, src: src, fd: fd, dev: st.Dev, ino: st.Ino,
+		stream: jitmap.NewStream(t.pid, src, shown, ft.cfg.Decoder)}
+	ft.log.Info("files: tailing", "pid", t.pid, "file", shown)
+	return true
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
-// was any. A file that shrank was rewritten: it is decoded again from the start as a new
-// stream.
-func (ft *Tailer) readFile(f *tailedFile, buf []byte) (grew bool) {
+// was any. A file written anew from its start is decoded again from there as a new stream:
+// entries it no longer lists keep naming the samples of their time.
+func (ft *Tailer) readFile(t *target, f *tailedFile) (grew bool) {
 	var st unix.Stat_t
-	if err := unix.Fstat(f.fd, &st); err == nil && st.Size < f.offset {
+	if err := unix.Fstat(f.fd, &st); err == nil && f.rewritten(st.Size, ft.buf) {
 		ft.deliver(f, f.stream.Finish())
-		f.offset = 0
+		f.offset, f.tail = 0, f.tail[:0]
 		ft.stats.Files++
-		f.stream = jitmap.NewStream(f.pid, f.src, f.path, ft.cfg.Decoder)
+		ft.stats.Rewritten++
+		f.stream = jitmap.NewStream(t.pid, f.src, f.path, ft.cfg.Decoder)
 		f.counted = jitmap.StreamCounts{}
 	}
 	for i := 0; i < maxReadsPerFile; i++ {
-		n, err := unix.Pread(f.fd, buf, f.offset)
+		n, err := unix.Pread(f.fd, ft.buf, f.offset)
 		if n <= 0 || err != nil {
 			return grew
 		}
 		grew = true
-		f.offset += int64(n)
-		ft.deliver(f, f.stream.Write(buf[:n]))
+		f.advance(ft.buf[:n])
+		ft.deliver(f, f.stream.Write(ft.buf[:n]))
+	}
+	return grew
+}
+
+// readAll reads every file of t and reports whether one grew. Called with mu held.
+func (ft *Tailer) readAll(t *target) bool {
+	grew := false
+	for _, f := range t.files {
+		grew = ft.readFile(t, f) || grew
 	}
 	return grew
 }
@@ -376,44 +382,24 @@ func (ft *Tailer) deliver(f *tailedFile, b jitmap.Batch) {
 	}
 }
 
-// AddTarget starts tailing the files of process pid, owned by user uid (or root).
-func (ft *Tailer) AddTarget(pid uint32, uid int) {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	ft.pids[pid] = uid
-	if at, err := procfs.StartedAt(pid); err == nil {
-		ft.started[pid] = at
-	}
-	ft.scan()
-	ft.wake() // let run read the new files now
-}
-
-// RemoveTarget stops tailing pid's files, after reading what they hold.
-func (ft *Tailer) RemoveTarget(pid uint32) {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	delete(ft.pids, pid)
-	delete(ft.started, pid)
-	for _, f := range ft.byPid[pid] {
-		ft.closeFile(f)
-	}
-	delete(ft.byPid, pid)
-}
-
 // closeFile stops tailing f, delivering a last partial perf-map line. Called with mu held.
 func (ft *Tailer) closeFile(f *tailedFile) {
 	ft.deliver(f, f.stream.Finish())
 	unix.Close(f.fd)
-	delete(ft.files, f.path)
+	for _, t := range ft.targets {
+		if t.files[f.key] == f {
+			delete(t.files, f.key)
+		}
+	}
 }
 
-// stop makes run read the files one last time and return.
+// stop makes run look and read one last time and return.
 func (ft *Tailer) stop() {
 	ft.quit.Store(true)
 	ft.wake()
 }
 
-// wake makes run read the files now, or as soon as it next looks.
+// wake makes run look now, or as soon as it next waits.
 func (ft *Tailer) wake() { ft.inotify.Wake() }
 
 // Close reads the files one last time, stops the Tailer and releases its descriptors.
@@ -422,26 +408,26 @@ func (ft *Tailer) Close() {
 	<-ft.done
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
-	for _, f := range ft.files {
-		ft.closeFile(f)
+	for _, t := range ft.targets {
+		ft.dropTarget(t)
 	}
-	ft.byPid = map[uint32][]*tailedFile{}
 	ft.inotify.Close()
 }
 
-// run is the tailer's goroutine: it waits for inotify events, a wake-up or the tick, and
-// reads every tailed file. It returns after stop, having read the files one last time.
+// run is the Tailer's goroutine: it waits for inotify events, a wake-up or the tick, then
+// reads the files of every target (and looks for new ones when the tick came). It returns
+// after stop, having looked and read one last time.
 func (ft *Tailer) run() {
-	buf := make([]byte, ft.cfg.ReadBufferBytes)
 	evbuf := make([]byte, 64<<10)
 	tick := tickMin
+	nextLook := time.Now()
 	for {
 		ft.mu.Lock()
-		tailing := len(ft.files) > 0
+		any := len(ft.targets) > 0
 		ft.mu.Unlock()
 		timeout := time.Duration(-1) // none
-		if tailing {
-			timeout = tick
+		if any {
+			timeout = max(time.Until(nextLook), 0)
 		}
 		events := false
 		err := ft.inotify.Wait(timeout, func(fd uintptr) bool {
@@ -452,74 +438,98 @@ func (ft *Tailer) run() {
 			ft.log.Error("files: tailer stopped", "err", err)
 			return
 		}
-		ft.mu.Lock()
 		stopping := ft.quit.Load()
-		if events || stopping {
+		ft.mu.Lock()
+		if events {
 			ft.handleInotify(evbuf)
 		}
-		grew := false
-		for _, f := range ft.files {
-			if ft.readFile(f, buf) {
-				grew = true
+		looking := stopping || !time.Now().Before(nextLook)
+		active := false
+		for _, t := range ft.targets {
+			if looking && ft.look(t) {
+				active = true
 			}
-		}
-		if grew || events {
-			tick = tickMin
-		} else {
-			tick = min(2*tick, tickMax)
+			if ft.readAll(t) {
+				active = true
+			}
 		}
 		ft.mu.Unlock()
 		if stopping {
 			return
 		}
+		if looking {
+			if active || events {
+				tick = tickMin
+			} else {
+				tick = min(2*tick, tickMax)
+			}
+			nextLook = time.Now().Add(tick)
+		}
 	}
 }
 
-// handleInotify reacts to directory events: new directories (the jitdump root appearing, an
-// lli-14 llvm-IR-jit-* subdirectory) are watched, new files considered. Called with mu held.
+// handleInotify reacts to directory events: a new subdirectory of a jitdump directory is
+// watched and searched, a new file (or a file skipped as stale that changed) is considered.
+// Called with mu held.
 func (ft *Tailer) handleInotify(evbuf []byte) {
-	rewatch := false
 	for {
 		n, err := unix.Read(ft.inotify.Fd(), evbuf)
 		if n <= 0 || err != nil {
-			break
+			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&evbuf[off]))
 			nameBytes := evbuf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
-			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
-				rewatch = true
-				continue
-			}
-			dir, ok := ft.watches[ev.Wd]
-			if !ok {
-				continue
-			}
+			dirs := ft.watches[ev.Wd]
 			if ev.Mask&unix.IN_IGNORED != 0 {
 				delete(ft.watches, ev.Wd)
-				rewatch = true
 				continue
 			}
 			name := strings.TrimRight(string(nameBytes), "\x00")
 			if name == "" {
 				continue
 			}
-			path := filepath.Join(dir, name)
-			if ev.Mask&unix.IN_ISDIR != 0 {
-				// A directory on the way to the jitdump root, the root, or one in it.
-				if dir == ft.jitdumpRoot || path == ft.jitdumpRoot || strings.HasPrefix(ft.jitdumpRoot, path+"/") {
-					rewatch = true
-				}
-				continue
-			}
-			if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 || ft.stale[path] && ev.Mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0 {
-				ft.consider(path)
+			created := ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0
+			for _, dir := range dirs {
+				ft.dirEvent(dir, name, created, ev.Mask&unix.IN_ISDIR != 0)
 			}
 		}
 	}
-	if rewatch {
-		ft.watchDirs()
-		ft.scan()
+}
+
+// dirEvent handles name appearing or changing in the watched directory dir (seen from
+// profd). Called with mu held.
+func (ft *Tailer) dirEvent(dir, name string, created, isDir bool) {
+	for _, t := range ft.targets {
+		for _, p := range t.places {
+			pdir := t.hostPath(p.host, p.dir)
+			switch {
+			case dir == pdir && isDir && p.jitdump && created:
+				ft.watch(filepath.Join(dir, name))
+				for _, sub := range t.list(p.host, filepath.Join(p.dir, name)) {
+					if src, ok := t.matches(p, true, sub); ok {
+						ft.consider(t, p.host, filepath.Join(p.dir, name, sub), src)
+					}
+				}
+			case isDir:
+			case dir == pdir:
+				if src, ok := t.matches(p, false, name); ok && (created || t.stale[keyOf(p.host, filepath.Join(p.dir, name))]) {
+					ft.consider(t, p.host, filepath.Join(p.dir, name), src)
+				}
+			case p.jitdump && filepath.Dir(dir) == pdir:
+				sub := filepath.Join(p.dir, filepath.Base(dir), name)
+				if src, ok := t.matches(p, true, name); ok && (created || t.stale[keyOf(p.host, sub)]) {
+					ft.consider(t, p.host, sub, src)
+				}
+			}
+		}
 	}
+}
+
+func keyOf(host bool, path string) string {
+	if host {
+		return "host:" + path
+	}
+	return "ns:" + path
 }

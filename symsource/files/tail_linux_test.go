@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
+	"golang.org/x/sys/unix"
 )
 
 // TestTailJitdumpFileAsItAppears: the jitdump root does not exist when the Server starts; a
@@ -23,9 +25,9 @@ import (
 func TestTailJitdumpFileAsItAppears(t *testing.T) {
 	tmp := t.TempDir()
 	root := filepath.Join(tmp, "jd", ".debug", "jit")
-	s, c, logs := startTailer(t, Config{JitdumpDir: root, PerfMapDir: filepath.Join(tmp, "pm")})
+	s, c, logs := startTailer(t, Config{JitdumpDirs: []string{root}, PerfMapDirs: []string{filepath.Join(tmp, "pm")}})
 	pid := uint32(os.Getpid())
-	s.AddTarget(pid, os.Geteuid())
+	addTarget(t, s, pid)
 	sub := filepath.Join(root, "llvm-IR-jit-20261122-abcdef")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -58,7 +60,7 @@ func TestTailJitdumpFileAsItAppears(t *testing.T) {
 func startPerfMapTailer(t *testing.T) (s *Tailer, c *symtest.Collector, logs *testenv.SyncBuffer, pid uint32, path string) {
 	t.Helper()
 	pm := t.TempDir()
-	s, c, logs = startTailer(t, Config{JitdumpDir: filepath.Join(pm, "none"), PerfMapDir: pm})
+	s, c, logs = startTailer(t, Config{PerfMapDirs: []string{pm}})
 	pid = uint32(os.Getpid())
 	return s, c, logs, pid, filepath.Join(pm, fmt.Sprintf("perf-%d.map", pid))
 }
@@ -70,7 +72,7 @@ func TestTailPerfMapFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("1000 10 early\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.AddTarget(pid, os.Geteuid())
+	addTarget(t, s, pid)
 	c.WaitFor(t, "the early line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -100,7 +102,7 @@ func TestTailSkipsFileOlderThanProcess(t *testing.T) {
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-	s.AddTarget(pid, os.Geteuid())
+	addTarget(t, s, pid)
 	time.Sleep(300 * time.Millisecond) // a file read at AddTarget shows up well within this
 	if evs := c.Events(); symtest.CountLoads(evs) != 0 {
 		t.Fatalf("read a file older than the process: %s", symtest.Describe(evs))
@@ -128,11 +130,8 @@ func TestTailRefusesPlantedSymlink(t *testing.T) {
 	if err := os.Symlink(secret, path); err != nil {
 		t.Fatal(err)
 	}
-	s.AddTarget(pid, os.Geteuid())
-	s.mu.Lock()
-	tailed := len(s.files)
-	s.mu.Unlock()
-	if tailed != 0 {
+	addTarget(t, s, pid)
+	if tailed := tailedFiles(s); tailed != 0 {
 		t.Errorf("tailing %d files, want none: the only candidate is a symlink", tailed)
 	}
 	if !strings.Contains(logs.String(), "not tailing") || !strings.Contains(logs.String(), "a symlink, not followed") {
@@ -148,7 +147,8 @@ func TestTailRefusesPlantedSymlink(t *testing.T) {
 func TestTailLLIJitdump(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("lli-14"))
 	jd := t.TempDir()
-	s, c, logs := startTailer(t, Config{JitdumpDir: filepath.Join(jd, ".debug", "jit"), PerfMapDir: t.TempDir()})
+	// No directory is given: the tailer finds the dump through lli's own JITDUMPDIR.
+	s, c, logs := startTailer(t, Config{})
 	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "testdata/sleeper.ll")
 	cmd.Env = append(os.Environ(), "JITDUMPDIR="+jd)
 	var out bytes.Buffer
@@ -157,7 +157,7 @@ func TestTailLLIJitdump(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := uint32(cmd.Process.Pid)
-	s.AddTarget(pid, os.Geteuid())
+	addTarget(t, s, pid)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("lli-14: %v\n%s", err, out.String())
 	}
@@ -185,13 +185,11 @@ func TestTailRefusesFileOfAnotherUser(t *testing.T) {
 	if err := os.Chown(path, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	s.AddTarget(pid, os.Geteuid())
+	addTarget(t, s, pid)
 	if !strings.Contains(logs.String(), "owner uid 65534 is neither") {
 		t.Errorf("no log line refusing the file of uid 65534:\n%s", logs)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.files) != 0 {
+	if tailedFiles(s) != 0 {
 		t.Error("the file of another user is being tailed")
 	}
 }
@@ -209,4 +207,145 @@ func startTailer(t *testing.T, cfg Config) (*Tailer, *symtest.Collector, *testen
 	}
 	t.Cleanup(ft.Close)
 	return ft, c, logs
+}
+
+// addTarget starts looking for the files of pid, owned by this test's user.
+func addTarget(t *testing.T, s *Tailer, pid uint32) {
+	t.Helper()
+	if err := s.AddTarget(pid, os.Geteuid()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tailedFiles counts the files s reads.
+func tailedFiles(s *Tailer) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.targets {
+		n += len(t.files)
+	}
+	return n
+}
+
+// TestHelperMapsJitdump is not a test: run as a child (PROFD_FILES_HELPER=DIR), it writes
+// DIR/jit-PID.dump, maps it as a JIT does for perf, says "ready" and waits.
+func TestHelperMapsJitdump(t *testing.T) {
+	dir := os.Getenv("PROFD_FILES_HELPER")
+	if dir == "" {
+		t.Skip("a helper process, not a test")
+	}
+	pid := uint32(os.Getpid())
+	path := filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid))
+	if err := os.WriteFile(path, symtest.JitdumpStream(t, pid, "mapped_one", "mapped_two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Minute)
+}
+
+// TestTailMappedJitdump: a JIT writes its jitdump where nothing tells profd to look (node
+// --perf-prof writes it in its working directory) and maps it, as perf requires; profd
+// finds it through the process's mappings.
+func TestTailMappedJitdump(t *testing.T) {
+	s, c, _ := startTailer(t, Config{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
+	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	addTarget(t, s, pid)
+	evs := c.WaitFor(t, "the mapped dump's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
+	if got := symtest.Describe(evs); got != "load:mapped_one load:mapped_two " || evs[0].Pid != pid {
+		t.Errorf("events %q of pid %d", got, evs[0].Pid)
+	}
+}
+
+// TestTailPerfMapRewritten: a perf map written anew from its start (jcmd
+// Compiler.perfmap, a periodic dump), longer than before, is read again from the start.
+func TestTailPerfMapRewritten(t *testing.T) {
+	s, c, _, pid, path := startPerfMapTailer(t)
+	if err := os.WriteFile(path, []byte("1000 10 first_dump\n2000 10 also_first\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addTarget(t, s, pid)
+	c.WaitFor(t, "the first dump", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
+	// Written anew over the old bytes, longer than before: the file never looks shorter,
+	// only what lies before the read offset changed. No bad line, every entry.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("3000 10 second_dump_with_a_longer_name\n4000 10 second_two\n5000 10 second_three\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	evs := c.WaitFor(t, "the second dump", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 5 })
+	if got := symtest.Describe(evs[2:]); got != "load:second_dump_with_a_longer_name load:second_two load:second_three " {
+		t.Errorf("after the rewrite: %q", got)
+	}
+	if errs := c.Errors(); len(errs) != 0 {
+		t.Errorf("bad records: %v", errs)
+	}
+	if st := s.Stats(); st.Rewritten == 0 {
+		t.Errorf("stats %+v: the rewrite was not seen as one", st)
+	}
+}
+
+// TestTailInOtherNamespace: a JIT in its own mount and pid namespaces (a container) writes
+// /tmp/perf-1.map on a /tmp only it sees; profd reads it through the process's root, under
+// the pid the process has there, and not the host's /tmp/perf-HOSTPID.map.
+func TestTailInOtherNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	s, c, _ := startTailer(t, Config{})
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+		`mount -t tmpfs none /tmp && echo "7f0000001000 40 in_container" > /tmp/perf-$$.map && echo ready && exec sleep 60`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("unshare: %q %v", line, err)
+	}
+	// The container's process is unshare's child.
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner uint32
+	if _, err := fmt.Sscan(string(children), &inner); err != nil {
+		t.Fatalf("children of unshare: %q", children)
+	}
+	// A decoy under the host pid in the host's /tmp: not the container's map.
+	decoy := fmt.Sprintf("/tmp/perf-%d.map", inner)
+	if err := os.WriteFile(decoy, []byte("7f0000001000 40 host_decoy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(decoy)
+	addTarget(t, s, inner)
+	evs := c.WaitFor(t, "the container's map", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) >= 1 })
+	time.Sleep(300 * time.Millisecond)
+	if got := symtest.Describe(c.Events()); got != "load:in_container " || evs[0].Pid != inner {
+		t.Errorf("events %q of pid %d, want the container's map only, for pid %d", got, evs[0].Pid, inner)
+	}
 }

@@ -1,0 +1,242 @@
+package files
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/jitmap"
+)
+
+// place is a directory where a target's files may be: a path in the target's mount
+// namespace (opened through its root) or, for directories profd was told of, on the host.
+type place struct {
+	host    bool
+	dir     string
+	jitdump bool // jit-PID.dump in it or one directory down (else perf-PID.map in it)
+}
+
+func (p place) String() string {
+	if p.jitdump {
+		return filepath.Join(p.dir, "[*/]jit-PID.dump")
+	}
+	return filepath.Join(p.dir, "perf-PID.map")
+}
+
+// target is what the Tailer knows of one process.
+type target struct {
+	pid     uint32
+	nspid   uint32 // the pid in the process's own namespace: the one in its file names
+	uid     int
+	started time.Time // zero: unknown
+	rootFd  int       // O_PATH descriptor of its root directory, -1 when unavailable
+	places  []place
+	files   map[string]*tailedFile // by key: "host:" or "ns:" and the path
+	refused map[string]bool        // paths refused, logged once each
+	stale   map[string]bool        // paths older than the process, logged once each
+	// Mapped jitdump files are found by reading /proc/PID/maps: mapsEvery apart, doubling
+	// while nothing new turns up.
+	nextMaps  time.Time
+	mapsEvery time.Duration
+	// envReads counts the reads of the environment that found neither variable: right after
+	// an exec the kernel may not have set it up yet, so a few looks read it again.
+	envReads int
+}
+
+// maxEnvReads bounds how often a target's environment is read while it names no directory.
+const maxEnvReads = 8
+
+const (
+	mapsEveryMin = 250 * time.Millisecond
+	mapsEveryMax = 4 * time.Second
+)
+
+// newTarget reads what the Tailer needs of pid from /proc: its namespace pid, its root, and
+// the environment variables that say where its JIT writes jitdump files.
+func newTarget(pid uint32, uid int, extra []place) (*target, error) {
+	t := &target{pid: pid, nspid: pid, uid: uid, rootFd: -1, files: map[string]*tailedFile{},
+		refused: map[string]bool{}, stale: map[string]bool{}, mapsEvery: mapsEveryMin}
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		return nil, err
+	}
+	t.nspid = st.OwnPid()
+	if at, err := procfs.StartedAt(pid); err == nil {
+		t.started = at
+	}
+	// O_PATH of the magic link is the process's root directory; opening files below it
+	// with RESOLVE_IN_ROOT keeps every lookup inside that root.
+	if fd, err := unix.Open(procfs.Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		t.rootFd = fd
+	}
+	t.places = append(t.places, place{dir: "/tmp"}, place{dir: "/tmp/.debug/jit", jitdump: true})
+	t.places = append(t.places, extra...)
+	t.readEnv()
+	return t, nil
+}
+
+// readEnv adds the jitdump directories t's environment names: $JITDUMPDIR/.debug/jit (LLVM
+// and perf's agents), $HOME/.debug/jit (perf's Java agent without JITDUMPDIR). It reports
+// whether it added one.
+func (t *target) readEnv() bool {
+	if t.envReads >= maxEnvReads {
+		return false
+	}
+	env, _ := procfs.Environ(t.pid, "JITDUMPDIR", "HOME")
+	if len(env) == 0 {
+		t.envReads++
+		return false
+	}
+	t.envReads = maxEnvReads
+	added := false
+	for _, v := range []string{env["JITDUMPDIR"], env["HOME"]} {
+		if filepath.IsAbs(v) {
+			d := place{dir: filepath.Join(filepath.Clean(v), ".debug", "jit"), jitdump: true}
+			if !hasPlace(t.places, d) {
+				t.places = append(t.places, d)
+				added = true
+			}
+		}
+	}
+	return added
+}
+
+func hasPlace(ps []place, p place) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPath is where path of place p is seen from profd's mount namespace.
+func (t *target) hostPath(host bool, path string) string {
+	if host {
+		return path
+	}
+	return procfs.Root(t.pid) + path
+}
+
+func (t *target) close() {
+	if t.rootFd >= 0 {
+		unix.Close(t.rootFd)
+		t.rootFd = -1
+	}
+}
+
+// fileNames are the names of t's files: its namespace pid's, and its host pid's in
+// directories on the host.
+func (t *target) perfMapName(host bool) []string {
+	names := []string{"perf-" + strconv.FormatUint(uint64(t.nspid), 10) + ".map"}
+	if host && t.nspid != t.pid {
+		names = append(names, "perf-"+strconv.FormatUint(uint64(t.pid), 10)+".map")
+	}
+	return names
+}
+
+func (t *target) jitdumpName(host bool) []string {
+	names := []string{"jit-" + strconv.FormatUint(uint64(t.nspid), 10) + ".dump"}
+	if host && t.nspid != t.pid {
+		names = append(names, "jit-"+strconv.FormatUint(uint64(t.pid), 10)+".dump")
+	}
+	return names
+}
+
+// matches tells whether name, in a directory of place p (sub: one level down), is one of
+// t's files, and its kind.
+func (t *target) matches(p place, sub bool, name string) (jitmap.Source, bool) {
+	if p.jitdump {
+		for _, n := range t.jitdumpName(p.host) {
+			if name == n {
+				return jitmap.SourceJitdumpFile, true
+			}
+		}
+		return 0, false
+	}
+	if sub {
+		return 0, false
+	}
+	for _, n := range t.perfMapName(p.host) {
+		if name == n {
+			return jitmap.SourcePerfMapFile, true
+		}
+	}
+	return 0, false
+}
+
+// mappedJitdumps returns the namespace paths of the jitdump files t maps (a JIT maps its
+// jitdump file so that perf sees it: perf finds them the same way), wherever they are.
+func (t *target) mappedJitdumps() []string {
+	maps, _ := procfs.ReadMaps(t.pid)
+	names := t.jitdumpName(false)
+	var out []string
+	for _, m := range maps {
+		if m.Deleted || !strings.HasPrefix(m.Path, "/") || filepath.Base(m.Path) != names[0] {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != m.Path {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
+
+// open opens path (in t's namespace unless host) for reading without following a symlink
+// at its end or, for a namespace path, anywhere outside t's root, and refuses anything but
+// a regular file owned by t's user or root: another user must not feed profd a target's
+// symbols, and a device or a FIFO must not block it.
+func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	var fd int
+	var err error
+	switch {
+	case host:
+		fd, err = unix.Open(path, flags, 0)
+	case t.rootFd >= 0:
+		fd, err = unix.Openat2(t.rootFd, strings.TrimPrefix(path, "/"), &unix.OpenHow{Flags: uint64(flags),
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	default:
+		return -1, st, fmt.Errorf("files: %s: the process's root is not open: %w", path, ErrNotRegular)
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return -1, st, fmt.Errorf("files: %s: a symlink, not followed: %w", path, ErrNotRegular)
+	}
+	if err != nil {
+		return -1, st, fmt.Errorf("files: %s: %w", path, os.NewSyscallError("open", err))
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, fmt.Errorf("files: %s: %w", path, os.NewSyscallError("fstat", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, st, fmt.Errorf("files: %s: not a regular file (type %#o): %w", path, st.Mode&unix.S_IFMT, ErrNotRegular)
+	}
+	if st.Uid != uint32(t.uid) && st.Uid != 0 {
+		unix.Close(fd)
+		return -1, st, fmt.Errorf("files: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, t.uid, ErrNotRegular)
+	}
+	return fd, st, nil
+}
+
+// looked lists where the Tailer looks for t's files.
+func (t *target) looked() []string {
+	out := make([]string, 0, len(t.places)+1)
+	for _, p := range t.places {
+		s := strings.ReplaceAll(p.String(), "PID", strconv.FormatUint(uint64(t.nspid), 10))
+		if !p.host {
+			s = procfs.Root(t.pid) + s
+		}
+		out = append(out, s)
+	}
+	return append(out, "jitdump files mapped in "+procfs.Path(t.pid, "maps"))
+}
