@@ -3,8 +3,9 @@
 // or started later. Every target's exit is watched through a pidfd (the runtime's poller
 // waits for it, with no timer). Image processes are found by scanning /proc and, with
 // CAP_NET_ADMIN, by listening to the kernel's process-events connector, so a process is
-// checked the moment it execs; the scan runs every Interval (default 100 ms) without exec
-// notifications and every 5 s with them (at once when the kernel reports lost ones). It
+// checked the moment it execs or is forked (a child that does not exec, such as a PostgreSQL
+// backend, runs its parent's image); the scan runs every Interval (default 100 ms) without
+// these notifications and every 5 s with them (at once when the kernel reports lost ones). It
 // reports each process once when it appears and once when it goes (exit, or an exec to
 // another image), by pid and start time, so a reused pid is a new target.
 //

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// execListener receives exec notifications from the kernel's process-events connector
-// (needs CAP_NET_ADMIN). Closing it unblocks read.
+// execListener receives exec and fork notifications from the kernel's process-events
+// connector (needs CAP_NET_ADMIN). Closing it unblocks read.
 type execListener struct {
 	f   *os.File
 	buf []byte
@@ -31,7 +31,7 @@ func listenExec() (*execListener, error) {
 	return &execListener{f: os.NewFile(uintptr(fd), "proc-connector"), buf: make([]byte, 1<<16)}, nil
 }
 
-// read blocks until a datagram arrives and returns its exec tgids. After Close it returns
+// read blocks until a datagram arrives and returns the processes that exec'd or were forked. After Close it returns
 // an error wrapping os.ErrClosed.
 func (l *execListener) read() ([]uint32, error) {
 	n, err := l.f.Read(l.buf)
@@ -41,7 +41,7 @@ func (l *execListener) read() ([]uint32, error) {
 		}
 		return nil, err
 	}
-	return execTGIDs(l.buf[:n])
+	return newProcesses(l.buf[:n])
 }
 
 func (l *execListener) Close() error { return l.f.Close() }

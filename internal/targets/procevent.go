@@ -8,11 +8,13 @@ import (
 
 // The process-events connector (linux/connector.h, linux/cn_proc.h) delivers netlink messages:
 // nlmsghdr (16 bytes), cn_msg (20 bytes), then proc_event: u32 what, u32 cpu, u64 timestamp,
-// and for an exec, u32 process_pid, u32 process_tgid.
+// and for an exec, u32 process_pid, u32 process_tgid; for a fork, u32 parent_pid,
+// parent_tgid, child_pid, child_tgid.
 const (
 	nlmsgHeaderBytes = 16
 	cnMsgBytes       = 20
 	procEventHead    = 16
+	procEventFork    = 0x00000001
 	procEventExec    = 0x00000002
 	cnIdxProc        = 1
 	cnValProc        = 1
@@ -23,10 +25,11 @@ const (
 // errBadProcEvent is wrapped by errors about connector messages that do not parse.
 var errBadProcEvent = errors.New("bad process event")
 
-// execTGIDs returns the tgid of every exec event in a datagram from the connector. Other
+// newProcesses returns the tgid of every exec event in a datagram from the connector, and of
+// every fork that made a process (not a thread: child pid == child tgid), in order. Other
 // events are skipped; a message that does not fit is reported with its byte offset, and the
 // events before it are still returned.
-func execTGIDs(buf []byte) ([]uint32, error) {
+func newProcesses(buf []byte) ([]uint32, error) {
 	ne := binary.NativeEndian
 	var tgids []uint32
 	for off := 0; off < len(buf); {
@@ -41,8 +44,15 @@ func execTGIDs(buf []byte) ([]uint32, error) {
 		if len(msg) >= cnMsgBytes+procEventHead {
 			idx, val := ne.Uint32(msg), ne.Uint32(msg[4:])
 			ev := msg[cnMsgBytes:]
-			if idx == cnIdxProc && val == cnValProc && ne.Uint32(ev) == procEventExec && len(ev) >= procEventHead+8 {
-				tgids = append(tgids, ne.Uint32(ev[procEventHead+4:]))
+			if idx == cnIdxProc && val == cnValProc {
+				switch what := ne.Uint32(ev); {
+				case what == procEventExec && len(ev) >= procEventHead+8:
+					tgids = append(tgids, ne.Uint32(ev[procEventHead+4:]))
+				case what == procEventFork && len(ev) >= procEventHead+16:
+					if child := ne.Uint32(ev[procEventHead+8:]); child == ne.Uint32(ev[procEventHead+12:]) {
+						tgids = append(tgids, child)
+					}
+				}
 			}
 		}
 		off += (size + 3) &^ 3 // NLMSG_ALIGN

@@ -292,8 +292,8 @@ func (w *Watcher) execLoop(l *execListener) {
 	}
 }
 
-// checkExec reports pid if it has just exec'd the image, and drops it if it exec'd away
-// from it.
+// checkExec reports pid if it has just exec'd the image or been forked by a process of it,
+// and drops it if it exec'd away from it.
 func (w *Watcher) checkExec(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()

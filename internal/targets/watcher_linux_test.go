@@ -2,12 +2,16 @@ package targets
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 // recorder collects what a Watcher reports.
@@ -204,4 +208,37 @@ func TestImageExitWithoutScans(t *testing.T) {
 		}
 		w.Close()
 	}
+}
+
+// With process notifications, a child forked without an exec (a preforking server, a
+// PostgreSQL backend) is found at once too, long before the next scan.
+func TestImageFoundOnFork(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("process notifications need CAP_NET_ADMIN")
+	}
+	testenv.Requires(t, testenv.Tool("perl"))
+	var r recorder
+	w, err := New(Config{Images: []string{"perl"}, Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	cmd := exec.Command("perl", "-e", `$|=1; sleep 1; if (($p = fork()) == 0) { print "$$\n"; sleep 5; exit } waitpid($p, 0)`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var child int
+	if _, err := fmt.Fscan(out, &child); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parent, by its exec", func() bool { return r.has(&r.added, cmd.Process.Pid) })
+	eventually(t, "the forked child", func() bool { return r.has(&r.added, child) })
+	syscall.Kill(child, syscall.SIGKILL)
+	eventually(t, "the child's exit", func() bool { return r.has(&r.removed, child) })
 }
