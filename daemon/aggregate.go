@@ -117,57 +117,16 @@ func (a *aggregate) resolve(p *procCounts) {
 }
 
 // name counts n samples of p at ip, taken from first to last, for the code objects that
-// were at ip then, and returns how many no object named and when those were taken. When
-// the code at ip changed in between (one object ended, or another began), the samples are
-// split in proportion to the time each side's code was there: a count holds no sample
-// times but its first and last.
+// were at ip then (jitmap.Map.Split), and returns how many no object named and when those
+// were taken.
 func (a *aggregate) name(p *procCounts, ip, n uint64, first, last int64) (left uint64, lfirst, llast int64) {
-	r1 := a.jit.Find(p.pid, ip, first)
-	if n == 1 || last <= first {
-		if r1.Obj == nil {
-			return n, first, last
+	shares, k := a.jit.Split(p.pid, ip, n, first, last)
+	for _, s := range shares[:k] {
+		if s.Obj != nil {
+			a.count(p, s.Ref, ip, s.N)
+		} else {
+			left, lfirst, llast = s.N, s.FirstNs, s.LastNs
 		}
-		a.count(p, r1, ip, n)
-		return 0, 0, 0
-	}
-	r2 := a.jit.Find(p.pid, ip, last)
-	switch {
-	case r1.Obj == nil && r2.Obj == nil:
-		return n, first, last
-	case r1.Obj != nil && r2.Obj != nil && r1.Version == r2.Version:
-		a.count(p, r1, ip, n)
-		return 0, 0, 0
-	}
-	o1, o2 := r1.Obj, r2.Obj
-	// The samples fell where o1 was live (from first until it ended) or where o2 was (from
-	// its load until last); between the two, if o1 ended before o2 began, nothing was at ip.
-	// Without an end or a beginning in between, the midpoint divides.
-	end1, begin2 := first+(last-first)/2, first+(last-first)/2
-	if o1 != nil && o1.UnloadNs > first && o1.UnloadNs <= last {
-		end1 = o1.UnloadNs
-		if o2 == nil {
-			begin2 = end1
-		}
-	}
-	if o2 != nil && o2.LoadNs > first && o2.LoadNs <= last {
-		begin2 = o2.LoadNs
-		if o1 == nil || end1 > begin2 {
-			end1 = begin2
-		}
-	}
-	d1, d2 := float64(end1-first), float64(last-begin2)
-	// The first sample was o1's and the last o2's: each side has at least one.
-	n1 := uint64(float64(n) * d1 / max(d1+d2, 1))
-	n1 = min(max(n1, 1), n-1)
-	if o1 != nil {
-		a.count(p, r1, ip, n1)
-	} else {
-		left, lfirst, llast = n1, first, end1
-	}
-	if o2 != nil {
-		a.count(p, r2, ip, n-n1)
-	} else {
-		left, lfirst, llast = n-n1, begin2, last
 	}
 	return left, lfirst, llast
 }

@@ -422,3 +422,52 @@ func (m *Map) Ends(ev Event) bool {
 	}
 	return false
 }
+
+// Share is part of a count of samples that one object (or none: Ref.Obj nil) owned.
+type Share struct {
+	Ref
+	N               uint64
+	FirstNs, LastNs int64 // when the share's samples were taken
+}
+
+// Split divides n samples of process pid at ip, taken from firstNs to lastNs and known only
+// by those two times, between the objects that owned ip then: all to one when the same
+// version owned ip at both times; else between the owner at firstNs and the owner at lastNs
+// (either may be none) in proportion to the time each was there, at least one sample each
+// (the first sample was the first's, the last the last's). A version that owned ip only in
+// between gets none. It returns one or two shares.
+func (m *Map) Split(pid uint32, ip, n uint64, firstNs, lastNs int64) ([2]Share, int) {
+	var out [2]Share
+	r1 := m.Find(pid, ip, firstNs)
+	if n == 1 || lastNs <= firstNs {
+		out[0] = Share{r1, n, firstNs, lastNs}
+		return out, 1
+	}
+	r2 := m.Find(pid, ip, lastNs)
+	if r1.Obj == r2.Obj || (r1.Obj != nil && r2.Obj != nil && r1.Version == r2.Version) {
+		out[0] = Share{r1, n, firstNs, lastNs}
+		return out, 1
+	}
+	// The samples fell where r1 was live (from firstNs until it ended) or where r2 was (from
+	// its load until lastNs); between the two, if r1 ended before r2 began, nothing was at
+	// ip. Without an end or a beginning in between, the midpoint divides.
+	end1, begin2 := firstNs+(lastNs-firstNs)/2, firstNs+(lastNs-firstNs)/2
+	if o := r1.Obj; o != nil && o.UnloadNs > firstNs && o.UnloadNs <= lastNs {
+		end1 = o.UnloadNs
+		if r2.Obj == nil {
+			begin2 = end1
+		}
+	}
+	if o := r2.Obj; o != nil && o.LoadNs > firstNs && o.LoadNs <= lastNs {
+		begin2 = o.LoadNs
+		if r1.Obj == nil || end1 > begin2 {
+			end1 = begin2
+		}
+	}
+	d1, d2 := float64(end1-firstNs), float64(lastNs-begin2)
+	n1 := uint64(float64(n) * d1 / max(d1+d2, 1))
+	n1 = min(max(n1, 1), n-1)
+	out[0] = Share{r1, n1, firstNs, end1}
+	out[1] = Share{r2, n - n1, begin2, lastNs}
+	return out, 2
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -414,6 +415,38 @@ func TestMapEnds(t *testing.T) {
 	for _, c := range cases {
 		if got := m.Ends(c.ev); got != c.want {
 			t.Errorf("%s: Ends = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestMapSplit: samples known by their first and last time go to the code at their address
+// then, divided by the time each version was there when the code changed in between.
+func TestMapSplit(t *testing.T) {
+	m := NewMap(MapOptions{})
+	mustApply(t, m, load(1, "a", 0x1000, 0x100, 100), &CodeUnload{Pid: 1, Addr: 0x1000, TimeNs: 400},
+		load(1, "b", 0x1000, 0x100, 700)) // nothing at 0x1000 from 400 to 700
+	cases := []struct {
+		first, last int64
+		n           uint64
+		want        []string // name:n
+	}{
+		{150, 350, 9, []string{"a:9"}},
+		{100, 1000, 12, []string{"a:6", "b:6"}}, // 300 ns of a, 300 of b
+		{50, 350, 4, []string{"?:1", "a:3"}},    // before a: nothing known
+		{800, 800, 3, []string{"b:3"}},
+	}
+	for _, c := range cases {
+		shares, k := m.Split(1, 0x1010, c.n, c.first, c.last)
+		var got []string
+		for _, s := range shares[:k] {
+			name := "?"
+			if s.Obj != nil {
+				name = s.Obj.Name
+			}
+			got = append(got, fmt.Sprintf("%s:%d", name, s.N))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d samples from %d to %d: %v, want %v", c.n, c.first, c.last, got, c.want)
 		}
 	}
 }
