@@ -25,6 +25,15 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 	if c.Truncated {
 		fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends inside the section at byte %d (its writer was killed?); using the sections before it\n", cfg.Input, c.TruncatedAt)
 	}
+	if len(cfg.Symbols) > 0 {
+		named, left, err := nameUnnamed(c, cfg.Symbols)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: --symbols named %d of the capture's unnamed samples; %d stay unnamed\n", named, left)
+	} else if n := c.UnnamedSamples(); n > 0 {
+		fmt.Fprintf(os.Stderr, "reestimate: %d samples of the capture fell in JIT code no symbol named; --symbols FILE (a jitdump or perf map) can name them\n", n)
+	}
 	switch cfg.Format {
 	case formatJSON, formatText:
 		return repairFunctions(ctx, cfg, captureFunctions(c), opt)

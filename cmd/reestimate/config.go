@@ -43,6 +43,9 @@ type Config struct {
 	Format string // json, text, llvm-text or llvm-extbinary; "" picks by input kind
 	Raw    bool   // LLVM output without reestimation: raw samples summed per line
 	IR     string // LLVM IR text of the JIT'd module: functions' first lines for LLVM output
+	// Symbols are jitdump or perf-map files that name a capture's samples no symbol named
+	// while profd ran.
+	Symbols []string
 }
 
 // Validate checks the Config before anything runs.
@@ -85,6 +88,7 @@ Examples:
   reestimate --format llvm-extbinary run.profd -o prof.extbinary
   llvm-profdata-14 show --sample prof.txt                 # LLVM reads either
   reestimate --raw run.profd -o raw.txt                   # without repair, to compare
+  reestimate --symbols /tmp/perf-1234.map run.profd -o prof.txt  # name what was unnamed
   reestimate --format text run.profd                      # block counts of a capture
   reestimate examples/reestimate/score.json               # counts to standard output
   reestimate -o counts.json examples/reestimate/score.json
@@ -106,6 +110,10 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (successive shortest paths), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
 	fs.StringVar(&cfg.IR, "ir", "", "LLVM IR text (`FILE`, clang -g -S -emit-llvm) the JIT ran: functions' first source lines, from which LLVM counts line offsets")
+	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does; e.g. --symbols /tmp/perf-1234.map", func(s string) error {
+		cfg.Symbols = append(cfg.Symbols, s)
+		return nil
+	})
 	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)

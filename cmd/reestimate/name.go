@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+)
+
+// nameUnnamed names the capture's samples that no symbol named while profd ran, from symbol
+// files written since (a perf map dumped at exit, a jitdump found later), as perf inject
+// --jit names samples after the fact: each by the code that was at its address at its time.
+// Symbols belong to the capture's process when it has one, else to the pid the file names
+// (perf-PID.map, the jitdump's records). It returns how many samples it named and how many
+// stay unnamed.
+func nameUnnamed(c *profileio.Capture, files []string) (named, left uint64, err error) {
+	m := jitmap.NewMap(jitmap.MapOptions{MaxEndedPerPid: 1 << 24})
+	for _, f := range files {
+		if err := applySymbolFile(m, c, f); err != nil {
+			return 0, c.UnnamedSamples(), err
+		}
+	}
+	added := map[uint64]*profileio.CaptureObject{} // by version
+	offsets := map[uint64]map[uint64]uint64{}      // by version
+	var kept []profileio.UnnamedCount
+	for _, u := range c.Unnamed {
+		shares, k := m.Split(u.Pid, u.IP, u.Count, u.FirstNs, u.LastNs)
+		for _, s := range shares[:k] {
+			if s.Obj == nil {
+				kept = append(kept, profileio.UnnamedCount{Pid: u.Pid, IP: u.IP, FirstNs: s.FirstNs, LastNs: s.LastNs, Count: s.N})
+				left += s.N
+				continue
+			}
+			if added[s.Version] == nil {
+				added[s.Version] = &profileio.CaptureObject{Pid: u.Pid, Object: *s.Obj}
+				offsets[s.Version] = map[uint64]uint64{}
+			}
+			offsets[s.Version][u.IP-s.Addr] += s.N
+			named += s.N
+		}
+	}
+	c.Unnamed = kept
+	for _, v := range slices.Sorted(maps.Keys(added)) {
+		co := added[v]
+		co.ID = profileio.ObjectID(len(c.Objects))
+		co.Object.Version = 0
+		for _, off := range slices.Sorted(maps.Keys(offsets[v])) {
+			co.Samples = append(co.Samples, profileio.OffsetCount{Offset: off, Count: offsets[v][off]})
+		}
+		c.Objects = append(c.Objects, co)
+	}
+	return named, left, nil
+}
+
+// applySymbolFile decodes the jitdump or perf map at path into m.
+func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	format, _ := jitmap.DetectFormat(data)
+	src := jitmap.SourcePerfMapFile
+	if format == jitmap.FormatJitdump {
+		src = jitmap.SourceJitdumpFile
+	}
+	var pid uint32 // 0: the records' own
+	if len(c.Processes) == 1 {
+		pid = c.Processes[0].Pid
+	} else if src == jitmap.SourcePerfMapFile {
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "perf-"), ".map"), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%s: the capture has %d processes and the file's name gives none of their pids (perf-PID.map)", path, len(c.Processes))
+		}
+		pid = uint32(n)
+	}
+	dec := jitmap.NewDecoder(0, src, jitmap.DecoderOptions{})
+	events, errs := dec.Write(data)
+	more, moreErrs := dec.Finish()
+	events, errs = append(events, more...), append(errs, moreErrs...)
+	for i, e := range errs {
+		if i == 10 {
+			fmt.Fprintf(os.Stderr, "reestimate: %s: %d more bad records\n", path, len(errs)-i)
+			break
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: %s: %v\n", path, e)
+	}
+	for _, ev := range events {
+		if pid != 0 {
+			setPid(ev, pid)
+		}
+		_ = m.Apply(ev) // a move or unload of unknown code names nothing
+	}
+	return nil
+}
+
+// setPid makes ev an event of process pid.
+func setPid(ev jitmap.Event, pid uint32) {
+	switch ev := ev.(type) {
+	case *jitmap.CodeLoad:
+		ev.Pid = pid
+	case *jitmap.CodeMove:
+		ev.Pid = pid
+	case *jitmap.CodeUnload:
+		ev.Pid = pid
+	}
+}
