@@ -3,8 +3,10 @@ package daemon
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
@@ -24,7 +26,11 @@ type procCounts struct {
 	// symbols counts the symbol events applied for the process; resolved is its value when
 	// the unnamed samples were last looked up again.
 	symbols, resolved uint64
-	warned            bool // the unnamed samples were warned about
+	// recordsNs is the latest time the process's symbol records told of (a load, a move, an
+	// unload; a perf-map line's when it was read).
+	recordsNs int64
+	warned    bool  // the unnamed samples were warned about
+	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
 }
 
 // aggregate attributes drained samples to code objects. It is not safe for concurrent use;
@@ -34,6 +40,8 @@ type aggregate struct {
 	jit   *jitmap.Map
 	// totals since start, for the counters line
 	jitSamples, outsideSamples uint64
+	// unnamedLastDrain: the last drain kept samples that no symbol named yet.
+	unnamedLastDrain bool
 	// processes counts the processes seen per pid in this run, so that a process that
 	// reuses a pid gets output files of its own.
 	processes map[uint32]int
@@ -50,10 +58,29 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 		a.processes[pid]++
 		image := procfs.Image(pid)
 		p = &procCounts{pid: pid, image: image, base: outputBase(image, pid, a.processes[pid]),
-			outside: make(map[string]uint64), maps: procMaps{pid: pid}}
+			outside: make(map[string]uint64), maps: procMaps{pid: pid}, addedNs: monotonicNs()}
 		a.procs[pid] = p
 	}
 	return p
+}
+
+// newTargetSpan is how long after a target is added the daemon drains as it does while
+// samples wait unnamed: a JIT starting up loads and replaces code before any sample tells
+// whether its symbols come in time.
+const newTargetSpan = int64(2 * time.Second)
+
+// drainSoon reports whether the next drain should come after unnamedDrainEvery rather than
+// drainEvery: samples waited unnamed at the last drain, or a target was added lately.
+func (a *aggregate) drainSoon(nowNs int64) bool {
+	if a.unnamedLastDrain {
+		return true
+	}
+	for _, p := range a.procs {
+		if nowNs-p.addedNs < newTargetSpan {
+			return true
+		}
+	}
+	return false
 }
 
 // add attributes drained counts. Each count's samples are named by the code objects that
@@ -64,7 +91,7 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 	for _, p := range a.procs {
 		if p.symbols != p.resolved {
-			a.resolve(p)
+			a.resolve(p, false)
 		}
 	}
 	firsts := make(map[uint32]int64, len(a.procs))
@@ -78,6 +105,7 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 			p.unnamed.begin(first)
 		}
 	}
+	a.unnamedLastDrain = false
 	for k, c := range counts {
 		p := a.procs[k.PID]
 		if p == nil { // a process that exited and was retired: nothing to attribute to
@@ -89,6 +117,9 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 			continue
 		}
 		mapping := p.maps.classify(k.IP)
+		if jitMemory(mapping) {
+			a.unnamedLastDrain = true
+		}
 		if !jitMemory(mapping) || !p.unnamed.add(k.IP, left, first, last) {
 			p.outside[mapping] += left
 			a.outsideSamples += left
@@ -107,11 +138,18 @@ func jitMemory(mapping string) bool {
 	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || strings.HasPrefix(mapping, "/memfd:")
 }
 
-// resolve looks p's unnamed samples up again against the map as it is now.
-func (a *aggregate) resolve(p *procCounts) {
+// resolve looks p's unnamed samples up again against the map as it is now: those taken
+// before the latest time p's symbol records have reached (a record that ends code comes
+// after the records of that code in a stream, so the map may not yet know that code at a
+// later address ended), or all of them when final (no record will come any more).
+func (a *aggregate) resolve(p *procCounts, final bool) {
 	p.resolved = p.symbols
+	upTo := p.recordsNs
+	if final {
+		upTo = math.MaxInt64
+	}
 	p.named.reserve(p.unnamed.entries)
-	p.unnamed.resolve(func(ip, n uint64, first, last int64) (uint64, int64, int64) {
+	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64) (uint64, int64, int64) {
 		return a.name(p, ip, n, first, last)
 	})
 }

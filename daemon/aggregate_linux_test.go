@@ -64,7 +64,7 @@ func TestLateMapWithAddressReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.resolve(p)
+	a.resolve(p, true)
 	if got := samplesOf(p); got["first"] != 7 || got["second"] != 5 || p.unnamed.samples != 0 {
 		t.Errorf("named %v, %d still unnamed; want first 7, second 5", got, p.unnamed.samples)
 	}
@@ -95,7 +95,7 @@ func TestCountSplitAtCodeChange(t *testing.T) {
 	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "late", Addr: ip + 0x1000, Size: 0x100, LoadNs: 25_000_000}}); err != nil {
 		t.Fatal(err)
 	}
-	a.resolve(a.procs[pid])
+	a.resolve(a.procs[pid], true)
 	if got := samplesOf(a.procs[pid]); got["late"] != 5 || a.procs[pid].unnamed.samples != 5 {
 		t.Errorf("named %v with %d unnamed, want late 5 and 5 unnamed", got, a.procs[pid].unnamed.samples)
 	}
@@ -156,7 +156,7 @@ func BenchmarkResolveUnnamed(b *testing.B) {
 		}
 		runtime.GC() // the set-up's garbage is not the resolve's
 		b.StartTimer()
-		a.resolve(p)
+		a.resolve(p, true)
 		p.named.compact() // what the flush that reads the counts does first
 		b.StopTimer()
 		if p.unnamed.samples != 0 || a.jitSamples != samples {

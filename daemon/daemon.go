@@ -25,14 +25,18 @@ import (
 )
 
 // drainEvery is how often sampled counts are moved from the sampler into the aggregate when
-// nothing else drains them. Correct attribution does not depend on it: the daemon drains
-// before every symbol event that ends code, before a target's final capture and at every
-// flush. The periodic drain only bounds how long the counts stay in the sampler (the BPF
-// map's distinct keys between drains; at 999 Hz a CPU cannot add more than 999 a second),
-// and gives samples whose code record was late their second look-up. Each drain costs a
-// wake-up and, with BPF, an RCU grace period spent in a system call (during which Go's
-// monitor thread polls every 20 µs), so it is not done more often than this.
-const drainEvery = time.Second
+// nothing else drains them (flushes, target exits and batches of symbol records that end
+// code drain too). A count knows its samples only by the first and last time, so a drain
+// also bounds the span a count covers; while samples wait unnamed (their code's record may
+// come late, and may then name several versions of the code at one address, each by its
+// time), and after a target is added until its samples are named, the daemon drains every
+// unnamedDrainEvery, so that a count spans few versions, and the mappings a sample fell
+// in are known before the process exits.
+// Each drain costs a wake-up and, with BPF, an RCU grace period spent in a system call.
+const (
+	drainEvery        = time.Second
+	unnamedDrainEvery = 50 * time.Millisecond
+)
 
 // daemon is one profd run. Its lock guards the aggregate and orders every drain with the
 // symbol events that end code.
@@ -107,7 +111,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		defer t.Stop()
 		deadline = t.C
 	}
-	drain := time.NewTicker(drainEvery)
+	drain := time.NewTicker(unnamedDrainEvery)
 	defer drain.Stop()
 	why := ""
 	for why == "" {
@@ -122,7 +126,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 			d.requestFlush()
 		case <-drain.C:
 			d.mu.Lock()
-			d.drainLocked()
+			if now := monotonicNs(); now-d.drainedNs >= int64(drainEvery) || d.agg.drainSoon(now) {
+				d.drainLocked()
+			}
 			d.mu.Unlock()
 		case <-d.goneNote:
 			if d.targetsGone() {
@@ -283,7 +289,7 @@ func (d *daemon) removeTarget(pid uint32) {
 	d.drainLocked()
 	now := monotonicNs()
 	if p := d.agg.procs[pid]; p != nil {
-		d.agg.resolve(p)
+		d.agg.resolve(p, true)
 		d.warnUnnamed(p)
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
@@ -323,9 +329,6 @@ const endDrainGap = 20 * time.Millisecond
 func (d *daemon) applySymbols(b jitmap.Batch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if p := d.agg.procs[b.Pid]; p != nil {
-		p.symbols += uint64(len(b.Events))
-	}
 	drained := false
 	for _, ev := range b.Events {
 		if !drained && monotonicNs()-d.drainedNs >= int64(endDrainGap) && d.jit.Ends(ev) {
@@ -340,6 +343,30 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
 		}
 	}
+	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
+	// only against what came before.
+	if p := d.agg.procs[b.Pid]; p != nil {
+		p.symbols += uint64(len(b.Events))
+		p.recordsNs = max(p.recordsNs, latestTime(b.Events))
+	}
+}
+
+// latestTime is the latest time events tell of.
+func latestTime(events []jitmap.Event) int64 {
+	var t int64
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			t = max(t, ev.Object.LoadNs)
+		case *jitmap.CodeMove:
+			t = max(t, ev.TimeNs)
+		case *jitmap.CodeUnload:
+			t = max(t, ev.TimeNs)
+		case *jitmap.StreamEnd:
+			t = max(t, ev.TimeNs)
+		}
+	}
+	return t
 }
 
 // drainLocked moves the sampler's counts into the aggregate and returns a time no sample

@@ -36,7 +36,7 @@ func (d *daemon) flush(final bool) {
 	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
 		p := d.agg.procs[pid]
 		// Records that came since may name samples that had no name at their drain.
-		d.agg.resolve(p)
+		d.agg.resolve(p, final)
 		d.warnUnnamed(p)
 		work = append(work, pending{pid: pid, base: p.base,
 			capture: p.capture(d.jit, meta, end), final: final})

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -171,21 +172,30 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 
 // child is a started process whose stdout is collected.
 type child struct {
-	cmd  *exec.Cmd
-	out  testenv.SyncBuffer
-	done chan struct{}
-	err  error
+	cmd     *exec.Cmd
+	started time.Time
+	out     testenv.SyncBuffer
+	done    chan struct{}
+	err     error
 }
 
 func startChild(t testing.TB, env []string, argv ...string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts cmd, collecting its output; the test's cleanup kills it.
+func startCmd(t testing.TB, cmd *exec.Cmd) *child {
+	t.Helper()
+	c := &child{cmd: cmd, done: make(chan struct{})}
 	c.cmd.Stdout = &c.out
 	c.cmd.Stderr = &c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	c.started = time.Now()
 	go func() {
 		defer close(c.done)
 		c.err = c.cmd.Wait()
@@ -249,12 +259,18 @@ func (p *perfRun) finish(t testing.TB) {
 	}
 }
 
-// perfSample is one sample of perf script: its time in ns and ip.
+// perfSample is one sample of perf script: its time in ns, ip, symbol ("[unknown]" when
+// perf could not name it) and object (the file mapped there, "//anon", a perf map, ...).
 type perfSample struct {
 	timeNs int64
 	ip     uint64
 	sym    string
+	dso    string
 }
+
+// perfScriptLine is `perf script -F pid,time,ip,sym,dso --ns`: symbol names may hold spaces
+// and parentheses; the object comes last, in parentheses.
+var perfScriptLine = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\.(\d+):\s+([0-9a-f]+)\s+(.*)\s+\(([^()]*)\)\s*$`)
 
 // samples runs perf script (after perf inject --jit when jit is set, which names the code
 // of jitdump files) and returns pid's user-space samples.
@@ -268,35 +284,28 @@ func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
 			t.Fatalf("perf inject --jit: %v\n%s", err, out)
 		}
 	}
-	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,time,ip,sym", "--ns").Output()
+	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,time,ip,sym,dso", "--ns").Output()
 	if err != nil {
 		t.Fatalf("perf script: %v", err)
 	}
 	var ss []perfSample
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 {
+		m := perfScriptLine.FindStringSubmatch(sc.Text())
+		if m == nil {
 			continue
 		}
-		if got, err := strconv.Atoi(f[0]); err != nil || got != pid {
+		if got, err := strconv.Atoi(m[1]); err != nil || got != pid {
 			continue
 		}
-		sec, frac, ok := strings.Cut(strings.TrimSuffix(f[1], ":"), ".")
-		if !ok {
-			continue
-		}
-		s, err1 := strconv.ParseInt(sec, 10, 64)
-		ns, err2 := strconv.ParseInt(frac, 10, 64)
-		ip, err3 := strconv.ParseUint(f[2], 16, 64)
+		s, err1 := strconv.ParseInt(m[2], 10, 64)
+		ns, err2 := strconv.ParseInt(m[3], 10, 64)
+		ip, err3 := strconv.ParseUint(m[4], 16, 64)
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		sym := ""
-		if len(f) > 3 {
-			sym = f[3]
-		}
-		ss = append(ss, perfSample{timeNs: s*1e9 + ns, ip: ip, sym: sym})
+		ss = append(ss, perfSample{timeNs: s*1e9 + ns, ip: ip, sym: strings.TrimSpace(m[5]), dso: m[6]})
 	}
 	if len(ss) == 0 {
 		t.Fatalf("perf recorded no samples of pid %d", pid)

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -223,4 +224,44 @@ func objectSummary(c *profileio.Capture) string {
 		fmt.Fprintf(&b, "%s@%#x(load %d, %d offsets) ", o.Object.Name, o.Object.Addr, o.Object.LoadNs, len(o.Samples))
 	}
 	return b.String()
+}
+
+// TestLateDumpWithAddressReuse: testjit reuses an address (count_small, then count_large at
+// the same place) and moves code, but writes its jitdump only as it exits: every sample
+// waits unnamed, and the dump found at the end names each by the code that ran at its time,
+// as perf attributes them by time from testjit's own account.
+func TestLateDumpWithAddressReuse(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	// Its JITDUMPDIR is the only sign of where the dump will be.
+	jit := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, testjit, "-o", filepath.Join(d.jitdump, ".debug", "jit", "testjit-late"),
+		"-m", "150", "-r", "2")
+	var perf *perfRun
+	if perfAvailable() {
+		perf = startPerf(t, jit.pid(), 999)
+	}
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
+	got := jitTotals(c)
+	for _, n := range testjitFunctions {
+		if got[n] < 30 {
+			t.Errorf("%s has %d samples, want its share of ~150 ms per phase: %v", n, got[n], got)
+		}
+	}
+	checkFewUnnamed(t, c)
+	if perf != nil {
+		compareShares(t, got, testjitPerfTotals(t, jit.out.String(), perf.samples(t, jit.pid(), false)), testjitFunctions, 2)
+	}
+	if t.Failed() {
+		for _, o := range c.Objects {
+			t.Logf("%s %#x+%d load %d unload %d: %d samples", o.Object.Name, o.Object.Addr, o.Object.Size, o.Object.LoadNs, o.Object.UnloadNs, o.TotalSamples())
+		}
+		t.Logf("unmapped %+v", c.Unmapped)
+		for _, u := range c.Unnamed {
+			t.Logf("unnamed %#x %d..%d: %d", u.IP, u.FirstNs, u.LastNs, u.Count)
+		}
+	}
 }

@@ -102,15 +102,20 @@ func exactCopy(s []unnamedEntry) []unnamedEntry {
 	return out
 }
 
-// resolve offers every entry to name, which returns how many of its samples stay unnamed
-// (and when those were taken); entries left with none are dropped.
-func (u *unnamedSamples) resolve(name func(ip, n uint64, first, last int64) (left uint64, lfirst, llast int64)) {
+// resolve offers every entry whose samples were all taken by upTo to name, which returns
+// how many of them stay unnamed (and when those were taken); entries left with none are
+// dropped.
+func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last int64) (left uint64, lfirst, llast int64)) {
 	kept := u.chunks[:0]
 	u.entries, u.samples = 0, 0
 	for _, c := range u.chunks {
 		entries := c.entries[:0]
 		for _, e := range c.entries {
 			first, last := e.times(c.baseNs)
+			if last > upTo {
+				entries = append(entries, e)
+				continue
+			}
 			left, lfirst, llast := name(e.ip, uint64(e.count), first, last)
 			if left == 0 {
 				continue

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -292,14 +293,37 @@ out:
 	return rc;
 }
 
+/* profd_jit__header sends the jitdump file header. */
+static int profd_jit__header(profd_jit *j)
+{
+	unsigned char hdr[40], *p;
+	struct iovec iov;
+
+	p = profd_jit__u32(hdr, PROFD_JIT_MAGIC);
+	p = profd_jit__u32(p, PROFD_JIT_VERSION);
+	p = profd_jit__u32(p, (uint32_t)sizeof(hdr));
+#if defined(__x86_64__)
+	p = profd_jit__u32(p, 62); /* EM_X86_64 */
+#elif defined(__aarch64__)
+	p = profd_jit__u32(p, 183); /* EM_AARCH64 */
+#else
+	p = profd_jit__u32(p, 0);
+#endif
+	p = profd_jit__u32(p, 0); /* pad */
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u64(p, profd_jit__now());
+	profd_jit__u64(p, 0); /* flags */
+	iov.iov_base = hdr;
+	iov.iov_len = sizeof(hdr);
+	return profd_jit__emit(j, &iov, 1);
+}
+
 /* profd_jit_open connects to profd's FIFO <dir>/<pid>.map (dir NULL: the default) and sends
  * the jitdump file header. PROFD_JIT_NO_DAEMON: no profd listens for this process; the
  * handle stays usable and every call on it does nothing. */
 PROFD_JIT__API int profd_jit_open(profd_jit *j, const char *dir)
 {
 	char path[PROFD_JIT_PATH_MAX + 32];
-	unsigned char hdr[40], *p;
-	struct iovec iov;
 	struct stat st;
 	int w;
 
@@ -330,23 +354,29 @@ PROFD_JIT__API int profd_jit_open(profd_jit *j, const char *dir)
 		return PROFD_JIT_ERROR;
 	}
 
-	p = profd_jit__u32(hdr, PROFD_JIT_MAGIC);
-	p = profd_jit__u32(p, PROFD_JIT_VERSION);
-	p = profd_jit__u32(p, (uint32_t)sizeof(hdr));
-#if defined(__x86_64__)
-	p = profd_jit__u32(p, 62); /* EM_X86_64 */
-#elif defined(__aarch64__)
-	p = profd_jit__u32(p, 183); /* EM_AARCH64 */
-#else
-	p = profd_jit__u32(p, 0);
-#endif
-	p = profd_jit__u32(p, 0); /* pad */
-	p = profd_jit__u32(p, j->pid);
-	p = profd_jit__u64(p, profd_jit__now());
-	profd_jit__u64(p, 0); /* flags */
-	iov.iov_base = hdr;
-	iov.iov_len = sizeof(hdr);
-	return profd_jit__emit(j, &iov, 1);
+	return profd_jit__header(j);
+}
+
+/* profd_jit_open_file writes the records into a new jitdump file at path instead (mode 0644;
+ * an existing file or a symlink there is an error), which profd and perf read: name it
+ * jit-<pid>.dump in a directory they search ($JITDUMPDIR/.debug/jit/<subdir>/ and the like),
+ * or pass PROFD_JIT_MARK to map its first page executable, as perf requires and by which both
+ * find it wherever it is. */
+#define PROFD_JIT_MARK 1
+PROFD_JIT__API int profd_jit_open_file(profd_jit *j, const char *path, int flags)
+{
+	memset(j, 0, sizeof(*j));
+	j->pid = (uint32_t)getpid();
+	j->timeout_ms = PROFD_JIT_DEFAULT_TIMEOUT_MS;
+	j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (j->fd < 0)
+		return PROFD_JIT_ERROR;
+	if (profd_jit__header(j) != PROFD_JIT_OK)
+		return PROFD_JIT_ERROR;
+	if ((flags & PROFD_JIT_MARK) &&
+	    mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, j->fd, 0) == MAP_FAILED)
+		return PROFD_JIT_ERROR;
+	return PROFD_JIT_OK;
 }
 
 /* profd_jit_code_load announces size bytes of code at addr named name, with an optional line

@@ -8,7 +8,7 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c] [-o OUTDIR]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase (default 200)
@@ -16,6 +16,9 @@
  *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
  *   -f          ask profd for a flush (SIGUSR1) after each round
  *   -c          close the FIFO writer after each round and open it again (a new stream)
+ *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
+ *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
+ *               it is done); OUTDIR is made if need be
  *
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
@@ -25,6 +28,7 @@
 
 #include <inttypes.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* One function: rdi = iterations; returns adds_per_iteration * iterations. */
 static size_t emit_counter(unsigned char *p, int adds)
@@ -111,6 +115,22 @@ static void move(struct func *f, unsigned char *to)
 	       (uint64_t)(uintptr_t)to, f->size, f->index);
 }
 
+/* mkdirs makes dir and its missing parents. */
+static void mkdirs(const char *dir)
+{
+	char path[4096];
+	size_t i;
+	snprintf(path, sizeof(path), "%s", dir);
+	for (i = 1; path[i] != '\0'; i++) {
+		if (path[i] == '/') {
+			path[i] = '\0';
+			mkdir(path, 0755);
+			path[i] = '/';
+		}
+	}
+	mkdir(path, 0755);
+}
+
 static uint64_t now_ms(void)
 {
 	return profd_jit__now() / 1000000u;
@@ -135,13 +155,14 @@ static void run(struct func *f, long ms)
 
 int main(int argc, char **argv)
 {
-	const char *dir = NULL;
+	const char *dir = NULL, *out = NULL;
+	char partial[4200], dump[4096];
 	long ms = 200, rounds = 1, wait_ms = 0, r;
 	int flush = 0, reopen = 0, opt, rc;
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fc")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fco:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -149,21 +170,30 @@ int main(int argc, char **argv)
 		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
 		case 'f': flush = 1; break;
 		case 'c': reopen = 1; break;
+		case 'o': out = optarg; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c] [-o OUTDIR]\n");
 			return 2;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	give_up = now_ms() + (uint64_t)wait_ms;
-	for (;;) {
-		rc = profd_jit_open(&pj, dir);
-		if (rc != PROFD_JIT_NO_DAEMON || now_ms() >= give_up)
-			break;
-		nanosleep(&ten_ms, NULL);
+	if (out != NULL) {
+		mkdirs(out);
+		snprintf(dump, sizeof(dump), "%s/jit-%ld.dump", out, (long)getpid());
+		snprintf(partial, sizeof(partial), "%s.partial", dump);
+		rc = profd_jit_open_file(&pj, partial, 0);
+		printf("file %s\n", rc == PROFD_JIT_OK ? "open" : "error");
+	} else {
+		give_up = now_ms() + (uint64_t)wait_ms;
+		for (;;) {
+			rc = profd_jit_open(&pj, dir);
+			if (rc != PROFD_JIT_NO_DAEMON || now_ms() >= give_up)
+				break;
+			nanosleep(&ten_ms, NULL);
+		}
+		printf("profd %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 	}
-	printf("profd %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 
 	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED) {
@@ -192,13 +222,17 @@ int main(int argc, char **argv)
 		unload(&medium);
 		if (flush)
 			printf("flush rc=%d\n", profd_jit_flush(&pj));
-		if (reopen && r + 1 < rounds) {
+		if (reopen && out == NULL && r + 1 < rounds) {
 			profd_jit_close(&pj);
 			rc = profd_jit_open(&pj, dir);
 			printf("reopen %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 		}
 	}
 	profd_jit_close(&pj);
+	if (out != NULL && rename(partial, dump) != 0) {
+		perror("testjit: rename");
+		return 1;
+	}
 	printf("records %" PRIu64 " dropped %" PRIu64 "\n", pj.records, pj.dropped);
 	return 0;
 }

@@ -22,6 +22,14 @@ needs=(
 	/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.profile-x86_64.a:libclang-rt-14-dev
 	/usr/include/bpf/bpf_helpers.h:libbpf-dev
 	/usr/include/linux/bpf.h:linux-libc-dev
+	node:nodejs
+	java:openjdk-17-jdk-headless
+	javac:openjdk-17-jdk-headless
+	jcmd:openjdk-17-jdk-headless
+	/usr/lib/postgresql/*/bin/postgres:postgresql
+	psql:postgresql-client
+	perl:perl
+	unshare:util-linux
 )
 
 missing=()

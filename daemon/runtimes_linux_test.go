@@ -1,0 +1,383 @@
+package daemon
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
+)
+
+// These tests run the JITs people run, unmodified, under profd and perf record at once, and
+// hold profd to perf's own naming of their code: of the samples in JIT memory, profd must
+// name at least 95 % of the share perf names, and every JIT function with 5 % of the
+// samples or more must have the same share within 3 points.
+
+// tally is what a profiler made of one run's samples of one process.
+type tally struct {
+	total  uint64            // every user-space sample of the process
+	jitMem uint64            // samples in JIT memory (anonymous or JIT-file-backed code)
+	named  uint64            // of those, samples a JIT symbol named
+	funcs  map[string]uint64 // named JIT samples by function
+}
+
+// profdTally reads a capture: named samples are its code objects', samples in JIT memory
+// add those it kept unnamed and those counted in anonymous memory.
+func profdTally(c *profileio.Capture) tally {
+	jit, outside := c.TotalSamples()
+	unnamed := c.UnnamedSamples()
+	tl := tally{total: jit + outside + unnamed, jitMem: jit + unnamed, named: jit, funcs: jitTotals(c)}
+	for _, u := range c.Unmapped {
+		if jitMemory(u.Mapping) {
+			tl.jitMem += u.Count
+		}
+	}
+	return tl
+}
+
+// perfJITObject is what perf script shows as the object of a sample in JIT memory: the
+// process's anonymous memory, its perf map, or a jitted-PID-N.so perf inject --jit made.
+var perfJITObject = regexp.MustCompile(`^(//anon|\[anon[^]]*\]|.*/perf-\d+\.map|.*/jitted-\d+-\d+\.so|/memfd:.*)$`)
+
+// perfTally sorts perf's samples the same way.
+func perfTally(ss []perfSample) tally {
+	tl := tally{total: uint64(len(ss)), funcs: map[string]uint64{}}
+	for _, s := range ss {
+		if !perfJITObject.MatchString(s.dso) {
+			continue
+		}
+		tl.jitMem++
+		if s.sym != "[unknown]" && s.sym != "" {
+			tl.named++
+			tl.funcs[s.sym]++
+		}
+	}
+	return tl
+}
+
+// compareWithPerf holds profd's tally to perf's and returns the JIT functions with 5 % of
+// the samples or more (by either).
+func compareWithPerf(t *testing.T, profd, perf tally) []string {
+	t.Helper()
+	pct := func(n, of uint64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(of)
+	}
+	profdNamed, perfNamed := pct(profd.named, profd.jitMem), pct(perf.named, perf.jitMem)
+	t.Logf("profd: %d samples, %d in JIT memory, %.1f%% of them named; perf: %d samples, %d in JIT memory, %.1f%% named",
+		profd.total, profd.jitMem, profdNamed, perf.total, perf.jitMem, perfNamed)
+	if perf.jitMem < 200 || perfNamed < 50 {
+		t.Fatalf("perf saw too little named JIT code to compare with: %d samples in JIT memory, %.1f%% named", perf.jitMem, perfNamed)
+	}
+	if profdNamed < 0.95*perfNamed {
+		t.Errorf("profd named %.1f%% of the samples in JIT memory, perf %.1f%%: want at least 95 %% of perf's share", profdNamed, perfNamed)
+	}
+	var hot []string
+	var b strings.Builder
+	bad := false
+	for _, name := range sortedNames(perf.funcs) {
+		ps, qs := pct(perf.funcs[name], perf.total), pct(profd.funcs[name], profd.total)
+		if ps < 5 && qs < 5 {
+			continue
+		}
+		hot = append(hot, name)
+		fmt.Fprintf(&b, "  %-60.60s perf %5.1f%%  profd %5.1f%%  diff %+5.1f\n", name, ps, qs, qs-ps)
+		if qs-ps > 3 || ps-qs > 3 {
+			bad = true
+		}
+	}
+	for name, n := range profd.funcs {
+		if pct(n, profd.total) >= 5 && perf.funcs[name] == 0 {
+			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%  (perf has no such function)\n", name, pct(n, profd.total))
+			bad = true
+		}
+	}
+	if bad {
+		t.Errorf("JIT functions' shares differ by more than 3 points:\n%s", b.String())
+	} else {
+		t.Logf("JIT functions with 5%% or more:\n%s", b.String())
+	}
+	if len(hot) == 0 {
+		t.Errorf("no JIT function has 5%% of the samples")
+	}
+	return hot
+}
+
+// runtimeWorkload is the path of one of workloads/runtimes' programs.
+func runtimeWorkload(name string) string {
+	p, _ := filepath.Abs(filepath.Join("..", "workloads", "runtimes", name))
+	return p
+}
+
+// attachedFinal waits for the run to end (every target exited) and returns the capture of
+// pid's final profile.
+func finalCapture(t *testing.T, r *profdRun, d dirs, image string, pid int) *profileio.Capture {
+	t.Helper()
+	r.wait(t, 60*time.Second)
+	return readCapture(t, outputPath(d, image, pid, FormatCapture))
+}
+
+// TestNodePerfBasicProf: node --perf-basic-prof writes /tmp/perf-PID.map as V8 compiles;
+// profiled by --pid.
+func TestNodePerfBasicProf(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"))
+	d := newDirs(t)
+	cmd := exec.Command("node", "--perf-basic-prof", runtimeWorkload("hot.js"), "4")
+	cmd.Dir = t.TempDir() // V8 writes its logs there
+	node := startCmd(t, cmd)
+	perf := startPerf(t, node.pid(), 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	node.wait(t, 60*time.Second)
+	c := finalCapture(t, r, d, "node", node.pid())
+	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
+	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", node.pid()))
+}
+
+// TestNodePerfProf: node --perf-prof writes jit-PID.dump into its working directory, where
+// nothing tells profd to look but the process's mapping of it; profiled by --jit-image node,
+// started before node.
+func TestNodePerfProf(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"))
+	d := newDirs(t)
+	r := startRun(t, Config{JITImages: []string{"node"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	cmd := exec.Command("node", "--perf-prof", runtimeWorkload("hot.js"), "4")
+	cmd.Dir = t.TempDir()
+	node := startCmd(t, cmd)
+	perf := startPerf(t, node.pid(), 999)
+	node.wait(t, 60*time.Second)
+	waitFor(t, "node's final profile", 20*time.Second, func() bool {
+		return fileExists(outputPath(d, "node", node.pid(), FormatCapture)) && strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", node.pid()))
+	})
+	r.stop(t)
+	c := readCapture(t, outputPath(d, "node", node.pid(), FormatCapture))
+	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), true)))
+}
+
+// javaClasses compiles workloads/runtimes/Hot.java into a directory of its own.
+func javaClasses(t *testing.T) string {
+	t.Helper()
+	testenv.Requires(t, testenv.Tool("java"), testenv.Tool("javac"))
+	dir := t.TempDir()
+	if out, err := exec.Command("javac", "-d", dir, runtimeWorkload("Hot.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestJavaPerfMapAtExit: HotSpot writes /tmp/perf-PID.map only as it exits
+// (-XX:+DumpPerfMapAtExit); every sample profd took while it ran waits unnamed until then
+// and is named at the final flush.
+func TestJavaPerfMapAtExit(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
+	classes := javaClasses(t)
+	d := newDirs(t)
+	java := startChild(t, nil, "java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp", classes, "Hot", "4")
+	perf := startPerf(t, java.pid(), 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	java.wait(t, 60*time.Second)
+	c := finalCapture(t, r, d, "java", java.pid())
+	hot := compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, java.pid(), false)))
+	if !strings.Contains(strings.Join(hot, " "), "Hot.mixInts") {
+		t.Errorf("Hot.mixInts is not among the hot functions %v", hot)
+	}
+	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+}
+
+// TestJavaPerfMapTwice: jcmd PID Compiler.perfmap writes the perf map anew each time it is
+// asked; the second, longer one is read from its start, and the methods of both are named.
+func TestJavaPerfMapTwice(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("jcmd"))
+	classes := javaClasses(t)
+	d := newDirs(t)
+	// The first dump comes before sortChunk runs: it names only what ran before.
+	java := startChild(t, nil, "java", "-cp", classes, "Hot", "5")
+	perf := startPerf(t, java.pid(), 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	for _, at := range []time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond} {
+		time.Sleep(at - time.Since(java.started))
+		if out, err := exec.Command("jcmd", strconv.Itoa(java.pid()), "Compiler.perfmap").CombinedOutput(); err != nil {
+			t.Fatalf("jcmd: %v\n%s", err, out)
+		}
+	}
+	java.wait(t, 60*time.Second)
+	c := finalCapture(t, r, d, "java", java.pid())
+	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, java.pid(), false)))
+	if n := strings.Count(r.logs.String(), "files: tailing"); n == 0 {
+		t.Errorf("the perf map was never read:\n%s", r.logs.String())
+	}
+	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+}
+
+// TestNodeInContainer: node --perf-basic-prof in its own mount and pid namespaces with a
+// private /tmp writes /tmp/perf-1.map there; profd reads it through the process's root,
+// under the pid it has inside. perf report does not find that map: for the comparison the
+// test copies it to the host's /tmp/perf-HOSTPID.map while node runs, as a perf user
+// would.
+func TestNodeInContainer(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"), testenv.Tool("unshare"))
+	d := newDirs(t)
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+		"mount -t tmpfs none /tmp && exec node --perf-basic-prof "+runtimeWorkload("hot.js")+" 4")
+	cmd.Dir = t.TempDir() // V8 writes its logs there
+	container := startCmd(t, cmd)
+	var pid int
+	waitFor(t, "node in its namespace", 10*time.Second, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", container.pid(), container.pid()))
+		if err == nil {
+			fmt.Sscan(string(b), &pid)
+		}
+		return pid != 0 && readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == "node"
+	})
+	perf := startPerf(t, pid, 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	hostMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	defer os.Remove(hostMap)
+	for running := true; running; {
+		select {
+		case <-container.done:
+			running = false
+		case <-time.After(200 * time.Millisecond):
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/tmp/perf-1.map", pid)); err == nil {
+				os.WriteFile(hostMap, b, 0o644)
+			}
+		}
+	}
+	container.wait(t, 60*time.Second)
+	c := finalCapture(t, r, d, "node", pid)
+	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, pid, false)))
+}
+
+func readlinkBase(path string) string {
+	s, _ := os.Readlink(path)
+	return filepath.Base(s)
+}
+
+// postgres is a PostgreSQL server of the test's own, on a Unix socket in a temporary
+// directory, run by the postgres user with the LLVM JIT on for every query and writing
+// jitdump files (jit_profiling_support) under a JITDUMPDIR of its own, which profd is not
+// told of.
+type postgres struct {
+	bin, sock string
+	server    *child
+}
+
+func startPostgres(t *testing.T) *postgres {
+	t.Helper()
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(bins) == 0 {
+		t.Fatal("no PostgreSQL server under /usr/lib/postgresql (package postgresql; make deps installs it)")
+	}
+	bin := filepath.Dir(bins[len(bins)-1])
+	testenv.Requires(t, testenv.Root, testenv.Tool("psql"))
+	base, err := os.MkdirTemp("", "profd-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	for _, dir := range []string{base, base + "/sock", base + "/jitdump"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Command("chown", "postgres:", dir).Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("su", "postgres", "-s", "/bin/sh", "-c", bin+"/initdb -A trust -D "+base+"/data").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	pg := &postgres{bin: bin, sock: base + "/sock"}
+	pg.server = startChild(t, nil, "su", "postgres", "-s", "/bin/sh", "-c", "JITDUMPDIR="+base+"/jitdump exec "+bin+"/postgres -D "+base+
+		"/data -k "+pg.sock+" -c listen_addresses= -c jit=on -c jit_above_cost=0 -c jit_inline_above_cost=0"+
+		" -c jit_optimize_above_cost=0 -c jit_profiling_support=on")
+	// Stopped before the child's own cleanup, which would wait for su's output: the server
+	// holds it open.
+	t.Cleanup(func() {
+		exec.Command("su", "postgres", "-s", "/bin/sh", "-c", bin+"/pg_ctl -D "+base+"/data -m immediate stop").Run()
+	})
+	waitFor(t, "postgres to accept connections", 30*time.Second, func() bool {
+		return exec.Command("su", "postgres", "-s", "/bin/sh", "-c", "psql -h "+pg.sock+" -d postgres -c 'select 1'").Run() == nil
+	})
+	return pg
+}
+
+// session is a psql session: one backend.
+type session struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+	cmd *exec.Cmd
+}
+
+func (pg *postgres) session(t *testing.T) *session {
+	t.Helper()
+	cmd := exec.Command("su", "postgres", "-s", "/bin/sh", "-c", "psql -X -q -A -t -h "+pg.sock+" -d postgres")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	return &session{in: in, out: bufio.NewReader(out), cmd: cmd}
+}
+
+// query runs one statement and returns its first line of output.
+func (s *session) query(t *testing.T, sql string) string {
+	t.Helper()
+	if _, err := io.WriteString(s.in, sql+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := s.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestPostgresJIT: a PostgreSQL backend compiles a CPU-heavy query's expressions with LLVM;
+// profd, watching --jit-image postgres from before the query, finds the backend as it is
+// forked and its jitdump through its environment and mappings, names the evalexpr_*
+// functions as perf inject --jit does, and writes an LLVM profile of them that
+// llvm-profdata-14 reads.
+func TestPostgresJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("llvm-profdata-14"))
+	pg := startPostgres(t)
+	d := newDirs(t)
+	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	s := pg.session(t)
+	backend, err := strconv.Atoi(s.query(t, "select pg_backend_pid();"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perf := startPerf(t, backend, 999)
+	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
+	s.query(t, "select sum(x % 13 * 5 + x % 3) from generate_series(1::bigint, 10000000) x where x % 7 <> 3;")
+	io.WriteString(s.in, "\\q\n")
+	s.cmd.Wait()
+	waitFor(t, "the backend's final profile", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", backend))
+	})
+	r.stop(t)
+	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
+	hot := compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, backend, true)))
+	if !strings.Contains(strings.Join(hot, " "), "evalexpr_") {
+		t.Errorf("no evalexpr_* function among the hot ones: %v", hot)
+	}
+	text := outputPath(d, "postgres", backend, FormatLLVMText)
+	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "evalexpr_") {
+		t.Errorf("llvm-profdata-14 show --sample %s: %v\n%s", text, err, out)
+	}
+}

@@ -1,0 +1,40 @@
+// A CPU-bound Java workload for profd's tests: three methods of different cost, called in a
+// loop for the number of seconds given (default 3). HotSpot compiles them with C1 and C2;
+// -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map.
+public class Hot {
+    static int mixInts(int n) {
+        int h = 0x12345678;
+        for (int i = 0; i < n; i++) {
+            h = (h ^ i) * 0x9e3779b1;
+            h ^= h >>> 15;
+        }
+        return h;
+    }
+
+    static long sumSquares(int n) {
+        long s = 0;
+        for (int i = 0; i < n; i++) {
+            s += (long) (i % 7) * (i % 11);
+        }
+        return s;
+    }
+
+    static int sortChunk(int n) {
+        int[] a = new int[n];
+        for (int i = 0; i < n; i++) a[i] = (int) ((i * 7919L) % n);
+        java.util.Arrays.sort(a);
+        return a[n >> 1];
+    }
+
+    public static void main(String[] args) throws Exception {
+        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        long acc = 0;
+        while (System.nanoTime() < end) {
+            acc ^= mixInts(300000);
+            acc ^= sumSquares(150000);
+            acc ^= sortChunk(2000);
+        }
+        System.out.println("done " + acc);
+    }
+}

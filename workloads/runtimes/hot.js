@@ -1,0 +1,38 @@
+// A CPU-bound JavaScript workload for profd's tests: three functions of different cost,
+// called in a loop for the number of seconds given (default 3). V8 compiles them with its
+// optimising JIT; node --perf-basic-prof or --perf-prof tells perf (and profd) their names.
+'use strict';
+
+function mixInts(n) {
+  let h = 0x12345678;
+  for (let i = 0; i < n; i++) {
+    h = Math.imul(h ^ i, 0x9e3779b1) >>> 0;
+    h ^= h >>> 15;
+  }
+  return h;
+}
+
+function sumSquares(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    s += (i % 7) * (i % 11);
+  }
+  return s;
+}
+
+function sortChunk(n) {
+  const a = new Array(n);
+  for (let i = 0; i < n; i++) a[i] = (i * 7919) % n;
+  a.sort((x, y) => x - y);
+  return a[n >> 1];
+}
+
+const seconds = Number(process.argv[2] || 3);
+const end = Date.now() + seconds * 1000;
+let acc = 0;
+while (Date.now() < end) {
+  acc ^= mixInts(300000);
+  acc ^= sumSquares(150000);
+  acc ^= sortChunk(2000);
+}
+console.log('done', acc);
