@@ -282,6 +282,7 @@ func (d *daemon) addTarget(pid uint32) {
 // flush; then everything profd held for it is released. All of that happens before the
 // watcher can report a new process that reuses the pid, so the two never mix.
 func (d *daemon) removeTarget(pid uint32) {
+	looked := append([]string{d.fifo.FIFOPath(pid)}, d.files.Looked(pid)...)
 	d.fifo.RemoveTarget(pid)
 	d.files.RemoveTarget(pid)
 	d.symbols.removeTarget(pid)
@@ -290,7 +291,7 @@ func (d *daemon) removeTarget(pid uint32) {
 	now := monotonicNs()
 	if p := d.agg.procs[pid]; p != nil {
 		d.agg.resolve(p, true)
-		d.warnUnnamed(p)
+		d.warnUnnamed(p, looked)
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 		d.retired = append(d.retired, pending{pid: pid, base: p.base,

@@ -37,7 +37,9 @@ func (d *daemon) flush(final bool) {
 		p := d.agg.procs[pid]
 		// Records that came since may name samples that had no name at their drain.
 		d.agg.resolve(p, final)
-		d.warnUnnamed(p)
+		if final {
+			d.warnUnnamed(p, append([]string{d.fifo.FIFOPath(pid)}, d.files.Looked(pid)...))
+		}
 		work = append(work, pending{pid: pid, base: p.base,
 			capture: p.capture(d.jit, meta, end), final: final})
 		if final {
@@ -172,9 +174,9 @@ func kernelRelease() string {
 // for one warning about it.
 const unnamedWarnShare = 0.01
 
-// warnUnnamed logs, once per process, that samples in its JIT memory went unnamed: how many,
-// and where profd looked for the JIT's symbols. Callers hold d.mu.
-func (d *daemon) warnUnnamed(p *procCounts) {
+// warnUnnamed logs, once per process, that samples in its JIT memory went unnamed to its
+// final profile: how many, and where profd looked for the JIT's symbols. Callers hold d.mu.
+func (d *daemon) warnUnnamed(p *procCounts, looked []string) {
 	unnamed := p.unnamed.samples + p.unnamed.dropped
 	if p.warned || unnamed == 0 {
 		return
@@ -186,5 +188,5 @@ func (d *daemon) warnUnnamed(p *procCounts) {
 	p.warned = true
 	d.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked",
 		"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named,
-		"looked", append([]string{d.fifo.FIFOPath(p.pid)}, d.files.Looked(p.pid)...))
+		"looked", looked)
 }

@@ -265,3 +265,31 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestUnnamedWarnedOnce: testjit announces its code nowhere profd looks; its samples stay
+// unnamed, one warning (not one per sample or flush) says how many and where profd looked,
+// the summary shows the named share, and the capture keeps the samples for reestimate
+// --symbols.
+func TestUnnamedWarnedOnce(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	jit := startChild(t, nil, testjit, "-d", filepath.Join(d.out, "nowhere"), "-m", "100", "-r", "2", "-f")
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	logs := r.logs.String()
+	if n := strings.Count(logs, "samples in JIT memory have no symbol"); n != 1 {
+		t.Errorf("%d warnings about unnamed samples, want 1:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "looked=") || !strings.Contains(logs, fmt.Sprintf("perf-%d.map", jit.pid())) {
+		t.Errorf("the warning does not say where profd looked:\n%s", logs)
+	}
+	if !strings.Contains(r.summary.String(), "of the samples in JIT memory named") {
+		t.Errorf("the summary shows no named share:\n%s", r.summary.String())
+	}
+	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
+	if n := c.UnnamedSamples(); n < 200 {
+		t.Errorf("the capture keeps %d unnamed samples, want the ~600 ms of loops", n)
+	}
+}

@@ -349,3 +349,41 @@ func TestTailInOtherNamespace(t *testing.T) {
 		t.Errorf("events %q of pid %d, want the container's map only, for pid %d", got, evs[0].Pid, inner)
 	}
 }
+
+// TestTailRefusesFIFOAndDevice: a FIFO or a device where a target's perf map belongs is
+// refused with one log line each, however often the tailer looks; opening them neither
+// blocks nor reads the device.
+func TestTailRefusesFIFOAndDevice(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	s, c, logs, pid, path := startPerfMapTailer(t)
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev := filepath.Join(filepath.Dir(path), fmt.Sprintf("perf-%d.map", os.Getppid()))
+	if err := unix.Mknod(dev, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))); err != nil { // /dev/null
+		t.Fatal(err)
+	}
+	addTarget(t, s, pid)
+	if err := s.AddTarget(uint32(os.Getppid()), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logs.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line %q:\n%s", what, logs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitLog(fmt.Sprintf("file=%s err=\"files: %s: not a regular file (type 010000)", path, path))
+	waitLog(fmt.Sprintf("file=%s err=\"files: %s: not a regular file (type 020000)", dev, dev))
+	time.Sleep(600 * time.Millisecond) // a few looks more: still one line each
+	if n := strings.Count(logs.String(), "files: not tailing"); n != 2 {
+		t.Errorf("%d refusals logged, want one per file:\n%s", n, logs)
+	}
+	if tailedFiles(s) != 0 || len(c.Events()) != 0 {
+		t.Errorf("tailing %d files, %d events", tailedFiles(s), len(c.Events()))
+	}
+}
