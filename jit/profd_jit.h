@@ -5,6 +5,7 @@
  *
  *   profd_jit pj;
  *   profd_jit_open(&pj, NULL);          // NULL: $PROFD_DIR, /run/profd (root), $XDG_RUNTIME_DIR/profd
+ *                                       // (or profd_jit_open_file: a jitdump file instead)
  *   uint64_t idx;
  *   profd_jit_code_load(&pj, "fib", (uint64_t)(uintptr_t)code, size, code, NULL, 0, &idx);
  *   ...
