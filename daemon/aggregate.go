@@ -65,9 +65,10 @@ func (a *aggregate) proc(pid uint32) *procCounts {
 }
 
 // newTargetSpan is how long after a target is added the daemon drains as it does while
-// samples wait unnamed: a JIT starting up loads and replaces code before any sample tells
-// whether its symbols come in time.
-const newTargetSpan = int64(2 * time.Second)
+// samples wait unnamed: a JIT starting up loads and replaces code before the first drains
+// tell whether its symbols come in time (after that, waiting unnamed samples keep the
+// drains frequent).
+const newTargetSpan = int64(500 * time.Millisecond)
 
 // drainSoon reports whether the next drain should come after unnamedDrainEvery rather than
 // drainEvery: samples waited unnamed at the last drain, or a target was added lately.

@@ -64,9 +64,10 @@ type daemon struct {
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 
-	goneNote chan struct{} // a target went away
-	flushReq chan struct{} // capacity 1: a pending flush; more requests coalesce into it
-	flushWG  sync.WaitGroup
+	goneNote  chan struct{} // a target went away
+	addedNote chan struct{} // a target was added
+	flushReq  chan struct{} // capacity 1: a pending flush; more requests coalesce into it
+	flushWG   sync.WaitGroup
 }
 
 // Run profiles the configured targets until ctx is done, --duration passes, or every
@@ -111,7 +112,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		defer t.Stop()
 		deadline = t.C
 	}
-	drain := time.NewTicker(unnamedDrainEvery)
+	drain := time.NewTimer(drainEvery)
 	defer drain.Stop()
 	why := ""
 	for why == "" {
@@ -125,11 +126,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		case <-flushTick:
 			d.requestFlush()
 		case <-drain.C:
-			d.mu.Lock()
-			if now := monotonicNs(); now-d.drainedNs >= int64(drainEvery) || d.agg.drainSoon(now) {
-				d.drainLocked()
-			}
-			d.mu.Unlock()
+			drain.Reset(d.drainTick())
+		case <-d.addedNote:
+			// A new target drains soon (a Reset timer never delivers a stale tick).
+			drain.Reset(unnamedDrainEvery)
 		case <-d.goneNote:
 			if d.targetsGone() {
 				why = "every target exited"
@@ -152,7 +152,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 // newDaemon makes a daemon with nothing opened yet.
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
-		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1),
+		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
 	d.agg = newAggregate(d.jit)
 	return d
@@ -273,6 +273,10 @@ func (d *daemon) addTarget(pid uint32) {
 	if err := d.files.AddTarget(pid, st.UID); err != nil {
 		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
 	}
+	select {
+	case d.addedNote <- struct{}{}:
+	default:
+	}
 	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(pid))
 	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(pid))
 }
@@ -306,6 +310,25 @@ func (d *daemon) removeTarget(pid uint32) {
 	case d.goneNote <- struct{}{}:
 	default:
 	}
+}
+
+// drainTick drains if the last drain is drainEvery old, or sooner while drainSoon, and
+// returns how long to wait before asking again: the daemon wakes only as often as the
+// state needs (a wake-up every unnamedDrainEvery costs more than the samples it drains).
+func (d *daemon) drainTick() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := monotonicNs()
+	soon := d.agg.drainSoon(now)
+	if soon || now-d.drainedNs >= int64(drainEvery) {
+		d.drainLocked()
+		now = d.drainedNs
+		soon = d.agg.drainSoon(now)
+	}
+	if soon {
+		return unnamedDrainEvery
+	}
+	return max(time.Duration(d.drainedNs+int64(drainEvery)-now), unnamedDrainEvery)
 }
 
 // targetsGone asks for the flush that writes the final profiles of exited targets. It

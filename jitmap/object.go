@@ -47,7 +47,7 @@ type CodeObject struct {
 	// it, a duplicate load merged into an object does not change it, a move makes a new
 	// one. 0 for an object no Map holds.
 	Version uint64
-	Source    Source
+	Source  Source
 }
 
 // Contains reports whether ip falls inside the object's code range.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,25 +189,23 @@ func (ft *Tailer) dropTarget(t *target) {
 	delete(ft.targets, t.pid)
 }
 
-// look watches t's directories and considers every file in them and every jitdump file t
-// maps (the maps at most every mapsEvery). It reports whether it found a new file. Called
-// with mu held.
+// look watches t's directories and tries the names t's files would have in them and, for
+// jitdump directories, in each subdirectory changed since t started (a file t created
+// there changed it); and every jitdump file t maps (the maps at most every mapsEvery). It
+// never lists a whole directory's files: /tmp may hold many. It reports whether it found a
+// new file. Called with mu held.
 func (ft *Tailer) look(t *target) bool {
 	found := t.readEnv()
 	for _, p := range t.places {
 		dir := t.hostPath(p.host, p.dir)
 		ft.watch(dir)
-		for _, name := range t.list(p.host, p.dir) {
-			if src, ok := t.matches(p, false, name); ok {
-				found = ft.consider(t, p.host, filepath.Join(p.dir, name), src) || found
-			} else if p.jitdump {
-				ft.watch(filepath.Join(dir, name))
-				for _, sub := range t.list(p.host, filepath.Join(p.dir, name)) {
-					if src, ok := t.matches(p, true, sub); ok {
-						found = ft.consider(t, p.host, filepath.Join(p.dir, name, sub), src) || found
-					}
-				}
-			}
+		found = ft.try(t, p, p.dir) || found
+		if !p.jitdump {
+			continue
+		}
+		for _, sub := range t.subdirsSinceStart(p.host, p.dir) {
+			ft.watch(filepath.Join(dir, sub))
+			found = ft.try(t, p, filepath.Join(p.dir, sub)) || found
 		}
 	}
 	if now := time.Now(); !now.Before(t.nextMaps) {
@@ -227,29 +227,66 @@ func (ft *Tailer) look(t *target) bool {
 	return found
 }
 
-// list returns the names in directory dir of t (in its namespace unless host), or none.
-func (t *target) list(host bool, dir string) []string {
-	var f *os.File
+// try considers the files of t that place p's directory dir would hold, by name. It reports
+// whether it started one. Called with mu held.
+func (ft *Tailer) try(t *target, p place, dir string) bool {
+	names, src := t.perfMapName(p.host), jitmap.SourcePerfMapFile
+	if p.jitdump {
+		names, src = t.jitdumpName(p.host), jitmap.SourceJitdumpFile
+	}
+	found := false
+	for _, name := range names {
+		found = ft.consider(t, p.host, filepath.Join(dir, name), src) || found
+	}
+	return found
+}
+
+// subdirsSinceStart returns the names of the subdirectories of dir (in t's namespace unless
+// host) changed since t started (or all, when its start is unknown), and those a symlink
+// names, for open to judge.
+func (t *target) subdirsSinceStart(host bool, dir string) []string {
+	f := t.openDir(host, dir)
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	entries, _ := f.ReadDir(-1)
+	var out []string
+	for _, e := range entries {
+		switch e.Type() {
+		case fs.ModeDir:
+			var st unix.Stat_t
+			if t.started.IsZero() || unix.Fstatat(int(f.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+				!time.Unix(st.Mtim.Unix()).Add(staleSlack).Before(t.started) {
+				out = append(out, e.Name())
+			}
+		case fs.ModeSymlink, fs.ModeIrregular:
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// openDir opens directory dir (in t's namespace, inside its root, unless host), or returns
+// nil.
+func (t *target) openDir(host bool, dir string) *os.File {
 	if host {
-		var err error
-		if f, err = os.Open(dir); err != nil {
-			return nil
-		}
-	} else {
-		if t.rootFd < 0 {
-			return nil
-		}
-		fd, err := unix.Openat2(t.rootFd, strings.TrimPrefix(dir, "/"), &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+		f, err := os.Open(dir)
 		if err != nil {
 			return nil
 		}
-		f = os.NewFile(uintptr(fd), dir)
+		return f
 	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	return names
+	if t.rootFd < 0 {
+		return nil
+	}
+	fd, err := unix.Openat2(t.rootFd, strings.TrimPrefix(dir, "/"), &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), dir)
 }
 
 const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR
@@ -257,6 +294,11 @@ const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_C
 // watch adds an inotify watch on dir (a path seen from profd) if it exists. Called with mu
 // held.
 func (ft *Tailer) watch(dir string) {
+	for _, dirs := range ft.watches {
+		if slices.Contains(dirs, dir) {
+			return
+		}
+	}
 	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), dir, dirEvents)
 	if err != nil {
 		return // not there yet: a later look tries again
@@ -440,11 +482,12 @@ func (ft *Tailer) run() {
 		}
 		stopping := ft.quit.Load()
 		ft.mu.Lock()
+		active := false
 		if events {
-			ft.handleInotify(evbuf)
+			// Events about other files (/tmp is busy) do not count as activity.
+			active = ft.handleInotify(evbuf)
 		}
 		looking := stopping || !time.Now().Before(nextLook)
-		active := false
 		for _, t := range ft.targets {
 			if looking && ft.look(t) {
 				active = true
@@ -458,7 +501,7 @@ func (ft *Tailer) run() {
 			return
 		}
 		if looking {
-			if active || events {
+			if active {
 				tick = tickMin
 			} else {
 				tick = min(2*tick, tickMax)
@@ -471,7 +514,7 @@ func (ft *Tailer) run() {
 // handleInotify reacts to directory events: a new subdirectory of a jitdump directory is
 // watched and searched, a new file (or a file skipped as stale that changed) is considered.
 // Called with mu held.
-func (ft *Tailer) handleInotify(evbuf []byte) {
+func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 	for {
 		n, err := unix.Read(ft.inotify.Fd(), evbuf)
 		if n <= 0 || err != nil {
@@ -492,39 +535,36 @@ func (ft *Tailer) handleInotify(evbuf []byte) {
 			}
 			created := ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0
 			for _, dir := range dirs {
-				ft.dirEvent(dir, name, created, ev.Mask&unix.IN_ISDIR != 0)
+				found = ft.dirEvent(dir, name, created, ev.Mask&unix.IN_ISDIR != 0) || found
 			}
 		}
 	}
 }
 
 // dirEvent handles name appearing or changing in the watched directory dir (seen from
-// profd). Called with mu held.
-func (ft *Tailer) dirEvent(dir, name string, created, isDir bool) {
+// profd). It reports whether it started tailing a file. Called with mu held.
+func (ft *Tailer) dirEvent(dir, name string, created, isDir bool) (found bool) {
 	for _, t := range ft.targets {
 		for _, p := range t.places {
 			pdir := t.hostPath(p.host, p.dir)
 			switch {
 			case dir == pdir && isDir && p.jitdump && created:
 				ft.watch(filepath.Join(dir, name))
-				for _, sub := range t.list(p.host, filepath.Join(p.dir, name)) {
-					if src, ok := t.matches(p, true, sub); ok {
-						ft.consider(t, p.host, filepath.Join(p.dir, name, sub), src)
-					}
-				}
+				found = ft.try(t, p, filepath.Join(p.dir, name)) || found
 			case isDir:
 			case dir == pdir:
 				if src, ok := t.matches(p, false, name); ok && (created || t.stale[keyOf(p.host, filepath.Join(p.dir, name))]) {
-					ft.consider(t, p.host, filepath.Join(p.dir, name), src)
+					found = ft.consider(t, p.host, filepath.Join(p.dir, name), src) || found
 				}
 			case p.jitdump && filepath.Dir(dir) == pdir:
 				sub := filepath.Join(p.dir, filepath.Base(dir), name)
 				if src, ok := t.matches(p, true, name); ok && (created || t.stale[keyOf(p.host, sub)]) {
-					ft.consider(t, p.host, sub, src)
+					found = ft.consider(t, p.host, sub, src) || found
 				}
 			}
 		}
 	}
+	return found
 }
 
 func keyOf(host bool, path string) string {

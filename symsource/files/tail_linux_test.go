@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
-	"golang.org/x/sys/unix"
 )
 
 // TestTailJitdumpFileAsItAppears: the jitdump root does not exist when the Server starts; a
