@@ -33,7 +33,10 @@ type DecoderOptions struct {
 // contents are not, are reported as *DecodeError and skipped; decoding goes on. A jitdump
 // header or record length that is out of bounds (under the fixed size, or over
 // MaxRecordBytes) cannot be skipped with confidence: it is reported as a *DecodeError that
-// wraps ErrStreamDead, and the Decoder ignores all later input (Err reports it).
+// wraps ErrStreamDead, and the Decoder ignores all later input (Err reports it; Leftover
+// returns it). A jitdump header where a record or line should go on, or inside one, ends
+// the Decoder the same way with ErrNewSession: it decodes one writer session; a Stream
+// decodes a sequence of them.
 //
 // A Decoder is not safe for concurrent use; one goroutine owns it.
 type Decoder struct {
@@ -42,9 +45,10 @@ type Decoder struct {
 	opts   DecoderOptions
 	format Format
 
-	off     int64  // stream offset of the first byte not yet decoded (pending[0])
-	pending []byte // a partial record or line carried between Writes
-	dead    error
+	off      int64  // stream offset of the first byte not yet decoded (pending[0])
+	pending  []byte // a partial record or line carried between Writes
+	dead     error
+	leftover []byte // after dead: the bytes from its offset to the end of the last Write
 
 	events []Event
 	errs   []error
@@ -66,6 +70,7 @@ func NewDecoder(pid uint32, src Source, opts DecoderOptions) *Decoder {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
+	opts.MaxLineBytes = max(opts.MaxLineBytes, sessionProbe)
 	return &Decoder{pid: pid, src: src, opts: opts, jd: jitdumpState{debug: map[uint64][]LineEntry{}}}
 }
 
@@ -81,6 +86,15 @@ func (d *Decoder) Buffered() int { return len(d.pending) }
 
 // Err is the fatal error that ended decoding (wrapping ErrStreamDead), or nil.
 func (d *Decoder) Err() error { return d.dead }
+
+// Leftover returns, after a fatal error, the stream's bytes from the error's offset to the
+// end of the last Write (the Decoder read no further), so that a caller can decode them
+// otherwise; nil before. The Decoder lets go of them.
+func (d *Decoder) Leftover() []byte {
+	b := d.leftover
+	d.leftover = nil
+	return b
+}
 
 // JitdumpHeader is the stream's jitdump header, once decoded.
 func (d *Decoder) JitdumpHeader() (h JitdumpHeader, ok bool) { return d.jd.header, d.jd.headerDone }
@@ -101,7 +115,10 @@ func (d *Decoder) Write(p []byte) (events []Event, errs []error) {
 		}
 		d.format = f
 		p = p[take:]
-		if n := d.consume(d.pending); n > 0 {
+		if n := d.consume(d.pending); d.dead != nil {
+			d.leave(d.pending[n:], p)
+			return d.events, d.errs
+		} else if n > 0 {
 			d.dropPending(n)
 		}
 	}
@@ -134,6 +151,13 @@ func (d *Decoder) Finish() (events []Event, errs []error) {
 			id = d.jd.u32(d.pending)
 		}
 		d.report(id, ErrTruncated)
+		// The partial record may hold the whole of a session that followed it.
+		if k := indexSession(d.pending, 1, len(d.pending)); k > 0 {
+			d.off += int64(k)
+			d.kill(0, ErrNewSession)
+			d.leave(d.pending[k:], nil)
+			return d.events, d.errs
+		}
 	}
 	d.off += int64(len(d.pending))
 	d.pending = d.pending[:0]
@@ -146,6 +170,7 @@ func (d *Decoder) feed(p []byte) {
 		if len(d.pending) == 0 {
 			n := d.consume(p)
 			if d.dead != nil {
+				d.leave(p[n:], nil)
 				return
 			}
 			d.pending = append(d.pending, p[n:]...)
@@ -166,9 +191,20 @@ func (d *Decoder) feed(p []byte) {
 		}
 		d.pending = append(d.pending, p[:take]...)
 		p = p[take:]
-		d.dropPending(d.consume(d.pending))
+		n := d.consume(d.pending)
+		if d.dead != nil {
+			d.leave(d.pending[n:], p)
+			return
+		}
+		d.dropPending(n)
 		d.limitPending()
 	}
+}
+
+// leave keeps a and b, the bytes from a fatal error's offset on, for Leftover.
+func (d *Decoder) leave(a, b []byte) {
+	d.leftover = append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
+	d.pending = nil
 }
 
 func (d *Decoder) dropPending(n int) {
@@ -186,8 +222,10 @@ func (d *Decoder) limitPending() {
 	if d.format == FormatPerfMap && len(d.pending) > d.opts.MaxLineBytes {
 		d.report(0, ErrLineTooLong)
 		d.pm.discarding = true
-		d.off += int64(len(d.pending))
-		d.pending = d.pending[:0]
+		// Keep the bytes a jitdump header's first 12 could begin in (consumePerfMap).
+		skip := len(d.pending) - (sessionProbe - 1)
+		d.off += int64(skip)
+		d.dropPending(skip)
 	}
 }
 
@@ -215,5 +253,4 @@ func (d *Decoder) kill(id uint32, err error) {
 	e := &DecodeError{Offset: d.off, Format: d.format, RecordID: id, Err: fmt.Errorf("%w: %w", ErrStreamDead, err)}
 	d.errs = append(d.errs, e)
 	d.dead = e
-	d.pending = nil
 }

@@ -12,6 +12,11 @@ var (
 	// header or record length that cannot be trusted) and the Decoder ignores everything after
 	// it. Events decoded before it stay valid.
 	ErrStreamDead = errors.New("stream dead")
+	// ErrNewSession: a jitdump header where a record or a line should go on: another writer's
+	// session begins there (the stream is a FIFO that two writers used one after the other,
+	// or a writer died mid-record and another started). It ends the Decoder as ErrStreamDead
+	// does; a Stream starts a new Decoder at it.
+	ErrNewSession = errors.New("a new jitdump session begins")
 	// ErrRecordTooLarge: a header or record claims more than DecoderOptions.MaxRecordBytes.
 	ErrRecordTooLarge = errors.New("record too large")
 	// ErrMalformed: a record's fields contradict its size or each other; it is skipped.

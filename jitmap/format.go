@@ -1,6 +1,9 @@
 package jitmap
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Format is the encoding of a JIT symbol stream.
 type Format uint8
@@ -43,4 +46,54 @@ func DetectFormat(prefix []byte) (f Format, ok bool) {
 		return FormatJitdump, true
 	}
 	return FormatPerfMap, true
+}
+
+// isMagic reports whether b begins with the jitdump magic in either byte order.
+func isMagic(b []byte) bool {
+	return len(b) >= 4 && (bytes.Equal(b[:4], magicLittle) || bytes.Equal(b[:4], magicBig))
+}
+
+// maxSessionHeader bounds the total_size of a jitdump header that indexSession accepts
+// (perf's is 40 bytes).
+const maxSessionHeader = 4096
+
+// sessionProbe is how many bytes of a jitdump header sessionAt reads.
+const sessionProbe = 12
+
+// sessionAt reports whether b begins with a plausible jitdump header: the magic, version 1
+// and a total_size from the fixed size to maxSessionHeader, in the magic's byte order.
+func sessionAt(b []byte) bool {
+	if len(b) < sessionProbe || !isMagic(b) {
+		return false
+	}
+	order := binary.ByteOrder(binary.LittleEndian)
+	if b[0] == magicBig[0] {
+		order = binary.BigEndian
+	}
+	size := order.Uint32(b[8:])
+	return order.Uint32(b[4:]) == 1 && size >= jitdumpHeaderSize && size <= maxSessionHeader
+}
+
+// indexSession returns the index of the first plausible jitdump header (sessionAt) whose
+// first 12 bytes lie in b[from:end], or -1. Looking only inside b[:end] keeps the answer
+// independent of what follows end (how a stream was split into reads).
+func indexSession(b []byte, from, end int) int {
+	b = b[:min(end, len(b))]
+	best := -1
+	for _, m := range [][]byte{magicLittle, magicBig} {
+		for i := from; i < len(b); {
+			k := bytes.Index(b[i:], m)
+			if k < 0 {
+				break
+			}
+			if sessionAt(b[i+k:]) {
+				if best < 0 || i+k < best {
+					best = i + k
+				}
+				break
+			}
+			i += k + 1
+		}
+	}
+	return best
 }

@@ -90,6 +90,10 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 			d.off += int64(size)
 			continue
 		}
+		if isMagic(rest) {
+			d.kill(0, ErrNewSession)
+			return n
+		}
 		if len(rest) < jitdumpRecHeaderSize {
 			return n
 		}
@@ -104,6 +108,14 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 		}
 		if len(rest) < int(size) {
 			return n
+		}
+		if k := sessionInRecord(rest[:size]); k > 0 {
+			// A writer died mid-record and the next one's header took the rest of its
+			// length: the record is cut short, and a session begins at k.
+			d.report(id, ErrTruncated)
+			d.off += int64(k)
+			d.kill(0, ErrNewSession)
+			return n + k
 		}
 		d.jitdumpRecord(id, rest[:size])
 		n += int(size)
@@ -299,3 +311,21 @@ func (d *Decoder) jitdumpDebugInfo(body []byte) {
 }
 
 func compareLineAddr(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) }
+
+// sessionInRecord returns where in rec (a complete record, header included) a jitdump header
+// begins, or -1: a writer died mid-record and the next one's header took the rest of the
+// record's length. A header whose first 12 bytes lie in rec must be plausible (sessionAt); one
+// that begins in rec's last 11 bytes is told by its magic alone (which the code bytes of a
+// record match by chance once in 2^29 records), so that the answer does not depend on bytes
+// past rec.
+func sessionInRecord(rec []byte) int {
+	if k := indexSession(rec, 1, len(rec)); k >= 0 {
+		return k
+	}
+	for k := max(1, len(rec)-(sessionProbe-1)); k+len(magicLittle) <= len(rec); k++ {
+		if isMagic(rec[k:]) {
+			return k
+		}
+	}
+	return -1
+}

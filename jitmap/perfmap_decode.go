@@ -13,11 +13,37 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 	n := 0
 	for {
 		rest := b[n:]
+		if !d.pm.discarding && isMagic(rest) {
+			d.kill(0, ErrNewSession)
+			return n
+		}
 		i := bytes.IndexByte(rest, '\n')
+		line := rest
+		if i >= 0 {
+			line = rest[:i]
+		}
+		// A jitdump header inside a line: the writer died mid-line and another began a
+		// session; the line so far is cut short.
+		from := 1 // a header at 0 would be at a line's start, handled above
+		if d.pm.discarding {
+			from = 0
+		}
+		if k := indexSession(rest, from, len(line)); k >= 0 {
+			if !d.pm.discarding {
+				d.report(0, fmt.Errorf("%w: cut short by a new session", ErrBadLine))
+			}
+			d.pm.discarding = false
+			d.off += int64(k)
+			d.kill(0, ErrNewSession)
+			return n + k
+		}
 		if i < 0 {
 			if d.pm.discarding {
-				n += len(rest)
-				d.off += int64(len(rest))
+				// Keep the bytes a header's first 12 could begin in, so that one split
+				// across reads is seen whole.
+				skip := max(len(rest)-(sessionProbe-1), 0)
+				n += skip
+				d.off += int64(skip)
 			}
 			return n
 		}
@@ -27,7 +53,7 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 		case i > d.opts.MaxLineBytes:
 			d.report(0, ErrLineTooLong)
 		default:
-			d.perfMapLine(rest[:i])
+			d.perfMapLine(line)
 		}
 		n += i + 1
 		d.off += int64(i + 1)

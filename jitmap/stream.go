@@ -1,11 +1,9 @@
 package jitmap
 
-import "errors"
-
-// histBytes is how much of the stream a Stream keeps behind its current write, to restart
-// at a jitdump header the decoder choked on (the decoder holds at most a record header's
-// worth).
-const histBytes = 64
+import (
+	"bytes"
+	"errors"
+)
 
 // Batch is what one read of a JIT symbol stream decoded: the events it completed and the
 // bad records it met, for the target process Pid. Stream names the stream for log lines
@@ -24,28 +22,49 @@ type StreamCounts struct {
 	Records     uint64 // events delivered
 	BadRecords  uint64 // records or lines reported bad (and skipped)
 	RejectedPid uint64 // records naming a process other than the stream's
-	Restarts    uint64 // decoders restarted at a jitdump header inside the stream
+	Restarts    uint64 // writer sessions found inside the stream, each decoded anew
+	Skipped     uint64 // bytes skipped looking for a jitdump header after the stream went bad
 }
 
-// Stream decodes one writer's byte stream (a FIFO writer session, or a file) of one target.
-// A writer restart that the reader could not see as an end of file (a JIT reopening its
-// FIFO while bytes were still queued) shows up as a jitdump header in the middle of the
-// stream; the Stream restarts its decoder there instead of losing the rest. Errors carry
-// offsets in the whole stream. A Stream is not safe for concurrent use.
+// Plus returns c with d's counts added.
+func (c StreamCounts) Plus(d StreamCounts) StreamCounts {
+	return StreamCounts{Bytes: c.Bytes + d.Bytes, Records: c.Records + d.Records, BadRecords: c.BadRecords + d.BadRecords,
+		RejectedPid: c.RejectedPid + d.RejectedPid, Restarts: c.Restarts + d.Restarts, Skipped: c.Skipped + d.Skipped}
+}
+
+// Minus returns c less d's counts, d taken earlier from the same Stream.
+func (c StreamCounts) Minus(d StreamCounts) StreamCounts {
+	return StreamCounts{Bytes: c.Bytes - d.Bytes, Records: c.Records - d.Records, BadRecords: c.BadRecords - d.BadRecords,
+		RejectedPid: c.RejectedPid - d.RejectedPid, Restarts: c.Restarts - d.Restarts, Skipped: c.Skipped - d.Skipped}
+}
+
+// Stream decodes the bytes one target's JIT writes to one place (a FIFO, a file), which may
+// hold several writer sessions one after another: a reader cannot tell the end of a FIFO
+// writer's session from the start of the next one's when it was not scheduled between
+// them, and a JIT that restarts its writer, switches format, or dies mid-record leaves the
+// same. The Stream starts a new Decoder where a session begins, whatever came before it:
+//
+//   - a jitdump header where a jitdump record or a perf-map line should begin, or inside a
+//     record or line (the writer died there);
+//   - perf-map text where a jitdump record should begin;
+//   - after bytes that are neither (the stream went bad), the next jitdump header: the
+//     bytes skipped are counted, the error at the first of them reported.
+//
+// Errors carry offsets in the whole stream. A Stream is not safe for concurrent use.
 type Stream struct {
-	pid     uint32
-	src     Source
-	name    string
-	opts    DecoderOptions
-	dec     *Decoder
-	base    int64  // stream offset at which dec started
-	written int64  // bytes written to the stream so far
-	hist    []byte // the last histBytes bytes before the current write
-	counts  StreamCounts
+	pid    uint32
+	src    Source
+	name   string
+	opts   DecoderOptions
+	dec    *Decoder // nil while looking for a jitdump header
+	base   int64    // stream offset at which dec started
+	carry  []byte   // while looking: the last bytes, which may begin a header
+	lostAt int64    // while looking: the stream offset of carry[0]
+	counts StreamCounts
 }
 
-// NewStream returns a Stream of process pid's records from src; name (a path) names it in
-// the Batches it returns.
+// NewStream returns a Stream of process pid's records from src (pid 0: trust the pids the
+// records carry); name (a path) names it in the Batches it returns.
 func NewStream(pid uint32, src Source, name string, opts DecoderOptions) *Stream {
 	return &Stream{pid: pid, src: src, name: name, opts: opts, dec: NewDecoder(pid, src, opts)}
 }
@@ -56,21 +75,21 @@ func (st *Stream) Counts() StreamCounts { return st.counts }
 // Write decodes p, the next bytes of the stream, and returns what it completed.
 func (st *Stream) Write(p []byte) Batch {
 	st.counts.Bytes += uint64(len(p))
-	events, errs := st.write(p)
+	events, errs := st.decode(p, false)
 	return st.batch(events, errs)
 }
 
 // Finish ends the stream (the writer closed): a partial record is reported.
 func (st *Stream) Finish() Batch {
-	events, errs := st.dec.Finish()
-	return st.batch(events, st.rebase(errs))
+	events, errs := st.decode(nil, true)
+	return st.batch(events, errs)
 }
 
 // batch counts what a write decoded and wraps it.
 func (st *Stream) batch(events []Event, errs []error) Batch {
 	kept := events[:0]
 	for _, ev := range events {
-		if pid, ok := eventPid(ev); ok && pid != st.pid {
+		if pid, ok := eventPid(ev); ok && st.pid != 0 && pid != st.pid {
 			// The decoder already drops these; this guards the invariant consumers rely on.
 			st.counts.RejectedPid++
 			continue
@@ -88,35 +107,100 @@ func (st *Stream) batch(events []Event, errs []error) Batch {
 	return Batch{Pid: st.pid, Source: st.src, Stream: st.name, Events: kept, Errs: errs}
 }
 
-func (st *Stream) write(p []byte) (events []Event, errs []error) {
-	start := st.written
-	st.written += int64(len(p))
-	chunk := p
-	for len(chunk) > 0 {
-		evs, es := st.dec.Write(chunk)
+// decode feeds p to the decoder (and, when finish, ends it), starting a new decoder where
+// a decoder gives up at the start of another session, or looking for the next header.
+func (st *Stream) decode(p []byte, finish bool) (events []Event, errs []error) {
+	for {
+		if st.dec == nil {
+			if p = st.look(p); st.dec == nil {
+				return events, errs
+			}
+		}
+		last := len(p) == 0
+		var evs []Event
+		var es []error
+		switch {
+		case !last:
+			evs, es = st.dec.Write(p)
+		case finish:
+			evs, es = st.dec.Finish()
+		default:
+			return events, errs
+		}
+		p = nil
+		events = append(events, evs...)
 		de := fatalError(es)
-		if de == nil || de.Offset == 0 {
-			// No fatal error, or one in the header a restart would begin with.
-			events, errs = append(events, evs...), append(errs, st.rebase(es)...)
-			break
+		if de == nil {
+			errs = append(errs, st.rebase(es)...)
+			if last {
+				return events, errs
+			}
+			continue
 		}
-		// The decoder gave up. If what it choked on is a fresh jitdump header, a writer
-		// restarted: that is no bad record, and decoding goes on there with a new decoder.
-		at := st.base + de.Offset
-		rest, ok := st.bytesFrom(at, start, p)
-		if !ok || !isJitdumpMagic(rest) {
-			events, errs = append(events, evs...), append(errs, st.rebase(es)...)
-			break
+		// The decoder gave up at stream offset at; the bytes from there on are rest.
+		at, from := st.base+de.Offset, st.dec.Format()
+		rest := st.dec.Leftover()
+		newSession := at > st.base && len(rest) > 0 &&
+			(errors.Is(de, ErrNewSession) || isMagic(rest) || (from == FormatJitdump && looksLikeText(rest)))
+		if newSession {
+			errs = append(errs, st.rebase(withoutError(es, de))...)
+			st.restart(at)
+			st.counts.Restarts++
+			p = rest
+			continue
 		}
-		events, errs = append(events, evs...), append(errs, st.rebase(withoutError(es, de))...)
-		st.dec = NewDecoder(st.pid, st.src, st.opts)
-		st.base = at
-		st.counts.Restarts++
-		chunk = rest
-		p, start = rest, at
+		errs = append(errs, st.rebase(es)...)
+		// Lost: look for a jitdump header after the byte the decoder choked on.
+		st.dec, st.carry, st.lostAt = nil, st.carry[:0], at+1
+		if len(rest) > 0 {
+			st.counts.Skipped++
+			p = rest[1:]
+		}
 	}
-	st.keepHistory(p)
-	return events, errs
+}
+
+// restart starts a new decoder at stream offset at.
+func (st *Stream) restart(at int64) {
+	st.dec = NewDecoder(st.pid, st.src, st.opts)
+	st.base = at
+}
+
+// look searches p, which follows the bytes kept in carry, for a jitdump header. It starts
+// a decoder there and returns the bytes from it, or keeps the last bytes (a header may
+// begin in them) and returns nil.
+func (st *Stream) look(p []byte) []byte {
+	buf := append(st.carry, p...)
+	if i := indexMagic(buf); i >= 0 {
+		st.counts.Skipped += uint64(i)
+		st.restart(st.lostAt + int64(i))
+		st.carry = nil
+		return buf[i:]
+	}
+	keep := min(len(buf), len(magicLittle)-1)
+	st.counts.Skipped += uint64(len(buf) - keep)
+	st.lostAt += int64(len(buf) - keep)
+	st.carry = append(make([]byte, 0, len(magicLittle)), buf[len(buf)-keep:]...)
+	return nil
+}
+
+// indexMagic returns the index of the first jitdump magic in b, in either byte order, or -1.
+func indexMagic(b []byte) int {
+	i, j := bytes.Index(b, magicLittle), bytes.Index(b, magicBig)
+	if i < 0 || (j >= 0 && j < i) {
+		return j
+	}
+	return i
+}
+
+// looksLikeText reports whether b begins as perf-map text would: printable ASCII and blanks
+// (a jitdump record header never does: its length would be 538 MB or more).
+func looksLikeText(b []byte) bool {
+	for _, c := range b[:min(len(b), jitdumpRecHeaderSize)] {
+		if (c < ' ' || c > '~') && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // rebase turns the decoder's offsets into the stream's.
@@ -131,40 +215,6 @@ func (st *Stream) rebase(errs []error) []error {
 		}
 	}
 	return errs
-}
-
-// bytesFrom returns the stream's bytes from offset at, given that p starts at offset start
-// and st.hist holds the bytes just before it.
-func (st *Stream) bytesFrom(at, start int64, p []byte) ([]byte, bool) {
-	if at >= start {
-		if at-start > int64(len(p)) {
-			return nil, false
-		}
-		return p[at-start:], true
-	}
-	back := start - at
-	if back > int64(len(st.hist)) {
-		return nil, false
-	}
-	out := make([]byte, 0, int(back)+len(p))
-	out = append(out, st.hist[len(st.hist)-int(back):]...)
-	return append(out, p...), true
-}
-
-func (st *Stream) keepHistory(p []byte) {
-	if len(p) >= histBytes {
-		st.hist = append(st.hist[:0], p[len(p)-histBytes:]...)
-		return
-	}
-	st.hist = append(st.hist, p...)
-	if over := len(st.hist) - histBytes; over > 0 {
-		st.hist = append(st.hist[:0], st.hist[over:]...)
-	}
-}
-
-func isJitdumpMagic(b []byte) bool {
-	f, ok := DetectFormat(b)
-	return ok && f == FormatJitdump
 }
 
 func withoutError(errs []error, drop *DecodeError) []error {

@@ -3,7 +3,9 @@ package jitmap_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/profd/profd/jitmap"
@@ -35,7 +37,14 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	restart := append(append([]byte(nil), jd[:len(jd)-16]...), jd...)
 	lying := append([]byte(nil), jd...)
 	binary.LittleEndian.PutUint32(lying[44:], 0xFFFFFFF0) // first record's total_size
+	text := []byte("1000 10 a\n2000 10 b\n")
+	garbage := bytes.Repeat([]byte{0xfe, 0x00}, 20)
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	return [][]byte{
+		cat(jd, text, jd),                   // sessions in both formats, no end of file between
+		cat(text[:13], jd),                  // a line cut short by a new session
+		cat(jd[:len(jd)-30], jd),            // a record cut short by one
+		cat(garbage, jd, garbage, text, jd), // resynchronising twice
 		jd,
 		be.Bytes(),
 		restart,
@@ -101,4 +110,99 @@ func FuzzStream(f *testing.F) {
 			t.Fatalf("split reads gave %d events %+v; one read gave %d events %+v", len(got), st, len(whole), wst)
 		}
 	})
+}
+
+// jitdumpSession is a jitdump writer session of pid 7 loading names, each load carrying
+// codeBytes bytes of code.
+func jitdumpSession(t *testing.T, codeBytes int, names ...string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := jitdumptest.NewWriter(&b, jitmap.JitdumpHeader{Pid: 7, ElfMach: 62, TimestampNs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range names {
+		code := bytes.Repeat([]byte{0x90}, codeBytes)
+		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Tid: 7, Object: jitmap.CodeObject{Name: name,
+			Addr: 0x1000 * uint64(i+1), Size: uint64(codeBytes), Code: code, LoadNs: int64(i + 2)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+func loadNames(evs []jitmap.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		if l, ok := ev.(*jitmap.CodeLoad); ok {
+			out = append(out, l.Object.Name)
+		}
+	}
+	return out
+}
+
+// TestStreamSessions: one writer session follows another in a stream with no end of file
+// between them (a FIFO reader that was not scheduled in between, a JIT that restarted its
+// writer or died mid-record). Whatever the first left and however reads split the bytes,
+// the second session's symbols all arrive, and so do the first's complete ones.
+func TestStreamSessions(t *testing.T) {
+	jd := jitdumpSession(t, 2, "a1", "a2")
+	big := jitdumpSession(t, 300, "b1", "b2")
+	text := []byte("1000 10 t1\n2000 10 t2\n")
+	garbage := bytes.Repeat([]byte{0xff, 0x00, 0x13}, 50)
+	cases := []struct {
+		name          string
+		first, second []byte
+		want          string
+	}{
+		{"jitdump then jitdump", jd, jitdumpSession(t, 2, "s1", "s2"), "a1 a2 s1 s2"},
+		{"jitdump then perf map", jd, []byte("3000 10 s1\n4000 10 s2\n"), "a1 a2 s1 s2"},
+		{"perf map then jitdump", text, jitdumpSession(t, 2, "s1", "s2"), "t1 t2 s1 s2"},
+		{"perf map cut mid-line then jitdump", text[:15], jitdumpSession(t, 2, "s1", "s2"), "t1 s1 s2"},
+		{"jitdump cut mid-record then jitdump", big[:len(big)-100], jitdumpSession(t, 2, "s1", "s2"), "b1 s1 s2"},
+		{"jitdump cut early in a record it claims more than the rest of the stream for", big[:len(big)-300],
+			jitdumpSession(t, 2, "s1", "s2"), "b1 s1 s2"},
+		{"garbage then jitdump", garbage, jitdumpSession(t, 2, "s1", "s2"), "s1 s2"},
+		{"jitdump, garbage, jitdump", append(append([]byte(nil), jd...), garbage...), jitdumpSession(t, 2, "s1", "s2"), "a1 a2 s1 s2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := append(append([]byte(nil), c.first...), c.second...)
+			for _, split := range []int{1, 3, 7, 13, 64, len(data)} {
+				st := jitmap.NewStream(7, jitmap.SourceFIFO, "test", jitmap.DecoderOptions{})
+				var evs []jitmap.Event
+				for rest := data; len(rest) > 0; {
+					n := min(split, len(rest))
+					evs = append(evs, st.Write(rest[:n]).Events...)
+					rest = rest[n:]
+				}
+				evs = append(evs, st.Finish().Events...)
+				if got := strings.Join(loadNames(evs), " "); got != c.want {
+					t.Errorf("reads of %d bytes: loads %q, want %q (counts %+v)", split, got, c.want, st.Counts())
+				}
+			}
+		})
+	}
+}
+
+// TestStreamResyncCounts: a stream that went bad reports one error where it did, counts the
+// bytes it skipped and decodes the session that follows.
+func TestStreamResyncCounts(t *testing.T) {
+	jd := jitdumpSession(t, 2, "a")
+	garbage := bytes.Repeat([]byte{0xfe}, 100)
+	st := jitmap.NewStream(7, jitmap.SourceFIFO, "test", jitmap.DecoderOptions{})
+	b := st.Write(append(append(append([]byte(nil), jd...), garbage...), jitdumpSession(t, 2, "b")...))
+	if got := strings.Join(loadNames(b.Events), " "); got != "a b" {
+		t.Fatalf("loads %q", got)
+	}
+	if len(b.Errs) != 1 {
+		t.Fatalf("errors %v, want the one where the stream went bad", b.Errs)
+	}
+	var de *jitmap.DecodeError
+	if !errors.As(b.Errs[0], &de) || de.Offset != int64(len(jd)) {
+		t.Errorf("error %v, want one at offset %d", b.Errs[0], len(jd))
+	}
+	if c := st.Counts(); c.Skipped != uint64(len(garbage)) || c.Restarts != 0 || c.BadRecords != 1 {
+		t.Errorf("counts %+v, want %d bytes skipped, 1 bad record", c, len(garbage))
+	}
 }

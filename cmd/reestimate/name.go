@@ -79,10 +79,10 @@ func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string) error {
 		}
 		pid = uint32(n)
 	}
-	dec := jitmap.NewDecoder(0, src, jitmap.DecoderOptions{})
-	events, errs := dec.Write(data)
-	more, moreErrs := dec.Finish()
-	events, errs = append(events, more...), append(errs, moreErrs...)
+	// A Stream, not a Decoder: a file a JIT wrote more than once holds several sessions.
+	st := jitmap.NewStream(0, src, path, jitmap.DecoderOptions{})
+	b, end := st.Write(data), st.Finish()
+	events, errs := append(b.Events, end.Events...), append(b.Errs, end.Errs...)
 	for i, e := range errs {
 		if i == 10 {
 			fmt.Fprintf(os.Stderr, "reestimate: %s: %d more bad records\n", path, len(errs)-i)

@@ -56,16 +56,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	sessions atomic.Uint64
-	counted  totals
-	mu       sync.Mutex
-	targets  map[uint32]*target
-	closed   bool
-}
-
-// totals sums the counts of every session; readers add to it after each read.
-type totals struct {
-	bytes, records, badRecords, rejectedPid, restarts atomic.Uint64
+	sessions  atomic.Uint64
+	countedMu sync.Mutex
+	counted   jitmap.StreamCounts // every session's, added after each read
+	mu        sync.Mutex
+	targets   map[uint32]*target
+	closed    bool
 }
 
 // target is one process's FIFO and the goroutine reading it.
@@ -119,10 +115,9 @@ func (s *Server) FIFOPath(pid uint32) string { return s.dir.Path() + "/" + fifoN
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
-	c := &s.counted
-	return Stats{Sessions: s.sessions.Load(), StreamCounts: jitmap.StreamCounts{Bytes: c.bytes.Load(),
-		Records: c.records.Load(), BadRecords: c.badRecords.Load(), RejectedPid: c.rejectedPid.Load(),
-		Restarts: c.restarts.Load()}}
+	s.countedMu.Lock()
+	defer s.countedMu.Unlock()
+	return Stats{Sessions: s.sessions.Load(), StreamCounts: s.counted}
 }
 
 // AddTarget creates the FIFO of process pid, owned by owner, and starts reading it.
@@ -249,12 +244,9 @@ func (s *Server) drain(t *target, buf []byte) {
 // deliver counts what t's stream decoded since the last call and hands b on.
 func (s *Server) deliver(t *target, b jitmap.Batch) {
 	now := t.stream.Counts()
-	c, was := &s.counted, t.counted
-	c.bytes.Add(now.Bytes - was.Bytes)
-	c.records.Add(now.Records - was.Records)
-	c.badRecords.Add(now.BadRecords - was.BadRecords)
-	c.rejectedPid.Add(now.RejectedPid - was.RejectedPid)
-	c.restarts.Add(now.Restarts - was.Restarts)
+	s.countedMu.Lock()
+	s.counted = s.counted.Plus(now.Minus(t.counted))
+	s.countedMu.Unlock()
 	t.counted = now
 	if len(b.Events) > 0 || len(b.Errs) > 0 {
 		s.cfg.Handler(b)

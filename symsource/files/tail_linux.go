@@ -411,13 +411,8 @@ func (ft *Tailer) readAll(t *target) bool {
 // deliver counts what f's stream decoded since the last call and hands b on. Called with mu
 // held.
 func (ft *Tailer) deliver(f *tailedFile, b jitmap.Batch) {
-	now, was := f.stream.Counts(), f.counted
-	st := &ft.stats.StreamCounts
-	st.Bytes += now.Bytes - was.Bytes
-	st.Records += now.Records - was.Records
-	st.BadRecords += now.BadRecords - was.BadRecords
-	st.RejectedPid += now.RejectedPid - was.RejectedPid
-	st.Restarts += now.Restarts - was.Restarts
+	now := f.stream.Counts()
+	ft.stats.StreamCounts = ft.stats.StreamCounts.Plus(now.Minus(f.counted))
 	f.counted = now
 	if len(b.Events) > 0 || len(b.Errs) > 0 {
 		ft.cfg.Handler(b)
