@@ -31,6 +31,8 @@ type procCounts struct {
 	recordsNs int64
 	warned    bool  // the unnamed samples were warned about
 	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
+	// overBudget counts the loads refused past the target's symbol budgets.
+	overBudget uint64
 }
 
 // aggregate attributes drained samples to code objects. It is not safe for concurrent use;

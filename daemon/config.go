@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -47,7 +48,30 @@ type Config struct {
 	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
 	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
 	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
+
+	// Per-target budgets. Past them a target's symbol records are dropped and counted, with
+	// one warning; what it sent before and every other target stay intact. 0 takes the
+	// default.
+	MaxSymbols     int   // live code objects
+	MaxSymbolBytes int64 // bytes its code objects hold, live and ended: names, code, line tables
+	MaxRecordRate  int   // symbol records per second; bursts of recordBurstSeconds' worth pass
+	// StopTimeout bounds the time from the stop (signal, --duration, last target gone) to
+	// the final profiles: symbols not read and applied by 60% of it are counted and logged,
+	// the rest is the final flush's. 0 takes the default.
+	StopTimeout time.Duration
 }
+
+// Budget defaults: generous for real JITs (a JVM with 200 000 compiled methods and their
+// code fits), small enough that one target cannot push profd towards the OOM killer.
+const (
+	DefaultMaxSymbols     = 500000
+	DefaultMaxSymbolBytes = 512 << 20
+	DefaultMaxRecordRate  = 50000
+	DefaultStopTimeout    = 5 * time.Second
+	// recordBurstSeconds is how many seconds of MaxRecordRate a target may send at once (a
+	// JIT's start-up).
+	recordBurstSeconds = 10
+)
 
 // ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.
 var ErrConfig = errors.New("invalid configuration")
@@ -109,6 +133,13 @@ func (c *Config) Validate() error {
 	if c.FlushInterval < 0 || c.Duration < 0 {
 		bad("--flush-interval and --duration must not be negative")
 	}
+	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 {
+		bad("--max-symbols, --max-symbol-mb, --max-record-rate and --stop-timeout must not be negative")
+	}
+	c.MaxSymbols = cmp.Or(c.MaxSymbols, DefaultMaxSymbols)
+	c.MaxSymbolBytes = cmp.Or(c.MaxSymbolBytes, DefaultMaxSymbolBytes)
+	c.MaxRecordRate = cmp.Or(c.MaxRecordRate, DefaultMaxRecordRate)
+	c.StopTimeout = cmp.Or(c.StopTimeout, DefaultStopTimeout)
 	return errors.Join(errs...)
 }
 

@@ -54,13 +54,14 @@ type daemon struct {
 	symbols *symbolStage
 	watch   *targets.Watcher
 
-	mu        sync.Mutex
-	agg       *aggregate
-	loads     uint64 // code loads seen
-	drainedNs int64  // when the last drain began
-	symErrs   uint64 // events jitmap refused
-	flushes   uint64
-	retired   []pending // final captures of exited targets, for the next flush
+	mu            sync.Mutex
+	agg           *aggregate
+	loads         uint64 // code loads seen
+	drainedNs     int64  // when the last drain began
+	symErrs       uint64 // events jitmap refused
+	symOverBudget uint64 // loads refused past a target's budgets
+	flushes       uint64
+	retired       []pending // final captures of exited targets, for the next flush
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 
@@ -137,22 +138,42 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		}
 	}
 	d.log.Info("profd: stopping", "why", why)
+	stopped := time.Now()
+	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
+	// whatever a target keeps sending; the rest of it is the final flush's.
+	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
+	d.symbols.expireAt(symbolsBy)
 	close(d.flushReq)
 	d.flushWG.Wait()
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
 	// symbol stage applies it), then flush everything one last time.
 	d.watch.Close()
-	d.fifo.Close()
-	d.files.Close()
+	d.fifo.CloseBy(symbolsBy)
+	d.files.CloseBy(symbolsBy)
 	d.symbols.close()
+	d.logStopLosses()
 	d.flush(true)
+	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
 	return d.closeAll()
+}
+
+// logStopLosses says what symbols the stop left out, if any: bytes not read from FIFOs and
+// files and records not applied when the stop deadline passed.
+func (d *daemon) logStopLosses() {
+	fifoUnread, filesUnread := d.fifo.Stats().Unread, d.files.Stats().Unread
+	unapplied := d.symbols.unapplied.Load()
+	if fifoUnread+filesUnread+unapplied == 0 {
+		return
+	}
+	d.log.Warn("profd: the stop left symbols out of the final profiles: their targets sent more than could be read and applied in time",
+		"fifo_bytes_unread", fifoUnread, "file_bytes_unread", filesUnread, "records_not_applied", unapplied,
+		"stop_timeout", d.cfg.StopTimeout, "raise_with", "--stop-timeout")
 }
 
 // newDaemon makes a daemon with nothing opened yet.
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
-		jit: jitmap.NewMap(jitmap.MapOptions{}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
+		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
 	d.agg = newAggregate(d.jit)
 	return d
@@ -183,7 +204,7 @@ func (d *daemon) open(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
-		d.applySymbols, d.log)
+		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
 	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})
 	if err != nil {
@@ -362,7 +383,9 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 		if _, ok := ev.(*jitmap.CodeLoad); ok {
 			d.loads++
 		}
-		if err := d.jit.Apply(ev); err != nil {
+		if err := d.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
+			d.overBudget(b.Pid, err)
+		} else if err != nil {
 			d.symErrs++
 			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
 		}
@@ -372,6 +395,21 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 	if p := d.agg.procs[b.Pid]; p != nil {
 		p.symbols += uint64(len(b.Events))
 		p.recordsNs = max(p.recordsNs, latestTime(b.Events))
+	}
+}
+
+// overBudget counts a load refused past pid's symbol budgets, and logs the first. Callers
+// hold d.mu.
+func (d *daemon) overBudget(pid uint32, err error) {
+	d.symOverBudget++
+	p := d.agg.procs[pid]
+	if p == nil {
+		return
+	}
+	if p.overBudget++; p.overBudget == 1 {
+		d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
+			"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
+			"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
 	}
 }
 

@@ -56,8 +56,9 @@ func (d *daemon) flush(final bool) {
 	for _, p := range d.agg.procs {
 		unnamed += p.unnamed.samples
 	}
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, unnamed, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(), n)
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); flush %d",
+		d.agg.jitSamples, d.agg.outsideSamples, unnamed, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(),
+		d.symOverBudget+d.symbols.overRate.Load(), n)
 	d.mu.Unlock()
 
 	for _, w := range work {

@@ -4,13 +4,16 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/jitmap"
 )
 
-// queuedBatches is how many batches a target's queue holds before its sources wait.
-const queuedBatches = 256
+// queuedBatches is how many batches a target's queue holds before its sources wait (a
+// batch is one read: at most 64 KiB of records).
+const queuedBatches = 64
 
 // maxLoggedBadRecords bounds the log lines one target's bad records produce; the counters
 // still count every one.
@@ -20,27 +23,61 @@ const maxLoggedBadRecords = 10
 // per target in order, on a goroutine per target: filling in what records leave out
 // (enrich: code bytes, discriminators; it may wait for the JIT) never holds up a source's
 // reader or another target.
+//
+// Each target may send rate records per second, saving up to burst: past that, its
+// records are dropped and counted, with one warning. Once the stage expires (the daemon is
+// stopping and its deadline for symbols passed), what is queued or still sent is dropped
+// and counted instead of applied.
 type symbolStage struct {
 	enrich *enrich.Enricher
 	apply  func(jitmap.Batch)
 	log    *slog.Logger
+	rate   float64 // records per second per target; 0: no bound
+	burst  float64
 
 	mu     sync.Mutex
 	queues map[uint32]*symbolQueue
 	bad    uint64 // bad records reported by the decoders
+
+	expired    chan struct{} // closed when the stage expires
+	expireOnce sync.Once
+	overRate   atomic.Uint64 // records dropped past a target's rate
+	unapplied  atomic.Uint64 // records dropped because the stage expired
 }
 
 // symbolQueue is one target's batches and the goroutine applying them.
 type symbolQueue struct {
+	pid     uint32
 	mu      sync.RWMutex // senders hold it shared, so closing waits for them
 	closed  bool
 	batches chan jitmap.Batch
 	done    chan struct{}
 	logged  int // the queue's goroutine's
+
+	budgetMu sync.Mutex // the sources' goroutines share the allowance
+	tokens   float64
+	lastNs   int64
+	warned   bool
 }
 
-func newSymbolStage(e *enrich.Enricher, apply func(jitmap.Batch), log *slog.Logger) *symbolStage {
-	return &symbolStage{enrich: e, apply: apply, log: log, queues: map[uint32]*symbolQueue{}}
+// newSymbolStage makes the stage; rate and burst bound each target's records (0: no bound).
+func newSymbolStage(e *enrich.Enricher, apply func(jitmap.Batch), log *slog.Logger, rate, burst int) *symbolStage {
+	return &symbolStage{enrich: e, apply: apply, log: log, rate: float64(rate), burst: float64(burst),
+		queues: map[uint32]*symbolQueue{}, expired: make(chan struct{})}
+}
+
+// expireAt makes the stage expire at t: from then on records are counted, not applied.
+func (s *symbolStage) expireAt(t time.Time) {
+	time.AfterFunc(time.Until(t), func() { s.expireOnce.Do(func() { close(s.expired) }) })
+}
+
+func (s *symbolStage) isExpired() bool {
+	select {
+	case <-s.expired:
+		return true
+	default:
+		return false
+	}
 }
 
 // addTarget starts pid's queue; call it before pid's sources.
@@ -50,7 +87,8 @@ func (s *symbolStage) addTarget(pid uint32) {
 	if s.queues[pid] != nil {
 		return
 	}
-	q := &symbolQueue{batches: make(chan jitmap.Batch, queuedBatches), done: make(chan struct{})}
+	q := &symbolQueue{pid: pid, batches: make(chan jitmap.Batch, queuedBatches), done: make(chan struct{}),
+		tokens: s.burst, lastNs: monotonicNs()}
 	s.queues[pid] = q
 	go s.run(q)
 }
@@ -95,13 +133,44 @@ func (s *symbolStage) add(b jitmap.Batch) {
 	if q == nil {
 		return
 	}
-	// A full queue makes the source wait (its goroutine only); the channel is not closed
-	// while a sender holds the read lock.
+	if n := s.allow(q, len(b.Events)); n < len(b.Events) {
+		b.Events = b.Events[:n]
+	}
+	// A full queue makes the source wait (its goroutine only) until the stage expires; the
+	// channel is not closed while a sender holds the read lock.
 	q.mu.RLock()
 	if !q.closed {
-		q.batches <- b
+		select {
+		case q.batches <- b:
+		case <-s.expired:
+			s.unapplied.Add(uint64(len(b.Events)))
+		}
 	}
 	q.mu.RUnlock()
+}
+
+// allow takes n records from q's allowance and returns how many of them it had; the rest
+// are counted as over the rate, and the first time a target passes it is logged.
+func (s *symbolStage) allow(q *symbolQueue, n int) int {
+	if s.rate <= 0 || n == 0 {
+		return n
+	}
+	q.budgetMu.Lock()
+	defer q.budgetMu.Unlock()
+	now := monotonicNs()
+	q.tokens = min(s.burst, q.tokens+float64(now-q.lastNs)/1e9*s.rate)
+	q.lastNs = now
+	ok := min(n, int(q.tokens))
+	q.tokens -= float64(ok)
+	if ok < n {
+		s.overRate.Add(uint64(n - ok))
+		if !q.warned {
+			q.warned = true
+			s.log.Warn("profd: target sends symbol records faster than its budget; the excess is dropped and counted",
+				"pid", q.pid, "records_per_s", s.rate, "burst", s.burst, "raise_with", "--max-record-rate")
+		}
+	}
+	return ok
 }
 
 // badRecords is how many bad records the decoders reported.
@@ -114,6 +183,10 @@ func (s *symbolStage) badRecords() uint64 {
 func (s *symbolStage) run(q *symbolQueue) {
 	defer close(q.done)
 	for b := range q.batches {
+		if s.isExpired() {
+			s.unapplied.Add(uint64(len(b.Events)))
+			continue
+		}
 		s.report(q, b)
 		for _, ev := range b.Events {
 			if load, ok := ev.(*jitmap.CodeLoad); ok {

@@ -30,6 +30,9 @@ var (
 	// ErrPidMismatch: a jitdump record names a process other than the stream's owner; it is
 	// dropped so that one process cannot describe another's address space.
 	ErrPidMismatch = errors.New("record for another process")
+	// ErrBudget: a load or move the Map refused because the process holds as many objects
+	// or bytes as MapOptions allow.
+	ErrBudget = errors.New("over the process's symbol budget")
 	// ErrUnknownCode: a move or unload names code the Map does not hold live.
 	ErrUnknownCode = errors.New("no live code object there")
 )

@@ -17,6 +17,14 @@ type MapOptions struct {
 	// for late lookups; past it, the quarter that ended longest ago is reclaimed.
 	// 0 means DefaultMaxEndedPerPid.
 	MaxEndedPerPid int
+	// MaxLivePerPid bounds a process's live objects: a load that would make one more is
+	// refused with ErrBudget. 0: no bound.
+	MaxLivePerPid int
+	// MaxBytesPerPid bounds the bytes a process's objects hold, live and ended (HeldBytes:
+	// names, code bytes, line tables). A load or move that would pass it first reclaims
+	// ended objects, those that ended longest ago first, and is refused with ErrBudget if
+	// that is not enough. 0: no bound.
+	MaxBytesPerPid int64
 }
 
 // Map holds, per process, the code objects a JIT described, with the times each owned its
@@ -49,6 +57,7 @@ type Map struct {
 // sorted by address.
 type procMap struct {
 	mu          sync.RWMutex
+	held        int64 // HeldBytes of live and ended
 	live        liveIndex
 	ended       []*CodeObject // by Addr
 	endedMaxLen uint64        // the largest Size in ended: how far back a lookup scans
@@ -173,7 +182,7 @@ func (m *Map) Apply(ev Event) error {
 		}
 		o := ev.Object
 		o.UnloadNs = 0
-		m.load(m.proc(ev.Pid), &o, ev.TimeUnknown)
+		return m.load(m.proc(ev.Pid), &o, ev.TimeUnknown)
 	case *CodeMove:
 		p := m.proc(ev.Pid)
 		p.mu.Lock()
@@ -199,7 +208,7 @@ func (m *Map) Apply(ev Event) error {
 		p.mu.Lock()
 		m.end(p, old, ev.TimeNs)
 		p.mu.Unlock()
-		m.load(p, &moved, false)
+		return m.load(p, &moved, false)
 	case *CodeUnload:
 		p := m.proc(ev.Pid)
 		p.mu.Lock()
@@ -234,8 +243,9 @@ func (m *Map) proc(pid uint32) *procMap {
 	return p
 }
 
-// load makes o live, ending what it overlaps; see Apply for timeUnknown. Callers hold m.mu.
-func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) {
+// load makes o live, ending what it overlaps; see Apply for timeUnknown. It refuses o with
+// ErrBudget past MaxLivePerPid or MaxBytesPerPid. Callers hold m.mu.
+func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.changing()
@@ -255,11 +265,24 @@ func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) {
 		}
 		if merged.Code != nil && cur.Code == nil || merged.Lines != nil && cur.Lines == nil ||
 			merged.CodeIndex != cur.CodeIndex || merged.LoadNs != cur.LoadNs {
+			grow := merged.HeldBytes() - cur.HeldBytes()
+			if err := m.makeRoom(p, grow); err != nil {
+				return err
+			}
 			p.live.replace(cur, &merged)
+			p.held += grow
 		}
-		return
+		return nil
 	}
 	m.tmp = p.live.overlapping(m.tmp[:0], o.Addr, o.Size)
+	if max := m.opts.MaxLivePerPid; max > 0 && p.live.n-len(m.tmp) >= max {
+		clear(m.tmp)
+		return fmt.Errorf("jitmap: code load %q: %d live objects: %w", o.Name, p.live.n, ErrBudget)
+	}
+	if err := m.makeRoom(p, o.HeldBytes()); err != nil {
+		clear(m.tmp)
+		return fmt.Errorf("jitmap: code load %q: %w", o.Name, err)
+	}
 	if timeUnknown && len(m.tmp) == 0 {
 		o.LoadNs = p.endedUnder(o.Addr, o.Size, o.LoadNs)
 	}
@@ -270,6 +293,34 @@ func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) {
 	m.loads++
 	o.Version = m.loads
 	p.live.insert(o)
+	p.held += o.HeldBytes()
+	return nil
+}
+
+// makeRoom makes sure p can hold n more bytes under MaxBytesPerPid, reclaiming the ended
+// objects that ended longest ago as needed. Callers hold m.mu and p.mu.
+func (m *Map) makeRoom(p *procMap, n int64) error {
+	limit := m.opts.MaxBytesPerPid
+	if limit <= 0 || p.held+n <= limit {
+		return nil
+	}
+	if len(p.ended) > 0 {
+		byEnd := slices.Clone(p.ended)
+		slices.SortFunc(byEnd, func(a, b *CodeObject) int { return cmp.Compare(a.UnloadNs, b.UnloadNs) })
+		free, before := p.held+n-limit, int64(0)
+		for _, o := range byEnd {
+			if free <= 0 {
+				break
+			}
+			free -= o.HeldBytes()
+			before = o.UnloadNs
+		}
+		p.reclaim(before)
+	}
+	if p.held+n > limit {
+		return fmt.Errorf("%d bytes held, %d more: %w", p.held, n, ErrBudget)
+	}
+	return nil
 }
 
 // endedUnder returns the latest time at or before atNs that an ended object overlapping
@@ -294,6 +345,7 @@ func (m *Map) end(p *procMap, old *CodeObject, atNs int64) {
 	p.changing()
 	p.live.remove(old)
 	if atNs == 0 || (old.LoadNs != 0 && atNs <= old.LoadNs) {
+		p.held -= old.HeldBytes()
 		return
 	}
 	ended := *old
@@ -319,6 +371,8 @@ func (p *procMap) reclaim(beforeNs int64) int {
 		if o.UnloadNs > beforeNs {
 			kept = append(kept, o)
 			maxLen = max(maxLen, o.Size)
+		} else {
+			p.held -= o.HeldBytes()
 		}
 	}
 	n := len(p.ended) - len(kept)
@@ -385,6 +439,17 @@ func (m *Map) Objects(pid uint32) []*CodeObject {
 		return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.LoadNs, b.LoadNs))
 	})
 	return objs
+}
+
+// HeldBytes returns the bytes pid's objects hold, live and ended (see CodeObject.HeldBytes).
+func (m *Map) HeldBytes(pid uint32) int64 {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return 0
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.held
 }
 
 // Counts returns how many live and ended objects the Map holds for pid.

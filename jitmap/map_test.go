@@ -450,3 +450,69 @@ func TestMapSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestMapBudgets: past MaxLivePerPid a load that would add a live object is refused, one
+// that replaces live code is not; past MaxBytesPerPid the code that ended longest ago makes
+// room first, then loads are refused. Other processes are not affected.
+func TestMapBudgets(t *testing.T) {
+	m := NewMap(MapOptions{MaxLivePerPid: 3})
+	mustApply(t, m, load(1, "a", 0x1000, 16, 1), load(1, "b", 0x2000, 16, 2), load(1, "c", 0x3000, 16, 3))
+	if err := m.Apply(load(1, "d", 0x4000, 16, 4)); !errors.Is(err, ErrBudget) {
+		t.Fatalf("a fourth live object: %v, want ErrBudget", err)
+	}
+	mustApply(t, m, load(1, "a2", 0x1000, 16, 5), load(2, "other", 0x4000, 16, 4))
+	wantName(t, m, 1, 0x1000, 6, "a2")
+	wantName(t, m, 1, 0x1000, 2, "a")
+	wantName(t, m, 1, 0x4000, 6, "")
+
+	code := make([]byte, 1000)
+	obj := func(name string, addr uint64, at int64) *CodeLoad {
+		return &CodeLoad{Pid: 1, Object: CodeObject{Name: name, Addr: addr, Size: 1000, Code: code, LoadNs: at}}
+	}
+	per := obj("x", 0, 0).Object.HeldBytes()
+	m = NewMap(MapOptions{MaxBytesPerPid: 3 * per})
+	mustApply(t, m, obj("x", 0x1000, 1), obj("y", 0x1000, 2), obj("z", 0x1000, 3))
+	// x and y ended, z is live: 3 objects held. A fourth makes room by dropping x.
+	mustApply(t, m, obj("w", 0x1000, 4))
+	wantName(t, m, 1, 0x1000, 1, "")
+	wantName(t, m, 1, 0x1000, 2, "y")
+	mustApply(t, m, obj("v", 0x5000, 5), obj("u", 0x9000, 6)) // drop y, then z
+	if err := m.Apply(obj("s", 0xd000, 7)); !errors.Is(err, ErrBudget) {
+		t.Fatalf("a load past the bytes held by live code: %v, want ErrBudget", err)
+	}
+	if got := m.HeldBytes(1); got != 3*per {
+		t.Errorf("HeldBytes %d, want %d", got, 3*per)
+	}
+}
+
+// TestMapHeldBytes: after any mix of loads, moves, unloads and reclaims, HeldBytes is the sum
+// over the objects the Map holds.
+func TestMapHeldBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := NewMap(MapOptions{MaxEndedPerPid: 50, MaxBytesPerPid: 40000})
+	for i := 0; i < 5000; i++ {
+		addr := uint64(rng.IntN(64)) * 0x100
+		at := int64(i + 1)
+		var ev Event
+		switch rng.IntN(5) {
+		case 0, 1:
+			ev = &CodeLoad{Pid: 1, Object: CodeObject{Name: fmt.Sprint("f", i), Addr: addr, Size: uint64(rng.IntN(0x180) + 1),
+				Code: make([]byte, rng.IntN(300)), Lines: make([]LineEntry, rng.IntN(4)), LoadNs: at}}
+		case 2:
+			ev = &CodeMove{Pid: 1, TimeNs: at, OldAddr: addr, NewAddr: uint64(rng.IntN(64)) * 0x100}
+		case 3:
+			ev = &CodeUnload{Pid: 1, TimeNs: at, Addr: addr}
+		case 4:
+			m.Reclaim(at - int64(rng.IntN(100)))
+			continue
+		}
+		_ = m.Apply(ev)
+		var sum int64
+		for _, o := range m.Objects(1) {
+			sum += o.HeldBytes()
+		}
+		if got := m.HeldBytes(1); got != sum || got > 40000 {
+			t.Fatalf("after event %d (%T): HeldBytes %d, objects hold %d (budget 40000)", i, ev, got, sum)
+		}
+	}
+}

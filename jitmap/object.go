@@ -50,6 +50,22 @@ type CodeObject struct {
 	Source  Source
 }
 
+// Estimated bytes an object and a line entry take beyond their variable parts.
+const (
+	objectOverhead = 256 // the CodeObject, its place in the index, the ended copy's pointer
+	lineOverhead   = 48
+)
+
+// HeldBytes estimates the memory the object holds: its name, code bytes and line table,
+// and a fixed overhead. Budgets (MapOptions.MaxBytesPerPid) count it.
+func (o *CodeObject) HeldBytes() int64 {
+	n := int64(objectOverhead + len(o.Name) + len(o.Code))
+	for _, l := range o.Lines {
+		n += int64(lineOverhead + len(l.File))
+	}
+	return n
+}
+
 // Contains reports whether ip falls inside the object's code range.
 func (o *CodeObject) Contains(ip uint64) bool {
 	return ip >= o.Addr && ip-o.Addr < o.Size

@@ -25,14 +25,14 @@ type benchProfd struct {
 	cmd *exec.Cmd
 	mu  sync.Mutex
 	// from the counters line of the latest summary
-	flushes, jitSamples, outside, symbols int
-	attached                              bool
-	changed                               chan struct{}
+	flushes, jitSamples, outside, symbols, overBudget int
+	attached                                          bool
+	changed                                           chan struct{}
 }
 
-var countersRE = regexp.MustCompile(`samples (\d+) in JIT code, (\d+) outside;.*symbols (\d+) .*flush (\d+)`)
+var countersRE = regexp.MustCompile(`samples (\d+) in JIT code, (\d+) outside;.*symbols (\d+) .*over budget (\d+)\); flush (\d+)`)
 
-func startBenchProfd(b *testing.B, args ...string) *benchProfd {
+func startBenchProfd(b testing.TB, args ...string) *benchProfd {
 	b.Helper()
 	profd, _ := binaries(b)
 	p := &benchProfd{cmd: exec.Command(profd, append(args, "--log-level", "error")...), changed: make(chan struct{}, 1)}
@@ -56,7 +56,8 @@ func startBenchProfd(b *testing.B, args ...string) *benchProfd {
 				p.jitSamples, _ = strconv.Atoi(m[1])
 				p.outside, _ = strconv.Atoi(m[2])
 				p.symbols, _ = strconv.Atoi(m[3])
-				p.flushes, _ = strconv.Atoi(m[4])
+				p.overBudget, _ = strconv.Atoi(m[4])
+				p.flushes, _ = strconv.Atoi(m[5])
 			}
 			p.mu.Unlock()
 			select {
@@ -73,7 +74,7 @@ func startBenchProfd(b *testing.B, args ...string) *benchProfd {
 }
 
 // waitUntil waits for cond on the parsed state.
-func (p *benchProfd) waitUntil(b *testing.B, what string, cond func(p *benchProfd) bool) {
+func (p *benchProfd) waitUntil(b testing.TB, what string, cond func(p *benchProfd) bool) {
 	b.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
@@ -93,7 +94,7 @@ func (p *benchProfd) waitUntil(b *testing.B, what string, cond func(p *benchProf
 }
 
 // flush asks for a flush and waits for its summary; it returns the samples counted so far.
-func (p *benchProfd) flush(b *testing.B) (samples int) {
+func (p *benchProfd) flush(b testing.TB) (samples int) {
 	b.Helper()
 	p.mu.Lock()
 	before := p.flushes
@@ -106,7 +107,7 @@ func (p *benchProfd) flush(b *testing.B) (samples int) {
 }
 
 // cpuNs is the CPU time pid's threads have used, from schedstat (nanoseconds).
-func cpuNs(b *testing.B, pid int) int64 {
+func cpuNs(b testing.TB, pid int) int64 {
 	b.Helper()
 	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
@@ -126,7 +127,7 @@ func cpuNs(b *testing.B, pid int) int64 {
 	return total
 }
 
-func statusKB(b *testing.B, pid int, field string) int {
+func statusKB(b testing.TB, pid int, field string) int {
 	b.Helper()
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {

@@ -157,6 +157,17 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s); 0 flushes only on SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")
+	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
+	fs.Func("max-symbol-mb", fmt.Sprintf("per target, the memory its functions' names, code bytes and line tables may hold (`MB`, default %d); code that ended longest ago is let go first, then loads are dropped and counted", daemon.DefaultMaxSymbolBytes>>20), func(s string) error {
+		mb, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || mb <= 0 || mb > 1<<30 {
+			return fmt.Errorf("want a number of megabytes, such as 512")
+		}
+		cfg.MaxSymbolBytes = mb << 20
+		return nil
+	})
+	fs.IntVar(&cfg.MaxRecordRate, "max-record-rate", daemon.DefaultMaxRecordRate, "per target, the symbol records per second profd applies (`N`; 10 s worth may come at once); the excess is dropped and counted, with one warning")
+	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", daemon.DefaultStopTimeout, "when stopping, write the final profiles within `D` whatever targets still send: symbols not read by 60% of it are counted and logged")
 	fs.BoolVar(&lo.json, "log-json", false, "write logs as JSON lines instead of text")
 	fs.Func("log-level", "log `LEVEL`: debug, info, warn or error (default info)", func(s string) error {
 		return lo.level.UnmarshalText([]byte(s))

@@ -4,6 +4,7 @@ package symtest
 
 import (
 	"bytes"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +122,46 @@ func JitdumpStream(t testing.TB, pid uint32, names ...string) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	return b.Bytes()
+}
+
+// ChurnStream is a jitdump stream of pid as a hostile (or very busy) JIT writes it: n code
+// loads over slots addresses, each load after the first slots ending the code it replaces
+// (with an unload record first, when unload): records that end code cost most.
+func ChurnStream(t testing.TB, pid uint32, n, slots int, unload bool) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := jitdumptest.NewWriter(&b, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := []byte{0x90, 0x90, 0x90, 0xc3}
+	for i := 0; i < n; i++ {
+		addr := uint64(0x7e0000000000) + uint64(i%slots)*64
+		if unload && i >= slots {
+			if err := w.CodeUnload(&jitmap.CodeUnload{Pid: pid, Tid: pid, TimeNs: int64(2*i + 1), Addr: addr,
+				CodeIndex: uint64(i - slots + 1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+			Name: "churn_" + strconv.Itoa(i), Addr: addr, Size: uint64(len(code)), Code: code,
+			LoadNs: int64(2*i + 2), CodeIndex: uint64(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+// PerfMapLines is a perf map of n lines, every line at one of slots addresses.
+func PerfMapLines(n, slots int) []byte {
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		b.WriteString(strconv.FormatUint(0x7d0000000000+uint64(i%slots)*64, 16))
+		b.WriteString(" 40 map_churn_")
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
 	}
 	return b.Bytes()
 }

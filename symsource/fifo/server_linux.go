@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,7 @@ type Owner struct{ UID, GID int }
 // Stats are the Server's counters since it started.
 type Stats struct {
 	Sessions uint64 // writer sessions begun (the first per target counts when AddTarget returns)
+	Unread   uint64 // bytes left in FIFOs when their readers stopped
 	jitmap.StreamCounts
 }
 
@@ -57,6 +59,8 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	sessions  atomic.Uint64
+	unread    atomic.Uint64 // bytes left in FIFOs when their readers stopped
+	deadline  atomic.Int64  // unix ns after which stopping readers read no more; 0: none
 	countedMu sync.Mutex
 	counted   jitmap.StreamCounts // every session's, added after each read
 	mu        sync.Mutex
@@ -117,7 +121,7 @@ func (s *Server) FIFOPath(pid uint32) string { return s.dir.Path() + "/" + fifoN
 func (s *Server) Stats() Stats {
 	s.countedMu.Lock()
 	defer s.countedMu.Unlock()
-	return Stats{Sessions: s.sessions.Load(), StreamCounts: s.counted}
+	return Stats{Sessions: s.sessions.Load(), Unread: s.unread.Load(), StreamCounts: s.counted}
 }
 
 // AddTarget creates the FIFO of process pid, owned by owner, and starts reading it.
@@ -182,8 +186,15 @@ func (s *Server) stopAll() {
 	}
 }
 
-// Close stops every reader, waits for them, and removes the FIFOs, the pid file and (if
-// Start made it) the directory.
+// CloseBy is Close with a deadline: readers stop decoding what their FIFOs hold at
+// deadline (what is left is counted in Stats.Unread and logged).
+func (s *Server) CloseBy(deadline time.Time) error {
+	s.deadline.Store(deadline.UnixNano())
+	return s.Close()
+}
+
+// Close stops every reader, waits for them (each first decodes what its FIFO holds), and
+// removes the FIFOs, the pid file and (if Start made it) the directory.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -228,17 +239,43 @@ func (s *Server) readLoop(t *target) {
 	}
 }
 
-// drain decodes what the FIFO still holds when the reader is told to stop, so nothing a JIT
-// already sent is lost.
+// drain decodes what the FIFO holds when the reader is told to stop, so nothing a JIT
+// already sent is lost: the bytes in the pipe then (a writer that keeps writing is not
+// followed), until the deadline CloseBy set. What it leaves is counted and logged.
 func (s *Server) drain(t *target, buf []byte) {
-	for {
-		n, err := unix.Read(t.pipe.fd, buf)
+	left := queued(t.pipe.fd)
+	for left > 0 && !s.pastDeadline() {
+		n, err := unix.Read(t.pipe.fd, buf[:min(len(buf), left)])
 		if n <= 0 || err != nil {
 			break
 		}
+		left -= n
 		s.deliver(t, t.stream.Write(buf[:n]))
 	}
 	s.endSession(t)
+	if rest := queued(t.pipe.fd); rest > 0 {
+		why := "written after the reader was told to stop"
+		if s.pastDeadline() {
+			why = "the stop deadline passed"
+		}
+		s.unread.Add(uint64(rest))
+		s.log.Warn("fifo: stopped reading a target's FIFO with symbol records left in it", "pid", t.pid,
+			"bytes", rest, "why", why)
+	}
+}
+
+// queued is how many bytes the pipe fd holds (FIONREAD, which Linux calls TIOCINQ).
+func queued(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (s *Server) pastDeadline() bool {
+	d := s.deadline.Load()
+	return d != 0 && time.Now().UnixNano() >= d
 }
 
 // deliver counts what t's stream decoded since the last call and hands b on.

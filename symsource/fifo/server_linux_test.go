@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/symtest"
+	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -468,5 +470,47 @@ func TestPerfMapCodeReadFromOtherProcess(t *testing.T) {
 	}
 	if o.Name != "perf_map_function" || !bytes.Equal(o.Code, want) || evs[0].Pid != pid {
 		t.Errorf("load %q of pid %d with code %x, want %x from pid %d\n%s\n%s", o.Name, evs[0].Pid, o.Code, want, pid, out.String(), logs)
+	}
+}
+
+// TestCloseByDeadline: a FIFO full of records and a slow consumer do not hold Close past
+// its deadline; what was left in the FIFO is counted and logged.
+func TestCloseByDeadline(t *testing.T) {
+	logs := &testenv.SyncBuffer{}
+	s, err := Start(context.Background(), Config{Dir: privateDir(t),
+		Handler: func(jitmap.Batch) { time.Sleep(50 * time.Millisecond) }, // a busy symbol stage
+		Logger:  slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid, testOwner); err != nil {
+		t.Fatal(err)
+	}
+	w := openWriter(t, s.FIFOPath(pid))
+	var text bytes.Buffer
+	for text.Len() < 900<<10 {
+		fmt.Fprintf(&text, "%x 10 f%d\n", 0x1000+text.Len(), text.Len())
+	}
+	if _, err := w.Write(text.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	start := time.Now()
+	if err := s.CloseBy(start.Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	// Reading it all takes 14 reads of 50 ms; the deadline stops that after about 4 (how
+	// many depends on scheduling: what was left is the test).
+	if took > 5*time.Second {
+		t.Errorf("Close took %v with a 200 ms deadline", took)
+	}
+	st := s.Stats()
+	if st.Unread == 0 || st.Unread+st.Bytes != uint64(text.Len()) {
+		t.Errorf("stats %+v: want the %d bytes written split between read and unread", st, text.Len())
+	}
+	if !strings.Contains(logs.String(), "the stop deadline passed") {
+		t.Errorf("no log line says the deadline passed:\n%s", logs)
 	}
 }

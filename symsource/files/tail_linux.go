@@ -61,6 +61,7 @@ type Config struct {
 type Stats struct {
 	Files     uint64 // files decoded (a file written anew counts again)
 	Rewritten uint64 // files seen written anew from their start
+	Unread    uint64 // bytes of files not read at a target's end or at Close, the deadline past
 	jitmap.StreamCounts
 }
 
@@ -72,9 +73,10 @@ type Tailer struct {
 	log   *slog.Logger
 	extra []place
 
-	inotify *fdwait.Waiter // the inotify descriptor
-	quit    atomic.Bool
-	done    chan struct{} // closed when run returns
+	inotify  *fdwait.Waiter // the inotify descriptor
+	quit     atomic.Bool
+	deadline atomic.Int64  // unix ns after which the last reads at Close stop; 0: none
+	done     chan struct{} // closed when run returns
 
 	mu      sync.Mutex
 	stats   Stats
@@ -173,7 +175,7 @@ func (ft *Tailer) RemoveTarget(pid uint32) {
 	}
 	t.nextMaps = time.Time{}
 	ft.look(t)
-	ft.readAll(t)
+	ft.readAll(t, true)
 	ft.dropTarget(t)
 }
 
@@ -375,9 +377,11 @@ func (ft *Tailer) consider(t *target, host bool, path string, src jitmap.Source)
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
-// was any. A file written anew from its start is decoded again from there as a new stream:
-// entries it no longer lists keep naming the samples of their time.
-func (ft *Tailer) readFile(t *target, f *tailedFile) (grew bool) {
+// was any: at most maxReadsPerFile reads, or, when last (the target ended, or the Tailer
+// closes), up to the file's size now (a file that keeps growing is not followed) or the
+// deadline Close set. A file written anew from its start is decoded again from there as
+// a new stream: entries it no longer lists keep naming the samples of their time.
+func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err == nil && f.rewritten(st.Size, ft.buf) {
 		ft.deliver(f, f.stream.Finish())
@@ -387,7 +391,15 @@ func (ft *Tailer) readFile(t *target, f *tailedFile) (grew bool) {
 		f.stream = jitmap.NewStream(t.pid, f.src, f.path, ft.cfg.Decoder)
 		f.counted = jitmap.StreamCounts{}
 	}
-	for i := 0; i < maxReadsPerFile; i++ {
+	for i := 0; last || i < maxReadsPerFile; i++ {
+		if last && (f.offset >= st.Size || ft.pastDeadline()) {
+			if left := st.Size - f.offset; left > 0 {
+				ft.stats.Unread += uint64(left)
+				ft.log.Warn("files: the stop deadline passed with a symbol file not read to its end", "pid", t.pid,
+					"file", f.path, "bytes_left", left)
+			}
+			return grew
+		}
 		n, err := unix.Pread(f.fd, ft.buf, f.offset)
 		if n <= 0 || err != nil {
 			return grew
@@ -399,11 +411,16 @@ func (ft *Tailer) readFile(t *target, f *tailedFile) (grew bool) {
 	return grew
 }
 
+func (ft *Tailer) pastDeadline() bool {
+	d := ft.deadline.Load()
+	return d != 0 && time.Now().UnixNano() >= d
+}
+
 // readAll reads every file of t and reports whether one grew. Called with mu held.
-func (ft *Tailer) readAll(t *target) bool {
+func (ft *Tailer) readAll(t *target, last bool) bool {
 	grew := false
 	for _, f := range t.files {
-		grew = ft.readFile(t, f) || grew
+		grew = ft.readFile(t, f, last) || grew
 	}
 	return grew
 }
@@ -439,7 +456,15 @@ func (ft *Tailer) stop() {
 // wake makes run look now, or as soon as it next waits.
 func (ft *Tailer) wake() { ft.inotify.Wake() }
 
-// Close reads the files one last time, stops the Tailer and releases its descriptors.
+// CloseBy is Close with a deadline for the last reads (what is left is counted in
+// Stats.Unread and logged).
+func (ft *Tailer) CloseBy(deadline time.Time) {
+	ft.deadline.Store(deadline.UnixNano())
+	ft.Close()
+}
+
+// Close reads the files to their end one last time, stops the Tailer and releases its
+// descriptors.
 func (ft *Tailer) Close() {
 	ft.stop()
 	<-ft.done
@@ -487,7 +512,7 @@ func (ft *Tailer) run() {
 			if looking && ft.look(t) {
 				active = true
 			}
-			if ft.readAll(t) {
+			if ft.readAll(t, stopping) {
 				active = true
 			}
 		}
