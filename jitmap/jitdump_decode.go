@@ -109,7 +109,7 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 		if len(rest) < int(size) {
 			return n
 		}
-		if k := sessionInRecord(rest[:size]); k > 0 {
+		if k := sessionInRecord(rest[:size], j.be); k > 0 {
 			// A writer died mid-record and the next one's header took the rest of its
 			// length: the record is cut short, and a session begins at k.
 			d.report(id, ErrTruncated)
@@ -313,14 +313,25 @@ func (d *Decoder) jitdumpDebugInfo(body []byte) {
 func compareLineAddr(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) }
 
 // sessionInRecord returns where in rec (a complete record, header included) a jitdump header
-// begins, or -1: a writer died mid-record and the next one's header took the rest of the
-// record's length. A header whose first 12 bytes lie in rec must be plausible (sessionAt); one
-// that begins in rec's last 11 bytes is told by its magic alone (which the code bytes of a
-// record match by chance once in 2^29 records), so that the answer does not depend on bytes
-// past rec.
-func sessionInRecord(rec []byte) int {
-	if k := indexSession(rec, 1, len(rec)); k >= 0 {
-		return k
+// in the stream's byte order (be) begins, or -1: a writer died mid-record and the next
+// one's header took the rest of the record's length. A header whose first 12 bytes lie in
+// rec must be plausible (sessionAt); one that begins in rec's last 11 bytes is told by its
+// magic alone (which the code bytes of a record match by chance once in 2^29 records), so
+// that the answer does not depend on bytes past rec.
+func sessionInRecord(rec []byte, be bool) int {
+	needle := sessionLittle
+	if be {
+		needle = sessionBig
+	}
+	for i := 1; i < len(rec); {
+		k := bytes.Index(rec[i:], needle)
+		if k < 0 {
+			break
+		}
+		if i+k+sessionProbe <= len(rec) && sessionAt(rec[i+k:]) {
+			return i + k
+		}
+		i += k + 1
 	}
 	for k := max(1, len(rec)-(sessionProbe-1)); k+len(magicLittle) <= len(rec); k++ {
 		if isMagic(rec[k:]) {
@@ -329,3 +340,9 @@ func sessionInRecord(rec []byte) int {
 	}
 	return -1
 }
+
+// The first 8 bytes of a jitdump header (magic, version 1) in each byte order.
+var (
+	sessionLittle = []byte{0x44, 0x54, 0x69, 0x4A, 1, 0, 0, 0}
+	sessionBig    = []byte{0x4A, 0x69, 0x54, 0x44, 0, 0, 0, 1}
+)

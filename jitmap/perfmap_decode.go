@@ -23,12 +23,9 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 			line = rest[:i]
 		}
 		// A jitdump header inside a line: the writer died mid-line and another began a
-		// session; the line so far is cut short.
-		from := 1 // a header at 0 would be at a line's start, handled above
-		if d.pm.discarding {
-			from = 0
-		}
-		if k := indexSession(rest, from, len(line)); k >= 0 {
+		// session; the line so far is cut short. (A header holds NUL bytes and text does
+		// not, so most lines are passed over at once.)
+		if k := d.sessionInLine(rest, len(line)); k >= 0 {
 			if !d.pm.discarding {
 				d.report(0, fmt.Errorf("%w: cut short by a new session", ErrBadLine))
 			}
@@ -58,6 +55,20 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 		n += i + 1
 		d.off += int64(i + 1)
 	}
+}
+
+// sessionInLine returns where a jitdump header begins in rest[:end], a line (or what is
+// there of it), or -1. A header at the line's start is consumePerfMap's; while discarding,
+// rest starts mid-line.
+func (d *Decoder) sessionInLine(rest []byte, end int) int {
+	if bytes.IndexByte(rest[:end], 0) < 0 {
+		return -1
+	}
+	from := 1
+	if d.pm.discarding {
+		from = 0
+	}
+	return indexSession(rest, from, end)
 }
 
 // perfMapLine decodes one line, without its newline: "START SIZE NAME", START and SIZE in hex
