@@ -68,7 +68,13 @@ type daemon struct {
 	goneNote  chan struct{} // a target went away
 	addedNote chan struct{} // a target was added
 	flushReq  chan struct{} // capacity 1: a pending flush; more requests coalesce into it
-	flushWG   sync.WaitGroup
+	// flushRequests holds the JITs' own flush requests not yet answered, by target (under
+	// mu); targetFlush (capacity 1) says there are some.
+	flushRequests map[uint32][]*jitmap.FlushRequest
+	targetFlush   chan struct{}
+	replyErrMu    sync.Mutex
+	replyErrs     map[uint32]bool // targets whose reply failed, logged once
+	flushWG       sync.WaitGroup
 }
 
 // Run profiles the configured targets until ctx is done, --duration passes, or every
@@ -174,7 +180,8 @@ func (d *daemon) logStopLosses() {
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
 		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary)}
+		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary),
+		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
 	d.agg = newAggregate(d.jit)
 	return d
 }
@@ -324,7 +331,11 @@ func (d *daemon) removeTarget(pid uint32) {
 		delete(d.agg.procs, pid)
 	}
 	d.jit.RemovePid(pid)
+	delete(d.flushRequests, pid) // its reply FIFO is gone: no one to answer
 	d.mu.Unlock()
+	d.replyErrMu.Lock()
+	delete(d.replyErrs, pid)
+	d.replyErrMu.Unlock()
 	d.smp.RemoveTarget(pid)
 	d.log.Info("profd: target exited", "pid", pid)
 	select {
@@ -380,8 +391,12 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 			d.drainLocked()
 			drained = true
 		}
-		if _, ok := ev.(*jitmap.CodeLoad); ok {
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
 			d.loads++
+		case *jitmap.FlushRequest:
+			d.queueFlushRequest(b, ev)
+			continue
 		}
 		if err := d.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
 			d.overBudget(b.Pid, err)
@@ -395,6 +410,46 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 	if p := d.agg.procs[b.Pid]; p != nil {
 		p.symbols += uint64(len(b.Events))
 		p.recordsNs = max(p.recordsNs, latestTime(b.Events))
+	}
+}
+
+// maxPendingFlushRequests bounds the flush requests of one target waiting for a flush;
+// past it, a request is answered at once with EBUSY.
+const maxPendingFlushRequests = 64
+
+// queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the
+// records before it in its stream are applied by then. Only a FIFO is a channel to profd:
+// a request in a jitdump file is not. Callers hold d.mu.
+func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
+	if b.Source != jitmap.SourceFIFO {
+		d.log.Debug("profd: flush request outside the FIFO ignored", "pid", b.Pid, "stream", b.Stream)
+		return
+	}
+	if len(d.flushRequests[b.Pid]) >= maxPendingFlushRequests {
+		d.reply(b.Pid, fifo.FlushReply{ID: req.ID, Status: syscall.EBUSY})
+		return
+	}
+	d.flushRequests[b.Pid] = append(d.flushRequests[b.Pid], req)
+	select {
+	case d.targetFlush <- struct{}{}:
+	default:
+	}
+}
+
+// reply answers a flush request; a JIT that leaves its replies unread loses the later
+// ones, with one log line per target.
+func (d *daemon) reply(pid uint32, r fifo.FlushReply) {
+	err := d.fifo.Reply(pid, r)
+	if err == nil || errors.Is(err, fifo.ErrNoTarget) {
+		return // answered, or the target (or profd) is gone: no one is waiting
+	}
+	d.replyErrMu.Lock()
+	first := !d.replyErrs[pid]
+	d.replyErrs[pid] = true
+	d.replyErrMu.Unlock()
+	if first {
+		d.log.Warn("profd: cannot answer a flush request; later failures for this target are not logged",
+			"pid", pid, "request", r.ID, "err", err)
 	}
 }
 
@@ -455,7 +510,15 @@ func (d *daemon) requestFlush() {
 
 func (d *daemon) flushLoop() {
 	defer d.flushWG.Done()
-	for range d.flushReq {
-		d.flush(false)
+	for {
+		select {
+		case _, ok := <-d.flushReq:
+			if !ok {
+				return // stopping: the final flush answers what is pending
+			}
+			d.flush(false)
+		case <-d.targetFlush:
+			d.flushTargets()
+		}
 	}
 }

@@ -2,15 +2,20 @@ package daemon
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/symsource/fifo"
 )
 
 // pending is one process's capture, taken under the lock and written outside it.
@@ -59,25 +64,103 @@ func (d *daemon) flush(final bool) {
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); flush %d",
 		d.agg.jitSamples, d.agg.outsideSamples, unnamed, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(),
 		d.symOverBudget+d.symbols.overRate.Load(), n)
+	// The JITs' own requests are answered by this flush too.
+	requests := d.flushRequests
+	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
 	d.mu.Unlock()
 
 	for _, w := range work {
-		start := time.Now()
-		paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, d.cfg.Formats, w.capture)
-		if err != nil {
-			d.log.Error("profd: flush", "pid", w.pid, "err", err)
-		}
-		d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
-			"objects", cst.Objects, "reestimated", cst.Reestimated, "raw_no_code", cst.RawNoCode,
-			"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable, "took", time.Since(start))
-		if cst.FirstError != nil {
-			d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
-		}
-		jit, outside := w.capture.TotalSamples()
-		d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+		d.write(w, d.cfg.Formats, requests[w.pid])
 	}
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.latest)), counters)
+}
+
+// flushTargets writes the outputs of the targets that asked for them through their FIFO
+// (a JIT's flush request) and answers each request; requests coalesce: every one pending
+// for a target is answered by one flush, which writes the outputs any of them asked for.
+func (d *daemon) flushTargets() {
+	d.mu.Lock()
+	requests := d.flushRequests
+	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
+	if len(requests) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	d.drainLocked()
+	meta := d.meta()
+	st := d.smp.Stats()
+	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
+	var work []pending
+	for _, pid := range slices.Sorted(maps.Keys(requests)) {
+		p := d.agg.procs[pid]
+		if p == nil {
+			continue // it exited: its FIFOs are gone, there is no one to answer
+		}
+		d.agg.resolve(p, false)
+		work = append(work, pending{pid: pid, base: p.base, capture: p.capture(d.jit, meta, end)})
+		if d.cfg.ResetOnFlush {
+			p.reset()
+		}
+	}
+	d.mu.Unlock()
+	for _, w := range work {
+		d.write(w, requestedFormats(d.cfg.Formats, requests[w.pid]), requests[w.pid])
+	}
+}
+
+// flushBits maps the outputs to the bits a FlushRequest asks for them with.
+var flushBits = map[Format]uint32{FormatLLVMText: jitmap.FlushLLVMText, FormatLLVMExtBinary: jitmap.FlushLLVMExtBinary,
+	FormatPprof: jitmap.FlushPprof, FormatCapture: jitmap.FlushCapture}
+
+// requestedFormats is the outputs of configured that any of reqs asks for.
+func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format {
+	var out []Format
+	for _, f := range configured {
+		for _, r := range reqs {
+			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// write writes w's formats, logs them, keeps its totals for the summary, and answers the
+// flush requests reqs of its target, each with the paths of the formats it asked for.
+func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest) {
+	start := time.Now()
+	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
+	if err != nil {
+		d.log.Error("profd: flush", "pid", w.pid, "err", err)
+	}
+	d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
+		"objects", cst.Objects, "reestimated", cst.Reestimated, "raw_no_code", cst.RawNoCode,
+		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable, "took", time.Since(start))
+	if cst.FirstError != nil {
+		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
+	}
+	jit, outside := w.capture.TotalSamples()
+	d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+	var status syscall.Errno
+	if err != nil && !errors.As(err, &status) {
+		status = syscall.EIO
+	}
+	for _, r := range reqs {
+		reply := fifo.FlushReply{ID: r.ID, Status: status}
+		for _, f := range formats {
+			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
+				if p := filepath.Join(d.cfg.OutDir, w.base+extension[f]); slices.Contains(paths, p) {
+					reply.Paths = append(reply.Paths, p)
+				}
+			}
+		}
+		if len(reply.Paths) == 0 && status == 0 {
+			reply.Status = syscall.ENOENT // none of the outputs it asked for is written (--format)
+		}
+		d.reply(w.pid, reply)
+	}
 }
 
 // procSummary is what the summary keeps of a process's last flushed capture.

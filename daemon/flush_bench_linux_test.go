@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/jitmap/jitdumptest"
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 )
@@ -133,4 +136,110 @@ func BenchmarkFlush10kFunctions(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/flush")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n/1e3, "us/function")
+}
+
+// jitEnd is the JIT's side of its two FIFOs in tests: the symbols FIFO it writes (a
+// jitdump header first) and the reply FIFO it reads.
+type jitEnd struct {
+	w     *jitdumptest.Writer
+	wf    *os.File
+	reply *os.File
+	buf   []byte
+}
+
+func openJITEnd(t testing.TB, dir string, pid uint32) *jitEnd {
+	t.Helper()
+	wf, err := os.OpenFile(filepath.Join(dir, itoa(int(pid))+".map"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := os.OpenFile(filepath.Join(dir, itoa(int(pid))+".reply"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := jitdumptest.NewWriter(wf, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wf.Close(); reply.Close() })
+	return &jitEnd{w: w, wf: wf, reply: reply}
+}
+
+// flushReply is a decoded reply.
+type flushReply struct {
+	id     uint64
+	status int32
+	paths  []string
+}
+
+// next reads the next reply (blocking).
+func (j *jitEnd) next(t testing.TB) flushReply {
+	t.Helper()
+	for {
+		if len(j.buf) >= 24 {
+			total := int(binary.NativeEndian.Uint32(j.buf[4:]))
+			if binary.NativeEndian.Uint32(j.buf) != 0x31524650 || total < 24 {
+				t.Fatalf("bad reply % x", j.buf[:24])
+			}
+			if len(j.buf) >= total {
+				r := flushReply{id: binary.NativeEndian.Uint64(j.buf[8:]), status: int32(binary.NativeEndian.Uint32(j.buf[16:]))}
+				if paths := strings.TrimSuffix(string(j.buf[24:total]), "\x00"); paths != "" {
+					r.paths = strings.Split(paths, "\x00")
+				}
+				j.buf = j.buf[total:]
+				return r
+			}
+		}
+		var b [8192]byte
+		n, err := j.reply.Read(b[:])
+		if err != nil {
+			t.Fatalf("reading replies: %v", err)
+		}
+		j.buf = append(j.buf, b[:n]...)
+	}
+}
+
+// BenchmarkFlushRequestReply is a JIT's flush request through its FIFO answered on its reply
+// FIFO with the path of its profile, for a target with 1000 sampled functions: the time from
+// the request's write to the reply's read, asking for the LLVM ext-binary profile (what a
+// re-optimising JIT reads) and for every output.
+func BenchmarkFlushRequestReply(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		formats uint32
+		paths   int
+	}{{"llvm-extbinary", jitmap.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
+		b.Run(c.name, func(b *testing.B) { benchFlushRequestReply(b, c.formats, c.paths) })
+	}
+}
+
+func benchFlushRequestReply(b *testing.B, formats uint32, paths int) {
+	testenv.Requires(b, testenv.Root)
+	d := newBenchDaemon(b, 1000, io.Discard)
+	pid := uint32(os.Getpid())
+	d.symbols.addTarget(pid)
+	if err := d.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
+		b.Fatal(err)
+	}
+	d.flushWG.Add(1)
+	go d.flushLoop()
+	b.Cleanup(func() { close(d.flushReq); d.flushWG.Wait() })
+	j := openJITEnd(b, d.fifo.Dir(), pid)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: uint64(i + 1), Formats: formats}); err != nil {
+			b.Fatal(err)
+		}
+		r := j.next(b)
+		lat = append(lat, time.Since(start))
+		if r.id != uint64(i+1) || r.status != 0 || len(r.paths) != paths {
+			b.Fatalf("reply %+v to request %d", r, i+1)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // TestHostileTarget: beside the test JIT, a target floods its FIFO with symbol records
-// that each end code (more than its record budget allows, and it keeps writing) and has a
-// 100 000-line perf map. profd still names the test JIT's samples as perf attributes them
+// that each end code (far more than its budget of 2000 a second allows, and it keeps
+// writing) and has a 100 000-line perf map. profd still names the test JIT's samples as perf attributes them
 // (within 2 points), warns once about the hostile target's excess, and, stopped while the
 // flood goes on, writes its final profiles within its stop timeout.
 func TestHostileTarget(t *testing.T) {
@@ -43,7 +43,9 @@ func TestHostileTarget(t *testing.T) {
 	if perfAvailable() {
 		perf = startPerf(t, jit.pid(), 999)
 	}
-	cfg := Config{Pids: []uint32{uint32(jit.pid()), uint32(hostile)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out}
+	// A record budget the flood passes for sure, however slowly the machine lets it write.
+	cfg := Config{Pids: []uint32{uint32(jit.pid()), uint32(hostile)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		MaxRecordRate: 2000}
 	r := startRun(t, cfg)
 	fifo := filepath.Join(d.fifo, strconv.Itoa(hostile)+".map")
 	waitFor(t, "the hostile target's FIFO", 10*time.Second, func() bool { return fileExists(fifo) })

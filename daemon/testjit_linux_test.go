@@ -18,8 +18,8 @@ import (
 var testjitFunctions = []string{"count_small", "count_medium", "count_large"}
 
 // TestTestJITEndToEnd profiles jit/testjit, which announces its code through the FIFO with
-// jit/profd_jit.h, unloads count_small and loads count_large at the same address, and moves
-// count_medium. perf record of the same run is attributed with testjit's own account of
+// jit/profd_jit.h, unloads count_small and loads count_large at the same address, moves
+// count_medium, and after each round asks for its profiles and waits for their paths. perf record of the same run is attributed with testjit's own account of
 // where each function was (perf cannot name FIFO-announced code): the shares must agree, so
 // the samples of the two functions that shared an address are each counted right.
 func TestTestJITEndToEnd(t *testing.T) {
@@ -28,7 +28,7 @@ func TestTestJITEndToEnd(t *testing.T) {
 			testenv.Requires(t, testenv.Root)
 			testjit, _ := workloads(t)
 			d := newDirs(t)
-			jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "150", "-r", "2", "-w", "10000", "-f")
+			jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "150", "-r", "2", "-w", "10000", "-F")
 			pid := jit.pid()
 			var perf *perfRun
 			if perfAvailable() {
@@ -42,9 +42,16 @@ func TestTestJITEndToEnd(t *testing.T) {
 			if !strings.Contains(jit.out.String(), "profd connected") {
 				t.Fatalf("testjit did not connect to profd:\n%s", jit.out.String())
 			}
-			// -f: one SIGUSR1 per round, then the final profile at exit.
-			if n := strings.Count(summary, "profd flush #"); n < 2 {
-				t.Errorf("%d flushes, want one per round (2) at least\n%s", n, summary)
+			// -F: after each round testjit asks for its profiles over its FIFO and waits
+			// for profd's answer: their paths.
+			want := "flushed rc=0 status=0 paths=" + strings.Join([]string{outputPath(d, "testjit", pid, FormatLLVMText),
+				outputPath(d, "testjit", pid, FormatLLVMExtBinary), outputPath(d, "testjit", pid, FormatPprof),
+				outputPath(d, "testjit", pid, FormatCapture)}, ",")
+			if n := strings.Count(jit.out.String(), want+"\n"); n != 2 {
+				t.Errorf("%d answered flush requests, want one per round (2), each %q:\n%s", n, want, jit.out.String())
+			}
+			if !strings.Contains(summary, "profd final flush #") {
+				t.Errorf("no final flush:\n%s", summary)
 			}
 
 			c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))

@@ -10,12 +10,15 @@
  *   profd_jit_code_load(&pj, "fib", (uint64_t)(uintptr_t)code, size, code, NULL, 0, &idx);
  *   ...
  *   profd_jit_code_unload(&pj, (uint64_t)(uintptr_t)code, idx);
- *   profd_jit_flush(&pj);               // ask profd to write its profiles now
+ *   profd_jit_reply r;                  // ask profd for this process's LLVM profile, wait
+ *   profd_jit_flush_wait(&pj, PROFD_JIT_FLUSH_LLVM_EXTBINARY, 5000, &r);
+ *                                       // for it (ms), and read where it is: r.paths[0]
  *   profd_jit_close(&pj);
  *
  * Records go out as a Linux perf jitdump stream (file header first, then CODE_LOAD,
  * CODE_DEBUG_INFO, CODE_MOVE, CODE_CLOSE) in the machine's byte order, plus profd's
- * CODE_UNLOAD extension (id 0x7F000001), which other jitdump readers skip by its size.
+ * CODE_UNLOAD (id 0x7F000001) and FLUSH_REQUEST (0x7F000002) extensions, which other jitdump
+ * readers skip by their size. profd answers a flush request on <dir>/<pid>.reply.
  *
  * With no profd running, profd_jit_open returns PROFD_JIT_NO_DAEMON and every other call
  * does nothing: the JIT runs on unprofiled. Writes never block for long (a full pipe is
@@ -60,6 +63,7 @@
 #define PROFD_JIT_OK 0
 #define PROFD_JIT_NO_DAEMON 1 /* no profd FIFO for this process (or profd went away) */
 #define PROFD_JIT_DROPPED 2   /* the pipe stayed full for timeout_ms; this record was dropped */
+#define PROFD_JIT_PENDING 3   /* profd has not answered the flush request yet */
 #define PROFD_JIT_ERROR (-1)
 
 /* jitdump record ids (perf's jitdump specification) and profd's extension. */
@@ -70,6 +74,18 @@
 #define PROFD_JIT_CODE_DEBUG_INFO 2u
 #define PROFD_JIT_CODE_CLOSE 3u
 #define PROFD_JIT_CODE_UNLOAD 0x7F000001u
+#define PROFD_JIT_FLUSH_REQUEST 0x7F000002u
+#define PROFD_JIT_REPLY_MAGIC 0x31524650u /* "PFR1" */
+#define PROFD_JIT_REPLY_MAX 4096          /* a reply is one write of at most PIPE_BUF bytes */
+#define PROFD_JIT_REPLY_PATHS 16
+
+/* The outputs a flush request asks for (or together; PROFD_JIT_FLUSH_ALL: every one profd
+ * writes). A JIT that reads only the LLVM profile gets its answer sooner. */
+#define PROFD_JIT_FLUSH_ALL 0u
+#define PROFD_JIT_FLUSH_LLVM_TEXT 1u      /* <image>-<pid>.prof.txt */
+#define PROFD_JIT_FLUSH_LLVM_EXTBINARY 2u /* <image>-<pid>.prof.extbinary */
+#define PROFD_JIT_FLUSH_PPROF 4u          /* <image>-<pid>.pb.gz */
+#define PROFD_JIT_FLUSH_CAPTURE 8u        /* <image>-<pid>.profd */
 
 #define PROFD_JIT_PATH_MAX 4096
 #define PROFD_JIT_DEFAULT_TIMEOUT_MS 100
@@ -82,8 +98,18 @@ typedef struct profd_jit_line {
 	const char *file;
 } profd_jit_line;
 
+/* profd's answer to a flush request. */
+typedef struct profd_jit_reply {
+	uint64_t request_id;
+	int status;       /* 0: the profiles were written; else the errno profd met */
+	unsigned npaths;  /* the files written for this process */
+	const char *paths[PROFD_JIT_REPLY_PATHS]; /* into buf */
+	char buf[PROFD_JIT_REPLY_MAX];
+} profd_jit_reply;
+
 typedef struct profd_jit {
 	int fd;                   /* FIFO write end; -1 when unprofiled */
+	int reply_fd;             /* reply FIFO read end; -1 until a flush request needs it */
 	uint32_t pid;             /* getpid() at open */
 	char dir[PROFD_JIT_PATH_MAX];
 	uint64_t last_code_index; /* code indexes handed out so far */
@@ -91,6 +117,9 @@ typedef struct profd_jit {
 	uint64_t records;         /* records written */
 	uint64_t dropped;         /* records dropped because the pipe stayed full */
 	int broken;               /* a record was cut off mid-way: the stream was closed for good */
+	uint64_t last_request_id; /* flush requests sent so far */
+	size_t rlen;              /* bytes of replies read and not yet taken */
+	unsigned char rbuf[2 * PROFD_JIT_REPLY_MAX];
 } profd_jit;
 
 /* profd_jit_default_dir writes the FIFO directory profd uses by default into buf:
@@ -160,6 +189,9 @@ static void profd_jit__disconnect(profd_jit *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	j->fd = -1;
+	if (j->reply_fd >= 0)
+		close(j->reply_fd);
+	j->reply_fd = -1;
 }
 
 /* profd_jit__wait_writable waits for room in the pipe until deadline (CLOCK_MONOTONIC ns). */
@@ -330,6 +362,7 @@ PROFD_JIT__API int profd_jit_open(profd_jit *j, const char *dir)
 
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;
+	j->reply_fd = -1;
 	j->pid = (uint32_t)getpid();
 	j->timeout_ms = PROFD_JIT_DEFAULT_TIMEOUT_MS;
 	if (dir == NULL) {
@@ -367,6 +400,7 @@ PROFD_JIT__API int profd_jit_open(profd_jit *j, const char *dir)
 PROFD_JIT__API int profd_jit_open_file(profd_jit *j, const char *path, int flags)
 {
 	memset(j, 0, sizeof(*j));
+	j->reply_fd = -1;
 	j->pid = (uint32_t)getpid();
 	j->timeout_ms = PROFD_JIT_DEFAULT_TIMEOUT_MS;
 	j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -508,8 +542,159 @@ PROFD_JIT__API int profd_jit_code_move(profd_jit *j, uint64_t old_addr, uint64_t
 	return profd_jit__emit(j, &iov, 1);
 }
 
-/* profd_jit_flush asks profd to write its profiles now: kill(SIGUSR1) to the pid in
- * <dir>/profd.pid. Works whether or not this process has a FIFO. */
+/* profd_jit_flush_request asks profd to write this process's profiles now: the outputs in
+ * formats (PROFD_JIT_FLUSH_*). The request goes through the FIFO, after the records sent
+ * before it (profd applies those first): no signal, so it works whatever user profd runs
+ * as, and flushes only this process. Its id is stored in *request_id when that is not NULL;
+ * profd_jit_flush_poll reads the answer. PROFD_JIT_NO_DAEMON without a FIFO (a jitdump
+ * file is no channel to profd). */
+PROFD_JIT__API int profd_jit_flush_request(profd_jit *j, unsigned formats, uint64_t *request_id)
+{
+	unsigned char rec[40], *p;
+	struct iovec iov;
+	uint64_t id;
+	int rc;
+	if (j->fd < 0 || j->dir[0] == '\0')
+		return PROFD_JIT_NO_DAEMON;
+	id = j->last_request_id + 1;
+	p = profd_jit__record_header(rec, PROFD_JIT_FLUSH_REQUEST, (uint32_t)sizeof(rec));
+	p = profd_jit__u32(p, j->pid);
+	p = profd_jit__u32(p, profd_jit__tid());
+	p = profd_jit__u64(p, id);
+	p = profd_jit__u32(p, (uint32_t)formats);
+	profd_jit__u32(p, 0); /* reserved */
+	iov.iov_base = rec;
+	iov.iov_len = sizeof(rec);
+	rc = profd_jit__emit(j, &iov, 1);
+	if (rc == PROFD_JIT_OK) {
+		j->last_request_id = id;
+		if (request_id != NULL)
+			*request_id = id;
+	}
+	return rc;
+}
+
+/* profd_jit__open_reply opens <dir>/<pid>.reply, which profd made for this process. */
+static int profd_jit__open_reply(profd_jit *j)
+{
+	char path[PROFD_JIT_PATH_MAX + 32];
+	struct stat st;
+	if (j->reply_fd >= 0)
+		return PROFD_JIT_OK;
+	if (j->dir[0] == '\0')
+		return PROFD_JIT_NO_DAEMON;
+	snprintf(path, sizeof(path), "%s/%lu.reply", j->dir, (unsigned long)j->pid);
+	j->reply_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (j->reply_fd < 0)
+		return errno == ENOENT ? PROFD_JIT_NO_DAEMON : PROFD_JIT_ERROR;
+	if (fstat(j->reply_fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+		close(j->reply_fd);
+		j->reply_fd = -1;
+		errno = EINVAL;
+		return PROFD_JIT_ERROR;
+	}
+	return PROFD_JIT_OK;
+}
+
+static uint32_t profd_jit__get32(const unsigned char *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* profd_jit_flush_poll looks, without waiting, for profd's answer to request_id:
+ * PROFD_JIT_OK with *reply filled in, PROFD_JIT_PENDING while it has not come,
+ * PROFD_JIT_NO_DAEMON when profd went away. Answers to earlier requests are passed over
+ * (profd answers every request, in order; requests made while a flush runs are answered
+ * together by the next one). */
+PROFD_JIT__API int profd_jit_flush_poll(profd_jit *j, uint64_t request_id, profd_jit_reply *reply)
+{
+	int rc = profd_jit__open_reply(j);
+	if (rc != PROFD_JIT_OK)
+		return rc;
+	for (;;) {
+		while (j->rlen >= 24) {
+			uint32_t total = profd_jit__get32(j->rbuf + 4), n, i;
+			uint64_t id;
+			size_t off;
+			if (profd_jit__get32(j->rbuf) != PROFD_JIT_REPLY_MAGIC || total < 24 || total > PROFD_JIT_REPLY_MAX) {
+				j->rlen = 0; /* not profd's: drop what was read */
+				errno = EPROTO;
+				return PROFD_JIT_ERROR;
+			}
+			if (j->rlen < total)
+				break;
+			memcpy(&id, j->rbuf + 8, 8);
+			if (id == request_id) {
+				int32_t status;
+				memcpy(&status, j->rbuf + 16, 4);
+				n = profd_jit__get32(j->rbuf + 20);
+				reply->request_id = id;
+				reply->status = status;
+				reply->npaths = 0;
+				memcpy(reply->buf, j->rbuf + 24, total - 24);
+				for (i = 0, off = 0; i < n && off < total - 24 && reply->npaths < PROFD_JIT_REPLY_PATHS; i++) {
+					size_t len = strnlen(reply->buf + off, total - 24 - off);
+					if (off + len >= total - 24)
+						break; /* no NUL: not a path */
+					reply->paths[reply->npaths++] = reply->buf + off;
+					off += len + 1;
+				}
+			}
+			memmove(j->rbuf, j->rbuf + total, j->rlen - total);
+			j->rlen -= total;
+			if (id == request_id)
+				return PROFD_JIT_OK;
+		}
+		{
+			ssize_t n = read(j->reply_fd, j->rbuf + j->rlen, sizeof(j->rbuf) - j->rlen);
+			if (n > 0) {
+				j->rlen += (size_t)n;
+				continue;
+			}
+			if (n == 0)
+				return PROFD_JIT_NO_DAEMON; /* profd closed its end: it stopped */
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return PROFD_JIT_PENDING;
+			return PROFD_JIT_ERROR;
+		}
+	}
+}
+
+/* profd_jit_flush_wait asks for this process's profiles (profd_jit_flush_request) and waits
+ * up to timeout_ms for the answer: PROFD_JIT_OK with *reply filled in (reply->status 0 and
+ * reply->paths the files written), or PROFD_JIT_PENDING when the time ran out (the answer
+ * may still come: profd_jit_flush_poll with j->last_request_id). */
+PROFD_JIT__API int profd_jit_flush_wait(profd_jit *j, unsigned formats, int timeout_ms, profd_jit_reply *reply)
+{
+	uint64_t id, deadline;
+	int rc = profd_jit_flush_request(j, formats, &id);
+	if (rc != PROFD_JIT_OK)
+		return rc;
+	deadline = profd_jit__now() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+	for (;;) {
+		struct pollfd pfd;
+		uint64_t now;
+		rc = profd_jit_flush_poll(j, id, reply);
+		if (rc != PROFD_JIT_PENDING)
+			return rc;
+		now = profd_jit__now();
+		if (now >= deadline)
+			return PROFD_JIT_PENDING;
+		pfd.fd = j->reply_fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)((deadline - now + 999999u) / 1000000u)) < 0 && errno != EINTR)
+			return PROFD_JIT_ERROR;
+	}
+}
+
+/* profd_jit_flush asks profd to write this process's profiles now and does not wait
+ * (profd_jit_flush_request). Without a FIFO it falls back to kill(SIGUSR1) to the pid in
+ * <dir>/profd.pid, which flushes every process profd profiles. */
 PROFD_JIT__API int profd_jit_flush(profd_jit *j)
 {
 	char path[PROFD_JIT_PATH_MAX + 32], buf[32];
@@ -518,6 +703,10 @@ PROFD_JIT__API int profd_jit_flush(profd_jit *j)
 	char *end;
 	int fd;
 
+	if (j->fd >= 0 && j->dir[0] != '\0')
+		return profd_jit_flush_request(j, PROFD_JIT_FLUSH_ALL, NULL);
+	if (j->dir[0] == '\0')
+		return PROFD_JIT_NO_DAEMON;
 	snprintf(path, sizeof(path), "%s/profd.pid", j->dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)

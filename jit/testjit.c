@@ -8,13 +8,14 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c] [-o OUTDIR]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-c] [-o OUTDIR]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase (default 200)
  *   -r ROUNDS   how many times the whole load/run/unload/reuse/move sequence runs (default 1)
  *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
- *   -f          ask profd for a flush (SIGUSR1) after each round
+ *   -f          ask profd for this process's profiles after each round, without waiting
+ *   -F          the same, waiting (up to 5 s) for profd's answer and printing it
  *   -c          close the FIFO writer after each round and open it again (a new stream)
  *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
  *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
@@ -22,7 +23,8 @@
  *
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
- *   ran NAME ITERATIONS RESULT | profd STATUS | reopen STATUS
+ *   ran NAME ITERATIONS RESULT | profd STATUS | reopen STATUS | flush rc=RC |
+ *   flushed rc=RC status=STATUS paths=PATH,PATH,...
  */
 #include "profd_jit.h"
 
@@ -153,6 +155,22 @@ static void run(struct func *f, long ms)
 	}
 }
 
+/* print_flush asks profd for this process's profiles, waits for the answer and prints it. */
+static void print_flush(profd_jit *pj)
+{
+	profd_jit_reply reply;
+	unsigned i;
+	int rc = profd_jit_flush_wait(pj, PROFD_JIT_FLUSH_ALL, 5000, &reply);
+	if (rc != PROFD_JIT_OK) {
+		printf("flushed rc=%d\n", rc);
+		return;
+	}
+	printf("flushed rc=0 status=%d paths=", reply.status);
+	for (i = 0; i < reply.npaths; i++)
+		printf("%s%s", i > 0 ? "," : "", reply.paths[i]);
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
@@ -162,17 +180,18 @@ int main(int argc, char **argv)
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fco:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fFco:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
 		case 'r': rounds = strtol(optarg, NULL, 10); break;
 		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
 		case 'f': flush = 1; break;
+		case 'F': flush = 2; break;
 		case 'c': reopen = 1; break;
 		case 'o': out = optarg; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f] [-c] [-o OUTDIR]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-c] [-o OUTDIR]\n");
 			return 2;
 		}
 	}
@@ -220,8 +239,10 @@ int main(int argc, char **argv)
 		run(&medium, ms);
 		unload(&large);
 		unload(&medium);
-		if (flush)
+		if (flush == 1)
 			printf("flush rc=%d\n", profd_jit_flush(&pj));
+		if (flush == 2)
+			print_flush(&pj);
 		if (reopen && out == NULL && r + 1 < rounds) {
 			profd_jit_close(&pj);
 			rc = profd_jit_open(&pj, dir);

@@ -1,6 +1,7 @@
 package jitmap
 
-// Event is one decoded JIT symbol record: *CodeLoad, *CodeMove, *CodeUnload or *StreamEnd.
+// Event is one decoded JIT symbol record: *CodeLoad, *CodeMove, *CodeUnload, *StreamEnd or
+// *FlushRequest.
 type Event interface{ isEvent() }
 
 // CodeLoad announces new code (jitdump CODE_LOAD with any CODE_DEBUG_INFO that preceded it,
@@ -38,7 +39,26 @@ type StreamEnd struct {
 	TimeNs int64
 }
 
-func (*CodeLoad) isEvent()   {}
-func (*CodeMove) isEvent()   {}
-func (*CodeUnload) isEvent() {}
-func (*StreamEnd) isEvent()  {}
+// FlushRequest is the JIT asking for its profiles now (profd's record, see
+// docs/jitdump-extensions.md): the records before it are applied first, and the answer
+// names ID. Formats is a mask of the outputs wanted (FlushLLVMText, ...); 0 asks for all.
+type FlushRequest struct {
+	Pid, Tid uint32
+	TimeNs   int64
+	ID       uint64
+	Formats  uint32
+}
+
+// The outputs a FlushRequest can ask for.
+const (
+	FlushLLVMText      uint32 = 1 << iota // the LLVM sample profile, text
+	FlushLLVMExtBinary                    // the LLVM sample profile, ext-binary
+	FlushPprof                            // the pprof profile
+	FlushCapture                          // profd's capture
+)
+
+func (*FlushRequest) isEvent() {}
+func (*CodeLoad) isEvent()     {}
+func (*CodeMove) isEvent()     {}
+func (*CodeUnload) isEvent()   {}
+func (*StreamEnd) isEvent()    {}

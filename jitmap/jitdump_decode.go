@@ -169,6 +169,20 @@ func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
 			Addr:      j.u64(body[8:]),
 			CodeIndex: j.u64(body[16:]),
 		})
+	case JitdumpProfdFlushRequest:
+		if len(body) < jitdumpFlushFixed {
+			d.report(id, fmt.Errorf("flush request: %d body bytes: %w", len(body), ErrMalformed))
+			return
+		}
+		pid, ok := d.checkPid(id, j.u32(body))
+		if !ok {
+			return
+		}
+		req := &FlushRequest{Pid: pid, Tid: j.u32(body[4:]), TimeNs: ts, ID: j.u64(body[8:])}
+		if len(body) >= jitdumpFlushFixed+4 {
+			req.Formats = j.u32(body[16:])
+		}
+		d.emit(req)
 	default:
 		// CODE_UNWINDING_INFO and ids this reader does not know: skipped by size.
 	}

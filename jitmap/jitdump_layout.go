@@ -11,6 +11,11 @@ const (
 	// JitdumpProfdCodeUnload is profd's unload record: the usual record header, then pid u32,
 	// tid u32, code_addr u64, code_index u64 (40 bytes in all). Other readers skip it by size.
 	JitdumpProfdCodeUnload uint32 = 0x7F000001
+	// JitdumpProfdFlushRequest is profd's flush request: the usual record header, then pid
+	// u32, tid u32, request_id u64, formats u32, reserved u32 (40 bytes in all). It asks
+	// profd to write the writer's profiles now and answer request_id on the reply FIFO.
+	// Other readers skip it by size.
+	JitdumpProfdFlushRequest uint32 = 0x7F000002
 )
 
 // Fixed sizes in bytes of the jitdump wire structures.
@@ -23,6 +28,7 @@ const (
 	jitdumpDebugEntryMin  = 17 // addr u64, lineno u32, discrim u32, name with its NUL
 	jitdumpUnwindingFixed = 24 // unwinding_size, eh_frame_hdr_size, mapped_size u64
 	jitdumpUnloadFixed    = 24 // pid, tid u32; code_addr, code_index u64
+	jitdumpFlushFixed     = 16 // pid, tid u32; request_id u64
 
 	// JitdumpFlagArchTimestamp (header flags bit 0) says record timestamps are an architecture
 	// cycle counter rather than CLOCK_MONOTONIC.

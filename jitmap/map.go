@@ -166,7 +166,7 @@ func upperBound2(s []*CodeObject, ip uint64) int {
 //     read.
 //   - *CodeMove: the live object at OldAddr ends at TimeNs and a copy at NewAddr begins.
 //   - *CodeUnload: the live object at Addr ends at TimeNs.
-//   - *StreamEnd: nothing changes (the code stays live after the writer stops).
+//   - *StreamEnd, *FlushRequest: nothing changes (code stays live after the writer stops).
 //
 // A move or unload of code that is not live returns an error wrapping ErrUnknownCode.
 func (m *Map) Apply(ev Event) error {
@@ -218,7 +218,7 @@ func (m *Map) Apply(ev Event) error {
 			return fmt.Errorf("jitmap: code unload %#x: %w", ev.Addr, ErrUnknownCode)
 		}
 		m.end(p, old, ev.TimeNs)
-	case *StreamEnd:
+	case *StreamEnd, *FlushRequest:
 	default:
 		return fmt.Errorf("jitmap: apply %T: unknown event", ev)
 	}

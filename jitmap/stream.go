@@ -245,6 +245,8 @@ func eventPid(ev Event) (uint32, bool) {
 		return ev.Pid, true
 	case *CodeUnload:
 		return ev.Pid, true
+	case *FlushRequest:
+		return ev.Pid, true
 	}
 	return 0, false
 }

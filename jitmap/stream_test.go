@@ -26,6 +26,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		Lines: []jitmap.LineEntry{{Addr: 0x1000, File: "f.c", Line: 3}, {Addr: 0x1002, File: "f.c", Line: 4}}}})
 	w.CodeMove(&jitmap.CodeMove{Pid: 7, Tid: 8, TimeNs: 7, CodeIndex: 1, OldAddr: 0x1000, NewAddr: 0x2000, Size: 3})
 	w.CodeUnload(&jitmap.CodeUnload{Pid: 7, Tid: 8, TimeNs: 8, CodeIndex: 1, Addr: 0x2000})
+	w.FlushRequest(&jitmap.FlushRequest{Pid: 7, Tid: 8, TimeNs: 8, ID: 42})
 	w.CodeLoad(&jitmap.CodeLoad{Pid: 9, Tid: 9, Object: jitmap.CodeObject{Name: "other_pid", Addr: 0x3000, Size: 1, Code: []byte{0xc3}}})
 	w.Close(9)
 	jd := b.Bytes()

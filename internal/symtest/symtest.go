@@ -102,6 +102,8 @@ func Describe(evs []Event) string {
 			b.WriteString("unload ")
 		case *jitmap.StreamEnd:
 			b.WriteString("end ")
+		case *jitmap.FlushRequest:
+			b.WriteString("flush:" + strconv.FormatUint(ev.ID, 10) + " ")
 		}
 	}
 	return b.String()

@@ -58,8 +58,8 @@ func NewWriter(w io.Writer, h jitmap.JitdumpHeader) (*Writer, error) {
 }
 
 // WriteEvent writes ev as its record: a *jitmap.CodeLoad as CODE_DEBUG_INFO (when it has Lines) then
-// CODE_LOAD; *jitmap.CodeMove as CODE_MOVE; *jitmap.CodeUnload as profd's unload record; *jitmap.StreamEnd as
-// CODE_CLOSE. A CodeLoad's Code must hold exactly Size bytes.
+// CODE_LOAD; *jitmap.CodeMove as CODE_MOVE; *jitmap.CodeUnload as profd's unload record; *jitmap.FlushRequest as
+// profd's flush request; *jitmap.StreamEnd as CODE_CLOSE. A CodeLoad's Code must hold exactly Size bytes.
 func (jw *Writer) WriteEvent(ev jitmap.Event) error {
 	switch ev := ev.(type) {
 	case *jitmap.CodeLoad:
@@ -68,6 +68,8 @@ func (jw *Writer) WriteEvent(ev jitmap.Event) error {
 		return jw.CodeMove(ev)
 	case *jitmap.CodeUnload:
 		return jw.CodeUnload(ev)
+	case *jitmap.FlushRequest:
+		return jw.FlushRequest(ev)
 	case *jitmap.StreamEnd:
 		return jw.Close(ev.TimeNs)
 	}
@@ -134,6 +136,16 @@ func (jw *Writer) CodeUnload(u *jitmap.CodeUnload) error {
 	b = jw.order.AppendUint64(b, u.Addr)
 	b = jw.order.AppendUint64(b, u.CodeIndex)
 	return jw.Record(jitmap.JitdumpProfdCodeUnload, u.TimeNs, b)
+}
+
+// FlushRequest writes profd's flush request (jitmap.JitdumpProfdFlushRequest).
+func (jw *Writer) FlushRequest(f *jitmap.FlushRequest) error {
+	b := jw.order.AppendUint32(nil, f.Pid)
+	b = jw.order.AppendUint32(b, f.Tid)
+	b = jw.order.AppendUint64(b, f.ID)
+	b = jw.order.AppendUint32(b, f.Formats)
+	b = jw.order.AppendUint32(b, 0)
+	return jw.Record(jitmap.JitdumpProfdFlushRequest, f.TimeNs, b)
 }
 
 // UnwindingInfo writes CODE_UNWINDING_INFO carrying data (readers here skip it).

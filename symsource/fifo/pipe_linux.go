@@ -16,28 +16,46 @@ const pipeBytes = 1 << 20
 // fifoName is the name of a target's FIFO inside the directory.
 func fifoName(pid uint32) string { return fmt.Sprintf("%d.map", pid) }
 
-// pipe is the read end of one target's FIFO. Its descriptor is non-blocking; reads wait in
-// poll(2) together with a wake descriptor, so Close unblocks them.
+// replyName is the name of a target's reply FIFO inside the directory.
+func replyName(pid uint32) string { return fmt.Sprintf("%d.reply", pid) }
+
+// pipe is profd's end of one target's FIFO: the read end of its symbols FIFO, or both ends
+// of its reply FIFO (so replies wait in the pipe until the JIT reads them). Its descriptor
+// is non-blocking; reads wait in poll(2) together with a wake descriptor, so Close unblocks
+// them.
 type pipe struct {
 	dir      *Dir
 	name     string
 	path     string
+	access   int // unix.O_RDONLY or unix.O_RDWR
 	fd       int
 	dev, ino uint64
 	polls    atomic.Uint64 // poll(2) returns, for tests that the reader sleeps between writers
 }
 
-// createPipe makes the FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and opens its
-// read end. It never follows a symlink: an existing symlink, regular file or anything but a
+// createPipe makes the symbols FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and
+// opens its read end.
+func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
+	return d.createFIFO(fifoName(pid), uid, gid, unix.O_RDONLY)
+}
+
+// createReplyPipe makes the reply FIFO <dir>/<pid>.reply owned by uid:gid with mode 0600
+// and opens it for reading and writing: replies are kept in the pipe until the JIT reads
+// them, whether or not it has the FIFO open.
+func (d *Dir) createReplyPipe(pid uint32, uid, gid int) (*pipe, error) {
+	return d.createFIFO(replyName(pid), uid, gid, unix.O_RDWR)
+}
+
+// createFIFO makes the FIFO <dir>/name owned by uid:gid with mode 0600 and opens it with
+// access. It never follows a symlink: an existing symlink, regular file or anything but a
 // FIFO at that name is refused with ErrNotFIFO; a stale FIFO (from a profd that died) is
 // replaced.
-func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
+func (d *Dir) createFIFO(name string, uid, gid, access int) (*pipe, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
 	}
-	name := fifoName(pid)
 	path := filepath.Join(d.path, name)
 	var st unix.Stat_t
 	switch err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
@@ -59,7 +77,7 @@ func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
 		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("mkfifoat", err))
 	}
 	d.created[name] = true
-	p := &pipe{dir: d, name: name, path: path, fd: -1}
+	p := &pipe{dir: d, name: name, path: path, access: access, fd: -1}
 	fd, err := p.open()
 	if err != nil {
 		return nil, err
@@ -73,16 +91,19 @@ func (d *Dir) createPipe(pid uint32, uid, gid int) (*pipe, error) {
 		p.close()
 		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fchmod", err))
 	}
-	// A bigger pipe absorbs a JIT's bursts (a batch of compiled functions) while the reader
-	// is busy. Best effort: the limit is /proc/sys/fs/pipe-max-size for unprivileged users.
-	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBytes)
+	// A bigger symbols pipe absorbs a JIT's bursts (a batch of compiled functions) while
+	// the reader is busy. Best effort: the limit is /proc/sys/fs/pipe-max-size for
+	// unprivileged users.
+	if access == unix.O_RDONLY {
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBytes)
+	}
 	return p, nil
 }
 
-// open opens the FIFO's read end relative to the directory descriptor without following a
-// symlink, and checks it is a FIFO and, after the first open, still the same one.
+// open opens the FIFO relative to the directory descriptor without following a symlink,
+// and checks it is a FIFO and, after the first open, still the same one.
 func (p *pipe) open() (int, error) {
-	fd, err := unix.Openat(p.dir.fd, p.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(p.dir.fd, p.name, p.access|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return -1, fmt.Errorf("fifo: %s: a symlink: %w", p.path, ErrNotFIFO)

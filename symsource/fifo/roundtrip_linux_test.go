@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/jitmap"
@@ -22,9 +19,6 @@ import (
 func TestHeaderLibraryRoundTrip(t *testing.T) {
 	writer := cProgram(t, "writer")
 	s, c, logs := startServer(t, Config{})
-	flushes := make(chan os.Signal, 1)
-	signal.Notify(flushes, syscall.SIGUSR1)
-	defer signal.Stop(flushes)
 
 	before := monotonicNow()
 	cmd := exec.Command(writer, s.Dir(), "roundtrip")
@@ -49,14 +43,10 @@ func TestHeaderLibraryRoundTrip(t *testing.T) {
 	if _, err := fmt.Sscanf(lineStarting(t, stdout.String(), "beta "), "beta %v", &beta); err != nil || beta == 0 {
 		t.Fatalf("beta's address: %v (%#x)", err, beta)
 	}
-	// Header, CODE_DEBUG_INFO, 4 CODE_LOADs, CODE_MOVE, CODE_UNLOAD, CODE_CLOSE.
-	if got := lineStarting(t, stdout.String(), "records "); got != "records 9 dropped 0 rc 0" {
-		t.Fatalf("writer reports %q, want 9 records sent, none dropped", got)
-	}
-	select {
-	case <-flushes:
-	case <-time.After(5 * time.Second):
-		t.Error("profd_jit_flush sent no SIGUSR1 to the pid in profd.pid")
+	// Header, CODE_DEBUG_INFO, 4 CODE_LOADs, CODE_MOVE, CODE_UNLOAD, the flush request,
+	// CODE_CLOSE.
+	if got := lineStarting(t, stdout.String(), "records "); got != "records 10 dropped 0 rc 0" {
+		t.Fatalf("writer reports %q, want 10 records sent, none dropped", got)
 	}
 
 	pattern := func(n int, f func(i int) byte) []byte {
@@ -86,6 +76,7 @@ func TestHeaderLibraryRoundTrip(t *testing.T) {
 		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
 			Name: "λ operator() const", Addr: 0x40000, Size: 1, CodeIndex: 4, Source: jitmap.SourceFIFO,
 			Code: []byte{0xc3}}},
+		&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 1},
 		&jitmap.StreamEnd{},
 	}
 	if len(evs) != len(want) {
@@ -122,6 +113,8 @@ func takeTime(ev jitmap.Event) int64 {
 	case *jitmap.CodeUnload:
 		ts, ev.TimeNs = ev.TimeNs, 0
 	case *jitmap.StreamEnd:
+		ts, ev.TimeNs = ev.TimeNs, 0
+	case *jitmap.FlushRequest:
 		ts, ev.TimeNs = ev.TimeNs, 0
 	}
 	return ts

@@ -72,7 +72,9 @@ type Server struct {
 type target struct {
 	pid     uint32
 	pipe    *pipe
-	wakeFd  int // eventfd: readable means stop
+	replyMu sync.Mutex
+	reply   *pipe // nil once removed
+	wakeFd  int   // eventfd: readable means stop
 	done    chan struct{}
 	stream  *jitmap.Stream      // the current writer session's; the reader goroutine's
 	counted jitmap.StreamCounts // what of stream's counts the totals hold
@@ -124,7 +126,8 @@ func (s *Server) Stats() Stats {
 	return Stats{Sessions: s.sessions.Load(), Unread: s.unread.Load(), StreamCounts: s.counted}
 }
 
-// AddTarget creates the FIFO of process pid, owned by owner, and starts reading it.
+// AddTarget creates the FIFOs of process pid, owned by owner (its symbols FIFO, which it
+// writes and profd reads, and its reply FIFO, the other way), and starts reading.
 func (s *Server) AddTarget(pid uint32, owner Owner) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,12 +143,18 @@ func (s *Server) AddTarget(pid uint32, owner Owner) error {
 	if err != nil {
 		return err
 	}
+	reply, err := s.dir.createReplyPipe(pid, owner.UID, owner.GID)
+	if err != nil {
+		p.remove()
+		return err
+	}
 	wakeFd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		p.remove()
+		reply.remove()
 		return fmt.Errorf("fifo: pid %d: %w", pid, os.NewSyscallError("eventfd", err))
 	}
-	t := &target{pid: pid, pipe: p, wakeFd: wakeFd, done: make(chan struct{})}
+	t := &target{pid: pid, pipe: p, reply: reply, wakeFd: wakeFd, done: make(chan struct{})}
 	s.targets[pid] = t
 	// The first session begins here, not in the goroutine, so that Stats counts it when
 	// AddTarget returns: a later change of Sessions then means a session ended.
@@ -160,7 +169,7 @@ func (s *Server) AddTarget(pid uint32, owner Owner) error {
 }
 
 // RemoveTarget stops reading pid's FIFO (after delivering what it already holds) and
-// removes the FIFO.
+// removes its FIFOs.
 func (s *Server) RemoveTarget(pid uint32) {
 	s.mu.Lock()
 	t, ok := s.targets[pid]
@@ -174,7 +183,24 @@ func (s *Server) RemoveTarget(pid uint32) {
 	delete(s.targets, pid)
 	s.mu.Unlock()
 	t.pipe.remove()
+	t.dropReply(true)
 	unix.Close(t.wakeFd)
+}
+
+// dropReply closes the reply FIFO (and unlinks it when remove), under replyMu so that no
+// Reply writes to a closed descriptor.
+func (t *target) dropReply(remove bool) {
+	t.replyMu.Lock()
+	defer t.replyMu.Unlock()
+	if t.reply == nil {
+		return
+	}
+	if remove {
+		t.reply.remove()
+	} else {
+		t.reply.close()
+	}
+	t.reply = nil
 }
 
 // stopAll wakes every reader; they drain their FIFOs and return.
@@ -208,6 +234,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	for pid, t := range s.targets {
 		t.pipe.close()
+		t.dropReply(false)
 		unix.Close(t.wakeFd)
 		delete(s.targets, pid)
 	}

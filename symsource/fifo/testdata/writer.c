@@ -1,7 +1,7 @@
 /*
  * writer: drives jit/profd_jit.h for the fifo package's tests.
  *
- *   writer DIR roundtrip   every record type, then a flush; prints what it sent
+ *   writer DIR roundtrip   every record type, a flush request among them; prints what it sent
  *   writer DIR absent      no FIFO: every call must be a harmless no-op
  *   writer DIR gone        connect, wait for a line on stdin (profd goes away), keep writing
  *   writer DIR exec        one load, then exec itself as "after-exec", which loads another
