@@ -104,6 +104,10 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 		}
 	}
 	evs := attach(t, p, 4000)
+	// Every key's samples were taken after the previous drain began (the first drain's,
+	// after the process became a target) and before this one returned, its first no later
+	// than its last (CLOCK_MONOTONIC, the clock of jitdump).
+	drainedBefore := monotonicNs()
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +120,6 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 	// counted at least once: a lower bound on the overflow count whatever the spinners'
 	// samples hit (how many distinct addresses they spread over depends on the machine).
 	var overflowAtLeast uint64
-	// Every key's samples were taken after the previous drain began and before this one
-	// returned, its first no later than its last (CLOCK_MONOTONIC, the clock of jitdump).
-	drainedBefore := monotonicNs()
 	drain := func() {
 		before, start := keys, monotonicNs()
 		if err := p.Drain(func(tgid uint32, ip uint64, c Count) {
