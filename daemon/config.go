@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/profd/profd/sampler"
 )
 
 // Format is one kind of output a flush writes.
@@ -61,6 +63,10 @@ type Config struct {
 	StopTimeout time.Duration
 }
 
+// DefaultFreqHz is the sampling frequency without --freq or --period: odd, so that it does
+// not beat with the target's own timers.
+const DefaultFreqHz = 999
+
 // Budget defaults: generous for real JITs (a JVM with 200 000 compiled methods and their
 // code fits), small enough that one target cannot push profd towards the OOM killer.
 const (
@@ -98,11 +104,16 @@ func (c *Config) Validate() error {
 	if c.Event == "" {
 		c.Event = "cycles"
 	}
-	switch {
+	if err := sampler.CheckEvent(c.Event); err != nil {
+		bad("--event %q: not an event profd knows; want %s", c.Event, sampler.EventNames)
+	}
+	switch max := sampler.MaxFrequency(); {
 	case c.FreqHz > 0 && c.PeriodEvents > 0:
 		bad("--freq and --period exclude each other: sample by time or by event count")
 	case c.FreqHz == 0 && c.PeriodEvents == 0:
-		c.FreqHz = 999
+		c.FreqHz = DefaultFreqHz
+	case max > 0 && c.FreqHz > max:
+		bad("--freq %d: the kernel allows at most %d samples a second (/proc/sys/kernel/perf_event_max_sample_rate)", c.FreqHz, max)
 	}
 	switch c.Backend {
 	case "":
@@ -125,9 +136,11 @@ func (c *Config) Validate() error {
 	if abs, err := filepath.Abs(c.OutDir); err == nil {
 		c.OutDir = abs
 	}
-	if st, err := os.Stat(c.OutDir); err != nil {
+	// A missing --out is made when profd starts (run); anything else there must be a
+	// directory.
+	if st, err := os.Stat(c.OutDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		bad("--out %s: %v", c.OutDir, err)
-	} else if !st.IsDir() {
+	} else if err == nil && !st.IsDir() {
 		bad("--out %s: not a directory", c.OutDir)
 	}
 	if c.FlushInterval < 0 || c.Duration < 0 {

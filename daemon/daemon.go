@@ -64,6 +64,8 @@ type daemon struct {
 	retired       []pending // final captures of exited targets, for the next flush
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
+	// noFunctionsLogged: processes whose missing LLVM profiles were logged; the flushing goroutine's
+	noFunctionsLogged map[uint32]bool
 
 	goneNote  chan struct{} // a target went away
 	addedNote chan struct{} // a target was added
@@ -180,7 +182,7 @@ func (d *daemon) logStopLosses() {
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
 		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary),
+		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary), noFunctionsLogged: map[uint32]bool{},
 		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
 	d.agg = newAggregate(d.jit)
 	return d

@@ -132,7 +132,13 @@ func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format
 func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest) {
 	start := time.Now()
 	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
-	if err != nil {
+	noFunctions := errors.Is(err, errNoFunctions)
+	switch {
+	case noFunctions && !d.noFunctionsLogged[w.pid]:
+		d.noFunctionsLogged[w.pid] = true
+		d.log.Info("profd: "+err.Error(), "pid", w.pid)
+	case noFunctions:
+	case err != nil:
 		d.log.Error("profd: flush", "pid", w.pid, "err", err)
 	}
 	d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
@@ -144,7 +150,7 @@ func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest)
 	jit, outside := w.capture.TotalSamples()
 	d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
 	var status syscall.Errno
-	if err != nil && !errors.As(err, &status) {
+	if err != nil && !noFunctions && !errors.As(err, &status) {
 		status = syscall.EIO
 	}
 	for _, r := range reqs {
@@ -156,7 +162,11 @@ func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest)
 				}
 			}
 		}
-		if len(reply.Paths) == 0 && status == 0 {
+		switch {
+		case len(reply.Paths) > 0 || status != 0:
+		case noFunctions:
+			reply.Status = syscall.ENODATA // it asked for an LLVM profile, and none has samples yet
+		default:
 			reply.Status = syscall.ENOENT // none of the outputs it asked for is written (--format)
 		}
 		d.reply(w.pid, reply)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,15 +61,30 @@ func TestFlushRequests(t *testing.T) {
 	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if rep := j.next(t); rep.id != 3 || rep.status != 0 || len(rep.paths) != len(AllFormats) {
-		t.Fatalf("reply %+v, want request 3 answered with every output (request 2 named another process)", rep)
+	// The target runs no JIT code: there is no LLVM profile to write (llvm-profdata rejects
+	// one of no function), and the answer says so.
+	if rep := j.next(t); rep.id != 3 || rep.status != 0 || len(rep.paths) != 2 ||
+		rep.paths[0] != outputPath(d, "sleep", int(pid), FormatPprof) {
+		t.Fatalf("reply %+v, want request 3 answered with the pprof profile and the capture (request 2 named another process)", rep)
+	}
+	if fileExists(outputPath(d, "sleep", int(pid), FormatLLVMText)) {
+		t.Errorf("an LLVM profile of no function was written")
+	}
+	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 4, Formats: jitmap.FlushLLVMExtBinary}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := j.next(t); rep.id != 4 || rep.status != int32(syscall.ENODATA) || len(rep.paths) != 0 {
+		t.Fatalf("reply %+v, want ENODATA: no LLVM profile yet", rep)
+	}
+	if n := strings.Count(r.logs.String(), "no JIT function has samples yet"); n != 1 {
+		t.Errorf("%d log lines about the missing LLVM profiles, want 1", n)
 	}
 
 	// A burst: answered in order, each once, by few flushes.
 	flushesBefore := strings.Count(r.logs.String(), "profd: flushed")
 	const burst = 50
 	for id := uint64(100); id < 100+burst; id++ {
-		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: jitmap.FlushLLVMText}); err != nil {
+		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: jitmap.FlushCapture}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,7 +35,8 @@ func outputBase(image string, pid uint32, n int) string {
 
 // writeOutputs writes every requested format of c into dir, each atomically, and returns
 // the paths written, the LLVM conversion's stats, and the errors of the formats that could
-// not be written (joined). The formats are written concurrently: the LLVM ones (which share
+// not be written (joined), or errNoFunctions alone when only the LLVM profiles were left
+// out, having no function to hold. The formats are written concurrently: the LLVM ones (which share
 // one conversion) one after the other on the calling goroutine, each other on a goroutine
 // of its own that writeOutputs waits for.
 func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
@@ -58,18 +59,35 @@ func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]s
 		var prof *profileio.Profile
 		prof, st = profgen.FromCapture(c, profgen.Options{})
 		for _, i := range llvm {
+			if len(prof.Functions) == 0 {
+				// An LLVM profile of no function is a file llvm-profdata and clang reject.
+				errs[i] = errNoFunctions
+				continue
+			}
 			errs[i] = writeFormat(dir, base, formats[i], c, prof)
 		}
 	}
 	wg.Wait()
 	var paths []string
+	noFunctions := false
 	for i, f := range formats {
-		if errs[i] == nil {
+		switch {
+		case errs[i] == nil:
 			paths = append(paths, filepath.Join(dir, base+extension[f]))
+		case errors.Is(errs[i], errNoFunctions):
+			noFunctions, errs[i] = true, nil
 		}
 	}
-	return paths, st, errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err == nil && noFunctions {
+		err = errNoFunctions
+	}
+	return paths, st, err
 }
+
+// errNoFunctions: no JIT function has samples yet, so the LLVM profiles were not written (the
+// other outputs were).
+var errNoFunctions = errors.New("no JIT function has samples yet: the LLVM profiles are not written")
 
 // writeFormat writes format f of c (or, for the LLVM formats, of its conversion prof) to
 // its file in dir.
@@ -98,8 +116,12 @@ func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *profile
 	return nil
 }
 
-// checkWritable fails early, at start, when dir cannot take output files.
+// checkWritable makes dir if it is missing and fails early, at start, when it cannot take
+// output files.
 func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("daemon: %w: --out %s cannot be made: %w", ErrConfig, dir, err)
+	}
 	tmp, err := os.CreateTemp(dir, ".profd-write-check-*")
 	if err != nil {
 		return fmt.Errorf("daemon: %w: --out %s is not writable: %w", ErrConfig, dir, err)

@@ -69,7 +69,7 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 		}
 		b, err := s.Data()
 		if err != nil {
-			return nil, fmt.Errorf("jitmap: debug object: section %s at offset %#x: %w: %w", name, s.Offset, ErrBadDebugObject, err)
+			return nil, fmt.Errorf("jitmap: debug object: section %q at offset %#x: %w: %w", name, s.Offset, ErrBadDebugObject, err)
 		}
 		if f.Type == elf.ET_REL {
 			if err := relocate(f, syms, name, b); err != nil {
@@ -89,7 +89,7 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 	for _, name := range []string{".debug_line_str", ".debug_str_offsets", ".debug_addr", ".debug_rnglists"} {
 		if b := data[name]; b != nil {
 			if err := d.AddSection(name, b); err != nil {
-				return nil, fmt.Errorf("jitmap: debug object: section %s: %w: %w", name, ErrBadDebugObject, err)
+				return nil, fmt.Errorf("jitmap: debug object: section %q: %w: %w", name, ErrBadDebugObject, err)
 			}
 		}
 	}

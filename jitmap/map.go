@@ -277,11 +277,11 @@ func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) error {
 	m.tmp = p.live.overlapping(m.tmp[:0], o.Addr, o.Size)
 	if max := m.opts.MaxLivePerPid; max > 0 && p.live.n-len(m.tmp) >= max {
 		clear(m.tmp)
-		return fmt.Errorf("jitmap: code load %q: %d live objects: %w", o.Name, p.live.n, ErrBudget)
+		return fmt.Errorf("jitmap: code load: %d live objects: %w", p.live.n, ErrBudget)
 	}
 	if err := m.makeRoom(p, o.HeldBytes()); err != nil {
 		clear(m.tmp)
-		return fmt.Errorf("jitmap: code load %q: %w", o.Name, err)
+		return fmt.Errorf("jitmap: code load: %w", err)
 	}
 	if timeUnknown && len(m.tmp) == 0 {
 		o.LoadNs = p.endedUnder(o.Addr, o.Size, o.LoadNs)

@@ -81,17 +81,17 @@ func (d *Decoder) perfMapLine(line []byte) {
 	}
 	start, rest, ok := hexField(rest)
 	if !ok {
-		d.report(0, fmt.Errorf("%w: start address %q", ErrBadLine, clip(line)))
+		d.report(0, fmt.Errorf("%w: the start address is not hex (%d-byte line)", ErrBadLine, len(line)))
 		return
 	}
 	size, rest, ok := hexField(skipBlanks(rest))
 	if !ok {
-		d.report(0, fmt.Errorf("%w: size %q", ErrBadLine, clip(line)))
+		d.report(0, fmt.Errorf("%w: the size is not hex (%d-byte line)", ErrBadLine, len(line)))
 		return
 	}
 	name := skipBlanks(rest)
 	if len(name) == 0 || len(name) == len(rest) {
-		d.report(0, fmt.Errorf("%w: no name %q", ErrBadLine, clip(line)))
+		d.report(0, fmt.Errorf("%w: no name (%d-byte line)", ErrBadLine, len(line)))
 		return
 	}
 	if start+size < start {
@@ -146,12 +146,4 @@ func hexField(b []byte) (v uint64, rest []byte, ok bool) {
 		v = v<<4 | uint64(digit)
 	}
 	return v, b[i:], i > 0
-}
-
-// clip shortens a bad line for an error message.
-func clip(b []byte) []byte {
-	if len(b) > 64 {
-		return b[:64]
-	}
-	return b
 }

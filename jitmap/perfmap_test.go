@@ -76,3 +76,19 @@ func TestPerfMapLongLineSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfMapErrorsQuoteNothing: errors about bad perf-map lines say what is wrong and where,
+// never what the line holds: profd may read a root-owned map that a target's user must not
+// see in profd's log, and a line may carry terminal escapes.
+func TestPerfMapErrorsQuoteNothing(t *testing.T) {
+	d := jitmap.NewDecoder(7, jitmap.SourcePerfMapFile, jitmap.DecoderOptions{})
+	_, errs := d.Write([]byte("SECRET\x1b[31m 10 name\n1000 SECRET\x1b[31m name\n1000 10 \nSECRET\n"))
+	if len(errs) != 4 {
+		t.Fatalf("%d errors, want 4: %v", len(errs), errs)
+	}
+	for _, err := range errs {
+		if s := err.Error(); strings.Contains(s, "SECRET") || strings.ContainsRune(s, 0x1b) {
+			t.Errorf("error %q quotes the line", s)
+		}
+	}
+}

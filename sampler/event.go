@@ -3,6 +3,7 @@ package sampler
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -83,6 +84,29 @@ var namedEvents = map[string]eventSpec{
 	"task-clock":    {kind: kindSoftware, config: 1},
 }
 
+// EventNames lists the events profd knows, for messages.
+const EventNames = "cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or r<hex> (a raw PMU event)"
+
+// CheckEvent reports whether profd knows the event name (an error wrapping ErrUnknownEvent,
+// listing the names it knows, if not). Whether the machine can count it is known only when
+// the sampler opens it.
+func CheckEvent(name string) error {
+	_, err := parseEvent(name)
+	return err
+}
+
+// MaxFrequency is the most samples per second the kernel allows an event
+// (/proc/sys/kernel/perf_event_max_sample_rate; it lowers it by itself when sampling costs
+// too much), or 0 when that cannot be read.
+func MaxFrequency() uint64 {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
 // parseEvent accepts the names in namedEvents and raw PMU events "r<hex>" (as perf spells them).
 func parseEvent(name string) (eventSpec, error) {
 	if s, ok := namedEvents[name]; ok {
@@ -95,5 +119,5 @@ func parseEvent(name string) (eventSpec, error) {
 			return eventSpec{name: name, kind: kindRaw, config: code}, nil
 		}
 	}
-	return eventSpec{}, fmt.Errorf("sampler: event %q: %w (want cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or r<hex>)", name, ErrUnknownEvent)
+	return eventSpec{}, fmt.Errorf("sampler: event %q: %w (want %s)", name, ErrUnknownEvent, EventNames)
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/profd/profd/daemon"
+	"github.com/profd/profd/symsource/fifo"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,9 +57,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
 		fmt.Fprintf(stderr, "profd: %v\n", err)
 		switch {
+		case errors.Is(err, fifo.ErrDirInUse):
+			fmt.Fprintln(stderr, "(another profd runs with it; give this one its own with --fifo-dir DIR, and its JITs PROFD_DIR=DIR)")
+		case errors.Is(err, fifo.ErrUnsafeDir):
+			fmt.Fprintln(stderr, "(--fifo-dir DIR picks another directory for profd.pid and the FIFOs; JITs find it through PROFD_DIR=DIR)")
+		}
+		switch {
 		case errors.Is(err, daemon.ErrNoTarget):
 			return exitNoTarget
-		case errors.Is(err, daemon.ErrConfig):
+		case errors.Is(err, daemon.ErrConfig), errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrDirInUse):
 			return exitUsage
 		}
 		return exitFailure
@@ -94,8 +101,8 @@ Examples:
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
-that started failed, 2 bad flags or configuration (also an --out that cannot be written),
-3 a --pid names no running process.
+that started failed, 2 bad flags or configuration (also an --out that cannot be made or
+written, a --fifo-dir that is unsafe or another profd's), 3 a --pid names no running process.
 
 Flags:
 `
@@ -184,6 +191,11 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	}
 	if fs.NArg() > 0 {
 		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var zeroFreq bool
+	fs.Visit(func(f *flag.Flag) { zeroFreq = zeroFreq || f.Name == "freq" && cfg.FreqHz == 0 })
+	if zeroFreq {
+		return nil, lo, fmt.Errorf("--freq 0: want samples per second, 1 or more (or --period N to sample by event count)")
 	}
 	if *showVersion {
 		fmt.Fprintf(stdout, "profd %s\n", version)

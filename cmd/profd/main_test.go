@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/sampler"
 )
 
 var (
@@ -72,6 +74,26 @@ func exitCode(t *testing.T, profd string, args ...string) (int, string) {
 	return 0, ""
 }
 
+// TestOutMade: a missing --out is made, parents and all, as the README's example expects.
+func TestOutMade(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	target := exec.Command("sleep", "600")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	out := filepath.Join(t.TempDir(), "a", "b")
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--out", out, "--duration", "500ms",
+		"--fifo-dir", filepath.Join(t.TempDir(), "fifo"), "--event", "cpu-clock")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, output)
+	}
+	if _, err := os.Stat(filepath.Join(out, "sleep-"+strconv.Itoa(target.Process.Pid)+".profd")); err != nil {
+		t.Errorf("no capture in the --out profd made: %v\n%s", err, output)
+	}
+}
+
 // TestErrorPaths checks each documented exit code with a clear one-line reason, and that a
 // failed start leaves no FIFO directory behind.
 func TestErrorPaths(t *testing.T) {
@@ -87,6 +109,14 @@ func TestErrorPaths(t *testing.T) {
 		pidMax, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	noPid := strconv.Itoa(pidMax + 1) // above pid_max: never a process
+	maxFreq := sampler.MaxFrequency()
+	openParent := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(openParent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(openParent, 0o777); err != nil { // no sticky bit: anyone may rename in it
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -100,13 +130,20 @@ func TestErrorPaths(t *testing.T) {
 		{"bad format", []string{"--pid", "1", "--format", "svg"}, exitUsage, `--format "svg"`},
 		{"bad backend", []string{"--pid", "1", "--backend", "dtrace"}, exitUsage, `--backend "dtrace"`},
 		{"stray argument", []string{"--pid", "1", "extra"}, exitUsage, "unexpected arguments"},
-		{"missing out", []string{"--pid", "1", "--out", filepath.Join(out, "none")}, exitUsage, "no such file or directory"},
+		{"out under a file", []string{"--pid", "1", "--out", filepath.Join(notDir, "sub")}, exitUsage, "not a directory"},
+		{"bad event", []string{"--pid", "1", "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
+		{"zero freq", []string{"--pid", "1", "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
+		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
+		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
 		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
 		{"out unwritable", []string{"--pid", "1", "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fifoDir := filepath.Join(t.TempDir(), "fifo")
+			if i := slices.Index(tc.args, "--fifo-dir"); i >= 0 {
+				fifoDir = tc.args[i+1]
+			}
 			args := append([]string{"--fifo-dir", fifoDir, "--log-level", "error"}, tc.args...)
 			if !contains(args, "--out") {
 				args = append(args, "--out", out)
@@ -214,4 +251,36 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 	if _, err := os.Stat(fifoDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("FIFO directory left behind after SIGTERM (%v)", err)
 	}
+}
+
+// TestFifoDirInUse: a second profd given the first one's FIFO directory stops at once,
+// saying how to give it its own.
+func TestFifoDirInUse(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	target := exec.Command("sleep", "600")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	fifoDir, out := filepath.Join(t.TempDir(), "fifo"), t.TempDir()
+	first := exec.Command(profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", out, "--event", "cpu-clock")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { first.Process.Signal(syscall.SIGTERM); first.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !fileExistsT(filepath.Join(fifoDir, "profd.pid")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first profd made no profd.pid")
+		}
+	}
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", out)
+	if code != exitUsage || !strings.Contains(output, "directory in use") || !strings.Contains(output, "--fifo-dir DIR") {
+		t.Errorf("second profd: exit %d, want %d saying the directory is in use and how to pick another:\n%s", code, exitUsage, output)
+	}
+}
+
+func fileExistsT(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

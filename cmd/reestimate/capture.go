@@ -16,11 +16,13 @@ import (
 // llvm-extbinary), or into block and edge counts per sampled code object (json, text).
 func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Options) error {
 	c, err := profileio.ReadCapture(r)
-	if err != nil {
-		if c == nil {
-			return fmt.Errorf("%s: %w", cfg.Input, err)
-		}
-		fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it\n", cfg.Input, err)
+	switch {
+	case err != nil && c == nil:
+		return fmt.Errorf("%s: %w", cfg.Input, err)
+	case err != nil && !cfg.Salvage:
+		return fmt.Errorf("%s: %w (--salvage uses the sections before the damage)", cfg.Input, err)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it (--salvage)\n", cfg.Input, err)
 	}
 	if c.Truncated {
 		fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends inside the section at byte %d (its writer was killed?); using the sections before it\n", cfg.Input, c.TruncatedAt)
@@ -37,6 +39,15 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 	switch cfg.Format {
 	case formatJSON, formatText:
 		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
+	}
+	if cfg.DotDir != "" {
+		// The LLVM profile is made per source line; the graphs are of each sampled code
+		// object, as --format json repairs them.
+		funcs := captureFunctions(c)
+		if _, err := repairAll(ctx, cfg.DotDir, funcs, opt); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: %d Graphviz files in %s\n", len(funcs), cfg.DotDir)
 	}
 	lopt := profgen.Options{Raw: cfg.Raw, Repair: opt}
 	if cfg.IR != "" {

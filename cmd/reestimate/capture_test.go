@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/profd/profd/jitmap"
@@ -150,5 +151,50 @@ func TestRunJSONRefusesLLVMFormat(t *testing.T) {
 	conf := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
 	if err := Run(context.Background(), conf); err == nil {
 		t.Fatal("llvm-text from JSON input: no error")
+	}
+}
+
+// TestRunCaptureDamaged: a capture with a damaged section is an error, not an empty profile
+// with a warning; --salvage uses the sections before the damage.
+func TestRunCaptureDamaged(t *testing.T) {
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "run.profd")
+	writeExampleCapture(t, capPath)
+	b, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(capPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast"}
+	if err := Run(context.Background(), conf); err == nil || !strings.Contains(err.Error(), "--salvage") {
+		t.Fatalf("a damaged capture: %v, want an error pointing at --salvage", err)
+	}
+	if code := exitCode(Run(context.Background(), conf)); code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	conf.Salvage = true
+	if err := Run(context.Background(), conf); err != nil {
+		t.Errorf("--salvage: %v", err)
+	}
+}
+
+// TestRunCaptureDot: --dot with a capture writes a Graphviz file per sampled code object
+// besides the LLVM profile.
+func TestRunCaptureDot(t *testing.T) {
+	dir := t.TempDir()
+	capPath, dotDir := filepath.Join(dir, "run.profd"), filepath.Join(dir, "dot")
+	fn, _ := writeExampleCapture(t, capPath)
+	conf := &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", DotDir: dotDir}
+	runToProfile(t, conf)
+	dots, _ := filepath.Glob(filepath.Join(dotDir, "*.dot"))
+	if len(dots) != 1 {
+		t.Fatalf("Graphviz files %v, want one", dots)
+	}
+	b, _ := os.ReadFile(dots[0])
+	if !strings.Contains(string(b), "digraph") || !strings.Contains(string(b), fn.Name) {
+		t.Errorf("%s is not a graph of %s:\n%s", dots[0], fn.Name, b)
 	}
 }

@@ -42,7 +42,9 @@ type Config struct {
 	Solver string // a key of solvers
 	Format string // json, text, llvm-text or llvm-extbinary; "" picks by input kind
 	Raw    bool   // LLVM output without reestimation: raw samples summed per line
-	IR     string // LLVM IR text of the JIT'd module: functions' first lines for LLVM output
+	// Salvage uses the sections of a capture before a damaged one instead of failing.
+	Salvage bool
+	IR      string // LLVM IR text of the JIT'd module: functions' first lines for LLVM output
 	// Symbols are jitdump or perf-map files that name a capture's samples no symbol named
 	// while profd ran.
 	Symbols []string
@@ -114,6 +116,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 		cfg.Symbols = append(cfg.Symbols, s)
 		return nil
 	})
+	fs.BoolVar(&cfg.Salvage, "salvage", false, "use the sections of a damaged capture before the damage (a bad checksum) instead of failing; what they hold is all the output says")
 	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)

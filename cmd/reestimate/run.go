@@ -44,34 +44,44 @@ func Run(ctx context.Context, cfg *Config) error {
 // repairFunctions repairs each function and writes block and edge counts (json or text),
 // and the Graphviz files when asked.
 func repairFunctions(ctx context.Context, cfg *Config, funcs []cfgjson.Function, opt reestimate.Options) error {
-	if cfg.DotDir != "" {
-		if err := os.MkdirAll(cfg.DotDir, 0o755); err != nil {
-			return fmt.Errorf("reestimate: --dot: %w", err)
+	out, err := repairAll(ctx, cfg.DotDir, funcs, opt)
+	if err != nil {
+		return err
+	}
+	return writeOutput(cfg.Output, cfg.Format, out)
+}
+
+// repairAll repairs each function and returns the counts, writing one Graphviz file per
+// function into dotDir unless it is "".
+func repairAll(ctx context.Context, dotDir string, funcs []cfgjson.Function, opt reestimate.Options) (*countsFile, error) {
+	if dotDir != "" {
+		if err := os.MkdirAll(dotDir, 0o755); err != nil {
+			return nil, fmt.Errorf("reestimate: --dot: %w", err)
 		}
 	}
 	out := countsFile{Version: 1, Functions: make([]functionCounts, 0, len(funcs))}
 	for i := range funcs {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("reestimate: stopped before function %d of %d: %w", i, len(funcs), err)
+			return nil, fmt.Errorf("reestimate: stopped before function %d of %d: %w", i, len(funcs), err)
 		}
 		fn := &funcs[i]
 		g, at, err := fn.Graph()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		weights := at.Weights(g)
 		res, err := reestimate.Repair(g, weights, opt)
 		if err != nil {
-			return fmt.Errorf("reestimate: function %q: %w", fn.Name, err)
+			return nil, fmt.Errorf("reestimate: function %q: %w", fn.Name, err)
 		}
 		out.Functions = append(out.Functions, newFunctionCounts(fn, g, at, weights, res))
-		if cfg.DotDir != "" {
-			if err := writeDotFile(cfg.DotDir, i, fn.Name, g, weights, res); err != nil {
-				return err
+		if dotDir != "" {
+			if err := writeDotFile(dotDir, i, fn.Name, g, weights, res); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return writeOutput(cfg.Output, cfg.Format, &out)
+	return &out, nil
 }
 
 // openInput opens path ("-" is standard input) for buffered reading.

@@ -53,6 +53,9 @@ func OpenDir(path string) (*Dir, error) {
 		return nil, fmt.Errorf("fifo: no directory: not root and XDG_RUNTIME_DIR unset: %w", ErrUnsafeDir)
 	}
 	path = filepath.Clean(path)
+	if err := checkParent(path); err != nil {
+		return nil, err
+	}
 	made := false
 	if err := unix.Mkdir(path, dirMode); err == nil {
 		made = true
@@ -76,6 +79,26 @@ func OpenDir(path string) (*Dir, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkParent refuses a directory whose parent lets another user rename or replace it: one
+// writable by users other than its owner without the sticky bit, or owned by a user other
+// than root and profd's.
+func checkParent(path string) error {
+	parent := filepath.Dir(path)
+	var st unix.Stat_t
+	if err := unix.Stat(parent, &st); err != nil {
+		return fmt.Errorf("fifo: directory %s: parent %s: %w", path, parent, os.NewSyscallError("stat", err))
+	}
+	if st.Uid != 0 && st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("fifo: directory %s: its parent %s belongs to uid %d, who could replace it: %w",
+			path, parent, st.Uid, ErrUnsafeDir)
+	}
+	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("fifo: directory %s: its parent %s (mode %#o) lets other users replace it (writable, not sticky): %w",
+			path, parent, st.Mode&0o7777, ErrUnsafeDir)
+	}
+	return nil
 }
 
 // check refuses a directory that someone other than profd's user could plant entries in.
