@@ -241,7 +241,14 @@ func startPerf(t testing.TB, pid int, freqHz int) *perfRun {
 	p := &perfRun{data: data}
 	p.child = startChild(t, nil, "perf", "record", "-q", "-k", "mono", "-e", "cpu-clock:u",
 		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data)
-	waitFor(t, "perf record to start", 10*time.Second, func() bool {
+	// perf writes its file's header once its events are open. A machine busy with other
+	// tests' I/O has taken over 10 s to get there; a perf that exits first says why.
+	waitFor(t, "perf record to start", 60*time.Second, func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("perf record ended before it started recording: %v\n%s", p.err, p.out.String())
+		default:
+		}
 		st, err := os.Stat(data)
 		return err == nil && st.Size() > 0
 	})
