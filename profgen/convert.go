@@ -132,7 +132,9 @@ func (o Options) countScale() float64 {
 }
 
 // repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
-// instruction (the unit of the block weights) times scale, rounded to whole counts.
+// instruction (the unit of the block weights, each equivalence class's samples pooled:
+// cfg.PooledBlockWeights) times scale, rounded to whole counts; an entry that ran gets at
+// least 1.
 func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, error) {
 	addr := o.Object.Addr
 	g, err := cfg.Build(o.Object.Code, addr)
@@ -145,7 +147,7 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	for _, s := range o.Samples {
 		samples[addr+s.Offset] += s.Count
 	}
-	w, err := cfg.BlockWeights(g, samples)
+	w, err := cfg.PooledBlockWeights(g, samples)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -156,6 +158,9 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	counts := make([]uint64, len(g.Blocks))
 	for b := range counts {
 		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
+	}
+	if counts[g.Entry] == 0 && res.BlockCount(g.Entry) > 0 {
+		counts[g.Entry] = 1 // the head count: entered, however rarely
 	}
 	return BlocksFromCFG(g, counts, addr), g.Entry, nil
 }

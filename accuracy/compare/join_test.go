@@ -8,6 +8,7 @@ import (
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // loop is a ten-iteration counting loop:
@@ -99,7 +100,8 @@ func TestScore(t *testing.T) {
 	}
 	// Repair must give the entry block flow (it is on every path), and conserve flow: with
 	// a cheap increase the entry rises to the return's count.
-	rep := Score(funcs, Repaired(reestimate.Options{IncreaseCost: 1, DecreaseCost: 20}))
+	opt := reestimate.Options{IncreaseCost: 1, DecreaseCost: 20}
+	rep := Score(funcs, RepairedFrom(cfg.BlockWeights, opt))
 	if !(rep.Blocks > raw.Blocks) {
 		t.Errorf("repaired block overlap %g not above raw %g", rep.Blocks, raw.Blocks)
 	}
@@ -108,6 +110,15 @@ func TestScore(t *testing.T) {
 	}
 	if len(rep.Functions) != 1 || rep.Functions[0].Samples != 37 || rep.Functions[0].Instructions != 32 {
 		t.Errorf("function scores %+v", rep.Functions)
+	}
+	// profd's repair pools the entry's and the return's samples (they run once a call
+	// each): both get the return's sample over their instructions.
+	est, err := Repaired(opt)(&funcs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := est.Blocks; b[0] != b[2] || b[0] == 0 || b[1] <= b[0] {
+		t.Errorf("pooled repair gives blocks %v, want entry = return > 0 and the loop above them", b)
 	}
 }
 

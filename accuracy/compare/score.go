@@ -24,10 +24,21 @@ func Raw(f *Function) (Estimate, error) {
 	return Estimate{Blocks: w}, err
 }
 
-// Repaired is reestimate's repair of the raw block averages under opt.
+// Weights turns a function's samples into block weights: cfg.BlockWeights (each block's
+// own average) or cfg.PooledBlockWeights (averages over equivalence classes, what profd
+// repairs).
+type Weights func(g *cfg.Graph, samples map[uint64]uint64) ([]float64, error)
+
+// Repaired is reestimate's repair under opt, as profd does it: of the block weights pooled
+// over equivalence classes.
 func Repaired(opt reestimate.Options) Estimator {
+	return RepairedFrom(cfg.PooledBlockWeights, opt)
+}
+
+// RepairedFrom is reestimate's repair of the block weights weights gives, under opt.
+func RepairedFrom(weights Weights, opt reestimate.Options) Estimator {
 	return func(f *Function) (Estimate, error) {
-		w, err := cfg.BlockWeights(f.CFG, f.Samples)
+		w, err := weights(f.CFG, f.Samples)
 		if err != nil {
 			return Estimate{}, err
 		}

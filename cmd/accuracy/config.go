@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 
+	"github.com/profd/profd/accuracy/compare"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Config is the command line.
@@ -14,6 +16,7 @@ type Config struct {
 	PerFunction          bool
 	IRDir                string // with it, also score LLVM's profi on NAME.ll
 	NoIndirect           bool   // leave indirect jumps' targets unreachable
+	NoPool               bool   // repair each block's own sample average, not its equivalence class's
 	Blocks               bool   // print every block's shares
 }
 
@@ -26,4 +29,12 @@ func (c *Config) Validate() error {
 		return errors.New("-exact and -sampled must name directories")
 	}
 	return nil
+}
+
+// repaired is the repair estimator the flags ask for.
+func (c *Config) repaired() compare.Estimator {
+	if c.NoPool {
+		return compare.RepairedFrom(cfg.BlockWeights, c.Repair)
+	}
+	return compare.Repaired(c.Repair)
 }

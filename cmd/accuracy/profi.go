@@ -82,7 +82,7 @@ func runProfi(ctx context.Context, cfg Config, w io.Writer) error {
 			weight += float64(f.Instructions)
 		}
 		raw := compare.Score(restricted, compare.Restrict(compare.Raw, maps))
-		rep := compare.Score(restricted, compare.Restrict(compare.Repaired(cfg.Repair), maps))
+		rep := compare.Score(restricted, compare.Restrict(cfg.repaired(), maps))
 		profi := compare.Score(restricted, compare.Profi(maps, freqs))
 		fmt.Fprintf(w, "| %s | %d of %d | %s | %s | %s | %s |\n", name, mapped, blocks, num(cover/weight), num(raw.Blocks), num(rep.Blocks), num(profi.Blocks))
 		for i, v := range []float64{cover / weight, raw.Blocks, rep.Blocks, profi.Blocks} {

@@ -30,7 +30,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			dumpBlocks(w, funcs, cfg)
 		}
 		raw := compare.Score(funcs, compare.Raw)
-		rep := compare.Score(funcs, compare.Repaired(cfg.Repair))
+		rep := compare.Score(funcs, cfg.repaired())
 		var samples uint64
 		for _, f := range rep.Functions {
 			samples += f.Samples
@@ -95,7 +95,7 @@ func dumpBlocks(w io.Writer, funcs []compare.Function, cfg Config) {
 	for i := range funcs {
 		f := &funcs[i]
 		raw, _ := compare.Raw(f)
-		rep, err := compare.Repaired(cfg.Repair)(f)
+		rep, err := cfg.repaired()(f)
 		if err != nil {
 			fmt.Fprintf(w, "%s: %v\n", f.Name, err)
 			continue
