@@ -159,8 +159,10 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	for b := range counts {
 		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
 	}
-	if counts[g.Entry] == 0 && res.BlockCount(g.Entry) > 0 {
-		counts[g.Entry] = 1 // the head count: entered, however rarely
+	if counts[g.Entry] == 0 && (res.BlockCount(g.Entry) > 0 || w[g.Entry] > 0) {
+		// The head count: entered, however rarely. The repair may carry a loop's count on
+		// its back edges alone and leave the entry a weight too small to keep.
+		counts[g.Entry] = max(1, uint64(math.Round(w[g.Entry]*scale)))
 	}
 	return BlocksFromCFG(g, counts, addr), g.Entry, nil
 }
