@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -349,6 +350,20 @@ func jitTotals(c *profileio.Capture) map[string]uint64 {
 	return m
 }
 
+// shareTolerance is how far, in points, two independent samplings' shares of one function
+// may differ: points, or four standard errors of the difference of two binomial shares
+// around pct from n1 and n2 samples when that is more. profd and perf sample the same run
+// independently; at a few hundred samples a 20 % share moves by 3 points either way
+// between them by chance alone (a busy machine leaves a JIT fewer samples).
+func shareTolerance(points, pct float64, n1, n2 uint64) float64 {
+	if n1 == 0 || n2 == 0 {
+		return points
+	}
+	p := pct / 100
+	se := 100 * math.Sqrt(p*(1-p)*(1/float64(n1)+1/float64(n2)))
+	return math.Max(points, 4*se)
+}
+
 // shares turns counts into percentages of their sum over names.
 func shares(counts map[string]uint64, names []string) map[string]float64 {
 	var total uint64
@@ -364,21 +379,27 @@ func shares(counts map[string]uint64, names []string) map[string]float64 {
 	return out
 }
 
-// compareShares fails t when a function's share differs by more than tolerance points.
+// compareShares fails t when a function's share differs by more than tolerance points, or
+// by more than sampling alone explains when the samples are few (shareTolerance).
 func compareShares(t testing.TB, profd, perf map[string]uint64, names []string, tolerance float64) {
 	t.Helper()
 	ps, qs := shares(profd, names), shares(perf, names)
+	var np, nq uint64
+	for _, n := range names {
+		np, nq = np+profd[n], nq+perf[n]
+	}
 	var b strings.Builder
 	bad := false
 	for _, n := range names {
 		d := ps[n] - qs[n]
-		fmt.Fprintf(&b, "  %-14s profd %6d %5.1f%%   perf %6d %5.1f%%   diff %+5.1f\n", n, profd[n], ps[n], perf[n], qs[n], d)
-		if d > tolerance || d < -tolerance {
+		tol := shareTolerance(tolerance, (ps[n]+qs[n])/2, np, nq)
+		fmt.Fprintf(&b, "  %-14s profd %6d %5.1f%%   perf %6d %5.1f%%   diff %+5.1f (±%.1f)\n", n, profd[n], ps[n], perf[n], qs[n], d, tol)
+		if d > tol || d < -tol {
 			bad = true
 		}
 	}
 	if bad {
-		t.Errorf("shares differ by more than %.0f points:\n%s", tolerance, b.String())
+		t.Errorf("shares differ by more than %.0f points or four standard errors:\n%s", tolerance, b.String())
 	} else {
 		t.Logf("shares:\n%s", b.String())
 	}

@@ -11,7 +11,7 @@
  *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-c] [-o OUTDIR]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
- *   -m MS       how long each function runs in each phase (default 200)
+ *   -m MS       how long each function runs in each phase, in CPU time (default 200)
  *   -r ROUNDS   how many times the whole load/run/unload/reuse/move sequence runs (default 1)
  *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
  *   -f          ask profd for this process's profiles after each round, without waiting
@@ -138,15 +138,24 @@ static uint64_t now_ms(void)
 	return profd_jit__now() / 1000000u;
 }
 
+/* cpu_ms is the CPU time this thread has used: a phase lasts as long in CPU time, and so
+ * draws as many samples, however busy the machine is. */
+static uint64_t cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void run(struct func *f, long ms)
 {
 	counter_fn fn;
-	uint64_t end = now_ms() + (uint64_t)ms, iters = 0, result = 0;
+	uint64_t end = cpu_ms() + (uint64_t)ms, iters = 0, result = 0;
 	memcpy(&fn, &f->addr, sizeof(fn));
 	do {
 		result += fn(100000);
 		iters += 100000;
-	} while (now_ms() < end);
+	} while (cpu_ms() < end);
 	printf("ran %s %" PRIu64 " %" PRIu64 "\n", f->name, iters, result);
 	if (result != iters * (uint64_t)f->adds) {
 		fprintf(stderr, "testjit: %s computed %" PRIu64 ", want %" PRIu64 "\n", f->name, result,
