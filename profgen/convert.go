@@ -2,6 +2,7 @@ package profgen
 
 import (
 	"math"
+	"sort"
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
@@ -53,6 +54,7 @@ type Stats struct {
 func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) {
 	prof := profileio.NewProfile()
 	var st Stats
+	callees := newCalleeIndex(c)
 	for _, o := range c.Objects {
 		if len(o.Samples) == 0 {
 			continue
@@ -65,7 +67,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 		case len(o.Object.Code) == 0:
 			st.RawNoCode++
 		default:
-			blocks, entry, err := repairedBlocks(o, opt.Repair, opt.countScale())
+			blocks, entry, calls, err := repairedBlocks(o, opt.Repair, opt.countScale())
 			if err != nil {
 				st.RawCFGError++
 				if st.FirstError == nil {
@@ -74,6 +76,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 				break
 			}
 			fc.Blocks, fc.Entry = blocks, entry
+			fc.Calls = callees.name(o.Pid, calls)
 			st.Reestimated++
 		}
 		for k, part := range splitInlined(fc, opt.Subprograms) {
@@ -131,15 +134,16 @@ func (o Options) countScale() float64 {
 	return DefaultCountScale
 }
 
-// repairedBlocks recovers o's CFG and returns its repaired block counts, in samples per
+// repairedBlocks recovers o's CFG and returns its repaired block counts and its direct
+// calls (their targets' addresses, as callee names to fill in), in samples per
 // instruction (the unit of the block weights, each equivalence class's samples pooled:
 // cfg.PooledBlockWeights) times scale, rounded to whole counts; an entry that ran gets at
 // least 1.
-func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, error) {
+func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, []directCall, error) {
 	addr := o.Object.Addr
 	g, err := cfg.Build(o.Object.Code, addr)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	// A jump table's targets would otherwise be unreachable and lose their samples.
 	cfg.LinkIndirectJumps(g)
@@ -149,11 +153,11 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	}
 	w, err := cfg.PooledBlockWeights(g, samples)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	res, err := reestimate.Repair(g, w, opt)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	counts := make([]uint64, len(g.Blocks))
 	for b := range counts {
@@ -164,5 +168,54 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 		// its back edges alone and leave the entry a weight too small to keep.
 		counts[g.Entry] = max(1, uint64(math.Round(w[g.Entry]*scale)))
 	}
-	return BlocksFromCFG(g, counts, addr), g.Entry, nil
+	var calls []directCall
+	for _, c := range g.Calls {
+		if c.Target != 0 && counts[c.Block] > 0 {
+			calls = append(calls, directCall{offset: c.Addr - addr, target: c.Target, count: counts[c.Block]})
+		}
+	}
+	return BlocksFromCFG(g, counts, addr), g.Entry, calls, nil
+}
+
+// directCall is a direct call of a repaired object: where, to what address, how often.
+type directCall struct {
+	offset, target, count uint64
+}
+
+// calleeIndex names call targets by the captured objects of the caller's process: a call
+// to the start of an object (or into it: a JIT's stub may jump past a prologue) names it.
+type calleeIndex map[uint32][]*profileio.CaptureObject // by pid, in address order
+
+func newCalleeIndex(c *profileio.Capture) calleeIndex {
+	idx := calleeIndex{}
+	for _, o := range c.Objects {
+		idx[o.Pid] = append(idx[o.Pid], o)
+	}
+	for _, objs := range idx {
+		sort.Slice(objs, func(i, j int) bool { return objs[i].Object.Addr < objs[j].Object.Addr })
+	}
+	return idx
+}
+
+// name turns pid's direct calls into call counts of named callees; calls to code no
+// captured object holds (the runtime's own, or a version of the code not sampled) are left
+// out, as are targets two objects of different names held at different times.
+func (idx calleeIndex) name(pid uint32, calls []directCall) []CallCount {
+	objs := idx[pid]
+	var out []CallCount
+	for _, c := range calls {
+		i := sort.Search(len(objs), func(i int) bool { return objs[i].Object.Addr > c.target })
+		name := ""
+		for j := i - 1; j >= 0 && objs[j].Object.Addr+objs[j].Object.Size > c.target; j-- {
+			if name != "" && objs[j].Object.Name != name {
+				name = ""
+				break
+			}
+			name = objs[j].Object.Name
+		}
+		if name != "" {
+			out = append(out, CallCount{Offset: c.offset, Callee: name, Count: c.count})
+		}
+	}
+	return out
 }

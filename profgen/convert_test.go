@@ -115,3 +115,45 @@ func TestFromCaptureMergesByName(t *testing.T) {
 		t.Errorf("functions %v, want one f with %d samples", prof.Functions, 2*total(fn))
 	}
 }
+
+// A direct call's count is its block's repaired count, under the name of the object of the
+// same process at its target; a call to code no object holds is left out.
+func TestFromCaptureDirectCalls(t *testing.T) {
+	const callerAddr, calleeAddr = 0x10000, 0x20000
+	rel := func(from, to uint64) []byte {
+		d := uint32(int32(int64(to) - int64(from)))
+		return []byte{byte(d), byte(d >> 8), byte(d >> 16), byte(d >> 24)}
+	}
+	// 0: mov ecx, 100; 5: loop: call callee; 10: call 0x30000 (nothing there); 15: dec ecx;
+	// 17: jne loop; 19: ret
+	code := []byte{0xb9, 100, 0, 0, 0, 0xe8}
+	code = append(code, rel(callerAddr+10, calleeAddr)...)
+	code = append(code, 0xe8)
+	code = append(code, rel(callerAddr+15, 0x30000)...)
+	code = append(code, 0xff, 0xc9, 0x75, 0xf2, 0xc3)
+	lines := []jitmap.LineEntry{{Addr: callerAddr, File: "c.c", Line: 10}, {Addr: callerAddr + 5, File: "c.c", Line: 11},
+		{Addr: callerAddr + 10, File: "c.c", Line: 12}, {Addr: callerAddr + 15, File: "c.c", Line: 13}}
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
+		{Pid: 7, Object: jitmap.CodeObject{Name: "caller", Addr: callerAddr, Size: uint64(len(code)), Code: code, Lines: lines},
+			Samples: []profileio.OffsetCount{{Offset: 5, Count: 40}, {Offset: 10, Count: 40}, {Offset: 15, Count: 40}, {Offset: 17, Count: 40}}},
+		{Pid: 7, Object: jitmap.CodeObject{Name: "callee", Addr: calleeAddr, Size: 1, Code: []byte{0xc3}}},
+		{Pid: 8, Object: jitmap.CodeObject{Name: "other", Addr: 0x30000, Size: 1, Code: []byte{0xc3}}},
+	}}
+	prof, _ := FromCapture(c, Options{})
+	f := prof.Functions["caller"]
+	if f == nil {
+		t.Fatal("no profile for caller")
+	}
+	var calls int
+	for loc, targets := range f.Calls {
+		for name, n := range targets {
+			calls++
+			if name != "callee" || loc.LineOffset != 1 || n == 0 || n != f.Body[loc] {
+				t.Errorf("call at %v: %s %d times (line count %d), want callee at line offset 1 as often as its line", loc, name, n, f.Body[loc])
+			}
+		}
+	}
+	if calls != 1 {
+		t.Errorf("calls %v, want one to callee (the call to pid 8's code names nothing)", f.Calls)
+	}
+}

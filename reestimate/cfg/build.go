@@ -167,6 +167,12 @@ func formBlocks(g *Graph, insts []inst, leader []uint8, addr uint64) {
 		first, j := k, i
 		for {
 			addrs[k] = addr + uint64(insts[j].off)
+			switch insts[j].call {
+			case callDirect:
+				g.Calls = append(g.Calls, Call{Block: len(g.Blocks), Addr: addrs[k], Target: addr + uint64(insts[j].target)})
+			case callIndirect:
+				g.Calls = append(g.Calls, Call{Block: len(g.Blocks), Addr: addrs[k]})
+			}
 			k++
 			j++
 			if j == len(insts) || leader[j] != leaderNone {

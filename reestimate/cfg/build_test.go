@@ -206,3 +206,30 @@ func checkInvariants(t testing.TB, g *Graph) {
 		}
 	}
 }
+
+// Build lists the calls with their blocks: a direct call's target, an indirect call's none.
+func TestBuildCalls(t *testing.T) {
+	const addr = 0x1000
+	code := []byte{
+		0xe8, 0x0b, 0x00, 0x00, 0x00, // call addr+16
+		0x85, 0xc0, // test eax, eax
+		0x74, 0x02, // je +2
+		0xff, 0xd0, // call rax
+		0xc3,                   // ret
+		0x90, 0x90, 0x90, 0x90, // padding
+		0xc3, // the callee: ret
+	}
+	g, err := Build(code, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Call{{Block: 0, Addr: addr, Target: addr + 16}, {Block: 1, Addr: addr + 9}}
+	if len(g.Calls) != len(want) {
+		t.Fatalf("calls %+v, want %+v", g.Calls, want)
+	}
+	for i := range want {
+		if g.Calls[i] != want[i] {
+			t.Errorf("call %d: %+v, want %+v", i, g.Calls[i], want[i])
+		}
+	}
+}

@@ -24,12 +24,22 @@ func (k instKind) ends() bool { return k >= kindJump }
 
 // inst is one decoded instruction, as CFG recovery needs it.
 type inst struct {
-	target int64  // for kindCond and kindJump: branch target relative to the function's start
+	target int64  // for kindCond, kindJump and direct calls: the target relative to the function's start
 	off    uint32 // byte offset from the function's start
 	size   uint8
 	kind   instKind
-	pad    bool // a nop or int3: may be alignment padding
+	call   callKind // a call (kindPlain: it falls through)
+	pad    bool     // a nop or int3: may be alignment padding
 }
+
+// callKind says whether an instruction is a call, and whether its target is in the code.
+type callKind uint8
+
+const (
+	callNone     callKind = iota
+	callDirect            // call rel32: target known
+	callIndirect          // call through a register or memory
+)
 
 // maxInstBytes is the architectural limit on an x86 instruction's length.
 const maxInstBytes = 15
@@ -88,6 +98,13 @@ func decodeX86asm(src []byte, off int) (inst, error) {
 		}
 	case x86asm.LJMP:
 		out.kind = kindIndirect
+	case x86asm.CALL:
+		if _, ok := in.Args[0].(x86asm.Rel); ok {
+			out.call = callDirect
+			out.target = relTarget(in, off)
+		} else {
+			out.call = callIndirect
+		}
 	case x86asm.RET, x86asm.LRET, x86asm.IRET, x86asm.IRETD, x86asm.IRETQ,
 		x86asm.SYSRET, x86asm.SYSEXIT:
 		out.kind = kindReturn

@@ -245,6 +245,8 @@ func fastDecodeShape(src []byte, off int, in *inst) (shape int32, ok bool) {
 			in.kind = kindCond
 		case op == 0xE9 || op == 0xEB:
 			in.kind = kindJump
+		case op == 0xE8:
+			in.call = callDirect
 		case op == 0xC2 || op == 0xC3:
 			in.kind = kindReturn
 		case op == 0xCC:
@@ -309,6 +311,8 @@ func fastDecodeShape(src []byte, off int, in *inst) (shape int32, ok bool) {
 			switch reg {
 			case 3, 5, 7: // far call, far jmp, invalid
 				return 0, false
+			case 2:
+				in.call = callIndirect
 			case 4:
 				in.kind = kindIndirect
 			}
@@ -339,7 +343,7 @@ func fastDecodeShape(src []byte, off int, in *inst) (shape int32, ok bool) {
 		return 0, false
 	}
 	in.size = uint8(p)
-	if in.kind == kindCond || in.kind == kindJump {
+	if in.kind == kindCond || in.kind == kindJump || in.call == callDirect {
 		var rel int64
 		if flags&opImm8 != 0 {
 			rel = int64(int8(src[p-1]))

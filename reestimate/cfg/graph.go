@@ -60,4 +60,13 @@ type Graph struct {
 	// IndirectJumps counts indirect jumps (jump tables, computed gotos) whose targets are
 	// unknown; each ends its path like an exit.
 	IndirectJumps int
+	// Calls are the call instructions, in address order (Build fills them in).
+	Calls []Call
+}
+
+// Call is a call instruction: it runs as often as its block.
+type Call struct {
+	Block  int    // index into Graph.Blocks
+	Addr   uint64 // the call instruction's address
+	Target uint64 // the callee's address for a direct call; 0 for an indirect one
 }
