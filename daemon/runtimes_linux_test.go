@@ -65,7 +65,9 @@ func perfTally(ss []perfSample) tally {
 }
 
 // compareWithPerf holds profd's tally to perf's and returns the JIT functions with 5 % of
-// the samples or more (by either).
+// the samples in JIT memory or more (by either). Shares are of the samples in JIT memory:
+// perf record -p follows the threads there when it starts, profd every thread of the
+// process, so a runtime's compiler and GC threads started later add to profd's total only.
 func compareWithPerf(t *testing.T, profd, perf tally) []string {
 	t.Helper()
 	pct := func(n, of uint64) float64 {
@@ -87,20 +89,20 @@ func compareWithPerf(t *testing.T, profd, perf tally) []string {
 	var b strings.Builder
 	bad := false
 	for _, name := range sortedNames(perf.funcs) {
-		ps, qs := pct(perf.funcs[name], perf.total), pct(profd.funcs[name], profd.total)
+		ps, qs := pct(perf.funcs[name], perf.jitMem), pct(profd.funcs[name], profd.jitMem)
 		if ps < 5 && qs < 5 {
 			continue
 		}
 		hot = append(hot, name)
-		tol := shareTolerance(3, (ps+qs)/2, perf.total, profd.total)
+		tol := shareTolerance(3, (ps+qs)/2, perf.jitMem, profd.jitMem)
 		fmt.Fprintf(&b, "  %-60.60s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
 		if qs-ps > tol || ps-qs > tol {
 			bad = true
 		}
 	}
 	for name, n := range profd.funcs {
-		if pct(n, profd.total) >= 5 && perf.funcs[name] == 0 {
-			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%  (perf has no such function)\n", name, pct(n, profd.total))
+		if pct(n, profd.jitMem) >= 5 && perf.funcs[name] == 0 {
+			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%  (perf has no such function)\n", name, pct(n, profd.jitMem))
 			bad = true
 		}
 	}
