@@ -41,7 +41,9 @@ func tripBounds(name string, trips float64) (lo, hi float64) {
 // LLVM learns of each loop's trip count from the profile, within a factor of 2: the loop's
 // count over the head count in the profile, and, with clang-14 -fprofile-sample-use, the
 // loop's frequency per entry that LLVM derives from the branch weights the profile gave it,
-// and the loop's count over the function's entry count (bounds: tripBounds). Where the
+// and the loop's count over the function's entry count (bounds: tripBounds), for the profile
+// made with the IR's subprograms and for the one profd wrote live, which has only lli's
+// debug objects to count line offsets from. Where the
 // time of the second function's entry lands (its first block, the preheader) varies from run
 // to run.
 func TestTripCounts(t *testing.T) {
@@ -90,8 +92,9 @@ func TestTripCounts(t *testing.T) {
 		}
 	}
 
-	// clang-14 compiling the source with the profile.
-	profPath, used := filepath.Join(dir, "prof.txt"), filepath.Join(dir, "used.ll")
+	// clang-14 compiling the source with that profile, and with the one profd wrote while
+	// lli ran, whose line offsets come from lli's GDB JIT debug objects.
+	profPath := filepath.Join(dir, "prof.txt")
 	var text bytes.Buffer
 	if err := profileio.WriteText(&text, prof); err != nil {
 		t.Fatal(err)
@@ -99,9 +102,24 @@ func TestTripCounts(t *testing.T) {
 	if err := os.WriteFile(profPath, text.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append(compile, "-fprofile-sample-use="+profPath, "-S", "-emit-llvm", "-o", used, src)
+	for _, o := range c.Objects {
+		if _, ok := tripFunctions[o.Object.Name]; ok && o.Object.FirstLine == 0 {
+			t.Errorf("%s: no first line from lli's debug object", o.Object.Name)
+		}
+	}
+	for what, path := range map[string]string{"reestimate --ir": profPath, "profd's live": outputPath(d, "lli", pid, FormatLLVMText)} {
+		checkTripsUnderClang(t, what, path, src, compile)
+	}
+}
+
+// checkTripsUnderClang compiles src with clang-14 -fprofile-sample-use=profile and checks
+// the trip counts LLVM's block frequencies give tripFunctions' loops.
+func checkTripsUnderClang(t *testing.T, what, profile, src string, compile []string) {
+	t.Helper()
+	used := filepath.Join(t.TempDir(), "used.ll")
+	args := append(append([]string(nil), compile...), "-fprofile-sample-use="+profile, "-S", "-emit-llvm", "-o", used, src)
 	if out, err := exec.Command("clang-14", args...).CombinedOutput(); err != nil {
-		t.Fatalf("clang-14 -fprofile-sample-use: %v\n%s", err, out)
+		t.Fatalf("%s profile: clang-14 -fprofile-sample-use: %v\n%s", what, err, out)
 	}
 	// LLVM's block frequencies: each block's per entry, from the branch weights, and its
 	// count, from the entry count.
@@ -113,7 +131,8 @@ func TestTripCounts(t *testing.T) {
 	for name, trips := range tripFunctions {
 		blocks := freqs[name]
 		if len(blocks) == 0 || blocks[0].count == 0 {
-			t.Fatalf("opt-14 printed no block counts for %s (no entry count):\n%s", name, out)
+			t.Errorf("%s profile: opt-14 printed no block counts for %s (no entry count):\n%s", what, name, out)
+			continue
 		}
 		var loop irBlockFreq
 		for _, b := range blocks {
@@ -122,10 +141,10 @@ func TestTripCounts(t *testing.T) {
 			}
 		}
 		perCount := float64(loop.count) / float64(blocks[0].count)
-		t.Logf("%s under clang: entry count %d, loop %.0f per entry, count %d", name, blocks[0].count, loop.perEntry, loop.count)
+		t.Logf("%s profile: %s under clang: entry count %d, loop %.0f per entry, count %d", what, name, blocks[0].count, loop.perEntry, loop.count)
 		if lo, hi := tripBounds(name, trips); loop.perEntry < lo || loop.perEntry > hi || perCount < lo || perCount > hi {
-			t.Errorf("%s: LLVM reads the loop as running %.0f times per entry (branch weights), %.0f (counts), want %.0f to %.0f",
-				name, loop.perEntry, perCount, lo, hi)
+			t.Errorf("%s profile: %s: LLVM reads the loop as running %.0f times per entry (branch weights), %.0f (counts), want %.0f to %.0f",
+				what, name, loop.perEntry, perCount, lo, hi)
 		}
 	}
 }

@@ -37,6 +37,27 @@ var debugSections = []string{
 // ErrBadDebugObject and names the file offset or section at fault, and nothing the input
 // claims is allocated beyond the input's own size. Safe to call concurrently.
 func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
+	info, err := DebugObject(obj, maxRows)
+	return info.Lines, err
+}
+
+// DebugInfo is what profd reads from a JIT debug object.
+type DebugInfo struct {
+	Lines       []LineEntry     // as DebugObjectLines returns them
+	Subprograms []SubprogramRow // functions with code, ascending LowPC
+}
+
+// SubprogramRow is a DWARF subprogram with code: its first address and the line it is
+// declared on (DW_AT_decl_line: the DISubprogram's line, from which LLVM's sample profiles
+// count line offsets).
+type SubprogramRow struct {
+	LowPC uint64
+	Line  uint32
+}
+
+// DebugObject is DebugObjectLines with the object's subprograms too (those of each compile
+// unit's top level that have code and a declared line). Errors are as for DebugObjectLines.
+func DebugObject(obj []byte, maxRows int) (info DebugInfo, err error) {
 	if maxRows <= 0 {
 		maxRows = DefaultMaxDebugRows
 	}
@@ -44,21 +65,21 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 		// debug/elf and debug/dwarf are meant not to panic on bad input; should one still do,
 		// it is this object's fault, not the caller's.
 		if r := recover(); r != nil {
-			rows, err = nil, fmt.Errorf("jitmap: debug object: decoder panic %v: %w", r, ErrBadDebugObject)
+			info, err = DebugInfo{}, fmt.Errorf("jitmap: debug object: decoder panic %v: %w", r, ErrBadDebugObject)
 		}
 	}()
 	f, err := elf.NewFile(bytes.NewReader(obj))
 	if err != nil {
-		return nil, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
+		return DebugInfo{}, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
 	}
 	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("jitmap: debug object: %v %v %v, want 64-bit little-endian x86-64: %w",
+		return DebugInfo{}, fmt.Errorf("jitmap: debug object: %v %v %v, want 64-bit little-endian x86-64: %w",
 			f.Class, f.Data, f.Machine, ErrBadDebugObject)
 	}
 	var syms []elf.Symbol
 	if f.Type == elf.ET_REL {
 		if syms, err = f.Symbols(); err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return nil, fmt.Errorf("jitmap: debug object: symbol table: %w: %w", ErrBadDebugObject, err)
+			return DebugInfo{}, fmt.Errorf("jitmap: debug object: symbol table: %w: %w", ErrBadDebugObject, err)
 		}
 	}
 	data := map[string][]byte{}
@@ -69,46 +90,55 @@ func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
 		}
 		b, err := s.Data()
 		if err != nil {
-			return nil, fmt.Errorf("jitmap: debug object: section %q at offset %#x: %w: %w", name, s.Offset, ErrBadDebugObject, err)
+			return DebugInfo{}, fmt.Errorf("jitmap: debug object: section %q at offset %#x: %w: %w", name, s.Offset, ErrBadDebugObject, err)
 		}
 		if f.Type == elf.ET_REL {
 			if err := relocate(f, syms, name, b); err != nil {
-				return nil, err
+				return DebugInfo{}, err
 			}
 		}
 		data[name] = b
 	}
 	if data[".debug_info"] == nil || data[".debug_line"] == nil {
-		return nil, fmt.Errorf("jitmap: debug object: no .debug_info or .debug_line: %w", ErrBadDebugObject)
+		return DebugInfo{}, fmt.Errorf("jitmap: debug object: no .debug_info or .debug_line: %w", ErrBadDebugObject)
 	}
 	d, err := dwarf.New(data[".debug_abbrev"], data[".debug_aranges"], nil, data[".debug_info"],
 		data[".debug_line"], nil, data[".debug_ranges"], data[".debug_str"])
 	if err != nil {
-		return nil, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
+		return DebugInfo{}, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
 	}
 	for _, name := range []string{".debug_line_str", ".debug_str_offsets", ".debug_addr", ".debug_rnglists"} {
 		if b := data[name]; b != nil {
 			if err := d.AddSection(name, b); err != nil {
-				return nil, fmt.Errorf("jitmap: debug object: section %q: %w: %w", name, ErrBadDebugObject, err)
+				return DebugInfo{}, fmt.Errorf("jitmap: debug object: section %q: %w: %w", name, ErrBadDebugObject, err)
 			}
 		}
 	}
-	return lineRows(d, data[".debug_line"], len(data[".debug_info"]), maxRows)
+	return readUnits(d, data[".debug_line"], len(data[".debug_info"]), maxRows)
 }
 
-// lineRows reads every compile unit's line program. infoBytes bounds the entries visited:
-// each takes at least one byte of .debug_info, so more visits than that mean the input
-// (through sibling attributes) sends the reader round in circles.
-func lineRows(d *dwarf.Data, line []byte, infoBytes, maxRows int) ([]LineEntry, error) {
-	var rows []LineEntry
+// readUnits reads every compile unit's line program and its top-level subprograms.
+// infoBytes bounds the entries visited: each takes at least one byte of .debug_info, so more
+// visits than that mean the input (through sibling attributes) sends the reader round in
+// circles.
+func readUnits(d *dwarf.Data, line []byte, infoBytes, maxRows int) (DebugInfo, error) {
+	var info DebugInfo
 	r := d.Reader()
-	for visits := 0; ; visits++ {
-		if visits > infoBytes {
+	visits := 0
+	next := func() (*dwarf.Entry, error) {
+		if visits++; visits > infoBytes {
 			return nil, fmt.Errorf("jitmap: debug object: .debug_info: more entries visited than its %d bytes hold: %w", infoBytes, ErrBadDebugObject)
 		}
 		e, err := r.Next()
 		if err != nil {
 			return nil, fmt.Errorf("jitmap: debug object: .debug_info: %w: %w", ErrBadDebugObject, err)
+		}
+		return e, nil
+	}
+	for {
+		e, err := next()
+		if err != nil {
+			return DebugInfo{}, err
 		}
 		if e == nil {
 			break
@@ -119,42 +149,88 @@ func lineRows(d *dwarf.Data, line []byte, infoBytes, maxRows int) ([]LineEntry, 
 		}
 		if off, ok := e.Val(dwarf.AttrStmtList).(int64); ok {
 			if err := checkLineHeader(line, uint64(off)); err != nil {
-				return nil, fmt.Errorf("jitmap: debug object: .debug_line of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
+				return DebugInfo{}, fmt.Errorf("jitmap: debug object: .debug_line of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
 			}
 		}
 		lr, err := d.LineReader(e)
 		if err != nil {
-			return nil, fmt.Errorf("jitmap: debug object: line table of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
+			return DebugInfo{}, fmt.Errorf("jitmap: debug object: line table of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
 		}
-		r.SkipChildren()
+		if e.Children {
+			if err := unitSubprograms(&info, r, next); err != nil {
+				return DebugInfo{}, err
+			}
+		}
 		if lr == nil {
 			continue
 		}
-		var le dwarf.LineEntry
-		for {
-			err := lr.Next(&le)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("jitmap: debug object: line table of unit at %#x: %w: %w", e.Offset, ErrBadDebugObject, err)
-			}
-			if le.EndSequence {
-				continue
-			}
-			if len(rows) >= maxRows {
-				return nil, fmt.Errorf("jitmap: debug object: more than %d line rows: %w", maxRows, ErrBadDebugObject)
-			}
-			var file string
-			if le.File != nil {
-				file = le.File.Name
-			}
-			rows = append(rows, LineEntry{Addr: le.Address, File: file, Line: clampLine(le.Line),
-				Discriminator: clampLine(le.Discriminator)})
+		if info.Lines, err = appendLineRows(info.Lines, lr, e.Offset, maxRows); err != nil {
+			return DebugInfo{}, err
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Addr < rows[j].Addr })
-	return rows, nil
+	sort.SliceStable(info.Lines, func(i, j int) bool { return info.Lines[i].Addr < info.Lines[j].Addr })
+	sort.Slice(info.Subprograms, func(i, j int) bool { return info.Subprograms[i].LowPC < info.Subprograms[j].LowPC })
+	return info, nil
+}
+
+// unitSubprograms reads a compile unit's children up to the unit's end, keeping each
+// subprogram that has both a low_pc (code) and a decl_line of its own.
+func unitSubprograms(info *DebugInfo, r *dwarf.Reader, next func() (*dwarf.Entry, error)) error {
+	for {
+		e, err := next()
+		if err != nil {
+			return err
+		}
+		if e == nil || e.Tag == 0 {
+			return nil // the unit's last child
+		}
+		if e.Tag == dwarf.TagSubprogram {
+			low, okLow := e.Val(dwarf.AttrLowpc).(uint64)
+			line, okLine := e.Val(dwarf.AttrDeclLine).(int64)
+			if okLow && okLine && line > 0 {
+				info.Subprograms = append(info.Subprograms, SubprogramRow{LowPC: low, Line: clampLine(int(line))})
+			}
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
+// appendLineRows appends the rows of one unit's line program, end-of-sequence rows left out.
+func appendLineRows(rows []LineEntry, lr *dwarf.LineReader, unit dwarf.Offset, maxRows int) ([]LineEntry, error) {
+	var le dwarf.LineEntry
+	for {
+		err := lr.Next(&le)
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("jitmap: debug object: line table of unit at %#x: %w: %w", unit, ErrBadDebugObject, err)
+		}
+		if le.EndSequence {
+			continue
+		}
+		if len(rows) >= maxRows {
+			return nil, fmt.Errorf("jitmap: debug object: more than %d line rows: %w", maxRows, ErrBadDebugObject)
+		}
+		var file string
+		if le.File != nil {
+			file = le.File.Name
+		}
+		rows = append(rows, LineEntry{Addr: le.Address, File: file, Line: clampLine(le.Line),
+			Discriminator: clampLine(le.Discriminator)})
+	}
+}
+
+// FirstLineAt returns the declared line of the subprogram whose code starts at addr, 0 if
+// none does. subs must be sorted by LowPC.
+func FirstLineAt(subs []SubprogramRow, addr uint64) uint32 {
+	i := sort.Search(len(subs), func(i int) bool { return subs[i].LowPC >= addr })
+	if i < len(subs) && subs[i].LowPC == addr {
+		return subs[i].Line
+	}
+	return 0
 }
 
 func clampLine(n int) uint32 {

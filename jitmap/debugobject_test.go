@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +94,74 @@ func TestDebugObjectLinesMCJIT(t *testing.T) {
 	if text.Addr == 0 || discs == 0 {
 		t.Fatalf(".text at %#x, %d rows with a discriminator: want a loaded object with discriminators", text.Addr, discs)
 	}
+
+	// The subprograms: each with code, at its low_pc, declared where LLVM reads it.
+	info, err := jitmap.DebugObject(obj, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dwarfdumpSubprograms(t, mcjitDebugObject)
+	if len(want) == 0 || len(info.Subprograms) != len(want) {
+		t.Fatalf("subprograms %+v, llvm-dwarfdump-14 reads %+v", info.Subprograms, want)
+	}
+	for i, w := range want {
+		if info.Subprograms[i] != w {
+			t.Errorf("subprogram %d: %+v, llvm-dwarfdump-14 %+v", i, info.Subprograms[i], w)
+		}
+		if got := jitmap.FirstLineAt(info.Subprograms, w.LowPC); got != w.Line {
+			t.Errorf("FirstLineAt(%#x) = %d, want %d", w.LowPC, got, w.Line)
+		}
+	}
+	if got := jitmap.FirstLineAt(info.Subprograms, want[0].LowPC+1); got != 0 {
+		t.Errorf("FirstLineAt inside a function = %d, want 0", got)
+	}
+}
+
+// dwarfdumpSubprograms parses llvm-dwarfdump-14 --debug-info: the subprograms with a
+// low_pc and a decl_line, in address order.
+func dwarfdumpSubprograms(t *testing.T, path string) []jitmap.SubprogramRow {
+	t.Helper()
+	out, err := exec.Command("llvm-dwarfdump-14", "--debug-info", path).Output()
+	if err != nil {
+		t.Fatalf("llvm-dwarfdump-14: %v", err)
+	}
+	var subs []jitmap.SubprogramRow
+	var cur *jitmap.SubprogramRow
+	var hasLow bool
+	flush := func() {
+		if cur != nil && hasLow && cur.Line > 0 {
+			subs = append(subs, *cur)
+		}
+		cur, hasLow = nil, false
+	}
+	value := func(line string) string {
+		l, r := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+		if l < 0 || r < l {
+			return ""
+		}
+		return line[l+1 : r]
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.Contains(line, "DW_TAG_"):
+			flush()
+			if strings.Contains(line, "DW_TAG_subprogram") {
+				cur = &jitmap.SubprogramRow{}
+			}
+		case cur == nil:
+		case strings.Contains(line, "DW_AT_low_pc"):
+			v, err := strconv.ParseUint(strings.TrimPrefix(value(line), "0x"), 16, 64)
+			cur.LowPC, hasLow = v, err == nil
+		case strings.Contains(line, "DW_AT_decl_line"):
+			v, _ := strconv.ParseUint(value(line), 10, 32)
+			cur.Line = uint32(v)
+		}
+	}
+	flush()
+	sort.Slice(subs, func(i, j int) bool { return subs[i].LowPC < subs[j].LowPC })
+	return subs
 }
 
 // TestDebugObjectLinesLLC checks a fresh object of llc-14 (sections at address 0, so rows

@@ -48,6 +48,9 @@ type CodeObject struct {
 	// one. 0 for an object no Map holds.
 	Version uint64
 	Source  Source
+	// FirstLine is the line the function is declared on (its DWARF subprogram's, from which
+	// LLVM's sample profiles count line offsets); 0 where unknown.
+	FirstLine uint32
 }
 
 // Estimated bytes an object and a line entry take beyond their variable parts.

@@ -1,6 +1,7 @@
 package profgen
 
 import (
+	"cmp"
 	"math"
 	"sort"
 
@@ -61,7 +62,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 		}
 		st.Objects++
 		fc := RawFunctionCounts(o)
-		fc.FirstLine = opt.firstLine(o.Object.Name)
+		fc.FirstLine = cmp.Or(opt.firstLine(o.Object.Name), o.Object.FirstLine)
 		switch {
 		case opt.Raw:
 		case len(o.Object.Code) == 0:

@@ -37,9 +37,11 @@ type FunctionCounts struct {
 	// table to project block counts onto.
 	Samples uint64
 	// FirstLine is the function's first source line (the DISubprogram's line), from which
-	// LLVM counts line offsets. 0 means: the line of the line-table entry at the function's
-	// first byte (clang gives the prologue the function's own line), else the lowest line
-	// of the function's own file in its line table.
+	// LLVM counts line offsets: FromCapture takes it from the IR when given one, else from
+	// the code object (jitmap.CodeObject.FirstLine, from the JIT's debug object). 0 means:
+	// the line of the line-table entry at the function's first byte (clang gives the
+	// prologue the function's own line), else the lowest line of the function's own file in
+	// its line table.
 	FirstLine uint32
 }
 

@@ -99,10 +99,11 @@ func TestRawProfile(t *testing.T) {
 	if fib == nil || loop == nil || len(p.Functions) != 2 {
 		t.Fatalf("functions: %v", p.Functions)
 	}
-	// pid 100's fib: offsets 0 (line 10, +0) 5, 0x12 (line 11, +1) 42, 0x21 (line 12.2) 7,
-	// 0x3f (util.h: dropped); pid 200's copy has no lines and adds its 4 samples to the total.
-	// Discriminator 2 is LLVM's encoding of base discriminator 1.
-	wantBody := map[profileio.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 5, {LineOffset: 1, Discriminator: 0}: 42, {LineOffset: 2, Discriminator: 1}: 7}
+	// pid 100's fib, declared on line 9 (its object's FirstLine): offsets 0 (line 10, +1) 5,
+	// 0x12 (line 11, +2) 42, 0x21 (line 12.2) 7, 0x3f (util.h: dropped); pid 200's copy has no
+	// lines and adds its 4 samples to the total. Discriminator 2 is LLVM's encoding of base
+	// discriminator 1.
+	wantBody := map[profileio.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 5, {LineOffset: 2, Discriminator: 0}: 42, {LineOffset: 3, Discriminator: 1}: 7}
 	if !reflect.DeepEqual(fib.Body, wantBody) || fib.TotalSamples != 5+42+7+4 || fib.NoLineTable {
 		t.Errorf("fib: %+v", fib)
 	}

@@ -6,8 +6,12 @@ import (
 	"github.com/profd/profd/jitmap"
 )
 
-// CaptureVersion is the capture format version this package writes and reads.
-const CaptureVersion = 1
+// CaptureVersion is the capture format version this package writes; it reads it and
+// every earlier one (docs/capture-format.md says what each added).
+const CaptureVersion = 2
+
+// minCaptureVersion is the oldest capture format version this package reads.
+const minCaptureVersion = 1
 
 // captureMagic opens every capture file.
 var captureMagic = [8]byte{'P', 'R', 'O', 'F', 'D', 'C', 'A', 'P'}

@@ -34,8 +34,8 @@ func ReadCapture(r io.Reader) (*Capture, error) {
 		return nil, &ParseError{Format: "capture", Msg: fmt.Sprintf("bad magic %q", head[:8]), Err: ErrMalformed}
 	}
 	c.Version = binary.LittleEndian.Uint32(head[8:])
-	if c.Version != CaptureVersion {
-		return nil, &ParseError{Format: "capture", Offset: 8, Msg: fmt.Sprintf("version %d, want %d", c.Version, CaptureVersion), Err: ErrUnsupported}
+	if c.Version < minCaptureVersion || c.Version > CaptureVersion {
+		return nil, &ParseError{Format: "capture", Offset: 8, Msg: fmt.Sprintf("version %d, want %d to %d", c.Version, minCaptureVersion, CaptureVersion), Err: ErrUnsupported}
 	}
 	cr := captureReader{c: c, merged: true}
 	offset := int64(captureHeaderBytes)
@@ -295,6 +295,9 @@ func (cr *captureReader) codeObject(d *payloadDecoder) {
 			return
 		}
 		co.Lines = append(co.Lines, jitmap.LineEntry{Addr: addr, File: files[fi], Line: line, Discriminator: disc})
+	}
+	if c.Version >= 2 {
+		co.FirstLine = d.uint32()
 	}
 	if d.err == nil {
 		c.Objects = append(c.Objects, o)

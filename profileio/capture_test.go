@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -155,6 +156,28 @@ func TestCaptureGolden(t *testing.T) {
 	golden(t, "capture.profd.golden", file)
 }
 
+// TestCaptureVersion1 reads a capture of the first version (the golden file before code
+// objects carried their first line): the same capture, without first lines.
+func TestCaptureVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/capture-v1.profd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCapture(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, boundaries := writeTestCapture(t)
+	want := expectedCapture(len(boundaries) - 1)
+	want.Version = 1
+	for _, o := range want.Objects {
+		o.Object.FirstLine = 0
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("version 1 capture:\n%+v\nwant:\n%+v", c, want)
+	}
+}
+
 // TestCaptureKilledWriter cuts the capture at every byte: at a section boundary, and in
 // the middle of a section, the reader returns exactly the sections written before the cut.
 func TestCaptureKilledWriter(t *testing.T) {
@@ -253,8 +276,10 @@ func TestCaptureLyingSections(t *testing.T) {
 			t.Errorf("%s: sections before the bad one lost: %d objects", tc.name, len(c.Objects))
 		}
 	}
-	if _, err := ReadCapture(bytes.NewReader([]byte("PROFDCAP\x02\x00\x00\x00\x00\x00\x00\x00"))); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("version 2: %v, want ErrUnsupported", err)
+	for _, v := range []string{"\x00", "\x03"} {
+		if _, err := ReadCapture(bytes.NewReader([]byte("PROFDCAP" + v + "\x00\x00\x00\x00\x00\x00\x00"))); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("version %q: %v, want ErrUnsupported", v, err)
+		}
 	}
 	if _, err := ReadCapture(bytes.NewReader([]byte("NOTACAPTURE-----"))); !errors.Is(err, ErrMalformed) {
 		t.Errorf("bad magic: %v, want ErrMalformed", err)
@@ -314,6 +339,9 @@ func FuzzReadCapture(f *testing.F) {
 	f.Add(file)
 	f.Add(file[:boundaries[3]+5])
 	f.Add(file[:boundaries[len(boundaries)-2]])
+	if v1, err := os.ReadFile("testdata/capture-v1.profd"); err == nil {
+		f.Add(v1)
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := ReadCapture(bytes.NewReader(in))
 		if err != nil {
@@ -332,6 +360,7 @@ func FuzzReadCapture(f *testing.F) {
 			t.Fatalf("reading what was written: %v", err)
 		}
 		c.Truncated, c.TruncatedAt = false, 0
+		c.Version = CaptureVersion // an older version is written as the current one
 		if !reflect.DeepEqual(c, c2) {
 			t.Fatalf("capture round trip differs:\n%+v\n%+v", c, c2)
 		}

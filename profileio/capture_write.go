@@ -119,6 +119,7 @@ func (cw *CaptureWriter) AddCodeObject(pid uint32, o *jitmap.CodeObject) (Object
 		b = append(b, o.Code...)
 	}
 	b = appendLines(b, o.Addr, o.Lines)
+	b = appendUvarint(b, uint64(o.FirstLine))
 	if err := cw.finish(secCodeObject, b); err != nil {
 		return 0, err
 	}

@@ -91,7 +91,7 @@ func testObjects() []jitmap.CodeObject {
 	}
 	return []jitmap.CodeObject{
 		{Name: "fib", Addr: 0x7f0000001000, Size: 64, Code: code, LoadNs: 1_000_000_100, CodeIndex: 1,
-			Source: jitmap.SourceFIFO, Lines: []jitmap.LineEntry{
+			Source: jitmap.SourceFIFO, FirstLine: 9, Lines: []jitmap.LineEntry{
 				{Addr: 0x7f0000001000, File: "fib.c", Line: 10},
 				{Addr: 0x7f0000001010, File: "fib.c", Line: 11},
 				{Addr: 0x7f0000001020, File: "fib.c", Line: 12, Discriminator: 2},

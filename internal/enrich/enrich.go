@@ -123,12 +123,14 @@ var debugRetries = []time.Duration{5 * time.Millisecond, 50 * time.Millisecond}
 
 // fillDiscriminators gives a load's line entries the discriminators of the process's GDB JIT
 // debug object for the same code (LLVM's MCJIT registers one per object it loads; its DWARF
-// line table is the jitdump's plus discriminators). A process whose debug objects once
+// line table is the jitdump's plus discriminators), and the load its function's declared
+// line from the object's subprogram at its address. A process whose debug objects once
 // failed to cover a load even after the waits is not waited for again.
 func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad) {
 	o := &load.Object
 	for try := 0; ; try++ {
-		rows, err := e.debug.Lines(load.Pid)
+		info, err := e.debug.Debug(load.Pid)
+		rows := info.Lines
 		if err != nil {
 			if !errors.Is(err, gdbjit.ErrNoDescriptor) {
 				e.log.Debug("enrich: GDB JIT debug objects not readable", "pid", load.Pid, "err", err)
@@ -138,6 +140,9 @@ func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad) {
 		if jitmap.Covers(o, rows) {
 			if jitmap.MergeDiscriminators(o, rows) > 0 {
 				e.discriminated.Add(1)
+			}
+			if o.FirstLine == 0 {
+				o.FirstLine = jitmap.FirstLineAt(info.Subprograms, o.Addr)
 			}
 			return
 		}

@@ -56,9 +56,9 @@ type objectKey struct{ entry, addr, size uint64 }
 
 type procState struct {
 	descAddr uint64 // 0: none found
-	objects  map[objectKey][]jitmap.LineEntry
-	keys     []objectKey        // the list as last walked
-	rows     []jitmap.LineEntry // its objects' rows, by address
+	objects  map[objectKey]jitmap.DebugInfo
+	keys     []objectKey      // the list as last walked
+	info     jitmap.DebugInfo // its objects' rows and subprograms, by address
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -93,31 +93,38 @@ func (r *Reader) Forget(pid uint32) {
 // Stats.BadObjects); an error means the list itself could not be walked: ErrNoDescriptor
 // (remembered for pid until Forget), ErrBadList, or a read error from the process.
 func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
+	info, err := r.Debug(pid)
+	return info.Lines, err
+}
+
+// Debug is Lines with the subprograms of all of pid's debug objects too (by address; shared
+// like the rows).
+func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.procs[pid]
 	if st == nil {
 		addr, err := r.findDescriptor(pid)
 		if err != nil {
-			return nil, err
+			return jitmap.DebugInfo{}, err
 		}
-		st = &procState{descAddr: addr, objects: map[objectKey][]jitmap.LineEntry{}}
+		st = &procState{descAddr: addr, objects: map[objectKey]jitmap.DebugInfo{}}
 		r.procs[pid] = st
 	}
 	if st.descAddr == 0 {
-		return nil, fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
+		return jitmap.DebugInfo{}, fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
 	}
 	r.stats.Walks++
 	keys, err := r.walk(pid, st.descAddr)
 	if err != nil {
-		return nil, err
+		return jitmap.DebugInfo{}, err
 	}
 	if slices.Equal(keys, st.keys) {
 		r.stats.CachedReads += uint64(len(keys))
-		return st.rows, nil // the same objects: a JIT loading many functions walks once per load
+		return st.info, nil // the same objects: a JIT loading many functions walks once per load
 	}
-	live := make(map[objectKey][]jitmap.LineEntry, len(keys))
-	var rows []jitmap.LineEntry
+	live := make(map[objectKey]jitmap.DebugInfo, len(keys))
+	var info jitmap.DebugInfo
 	for _, k := range keys {
 		obj, cached := st.objects[k]
 		if cached {
@@ -126,11 +133,13 @@ func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
 			obj = r.readObject(pid, k)
 		}
 		live[k] = obj
-		rows = append(rows, obj...)
+		info.Lines = append(info.Lines, obj.Lines...)
+		info.Subprograms = append(info.Subprograms, obj.Subprograms...)
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Addr < rows[j].Addr })
-	st.objects, st.keys, st.rows = live, keys, rows
-	return rows, nil
+	sort.SliceStable(info.Lines, func(i, j int) bool { return info.Lines[i].Addr < info.Lines[j].Addr })
+	sort.SliceStable(info.Subprograms, func(i, j int) bool { return info.Subprograms[i].LowPC < info.Subprograms[j].LowPC })
+	st.objects, st.keys, st.info = live, keys, info
+	return info, nil
 }
 
 // findDescriptor finds the descriptor's address in pid, 0 if none of its candidate files
@@ -185,22 +194,22 @@ func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
 	return keys, nil
 }
 
-// readObject reads and decodes one debug object; nil rows when it cannot.
-func (r *Reader) readObject(pid uint32, k objectKey) []jitmap.LineEntry {
+// readObject reads and decodes one debug object; nothing when it cannot.
+func (r *Reader) readObject(pid uint32, k objectKey) jitmap.DebugInfo {
 	if k.size == 0 || k.size > r.opts.MaxObjectBytes {
 		r.stats.BadObjects++
-		return nil
+		return jitmap.DebugInfo{}
 	}
 	b, err := r.read(pid, k.addr, int(k.size))
 	if err != nil {
 		r.stats.BadObjects++
-		return nil
+		return jitmap.DebugInfo{}
 	}
-	rows, err := jitmap.DebugObjectLines(b, r.opts.MaxRows)
+	info, err := jitmap.DebugObject(b, r.opts.MaxRows)
 	if err != nil {
 		r.stats.BadObjects++
-		return nil
+		return jitmap.DebugInfo{}
 	}
 	r.stats.Objects++
-	return rows
+	return info
 }
