@@ -175,10 +175,12 @@ func (at *Attribution) PooledWeights(g *Graph, class []int32, dom *Dominators, l
 		for loops.Parent(h) >= 0 {
 			h = loops.Parent(h)
 		}
-		for a := h; a != g.Entry && a >= 0; {
-			a = dom.Idom(a)
+		for a := dom.Idom(h); a >= 0; a = dom.Idom(a) {
 			if loops.Header(a) < 0 {
 				spine[class[a]] = true
+			}
+			if a == g.Entry {
+				break
 			}
 		}
 	}
