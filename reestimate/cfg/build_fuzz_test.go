@@ -2,6 +2,7 @@ package cfg
 
 import (
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -50,6 +51,17 @@ func FuzzBuildCFG(f *testing.F) {
 		}
 		if err := g.Validate(); err != nil {
 			t.Fatal(err)
+		}
+		// Pooled weights are finite and not negative, and calls lie in their blocks.
+		for b, w := range at.Pooled(g) {
+			if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+				t.Fatalf("block %d: pooled weight %v", b, w)
+			}
+		}
+		for _, c := range g.Calls {
+			if c.Block < 0 || c.Block >= len(g.Blocks) || c.Addr < g.Blocks[c.Block].Start || c.Addr >= g.Blocks[c.Block].End {
+				t.Fatalf("call %+v outside its block", c)
+			}
 		}
 	})
 }
