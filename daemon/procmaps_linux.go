@@ -15,21 +15,27 @@ type procMaps struct {
 // have mapped it since). It returns "[unknown]" when the process is gone or ip is in no
 // mapping.
 func (m *procMaps) classify(ip uint64) string {
+	name, _ := m.lookup(ip)
+	return name
+}
+
+// lookup is classify with the mapping itself, nil when ip is in none.
+func (m *procMaps) lookup(ip uint64) (string, *procfs.Mapping) {
 	mp, ok := procfs.Find(m.mappings, ip)
 	if !ok && !m.gone {
 		maps, err := procfs.ReadMaps(m.pid)
 		if maps == nil && err != nil {
 			m.gone = true
-			return "[unknown]"
+			return "[unknown]", nil
 		}
 		m.mappings = maps
 		mp, ok = procfs.Find(m.mappings, ip)
 	}
 	switch {
 	case !ok:
-		return "[unknown]"
+		return "[unknown]", nil
 	case mp.Anonymous():
-		return "[anon]"
+		return "[anon]", mp
 	}
-	return mp.Path
+	return mp.Path, mp
 }

@@ -348,8 +348,8 @@ func (s *session) query(t *testing.T, sql string) string {
 // TestPostgresJIT: a PostgreSQL backend compiles a CPU-heavy query's expressions with LLVM;
 // profd, watching --jit-image postgres from before the query, finds the backend as it is
 // forked and its jitdump through its environment and mappings, names the evalexpr_*
-// functions as perf inject --jit does, and writes an LLVM profile of them that
-// llvm-profdata-14 reads.
+// functions as perf inject --jit does, names the server's own functions from its symbols
+// as perf report does, and writes an LLVM profile of the JIT's that llvm-profdata-14 reads.
 func TestPostgresJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("llvm-profdata-14"))
 	pg := startPostgres(t)
@@ -371,13 +371,103 @@ func TestPostgresJIT(t *testing.T) {
 	})
 	r.stop(t)
 	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
-	hot := compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, backend, true)))
+	perfSamples := perf.samples(t, backend, true)
+	hot := compareWithPerf(t, profdTally(c), perfTally(perfSamples))
 	if !strings.Contains(strings.Join(hot, " "), "evalexpr_") {
 		t.Errorf("no evalexpr_* function among the hot ones: %v", hot)
 	}
+	compareNativeWithPerf(t, c, perfSamples, "/postgres")
 	text := outputPath(d, "postgres", backend, FormatLLVMText)
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "evalexpr_") {
 		t.Errorf("llvm-profdata-14 show --sample %s: %v\n%s", text, err, out)
+	}
+}
+
+// compareNativeWithPerf holds profd's native functions to perf's: every native function with
+// 5 % of the samples or more (by either) has the same share of all the process's samples
+// within 2 points, and of the samples in the file whose path ends in binary, profd names at
+// least 95 % of the share perf names.
+func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, binary string) {
+	t.Helper()
+	jit, outside := c.TotalSamples()
+	profdTotal := jit + outside + c.UnnamedSamples()
+	profdFuncs := map[string]uint64{}
+	var profdIn, profdNamed uint64
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			if strings.HasSuffix(m.File, binary) {
+				profdIn += s.Count
+				if s.Function != "" {
+					profdNamed += s.Count
+				}
+			}
+			if s.Function != "" {
+				profdFuncs[s.Function] += s.Count
+			}
+		}
+	}
+	for _, u := range c.Unmapped {
+		if strings.HasSuffix(u.Mapping, binary) {
+			profdIn += u.Count
+		}
+	}
+	perfFuncs := map[string]uint64{}
+	var perfIn, perfNamed uint64
+	for _, s := range ss {
+		if perfJITObject.MatchString(s.dso) {
+			continue
+		}
+		named := s.sym != "[unknown]" && s.sym != "" && !strings.HasPrefix(s.sym, "0x")
+		if strings.HasSuffix(s.dso, binary) {
+			perfIn++
+			if named {
+				perfNamed++
+			}
+		}
+		if named {
+			perfFuncs[s.sym]++
+		}
+	}
+	pct := func(n, of uint64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(of)
+	}
+	t.Logf("in %s: profd %d samples, %.1f%% named; perf %d samples, %.1f%% named",
+		binary, profdIn, pct(profdNamed, profdIn), perfIn, pct(perfNamed, perfIn))
+	if perfIn < 100 {
+		t.Fatalf("perf saw %d samples in %s: too few to compare with", perfIn, binary)
+	}
+	if pct(profdNamed, profdIn) < 0.95*pct(perfNamed, perfIn) {
+		t.Errorf("profd named %.1f%% of the samples in %s, perf %.1f%%", pct(profdNamed, profdIn), binary, pct(perfNamed, perfIn))
+	}
+	var b strings.Builder
+	bad, n := false, 0
+	names := sortedNames(perfFuncs)
+	for name := range profdFuncs {
+		if perfFuncs[name] == 0 {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		ps, qs := pct(perfFuncs[name], uint64(len(ss))), pct(profdFuncs[name], profdTotal)
+		if ps < 5 && qs < 5 {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "  %-40.40s perf %5.1f%%  profd %5.1f%%  diff %+5.1f\n", name, ps, qs, qs-ps)
+		if qs-ps > 2 || ps-qs > 2 {
+			bad = true
+		}
+	}
+	if bad {
+		t.Errorf("native functions' shares differ by more than 2 points:\n%s", b.String())
+	} else {
+		t.Logf("native functions with 5%% or more:\n%s", b.String())
+	}
+	if n == 0 {
+		t.Errorf("no native function has 5%% of the samples")
 	}
 }
