@@ -31,7 +31,8 @@ const nativeWait = 3 * time.Second
 // It is not safe for concurrent use.
 type nativeCounts struct {
 	mappings []nativeMapping
-	index    map[nativeMappingKey]uint32
+	index    map[uint64]uint32 // by start; a mapping replaced at the same start is looked up in next
+	next     map[nativeMappingKey]uint32
 	counts   map[nativeKey]uint64
 	dropped  uint64 // samples past maxNativeAddresses
 	warned   bool
@@ -65,25 +66,38 @@ func isNative(mp *procfs.Mapping) bool {
 // may (the caller counts the samples by mapping).
 func (a *aggregate) addNative(p *procCounts, mp *procfs.Mapping, ip, n uint64) bool {
 	nc := &p.native
-	mk := nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}
-	id, ok := nc.index[mk]
+	id, ok := nc.index[mp.Start]
+	if ok && !nc.mappings[id].same(mp) {
+		id, ok = nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}]
+	}
 	if !ok && (len(nc.counts) >= maxNativeAddresses || len(nc.mappings) >= maxNativeMappings) {
 		return a.nativeFull(p, n)
 	}
 	if !ok {
 		if nc.index == nil {
-			nc.index, nc.counts = map[nativeMappingKey]uint32{}, map[nativeKey]uint64{}
+			nc.index, nc.next, nc.counts = map[uint64]uint32{}, map[nativeMappingKey]uint32{}, map[nativeKey]uint64{}
 		}
 		id = uint32(len(nc.mappings))
-		nc.index[mk] = id
+		if _, taken := nc.index[mp.Start]; taken {
+			nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}] = id
+		} else {
+			nc.index[mp.Start] = id
+		}
 		nc.mappings = append(nc.mappings, nativeMapping{m: *mp, syms: a.openSymbols(p.pid, mp)})
 	}
 	k := nativeKey{mapping: id, ip: ip}
-	if _, seen := nc.counts[k]; !seen && len(nc.counts) >= maxNativeAddresses {
-		return a.nativeFull(p, n)
+	if len(nc.counts) >= maxNativeAddresses {
+		if _, seen := nc.counts[k]; !seen {
+			return a.nativeFull(p, n)
+		}
 	}
 	nc.counts[k] += n
 	return true
+}
+
+// same reports whether mp is the mapping nm was made from.
+func (nm *nativeMapping) same(mp *procfs.Mapping) bool {
+	return nm.m.Offset == mp.Offset && nm.m.Path == mp.Path
 }
 
 func (a *aggregate) nativeFull(p *procCounts, n uint64) bool {
