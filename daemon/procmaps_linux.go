@@ -10,16 +10,10 @@ type procMaps struct {
 	gone     bool
 }
 
-// classify names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]"),
-// reading /proc/PID/maps again once when ip is in none of the cached ones (the process may
-// have mapped it since). It returns "[unknown]" when the process is gone or ip is in no
-// mapping.
-func (m *procMaps) classify(ip uint64) string {
-	name, _ := m.lookup(ip)
-	return name
-}
-
-// lookup is classify with the mapping itself, nil when ip is in none.
+// lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
+// returns it, reading /proc/PID/maps again once when ip is in none of the cached ones (the
+// process may have mapped it since). It returns "[unknown]" and nil when the process is
+// gone or ip is in no mapping.
 func (m *procMaps) lookup(ip uint64) (string, *procfs.Mapping) {
 	mp, ok := procfs.Find(m.mappings, ip)
 	if !ok && !m.gone {
