@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -239,5 +240,77 @@ func BenchmarkAggregateNative(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(counts)), "ns/count")
 		})
+	}
+}
+
+// TestNativeDebugFileInContainer runs a stripped build of testdata/native.c in a mount
+// namespace of its own whose /usr/lib/debug (a tmpfs only it sees) holds the program's
+// debug file under its build-id: profd finds it through the process's root and names the
+// static function the stripped program no longer has a symbol for; go tool pprof -top
+// lists it.
+func TestNativeDebugFileInContainer(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip"),
+		testenv.Tool("unshare"), testenv.Tool("go"))
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libnativelib.so")
+	exe := filepath.Join(dir, "native")
+	for _, argv := range [][]string{
+		{"cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/nativelib.c"},
+		{"cc", "-O1", "-g", "-fPIE", "-pie", "-Wl,--build-id=sha1", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
+		{"objcopy", "--only-keep-debug", exe, exe + ".debug"},
+		{"strip", "--strip-all", exe},
+	} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	tab, err := elfsym.Read(f, st.Size(), elfsym.Options{})
+	f.Close()
+	if err != nil || len(tab.BuildID) < 3 {
+		t.Fatalf("stripped program: build-id %q, %v", tab.BuildID, err)
+	}
+	debugPath := "/usr/lib/debug/.build-id/" + tab.BuildID[:2] + "/" + tab.BuildID[2:] + ".debug"
+	if _, err := os.Stat(debugPath); err == nil {
+		t.Fatalf("%s exists on the host: the test would not tell the container's from it", debugPath)
+	}
+	d := newDirs(t)
+	script := "mkdir -p /usr/lib/debug && mount -t tmpfs none /usr/lib/debug && mkdir -p " + filepath.Dir(debugPath) +
+		" && cp " + exe + ".debug " + debugPath + " && exec " + exe + " 3"
+	container := startChild(t, nil, "unshare", "--mount", "sh", "-c", script)
+	// unshare execs sh, which execs the program in its place once the debug file is there.
+	pid := container.pid()
+	waitFor(t, "the program in its namespace", 30*time.Second, func() bool {
+		select {
+		case <-container.done:
+			t.Fatalf("the container ended early: %v\n%s", container.err, container.out.String())
+		default:
+		}
+		return readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == "native"
+	})
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatPprof, FormatCapture}})
+	container.wait(t, 180*time.Second)
+	r.wait(t, 60*time.Second)
+
+	c := readCapture(t, outputPath(d, "native", pid, FormatCapture))
+	funcs := profileio.FunctionTotals(c)
+	var hot uint64
+	for _, ft := range funcs {
+		if ft.Name == "native_hot" {
+			hot = ft.Samples
+		}
+	}
+	jit, outside := c.TotalSamples()
+	if hot == 0 || float64(hot) < 0.4*float64(jit+outside) {
+		t.Errorf("native_hot has %d of %d samples: %v\n%s", hot, jit+outside, funcs, r.logs.String())
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=samples", outputPath(d, "native", pid, FormatPprof)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "native_hot") {
+		t.Errorf("go tool pprof -top: %v\n%s", err, out)
 	}
 }
