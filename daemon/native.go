@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/profd/profd/internal/elfsym"
@@ -112,7 +113,8 @@ func (a *aggregate) nativeFull(p *procCounts, n uint64) bool {
 
 // openSymbols opens the file of mp as the process maps it (through /proc/PID/map_files,
 // which reaches a file deleted or replaced since it was mapped; else through the process's
-// root) and hands it to the symbol cache, which reads it in the background.
+// root, its symbolic links resolved inside it) and hands it to the symbol cache, which
+// reads it in the background.
 func (a *aggregate) openSymbols(pid uint32, mp *procfs.Mapping) *elfsym.File {
 	if a.syms == nil {
 		return nil
@@ -120,7 +122,7 @@ func (a *aggregate) openSymbols(pid uint32, mp *procfs.Mapping) *elfsym.File {
 	root := procfs.Root(pid)
 	f, err := os.Open(procfs.Path(pid, fmt.Sprintf("map_files/%x-%x", mp.Start, mp.End)))
 	if err != nil {
-		f, err = os.Open(root + mp.Path)
+		f, err = os.OpenInRoot(root, strings.TrimPrefix(mp.Path, "/"))
 	}
 	if err != nil {
 		a.log.Debug("profd: native code's file cannot be opened; its samples are named by the file only",

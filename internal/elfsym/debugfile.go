@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 )
 
 // debugFile is a separate debug file opened for its .symtab.
@@ -35,7 +36,7 @@ func (c *Cache) findDebug(ef *elfFile, id, root, p string) (*debugFile, string) 
 		if cand == path.Clean(p) {
 			continue
 		}
-		f, err := os.Open(root + cand)
+		f, err := openInRoot(root, cand)
 		if err != nil {
 			continue
 		}
@@ -72,4 +73,14 @@ func crcMatches(f *os.File, size int64, want uint32) bool {
 		return false
 	}
 	return h.Sum32() == want
+}
+
+// openInRoot opens p as a process whose root directory is root sees it: symbolic links
+// are resolved inside root (a container's absolute link does not reach the host's files).
+// An empty root is the file system's own.
+func openInRoot(root, p string) (*os.File, error) {
+	if root == "" {
+		return os.Open(p)
+	}
+	return os.OpenInRoot(root, strings.TrimPrefix(p, "/"))
 }

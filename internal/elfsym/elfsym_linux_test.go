@@ -285,6 +285,35 @@ func TestDebugFiles(t *testing.T) {
 			t.Error("a debug file with another CRC named hot")
 		}
 	})
+	t.Run("absolute link out of the root", func(t *testing.T) {
+		// A container's absolute link is resolved in the container: it does not reach the
+		// host's file of that path.
+		prog, debug := stripped(t, dir, "esc", "sha1")
+		root := t.TempDir()
+		install(t, prog, root, "/usr/bin/esc")
+		tab0, _ := Read(bytes.NewReader(must(os.ReadFile(prog))), int64(len(must(os.ReadFile(prog)))), Options{})
+		id := tab0.BuildID
+		link := root + "/usr/lib/debug/.build-id/" + id[:2] + "/" + id[2:] + ".debug"
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		abs, _ := filepath.Abs(debug)
+		if err := os.Symlink(abs, link); err != nil {
+			t.Fatal(err)
+		}
+		if name, _ := lookupIn(t, root, "/usr/bin/esc", debug, "hot", nil); name == "hot" {
+			t.Error("an absolute link in the root reached the host's debug file")
+		}
+		// The same link relative to the root's own copy is followed.
+		install(t, debug, root, "/usr/lib/debug/files/esc.debug")
+		os.Remove(link)
+		if err := os.Symlink("../../files/esc.debug", link); err != nil {
+			t.Fatal(err)
+		}
+		if name, _ := lookupIn(t, root, "/usr/bin/esc", debug, "hot", nil); name != "hot" {
+			t.Errorf("a relative link inside the root: hot named %q", name)
+		}
+	})
 	t.Run("build-id mismatch refused", func(t *testing.T) {
 		prog, _ := stripped(t, dir, "mine", "sha1")
 		_, otherDebug := stripped(t, dir, "theirs", "0x0123456789abcdef0123456789abcdef01234567")
