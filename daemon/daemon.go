@@ -64,6 +64,9 @@ type daemon struct {
 	symOverBudget uint64 // loads refused past a target's budgets
 	flushes       uint64
 	retired       []pending // final captures of exited targets, for the next flush
+	// finalBy is when the final flush stops waiting for files' symbols (set at the stop,
+	// before the final flush, on the goroutine that runs it).
+	finalBy time.Time
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged; the flushing goroutine's
@@ -152,6 +155,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
 	// whatever a target keeps sending; the rest of it is the final flush's.
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
+	d.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
 	d.symbols.expireAt(symbolsBy)
 	close(d.flushReq)
 	d.flushWG.Wait()

@@ -26,6 +26,17 @@ type pending struct {
 	capture *profileio.Capture
 	final   bool
 	native  []*elfsym.File // the symbols of each of capture.Native's files; nil where none
+	nameBy  time.Time      // how long naming native samples may wait for their files' symbols
+}
+
+// nameDeadline is when a flush starting now stops waiting for files' symbols: after
+// nativeWait, and for the final flush before the stop timeout is spent.
+func (d *daemon) nameDeadline(final bool) time.Time {
+	by := time.Now().Add(nativeWait)
+	if final && !d.finalBy.IsZero() && d.finalBy.Before(by) {
+		by = d.finalBy
+	}
+	return by
 }
 
 // flush writes every requested output of every target that has not had its final profile,
@@ -70,7 +81,9 @@ func (d *daemon) flush(final bool) {
 	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
 	d.mu.Unlock()
 
+	by := d.nameDeadline(final)
 	for _, w := range work {
+		w.nameBy = by
 		d.write(w, d.cfg.Formats, requests[w.pid])
 	}
 	d.log.Info("profd: counters", "summary", counters)
@@ -105,7 +118,9 @@ func (d *daemon) flushTargets() {
 		}
 	}
 	d.mu.Unlock()
+	by := d.nameDeadline(false)
 	for _, w := range work {
+		w.nameBy = by
 		d.write(w, requestedFormats(d.cfg.Formats, requests[w.pid]), requests[w.pid])
 	}
 }

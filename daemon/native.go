@@ -22,8 +22,8 @@ const (
 	maxNativeMappings  = 4096
 )
 
-// nativeWait bounds how long writing one capture waits for the symbols of the files its
-// native samples fell in (they are read from the first sample on, in the background).
+// nativeWait bounds how long a flush waits for the symbols of the files native samples
+// fell in (they are read from the first sample on, in the background).
 const nativeWait = 3 * time.Second
 
 // nativeCounts counts a target's samples in file-backed executable mappings (its
@@ -160,11 +160,15 @@ func (nc *nativeCounts) capture(pid uint32) ([]*profileio.NativeMapping, []*elfs
 	return out, syms
 }
 
-// nameNative names c's native samples (pending.native, aligned with c.Native) from their
-// files' symbols, waiting at most nativeWait for files still being read. It runs outside
-// the daemon's lock.
+// nameNative names w's native samples from their files' symbols (w.native, aligned with
+// w.capture.Native), waiting until w.nameBy at most for files still being read. It runs
+// outside the daemon's lock.
 func (d *daemon) nameNative(w pending) {
-	ctx, cancel := context.WithTimeout(context.Background(), nativeWait)
+	by := w.nameBy
+	if by.IsZero() {
+		by = time.Now().Add(nativeWait)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
 	demangled := map[string]string{}
 	for i, m := range w.capture.Native {
