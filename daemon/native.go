@@ -62,7 +62,7 @@ func isNative(mp *procfs.Mapping) bool {
 	return mp.Executable() && len(mp.Path) > 0 && mp.Path[0] == '/' && !jitMemory(mp.Path)
 }
 
-// add counts n samples at ip in mp, opening mp's file for its symbols the first time the
+// addNative counts n samples at ip in mp, opening mp's file for its symbols the first time the
 // mapping is seen. It reports false when the target has as many addresses counted as it
 // may (the caller counts the samples by mapping).
 func (a *aggregate) addNative(p *procCounts, mp *procfs.Mapping, ip, n uint64) bool {
