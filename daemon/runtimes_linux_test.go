@@ -386,8 +386,9 @@ func TestPostgresJIT(t *testing.T) {
 
 // compareNativeWithPerf holds profd's native functions to perf's: every native function with
 // 5 % of the samples or more (by either) has the same share of all the process's samples
-// within 2 points, and of the samples in the file whose path ends in binary, profd names at
-// least 95 % of the share perf names.
+// within 2 points (or four standard errors of sampling, nativeShareTolerance, when that is
+// more), and of the samples in the file whose path ends in binary, profd names at least
+// 95 % of the share perf names.
 func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, binary string) {
 	t.Helper()
 	jit, outside := c.TotalSamples()
@@ -457,13 +458,14 @@ func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, 
 			continue
 		}
 		n++
-		fmt.Fprintf(&b, "  %-40.40s perf %5.1f%%  profd %5.1f%%  diff %+5.1f\n", name, ps, qs, qs-ps)
-		if qs-ps > 2 || ps-qs > 2 {
+		tol := nativeShareTolerance(2, (ps+qs)/2, profdTotal, uint64(len(ss)))
+		fmt.Fprintf(&b, "  %-40.40s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
+		if qs-ps > tol || ps-qs > tol {
 			bad = true
 		}
 	}
 	if bad {
-		t.Errorf("native functions' shares differ by more than 2 points:\n%s", b.String())
+		t.Errorf("native functions' shares differ by more than 2 points or four standard errors:\n%s", b.String())
 	} else {
 		t.Logf("native functions with 5%% or more:\n%s", b.String())
 	}

@@ -1,8 +1,11 @@
 /* A native workload for profd's native-symbol test: three hot functions, two in the PIE
  * executable (one static) and one in a shared library, in fine interleaved rounds so that
- * two samplers running at once see the same mix. Runs for argv[1] seconds of CPU time. */
+ * two samplers running at once see the same mix. It starts when a byte (or the end) comes
+ * on stdin, so that the samplers can attach first, and runs for argv[1] seconds of CPU
+ * time. */
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 extern unsigned long native_lib_spin(unsigned long n);
 
@@ -26,6 +29,10 @@ static double cpu_seconds(void) {
 
 int main(int argc, char **argv) {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
+	char go;
+	if (read(0, &go, 1) < 0)
+		return 1;
+	seconds += cpu_seconds();
 	while (cpu_seconds() < seconds) {
 		native_hot(300000);
 		native_warm(150000);
