@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // Bounds of what is read of one file; Options may lower or raise the first two.
@@ -257,7 +258,7 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 				continue
 			}
 			name := names[nameOff:]
-			if end := indexNUL(name); end >= 0 {
+			if end := strings.IndexByte(name, 0); end >= 0 {
 				name = name[:end]
 			}
 			if name == "" {
@@ -273,21 +274,20 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 	return nil
 }
 
-func indexNUL(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return i
-		}
-	}
-	return -1
-}
-
 // table sorts the symbols by address and keeps one per address: a global one over a
 // local alias, then one with a size.
 func (b *builder) table(loads []segment, buildID string) *Table {
 	syms := b.syms
 	slices.SortFunc(syms, func(x, y symbol) int {
-		return cmp.Or(cmp.Compare(x.addr, y.addr), compareBool(y.global, x.global), compareBool(y.size > 0, x.size > 0), cmp.Compare(x.name, y.name))
+		switch {
+		case x.addr != y.addr:
+			return cmp.Compare(x.addr, y.addr)
+		case x.global != y.global:
+			return compareBool(y.global, x.global)
+		case (x.size > 0) != (y.size > 0):
+			return compareBool(y.size > 0, x.size > 0)
+		}
+		return cmp.Compare(x.name, y.name)
 	})
 	syms = slices.CompactFunc(syms, func(x, y symbol) bool { return x.addr == y.addr })
 	t := &Table{BuildID: buildID, From: b.from, Capped: b.capped, loads: loads,
