@@ -31,9 +31,9 @@ const sttGNUIFunc = elf.SymType(10)
 
 // symbol is one function symbol while a table is built.
 type symbol struct {
-	addr, size uint64
-	name       string
-	global     bool
+	addr, size   uint64
+	name         string
+	global, weak bool
 }
 
 // builder gathers the function symbols of a file and its debug file into a Table.
@@ -268,24 +268,35 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 				b.capped = true
 				return nil
 			}
-			b.syms = append(b.syms, symbol{addr: value, size: size, name: name, global: elf.ST_BIND(info) != elf.STB_LOCAL})
+			bind := elf.ST_BIND(info)
+			b.syms = append(b.syms, symbol{addr: value, size: size, name: name, global: bind == elf.STB_GLOBAL, weak: bind == elf.STB_WEAK})
 		}
 	}
 	return nil
 }
 
-// table sorts the symbols by address and keeps one per address: a global one over a
-// local alias, then one with a size.
+// table sorts the symbols by address and keeps one name per address, as perf picks among
+// aliases (memcpy's and memmove's entry points in glibc share one): one with a size, then
+// one not weak, then a global one, then the one with fewer leading underscores, then the
+// longer name.
 func (b *builder) table(loads []segment, buildID string) *Table {
 	syms := b.syms
 	slices.SortFunc(syms, func(x, y symbol) int {
 		switch {
 		case x.addr != y.addr:
 			return cmp.Compare(x.addr, y.addr)
-		case x.global != y.global:
-			return compareBool(y.global, x.global)
 		case (x.size > 0) != (y.size > 0):
 			return compareBool(y.size > 0, x.size > 0)
+		case x.weak != y.weak:
+			return compareBool(x.weak, y.weak)
+		case x.global != y.global:
+			return compareBool(y.global, x.global)
+		}
+		if ux, uy := leadingUnderscores(x.name), leadingUnderscores(y.name); ux != uy {
+			return cmp.Compare(ux, uy)
+		}
+		if len(x.name) != len(y.name) {
+			return cmp.Compare(len(y.name), len(x.name))
 		}
 		return cmp.Compare(x.name, y.name)
 	})
@@ -304,6 +315,14 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	b.syms = nil
 	t.index()
 	return t
+}
+
+func leadingUnderscores(s string) int {
+	n := 0
+	for n < len(s) && s[n] == '_' {
+		n++
+	}
+	return n
 }
 
 func compareBool(x, y bool) int {

@@ -49,3 +49,27 @@ func TestLookupIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestAliases keeps one name per address as perf does: sized, then not weak, then
+// global, then fewer leading underscores, then the longer name.
+func TestAliases(t *testing.T) {
+	for _, c := range []struct {
+		syms []symbol
+		want string
+	}{
+		{[]symbol{{name: "__memcpy_avx512_unaligned_erms", size: 8}, {name: "__memmove_avx512_unaligned_erms", size: 8}}, "__memmove_avx512_unaligned_erms"},
+		{[]symbol{{name: "strong", size: 8, global: true}, {name: "weak_alias_longer", size: 8, weak: true}}, "strong"},
+		{[]symbol{{name: "local_longer_name", size: 8}, {name: "global", size: 8, global: true}}, "global"},
+		{[]symbol{{name: "__x_longer", size: 8, global: true}, {name: "x", size: 8, global: true}}, "x"},
+		{[]symbol{{name: "sized", size: 8}, {name: "unsized_but_global", global: true}}, "sized"},
+	} {
+		b := &builder{}
+		for _, s := range c.syms {
+			s.addr = 0x1000
+			b.syms = append(b.syms, s)
+		}
+		if got, _ := b.table(nil, "").LookupVaddr(0x1000); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.syms, got, c.want)
+		}
+	}
+}
