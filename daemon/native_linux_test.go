@@ -133,8 +133,25 @@ func TestNativeSymbols(t *testing.T) {
 	}
 	perfFuncs := map[string]uint64{}
 	perfSamples := perf.samples(t, pid, false)
+	byAddress := map[uint64]string{}
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			byAddress[s.Address] = s.Function
+		}
+	}
+	var both, agree int
 	for _, s := range perfSamples {
 		perfFuncs[s.sym]++
+		if name, ok := byAddress[s.ip]; ok {
+			both++
+			if name == s.sym {
+				agree++
+			}
+		}
+	}
+	// Address by address, profd names what perf names.
+	if both < 1000 || float64(agree) < 0.99*float64(both) {
+		t.Errorf("at the %d perf samples at addresses profd sampled too, the same name for %d", both, agree)
 	}
 	var b strings.Builder
 	bad := false
