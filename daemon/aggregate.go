@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"cmp"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
@@ -20,7 +22,8 @@ type procCounts struct {
 	image   string
 	base    string            // output file name without extension (outputBase)
 	named   sampleCounts      // samples in named code
-	outside map[string]uint64 // samples outside JIT code, by mapping name
+	outside map[string]uint64 // samples outside JIT code and native code, by mapping name
+	native  nativeCounts      // samples in native code, by mapping and address
 	unnamed unnamedSamples    // samples in JIT memory no code object named yet
 	maps    procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
@@ -40,6 +43,8 @@ type procCounts struct {
 type aggregate struct {
 	procs map[uint32]*procCounts
 	jit   *jitmap.Map
+	syms  *elfsym.Cache // reads the files native samples fall in; nil: they stay unnamed
+	log   *slog.Logger
 	// totals since start, for the counters line
 	jitSamples, outsideSamples uint64
 	// unnamedLastDrain: the last drain kept samples that no symbol named yet.
@@ -49,8 +54,11 @@ type aggregate struct {
 	processes map[uint32]int
 }
 
-func newAggregate(jit *jitmap.Map) *aggregate {
-	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit, processes: make(map[uint32]int)}
+func newAggregate(jit *jitmap.Map, syms *elfsym.Cache, log *slog.Logger) *aggregate {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &aggregate{procs: make(map[uint32]*procCounts), jit: jit, syms: syms, log: log, processes: make(map[uint32]int)}
 }
 
 // proc returns pid's counts, creating them (when a target is added).
@@ -119,9 +127,13 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 		if left == 0 {
 			continue
 		}
-		mapping := p.maps.classify(k.IP)
+		mapping, mp := p.maps.lookup(k.IP)
 		if jitMemory(mapping) {
 			a.unnamedLastDrain = true
+		}
+		if mp != nil && isNative(mp) && a.addNative(p, mp, k.IP, left) {
+			a.outsideSamples += left
+			continue
 		}
 		if !jitMemory(mapping) || !p.unnamed.add(k.IP, left, first, last) {
 			p.outside[mapping] += left
@@ -186,14 +198,16 @@ func (a *aggregate) count(p *procCounts, r jitmap.Ref, ip, n uint64) {
 func (p *procCounts) reset() {
 	p.named.reset()
 	clear(p.outside)
+	p.native.reset()
 	p.unnamed.reset()
 }
 
 // capture builds pid's capture: every code object jitmap knows for it (sampled or not, so
 // that the capture is self-contained) plus sampled objects jitmap has since reclaimed, their
-// samples, the samples outside JIT code by mapping, and the samples in JIT memory no object
-// named.
-func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end profileio.CaptureEnd) *profileio.Capture {
+// samples, the samples in native code by address (unnamed yet: the pending's nameNative
+// names them), the other samples outside JIT code by mapping, and the samples in JIT memory
+// no object named.
+func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
 	c := &profileio.Capture{
 		Version:   profileio.CaptureVersion,
 		Meta:      meta,
@@ -228,5 +242,7 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 	slices.SortFunc(c.Unnamed, func(a, b profileio.UnnamedCount) int {
 		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
 	})
-	return c
+	w := pending{pid: p.pid, base: p.base, capture: c, final: final}
+	c.Native, w.native = p.native.capture(p.pid)
+	return w
 }

@@ -26,7 +26,7 @@ func anonRegion(t *testing.T) uint64 {
 
 func newTestAggregate(t *testing.T) (*aggregate, *jitmap.Map, uint32) {
 	jit := jitmap.NewMap(jitmap.MapOptions{})
-	a := newAggregate(jit)
+	a := newAggregate(jit, nil, nil)
 	pid := uint32(os.Getpid())
 	a.proc(pid)
 	return a, jit, pid
@@ -135,7 +135,7 @@ func BenchmarkResolveUnnamed(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		jit := jitmap.NewMap(jitmap.MapOptions{})
-		a := newAggregate(jit)
+		a := newAggregate(jit, nil, nil)
 		pid := uint32(os.Getpid())
 		p := a.proc(pid)
 		counts := make(map[sampler.Key]sampler.Count, samples)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
@@ -53,6 +54,7 @@ type daemon struct {
 	files   *files.Tailer
 	symbols *symbolStage
 	watch   *targets.Watcher
+	syms    *elfsym.Cache // the symbols of the files native samples fall in
 
 	mu            sync.Mutex
 	agg           *aggregate
@@ -62,6 +64,9 @@ type daemon struct {
 	symOverBudget uint64 // loads refused past a target's budgets
 	flushes       uint64
 	retired       []pending // final captures of exited targets, for the next flush
+	// finalBy is when the final flush stops waiting for files' symbols (set at the stop,
+	// before the final flush, on the goroutine that runs it).
+	finalBy time.Time
 
 	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged; the flushing goroutine's
@@ -150,6 +155,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
 	// whatever a target keeps sending; the rest of it is the final flush's.
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
+	d.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
 	d.symbols.expireAt(symbolsBy)
 	close(d.flushReq)
 	d.flushWG.Wait()
@@ -184,7 +190,8 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary), noFunctionsLogged: map[uint32]bool{},
 		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
-	d.agg = newAggregate(d.jit)
+	d.syms = elfsym.NewCache(elfsym.Options{Logger: logger})
+	d.agg = newAggregate(d.jit, d.syms, logger)
 	return d
 }
 
@@ -271,6 +278,9 @@ func (d *daemon) closeAll() error {
 	if d.symbols != nil {
 		d.symbols.close()
 	}
+	if d.syms != nil {
+		d.syms.Close()
+	}
 	if d.smp != nil {
 		return d.smp.Close()
 	}
@@ -328,8 +338,7 @@ func (d *daemon) removeTarget(pid uint32) {
 		d.warnUnnamed(p, looked)
 		st := d.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-		d.retired = append(d.retired, pending{pid: pid, base: p.base,
-			capture: p.capture(d.jit, d.meta(), end), final: true})
+		d.retired = append(d.retired, p.capture(d.jit, d.meta(), end, true))
 		delete(d.agg.procs, pid)
 	}
 	d.jit.RemovePid(pid)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
@@ -24,6 +25,18 @@ type pending struct {
 	base    string
 	capture *profileio.Capture
 	final   bool
+	native  []*elfsym.File // the symbols of each of capture.Native's files; nil where none
+	nameBy  time.Time      // how long naming native samples may wait for their files' symbols
+}
+
+// nameDeadline is when a flush starting now stops waiting for files' symbols: after
+// nativeWait, and for the final flush before the stop timeout is spent.
+func (d *daemon) nameDeadline(final bool) time.Time {
+	by := time.Now().Add(nativeWait)
+	if final && !d.finalBy.IsZero() && d.finalBy.Before(by) {
+		by = d.finalBy
+	}
+	return by
 }
 
 // flush writes every requested output of every target that has not had its final profile,
@@ -45,8 +58,7 @@ func (d *daemon) flush(final bool) {
 		if final {
 			d.warnUnnamed(p, append([]string{d.fifo.FIFOPath(pid)}, d.files.Looked(pid)...))
 		}
-		work = append(work, pending{pid: pid, base: p.base,
-			capture: p.capture(d.jit, meta, end), final: final})
+		work = append(work, p.capture(d.jit, meta, end, final))
 		if final {
 			d.jit.RemovePid(pid)
 		}
@@ -69,7 +81,9 @@ func (d *daemon) flush(final bool) {
 	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
 	d.mu.Unlock()
 
+	by := d.nameDeadline(final)
 	for _, w := range work {
+		w.nameBy = by
 		d.write(w, d.cfg.Formats, requests[w.pid])
 	}
 	d.log.Info("profd: counters", "summary", counters)
@@ -98,13 +112,15 @@ func (d *daemon) flushTargets() {
 			continue // it exited: its FIFOs are gone, there is no one to answer
 		}
 		d.agg.resolve(p, false)
-		work = append(work, pending{pid: pid, base: p.base, capture: p.capture(d.jit, meta, end)})
+		work = append(work, p.capture(d.jit, meta, end, false))
 		if d.cfg.ResetOnFlush {
 			p.reset()
 		}
 	}
 	d.mu.Unlock()
+	by := d.nameDeadline(false)
 	for _, w := range work {
+		w.nameBy = by
 		d.write(w, requestedFormats(d.cfg.Formats, requests[w.pid]), requests[w.pid])
 	}
 }
@@ -131,6 +147,7 @@ func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format
 // flush requests reqs of its target, each with the paths of the formats it asked for.
 func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest) {
 	start := time.Now()
+	d.nameNative(w)
 	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
 	switch {
@@ -212,7 +229,7 @@ func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counte
 		outside += p.outside
 		unnamed += p.unnamed
 		for _, t := range p.totals {
-			if !strings.HasPrefix(t.Name, "[outside JIT]") && t.Name != profileio.UnnamedMapping {
+			if t.JIT {
 				sums[t.Name] += t.Samples
 			}
 		}

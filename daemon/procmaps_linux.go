@@ -10,26 +10,26 @@ type procMaps struct {
 	gone     bool
 }
 
-// classify names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]"),
-// reading /proc/PID/maps again once when ip is in none of the cached ones (the process may
-// have mapped it since). It returns "[unknown]" when the process is gone or ip is in no
-// mapping.
-func (m *procMaps) classify(ip uint64) string {
+// lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
+// returns it, reading /proc/PID/maps again once when ip is in none of the cached ones (the
+// process may have mapped it since). It returns "[unknown]" and nil when the process is
+// gone or ip is in no mapping.
+func (m *procMaps) lookup(ip uint64) (string, *procfs.Mapping) {
 	mp, ok := procfs.Find(m.mappings, ip)
 	if !ok && !m.gone {
 		maps, err := procfs.ReadMaps(m.pid)
 		if maps == nil && err != nil {
 			m.gone = true
-			return "[unknown]"
+			return "[unknown]", nil
 		}
 		m.mappings = maps
 		mp, ok = procfs.Find(m.mappings, ip)
 	}
 	switch {
 	case !ok:
-		return "[unknown]"
+		return "[unknown]", nil
 	case mp.Anonymous():
-		return "[anon]"
+		return "[anon]", mp
 	}
-	return mp.Path
+	return mp.Path, mp
 }

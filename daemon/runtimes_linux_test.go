@@ -351,8 +351,8 @@ func (s *session) query(t *testing.T, sql string) string {
 // TestPostgresJIT: a PostgreSQL backend compiles a CPU-heavy query's expressions with LLVM;
 // profd, watching --jit-image postgres from before the query, finds the backend as it is
 // forked and its jitdump through its environment and mappings, names the evalexpr_*
-// functions as perf inject --jit does, and writes an LLVM profile of them that
-// llvm-profdata-14 reads.
+// functions as perf inject --jit does, names the server's own functions from its symbols
+// as perf report does, and writes an LLVM profile of the JIT's that llvm-profdata-14 reads.
 func TestPostgresJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("llvm-profdata-14"))
 	pg := startPostgres(t)
@@ -374,10 +374,12 @@ func TestPostgresJIT(t *testing.T) {
 	})
 	r.stop(t)
 	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
-	hot := compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, backend, true)))
+	perfSamples := perf.samples(t, backend, true)
+	hot := compareWithPerf(t, profdTally(c), perfTally(perfSamples))
 	if !strings.Contains(strings.Join(hot, " "), "evalexpr_") {
 		t.Errorf("no evalexpr_* function among the hot ones: %v", hot)
 	}
+	compareNativeWithPerf(t, c, perfSamples, "/postgres")
 	text := outputPath(d, "postgres", backend, FormatLLVMText)
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "evalexpr_") {
@@ -399,4 +401,114 @@ func jcmdPerfMap(t *testing.T, pid int) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("jcmd: %v\n%s", err, out)
+}
+
+// compareNativeWithPerf holds profd's native functions to perf's. Where both sampled the
+// same address of the file whose path ends in binary, profd names it as perf does (the same
+// function, or neither) for at least 99 % of perf's samples there: this does not depend on
+// when each sampler started. Of all the samples in that file, profd names at least 95 % of
+// the share perf names, and each of the five native functions with the most samples (by
+// either) has the same share of all the process's samples, within 2 points or four
+// standard errors of sampling (shareTolerance), whichever is more.
+func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, binary string) {
+	t.Helper()
+	jit, outside := c.TotalSamples()
+	profdTotal := jit + outside + c.UnnamedSamples()
+	profdFuncs := map[string]uint64{}
+	byAddress := map[uint64]string{}
+	var profdIn, profdNamed uint64
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			if strings.HasSuffix(m.File, binary) {
+				profdIn += s.Count
+				byAddress[s.Address] = s.Function
+				if s.Function != "" {
+					profdNamed += s.Count
+				}
+			}
+			if s.Function != "" {
+				profdFuncs[s.Function] += s.Count
+			}
+		}
+	}
+	for _, u := range c.Unmapped {
+		if strings.HasSuffix(u.Mapping, binary) {
+			profdIn += u.Count
+		}
+	}
+	perfFuncs := map[string]uint64{}
+	var perfIn, perfNamed, both, agree uint64
+	var disagree []string
+	for _, s := range ss {
+		if perfJITObject.MatchString(s.dso) {
+			continue
+		}
+		sym := s.sym
+		if sym == "[unknown]" || strings.HasPrefix(sym, "0x") {
+			sym = ""
+		}
+		if strings.HasSuffix(s.dso, binary) {
+			perfIn++
+			if sym != "" {
+				perfNamed++
+			}
+			if name, ok := byAddress[s.ip]; ok {
+				both++
+				if name == sym {
+					agree++
+				} else if len(disagree) < 5 {
+					disagree = append(disagree, fmt.Sprintf("%#x: perf %q, profd %q", s.ip, sym, name))
+				}
+			}
+		}
+		if sym != "" {
+			perfFuncs[sym]++
+		}
+	}
+	pct := func(n, of uint64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(of)
+	}
+	t.Logf("in %s: profd %d samples, %.1f%% named; perf %d samples, %.1f%% named; at the %d perf samples at addresses both sampled, the same name for %.1f%%",
+		binary, profdIn, pct(profdNamed, profdIn), perfIn, pct(perfNamed, perfIn), both, pct(agree, both))
+	if perfIn < 100 || both < 100 {
+		t.Fatalf("perf saw %d samples in %s, %d at addresses profd sampled: too few to compare with", perfIn, binary, both)
+	}
+	if pct(agree, both) < 99 {
+		t.Errorf("profd names %.1f%% of the addresses both sampled as perf does, want 99 %%: %v", pct(agree, both), disagree)
+	}
+	profdShare, perfShare := pct(profdNamed, profdIn), pct(perfNamed, perfIn)
+	if tol := shareTolerance(0.05*perfShare, (profdShare+perfShare)/2, profdIn, perfIn); profdShare < perfShare-tol {
+		t.Errorf("profd named %.1f%% of the samples in %s, perf %.1f%% (±%.1f)", profdShare, binary, perfShare, tol)
+	}
+	var b strings.Builder
+	bad := false
+	top := map[string]bool{}
+	var names []string
+	for _, byOne := range []map[string]uint64{perfFuncs, profdFuncs} {
+		for i, name := range sortedNames(byOne) {
+			if i < 5 && !top[name] {
+				top[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	for _, name := range names {
+		ps, qs := pct(perfFuncs[name], uint64(len(ss))), pct(profdFuncs[name], profdTotal)
+		tol := shareTolerance(2, (ps+qs)/2, profdTotal, uint64(len(ss)))
+		fmt.Fprintf(&b, "  %-40.40s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
+		if qs-ps > tol || ps-qs > tol {
+			bad = true
+		}
+	}
+	if bad {
+		t.Errorf("native functions' shares differ by more than 2 points or four standard errors:\n%s", b.String())
+	} else {
+		t.Logf("the top native functions:\n%s", b.String())
+	}
+	if len(names) == 0 {
+		t.Errorf("no native function named")
+	}
 }

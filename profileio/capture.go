@@ -97,6 +97,35 @@ type UnnamedCount struct {
 	Count           uint64
 }
 
+// NativeMapping is a file-backed mapping of a process that samples outside JIT code fell
+// in (its executable, a shared library), with those samples by address and the functions
+// the file's symbols name them by.
+type NativeMapping struct {
+	Pid     uint32
+	File    string // the file's path in the process's mount namespace
+	BuildID string // the file's GNU build-id in hex, "" when unknown
+	// Start, Limit and Offset are the mapping as /proc/PID/maps has it: addresses
+	// [Start, Limit) hold the file's bytes from Offset.
+	Start, Limit, Offset uint64
+	Samples              []NativeSample // ascending Address, one entry per address
+}
+
+// NativeSample is the samples at one address of a native mapping.
+type NativeSample struct {
+	Address  uint64 // in the process
+	Function string // the symbol naming it (demangled), "" when none does
+	Count    uint64
+}
+
+// TotalSamples sums the mapping's samples.
+func (m *NativeMapping) TotalSamples() uint64 {
+	var n uint64
+	for _, s := range m.Samples {
+		n = SatAdd(n, s.Count)
+	}
+	return n
+}
+
 // Capture is a whole capture file as ReadCapture returns it.
 type Capture struct {
 	Version   uint32
@@ -105,6 +134,7 @@ type Capture struct {
 	Objects   []*CaptureObject // Objects[i].ID == i
 	Unmapped  []UnmappedCount  // one entry per (Pid, Mapping), sorted by Pid then Mapping
 	Unnamed   []UnnamedCount   // sorted by Pid, IP, FirstNs
+	Native    []*NativeMapping // sorted by Pid, Start, File
 	// End is nil when the writer never finished (it was killed, or the file was cut).
 	End *CaptureEnd
 	// Truncated is true when the file ends inside a section; TruncatedAt is that
@@ -149,14 +179,26 @@ func (c *Capture) outsideCounts() []UnmappedCount {
 	return out
 }
 
-// TotalSamples sums the samples in JIT code and outside it (unnamed samples are neither:
-// see UnnamedSamples).
-func (c *Capture) TotalSamples() (jit, unmapped uint64) {
+// TotalSamples sums the samples in JIT code and outside it, native code included (unnamed
+// samples are neither: see UnnamedSamples).
+func (c *Capture) TotalSamples() (jit, outside uint64) {
 	for _, o := range c.Objects {
 		jit = SatAdd(jit, o.TotalSamples())
 	}
 	for _, u := range c.Unmapped {
-		unmapped = SatAdd(unmapped, u.Count)
+		outside = SatAdd(outside, u.Count)
 	}
-	return jit, unmapped
+	for _, m := range c.Native {
+		outside = SatAdd(outside, m.TotalSamples())
+	}
+	return jit, outside
+}
+
+// nativeName is the function name the pprof profile and the reports give a native sample:
+// its symbol, else "[outside JIT] file" as for any mapping.
+func nativeName(m *NativeMapping, s NativeSample) string {
+	if s.Function != "" {
+		return s.Function
+	}
+	return outsideName(m.File)
 }

@@ -108,9 +108,17 @@ func readPayload(r io.Reader, buf []byte, n int) ([]byte, error) {
 
 type captureReader struct {
 	c        *Capture
+	native   map[nativeKey]*NativeMapping
 	pending  []int // per object, its records in the samples section being read
 	merged   bool  // every object's samples are still ascending and unique
 	unmapped map[unmappedKey]uint64
+}
+
+// nativeKey tells native mappings apart: sections of the same one are merged.
+type nativeKey struct {
+	pid   uint32
+	start uint64
+	file  string
 }
 
 type unmappedKey struct {
@@ -139,6 +147,12 @@ func (cr *captureReader) finish(err error) (*Capture, error) {
 			return a.Mapping < b.Mapping
 		})
 	}
+	for _, m := range c.Native {
+		m.Samples = mergeNative(m.Samples)
+	}
+	slices.SortFunc(c.Native, func(a, b *NativeMapping) int {
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Start, b.Start), cmp.Compare(a.File, b.File))
+	})
 	if !slices.IsSortedFunc(c.Unnamed, compareUnnamed) {
 		slices.SortFunc(c.Unnamed, compareUnnamed)
 	}
@@ -164,6 +178,25 @@ func mergeOffsets(s []OffsetCount) []OffsetCount {
 	for _, x := range s {
 		if n := len(out); n > 0 && out[n-1].Offset == x.Offset {
 			out[n-1].Count = SatAdd(out[n-1].Count, x.Count)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// mergeNative sorts samples by address and sums those at one address.
+func mergeNative(s []NativeSample) []NativeSample {
+	if !slices.IsSortedFunc(s, compareNativeSamples) {
+		slices.SortStableFunc(s, compareNativeSamples)
+	}
+	out := s[:0]
+	for _, x := range s {
+		if n := len(out); n > 0 && out[n-1].Address == x.Address {
+			out[n-1].Count = SatAdd(out[n-1].Count, x.Count)
+			if out[n-1].Function == "" {
+				out[n-1].Function = x.Function
+			}
 			continue
 		}
 		out = append(out, x)
@@ -236,6 +269,8 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 				c.Unnamed = append(c.Unnamed, u)
 			}
 		}
+	case secNative:
+		cr.nativeSection(&d)
 	case secEnd:
 		e := &CaptureEnd{EndNs: d.varint(), EndTime: fromUnixNanos(d.varint()), LostSamples: d.uvarint()}
 		if d.err == nil {
@@ -367,4 +402,53 @@ func (cr *captureReader) samples(d *payloadDecoder) {
 		}
 		o.Samples = append(o.Samples, OffsetCount{Offset: off, Count: cnt})
 	}
+}
+
+// nativeSection reads a native section, merging it into an earlier one of the same mapping.
+func (cr *captureReader) nativeSection(d *payloadDecoder) {
+	m := &NativeMapping{Pid: d.uint32(), File: d.string(), BuildID: d.string(), Start: d.uvarint()}
+	length := d.uvarint()
+	m.Offset = d.uvarint()
+	if d.err == nil && m.Start+length < m.Start {
+		d.fail("mapping at %#x of %d bytes wraps", m.Start, length)
+	}
+	m.Limit = m.Start + length
+	nnames := d.count(1)
+	names := make([]string, 0, nnames)
+	for i := 0; i < nnames && d.err == nil; i++ {
+		names = append(names, cutName(d.string()))
+	}
+	n := d.count(3)
+	if d.err != nil {
+		return
+	}
+	samples := make([]NativeSample, 0, n)
+	addr := m.Start
+	for i := 0; i < n && d.err == nil; i++ {
+		addr += d.uvarint()
+		fi := d.uvarint()
+		cnt := d.uvarint()
+		if d.err == nil && fi > uint64(len(names)) {
+			d.fail("sample %d: function %d of %d", i, fi, len(names))
+		}
+		if d.err != nil {
+			return
+		}
+		s := NativeSample{Address: addr, Count: cnt}
+		if fi > 0 {
+			s.Function = names[fi-1]
+		}
+		samples = append(samples, s)
+	}
+	k := nativeKey{pid: m.Pid, start: m.Start, file: m.File}
+	if prev := cr.native[k]; prev != nil {
+		prev.Samples = append(prev.Samples, samples...)
+		return
+	}
+	if cr.native == nil {
+		cr.native = map[nativeKey]*NativeMapping{}
+	}
+	m.Samples = samples
+	cr.native[k] = m
+	cr.c.Native = append(cr.c.Native, m)
 }

@@ -15,6 +15,7 @@ const (
 	secUnmapped   uint32 = 6
 	secEnd        uint32 = 7
 	secUnnamed    uint32 = 8
+	secNative     uint32 = 9
 )
 
 const (

@@ -89,6 +89,32 @@ func testCaptureSteps() []captureStep {
 		},
 		captureStep{
 			write: func(cw *CaptureWriter) error {
+				return cw.AddNative(&NativeMapping{Pid: 100, File: testNativeFile, BuildID: "0badc0de",
+					Start: 0x555500001000, Limit: 0x555500800000, Offset: 0x1000,
+					Samples: []NativeSample{{0x555500002000, "", 2}, {0x555500001100, "heap_form_minimal_tuple", 7}, {0x555500001180, "heap_form_minimal_tuple", 3}}})
+			},
+			expect: func(c *Capture) {
+				c.Native = []*NativeMapping{{Pid: 100, File: testNativeFile, BuildID: "0badc0de",
+					Start: 0x555500001000, Limit: 0x555500800000, Offset: 0x1000,
+					Samples: []NativeSample{{0x555500001100, "heap_form_minimal_tuple", 7}, {0x555500001180, "heap_form_minimal_tuple", 3},
+						{0x555500002000, "", 2}}}}
+			},
+		},
+		captureStep{ // the same mapping again: readers merge it
+			write: func(cw *CaptureWriter) error {
+				return cw.AddNative(&NativeMapping{Pid: 100, File: testNativeFile, BuildID: "0badc0de",
+					Start: 0x555500001000, Limit: 0x555500800000, Offset: 0x1000,
+					Samples: []NativeSample{{0x555500001100, "heap_form_minimal_tuple", 1}, {0x555500003000, "BufFileRead", 4}}})
+			},
+			expect: func(c *Capture) {
+				c.Native = []*NativeMapping{{Pid: 100, File: testNativeFile, BuildID: "0badc0de",
+					Start: 0x555500001000, Limit: 0x555500800000, Offset: 0x1000,
+					Samples: []NativeSample{{0x555500001100, "heap_form_minimal_tuple", 8}, {0x555500001180, "heap_form_minimal_tuple", 3},
+						{0x555500002000, "", 2}, {0x555500003000, "BufFileRead", 4}}}}
+			},
+		},
+		captureStep{
+			write: func(cw *CaptureWriter) error {
 				return cw.Close(CaptureEnd{EndNs: 3_000_000_000, EndTime: time.Unix(1763769602, 0).UTC(), LostSamples: 6})
 			},
 			expect: func(c *Capture) {
@@ -97,6 +123,48 @@ func testCaptureSteps() []captureStep {
 		},
 	)
 	return steps
+}
+
+// testNativeFile is the file of the test capture's native mapping: a path no test machine
+// has, so that pprof cannot symbolize it from the local file system.
+const testNativeFile = "/opt/profd-test/bin/postgres"
+
+// nativeStep is the index of the first of the two steps that add native samples.
+func nativeStep() int {
+	c := &Capture{}
+	for i, s := range testCaptureSteps() {
+		s.expect(c)
+		if c.Native != nil {
+			return i
+		}
+	}
+	panic("no native step")
+}
+
+// TestCaptureBeforeNative reads a capture of format version 1 written before native
+// sections existed (the golden file of that time): everything but native samples and the
+// objects' first lines, as then.
+func TestCaptureBeforeNative(t *testing.T) {
+	b, err := os.ReadFile("testdata/capture-before-native.profd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCapture(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Capture{Version: 1, Meta: testCaptureMeta()}
+	for i, s := range testCaptureSteps() {
+		if i != nativeStep() && i != nativeStep()+1 {
+			s.expect(want)
+		}
+	}
+	for _, o := range want.Objects {
+		o.Object.FirstLine = 0
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("ReadCapture:\n%+v\nwant:\n%+v", c, want)
+	}
 }
 
 // writeTestCapture streams the steps and returns the file and the file length after the
@@ -154,28 +222,6 @@ func TestCaptureRoundTrip(t *testing.T) {
 func TestCaptureGolden(t *testing.T) {
 	file, _ := writeTestCapture(t)
 	golden(t, "capture.profd.golden", file)
-}
-
-// TestCaptureVersion1 reads a capture of the first version (the golden file before code
-// objects carried their first line): the same capture, without first lines.
-func TestCaptureVersion1(t *testing.T) {
-	b, err := os.ReadFile("testdata/capture-v1.profd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ReadCapture(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, boundaries := writeTestCapture(t)
-	want := expectedCapture(len(boundaries) - 1)
-	want.Version = 1
-	for _, o := range want.Objects {
-		o.Object.FirstLine = 0
-	}
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("version 1 capture:\n%+v\nwant:\n%+v", c, want)
-	}
 }
 
 // TestCaptureKilledWriter cuts the capture at every byte: at a section boundary, and in
@@ -339,9 +385,11 @@ func FuzzReadCapture(f *testing.F) {
 	f.Add(file)
 	f.Add(file[:boundaries[3]+5])
 	f.Add(file[:boundaries[len(boundaries)-2]])
-	if v1, err := os.ReadFile("testdata/capture-v1.profd"); err == nil {
+	if v1, err := os.ReadFile("testdata/capture-before-native.profd"); err == nil {
 		f.Add(v1)
 	}
+	f.Add(file[:boundaries[nativeStep()]+40]) // inside the first native section
+	f.Add(file[:boundaries[nativeStep()+2]])  // after the native sections, before the end
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := ReadCapture(bytes.NewReader(in))
 		if err != nil {

@@ -1,10 +1,12 @@
 package profileio
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/profd/profd/jitmap"
@@ -263,6 +265,69 @@ func (cw *CaptureWriter) AddUnnamed(us []UnnamedCount) error {
 	return nil
 }
 
+// AddNative records a native mapping's samples, in sections of at most
+// maxNativePerSection samples each (readers merge them).
+func (cw *CaptureWriter) AddNative(m *NativeMapping) error {
+	if err := cw.usable(); err != nil {
+		return err
+	}
+	if m.Limit < m.Start {
+		return fmt.Errorf("profileio: native mapping %s: limit %#x below start %#x: %w", m.File, m.Limit, m.Start, ErrMalformed)
+	}
+	samples := m.Samples
+	if !slices.IsSortedFunc(samples, compareNativeSamples) {
+		samples = slices.Clone(samples)
+		slices.SortFunc(samples, compareNativeSamples)
+	}
+	for first := true; first || len(samples) > 0; first = false {
+		n := min(len(samples), maxNativePerSection)
+		b := cw.begin()
+		b = appendUvarint(b, uint64(m.Pid))
+		b = appendString(b, m.File)
+		b = appendString(b, m.BuildID)
+		b = appendUvarint(b, m.Start)
+		b = appendUvarint(b, m.Limit-m.Start)
+		b = appendUvarint(b, m.Offset)
+		index := map[string]uint64{}
+		var names []string
+		for _, s := range samples[:n] {
+			if fn := cutName(s.Function); fn != "" && index[fn] == 0 {
+				names = append(names, fn)
+				index[fn] = uint64(len(names))
+			}
+		}
+		b = appendUvarint(b, uint64(len(names)))
+		for _, name := range names {
+			b = appendString(b, name)
+		}
+		b = appendUvarint(b, uint64(n))
+		prev := m.Start
+		for _, s := range samples[:n] {
+			b = appendUvarint(b, s.Address-prev)
+			prev = s.Address
+			b = appendUvarint(b, index[cutName(s.Function)])
+			b = appendUvarint(b, s.Count)
+		}
+		if err := cw.finish(secNative, b); err != nil {
+			return err
+		}
+		samples = samples[n:]
+	}
+	return nil
+}
+
+func cutName(name string) string { return name[:min(len(name), MaxFunctionNameBytes)] }
+
+func compareNativeSamples(a, b NativeSample) int { return cmp.Compare(a.Address, b.Address) }
+
+// maxNativePerSection bounds the samples of a native section: with names of at most
+// MaxFunctionNameBytes, a section stays under maxSectionBytes.
+const maxNativePerSection = 4096
+
+// MaxFunctionNameBytes is the longest function name a native section holds; writers cut
+// longer ones.
+const MaxFunctionNameBytes = 4096
+
 // maxUnnamedPerSection keeps an unnamed section under maxSectionBytes (a record takes at
 // most 5+10+10+10+10 bytes).
 const maxUnnamedPerSection = maxSampleBatchBytes / 45
@@ -315,6 +380,11 @@ func WriteCapture(w io.Writer, c *Capture) error {
 	}
 	if len(c.Unnamed) > 0 {
 		if err := cw.AddUnnamed(c.Unnamed); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.Native {
+		if err := cw.AddNative(m); err != nil {
 			return err
 		}
 	}

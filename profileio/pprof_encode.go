@@ -184,12 +184,14 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbBytes(e.msg, 3, e.inner)
 		b = appendPbBytes(b, pbProfileSample, e.msg)
 	}
-	mapping := func(start, limit uint64, file string, hasFunctions, hasLines bool) {
+	mapping := func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) {
 		mappingID++
 		e.msg = appendPbVarint(e.msg[:0], 1, mappingID)
 		e.msg = appendPbVarint(e.msg, 2, start)
 		e.msg = appendPbVarint(e.msg, 3, limit)
+		e.msg = appendPbVarint(e.msg, 4, offset)
 		e.msg = appendPbVarint(e.msg, 5, uint64(e.str(file)))
+		e.msg = appendPbVarint(e.msg, 6, uint64(e.str(buildID)))
 		e.msg = appendPbBool(e.msg, 7, hasFunctions)
 		e.msg = appendPbBool(e.msg, 8, hasLines)
 		e.msg = appendPbBool(e.msg, 9, hasLines)
@@ -201,6 +203,9 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 	for _, o := range c.Objects {
 		n += len(o.Samples)
 	}
+	for _, m := range c.Native {
+		n += len(m.Samples)
+	}
 	b = slices.Grow(b, 40*n)
 	locs = make([]byte, 0, 24*n)
 	for _, o := range c.Objects {
@@ -208,7 +213,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 			continue
 		}
 		co := &o.Object
-		mapping(co.Addr, co.Addr+co.Size, fmt.Sprintf("[jit pid %d] %s", o.Pid, co.Name), true, len(co.Lines) > 0)
+		mapping(co.Addr, co.Addr+co.Size, 0, fmt.Sprintf("[jit pid %d] %s", o.Pid, co.Name), "", true, len(co.Lines) > 0)
 		for _, s := range o.Samples {
 			addr := co.Addr + s.Offset
 			var fn uint64
@@ -224,10 +229,21 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 			location(addr, fn, line, o.Pid, s.Count)
 		}
 	}
+	// Native code: the process's mapping of the file, a location per sampled address named
+	// by the file's symbol.
+	for _, m := range c.Native {
+		if len(m.Samples) == 0 {
+			continue
+		}
+		mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
+		for _, s := range m.Samples {
+			location(s.Address, functionID(nativeName(m, s), "", 0), 0, m.Pid, s.Count)
+		}
+	}
 	unmapped := outside
 	sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
 	for _, u := range unmapped {
-		mapping(0, 0, u.Mapping, false, false)
+		mapping(0, 0, 0, u.Mapping, "", false, false)
 		location(0, functionID(outsideName(u.Mapping), "", 0), 0, u.Pid, u.Count)
 	}
 	b = append(b, mappings...)

@@ -39,6 +39,9 @@ func pprofProfile(c *Capture) *profile.Profile {
 	for _, o := range c.Objects {
 		nSamples += len(o.Samples)
 	}
+	for _, m := range c.Native {
+		nSamples += len(m.Samples)
+	}
 	// One allocation each instead of several per sample: a flush writes 10^5 of them.
 	samples := make([]profile.Sample, nSamples)
 	values := make([]int64, 2*nSamples)
@@ -99,6 +102,19 @@ func pprofProfile(c *Capture) *profile.Profile {
 				line.Function = function(co.Name, "", 0)
 			}
 			addSample(loc, o.Pid, s.Count)
+		}
+	}
+	for _, nm := range c.Native {
+		if len(nm.Samples) == 0 {
+			continue
+		}
+		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), Start: nm.Start, Limit: nm.Limit, Offset: nm.Offset,
+			File: nm.File, BuildID: nm.BuildID, HasFunctions: true}
+		p.Mapping = append(p.Mapping, m)
+		for _, s := range nm.Samples {
+			loc := newLocation(m, s.Address)
+			loc.Line[0] = profile.Line{Function: function(nativeName(nm, s), "", 0)}
+			addSample(loc, nm.Pid, s.Count)
 		}
 	}
 	unmapped := c.outsideCounts()

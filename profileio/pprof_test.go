@@ -56,8 +56,10 @@ func TestGoToolPprofTotals(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^ +(\d+)  (.+)$`).FindAllSubmatch(report.Bytes(), -1) {
 		reportRows[string(m[2])] = string(m[1])
 	}
-	if reportTotal == nil || len(reportRows) != 6 { // five functions and the unnamed samples
-		t.Fatalf("report has no total or not 6 rows:\n%s", report.Bytes())
+	// Five JIT functions and mappings, the unnamed samples, two native functions and the
+	// native samples no symbol named.
+	if reportTotal == nil || len(reportRows) != 9 {
+		t.Fatalf("report has no total or not 9 rows:\n%s", report.Bytes())
 	}
 
 	run := func(args ...string) []byte {

@@ -11,24 +11,37 @@ import (
 type FunctionTotal struct {
 	Name    string
 	Samples uint64
+	JIT     bool // a JIT function, not native code nor a mapping
 }
 
-// FunctionTotals sums c's samples by function name (JIT code by symbol, samples outside
-// JIT code by "[outside JIT] mapping", as the pprof writer names them), most samples first.
+// FunctionTotals sums c's samples by function name (JIT code by symbol, native code by its
+// file's symbol, other samples outside JIT code by "[outside JIT] mapping", as the pprof
+// writer names them), most samples first.
 func FunctionTotals(c *Capture) []FunctionTotal {
-	sums := map[string]uint64{}
+	type key struct {
+		name string
+		jit  bool
+	}
+	sums := map[key]uint64{}
 	for _, o := range c.Objects {
 		if n := o.TotalSamples(); n > 0 {
-			sums[o.Object.Name] = SatAdd(sums[o.Object.Name], n)
+			k := key{o.Object.Name, true}
+			sums[k] = SatAdd(sums[k], n)
 		}
 	}
 	for _, u := range c.outsideCounts() {
-		k := outsideName(u.Mapping)
+		k := key{name: outsideName(u.Mapping)}
 		sums[k] = SatAdd(sums[k], u.Count)
 	}
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			k := key{name: nativeName(m, s)}
+			sums[k] = SatAdd(sums[k], s.Count)
+		}
+	}
 	out := make([]FunctionTotal, 0, len(sums))
-	for n, s := range sums {
-		out = append(out, FunctionTotal{n, s})
+	for k, s := range sums {
+		out = append(out, FunctionTotal{Name: k.name, Samples: s, JIT: k.jit})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Samples != out[j].Samples {

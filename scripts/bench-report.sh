@@ -17,6 +17,10 @@ run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
 # symbols: JIT symbol map look-ups and decoding, the FIFO transport
 run -bench 'MapLookup|PageIndexBuild|JitdumpDecode|PerfMapDecode' ./jitmap
 run -bench 'FIFORead' ./symsource/fifo
+# native symbols: a look-up in a file already read, a big file read on first sight, the drain's
+# cost per count in native code
+run -bench 'Lookup|ColdFile' ./internal/elfsym
+run -bench 'AggregateNative' ./daemon
 # sampler: sample decoding, the sampler's CPU per sample, the BPF drain, and the daemon's CPU
 # while it samples against perf record's
 run -bench 'DecodeAggregate' ./sampler

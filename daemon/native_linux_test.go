@@ -1,0 +1,359 @@
+package daemon
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
+)
+
+// nativeFunctions are testdata/native.c's hot functions: in the PIE executable (one of
+// them static, so only in .symtab) and in its shared library.
+var nativeFunctions = []string{"native_hot", "native_warm", "native_lib_spin"}
+
+// TestNativeSymbols profiles a C program (testdata/native.c and its shared library) whose
+// time goes to native functions, under profd and perf record at once: profd's capture and
+// pprof profile must name the functions from the files' symbols (no sample of them left
+// as "[outside JIT] file"), with perf's shares within 2 points, and pprof must carry the
+// files' mappings with their build-ids.
+func TestNativeSymbols(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libnativelib.so")
+	exe := filepath.Join(dir, "native")
+	for _, argv := range [][]string{
+		{"cc", "-O1", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, "testdata/nativelib.c"},
+		{"cc", "-O1", "-fPIE", "-pie", "-Wl,--build-id", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
+	} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	d := newDirs(t)
+	// The program waits for a byte on stdin: profd and perf sample the same span of its
+	// life (on a busy machine the functions' shares of time drift with the load).
+	cmd := exec.Command(exe, "6")
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startCmd(t, cmd)
+	pid := w.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatPprof, FormatCapture}})
+	var perf *perfRun
+	if perfAvailable() {
+		perf = startPerf(t, pid, 999)
+	} else {
+		t.Log("perf not on PATH: shares are not compared")
+	}
+	waitFor(t, "profd to attach", 60*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", pid))
+	})
+	start.Write([]byte{1})
+	start.Close()
+	w.wait(t, 180*time.Second)
+	r.wait(t, 60*time.Second)
+
+	c := readCapture(t, outputPath(d, "native", pid, FormatCapture))
+	funcs := map[string]uint64{}
+	var native, unnamed uint64
+	files := map[string]bool{}
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			native += s.Count
+			if s.Function == "" {
+				unnamed += s.Count
+				continue
+			}
+			funcs[s.Function] += s.Count
+			if s.Function == "native_hot" || s.Function == "native_lib_spin" {
+				files[m.File] = true
+				if m.BuildID == "" || m.Limit <= m.Start || s.Address < m.Start || s.Address >= m.Limit {
+					t.Errorf("mapping of %s: %+v (build-id %q)", s.Function, m, m.BuildID)
+				}
+			}
+		}
+	}
+	jit, outside := c.TotalSamples()
+	total := jit + outside + c.UnnamedSamples()
+	t.Logf("%d samples, %d in native code, %d of them unnamed; by function %v", total, native, unnamed, funcs)
+	if total < 1000 || float64(native) < 0.95*float64(total) {
+		t.Fatalf("%d samples, %d in native code: want most of 6 s at 999 Hz in native code", total, native)
+	}
+	if float64(unnamed) > 0.01*float64(native) {
+		t.Errorf("%d of %d native samples unnamed", unnamed, native)
+	}
+	if !files[exe] || !files[lib] {
+		t.Errorf("native functions in files %v, want %s and %s", files, exe, lib)
+	}
+	for _, u := range c.Unmapped {
+		if u.Mapping == exe || u.Mapping == lib {
+			t.Errorf("samples counted by mapping only: %+v", u)
+		}
+	}
+
+	// pprof: the functions by name, in mappings of the files with their build-ids.
+	p := readPprof(t, outputPath(d, "native", pid, FormatPprof))
+	pprofFuncs := map[string]int64{}
+	for _, s := range p.Sample {
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				pprofFuncs[ln.Function.Name] += s.Value[0]
+				if ln.Function.Name == "native_hot" && (l.Mapping.File != exe || l.Mapping.BuildID == "" || !l.Mapping.HasFunctions) {
+					t.Errorf("native_hot's pprof mapping: %+v", l.Mapping)
+				}
+			}
+		}
+	}
+	for _, fn := range nativeFunctions {
+		if uint64(pprofFuncs[fn]) != funcs[fn] || funcs[fn] == 0 {
+			t.Errorf("%s: pprof %d samples, capture %d", fn, pprofFuncs[fn], funcs[fn])
+		}
+	}
+	if perf == nil {
+		return
+	}
+	perfFuncs := map[string]uint64{}
+	perfSamples := perf.samples(t, pid, false)
+	byAddress := map[uint64]string{}
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			byAddress[s.Address] = s.Function
+		}
+	}
+	var both, agree int
+	for _, s := range perfSamples {
+		perfFuncs[s.sym]++
+		if name, ok := byAddress[s.ip]; ok {
+			both++
+			if name == s.sym {
+				agree++
+			}
+		}
+	}
+	// Address by address, profd names what perf names.
+	if both < 1000 || float64(agree) < 0.99*float64(both) {
+		t.Errorf("at the %d perf samples at addresses profd sampled too, the same name for %d", both, agree)
+	}
+	var b strings.Builder
+	bad := false
+	for _, fn := range nativeFunctions {
+		ps := 100 * float64(funcs[fn]) / float64(total)
+		qs := 100 * float64(perfFuncs[fn]) / float64(len(perfSamples))
+		tol := shareTolerance(2, (ps+qs)/2, total, uint64(len(perfSamples)))
+		fmt.Fprintf(&b, "  %-16s profd %6d %5.1f%%   perf %6d %5.1f%%   diff %+5.1f (±%.1f)\n", fn, funcs[fn], ps, perfFuncs[fn], qs, ps-qs, tol)
+		bad = bad || ps-qs > tol || qs-ps > tol
+	}
+	if bad {
+		t.Errorf("native functions' shares differ from perf's by more than 2 points or four standard errors:\n%s", b.String())
+	} else {
+		t.Logf("native functions' shares:\n%s", b.String())
+	}
+}
+
+// readPprof parses a gzipped pprof profile.
+func readPprof(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ParseData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ownCode is this test binary's executable mapping of itself.
+func ownCode(t testing.TB) procfs.Mapping {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := procfs.ReadMaps(uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if m.Path == exe && m.Executable() {
+			return m
+		}
+	}
+	t.Fatalf("no executable mapping of %s", exe)
+	return procfs.Mapping{}
+}
+
+// TestNativeAddressCap counts at most maxNativeAddresses addresses of native code per
+// target; samples at more are counted by their file, with one warning.
+func TestNativeAddressCap(t *testing.T) {
+	var logs testenv.SyncBuffer
+	cache := elfsym.NewCache(elfsym.Options{})
+	defer cache.Close()
+	a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, slog.New(slog.NewTextHandler(&logs, nil)))
+	pid := uint32(os.Getpid())
+	p := a.proc(pid)
+	code := ownCode(t)
+	if code.End-code.Start < maxNativeAddresses+100 {
+		t.Skipf("own code of %d bytes", code.End-code.Start)
+	}
+	for round := 0; round < 2; round++ {
+		counts := map[sampler.Key]sampler.Count{}
+		for i := uint64(0); i < maxNativeAddresses+100; i++ {
+			counts[sampler.Key{PID: pid, IP: code.Start + i}] = sampler.Count{N: 2}
+		}
+		a.add(counts)
+	}
+	if len(p.native.counts) != maxNativeAddresses || p.native.dropped != 2*2*100 || p.outside[code.Path] != 2*2*100 {
+		t.Errorf("%d addresses, %d dropped, %d by file; want %d, 400, 400", len(p.native.counts), p.native.dropped, p.outside[code.Path], maxNativeAddresses)
+	}
+	if n := strings.Count(logs.String(), "more addresses of native code"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	w := p.capture(a.jit, profileio.CaptureMeta{}, profileio.CaptureEnd{}, false)
+	if len(w.capture.Native) != 1 || len(w.capture.Native[0].Samples) != maxNativeAddresses || w.native[0] == nil {
+		t.Fatalf("capture: %d native mappings, files %v", len(w.capture.Native), w.native)
+	}
+	if _, outside := w.capture.TotalSamples(); outside != 2*2*(maxNativeAddresses+100) {
+		t.Errorf("%d samples outside JIT code, want %d", outside, 2*2*(maxNativeAddresses+100))
+	}
+}
+
+// BenchmarkAggregateNative is the drain's cost per count in native code once its mapping
+// has been seen (the mapping found, the count added by address), against a count in a
+// mapping that is counted by name only (this process's stack).
+func BenchmarkAggregateNative(b *testing.B) {
+	code := ownCode(b)
+	maps, err := procfs.ReadMaps(uint32(os.Getpid()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stack procfs.Mapping
+	for _, m := range maps {
+		if m.Path == "[stack]" {
+			stack = m
+		}
+	}
+	for _, bc := range []struct {
+		name  string
+		start uint64
+		step  uint64
+	}{{"native", code.Start, 16}, {"by-mapping", stack.Start, 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cache := elfsym.NewCache(elfsym.Options{})
+			defer cache.Close()
+			a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, nil)
+			pid := uint32(os.Getpid())
+			a.proc(pid)
+			counts := map[sampler.Key]sampler.Count{}
+			for i := uint64(0); i < 10000; i++ {
+				counts[sampler.Key{PID: pid, IP: bc.start + i*bc.step}] = sampler.Count{N: 1}
+			}
+			a.add(counts)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a.add(counts)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(counts)), "ns/count")
+		})
+	}
+}
+
+// TestNativeDebugFileInContainer runs a stripped build of testdata/native.c in a mount
+// namespace of its own whose /usr/lib/debug (a tmpfs only it sees) holds the program's
+// debug file under its build-id: profd finds it through the process's root and names the
+// static function the stripped program no longer has a symbol for; go tool pprof -top
+// lists it.
+func TestNativeDebugFileInContainer(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip"),
+		testenv.Tool("unshare"), testenv.Tool("go"))
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libnativelib.so")
+	exe := filepath.Join(dir, "native")
+	for _, argv := range [][]string{
+		{"cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/nativelib.c"},
+		{"cc", "-O1", "-g", "-fPIE", "-pie", "-Wl,--build-id=sha1", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
+		{"objcopy", "--only-keep-debug", exe, exe + ".debug"},
+		{"strip", "--strip-all", exe},
+	} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	tab, err := elfsym.Read(f, st.Size(), elfsym.Options{})
+	f.Close()
+	if err != nil || len(tab.BuildID) < 3 {
+		t.Fatalf("stripped program: build-id %q, %v", tab.BuildID, err)
+	}
+	debugPath := "/usr/lib/debug/.build-id/" + tab.BuildID[:2] + "/" + tab.BuildID[2:] + ".debug"
+	if _, err := os.Stat(debugPath); err == nil {
+		t.Fatalf("%s exists on the host: the test would not tell the container's from it", debugPath)
+	}
+	d := newDirs(t)
+	script := "mkdir -p /usr/lib/debug && mount -t tmpfs none /usr/lib/debug && mkdir -p " + filepath.Dir(debugPath) +
+		" && cp " + exe + ".debug " + debugPath + " && exec " + exe + " 3"
+	container := startChild(t, nil, "unshare", "--mount", "sh", "-c", script)
+	// unshare execs sh, which execs the program in its place once the debug file is there.
+	pid := container.pid()
+	waitFor(t, "the program in its namespace", 30*time.Second, func() bool {
+		select {
+		case <-container.done:
+			t.Fatalf("the container ended early: %v\n%s", container.err, container.out.String())
+		default:
+		}
+		return readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == "native"
+	})
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatPprof, FormatCapture}})
+	container.wait(t, 180*time.Second)
+	r.wait(t, 60*time.Second)
+
+	c := readCapture(t, outputPath(d, "native", pid, FormatCapture))
+	funcs := profileio.FunctionTotals(c)
+	var hot uint64
+	for _, ft := range funcs {
+		if ft.Name == "native_hot" {
+			hot = ft.Samples
+		}
+	}
+	jit, outside := c.TotalSamples()
+	if hot == 0 || float64(hot) < 0.4*float64(jit+outside) {
+		t.Errorf("native_hot has %d of %d samples: %v\n%s", hot, jit+outside, funcs, r.logs.String())
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=samples", outputPath(d, "native", pid, FormatPprof)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "native_hot") {
+		t.Errorf("go tool pprof -top: %v\n%s", err, out)
+	}
+}

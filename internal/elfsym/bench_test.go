@@ -1,0 +1,88 @@
+package elfsym
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// bigELF is the largest ELF file of those profd is most often asked to name on these
+// machines: LLVM's shared library (PostgreSQL's JIT maps it), else PostgreSQL's server.
+func bigELF(b *testing.B) string {
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	b.Skip("neither libLLVM-14.so.1 nor postgres is installed")
+	return ""
+}
+
+// BenchmarkLookup looks up addresses spread over a big file's code in its cached table:
+// the cost of naming one sample once the file has been read.
+func BenchmarkLookup(b *testing.B) {
+	path := bigELF(b)
+	c := NewCache(Options{})
+	defer c.Close()
+	tab, err := c.Open(must(os.Open(path)), "", path).Wait(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Addresses inside the file's functions, as the file offsets samples give.
+	rng := rand.New(rand.NewPCG(1, 2))
+	offsets := make([]uint64, 0, 1<<16)
+	for len(offsets) < cap(offsets) {
+		i := rng.IntN(tab.Len())
+		addr := tab.addrs[i]
+		if tab.ends[i] > addr {
+			addr += rng.Uint64N(tab.ends[i] - addr)
+		}
+		for _, s := range tab.loads {
+			if addr >= s.vaddr && addr-s.vaddr < s.fileSize {
+				offsets = append(offsets, addr-s.vaddr+s.offset)
+			}
+		}
+	}
+	named := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := tab.Lookup(offsets[i&(len(offsets)-1)]); ok {
+			named++
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/lookup")
+	b.ReportMetric(float64(tab.Len()), "symbols")
+	if named == 0 {
+		b.Fatal("nothing named")
+	}
+}
+
+// BenchmarkColdFile reads a big file's symbols on first sight, as a new target's first
+// flush does (the file's pages are in the page cache after the first iteration): LLVM's
+// shared library (105 MB, .dynsym only) and PostgreSQL's server (9 MB, .dynsym only).
+func BenchmarkColdFile(b *testing.B) {
+	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres"} {
+		b.Run(path[strings.LastIndexByte(path, '/')+1:], func(b *testing.B) {
+			st, err := os.Stat(path)
+			if err != nil {
+				b.Skip(err)
+			}
+			var tab *Table
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				c := NewCache(Options{})
+				tab, err = c.Open(must(os.Open(path)), "", path).Wait(context.Background())
+				c.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/file")
+			b.ReportMetric(float64(st.Size())/(1<<20), "file-MB")
+			b.ReportMetric(float64(tab.Len()), "symbols")
+		})
+	}
+}

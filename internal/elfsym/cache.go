@@ -1,0 +1,202 @@
+package elfsym
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Options bound a Cache. Zero fields take the defaults.
+type Options struct {
+	MaxSymbols     int   // function symbols kept per file (DefaultMaxSymbols)
+	MaxStringBytes int64 // bytes of one string table read (DefaultMaxStringBytes)
+	MaxFiles       int   // files a Cache holds tables of (DefaultMaxFiles)
+	Logger         *slog.Logger
+}
+
+// DefaultMaxFiles is how many files a Cache keeps tables of.
+const DefaultMaxFiles = 4096
+
+func (o Options) withDefaults() Options {
+	if o.MaxSymbols <= 0 {
+		o.MaxSymbols = DefaultMaxSymbols
+	}
+	if o.MaxStringBytes <= 0 {
+		o.MaxStringBytes = DefaultMaxStringBytes
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Errors a File's Wait returns.
+var (
+	ErrChanged   = errors.New("elfsym: file changed while it was read")
+	ErrCacheFull = errors.New("elfsym: cache holds as many files as it may")
+	ErrClosed    = errors.New("elfsym: cache closed")
+)
+
+// statKey tells a file from another, and from itself rewritten, when it has no build-id.
+type statKey struct {
+	dev, ino      uint64
+	size, ctimeNs int64
+}
+
+func statOf(f *os.File) (statKey, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return statKey{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return statKey{}, fmt.Errorf("elfsym: %s: no stat", f.Name())
+	}
+	return statKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		ctimeNs: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, nil
+}
+
+// File is a file's table on its way: Wait returns it once it is loaded.
+type File struct {
+	done  chan struct{}
+	table *Table
+	err   error
+}
+
+// Wait waits until the table is loaded or ctx is done. A file whose symbols could be read
+// only in part yields its table and the error.
+func (f *File) Wait(ctx context.Context) (*Table, error) {
+	select {
+	case <-f.done:
+		return f.table, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Cache loads the tables of ELF files, each once, in the background, one file at a time.
+// It is safe for concurrent use; Close stops the loads and waits for them.
+type Cache struct {
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	one    chan struct{} // one load at a time
+
+	mu      sync.Mutex
+	byStat  map[statKey]*File
+	byBuild map[string]*Table
+	full    bool // the full cache was logged
+}
+
+// NewCache makes an empty cache.
+func NewCache(o Options) *Cache {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Cache{opts: o.withDefaults(), ctx: ctx, cancel: cancel, one: make(chan struct{}, 1),
+		byStat: map[statKey]*File{}, byBuild: map[string]*Table{}}
+}
+
+// Close stops loading and waits for the loads under way; their Files fail with ErrClosed.
+func (c *Cache) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Open returns the table of file, which the cache now owns (it is closed when read, or
+// at once when the cache has its table already). root is the directory the process sees
+// as / (its /proc/PID/root), where debug files are looked for; path is the file's path
+// under it, for its .gnu_debuglink. Open costs a fstat; the reading happens on the cache's
+// goroutine.
+func (c *Cache) Open(file *os.File, root, path string) *File {
+	key, err := statOf(file)
+	if err != nil {
+		file.Close()
+		return failed(fmt.Errorf("elfsym: %s: %w", path, err))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.byStat[key]; f != nil {
+		file.Close()
+		return f
+	}
+	if len(c.byStat) >= c.opts.MaxFiles {
+		file.Close()
+		if !c.full {
+			c.full = true
+			c.opts.Logger.Warn("elfsym: the symbol cache is full; files seen from now on are not named",
+				"files", len(c.byStat))
+		}
+		return failed(ErrCacheFull)
+	}
+	f := &File{done: make(chan struct{})}
+	c.byStat[key] = f
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(f.done)
+		defer file.Close()
+		select {
+		case c.one <- struct{}{}:
+		case <-c.ctx.Done():
+			f.err = ErrClosed
+			return
+		}
+		defer func() { <-c.one }()
+		f.table, f.err = c.load(file, key, root, path)
+	}()
+	return f
+}
+
+func failed(err error) *File {
+	f := &File{done: make(chan struct{}), err: err}
+	close(f.done)
+	return f
+}
+
+// load reads file's table, or takes the one of another file with its build-id.
+func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, error) {
+	ef, err := openELF(file, key.size)
+	if err != nil {
+		return nil, fmt.Errorf("elfsym: %s: %w", path, err)
+	}
+	id := ef.buildID()
+	if id != "" {
+		c.mu.Lock()
+		t := c.byBuild[id]
+		c.mu.Unlock()
+		if t != nil {
+			return t, nil
+		}
+	}
+	b := newBuilder(c.opts)
+	var errs []error
+	if ef.hasSymtab() {
+		errs = append(errs, b.addSymbols(ef, elf.SHT_SYMTAB, ""))
+	} else if dbg, from := c.findDebug(ef, id, root, path); dbg != nil {
+		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
+		dbg.file.Close()
+	}
+	errs = append(errs, b.addSymbols(ef, elf.SHT_DYNSYM, ""))
+	if after, err := statOf(file); err != nil || after != key {
+		return nil, fmt.Errorf("%w: %s", ErrChanged, path)
+	}
+	t := b.table(ef.loads(), id)
+	if t.Capped {
+		c.opts.Logger.Warn("elfsym: file has more symbols than profd keeps; the rest are not named",
+			"file", path, "kept", t.Len(), "max_symbols", c.opts.MaxSymbols, "max_string_bytes", c.opts.MaxStringBytes)
+	}
+	if id != "" {
+		c.mu.Lock()
+		c.byBuild[id] = t
+		c.mu.Unlock()
+	}
+	return t, errors.Join(errs...)
+}

@@ -1,0 +1,18 @@
+// Package elfsym names addresses in the ELF files a process maps: its executable and
+// shared libraries, from their .symtab and .dynsym and from separate debug files (found by
+// build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink), read through a root
+// directory so that a process in a container is named from its own files.
+//
+//	cache := elfsym.NewCache(elfsym.Options{Logger: logger})
+//	defer cache.Close()
+//	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres")
+//	t, err := f.Wait(ctx)            // loaded in the background, once per file
+//	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
+//
+// A Table is read once per file (by build-id, else by device, inode, size and time of
+// change) and shared by every process that maps it; looking an address up is a binary
+// search that allocates nothing. ELF files are hostile input: reads are bounded, the
+// symbols kept per file are capped, and a file that changes while it is read is refused.
+//
+// Tables are immutable and safe for concurrent use; so is a Cache.
+package elfsym

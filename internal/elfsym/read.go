@@ -1,0 +1,348 @@
+package elfsym
+
+import (
+	"bytes"
+	"cmp"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Bounds of what is read of one file; Options may lower or raise the first two.
+const (
+	DefaultMaxSymbols     = 1 << 21  // function symbols kept per file
+	DefaultMaxStringBytes = 64 << 20 // bytes of one string table
+	maxScannedFactor      = 4        // symbols examined per file: this many times MaxSymbols
+	maxNoteBytes          = 64 << 10 // a note section or segment
+	maxDebuglinkBytes     = 4 << 10
+	symbolChunkEntries    = 4096 // symbol entries read at once
+)
+
+// ErrNotELF: the file is not an ELF file profd can read.
+var ErrNotELF = errors.New("elfsym: not an ELF file")
+
+// sttGNUIFunc is STT_GNU_IFUNC: a function whose address a resolver picks at load time.
+const sttGNUIFunc = elf.SymType(10)
+
+// symbol is one function symbol while a table is built.
+type symbol struct {
+	addr, size   uint64
+	name         string
+	global, weak bool
+}
+
+// builder gathers the function symbols of a file and its debug file into a Table.
+type builder struct {
+	maxSymbols, maxScanned int
+	maxStringBytes         int64
+	syms                   []symbol
+	scanned                int
+	capped                 bool
+	from                   []string
+}
+
+func newBuilder(o Options) *builder {
+	o = o.withDefaults()
+	return &builder{maxSymbols: o.MaxSymbols, maxScanned: o.MaxSymbols * maxScannedFactor, maxStringBytes: o.MaxStringBytes}
+}
+
+// elfFile is an ELF file opened for its symbols.
+type elfFile struct {
+	f    *elf.File
+	r    io.ReaderAt
+	size int64
+}
+
+// openELF parses r's headers (size bytes). debug/elf bounds its own reads; a panic in it
+// on a damaged file is turned into ErrNotELF.
+func openELF(r io.ReaderAt, size int64) (ef *elfFile, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ef, err = nil, fmt.Errorf("%w: %v", ErrNotELF, p)
+		}
+	}()
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	return &elfFile{f: f, r: r, size: size}, nil
+}
+
+// section returns the bytes of s that lie in the file, at most limit of them; a section
+// that claims more than the file holds yields what the file holds.
+func (ef *elfFile) section(s *elf.Section, limit int64) ([]byte, error) {
+	if s.Type == elf.SHT_NOBITS || s.Offset >= uint64(ef.size) {
+		return nil, nil
+	}
+	n := min(s.Size, uint64(ef.size)-s.Offset)
+	if int64(n) > limit || int64(n) < 0 {
+		return nil, fmt.Errorf("elfsym: section %s of %d bytes exceeds %d", s.Name, n, limit)
+	}
+	b := make([]byte, n)
+	if _, err := ef.r.ReadAt(b, int64(s.Offset)); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("elfsym: section %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// loads is the file's PT_LOAD segments.
+func (ef *elfFile) loads() []segment {
+	var out []segment
+	for _, p := range ef.f.Progs {
+		if p.Type == elf.PT_LOAD && p.Filesz > 0 {
+			out = append(out, segment{offset: p.Off, fileSize: p.Filesz, vaddr: p.Vaddr})
+		}
+	}
+	return out
+}
+
+// buildID is the GNU build-id in hex from a note section or segment, "" when there is none.
+func (ef *elfFile) buildID() string {
+	for _, s := range ef.f.Sections {
+		if s.Type == elf.SHT_NOTE {
+			if b, err := ef.section(s, maxNoteBytes); err == nil {
+				if id := parseBuildID(b, ef.f.ByteOrder); id != "" {
+					return id
+				}
+			}
+		}
+	}
+	for _, p := range ef.f.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > maxNoteBytes || p.Off >= uint64(ef.size) {
+			continue
+		}
+		b := make([]byte, min(p.Filesz, uint64(ef.size)-p.Off))
+		if _, err := ef.r.ReadAt(b, int64(p.Off)); err != nil && !errors.Is(err, io.EOF) {
+			continue
+		}
+		if id := parseBuildID(b, ef.f.ByteOrder); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// parseBuildID finds an NT_GNU_BUILD_ID note (owner "GNU") among notes.
+func parseBuildID(notes []byte, bo binary.ByteOrder) string {
+	const ntGNUBuildID = 3
+	for len(notes) >= 12 {
+		namesz, descsz, typ := bo.Uint32(notes), bo.Uint32(notes[4:]), bo.Uint32(notes[8:])
+		notes = notes[12:]
+		nameEnd := (uint64(namesz) + 3) &^ 3
+		descEnd := nameEnd + (uint64(descsz)+3)&^3
+		if descEnd > uint64(len(notes)) || nameEnd+uint64(descsz) > uint64(len(notes)) {
+			return ""
+		}
+		name := notes[:namesz]
+		desc := notes[nameEnd : nameEnd+uint64(descsz)]
+		if typ == ntGNUBuildID && string(bytes.TrimRight(name, "\x00")) == "GNU" && len(desc) > 0 {
+			return hex.EncodeToString(desc)
+		}
+		notes = notes[descEnd:]
+	}
+	return ""
+}
+
+// debuglink is the .gnu_debuglink section's file name and CRC-32, ok false without one.
+func (ef *elfFile) debuglink() (name string, crc uint32, ok bool) {
+	s := ef.f.Section(".gnu_debuglink")
+	if s == nil {
+		return "", 0, false
+	}
+	b, err := ef.section(s, maxDebuglinkBytes)
+	if err != nil {
+		return "", 0, false
+	}
+	end := bytes.IndexByte(b, 0)
+	if end <= 0 {
+		return "", 0, false
+	}
+	at := (end + 4) &^ 3
+	if at+4 > len(b) {
+		return "", 0, false
+	}
+	return string(b[:end]), ef.f.ByteOrder.Uint32(b[at:]), true
+}
+
+// hasSymtab reports whether the file has a .symtab with entries in it.
+func (ef *elfFile) hasSymtab() bool {
+	for _, s := range ef.f.Sections {
+		if s.Type == elf.SHT_SYMTAB && s.Size > 0 && s.Offset < uint64(ef.size) {
+			return true
+		}
+	}
+	return false
+}
+
+// addSymbols adds the function symbols of every section of type typ, and reports whether
+// there was one; from names the file in Table.From.
+func (b *builder) addSymbols(ef *elfFile, typ elf.SectionType, from string) error {
+	var errs []error
+	for _, s := range ef.f.Sections {
+		if s.Type != typ {
+			continue
+		}
+		if err := b.addSection(ef, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.from = append(b.from, from+s.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// addSection reads one symbol table, entry by entry, stopping at the caps.
+func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
+	f := ef.f
+	if int(s.Link) <= 0 || int(s.Link) >= len(f.Sections) {
+		return fmt.Errorf("elfsym: %s links to section %d of %d", s.Name, s.Link, len(f.Sections))
+	}
+	strtab, err := ef.section(f.Sections[s.Link], b.maxStringBytes)
+	if err != nil {
+		b.capped = true
+		return err
+	}
+	names := string(strtab) // one copy shared by every name
+	entry := 24
+	if f.Class == elf.ELFCLASS32 {
+		entry = 16
+	}
+	if s.Offset >= uint64(ef.size) {
+		return nil
+	}
+	size := min(s.Size, uint64(ef.size)-s.Offset)
+	count := size / uint64(entry)
+	buf := make([]byte, min(count, symbolChunkEntries)*uint64(entry))
+	bo := f.ByteOrder
+	for i := uint64(0); i < count; {
+		if b.scanned >= b.maxScanned || len(b.syms) >= b.maxSymbols {
+			b.capped = true
+			return nil
+		}
+		k := min(count-i, symbolChunkEntries)
+		chunk := buf[:k*uint64(entry)]
+		n, err := ef.r.ReadAt(chunk, int64(s.Offset+i*uint64(entry)))
+		if n < len(chunk) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("elfsym: %s entry %d: %w", s.Name, i+uint64(n/entry), err)
+		}
+		for j := uint64(0); j < k; j, i = j+1, i+1 {
+			e := chunk[j*uint64(entry):]
+			b.scanned++
+			if i == 0 {
+				continue // the null symbol
+			}
+			var nameOff uint32
+			var info byte
+			var shndx uint16
+			var value, size uint64
+			if entry == 24 {
+				nameOff, info, shndx = bo.Uint32(e), e[4], bo.Uint16(e[6:])
+				value, size = bo.Uint64(e[8:]), bo.Uint64(e[16:])
+			} else {
+				nameOff, value, size = bo.Uint32(e), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
+				info, shndx = e[12], bo.Uint16(e[14:])
+			}
+			typ := elf.ST_TYPE(info)
+			if typ != elf.STT_FUNC && typ != sttGNUIFunc || shndx == uint16(elf.SHN_UNDEF) || value == 0 {
+				continue
+			}
+			if uint64(nameOff) >= uint64(len(names)) {
+				continue
+			}
+			name := names[nameOff:]
+			if end := strings.IndexByte(name, 0); end >= 0 {
+				name = name[:end]
+			}
+			if name == "" {
+				continue
+			}
+			if len(b.syms) >= b.maxSymbols {
+				b.capped = true
+				return nil
+			}
+			bind := elf.ST_BIND(info)
+			b.syms = append(b.syms, symbol{addr: value, size: size, name: name, global: bind == elf.STB_GLOBAL, weak: bind == elf.STB_WEAK})
+		}
+	}
+	return nil
+}
+
+// table sorts the symbols by address and keeps one name per address, as perf picks among
+// aliases (memcpy's and memmove's entry points in glibc share one): one with a size, then
+// one not weak, then a global one, then the one with fewer leading underscores, then the
+// longer name.
+func (b *builder) table(loads []segment, buildID string) *Table {
+	syms := b.syms
+	slices.SortFunc(syms, func(x, y symbol) int {
+		switch {
+		case x.addr != y.addr:
+			return cmp.Compare(x.addr, y.addr)
+		case (x.size > 0) != (y.size > 0):
+			return compareBool(y.size > 0, x.size > 0)
+		case x.weak != y.weak:
+			return compareBool(x.weak, y.weak)
+		case x.global != y.global:
+			return compareBool(y.global, x.global)
+		}
+		if ux, uy := leadingUnderscores(x.name), leadingUnderscores(y.name); ux != uy {
+			return cmp.Compare(ux, uy)
+		}
+		if len(x.name) != len(y.name) {
+			return cmp.Compare(len(y.name), len(x.name))
+		}
+		return cmp.Compare(x.name, y.name)
+	})
+	syms = slices.CompactFunc(syms, func(x, y symbol) bool { return x.addr == y.addr })
+	t := &Table{BuildID: buildID, From: b.from, Capped: b.capped, loads: loads,
+		addrs: make([]uint64, len(syms)), ends: make([]uint64, len(syms)), names: make([]string, len(syms))}
+	for i, s := range syms {
+		t.addrs[i], t.names[i] = s.addr, s.name
+		if s.size > 0 {
+			t.ends[i] = s.addr + s.size
+			if t.ends[i] < s.addr { // wrapped: a size that cannot be true
+				t.ends[i] = 0
+			}
+		}
+	}
+	b.syms = nil
+	t.index()
+	return t
+}
+
+func leadingUnderscores(s string) int {
+	n := 0
+	for n < len(s) && s[n] == '_' {
+		n++
+	}
+	return n
+}
+
+func compareBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
+}
+
+// Read reads the function symbols of the ELF file r (size bytes) itself, from its .symtab
+// and .dynsym, without looking for a debug file.
+func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
+	ef, err := openELF(r, size)
+	if err != nil {
+		return nil, err
+	}
+	b := newBuilder(o)
+	err = errors.Join(b.addSymbols(ef, elf.SHT_SYMTAB, ""), b.addSymbols(ef, elf.SHT_DYNSYM, ""))
+	return b.table(ef.loads(), ef.buildID()), err
+}
