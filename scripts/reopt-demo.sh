@@ -30,8 +30,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 # Per iteration ~0.2 s once re-optimised.
-declare -A size=([hash]="300000" [interp]="300000" [sort]="300000 1" [sieve]="3000000 1"
-	[recurse]="30" [matmul]="200 1" [fft]="16 1" [chase]="300000 1")
+declare -A size=([hash]="300000" [interp]="300000" [sort]="3000000 1" [sieve]="20000000 3"
+	[recurse]="39" [matmul]="600 3" [fft]="18 6" [chase]="400000 3")
 workloads=${WORKLOADS:-"hash interp"}
 rounds=${ROUNDS:-5}
 overhead_rounds=${OVERHEAD_ROUNDS:-7}
