@@ -7,13 +7,24 @@ BENCHTIME ?= 1s
 BENCHPKGS ?= ./...
 TESTTIMEOUT ?= 15m
 
-.PHONY: all build test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
+# The re-optimising JIT example (examples/reopt) is C++ on LLVM 14's ORC.
+LLVM_CONFIG ?= llvm-config-14
+CXX_REOPT ?= clang++-14
+
+.PHONY: all build reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
 ## build: compile every command into bin/
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+## reopt: bin/reopt, the re-optimising JIT that reads its profile back from profd (examples/reopt)
+reopt: bin/reopt
+
+bin/reopt: examples/reopt/reopt.cpp jit/profd_jit.h | deps
+	@mkdir -p bin
+	$(CXX_REOPT) -O2 $$($(LLVM_CONFIG) --cxxflags) -Ijit $< -o $@ $$($(LLVM_CONFIG) --ldflags --libs)
 
 ## deps: check (and as root, install with apt) the tools the tests and the demo use
 deps:
@@ -82,6 +93,11 @@ accuracy: deps
 ## pgo-demo: -O2 vs instrumentation PGO vs profd's sample profiles, timed (root; a few minutes)
 pgo-demo: deps build
 	@scripts/pgo-demo.sh
+
+## reopt-demo: a JIT re-optimising with profd's profile in-process, against the same JIT
+##   re-optimising without one and against instrumentation PGO run in the same JIT (root; minutes)
+reopt-demo: deps build reopt
+	@scripts/reopt-demo.sh
 
 clean:
 	rm -rf bin out

@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 	// channel keeps listening for the whole binary; run's own channel works as before.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1)
 	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
+	for _, dir := range []string{builtDir, reoptDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

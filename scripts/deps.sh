@@ -13,6 +13,10 @@ fi
 needs=(
 	gcc:gcc
 	clang-14:clang-14
+	clang++-14:clang-14
+	llvm-config-14:llvm-14-dev
+	/usr/lib/llvm-14/include/llvm/ExecutionEngine/Orc/LLJIT.h:llvm-14-dev
+	/usr/include/c++/*/vector:libstdc++-12-dev
 	lli-14:llvm-14
 	llc-14:llvm-14
 	opt-14:llvm-14
