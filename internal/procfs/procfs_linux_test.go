@@ -3,12 +3,14 @@ package procfs
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMaps(t *testing.T) {
@@ -86,6 +88,19 @@ func TestEnviron(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil { // the shell runs
 		t.Fatal(err)
+	}
+	// Then it execs sleep; /proc/PID/environ reads empty while the exec replaces the memory
+	// it lies in (after the new comm is set: on a busy machine for milliseconds), so wait
+	// until sleep runs with its environment in place.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+		if strings.TrimSpace(string(comm)) == "sleep" && len(environ) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not exec sleep within 10 s")
+		}
 	}
 	env, err := Environ(uint32(cmd.Process.Pid), "JITDUMPDIR", "HOME", "MISSING")
 	if err != nil {
