@@ -12,10 +12,10 @@ import (
 )
 
 // ErrBadDebugObject: a JIT debug object (the in-memory ELF a JIT registers with the GDB JIT
-// interface) could not be decoded. Errors from DebugObjectLines wrap it.
+// interface) could not be decoded. Errors from DebugObject wrap it.
 var ErrBadDebugObject = errors.New("bad debug object")
 
-// DefaultMaxDebugRows bounds the line rows DebugObjectLines returns when maxRows is 0.
+// DefaultMaxDebugRows bounds the line rows DebugObject returns when maxRows is 0.
 const DefaultMaxDebugRows = 1 << 20
 
 // debugSections are the DWARF sections a line table needs (DWARF 4 and 5), under their ELF
@@ -25,25 +25,9 @@ var debugSections = []string{
 	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
 }
 
-// DebugObjectLines decodes the DWARF line table of a JIT debug object: the relocatable ELF
-// object (x86-64, little-endian) a JIT such as LLVM's MCJIT registers with the GDB JIT
-// interface after patching each loaded section's sh_addr to its load address. Relocations of
-// the debug sections are applied here (as a debugger would), so row addresses are absolute
-// code addresses. Rows come back sorted by address (stable: for one address, the rows keep
-// their line-table order), end-of-sequence rows left out, at most maxRows of them
-// (0: DefaultMaxDebugRows). Discriminator is the DWARF discriminator as the compiler wrote it.
-//
-// The bytes are untrusted (they come from another process's memory): every error wraps
-// ErrBadDebugObject and names the file offset or section at fault, and nothing the input
-// claims is allocated beyond the input's own size. Safe to call concurrently.
-func DebugObjectLines(obj []byte, maxRows int) (rows []LineEntry, err error) {
-	info, err := DebugObject(obj, maxRows)
-	return info.Lines, err
-}
-
 // DebugInfo is what profd reads from a JIT debug object.
 type DebugInfo struct {
-	Lines       []LineEntry     // as DebugObjectLines returns them
+	Lines       []LineEntry     // sorted by address, end-of-sequence rows left out
 	Subprograms []SubprogramRow // functions with code, ascending LowPC
 }
 
@@ -55,8 +39,18 @@ type SubprogramRow struct {
 	Line  uint32
 }
 
-// DebugObject is DebugObjectLines with the object's subprograms too (those of each compile
-// unit's top level that have code and a declared line). Errors are as for DebugObjectLines.
+// DebugObject decodes the DWARF line table and the subprograms (each compile unit's
+// top-level ones with code and a declared line) of a JIT debug object: the relocatable ELF
+// object (x86-64, little-endian) a JIT such as LLVM's MCJIT registers with the GDB JIT
+// interface after patching each loaded section's sh_addr to its load address. Relocations of
+// the debug sections are applied here (as a debugger would), so row addresses are absolute
+// code addresses. Rows come back sorted by address (stable: for one address, the rows keep
+// their line-table order), end-of-sequence rows left out, at most maxRows of them
+// (0: DefaultMaxDebugRows). Discriminator is the DWARF discriminator as the compiler wrote it.
+//
+// The bytes are untrusted (they come from another process's memory): every error wraps
+// ErrBadDebugObject and names the file offset or section at fault, and nothing the input
+// claims is allocated beyond the input's own size. Safe to call concurrently.
 func DebugObject(obj []byte, maxRows int) (info DebugInfo, err error) {
 	if maxRows <= 0 {
 		maxRows = DefaultMaxDebugRows

@@ -63,19 +63,20 @@ func sameRows(t *testing.T, got, want []jitmap.LineEntry) {
 	}
 }
 
-// TestDebugObjectLinesMCJIT decodes lli-14's debug object and checks every row against LLVM's
+// TestDebugObjectMCJIT decodes lli-14's debug object and checks every row against LLVM's
 // own reading of it (llvm-dwarfdump-14 applies the relocations against the patched section
 // addresses too), that the rows lie in the loaded .text, and that discriminators are there.
-func TestDebugObjectLinesMCJIT(t *testing.T) {
+func TestDebugObjectMCJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("llvm-dwarfdump-14"))
 	obj, err := os.ReadFile(mcjitDebugObject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := jitmap.DebugObjectLines(obj, 0)
+	info, err := jitmap.DebugObject(obj, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := info.Lines
 	sameRows(t, rows, dwarfdumpRows(t, mcjitDebugObject))
 	f, err := elf.NewFile(bytes.NewReader(obj))
 	if err != nil {
@@ -96,10 +97,6 @@ func TestDebugObjectLinesMCJIT(t *testing.T) {
 	}
 
 	// The subprograms: each with code, at its low_pc, declared where LLVM reads it.
-	info, err := jitmap.DebugObject(obj, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := dwarfdumpSubprograms(t, mcjitDebugObject)
 	if len(want) == 0 || len(info.Subprograms) != len(want) {
 		t.Fatalf("subprograms %+v, llvm-dwarfdump-14 reads %+v", info.Subprograms, want)
@@ -164,9 +161,9 @@ func dwarfdumpSubprograms(t *testing.T, path string) []jitmap.SubprogramRow {
 	return subs
 }
 
-// TestDebugObjectLinesLLC checks a fresh object of llc-14 (sections at address 0, so rows
+// TestDebugObjectLLC checks a fresh object of llc-14 (sections at address 0, so rows
 // are .text offsets) against llvm-dwarfdump-14, DWARF 4 and 5.
-func TestDebugObjectLinesLLC(t *testing.T) {
+func TestDebugObjectLLC(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("clang-14"), testenv.Tool("llc-14"), testenv.Tool("llvm-dwarfdump-14"))
 	dir := t.TempDir()
 	src := dir + "/prog.c"
@@ -181,18 +178,19 @@ func TestDebugObjectLinesLLC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := jitmap.DebugObjectLines(b, 0)
+		info, err := jitmap.DebugObject(b, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
+		rows := info.Lines
 		sameRows(t, rows, dwarfdumpRows(t, obj))
-		if _, err := jitmap.DebugObjectLines(b, len(rows)-1); !errors.Is(err, jitmap.ErrBadDebugObject) {
+		if _, err := jitmap.DebugObject(b, len(rows)-1); !errors.Is(err, jitmap.ErrBadDebugObject) {
 			t.Fatalf("%s: maxRows %d of %d: error %v, want jitmap.ErrBadDebugObject", v, len(rows)-1, len(rows), err)
 		}
 	}
 }
 
-func TestDebugObjectLinesRejects(t *testing.T) {
+func TestDebugObjectRejects(t *testing.T) {
 	obj, err := os.ReadFile(mcjitDebugObject)
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +202,8 @@ func TestDebugObjectLinesRejects(t *testing.T) {
 		"header":    obj[:64],
 	}
 	for name, b := range cases {
-		if rows, err := jitmap.DebugObjectLines(b, 0); !errors.Is(err, jitmap.ErrBadDebugObject) {
-			t.Errorf("%s: %d rows, error %v; want jitmap.ErrBadDebugObject", name, len(rows), err)
+		if info, err := jitmap.DebugObject(b, 0); !errors.Is(err, jitmap.ErrBadDebugObject) {
+			t.Errorf("%s: %d rows, error %v; want jitmap.ErrBadDebugObject", name, len(info.Lines), err)
 		}
 	}
 }
@@ -238,9 +236,9 @@ func TestMergeDiscriminators(t *testing.T) {
 	}
 }
 
-// FuzzDebugObjectLines: whatever the bytes, no panic, a bounded row count, rows sorted, and
-// errors wrap jitmap.ErrBadDebugObject.
-func FuzzDebugObjectLines(f *testing.F) {
+// FuzzDebugObject: whatever the bytes, no panic, a bounded row count, rows and subprograms
+// sorted, and errors wrap jitmap.ErrBadDebugObject.
+func FuzzDebugObject(f *testing.F) {
 	obj, err := os.ReadFile(mcjitDebugObject)
 	if err != nil {
 		f.Fatal(err)
@@ -250,7 +248,8 @@ func FuzzDebugObjectLines(f *testing.F) {
 	f.Add(obj[:128])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const maxRows = 1000
-		rows, err := jitmap.DebugObjectLines(b, maxRows)
+		info, err := jitmap.DebugObject(b, maxRows)
+		rows := info.Lines
 		if err != nil {
 			if !errors.Is(err, jitmap.ErrBadDebugObject) {
 				t.Fatalf("error %v does not wrap jitmap.ErrBadDebugObject", err)
@@ -263,6 +262,12 @@ func FuzzDebugObjectLines(f *testing.F) {
 		for i := 1; i < len(rows); i++ {
 			if rows[i].Addr < rows[i-1].Addr {
 				t.Fatalf("rows not sorted at %d", i)
+			}
+		}
+		subs := info.Subprograms
+		for i := 1; i < len(subs); i++ {
+			if subs[i].LowPC < subs[i-1].LowPC {
+				t.Fatalf("subprograms not sorted at %d", i)
 			}
 		}
 	})

@@ -3,7 +3,7 @@ package jitmap
 import "sort"
 
 // MergeDiscriminators copies discriminators from rows (a debug line table of the same code,
-// such as DebugObjectLines returns, sorted by address) onto o's line entries: an entry whose
+// such as DebugObject returns, sorted by address) onto o's line entries: an entry whose
 // discriminator is 0 takes that of the last row at the same address with the same line.
 // Entries without such a row keep theirs, so a line table from another source (another
 // compilation of the code, or none) changes nothing. It returns how many entries it changed.

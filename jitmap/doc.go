@@ -23,10 +23,11 @@
 //	}
 //	obj, ok := m.Lookup(pid, ip, sampleTimeNs) // from the sample drain, concurrently
 //
-// DebugObjectLines decodes another source of line tables: the in-memory ELF objects a JIT
+// DebugObject decodes another source of line tables: the in-memory ELF objects a JIT
 // registers with the GDB JIT interface (LLVM's MCJIT does), whose DWARF rows carry the
-// discriminators lli-14's jitdump leaves out; MergeDiscriminators copies them onto a code
-// object's line entries (internal/gdbjit reads the objects from a live process).
+// discriminators lli-14's jitdump leaves out, and whose subprograms give each function's
+// declared line; MergeDiscriminators copies the discriminators onto a code object's line
+// entries, FirstLineAt finds the line (internal/gdbjit reads the objects from a live process).
 //
 // Formats: see DetectFormat, Decoder and docs/jitdump-extensions.md (profd's unload record,
 // LLVM 14's quirks, the bounds on record sizes).

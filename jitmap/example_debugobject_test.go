@@ -9,17 +9,18 @@ import (
 
 // A JIT's GDB debug object (here one lli-14 registered) gives the discriminators its
 // jitdump line records lack; MergeDiscriminators copies them onto a code object's lines.
-func ExampleDebugObjectLines() {
+func ExampleDebugObject() {
 	obj, err := os.ReadFile("testdata/matmul-mcjit-debug.o")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rows, err := jitmap.DebugObjectLines(obj, 0)
+	info, err := jitmap.DebugObject(obj, 0)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	rows := info.Lines
 	code := jitmap.CodeObject{Name: "main", Addr: rows[0].Addr, Size: 1355}
 	for _, r := range rows {
 		if r.Line == 11 { // the inner loop of workloads/matmul.c

@@ -1,5 +1,5 @@
 // Package gdbjit reads, from a live process, the debug objects its JIT registered with the
-// GDB JIT interface, and decodes their DWARF line tables (jitmap.DebugObjectLines).
+// GDB JIT interface, and decodes their DWARF line tables and subprograms (jitmap.DebugObject).
 //
 // LLVM's MCJIT (lli-14 -jit-kind=mcjit) registers every object it loads: the exported
 // variable __jit_debug_descriptor {u32 version, u32 action, entry *relevant, entry *first}
@@ -7,13 +7,15 @@
 // an in-memory ELF object whose loaded sections carry their load addresses. Its line table is
 // the one the JIT's jitdump line records come from, plus what they leave out: the DWARF
 // discriminators that tell apart code of one source line in different blocks (a loop's
-// header, body and latch; vector and remainder loops). profd's FIFO server merges them
-// into the jitdump's line entries (jitmap.MergeDiscriminators).
+// header, body and latch; vector and remainder loops), and each function's declared line,
+// from which LLVM's sample profiles count line offsets. internal/enrich puts both on the
+// code loads (jitmap.MergeDiscriminators, jitmap.FirstLineAt).
 //
 //	r := gdbjit.NewReader(gdbjit.Options{})
-//	rows, err := r.Lines(pid) // every registered object's rows, by address
+//	info, err := r.Debug(pid) // every registered object's rows and subprograms, by address
 //	if err == nil {
-//		jitmap.MergeDiscriminators(&load.Object, rows)
+//		jitmap.MergeDiscriminators(&load.Object, info.Lines)
+//		load.Object.FirstLine = jitmap.FirstLineAt(info.Subprograms, load.Object.Addr)
 //	}
 //	r.Forget(pid) // when the process is gone
 //

@@ -87,18 +87,12 @@ func (r *Reader) Forget(pid uint32) {
 	r.mu.Unlock()
 }
 
-// Lines walks pid's list of registered debug objects and returns the line rows of all of
-// them, sorted by address. The slice is shared with later calls that find the same list:
-// callers must not modify it. Objects that cannot be read or decoded are skipped (and counted in
-// Stats.BadObjects); an error means the list itself could not be walked: ErrNoDescriptor
-// (remembered for pid until Forget), ErrBadList, or a read error from the process.
-func (r *Reader) Lines(pid uint32) ([]jitmap.LineEntry, error) {
-	info, err := r.Debug(pid)
-	return info.Lines, err
-}
-
-// Debug is Lines with the subprograms of all of pid's debug objects too (by address; shared
-// like the rows).
+// Debug walks pid's list of registered debug objects and returns the line rows and the
+// subprograms of all of them, each sorted by address. The slices are shared with later calls
+// that find the same list: callers must not modify them. Objects that cannot be read or
+// decoded are skipped (and counted in Stats.BadObjects); an error means the list itself could
+// not be walked: ErrNoDescriptor (remembered for pid until Forget), ErrBadList, or a read
+// error from the process.
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

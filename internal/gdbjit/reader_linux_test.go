@@ -60,21 +60,26 @@ func jitdumpObjects(t *testing.T, dir string, pid int) []jitmap.CodeObject {
 	return nil
 }
 
-// TestLinesLLI14 reads a running lli-14's registered debug objects and checks them against
+// TestDebugLLI14 reads a running lli-14's registered debug objects and checks them against
 // the jitdump of the same run: every jitdump line entry has a row at its address with its
-// line, every code object is covered, and merging gives loop code discriminators.
-func TestLinesLLI14(t *testing.T) {
+// line, every code object is covered and starts a subprogram with a declared line, and
+// merging gives loop code discriminators.
+func TestDebugLLI14(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
 	cmd, dir := startLLI(t)
 	objs := jitdumpObjects(t, dir, cmd.Process.Pid)
 	r := NewReader(Options{})
-	rows, err := r.Lines(uint32(cmd.Process.Pid))
+	info, err := r.Debug(uint32(cmd.Process.Pid))
+	rows := info.Lines
 	if err != nil {
 		t.Fatal(err)
 	}
 	merged := 0
 	for i := range objs {
 		o := &objs[i]
+		if jitmap.FirstLineAt(info.Subprograms, o.Addr) == 0 {
+			t.Errorf("%s %#x: no subprogram with a declared line starts there", o.Name, o.Addr)
+		}
 		if !jitmap.Covers(o, rows) {
 			t.Errorf("%s %#x+%d: no debug row inside", o.Name, o.Addr, o.Size)
 		}
@@ -95,7 +100,7 @@ func TestLinesLLI14(t *testing.T) {
 		t.Fatal("no discriminator merged into matmul's jitdump lines")
 	}
 	// A second read decodes nothing again.
-	if _, err := r.Lines(uint32(cmd.Process.Pid)); err != nil {
+	if _, err := r.Debug(uint32(cmd.Process.Pid)); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.Stats(); st.Objects == 0 || st.CachedReads != st.Objects || st.BadObjects != 0 {
@@ -108,7 +113,7 @@ func TestLinesLLI14(t *testing.T) {
 // told apart from a failure.
 func TestLinesNoDescriptor(t *testing.T) {
 	r := NewReader(Options{})
-	if _, err := r.Lines(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
+	if _, err := r.Debug(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
 		t.Fatalf("error %v, want ErrNoDescriptor", err)
 	}
 }
