@@ -11,22 +11,16 @@ type PostDominators struct {
 // NewPostDominators computes g's post-dominator tree. g must be valid (see Validate).
 func NewPostDominators(g *Graph) *PostDominators {
 	n := len(g.Blocks)
-	var exits []Edge
-	for b := range g.Blocks {
-		if g.Blocks[b].Exit {
-			exits = append(exits, Edge{From: b, To: n})
-		}
-	}
 	outs := make([]int32, n)
 	for _, e := range g.Edges {
 		outs[e.From]++
 	}
+	edges := append(make([]Edge, 0, len(g.Edges)+n), g.Edges...)
 	for b := range g.Blocks {
-		if outs[b] == 0 && !g.Blocks[b].Exit {
-			exits = append(exits, Edge{From: b, To: n})
+		if g.Blocks[b].Exit || outs[b] == 0 {
+			edges = append(edges, Edge{From: b, To: n})
 		}
 	}
-	edges := append(append(make([]Edge, 0, len(g.Edges)+len(exits)), g.Edges...), exits...)
 	// The reversed graph: its successors are the CFG's predecessors.
 	start, to, _ := adjacency(n+1, edges, true)
 	pstart, from, _ := adjacency(n+1, edges, false)
