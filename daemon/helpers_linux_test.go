@@ -59,21 +59,26 @@ func workloads(t testing.TB) (testjit, hotLL string) {
 		if buildErr != nil {
 			return
 		}
-		for _, argv := range [][]string{
-			{"gcc", "-std=c99", "-O1", "-D_GNU_SOURCE", "-o", filepath.Join(builtDir, "testjit"), "../jit/testjit.c"},
-			{"clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
-				"-o", filepath.Join(builtDir, "hot.ll"), "../examples/workload/hot.c"},
-		} {
-			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
-				return
-			}
-		}
+		buildErr = runAll(
+			[]string{"gcc", "-std=c99", "-O1", "-D_GNU_SOURCE", "-o", filepath.Join(builtDir, "testjit"), "../jit/testjit.c"},
+			[]string{"clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
+				"-o", filepath.Join(builtDir, "hot.ll"), "../examples/workload/hot.c"})
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return filepath.Join(builtDir, "testjit"), filepath.Join(builtDir, "hot.ll")
+}
+
+// runAll runs each command in turn (a build step), stopping at the first that fails with its
+// command line and output.
+func runAll(argvs ...[]string) error {
+	for _, argv := range argvs {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	return nil
 }
 
 // dirs is one run's private directories.
@@ -364,6 +369,14 @@ func shareTolerance(points, pct float64, n1, n2 uint64) float64 {
 	p := pct / 100
 	se := 100 * math.Sqrt(p*(1-p)*(1/float64(n1)+1/float64(n2)))
 	return math.Max(points, 4*se)
+}
+
+// share is n as a percentage of of, 0 when of is.
+func share(n, of uint64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
 }
 
 // shares turns counts into percentages of their sum over names.

@@ -49,16 +49,9 @@ func reoptBinary(t testing.TB) (reopt, hashLL string) {
 		// -O0: the test times nothing, and the build is most of its cost.
 		build := append([]string{"clang++-14", "-O0", "-I../jit", "../examples/reopt/reopt.cpp", "-o", filepath.Join(reoptDir, "reopt")},
 			strings.Fields(string(flags))...)
-		for _, argv := range [][]string{
-			build,
-			{"clang-14", "-O2", "-Xclang", "-disable-llvm-passes", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
-				"-o", filepath.Join(reoptDir, "hash.ll"), "../workloads/hash.c"},
-		} {
-			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-				reoptErr = fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
-				return
-			}
-		}
+		reoptErr = runAll(build,
+			[]string{"clang-14", "-O2", "-Xclang", "-disable-llvm-passes", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
+				"-o", filepath.Join(reoptDir, "hash.ll"), "../workloads/hash.c"})
 	})
 	if reoptErr != nil {
 		t.Fatal(reoptErr)

@@ -70,13 +70,7 @@ func perfTally(ss []perfSample) tally {
 // process, so a runtime's compiler and GC threads started later add to profd's total only.
 func compareWithPerf(t *testing.T, profd, perf tally) []string {
 	t.Helper()
-	pct := func(n, of uint64) float64 {
-		if of == 0 {
-			return 0
-		}
-		return 100 * float64(n) / float64(of)
-	}
-	profdNamed, perfNamed := pct(profd.named, profd.jitMem), pct(perf.named, perf.jitMem)
+	profdNamed, perfNamed := share(profd.named, profd.jitMem), share(perf.named, perf.jitMem)
 	t.Logf("profd: %d samples, %d in JIT memory, %.1f%% of them named; perf: %d samples, %d in JIT memory, %.1f%% named",
 		profd.total, profd.jitMem, profdNamed, perf.total, perf.jitMem, perfNamed)
 	if perf.jitMem < 200 || perfNamed < 50 {
@@ -89,7 +83,7 @@ func compareWithPerf(t *testing.T, profd, perf tally) []string {
 	var b strings.Builder
 	bad := false
 	for _, name := range sortedNames(perf.funcs) {
-		ps, qs := pct(perf.funcs[name], perf.jitMem), pct(profd.funcs[name], profd.jitMem)
+		ps, qs := share(perf.funcs[name], perf.jitMem), share(profd.funcs[name], profd.jitMem)
 		if ps < 5 && qs < 5 {
 			continue
 		}
@@ -101,8 +95,8 @@ func compareWithPerf(t *testing.T, profd, perf tally) []string {
 		}
 	}
 	for name, n := range profd.funcs {
-		if pct(n, profd.jitMem) >= 5 && perf.funcs[name] == 0 {
-			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%  (perf has no such function)\n", name, pct(n, profd.jitMem))
+		if share(n, profd.jitMem) >= 5 && perf.funcs[name] == 0 {
+			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%  (perf has no such function)\n", name, share(n, profd.jitMem))
 			bad = true
 		}
 	}
@@ -465,21 +459,15 @@ func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, 
 			perfFuncs[sym]++
 		}
 	}
-	pct := func(n, of uint64) float64 {
-		if of == 0 {
-			return 0
-		}
-		return 100 * float64(n) / float64(of)
-	}
 	t.Logf("in %s: profd %d samples, %.1f%% named; perf %d samples, %.1f%% named; at the %d perf samples at addresses both sampled, the same name for %.1f%%",
-		binary, profdIn, pct(profdNamed, profdIn), perfIn, pct(perfNamed, perfIn), both, pct(agree, both))
+		binary, profdIn, share(profdNamed, profdIn), perfIn, share(perfNamed, perfIn), both, share(agree, both))
 	if perfIn < 100 || both < 100 {
 		t.Fatalf("perf saw %d samples in %s, %d at addresses profd sampled: too few to compare with", perfIn, binary, both)
 	}
-	if pct(agree, both) < 99 {
-		t.Errorf("profd names %.1f%% of the addresses both sampled as perf does, want 99 %%: %v", pct(agree, both), disagree)
+	if share(agree, both) < 99 {
+		t.Errorf("profd names %.1f%% of the addresses both sampled as perf does, want 99 %%: %v", share(agree, both), disagree)
 	}
-	profdShare, perfShare := pct(profdNamed, profdIn), pct(perfNamed, perfIn)
+	profdShare, perfShare := share(profdNamed, profdIn), share(perfNamed, perfIn)
 	if tol := shareTolerance(0.05*perfShare, (profdShare+perfShare)/2, profdIn, perfIn); profdShare < perfShare-tol {
 		t.Errorf("profd named %.1f%% of the samples in %s, perf %.1f%% (±%.1f)", profdShare, binary, perfShare, tol)
 	}
@@ -496,7 +484,7 @@ func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, 
 		}
 	}
 	for _, name := range names {
-		ps, qs := pct(perfFuncs[name], uint64(len(ss))), pct(profdFuncs[name], profdTotal)
+		ps, qs := share(perfFuncs[name], uint64(len(ss))), share(profdFuncs[name], profdTotal)
 		tol := shareTolerance(2, (ps+qs)/2, profdTotal, uint64(len(ss)))
 		fmt.Fprintf(&b, "  %-40.40s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
 		if qs-ps > tol || ps-qs > tol {
