@@ -126,6 +126,40 @@ func (m *NativeMapping) TotalSamples() uint64 {
 	return n
 }
 
+// NoObject is the Frame.Object of a frame outside JIT code.
+const NoObject = ^ObjectID(0)
+
+// Frame is one frame of a sampled call chain.
+type Frame struct {
+	// Object is the JIT code object the frame is in, NoObject outside JIT code. Offset is
+	// the frame's offset into it.
+	Object ObjectID
+	Offset uint64
+	// Address is the frame's address in the process: the sampled instruction for the leaf,
+	// for a caller the return address minus one (an address inside the call instruction).
+	Address uint64
+	// Function names a frame outside JIT code: its symbol (native or kernel, demangled),
+	// else "" (the pprof profile then names it after Mapping).
+	Function string
+	// Mapping is where a frame outside JIT code is: a file's path, "[kernel]", "[anon]",
+	// UnnamedMapping, "[unknown]".
+	Mapping string
+}
+
+// JIT reports whether the frame is in a JIT code object.
+func (f Frame) JIT() bool { return f.Object != NoObject }
+
+// StackSample is the samples of one thread with one call chain.
+type StackSample struct {
+	Pid, Tid uint32
+	Comm     string  // the thread's name
+	Frames   []Frame // leaf first; kernel frames, if any, before the user ones
+	// Cut: the chain does not reach the thread's start (a frame without a frame pointer, or
+	// more frames than the sampler keeps).
+	Cut   bool
+	Count uint64
+}
+
 // Capture is a whole capture file as ReadCapture returns it.
 type Capture struct {
 	Version   uint32
@@ -135,6 +169,10 @@ type Capture struct {
 	Unmapped  []UnmappedCount  // one entry per (Pid, Mapping), sorted by Pid then Mapping
 	Unnamed   []UnnamedCount   // sorted by Pid, IP, FirstNs
 	Native    []*NativeMapping // sorted by Pid, Start, File
+	// Stacks are the samples by thread and call chain, when the capture was taken with
+	// stacks; nil otherwise. They are the same samples as the counts above, with their
+	// callers.
+	Stacks []StackSample
 	// End is nil when the writer never finished (it was killed, or the file was cut).
 	End *CaptureEnd
 	// Truncated is true when the file ends inside a section; TruncatedAt is that

@@ -81,6 +81,8 @@ type Config struct {
 	KeepSamples   bool          // ring back end: also return each sample with its time (Drained.Samples)
 	MaxKept       int           // cap on Drained.Samples between drains; extra samples are only counted
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
+	Stacks        bool          // also count each sample's thread and call chain (Drained.Stacks)
+	KernelStacks  bool          // with Stacks and IncludeKernel: kernel frames of kernel-mode samples
 	Logger        *slog.Logger  // default: discard
 }
 
@@ -117,10 +119,37 @@ func (c *Count) add(n uint64, firstNs, lastNs int64) {
 	c.N += n
 }
 
+// StackCount is the samples of one thread with one call chain since the previous Drain
+// (Config.Stacks).
+type StackCount struct {
+	PID, TID uint32
+	// Comm is the thread's name when the sample was taken where the back end reads it (BPF),
+	// else "".
+	Comm string
+	// User is the user-space call chain by frame pointers, leaf first: User[0] is the
+	// sampled instruction (for a sample in kernel mode, where the thread entered the
+	// kernel), the others return addresses. It is empty only for a kernel-mode sample of a
+	// thread with no user context (a kernel thread, not a target).
+	User []uint64
+	// Kernel is the kernel call chain, leaf first, for samples in kernel mode with
+	// Config.KernelStacks; else nil.
+	Kernel []uint64
+	// Truncated: the chain had more frames than the back end keeps (MaxStackFrames).
+	Truncated bool
+	Count
+}
+
+// MaxStackFrames is the most user frames a StackCount keeps (the kernel's default
+// perf_event_max_stack).
+const MaxStackFrames = 127
+
 // Drained is what one Drain hands over.
 type Drained struct {
+	// Counts are the samples in user mode by (process, instruction). With Config.Stacks
+	// they are the leaves of Stacks' user-mode samples.
 	Counts  map[Key]Count
-	Samples []Sample // ring back end with KeepSamples only
+	Stacks  []StackCount // Config.Stacks only
+	Samples []Sample     // ring back end with KeepSamples only
 }
 
 // Stats are a sampler's totals since New.
