@@ -271,6 +271,8 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 		}
 	case secNative:
 		cr.nativeSection(&d)
+	case secStacks:
+		cr.stacksSection(&d)
 	case secEnd:
 		e := &CaptureEnd{EndNs: d.varint(), EndTime: fromUnixNanos(d.varint()), LostSamples: d.uvarint()}
 		if d.err == nil {

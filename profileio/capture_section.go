@@ -16,6 +16,7 @@ const (
 	secEnd        uint32 = 7
 	secUnnamed    uint32 = 8
 	secNative     uint32 = 9
+	secStacks     uint32 = 10
 )
 
 const (

@@ -114,6 +114,10 @@ func testCaptureSteps() []captureStep {
 			},
 		},
 		captureStep{
+			write:  func(cw *CaptureWriter) error { return cw.AddStacks(testStacks()) },
+			expect: func(c *Capture) { c.Stacks = testStacks() },
+		},
+		captureStep{
 			write: func(cw *CaptureWriter) error {
 				return cw.Close(CaptureEnd{EndNs: 3_000_000_000, EndTime: time.Unix(1763769602, 0).UTC(), LostSamples: 6})
 			},
@@ -123,6 +127,23 @@ func testCaptureSteps() []captureStep {
 		},
 	)
 	return steps
+}
+
+// testStacks are two call chains of process 100: JIT code called from JIT code called
+// from native code, and the kernel under JIT code, cut.
+func testStacks() []StackSample {
+	return []StackSample{
+		{Pid: 100, Tid: 101, Comm: "worker", Count: 9, Frames: []Frame{
+			{Object: 1, Offset: 4, Address: 0x7f0000001004},
+			{Object: 0, Offset: 0x11, Address: 0x7f0000000011},
+			{Object: NoObject, Address: 0x555500001100, Function: "heap_form_minimal_tuple", Mapping: testNativeFile},
+			{Object: NoObject, Address: 0x555500000ff0, Mapping: testNativeFile},
+		}},
+		{Pid: 100, Tid: 100, Comm: "lli-14", Cut: true, Count: 2, Frames: []Frame{
+			{Object: NoObject, Address: 0xffffffff81000010, Function: "do_syscall_64", Mapping: "[kernel]"},
+			{Object: 0, Offset: 0x20, Address: 0x7f0000000020},
+		}},
+	}
 }
 
 // testNativeFile is the file of the test capture's native mapping: a path no test machine
@@ -142,8 +163,8 @@ func nativeStep() int {
 }
 
 // TestCaptureBeforeNative reads a capture of format version 1 written before native
-// sections existed (the golden file of that time): everything but native samples and the
-// objects' first lines, as then.
+// sections existed (the golden file of that time): everything but native samples, stacks
+// and the objects' first lines, as then.
 func TestCaptureBeforeNative(t *testing.T) {
 	b, err := os.ReadFile("testdata/capture-before-native.profd")
 	if err != nil {
@@ -162,6 +183,7 @@ func TestCaptureBeforeNative(t *testing.T) {
 	for _, o := range want.Objects {
 		o.Object.FirstLine = 0
 	}
+	want.Stacks = nil // the file predates stacks sections
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ReadCapture:\n%+v\nwant:\n%+v", c, want)
 	}
@@ -388,8 +410,9 @@ func FuzzReadCapture(f *testing.F) {
 	if v1, err := os.ReadFile("testdata/capture-before-native.profd"); err == nil {
 		f.Add(v1)
 	}
-	f.Add(file[:boundaries[nativeStep()]+40]) // inside the first native section
-	f.Add(file[:boundaries[nativeStep()+2]])  // after the native sections, before the end
+	f.Add(file[:boundaries[nativeStep()]+40])      // inside the first native section
+	f.Add(file[:boundaries[nativeStep()+2]])       // after the native sections, before the end
+	f.Add(file[:boundaries[len(boundaries)-3]+30]) // inside the stacks section
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := ReadCapture(bytes.NewReader(in))
 		if err != nil {

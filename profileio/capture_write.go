@@ -388,6 +388,11 @@ func WriteCapture(w io.Writer, c *Capture) error {
 			return err
 		}
 	}
+	if len(c.Stacks) > 0 {
+		if err := cw.AddStacks(c.Stacks); err != nil {
+			return err
+		}
+	}
 	if c.End == nil {
 		return nil
 	}
