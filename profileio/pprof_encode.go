@@ -37,6 +37,7 @@ type pprofEncoder struct {
 	table   []string
 	msg     []byte // the current nested message
 	inner   []byte // a message nested in msg
+	scratch []byte // packed fields' bytes
 	keys    []string
 }
 
@@ -159,11 +160,15 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		funcIDs[k] = uint64(len(funcs))
 		return uint64(len(funcs))
 	}
-	pidKey := uint64(e.str("pid"))
+	labels := pprofLabelKeys{pid: uint64(e.str("pid")), tid: uint64(e.str("tid")), comm: uint64(e.str("comm")),
+		event: uint64(e.str("event")), eventName: uint64(e.str(c.Meta.Event))}
+	if c.Meta.Event == "" {
+		labels.event = 0
+	}
 	var locID, mappingID uint64
 	var locs, mappings []byte
-	// location appends a location with one line and a sample of it.
-	location := func(addr, fn uint64, line int64, pid uint32, n uint64) {
+	// location appends a location in the current mapping with at most one line.
+	location := func(addr, fn uint64, line int64) uint64 {
 		locID++
 		e.inner = appendPbVarint(e.inner[:0], 1, fn)
 		e.inner = appendPbVarint(e.inner, 2, uint64(line))
@@ -172,16 +177,17 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbVarint(e.msg, 3, addr)
 		e.msg = appendPbBytes(e.msg, 4, e.inner)
 		locs = appendPbBytes(locs, pbProfileLocation, e.msg)
-
+		return locID
+	}
+	// sample appends a sample of n at the locations ids (leaf first), labelled with its
+	// process, its thread (tid > 0) and the event.
+	sample := func(ids []uint64, n uint64, pid, tid uint32, comm string) {
 		v := int64(min(n, 1<<62))
-		e.inner = binary.AppendUvarint(e.inner[:0], locID)
-		e.msg = appendPbBytes(e.msg[:0], 1, e.inner)
+		e.msg, e.scratch = appendPbPacked(e.msg[:0], 1, ids, e.scratch)
 		e.inner = binary.AppendUvarint(e.inner[:0], uint64(v))
 		e.inner = binary.AppendUvarint(e.inner, uint64(v*period))
 		e.msg = appendPbBytes(e.msg, 2, e.inner)
-		e.inner = appendPbVarint(e.inner[:0], 1, pidKey)
-		e.inner = appendPbVarint(e.inner, 3, uint64(int64(pid)))
-		e.msg = appendPbBytes(e.msg, 3, e.inner)
+		e.msg = labels.append(e, e.msg, pid, tid, comm)
 		b = appendPbBytes(b, pbProfileSample, e.msg)
 	}
 	mapping := func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) {
@@ -197,54 +203,72 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbBool(e.msg, 9, hasLines)
 		mappings = appendPbBytes(mappings, pbProfileMapping, e.msg)
 	}
-
-	outside := c.outsideCounts()
-	n := len(outside)
-	for _, o := range c.Objects {
-		n += len(o.Samples)
-	}
-	for _, m := range c.Native {
-		n += len(m.Samples)
-	}
-	b = slices.Grow(b, 40*n)
-	locs = make([]byte, 0, 24*n)
-	for _, o := range c.Objects {
-		if len(o.Samples) == 0 {
-			continue
+	// jitLocation is the location of addr in JIT code object co: its function and line.
+	jitLocation := func(co *jitmap.CodeObject, addr uint64) uint64 {
+		var fn uint64
+		var line int64
+		if len(co.Lines) > 0 {
+			if l := co.Lines[jitmap.CoveringLine(co.Lines, addr)]; l.Addr <= addr {
+				fn, line = functionID(co.Name, l.File, int64(l.Line)), int64(l.Line)
+			}
 		}
+		if fn == 0 {
+			fn = functionID(co.Name, "", 0)
+		}
+		return location(addr, fn, line)
+	}
+	jitMapping := func(o *CaptureObject) {
 		co := &o.Object
 		mapping(co.Addr, co.Addr+co.Size, 0, fmt.Sprintf("[jit pid %d] %s", o.Pid, co.Name), "", true, len(co.Lines) > 0)
-		for _, s := range o.Samples {
-			addr := co.Addr + s.Offset
-			var fn uint64
-			var line int64
-			if len(co.Lines) > 0 {
-				if l := co.Lines[jitmap.CoveringLine(co.Lines, addr)]; l.Addr <= addr {
-					fn, line = functionID(co.Name, l.File, int64(l.Line)), int64(l.Line)
-				}
-			}
-			if fn == 0 {
-				fn = functionID(co.Name, "", 0)
-			}
-			location(addr, fn, line, o.Pid, s.Count)
-		}
 	}
-	// Native code: the process's mapping of the file, a location per sampled address named
-	// by the file's symbol.
-	for _, m := range c.Native {
-		if len(m.Samples) == 0 {
-			continue
+
+	if len(c.Stacks) > 0 {
+		marshalStacks(c, stackEncoder{
+			jitMapping: jitMapping, mapping: mapping, location: location, jitLocation: jitLocation,
+			functionID: func(name string) uint64 { return functionID(name, "", 0) },
+			sample:     sample,
+		})
+	} else {
+		outside := c.outsideCounts()
+		n := len(outside)
+		for _, o := range c.Objects {
+			n += len(o.Samples)
 		}
-		mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
-		for _, s := range m.Samples {
-			location(s.Address, functionID(nativeName(m, s), "", 0), 0, m.Pid, s.Count)
+		for _, m := range c.Native {
+			n += len(m.Samples)
 		}
-	}
-	unmapped := outside
-	sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
-	for _, u := range unmapped {
-		mapping(0, 0, 0, u.Mapping, "", false, false)
-		location(0, functionID(outsideName(u.Mapping), "", 0), 0, u.Pid, u.Count)
+		b = slices.Grow(b, 40*n)
+		locs = make([]byte, 0, 24*n)
+		var id [1]uint64
+		for _, o := range c.Objects {
+			if len(o.Samples) == 0 {
+				continue
+			}
+			jitMapping(o)
+			for _, s := range o.Samples {
+				id[0] = jitLocation(&o.Object, o.Object.Addr+s.Offset)
+				sample(id[:], s.Count, o.Pid, 0, "")
+			}
+		}
+		// Native code: the process's mapping of the file, a location per sampled address
+		// named by the file's symbol.
+		for _, m := range c.Native {
+			if len(m.Samples) == 0 {
+				continue
+			}
+			mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
+			for _, s := range m.Samples {
+				id[0] = location(s.Address, functionID(nativeName(m, s), "", 0), 0)
+				sample(id[:], s.Count, m.Pid, 0, "")
+			}
+		}
+		unmapped := outside
+		sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
+		for _, u := range unmapped {
+			mapping(0, 0, 0, u.Mapping, "", false, false)
+			id[0] = location(0, functionID(outsideName(u.Mapping), "", 0), 0)
+			sample(id[:], u.Count, u.Pid, 0, "")
+		}
 	}
 	b = append(b, mappings...)
 	b = append(b, locs...)

@@ -15,7 +15,7 @@ import (
 // whose function is the object's symbol, with a location per sampled address and, where
 // the line table knows it, the source line; samples outside JIT code get one location per
 // (process, mapping) named after the mapping. Each sample carries its process as the
-// numeric label "pid"; the samples of one process share their NumLabel map, and the
+// numeric label "pid" and the event as the label "event"; the samples of one process share their NumLabel map, and the
 // profile's samples, locations and lines are allocated in bulk.
 func pprofProfile(c *Capture) *profile.Profile {
 	p := pprofHeader(c)
@@ -51,6 +51,10 @@ func pprofProfile(c *Capture) *profile.Profile {
 	p.Sample = make([]*profile.Sample, 0, nSamples)
 	p.Location = make([]*profile.Location, 0, nSamples)
 	pidLabels := map[uint32]map[string][]int64{}
+	var eventLabel map[string][]string
+	if c.Meta.Event != "" {
+		eventLabel = map[string][]string{"event": {c.Meta.Event}}
+	}
 	// newLocation returns the next location, with its ID and one line.
 	newLocation := func(m *profile.Mapping, addr uint64) *profile.Location {
 		i := len(p.Location)
@@ -69,7 +73,7 @@ func pprofProfile(c *Capture) *profile.Profile {
 			labels = map[string][]int64{"pid": {int64(pid)}}
 			pidLabels[pid] = labels
 		}
-		samples[i] = profile.Sample{Location: sampleLocs[i : i+1 : i+1], Value: values[2*i : 2*i+2 : 2*i+2], NumLabel: labels}
+		samples[i] = profile.Sample{Location: sampleLocs[i : i+1 : i+1], Value: values[2*i : 2*i+2 : 2*i+2], NumLabel: labels, Label: eventLabel}
 		p.Sample = append(p.Sample, &samples[i])
 	}
 

@@ -15,8 +15,16 @@ import (
 	"github.com/profd/profd/internal/testenv"
 )
 
-func TestPprofGolden(t *testing.T) {
+// leafCapture is the test capture without its stacks: the profile of a run that sampled no
+// call chains.
+func leafCapture() *Capture {
 	c := expectedCapture(len(testCaptureSteps()))
+	c.Stacks = nil
+	return c
+}
+
+func TestPprofGolden(t *testing.T) {
+	c := leafCapture()
 	var gz bytes.Buffer
 	if err := WritePprof(&gz, c); err != nil {
 		t.Fatal(err)
@@ -35,7 +43,7 @@ func TestPprofGolden(t *testing.T) {
 // they count what our text report counts: the same total and the same samples per function.
 func TestGoToolPprofTotals(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("go"))
-	c := expectedCapture(len(testCaptureSteps()))
+	c := leafCapture()
 	path := filepath.Join(t.TempDir(), "profile.pb.gz")
 	f, err := os.Create(path)
 	if err != nil {
@@ -94,5 +102,62 @@ func TestGoToolPprofTotals(t *testing.T) {
 	}
 	if strconv.FormatUint(sum, 10) != string(reportTotal[1]) {
 		t.Errorf("pprof -raw samples sum to %d, report total %s", sum, reportTotal[1])
+	}
+}
+
+// TestPprofStacks: with stacks, every sample is one of them, its locations leaf first and
+// named as the frames are, labelled with its process, thread, thread name and event.
+func TestPprofStacks(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	var gz bytes.Buffer
+	if err := WritePprof(&gz, c); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		frames    []string
+		n         int64
+		tid       int64
+		comm      string
+		addresses []uint64
+	}{
+		{[]string{"loop", "fib", "heap_form_minimal_tuple", "[outside JIT] " + testNativeFile}, 9, 101, "worker",
+			[]uint64{0x7f0000001004, 0x7f0000000011, 0x555500001100, 0x555500000ff0}},
+		{[]string{"do_syscall_64", "fib"}, 2, 100, "lli-14", []uint64{0xffffffff81000010, 0x7f0000000020}},
+	}
+	if len(p.Sample) != len(want) {
+		t.Fatalf("%d samples, want %d:\n%s", len(p.Sample), len(want), p)
+	}
+	for i, s := range p.Sample {
+		w := want[i]
+		var names []string
+		var addrs []uint64
+		for _, l := range s.Location {
+			addrs = append(addrs, l.Address)
+			for _, line := range l.Line {
+				names = append(names, line.Function.Name)
+			}
+		}
+		if !reflect.DeepEqual(names, w.frames) || !reflect.DeepEqual(addrs, w.addresses) {
+			t.Errorf("sample %d: frames %q at %#x, want %q at %#x", i, names, addrs, w.frames, w.addresses)
+		}
+		if s.Value[0] != w.n || s.NumLabel["pid"][0] != 100 || s.NumLabel["tid"][0] != w.tid ||
+			s.Label["comm"][0] != w.comm || s.Label["event"][0] != "cpu-clock" {
+			t.Errorf("sample %d: value %d, labels %v %v", i, s.Value, s.NumLabel, s.Label)
+		}
+	}
+	// The native frame at an address of the process's mapping is in that mapping, with its
+	// build-id; the JIT frames in their objects'.
+	if m := p.Sample[0].Location[2].Mapping; m.File != testNativeFile || m.BuildID != "0badc0de" {
+		t.Errorf("native frame's mapping %+v", m)
+	}
+	if m := p.Sample[0].Location[1].Mapping; m.Start != c.Objects[0].Object.Addr {
+		t.Errorf("JIT frame's mapping %+v, want the object's", m)
 	}
 }

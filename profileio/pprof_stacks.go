@@ -1,0 +1,145 @@
+package profileio
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// pprofLabelKeys are the string indices of the sample labels' keys, and of the event's
+// name (0 leaves the event label out).
+type pprofLabelKeys struct {
+	pid, tid, comm, event, eventName uint64
+}
+
+// append appends a sample's labels: "pid" and, for a known thread, "tid" (numeric), "comm"
+// (the thread's name) and "event".
+func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm string) []byte {
+	label := func(key uint64, str uint64, num int64) {
+		e.inner = appendPbVarint(e.inner[:0], 1, key)
+		e.inner = appendPbVarint(e.inner, 2, str)
+		e.inner = appendPbVarint(e.inner, 3, uint64(num))
+		b = appendPbBytes(b, 3, e.inner)
+	}
+	label(k.pid, 0, int64(pid))
+	if tid != 0 {
+		label(k.tid, 0, int64(tid))
+	}
+	if comm != "" {
+		label(k.comm, uint64(e.str(comm)), 0)
+	}
+	if k.event != 0 {
+		label(k.event, k.eventName, 0)
+	}
+	return b
+}
+
+// stackEncoder is what marshalStacks needs of marshalCapturePprof's encoder.
+type stackEncoder struct {
+	jitMapping  func(o *CaptureObject)                                                               // a mapping for o's code
+	mapping     func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) // any other mapping
+	location    func(addr, fn uint64, line int64) uint64                                             // a location in the last mapping
+	jitLocation func(co *jitmap.CodeObject, addr uint64) uint64                                      // a location in the last mapping, in co's code
+	functionID  func(name string) uint64
+	sample      func(ids []uint64, n uint64, pid, tid uint32, comm string)
+}
+
+// marshalStacks appends c.Stacks as samples with their call chains: a location per distinct
+// frame, in the mapping of its code (a JIT object's, a native file's as the process mapped
+// it, else one per process and mapping name).
+func marshalStacks(c *Capture, enc stackEncoder) {
+	// Mappings first, each followed by its locations, as the leaf-only profile does.
+	type frameKey struct {
+		obj     ObjectID
+		pid     uint32
+		addr    uint64
+		fn, mpg string
+	}
+	frames := map[frameKey][]int{} // the (stack, frame) positions of each distinct frame
+	var order []frameKey
+	for i, st := range c.Stacks {
+		for j, f := range st.Frames {
+			k := frameKey{obj: f.Object, addr: f.Address}
+			if !f.JIT() {
+				k.pid, k.fn, k.mpg = st.Pid, f.Function, f.Mapping
+			}
+			if _, ok := frames[k]; !ok {
+				order = append(order, k)
+			}
+			frames[k] = append(frames[k], i<<16|j)
+		}
+	}
+	// Group frames by mapping: JIT objects by ID, native frames by the process's mapping of
+	// their file that holds the address, the rest by (pid, mapping name).
+	type mappingKey struct {
+		obj    ObjectID
+		native *NativeMapping
+		pid    uint32
+		name   string
+	}
+	nativeOf := func(pid uint32, file string, addr uint64) *NativeMapping {
+		i := sort.Search(len(c.Native), func(i int) bool {
+			m := c.Native[i]
+			return m.Pid > pid || m.Pid == pid && m.Limit > addr
+		})
+		if i < len(c.Native) {
+			if m := c.Native[i]; m.Pid == pid && m.Start <= addr && addr < m.Limit && m.File == file {
+				return m
+			}
+		}
+		return nil
+	}
+	byMapping := map[mappingKey][]frameKey{}
+	var mappingOrder []mappingKey
+	for _, k := range order {
+		mk := mappingKey{obj: k.obj}
+		if k.obj == NoObject {
+			mk.pid, mk.name = k.pid, k.mpg
+			if mk.native = nativeOf(k.pid, k.mpg, k.addr); mk.native != nil {
+				mk.name = ""
+			}
+		}
+		if _, ok := byMapping[mk]; !ok {
+			mappingOrder = append(mappingOrder, mk)
+		}
+		byMapping[mk] = append(byMapping[mk], k)
+	}
+	slices.SortStableFunc(mappingOrder, func(a, b mappingKey) int {
+		return cmp.Or(cmp.Compare(a.obj, b.obj), cmp.Compare(a.pid, b.pid))
+	})
+	locIDs := make([][]uint64, len(c.Stacks))
+	for i, st := range c.Stacks {
+		locIDs[i] = make([]uint64, len(st.Frames))
+	}
+	for _, mk := range mappingOrder {
+		switch {
+		case mk.obj != NoObject:
+			enc.jitMapping(c.Objects[mk.obj])
+		case mk.native != nil:
+			m := mk.native
+			enc.mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
+		default:
+			enc.mapping(0, 0, 0, mk.name, "", mk.name == "[kernel]", false)
+		}
+		for _, k := range byMapping[mk] {
+			var id uint64
+			if k.obj != NoObject {
+				id = enc.jitLocation(&c.Objects[k.obj].Object, k.addr)
+			} else {
+				name := k.fn
+				if name == "" {
+					name = outsideName(k.mpg)
+				}
+				id = enc.location(k.addr, enc.functionID(name), 0)
+			}
+			for _, pos := range frames[k] {
+				locIDs[pos>>16][pos&0xffff] = id
+			}
+		}
+	}
+	for i, st := range c.Stacks {
+		enc.sample(locIDs[i], st.Count, st.Pid, st.Tid, st.Comm)
+	}
+}
