@@ -25,6 +25,7 @@ type procCounts struct {
 	outside map[string]uint64 // samples outside JIT code and native code, by mapping name
 	native  nativeCounts      // samples in native code, by mapping and address
 	unnamed unnamedSamples    // samples in JIT memory no code object named yet
+	stacks  stackCounts       // samples by thread and call chain (--stacks)
 	maps    procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
 	// the unnamed samples were last looked up again.
@@ -200,13 +201,14 @@ func (p *procCounts) reset() {
 	clear(p.outside)
 	p.native.reset()
 	p.unnamed.reset()
+	p.stacks.reset()
 }
 
 // capture builds pid's capture: every code object jitmap knows for it (sampled or not, so
 // that the capture is self-contained) plus sampled objects jitmap has since reclaimed, their
 // samples, the samples in native code by address (unnamed yet: the pending's nameNative
-// names them), the other samples outside JIT code by mapping, and the samples in JIT memory
-// no object named.
+// names them), the other samples outside JIT code by mapping, the samples in JIT memory
+// no object named, and the samples by call chain (whose frames may add objects).
 func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
 	c := &profileio.Capture{
 		Version:   profileio.CaptureVersion,
@@ -242,7 +244,8 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 	slices.SortFunc(c.Unnamed, func(a, b profileio.UnnamedCount) int {
 		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
 	})
-	w := pending{pid: p.pid, base: p.base, capture: c, final: final}
+	w := pending{pid: p.pid, image: p.image, base: p.base, capture: c, final: final}
 	c.Native, w.native = p.native.capture(p.pid)
+	w.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
 	return w
 }

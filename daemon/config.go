@@ -34,6 +34,14 @@ const (
 	BackendRing Backend = "ring" // perf ring buffers, counted in the daemon
 )
 
+// GroupBy is what one output file covers.
+type GroupBy string
+
+const (
+	GroupByProcess GroupBy = "process" // <image>-<pid>.<ext>, one per process
+	GroupByImage   GroupBy = "image"   // <image>.<ext>, every process of the image in the run
+)
+
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
 	Pids          []uint32 // explicit targets
@@ -50,6 +58,9 @@ type Config struct {
 	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
 	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
 	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
+	GroupBy       GroupBy       // one output per process (default) or per image
+	Stacks        bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
+	KernelStacks  bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
 
 	// Per-target budgets. Past them a target's symbol records are dropped and counted, with
 	// one warning; what it sent before and every other target stay intact. 0 takes the
@@ -142,6 +153,16 @@ func (c *Config) Validate() error {
 		bad("--out %s: %v", c.OutDir, err)
 	} else if err == nil && !st.IsDir() {
 		bad("--out %s: not a directory", c.OutDir)
+	}
+	switch c.GroupBy {
+	case "":
+		c.GroupBy = GroupByProcess
+	case GroupByProcess, GroupByImage:
+	default:
+		bad("--group-by %q: want process or image", c.GroupBy)
+	}
+	if c.KernelStacks && !c.Stacks {
+		bad("--kernel-stacks needs --stacks")
 	}
 	if c.FlushInterval < 0 || c.Duration < 0 {
 		bad("--flush-interval and --duration must not be negative")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/kallsyms"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
@@ -68,9 +69,17 @@ type daemon struct {
 	// before the final flush, on the goroutine that runs it).
 	finalBy time.Time
 
-	latest map[uint32]procSummary // each process's last flush, for the summary; the flushing goroutine's
+	latest map[string]procSummary // each output's last flush, by base name, for the summary; the flushing goroutine's
+	// exitedByImage: with --group-by image, the final captures of the processes that exited,
+	// merged into their image's outputs at every flush; the flushing goroutine's.
+	exitedByImage map[string][]pending
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged; the flushing goroutine's
 	noFunctionsLogged map[uint32]bool
+	// cutWarned: processes whose cut call chains were warned about; the flushing goroutine's.
+	cutWarned map[uint32]bool
+	// kallsyms names kernel frames (--kernel-stacks), read at the first flush that has some.
+	kallsymsOnce sync.Once
+	kallsyms     *kallsyms.Table
 
 	goneNote  chan struct{} // a target went away
 	addedNote chan struct{} // a target was added
@@ -188,7 +197,8 @@ func (d *daemon) logStopLosses() {
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
 		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), latest: make(map[uint32]procSummary), noFunctionsLogged: map[uint32]bool{},
+		flushReq: make(chan struct{}, 1), latest: make(map[string]procSummary), exitedByImage: map[string][]pending{}, noFunctionsLogged: map[uint32]bool{},
+		cutWarned:     map[uint32]bool{},
 		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
 	d.syms = elfsym.NewCache(elfsym.Options{Logger: logger})
 	d.agg = newAggregate(d.jit, d.syms, logger)
@@ -215,7 +225,8 @@ func (d *daemon) open(ctx context.Context) error {
 		backend = sampler.BackendRing
 	}
 	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
-		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log})
+		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log,
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -507,6 +518,7 @@ func (d *daemon) drainLocked() int64 {
 		d.log.Warn("profd: drain", "err", err)
 	}
 	d.agg.add(dr.Counts)
+	d.agg.addStacks(dr.Stacks)
 	return now
 }
 

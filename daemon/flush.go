@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
@@ -22,11 +23,16 @@ import (
 // pending is one process's capture, taken under the lock and written outside it.
 type pending struct {
 	pid     uint32
+	pids    []uint32 // a group's processes (--group-by image); nil for one process
+	image   string
 	base    string
 	capture *profileio.Capture
 	final   bool
 	native  []*elfsym.File // the symbols of each of capture.Native's files; nil where none
-	nameBy  time.Time      // how long naming native samples may wait for their files' symbols
+	// stackNative are the native frames of capture.Stacks, named with native's samples.
+	stackNative []stackRef
+	nameBy      time.Time // how long naming native samples may wait for their files' symbols
+	named       bool      // its native and kernel frames are named
 }
 
 // nameDeadline is when a flush starting now stops waiting for files' symbols: after
@@ -82,9 +88,9 @@ func (d *daemon) flush(final bool) {
 	d.mu.Unlock()
 
 	by := d.nameDeadline(final)
-	for _, w := range work {
+	for _, w := range d.group(work, by) {
 		w.nameBy = by
-		d.write(w, d.cfg.Formats, requests[w.pid])
+		d.write(w, d.cfg.Formats, requests)
 	}
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.latest)), counters)
@@ -106,7 +112,23 @@ func (d *daemon) flushTargets() {
 	st := d.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 	var work []pending
-	for _, pid := range slices.Sorted(maps.Keys(requests)) {
+	pids := slices.Sorted(maps.Keys(requests))
+	if d.cfg.GroupBy == GroupByImage {
+		// The whole group of each asking process: every live process of its image.
+		images := map[string]bool{}
+		for _, pid := range pids {
+			if p := d.agg.procs[pid]; p != nil {
+				images[p.image] = true
+			}
+		}
+		pids = pids[:0]
+		for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
+			if images[d.agg.procs[pid].image] {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
 		p := d.agg.procs[pid]
 		if p == nil {
 			continue // it exited: its FIFOs are gone, there is no one to answer
@@ -119,10 +141,61 @@ func (d *daemon) flushTargets() {
 	}
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
+	for _, w := range d.group(work, by) {
+		w.nameBy = by
+		var reqs []*jitmap.FlushRequest
+		for _, pid := range w.members() {
+			reqs = append(reqs, requests[pid]...)
+		}
+		d.write(w, requestedFormats(d.cfg.Formats, reqs), requests)
+	}
+}
+
+// members are the processes w's outputs cover.
+func (w *pending) members() []uint32 {
+	if w.pids != nil {
+		return w.pids
+	}
+	return []uint32{w.pid}
+}
+
+// group returns work as it is written: as it is per process, or with --group-by image one
+// pending per image, merging its processes' captures (their native and kernel frames named
+// first) with the final captures of the image's processes that exited earlier in the run.
+func (d *daemon) group(work []pending, by time.Time) []pending {
+	if d.cfg.GroupBy != GroupByImage {
+		return work
+	}
+	byImage := map[string][]pending{}
 	for _, w := range work {
 		w.nameBy = by
-		d.write(w, requestedFormats(d.cfg.Formats, requests[w.pid]), requests[w.pid])
+		d.nameNative(w)
+		w.named = true
+		byImage[w.image] = append(byImage[w.image], w)
 	}
+	var out []pending
+	for _, image := range slices.Sorted(maps.Keys(byImage)) {
+		members := byImage[image]
+		g := pending{image: image, base: outfile.SafeName(image, 0), final: true, named: true}
+		var cs []*profileio.Capture
+		for _, w := range append(slices.Clone(d.exitedByImage[image]), members...) {
+			g.pids = append(g.pids, w.pid)
+			g.final = g.final && w.final
+			cs = append(cs, w.capture)
+		}
+		g.pid = g.pids[0]
+		g.capture = profileio.MergeCaptures(cs)
+		out = append(out, g)
+		if d.cfg.ResetOnFlush {
+			delete(d.exitedByImage, image)
+		}
+		for _, w := range members {
+			if w.final && !d.cfg.ResetOnFlush {
+				d.exitedByImage[image] = append(d.exitedByImage[image], w)
+			}
+		}
+	}
+	return out
 }
 
 // flushBits maps the outputs to the bits a FlushRequest asks for them with.
@@ -144,10 +217,13 @@ func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format
 }
 
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
-// flush requests reqs of its target, each with the paths of the formats it asked for.
-func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest) {
+// flush requests of its processes (in requests), each with the paths of the formats it
+// asked for.
+func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitmap.FlushRequest) {
 	start := time.Now()
-	d.nameNative(w)
+	if !w.named {
+		d.nameNative(w)
+	}
 	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
 	switch {
@@ -165,16 +241,24 @@ func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest)
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
 	jit, outside := w.capture.TotalSamples()
-	d.latest[w.pid] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+	d.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
 	var status syscall.Errno
 	if err != nil && !noFunctions && !errors.As(err, &status) {
 		status = syscall.EIO
 	}
+	for _, pid := range w.members() {
+		d.answer(pid, requests[pid], formats, paths, w.base, status, noFunctions)
+	}
+}
+
+// answer replies to the flush requests reqs of process pid, written as base (paths, with
+// status), each with the paths of the formats it asked for.
+func (d *daemon) answer(pid uint32, reqs []*jitmap.FlushRequest, formats []Format, paths []string, base string, status syscall.Errno, noFunctions bool) {
 	for _, r := range reqs {
 		reply := fifo.FlushReply{ID: r.ID, Status: status}
 		for _, f := range formats {
 			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
-				if p := filepath.Join(d.cfg.OutDir, w.base+extension[f]); slices.Contains(paths, p) {
+				if p := filepath.Join(d.cfg.OutDir, base+extension[f]); slices.Contains(paths, p) {
 					reply.Paths = append(reply.Paths, p)
 				}
 			}
@@ -186,7 +270,7 @@ func (d *daemon) write(w pending, formats []Format, reqs []*jitmap.FlushRequest)
 		default:
 			reply.Status = syscall.ENOENT // none of the outputs it asked for is written (--format)
 		}
-		d.reply(w.pid, reply)
+		d.reply(pid, reply)
 	}
 }
 

@@ -201,8 +201,14 @@ func floodFIFO(t testing.TB, path string) flood {
 // pprof file of one process; each must name every function in names.
 func checkLLVMOutputs(t testing.TB, d dirs, image string, pid int, names []string) {
 	t.Helper()
+	checkLLVMOutputsAt(t, strings.TrimSuffix(outputPath(d, image, pid, FormatCapture), extension[FormatCapture]), names)
+}
+
+// checkLLVMOutputsAt is checkLLVMOutputs of the outputs named base.<ext>.
+func checkLLVMOutputsAt(t testing.TB, base string, names []string) {
+	t.Helper()
 	for _, f := range []Format{FormatLLVMText, FormatLLVMExtBinary} {
-		path := outputPath(d, image, pid, f)
+		path := base + extension[f]
 		out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", path).CombinedOutput()
 		if err != nil {
 			t.Errorf("llvm-profdata-14 show --sample %s: %v\n%s", path, err, out)
@@ -214,7 +220,7 @@ func checkLLVMOutputs(t testing.TB, d dirs, image string, pid int, names []strin
 			}
 		}
 	}
-	path := outputPath(d, image, pid, FormatPprof)
+	path := base + extension[FormatPprof]
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

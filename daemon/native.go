@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/kallsyms"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/profileio"
 )
@@ -67,24 +68,14 @@ func isNative(mp *procfs.Mapping) bool {
 // may (the caller counts the samples by mapping).
 func (a *aggregate) addNative(p *procCounts, mp *procfs.Mapping, ip, n uint64) bool {
 	nc := &p.native
-	id, ok := nc.index[mp.Start]
-	if ok && !nc.mappings[id].same(mp) {
-		id, ok = nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}]
+	if len(nc.counts) >= maxNativeAddresses {
+		if _, ok := nc.find(mp); !ok {
+			return a.nativeFull(p, n)
+		}
 	}
-	if !ok && (len(nc.counts) >= maxNativeAddresses || len(nc.mappings) >= maxNativeMappings) {
-		return a.nativeFull(p, n)
-	}
+	id, ok := a.nativeMapping(p, mp)
 	if !ok {
-		if nc.index == nil {
-			nc.index, nc.next, nc.counts = map[uint64]uint32{}, map[nativeMappingKey]uint32{}, map[nativeKey]uint64{}
-		}
-		id = uint32(len(nc.mappings))
-		if _, taken := nc.index[mp.Start]; taken {
-			nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}] = id
-		} else {
-			nc.index[mp.Start] = id
-		}
-		nc.mappings = append(nc.mappings, nativeMapping{m: *mp, syms: a.openSymbols(p.pid, mp)})
+		return a.nativeFull(p, n)
 	}
 	k := nativeKey{mapping: id, ip: ip}
 	if len(nc.counts) >= maxNativeAddresses {
@@ -94,6 +85,38 @@ func (a *aggregate) addNative(p *procCounts, mp *procfs.Mapping, ip, n uint64) b
 	}
 	nc.counts[k] += n
 	return true
+}
+
+// find returns the index of mp among the target's mappings, if it is there.
+func (nc *nativeCounts) find(mp *procfs.Mapping) (uint32, bool) {
+	id, ok := nc.index[mp.Start]
+	if ok && !nc.mappings[id].same(mp) {
+		id, ok = nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}]
+	}
+	return id, ok
+}
+
+// nativeMapping returns the index of mp among p's native mappings, adding it (and opening
+// its file for its symbols) the first time; it reports false when p has maxNativeMappings.
+func (a *aggregate) nativeMapping(p *procCounts, mp *procfs.Mapping) (uint32, bool) {
+	nc := &p.native
+	if id, ok := nc.find(mp); ok {
+		return id, true
+	}
+	if len(nc.mappings) >= maxNativeMappings {
+		return 0, false
+	}
+	if nc.index == nil {
+		nc.index, nc.next, nc.counts = map[uint64]uint32{}, map[nativeMappingKey]uint32{}, map[nativeKey]uint64{}
+	}
+	id := uint32(len(nc.mappings))
+	if _, taken := nc.index[mp.Start]; taken {
+		nc.next[nativeMappingKey{start: mp.Start, offset: mp.Offset, path: mp.Path}] = id
+	} else {
+		nc.index[mp.Start] = id
+	}
+	nc.mappings = append(nc.mappings, nativeMapping{m: *mp, syms: a.openSymbols(p.pid, mp)})
+	return id, true
 }
 
 // same reports whether mp is the mapping nm was made from.
@@ -171,30 +194,92 @@ func (d *daemon) nameNative(w pending) {
 	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
 	demangled := map[string]string{}
+	name := func(tab *elfsym.Table, fileOffset uint64) string {
+		name, ok := tab.Lookup(fileOffset)
+		if !ok {
+			return ""
+		}
+		dn, seen := demangled[name]
+		if !seen {
+			dn = elfsym.Demangle(name)
+			demangled[name] = dn
+		}
+		return dn
+	}
+	tabs := map[*elfsym.File]*elfsym.Table{}
+	table := func(f *elfsym.File, file string) *elfsym.Table {
+		if f == nil {
+			return nil
+		}
+		if tab, ok := tabs[f]; ok {
+			return tab
+		}
+		tab, err := f.Wait(ctx)
+		if err != nil {
+			d.log.Debug("profd: native code's symbols not read", "pid", w.pid, "file", file, "err", err)
+		}
+		tabs[f] = tab
+		return tab
+	}
 	for i, m := range w.capture.Native {
 		if i >= len(w.native) || w.native[i] == nil {
 			continue
 		}
-		tab, err := w.native[i].Wait(ctx)
-		if err != nil {
-			d.log.Debug("profd: native code's symbols not read", "pid", w.pid, "file", m.File, "err", err)
-		}
+		tab := table(w.native[i], m.File)
 		if tab == nil {
 			continue
 		}
 		m.BuildID = tab.BuildID
 		for j := range m.Samples {
 			s := &m.Samples[j]
-			name, ok := tab.Lookup(s.Address - m.Start + m.Offset)
-			if !ok {
-				continue
+			s.Function = name(tab, s.Address-m.Start+m.Offset)
+		}
+	}
+	for _, r := range w.stackNative {
+		if tab := table(r.mapping.syms, r.mapping.m.Path); tab != nil {
+			r.frame.Function = name(tab, r.frame.Address-r.mapping.m.Start+r.mapping.m.Offset)
+		}
+	}
+	if d.cfg.KernelStacks {
+		d.nameKernel(w.capture.Stacks)
+	}
+	if len(w.capture.Stacks) > 0 {
+		complete, cut := markCut(w.capture.Stacks)
+		d.noteCut(w, complete, cut)
+	}
+}
+
+// cutWarnShare is the share of a target's stack samples whose chains must be cut for one
+// warning about it.
+const cutWarnShare = 0.5
+
+// noteCut logs, once per target, that most of its call chains stop short of where its
+// threads start, and why that usually is.
+func (d *daemon) noteCut(w pending, complete, cut uint64) {
+	if d.cutWarned[w.pid] || float64(cut) <= cutWarnShare*float64(complete+cut) {
+		return
+	}
+	d.cutWarned[w.pid] = true
+	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
+		"pid", w.pid, "cut", cut, "complete", complete)
+}
+
+// nameKernel names the kernel frames of stacks from /proc/kallsyms, read at the first call.
+func (d *daemon) nameKernel(stacks []profileio.StackSample) {
+	d.kallsymsOnce.Do(func() {
+		var err error
+		if d.kallsyms, err = kallsyms.Load(); err != nil {
+			d.log.Warn("profd: kernel frames stay unnamed (--kernel-stacks)", "err", err)
+		}
+	})
+	if d.kallsyms == nil {
+		return
+	}
+	for i := range stacks {
+		for j := range stacks[i].Frames {
+			if f := &stacks[i].Frames[j]; f.Mapping == kernelMapping && f.Function == "" {
+				f.Function, _ = d.kallsyms.Lookup(f.Address)
 			}
-			dn, seen := demangled[name]
-			if !seen {
-				dn = elfsym.Demangle(name)
-				demangled[name] = dn
-			}
-			s.Function = dn
 		}
 	}
 }

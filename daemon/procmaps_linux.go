@@ -33,3 +33,16 @@ func (m *procMaps) lookup(ip uint64) (string, *procfs.Mapping) {
 	}
 	return mp.Path, mp
 }
+
+// lookupCached is lookup without reading the mappings again: for addresses that may be
+// in no mapping at all.
+func (m *procMaps) lookupCached(ip uint64) (string, *procfs.Mapping) {
+	mp, ok := procfs.Find(m.mappings, ip)
+	switch {
+	case !ok:
+		return "[unknown]", nil
+	case mp.Anonymous():
+		return "[anon]", mp
+	}
+	return mp.Path, mp
+}

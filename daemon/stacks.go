@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"encoding/binary"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
+)
+
+// maxStacks bounds the distinct (thread, call chain) entries counted per target, and
+// maxThreadNames the thread names kept per target; samples past maxStacks keep their leaf
+// counts but lose their chain, with one warning.
+const (
+	maxStacks      = 1 << 16
+	maxThreadNames = 1 << 16
+)
+
+// kernelMapping is the mapping name of kernel frames.
+const kernelMapping = "[kernel]"
+
+// stackFrame is one frame of a counted call chain, named when it was drained: by the code
+// object at its address then, else by the native mapping or the mapping it is in.
+type stackFrame struct {
+	obj     *jitmap.CodeObject // JIT code, else nil
+	version uint64             // obj's
+	addr    uint64             // in the process: the leaf's instruction, a caller's return address − 1
+	native  int32              // index into the target's native mappings, -1 when none
+	mapping string             // outside JIT and native code: the mapping's name ("[kernel]" for kernel frames)
+}
+
+// stackEntry is the samples of one thread with one call chain.
+type stackEntry struct {
+	tid       uint32
+	comm      string
+	frames    []stackFrame // leaf first; kernel frames first
+	truncated bool         // the sampler cut the chain at its depth limit
+	n         uint64
+}
+
+// stackCounts counts a target's samples by thread and call chain. It is not safe for
+// concurrent use.
+type stackCounts struct {
+	index   map[string]int32 // by key (stackKey)
+	entries []stackEntry
+	key     []byte            // stackKey's scratch
+	comms   map[uint32]string // thread names read from /proc, by tid
+	samples uint64            // in entries
+	dropped uint64            // samples past maxStacks
+	warned  bool
+}
+
+// addStacks counts drained call chains: each frame named by the code at its address when
+// the chain's last sample was taken (JIT code through the versioned map, as leaves are),
+// native code by mapping and address (named at the flush), anything else by mapping.
+func (a *aggregate) addStacks(stacks []sampler.StackCount) {
+	var frames []stackFrame
+	for i := range stacks {
+		s := &stacks[i]
+		p := a.procs[s.PID]
+		if p == nil {
+			continue
+		}
+		frames = frames[:0]
+		for _, ip := range s.Kernel {
+			frames = append(frames, stackFrame{addr: ip, native: -1, mapping: kernelMapping})
+		}
+		for j, ip := range s.User {
+			addr := ip
+			if j > 0 && addr > 0 {
+				addr-- // inside the call instruction: its code object, its line
+			}
+			frames = append(frames, a.stackFrame(p, addr, s.LastNs, j == 0))
+		}
+		comm := s.Comm
+		if comm == "" {
+			comm = p.stacks.threadName(p.pid, s.TID)
+		}
+		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N) && !p.stacks.warned {
+			p.stacks.warned = true
+			a.log.Warn("profd: target's samples fell on more distinct call chains than profd counts; the rest keep their leaf, not their callers",
+				"pid", p.pid, "image", p.image, "max_stacks", maxStacks)
+		}
+	}
+}
+
+// stackFrame names addr of p at time ns. Only the leaf's miss reads the process's mappings
+// again: a caller's address past every mapping is a frame pointer chain gone astray.
+func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
+	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
+		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
+	}
+	var mapping string
+	var mp *procfs.Mapping
+	if leaf {
+		mapping, mp = p.maps.lookup(addr)
+	} else {
+		mapping, mp = p.maps.lookupCached(addr)
+	}
+	f := stackFrame{addr: addr, native: -1, mapping: mapping}
+	switch {
+	case mp != nil && isNative(mp):
+		if id, ok := a.nativeMapping(p, mp); ok {
+			f.native, f.mapping = int32(id), mp.Path
+		}
+	case jitMemory(mapping):
+		f.mapping = profileio.UnnamedMapping
+	}
+	return f
+}
+
+// add counts n samples of thread tid with frames; it reports false when the target has
+// maxStacks entries and this is not one of them.
+func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64) bool {
+	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
+	sc.key = k
+	if i, ok := sc.index[string(k)]; ok {
+		sc.entries[i].n += n
+		sc.samples += n
+		return true
+	}
+	if len(sc.entries) >= maxStacks {
+		sc.dropped += n
+		return false
+	}
+	if sc.index == nil {
+		sc.index = map[string]int32{}
+	}
+	sc.index[string(k)] = int32(len(sc.entries))
+	sc.entries = append(sc.entries, stackEntry{tid: tid, comm: comm, frames: append([]stackFrame(nil), frames...),
+		truncated: truncated, n: n})
+	sc.samples += n
+	return true
+}
+
+// stackKey appends what tells entries apart: the thread, its name, and each frame's code
+// version (or native mapping, or mapping name) and address.
+func stackKey(b []byte, tid uint32, comm string, frames []stackFrame, truncated bool) []byte {
+	b = binary.AppendUvarint(b, uint64(tid))
+	b = append(b, comm...)
+	b = append(b, 0)
+	if truncated {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	for _, f := range frames {
+		switch {
+		case f.obj != nil:
+			b = append(b, 'j')
+			b = binary.AppendUvarint(b, f.version)
+		case f.native >= 0:
+			b = append(b, 'n')
+			b = binary.AppendUvarint(b, uint64(f.native))
+		default:
+			b = append(b, 'm')
+			b = append(b, f.mapping...)
+			b = append(b, 0)
+		}
+		b = binary.AppendUvarint(b, f.addr)
+	}
+	return b
+}
+
+// threadName is thread tid's name, read from /proc once per thread.
+func (sc *stackCounts) threadName(pid, tid uint32) string {
+	if name, ok := sc.comms[tid]; ok {
+		return name
+	}
+	name := procfs.Comm(tid) // /proc/TID reaches every thread, listed or not
+	if name == "" {
+		name = procfs.Comm(pid)
+	}
+	if sc.comms == nil {
+		sc.comms = map[uint32]string{}
+	}
+	if len(sc.comms) < maxThreadNames {
+		sc.comms[tid] = name
+	}
+	return name
+}
+
+// reset forgets the counts, not the thread names.
+func (sc *stackCounts) reset() {
+	clear(sc.index)
+	sc.entries = nil
+	sc.samples, sc.dropped = 0, 0
+}
+
+// stackRef is a native frame of a capture's stacks waiting for its name: the frame, and the
+// target's native mapping it is in.
+type stackRef struct {
+	frame   *profileio.Frame
+	mapping nativeMapping
+}
+
+// capture adds the stacks to c, whose objects are the target's: frames in objects c does
+// not hold yet (code that only ever called, reclaimed since) add them. It returns the
+// native frames, to be named with their files' symbols.
+func (sc *stackCounts) capture(c *profileio.Capture, pid uint32, native []nativeMapping) []stackRef {
+	if len(sc.entries) == 0 {
+		return nil
+	}
+	ids := make(map[uint64]profileio.ObjectID, len(c.Objects))
+	for _, o := range c.Objects {
+		ids[o.Object.Version] = o.ID
+	}
+	c.Stacks = make([]profileio.StackSample, len(sc.entries))
+	var refs []stackRef
+	for i, e := range sc.entries {
+		st := &c.Stacks[i]
+		*st = profileio.StackSample{Pid: pid, Tid: e.tid, Comm: e.comm, Cut: e.truncated, Count: e.n,
+			Frames: make([]profileio.Frame, len(e.frames))}
+		for j, f := range e.frames {
+			fr := &st.Frames[j]
+			switch {
+			case f.obj != nil:
+				id, ok := ids[f.version]
+				if !ok {
+					id = profileio.ObjectID(len(c.Objects))
+					c.Objects = append(c.Objects, &profileio.CaptureObject{ID: id, Pid: pid, Object: *f.obj})
+					ids[f.version] = id
+				}
+				*fr = profileio.Frame{Object: id, Offset: f.addr - f.obj.Addr, Address: f.addr}
+			case f.native >= 0:
+				m := native[f.native]
+				*fr = profileio.Frame{Object: profileio.NoObject, Address: f.addr, Mapping: m.m.Path}
+				refs = append(refs, stackRef{frame: fr, mapping: m})
+			default:
+				*fr = profileio.Frame{Object: profileio.NoObject, Address: f.addr, Mapping: f.mapping}
+			}
+		}
+	}
+	return refs
+}
+
+// threadStarts are the functions a complete call chain ends in: where a process's main
+// thread and its other threads begin.
+var threadStarts = map[string]bool{
+	"_start": true, "__libc_start_main": true, "__libc_start_call_main": true,
+	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
+	"thread_start": true, "runtime.goexit": true, "runtime.rt0_go": true, "runtime.mstart": true,
+}
+
+// markCut marks the stacks whose outermost frame is not where a thread starts: their
+// chains stopped at a frame without a frame pointer. It returns the samples with complete
+// chains and with cut ones.
+func markCut(stacks []profileio.StackSample) (complete, cut uint64) {
+	for i := range stacks {
+		st := &stacks[i]
+		if n := len(st.Frames); n == 0 || !threadStarts[st.Frames[n-1].Function] {
+			st.Cut = true
+		}
+		if st.Cut {
+			cut += st.Count
+		} else {
+			complete += st.Count
+		}
+	}
+	return complete, cut
+}
