@@ -87,7 +87,7 @@ func probeEvent(spec eventSpec, cfg Config) (int, error) {
 }
 
 // attr is the perf_event_attr profd samples spec with. ring adds what the ring back end
-// decodes: ip, pid/tid, CLOCK_MONOTONIC time and period.
+// decodes: ip, pid/tid, CLOCK_MONOTONIC time and period, and with Stacks the callchain.
 func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 	a := &perf.Attr{Label: spec.name, Config: spec.config}
 	switch spec.kind {
@@ -108,7 +108,11 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 	a.Options.ExcludeHypervisor = true
 	a.Options.PreciseIP = skid(preciseIP)
 	if ring {
-		a.SampleFormat = perf.SampleFormat{IP: true, Tid: true, Time: true, Period: true}
+		a.SampleFormat = perf.SampleFormat{IP: true, Tid: true, Time: true, Period: true, Callchain: cfg.Stacks}
+		if cfg.Stacks {
+			a.SampleMaxStack = MaxStackFrames
+			a.Options.ExcludeKernelCallchain = !cfg.KernelStacks
+		}
 		a.Options.UseClockID = true
 		a.ClockID = unix.CLOCK_MONOTONIC
 	}

@@ -18,17 +18,29 @@ func New(cfg Config) (Sampler, error) {
 	}
 	switch cfg.Backend {
 	case BackendBPF:
-		return newBPFSampler(cfg, choice, spec)
+		return orNil(newBPFSampler(cfg, choice, spec))
 	case BackendRing:
-		return newRingSampler(cfg, choice, spec)
+		return orNil(newRingSampler(cfg, choice, spec))
 	case BackendAuto:
 		s, err := newBPFSampler(cfg, choice, spec)
 		if err == nil {
 			return s, nil
 		}
 		cfg.Logger.Warn("sampler: BPF back end unavailable, reading perf ring buffers instead", "reason", err)
-		return newRingSampler(cfg, choice, spec)
+		return orNil(newRingSampler(cfg, choice, spec))
 	default:
 		return nil, fmt.Errorf("sampler: backend %q: want %q or %q", cfg.Backend, BackendBPF, BackendRing)
 	}
+}
+
+// orNil returns s as a Sampler, or a nil Sampler (not one holding a nil pointer) with err.
+func orNil[S interface {
+	Sampler
+	comparable
+}](s S, err error) (Sampler, error) {
+	var zero S
+	if err != nil || s == zero {
+		return nil, err
+	}
+	return s, nil
 }

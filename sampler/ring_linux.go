@@ -68,6 +68,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[uint32]*threadEvents),
 		expired: expired, cancel: cancel,
 	}
+	s.agg.stacks, s.agg.kernel = cfg.Stacks, cfg.Stacks && cfg.KernelStacks
 	cpus, err := onlineCPUs()
 	if err != nil {
 		cancel()

@@ -134,7 +134,8 @@ type StackCount struct {
 	// Kernel is the kernel call chain, leaf first, for samples in kernel mode with
 	// Config.KernelStacks; else nil.
 	Kernel []uint64
-	// Truncated: the chain had more frames than the back end keeps (MaxStackFrames).
+	// Truncated: the chain reached MaxStackFrames user frames (or maxKernelFrames kernel
+	// ones), where the kernel stops: it was most likely cut there.
 	Truncated bool
 	Count
 }

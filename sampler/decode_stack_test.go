@@ -1,0 +1,121 @@
+package sampler
+
+import (
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// chainRec is a sample record with a callchain of entries (markers included).
+func chainRec(pid, tid uint32, ip, timeNs uint64, misc uint16, entries ...uint64) []byte {
+	body := sampleRec(pid, tid, ip, timeNs, 1, misc)[recordHeaderBytes:]
+	body = binary.NativeEndian.AppendUint64(body, uint64(len(entries)))
+	for _, e := range entries {
+		body = binary.NativeEndian.AppendUint64(body, e)
+	}
+	return rec(recordSample, misc, body)
+}
+
+func TestDecodeCallchain(t *testing.T) {
+	a := newAggregate(false, 0)
+	a.stacks, a.kernel = true, true
+	a.targets[10] = struct{}{}
+	deep := []uint64{callchainUser}
+	for i := 0; i < MaxStackFrames+1; i++ {
+		deep = append(deep, 0x4000+uint64(i))
+	}
+	var stream []byte
+	stream = append(stream, chainRec(10, 11, 0x1000, 5, miscUser, callchainUser, 0x1000, 0x2005, 0x3007)...)
+	stream = append(stream, chainRec(10, 11, 0x1000, 9, miscUser, callchainUser, 0x1000, 0x2005, 0x3007)...)
+	stream = append(stream, chainRec(10, 12, 0x1000, 7, miscUser, callchainUser, 0x1000, 0x2005, 0x3007)...)
+	stream = append(stream, chainRec(10, 11, 0xffffffff81000010, 8, miscKernel,
+		callchainKernel, 0xffffffff81000010, 0xffffffff81000020, callchainUser, 0x1100, 0x2005)...)
+	stream = append(stream, chainRec(10, 11, 0x4000, 10, miscUser, deep...)...)
+	if err := a.decodeStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	d := a.take()
+	want := []StackCount{
+		{PID: 10, TID: 11, User: []uint64{0x1000, 0x2005, 0x3007}, Count: Count{N: 2, FirstNs: 5, LastNs: 9}},
+		{PID: 10, TID: 12, User: []uint64{0x1000, 0x2005, 0x3007}, Count: Count{N: 1, FirstNs: 7, LastNs: 7}},
+		{PID: 10, TID: 11, User: []uint64{0x1100, 0x2005}, Kernel: []uint64{0xffffffff81000010, 0xffffffff81000020},
+			Count: Count{N: 1, FirstNs: 8, LastNs: 8}},
+		{PID: 10, TID: 11, User: deep[1 : MaxStackFrames+1], Truncated: true, Count: Count{N: 1, FirstNs: 10, LastNs: 10}},
+	}
+	if !reflect.DeepEqual(d.Stacks, want) {
+		t.Errorf("stacks:\n%+v\nwant\n%+v", d.Stacks, want)
+	}
+	// The counts are the user-mode leaves; the kernel-mode sample counts as Kernel.
+	wantCounts := map[Key]Count{{10, 0x1000}: {N: 3, FirstNs: 5, LastNs: 9}, {10, 0x4000}: {N: 1, FirstNs: 10, LastNs: 10}}
+	if !reflect.DeepEqual(d.Counts, wantCounts) || a.stats.Kernel != 1 {
+		t.Errorf("counts %+v, kernel %d", d.Counts, a.stats.Kernel)
+	}
+	if d2 := a.take(); len(d2.Stacks) != 0 {
+		t.Errorf("a second take has stacks: %+v", d2.Stacks)
+	}
+
+	// Without kernel stacks a kernel-mode sample has no stack.
+	a.kernel = false
+	if err := a.decodeStream(chainRec(10, 11, 0xffffffff81000010, 8, miscKernel, callchainKernel, 0xffffffff81000010,
+		callchainUser, 0x1100)); err != nil {
+		t.Fatal(err)
+	}
+	if d := a.take(); len(d.Stacks) != 0 {
+		t.Errorf("kernel-mode sample without kernel stacks: %+v", d.Stacks)
+	}
+}
+
+func TestDecodeCallchainBad(t *testing.T) {
+	for name, r := range map[string][]byte{
+		"no callchain":  sampleRec(10, 11, 0x1000, 5, 1, miscUser),
+		"nr too large":  chainRec(10, 11, 0x1000, 5, miscUser, callchainUser)[:recordHeaderBytes+sampleBodyBytes+8],
+		"no frame":      chainRec(10, 11, 0x1000, 5, miscUser, callchainUser),
+		"empty":         chainRec(10, 11, 0x1000, 5, miscUser),
+		"only a marker": chainRec(10, 11, 0x1000, 5, miscUser, callchainKernel),
+	} {
+		a := newAggregate(false, 0)
+		a.stacks = true
+		a.targets[10] = struct{}{}
+		// The record's own size field still says how long it is.
+		binary.NativeEndian.PutUint16(r[6:], uint16(len(r)))
+		if name == "nr too large" {
+			binary.NativeEndian.PutUint64(r[recordHeaderBytes+sampleBodyBytes:], 1<<40)
+		}
+		if err := a.decodeStream(r); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%s: err %v, want ErrBadRecord", name, err)
+		}
+		if d := a.take(); len(d.Stacks) != 0 || len(d.Counts) != 0 {
+			t.Errorf("%s: counted %+v %+v", name, d.Stacks, d.Counts)
+		}
+	}
+}
+
+func FuzzDecodeCallchain(f *testing.F) {
+	f.Add(chainRec(1, 2, 0x1000, 5, miscUser, callchainUser, 0x1000, 0x2005))
+	f.Add(chainRec(1, 2, 0xffffffff81000010, 5, miscKernel, callchainKernel, 0xffffffff81000010, callchainUser, 0x1000))
+	f.Add(append(chainRec(1, 1, 1, 1, miscUser, callchainUser, 1), lostRec(2)...))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		a := newAggregate(false, 0)
+		a.stacks, a.kernel = true, true
+		a.targets[1] = struct{}{}
+		a.decodeStream(stream)
+		d := a.take()
+		var user, inStacks uint64
+		for _, st := range d.Stacks {
+			if len(st.User) > MaxStackFrames || len(st.Kernel) > maxKernelFrames || st.N == 0 || st.FirstNs > st.LastNs {
+				t.Fatalf("stack %+v", st)
+			}
+			if len(st.User) == 0 && len(st.Kernel) == 0 {
+				t.Fatalf("stack without frames: %+v", st)
+			}
+			inStacks += st.N
+		}
+		for _, c := range d.Counts {
+			user += c.N
+		}
+		if user != a.stats.Samples || inStacks != user+a.stats.Kernel {
+			t.Fatalf("counts %d, stacks %d, samples %d, kernel %d", user, inStacks, a.stats.Samples, a.stats.Kernel)
+		}
+	})
+}
