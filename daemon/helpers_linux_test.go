@@ -241,14 +241,16 @@ func perfAvailable() bool {
 	return err == nil
 }
 
-// startPerf records pid at profd's default rate with the clock jitdump records use. perf
+// startPerf records pid at freqHz with the clock jitdump records use, with perf record's
+// extra arguments (-g: call chains). perf
 // attaches by itself in the background; ready waits until it writes its data file.
-func startPerf(t testing.TB, pid int, freqHz int) *perfRun {
+func startPerf(t testing.TB, pid int, freqHz int, extra ...string) *perfRun {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "perf.data")
 	p := &perfRun{data: data}
-	p.child = startChild(t, nil, "perf", "record", "-q", "-k", "mono", "-e", "cpu-clock:u",
-		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data)
+	args := append([]string{"perf", "record", "-q", "-k", "mono", "-e", "cpu-clock:u",
+		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data}, extra...)
+	p.child = startChild(t, nil, args...)
 	// perf writes its file's header once its events are open. A machine busy with other
 	// tests' I/O has taken over 10 s to get there; a perf that exits first says why.
 	waitFor(t, "perf record to start", 60*time.Second, func() bool {
@@ -299,7 +301,8 @@ func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
 			t.Fatalf("perf inject --jit: %v\n%s", err, out)
 		}
 	}
-	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,time,ip,sym,dso", "--ns").Output()
+	// -G: a recording with call chains gives the leaf on the sample's line too.
+	out, err := exec.Command("perf", "script", "-G", "-i", in, "-F", "pid,time,ip,sym,dso", "--ns").Output()
 	if err != nil {
 		t.Fatalf("perf script: %v", err)
 	}
@@ -326,6 +329,67 @@ func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
 		t.Fatalf("perf recorded no samples of pid %d", pid)
 	}
 	return ss
+}
+
+// perfFrame is one frame of a perf script call chain: its symbol ("[unknown]" when perf
+// could not name it) and object.
+type perfFrame struct{ sym, dso string }
+
+// perfStack is one sample of a recording with call chains: its thread and its frames, leaf
+// first.
+type perfStack struct {
+	tid    int
+	frames []perfFrame
+}
+
+var (
+	// perfFrameLine is a frame line of `perf script -F pid,tid,ip,sym,dso` with call chains,
+	// perfStackHead the line that opens a sample.
+	perfFrameLine = regexp.MustCompile(`^\s+([0-9a-f]+)\s+(.*)\s+\(([^()]*)\)\s*$`)
+	perfStackHead = regexp.MustCompile(`^\s*(\d+)/(\d+)\s*$`)
+)
+
+// stacks runs perf script on a recording made with -g (after perf inject --jit when jit is
+// set) and returns pid's samples with their call chains.
+func (p *perfRun) stacks(t testing.TB, pid int, jit bool) []perfStack {
+	t.Helper()
+	p.finish(t)
+	in := p.data
+	if jit {
+		in = p.data + ".jit"
+		if out, err := exec.Command("perf", "inject", "--jit", "-i", p.data, "-o", in).CombinedOutput(); err != nil {
+			t.Fatalf("perf inject --jit: %v\n%s", err, out)
+		}
+	}
+	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,tid,ip,sym,dso").Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	var stacks []perfStack
+	ours := false // the current sample is pid's, the last of stacks
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := perfFrameLine.FindStringSubmatch(line); m != nil {
+			if ours {
+				st := &stacks[len(stacks)-1]
+				st.frames = append(st.frames, perfFrame{sym: strings.TrimSpace(m[2]), dso: m[3]})
+			}
+			continue
+		}
+		if m := perfStackHead.FindStringSubmatch(line); m != nil {
+			got, err := strconv.Atoi(m[1])
+			if ours = err == nil && got == pid; ours {
+				tid, _ := strconv.Atoi(m[2])
+				stacks = append(stacks, perfStack{tid: tid})
+			}
+		}
+	}
+	if len(stacks) == 0 {
+		t.Fatalf("perf recorded no call chains of pid %d", pid)
+	}
+	return stacks
 }
 
 // readCapture reads a capture file back.

@@ -126,19 +126,22 @@ func finalCapture(t *testing.T, r *profdRun, d dirs, image string, pid int) *pro
 }
 
 // TestNodePerfBasicProf: node --perf-basic-prof writes /tmp/perf-PID.map as V8 compiles;
-// profiled by --pid.
+// profiled by --pid with --stacks, against perf record -g.
 func TestNodePerfBasicProf(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"))
 	d := newDirs(t)
 	cmd := exec.Command("node", "--perf-basic-prof", runtimeWorkload("hot.js"), "4")
 	cmd.Dir = t.TempDir() // V8 writes its logs there
 	node := startCmd(t, cmd)
-	perf := startPerf(t, node.pid(), 999)
-	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	perf := startPerf(t, node.pid(), 999, "-g")
+	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	node.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "node", node.pid())
+	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", node.pid()))
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
-	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", node.pid()))
+	// The main thread's: perf record -p follows the threads there when it starts.
+	compareStacksWithPerf(t, c, perf.stacks(t, node.pid(), false), node.pid())
+	checkTraces(t, outputPath(d, "node", node.pid(), FormatPprof), "LazyCompile:")
 }
 
 // TestNodePerfProf: node --perf-prof writes jit-PID.dump into its working directory, where
@@ -346,19 +349,20 @@ func (s *session) query(t *testing.T, sql string) string {
 // profd, watching --jit-image postgres from before the query, finds the backend as it is
 // forked and its jitdump through its environment and mappings, names the evalexpr_*
 // functions as perf inject --jit does, names the server's own functions from its symbols
-// as perf report does, and writes an LLVM profile of the JIT's that llvm-profdata-14 reads.
+// as perf report does, gives the call chains perf record -g does, and writes an LLVM profile
+// of the JIT's that llvm-profdata-14 reads.
 func TestPostgresJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("llvm-profdata-14"))
 	pg := startPostgres(t)
 	d := newDirs(t)
-	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
 	s := pg.session(t)
 	backend, err := strconv.Atoi(s.query(t, "select pg_backend_pid();"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	perf := startPerf(t, backend, 999)
+	perf := startPerf(t, backend, 999, "-g")
 	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
 	s.query(t, "select sum(x % 13 * 5 + x % 3) from generate_series(1::bigint, 10000000) x where x % 7 <> 3;")
 	io.WriteString(s.in, "\\q\n")
@@ -374,6 +378,8 @@ func TestPostgresJIT(t *testing.T) {
 		t.Errorf("no evalexpr_* function among the hot ones: %v", hot)
 	}
 	compareNativeWithPerf(t, c, perfSamples, "/postgres")
+	compareStacksWithPerf(t, c, perf.stacks(t, backend, true), backend)
+	checkTraces(t, outputPath(d, "postgres", backend, FormatPprof), "evalexpr_")
 	text := outputPath(d, "postgres", backend, FormatLLVMText)
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "evalexpr_") {

@@ -46,7 +46,7 @@ type aggregate struct {
 	stacks, kernel bool
 	stackIndex     map[string]int // by pid, tid and the callchain's bytes
 	stackCounts    []StackCount
-	key            []byte // stack's scratch
+	key            []byte              // stack's scratch
 	targets        map[uint32]struct{} // samples of other pids count as Outside
 	stats          Stats
 }
