@@ -127,7 +127,7 @@ static __always_inline void add(struct sample_value *v, __u64 now_ns)
 
 // count adds one sample at now_ns to key's value in map m, inserting the key
 // if it is new. It returns 0, or -E2BIG when the map is full.
-static __always_inline long count(void *m, struct sample_key *key, __u64 now_ns)
+static __always_inline long count(void *m, const void *key, __u64 now_ns)
 {
 	struct sample_value *v = bpf_map_lookup_elem(m, key);
 	if (v) {
@@ -186,6 +186,109 @@ int profd_sample(struct perf_event_ctx *ctx)
 			err = count(m, &key, now_ns);
 	}
 	bump(err ? STAT_DROPPED : STAT_SAMPLES);
+	return 0;
+}
+
+// Call stacks (the loader attaches profd_sample_stacks instead of profd_sample when asked
+// for them): each sample is counted per (tgid, tid, thread name, user frames, kernel frames)
+// in the hash map in slot 0 of stack_counts, which the loader swaps at each drain as it
+// does the counts maps. The key is too large for the BPF stack; it is built in a per-CPU
+// scratch value, which the helpers take as a key. bpf_get_stack zeroes what it does not
+// fill, so equal chains are equal keys.
+
+#define MAX_USER_FRAMES 127  // the kernel's default perf_event_max_stack
+#define MAX_KERNEL_FRAMES 64
+
+#define STACK_KERNEL_MODE 1 // the sample was taken in kernel mode
+#define STACK_TRUNCATED 2   // a chain filled its frames: most likely cut there
+
+struct stack_key {
+	__u32 tgid;
+	__u32 tid;
+	char comm[16];
+	__u32 flags;
+	__u16 nuser;
+	__u16 nkernel;
+	__u64 user[MAX_USER_FRAMES];
+	__u64 kernel[MAX_KERNEL_FRAMES];
+};
+
+// kernel_stacks: the loader sets it to take kernel-mode samples with their kernel frames
+// (else they only count in STAT_KERNEL, as with profd_sample).
+const volatile __u8 kernel_stacks = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_key);
+} stack_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_HASH);
+		__uint(max_entries, 65536);
+		__uint(map_flags, BPF_F_NO_PREALLOC);
+		__uint(key_size, sizeof(struct stack_key));
+		__uint(value_size, sizeof(struct sample_value));
+	});
+} stack_counts SEC(".maps");
+
+SEC("perf_event")
+int profd_sample_stacks(struct perf_event_ctx *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!bpf_map_lookup_elem(&targets, &tgid)) {
+		bump(STAT_OUTSIDE);
+		return 0;
+	}
+	int kernel_mode = (ctx->regs.cs & 3) == 0;
+	if (kernel_mode && !kernel_stacks) {
+		bump(STAT_KERNEL);
+		return 0;
+	}
+	__u32 zero = 0;
+	struct stack_key *k = bpf_map_lookup_elem(&stack_scratch, &zero);
+	void *m = bpf_map_lookup_elem(&stack_counts, &zero);
+	if (!k || !m) {
+		bump(STAT_DROPPED); // cannot happen after Load
+		return 0;
+	}
+	k->tgid = tgid;
+	k->tid = (__u32)pid_tgid;
+	bpf_get_current_comm(k->comm, sizeof(k->comm));
+	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
+	long n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
+	if (n <= 0 && !kernel_mode) {
+		// No chain (the helper failed): the sample still counts, at its instruction.
+		k->user[0] = ctx->regs.ip;
+		n = sizeof(__u64);
+	}
+	if (n < 0)
+		n = 0;
+	k->nuser = n / sizeof(__u64);
+	if (k->nuser >= MAX_USER_FRAMES)
+		k->flags |= STACK_TRUNCATED;
+	k->nkernel = 0;
+	if (kernel_mode) {
+		long kn = bpf_get_stack(ctx, k->kernel, sizeof(k->kernel), 0);
+		if (kn > 0) {
+			k->nkernel = kn / sizeof(__u64);
+			if (k->nkernel >= MAX_KERNEL_FRAMES)
+				k->flags |= STACK_TRUNCATED;
+		}
+	} else {
+		__builtin_memset(k->kernel, 0, sizeof(k->kernel));
+	}
+	long err = count(m, k, bpf_ktime_get_ns());
+	if (err)
+		bump(STAT_DROPPED);
+	else
+		bump(kernel_mode ? STAT_KERNEL : STAT_SAMPLES);
 	return 0;
 }
 

@@ -8,19 +8,36 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type profileStackKey struct {
+	_       structs.HostLayout
+	Tgid    uint32
+	Tid     uint32
+	Comm    [16]int8
+	Flags   uint32
+	Nuser   uint16
+	Nkernel uint16
+	User    [127]uint64
+	Kernel  [64]uint64
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapCounts       = "counts"
-	profileMapStats        = "stats"
-	profileMapTargets      = "targets"
-	profileProgProfdDump   = "profd_dump"
-	profileProgProfdSample = "profd_sample"
+	profileMapCounts             = "counts"
+	profileMapStackCounts        = "stack_counts"
+	profileMapStackScratch       = "stack_scratch"
+	profileMapStats              = "stats"
+	profileMapTargets            = "targets"
+	profileProgProfdDump         = "profd_dump"
+	profileProgProfdSample       = "profd_sample"
+	profileProgProfdSampleStacks = "profd_sample_stacks"
+	profileVarKernelStacks       = "kernel_stacks"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -65,23 +82,27 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	ProfdDump   *ebpf.ProgramSpec `ebpf:"profd_dump"`
-	ProfdSample *ebpf.ProgramSpec `ebpf:"profd_sample"`
+	ProfdDump         *ebpf.ProgramSpec `ebpf:"profd_dump"`
+	ProfdSample       *ebpf.ProgramSpec `ebpf:"profd_sample"`
+	ProfdSampleStacks *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
-	Counts  *ebpf.MapSpec `ebpf:"counts"`
-	Stats   *ebpf.MapSpec `ebpf:"stats"`
-	Targets *ebpf.MapSpec `ebpf:"targets"`
+	Counts       *ebpf.MapSpec `ebpf:"counts"`
+	StackCounts  *ebpf.MapSpec `ebpf:"stack_counts"`
+	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Stats        *ebpf.MapSpec `ebpf:"stats"`
+	Targets      *ebpf.MapSpec `ebpf:"targets"`
 }
 
 // profileVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileVariableSpecs struct {
+	KernelStacks *ebpf.VariableSpec `ebpf:"kernel_stacks"`
 }
 
 // profileObjects contains all objects after they have been loaded into the kernel.
@@ -104,14 +125,18 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
-	Counts  *ebpf.Map `ebpf:"counts"`
-	Stats   *ebpf.Map `ebpf:"stats"`
-	Targets *ebpf.Map `ebpf:"targets"`
+	Counts       *ebpf.Map `ebpf:"counts"`
+	StackCounts  *ebpf.Map `ebpf:"stack_counts"`
+	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
+	Stats        *ebpf.Map `ebpf:"stats"`
+	Targets      *ebpf.Map `ebpf:"targets"`
 }
 
 func (m *profileMaps) Close() error {
 	return _ProfileClose(
 		m.Counts,
+		m.StackCounts,
+		m.StackScratch,
 		m.Stats,
 		m.Targets,
 	)
@@ -121,20 +146,23 @@ func (m *profileMaps) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileVariables struct {
+	KernelStacks *ebpf.Variable `ebpf:"kernel_stacks"`
 }
 
 // profilePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	ProfdDump   *ebpf.Program `ebpf:"profd_dump"`
-	ProfdSample *ebpf.Program `ebpf:"profd_sample"`
+	ProfdDump         *ebpf.Program `ebpf:"profd_dump"`
+	ProfdSample       *ebpf.Program `ebpf:"profd_sample"`
+	ProfdSampleStacks *ebpf.Program `ebpf:"profd_sample_stacks"`
 }
 
 func (p *profilePrograms) Close() error {
 	return _ProfileClose(
 		p.ProfdDump,
 		p.ProfdSample,
+		p.ProfdSampleStacks,
 	)
 }
 

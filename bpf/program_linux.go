@@ -28,6 +28,12 @@ type Options struct {
 	// counted (Stats.Dropped). A shard's capacity is split between a map sized to the keys
 	// of recent drains and an overflow map for the rest (see Drain).
 	MaxEntries uint32
+	// Stacks attaches the program that counts each sample by thread and call chain
+	// (DrainStacks) instead of by (tgid, ip) (Drain, which then finds nothing).
+	Stacks bool
+	// KernelStacks: with Stacks, samples taken in kernel mode are counted with their kernel
+	// frames and their user chain; without, they only count in Stats.Kernel.
+	KernelStacks bool
 }
 
 // defaultIteratorMinKeys is how many keys a shard's last drain must have found for the next
@@ -80,11 +86,12 @@ const (
 // apart: it needs the kernel's BTF, sampling does not.
 type samplingObjects struct {
 	profileMaps
-	ProfdSample *ebpf.Program `ebpf:"profd_sample"`
+	ProfdSample       *ebpf.Program `ebpf:"profd_sample"`
+	ProfdSampleStacks *ebpf.Program `ebpf:"profd_sample_stacks"`
 }
 
 func (o *samplingObjects) Close() error {
-	err := o.ProfdSample.Close()
+	err := errors.Join(o.ProfdSample.Close(), o.ProfdSampleStacks.Close())
 	if err2 := o.profileMaps.Close(); err == nil {
 		err = err2
 	}
@@ -129,6 +136,14 @@ type Program struct {
 	overflowsBefore uint64
 	closed          bool
 	readers         []shardReader // per shard's primary map, then per overflow map
+
+	// stacks: profd_sample_stacks is the program to attach; it counts into stackMap, made
+	// from stackSpec and replaced at each DrainStacks, read through stackKeys and stackVals.
+	stacks    bool
+	stackSpec *ebpf.MapSpec
+	stackMap  *ebpf.Map
+	stackKeys []profileStackKey
+	stackVals []Count
 }
 
 // sampleKey is profile.c's struct sample_key.
@@ -170,13 +185,23 @@ func Load(opts Options) (*Program, error) {
 	// The kernel does not compare a hash map's max_entries with the inner map template's, so
 	// every inner map can have its own size.
 	inner.MaxEntries = (entries + uint32(shards) - 1) / uint32(shards)
-	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true,
+	if opts.KernelStacks {
+		if err := spec.Variables[profileVarKernelStacks].Set(uint8(1)); err != nil {
+			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
+		}
+	}
+	stackInner := spec.Maps[profileMapStackCounts].InnerMap
+	stackInner.MaxEntries = DefaultStackEntries
+	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: opts.Stacks, stackSpec: stackInner,
 		spare: make([]*ebpf.Map, shards), spareOverflow: make([]*ebpf.Map, shards),
 		primaryEntries: make([]uint32, shards), readers: make([]shardReader, 2*shards)}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
 		// programs; preallocated ones work everywhere but cost time to create.
 		inner.Flags &^= unix.BPF_F_NO_PREALLOC
+		// A preallocated stack map costs its capacity in keys of 1.5 KiB each.
+		stackInner.Flags &^= unix.BPF_F_NO_PREALLOC
+		stackInner.MaxEntries = DefaultStackEntries / 16
 		p.adaptive = false
 		if err2 := spec.LoadAndAssign(&p.objs, nil); err2 != nil {
 			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
@@ -191,6 +216,9 @@ func Load(opts Options) (*Program, error) {
 	maps, overflows, err := p.newMaps()
 	if err == nil {
 		err = p.install(maps, overflows)
+	}
+	if err == nil && p.stacks {
+		_, err = p.newStackMap()
 	}
 	if err != nil {
 		closeMaps(maps)
@@ -288,7 +316,12 @@ func (p *Program) install(maps, overflows []*ebpf.Map) error {
 }
 
 // FD is the program's file descriptor, for PERF_EVENT_IOC_SET_BPF. It stays valid until Close.
-func (p *Program) FD() int { return p.objs.ProfdSample.FD() }
+func (p *Program) FD() int {
+	if p.stacks {
+		return p.objs.ProfdSampleStacks.FD()
+	}
+	return p.objs.ProfdSample.FD()
+}
 
 // AddTarget makes the program count samples of process tgid (all its threads).
 func (p *Program) AddTarget(tgid uint32) error {
@@ -348,6 +381,9 @@ func (p *Program) Close() error {
 	closeMaps(p.currentOverflow)
 	closeMaps(p.spare)
 	closeMaps(p.spareOverflow)
+	if p.stackMap != nil {
+		p.stackMap.Close()
+	}
 	if p.dump != nil {
 		p.dump.Close()
 	}

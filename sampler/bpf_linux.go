@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 
 	perf "github.com/elastic/go-perf"
@@ -19,6 +20,7 @@ type bpfSampler struct {
 	choice EventChoice
 	log    *slog.Logger
 
+	stacks bool       // the program counts by call chain: Drain derives the counts from the stacks
 	mu     sync.Mutex // guards events and closed
 	prog   *bpf.Program
 	events []*perf.Event
@@ -26,11 +28,12 @@ type bpfSampler struct {
 }
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
-	prog, err := bpf.Load(bpf.Options{MaxEntries: cfg.MapEntries})
+	prog, err := bpf.Load(bpf.Options{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
+		KernelStacks: cfg.Stacks && cfg.KernelStacks})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
-	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog}
+	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks}
 	cpus, err := onlineCPUs()
 	if err != nil {
 		s.Close()
@@ -100,13 +103,32 @@ func (s *bpfSampler) Drain() (Drained, error) {
 		v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
 		counts[k] = v
 	})
+	var stacks []StackCount
+	if err == nil && s.stacks {
+		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
+			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
+				Truncated: st.Truncated}
+			if st.KernelMode {
+				sc.Kernel = slices.Clone(st.Kernel)
+			}
+			sc.add(c.N, int64(c.FirstNs), int64(c.LastNs))
+			stacks = append(stacks, sc)
+			if st.KernelMode || len(st.User) == 0 {
+				return // counted as Kernel, not at an address
+			}
+			k := Key{PID: st.Tgid, IP: st.User[0]}
+			v := counts[k]
+			v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
+			counts[k] = v
+		})
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			return Drained{}, ErrClosed
 		}
-		return Drained{Counts: counts}, fmt.Errorf("sampler: %w", err)
+		return Drained{Counts: counts, Stacks: stacks}, fmt.Errorf("sampler: %w", err)
 	}
-	return Drained{Counts: counts}, nil
+	return Drained{Counts: counts, Stacks: stacks}, nil
 }
 
 func (s *bpfSampler) Stats() Stats {

@@ -1,0 +1,110 @@
+package bpf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+)
+
+// Stack flags, as profile.c's STACK_* bits.
+const (
+	stackKernelMode = 1
+	stackTruncated  = 2
+)
+
+// stackBatchEntries is how many stacks one BPF_MAP_LOOKUP_BATCH reads (1.5 KiB a key).
+const stackBatchEntries = 256
+
+// DefaultStackEntries is the capacity of the stack counts map, in distinct (thread, call
+// chain) keys between two drains; samples of new keys past it are dropped and counted.
+const DefaultStackEntries = 1 << 16
+
+// Stack is one key of the stack counts: a thread, its name, and a call chain. User and
+// Kernel are leaf first; they point into a buffer reused from call to call.
+type Stack struct {
+	Tgid, Tid    uint32
+	Comm         string
+	User, Kernel []uint64
+	// KernelMode: the sample was taken in kernel mode (with Options.KernelStacks).
+	KernelMode bool
+	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
+	Truncated bool
+}
+
+// stack decodes k.
+func (k *profileStackKey) stack() Stack {
+	comm := make([]byte, 0, len(k.Comm))
+	for _, c := range k.Comm {
+		if c == 0 {
+			break
+		}
+		comm = append(comm, byte(c))
+	}
+	return Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
+		User: k.User[:min(int(k.Nuser), len(k.User))], Kernel: k.Kernel[:min(int(k.Nkernel), len(k.Kernel))],
+		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0}
+}
+
+// newStackMap makes an empty stack counts map and installs it, returning the one it
+// replaced (nil at the first install). The update returns after an RCU grace period: no
+// program run still writes to the old map.
+func (p *Program) newStackMap() (*ebpf.Map, error) {
+	m, err := ebpf.NewMap(p.stackSpec)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: create stack counts map: %w", err)
+	}
+	if err := p.objs.StackCounts.Update(uint32(0), uint32(m.FD()), ebpf.UpdateAny); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("bpf: install stack counts map: %w", err)
+	}
+	old := p.stackMap
+	p.stackMap = m
+	return old, nil
+}
+
+// DrainStacks hands every stack counted since the previous DrainStacks to fn, once, as
+// Drain does the counts (a fresh map installed, the old one read). Without Options.Stacks
+// there are none.
+func (p *Program) DrainStacks(fn func(s Stack, c Count)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("bpf: drain stacks: %w", os.ErrClosed)
+	}
+	if !p.stacks {
+		return nil
+	}
+	old, err := p.newStackMap()
+	if err != nil {
+		return fmt.Errorf("bpf: drain stacks: %w", err)
+	}
+	defer old.Close()
+	if p.stackKeys == nil {
+		p.stackKeys = make([]profileStackKey, stackBatchEntries)
+		p.stackVals = make([]Count, stackBatchEntries)
+	}
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := old.BatchLookup(&cursor, p.stackKeys, p.stackVals, nil)
+		for i := 0; i < n; i++ {
+			fn(p.stackKeys[i].stack(), p.stackVals[i])
+		}
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			it := old.Iterate()
+			for it.Next(&p.stackKeys[0], &p.stackVals[0]) {
+				fn(p.stackKeys[0].stack(), p.stackVals[0])
+			}
+			return it.Err()
+		default:
+			return fmt.Errorf("bpf: drain stacks: %w", err)
+		}
+	}
+}
