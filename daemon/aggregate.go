@@ -124,6 +124,15 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 			a.outsideSamples += c.N
 			continue
 		}
+		// A file's code is named by the file's symbols, as perf does, even where a JIT's
+		// perf map names it too (V8 lists the builtins embedded in node's executable).
+		if _, mp := p.maps.lookupCached(k.IP); mp != nil && isNative(mp) {
+			if !a.addNative(p, mp, k.IP, c.N) {
+				p.outside[mp.Path] += c.N // past the cap: by file
+			}
+			a.outsideSamples += c.N
+			continue
+		}
 		left, first, last := a.name(p, k.IP, c.N, c.FirstNs, c.LastNs)
 		if left == 0 {
 			continue

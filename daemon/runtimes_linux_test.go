@@ -141,7 +141,7 @@ func TestNodePerfBasicProf(t *testing.T) {
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
 	// The main thread's: perf record -p follows the threads there when it starts.
 	compareStacksWithPerf(t, c, perf.stacks(t, node.pid(), false), node.pid())
-	checkTraces(t, outputPath(d, "node", node.pid(), FormatPprof), "LazyCompile:")
+	checkTraces(t, outputPath(d, "node", node.pid(), FormatPprof), "JS:")
 }
 
 // TestNodePerfProf: node --perf-prof writes jit-PID.dump into its working directory, where

@@ -85,12 +85,11 @@ func (a *aggregate) addStacks(stacks []sampler.StackCount) {
 	}
 }
 
-// stackFrame names addr of p at time ns. Only the leaf's miss reads the process's mappings
-// again: a caller's address past every mapping is a frame pointer chain gone astray.
+// stackFrame names addr of p at time ns: in a file's executable mapping by the file's
+// symbols, else by the code object at addr then, else by its mapping. Only the leaf's miss
+// reads the process's mappings again: a caller's address past every mapping is a frame
+// pointer chain gone astray.
 func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
-	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
-		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
-	}
 	var mapping string
 	var mp *procfs.Mapping
 	if leaf {
@@ -98,13 +97,18 @@ func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) 
 	} else {
 		mapping, mp = p.maps.lookupCached(addr)
 	}
-	f := stackFrame{addr: addr, native: -1, mapping: mapping}
-	switch {
-	case mp != nil && isNative(mp):
+	// A file's code is named by the file's symbols, as perf does, even where a JIT's perf
+	// map names it too (V8 lists the builtins embedded in node's executable).
+	if mp != nil && isNative(mp) {
 		if id, ok := a.nativeMapping(p, mp); ok {
-			f.native, f.mapping = int32(id), mp.Path
+			return stackFrame{addr: addr, native: int32(id), mapping: mp.Path}
 		}
-	case jitMemory(mapping):
+	}
+	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
+		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
+	}
+	f := stackFrame{addr: addr, native: -1, mapping: mapping}
+	if jitMemory(mapping) {
 		f.mapping = profileio.UnnamedMapping
 	}
 	return f

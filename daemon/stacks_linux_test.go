@@ -1,0 +1,307 @@
+package daemon
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
+)
+
+// callchainIR compiles workloads/callchain.c with frame pointers for lli-14.
+func callchainIR(t *testing.T) string {
+	t.Helper()
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	ir := filepath.Join(t.TempDir(), "callchain.ll")
+	if out, err := exec.Command("clang-14", "-O1", "-g", "-fno-omit-frame-pointer", "-S", "-emit-llvm", "-o", ir,
+		"../workloads/callchain.c").CombinedOutput(); err != nil {
+		t.Fatalf("clang-14: %v\n%s", err, out)
+	}
+	return ir
+}
+
+// frameName names a capture's frame as a report would: a JIT object's symbol, a native
+// symbol without its parameters (as perf shows it), else its mapping.
+func frameName(c *profileio.Capture, f profileio.Frame) string {
+	switch {
+	case f.JIT():
+		return c.Objects[f.Object].Object.Name
+	case f.Function != "":
+		name, _, _ := strings.Cut(f.Function, "(")
+		return name
+	}
+	return "[unknown]"
+}
+
+// TestStacksLLI profiles lli-14 running workloads/callchain.c (built with frame pointers)
+// with --stacks on both back ends: the samples in leaf have chains through middle and outer
+// into main, named through the jitdump as the leaves are; the stacks hold every sample; each
+// stack has its thread and the thread's name; the pprof profile has the chains. perf record
+// -g of the same run, its JIT code named by perf inject --jit, gives the same pairs of
+// function and caller for the samples in JIT code (the two distributions overlap by 90 % or
+// more).
+func TestStacksLLI(t *testing.T) {
+	ir := callchainIR(t)
+	for _, backend := range []Backend{BackendBPF, BackendRing} {
+		t.Run(string(backend), func(t *testing.T) {
+			d := newDirs(t)
+			lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, "lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ir, "600000")
+			pid := lli.pid()
+			var perf *perfRun
+			if perfAvailable() {
+				perf = startPerf(t, pid, 999, "-g")
+			}
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo,
+				JitdumpDir: d.jitdump, OutDir: d.out, Stacks: true})
+			lli.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "lli", pid, FormatCapture))
+			if len(c.Stacks) == 0 {
+				t.Fatalf("no stacks in the capture\nlogs:\n%s", r.logs.String())
+			}
+
+			// Every sample is in the stacks, with its thread.
+			jit, outside := c.TotalSamples()
+			var inStacks, inLeaf, chained uint64
+			profdPairs := map[[2]string]uint64{}
+			for _, st := range c.Stacks {
+				inStacks += st.Count
+				if st.Tid == 0 || st.Comm == "" {
+					t.Errorf("stack without its thread: tid %d, comm %q", st.Tid, st.Comm)
+				}
+				if len(st.Frames) == 0 || !st.Frames[0].JIT() {
+					continue
+				}
+				if len(st.Frames) > 1 {
+					profdPairs[[2]string{frameName(c, st.Frames[0]), frameName(c, st.Frames[1])}] += st.Count
+				}
+				if frameName(c, st.Frames[0]) != "leaf" {
+					continue
+				}
+				inLeaf += st.Count
+				var names []string
+				for _, f := range st.Frames[1:min(4, len(st.Frames))] {
+					names = append(names, frameName(c, f))
+				}
+				if slices.Equal(names, []string{"middle", "outer", "main"}) {
+					chained += st.Count
+				}
+			}
+			if want := jit + outside + c.UnnamedSamples(); inStacks != want {
+				t.Errorf("stacks hold %d samples, the counts %d", inStacks, want)
+			}
+			if inLeaf < 100 || float64(chained) < 0.9*float64(inLeaf) {
+				t.Errorf("%d of %d samples in leaf have the chain leaf, middle, outer, main", chained, inLeaf)
+			}
+			t.Logf("%d samples in stacks, %d in leaf, %d of them chained into main", inStacks, inLeaf, chained)
+
+			checkPprofChain(t, outputPath(d, "lli", pid, FormatPprof), []string{"leaf", "middle", "outer", "main"})
+			if perf != nil {
+				perfPairs := map[[2]string]uint64{}
+				for _, st := range perf.stacks(t, pid, true) {
+					if f := st.frames; len(f) > 1 && strings.Contains(f[0].dso, "jitted-") {
+						perfPairs[[2]string{f[0].sym, f[1].sym}]++
+					}
+				}
+				if o := pairOverlap(profdPairs, perfPairs); o < 0.9 {
+					t.Errorf("function-caller pairs in JIT code overlap perf's by %.2f, want ≥ 0.9:\nprofd %v\nperf  %v", o, profdPairs, perfPairs)
+				} else {
+					t.Logf("function-caller pairs overlap perf's by %.3f", o)
+				}
+			}
+		})
+	}
+}
+
+// pairDifferences lists the ten pairs whose shares differ most.
+func pairDifferences(a, b map[[2]string]uint64, na, nb uint64) string {
+	type diff struct {
+		pair   [2]string
+		sa, sb float64
+	}
+	var ds []diff
+	for _, m := range []map[[2]string]uint64{a, b} {
+		for k := range m {
+			ds = append(ds, diff{k, share(a[k], na), share(b[k], nb)})
+		}
+	}
+	slices.SortFunc(ds, func(x, y diff) int {
+		dx, dy := x.sa-x.sb, y.sa-y.sb
+		return cmp.Compare(max(dy, -dy), max(dx, -dx))
+	})
+	ds = slices.CompactFunc(ds, func(x, y diff) bool { return x.pair == y.pair })
+	var b2 strings.Builder
+	for _, d := range ds[:min(10, len(ds))] {
+		fmt.Fprintf(&b2, "  profd %5.1f%%  perf %5.1f%%  %.50s <- %.50s\n", d.sa, d.sb, d.pair[0], d.pair[1])
+	}
+	return b2.String()
+}
+
+// pairOverlap is the overlap of two distributions of (function, caller) pairs: the sum over
+// pairs of the smaller of their two shares.
+func pairOverlap(a, b map[[2]string]uint64) float64 {
+	var ta, tb uint64
+	for _, n := range a {
+		ta += n
+	}
+	for _, n := range b {
+		tb += n
+	}
+	if ta == 0 || tb == 0 {
+		return 0
+	}
+	var o float64
+	for k, n := range a {
+		o += min(float64(n)/float64(ta), float64(b[k])/float64(tb))
+	}
+	return o
+}
+
+// checkPprofChain checks that the pprof profile at path has samples whose locations begin
+// with the functions chain, labelled with their thread and its name.
+func checkPprofChain(t *testing.T, path string, chain []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sample {
+		var names []string
+		for _, l := range s.Location {
+			for _, line := range l.Line {
+				names = append(names, line.Function.Name)
+			}
+		}
+		if len(names) >= len(chain) && slices.Equal(names[:len(chain)], chain) {
+			if len(s.NumLabel["tid"]) == 0 || len(s.Label["comm"]) == 0 || len(s.NumLabel["pid"]) == 0 {
+				t.Errorf("pprof sample without pid, tid and comm labels: %v %v", s.NumLabel, s.Label)
+			}
+			return
+		}
+	}
+	t.Errorf("no pprof sample with the chain %q", chain)
+}
+
+// reportName is a function name as perf script shows it: without parameters.
+func reportName(name string) string {
+	if i := strings.IndexByte(name, '('); i > 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// compareStacksWithPerf holds profd's stacks of thread tid to perf record -g's of the same
+// run: each of the 20 functions with the most samples (by either; JIT and native alike) has
+// the same share of the thread's samples within 2 points or four standard errors, and the
+// (function, caller) pairs of the samples whose chains reach the thread's start overlap by
+// 90 % or more.
+func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int) {
+	t.Helper()
+	profdLeaves, perfLeaves := map[string]uint64{}, map[string]uint64{}
+	profdPairs, perfPairs := map[[2]string]uint64{}, map[[2]string]uint64{}
+	var profdAll, perfAll, profdComplete, perfComplete uint64
+	for _, st := range c.Stacks {
+		if int(st.Tid) != tid || len(st.Frames) == 0 {
+			continue
+		}
+		profdAll += st.Count
+		profdLeaves[reportName(frameName(c, st.Frames[0]))] += st.Count
+		if !threadStarts[reportName(frameName(c, st.Frames[len(st.Frames)-1]))] || len(st.Frames) < 2 {
+			continue
+		}
+		profdComplete += st.Count
+		profdPairs[[2]string{reportName(frameName(c, st.Frames[0])), reportName(frameName(c, st.Frames[1]))}] += st.Count
+	}
+	for _, st := range perf {
+		if st.tid != tid || len(st.frames) == 0 {
+			continue
+		}
+		f := st.frames
+		perfAll++
+		perfLeaves[reportName(f[0].sym)]++
+		if !threadStarts[reportName(f[len(f)-1].sym)] || len(f) < 2 {
+			continue
+		}
+		perfComplete++
+		perfPairs[[2]string{reportName(f[0].sym), reportName(f[1].sym)}]++
+	}
+	t.Logf("thread %d: profd %d samples, %d with complete chains; perf %d, %d", tid, profdAll, profdComplete, perfAll, perfComplete)
+	if profdAll < 200 || perfAll < 200 || perfComplete < 100 {
+		t.Fatalf("too few samples to compare: profd %d, perf %d (%d complete)", profdAll, perfAll, perfComplete)
+	}
+	top := map[string]bool{}
+	for _, m := range []map[string]uint64{profdLeaves, perfLeaves} {
+		for i, name := range sortedNames(m) {
+			if i == 20 {
+				break
+			}
+			top[name] = true
+		}
+	}
+	var b strings.Builder
+	bad := false
+	for _, name := range sortedNames(perfLeaves) {
+		if !top[name] {
+			continue
+		}
+		ps, qs := share(perfLeaves[name], perfAll), share(profdLeaves[name], profdAll)
+		tol := shareTolerance(2, (ps+qs)/2, perfAll, profdAll)
+		fmt.Fprintf(&b, "  %-60.60s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
+		bad = bad || qs-ps > tol || ps-qs > tol
+	}
+	for name := range top {
+		if perfLeaves[name] == 0 {
+			qs := share(profdLeaves[name], profdAll)
+			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%\n", name, qs)
+			bad = bad || qs > shareTolerance(2, qs/2, perfAll, profdAll)
+		}
+	}
+	if bad {
+		t.Errorf("top functions' shares differ from perf's by more than 2 points or four standard errors:\n%s", b.String())
+	} else {
+		t.Logf("top functions:\n%s", b.String())
+	}
+	if profdComplete == 0 {
+		t.Fatalf("no profd stack of thread %d reaches its start", tid)
+	}
+	if o := pairOverlap(profdPairs, perfPairs); o < 0.9 {
+		t.Errorf("function-caller pairs of complete chains overlap perf's by %.2f, want ≥ 0.9; the pairs that differ most:\n%s",
+			o, pairDifferences(profdPairs, perfPairs, profdComplete, perfComplete))
+	} else {
+		t.Logf("function-caller pairs of complete chains overlap perf's by %.3f", o)
+	}
+}
+
+// checkTraces runs go tool pprof -traces on the profile at path and checks that a trace
+// has a frame named with jitName and callers below it.
+func checkTraces(t *testing.T, path, jitName string) {
+	t.Helper()
+	testenv.Requires(t, testenv.Tool("go"))
+	out, err := exec.Command("go", "tool", "pprof", "-traces", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -traces: %v\n%s", err, out)
+	}
+	for _, trace := range strings.Split(string(out), "-----------+-------------------------------------------------------") {
+		lines := strings.Split(strings.TrimSpace(trace), "\n")
+		for i, l := range lines {
+			if strings.Contains(l, jitName) && i+1 < len(lines) {
+				return
+			}
+		}
+	}
+	t.Errorf("go tool pprof -traces shows no stack through a JIT frame %q:\n%.3000s", jitName, out)
+}
