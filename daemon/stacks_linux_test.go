@@ -305,3 +305,54 @@ func checkTraces(t *testing.T, path, jitName string) {
 	}
 	t.Errorf("go tool pprof -traces shows no stack through a JIT frame %q:\n%.3000s", jitName, out)
 }
+
+// TestKernelStacks profiles dd copying /dev/zero to /dev/null 16 bytes at a time with
+// --stacks --kernel-stacks on both back ends: its many kernel-mode samples have kernel
+// frames named from /proc/kallsyms (the read and write paths) followed by the user frames
+// that made the system call.
+func TestKernelStacks(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("dd"))
+	for _, backend := range []Backend{BackendBPF, BackendRing} {
+		t.Run(string(backend), func(t *testing.T) {
+			d := newDirs(t)
+			dd := startChild(t, nil, "dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=1000000")
+			r := startRun(t, Config{Pids: []uint32{uint32(dd.pid())}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo,
+				OutDir: d.out, Formats: []Format{FormatCapture, FormatPprof}, Stacks: true, KernelStacks: true})
+			dd.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "dd", dd.pid(), FormatCapture))
+			var all, inKernel, named, withUser uint64
+			vfs := false
+			for _, st := range c.Stacks {
+				all += st.Count
+				if len(st.Frames) == 0 || st.Frames[0].Mapping != kernelMapping {
+					continue
+				}
+				inKernel += st.Count
+				last := 0
+				for i, f := range st.Frames {
+					if f.Mapping == kernelMapping {
+						last = i
+						if f.Function != "" {
+							named += st.Count
+						}
+						vfs = vfs || strings.HasPrefix(f.Function, "vfs_") || strings.HasPrefix(f.Function, "ksys_")
+					}
+				}
+				if last+1 < len(st.Frames) && st.Frames[last+1].Mapping != kernelMapping {
+					withUser += st.Count
+				}
+			}
+			t.Logf("%d samples, %d in kernel mode, %d kernel frames named, %d with a user chain", all, inKernel, named, withUser)
+			if all == 0 || float64(inKernel) < 0.2*float64(all) {
+				t.Fatalf("%d of %d samples with kernel frames", inKernel, all)
+			}
+			if !vfs {
+				t.Errorf("no kernel frame in vfs_* or ksys_*")
+			}
+			if float64(withUser) < 0.9*float64(inKernel) {
+				t.Errorf("%d of %d kernel-mode samples have the user chain after the kernel frames", withUser, inKernel)
+			}
+		})
+	}
+}
