@@ -19,8 +19,10 @@ const (
 const stackBatchEntries = 256
 
 // DefaultStackEntries is the capacity of the stack counts map, in distinct (thread, call
-// chain) keys between two drains; samples of new keys past it are dropped and counted.
-const DefaultStackEntries = 1 << 16
+// chain) keys between two drains (1.6 KiB each, allocated as keys arrive; a drain comes at
+// least every second, when 1000 samples a second per CPU make at most as many keys);
+// samples of new keys past it are dropped and counted.
+const DefaultStackEntries = 1 << 14
 
 // Stack is one key of the stack counts: a thread, its name, and a call chain. User and
 // Kernel are leaf first; they point into a buffer reused from call to call.

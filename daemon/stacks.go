@@ -10,11 +10,13 @@ import (
 )
 
 // maxStacks bounds the distinct (thread, call chain) entries counted per target, and
-// maxThreadNames the thread names kept per target; samples past maxStacks keep their leaf
-// counts but lose their chain, with one warning.
+// maxThreadNames the thread names kept per target; samples past maxStacks (or
+// maxStackFrames) keep their leaf counts but lose their chain, with one warning.
 const (
 	maxStacks      = 1 << 16
 	maxThreadNames = 1 << 16
+	// maxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
+	maxStackFrames = 1 << 20
 )
 
 // kernelMapping is the mapping name of kernel frames.
@@ -46,6 +48,7 @@ type stackCounts struct {
 	entries []stackEntry
 	key     []byte            // stackKey's scratch
 	comms   map[uint32]string // thread names read from /proc, by tid
+	frames  int               // in entries
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
 	warned  bool
@@ -124,10 +127,11 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 		sc.samples += n
 		return true
 	}
-	if len(sc.entries) >= maxStacks {
+	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > maxStackFrames {
 		sc.dropped += n
 		return false
 	}
+	sc.frames += len(frames)
 	if sc.index == nil {
 		sc.index = map[string]int32{}
 	}
@@ -189,7 +193,7 @@ func (sc *stackCounts) threadName(pid, tid uint32) string {
 func (sc *stackCounts) reset() {
 	clear(sc.index)
 	sc.entries = nil
-	sc.samples, sc.dropped = 0, 0
+	sc.samples, sc.dropped, sc.frames = 0, 0, 0
 }
 
 // stackRef is a native frame of a capture's stacks waiting for its name: the frame, and the

@@ -78,6 +78,9 @@ func BenchmarkDaemonCPU(b *testing.B) {
 // PROFD_BENCH_CHUNKS (default 4000, about a second of work on a busy machine) and
 // PROFD_BENCH_HOP (default 20000) tune it.
 //
+// At 999 Hz with one thread it also runs each back end with call stacks (bpf-stacks,
+// ring-stacks) against `perf record -g` (perf-g).
+//
 // The -saturated variants run the work in one thread per CPU, so that the target keeps
 // every CPU busy and whatever CPU the profiler itself spends is taken from the target.
 // The -relay variants run the same work as hops of PROFD_BENCH_HOP loop iterations passed
@@ -144,6 +147,14 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 				{"perf", perfRecord("-e", "cpu-clock", "-F", rate)},
 				{"perf-a", perfRecord("-a", "-e", "cpu-clock", "-F", rate)},
 			}
+			if !v.relay && v.threads == 1 && freq == 999 {
+				// Call stacks: each back end with them against perf record -g.
+				configs = append(configs, config{"bpf-stacks", func() (float64, float64) {
+					return runWorkSampled(b, Config{Backend: BackendBPF, FreqHz: freq, Stacks: true}, work)
+				}}, config{"ring-stacks", func() (float64, float64) {
+					return runWorkSampled(b, Config{Backend: BackendRing, RingMode: RingPerCPU, FreqHz: freq, Stacks: true}, work)
+				}}, config{"perf-g", perfRecord("-g", "-e", "cpu-clock", "-F", rate)})
+			}
 			if v.relay {
 				configs = append(configs, config{"timers", func() (float64, float64) {
 					defer startIdleTimers(b)()
@@ -172,7 +183,8 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 				b.ReportMetric((median(cpu[c.name])/cpuAlone-1)*100, c.name+"-cpu-%")
 				b.ReportMetric((median(wall[c.name])/wallAlone-1)*100, c.name+"-wall-%")
 			}
-			for _, pair := range [][2]string{{"bpf", "perf"}, {"ring", "perf"}, {"perf-a", "perf"}, {"bpf", "perf-a"}, {"bpf", "timers"}} {
+			for _, pair := range [][2]string{{"bpf", "perf"}, {"ring", "perf"}, {"perf-a", "perf"}, {"bpf", "perf-a"}, {"bpf", "timers"},
+				{"bpf-stacks", "perf-g"}, {"ring-stacks", "perf-g"}} {
 				if _, ok := cpu[pair[1]]; !ok {
 					continue
 				}

@@ -144,11 +144,15 @@ func statusKB(b testing.TB, pid int, field string) int {
 
 // BenchmarkDaemonCPUPerSamples measures the profd binary's own CPU time per 1000 samples
 // while it profiles a busy testjit at 999 Hz for 3 s per iteration (SIGUSR1 flushes at both
-// ends of the window; their cost is included).
+// ends of the window; their cost is included), without call stacks and with --stacks.
 func BenchmarkDaemonCPUPerSamples(b *testing.B) {
 	testenv.Requires(b, testenv.Root)
-	for _, backend := range []string{"bpf", "ring"} {
-		b.Run(backend, func(b *testing.B) {
+	for _, run := range []struct {
+		name, backend string
+		stacks        bool
+	}{{"bpf", "bpf", false}, {"bpf-stacks", "bpf", true}, {"ring", "ring", false}, {"ring-stacks", "ring", true}} {
+		backend := run.backend
+		b.Run(run.name, func(b *testing.B) {
 			_, testjit := binaries(b)
 			base := b.TempDir()
 			fifoDir := filepath.Join(base, "fifo")
@@ -158,7 +162,7 @@ func BenchmarkDaemonCPUPerSamples(b *testing.B) {
 			}
 			defer func() { jit.Process.Kill(); jit.Wait() }()
 			p := startBenchProfd(b, "--pid", strconv.Itoa(jit.Process.Pid), "--event", "cpu-clock",
-				"--backend", backend, "--fifo-dir", fifoDir, "--out", base)
+				"--backend", backend, "--fifo-dir", fifoDir, "--out", base, "--stacks="+strconv.FormatBool(run.stacks))
 			p.waitUntil(b, "attach", func(p *benchProfd) bool { return p.attached })
 			// A warm-up window: the first flush that meets samples in a file reads its
 			// symbols once for the run (elfsym's BenchmarkColdFile measures that).

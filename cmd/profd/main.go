@@ -164,7 +164,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s); 0 flushes only on SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (<image>.<ext>: every process of the image profiled in the run, e.g. all backends of a server, exited ones included)")
-	fs.BoolVar(&cfg.Stacks, "stacks", false, "also sample each sample's call chain by frame pointers: pprof profiles get stacks and pid, tid, comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives cut chains; profd says how many)")
+	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
 	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")
 	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
