@@ -56,6 +56,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 	prof := profileio.NewProfile()
 	var st Stats
 	callees := newCalleeIndex(c)
+	sites := stackSites(c)
 	for _, o := range c.Objects {
 		if len(o.Samples) == 0 {
 			continue
@@ -77,7 +78,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) 
 				break
 			}
 			fc.Blocks, fc.Entry = blocks, entry
-			fc.Calls = callees.name(o.Pid, calls)
+			fc.Calls = callees.name(o.Pid, calls, sites[codeOf(o)])
 			st.Reestimated++
 		}
 		for k, part := range splitInlined(fc, opt.Subprograms) {
@@ -171,14 +172,16 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	}
 	var calls []directCall
 	for _, c := range g.Calls {
-		if c.Target != 0 && counts[c.Block] > 0 {
+		if counts[c.Block] > 0 {
 			calls = append(calls, directCall{offset: c.Addr - addr, target: c.Target, count: counts[c.Block]})
 		}
 	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].offset < calls[j].offset })
 	return BlocksFromCFG(g, counts, addr), g.Entry, calls, nil
 }
 
-// directCall is a direct call of a repaired object: where, to what address, how often.
+// directCall is a call of a repaired object: where, to what address (0 for an indirect
+// call), how often.
 type directCall struct {
 	offset, target, count uint64
 }
@@ -198,13 +201,23 @@ func newCalleeIndex(c *profileio.Capture) calleeIndex {
 	return idx
 }
 
-// name turns pid's direct calls into call counts of named callees; calls to code no
-// captured object holds (the runtime's own, or a version of the code not sampled) are left
-// out, as are targets two objects of different names held at different times.
-func (idx calleeIndex) name(pid uint32, calls []directCall) []CallCount {
+// name turns pid's calls (ascending offset) into call counts of named callees. A call whose
+// return address sampled stacks show (sites) has its count split among the callees they
+// show it calling, in proportion to their samples: indirect calls included. Otherwise a
+// direct call names its target from the captured objects; calls to code no captured object
+// holds (the runtime's own, or a version of the code not sampled) are left out, as are
+// targets two objects of different names held at different times.
+func (idx calleeIndex) name(pid uint32, calls []directCall, sites []siteCallee) []CallCount {
 	objs := idx[pid]
 	var out []CallCount
-	for _, c := range calls {
+	for i, c := range calls {
+		if targets := calleesAt(sites, c.offset, calls, i); len(targets) > 0 {
+			out = appendSplit(out, c, targets)
+			continue
+		}
+		if c.target == 0 {
+			continue
+		}
 		i := sort.Search(len(objs), func(i int) bool { return objs[i].Object.Addr > c.target })
 		name := ""
 		for j := i - 1; j >= 0 && objs[j].Object.Addr+objs[j].Object.Size > c.target; j-- {
