@@ -356,3 +356,63 @@ func TestKernelStacks(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepStack profiles a program 10 000 calls deep (frame pointers) on both back ends:
+// its chains are kept to the kernel's 127 frames, marked cut, all named, and the outputs are
+// written.
+func TestDeepStack(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("gcc"))
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "deep.c"), filepath.Join(dir, "deep")
+	prog := `volatile unsigned long sink;
+__attribute__((noinline)) unsigned long down(int n) {
+	if (n == 0) {
+		unsigned long x = 0;
+		for (long i = 0; i < 400000000; i++) x += i * i;
+		return x;
+	}
+	return down(n - 1) + 1;
+}
+int main(void) { sink = down(10000); return 0; }
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []Backend{BackendBPF, BackendRing} {
+		t.Run(string(backend), func(t *testing.T) {
+			d := newDirs(t)
+			deep := startChild(t, nil, bin)
+			r := startRun(t, Config{Pids: []uint32{uint32(deep.pid())}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo,
+				OutDir: d.out, Formats: []Format{FormatCapture, FormatPprof}, Stacks: true})
+			deep.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "deep", deep.pid(), FormatCapture))
+			var deepest int
+			var atDepth, all uint64
+			for _, st := range c.Stacks {
+				all += st.Count
+				deepest = max(deepest, len(st.Frames))
+				if len(st.Frames) >= 127 {
+					atDepth += st.Count
+					if !st.Cut {
+						t.Errorf("a chain of %d frames is not marked cut", len(st.Frames))
+					}
+					for _, f := range st.Frames {
+						if f.Function != "down" && f.Function != "" {
+							t.Fatalf("frame %+v of the recursion not named down", f)
+						}
+					}
+				}
+			}
+			if deepest != 127 || float64(atDepth) < 0.5*float64(all) {
+				t.Errorf("deepest chain %d frames, want 127; %d of %d samples at that depth", deepest, atDepth, all)
+			}
+			if !fileExists(outputPath(d, "deep", deep.pid(), FormatPprof)) {
+				t.Error("no pprof profile")
+			}
+		})
+	}
+}
