@@ -234,9 +234,17 @@ func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitma
 	case err != nil:
 		d.log.Error("profd: flush", "pid", w.pid, "err", err)
 	}
+	var stacked, cut uint64
+	for _, st := range w.capture.Stacks {
+		stacked += st.Count
+		if st.Cut {
+			cut += st.Count
+		}
+	}
 	d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
 		"objects", cst.Objects, "reestimated", cst.Reestimated, "raw_no_code", cst.RawNoCode,
-		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable, "took", time.Since(start))
+		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable,
+		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start))
 	if cst.FirstError != nil {
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
