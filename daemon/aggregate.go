@@ -255,6 +255,7 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 	})
 	w := pending{pid: p.pid, image: p.image, base: p.base, capture: c, final: final}
 	c.Native, w.native = p.native.capture(p.pid)
+	p.stacks.resolve(jit, p.pid)
 	w.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
 	return w
 }

@@ -166,3 +166,35 @@ func BenchmarkResolveUnnamed(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/resolve")
 }
+
+// TestStackFramesNamedLate: a chain whose frames in JIT memory had no code object when it
+// was drained is named in the capture by the code a later record put there before its time.
+func TestStackFramesNamedLate(t *testing.T) {
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	a := newAggregate(jit, nil, nil)
+	pid := uint32(os.Getpid())
+	p := a.proc(pid)
+	base := anonRegion(t)
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{base + 0x10, base + 0x1010},
+		Count: sampler.Count{N: 3, FirstNs: 40_000_000, LastNs: 50_000_000}}})
+	for _, o := range []jitmap.CodeObject{{Name: "callee", Addr: base, Size: 0x100, LoadNs: 25_000_000},
+		{Name: "caller", Addr: base + 0x1000, Size: 0x100, LoadNs: 25_000_000}} {
+		if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := p.capture(jit, profileio.CaptureMeta{}, profileio.CaptureEnd{}, false).capture
+	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 {
+		t.Fatalf("stacks %+v", c.Stacks)
+	}
+	var names []string
+	for _, f := range c.Stacks[0].Frames {
+		if !f.JIT() {
+			t.Fatalf("frame %+v not named", f)
+		}
+		names = append(names, c.Objects[f.Object].Object.Name)
+	}
+	if names[0] != "callee" || names[1] != "caller" || c.Stacks[0].Frames[1].Offset != 0xf {
+		t.Errorf("frames %q, caller at offset %#x", names, c.Stacks[0].Frames[1].Offset)
+	}
+}

@@ -39,6 +39,8 @@ type stackEntry struct {
 	frames    []stackFrame // leaf first; kernel frames first
 	truncated bool         // the sampler cut the chain at its depth limit
 	n         uint64
+	lastNs    int64 // when its last sample was taken
+	unnamed   bool  // a frame in JIT memory had no code object at its drain
 }
 
 // stackCounts counts a target's samples by thread and call chain. It is not safe for
@@ -80,7 +82,7 @@ func (a *aggregate) addStacks(stacks []sampler.StackCount) {
 		if comm == "" {
 			comm = p.stacks.threadName(p.pid, s.TID)
 		}
-		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N) && !p.stacks.warned {
+		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs) && !p.stacks.warned {
 			p.stacks.warned = true
 			a.log.Warn("profd: target's samples fell on more distinct call chains than profd counts; the rest keep their leaf, not their callers",
 				"pid", p.pid, "image", p.image, "max_stacks", maxStacks)
@@ -119,11 +121,13 @@ func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) 
 
 // add counts n samples of thread tid with frames; it reports false when the target has
 // maxStacks entries and this is not one of them.
-func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64) bool {
+func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64) bool {
 	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
 	sc.key = k
 	if i, ok := sc.index[string(k)]; ok {
-		sc.entries[i].n += n
+		e := &sc.entries[i]
+		e.n += n
+		e.lastNs = max(e.lastNs, lastNs)
 		sc.samples += n
 		return true
 	}
@@ -136,8 +140,12 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 		sc.index = map[string]int32{}
 	}
 	sc.index[string(k)] = int32(len(sc.entries))
-	sc.entries = append(sc.entries, stackEntry{tid: tid, comm: comm, frames: append([]stackFrame(nil), frames...),
-		truncated: truncated, n: n})
+	e := stackEntry{tid: tid, comm: comm, frames: append([]stackFrame(nil), frames...), truncated: truncated, n: n,
+		lastNs: lastNs}
+	for _, f := range frames {
+		e.unnamed = e.unnamed || f.mapping == profileio.UnnamedMapping
+	}
+	sc.entries = append(sc.entries, e)
 	sc.samples += n
 	return true
 }
@@ -194,6 +202,31 @@ func (sc *stackCounts) reset() {
 	clear(sc.index)
 	sc.entries = nil
 	sc.samples, sc.dropped, sc.frames = 0, 0, 0
+}
+
+// resolve names again the frames in JIT memory that had no code object when they were
+// drained (a JIT's record that came later, a perf map written at exit), by the code at
+// their address when their chain was last sampled. An entry named this way stays apart from
+// later ones of the same chain named at their drain; outputs merge them by frame.
+func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
+	for i := range sc.entries {
+		e := &sc.entries[i]
+		if !e.unnamed {
+			continue
+		}
+		e.unnamed = false
+		for j := range e.frames {
+			f := &e.frames[j]
+			if f.mapping != profileio.UnnamedMapping {
+				continue
+			}
+			if r := jit.Find(pid, f.addr, e.lastNs); r.Obj != nil {
+				*f = stackFrame{obj: r.Obj, version: r.Version, addr: f.addr, native: -1}
+			} else {
+				e.unnamed = true
+			}
+		}
+	}
 }
 
 // stackRef is a native frame of a capture's stacks waiting for its name: the frame, and the

@@ -99,6 +99,16 @@ func TestStacksLLI(t *testing.T) {
 			if want := jit + outside + c.UnnamedSamples(); inStacks != want {
 				t.Errorf("stacks hold %d samples, the counts %d", inStacks, want)
 			}
+			// Leaves the jitdump named late are named in the stacks too.
+			var unnamedLeaves uint64
+			for _, st := range c.Stacks {
+				if len(st.Frames) > 0 && st.Frames[0].Mapping == profileio.UnnamedMapping {
+					unnamedLeaves += st.Count
+				}
+			}
+			if unnamedLeaves > c.UnnamedSamples()+inStacks/100 {
+				t.Errorf("%d samples' stacks have an unnamed leaf; the counts leave %d unnamed", unnamedLeaves, c.UnnamedSamples())
+			}
 			if inLeaf < 100 || float64(chained) < 0.9*float64(inLeaf) {
 				t.Errorf("%d of %d samples in leaf have the chain leaf, middle, outer, main", chained, inLeaf)
 			}
