@@ -119,8 +119,9 @@ func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) 
 	return f
 }
 
-// add counts n samples of thread tid with frames; it reports false when the target has
-// maxStacks entries and this is not one of them.
+// add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
+// when the target has maxStacks entries (or maxStackFrames frames) and this is not one of
+// them.
 func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64) bool {
 	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
 	sc.key = k
@@ -206,13 +207,18 @@ func (sc *stackCounts) reset() {
 
 // resolve names again the frames in JIT memory that had no code object when they were
 // drained (a JIT's record that came later, a perf map written at exit), by the code at
-// their address when their chain was last sampled. An entry named this way stays apart from
-// later ones of the same chain named at their drain; outputs merge them by frame.
+// their address when their chain was last sampled. An entry named this way leaves the index:
+// later samples of the same addresses, unnamed at their drain, may be of other code, and get
+// an entry of their own; outputs merge entries by frame.
 func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 	for i := range sc.entries {
 		e := &sc.entries[i]
 		if !e.unnamed {
 			continue
+		}
+		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
+		if j, ok := sc.index[string(sc.key)]; ok && int(j) == i {
+			delete(sc.index, string(sc.key))
 		}
 		e.unnamed = false
 		for j := range e.frames {
