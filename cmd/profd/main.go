@@ -115,6 +115,9 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
+With --group-by image: <image>.<ext>, every process of the image profiled in the run.
+The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
+tid, comm and event labels (go tool pprof -tagfocus comm=NAME FILE).
 
 Signals:
   SIGUSR1          flush now (requests during a flush are coalesced into one more)
