@@ -97,14 +97,17 @@ func (s *bpfSampler) isClosed() bool {
 
 func (s *bpfSampler) Drain() (Drained, error) {
 	counts := make(map[Key]Count)
-	err := s.prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) {
-		k := Key{PID: tgid, IP: ip}
-		v := counts[k]
-		v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
-		counts[k] = v
-	})
+	var err error
+	if !s.stacks { // with stacks the program counts by chain only: the counts maps stay empty
+		err = s.prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) {
+			k := Key{PID: tgid, IP: ip}
+			v := counts[k]
+			v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
+			counts[k] = v
+		})
+	}
 	var stacks []StackCount
-	if err == nil && s.stacks {
+	if s.stacks {
 		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
 			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
 				Truncated: st.Truncated}
