@@ -13,7 +13,7 @@ import (
 
 // TestCallSitesDriveClang profiles lli-14 running workloads/callsites.c (frame pointers, no
 // inlining) under --stacks and compiles the same source with clang-14 -O2 and the text
-// profile profd wrote: the hot indirect call through the function table is promoted to its
+// profile profd wrote (and the ext-binary one): the hot indirect call through the function table is promoted to its
 // dominant target and inlined, and the hot direct call to digest, which clang does not
 // inline without a profile, is inlined. The same profile without its call targets does not
 // promote the indirect call: the targets, which only the sampled stacks give, do it.
@@ -29,7 +29,7 @@ func TestCallSitesDriveClang(t *testing.T) {
 	lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, "lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ir, "40000000")
 	pid := lli.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, JitdumpDir: d.jitdump,
-		OutDir: d.out, Formats: []Format{FormatLLVMText, FormatCapture}, Stacks: true})
+		OutDir: d.out, Formats: []Format{FormatLLVMText, FormatLLVMExtBinary, FormatCapture}, Stacks: true})
 	lli.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 	profile := outputPath(d, "lli", pid, FormatLLVMText)
@@ -56,6 +56,11 @@ func TestCallSitesDriveClang(t *testing.T) {
 	with := remarks("-fprofile-sample-use=" + profile)
 	if !regexp.MustCompile(`'op_mix' inlined into 'drive'`).MatchString(with) || !inlined.MatchString(with) {
 		t.Errorf("with profd's profile, clang-14 does not promote the indirect call and inline op_mix and digest into drive:\n%s\nprofile:\n%s", with, text)
+	}
+	// The ext-binary profile says the same.
+	ext := outputPath(d, "lli", pid, FormatLLVMExtBinary)
+	if out := remarks("-fprofile-sample-use=" + ext); !regexp.MustCompile(`'op_mix' inlined into 'drive'`).MatchString(out) || !inlined.MatchString(out) {
+		t.Errorf("with profd's ext-binary profile, clang-14 does not inline op_mix and digest into drive:\n%s", out)
 	}
 	if without := remarks(); promoted.MatchString(without) || inlined.MatchString(without) {
 		t.Errorf("clang-14 inlines op_mix or digest without a profile; the test proves nothing:\n%s", without)
