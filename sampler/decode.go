@@ -92,9 +92,6 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 			user = false
 		case user && len(st.User) < MaxStackFrames:
 			st.User = append(st.User, ip)
-			// The kernel stops at MaxStackFrames (its perf_event_max_stack): a chain that
-			// long was most likely cut.
-			st.Truncated = st.Truncated || len(st.User) == MaxStackFrames
 		case user:
 			st.Truncated = true
 		case !kernelMode || !a.kernel:
@@ -106,6 +103,11 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 	}
 	if len(st.User) == 0 && len(st.Kernel) == 0 {
 		return fmt.Errorf("%w: callchain of %d entries has no frame", ErrBadRecord, nr)
+	}
+	// The kernel stops at MaxStackFrames (its perf_event_max_stack) frames, kernel and user
+	// together: a chain that long was most likely cut.
+	if frames := countFrames(ips, nr); frames >= MaxStackFrames {
+		st.Truncated = true
 	}
 	st.add(1, timeNs, timeNs)
 	if a.stackIndex == nil {
@@ -177,4 +179,15 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 		a.stats.Lost += ne.Uint64(body)
 	}
 	return nil
+}
+
+// countFrames is the number of frames (entries that are not context markers) of a callchain.
+func countFrames(ips []byte, nr int) int {
+	n := 0
+	for i := 0; i < nr; i++ {
+		if binary.NativeEndian.Uint64(ips[8*i:]) < callchainContextMax {
+			n++
+		}
+	}
+	return n
 }

@@ -55,6 +55,19 @@ func TestDecodeCallchain(t *testing.T) {
 		t.Errorf("a second take has stacks: %+v", d2.Stacks)
 	}
 
+	// The kernel's limit covers kernel and user frames together: 4 kernel frames and 123 user
+	// ones fill it, and the chain is marked cut.
+	mixed := []uint64{callchainKernel, 0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030, 0xffffffff81000040, callchainUser}
+	for i := 0; i < MaxStackFrames-4; i++ {
+		mixed = append(mixed, 0x5000+uint64(i))
+	}
+	if err := a.decodeStream(chainRec(10, 11, 0xffffffff81000010, 11, miscKernel, mixed...)); err != nil {
+		t.Fatal(err)
+	}
+	if d := a.take(); len(d.Stacks) != 1 || !d.Stacks[0].Truncated || len(d.Stacks[0].User) != MaxStackFrames-4 {
+		t.Errorf("a chain filling the kernel's limit with kernel and user frames: %+v", d.Stacks)
+	}
+
 	// Without kernel stacks a kernel-mode sample has no stack.
 	a.kernel = false
 	if err := a.decodeStream(chainRec(10, 11, 0xffffffff81000010, 8, miscKernel, callchainKernel, 0xffffffff81000010,

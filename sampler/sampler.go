@@ -134,8 +134,9 @@ type StackCount struct {
 	// Kernel is the kernel call chain, leaf first, for samples in kernel mode with
 	// Config.KernelStacks; else nil.
 	Kernel []uint64
-	// Truncated: the chain reached MaxStackFrames user frames (or maxKernelFrames kernel
-	// ones), where the kernel stops: it was most likely cut there.
+	// Truncated: the chain reached the kernel's depth limit (MaxStackFrames frames; the ring
+	// back end counts kernel and user frames together, the BPF back end each on its own), so
+	// it was most likely cut there.
 	Truncated bool
 	Count
 }
