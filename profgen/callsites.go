@@ -52,8 +52,12 @@ func stackSites(c *profileio.Capture) map[siteCode][]siteCallee {
 	for _, st := range c.Stacks {
 		for i := 1; i < len(st.Frames); i++ {
 			caller, callee := st.Frames[i], st.Frames[i-1]
-			if !caller.JIT() || int(caller.Object) >= len(c.Objects) {
+			if !caller.JIT() || int(caller.Object) >= len(c.Objects) || callee.Mapping == kernelMapping {
+				// A kernel frame interrupted the user frame above it: that one is not a call.
 				continue
+			}
+			if i == 1 && callee.JIT() && int(callee.Object) < len(c.Objects) && outsideFrame(c.Objects[callee.Object].Object.Code, callee.Offset) {
+				continue // the leaf's own frame is not set up: the frame above is its caller's caller
 			}
 			name := callee.Function
 			if callee.JIT() && int(callee.Object) < len(c.Objects) {
@@ -76,6 +80,20 @@ func stackSites(c *profileio.Capture) map[siteCode][]siteCallee {
 		})
 	}
 	return out
+}
+
+// kernelMapping is the mapping of kernel frames in a capture.
+const kernelMapping = "[kernel]"
+
+// outsideFrame reports whether offset off of code is where a function's frame pointer does
+// not name its caller: before `push %rbp; mov %rsp,%rbp` has run at the function's start, or
+// at a `ret` after `pop %rbp` or `leave`. A sample there has its caller's caller as the next
+// frame of its chain (the frame pointer walk skips one), so that pair is no call.
+func outsideFrame(b []byte, off uint64) bool {
+	if len(b) >= 4 && b[0] == 0x55 && b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5 && off < 4 {
+		return true
+	}
+	return off >= 1 && off < uint64(len(b)) && b[off] == 0xc3 && (b[off-1] == 0x5d || b[off-1] == 0xc9)
 }
 
 // calleesAt returns the sites whose frame offset lies in calls[i], the call at off: past

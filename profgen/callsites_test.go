@@ -8,14 +8,17 @@ import (
 	"github.com/profd/profd/profileio"
 )
 
-// TestStackSitesSplitCalls: the (caller, callee) pairs of stacks go to the call whose
-// instruction holds the caller's frame offset, and split its count by their samples; a call
-// no stack shows keeps its static target; a call with neither is left out.
+// TestStackSitesSplitCalls: the (caller, callee) pairs of stacks go to the indirect call whose
+// instruction holds the caller's frame offset, and split its count by their samples, but for
+// kernel frames and leaves sampled outside their own frame; a direct call keeps its static
+// target; a call with neither is left out.
 func TestStackSitesSplitCalls(t *testing.T) {
 	objs := []*profileio.CaptureObject{
 		{ID: 0, Pid: 7, Object: jitmap.CodeObject{Name: "drive", Addr: 0x1000, Size: 0x100}},
 		{ID: 1, Pid: 7, Object: jitmap.CodeObject{Name: "op_mix", Addr: 0x2000, Size: 0x40}},
-		{ID: 2, Pid: 7, Object: jitmap.CodeObject{Name: "op_add", Addr: 0x2040, Size: 0x40}},
+		{ID: 2, Pid: 7, Object: jitmap.CodeObject{Name: "op_add", Addr: 0x2040, Size: 0x40,
+			// push %rbp; mov %rsp,%rbp; ...; pop %rbp; ret
+			Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x90, 0x90, 0x5d, 0xc3}}},
 		// drive again, as a second record of the same code: its frames count for the first.
 		{ID: 3, Pid: 7, Object: jitmap.CodeObject{Name: "drive", Addr: 0x1000, Size: 0x100}},
 	}
@@ -27,6 +30,14 @@ func TestStackSitesSplitCalls(t *testing.T) {
 		{Pid: 7, Count: 1, Frames: []profileio.Frame{frame(2, 8), frame(3, 0x5c)}},
 		{Pid: 7, Count: 5, Frames: []profileio.Frame{{Object: profileio.NoObject, Function: "memcpy"}, frame(0, 0x70)}},
 		{Pid: 7, Count: 3, Frames: []profileio.Frame{{Object: profileio.NoObject}, frame(0, 0x80)}}, // unnamed callee
+		// Not calls: a kernel frame over the instruction it interrupted; op_add sampled
+		// before its frame is set up and at its ret, whose next frames are drive's caller's.
+		{Pid: 7, Count: 50, Frames: []profileio.Frame{{Object: profileio.NoObject, Function: "asm_exc_page_fault", Mapping: "[kernel]"}, frame(0, 0x5c)}},
+		{Pid: 7, Count: 40, Frames: []profileio.Frame{frame(2, 0), frame(0, 0x5c)}},
+		{Pid: 7, Count: 40, Frames: []profileio.Frame{frame(2, 1), frame(0, 0x5c)}},
+		{Pid: 7, Count: 40, Frames: []profileio.Frame{frame(2, 9), frame(0, 0x5c)}},
+		// A direct call keeps its one target whatever a stack says.
+		{Pid: 7, Count: 60, Frames: []profileio.Frame{frame(2, 5), frame(0, 0x66)}},
 	}}
 	sites := stackSites(c)[codeOf(objs[0])]
 	calls := []directCall{

@@ -201,21 +201,20 @@ func newCalleeIndex(c *profileio.Capture) calleeIndex {
 	return idx
 }
 
-// name turns pid's calls (ascending offset) into call counts of named callees. A call whose
-// return address sampled stacks show (sites) has its count split among the callees they
-// show it calling, in proportion to their samples: indirect calls included. Otherwise a
-// direct call names its target from the captured objects; calls to code no captured object
-// holds (the runtime's own, or a version of the code not sampled) are left out, as are
-// targets two objects of different names held at different times.
+// name turns pid's calls (ascending offset) into call counts of named callees. A direct call
+// names its target from the captured objects; an indirect one, or a direct one into code no
+// captured object holds (native code), has its count split among the callees sampled
+// stacks (sites) show it calling, in proportion to their samples. Calls neither names are
+// left out, as are targets two objects of different names held at different times.
 func (idx calleeIndex) name(pid uint32, calls []directCall, sites []siteCallee) []CallCount {
 	objs := idx[pid]
 	var out []CallCount
 	for i, c := range calls {
-		if targets := calleesAt(sites, c.offset, calls, i); len(targets) > 0 {
-			out = appendSplit(out, c, targets)
-			continue
-		}
 		if c.target == 0 {
+			// An indirect call: its targets are what the stacks show it calling.
+			if targets := calleesAt(sites, c.offset, calls, i); len(targets) > 0 {
+				out = appendSplit(out, c, targets)
+			}
 			continue
 		}
 		i := sort.Search(len(objs), func(i int) bool { return objs[i].Object.Addr > c.target })
@@ -227,8 +226,12 @@ func (idx calleeIndex) name(pid uint32, calls []directCall, sites []siteCallee) 
 			}
 			name = objs[j].Object.Name
 		}
-		if name != "" {
+		switch targets := calleesAt(sites, c.offset, calls, i); {
+		case name != "":
+			// A direct call has one target: stacks under it could only add wrong pairs.
 			out = append(out, CallCount{Offset: c.offset, Callee: name, Count: c.count})
+		case len(targets) > 0:
+			out = appendSplit(out, c, targets) // into code no captured object holds (native code)
 		}
 	}
 	return out
