@@ -126,7 +126,8 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 		}
 		// A file's code is named by the file's symbols, as perf does, even where a JIT's
 		// perf map names it too (V8 lists the builtins embedded in node's executable).
-		if _, mp := p.maps.lookupCached(k.IP); mp != nil && isNative(mp) {
+		mapping, mp := p.maps.lookupCached(k.IP)
+		if mp != nil && isNative(mp) {
 			if !a.addNative(p, mp, k.IP, c.N) {
 				p.outside[mp.Path] += c.N // past the cap: by file
 			}
@@ -137,7 +138,9 @@ func (a *aggregate) add(counts map[sampler.Key]sampler.Count) {
 		if left == 0 {
 			continue
 		}
-		mapping, mp := p.maps.lookup(k.IP)
+		if mp == nil {
+			mapping, mp = p.maps.lookup(k.IP) // mapped since the mappings were read, or in none
+		}
 		if jitMemory(mapping) {
 			a.unnamedLastDrain = true
 		}

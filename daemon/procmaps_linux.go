@@ -25,19 +25,18 @@ func (m *procMaps) lookup(ip uint64) (string, *procfs.Mapping) {
 		m.mappings = maps
 		mp, ok = procfs.Find(m.mappings, ip)
 	}
-	switch {
-	case !ok:
-		return "[unknown]", nil
-	case mp.Anonymous():
-		return "[anon]", mp
-	}
-	return mp.Path, mp
+	return mappingName(mp, ok)
 }
 
 // lookupCached is lookup without reading the mappings again: for addresses that may be
 // in no mapping at all.
 func (m *procMaps) lookupCached(ip uint64) (string, *procfs.Mapping) {
-	mp, ok := procfs.Find(m.mappings, ip)
+	return mappingName(procfs.Find(m.mappings, ip))
+}
+
+// mappingName names the mapping mp that Find found (ok): its path, "[anon]", or
+// "[unknown]" and nil when there is none.
+func mappingName(mp *procfs.Mapping, ok bool) (string, *procfs.Mapping) {
 	switch {
 	case !ok:
 		return "[unknown]", nil
