@@ -276,6 +276,29 @@ func (p *perfRun) finish(t testing.TB) {
 	}
 }
 
+// script waits for perf to end and runs perf script with args on its recording, after
+// perf inject --jit (once per recording) when jit is set, which names the code of jitdump
+// files.
+func (p *perfRun) script(t testing.TB, jit bool, args ...string) []byte {
+	t.Helper()
+	p.finish(t)
+	in := p.data
+	if jit {
+		in = p.data + ".jit"
+		if !fileExists(in) {
+			if out, err := exec.Command("perf", "inject", "--jit", "-i", p.data, "-o", in).CombinedOutput(); err != nil {
+				os.Remove(in)
+				t.Fatalf("perf inject --jit: %v\n%s", err, out)
+			}
+		}
+	}
+	out, err := exec.Command("perf", append([]string{"script", "-i", in}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("perf script: %v", err)
+	}
+	return out
+}
+
 // perfSample is one sample of perf script: its time in ns, ip, symbol ("[unknown]" when
 // perf could not name it) and object (the file mapped there, "//anon", a perf map, ...).
 type perfSample struct {
@@ -289,23 +312,11 @@ type perfSample struct {
 // and parentheses; the object comes last, in parentheses.
 var perfScriptLine = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\.(\d+):\s+([0-9a-f]+)\s+(.*)\s+\(([^()]*)\)\s*$`)
 
-// samples runs perf script (after perf inject --jit when jit is set, which names the code
-// of jitdump files) and returns pid's user-space samples.
+// samples runs perf script (see script) and returns pid's user-space samples.
 func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
 	t.Helper()
-	p.finish(t)
-	in := p.data
-	if jit {
-		in = p.data + ".jit"
-		if out, err := exec.Command("perf", "inject", "--jit", "-i", p.data, "-o", in).CombinedOutput(); err != nil {
-			t.Fatalf("perf inject --jit: %v\n%s", err, out)
-		}
-	}
 	// -G: a recording with call chains gives the leaf on the sample's line too.
-	out, err := exec.Command("perf", "script", "-G", "-i", in, "-F", "pid,time,ip,sym,dso", "--ns").Output()
-	if err != nil {
-		t.Fatalf("perf script: %v", err)
-	}
+	out := p.script(t, jit, "-G", "-F", "pid,time,ip,sym,dso", "--ns")
 	var ss []perfSample
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
@@ -349,22 +360,11 @@ var (
 	perfStackHead = regexp.MustCompile(`^\s*(\d+)/(\d+)\s*$`)
 )
 
-// stacks runs perf script on a recording made with -g (after perf inject --jit when jit is
-// set) and returns pid's samples with their call chains.
+// stacks runs perf script (see script) on a recording made with -g and returns pid's samples
+// with their call chains.
 func (p *perfRun) stacks(t testing.TB, pid int, jit bool) []perfStack {
 	t.Helper()
-	p.finish(t)
-	in := p.data
-	if jit {
-		in = p.data + ".jit"
-		if out, err := exec.Command("perf", "inject", "--jit", "-i", p.data, "-o", in).CombinedOutput(); err != nil {
-			t.Fatalf("perf inject --jit: %v\n%s", err, out)
-		}
-	}
-	out, err := exec.Command("perf", "script", "-i", in, "-F", "pid,tid,ip,sym,dso").Output()
-	if err != nil {
-		t.Fatalf("perf script: %v", err)
-	}
+	out := p.script(t, jit, "-F", "pid,tid,ip,sym,dso")
 	var stacks []perfStack
 	ours := false // the current sample is pid's, the last of stacks
 	sc := bufio.NewScanner(bytes.NewReader(out))
