@@ -415,11 +415,7 @@ func (cr *captureReader) nativeSection(d *payloadDecoder) {
 		d.fail("mapping at %#x of %d bytes wraps", m.Start, length)
 	}
 	m.Limit = m.Start + length
-	nnames := d.count(1)
-	names := make([]string, 0, nnames)
-	for i := 0; i < nnames && d.err == nil; i++ {
-		names = append(names, cutName(d.string()))
-	}
+	names := readSectionNames(d)
 	n := d.count(3)
 	if d.err != nil {
 		return
@@ -430,16 +426,13 @@ func (cr *captureReader) nativeSection(d *payloadDecoder) {
 		addr += d.uvarint()
 		fi := d.uvarint()
 		cnt := d.uvarint()
-		if d.err == nil && fi > uint64(len(names)) {
-			d.fail("sample %d: function %d of %d", i, fi, len(names))
+		if d.err == nil && fi >= uint64(len(names)) {
+			d.fail("sample %d: function %d of %d", i, fi, len(names)-1)
 		}
 		if d.err != nil {
 			return
 		}
-		s := NativeSample{Address: addr, Count: cnt}
-		if fi > 0 {
-			s.Function = names[fi-1]
-		}
+		s := NativeSample{Address: addr, Count: cnt, Function: names[fi]}
 		samples = append(samples, s)
 	}
 	k := nativeKey{pid: m.Pid, start: m.Start, file: m.File}

@@ -44,3 +44,46 @@ func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
+
+// sectionNames is a section's table of names (functions, mappings, thread names): each name
+// once, cut to MaxFunctionNameBytes, referred to by a 1-based index; 0 is the empty name.
+type sectionNames struct {
+	index map[string]uint64
+	names []string
+}
+
+// id returns name's index, adding it.
+func (t *sectionNames) id(name string) uint64 {
+	name = cutName(name)
+	if name == "" {
+		return 0
+	}
+	if i, ok := t.index[name]; ok {
+		return i
+	}
+	if t.index == nil {
+		t.index = map[string]uint64{}
+	}
+	t.names = append(t.names, name)
+	t.index[name] = uint64(len(t.names))
+	return uint64(len(t.names))
+}
+
+// appendTo appends the table: a uvarint count, then the names.
+func (t *sectionNames) appendTo(b []byte) []byte {
+	b = appendUvarint(b, uint64(len(t.names)))
+	for _, name := range t.names {
+		b = appendString(b, name)
+	}
+	return b
+}
+
+// readSectionNames reads a table appendTo wrote: the names by index, "" at 0.
+func readSectionNames(d *payloadDecoder) []string {
+	n := d.count(1)
+	names := make([]string, 1, n+1)
+	for i := 0; i < n && d.err == nil; i++ {
+		names = append(names, cutName(d.string()))
+	}
+	return names
+}

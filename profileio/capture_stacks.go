@@ -17,19 +17,8 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 		return err
 	}
 	for len(stacks) > 0 {
-		// Strings first: a section's string table, then its stacks referring to it.
-		index := map[string]uint64{"": 0}
-		var names []string
-		intern := func(s string) uint64 {
-			s = cutName(s)
-			i, ok := index[s]
-			if !ok {
-				names = append(names, s)
-				i = uint64(len(names))
-				index[s] = i
-			}
-			return i
-		}
+		// A section's name table, then its stacks referring to it.
+		var names sectionNames
 		var body []byte
 		n := 0
 		for n < len(stacks) && (n == 0 || len(body) < maxStackSectionBytes) {
@@ -41,7 +30,7 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 			}
 			body = appendUvarint(body, uint64(st.Pid))
 			body = appendUvarint(body, uint64(st.Tid))
-			body = appendUvarint(body, intern(st.Comm))
+			body = appendUvarint(body, names.id(st.Comm))
 			body = appendUvarint(body, flags)
 			body = appendUvarint(body, st.Count)
 			body = appendUvarint(body, uint64(len(frames)))
@@ -57,16 +46,12 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 				}
 				body = appendUvarint(body, 0)
 				body = appendUvarint(body, f.Address)
-				body = appendUvarint(body, intern(f.Function))
-				body = appendUvarint(body, intern(f.Mapping))
+				body = appendUvarint(body, names.id(f.Function))
+				body = appendUvarint(body, names.id(f.Mapping))
 			}
 			n++
 		}
-		b := cw.begin()
-		b = appendUvarint(b, uint64(len(names)))
-		for _, name := range names {
-			b = appendString(b, name)
-		}
+		b := names.appendTo(cw.begin())
 		b = appendUvarint(b, uint64(n))
 		b = append(b, body...)
 		if err := cw.finish(secStacks, b); err != nil {
@@ -79,11 +64,7 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 
 // stacksSection reads a stacks section.
 func (cr *captureReader) stacksSection(d *payloadDecoder) {
-	nnames := d.count(1)
-	names := make([]string, 1, nnames+1)
-	for i := 0; i < nnames && d.err == nil; i++ {
-		names = append(names, cutName(d.string()))
-	}
+	names := readSectionNames(d)
 	name := func() string {
 		i := d.uvarint()
 		if d.err == nil && i >= uint64(len(names)) {

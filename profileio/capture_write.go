@@ -288,24 +288,17 @@ func (cw *CaptureWriter) AddNative(m *NativeMapping) error {
 		b = appendUvarint(b, m.Start)
 		b = appendUvarint(b, m.Limit-m.Start)
 		b = appendUvarint(b, m.Offset)
-		index := map[string]uint64{}
-		var names []string
+		var names sectionNames
 		for _, s := range samples[:n] {
-			if fn := cutName(s.Function); fn != "" && index[fn] == 0 {
-				names = append(names, fn)
-				index[fn] = uint64(len(names))
-			}
+			names.id(s.Function)
 		}
-		b = appendUvarint(b, uint64(len(names)))
-		for _, name := range names {
-			b = appendString(b, name)
-		}
+		b = names.appendTo(b)
 		b = appendUvarint(b, uint64(n))
 		prev := m.Start
 		for _, s := range samples[:n] {
 			b = appendUvarint(b, s.Address-prev)
 			prev = s.Address
-			b = appendUvarint(b, index[cutName(s.Function)])
+			b = appendUvarint(b, names.id(s.Function))
 			b = appendUvarint(b, s.Count)
 		}
 		if err := cw.finish(secNative, b); err != nil {
