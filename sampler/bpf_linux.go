@@ -97,17 +97,10 @@ func (s *bpfSampler) isClosed() bool {
 
 func (s *bpfSampler) Drain() (Drained, error) {
 	counts := make(map[Key]Count)
-	var err error
-	if !s.stacks { // with stacks the program counts by chain only: the counts maps stay empty
-		err = s.prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) {
-			k := Key{PID: tgid, IP: ip}
-			v := counts[k]
-			v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
-			counts[k] = v
-		})
-	}
 	var stacks []StackCount
+	var err error
 	if s.stacks {
+		// The program counts by chain only; the counts are the user-mode leaves.
 		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
 			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
 				Truncated: st.Truncated}
@@ -116,13 +109,13 @@ func (s *bpfSampler) Drain() (Drained, error) {
 			}
 			sc.add(c.N, int64(c.FirstNs), int64(c.LastNs))
 			stacks = append(stacks, sc)
-			if st.KernelMode || len(st.User) == 0 {
-				return // counted as Kernel, not at an address
+			if !st.KernelMode && len(st.User) > 0 { // kernel-mode samples count as Kernel
+				addCount(counts, Key{PID: st.Tgid, IP: st.User[0]}, c.N, int64(c.FirstNs), int64(c.LastNs))
 			}
-			k := Key{PID: st.Tgid, IP: st.User[0]}
-			v := counts[k]
-			v.add(c.N, int64(c.FirstNs), int64(c.LastNs))
-			counts[k] = v
+		})
+	} else {
+		err = s.prog.Drain(func(tgid uint32, ip uint64, c bpf.Count) {
+			addCount(counts, Key{PID: tgid, IP: ip}, c.N, int64(c.FirstNs), int64(c.LastNs))
 		})
 	}
 	if err != nil {

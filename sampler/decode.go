@@ -153,9 +153,7 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 			return nil
 		}
 		k := Key{PID: pid, IP: ip}
-		c := a.counts[k]
-		c.add(1, timeNs, timeNs)
-		a.counts[k] = c
+		addCount(a.counts, k, 1, timeNs, timeNs)
 		a.stats.Samples++
 		if a.keep {
 			if len(a.samples) >= a.maxKept {

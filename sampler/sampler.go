@@ -145,6 +145,13 @@ type StackCount struct {
 // perf_event_max_stack).
 const MaxStackFrames = 127
 
+// addCount counts n more samples of k, taken from firstNs to lastNs.
+func addCount(counts map[Key]Count, k Key, n uint64, firstNs, lastNs int64) {
+	c := counts[k]
+	c.add(n, firstNs, lastNs)
+	counts[k] = c
+}
+
 // Drained is what one Drain hands over.
 type Drained struct {
 	// Counts are the samples in user mode by (process, instruction). With Config.Stacks
