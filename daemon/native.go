@@ -277,7 +277,7 @@ func (d *daemon) nameKernel(stacks []profileio.StackSample) {
 	}
 	for i := range stacks {
 		for j := range stacks[i].Frames {
-			if f := &stacks[i].Frames[j]; f.Mapping == kernelMapping && f.Function == "" {
+			if f := &stacks[i].Frames[j]; f.Mapping == profileio.KernelMapping && f.Function == "" {
 				f.Function, _ = d.kallsyms.Lookup(f.Address)
 			}
 		}

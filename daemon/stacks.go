@@ -19,9 +19,6 @@ const (
 	maxStackFrames = 1 << 20
 )
 
-// kernelMapping is the mapping name of kernel frames.
-const kernelMapping = "[kernel]"
-
 // stackFrame is one frame of a counted call chain, named when it was drained: by the code
 // object at its address then, else by the native mapping or the mapping it is in.
 type stackFrame struct {
@@ -29,7 +26,7 @@ type stackFrame struct {
 	version uint64             // obj's
 	addr    uint64             // in the process: the leaf's instruction, a caller's return address − 1
 	native  int32              // index into the target's native mappings, -1 when none
-	mapping string             // outside JIT and native code: the mapping's name ("[kernel]" for kernel frames)
+	mapping string             // outside JIT and native code: the mapping's name (profileio.KernelMapping for kernel frames)
 }
 
 // stackEntry is the samples of one thread with one call chain.
@@ -69,7 +66,7 @@ func (a *aggregate) addStacks(stacks []sampler.StackCount) {
 		}
 		frames = frames[:0]
 		for _, ip := range s.Kernel {
-			frames = append(frames, stackFrame{addr: ip, native: -1, mapping: kernelMapping})
+			frames = append(frames, stackFrame{addr: ip, native: -1, mapping: profileio.KernelMapping})
 		}
 		for j, ip := range s.User {
 			addr := ip

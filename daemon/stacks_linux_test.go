@@ -335,13 +335,13 @@ func TestKernelStacks(t *testing.T) {
 			vfs := false
 			for _, st := range c.Stacks {
 				all += st.Count
-				if len(st.Frames) == 0 || st.Frames[0].Mapping != kernelMapping {
+				if len(st.Frames) == 0 || st.Frames[0].Mapping != profileio.KernelMapping {
 					continue
 				}
 				inKernel += st.Count
 				last := 0
 				for i, f := range st.Frames {
-					if f.Mapping == kernelMapping {
+					if f.Mapping == profileio.KernelMapping {
 						last = i
 						if f.Function != "" {
 							named += st.Count
@@ -349,7 +349,7 @@ func TestKernelStacks(t *testing.T) {
 						vfs = vfs || strings.HasPrefix(f.Function, "vfs_") || strings.HasPrefix(f.Function, "ksys_")
 					}
 				}
-				if last+1 < len(st.Frames) && st.Frames[last+1].Mapping != kernelMapping {
+				if last+1 < len(st.Frames) && st.Frames[last+1].Mapping != profileio.KernelMapping {
 					withUser += st.Count
 				}
 			}

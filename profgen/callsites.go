@@ -52,7 +52,7 @@ func stackSites(c *profileio.Capture) map[siteCode][]siteCallee {
 	for _, st := range c.Stacks {
 		for i := 1; i < len(st.Frames); i++ {
 			caller, callee := st.Frames[i], st.Frames[i-1]
-			if !caller.JIT() || int(caller.Object) >= len(c.Objects) || callee.Mapping == kernelMapping {
+			if !caller.JIT() || int(caller.Object) >= len(c.Objects) || callee.Mapping == profileio.KernelMapping {
 				// A kernel frame interrupted the user frame above it: that one is not a call.
 				continue
 			}
@@ -81,9 +81,6 @@ func stackSites(c *profileio.Capture) map[siteCode][]siteCallee {
 	}
 	return out
 }
-
-// kernelMapping is the mapping of kernel frames in a capture.
-const kernelMapping = "[kernel]"
 
 // outsideFrame reports whether offset off of code is where a function's frame pointer does
 // not name its caller: before `push %rbp; mov %rsp,%rbp` has run at the function's start, or

@@ -190,6 +190,9 @@ func (c *Capture) UnnamedSamples() uint64 {
 	return n
 }
 
+// KernelMapping is the Frame.Mapping of kernel frames.
+const KernelMapping = "[kernel]"
+
 // UnnamedMapping is the mapping name under which the pprof profile and the reports put a
 // process's unnamed samples in JIT memory.
 const UnnamedMapping = "[unnamed JIT code]"

@@ -121,7 +121,7 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 			m := mk.native
 			enc.mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
 		default:
-			enc.mapping(0, 0, 0, mk.name, "", mk.name == "[kernel]", false)
+			enc.mapping(0, 0, 0, mk.name, "", mk.name == KernelMapping, false)
 		}
 		for _, k := range byMapping[mk] {
 			var id uint64
