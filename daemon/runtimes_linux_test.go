@@ -176,6 +176,28 @@ func javaClasses(t *testing.T) string {
 	return dir
 }
 
+// startJavaProfiled starts java with args (ending in Hot's arguments), perf record and a
+// profd run on it, and lets Hot start its work ("wait") once both are attached: each
+// method's share moves as HotSpot replaces C1's code with C2's, so profilers attached one
+// after the other while it ran would compare different spans.
+func startJavaProfiled(t *testing.T, d dirs, args ...string) (*child, *perfRun, *profdRun) {
+	t.Helper()
+	cmd := exec.Command("java", append(args, "wait")...)
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java := startCmd(t, cmd)
+	perf := startPerf(t, java.pid(), 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "profd to attach", 60*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", java.pid()))
+	})
+	start.Write([]byte{1})
+	start.Close()
+	return java, perf, r
+}
+
 // TestJavaPerfMapAtExit: HotSpot writes /tmp/perf-PID.map only as it exits
 // (-XX:+DumpPerfMapAtExit); every sample profd took while it ran waits unnamed until then
 // and is named at the final flush.
@@ -183,9 +205,7 @@ func TestJavaPerfMapAtExit(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
 	classes := javaClasses(t)
 	d := newDirs(t)
-	java := startChild(t, nil, "java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp", classes, "Hot", "4")
-	perf := startPerf(t, java.pid(), 999)
-	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	java, perf, r := startJavaProfiled(t, d, "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp", classes, "Hot", "4")
 	java.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "java", java.pid())
 	hot := compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, java.pid(), false)))
@@ -202,11 +222,10 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	classes := javaClasses(t)
 	d := newDirs(t)
 	// The first dump comes before sortChunk runs: it names only what ran before.
-	java := startChild(t, nil, "java", "-cp", classes, "Hot", "5")
-	perf := startPerf(t, java.pid(), 999)
-	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	java, perf, r := startJavaProfiled(t, d, "-cp", classes, "Hot", "5")
+	started := time.Now()
 	for _, at := range []time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond} {
-		time.Sleep(at - time.Since(java.started))
+		time.Sleep(at - time.Since(started))
 		jcmdPerfMap(t, java.pid())
 	}
 	java.wait(t, 60*time.Second)

@@ -1,6 +1,9 @@
 // A CPU-bound Java workload for profd's tests: three methods of different cost, called in a
 // loop for the number of seconds given (default 3). HotSpot compiles them with C1 and C2;
-// -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map.
+// -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map. With a
+// second argument "wait" it starts only once a byte arrives on stdin, so that profilers
+// attached one after the other sample the same span (the methods' shares change as HotSpot
+// moves them from C1's code to C2's).
 public class Hot {
     static int mixInts(int n) {
         int h = 0x12345678;
@@ -28,6 +31,9 @@ public class Hot {
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
+        if (args.length > 1 && args[1].equals("wait")) {
+            System.in.read();
+        }
         long end = System.nanoTime() + (long) (seconds * 1e9);
         long acc = 0;
         while (System.nanoTime() < end) {
