@@ -18,6 +18,7 @@ type Config struct {
 	NoIndirect           bool   // leave indirect jumps' targets unreachable
 	NoPool               bool   // repair each block's own sample average, not its equivalence class's
 	Blocks               bool   // print every block's shares
+	Insts                bool   // with Blocks, every instruction's samples
 }
 
 // Validate rejects what cannot run.

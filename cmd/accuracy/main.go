@@ -30,6 +30,7 @@ func main() {
 	flag.BoolVar(&cfg.Repair.PerInstruction, "per-inst", false, "multiply each block's increase and decrease costs by its instruction count")
 	flag.BoolVar(&cfg.PerFunction, "v", false, "also print a row per function")
 	flag.BoolVar(&cfg.Blocks, "blocks", false, "print each block's exact, raw and repaired shares")
+	flag.BoolVar(&cfg.Insts, "insts", false, "with -blocks, also each instruction's samples and disassembly (where a stall's samples land)")
 	flag.BoolVar(&cfg.NoPool, "no-pool", false, "repair each block's own samples per instruction, not its equivalence class's (blocks that always run equally often)")
 	flag.BoolVar(&cfg.NoIndirect, "no-indirect", false, "do not link indirect jumps to the blocks only they reach")
 	flag.StringVar(&cfg.IRDir, "profi", "", "directory of the workloads' IR (NAME.ll): also run LLVM's profi (opt-14) on the raw sample profile and compare on the blocks that map")

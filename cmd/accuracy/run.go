@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"github.com/profd/profd/accuracy/compare"
 	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Run scores every workload and prints the table.
@@ -108,7 +111,29 @@ func dumpBlocks(w io.Writer, funcs []compare.Function, cfg Config) {
 			}
 			fmt.Fprintf(w, "  %#5x-%#5x %2d insts  exact %.4f  raw %.4f (%6.1f)  repaired %.4f\n", bl.Start, bl.End, len(bl.Insts),
 				f.TrueBlocks[b]/ts, raw.Blocks[b]/rs, raw.Blocks[b], rep.Blocks[b]/ps)
+			if cfg.Insts {
+				dumpInsts(w, f, bl)
+			}
 		}
+	}
+}
+
+// dumpInsts prints each instruction of block bl with its samples: where in a block the
+// samples land (the instruction after a load that missed the cache, after a mispredicted
+// branch) shows why a block's samples per instruction misstate how often it ran.
+func dumpInsts(w io.Writer, f *compare.Function, bl cfg.Block) {
+	for k, a := range bl.Insts {
+		end := bl.End
+		if k+1 < len(bl.Insts) {
+			end = bl.Insts[k+1]
+		}
+		text := "(not decodable)"
+		if end <= uint64(len(f.Sampled.Code)) {
+			if in, err := x86asm.Decode(f.Sampled.Code[a:end], 64); err == nil {
+				text = x86asm.IntelSyntax(in, a, nil)
+			}
+		}
+		fmt.Fprintf(w, "        %#5x %6d  %s\n", a, f.Samples[a], text)
 	}
 }
 

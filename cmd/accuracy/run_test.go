@@ -69,3 +69,20 @@ func TestRun(t *testing.T) {
 		t.Error("missing workload: no error")
 	}
 }
+
+// TestRunInsts: -blocks -insts prints each instruction of the fixture's loop with its own
+// samples, disassembled.
+func TestRunInsts(t *testing.T) {
+	dir := t.TempDir()
+	writeFixture(t, dir)
+	var out bytes.Buffer
+	cfg := Config{ExactDir: dir, SampledDir: dir, Workloads: []string{"w"}, Blocks: true, Insts: true}
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0x2     30  inc eax", "0x4      3  cmp eax, 0xa", "0x9      1  ret"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no line %q in:\n%s", want, out.String())
+		}
+	}
+}
