@@ -221,7 +221,8 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("jcmd"))
 	classes := javaClasses(t)
 	d := newDirs(t)
-	// The first dump comes before sortChunk runs: it names only what ran before.
+	// The first dump names what HotSpot had compiled by then; the second, what it compiled
+	// since as well.
 	java, perf, r := startJavaProfiled(t, d, "-cp", classes, "Hot", "5")
 	started := time.Now()
 	for _, at := range []time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond} {

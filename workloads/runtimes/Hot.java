@@ -3,7 +3,10 @@
 // -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map. With a
 // second argument "wait" it starts only once a byte arrives on stdin, so that profilers
 // attached one after the other sample the same span (the methods' shares change as HotSpot
-// moves them from C1's code to C2's).
+// moves them from C1's code to C2's). Each method runs 25 times in a row: one call takes
+// about a millisecond, and a program that moved from one to the next every millisecond or
+// so would keep step with a sampler firing every 1.001 ms (999 Hz), which then sees mostly
+// one phase of it.
 public class Hot {
     static int mixInts(int n) {
         int h = 0x12345678;
@@ -37,9 +40,9 @@ public class Hot {
         long end = System.nanoTime() + (long) (seconds * 1e9);
         long acc = 0;
         while (System.nanoTime() < end) {
-            acc ^= mixInts(300000);
-            acc ^= sumSquares(150000);
-            acc ^= sortChunk(2000);
+            for (int k = 0; k < 25; k++) acc ^= mixInts(300000);
+            for (int k = 0; k < 25; k++) acc ^= sumSquares(150000);
+            for (int k = 0; k < 25; k++) acc ^= sortChunk(2000);
         }
         System.out.println("done " + acc);
     }

@@ -1,6 +1,10 @@
 // A CPU-bound JavaScript workload for profd's tests: three functions of different cost,
 // called in a loop for the number of seconds given (default 3). V8 compiles them with its
 // optimising JIT; node --perf-basic-prof or --perf-prof tells perf (and profd) their names.
+// Each function runs 25 times in a row: one call takes about a millisecond, and a program
+// that moved from one to the next every millisecond or so would keep step with a sampler
+// firing every 1.001 ms (999 Hz), which then sees mostly one phase of it, and two samplers
+// started apart see different ones.
 'use strict';
 
 function mixInts(n) {
@@ -31,8 +35,8 @@ const seconds = Number(process.argv[2] || 3);
 const end = Date.now() + seconds * 1000;
 let acc = 0;
 while (Date.now() < end) {
-  acc ^= mixInts(300000);
-  acc ^= sumSquares(150000);
-  acc ^= sortChunk(2000);
+  for (let k = 0; k < 25; k++) acc ^= mixInts(300000);
+  for (let k = 0; k < 25; k++) acc ^= sumSquares(150000);
+  for (let k = 0; k < 25; k++) acc ^= sortChunk(2000);
 }
 console.log('done', acc);
