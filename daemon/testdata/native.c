@@ -1,8 +1,9 @@
 /* A native workload for profd's native-symbol test: three hot functions, two in the PIE
- * executable (one static) and one in a shared library, in fine interleaved rounds so that
- * two samplers running at once see the same mix. It starts when a byte (or the end) comes
- * on stdin, so that the samplers can attach first, and runs for argv[1] seconds of CPU
- * time. */
+ * executable (one static) and one in a shared library, each called 40 times in a row, tens
+ * of milliseconds: a loop that moved from one to the next about every millisecond would
+ * keep step with a sampler firing every 1.001 ms (999 Hz), and two samplers started apart
+ * would see different phases of it. It starts when a byte (or the end) comes on stdin, so
+ * that the samplers can attach first, and runs for argv[1] seconds of CPU time. */
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,9 +35,12 @@ int main(int argc, char **argv) {
 		return 1;
 	seconds += cpu_seconds();
 	while (cpu_seconds() < seconds) {
-		native_hot(300000);
-		native_warm(150000);
-		sink += native_lib_spin(60000);
+		for (int k = 0; k < 40; k++)
+			native_hot(300000);
+		for (int k = 0; k < 40; k++)
+			native_warm(150000);
+		for (int k = 0; k < 40; k++)
+			sink += native_lib_spin(60000);
 	}
 	return 0;
 }
