@@ -50,6 +50,7 @@ type Config struct {
 	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
 	FreqHz        uint64   // samples per second; exclusive with PeriodEvents; both 0: 999 Hz
 	PeriodEvents  uint64   // sample every N events; exclusive with FreqHz
+	FixedInterval bool     // a timer event keeps one interval, as perf's does (see sampler.JitterEvery)
 	Backend       Backend
 	OutDir        string
 	Formats       []Format

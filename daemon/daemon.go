@@ -225,7 +225,7 @@ func (d *daemon) open(ctx context.Context) error {
 		backend = sampler.BackendRing
 	}
 	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
-		Period: d.cfg.PeriodEvents, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log,
+		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log,
 		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -20,11 +20,17 @@ type bpfSampler struct {
 	choice EventChoice
 	log    *slog.Logger
 
-	stacks bool       // the program counts by call chain: Drain derives the counts from the stacks
-	mu     sync.Mutex // guards events and closed
+	stacks bool // the program counts by call chain: Drain derives the counts from the stacks
+	cfg    Config
+	spec   eventSpec
+	mu     sync.Mutex // guards events, closed and started
 	prog   *bpf.Program
 	events []*perf.Event
 	closed bool
+
+	started bool
+	cancel  context.CancelFunc // stops the interval jitter
+	wg      sync.WaitGroup
 }
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
@@ -33,7 +39,7 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
-	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks}
+	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, cfg: cfg, spec: spec, cancel: func() {}}
 	cpus, err := onlineCPUs()
 	if err != nil {
 		s.Close()
@@ -54,18 +60,25 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	return s, nil
 }
 
-// Start enables the events. The BPF back end has no goroutine, so ctx is not kept.
+// Start enables the events and, for a timer event, starts varying their intervals (see
+// JitterEvery) until ctx is done or Close.
 func (s *bpfSampler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
+	if s.started {
+		return nil
+	}
 	for i, ev := range s.events {
 		if err := ev.Enable(); err != nil {
 			return fmt.Errorf("sampler: enable event %d: %w", i, err)
 		}
 	}
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	startJitter(ctx, &s.wg, s.cfg, s.spec, &s.mu, func() []*perf.Event { return s.events })
 	return nil
 }
 
@@ -143,6 +156,11 @@ func (s *bpfSampler) Event() EventChoice { return s.choice }
 func (s *bpfSampler) Backend() Backend   { return BackendBPF }
 
 func (s *bpfSampler) Close() error {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
+	cancel()
+	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -155,6 +155,9 @@ func (s *ringSampler) Start(ctx context.Context) error {
 	s.cancel = func() { cancel(); s.waiter.stop(); stop() }
 	s.wg.Add(1)
 	go s.readLoop(ctx)
+	if s.mode == RingPerCPU {
+		startJitter(ctx, &s.wg, s.cfg, s.spec, &s.mu, func() []*perf.Event { return s.cpuRings })
+	}
 	return nil
 }
 

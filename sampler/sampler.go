@@ -83,7 +83,10 @@ type Config struct {
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
 	Stacks        bool          // also count each sample's thread and call chain (Drained.Stacks)
 	KernelStacks  bool          // with Stacks and IncludeKernel: kernel frames of kernel-mode samples
-	Logger        *slog.Logger  // default: discard
+	// FixedInterval keeps a timer event's (cpu-clock, task-clock) interval fixed, as perf
+	// does, instead of varying it (see JitterEvery).
+	FixedInterval bool
+	Logger        *slog.Logger // default: discard
 }
 
 // Key identifies what a count is of.

@@ -154,6 +154,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.BoolVar(&cfg.StrictEvent, "strict-event", false, "fail instead of falling back to cpu-clock when --event is unavailable")
 	fs.Uint64Var(&cfg.FreqHz, "freq", 0, "samples per second per CPU (`HZ`; default 999)")
 	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions)")
+	fs.BoolVar(&cfg.FixedInterval, "fixed-interval", false, "keep cpu-clock's and task-clock's interval fixed, as perf does; by default profd draws a new one every 200 ms, its rate within ±25 % of --freq (the mean rate stays --freq), so that a program whose phases change on the sampler's rhythm is not seen in some phases only")
 	fs.StringVar((*string)(&cfg.Backend), "backend", "auto", "how samples are collected: auto (BPF where it loads, else perf ring buffers), bpf (counted in the kernel) or ring (perf ring buffers read by profd)")
 	fs.StringVar(&cfg.OutDir, "out", ".", "`DIR` for the profiles, named <image>-<pid>.<ext>")
 	fs.Func("format", "outputs to write, comma-separated (`LIST`): llvm-text, llvm-extbinary, pprof, capture (default all)", func(s string) error {
