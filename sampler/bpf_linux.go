@@ -158,6 +158,7 @@ func (s *bpfSampler) Backend() Backend   { return BackendBPF }
 func (s *bpfSampler) Close() error {
 	s.mu.Lock()
 	cancel := s.cancel
+	s.started = true // a Start racing with Close starts no jitter after the Wait below
 	s.mu.Unlock()
 	cancel()
 	s.wg.Wait()
