@@ -20,13 +20,12 @@ type bpfSampler struct {
 	choice EventChoice
 	log    *slog.Logger
 
-	stacks bool // the program counts by call chain: Drain derives the counts from the stacks
-	cfg    Config
-	spec   eventSpec
-	mu     sync.Mutex // guards events, closed and started
-	prog   *bpf.Program
-	events []*perf.Event
-	closed bool
+	stacks   bool       // the program counts by call chain: Drain derives the counts from the stacks
+	jitterHz float64    // the rate the events' intervals vary around; 0: fixed (see JitterEvery)
+	mu       sync.Mutex // guards events, closed and started
+	prog     *bpf.Program
+	events   []*perf.Event
+	closed   bool
 
 	started bool
 	cancel  context.CancelFunc // stops the interval jitter
@@ -39,7 +38,7 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
-	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, cfg: cfg, spec: spec, cancel: func() {}}
+	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, jitterHz: jitterHz(cfg, spec), cancel: func() {}}
 	cpus, err := onlineCPUs()
 	if err != nil {
 		s.Close()
@@ -78,7 +77,7 @@ func (s *bpfSampler) Start(ctx context.Context) error {
 	}
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
-	startJitter(ctx, &s.wg, s.cfg, s.spec, &s.mu, func() []*perf.Event { return s.events })
+	startJitter(ctx, &s.wg, s.jitterHz, s.log, &s.mu, func() []*perf.Event { return s.events })
 	return nil
 }
 

@@ -88,13 +88,12 @@ func (j *jitter) run(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // startJitter starts varying, until ctx is done, the intervals of the events events returns
-// (called with mu held) when cfg and spec call for it; wg counts the goroutine.
-func startJitter(ctx context.Context, wg *sync.WaitGroup, cfg Config, spec eventSpec, mu *sync.Mutex, events func() []*perf.Event) {
-	hz := jitterHz(cfg, spec)
+// (called with mu held) around hz (jitterHz; 0 starts nothing); wg counts the goroutine.
+func startJitter(ctx context.Context, wg *sync.WaitGroup, hz float64, log *slog.Logger, mu *sync.Mutex, events func() []*perf.Event) {
 	if hz == 0 {
 		return
 	}
-	j := &jitter{hz: hz, mu: mu, events: events, log: cfg.Logger, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	j := &jitter{hz: hz, mu: mu, events: events, log: log, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 	wg.Add(1)
 	go j.run(ctx, wg)
 }

@@ -156,7 +156,7 @@ func (s *ringSampler) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.readLoop(ctx)
 	if s.mode == RingPerCPU {
-		startJitter(ctx, &s.wg, s.cfg, s.spec, &s.mu, func() []*perf.Event { return s.cpuRings })
+		startJitter(ctx, &s.wg, jitterHz(s.cfg, s.spec), s.log, &s.mu, func() []*perf.Event { return s.cpuRings })
 	}
 	return nil
 }
