@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
@@ -229,7 +230,7 @@ func (p *procCounts) capture(jit *jitmap.Map, meta profileio.CaptureMeta, end pr
 		End:       &end,
 	}
 	sampled := make(map[uint64]*profileio.CaptureObject) // by version
-	p.named.each(func(o *jitmap.CodeObject, samples []profileio.OffsetCount) {
+	p.named.each(func(o *codeobj.Object, samples []profileio.OffsetCount) {
 		sampled[o.Version] = &profileio.CaptureObject{Pid: p.pid, Object: *o, Samples: samples}
 	})
 	for _, o := range jit.Objects(p.pid) {

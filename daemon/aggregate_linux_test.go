@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
@@ -34,7 +35,7 @@ func newTestAggregate(t *testing.T) (*aggregate, *jitmap.Map, uint32) {
 
 func samplesOf(p *procCounts) map[string]uint64 {
 	out := map[string]uint64{}
-	p.named.each(func(o *jitmap.CodeObject, samples []profileio.OffsetCount) {
+	p.named.each(func(o *codeobj.Object, samples []profileio.OffsetCount) {
 		for _, s := range samples {
 			out[o.Name] += s.Count
 		}
@@ -57,8 +58,8 @@ func TestLateMapWithAddressReuse(t *testing.T) {
 	}
 	// The late records: first at ip until 1.5 ms, second from then on.
 	for _, ev := range []jitmap.Event{
-		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "first", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}},
-		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "second", Addr: ip - 0x80, Size: 0x200, LoadNs: 1_500_000}},
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "first", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}},
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "second", Addr: ip - 0x80, Size: 0x200, LoadNs: 1_500_000}},
 	} {
 		if err := jit.Apply(ev); err != nil {
 			t.Fatal(err)
@@ -76,9 +77,9 @@ func TestCountSplitAtCodeChange(t *testing.T) {
 	a, jit, pid := newTestAggregate(t)
 	ip := anonRegion(t)
 	for _, ev := range []jitmap.Event{
-		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "before", Addr: ip, Size: 0x100, LoadNs: 1}},
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "before", Addr: ip, Size: 0x100, LoadNs: 1}},
 		&jitmap.CodeUnload{Pid: pid, Addr: ip, TimeNs: 4_000},
-		&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "after", Addr: ip, Size: 0x100, LoadNs: 4_000}},
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "after", Addr: ip, Size: 0x100, LoadNs: 4_000}},
 	} {
 		if err := jit.Apply(ev); err != nil {
 			t.Fatal(err)
@@ -92,7 +93,7 @@ func TestCountSplitAtCodeChange(t *testing.T) {
 	// part before stays unnamed, the rest is named.
 	// (Unnamed samples keep their times to the millisecond.)
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip + 0x1008}: {N: 10, FirstNs: 20_000_000, LastNs: 30_000_000}})
-	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "late", Addr: ip + 0x1000, Size: 0x100, LoadNs: 25_000_000}}); err != nil {
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: ip + 0x1000, Size: 0x100, LoadNs: 25_000_000}}); err != nil {
 		t.Fatal(err)
 	}
 	a.resolve(a.procs[pid], true)
@@ -152,7 +153,7 @@ func BenchmarkResolveUnnamed(b *testing.B) {
 			held += cap(c.entries) * 16
 		}
 		for o := 0; o < objects; o++ {
-			jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "f", Addr: base + uint64(o*64), Size: 64, LoadNs: 1}})
+			jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: base + uint64(o*64), Size: 64, LoadNs: 1}})
 		}
 		runtime.GC() // the set-up's garbage is not the resolve's
 		b.StartTimer()
@@ -177,7 +178,7 @@ func TestStackFramesNamedLate(t *testing.T) {
 	base := anonRegion(t)
 	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{base + 0x10, base + 0x1010},
 		Count: sampler.Count{N: 3, FirstNs: 40_000_000, LastNs: 50_000_000}}})
-	for _, o := range []jitmap.CodeObject{{Name: "callee", Addr: base, Size: 0x100, LoadNs: 25_000_000},
+	for _, o := range []codeobj.Object{{Name: "callee", Addr: base, Size: 0x100, LoadNs: 25_000_000},
 		{Name: "caller", Addr: base + 0x1000, Size: 0x100, LoadNs: 25_000_000}} {
 		if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: o}); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package daemon
 import (
 	"slices"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 )
@@ -19,12 +20,12 @@ const (
 // before they are read, so that naming a million samples at once costs a sort, not a
 // million map updates. It is not safe for concurrent use.
 type sampleCounts struct {
-	sorted []keyCount                    // ascending unique keys
-	log    []keyCount                    // since the last compaction
-	objs   map[uint64]*jitmap.CodeObject // by version: every object with samples
-	seen   versionSet                    // the versions in objs, told without a map lookup
-	named  uint64                        // samples in all
-	spare  []keyCount                    // the radix sort's scratch
+	sorted []keyCount                 // ascending unique keys
+	log    []keyCount                 // since the last compaction
+	objs   map[uint64]*codeobj.Object // by version: every object with samples
+	seen   versionSet                 // the versions in objs, told without a map lookup
+	named  uint64                     // samples in all
+	spare  []keyCount                 // the radix sort's scratch
 }
 
 type keyCount struct{ key, n uint64 }
@@ -39,7 +40,7 @@ func (c *sampleCounts) add(r jitmap.Ref, off, n uint64) bool {
 	}
 	if c.seen.insert(r.Version) {
 		if c.objs == nil {
-			c.objs = make(map[uint64]*jitmap.CodeObject)
+			c.objs = make(map[uint64]*codeobj.Object)
 		}
 		c.objs[r.Version] = r.Obj
 	}
@@ -87,7 +88,7 @@ func (c *sampleCounts) compact() {
 }
 
 // each calls fn for every object with samples, with its samples by offset, ascending.
-func (c *sampleCounts) each(fn func(o *jitmap.CodeObject, samples []profileio.OffsetCount)) {
+func (c *sampleCounts) each(fn func(o *codeobj.Object, samples []profileio.OffsetCount)) {
 	c.compact()
 	for i := 0; i < len(c.sorted); {
 		v := c.sorted[i].key >> 32

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/kallsyms"
@@ -443,7 +444,7 @@ const maxPendingFlushRequests = 64
 // records before it in its stream are applied by then. Only a FIFO is a channel to profd:
 // a request in a jitdump file is not. Callers hold d.mu.
 func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
-	if b.Source != jitmap.SourceFIFO {
+	if b.Source != codeobj.SourceFIFO {
 		d.log.Debug("profd: flush request outside the FIFO ignored", "pid", b.Pid, "stream", b.Stream)
 		return
 	}

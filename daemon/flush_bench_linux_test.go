@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -79,13 +80,13 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	addr := uint64(0x7f0000000000)
 	for i := 0; i < nFuncs; i++ {
 		code, insns := emitFunction(4 + i%13)
-		lines := []jitmap.LineEntry{
+		lines := []codeobj.LineEntry{
 			{Addr: addr, File: "bench.c", Line: 10},
 			{Addr: addr + insns[3], File: "bench.c", Line: 11},
 			{Addr: addr + insns[len(insns)-4], File: "bench.c", Line: 12},
 			{Addr: addr + insns[len(insns)-1], File: "bench.c", Line: 13},
 		}
-		err := d.jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "fn" + itoa(i), Addr: addr,
+		err := d.jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "fn" + itoa(i), Addr: addr,
 			Size: uint64(len(code)), Code: code, Lines: lines, LoadNs: 1, CodeIndex: uint64(i + 1)}})
 		if err != nil {
 			b.Fatal(err)

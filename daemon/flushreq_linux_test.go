@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 )
@@ -34,7 +35,7 @@ func TestFlushRequests(t *testing.T) {
 	j := openJITEnd(t, d.fifo, pid)
 
 	// A load, then a request for the capture only: the capture holds the load.
-	if err := j.w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{Name: "asked_for",
+	if err := j.w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: "asked_for",
 		Addr: 0x7e0000001000, Size: 2, Code: []byte{0x90, 0xc3}, LoadNs: 1, CodeIndex: 1}}); err != nil {
 		t.Fatal(err)
 	}

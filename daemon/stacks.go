@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/binary"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
@@ -22,11 +23,11 @@ const (
 // stackFrame is one frame of a counted call chain, named when it was drained: by the code
 // object at its address then, else by the native mapping or the mapping it is in.
 type stackFrame struct {
-	obj     *jitmap.CodeObject // JIT code, else nil
-	version uint64             // obj's
-	addr    uint64             // in the process: the leaf's instruction, a caller's return address − 1
-	native  int32              // index into the target's native mappings, -1 when none
-	mapping string             // outside JIT and native code: the mapping's name (profileio.KernelMapping for kernel frames)
+	obj     *codeobj.Object // JIT code, else nil
+	version uint64          // obj's
+	addr    uint64          // in the process: the leaf's instruction, a caller's return address − 1
+	native  int32           // index into the target's native mappings, -1 when none
+	mapping string          // outside JIT and native code: the mapping's name (profileio.KernelMapping for kernel frames)
 }
 
 // stackEntry is the samples of one thread with one call chain.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -20,7 +21,7 @@ func BenchmarkMapLookup(b *testing.B) {
 	for i := range n {
 		// Descending addresses, as mmap hands them out, with gaps.
 		addrs[i] = 0x7f0000000000 - uint64(i)*0x400
-		if err := m.Apply(&jitmap.CodeLoad{Pid: 1, Object: jitmap.CodeObject{Name: "f", Addr: addrs[i], Size: 0x100 + uint64(rng.IntN(0x200)), LoadNs: int64(i + 1)}}); err != nil {
+		if err := m.Apply(&jitmap.CodeLoad{Pid: 1, Object: codeobj.Object{Name: "f", Addr: addrs[i], Size: 0x100 + uint64(rng.IntN(0x200)), LoadNs: int64(i + 1)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -55,11 +56,11 @@ func jitdumpBenchStream(b *testing.B, n int) []byte {
 	code := make([]byte, 200)
 	for i := range n {
 		addr := 0x7f0000000000 + uint64(i)*0x100
-		lines := make([]jitmap.LineEntry, 12)
+		lines := make([]codeobj.LineEntry, 12)
 		for j := range lines {
-			lines[j] = jitmap.LineEntry{Addr: addr + uint64(j*16), File: "/src/module/file.c", Line: uint32(10 + j)}
+			lines[j] = codeobj.LineEntry{Addr: addr + uint64(j*16), File: "/src/module/file.c", Line: uint32(10 + j)}
 		}
-		err := w.CodeLoad(&jitmap.CodeLoad{Pid: 1, Tid: 1, Object: jitmap.CodeObject{
+		err := w.CodeLoad(&jitmap.CodeLoad{Pid: 1, Tid: 1, Object: codeobj.Object{
 			Name: fmt.Sprintf("function_%d", i), Addr: addr, Size: uint64(len(code)), Code: code,
 			Lines: lines, LoadNs: int64(i + 1), CodeIndex: uint64(i + 1),
 		}})
@@ -76,7 +77,7 @@ func BenchmarkJitdumpDecode(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
+		d := jitmap.NewDecoder(1, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 		events := 0
 		for p := stream; len(p) > 0; {
 			k := min(len(p), 64<<10)
@@ -104,7 +105,7 @@ func BenchmarkPerfMapDecode(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
+		d := jitmap.NewDecoder(1, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 		events := 0
 		for p := stream; len(p) > 0; {
 			k := min(len(p), 64<<10)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // ErrBadDebugObject: a JIT debug object (the in-memory ELF a JIT registers with the GDB JIT
@@ -27,8 +29,8 @@ var debugSections = []string{
 
 // DebugInfo is what profd reads from a JIT debug object.
 type DebugInfo struct {
-	Lines       []LineEntry     // sorted by address, end-of-sequence rows left out
-	Subprograms []SubprogramRow // functions with code, ascending LowPC
+	Lines       []codeobj.LineEntry // sorted by address, end-of-sequence rows left out
+	Subprograms []SubprogramRow     // functions with code, ascending LowPC
 }
 
 // SubprogramRow is a DWARF subprogram with code: its first address and the line it is
@@ -192,7 +194,7 @@ func unitSubprograms(info *DebugInfo, r *dwarf.Reader, next func() (*dwarf.Entry
 }
 
 // appendLineRows appends the rows of one unit's line program, end-of-sequence rows left out.
-func appendLineRows(rows []LineEntry, lr *dwarf.LineReader, unit dwarf.Offset, maxRows int) ([]LineEntry, error) {
+func appendLineRows(rows []codeobj.LineEntry, lr *dwarf.LineReader, unit dwarf.Offset, maxRows int) ([]codeobj.LineEntry, error) {
 	var le dwarf.LineEntry
 	for {
 		err := lr.Next(&le)
@@ -212,7 +214,7 @@ func appendLineRows(rows []LineEntry, lr *dwarf.LineReader, unit dwarf.Offset, m
 		if le.File != nil {
 			file = le.File.Name
 		}
-		rows = append(rows, LineEntry{Addr: le.Address, File: file, Line: clampLine(le.Line),
+		rows = append(rows, codeobj.LineEntry{Addr: le.Address, File: file, Line: clampLine(le.Line),
 			Discriminator: clampLine(le.Discriminator)})
 	}
 }

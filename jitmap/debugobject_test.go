@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 
 	"github.com/profd/profd/internal/testenv"
@@ -25,13 +26,13 @@ const mcjitDebugObject = "testdata/matmul-mcjit-debug.o"
 
 // dwarfdumpRows parses llvm-dwarfdump-14 --debug-line: the rows (address, line,
 // discriminator) as LLVM itself reads the object, end_sequence rows left out.
-func dwarfdumpRows(t *testing.T, path string) []jitmap.LineEntry {
+func dwarfdumpRows(t *testing.T, path string) []codeobj.LineEntry {
 	t.Helper()
 	out, err := exec.Command("llvm-dwarfdump-14", "--debug-line", path).Output()
 	if err != nil {
 		t.Fatalf("llvm-dwarfdump-14: %v", err)
 	}
-	var rows []jitmap.LineEntry
+	var rows []codeobj.LineEntry
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -44,12 +45,12 @@ func dwarfdumpRows(t *testing.T, path string) []jitmap.LineEntry {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		rows = append(rows, jitmap.LineEntry{Addr: addr, Line: uint32(line), Discriminator: uint32(disc)})
+		rows = append(rows, codeobj.LineEntry{Addr: addr, Line: uint32(line), Discriminator: uint32(disc)})
 	}
 	return rows
 }
 
-func sameRows(t *testing.T, got, want []jitmap.LineEntry) {
+func sameRows(t *testing.T, got, want []codeobj.LineEntry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d rows, llvm-dwarfdump-14 reads %d", len(got), len(want))
@@ -209,20 +210,20 @@ func TestDebugObjectRejects(t *testing.T) {
 }
 
 func TestMergeDiscriminators(t *testing.T) {
-	o := &jitmap.CodeObject{Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
+	o := &codeobj.Object{Addr: 0x1000, Size: 0x40, Lines: []codeobj.LineEntry{
 		{Addr: 0x1000, Line: 5},
 		{Addr: 0x1010, Line: 6},
 		{Addr: 0x1020, Line: 6},
 		{Addr: 0x1030, Line: 7, Discriminator: 9}, // already set: kept
 	}}
-	rows := []jitmap.LineEntry{
+	rows := []codeobj.LineEntry{
 		{Addr: 0x1000, Line: 5},
 		{Addr: 0x1010, Line: 4, Discriminator: 3}, // another line at this address: not taken
 		{Addr: 0x1010, Line: 6, Discriminator: 2},
 		{Addr: 0x1020, Line: 8, Discriminator: 5}, // line differs: not taken
 		{Addr: 0x1030, Line: 7, Discriminator: 4},
 	}
-	if !jitmap.Covers(o, rows) || jitmap.Covers(&jitmap.CodeObject{Addr: 0x2000, Size: 8}, rows) {
+	if !jitmap.Covers(o, rows) || jitmap.Covers(&codeobj.Object{Addr: 0x2000, Size: 8}, rows) {
 		t.Fatal("jitmap.Covers is wrong")
 	}
 	if n := jitmap.MergeDiscriminators(o, rows); n != 1 {

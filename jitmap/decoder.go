@@ -3,6 +3,8 @@ package jitmap
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // Default bounds of DecoderOptions.
@@ -41,7 +43,7 @@ type DecoderOptions struct {
 // A Decoder is not safe for concurrent use; one goroutine owns it.
 type Decoder struct {
 	pid    uint32
-	src    Source
+	src    codeobj.Source
 	opts   DecoderOptions
 	format Format
 
@@ -59,8 +61,8 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder for the stream of process pid (0: trust the pids the records
 // carry). Perf-map lines are attributed to pid; jitdump records naming another process are
-// dropped with ErrPidMismatch. src stamps every CodeObject's Source.
-func NewDecoder(pid uint32, src Source, opts DecoderOptions) *Decoder {
+// dropped with ErrPidMismatch. src stamps every codeobj.Object's codeobj.Source.
+func NewDecoder(pid uint32, src codeobj.Source, opts DecoderOptions) *Decoder {
 	if opts.MaxRecordBytes <= 0 {
 		opts.MaxRecordBytes = DefaultMaxRecordBytes
 	}
@@ -71,7 +73,7 @@ func NewDecoder(pid uint32, src Source, opts DecoderOptions) *Decoder {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
 	opts.MaxLineBytes = max(opts.MaxLineBytes, sessionProbe)
-	return &Decoder{pid: pid, src: src, opts: opts, jd: jitdumpState{debug: map[uint64][]LineEntry{}}}
+	return &Decoder{pid: pid, src: src, opts: opts, jd: jitdumpState{debug: map[uint64][]codeobj.LineEntry{}}}
 }
 
 // Format is the stream's format; FormatUnknown until the first bytes told it.

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
 // decodeChunks feeds stream to a fresh decoder in pieces cut at the given positions and
 // returns everything it produced, Finish included.
-func decodeChunks(t testing.TB, pid uint32, src jitmap.Source, opts jitmap.DecoderOptions, stream []byte, cuts ...int) ([]jitmap.Event, []error) {
+func decodeChunks(t testing.TB, pid uint32, src codeobj.Source, opts jitmap.DecoderOptions, stream []byte, cuts ...int) ([]jitmap.Event, []error) {
 	t.Helper()
 	d := jitmap.NewDecoder(pid, src, opts)
 	var evs []jitmap.Event
@@ -35,18 +36,18 @@ func decodeChunks(t testing.TB, pid uint32, src jitmap.Source, opts jitmap.Decod
 
 func sampleEvents(pid uint32) []jitmap.Event {
 	return []jitmap.Event{
-		&jitmap.CodeLoad{Pid: pid, Tid: pid + 1, Object: jitmap.CodeObject{
+		&jitmap.CodeLoad{Pid: pid, Tid: pid + 1, Object: codeobj.Object{
 			Name: "sq", Addr: 0x7f0000001000, Size: 6, Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3},
-			Lines: []jitmap.LineEntry{
+			Lines: []codeobj.LineEntry{
 				{Addr: 0x7f0000001000, File: "/src/a.c", Line: 1},
 				{Addr: 0x7f0000001004, File: "/src/a.c", Line: 2, Discriminator: 3},
 				{Addr: 0x7f0000001005, File: "/src/b.h", Line: 40},
 			},
-			LoadNs: 1000, CodeIndex: 1, Source: jitmap.SourceFIFO,
+			LoadNs: 1000, CodeIndex: 1, Source: codeobj.SourceFIFO,
 		}},
-		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: "name with spaces (int, long)", Addr: 0x7f0000002000, Size: 1, Code: []byte{0xc3},
-			LoadNs: 2000, CodeIndex: 2, Source: jitmap.SourceFIFO,
+			LoadNs: 2000, CodeIndex: 2, Source: codeobj.SourceFIFO,
 		}},
 		&jitmap.CodeMove{Pid: pid, Tid: pid, TimeNs: 3000, CodeIndex: 2, OldAddr: 0x7f0000002000, NewAddr: 0x7f0000003000, Size: 1},
 		&jitmap.CodeUnload{Pid: pid, Tid: pid + 2, TimeNs: 4000, CodeIndex: 1, Addr: 0x7f0000001000},
@@ -93,7 +94,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			d := jitmap.NewDecoder(pid, jitmap.SourceFIFO, jitmap.DecoderOptions{})
+			d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 			got, errs := d.Write(stream)
 			if len(errs) > 0 {
 				t.Fatalf("errors: %v", errs)
@@ -110,7 +111,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			}
 			// Every split point, and byte by byte, decodes the same.
 			for cut := 1; cut < len(stream); cut++ {
-				got, errs := decodeChunks(t, pid, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream, cut)
+				got, errs := decodeChunks(t, pid, codeobj.SourceFIFO, jitmap.DecoderOptions{}, stream, cut)
 				if len(errs) > 0 || !reflect.DeepEqual(got, want) {
 					t.Fatalf("split at %d: %d errors %v; events equal: %v", cut, len(errs), errs, reflect.DeepEqual(got, want))
 				}
@@ -119,7 +120,7 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			for i := 1; i < len(stream); i++ {
 				cuts = append(cuts, i)
 			}
-			if got, errs := decodeChunks(t, pid, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
+			if got, errs := decodeChunks(t, pid, codeobj.SourceFIFO, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(got, want) {
 				t.Fatalf("byte by byte: errors %v; got %s", errs, dump(got))
 			}
 		})
@@ -176,7 +177,7 @@ func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
 	stream := buf.Bytes()
 	copy(stream[prefix+4:], []byte{0xff, 0xff, 0xff, 0xff})
 	stream = append(stream, bytes.Repeat([]byte{0}, 100)...)
-	d := jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{})
+	d := jitmap.NewDecoder(1, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 	evs, errs := d.Write(stream)
 	if len(evs) != 1 || len(errs) != 1 {
 		t.Fatalf("events %d errors %v; want 1 event and 1 error", len(evs), errs)
@@ -195,7 +196,7 @@ func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
 	// The header's own total_size is checked the same way.
 	hdr := append([]byte(nil), stream[:jitdumpHeaderBytes]...)
 	copy(hdr[8:], []byte{0, 0, 0, 0x80})
-	_, errs = jitmap.NewDecoder(1, jitmap.SourceFIFO, jitmap.DecoderOptions{}).Write(hdr)
+	_, errs = jitmap.NewDecoder(1, codeobj.SourceFIFO, jitmap.DecoderOptions{}).Write(hdr)
 	if len(errs) != 1 || !errors.As(errs[0], &de) || de.Offset != 0 || !errors.Is(de, jitmap.ErrRecordTooLarge) {
 		t.Fatalf("huge header: %v", errs)
 	}

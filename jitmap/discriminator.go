@@ -1,6 +1,10 @@
 package jitmap
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/profd/profd/codeobj"
+)
 
 // MergeDiscriminators copies discriminators from rows (a debug line table of the same code,
 // such as DebugObject returns, sorted by address) onto o's line entries: an entry whose
@@ -8,7 +12,7 @@ import "sort"
 // Entries without such a row keep theirs, so a line table from another source (another
 // compilation of the code, or none) changes nothing. It returns how many entries it changed.
 // Files are not compared: the two tables may spell a path differently.
-func MergeDiscriminators(o *CodeObject, rows []LineEntry) int {
+func MergeDiscriminators(o *codeobj.Object, rows []codeobj.LineEntry) int {
 	n := 0
 	for i := range o.Lines {
 		l := &o.Lines[i]
@@ -30,7 +34,7 @@ func MergeDiscriminators(o *CodeObject, rows []LineEntry) int {
 }
 
 // Covers reports whether some row of rows (sorted by address) lies inside o's code range.
-func Covers(o *CodeObject, rows []LineEntry) bool {
+func Covers(o *codeobj.Object, rows []codeobj.LineEntry) bool {
 	j := sort.Search(len(rows), func(j int) bool { return rows[j].Addr >= o.Addr })
 	return j < len(rows) && o.Contains(rows[j].Addr)
 }

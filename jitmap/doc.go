@@ -7,7 +7,7 @@
 // Events, whatever pieces the stream arrives in; a Map applies them and answers lookups:
 //
 //	m := jitmap.NewMap(jitmap.MapOptions{})
-//	d := jitmap.NewDecoder(pid, jitmap.SourceFIFO, jitmap.DecoderOptions{Now: monotonicNs})
+//	d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{Now: monotonicNs})
 //	for {
 //		n, err := fifo.Read(buf)
 //		events, errs := d.Write(buf[:n])
@@ -35,5 +35,5 @@
 // Concurrency: a Decoder belongs to one goroutine. Map.Apply (from the FIFO readers) and
 // Map.Lookup (from the sample drain) may run at the same time; see Map.
 //
-// jitmap imports nothing else of profd's.
+// jitmap imports only profd's codeobj, the leaf package of the code objects it keeps.
 package jitmap

@@ -1,5 +1,7 @@
 package jitmap
 
+import "github.com/profd/profd/codeobj"
+
 // Event is one decoded JIT symbol record: *CodeLoad, *CodeMove, *CodeUnload, *StreamEnd or
 // *FlushRequest.
 type Event interface{ isEvent() }
@@ -8,7 +10,7 @@ type Event interface{ isEvent() }
 // or a perf-map line).
 type CodeLoad struct {
 	Pid, Tid uint32
-	Object   CodeObject
+	Object   codeobj.Object
 	// TimeUnknown says the record carries no time (a perf-map line): Object.LoadNs is when
 	// it was read, and the code may have been there since long before (a perf map written at
 	// exit names code that ran all along). See Map.Apply.

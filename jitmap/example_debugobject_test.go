@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -21,10 +22,10 @@ func ExampleDebugObject() {
 		return
 	}
 	rows := info.Lines
-	code := jitmap.CodeObject{Name: "main", Addr: rows[0].Addr, Size: 1355}
+	code := codeobj.Object{Name: "main", Addr: rows[0].Addr, Size: 1355}
 	for _, r := range rows {
 		if r.Line == 11 { // the inner loop of workloads/matmul.c
-			code.Lines = append(code.Lines, jitmap.LineEntry{Addr: r.Addr, Line: r.Line})
+			code.Lines = append(code.Lines, codeobj.LineEntry{Addr: r.Addr, Line: r.Line})
 		}
 	}
 	n := jitmap.MergeDiscriminators(&code, rows)

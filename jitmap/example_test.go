@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -13,13 +14,13 @@ import (
 func Example() {
 	var stream bytes.Buffer
 	w, _ := jitdumptest.NewWriter(&stream, jitmap.JitdumpHeader{Pid: 42})
-	_ = w.CodeLoad(&jitmap.CodeLoad{Pid: 42, Tid: 42, Object: jitmap.CodeObject{
+	_ = w.CodeLoad(&jitmap.CodeLoad{Pid: 42, Tid: 42, Object: codeobj.Object{
 		Name: "add", Addr: 0x7f0000001000, Size: 4, Code: []byte{0x8d, 0x04, 0x37, 0xc3},
 		LoadNs: 100, CodeIndex: 1,
 	}})
 	_ = w.CodeUnload(&jitmap.CodeUnload{Pid: 42, Tid: 42, TimeNs: 200, Addr: 0x7f0000001000, CodeIndex: 1})
 
-	d := jitmap.NewDecoder(42, jitmap.SourceFIFO, jitmap.DecoderOptions{})
+	d := jitmap.NewDecoder(42, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 	m := jitmap.NewMap(jitmap.MapOptions{})
 	b := stream.Bytes()
 	for _, piece := range [][]byte{b[:50], b[50:]} {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -31,7 +32,7 @@ func FuzzJitdumpDecoder(f *testing.F) {
 		}
 		stream := append(hdr.Bytes(), records...)
 		opts := jitmap.DecoderOptions{MaxRecordBytes: maxRecord}
-		d := jitmap.NewDecoder(0, jitmap.SourceFIFO, opts)
+		d := jitmap.NewDecoder(0, codeobj.SourceFIFO, opts)
 		evs, errs := d.Write(stream)
 		if d.Buffered() > maxRecord {
 			t.Fatalf("buffered %d bytes with MaxRecordBytes %d", d.Buffered(), maxRecord)
@@ -39,7 +40,7 @@ func FuzzJitdumpDecoder(f *testing.F) {
 		e2, r2 := d.Finish()
 		evs, errs = append(evs, e2...), append(errs, r2...)
 		cut := int(split) % (len(stream) + 1)
-		sevs, serrs := decodeChunks(t, 0, jitmap.SourceFIFO, opts, stream, cut)
+		sevs, serrs := decodeChunks(t, 0, codeobj.SourceFIFO, opts, stream, cut)
 		if !reflect.DeepEqual(evs, sevs) || fmt.Sprint(errs) != fmt.Sprint(serrs) {
 			t.Fatalf("split at %d differs:\n%s\n%v\nvs\n%s\n%v", cut, dump(evs), errs, dump(sevs), serrs)
 		}
@@ -55,7 +56,7 @@ func FuzzJitdumpDecoder(f *testing.F) {
 				t.Fatalf("re-encode %s: %v", dump([]jitmap.Event{ev}), err)
 			}
 		}
-		again, aerrs := jitmap.NewDecoder(0, jitmap.SourceFIFO, jitmap.DecoderOptions{}).Write(re.Bytes())
+		again, aerrs := jitmap.NewDecoder(0, codeobj.SourceFIFO, jitmap.DecoderOptions{}).Write(re.Bytes())
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-encoded stream decodes differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}
@@ -72,9 +73,9 @@ func FuzzPerfMapDecoder(f *testing.F) {
 			return
 		}
 		opts := jitmap.DecoderOptions{MaxLineBytes: maxLine}
-		evs, errs := decodeChunks(t, 7, jitmap.SourceFIFO, opts, text)
+		evs, errs := decodeChunks(t, 7, codeobj.SourceFIFO, opts, text)
 		cut := int(split) % (len(text) + 1)
-		sevs, serrs := decodeChunks(t, 7, jitmap.SourceFIFO, opts, text, cut)
+		sevs, serrs := decodeChunks(t, 7, codeobj.SourceFIFO, opts, text, cut)
 		if !reflect.DeepEqual(evs, sevs) || fmt.Sprint(errs) != fmt.Sprint(serrs) {
 			t.Fatalf("split at %d differs:\n%s\n%v\nvs\n%s\n%v", cut, dump(evs), errs, dump(sevs), serrs)
 		}
@@ -93,7 +94,7 @@ func FuzzPerfMapDecoder(f *testing.F) {
 		if len(evs) == 0 {
 			return
 		}
-		again, aerrs := decodeChunks(t, 7, jitmap.SourceFIFO, jitmap.DecoderOptions{}, re.Bytes())
+		again, aerrs := decodeChunks(t, 7, codeobj.SourceFIFO, jitmap.DecoderOptions{}, re.Bytes())
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-printed loads decode differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // maxPendingDebug bounds the CODE_DEBUG_INFO records held while waiting for their CODE_LOAD.
@@ -17,7 +19,7 @@ type jitdumpState struct {
 	header     JitdumpHeader
 	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
 	// CODE_LOAD that follows them; addresses still carry any writer bias.
-	debug map[uint64][]LineEntry
+	debug map[uint64][]codeobj.LineEntry
 }
 
 func (j *jitdumpState) u32(b []byte) uint32 {
@@ -231,7 +233,7 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 	ev := &CodeLoad{
 		Pid: pid,
 		Tid: j.u32(body[4:]),
-		Object: CodeObject{
+		Object: codeobj.Object{
 			Name:      string(rest[:nul]),
 			Addr:      addr,
 			Size:      codeSize,
@@ -260,7 +262,7 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 // unbiasLines removes LLVM 14's +0x40 from debug-entry addresses. The writer is recognised by
 // its vma of 0 and by entries that only make sense shifted: none below addr+0x40, and at least
 // one past the end of the code.
-func unbiasLines(lines []LineEntry, addr, size uint64, vmaZero bool) []LineEntry {
+func unbiasLines(lines []codeobj.LineEntry, addr, size uint64, vmaZero bool) []codeobj.LineEntry {
 	if !vmaZero || len(lines) == 0 {
 		return lines
 	}
@@ -288,7 +290,7 @@ func (d *Decoder) jitdumpDebugInfo(body []byte) {
 		d.report(id, fmt.Errorf("debug info %#x: %d entries in %d bytes: %w", codeAddr, nr, len(rest), ErrMalformed))
 		return
 	}
-	lines := make([]LineEntry, 0, nr)
+	lines := make([]codeobj.LineEntry, 0, nr)
 	var prevName []byte
 	prevFile := ""
 	for range nr {
@@ -296,7 +298,7 @@ func (d *Decoder) jitdumpDebugInfo(body []byte) {
 			d.report(id, fmt.Errorf("debug info %#x: entry %d truncated: %w", codeAddr, len(lines), ErrMalformed))
 			return
 		}
-		e := LineEntry{Addr: j.u64(rest), Line: j.u32(rest[8:]), Discriminator: j.u32(rest[12:])}
+		e := codeobj.LineEntry{Addr: j.u64(rest), Line: j.u32(rest[8:]), Discriminator: j.u32(rest[12:])}
 		rest = rest[16:]
 		nul := bytes.IndexByte(rest, 0)
 		if nul < 0 {
@@ -324,7 +326,7 @@ func (d *Decoder) jitdumpDebugInfo(body []byte) {
 	j.debug[codeAddr] = lines
 }
 
-func compareLineAddr(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) }
+func compareLineAddr(a, b codeobj.LineEntry) int { return cmp.Compare(a.Addr, b.Addr) }
 
 // sessionInRecord returns where in rec (a complete record, header included) a jitdump header
 // in the stream's byte order (be) begins, or -1: a writer died mid-record and the next

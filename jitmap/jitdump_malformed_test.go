@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -45,7 +46,7 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 	for _, ev := range good {
 		_ = w.WriteEvent(ev)
 	}
-	evs, errs := decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, buf.Bytes())
+	evs, errs := decodeChunks(t, 5, codeobj.SourceFIFO, jitmap.DecoderOptions{}, buf.Bytes())
 	if len(evs) != len(good) {
 		t.Errorf("got %d events after bad records, want %d: %s", len(evs), len(good), dump(evs))
 	}
@@ -64,7 +65,7 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 
 	// A partial record at the end of the stream is jitmap.ErrTruncated at its offset.
 	stream := buf.Bytes()
-	_, errs = decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, stream[:len(stream)-3])
+	_, errs = decodeChunks(t, 5, codeobj.SourceFIFO, jitmap.DecoderOptions{}, stream[:len(stream)-3])
 	last := errs[len(errs)-1]
 	var de *jitmap.DecodeError
 	if !errors.As(last, &de) || !errors.Is(de, jitmap.ErrTruncated) || de.Offset != int64(len(stream)-16) {
@@ -76,7 +77,7 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 	cut = le.AppendUint32(cut, jitmap.JitdumpCodeLoad)
 	cut = le.AppendUint32(cut, 8)
 	cut = le.AppendUint64(cut, 0)
-	evs, errs = decodeChunks(t, 5, jitmap.SourceFIFO, jitmap.DecoderOptions{}, append(cut, stream[offsets[1]:]...))
+	evs, errs = decodeChunks(t, 5, codeobj.SourceFIFO, jitmap.DecoderOptions{}, append(cut, stream[offsets[1]:]...))
 	if len(evs) != 0 || len(errs) != 2 || !errors.Is(errs[1], jitmap.ErrStreamDead) || !errors.As(errs[1], &de) || de.Offset != offsets[1] {
 		t.Errorf("short record: events %d errors %v", len(evs), errs)
 	}

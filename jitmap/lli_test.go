@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 
 	"github.com/profd/profd/internal/testenv"
@@ -82,7 +83,7 @@ func TestLLI14Jitdump(t *testing.T) {
 		t.Fatalf("jitdump %s is not lli's (pid %d)", dumps[0], pid)
 	}
 
-	d := jitmap.NewDecoder(pid, jitmap.SourceJitdumpFile, jitmap.DecoderOptions{})
+	d := jitmap.NewDecoder(pid, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{})
 	evs, errs := d.Write(stream)
 	if len(errs) > 0 {
 		t.Fatalf("decode errors: %v", errs)
@@ -95,11 +96,11 @@ func TestLLI14Jitdump(t *testing.T) {
 	for c := 7; c < len(stream); c += 7 {
 		cuts = append(cuts, c)
 	}
-	if split, errs := decodeChunks(t, pid, jitmap.SourceJitdumpFile, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(evs, split) {
+	if split, errs := decodeChunks(t, pid, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{}, stream, cuts...); len(errs) > 0 || !reflect.DeepEqual(evs, split) {
 		t.Errorf("7-byte pieces decode differently (errors %v)\n%s\n%s", errs, dump(evs), dump(split))
 	}
 
-	loads := map[string]*jitmap.CodeObject{}
+	loads := map[string]*codeobj.Object{}
 	for _, ev := range evs {
 		if l, ok := ev.(*jitmap.CodeLoad); ok {
 			if l.Pid != pid {
@@ -200,7 +201,7 @@ func run(t *testing.T, cmd *exec.Cmd) {
 	}
 }
 
-func keys(m map[string]*jitmap.CodeObject) []string {
+func keys(m map[string]*codeobj.Object) []string {
 	var k []string
 	for n := range m {
 		k = append(k, n)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // DefaultMaxEndedPerPid is MapOptions.MaxEndedPerPid's default.
@@ -34,7 +36,7 @@ type MapOptions struct {
 // Concurrency: Apply, Reclaim and RemovePid may be called from any goroutines (they take one
 // writer lock); Lookup, Objects, Pids and Counts are safe at the same time as them and as each
 // other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
-// copy with UnloadNs set, so a *CodeObject a reader holds never changes under it. Callers
+// copy with UnloadNs set, so a *codeobj.Object a reader holds never changes under it. Callers
 // must not modify them either.
 //
 // Speed: a lookup of live code reads a page index (map_pages.go) without locks, ~15 ns among
@@ -49,7 +51,7 @@ type Map struct {
 	opts  MapOptions
 	mu    sync.Mutex                          // serialises writers
 	procs atomic.Pointer[map[uint32]*procMap] // copy on write, read without locks
-	tmp   []*CodeObject
+	tmp   []*codeobj.Object
 	loads uint64 // the last Version given
 }
 
@@ -59,8 +61,8 @@ type procMap struct {
 	mu          sync.RWMutex
 	held        int64 // HeldBytes of live and ended
 	live        liveIndex
-	ended       []*CodeObject // by Addr
-	endedMaxLen uint64        // the largest Size in ended: how far back a lookup scans
+	ended       []*codeobj.Object // by Addr
+	endedMaxLen uint64            // the largest Size in ended: how far back a lookup scans
 	// pages indexes live as it is now, or is nil; writers clear it under mu before they
 	// change live. stale counts the lookups made while it was nil; building marks the one
 	// reader building it.
@@ -83,14 +85,14 @@ func NewMap(opts MapOptions) *Map {
 // them, so that a caller who needs only those does not read the object itself (at random
 // addresses among many objects, a cache miss each).
 type Ref struct {
-	Obj     *CodeObject
+	Obj     *codeobj.Object
 	Addr    uint64
 	Version uint64
 }
 
 // Lookup returns the code object of process pid that owned ip at time atNs (CLOCK_MONOTONIC
 // ns). It does not allocate.
-func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *CodeObject, ok bool) {
+func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *codeobj.Object, ok bool) {
 	r := m.Find(pid, ip, atNs)
 	return r.Obj, r.Obj != nil
 }
@@ -139,7 +141,7 @@ func (p *procMap) lookup(ip uint64, atNs int64) Ref {
 }
 
 // upperBound2 returns the number of objects in the address-sorted s with Addr <= ip.
-func upperBound2(s []*CodeObject, ip uint64) int {
+func upperBound2(s []*codeobj.Object, ip uint64) int {
 	lo, hi := 0, len(s)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -245,7 +247,7 @@ func (m *Map) proc(pid uint32) *procMap {
 
 // load makes o live, ending what it overlaps; see Apply for timeUnknown. It refuses o with
 // ErrBudget past MaxLivePerPid or MaxBytesPerPid. Callers hold m.mu.
-func (m *Map) load(p *procMap, o *CodeObject, timeUnknown bool) error {
+func (m *Map) load(p *procMap, o *codeobj.Object, timeUnknown bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.changing()
@@ -306,7 +308,7 @@ func (m *Map) makeRoom(p *procMap, n int64) error {
 	}
 	if len(p.ended) > 0 {
 		byEnd := slices.Clone(p.ended)
-		slices.SortFunc(byEnd, func(a, b *CodeObject) int { return cmp.Compare(a.UnloadNs, b.UnloadNs) })
+		slices.SortFunc(byEnd, func(a, b *codeobj.Object) int { return cmp.Compare(a.UnloadNs, b.UnloadNs) })
 		free, before := p.held+n-limit, int64(0)
 		for _, o := range byEnd {
 			if free <= 0 {
@@ -341,7 +343,7 @@ func (p *procMap) endedUnder(addr, size uint64, atNs int64) int64 {
 
 // end takes old out of the live index and keeps a copy that ended at atNs, unless it was never
 // live before atNs (or atNs is unknown). Callers hold m.mu and p.mu.
-func (m *Map) end(p *procMap, old *CodeObject, atNs int64) {
+func (m *Map) end(p *procMap, old *codeobj.Object, atNs int64) {
 	p.changing()
 	p.live.remove(old)
 	if atNs == 0 || (old.LoadNs != 0 && atNs <= old.LoadNs) {
@@ -425,23 +427,23 @@ func (m *Map) Pids() []uint32 {
 
 // Objects returns every object of pid that the Map holds, live and ended, ordered by Addr
 // then LoadNs.
-func (m *Map) Objects(pid uint32) []*CodeObject {
+func (m *Map) Objects(pid uint32) []*codeobj.Object {
 	p := (*m.procs.Load())[pid]
 	if p == nil {
 		return nil
 	}
 	p.mu.RLock()
-	objs := make([]*CodeObject, 0, p.live.n+len(p.ended))
+	objs := make([]*codeobj.Object, 0, p.live.n+len(p.ended))
 	objs = p.live.all(objs)
 	objs = append(objs, p.ended...)
 	p.mu.RUnlock()
-	slices.SortFunc(objs, func(a, b *CodeObject) int {
+	slices.SortFunc(objs, func(a, b *codeobj.Object) int {
 		return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.LoadNs, b.LoadNs))
 	})
 	return objs
 }
 
-// HeldBytes returns the bytes pid's objects hold, live and ended (see CodeObject.HeldBytes).
+// HeldBytes returns the bytes pid's objects hold, live and ended (see codeobj.Object.HeldBytes).
 func (m *Map) HeldBytes(pid uint32) int64 {
 	p := (*m.procs.Load())[pid]
 	if p == nil {

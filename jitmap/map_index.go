@@ -1,6 +1,10 @@
 package jitmap
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/profd/profd/codeobj"
+)
 
 // liveChunkMax bounds a chunk of the live index: an insert moves at most this many entries
 // plus one entry per chunk in the directory, whatever order the JIT allocates addresses in.
@@ -16,7 +20,7 @@ type liveIndex struct {
 
 type liveChunk struct {
 	addrs []uint64 // addrs[i] == objs[i].Addr, searched on its own to stay in few cache lines
-	objs  []*CodeObject
+	objs  []*codeobj.Object
 	meta  []liveMeta // what a lookup checks, so that it touches the object only to return it
 }
 
@@ -26,7 +30,7 @@ type liveMeta struct {
 	version uint64
 }
 
-func metaOf(o *CodeObject) liveMeta {
+func metaOf(o *codeobj.Object) liveMeta {
 	return liveMeta{end: o.Addr + o.Size, loadNs: o.LoadNs, version: o.Version}
 }
 
@@ -54,7 +58,7 @@ func (x *liveIndex) find(ip uint64, atNs int64) Ref {
 }
 
 // at returns the live object starting exactly at addr.
-func (x *liveIndex) at(addr uint64) *CodeObject {
+func (x *liveIndex) at(addr uint64) *codeobj.Object {
 	ci, oi, ok := x.floor(addr)
 	if !ok || x.chunks[ci].addrs[oi] != addr {
 		return nil
@@ -63,7 +67,7 @@ func (x *liveIndex) at(addr uint64) *CodeObject {
 }
 
 // overlapping appends to dst the live objects that share a byte with [addr, addr+size).
-func (x *liveIndex) overlapping(dst []*CodeObject, addr, size uint64) []*CodeObject {
+func (x *liveIndex) overlapping(dst []*codeobj.Object, addr, size uint64) []*codeobj.Object {
 	end := addr + size
 	ci, oi, ok := x.floor(addr)
 	if !ok {
@@ -84,10 +88,10 @@ func (x *liveIndex) overlapping(dst []*CodeObject, addr, size uint64) []*CodeObj
 	return dst
 }
 
-func (x *liveIndex) insert(o *CodeObject) {
+func (x *liveIndex) insert(o *codeobj.Object) {
 	x.n++
 	if len(x.chunks) == 0 {
-		x.chunks = []*liveChunk{{addrs: []uint64{o.Addr}, objs: []*CodeObject{o}, meta: []liveMeta{metaOf(o)}}}
+		x.chunks = []*liveChunk{{addrs: []uint64{o.Addr}, objs: []*codeobj.Object{o}, meta: []liveMeta{metaOf(o)}}}
 		x.firsts = []uint64{o.Addr}
 		return
 	}
@@ -102,7 +106,7 @@ func (x *liveIndex) insert(o *CodeObject) {
 		half := len(c.objs) / 2
 		right := &liveChunk{
 			addrs: append(make([]uint64, 0, liveChunkMax), c.addrs[half:]...),
-			objs:  append(make([]*CodeObject, 0, liveChunkMax), c.objs[half:]...),
+			objs:  append(make([]*codeobj.Object, 0, liveChunkMax), c.objs[half:]...),
 			meta:  append(make([]liveMeta, 0, liveChunkMax), c.meta[half:]...),
 		}
 		clear(c.objs[half:])
@@ -113,7 +117,7 @@ func (x *liveIndex) insert(o *CodeObject) {
 }
 
 // remove takes o (which must be in the index) out.
-func (x *liveIndex) remove(o *CodeObject) bool {
+func (x *liveIndex) remove(o *codeobj.Object) bool {
 	ci, oi, ok := x.floor(o.Addr)
 	if !ok || x.chunks[ci].objs[oi] != o {
 		return false
@@ -133,7 +137,7 @@ func (x *liveIndex) remove(o *CodeObject) bool {
 }
 
 // replace puts n where o is; they must start at the same address.
-func (x *liveIndex) replace(o, n *CodeObject) {
+func (x *liveIndex) replace(o, n *codeobj.Object) {
 	ci, oi, ok := x.floor(o.Addr)
 	if ok && x.chunks[ci].objs[oi] == o {
 		x.chunks[ci].objs[oi] = n
@@ -141,7 +145,7 @@ func (x *liveIndex) replace(o, n *CodeObject) {
 	}
 }
 
-func (x *liveIndex) all(dst []*CodeObject) []*CodeObject {
+func (x *liveIndex) all(dst []*codeobj.Object) []*codeobj.Object {
 	for _, c := range x.chunks {
 		dst = append(dst, c.objs...)
 	}

@@ -1,5 +1,7 @@
 package jitmap
 
+import "github.com/profd/profd/codeobj"
+
 // pageIndex is a read-only copy of one process's live objects for lookups: the objects in
 // address order, flattened, and a table from address pages to the first object of each
 // page. A lookup reads one table entry and then the one or two cache lines of objects its
@@ -21,7 +23,7 @@ type pageEntry struct {
 	addr, end uint64
 	loadNs    int64
 	version   uint64
-	obj       *CodeObject
+	obj       *codeobj.Object
 }
 
 // pagesPerObject sizes the table: about two pages per live object, so a page holds one or

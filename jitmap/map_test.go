@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/profd/profd/codeobj"
 )
 
 func load(pid uint32, name string, addr, size uint64, atNs int64) *CodeLoad {
-	return &CodeLoad{Pid: pid, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: atNs}}
+	return &CodeLoad{Pid: pid, Object: codeobj.Object{Name: name, Addr: addr, Size: size, LoadNs: atNs}}
 }
 
 func mustApply(t *testing.T, m *Map, evs ...Event) {
@@ -110,7 +112,7 @@ func TestMapMoveShiftsLines(t *testing.T) {
 	m := NewMap(MapOptions{})
 	l := load(1, "f", 0x1000, 4, 10)
 	l.Object.Code = []byte{1, 2, 3, 4}
-	l.Object.Lines = []LineEntry{{Addr: 0x1000, Line: 1}, {Addr: 0x1002, Line: 2}}
+	l.Object.Lines = []codeobj.LineEntry{{Addr: 0x1000, Line: 1}, {Addr: 0x1002, Line: 2}}
 	mustApply(t, m, l, &CodeMove{Pid: 1, OldAddr: 0x1000, NewAddr: 0x3000, Size: 4, TimeNs: 20})
 	o, ok := m.Lookup(1, 0x3002, 25)
 	if !ok || o.Lines[1].Addr != 0x3002 || string(o.Code) != "\x01\x02\x03\x04" {
@@ -251,7 +253,7 @@ func TestMapDuplicateKeepsEarlierLoad(t *testing.T) {
 func TestMapPageIndexFollowsChanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	m := NewMap(MapOptions{})
-	live := map[uint64]*CodeObject{} // by Addr
+	live := map[uint64]*codeobj.Object{} // by Addr
 	now := int64(1)
 	built := 0
 	for round := 0; round < 300; round++ {
@@ -328,7 +330,7 @@ func TestPageIndexFind(t *testing.T) {
 				next += uint64(rng.IntN(1 << 30)) // a far cluster
 			}
 			size := 1 + uint64(rng.IntN(0x300))
-			o := &CodeObject{Name: fmt.Sprintf("f%d", i), Addr: next, Size: size, LoadNs: int64(rng.IntN(100))}
+			o := &codeobj.Object{Name: fmt.Sprintf("f%d", i), Addr: next, Size: size, LoadNs: int64(rng.IntN(100))}
 			x.insert(o)
 			next += size + uint64(rng.IntN(3))*uint64(rng.IntN(0x100))
 		}
@@ -352,7 +354,7 @@ func TestPageIndexFind(t *testing.T) {
 func TestMapLoadOfUnknownTime(t *testing.T) {
 	m := NewMap(MapOptions{})
 	perfMap := func(name string, addr, size uint64, readNs int64) *CodeLoad {
-		return &CodeLoad{Pid: 1, TimeUnknown: true, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: readNs}}
+		return &CodeLoad{Pid: 1, TimeUnknown: true, Object: codeobj.Object{Name: name, Addr: addr, Size: size, LoadNs: readNs}}
 	}
 	mustApply(t, m, perfMap("late", 0x1000, 0x100, 1000))
 	if o, ok := m.Lookup(1, 0x1010, 5); !ok || o.Name != "late" {
@@ -388,7 +390,7 @@ func TestMapLoadOfUnknownTime(t *testing.T) {
 func TestMapEnds(t *testing.T) {
 	m := NewMap(MapOptions{})
 	load := func(name string, addr, size uint64, at int64) *CodeLoad {
-		return &CodeLoad{Pid: 7, Object: CodeObject{Name: name, Addr: addr, Size: size, LoadNs: at}}
+		return &CodeLoad{Pid: 7, Object: codeobj.Object{Name: name, Addr: addr, Size: size, LoadNs: at}}
 	}
 	first := load("f", 0x1000, 0x100, 10)
 	if m.Ends(first) {
@@ -407,7 +409,7 @@ func TestMapEnds(t *testing.T) {
 		{"reuse", load("g", 0x1000, 0x100, 20), true},
 		{"contains", load("g", 0x800, 0x1000, 20), true},
 		{"inside", load("g", 0x1040, 0x10, 20), true},
-		{"other pid", &CodeLoad{Pid: 8, Object: CodeObject{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
+		{"other pid", &CodeLoad{Pid: 8, Object: codeobj.Object{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
 		{"unload", &CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 30}, true},
 		{"move", &CodeMove{Pid: 7, OldAddr: 0x1000, NewAddr: 0x3000, Size: 0x100, TimeNs: 30}, true},
 		{"end of stream", &StreamEnd{}, false},
@@ -467,7 +469,7 @@ func TestMapBudgets(t *testing.T) {
 
 	code := make([]byte, 1000)
 	obj := func(name string, addr uint64, at int64) *CodeLoad {
-		return &CodeLoad{Pid: 1, Object: CodeObject{Name: name, Addr: addr, Size: 1000, Code: code, LoadNs: at}}
+		return &CodeLoad{Pid: 1, Object: codeobj.Object{Name: name, Addr: addr, Size: 1000, Code: code, LoadNs: at}}
 	}
 	per := obj("x", 0, 0).Object.HeldBytes()
 	m = NewMap(MapOptions{MaxBytesPerPid: 3 * per})
@@ -496,8 +498,8 @@ func TestMapHeldBytes(t *testing.T) {
 		var ev Event
 		switch rng.IntN(5) {
 		case 0, 1:
-			ev = &CodeLoad{Pid: 1, Object: CodeObject{Name: fmt.Sprint("f", i), Addr: addr, Size: uint64(rng.IntN(0x180) + 1),
-				Code: make([]byte, rng.IntN(300)), Lines: make([]LineEntry, rng.IntN(4)), LoadNs: at}}
+			ev = &CodeLoad{Pid: 1, Object: codeobj.Object{Name: fmt.Sprint("f", i), Addr: addr, Size: uint64(rng.IntN(0x180) + 1),
+				Code: make([]byte, rng.IntN(300)), Lines: make([]codeobj.LineEntry, rng.IntN(4)), LoadNs: at}}
 		case 2:
 			ev = &CodeMove{Pid: 1, TimeNs: at, OldAddr: addr, NewAddr: uint64(rng.IntN(64)) * 0x100}
 		case 3:

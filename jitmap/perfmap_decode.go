@@ -3,6 +3,8 @@ package jitmap
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/profd/profd/codeobj"
 )
 
 type perfMapState struct {
@@ -102,7 +104,7 @@ func (d *Decoder) perfMapLine(line []byte) {
 	if d.opts.Now != nil {
 		now = d.opts.Now()
 	}
-	d.emit(&CodeLoad{Pid: d.pid, TimeUnknown: true, Object: CodeObject{
+	d.emit(&CodeLoad{Pid: d.pid, TimeUnknown: true, Object: codeobj.Object{
 		Name:   string(name),
 		Addr:   start,
 		Size:   size,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -24,11 +25,11 @@ func TestPerfMapDecode(t *testing.T) {
 	now := int64(500)
 	opts := jitmap.DecoderOptions{Now: func() int64 { now++; return now }}
 	want := []jitmap.Event{
-		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: jitmap.SourceFIFO}},
-		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: jitmap.CodeObject{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: jitmap.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: codeobj.Object{Name: "sq", Addr: 0x7f0000001000, Size: 0x40, LoadNs: 501, Source: codeobj.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: codeobj.Object{Name: "JIT code: int foo(int, long) [tier 2]", Addr: 0x7f0000002000, Size: 0x1a, LoadNs: 502, Source: codeobj.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: codeobj.Object{Name: "x", Addr: 0x7f0000003000, Size: 8, LoadNs: 503, Source: codeobj.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: codeobj.Object{Name: "padded name", Addr: 0x7f0000005000, Size: 4, LoadNs: 504, Source: codeobj.SourceFIFO}},
+		&jitmap.CodeLoad{Pid: 9, TimeUnknown: true, Object: codeobj.Object{Name: "last-without-newline", Addr: 0x7f0000006000, Size: 4, LoadNs: 505, Source: codeobj.SourceFIFO}},
 	}
 	badLines := []string{"zz 10", "7f0000004000 10\n", "7f0000004000 1g", "ffffffffffffffff", "10000000000000000"}
 	var wantOffsets []int64
@@ -41,7 +42,7 @@ func TestPerfMapDecode(t *testing.T) {
 		if cut > 0 {
 			cuts = []int{cut}
 		}
-		got, errs := decodeChunks(t, 9, jitmap.SourceFIFO, opts, []byte(stream), cuts...)
+		got, errs := decodeChunks(t, 9, codeobj.SourceFIFO, opts, []byte(stream), cuts...)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("split at %d: got %s\nwant %s", cut, dump(got), dump(want))
 		}
@@ -61,7 +62,7 @@ func TestPerfMapLongLineSkipped(t *testing.T) {
 	long := "1000 10 " + strings.Repeat("n", 300) + "\n"
 	stream := long + "2000 10 ok\n" + long + long + "3000 10 ok2\n"
 	for _, cuts := range [][]int{nil, {5}, {100, 200, 320, 330}, {len(long) + 3}} {
-		got, errs := decodeChunks(t, 1, jitmap.SourceFIFO, jitmap.DecoderOptions{MaxLineBytes: 64}, []byte(stream), cuts...)
+		got, errs := decodeChunks(t, 1, codeobj.SourceFIFO, jitmap.DecoderOptions{MaxLineBytes: 64}, []byte(stream), cuts...)
 		if len(got) != 2 || got[0].(*jitmap.CodeLoad).Object.Name != "ok" || got[1].(*jitmap.CodeLoad).Object.Name != "ok2" {
 			t.Fatalf("cuts %v: events %s", cuts, dump(got))
 		}
@@ -81,7 +82,7 @@ func TestPerfMapLongLineSkipped(t *testing.T) {
 // never what the line holds: profd may read a root-owned map that a target's user must not
 // see in profd's log, and a line may carry terminal escapes.
 func TestPerfMapErrorsQuoteNothing(t *testing.T) {
-	d := jitmap.NewDecoder(7, jitmap.SourcePerfMapFile, jitmap.DecoderOptions{})
+	d := jitmap.NewDecoder(7, codeobj.SourcePerfMapFile, jitmap.DecoderOptions{})
 	_, errs := d.Write([]byte("SECRET\x1b[31m 10 name\n1000 SECRET\x1b[31m name\n1000 10 \nSECRET\n"))
 	if len(errs) != 4 {
 		t.Fatalf("%d errors, want 4: %v", len(errs), errs)

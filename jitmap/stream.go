@@ -3,6 +3,8 @@ package jitmap
 import (
 	"bytes"
 	"errors"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // Batch is what one read of a JIT symbol stream decoded: the events it completed and the
@@ -10,7 +12,7 @@ import (
 // (a FIFO or file path); errors' offsets are offsets in it.
 type Batch struct {
 	Pid    uint32
-	Source Source
+	Source codeobj.Source
 	Stream string
 	Events []Event
 	Errs   []error
@@ -53,7 +55,7 @@ func (c StreamCounts) Minus(d StreamCounts) StreamCounts {
 // Errors carry offsets in the whole stream. A Stream is not safe for concurrent use.
 type Stream struct {
 	pid    uint32
-	src    Source
+	src    codeobj.Source
 	name   string
 	opts   DecoderOptions
 	dec    *Decoder // nil while looking for a jitdump header
@@ -65,7 +67,7 @@ type Stream struct {
 
 // NewStream returns a Stream of process pid's records from src (pid 0: trust the pids the
 // records carry); name (a path) names it in the Batches it returns.
-func NewStream(pid uint32, src Source, name string, opts DecoderOptions) *Stream {
+func NewStream(pid uint32, src codeobj.Source, name string, opts DecoderOptions) *Stream {
 	return &Stream{pid: pid, src: src, name: name, opts: opts, dec: NewDecoder(pid, src, opts)}
 }
 

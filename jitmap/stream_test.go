@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -21,19 +22,19 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Tid: 8, Object: jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 3,
+	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Tid: 8, Object: codeobj.Object{Name: "f", Addr: 0x1000, Size: 3,
 		Code: []byte{0x31, 0xc0, 0xc3}, LoadNs: 6, CodeIndex: 1,
-		Lines: []jitmap.LineEntry{{Addr: 0x1000, File: "f.c", Line: 3}, {Addr: 0x1002, File: "f.c", Line: 4}}}})
+		Lines: []codeobj.LineEntry{{Addr: 0x1000, File: "f.c", Line: 3}, {Addr: 0x1002, File: "f.c", Line: 4}}}})
 	w.CodeMove(&jitmap.CodeMove{Pid: 7, Tid: 8, TimeNs: 7, CodeIndex: 1, OldAddr: 0x1000, NewAddr: 0x2000, Size: 3})
 	w.CodeUnload(&jitmap.CodeUnload{Pid: 7, Tid: 8, TimeNs: 8, CodeIndex: 1, Addr: 0x2000})
 	w.FlushRequest(&jitmap.FlushRequest{Pid: 7, Tid: 8, TimeNs: 8, ID: 42})
-	w.CodeLoad(&jitmap.CodeLoad{Pid: 9, Tid: 9, Object: jitmap.CodeObject{Name: "other_pid", Addr: 0x3000, Size: 1, Code: []byte{0xc3}}})
+	w.CodeLoad(&jitmap.CodeLoad{Pid: 9, Tid: 9, Object: codeobj.Object{Name: "other_pid", Addr: 0x3000, Size: 1, Code: []byte{0xc3}}})
 	w.Close(9)
 	jd := b.Bytes()
 
 	var be bytes.Buffer
 	wb, _ := jitdumptest.NewWriter(&be, jitmap.JitdumpHeader{Pid: 7, BigEndian: true})
-	wb.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: jitmap.CodeObject{Name: "g", Addr: 0x10, Size: 1, Code: []byte{0xc3}}})
+	wb.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: codeobj.Object{Name: "g", Addr: 0x10, Size: 1, Code: []byte{0xc3}}})
 
 	restart := append(append([]byte(nil), jd[:len(jd)-16]...), jd...)
 	lying := append([]byte(nil), jd...)
@@ -60,7 +61,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 // in pieces cut at the given split sizes and returns what it delivered and counted.
 func runStream(data []byte, splits []byte) ([]jitmap.Event, jitmap.StreamCounts) {
 	var got []jitmap.Event
-	st := jitmap.NewStream(7, jitmap.SourceFIFO, "fuzz", jitmap.DecoderOptions{MaxRecordBytes: 4096, MaxLineBytes: 256})
+	st := jitmap.NewStream(7, codeobj.SourceFIFO, "fuzz", jitmap.DecoderOptions{MaxRecordBytes: 4096, MaxLineBytes: 256})
 	rest := data
 	for i := 0; len(rest) > 0; i++ {
 		n := len(rest)
@@ -124,7 +125,7 @@ func jitdumpSession(t *testing.T, codeBytes int, names ...string) []byte {
 	}
 	for i, name := range names {
 		code := bytes.Repeat([]byte{0x90}, codeBytes)
-		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Tid: 7, Object: jitmap.CodeObject{Name: name,
+		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Tid: 7, Object: codeobj.Object{Name: name,
 			Addr: 0x1000 * uint64(i+1), Size: uint64(codeBytes), Code: code, LoadNs: int64(i + 2)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +171,7 @@ func TestStreamSessions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			data := append(append([]byte(nil), c.first...), c.second...)
 			for _, split := range []int{1, 3, 7, 13, 64, len(data)} {
-				st := jitmap.NewStream(7, jitmap.SourceFIFO, "test", jitmap.DecoderOptions{})
+				st := jitmap.NewStream(7, codeobj.SourceFIFO, "test", jitmap.DecoderOptions{})
 				var evs []jitmap.Event
 				for rest := data; len(rest) > 0; {
 					n := min(split, len(rest))
@@ -191,7 +192,7 @@ func TestStreamSessions(t *testing.T) {
 func TestStreamResyncCounts(t *testing.T) {
 	jd := jitdumpSession(t, 2, "a")
 	garbage := bytes.Repeat([]byte{0xfe}, 100)
-	st := jitmap.NewStream(7, jitmap.SourceFIFO, "test", jitmap.DecoderOptions{})
+	st := jitmap.NewStream(7, codeobj.SourceFIFO, "test", jitmap.DecoderOptions{})
 	b := st.Write(append(append(append([]byte(nil), jd...), garbage...), jitdumpSession(t, 2, "b")...))
 	if got := strings.Join(loadNames(b.Events), " "); got != "a b" {
 		t.Fatalf("loads %q", got)

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -14,13 +14,13 @@ import (
 // target; a call with neither is left out.
 func TestStackSitesSplitCalls(t *testing.T) {
 	objs := []*profileio.CaptureObject{
-		{ID: 0, Pid: 7, Object: jitmap.CodeObject{Name: "drive", Addr: 0x1000, Size: 0x100}},
-		{ID: 1, Pid: 7, Object: jitmap.CodeObject{Name: "op_mix", Addr: 0x2000, Size: 0x40}},
-		{ID: 2, Pid: 7, Object: jitmap.CodeObject{Name: "op_add", Addr: 0x2040, Size: 0x40,
+		{ID: 0, Pid: 7, Object: codeobj.Object{Name: "drive", Addr: 0x1000, Size: 0x100}},
+		{ID: 1, Pid: 7, Object: codeobj.Object{Name: "op_mix", Addr: 0x2000, Size: 0x40}},
+		{ID: 2, Pid: 7, Object: codeobj.Object{Name: "op_add", Addr: 0x2040, Size: 0x40,
 			// push %rbp; mov %rsp,%rbp; ...; pop %rbp; ret
 			Code: []byte{0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x90, 0x90, 0x5d, 0xc3}}},
 		// drive again, as a second record of the same code: its frames count for the first.
-		{ID: 3, Pid: 7, Object: jitmap.CodeObject{Name: "drive", Addr: 0x1000, Size: 0x100}},
+		{ID: 3, Pid: 7, Object: codeobj.Object{Name: "drive", Addr: 0x1000, Size: 0x100}},
 	}
 	frame := func(obj profileio.ObjectID, off uint64) profileio.Frame {
 		return profileio.Frame{Object: obj, Offset: off, Address: objs[obj].Object.Addr + off}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
@@ -29,14 +29,14 @@ func example(t *testing.T) cfgjson.Function {
 // set, and its samples.
 func object(t *testing.T, fn cfgjson.Function, name string, code []byte, lines bool) *profileio.CaptureObject {
 	t.Helper()
-	o := &profileio.CaptureObject{Object: jitmap.CodeObject{Name: name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: code}}
+	o := &profileio.CaptureObject{Object: codeobj.Object{Name: name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: code}}
 	if lines {
 		g, err := cfg.Build(fn.Code, fn.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, b := range g.Blocks {
-			o.Object.Lines = append(o.Object.Lines, jitmap.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(100 + i)})
+			o.Object.Lines = append(o.Object.Lines, codeobj.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(100 + i)})
 		}
 	}
 	for addr, n := range fn.Samples {
@@ -131,13 +131,13 @@ func TestFromCaptureDirectCalls(t *testing.T) {
 	code = append(code, 0xe8)
 	code = append(code, rel(callerAddr+15, 0x30000)...)
 	code = append(code, 0xff, 0xc9, 0x75, 0xf2, 0xc3)
-	lines := []jitmap.LineEntry{{Addr: callerAddr, File: "c.c", Line: 10}, {Addr: callerAddr + 5, File: "c.c", Line: 11},
+	lines := []codeobj.LineEntry{{Addr: callerAddr, File: "c.c", Line: 10}, {Addr: callerAddr + 5, File: "c.c", Line: 11},
 		{Addr: callerAddr + 10, File: "c.c", Line: 12}, {Addr: callerAddr + 15, File: "c.c", Line: 13}}
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
-		{Pid: 7, Object: jitmap.CodeObject{Name: "caller", Addr: callerAddr, Size: uint64(len(code)), Code: code, Lines: lines},
+		{Pid: 7, Object: codeobj.Object{Name: "caller", Addr: callerAddr, Size: uint64(len(code)), Code: code, Lines: lines},
 			Samples: []profileio.OffsetCount{{Offset: 5, Count: 40}, {Offset: 10, Count: 40}, {Offset: 15, Count: 40}, {Offset: 17, Count: 40}}},
-		{Pid: 7, Object: jitmap.CodeObject{Name: "callee", Addr: calleeAddr, Size: 1, Code: []byte{0xc3}}},
-		{Pid: 8, Object: jitmap.CodeObject{Name: "other", Addr: 0x30000, Size: 1, Code: []byte{0xc3}}},
+		{Pid: 7, Object: codeobj.Object{Name: "callee", Addr: calleeAddr, Size: 1, Code: []byte{0xc3}}},
+		{Pid: 8, Object: codeobj.Object{Name: "other", Addr: 0x30000, Size: 1, Code: []byte{0xc3}}},
 	}}
 	prof, _ := FromCapture(c, Options{})
 	f := prof.Functions["caller"]

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 )
@@ -12,7 +12,7 @@ import (
 // A function whose code runs 0x00–0x20 on line 10 and 0x20–0x40 on line 12, with block
 // counts from the reestimator, becomes an LLVM text profile.
 func ExampleProject() {
-	obj := &jitmap.CodeObject{Name: "sum_loop", Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
+	obj := &codeobj.Object{Name: "sum_loop", Addr: 0x1000, Size: 0x40, Lines: []codeobj.LineEntry{
 		{Addr: 0x1000, File: "sum.c", Line: 10},
 		{Addr: 0x1020, File: "sum.c", Line: 12},
 	}}

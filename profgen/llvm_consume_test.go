@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
-	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 )
 
@@ -107,10 +107,10 @@ func TestLLVMConsumesProfile(t *testing.T) {
 		lines = append(lines, l)
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i] < lines[j] })
-	obj := &jitmap.CodeObject{Name: "work", Addr: 0x7f0000400000, Size: uint64(16 * len(lines))}
+	obj := &codeobj.Object{Name: "work", Addr: 0x7f0000400000, Size: uint64(16 * len(lines))}
 	var blocks []BlockCount
 	for i, l := range lines {
-		obj.Lines = append(obj.Lines, jitmap.LineEntry{Addr: obj.Addr + uint64(16*i), File: "work.c", Line: l})
+		obj.Lines = append(obj.Lines, codeobj.LineEntry{Addr: obj.Addr + uint64(16*i), File: "work.c", Line: l})
 		n, ok := counts[l]
 		if !ok {
 			n = entryCount

@@ -3,10 +3,9 @@ package profgen
 import (
 	"sort"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
-
-	"github.com/profd/profd/jitmap"
 )
 
 // BlockCount is a basic block's byte range, as offsets from the start of its code object,
@@ -26,9 +25,9 @@ type CallCount struct {
 // FunctionCounts is what the daemon or the reestimate glue knows of one function; Project
 // turns it into the function's LLVM sample profile.
 type FunctionCounts struct {
-	Object *jitmap.CodeObject // name, address, size and line table
-	Blocks []BlockCount       // empty when only raw samples are known (see Raw)
-	Entry  int                // index into Blocks of the entry block; its count is the head count
+	Object *codeobj.Object // name, address, size and line table
+	Blocks []BlockCount    // empty when only raw samples are known (see Raw)
+	Entry  int             // index into Blocks of the entry block; its count is the head count
 	// Raw holds raw samples per offset; Project uses it only when Blocks is empty, summing
 	// each line's samples (no head count can be known then).
 	Raw   []profileio.OffsetCount
@@ -38,7 +37,7 @@ type FunctionCounts struct {
 	Samples uint64
 	// FirstLine is the function's first source line (the DISubprogram's line), from which
 	// LLVM counts line offsets: FromCapture takes it from the IR when given one, else from
-	// the code object (jitmap.CodeObject.FirstLine, from the JIT's debug object). 0 means:
+	// the code object (codeobj.Object.FirstLine, from the JIT's debug object). 0 means:
 	// the line of the line-table entry at the function's first byte (clang gives the
 	// prologue the function's own line), else the lowest line of the function's own file in
 	// its line table.
@@ -101,7 +100,7 @@ func Project(fc FunctionCounts) Projection {
 		return Projection{Profile: f}
 	}
 	lines := sortedLines(o.Lines)
-	head := lines[jitmap.CoveringLine(lines, o.Addr)]
+	head := lines[codeobj.CoveringLine(lines, o.Addr)]
 	file := head.File
 	first := fc.FirstLine
 	if first == 0 && head.Addr == o.Addr {
@@ -118,7 +117,7 @@ func Project(fc FunctionCounts) Projection {
 	}
 	var pr Projection
 	// locate gives a line entry's location: LLVM keys counts by base discriminator.
-	locate := func(l jitmap.LineEntry) (profileio.LineLocation, bool) {
+	locate := func(l codeobj.LineEntry) (profileio.LineLocation, bool) {
 		if l.File != file || l.Line < first || l.Line-first > profileio.MaxLineOffset {
 			pr.DroppedLines++
 			return profileio.LineLocation{}, false
@@ -126,7 +125,7 @@ func Project(fc FunctionCounts) Projection {
 		base, _ := profileio.LLVMDiscriminator(l.Discriminator)
 		return profileio.LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
 	}
-	eachBlockLine(fc, lines, func(b BlockCount, l jitmap.LineEntry) {
+	eachBlockLine(fc, lines, func(b BlockCount, l codeobj.LineEntry) {
 		loc, ok := locate(l)
 		if !ok {
 			return
@@ -140,13 +139,13 @@ func Project(fc FunctionCounts) Projection {
 	})
 	if len(fc.Blocks) == 0 {
 		for _, r := range fc.Raw {
-			if loc, ok := locate(lines[jitmap.CoveringLine(lines, o.Addr+r.Offset)]); ok {
+			if loc, ok := locate(lines[codeobj.CoveringLine(lines, o.Addr+r.Offset)]); ok {
 				f.AddBody(loc, r.Count)
 			}
 		}
 	}
 	for _, c := range fc.Calls {
-		if loc, ok := locate(lines[jitmap.CoveringLine(lines, o.Addr+c.Offset)]); ok {
+		if loc, ok := locate(lines[codeobj.CoveringLine(lines, o.Addr+c.Offset)]); ok {
 			f.AddCall(loc, c.Callee, c.Count)
 		}
 	}
@@ -160,28 +159,28 @@ func Project(fc FunctionCounts) Projection {
 // EachBlockLine calls fn for each of fc's blocks and each entry of its object's line table
 // that holds code of the block: the entry covering the block's start and every entry that
 // starts inside it. Project gives a line the largest count fn sees for it.
-func EachBlockLine(fc FunctionCounts, fn func(b BlockCount, l jitmap.LineEntry)) {
+func EachBlockLine(fc FunctionCounts, fn func(b BlockCount, l codeobj.LineEntry)) {
 	if len(fc.Blocks) > 0 && len(fc.Object.Lines) > 0 {
 		eachBlockLine(fc, sortedLines(fc.Object.Lines), fn)
 	}
 }
 
 // eachBlockLine is EachBlockLine over lines, fc's line table in address order.
-func eachBlockLine(fc FunctionCounts, lines []jitmap.LineEntry, fn func(b BlockCount, l jitmap.LineEntry)) {
+func eachBlockLine(fc FunctionCounts, lines []codeobj.LineEntry, fn func(b BlockCount, l codeobj.LineEntry)) {
 	for _, b := range fc.Blocks {
 		start, end := fc.Object.Addr+b.Start, fc.Object.Addr+b.End
-		for i := jitmap.CoveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
+		for i := codeobj.CoveringLine(lines, start); i < len(lines) && lines[i].Addr < end; i++ {
 			fn(b, lines[i])
 		}
 	}
 }
 
 // sortedLines returns lines in address order: lines itself when it is, else a sorted copy.
-func sortedLines(lines []jitmap.LineEntry) []jitmap.LineEntry {
+func sortedLines(lines []codeobj.LineEntry) []codeobj.LineEntry {
 	if sort.SliceIsSorted(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr }) {
 		return lines
 	}
-	lines = append([]jitmap.LineEntry(nil), lines...)
+	lines = append([]codeobj.LineEntry(nil), lines...)
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].Addr < lines[j].Addr })
 	return lines
 }

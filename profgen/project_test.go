@@ -5,13 +5,13 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
 )
 
-func projectionObject() *jitmap.CodeObject {
-	return &jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 0x40, Lines: []jitmap.LineEntry{
+func projectionObject() *codeobj.Object {
+	return &codeobj.Object{Name: "f", Addr: 0x1000, Size: 0x40, Lines: []codeobj.LineEntry{
 		{Addr: 0x1000, File: "f.c", Line: 10},
 		{Addr: 0x1008, File: "f.c", Line: 11},
 		{Addr: 0x1010, File: "f.c", Line: 12},
@@ -116,7 +116,7 @@ func TestRawProfile(t *testing.T) {
 // duplication factor (time-based block counts are estimates whose error a factor of up to
 // 32 would blow up), and the larger of the vector and the scalar copy's counts wins.
 func TestProjectDuplicatedCode(t *testing.T) {
-	o := &jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 0x30, Lines: []jitmap.LineEntry{
+	o := &codeobj.Object{Name: "f", Addr: 0x1000, Size: 0x30, Lines: []codeobj.LineEntry{
 		{Addr: 0x1000, File: "f.c", Line: 10},
 		{Addr: 0x1010, File: "f.c", Line: 11, Discriminator: 2054}, // base 3, duplication factor 8
 		{Addr: 0x1020, File: "f.c", Line: 11, Discriminator: 6},    // base 3: the remainder loop

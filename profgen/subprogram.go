@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -236,7 +236,7 @@ func splitInlined(fc FunctionCounts, subs []Subprogram) []FunctionCounts {
 		return []FunctionCounts{fc}
 	}
 	sort.Slice(own, func(i, j int) bool { return own[i].Line < own[j].Line })
-	owner := func(l jitmap.LineEntry) string {
+	owner := func(l codeobj.LineEntry) string {
 		if path.Base(l.File) != file || l.Line == 0 {
 			return ""
 		}
@@ -263,7 +263,7 @@ func splitInlined(fc FunctionCounts, subs []Subprogram) []FunctionCounts {
 		part := fc
 		obj := *o
 		obj.Name = name
-		obj.Lines = make([]jitmap.LineEntry, len(o.Lines))
+		obj.Lines = make([]codeobj.LineEntry, len(o.Lines))
 		for i, l := range o.Lines {
 			if owner(l) != name && !(k == 0 && owner(l) == "") {
 				l.Line = 0 // another function's line: Project drops it
@@ -284,7 +284,7 @@ func splitInlined(fc FunctionCounts, subs []Subprogram) []FunctionCounts {
 
 // objectFile is the base name of the source file of o's entry: that of the last line-table
 // entry at or below o's address (or of the first entry). o must have a line table.
-func objectFile(o *jitmap.CodeObject) string {
+func objectFile(o *codeobj.Object) string {
 	file := path.Base(o.Lines[0].File)
 	for _, l := range o.Lines {
 		if l.Addr <= o.Addr {
@@ -311,7 +311,7 @@ func callSiteCount(fc FunctionCounts, callLines []uint32) uint64 {
 	for _, l := range callLines {
 		count[l] = 0
 	}
-	EachBlockLine(fc, func(b BlockCount, l jitmap.LineEntry) {
+	EachBlockLine(fc, func(b BlockCount, l codeobj.LineEntry) {
 		if c, ok := count[l.Line]; ok && b.Count > c && path.Base(l.File) == file {
 			count[l.Line] = b.Count
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -61,10 +61,10 @@ func TestFromCaptureFirstLines(t *testing.T) {
 // CountScale keeps blocks whose repaired weight is below one sample per instruction.
 func TestFromCaptureCountScale(t *testing.T) {
 	o := &profileio.CaptureObject{
-		Object: jitmap.CodeObject{Name: "f", Addr: 0x1000, Size: 10,
+		Object: codeobj.Object{Name: "f", Addr: 0x1000, Size: 10,
 			// xor eax,eax; inc eax; cmp eax,10; jne -7; ret
 			Code:  []byte{0x31, 0xc0, 0xff, 0xc0, 0x83, 0xf8, 0x0a, 0x75, 0xf9, 0xc3},
-			Lines: []jitmap.LineEntry{{Addr: 0x1000, File: "f.c", Line: 1}, {Addr: 0x1002, File: "f.c", Line: 2}, {Addr: 0x1009, File: "f.c", Line: 3}}},
+			Lines: []codeobj.LineEntry{{Addr: 0x1000, File: "f.c", Line: 1}, {Addr: 0x1002, File: "f.c", Line: 2}, {Addr: 0x1009, File: "f.c", Line: 3}}},
 		// One sample on the loop's three instructions: a weight of 1/3.
 		Samples: []profileio.OffsetCount{{Offset: 2, Count: 1}},
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // cpuClock reports the process's user+system CPU time; on a shared machine it says more
@@ -111,10 +111,10 @@ func benchCaptureWrite(w io.Writer) error {
 	}
 	const nobj = 2000
 	for i := 0; i < nobj; i++ {
-		o := jitmap.CodeObject{Name: fmt.Sprintf("jit_fn_%d", i), Addr: 0x7f0000000000 + uint64(i)*4096,
-			Size: uint64(len(code)), Code: code, LoadNs: int64(i), CodeIndex: uint64(i), Source: jitmap.SourceFIFO}
+		o := codeobj.Object{Name: fmt.Sprintf("jit_fn_%d", i), Addr: 0x7f0000000000 + uint64(i)*4096,
+			Size: uint64(len(code)), Code: code, LoadNs: int64(i), CodeIndex: uint64(i), Source: codeobj.SourceFIFO}
 		for l := 0; l < 64; l++ {
-			o.Lines = append(o.Lines, jitmap.LineEntry{Addr: o.Addr + uint64(l*16), File: "mod.ll", Line: uint32(100 + l)})
+			o.Lines = append(o.Lines, codeobj.LineEntry{Addr: o.Addr + uint64(l*16), File: "mod.ll", Line: uint32(100 + l)})
 		}
 		if _, err := cw.AddCodeObject(1234, &o); err != nil {
 			return err

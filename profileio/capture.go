@@ -3,7 +3,7 @@ package profileio
 import (
 	"time"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // CaptureVersion is the capture format version this package writes; it reads it and
@@ -57,7 +57,7 @@ type OffsetCount struct {
 type CaptureObject struct {
 	ID      ObjectID
 	Pid     uint32
-	Object  jitmap.CodeObject
+	Object  codeobj.Object
 	Samples []OffsetCount // ascending Offset, one entry per offset
 }
 

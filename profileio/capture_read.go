@@ -10,7 +10,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // ReadCapture reads a capture from r.
@@ -302,7 +302,7 @@ func (cr *captureReader) codeObject(d *payloadDecoder) {
 	co.LoadNs = d.varint()
 	co.UnloadNs = d.varint()
 	co.CodeIndex = d.uvarint()
-	co.Source = jitmap.Source(d.byte())
+	co.Source = codeobj.Source(d.byte())
 	switch hasCode := d.byte(); {
 	case d.err != nil:
 	case hasCode == 1:
@@ -317,7 +317,7 @@ func (cr *captureReader) codeObject(d *payloadDecoder) {
 	}
 	nlines := d.count(4)
 	if nlines > 0 && d.err == nil {
-		co.Lines = make([]jitmap.LineEntry, 0, nlines)
+		co.Lines = make([]codeobj.LineEntry, 0, nlines)
 	}
 	addr := co.Addr
 	for i := 0; i < nlines && d.err == nil; i++ {
@@ -331,7 +331,7 @@ func (cr *captureReader) codeObject(d *payloadDecoder) {
 		if d.err != nil {
 			return
 		}
-		co.Lines = append(co.Lines, jitmap.LineEntry{Addr: addr, File: files[fi], Line: line, Discriminator: disc})
+		co.Lines = append(co.Lines, codeobj.LineEntry{Addr: addr, File: files[fi], Line: line, Discriminator: disc})
 	}
 	if c.Version >= 2 {
 		co.FirstLine = d.uint32()

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // ErrClosed is returned by a CaptureWriter after Close.
@@ -96,7 +96,7 @@ func (cw *CaptureWriter) AddProcess(p Process) error {
 
 // AddCodeObject records a code object of process pid and returns the ID that samples in
 // it are added under. Code must be nil or hold Size bytes; Lines must be ascending.
-func (cw *CaptureWriter) AddCodeObject(pid uint32, o *jitmap.CodeObject) (ObjectID, error) {
+func (cw *CaptureWriter) AddCodeObject(pid uint32, o *codeobj.Object) (ObjectID, error) {
 	if err := cw.usable(); err != nil {
 		return 0, err
 	}
@@ -132,7 +132,7 @@ func (cw *CaptureWriter) AddCodeObject(pid uint32, o *jitmap.CodeObject) (Object
 // appendLines writes the file names once, then each entry as an address delta (zigzag,
 // from the previous entry, the first from the object's address), a file index, the line
 // and the discriminator.
-func appendLines(b []byte, base uint64, lines []jitmap.LineEntry) []byte {
+func appendLines(b []byte, base uint64, lines []codeobj.LineEntry) []byte {
 	var files []string
 	index := map[string]uint64{}
 	for _, l := range lines {

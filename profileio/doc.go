@@ -7,7 +7,7 @@
 // reads back every complete section:
 //
 //	cw, err := profileio.NewCaptureWriter(f, profileio.CaptureMeta{Event: "cpu-clock", PeriodEvents: 1e6})
-//	id, err := cw.AddCodeObject(pid, &obj) // a jitmap.CodeObject
+//	id, err := cw.AddCodeObject(pid, &obj) // a codeobj.Object
 //	err = cw.AddSamples([]profileio.SampleRecord{{Object: id, Offset: 0x12, Count: 40}})
 //	err = cw.Close(profileio.CaptureEnd{EndNs: now})
 //

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -13,7 +13,7 @@ func ExampleNewCaptureWriter() {
 	var file bytes.Buffer
 	cw, _ := profileio.NewCaptureWriter(&file, profileio.CaptureMeta{Event: "cpu-clock", PeriodEvents: 1000000})
 	_ = cw.AddProcess(profileio.Process{Pid: 42, Command: "lli-14"})
-	id, _ := cw.AddCodeObject(42, &jitmap.CodeObject{Name: "main", Addr: 0x7f00, Size: 16})
+	id, _ := cw.AddCodeObject(42, &codeobj.Object{Name: "main", Addr: 0x7f00, Size: 16})
 	_ = cw.AddSamples([]profileio.SampleRecord{{Object: id, Offset: 4, Count: 9}})
 	_ = cw.Close(profileio.CaptureEnd{LostSamples: 0})
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the writers' output")
@@ -84,22 +84,22 @@ func testCaptureMeta() CaptureMeta {
 	}
 }
 
-func testObjects() []jitmap.CodeObject {
+func testObjects() []codeobj.Object {
 	code := make([]byte, 64)
 	for i := range code {
 		code[i] = byte(i * 7)
 	}
-	return []jitmap.CodeObject{
+	return []codeobj.Object{
 		{Name: "fib", Addr: 0x7f0000001000, Size: 64, Code: code, LoadNs: 1_000_000_100, CodeIndex: 1,
-			Source: jitmap.SourceFIFO, FirstLine: 9, Lines: []jitmap.LineEntry{
+			Source: codeobj.SourceFIFO, FirstLine: 9, Lines: []codeobj.LineEntry{
 				{Addr: 0x7f0000001000, File: "fib.c", Line: 10},
 				{Addr: 0x7f0000001010, File: "fib.c", Line: 11},
 				{Addr: 0x7f0000001020, File: "fib.c", Line: 12, Discriminator: 2},
 				{Addr: 0x7f0000001030, File: "util.h", Line: 3},
 			}},
 		{Name: "loop", Addr: 0x7f0000002000, Size: 32, LoadNs: 1_000_000_200, CodeIndex: 2,
-			Source: jitmap.SourceJitdumpFile},
+			Source: codeobj.SourceJitdumpFile},
 		{Name: "fib", Addr: 0x7f0000001000, Size: 64, Code: code, LoadNs: 1_500_000_000, CodeIndex: 3,
-			Source: jitmap.SourcePerfMapFile},
+			Source: codeobj.SourcePerfMapFile},
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto).
@@ -204,11 +204,11 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		mappings = appendPbBytes(mappings, pbProfileMapping, e.msg)
 	}
 	// jitLocation is the location of addr in JIT code object co: its function and line.
-	jitLocation := func(co *jitmap.CodeObject, addr uint64) uint64 {
+	jitLocation := func(co *codeobj.Object, addr uint64) uint64 {
 		var fn uint64
 		var line int64
 		if len(co.Lines) > 0 {
-			if l := co.Lines[jitmap.CoveringLine(co.Lines, addr)]; l.Addr <= addr {
+			if l := co.Lines[codeobj.CoveringLine(co.Lines, addr)]; l.Addr <= addr {
 				fn, line = functionID(co.Name, l.File, int64(l.Line)), int64(l.Line)
 			}
 		}

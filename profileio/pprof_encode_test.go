@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // parsedBoth marshals p with marshalPprof and with the pprof package's own encoder and
@@ -78,9 +78,9 @@ func manyProcessCapture() *Capture {
 	for i := 0; i < 40; i++ {
 		addr := 0x7f0000000000 + uint64(i)*0x1000
 		o := &CaptureObject{ID: ObjectID(i), Pid: uint32(100 + i%3),
-			Object: jitmap.CodeObject{Name: fmt.Sprintf("fn%d", i%25), Addr: addr, Size: 256}}
+			Object: codeobj.Object{Name: fmt.Sprintf("fn%d", i%25), Addr: addr, Size: 256}}
 		if i%4 != 0 {
-			o.Object.Lines = []jitmap.LineEntry{{Addr: addr + 8, File: "a.ll", Line: uint32(60 - i)}, // a later object of the same name starts lower
+			o.Object.Lines = []codeobj.LineEntry{{Addr: addr + 8, File: "a.ll", Line: uint32(60 - i)}, // a later object of the same name starts lower
 				{Addr: addr + 64, File: fmt.Sprintf("f%d.ll", i%2), Line: uint32(5 + i%7)}}
 		}
 		if i%9 != 5 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // pprofProfile builds a pprof profile of c: two sample values, "samples/count" and the
@@ -97,7 +97,7 @@ func pprofProfile(c *Capture) *profile.Profile {
 			loc := newLocation(m, addr)
 			line := &loc.Line[0]
 			if len(co.Lines) > 0 {
-				e := co.Lines[jitmap.CoveringLine(co.Lines, addr)]
+				e := co.Lines[codeobj.CoveringLine(co.Lines, addr)]
 				if e.Addr <= addr {
 					*line = profile.Line{Function: function(co.Name, e.File, int64(e.Line)), Line: int64(e.Line)}
 				}

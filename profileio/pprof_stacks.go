@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // pprofLabelKeys are the string indices of the sample labels' keys, and of the event's
@@ -41,7 +41,7 @@ type stackEncoder struct {
 	jitMapping  func(o *CaptureObject)                                                               // a mapping for o's code
 	mapping     func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) // any other mapping
 	location    func(addr, fn uint64, line int64) uint64                                             // a location in the last mapping
-	jitLocation func(co *jitmap.CodeObject, addr uint64) uint64                                      // a location in the last mapping, in co's code
+	jitLocation func(co *codeobj.Object, addr uint64) uint64                                         // a location in the last mapping, in co's code
 	functionID  func(name string) uint64
 	sample      func(ids []uint64, n uint64, pid, tid uint32, comm string)
 }

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/profd/profd/accuracy/oracle"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
 )
@@ -25,7 +25,7 @@ type Function struct {
 	// Samples is the sampled run's count per instruction offset.
 	Samples map[uint64]uint64
 	// Sampled is the sampled run's code object (its address, code and line table).
-	Sampled *jitmap.CodeObject
+	Sampled *codeobj.Object
 }
 
 // Options tunes Join.

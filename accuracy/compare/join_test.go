@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/accuracy/oracle"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
@@ -43,7 +43,7 @@ func exactLoop() *oracle.Result {
 // sampled is a capture of loop at addr with the given samples per offset.
 func sampled(addr uint64, samples ...profileio.OffsetCount) *profileio.CaptureObject {
 	return &profileio.CaptureObject{
-		Object:  jitmap.CodeObject{Name: "loop", Addr: addr, Size: uint64(len(loop)), Code: loop},
+		Object:  codeobj.Object{Name: "loop", Addr: addr, Size: uint64(len(loop)), Code: loop},
 		Samples: samples,
 	}
 }
@@ -52,7 +52,7 @@ func TestJoin(t *testing.T) {
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
 		sampled(0x2000, profileio.OffsetCount{Offset: 2, Count: 30}, profileio.OffsetCount{Offset: 9, Count: 1}),
 		sampled(0x9000, profileio.OffsetCount{Offset: 2, Count: 6}),
-		{Object: jitmap.CodeObject{Name: "changed", Addr: 0x5000, Size: 1, Code: []byte{0x90}}},
+		{Object: codeobj.Object{Name: "changed", Addr: 0x5000, Size: 1, Code: []byte{0x90}}},
 	}}
 	funcs, skipped := Join(exactLoop(), c, Options{})
 	if len(funcs) != 1 || funcs[0].Name != "loop" {

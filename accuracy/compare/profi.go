@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // MapBlocks maps the machine blocks of f onto the blocks of irf, the IR function the JIT
@@ -25,7 +25,7 @@ import (
 // whose count then stands for each copy.
 func MapBlocks(f *Function, irf *IRFunction) []int {
 	m := make([]int, len(f.CFG.Blocks))
-	byLine := f.Sampled == nil || !slices.ContainsFunc(f.Sampled.Lines, func(l jitmap.LineEntry) bool { return l.Discriminator != 0 })
+	byLine := f.Sampled == nil || !slices.ContainsFunc(f.Sampled.Lines, func(l codeobj.LineEntry) bool { return l.Discriminator != 0 })
 	irLocs := make([]map[Loc]bool, len(irf.Blocks))
 	for k, ib := range irf.Blocks {
 		irLocs[k] = ib.Locs
@@ -72,7 +72,7 @@ func MapBlocks(f *Function, irf *IRFunction) []int {
 
 // blockLocs lists the source locations (nonzero lines) of the line-table entries covering
 // the code at offsets [start, end) of o.
-func blockLocs(o *jitmap.CodeObject, start, end uint64) []Loc {
+func blockLocs(o *codeobj.Object, start, end uint64) []Loc {
 	ls := o.Lines
 	lo, hi := o.Addr+start, o.Addr+end
 	i := sort.Search(len(ls), func(i int) bool { return ls[i].Addr > lo })

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/accuracy/oracle"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -93,7 +93,7 @@ func TestMapBlocksDiscriminators(t *testing.T) {
 	}
 	f := joinedLoop(t)
 	lines := f.Sampled.Lines
-	lines[len(lines)-1] = jitmap.LineEntry{Addr: 0x2009, Line: 3, Discriminator: 2}
+	lines[len(lines)-1] = codeobj.LineEntry{Addr: 0x2009, Line: 3, Discriminator: 2}
 	if m := MapBlocks(&f, funcs["loop"]); m[1] != 1 || m[2] != 2 {
 		t.Errorf("with discriminators: mapping %v, want the loop on 1 and the return on 2", m)
 	}
@@ -124,7 +124,7 @@ block-frequency-info: loop
 func joinedLoop(t *testing.T) Function {
 	t.Helper()
 	o := sampled(0x2000, profileio.OffsetCount{Offset: 2, Count: 30}, profileio.OffsetCount{Offset: 9, Count: 1})
-	o.Object.Lines = []jitmap.LineEntry{{Addr: 0x2000, Line: 1}, {Addr: 0x2002, Line: 2}, {Addr: 0x2004, Line: 3}, {Addr: 0x2009, Line: 4}}
+	o.Object.Lines = []codeobj.LineEntry{{Addr: 0x2000, Line: 1}, {Addr: 0x2002, Line: 2}, {Addr: 0x2004, Line: 3}, {Addr: 0x2009, Line: 4}}
 	funcs, _ := Join(&oracle.Result{Functions: exactLoop().Functions[:1]}, &profileio.Capture{Objects: []*profileio.CaptureObject{o}}, Options{})
 	if len(funcs) != 1 {
 		t.Fatal("loop not joined")

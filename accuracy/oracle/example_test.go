@@ -6,7 +6,7 @@ import (
 
 	"github.com/profd/profd/accuracy/callgrind"
 	"github.com/profd/profd/accuracy/oracle"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 func ExampleJoin() {
@@ -29,8 +29,8 @@ jcnd=9/10 -5 0
 	}
 	// ...and the code object the jitdump of the same run named.
 	code := []byte{0x31, 0xc0, 0xff, 0xc0, 0x83, 0xf8, 0x0a, 0x75, 0xf9, 0xc3} // xor; inc; cmp; jne; ret
-	obj := jitmap.CodeObject{Name: "count10", Addr: 0x1000, Size: uint64(len(code)), Code: code}
-	res, err := oracle.Join(prof, []jitmap.CodeObject{obj}, oracle.JoinOptions{})
+	obj := codeobj.Object{Name: "count10", Addr: 0x1000, Size: uint64(len(code)), Code: code}
+	res, err := oracle.Join(prof, []codeobj.Object{obj}, oracle.JoinOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,20 +6,21 @@ import (
 	"io"
 	"os"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
 // ReadJitdump reads the code objects of process pid from a jitdump file (lli-14 writes
 // $JITDUMPDIR/.debug/jit/*/jit-PID.dump). Any bad record is an error: the oracle needs the
 // whole map.
-func ReadJitdump(path string, pid uint32) ([]jitmap.CodeObject, error) {
+func ReadJitdump(path string, pid uint32) ([]codeobj.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("oracle: jitdump: %w", err)
 	}
 	defer f.Close()
-	d := jitmap.NewDecoder(pid, jitmap.SourceJitdumpFile, jitmap.DecoderOptions{})
-	var objs []jitmap.CodeObject
+	d := jitmap.NewDecoder(pid, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{})
+	var objs []codeobj.Object
 	take := func(events []jitmap.Event, errs []error) error {
 		if len(errs) > 0 {
 			return fmt.Errorf("oracle: jitdump %s: %w", path, errors.Join(errs...))

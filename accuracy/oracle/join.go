@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/profd/profd/accuracy/callgrind"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // DefaultJITObject is the object name callgrind gives to code in anonymous memory, where
@@ -23,7 +23,7 @@ type JoinOptions struct {
 // of the same run (from its jitdump), giving exact per-instruction counts and exact
 // instruction-to-instruction edge counts per function. objs must not overlap (lli-14 never
 // reuses addresses within a run); objects that never ran are kept with empty counts.
-func Join(p *callgrind.Profile, objs []jitmap.CodeObject, opts JoinOptions) (*Result, error) {
+func Join(p *callgrind.Profile, objs []codeobj.Object, opts JoinOptions) (*Result, error) {
 	if opts.JITObject == "" {
 		opts.JITObject = DefaultJITObject
 	}
@@ -35,7 +35,7 @@ func Join(p *callgrind.Profile, objs []jitmap.CodeObject, opts JoinOptions) (*Re
 		return nil, fmt.Errorf("oracle: event %q (have %v): %w", opts.Event, p.Events, ErrNoEvent)
 	}
 	objs = slices.Clone(objs)
-	slices.SortFunc(objs, func(a, b jitmap.CodeObject) int { return cmp.Compare(a.Addr, b.Addr) })
+	slices.SortFunc(objs, func(a, b codeobj.Object) int { return cmp.Compare(a.Addr, b.Addr) })
 	for i := range objs {
 		if uint64(len(objs[i].Code)) != objs[i].Size {
 			return nil, fmt.Errorf("oracle: code object %s at %#x+%d: %w", objs[i].Name, objs[i].Addr, objs[i].Size, ErrNoCode)
@@ -46,7 +46,7 @@ func Join(p *callgrind.Profile, objs []jitmap.CodeObject, opts JoinOptions) (*Re
 		}
 	}
 	find := func(addr uint64) int {
-		i, _ := slices.BinarySearchFunc(objs, addr, func(o jitmap.CodeObject, a uint64) int {
+		i, _ := slices.BinarySearchFunc(objs, addr, func(o codeobj.Object, a uint64) int {
 			if o.Addr > a {
 				return 1
 			}
@@ -136,7 +136,7 @@ func Join(p *callgrind.Profile, objs []jitmap.CodeObject, opts JoinOptions) (*Re
 // edges derives f's fall-through counts from its instruction counts and taken jumps, and
 // checks that every instruction's count equals the flow into it: the fall-through from the
 // instruction before, every jump to it, and for the entry the calls to it.
-func edges(f *Function, o jitmap.CodeObject, callEntries uint64, jumpsInto, takenFrom map[uint64]uint64) {
+func edges(f *Function, o codeobj.Object, callEntries uint64, jumpsInto, takenFrom map[uint64]uint64) {
 	instrs := decodeInstrs(o.Addr, o.Code)
 	boundary := make(map[Addr]bool, len(instrs))
 	for _, in := range instrs {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/accuracy/callgrind"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 )
 
 // loopCode is
@@ -48,8 +48,8 @@ func joinLoop(t *testing.T, text string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := jitmap.CodeObject{Name: "loop", Addr: 0x1000, Size: uint64(len(loopCode)), Code: loopCode}
-	r, err := Join(p, []jitmap.CodeObject{obj}, JoinOptions{})
+	obj := codeobj.Object{Name: "loop", Addr: 0x1000, Size: uint64(len(loopCode)), Code: loopCode}
+	r, err := Join(p, []codeobj.Object{obj}, JoinOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestJoinRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := jitmap.CodeObject{Name: "a", Addr: 0x1000, Size: 4, Code: loopCode[:4]}
-	b := jitmap.CodeObject{Name: "b", Addr: 0x1002, Size: 4, Code: loopCode[:4]}
-	if _, err := Join(p, []jitmap.CodeObject{b, a}, JoinOptions{}); !errors.Is(err, ErrOverlap) {
+	a := codeobj.Object{Name: "a", Addr: 0x1000, Size: 4, Code: loopCode[:4]}
+	b := codeobj.Object{Name: "b", Addr: 0x1002, Size: 4, Code: loopCode[:4]}
+	if _, err := Join(p, []codeobj.Object{b, a}, JoinOptions{}); !errors.Is(err, ErrOverlap) {
 		t.Errorf("overlap: %v", err)
 	}
-	if _, err := Join(p, []jitmap.CodeObject{{Name: "c", Addr: 0x1000, Size: 4}}, JoinOptions{}); !errors.Is(err, ErrNoCode) {
+	if _, err := Join(p, []codeobj.Object{{Name: "c", Addr: 0x1000, Size: 4}}, JoinOptions{}); !errors.Is(err, ErrNoCode) {
 		t.Errorf("no code: %v", err)
 	}
 	if _, err := Join(p, nil, JoinOptions{Event: "Dr"}); !errors.Is(err, ErrNoEvent) {

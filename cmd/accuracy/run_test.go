@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/accuracy/oracle"
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 )
 
@@ -35,7 +35,7 @@ func writeFixture(t *testing.T, dir string) {
 	}
 	c := &profileio.Capture{Version: profileio.CaptureVersion, Objects: []*profileio.CaptureObject{{
 		Pid:     1,
-		Object:  jitmap.CodeObject{Name: "loop", Addr: 0x7000, Size: uint64(len(loop)), Code: loop},
+		Object:  codeobj.Object{Name: "loop", Addr: 0x7000, Size: uint64(len(loop)), Code: loop},
 		Samples: []profileio.OffsetCount{{Offset: 2, Count: 30}, {Offset: 4, Count: 3}, {Offset: 9, Count: 1}},
 	}}, Processes: []profileio.Process{{Pid: 1, Command: "lli"}}}
 	buf.Reset()

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
@@ -263,9 +264,9 @@ func writeLoads(b *testing.B, path string, pid uint32, n int) {
 	for i := 0; i < n; i++ {
 		addr := uint64(0x7f0000000000) + uint64(i)*64
 		nm := strconv.AppendInt(append(name[:0], "jit_fn_"...), int64(i), 10)
-		load := &jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+		load := &jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: string(nm), Addr: addr, Size: 64, Code: code, LoadNs: int64(i + 2), CodeIndex: uint64(i + 1),
-			Lines: []jitmap.LineEntry{{Addr: addr, File: "jit.c", Line: uint32(i%1000 + 1)}}}}
+			Lines: []codeobj.LineEntry{{Addr: addr, File: "jit.c", Line: uint32(i%1000 + 1)}}}}
 		if err := w.CodeLoad(load); err != nil {
 			b.Fatal(err)
 		}

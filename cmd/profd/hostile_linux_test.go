@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -176,8 +177,8 @@ func TestGrowingJitdumpRSS(t *testing.T) {
 	nextLook := time.Now()
 	for i, end := 0, time.Now().Add(30*time.Second); time.Now().Before(end); i++ {
 		addr := 0x7c0000000000 + uint64(i)*256
-		lines := []jitmap.LineEntry{{Addr: addr, File: "/src/grow.js", Line: uint32(i)}, {Addr: addr + 64, File: "/src/grow.js", Line: uint32(i + 1)}}
-		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: uint32(pid), Tid: uint32(pid), Object: jitmap.CodeObject{
+		lines := []codeobj.LineEntry{{Addr: addr, File: "/src/grow.js", Line: uint32(i)}, {Addr: addr + 64, File: "/src/grow.js", Line: uint32(i + 1)}}
+		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: uint32(pid), Tid: uint32(pid), Object: codeobj.Object{
 			Name: "grow_" + strconv.Itoa(i), Addr: addr, Size: 256, Code: code, Lines: lines, LoadNs: int64(i + 2),
 			CodeIndex: uint64(i + 1)}}); err != nil {
 			t.Fatal(err)

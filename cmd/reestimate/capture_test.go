@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
@@ -34,9 +34,9 @@ func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Grap
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := jitmap.CodeObject{Name: fn.Name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: fn.Code, LoadNs: 1}
+	obj := codeobj.Object{Name: fn.Name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: fn.Code, LoadNs: 1}
 	for i, b := range g.Blocks {
-		obj.Lines = append(obj.Lines, jitmap.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(10 + i)})
+		obj.Lines = append(obj.Lines, codeobj.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(10 + i)})
 	}
 	out, err := os.Create(path)
 	if err != nil {

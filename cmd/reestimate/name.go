@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 )
@@ -65,14 +66,14 @@ func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string) error {
 		return err
 	}
 	format, _ := jitmap.DetectFormat(data)
-	src := jitmap.SourcePerfMapFile
+	src := codeobj.SourcePerfMapFile
 	if format == jitmap.FormatJitdump {
-		src = jitmap.SourceJitdumpFile
+		src = codeobj.SourceJitdumpFile
 	}
 	var pid uint32 // 0: the records' own
 	if len(c.Processes) == 1 {
 		pid = c.Processes[0].Pid
-	} else if src == jitmap.SourcePerfMapFile {
+	} else if src == codeobj.SourcePerfMapFile {
 		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "perf-"), ".map"), 10, 32)
 		if err != nil {
 			return fmt.Errorf("%s: the capture has %d processes and the file's name gives none of their pids (perf-PID.map)", path, len(c.Processes))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 	"github.com/profd/profd/profileio"
@@ -22,9 +23,9 @@ func TestNameUnnamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := bytes.Repeat([]byte{0x90}, 0x40)
-	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: jitmap.CodeObject{Name: "old", Addr: 0x1000, Size: 0x40, Code: code, LoadNs: 100, CodeIndex: 1}})
+	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: codeobj.Object{Name: "old", Addr: 0x1000, Size: 0x40, Code: code, LoadNs: 100, CodeIndex: 1}})
 	w.CodeUnload(&jitmap.CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 1000, CodeIndex: 1})
-	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: jitmap.CodeObject{Name: "new", Addr: 0x1000, Size: 0x40, Code: code, LoadNs: 1000, CodeIndex: 2}})
+	w.CodeLoad(&jitmap.CodeLoad{Pid: 7, Object: codeobj.Object{Name: "new", Addr: 0x1000, Size: 0x40, Code: code, LoadNs: 1000, CodeIndex: 2}})
 	dump := filepath.Join(dir, "jit-7.dump")
 	if err := os.WriteFile(dump, jd.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestNameUnnamed(t *testing.T) {
 	}
 	// The process had pid 700 on the host: a capture of one process takes the files' symbols.
 	c := &profileio.Capture{Processes: []profileio.Process{{Pid: 700}},
-		Objects: []*profileio.CaptureObject{{ID: 0, Pid: 700, Object: jitmap.CodeObject{Name: "known", Addr: 0x9000, Size: 4},
+		Objects: []*profileio.CaptureObject{{ID: 0, Pid: 700, Object: codeobj.Object{Name: "known", Addr: 0x9000, Size: 4},
 			Samples: []profileio.OffsetCount{{Offset: 0, Count: 3}}}},
 		Unnamed: []profileio.UnnamedCount{
 			{Pid: 700, IP: 0x1008, FirstNs: 200, LastNs: 900, Count: 5},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 )
@@ -17,13 +18,13 @@ func TestReadCodeOfThisProcess(t *testing.T) {
 	e := New(Config{ReadCode: true})
 	code := []byte{0x55, 0x48, 0x89, 0xe5, 0x31, 0xc0, 0x5d, 0xc3}
 	pid := uint32(os.Getpid())
-	load := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "jitted_function",
+	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "jitted_function",
 		Addr: uint64(uintptr(unsafe.Pointer(&code[0]))), Size: uint64(len(code))}}
 	e.Load(load)
 	if !bytes.Equal(load.Object.Code, code) {
 		t.Errorf("code %x, want %x", load.Object.Code, code)
 	}
-	bad := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "unreadable", Addr: 8, Size: 16}}
+	bad := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "unreadable", Addr: 8, Size: 16}}
 	e.Load(bad)
 	if bad.Object.Code != nil {
 		t.Errorf("code of an unmapped address: %x", bad.Object.Code)
@@ -68,7 +69,7 @@ func TestReadCodeOfOtherProcess(t *testing.T) {
 	if text == nil {
 		t.Fatal("no executable file mapping in sleep")
 	}
-	load := &jitmap.CodeLoad{Pid: pid, Object: jitmap.CodeObject{Name: "f", Addr: text.Start, Size: 64}}
+	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: text.Start, Size: 64}}
 	New(Config{ReadCode: true}).Load(load)
 	mem, err := os.Open(procfs.Path(pid, "mem"))
 	if err != nil {

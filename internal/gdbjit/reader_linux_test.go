@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 )
@@ -33,7 +34,7 @@ func startLLI(t *testing.T) (*exec.Cmd, string) {
 }
 
 // jitdumpObjects decodes the jitdump lli-14 writes, waiting for its first code load.
-func jitdumpObjects(t *testing.T, dir string, pid int) []jitmap.CodeObject {
+func jitdumpObjects(t *testing.T, dir string, pid int) []codeobj.Object {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -43,8 +44,8 @@ func jitdumpObjects(t *testing.T, dir string, pid int) []jitmap.CodeObject {
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs, _ := jitmap.NewDecoder(uint32(pid), jitmap.SourceJitdumpFile, jitmap.DecoderOptions{}).Write(b)
-			var objs []jitmap.CodeObject
+			evs, _ := jitmap.NewDecoder(uint32(pid), codeobj.SourceJitdumpFile, jitmap.DecoderOptions{}).Write(b)
+			var objs []codeobj.Object
 			for _, ev := range evs {
 				if l, ok := ev.(*jitmap.CodeLoad); ok {
 					objs = append(objs, l.Object)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -17,7 +18,7 @@ import (
 // event.
 type Event struct {
 	Pid    uint32
-	Source jitmap.Source
+	Source codeobj.Source
 	Event  jitmap.Event
 }
 
@@ -119,7 +120,7 @@ func JitdumpStream(t testing.TB, pid uint32, names ...string) []byte {
 		t.Fatal(err)
 	}
 	for i, name := range names {
-		err := w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+		err := w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: name, Addr: 0x1000 * uint64(i+1), Size: 2, Code: []byte{0x90, 0xc3}, LoadNs: int64(i + 2), CodeIndex: uint64(i + 1)}})
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +148,7 @@ func ChurnStream(t testing.TB, pid uint32, n, slots int, unload bool) []byte {
 				t.Fatal(err)
 			}
 		}
-		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+		if err := w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: "churn_" + strconv.Itoa(i), Addr: addr, Size: uint64(len(code)), Code: code,
 			LoadNs: int64(2*i + 2), CodeIndex: uint64(i + 1)}}); err != nil {
 			t.Fatal(err)

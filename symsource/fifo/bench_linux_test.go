@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
@@ -24,7 +25,7 @@ func BenchmarkFIFORead(b *testing.B) {
 	code := bytes.Repeat([]byte{0x90}, 63)
 	code = append(code, 0xc3)
 	for i := 0; i < perBlock; i++ {
-		w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
+		w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: "jitted_function_0001", Addr: 0x100000 + uint64(i)*64, Size: 64, Code: code, LoadNs: 1, CodeIndex: uint64(i + 1)}})
 	}
 	header, block := stream.Bytes()[:40], stream.Bytes()[40:]

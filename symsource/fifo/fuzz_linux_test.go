@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/jitmap"
 )
@@ -75,6 +76,6 @@ func FuzzFIFOReader(f *testing.F) {
 
 // runStreamAs decodes data in one piece as a stream of pid.
 func runStreamAs(pid uint32, data []byte) []jitmap.Event {
-	st := jitmap.NewStream(pid, jitmap.SourceFIFO, "reference", jitmap.DecoderOptions{MaxRecordBytes: 4096, MaxLineBytes: 256})
+	st := jitmap.NewStream(pid, codeobj.SourceFIFO, "reference", jitmap.DecoderOptions{MaxRecordBytes: 4096, MaxLineBytes: 256})
 	return append(st.Write(data).Events, st.Finish().Events...)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/jitmap"
 )
@@ -57,24 +58,24 @@ func TestHeaderLibraryRoundTrip(t *testing.T) {
 		return b
 	}
 	want := []jitmap.Event{
-		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
-			Name: "alpha", Addr: 0x10000, Size: 32, CodeIndex: 1, Source: jitmap.SourceFIFO,
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
+			Name: "alpha", Addr: 0x10000, Size: 32, CodeIndex: 1, Source: codeobj.SourceFIFO,
 			Code: pattern(32, func(i int) byte { return byte(i * 7) }),
-			Lines: []jitmap.LineEntry{
+			Lines: []codeobj.LineEntry{
 				{Addr: 0x10000, File: "alpha.c", Line: 10},
 				{Addr: 0x10008, File: "alpha.c", Line: 11, Discriminator: 2},
 				{Addr: 0x10010, File: "inc/alpha.h", Line: 12},
 			}}},
-		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
-			Name: "beta", Addr: beta, Size: 48, CodeIndex: 2, Source: jitmap.SourceFIFO,
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
+			Name: "beta", Addr: beta, Size: 48, CodeIndex: 2, Source: codeobj.SourceFIFO,
 			Code: pattern(48, func(i int) byte { return byte(0xB0 + i) })}},
-		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
-			Name: "big", Addr: 0x200000, Size: 300000, CodeIndex: 3, Source: jitmap.SourceFIFO,
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
+			Name: "big", Addr: 0x200000, Size: 300000, CodeIndex: 3, Source: codeobj.SourceFIFO,
 			Code: pattern(300000, func(i int) byte { return byte(i*31 + 7) })}},
 		&jitmap.CodeMove{Pid: pid, Tid: pid, CodeIndex: 1, OldAddr: 0x10000, NewAddr: 0x30000, Size: 32},
 		&jitmap.CodeUnload{Pid: pid, Tid: pid, CodeIndex: 2, Addr: beta},
-		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{
-			Name: "λ operator() const", Addr: 0x40000, Size: 1, CodeIndex: 4, Source: jitmap.SourceFIFO,
+		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
+			Name: "λ operator() const", Addr: 0x40000, Size: 1, CodeIndex: 4, Source: codeobj.SourceFIFO,
 			Code: []byte{0xc3}}},
 		&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 1},
 		&jitmap.StreamEnd{},
@@ -84,7 +85,7 @@ func TestHeaderLibraryRoundTrip(t *testing.T) {
 	}
 	last := before
 	for i, e := range evs {
-		if e.Pid != pid || e.Source != jitmap.SourceFIFO {
+		if e.Pid != pid || e.Source != codeobj.SourceFIFO {
 			t.Errorf("event %d tagged pid %d source %v, want %d fifo", i, e.Pid, e.Source, pid)
 		}
 		ts := takeTime(e.Event)

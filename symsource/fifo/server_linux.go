@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -319,7 +320,7 @@ func (s *Server) deliver(t *target, b jitmap.Batch) {
 
 func (s *Server) newSession(t *target) {
 	s.sessions.Add(1)
-	t.stream = jitmap.NewStream(t.pid, jitmap.SourceFIFO, t.pipe.path, s.cfg.Decoder)
+	t.stream = jitmap.NewStream(t.pid, codeobj.SourceFIFO, t.pipe.path, s.cfg.Decoder)
 	t.counted = jitmap.StreamCounts{}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
@@ -235,7 +236,7 @@ func TestReaderRejectsOtherPids(t *testing.T) {
 	stream := symtest.JitdumpStream(t, 1, "not_mine", "nor_this")
 	var b bytes.Buffer
 	w, _ := jitdumptest.NewWriter(&b, jitmap.JitdumpHeader{Pid: pid})
-	w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: jitmap.CodeObject{Name: "mine", Addr: 0x9000, Size: 1, Code: []byte{0xc3}}})
+	w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: "mine", Addr: 0x9000, Size: 1, Code: []byte{0xc3}}})
 	stream = append(stream, b.Bytes()[40:]...) // the same stream goes on with a record of its own pid
 	fw := openWriter(t, s.FIFOPath(pid))
 	fw.Write(stream)
@@ -297,7 +298,7 @@ func TestTestJIT(t *testing.T) {
 	}
 	evs := c.WaitFor(t, "testjit's stream end", symtest.HasStreamEnd)
 	var seq []string
-	var small, large *jitmap.CodeObject
+	var small, large *codeobj.Object
 	for _, e := range evs {
 		switch ev := e.Event.(type) {
 		case *jitmap.CodeLoad:
@@ -406,7 +407,7 @@ func TestHeaderLibraryDropsWholeRecordsWhenPipeFull(t *testing.T) {
 	}
 	// What went out is a clean jitdump stream.
 	var got []jitmap.Event
-	st := jitmap.NewStream(uint32(cmd.Process.Pid), jitmap.SourceFIFO, "flood", jitmap.DecoderOptions{})
+	st := jitmap.NewStream(uint32(cmd.Process.Pid), codeobj.SourceFIFO, "flood", jitmap.DecoderOptions{})
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := syscall.Read(p.fd, buf)

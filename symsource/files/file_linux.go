@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -16,7 +17,7 @@ const tailBytes = 64
 type tailedFile struct {
 	key     string // "host:" or "ns:" and its path
 	path    string // for log lines: the path seen from profd
-	src     jitmap.Source
+	src     codeobj.Source
 	fd      int
 	dev     uint64
 	ino     uint64

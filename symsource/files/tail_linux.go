@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/fdwait"
 	"github.com/profd/profd/jitmap"
 )
@@ -213,7 +214,7 @@ func (ft *Tailer) look(t *target) bool {
 	if now := time.Now(); !now.Before(t.nextMaps) {
 		newMaps := false
 		for _, path := range t.mappedJitdumps() {
-			if ft.consider(t, false, path, jitmap.SourceJitdumpFile) {
+			if ft.consider(t, false, path, codeobj.SourceJitdumpFile) {
 				newMaps = true
 				ft.watch(t.hostPath(false, filepath.Dir(path)))
 			}
@@ -232,9 +233,9 @@ func (ft *Tailer) look(t *target) bool {
 // try considers the files of t that place p's directory dir would hold, by name. It reports
 // whether it started one. Called with mu held.
 func (ft *Tailer) try(t *target, p place, dir string) bool {
-	names, src := t.perfMapName(p.host), jitmap.SourcePerfMapFile
+	names, src := t.perfMapName(p.host), codeobj.SourcePerfMapFile
 	if p.jitdump {
-		names, src = t.jitdumpName(p.host), jitmap.SourceJitdumpFile
+		names, src = t.jitdumpName(p.host), codeobj.SourceJitdumpFile
 	}
 	found := false
 	for _, name := range names {
@@ -337,7 +338,7 @@ func (ft *Tailer) unwatch(dir string) {
 
 // consider starts tailing path of t if it is not tailed yet, or tails it anew when the
 // file at path was replaced. It reports whether it started. Called with mu held.
-func (ft *Tailer) consider(t *target, host bool, path string, src jitmap.Source) bool {
+func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source) bool {
 	key := keyOf(host, path)
 	shown := t.hostPath(host, path)
 	fd, st, err := t.open(host, path)

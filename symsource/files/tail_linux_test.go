@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -46,7 +47,7 @@ func TestTailJitdumpFileAsItAppears(t *testing.T) {
 	f.Write(stream[half:])
 	evs := c.WaitFor(t, "all three records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 3 })
 	for _, e := range evs {
-		if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid {
+		if e.Source != codeobj.SourceJitdumpFile || e.Pid != pid {
 			t.Errorf("event from %v pid %d, want jitdump-file pid %d", e.Source, e.Pid, pid)
 		}
 	}
@@ -86,7 +87,7 @@ func TestTailPerfMapFile(t *testing.T) {
 	if got := symtest.Describe(evs); got != "load:early load:late load:later_still " {
 		t.Errorf("events %q", got)
 	}
-	if evs[2].Source != jitmap.SourcePerfMapFile {
+	if evs[2].Source != codeobj.SourcePerfMapFile {
 		t.Errorf("source %v, want perf-map-file", evs[2].Source)
 	}
 }
@@ -168,7 +169,7 @@ func TestTailLLIJitdump(t *testing.T) {
 	})
 	for _, e := range evs {
 		if l, ok := e.Event.(*jitmap.CodeLoad); ok {
-			if e.Source != jitmap.SourceJitdumpFile || e.Pid != pid || l.Object.Addr == 0 || uint64(len(l.Object.Code)) != l.Object.Size {
+			if e.Source != codeobj.SourceJitdumpFile || e.Pid != pid || l.Object.Addr == 0 || uint64(len(l.Object.Code)) != l.Object.Size {
 				t.Errorf("%s from %v pid %d at %#x, %d of %d code bytes\n%s", l.Object.Name, e.Source, e.Pid, l.Object.Addr, len(l.Object.Code), l.Object.Size, logs)
 			}
 		}

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
-	"github.com/profd/profd/jitmap"
 )
 
 // place is a directory where a target's files may be: a path in the target's mount
@@ -152,11 +152,11 @@ func (t *target) jitdumpName(host bool) []string {
 
 // matches tells whether name, in a directory of place p (sub: one level down), is one of
 // t's files, and its kind.
-func (t *target) matches(p place, sub bool, name string) (jitmap.Source, bool) {
+func (t *target) matches(p place, sub bool, name string) (codeobj.Source, bool) {
 	if p.jitdump {
 		for _, n := range t.jitdumpName(p.host) {
 			if name == n {
-				return jitmap.SourceJitdumpFile, true
+				return codeobj.SourceJitdumpFile, true
 			}
 		}
 		return 0, false
@@ -166,7 +166,7 @@ func (t *target) matches(p place, sub bool, name string) (jitmap.Source, bool) {
 	}
 	for _, n := range t.perfMapName(p.host) {
 		if name == n {
-			return jitmap.SourcePerfMapFile, true
+			return codeobj.SourcePerfMapFile, true
 		}
 	}
 	return 0, false

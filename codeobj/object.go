@@ -1,4 +1,4 @@
-package jitmap
+package codeobj
 
 import "sort"
 
@@ -32,9 +32,9 @@ type LineEntry struct {
 	Discriminator uint32
 }
 
-// CodeObject is one function's machine code as a JIT emitted it at one place and time.
+// Object is one function's machine code as a JIT emitted it at one place and time.
 // Times are CLOCK_MONOTONIC nanoseconds, the clock perf samples are taken with.
-type CodeObject struct {
+type Object struct {
 	Name      string
 	Addr      uint64      // first byte, in the target's address space
 	Size      uint64      // bytes
@@ -55,13 +55,13 @@ type CodeObject struct {
 
 // Estimated bytes an object and a line entry take beyond their variable parts.
 const (
-	objectOverhead = 256 // the CodeObject, its place in the index, the ended copy's pointer
+	objectOverhead = 256 // the Object, its place in the index, the ended copy's pointer
 	lineOverhead   = 48
 )
 
 // HeldBytes estimates the memory the object holds: its name, code bytes and line table,
 // and a fixed overhead. Budgets (MapOptions.MaxBytesPerPid) count it.
-func (o *CodeObject) HeldBytes() int64 {
+func (o *Object) HeldBytes() int64 {
 	n := int64(objectOverhead + len(o.Name) + len(o.Code))
 	for _, l := range o.Lines {
 		n += int64(lineOverhead + len(l.File))
@@ -70,12 +70,12 @@ func (o *CodeObject) HeldBytes() int64 {
 }
 
 // Contains reports whether ip falls inside the object's code range.
-func (o *CodeObject) Contains(ip uint64) bool {
+func (o *Object) Contains(ip uint64) bool {
 	return ip >= o.Addr && ip-o.Addr < o.Size
 }
 
 // LiveAt reports whether the object owned its range at time atNs.
-func (o *CodeObject) LiveAt(atNs int64) bool {
+func (o *Object) LiveAt(atNs int64) bool {
 	return (o.LoadNs == 0 || atNs >= o.LoadNs) && (o.UnloadNs == 0 || atNs < o.UnloadNs)
 }
 
