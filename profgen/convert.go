@@ -7,7 +7,6 @@ import (
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Options tunes the conversion.
@@ -136,31 +135,17 @@ func (o Options) countScale() float64 {
 	return DefaultCountScale
 }
 
-// repairedBlocks recovers o's CFG and returns its repaired block counts and its direct
-// calls (their targets' addresses, as callee names to fill in), in samples per
-// instruction (the unit of the block weights, each equivalence class's samples pooled:
-// cfg.PooledBlockWeights) times scale, rounded to whole counts; an entry that ran gets at
-// least 1.
+// repairedBlocks repairs o (reestimate.RepairCode) and returns its block counts and its
+// direct calls (their targets' addresses, as callee names to fill in), in the unit of the
+// repair's block weights (samples per instruction) times scale, rounded to whole counts; an
+// entry that ran gets at least 1.
 func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale float64) ([]BlockCount, int, []directCall, error) {
 	addr := o.Object.Addr
-	g, err := cfg.Build(o.Object.Code, addr)
+	r, err := reestimate.RepairCode(o.Object.Code, addr, sampleAddrs(o), opt)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	// A jump table's targets would otherwise be unreachable and lose their samples.
-	cfg.LinkIndirectJumps(g)
-	samples := make(map[uint64]uint64, len(o.Samples))
-	for _, s := range o.Samples {
-		samples[addr+s.Offset] += s.Count
-	}
-	w, err := cfg.PooledBlockWeights(g, samples)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	res, err := reestimate.Repair(g, w, opt)
-	if err != nil {
-		return nil, 0, nil, err
-	}
+	g, w, res := r.Graph, r.Weights, r.Result
 	counts := make([]uint64, len(g.Blocks))
 	for b := range counts {
 		counts[b] = uint64(math.Round(res.BlockCount(b) * scale))
@@ -178,6 +163,16 @@ func repairedBlocks(o *profileio.CaptureObject, opt reestimate.Options, scale fl
 	}
 	sort.Slice(calls, func(i, j int) bool { return calls[i].offset < calls[j].offset })
 	return BlocksFromCFG(g, counts, addr), g.Entry, calls, nil
+}
+
+// sampleAddrs returns o's samples by absolute instruction address, as
+// reestimate.RepairCode takes them.
+func sampleAddrs(o *profileio.CaptureObject) map[uint64]uint64 {
+	samples := make(map[uint64]uint64, len(o.Samples))
+	for _, s := range o.Samples {
+		samples[o.Object.Addr+s.Offset] += s.Count
+	}
+	return samples
 }
 
 // directCall is a call of a repaired object: where, to what address (0 for an indirect

@@ -8,18 +8,19 @@
 // integer flow through the CFG, conserved at every block, that changes the weights as little
 // as the cost model allows (Options). The repaired counts come off the flow.
 //
-// The CFG and its weights come from package cfg (recovered from x86-64 machine code) or from
-// the JSON interchange format (package cfgjson); package mcf solves the circulation, with
-// the solver Options.Solver picks (mcf.FastSolver by default):
+// RepairCode is the entry point from a function's machine code and samples to repaired
+// counts: it recovers the CFG (package cfg, with indirect jumps linked to the blocks only
+// they reach), pools the samples of blocks that run equally often into the weights
+// (Options.Weighting) and repairs them. Every count profd shows (the LLVM profiles,
+// reestimate's outputs, the accuracy tools) comes through it; RepairSamples takes the same
+// path from a CFG given with its blocks' samples (the JSON format's explicit CFGs). Package
+// mcf solves the circulation, with the solver Options.Solver picks (mcf.FastSolver by
+// default):
 //
-//	g, err := cfg.Build(code, loadAddr)
-//	if err != nil { ... } // a *cfg.CodeError naming the offset
-//	weights, err := cfg.BlockWeights(g, samplesByAddr)
-//	if err != nil { ... } // a *cfg.SampleError naming the address
-//	res, err := reestimate.Repair(g, weights, reestimate.Options{})
-//	if err != nil { ... }
-//	for b := range g.Blocks {
-//		fmt.Println(b, res.BlockCount(b)) // conserved count, in the weights' units
+//	r, err := reestimate.RepairCode(code, loadAddr, samplesByAddr, reestimate.Options{})
+//	if err != nil { ... } // a *cfg.CodeError naming the offset, a *cfg.SampleError naming the address
+//	for b := range r.Graph.Blocks {
+//		fmt.Println(b, r.Weights[b], r.Result.BlockCount(b)) // conserved count, in the weights' units
 //	}
 //
 // BlockOverlap and WeightedOverlap measure accuracy against exact counts.

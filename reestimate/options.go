@@ -76,6 +76,14 @@ type Options struct {
 	// PerInstruction multiplies a block's increase and decrease costs by its instruction
 	// count, up to MaxInstructionWeight (see the defaults above).
 	PerInstruction bool
+
+	// Weighting and UnlinkedIndirectJumps are how RepairCode and RepairSamples get from
+	// samples to weights; the zero values are what profd's profiles use, the others are for
+	// measuring what they gain. Repair, given weights, ignores them.
+	Weighting Weighting
+	// UnlinkedIndirectJumps leaves the blocks only indirect jumps reach unreachable (see
+	// CodeGraph): their samples are then dropped.
+	UnlinkedIndirectJumps bool
 }
 
 // MaxInstructionWeight caps the factor PerInstruction applies to a block's costs.

@@ -11,7 +11,7 @@
 //
 //	exact, _ := oracle.ReadJSON(f)
 //	capture, _ := profileio.ReadCapture(g)
-//	funcs, unjoined := compare.Join(exact, capture, compare.Options{LinkIndirectJumps: true})
+//	funcs, unjoined := compare.Join(exact, capture, reestimate.Options{})
 //	raw := compare.Score(funcs, compare.Raw)
 //	repaired := compare.Score(funcs, compare.Repaired(reestimate.Options{}))
 //	fmt.Printf("block overlap: raw %.3f, repaired %.3f\n", raw.Blocks, repaired.Blocks)

@@ -8,6 +8,7 @@ import (
 	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 )
 
@@ -28,13 +29,6 @@ type Function struct {
 	Sampled *codeobj.Object
 }
 
-// Options tunes Join.
-type Options struct {
-	// LinkIndirectJumps adds edges from indirect jumps to the blocks only they reach
-	// (cfg.LinkIndirectJumps), as profgen does.
-	LinkIndirectJumps bool
-}
-
 // Unjoined is an exact function the sampled run cannot be compared with, and why.
 type Unjoined struct {
 	Name   string
@@ -50,9 +44,11 @@ type Unjoined struct {
 // or whose code reestimate cannot decode; each is reported in Unjoined. Several sampled
 // objects of one name and code (several processes) are merged.
 //
-// With opt.LinkIndirectJumps the CFG gets cfg.LinkIndirectJumps' edges from
-// indirect jumps to the blocks only they reach, and the exact counts of those edges.
-func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, []Unjoined) {
+// The CFG is the one reestimate.RepairCode repairs under opt (reestimate.CodeGraph: with the
+// edges from indirect jumps to the blocks only they reach, unless
+// opt.UnlinkedIndirectJumps), with the exact counts of its edges; estimators should be
+// given the same opt.
+func Join(exact *oracle.Result, c *profileio.Capture, opt reestimate.Options) ([]Function, []Unjoined) {
 	byName := map[string][]*profileio.CaptureObject{}
 	for _, o := range c.Objects {
 		byName[o.Object.Name] = append(byName[o.Object.Name], o)
@@ -87,13 +83,10 @@ func Join(exact *oracle.Result, c *profileio.Capture, opt Options) ([]Function, 
 			skip("code differs from the sampled run's (%d objects)", differ)
 			continue
 		}
-		g, err := cfg.Build(ef.Code, 0)
+		g, err := reestimate.CodeGraph(ef.Code, 0, opt)
 		if err != nil {
 			skip("cfg: %v", err)
 			continue
-		}
-		if opt.LinkIndirectJumps {
-			cfg.LinkIndirectJumps(g)
 		}
 		f.CFG = g
 		f.TrueBlocks, f.TrueEdges = exactCounts(ef, g)

@@ -8,7 +8,6 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/cfg"
 )
 
 // loop is a ten-iteration counting loop:
@@ -54,7 +53,7 @@ func TestJoin(t *testing.T) {
 		sampled(0x9000, profileio.OffsetCount{Offset: 2, Count: 6}),
 		{Object: codeobj.Object{Name: "changed", Addr: 0x5000, Size: 1, Code: []byte{0x90}}},
 	}}
-	funcs, skipped := Join(exactLoop(), c, Options{})
+	funcs, skipped := Join(exactLoop(), c, reestimate.Options{})
 	if len(funcs) != 1 || funcs[0].Name != "loop" {
 		t.Fatalf("joined %+v, want loop only", funcs)
 	}
@@ -90,7 +89,7 @@ func TestScore(t *testing.T) {
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
 		sampled(0x2000, profileio.OffsetCount{Offset: 2, Count: 36}, profileio.OffsetCount{Offset: 9, Count: 1}),
 	}}
-	funcs, _ := Join(exactLoop(), c, Options{})
+	funcs, _ := Join(exactLoop(), c, reestimate.Options{})
 	raw := Score(funcs, Raw)
 	if want := 0.0 + 10.0/12 + 1.0/13; math.Abs(raw.Blocks-want) > 1e-9 {
 		t.Errorf("raw block overlap %g, want %g", raw.Blocks, want)
@@ -101,7 +100,7 @@ func TestScore(t *testing.T) {
 	// Repair must give the entry block flow (it is on every path), and conserve flow: with
 	// a cheap increase the entry rises to the return's count.
 	opt := reestimate.Options{IncreaseCost: 1, DecreaseCost: 20}
-	rep := Score(funcs, RepairedFrom(cfg.BlockWeights, opt))
+	rep := Score(funcs, Repaired(reestimate.Options{IncreaseCost: 1, DecreaseCost: 20, Weighting: reestimate.BlockAverages}))
 	if !(rep.Blocks > raw.Blocks) {
 		t.Errorf("repaired block overlap %g not above raw %g", rep.Blocks, raw.Blocks)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/reestimate"
 )
 
 // loopIR is the IR of a function like loop (join_test.go): entry on line 1, a loop body on
@@ -125,7 +126,7 @@ func joinedLoop(t *testing.T) Function {
 	t.Helper()
 	o := sampled(0x2000, profileio.OffsetCount{Offset: 2, Count: 30}, profileio.OffsetCount{Offset: 9, Count: 1})
 	o.Object.Lines = []codeobj.LineEntry{{Addr: 0x2000, Line: 1}, {Addr: 0x2002, Line: 2}, {Addr: 0x2004, Line: 3}, {Addr: 0x2009, Line: 4}}
-	funcs, _ := Join(&oracle.Result{Functions: exactLoop().Functions[:1]}, &profileio.Capture{Objects: []*profileio.CaptureObject{o}}, Options{})
+	funcs, _ := Join(&oracle.Result{Functions: exactLoop().Functions[:1]}, &profileio.Capture{Objects: []*profileio.CaptureObject{o}}, reestimate.Options{})
 	if len(funcs) != 1 {
 		t.Fatal("loop not joined")
 	}

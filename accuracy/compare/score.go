@@ -17,41 +17,35 @@ type Estimate struct {
 // Estimator turns a joined function's samples into block (and edge) estimates.
 type Estimator func(f *Function) (Estimate, error)
 
-// Raw is the paper's step 2: each block's samples divided by its instruction count. It
-// knows no edges.
+// Raw is the paper's step 2: each block's samples divided by its instruction count
+// (reestimate.BlockAverages). It knows no edges.
 func Raw(f *Function) (Estimate, error) {
-	w, err := cfg.BlockWeights(f.CFG, f.Samples)
+	at, err := cfg.AttributeSamples(f.CFG, f.Samples)
+	if err != nil {
+		return Estimate{}, err
+	}
+	w, err := reestimate.Weigh(f.CFG, at, reestimate.Options{Weighting: reestimate.BlockAverages})
 	return Estimate{Blocks: w}, err
 }
 
-// Weights turns a function's samples into block weights: cfg.BlockWeights (each block's
-// own average) or cfg.PooledBlockWeights (averages over equivalence classes, what profd
-// repairs).
-type Weights func(g *cfg.Graph, samples map[uint64]uint64) ([]float64, error)
-
-// Repaired is reestimate's repair under opt, as profd does it: of the block weights pooled
-// over equivalence classes.
+// Repaired is reestimate's repair under opt (reestimate.RepairSamples): with the zero
+// Options.Weighting, of the block weights profd repairs.
 func Repaired(opt reestimate.Options) Estimator {
-	return RepairedFrom(cfg.PooledBlockWeights, opt)
-}
-
-// RepairedFrom is reestimate's repair of the block weights weights gives, under opt.
-func RepairedFrom(weights Weights, opt reestimate.Options) Estimator {
 	return func(f *Function) (Estimate, error) {
-		w, err := weights(f.CFG, f.Samples)
+		at, err := cfg.AttributeSamples(f.CFG, f.Samples)
 		if err != nil {
 			return Estimate{}, err
 		}
-		res, err := reestimate.Repair(f.CFG, w, opt)
+		r, err := reestimate.RepairSamples(f.CFG, at, opt)
 		if err != nil {
 			return Estimate{}, err
 		}
-		est := Estimate{Blocks: make([]float64, len(w)), Edges: make([]float64, len(f.CFG.Edges))}
+		est := Estimate{Blocks: make([]float64, len(f.CFG.Blocks)), Edges: make([]float64, len(f.CFG.Edges))}
 		for b := range est.Blocks {
-			est.Blocks[b] = res.BlockCount(b)
+			est.Blocks[b] = r.Result.BlockCount(b)
 		}
 		for e := range est.Edges {
-			est.Edges[e] = res.EdgeCount(e)
+			est.Edges[e] = r.Result.EdgeCount(e)
 		}
 		return est, nil
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/profd/profd/accuracy/compare"
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/cfg"
 )
 
 // Config is the command line.
@@ -32,10 +31,15 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// repaired is the repair estimator the flags ask for.
-func (c *Config) repaired() compare.Estimator {
+// repair is the repair's options the flags ask for.
+func (c *Config) repair() reestimate.Options {
+	opt := c.Repair
 	if c.NoPool {
-		return compare.RepairedFrom(cfg.BlockWeights, c.Repair)
+		opt.Weighting = reestimate.BlockAverages
 	}
-	return compare.Repaired(c.Repair)
+	opt.UnlinkedIndirectJumps = c.NoIndirect
+	return opt
 }
+
+// repaired is the repair estimator the flags ask for.
+func (c *Config) repaired() compare.Estimator { return compare.Repaired(c.repair()) }

@@ -81,7 +81,7 @@ func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, *pro
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", cf.Name(), err)
 	}
-	funcs, skipped := compare.Join(exact, c, compare.Options{LinkIndirectJumps: !cfg.NoIndirect})
+	funcs, skipped := compare.Join(exact, c, cfg.repair())
 	return funcs, skipped, c, nil
 }
 

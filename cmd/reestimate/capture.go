@@ -42,7 +42,7 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 	}
 	if cfg.DotDir != "" {
 		// The LLVM profile is made per source line; the graphs are of each sampled code
-		// object, as --format json repairs them.
+		// object, repaired as the profile's counts are (reestimate.RepairCode).
 		funcs := captureFunctions(c)
 		if _, err := repairAll(ctx, cfg.DotDir, funcs, opt); err != nil {
 			return err

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +22,12 @@ import (
 // writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
 // capture, with a line table that gives every block its own source line, 10 + block index.
 func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Graph) {
+	t.Helper()
+	return writeExampleCaptureLines(t, path, func(b int) uint32 { return uint32(10 + b) })
+}
+
+// writeExampleCaptureLines is writeExampleCapture with block b's code on source line line(b).
+func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
@@ -36,7 +45,7 @@ func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Grap
 	}
 	obj := codeobj.Object{Name: fn.Name, Addr: fn.Addr, Size: uint64(len(fn.Code)), Code: fn.Code, LoadNs: 1}
 	for i, b := range g.Blocks {
-		obj.Lines = append(obj.Lines, codeobj.LineEntry{Addr: b.Start, File: "score.c", Line: uint32(10 + i)})
+		obj.Lines = append(obj.Lines, codeobj.LineEntry{Addr: b.Start, File: "score.c", Line: line(i)})
 	}
 	out, err := os.Create(path)
 	if err != nil {
@@ -197,4 +206,67 @@ func TestRunCaptureDot(t *testing.T) {
 	if !strings.Contains(string(b), "digraph") || !strings.Contains(string(b), fn.Name) {
 		t.Errorf("%s is not a graph of %s:\n%s", dots[0], fn.Name, b)
 	}
+}
+
+// TestRunCaptureJSONAgreesWithLLVM runs the command on one capture twice, --format json and
+// --format llvm-text: the JSON's block counts, projected onto the code object's lines as
+// profgen projects them, are the LLVM profile's body counts. Blocks share lines two by two,
+// so the projection's maximum over a line's blocks is exercised too.
+func TestRunCaptureJSONAgreesWithLLVM(t *testing.T) {
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "run.profd")
+	fn, _ := writeExampleCaptureLines(t, capPath, func(b int) uint32 { return uint32(10 + b/2) })
+	jsonConf := &Config{Input: capPath, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
+	if err := jsonConf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), jsonConf); err != nil {
+		t.Fatal(err)
+	}
+	prof := runToProfile(t, &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", Format: formatLLVMText})
+	want := prof.Functions[fn.Name]
+	if want == nil || len(want.Body) == 0 {
+		t.Fatalf("no body counts for %s in the LLVM profile", fn.Name)
+	}
+
+	raw, err := os.ReadFile(jsonConf.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out countsFile
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Functions) != 1 || out.Functions[0].Name != fn.Name {
+		t.Fatalf("JSON functions %+v, want %s alone", out.Functions, fn.Name)
+	}
+	f, err := os.Open(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := profileio.ReadCapture(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &c.Objects[0].Object
+	fc := profgen.FunctionCounts{Object: obj}
+	for _, b := range out.Functions[0].Blocks {
+		start, end := parseHex(t, b.Start), parseHex(t, b.End)
+		fc.Blocks = append(fc.Blocks, profgen.BlockCount{Start: start - obj.Addr, End: end - obj.Addr,
+			Count: uint64(math.Round(b.Count * profgen.DefaultCountScale))})
+	}
+	got := profgen.Project(fc).Profile
+	if !reflect.DeepEqual(got.Body, want.Body) {
+		t.Errorf("the JSON's block counts projected onto lines:\n%v\nthe LLVM profile's body:\n%v", got.Body, want.Body)
+	}
+}
+
+func parseHex(t *testing.T, s string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -80,10 +80,11 @@ Usage:
 For each sampled function of the input (a capture profd wrote, docs/capture-format.md, or the
 JSON interchange format, docs/reestimate-json.md; - reads standard input) reestimate
 recovers the control-flow graph from the function's x86-64 machine code (or takes the explicit
-CFG given), averages the samples over each basic block, and repairs the block weights into
-counts that obey flow conservation (minimum-cost circulation). From a capture it writes an
-LLVM sample profile (the repaired block counts projected onto the JIT's line tables); from
-JSON, block and edge counts.
+CFG given), pools the samples over blocks that run equally often into block weights, and
+repairs them into counts that obey flow conservation (minimum-cost circulation). From a
+capture it writes an LLVM sample profile (the repaired block counts projected onto the JIT's
+line tables) or, with --format json or text, the same block and edge counts; from JSON,
+block and edge counts.
 
 Examples:
   reestimate run.profd -o prof.txt                        # LLVM sample profile (text)

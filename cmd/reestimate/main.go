@@ -1,5 +1,5 @@
 // Command reestimate repairs sampled profiles of JIT-compiled functions offline: it recovers
-// each function's CFG from its machine code, averages the samples over basic blocks, and solves
+// each function's CFG from its machine code, pools the samples over basic blocks, and solves
 // a minimum-cost circulation so block and edge counts obey flow conservation. Run
 // `reestimate --help` for the input format and flags.
 package main

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
@@ -52,7 +51,9 @@ type edgeCounts struct {
 	Count float64 `json:"count"`
 }
 
-func newFunctionCounts(fn *cfgjson.Function, g *cfg.Graph, at *cfg.Attribution, weights []float64, res *reestimate.Result) functionCounts {
+// newFunctionCounts is fn's repair r as the output spells it.
+func newFunctionCounts(fn *cfgjson.Function, r *reestimate.Repaired) functionCounts {
+	g, at, res := r.Graph, r.Samples, r.Result
 	fc := functionCounts{
 		functionHeader: functionHeader{
 			Name:           fn.Name,
@@ -68,7 +69,7 @@ func newFunctionCounts(fn *cfgjson.Function, g *cfg.Graph, at *cfg.Attribution, 
 	for i, b := range g.Blocks {
 		fc.Blocks[i] = blockCounts{
 			Start: hexAddr(b.Start), End: hexAddr(b.End), Insts: len(b.Insts),
-			Samples: at.BlockSamples[i], Weight: weights[i], Count: res.BlockCount(i),
+			Samples: at.BlockSamples[i], Weight: r.Weights[i], Count: res.BlockCount(i),
 			Reachable: res.Reachable[i], Exit: b.Exit,
 		}
 	}

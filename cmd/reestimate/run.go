@@ -65,23 +65,27 @@ func repairAll(ctx context.Context, dotDir string, funcs []cfgjson.Function, opt
 			return nil, fmt.Errorf("reestimate: stopped before function %d of %d: %w", i, len(funcs), err)
 		}
 		fn := &funcs[i]
-		g, at, err := fn.Graph()
-		if err != nil {
-			return nil, err
-		}
-		weights := at.Weights(g)
-		res, err := reestimate.Repair(g, weights, opt)
+		r, err := repair(fn, opt)
 		if err != nil {
 			return nil, fmt.Errorf("reestimate: function %q: %w", fn.Name, err)
 		}
-		out.Functions = append(out.Functions, newFunctionCounts(fn, g, at, weights, res))
+		out.Functions = append(out.Functions, newFunctionCounts(fn, r))
 		if dotDir != "" {
-			if err := writeDotFile(dotDir, i, fn.Name, g, weights, res); err != nil {
+			if err := writeDotFile(dotDir, i, fn.Name, r.Graph, r.Weights, r.Result); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return &out, nil
+}
+
+// repair repairs fn through reestimate's entry points, as profgen does for the LLVM profile:
+// from its code, or from its explicit CFG.
+func repair(fn *cfgjson.Function, opt reestimate.Options) (*reestimate.Repaired, error) {
+	if fn.Given != nil {
+		return reestimate.RepairSamples(fn.Given.CFG, fn.Given.Attribution(), opt)
+	}
+	return reestimate.RepairCode(fn.Code, fn.Addr, fn.Samples, opt)
 }
 
 // openInput opens path ("-" is standard input) for buffered reading.

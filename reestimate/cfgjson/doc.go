@@ -5,9 +5,12 @@
 //	funcs, err := cfgjson.Read(r)
 //	if err != nil { ... } // an *InputError naming the byte offset, wrapping ErrBadInput
 //	for _, fn := range funcs {
-//		g, at, err := fn.Graph() // the CFG, recovered from the code or as given
-//		if err != nil { ... }
-//		res, err := reestimate.Repair(g, at.Weights(g), reestimate.Options{})
+//		var r *reestimate.Repaired
+//		if fn.Given != nil {
+//			r, err = reestimate.RepairSamples(fn.Given.CFG, fn.Given.Attribution(), opt)
+//		} else {
+//			r, err = reestimate.RepairCode(fn.Code, fn.Addr, fn.Samples, opt)
+//		}
 //		...
 //	}
 //

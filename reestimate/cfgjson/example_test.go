@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
@@ -17,15 +18,16 @@ func ExampleRead() {
 		fmt.Println(err)
 		return
 	}
-	g, at, err := funcs[0].Graph()
+	given := funcs[0].Given
+	r, err := reestimate.RepairSamples(given.CFG, given.Attribution(), reestimate.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for i, b := range g.Blocks {
+	for i, b := range r.Graph.Blocks {
 		fmt.Printf("block %d [%#x,%#x) exit=%v\n", i, b.Start, b.End, b.Exit)
 	}
-	fmt.Println("weights", at.Weights(g))
+	fmt.Println("weights", r.Weights)
 	// Output:
 	// block 0 [0x1000,0x1002) exit=false
 	// block 1 [0x1002,0x1003) exit=false

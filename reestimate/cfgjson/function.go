@@ -12,8 +12,9 @@ import (
 	"github.com/profd/profd/reestimate/cfg"
 )
 
-// Function is one function of a JSON input: either machine code with per-instruction samples,
-// or an explicit CFG with per-block instruction counts and samples (Given).
+// Function is one function of a JSON input: either machine code with per-instruction samples
+// (reestimate.RepairCode repairs them), or an explicit CFG with per-block instruction counts
+// and samples (Given; reestimate.RepairSamples).
 type Function struct {
 	Name    string
 	Addr    uint64            // load address of Code (the first synthetic address of a Given CFG)
@@ -29,26 +30,13 @@ type GivenCFG struct {
 	BlockSamples []uint64 // Σ samples over each block's instructions
 }
 
-// Graph returns the function's CFG and where its samples fell: recovered from Code with
-// cfg.Build and cfg.AttributeSamples, or taken from Given. Attribution.Weights gives the block
-// weights reestimate.Repair takes.
-func (f *Function) Graph() (*cfg.Graph, *cfg.Attribution, error) {
-	if f.Given != nil {
-		at := &cfg.Attribution{BlockSamples: f.Given.BlockSamples}
-		for _, n := range at.BlockSamples {
-			at.Total += n
-		}
-		return f.Given.CFG, at, nil
+// Attribution is where the given CFG's samples fell, as reestimate.RepairSamples takes it.
+func (g *GivenCFG) Attribution() *cfg.Attribution {
+	at := &cfg.Attribution{BlockSamples: g.BlockSamples}
+	for _, n := range g.BlockSamples {
+		at.Total += n
 	}
-	g, err := cfg.Build(f.Code, f.Addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
-	}
-	at, err := cfg.AttributeSamples(g, f.Samples)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reestimate: function %q: %w", f.Name, err)
-	}
-	return g, at, nil
+	return at
 }
 
 // jsonFunction is one element of "functions" as it is spelled.

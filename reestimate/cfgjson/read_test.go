@@ -9,6 +9,22 @@ import (
 	"github.com/profd/profd/reestimate/cfg"
 )
 
+// graph is fn's CFG and where its samples fell: recovered from its code, or as given.
+func graph(fn *Function) (*cfg.Graph, *cfg.Attribution, error) {
+	if fn.Given != nil {
+		return fn.Given.CFG, fn.Given.Attribution(), nil
+	}
+	g, err := cfg.Build(fn.Code, fn.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	at, err := cfg.AttributeSamples(g, fn.Samples)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, at, nil
+}
+
 // docExample is the first JSON block of docs/reestimate-json.md: the documented input must read.
 func docExample(t testing.TB) string {
 	t.Helper()
@@ -36,14 +52,14 @@ func TestReadJSONDocExample(t *testing.T) {
 	if score.Name != "score" || score.Addr != 0x401240 || len(score.Code) != 75 || score.Samples[0x401255] != 360 || len(score.Samples) != 2 {
 		t.Errorf("score = %q %#x, %d code bytes, samples %v", score.Name, score.Addr, len(score.Code), score.Samples)
 	}
-	g, at, err := score.Graph()
+	g, at, err := graph(&score)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if at.Total != 760 || len(g.Blocks) < 5 {
 		t.Errorf("score: %d samples in %d blocks", at.Total, len(g.Blocks))
 	}
-	g, at, err = diamond.Graph()
+	g, at, err = graph(&diamond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +164,7 @@ func FuzzReadJSON(f *testing.F) {
 			return
 		}
 		for i := range funcs {
-			g, at, err := funcs[i].Graph()
+			g, at, err := graph(&funcs[i])
 			if err != nil {
 				continue // bad code or samples: reported, fine
 			}
