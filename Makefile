@@ -11,13 +11,17 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
-## build: compile every command into bin/
+## build: compile every command of profd into bin/
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+## tools: compile the accuracy tools (tools/cmd: bin/oracle, bin/accuracy) into bin/
+tools:
+	$(GO) build -o bin/ ./tools/cmd/...
 
 ## reopt: bin/reopt, the re-optimising JIT that reads its profile back from profd (examples/reopt)
 reopt: bin/reopt

@@ -23,8 +23,9 @@
 //		fmt.Println(b, r.Weights[b], r.Result.BlockCount(b)) // conserved count, in the weights' units
 //	}
 //
-// BlockOverlap and WeightedOverlap measure accuracy against exact counts.
+// How good the counts are is measured outside the product, in tools/ (tools/accuracy,
+// tools/sim).
 //
-// Repair and the overlaps are safe for concurrent use on shared inputs, which they do not
-// modify; a Result is not modified after it is returned.
+// RepairCode, RepairSamples and Repair are safe for concurrent use on shared inputs, which
+// they do not modify; a Result is not modified after it is returned.
 package reestimate

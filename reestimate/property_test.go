@@ -8,7 +8,7 @@ import (
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/mcf"
-	"github.com/profd/profd/reestimate/sim"
+	"github.com/profd/profd/tools/sim"
 )
 
 // recorder wraps a Solver and keeps the network and flow of its last call.

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=out/accuracy
 mkdir -p "$out/ir" bin
-go build -o bin/ ./cmd/oracle ./cmd/profd ./cmd/accuracy
+go build -o bin/ ./cmd/profd ./tools/cmd/oracle ./tools/cmd/accuracy
 declare -A native=([sort]="2000000 8" [sieve]="20000000 12" [recurse]="42" [matmul]="900 6"
 	[fft]="20 8" [hash]="1500000" [interp]="800000" [chase]="2000000 4")
 workloads=${WORKLOADS:-"sort sieve recurse matmul fft hash interp chase"}

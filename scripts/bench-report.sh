@@ -13,7 +13,7 @@ run() {
 run -bench 'Solvers|Repair' -benchtime 5x ./reestimate
 run -bench 'Solve$|Solve/|SolveSparse' -benchtime 5x ./reestimate/mcf
 run -bench 'BuildCFG' ./reestimate/cfg
-run -bench 'Accuracy' -benchtime 1x ./reestimate/sim
+run -bench 'Accuracy' -benchtime 1x ./tools/sim
 # symbols: JIT symbol map look-ups and decoding, the FIFO transport
 run -bench 'MapLookup|PageIndexBuild|JitdumpDecode|PerfMapDecode' ./jitmap
 run -bench 'FIFORead' ./symsource/fifo

@@ -1,6 +1,7 @@
 // Package repairtest holds what the tests and benchmarks of reestimate and reestimate/mcf
 // share: the network Repair builds for a CFG, the sampled CFGs of the benchmarks, and the
-// alternating timing of two solvers.
+// alternating timing of two solvers. The sampled CFGs come from the simulator, tools/sim:
+// only tests import this package, so nothing profd ships links the measuring tools.
 package repairtest
 
 import (
@@ -13,7 +14,7 @@ import (
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/mcf"
-	"github.com/profd/profd/reestimate/sim"
+	"github.com/profd/profd/tools/sim"
 )
 
 // Network returns the network Repair builds for g and weights.

@@ -4,10 +4,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // loop is a ten-iteration counting loop:

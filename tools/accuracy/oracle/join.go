@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/profd/profd/accuracy/callgrind"
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/tools/accuracy/callgrind"
 )
 
 // DefaultJITObject is the object name callgrind gives to code in anonymous memory, where

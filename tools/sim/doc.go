@@ -6,8 +6,9 @@
 // probabilities and per-instruction costs. Execute walks it to get exact block and edge
 // counts. Sample turns the exact counts into what a sampling profiler sees: Poisson samples
 // per executed instruction in proportion to its cost, with skid moving a sample to the
-// instruction executed next. Weights averages samples over blocks, as the profiler's
-// pipeline does, and Evaluate compares raw and repaired counts by overlap.
+// instruction executed next. Weights averages each block's samples over its instructions
+// (reestimate.BlockAverages: the simulator does not pool), and Evaluate compares raw and
+// repaired counts by overlap (tools/accuracy/overlap).
 //
 //	rng := rand.New(rand.NewPCG(1, 2))
 //	f := sim.Generate(rng, sim.GenParams{Blocks: 50})

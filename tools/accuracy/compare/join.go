@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // Function is one JIT function seen by both runs, in offsets from its first byte.

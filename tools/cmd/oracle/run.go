@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/profd/profd/accuracy/oracle"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // Run records the workload, joins its callgrind profile with its jitdump and writes the JSON.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/profd/profd/accuracy/callgrind"
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/tools/accuracy/callgrind"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 func ExampleJoin() {

@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 
-	"github.com/profd/profd/accuracy/compare"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/tools/accuracy/compare"
 )
 
 // Config is the command line.

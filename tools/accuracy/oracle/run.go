@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/profd/profd/accuracy/callgrind"
+	"github.com/profd/profd/tools/accuracy/callgrind"
 )
 
 // Load joins a finished recording's callgrind file and jitdump.

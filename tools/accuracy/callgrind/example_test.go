@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/profd/profd/accuracy/callgrind"
+	"github.com/profd/profd/tools/accuracy/callgrind"
 )
 
 func ExampleParse() {

@@ -5,10 +5,11 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/tools/accuracy/overlap"
 )
 
 // Accuracy compares raw block averages and repaired counts with exact counts of one
-// function. Overlaps are reestimate.BlockOverlap values in [0, 1].
+// function. Overlaps are overlap.Of values in [0, 1].
 type Accuracy struct {
 	RawBlock, RepairedBlock float64
 	// RawEdge uses the naive edge estimate that splits a block's weight among its successors
@@ -16,8 +17,8 @@ type Accuracy struct {
 	RawEdge, RepairedEdge float64
 	// Truth is the total exact block count, the function's weight in a program-wide mean.
 	Truth float64
-	// The estimates beside the exact counts, for reestimate.WeightedOverlap.
-	RawBlocks, RepairedBlocks, RawEdges, RepairedEdges reestimate.FunctionCounts
+	// The estimates beside the exact counts, for overlap.Weighted.
+	RawBlocks, RepairedBlocks, RawEdges, RepairedEdges overlap.Function
 }
 
 // Evaluate repairs weights with opt and measures both the raw and the repaired estimate.
@@ -33,14 +34,14 @@ func Evaluate(f *Function, truth Counts, weights []float64, opt reestimate.Optio
 	repE := toFloat(res.Edges)
 	rawE := RawEdgeEstimate(g, weights)
 	a := Accuracy{
-		RawBlock:       reestimate.BlockOverlap(weights, exactB),
-		RepairedBlock:  reestimate.BlockOverlap(repB, exactB),
-		RawEdge:        reestimate.BlockOverlap(rawE, exactE),
-		RepairedEdge:   reestimate.BlockOverlap(repE, exactE),
-		RawBlocks:      reestimate.FunctionCounts{Est: weights, Truth: exactB},
-		RepairedBlocks: reestimate.FunctionCounts{Est: repB, Truth: exactB},
-		RawEdges:       reestimate.FunctionCounts{Est: rawE, Truth: exactE},
-		RepairedEdges:  reestimate.FunctionCounts{Est: repE, Truth: exactE},
+		RawBlock:       overlap.Of(weights, exactB),
+		RepairedBlock:  overlap.Of(repB, exactB),
+		RawEdge:        overlap.Of(rawE, exactE),
+		RepairedEdge:   overlap.Of(repE, exactE),
+		RawBlocks:      overlap.Function{Est: weights, Truth: exactB},
+		RepairedBlocks: overlap.Function{Est: repB, Truth: exactB},
+		RawEdges:       overlap.Function{Est: rawE, Truth: exactE},
+		RepairedEdges:  overlap.Function{Est: repE, Truth: exactE},
 	}
 	for _, x := range exactB {
 		a.Truth += x

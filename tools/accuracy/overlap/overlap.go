@@ -1,11 +1,11 @@
-package reestimate
+package overlap
 
-// BlockOverlap measures how well est matches truth as distributions: Σ_i min(est_i/Σest,
+// Of measures how well est matches truth as distributions: Σ_i min(est_i/Σest,
 // truth_i/Σtruth). It is 1 for proportional vectors and 0 for disjoint ones. When one side
 // sums to zero the overlap is 1 if both do and 0 otherwise. Negative entries count as zero;
-// the slices must have equal length (the shorter length is used otherwise). It serves edge
-// counts just as well.
-func BlockOverlap(est, truth []float64) float64 {
+// the slices must have equal length (the shorter length is used otherwise). It serves block
+// and edge counts alike.
+func Of(est, truth []float64) float64 {
 	n := min(len(est), len(truth))
 	var se, st float64
 	for i := 0; i < n; i++ {
@@ -25,15 +25,14 @@ func BlockOverlap(est, truth []float64) float64 {
 	return o
 }
 
-// FunctionCounts pairs estimated and exact counts (of blocks, or of edges) of one function.
-type FunctionCounts struct {
+// Function pairs estimated and exact counts (of blocks, or of edges) of one function.
+type Function struct {
 	Est, Truth []float64
 }
 
-// WeightedOverlap is the program-wide overlap: each function's BlockOverlap weighted by its
-// share of the exact counts over all functions. It returns 1 when no function has any
-// exact count.
-func WeightedOverlap(funcs []FunctionCounts) float64 {
+// Weighted is the program-wide overlap: each function's Of weighted by its share of the
+// exact counts over all functions. It returns 1 when no function has any exact count.
+func Weighted(funcs []Function) float64 {
 	var total float64
 	sums := make([]float64, len(funcs))
 	for i, f := range funcs {
@@ -48,7 +47,7 @@ func WeightedOverlap(funcs []FunctionCounts) float64 {
 	var o float64
 	for i, f := range funcs {
 		if sums[i] > 0 {
-			o += sums[i] / total * BlockOverlap(f.Est, f.Truth)
+			o += sums[i] / total * Of(f.Est, f.Truth)
 		}
 	}
 	return o

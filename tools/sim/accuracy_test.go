@@ -6,6 +6,7 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/tools/accuracy/overlap"
 )
 
 // accuracyParams are the simulator settings the accuracy test and benchmark use.
@@ -19,7 +20,7 @@ var accuracyParams = struct {
 func accuracy(t testing.TB, seed uint64, opt reestimate.Options) (raw, rep, rawEdge, repEdge, meanRaw, meanRep float64) {
 	p := accuracyParams
 	rng := rand.New(rand.NewPCG(seed, 99))
-	var rb, pb, re, pe []reestimate.FunctionCounts
+	var rb, pb, re, pe []overlap.Function
 	for i := 0; i < p.funcs; i++ {
 		f := Generate(rng, GenParams{Blocks: p.minBlocks + rng.IntN(p.maxBlocks-p.minBlocks)})
 		c := f.Execute(rng, p.minCalls+rng.IntN(p.maxCalls-p.minCalls))
@@ -32,8 +33,8 @@ func accuracy(t testing.TB, seed uint64, opt reestimate.Options) (raw, rep, rawE
 		meanRaw += a.RawBlock / float64(p.funcs)
 		meanRep += a.RepairedBlock / float64(p.funcs)
 	}
-	return reestimate.WeightedOverlap(rb), reestimate.WeightedOverlap(pb),
-		reestimate.WeightedOverlap(re), reestimate.WeightedOverlap(pe), meanRaw, meanRep
+	return overlap.Weighted(rb), overlap.Weighted(pb),
+		overlap.Weighted(re), overlap.Weighted(pe), meanRaw, meanRep
 }
 
 // TestRepairBeatsRawAverages is the honest accuracy test: on simulated functions sampled

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/profd/profd/accuracy/compare"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/tools/accuracy/compare"
 )
 
 // runProfi prints the second table: on the machine blocks that map onto IR blocks, the

@@ -10,10 +10,10 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/profd/profd/accuracy/compare"
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/tools/accuracy/compare"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // Run scores every workload and prints the table.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/accuracy/callgrind"
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/tools/accuracy/callgrind"
 )
 
 // loopCode is

@@ -5,6 +5,7 @@ import (
 
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/tools/accuracy/overlap"
 )
 
 // Estimate is what an estimator makes of one function's samples: a count per CFG block
@@ -85,10 +86,10 @@ func Score(funcs []Function, est Estimator) Scores {
 			fs.Err = err
 			fs.Edges = math.NaN()
 		} else {
-			fs.Blocks = reestimate.BlockOverlap(e.Blocks, f.TrueBlocks)
+			fs.Blocks = overlap.Of(e.Blocks, f.TrueBlocks)
 			fs.Edges = math.NaN()
 			if e.Edges != nil {
-				fs.Edges = reestimate.BlockOverlap(e.Edges, f.TrueEdges)
+				fs.Edges = overlap.Of(e.Edges, f.TrueEdges)
 			} else {
 				hasEdges = false
 			}

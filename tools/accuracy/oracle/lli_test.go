@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/accuracy/callgrind"
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/tools/accuracy/callgrind"
 )
 
 // TestRecordLoop1000 runs workloads/loop1000.c under real valgrind and real lli-14 (~15 s:
@@ -20,7 +20,7 @@ func TestRecordLoop1000(t *testing.T) {
 	dir := t.TempDir()
 	ir := filepath.Join(dir, "loop1000.ll")
 	out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
-		"../../workloads/loop1000.c", "-o", ir).CombinedOutput()
+		"../../../workloads/loop1000.c", "-o", ir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("clang-14: %v\n%s", err, out)
 	}

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // loopIR is the IR of a function like loop (join_test.go): entry on line 1, a loop body on

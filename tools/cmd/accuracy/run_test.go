@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profd/profd/accuracy/oracle"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/tools/accuracy/oracle"
 )
 
 // loop: xor eax,eax; inc eax; cmp eax,10; jne -7; ret.
