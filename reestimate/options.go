@@ -9,34 +9,11 @@ import (
 )
 
 // Defaults of the cost model. Costs are per unit of (scaled) flow; only their ratios matter.
-//
-// Lowering a block below its sampled weight costs twice as much as raising it. On real
-// samples (profd, cpu-clock at 999 Hz, lli-14 running the workloads/ suite, scored against
-// callgrind's exact counts; docs/accuracy.md) the weights that mislead are the low ones: a
-// block of a hot loop that drew few samples, or none, by chance, while its neighbour drew
-// many. With raising dearer the repair lowered the hot block to the cold one's level
-// (sieve's inner loop 63.6 → 1.4). Mean block overlap over the eight workloads, oracle-size
-// exact counts / native-size exact counts (sieve, matmul): c⁺:c⁻ = 2:1 0.515 / 0.771,
-// 1:1 0.608 / 0.833, 2:3 0.703 / 0.965, 1:2 0.713 / 0.959, 1:3 0.716 / 0.943, 1:4 0.718 /
-// 0.943 (raw block averages: 0.539 / 0.876). 1:2 is chosen; LLVM's profi also makes
-// increasing cheaper than decreasing. The simulator (reestimate/sim), whose samples have
-// no such holes, had preferred 2:1 (0.900 against 0.853 for 1:2).
-//
-// Options.PerInstruction multiplies a block's c⁺ and c⁻ by its instruction count: a weight
-// is a mean over the block's instructions, so a long block's weight rests on more samples
-// than a short one's, and the misleading weights above are mostly short blocks (a
-// one-instruction `jmp *` dispatch never draws a sample). Mean block overlap over the eight
-// workloads on four capture sets of one run (2026-11-23): flat 1:2 (the default) 0.717 /
-// 0.727 / 0.724 / 0.727, flat 1:1 0.733 / 0.730 / 0.711 / 0.756, per instruction 1:1
-// 0.767 / 0.779 / 0.777 / 0.786 (edges 0.628–0.654 against 0.689–0.715); simulator 0.847–0.855
-// against 0.862–0.882. It is not the default yet: what it does to the PGO builds of
-// docs/accuracy.md could not be told from the noise of this machine.
-//
-// Edge costs are an order of magnitude below block costs: they only decide where flow goes
-// when the samples do not say, which is what the static loop analysis is for. Following
-// Levin, Newman and Haber, flow is cheapest on back edges and edges that stay inside a loop
-// (loops are expected to iterate), dearer on edges outside loops, dearest on edges leaving a
-// loop. Their effect on overlap is small (±0.002 on the simulator).
+// Lowering a block below its weight costs twice as much as raising it: the weights that
+// mislead are blocks of a hot loop that drew few samples by chance, and with raising dearer
+// the repair lowers the loop to them. Edge costs, an order of magnitude lower, only steer flow where samples
+// are silent: cheapest in loops, dearest on loop exits (Levin, Newman and Haber).
+// docs/reestimate-solver.md and docs/accuracy.md give the measurements behind them.
 const (
 	DefaultScale        = 1000 // fixed-point factor: integer weight = round(weight × Scale)
 	DefaultIncreaseCost = 10   // c⁺: per unit a block's count rises above its weight
@@ -74,7 +51,8 @@ type Options struct {
 	// cfg.EdgeClass). 0 means the default, NoCost means zero.
 	EdgeCost, LoopEdgeCost, LoopExitCost int64
 	// PerInstruction multiplies a block's increase and decrease costs by its instruction
-	// count, up to MaxInstructionWeight (see the defaults above).
+	// count, up to MaxInstructionWeight: a weight is a mean over the block's instructions, so
+	// a long block's rests on more samples than a short one's.
 	PerInstruction bool
 
 	// Weighting and UnlinkedIndirectJumps are how RepairCode and RepairSamples get from
