@@ -29,7 +29,7 @@ func BenchmarkSolvers(b *testing.B) {
 		var rf, rr *reestimate.Result
 		repairtest.CompareSolvers(b, func() {
 			var err error
-			if rf, err = reestimate.Repair(g, w, reestimate.Options{Solver: mcf.FastSolver()}); err != nil {
+			if rf, err = reestimate.Repair(g, w, reestimate.Options{Solver: mcf.SSPSolver()}); err != nil {
 				b.Fatal(err)
 			}
 		}, func() {

@@ -14,7 +14,7 @@
 // (Options.Weighting) and repairs them. Every count profd shows (the LLVM profiles,
 // reestimate's outputs, the accuracy tools) comes through it; RepairSamples takes the same
 // path from a CFG given with its blocks' samples (the JSON format's explicit CFGs). Package
-// mcf solves the circulation, with the solver Options.Solver picks (mcf.FastSolver by
+// mcf solves the circulation, with the solver Options.Solver picks (mcf.SSPSolver by
 // default):
 //
 //	r, err := reestimate.RepairCode(code, loadAddr, samplesByAddr, reestimate.Options{})

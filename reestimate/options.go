@@ -32,9 +32,9 @@ const (
 // give errors wrapping cfg.ErrBadGraph or cfg.ErrBadWeight.)
 var ErrBadOptions = errors.New("bad options")
 
-// Options tunes the repair. The zero value means the defaults above and mcf.FastSolver.
+// Options tunes the repair. The zero value means the defaults above and mcf.SSPSolver.
 type Options struct {
-	// Solver finds the minimum-cost circulation; nil means mcf.FastSolver().
+	// Solver finds the minimum-cost circulation; nil means mcf.SSPSolver().
 	Solver mcf.Solver
 	// Scale is the fixed-point factor that turns the floating-point weights into the
 	// integers the exact solvers need: block b enters the network as round(weights[b]×Scale)
@@ -88,7 +88,7 @@ func (m costModel) blockCosts(g *cfg.Graph, b int) (inc, dec int64) {
 func (o Options) model() (costModel, error) {
 	m := costModel{solver: o.Solver, scale: o.Scale, perInstruction: o.PerInstruction}
 	if m.solver == nil {
-		m.solver = mcf.FastSolver()
+		m.solver = mcf.SSPSolver()
 	}
 	if m.scale == 0 {
 		m.scale = DefaultScale

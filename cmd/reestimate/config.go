@@ -27,9 +27,10 @@ const (
 	formatLLVMExtBinary = "llvm-extbinary"
 )
 
-// solvers are the --solver choices.
+// solvers are the --solver choices; "fast" is the default's older name.
 var solvers = map[string]func() mcf.Solver{
-	"fast":      mcf.FastSolver,
+	"ssp":       mcf.SSPSolver,
+	"fast":      mcf.SSPSolver,
 	"simplex":   mcf.SimplexSolver,
 	"reference": mcf.ReferenceSolver,
 }
@@ -56,7 +57,7 @@ func (c *Config) Validate() error {
 		return errors.New("no input: give a profd capture or a JSON file, or - for standard input")
 	}
 	if _, ok := solvers[c.Solver]; !ok {
-		return fmt.Errorf("--solver %q: want fast, simplex or reference", c.Solver)
+		return fmt.Errorf("--solver %q: want ssp, simplex or reference", c.Solver)
 	}
 	switch c.Format {
 	case "", formatJSON, formatText, formatLLVMText, formatLLVMExtBinary:
@@ -110,7 +111,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output), e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
-	fs.StringVar(&cfg.Solver, "solver", "fast", "min-cost-flow `solver`: fast (successive shortest paths), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
+	fs.StringVar(&cfg.Solver, "solver", "ssp", "min-cost-flow `solver`: ssp (successive shortest paths, the fastest; also called fast), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
 	fs.StringVar(&cfg.IR, "ir", "", "LLVM IR text (`FILE`, clang -g -S -emit-llvm) the JIT ran: functions' first source lines, from which LLVM counts line offsets")
 	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does; e.g. --symbols /tmp/perf-1234.map", func(s string) error {

@@ -154,6 +154,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"in.json"}, true},
 		{[]string{"--dot", "d", "--solver", "reference", "--format", "text", "-"}, true},
 		{[]string{"--solver", "simplex", "in.json"}, true},
+		{[]string{"--solver", "ssp", "in.json"}, true},
+		{[]string{"--solver", "fast", "in.json"}, true}, // the default's older name
 		{[]string{}, false},
 		{[]string{"a.json", "b.json"}, false},
 		{[]string{"--solver", "magic", "in.json"}, false},

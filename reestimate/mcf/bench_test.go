@@ -45,7 +45,7 @@ func compareSolversOn(b *testing.B, net *mcf.Network) {
 	var ff []int64
 	repairtest.CompareSolvers(b, func() {
 		var err error
-		if ff, err = mcf.FastSolver().Solve(net); err != nil {
+		if ff, err = mcf.SSPSolver().Solve(net); err != nil {
 			b.Fatal(err)
 		}
 	}, func() {

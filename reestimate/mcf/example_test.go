@@ -13,7 +13,7 @@ func ExampleSolver() {
 		{From: 0, To: 1, Cap: 5, Cost: -3},
 		{From: 1, To: 0, Cap: 4, Cost: 1},
 	}}
-	for _, s := range []mcf.Solver{mcf.FastSolver(), mcf.SimplexSolver(), mcf.ReferenceSolver()} {
+	for _, s := range []mcf.Solver{mcf.SSPSolver(), mcf.SimplexSolver(), mcf.ReferenceSolver()} {
 		flow, err := s.Solve(net)
 		if err != nil {
 			fmt.Println(err)

@@ -34,7 +34,7 @@ func (c *capturing) Name() string { return "capturing" }
 
 func (c *capturing) Solve(net *mcf.Network) ([]int64, error) {
 	c.net = &mcf.Network{Nodes: net.Nodes, Arcs: slices.Clone(net.Arcs), Source: net.Source, Sink: net.Sink, Return: net.Return}
-	return mcf.FastSolver().Solve(net)
+	return mcf.SSPSolver().Solve(net)
 }
 
 // BenchCase builds a structured CFG of about n blocks with sampled weights (period 5
