@@ -109,7 +109,7 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	cfg := &Config{}
 	fs := flag.NewFlagSet("reestimate", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output), e.g. -o prof.txt")
+	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output); it is replaced only once the output is complete, e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
 	fs.StringVar(&cfg.Solver, "solver", "ssp", "min-cost-flow `solver`: ssp (successive shortest paths, the fastest; also called fast), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
 	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -42,14 +41,7 @@ func writeDot(w io.Writer, name string, g *cfg.Graph, weights []float64, res *re
 // writeDotFile writes function index's CFG (see writeDot) to dir/NNN-NAME.dot.
 func writeDotFile(dir string, index int, name string, g *cfg.Graph, weights []float64, res *reestimate.Result) error {
 	path := filepath.Join(dir, fmt.Sprintf("%03d-%s.dot", index, outfile.SafeName(name, 100)))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("reestimate: --dot: %w", err)
-	}
-	err = writeDot(f, name, g, weights, res)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := outfile.Write(path, 0o644, func(w io.Writer) error { return writeDot(w, name, g, weights, res) })
 	if err != nil {
 		return fmt.Errorf("reestimate: --dot %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
@@ -89,20 +90,14 @@ func writeOutput(path, format string, out *countsFile) error {
 }
 
 // writeTo runs write on the file at path ("-" is standard output), reporting any error
-// with the path.
+// with the path. A file is written whole or not at all (internal/outfile), as the daemon
+// writes its outputs: a run that fails leaves the file as it was.
 func writeTo(path string, write func(io.Writer) error) error {
-	f := os.Stdout
-	if path != "-" {
-		var err error
-		if f, err = os.Create(path); err != nil {
-			return fmt.Errorf("reestimate: -o: %w", err)
-		}
-	}
-	err := write(f)
-	if path != "-" {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	var err error
+	if path == "-" {
+		err = write(os.Stdout)
+	} else {
+		err = outfile.Write(path, 0o644, write)
 	}
 	if err != nil {
 		return fmt.Errorf("reestimate: writing %s: %w", path, err)

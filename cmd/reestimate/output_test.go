@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -62,5 +64,34 @@ func TestWriters(t *testing.T) {
 				t.Errorf("round trip: got %+v", back)
 			}
 		}
+	}
+}
+
+// TestWriteToWholeOrNothing: an output whose writer fails half-way leaves the file as it was,
+// and one that succeeds replaces it.
+func TestWriteToWholeOrNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prof.txt")
+	if err := os.WriteFile(path, []byte("old profile\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("repair failed")
+	err := writeTo(path, func(w io.Writer) error {
+		io.WriteString(w, "half a new profile")
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("writeTo = %v, want the writer's error", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old profile\n" {
+		t.Errorf("after a failed write the file holds %q", got)
+	}
+	if err := writeTo(path, func(w io.Writer) error { _, err := io.WriteString(w, "new profile\n"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "new profile\n" {
+		t.Errorf("after a write the file holds %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
 	}
 }
