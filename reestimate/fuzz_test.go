@@ -77,3 +77,35 @@ func FuzzRepair(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRepairSamples feeds arbitrary CFGs with block samples to RepairSamples, the path of
+// explicit CFGs: pooling over equivalence classes must neither panic nor break conservation.
+func FuzzRepairSamples(f *testing.F) {
+	f.Add([]byte{3, 0x80, 3, 0, 1, 1, 2, 2, 1, 8, 40, 40})
+	f.Add([]byte{1, 0, 1, 0, 0, 7})
+	f.Add([]byte{4, 0x82, 2, 0, 1, 3, 2, 9, 9, 9})
+	f.Add([]byte{5, 0x80, 5, 0, 1, 1, 2, 2, 1, 2, 3, 3, 4, 0, 0, 9, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, w := decodeCase(data)
+		at := &cfg.Attribution{BlockSamples: make([]uint64, len(g.Blocks))}
+		for b := range g.Blocks {
+			g.Blocks[b].Insts = []uint64{uint64(b)}
+			g.Blocks[b].Start, g.Blocks[b].End = uint64(b), uint64(b+1)
+			if w[b] >= 0 && w[b] < 64 {
+				at.BlockSamples[b] = uint64(w[b] * 4)
+				at.Total += at.BlockSamples[b]
+			}
+		}
+		r, err := reestimate.RepairSamples(g, at, reestimate.Options{})
+		if err != nil {
+			if !errors.Is(err, cfg.ErrBadGraph) {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			return
+		}
+		if err := g.ValidateWeights(r.Weights); err != nil {
+			t.Fatal(err)
+		}
+		checkConserved(t, g, r.Result)
+	})
+}
