@@ -140,6 +140,8 @@ func TestErrorPaths(t *testing.T) {
 		{"out under a file", []string{"--pid", "1", "--out", filepath.Join(notDir, "sub")}, exitUsage, "not a directory"},
 		{"bad event", []string{"--pid", "1", "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
 		{"zero freq", []string{"--pid", "1", "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
+		{"period below the kernel's", []string{"--pid", "1", "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
+		{"flush interval too short", []string{"--pid", "1", "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
 		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
 		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
 		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
