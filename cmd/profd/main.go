@@ -102,7 +102,7 @@ Examples:
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
-written, a --fifo-dir that is unsafe or another profd's), 3 a --pid names no running process.
+written or that another profd writes, a --fifo-dir that is unsafe or another profd's), 3 a --pid names no running process.
 
 Flags:
 `
@@ -113,6 +113,8 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.prof.extbinary  LLVM sample profile, ext-binary (clang-14 -fprofile-sample-use=FILE)
   <image>-<pid>.pb.gz           pprof profile               (go tool pprof -top FILE)
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
+One profd writes an --out (it holds .profd.lock there) and at start removes the
+temporary files of a flush a killed profd left.
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run.

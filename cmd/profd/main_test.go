@@ -279,7 +279,7 @@ func TestFifoDirInUse(t *testing.T) {
 			t.Fatal("the first profd made no profd.pid")
 		}
 	}
-	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", out)
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", t.TempDir())
 	if code != exitUsage || !strings.Contains(output, "directory in use") || !strings.Contains(output, "--fifo-dir DIR") {
 		t.Errorf("second profd: exit %d, want %d saying the directory is in use and how to pick another:\n%s", code, exitUsage, output)
 	}
@@ -288,4 +288,38 @@ func TestFifoDirInUse(t *testing.T) {
 func fileExistsT(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestOutInUse: a second profd given the first one's --out stops at once, naming the first,
+// instead of replacing its files; once the first has gone, a new profd takes the directory
+// and removes the temporary files of a flush that was killed.
+func TestOutInUse(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	target := sleeper(t)
+	out := t.TempDir()
+	stale := filepath.Join(out, ".sleep-1.prof.txt.tmp-2718281")
+	if err := os.WriteFile(stale, []byte("half a profile"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(target.Process.Pid)
+	fifoDir := filepath.Join(t.TempDir(), "fifo")
+	first := exec.Command(profd, "--pid", pid, "--fifo-dir", fifoDir, "--out", out, "--event", "cpu-clock")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { first.Process.Signal(syscall.SIGTERM); first.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !fileExistsT(filepath.Join(fifoDir, "profd.pid")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first profd made no profd.pid")
+		}
+	}
+	if fileExistsT(stale) {
+		t.Errorf("the first profd left the killed flush's temporary file %s", stale)
+	}
+	code, output := exitCode(t, profd, "--pid", pid, "--fifo-dir", filepath.Join(t.TempDir(), "fifo2"), "--out", out, "--duration", "2s")
+	want := "--out " + out + " is in use by profd pid " + strconv.Itoa(first.Process.Pid)
+	if code != exitUsage || !strings.Contains(output, want) {
+		t.Errorf("second profd: exit %d, want %d with %q:\n%s", code, exitUsage, want, output)
+	}
 }
