@@ -372,7 +372,7 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 	delete(t.stale, key)
 	ft.stats.Files++
 	t.files[key] = &tailedFile{key: key, path: shown, src: src, fd: fd, dev: st.Dev, ino: st.Ino,
-		stream: jitmap.NewStream(t.pid, src, shown, ft.cfg.Decoder)}
+		stream: jitmap.NewStream(t.pid, src, shown, t.decoderOptions(ft.cfg.Decoder))}
 	ft.log.Info("files: tailing", "pid", t.pid, "file", shown)
 	return true
 }
@@ -389,7 +389,7 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 		f.offset, f.tail = 0, f.tail[:0]
 		ft.stats.Files++
 		ft.stats.Rewritten++
-		f.stream = jitmap.NewStream(t.pid, f.src, f.path, ft.cfg.Decoder)
+		f.stream = jitmap.NewStream(t.pid, f.src, f.path, t.decoderOptions(ft.cfg.Decoder))
 		f.counted = jitmap.StreamCounts{}
 	}
 	for i := 0; last || i < maxReadsPerFile; i++ {

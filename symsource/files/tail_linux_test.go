@@ -389,3 +389,51 @@ func TestTailRefusesFIFOAndDevice(t *testing.T) {
 		t.Errorf("tailing %d files, %d events", tailedFiles(s), len(c.Events()))
 	}
 }
+
+// TestTailJitdumpInPidNamespace: a JIT in a pid namespace of its own (unshare --pid, a
+// container) writes its namespace pid in its jitdump's name and records and maps the file;
+// the records are the process's, under the pid profd knows it by. In a directory the host
+// sees too, and in one only the process's mount namespace sees (a private /tmp: the test
+// binary is under the host's /tmp, so a fresh directory stands for it).
+func TestTailJitdumpInPidNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	private := t.TempDir()
+	for _, tc := range []struct{ name, dir, setup string }{
+		{"shared directory", t.TempDir(), ""},
+		{"private directory", private, "mount -t tmpfs none " + private + " && "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, _ := startTailer(t, Config{})
+			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+				tc.setup+`exec "$0" -test.run='^TestHelperMapsJitdump$'`, os.Args[0])
+			cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+tc.dir)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("helper: %q %v", line, err)
+			}
+			children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pid uint32
+			if _, err := fmt.Sscan(string(children), &pid); err != nil {
+				t.Fatalf("children of unshare: %q", children)
+			}
+			addTarget(t, s, pid)
+			evs := c.WaitFor(t, "the namespaced JIT's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
+			if got := symtest.Describe(evs); got != "load:mapped_one load:mapped_two " || evs[0].Pid != pid {
+				t.Errorf("events %q of pid %d, want the two loads of pid %d", got, evs[0].Pid, pid)
+			}
+			if st := s.Stats(); st.RejectedPid != 0 {
+				t.Errorf("%d records refused as another process's", st.RejectedPid)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/jitmap"
 )
 
 // place is a directory where a target's files may be: a path in the target's mount
@@ -239,4 +240,13 @@ func (t *target) looked() []string {
 		out = append(out, s)
 	}
 	return append(out, "jitdump files mapped in "+procfs.Path(t.pid, "maps"))
+}
+
+// decoderOptions are opts for a stream of t's: a process in a pid namespace of its own
+// writes that namespace's pid in its jitdump records.
+func (t *target) decoderOptions(opts jitmap.DecoderOptions) jitmap.DecoderOptions {
+	if t.nspid != t.pid {
+		opts.NamespacePid = t.nspid
+	}
+	return opts
 }
