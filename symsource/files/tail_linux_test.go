@@ -437,3 +437,60 @@ func TestTailJitdumpInPidNamespace(t *testing.T) {
 		})
 	}
 }
+
+// TestTailRefusesFileItsUserCannotRead: a target of an unprivileged user whose perf map is a
+// file that user may not read (a root-only file; a user who can make a mount namespace can
+// bind-mount one over its own /tmp/perf-PID.map) is not read: its lines would reach the
+// target's outputs, which the user reads.
+func TestTailRefusesFileItsUserCannotRead(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"), testenv.Tool("setpriv"))
+	const nobody = 65534
+	secret := filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(secret, []byte("7f0000001000 40 root_only_line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, script string }{
+		// The root-only file itself where the map belongs.
+		{"root-only file", `cp -p "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` + fmt.Sprint(nobody) +
+			` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+		// The user's own map, with a root-only file bind-mounted over it in its mount namespace.
+		{"bind mount", `touch /tmp/perf-$$.map && chown ` + fmt.Sprint(nobody) + ` /tmp/perf-$$.map && mount --bind "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` +
+			fmt.Sprint(nobody) + ` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, logs := startTailer(t, Config{})
+			cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", tc.script, "sh", secret)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := uint32(cmd.Process.Pid)
+			defer func() { cmd.Process.Kill(); cmd.Wait(); os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) }()
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("target: %q %v", line, err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(st), fmt.Sprintf("Uid:\t%d\t", nobody)) {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatal("the target never ran as nobody")
+				}
+			}
+			if err := s.AddTarget(pid, nobody); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(2 * time.Second); !strings.Contains(logs.String(), "may not read it"); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Errorf("no log line refusing the root-only file:\n%s", logs)
+					break
+				}
+			}
+			if got := symtest.Describe(c.Events()); got != "" || tailedFiles(s) != 0 {
+				t.Errorf("the root-only file was read: %q, %d files tailed", got, tailedFiles(s))
+			}
+		})
+	}
+}
