@@ -494,3 +494,28 @@ func TestTailRefusesFileItsUserCannotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestTailLastReadIsBounded: a target that leaves a huge perf map without a newline (a
+// sparse file of gigabytes, made by the target's user) does not hold up its end: the last
+// read stops at maxLastReadBytes, and what is left is counted as unread.
+func TestTailLastReadIsBounded(t *testing.T) {
+	s, _, logs, pid, path := startPerfMapTailer(t)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 4 << 30
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	addTarget(t, s, pid)
+	s.RemoveTarget(pid)
+	st := s.Stats()
+	if st.Unread < size-maxLastReadBytes-4<<20 {
+		t.Errorf("%d bytes left unread of a %d-byte file; want all but about %d", st.Unread, int64(size), maxLastReadBytes)
+	}
+	if !strings.Contains(logs.String(), "grew by more than profd reads at its target's end") {
+		t.Errorf("no warning of the unread bytes:\n%s", logs)
+	}
+}
