@@ -59,13 +59,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case errors.Is(err, fifo.ErrDirInUse):
 			fmt.Fprintln(stderr, "(another profd runs with it; give this one its own with --fifo-dir DIR, and its JITs PROFD_DIR=DIR)")
-		case errors.Is(err, fifo.ErrUnsafeDir):
+		case errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrUnusableDir):
 			fmt.Fprintln(stderr, "(--fifo-dir DIR picks another directory for profd.pid and the FIFOs; JITs find it through PROFD_DIR=DIR)")
 		}
 		switch {
 		case errors.Is(err, daemon.ErrNoTarget):
 			return exitNoTarget
-		case errors.Is(err, daemon.ErrConfig), errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrDirInUse):
+		case errors.Is(err, daemon.ErrConfig), errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrUnusableDir), errors.Is(err, fifo.ErrDirInUse):
 			return exitUsage
 		}
 		return exitFailure
@@ -102,7 +102,8 @@ Examples:
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
-written or that another profd writes, a --fifo-dir that is unsafe or another profd's), 3 a --pid names no running process.
+written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
+another profd's), 3 a --pid names no running process.
 
 Flags:
 `

@@ -144,6 +144,8 @@ func TestErrorPaths(t *testing.T) {
 		{"flush interval too short", []string{"--pid", "1", "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
 		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
 		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir in /proc", []string{"--pid", "1", "--fifo-dir", "/proc/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir where no directory can be made", []string{"--pid", "1", "--fifo-dir", "/sys/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
 		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
 		{"out unwritable", []string{"--pid", "1", "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
