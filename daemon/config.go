@@ -45,7 +45,7 @@ const (
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
 	Pids          []uint32 // explicit targets
-	JITImages     []string // executable base names whose processes are targets (now and later)
+	JITImages     []string // executables (names on PATH, or absolute paths) whose processes are targets, now and later
 	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
 	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
 	FreqHz        uint64   // samples per second; exclusive with PeriodEvents; both 0: 999 Hz
@@ -112,8 +112,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, image := range c.JITImages {
-		if image == "" || strings.Contains(image, "/") {
-			bad("--jit-image %q: want an executable's base name, such as lli-14", image)
+		if image == "" || strings.Contains(image, "/") && !filepath.IsAbs(image) {
+			bad("--jit-image %q: want an executable's name, such as lli-14, or its absolute path", image)
 		}
 	}
 	if c.Event == "" {

@@ -220,6 +220,9 @@ func (d *daemon) open(ctx context.Context) error {
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
 	}
+	if errors.Is(err, targets.ErrNoImage) {
+		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
+	}
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
