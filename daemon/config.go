@@ -45,7 +45,7 @@ const (
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
 	Pids          []uint32 // explicit targets
-	JITImages     []string // executable base names whose processes are targets (now and later)
+	JITImages     []string // executables (names on PATH, or absolute paths) whose processes are targets, now and later
 	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
 	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
 	FreqHz        uint64   // samples per second; exclusive with PeriodEvents; both 0: 999 Hz
@@ -79,6 +79,9 @@ type Config struct {
 // not beat with the target's own timers.
 const DefaultFreqHz = 999
 
+// MinFlushInterval is the shortest --flush-interval: each flush writes every target's files.
+const MinFlushInterval = time.Second
+
 // Budget defaults: generous for real JITs (a JVM with 200 000 compiled methods and their
 // code fits), small enough that one target cannot push profd towards the OOM killer.
 const (
@@ -109,8 +112,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, image := range c.JITImages {
-		if image == "" || strings.Contains(image, "/") {
-			bad("--jit-image %q: want an executable's base name, such as lli-14", image)
+		if image == "" || strings.Contains(image, "/") && !filepath.IsAbs(image) {
+			bad("--jit-image %q: want an executable's name, such as lli-14, or its absolute path", image)
 		}
 	}
 	if c.Event == "" {
@@ -126,6 +129,8 @@ func (c *Config) Validate() error {
 		c.FreqHz = DefaultFreqHz
 	case max > 0 && c.FreqHz > max:
 		bad("--freq %d: the kernel allows at most %d samples a second (/proc/sys/kernel/perf_event_max_sample_rate)", c.FreqHz, max)
+	case c.PeriodEvents > 0 && c.PeriodEvents < sampler.MinPeriod():
+		bad("--period %d: want at least %d (a shorter period samples cpu-clock, which cycles fall back to, more often than the kernel's %d samples a second)", c.PeriodEvents, sampler.MinPeriod(), max)
 	}
 	switch c.Backend {
 	case "":
@@ -167,6 +172,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval < 0 || c.Duration < 0 {
 		bad("--flush-interval and --duration must not be negative")
+	}
+	if c.FlushInterval > 0 && c.FlushInterval < MinFlushInterval {
+		bad("--flush-interval %v: want at least %v (each flush writes every target's files), or 0 for flushes on request and at exit only", c.FlushInterval, MinFlushInterval)
 	}
 	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 {
 		bad("--max-symbols, --max-symbol-mb, --max-record-rate and --stop-timeout must not be negative")

@@ -106,6 +106,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	if err := checkWritable(cfg.OutDir); err != nil {
 		return err
 	}
+	lock, err := lockOut(cfg.OutDir, logger)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	d := newDaemon(cfg, logger, out)
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
 	// pid file at once can never kill profd with the signal's default action, nor lose its
@@ -214,6 +219,9 @@ func (d *daemon) open(ctx context.Context) error {
 		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
+	}
+	if errors.Is(err, targets.ErrNoImage) {
+		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
 	}
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,4 +129,25 @@ func checkWritable(dir string) error {
 	}
 	tmp.Close()
 	return os.Remove(tmp.Name())
+}
+
+// lockOut takes --out's lock, so that a second profd on the same directory stops at start
+// instead of replacing the first one's files, and removes the temporary files of flushes a
+// killed profd left there.
+func lockOut(dir string, log *slog.Logger) (*outfile.DirLock, error) {
+	lock, err := outfile.Lock(dir)
+	if inUse := (*outfile.InUseError)(nil); errors.As(err, &inUse) {
+		return nil, fmt.Errorf("daemon: %w: --out %s is in use by profd %s; give each profd its own --out", ErrConfig, dir, inUse.Holder)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("daemon: --out %s: %w", dir, err)
+	}
+	n, bytes, err := outfile.RemoveStale(dir)
+	if n > 0 {
+		log.Info("removed the temporary files of flushes a killed profd left", "out", dir, "files", n, "bytes", bytes)
+	}
+	if err != nil {
+		log.Warn("temporary files of a killed profd stay", "out", dir, "err", err)
+	}
+	return lock, nil
 }

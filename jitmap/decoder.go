@@ -25,6 +25,10 @@ type DecoderOptions struct {
 	// MaxLineBytes bounds a perf-map line; longer lines are reported and skipped.
 	// 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// NamespacePid is the stream's process's pid in its own pid namespace, when that is not
+	// the pid the Decoder was made for: a JIT in a container writes that pid in its jitdump
+	// records, and records carrying it are the process's (given the Decoder's pid). 0: none.
+	NamespacePid uint32
 }
 
 // Decoder turns one JIT symbol stream (jitdump or perf-map text, told apart by its first
@@ -60,8 +64,8 @@ type Decoder struct {
 }
 
 // NewDecoder returns a Decoder for the stream of process pid (0: trust the pids the records
-// carry). Perf-map lines are attributed to pid; jitdump records naming another process are
-// dropped with ErrPidMismatch. src stamps every codeobj.Object's codeobj.Source.
+// carry). Perf-map lines are attributed to pid; jitdump records naming another process
+// (neither pid nor opts.NamespacePid) are dropped with ErrPidMismatch. src stamps every codeobj.Object's codeobj.Source.
 func NewDecoder(pid uint32, src codeobj.Source, opts DecoderOptions) *Decoder {
 	if opts.MaxRecordBytes <= 0 {
 		opts.MaxRecordBytes = DefaultMaxRecordBytes

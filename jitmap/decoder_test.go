@@ -204,3 +204,49 @@ func TestJitdumpHugeLengthsAreFatal(t *testing.T) {
 
 // jitdumpHeaderBytes is the size of a jitdump file header.
 const jitdumpHeaderBytes = 40
+
+// TestNamespacePid: a JIT in a pid namespace writes its own namespace's pid in its records;
+// with DecoderOptions.NamespacePid they are the process's, given its pid as profd sees it,
+// and records of any other pid are still refused.
+func TestNamespacePid(t *testing.T) {
+	const host, inner = 4242, 6
+	evs := sampleEvents(inner)
+	stream := writeStream(t, jitmap.JitdumpHeader{Pid: inner}, false, evs, nil)
+	got, errs := decodeChunks(t, host, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{NamespacePid: inner}, stream)
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	want := sampleEvents(host)
+	for i := range want {
+		if ld, ok := want[i].(*jitmap.CodeLoad); ok {
+			ld.Object.Source = codeobj.SourceJitdumpFile
+			ld.Tid -= host - inner
+		}
+		switch ev := want[i].(type) {
+		case *jitmap.CodeMove:
+			ev.Tid -= host - inner
+		case *jitmap.CodeUnload:
+			ev.Tid -= host - inner
+		case *jitmap.FlushRequest:
+			ev.Tid -= host - inner
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("namespace pid records:\n%s\nwant\n%s", dump(got), dump(want))
+	}
+	// Without it, the same records are another process's: every one refused.
+	got, errs = decodeChunks(t, host, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{}, stream)
+	if n := len(got); n != 1 { // the StreamEnd, which names no process
+		t.Errorf("without NamespacePid: %d events kept, want only the stream's end: %s", n, dump(got))
+	}
+	for _, err := range errs {
+		if !errors.Is(err, jitmap.ErrPidMismatch) {
+			t.Errorf("without NamespacePid: %v, want ErrPidMismatch", err)
+		}
+	}
+	// A third pid is refused even with it.
+	other := writeStream(t, jitmap.JitdumpHeader{Pid: 7}, false, sampleEvents(7), nil)
+	if got, errs := decodeChunks(t, host, codeobj.SourceJitdumpFile, jitmap.DecoderOptions{NamespacePid: inner}, other); len(got) != 1 || len(errs) != 5 {
+		t.Errorf("pid 7 in a stream of %d (namespace pid %d): %d events, %d errors; want 1 and 5", host, inner, len(got), len(errs))
+	}
+}

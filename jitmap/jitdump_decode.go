@@ -192,6 +192,9 @@ func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
 
 func (d *Decoder) checkPid(id, pid uint32) (uint32, bool) {
 	if d.pid != 0 && pid != d.pid {
+		if pid == d.opts.NamespacePid {
+			return d.pid, true
+		}
 		d.report(id, fmt.Errorf("pid %d in stream of pid %d: %w", pid, d.pid, ErrPidMismatch))
 		return 0, false
 	}

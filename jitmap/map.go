@@ -160,7 +160,11 @@ func upperBound2(s []*codeobj.Object, ip uint64) int {
 //     such as LLVM 14 write no unload records; reuse of the range is the only sign). A load
 //     identical in name and range to a live object is a duplicate (the same code reported by
 //     two sources, e.g. perf-map and jitdump); it only adds the code bytes, lines or code index
-//     the live one lacks, and the earlier load time. Zero-size loads are ignored. The Map keeps
+//     the live one lacks, and the earlier load time. So is a load of the same range from a
+//     perf map over a jitdump's or FIFO's live object, or the other way round, whatever the
+//     names (a JIT writing both decorates them differently): the richer source's name wins
+//     (a jitdump or FIFO record over a perf-map line; with a line table over without), and
+//     the object keeps its Version, so its samples are not split between two names. Zero-size loads are ignored. The Map keeps
 //     the event's Code and Lines slices: do not modify them afterwards. A load whose time is
 //     unknown (TimeUnknown) that overlaps no live object was there since the last object
 //     that owned its range ended, or since always: a perf map written late names the samples
@@ -251,8 +255,18 @@ func (m *Map) load(p *procMap, o *codeobj.Object, timeUnknown bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.changing()
-	if cur := p.live.at(o.Addr); cur != nil && cur.Size == o.Size && cur.Name == o.Name {
+	if cur := p.live.at(o.Addr); cur != nil && cur.Size == o.Size && (cur.Name == o.Name || describeSame(cur, o)) {
 		merged := *cur
+		if richer(o, cur) {
+			merged.Name, merged.Source = o.Name, o.Source
+			merged.FirstLine, merged.CodeIndex = cmp.Or(o.FirstLine, cur.FirstLine), cmp.Or(o.CodeIndex, cur.CodeIndex)
+			if o.Lines != nil {
+				merged.Lines = o.Lines
+			}
+			if o.Code != nil {
+				merged.Code = o.Code
+			}
+		}
 		if merged.Code == nil {
 			merged.Code = o.Code
 		}
@@ -266,7 +280,7 @@ func (m *Map) load(p *procMap, o *codeobj.Object, timeUnknown bool) error {
 			merged.LoadNs = o.LoadNs // the other source saw it earlier
 		}
 		if merged.Code != nil && cur.Code == nil || merged.Lines != nil && cur.Lines == nil ||
-			merged.CodeIndex != cur.CodeIndex || merged.LoadNs != cur.LoadNs {
+			merged.CodeIndex != cur.CodeIndex || merged.LoadNs != cur.LoadNs || merged.Name != cur.Name {
 			grow := merged.HeldBytes() - cur.HeldBytes()
 			if err := m.makeRoom(p, grow); err != nil {
 				return err
@@ -297,6 +311,30 @@ func (m *Map) load(p *procMap, o *codeobj.Object, timeUnknown bool) error {
 	p.live.insert(o)
 	p.held += o.HeldBytes()
 	return nil
+}
+
+// describeSame reports whether a and b, of one range, are the same code told by two sources:
+// a JIT that writes a perf map and a jitdump (Erlang's +JPperf true) names each function in
+// both, with names decorated differently. Loads of one source over a range are new code.
+func describeSame(a, b *codeobj.Object) bool {
+	return a.Source != b.Source && (a.Source == codeobj.SourcePerfMapFile || b.Source == codeobj.SourcePerfMapFile)
+}
+
+// richer reports whether o tells more of its code than cur does, so that its name wins when
+// both describe the same code: a jitdump or FIFO record over a perf-map line, and among
+// those, one with a line table.
+func richer(o, cur *codeobj.Object) bool {
+	rank := func(x *codeobj.Object) int {
+		r := 0
+		if x.Source != codeobj.SourcePerfMapFile {
+			r += 2
+		}
+		if len(x.Lines) > 0 {
+			r++
+		}
+		return r
+	}
+	return rank(o) > rank(cur)
 }
 
 // makeRoom makes sure p can hold n more bytes under MaxBytesPerPid, reclaiming the ended

@@ -518,3 +518,47 @@ func TestMapHeldBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestMapSameCodeFromTwoSources: a JIT that writes a jitdump and a perf map (Erlang's +JPperf
+// true) names each function in both, decorated differently. In whichever order profd reads
+// them, the jitdump's name wins and the code keeps one version, so its samples are not split
+// between the two names; two loads of one source over a range are still new code.
+func TestMapSameCodeFromTwoSources(t *testing.T) {
+	jitdump := func(at int64) *CodeLoad {
+		return &CodeLoad{Pid: 1, Object: codeobj.Object{Name: "hot:spin/2", Addr: 0x1000, Size: 0x40, LoadNs: at,
+			Code: make([]byte, 0x40), Lines: []codeobj.LineEntry{{Addr: 0x1000, File: "hot.erl", Line: 7}}, Source: codeobj.SourceJitdumpFile}}
+	}
+	perfMap := func(at int64) *CodeLoad {
+		return &CodeLoad{Pid: 1, TimeUnknown: true, Object: codeobj.Object{Name: "$hot:spin/2", Addr: 0x1000, Size: 0x40, LoadNs: at, Source: codeobj.SourcePerfMapFile}}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+	}{
+		{"jitdump first", []Event{jitdump(100), perfMap(200)}},
+		{"perf map first", []Event{perfMap(100), jitdump(200)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMap(MapOptions{})
+			mustApply(t, m, tc.events[0])
+			first := m.Find(1, 0x1010, 150)
+			mustApply(t, m, tc.events[1:]...)
+			for _, at := range []int64{150, 250} {
+				r := m.Find(1, 0x1010, at)
+				if r.Obj == nil || r.Obj.Name != "hot:spin/2" || len(r.Obj.Lines) != 1 || r.Version != first.Version {
+					t.Errorf("at %d: %+v version %d, want hot:spin/2 with its line table, version %d", at, r.Obj, r.Version, first.Version)
+				}
+			}
+			if live, ended := m.Counts(1); live != 1 || ended != 0 {
+				t.Errorf("%d live and %d ended objects, want one live", live, ended)
+			}
+		})
+	}
+	// The same source twice over one range: the JIT put new code there.
+	m := NewMap(MapOptions{})
+	again := jitdump(300)
+	again.Object.Name = "hot:other/1"
+	mustApply(t, m, jitdump(100), again)
+	wantName(t, m, 1, 0x1010, 200, "hot:spin/2")
+	wantName(t, m, 1, 0x1010, 400, "hot:other/1")
+}

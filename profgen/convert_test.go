@@ -94,8 +94,10 @@ func TestFromCapture(t *testing.T) {
 	if rep.TotalSamples == total(fn) {
 		t.Errorf("repaired total equals the raw sample total %d: no reestimation happened", total(fn))
 	}
-	if f := prof.Functions["nolines"]; f == nil || !f.NoLineTable || f.TotalSamples != total(fn) {
-		t.Errorf("nolines: %+v, want NoLineTable with the %d samples", f, total(fn))
+	// Without a line table the total is in the unit of the head (repaired counts), so the
+	// head, one block's count, is never above it.
+	if f := prof.Functions["nolines"]; f == nil || !f.NoLineTable || f.HeadSamples == 0 || f.TotalSamples < f.HeadSamples {
+		t.Errorf("nolines: %+v, want NoLineTable with a head count no greater than the total", f)
 	}
 
 	rawProf, rawSt := FromCapture(c, Options{Raw: true})

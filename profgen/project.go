@@ -78,8 +78,9 @@ type Projection struct {
 // whose code lies in the block, and a line in several blocks keeps the largest count, so
 // that LLVM, which takes a block's weight as the maximum over its lines, reads the block
 // counts back. Without blocks, raw samples are summed per line instead. The head count is
-// the entry block's count; the total is the sum over lines (or Samples when there is no
-// line table, which NoLineTable then records). Calls are attributed to the line of their
+// the entry block's count; the total is the sum over lines, in the same unit (with no line
+// table, which NoLineTable then records, the sum over blocks, or Samples when there are no
+// blocks either). Calls are attributed to the line of their
 // offset. Line entries' discriminators are DWARF discriminators in LLVM's encoding
 // (profileio.LLVMDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
 // AutoFDO tooling, which counts executions, Project does not multiply the counts of
@@ -95,7 +96,15 @@ func Project(fc FunctionCounts) Projection {
 		f.HeadSamples = fc.Blocks[fc.Entry].Count
 	}
 	if len(o.Lines) == 0 {
+		// The total in the head's unit: each block stands for a line of its own. Raw
+		// samples (no blocks) have no head.
 		f.TotalSamples = fc.Samples
+		if len(fc.Blocks) > 0 {
+			f.TotalSamples = 0
+			for _, b := range fc.Blocks {
+				f.TotalSamples = profileio.SatAdd(f.TotalSamples, b.Count)
+			}
+		}
 		f.NoLineTable = true
 		return Projection{Profile: f}
 	}

@@ -66,7 +66,8 @@ func TestProjectWithoutLineTable(t *testing.T) {
 	o := projectionObject()
 	o.Lines = nil
 	pr := Project(FunctionCounts{Object: o, Blocks: []BlockCount{{0, 0x10, 3}, {0x10, 0x40, 8}}, Samples: 50})
-	want := &profileio.FunctionProfile{Name: "f", TotalSamples: 50, HeadSamples: 3, NoLineTable: true}
+	// The total in the head's unit, the blocks' counts, not the 50 raw samples.
+	want := &profileio.FunctionProfile{Name: "f", TotalSamples: 3 + 8, HeadSamples: 3, NoLineTable: true}
 	if !reflect.DeepEqual(pr.Profile, want) {
 		t.Errorf("Project without lines: %+v, want %+v", pr.Profile, want)
 	}

@@ -40,7 +40,10 @@ type CaptureEnd struct {
 // Process is one sampled process.
 type Process struct {
 	Pid     uint32
-	Command string
+	Command string // its image name (the executable's base name, else its comm)
+	// Executable is the path of the file it runs, in its own mount namespace; "" when
+	// unknown (a capture of an older profd).
+	Executable string
 }
 
 // ObjectID names a code object within one capture: the writer hands them out in order,

@@ -234,6 +234,17 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 		if d.err == nil {
 			c.Processes = append(c.Processes, p)
 		}
+	case secProcInfo:
+		p := Process{Pid: d.uint32(), Command: d.string()}
+		n := d.count(2)
+		for i := 0; i < n && d.err == nil; i++ {
+			if key, value := d.string(), d.string(); key == procInfoExecutable {
+				p.Executable = value
+			}
+		}
+		if d.err == nil {
+			c.Processes = append(c.Processes, p)
+		}
 	case secCodeObject:
 		cr.codeObject(&d)
 	case secUnload:

@@ -17,7 +17,12 @@ const (
 	secUnnamed    uint32 = 8
 	secNative     uint32 = 9
 	secStacks     uint32 = 10
+	secProcInfo   uint32 = 11
 )
+
+// Keys of a process_info section's attributes (a process section with attributes). Readers
+// skip keys they do not know.
+const procInfoExecutable = "executable"
 
 const (
 	captureHeaderBytes  = 16       // magic, version, flags

@@ -91,7 +91,15 @@ func (cw *CaptureWriter) AddProcess(p Process) error {
 	b := cw.begin()
 	b = appendUvarint(b, uint64(p.Pid))
 	b = appendString(b, p.Command)
-	return cw.finish(secProcess, b)
+	if p.Executable == "" {
+		return cw.finish(secProcess, b)
+	}
+	// What a process section has no room for makes it a process_info section, one section
+	// still, so that a killed writer leaves the process whole or not at all.
+	b = appendUvarint(b, 1)
+	b = appendString(b, procInfoExecutable)
+	b = appendString(b, p.Executable)
+	return cw.finish(secProcInfo, b)
 }
 
 // AddCodeObject records a code object of process pid and returns the ID that samples in

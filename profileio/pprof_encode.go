@@ -222,6 +222,18 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		mapping(co.Addr, co.Addr+co.Size, 0, fmt.Sprintf("[jit pid %d] %s", o.Pid, co.Name), "", true, len(co.Lines) > 0)
 	}
 
+	// The main mapping (pprof's "File:") is the executable the processes run, first.
+	if p := mainProcess(c); p != nil {
+		var start, limit, offset uint64
+		var buildID string
+		for _, m := range c.Native {
+			if m.Pid == p.Pid && m.File == p.Executable {
+				start, limit, offset, buildID = m.Start, m.Limit, m.Offset, m.BuildID
+				break
+			}
+		}
+		mapping(start, limit, offset, p.Executable, buildID, false, false)
+	}
 	if len(c.Stacks) > 0 {
 		marshalStacks(c, stackEncoder{
 			jitMapping: jitMapping, mapping: mapping, location: location, jitLocation: jitLocation,
@@ -282,4 +294,14 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		b = appendPbBytes(b, pbProfileFunction, e.msg)
 	}
 	return e.stringTable(b)
+}
+
+// mainProcess is the first of c's processes whose executable is known, nil when none is.
+func mainProcess(c *Capture) *Process {
+	for i := range c.Processes {
+		if c.Processes[i].Executable != "" {
+			return &c.Processes[i]
+		}
+	}
+	return nil
 }

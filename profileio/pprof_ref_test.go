@@ -77,6 +77,16 @@ func pprofProfile(c *Capture) *profile.Profile {
 		p.Sample = append(p.Sample, &samples[i])
 	}
 
+	if mp := mainProcess(c); mp != nil {
+		m := &profile.Mapping{ID: 1, File: mp.Executable}
+		for _, n := range c.Native {
+			if n.Pid == mp.Pid && n.File == mp.Executable {
+				m.Start, m.Limit, m.Offset, m.BuildID = n.Start, n.Limit, n.Offset, n.BuildID
+				break
+			}
+		}
+		p.Mapping = append(p.Mapping, m)
+	}
 	for _, o := range c.Objects {
 		if len(o.Samples) == 0 {
 			continue

@@ -161,3 +161,35 @@ func TestPprofStacks(t *testing.T) {
 		t.Errorf("JIT frame's mapping %+v, want the object's", m)
 	}
 }
+
+// TestPprofMainMapping: pprof's main mapping ("File:" in go tool pprof) is the executable of
+// the capture's processes, not the first JIT function or library sampled; with the process's
+// native mapping of it, with that mapping's range and build-id.
+func TestPprofMainMapping(t *testing.T) {
+	for name, c := range map[string]*Capture{"leaves": leafCapture(), "stacks": expectedCapture(len(testCaptureSteps()))} {
+		var gz bytes.Buffer
+		if err := WritePprof(&gz, c); err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(&gz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := p.Mapping[0]; m.File != "/usr/lib/llvm-14/bin/lli" {
+			t.Errorf("%s: main mapping %+v, want the executable /usr/lib/llvm-14/bin/lli", name, m)
+		}
+	}
+	c := leafCapture()
+	c.Processes = []Process{{Pid: c.Native[0].Pid, Command: "postgres", Executable: c.Native[0].File}}
+	var gz bytes.Buffer
+	if err := WritePprof(&gz, c); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, n := p.Mapping[0], c.Native[0]; m.File != n.File || m.Start != n.Start || m.Limit != n.Limit || m.BuildID != n.BuildID {
+		t.Errorf("main mapping %+v, want the process's native mapping of its executable %+v", m, n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EventChoice records which event profd asked for, which one it samples, and why they differ.
@@ -105,6 +106,21 @@ func MaxFrequency() uint64 {
 	}
 	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return n
+}
+
+// minCountPeriod is the shortest period profd accepts for events that count (cycles,
+// instructions, raw PMU events): a sample every few microseconds at today's clock rates.
+const minCountPeriod = 10_000
+
+// MinPeriod returns the shortest --period profd accepts: minCountPeriod, or the period
+// (in nanoseconds, the unit of cpu-clock and task-clock, which cycles fall back to) at
+// which a time event would sample at the kernel's MaxFrequency, whichever is longer.
+func MinPeriod() uint64 {
+	p := uint64(minCountPeriod)
+	if rate := MaxFrequency(); rate > 0 {
+		p = max(p, (uint64(time.Second)+rate-1)/rate)
+	}
+	return p
 }
 
 // parseEvent accepts the names in namedEvents and raw PMU events "r<hex>" (as perf spells them).

@@ -59,13 +59,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case errors.Is(err, fifo.ErrDirInUse):
 			fmt.Fprintln(stderr, "(another profd runs with it; give this one its own with --fifo-dir DIR, and its JITs PROFD_DIR=DIR)")
-		case errors.Is(err, fifo.ErrUnsafeDir):
+		case errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrUnusableDir):
 			fmt.Fprintln(stderr, "(--fifo-dir DIR picks another directory for profd.pid and the FIFOs; JITs find it through PROFD_DIR=DIR)")
 		}
 		switch {
 		case errors.Is(err, daemon.ErrNoTarget):
 			return exitNoTarget
-		case errors.Is(err, daemon.ErrConfig), errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrDirInUse):
+		case errors.Is(err, daemon.ErrConfig), errors.Is(err, fifo.ErrUnsafeDir), errors.Is(err, fifo.ErrUnusableDir), errors.Is(err, fifo.ErrDirInUse):
 			return exitUsage
 		}
 		return exitFailure
@@ -102,7 +102,8 @@ Examples:
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
-written, a --fifo-dir that is unsafe or another profd's), 3 a --pid names no running process.
+written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
+another profd's), 3 a --pid names no running process.
 
 Flags:
 `
@@ -113,6 +114,8 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.prof.extbinary  LLVM sample profile, ext-binary (clang-14 -fprofile-sample-use=FILE)
   <image>-<pid>.pb.gz           pprof profile               (go tool pprof -top FILE)
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
+One profd writes an --out (it holds .profd.lock there) and at start removes the
+temporary files of a flush a killed profd left.
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run.
@@ -144,7 +147,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 		}
 		return nil
 	})
-	fs.Func("jit-image", "profile every process whose executable's base name is `NAME`, running now or started later (e.g. lli-14); comma-separated or repeated", func(s string) error {
+	fs.Func("jit-image", "profile every process running the executable `NAME` (a name looked up in PATH at start, e.g. lli-14, or an absolute path), running now or started later; comma-separated or repeated. A process matches by the file it runs, never by the name it gives itself; a name PATH lacks matches executables of that name; in a container, a root-owned executable of the name matches", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			cfg.JITImages = append(cfg.JITImages, strings.TrimSpace(f))
 		}
@@ -153,7 +156,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.StringVar(&cfg.Event, "event", "cycles", "perf `EVENT` to sample: cycles, instructions, branch-misses, cache-misses, cpu-clock, task-clock or a raw r<hex>; without a hardware PMU profd falls back to cpu-clock and says so")
 	fs.BoolVar(&cfg.StrictEvent, "strict-event", false, "fail instead of falling back to cpu-clock when --event is unavailable")
 	fs.Uint64Var(&cfg.FreqHz, "freq", 0, "samples per second per CPU (`HZ`; default 999)")
-	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions)")
+	fs.Uint64Var(&cfg.PeriodEvents, "period", 0, "sample every `N` events instead of --freq (e.g. 100003 with --event instructions; at least 10000, and for cpu-clock, in ns, no shorter than the kernel's maximum rate allows)")
 	fs.BoolVar(&cfg.FixedInterval, "fixed-interval", false, "keep cpu-clock's and task-clock's interval fixed, as perf does; by default profd draws a new one every 200 ms, its rate within ±25 % of --freq (the mean rate stays --freq), so that a program whose phases change on the sampler's rhythm is not seen in some phases only")
 	fs.StringVar((*string)(&cfg.Backend), "backend", "auto", "how samples are collected: auto (BPF where it loads, else perf ring buffers), bpf (counted in the kernel) or ring (perf ring buffers read by profd)")
 	fs.StringVar(&cfg.OutDir, "out", ".", "`DIR` for the profiles, named <image>-<pid>.<ext>")
@@ -165,7 +168,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	})
 	fs.StringVar(&cfg.FifoDir, "fifo-dir", "", "private `DIR` for profd.pid and the <pid>.map FIFOs JITs write symbols to (default /run/profd as root, else $XDG_RUNTIME_DIR/profd)")
 	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
-	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s); 0 flushes only on SIGUSR1 and at exit")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s); 0 flushes only on request, SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (<image>.<ext>: every process of the image profiled in the run, e.g. all backends of a server, exited ones included)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")

@@ -140,8 +140,12 @@ func TestErrorPaths(t *testing.T) {
 		{"out under a file", []string{"--pid", "1", "--out", filepath.Join(notDir, "sub")}, exitUsage, "not a directory"},
 		{"bad event", []string{"--pid", "1", "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
 		{"zero freq", []string{"--pid", "1", "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
+		{"period below the kernel's", []string{"--pid", "1", "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
+		{"flush interval too short", []string{"--pid", "1", "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
 		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
 		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir in /proc", []string{"--pid", "1", "--fifo-dir", "/proc/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir where no directory can be made", []string{"--pid", "1", "--fifo-dir", "/sys/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
 		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
 		{"out unwritable", []string{"--pid", "1", "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
@@ -277,7 +281,7 @@ func TestFifoDirInUse(t *testing.T) {
 			t.Fatal("the first profd made no profd.pid")
 		}
 	}
-	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", out)
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", t.TempDir())
 	if code != exitUsage || !strings.Contains(output, "directory in use") || !strings.Contains(output, "--fifo-dir DIR") {
 		t.Errorf("second profd: exit %d, want %d saying the directory is in use and how to pick another:\n%s", code, exitUsage, output)
 	}
@@ -286,4 +290,38 @@ func TestFifoDirInUse(t *testing.T) {
 func fileExistsT(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestOutInUse: a second profd given the first one's --out stops at once, naming the first,
+// instead of replacing its files; once the first has gone, a new profd takes the directory
+// and removes the temporary files of a flush that was killed.
+func TestOutInUse(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	target := sleeper(t)
+	out := t.TempDir()
+	stale := filepath.Join(out, ".sleep-1.prof.txt.tmp-2718281")
+	if err := os.WriteFile(stale, []byte("half a profile"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(target.Process.Pid)
+	fifoDir := filepath.Join(t.TempDir(), "fifo")
+	first := exec.Command(profd, "--pid", pid, "--fifo-dir", fifoDir, "--out", out, "--event", "cpu-clock")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { first.Process.Signal(syscall.SIGTERM); first.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !fileExistsT(filepath.Join(fifoDir, "profd.pid")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first profd made no profd.pid")
+		}
+	}
+	if fileExistsT(stale) {
+		t.Errorf("the first profd left the killed flush's temporary file %s", stale)
+	}
+	code, output := exitCode(t, profd, "--pid", pid, "--fifo-dir", filepath.Join(t.TempDir(), "fifo2"), "--out", out, "--duration", "2s")
+	want := "--out " + out + " is in use by profd pid " + strconv.Itoa(first.Process.Pid)
+	if code != exitUsage || !strings.Contains(output, want) {
+		t.Errorf("second profd: exit %d, want %d with %q:\n%s", code, exitUsage, want, output)
+	}
 }

@@ -8,7 +8,8 @@ import (
 
 // Status is what profd reads of /proc/PID/status.
 type Status struct {
-	UID, GID int // effective ids: a FIFO's open is checked against the opener's, which follow them
+	UID, GID int   // effective ids: a FIFO's open is checked against the opener's, which follow them
+	Groups   []int // supplementary group ids
 	// NSpid is the process's pid in each pid namespace it is in, from profd's (the first,
 	// the pid profd knows it by) to its own (the last, the pid it knows itself by: the one
 	// in /tmp/perf-PID.map and jit-PID.dump names).
@@ -53,6 +54,13 @@ func parseStatus(data []byte) (Status, bool) {
 			st.UID = effectiveID(fields)
 		case "Gid":
 			st.GID = effectiveID(fields)
+		case "Groups":
+			st.Groups = st.Groups[:0]
+			for _, f := range fields {
+				if id, err := strconv.Atoi(string(f)); err == nil && id >= 0 {
+					st.Groups = append(st.Groups, id)
+				}
+			}
 		case "NSpid":
 			st.NSpid = st.NSpid[:0]
 			for _, f := range fields {

@@ -1,7 +1,8 @@
-// Package targets finds the processes profd samples: explicit pids, and every process whose
-// executable's base name is the --jit-image name, whether it was running when profd started
-// or started later. Every target's exit is watched through a pidfd (the runtime's poller
-// waits for it, with no timer). Image processes are found by scanning /proc and, with
+// Package targets finds the processes profd samples: explicit pids, and every process that
+// runs a --jit-image executable (the file a path or a name on PATH resolves to, never a
+// process's comm), whether it was running when profd started or started later. Every
+// target's exit is watched through a pidfd (the runtime's poller waits for it, with no
+// timer). Image processes are found by scanning /proc and, with
 // CAP_NET_ADMIN, by listening to the kernel's process-events connector, so a process is
 // checked the moment it execs or is forked (a child that does not exec, such as a PostgreSQL
 // backend, runs its parent's image); the scan runs every Interval (default 100 ms) without

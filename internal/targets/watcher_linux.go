@@ -30,8 +30,10 @@ var ErrNoProcess = errors.New("no such process")
 
 // Config says which processes are targets.
 type Config struct {
-	PIDs     []uint32      // explicit targets (all their threads)
-	Images   []string      // base names of executables, e.g. "lli"; each matches /proc/PID/exe or comm
+	PIDs []uint32 // explicit targets (all their threads)
+	// Images are executables, by absolute path or by a name resolved through PATH at New (see
+	// resolveImage); a process is a target when it runs one of them.
+	Images   []string
 	Interval time.Duration // 0 means DefaultInterval
 	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
 	// the kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only)
@@ -52,6 +54,9 @@ type Watcher struct {
 	handler Handler
 	log     *slog.Logger
 	self    uint32
+	images  []image
+	// hostMounts is profd's mount namespace (the /proc/self/ns/mnt link), "" when unknown.
+	hostMounts string
 
 	mu      sync.Mutex
 	current map[uint32]uint64 // pid -> start time (clock ticks since boot)
@@ -85,6 +90,15 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
 		current: make(map[uint32]uint64), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}}
+	for _, arg := range cfg.Images {
+		im, err := resolveImage(arg)
+		if err != nil {
+			return nil, err
+		}
+		w.log.Info("targets: --jit-image "+arg, "matches", im.describe())
+		w.images = append(w.images, im)
+	}
+	w.hostMounts, _ = os.Readlink("/proc/self/ns/mnt")
 	for _, pid := range cfg.PIDs {
 		st, err := startTime(pid)
 		if err != nil {
@@ -427,18 +441,11 @@ func (w *Watcher) pinnedAlive(pid uint32) (uint64, bool) {
 	return st, true
 }
 
-// matches reports whether pid runs one of the images: the base name of its executable, or
-// its comm (the name it was started as, truncated to 15 bytes by the kernel).
+// matches reports whether pid runs one of the images (image.runs).
 func (w *Watcher) matches(pid uint32) bool {
-	exe, comm := procfs.Exe(pid), procfs.Comm(pid)
-	for _, image := range w.cfg.Images {
-		if exe != "" && exe == image {
-			return true
-		}
-		if len(image) > 15 {
-			image = image[:15]
-		}
-		if comm != "" && comm == image {
+	exe := procfs.Exe(pid)
+	for i := range w.images {
+		if w.images[i].runs(pid, exe, w.hostMounts) {
 			return true
 		}
 	}

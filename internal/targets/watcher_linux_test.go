@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -241,4 +242,64 @@ func TestImageFoundOnFork(t *testing.T) {
 	eventually(t, "the forked child", func() bool { return r.has(&r.added, child) })
 	syscall.Kill(child, syscall.SIGKILL)
 	eventually(t, "the child's exit", func() bool { return r.has(&r.removed, child) })
+}
+
+// TestImageByFileNotName: --jit-image sleep is the sleep PATH finds. A process that calls
+// itself sleep (perl's $0, which sets its comm) or runs a copy of the binary under that name
+// from elsewhere is another program: another user could poison the image's profile so.
+// An image given by absolute path matches the same way; a path that names nothing is an
+// error.
+func TestImageByFileNotName(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("perl"))
+	sleepPath, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyDir := t.TempDir()
+	copied := copyDir + "/sleep"
+	if out, err := exec.Command("cp", sleepPath, copied).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	start := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.Command(name, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	for _, arg := range []string{"sleep", sleepPath} {
+		t.Run(arg, func(t *testing.T) {
+			var r recorder
+			w, err := New(Config{Images: []string{arg}, Interval: 20 * time.Millisecond}, r.handler())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Start(context.Background())
+			defer w.Close()
+			renamed := start("perl", "-e", `$0 = "sleep"; sleep 30`)
+			copy := start(copied, "30")
+			real := start("sleep", "30")
+			eventually(t, "the real sleep", func() bool { return r.has(&r.added, real.Process.Pid) })
+			eventually(t, "perl to call itself sleep", func() bool {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", renamed.Process.Pid))
+				return string(comm) == "sleep\n"
+			})
+			w.Scan()
+			for _, c := range []struct {
+				what string
+				cmd  *exec.Cmd
+			}{{"a process naming itself sleep", renamed}, {"a copy of sleep run from " + copyDir, copy}} {
+				if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.cmd.Process.Pid)); string(comm) != "sleep\n" {
+					t.Fatalf("%s: comm %q, want sleep", c.what, comm)
+				}
+				if r.has(&r.added, c.cmd.Process.Pid) {
+					t.Errorf("%s was taken as the image", c.what)
+				}
+			}
+		})
+	}
+	if _, err := New(Config{Images: []string{copyDir + "/no-such-jit"}}, Handler{}); !errors.Is(err, ErrNoImage) {
+		t.Errorf("an image path naming no file: %v, want ErrNoImage", err)
+	}
 }

@@ -60,14 +60,14 @@ func OpenDir(path string) (*Dir, error) {
 	if err := unix.Mkdir(path, dirMode); err == nil {
 		made = true
 	} else if !errors.Is(err, unix.EEXIST) {
-		return nil, fmt.Errorf("fifo: directory %s: %w", path, os.NewSyscallError("mkdir", err))
+		return nil, fmt.Errorf("fifo: directory %s: %w: %w", path, ErrUnusableDir, os.NewSyscallError("mkdir", err))
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			return nil, fmt.Errorf("fifo: directory %s: a symlink or not a directory: %w", path, ErrUnsafeDir)
 		}
-		return nil, fmt.Errorf("fifo: directory %s: %w", path, os.NewSyscallError("open", err))
+		return nil, fmt.Errorf("fifo: directory %s: %w: %w", path, ErrUnusableDir, os.NewSyscallError("open", err))
 	}
 	d := &Dir{path: path, fd: fd, created: map[string]bool{}, made: made}
 	if err := d.check(); err != nil {
@@ -88,7 +88,7 @@ func checkParent(path string) error {
 	parent := filepath.Dir(path)
 	var st unix.Stat_t
 	if err := unix.Stat(parent, &st); err != nil {
-		return fmt.Errorf("fifo: directory %s: parent %s: %w", path, parent, os.NewSyscallError("stat", err))
+		return fmt.Errorf("fifo: directory %s: parent %s: %w: %w", path, parent, ErrUnusableDir, os.NewSyscallError("stat", err))
 	}
 	if st.Uid != 0 && st.Uid != uint32(os.Geteuid()) {
 		return fmt.Errorf("fifo: directory %s: its parent %s belongs to uid %d, who could replace it: %w",
@@ -134,7 +134,7 @@ func (d *Dir) writePidFile() error {
 	_ = unix.Unlinkat(d.fd, tmp, 0)
 	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return fmt.Errorf("fifo: %s: %w", filepath.Join(d.path, tmp), os.NewSyscallError("openat", err))
+		return fmt.Errorf("fifo: %s: %w: %w", filepath.Join(d.path, tmp), ErrUnusableDir, os.NewSyscallError("openat", err))
 	}
 	data := []byte(strconv.Itoa(os.Getpid()) + "\n")
 	_, werr := unix.Write(fd, data)
@@ -147,7 +147,7 @@ func (d *Dir) writePidFile() error {
 	}
 	if werr != nil {
 		_ = unix.Unlinkat(d.fd, tmp, 0)
-		return fmt.Errorf("fifo: %s: %w", filepath.Join(d.path, pidFileName), os.NewSyscallError("write", werr))
+		return fmt.Errorf("fifo: %s: %w: %w", filepath.Join(d.path, pidFileName), ErrUnusableDir, os.NewSyscallError("write", werr))
 	}
 	d.created[pidFileName] = true
 	return nil

@@ -13,6 +13,9 @@ var (
 	ErrNotFIFO = errors.New("not a FIFO")
 	// ErrDirInUse: another live profd owns the directory (its profd.pid names a running profd).
 	ErrDirInUse = errors.New("directory in use by another profd")
+	// ErrUnusableDir: the FIFO directory cannot be made, opened or written (a read-only file
+	// system, /proc, a missing parent); the error also wraps the system call's.
+	ErrUnusableDir = errors.New("unusable directory")
 	// ErrClosed: the Server was closed.
 	ErrClosed = errors.New("fifo: server closed")
 )

@@ -4,7 +4,8 @@
 // the caller, like the FIFOs of package fifo.
 //
 // Files are opened without following symlinks and must be regular files owned by the
-// target's user or root (ErrNotRegular); a file last written before its target started is an
+// target's user or root (ErrNotRegular) that the target's user may read by their mode
+// (ErrNotReadable: profd reads as root, the target's user reads its outputs); a file last written before its target started is an
 // earlier process's with the same pid and is not read until it is written again.
 //
 //	t, err := files.Start(ctx, files.Config{Handler: stage.Add, Logger: logger})

@@ -35,6 +35,11 @@ const (
 // starve the others.
 const maxReadsPerFile = 16
 
+// maxLastReadBytes bounds the last read of a file, at its target's end or at Close: what a
+// file grew by since the reads that followed it is read up to this, so that no file (a
+// sparse perf map of many gigabytes without a newline) holds up a target's final profile.
+const maxLastReadBytes = 64 << 20
+
 // DefaultReadBufferBytes is Config.ReadBufferBytes's default: one read of a file.
 const DefaultReadBufferBytes = 64 << 10
 
@@ -372,15 +377,15 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 	delete(t.stale, key)
 	ft.stats.Files++
 	t.files[key] = &tailedFile{key: key, path: shown, src: src, fd: fd, dev: st.Dev, ino: st.Ino,
-		stream: jitmap.NewStream(t.pid, src, shown, ft.cfg.Decoder)}
+		stream: jitmap.NewStream(t.pid, src, shown, t.decoderOptions(ft.cfg.Decoder))}
 	ft.log.Info("files: tailing", "pid", t.pid, "file", shown)
 	return true
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
 // was any: at most maxReadsPerFile reads, or, when last (the target ended, or the Tailer
-// closes), up to the file's size now (a file that keeps growing is not followed) or the
-// deadline Close set. A file written anew from its start is decoded again from there as
+// closes), up to the file's size now (a file that keeps growing is not followed), the
+// deadline Close set, or maxLastReadBytes, whichever comes first. A file written anew from its start is decoded again from there as
 // a new stream: entries it no longer lists keep naming the samples of their time.
 func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 	var st unix.Stat_t
@@ -389,15 +394,19 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 		f.offset, f.tail = 0, f.tail[:0]
 		ft.stats.Files++
 		ft.stats.Rewritten++
-		f.stream = jitmap.NewStream(t.pid, f.src, f.path, ft.cfg.Decoder)
+		f.stream = jitmap.NewStream(t.pid, f.src, f.path, t.decoderOptions(ft.cfg.Decoder))
 		f.counted = jitmap.StreamCounts{}
 	}
+	from := f.offset
 	for i := 0; last || i < maxReadsPerFile; i++ {
-		if last && (f.offset >= st.Size || ft.pastDeadline()) {
+		if last && (f.offset >= st.Size || ft.pastDeadline() || f.offset-from >= maxLastReadBytes) {
 			if left := st.Size - f.offset; left > 0 {
 				ft.stats.Unread += uint64(left)
-				ft.log.Warn("files: the stop deadline passed with a symbol file not read to its end", "pid", t.pid,
-					"file", f.path, "bytes_left", left)
+				why := "the stop deadline passed with a symbol file not read to its end"
+				if !ft.pastDeadline() {
+					why = "a symbol file grew by more than profd reads at its target's end"
+				}
+				ft.log.Warn("files: "+why, "pid", t.pid, "file", f.path, "bytes_left", left, "bytes_read", f.offset-from)
 			}
 			return grew
 		}

@@ -389,3 +389,133 @@ func TestTailRefusesFIFOAndDevice(t *testing.T) {
 		t.Errorf("tailing %d files, %d events", tailedFiles(s), len(c.Events()))
 	}
 }
+
+// TestTailJitdumpInPidNamespace: a JIT in a pid namespace of its own (unshare --pid, a
+// container) writes its namespace pid in its jitdump's name and records and maps the file;
+// the records are the process's, under the pid profd knows it by. In a directory the host
+// sees too, and in one only the process's mount namespace sees (a private /tmp: the test
+// binary is under the host's /tmp, so a fresh directory stands for it).
+func TestTailJitdumpInPidNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	private := t.TempDir()
+	for _, tc := range []struct{ name, dir, setup string }{
+		{"shared directory", t.TempDir(), ""},
+		{"private directory", private, "mount -t tmpfs none " + private + " && "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, _ := startTailer(t, Config{})
+			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+				tc.setup+`exec "$0" -test.run='^TestHelperMapsJitdump$'`, os.Args[0])
+			cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+tc.dir)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("helper: %q %v", line, err)
+			}
+			children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pid uint32
+			if _, err := fmt.Sscan(string(children), &pid); err != nil {
+				t.Fatalf("children of unshare: %q", children)
+			}
+			addTarget(t, s, pid)
+			evs := c.WaitFor(t, "the namespaced JIT's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
+			if got := symtest.Describe(evs); got != "load:mapped_one load:mapped_two " || evs[0].Pid != pid {
+				t.Errorf("events %q of pid %d, want the two loads of pid %d", got, evs[0].Pid, pid)
+			}
+			if st := s.Stats(); st.RejectedPid != 0 {
+				t.Errorf("%d records refused as another process's", st.RejectedPid)
+			}
+		})
+	}
+}
+
+// TestTailRefusesFileItsUserCannotRead: a target of an unprivileged user whose perf map is a
+// file that user may not read (a root-only file; a user who can make a mount namespace can
+// bind-mount one over its own /tmp/perf-PID.map) is not read: its lines would reach the
+// target's outputs, which the user reads.
+func TestTailRefusesFileItsUserCannotRead(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"), testenv.Tool("setpriv"))
+	const nobody = 65534
+	secret := filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(secret, []byte("7f0000001000 40 root_only_line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, script string }{
+		// The root-only file itself where the map belongs.
+		{"root-only file", `cp -p "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` + fmt.Sprint(nobody) +
+			` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+		// The user's own map, with a root-only file bind-mounted over it in its mount namespace.
+		{"bind mount", `touch /tmp/perf-$$.map && chown ` + fmt.Sprint(nobody) + ` /tmp/perf-$$.map && mount --bind "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` +
+			fmt.Sprint(nobody) + ` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, logs := startTailer(t, Config{})
+			cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", tc.script, "sh", secret)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := uint32(cmd.Process.Pid)
+			defer func() { cmd.Process.Kill(); cmd.Wait(); os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) }()
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("target: %q %v", line, err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(st), fmt.Sprintf("Uid:\t%d\t", nobody)) {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatal("the target never ran as nobody")
+				}
+			}
+			if err := s.AddTarget(pid, nobody); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(2 * time.Second); !strings.Contains(logs.String(), "may not read it"); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Errorf("no log line refusing the root-only file:\n%s", logs)
+					break
+				}
+			}
+			if got := symtest.Describe(c.Events()); got != "" || tailedFiles(s) != 0 {
+				t.Errorf("the root-only file was read: %q, %d files tailed", got, tailedFiles(s))
+			}
+		})
+	}
+}
+
+// TestTailLastReadIsBounded: a target that leaves a huge perf map without a newline (a
+// sparse file of gigabytes, made by the target's user) does not hold up its end: the last
+// read stops at maxLastReadBytes, and what is left is counted as unread.
+func TestTailLastReadIsBounded(t *testing.T) {
+	s, _, logs, pid, path := startPerfMapTailer(t)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 4 << 30
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	addTarget(t, s, pid)
+	s.RemoveTarget(pid)
+	st := s.Stats()
+	if st.Unread < size-maxLastReadBytes-4<<20 {
+		t.Errorf("%d bytes left unread of a %d-byte file; want all but about %d", st.Unread, int64(size), maxLastReadBytes)
+	}
+	if !strings.Contains(logs.String(), "grew by more than profd reads at its target's end") {
+		t.Errorf("no warning of the unread bytes:\n%s", logs)
+	}
+}

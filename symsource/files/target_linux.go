@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/jitmap"
 )
 
 // place is a directory where a target's files may be: a path in the target's mount
@@ -35,6 +37,7 @@ type target struct {
 	pid     uint32
 	nspid   uint32 // the pid in the process's own namespace: the one in its file names
 	uid     int
+	gids    []int     // its group and supplementary groups
 	started time.Time // zero: unknown
 	rootFd  int       // O_PATH descriptor of its root directory, -1 when unavailable
 	places  []place
@@ -68,6 +71,7 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 		return nil, err
 	}
 	t.nspid = st.OwnPid()
+	t.gids = append([]int{st.GID}, st.Groups...)
 	if at, err := procfs.StartedAt(pid); err == nil {
 		t.started = at
 	}
@@ -191,8 +195,9 @@ func (t *target) mappedJitdumps() []string {
 
 // open opens path (in t's namespace unless host) for reading without following a symlink
 // at its end or, for a namespace path, anywhere outside t's root, and refuses anything but
-// a regular file owned by t's user or root: another user must not feed profd a target's
-// symbols, and a device or a FIFO must not block it.
+// a regular file owned by t's user or root that t's user may read: another user must not
+// feed profd a target's symbols, nor a target its outputs lines of a file it cannot read,
+// and a device or a FIFO must not block it.
 func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
@@ -225,7 +230,26 @@ func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 		unix.Close(fd)
 		return -1, st, fmt.Errorf("files: %s: owner uid %d is neither the target's (%d) nor root: %w", path, st.Uid, t.uid, ErrNotRegular)
 	}
+	if !t.mayRead(&st) {
+		unix.Close(fd)
+		return -1, st, fmt.Errorf("files: %s: the target's user (uid %d) may not read it (owner uid %d, mode %#o): %w", path, t.uid, st.Uid, st.Mode&0o777, ErrNotReadable)
+	}
 	return fd, st, nil
+}
+
+// mayRead reports whether t's user may read a file of status st, by its mode bits: profd
+// reads as root, and must not put in a target's outputs, which its user reads, lines of a
+// file that user could not read (a root-only file bind-mounted over its perf map).
+func (t *target) mayRead(st *unix.Stat_t) bool {
+	switch {
+	case t.uid == 0:
+		return true
+	case st.Uid == uint32(t.uid):
+		return st.Mode&0o400 != 0
+	case slices.Contains(t.gids, int(st.Gid)):
+		return st.Mode&0o040 != 0
+	}
+	return st.Mode&0o004 != 0
 }
 
 // looked lists where the Tailer looks for t's files.
@@ -239,4 +263,13 @@ func (t *target) looked() []string {
 		out = append(out, s)
 	}
 	return append(out, "jitdump files mapped in "+procfs.Path(t.pid, "maps"))
+}
+
+// decoderOptions are opts for a stream of t's: a process in a pid namespace of its own
+// writes that namespace's pid in its jitdump records.
+func (t *target) decoderOptions(opts jitmap.DecoderOptions) jitmap.DecoderOptions {
+	if t.nspid != t.pid {
+		opts.NamespacePid = t.nspid
+	}
+	return opts
 }

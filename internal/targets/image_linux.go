@@ -1,0 +1,99 @@
+package targets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/profd/profd/internal/procfs"
+)
+
+// ErrNoImage is returned by New for an image given as a path that names no executable file.
+var ErrNoImage = errors.New("no such executable")
+
+// image is one --jit-image: the executable file it names, and the name processes of it have.
+type image struct {
+	arg  string // as given: a base name or an absolute path
+	name string // the base name of the executable it resolves to (lli for lli-14), or arg
+	file fileID // the executable's identity; zero when arg is a name no file on PATH has
+}
+
+// fileID identifies a file whatever its path: a process of the image runs this file.
+type fileID struct{ dev, ino uint64 }
+
+// resolveImage resolves arg: an absolute path to its file, a base name through PATH (as a
+// shell would run it). A name PATH lacks is matched by the base name of processes'
+// executables alone (a JIT started from its build directory, one in a container only).
+func resolveImage(arg string) (image, error) {
+	im := image{arg: arg, name: arg}
+	path := arg
+	if !filepath.IsAbs(arg) {
+		p, err := exec.LookPath(arg)
+		if err != nil || !filepath.IsAbs(p) {
+			return im, nil
+		}
+		path = p
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return im, fmt.Errorf("targets: --jit-image %s: %w", arg, ErrNoImage)
+	}
+	id, _, ok := statID(real)
+	if !ok {
+		return im, fmt.Errorf("targets: --jit-image %s: %w", arg, ErrNoImage)
+	}
+	im.name, im.file = filepath.Base(real), id
+	return im, nil
+}
+
+// statID returns the identity and owner of the file at path (following symlinks, and so
+// /proc/PID/exe to the executable a process runs).
+func statID(path string) (fileID, uint32, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}, 0, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, st.Uid, true
+}
+
+// runs reports whether process pid runs im. A resolved image matches the process that runs
+// its very file; in a mount namespace of its own (a container) a process whose executable
+// has the image's name matches when root owns that executable, as the host's does. A name
+// PATH lacks matches by the executable's base name. Never by comm: any process may set its
+// own (prctl PR_SET_NAME), and a user's copy of a binary renamed to the image's name runs
+// another file.
+func (im *image) runs(pid uint32, exe string, hostMounts string) bool {
+	if exe == "" {
+		return false
+	}
+	if im.file == (fileID{}) {
+		return exe == im.name
+	}
+	id, uid, ok := statID(procfs.Path(pid, "exe"))
+	if !ok {
+		return false
+	}
+	if id == im.file {
+		return true
+	}
+	if exe != im.name && exe != im.arg || uid != 0 || hostMounts == "" {
+		return false
+	}
+	mnt, err := os.Readlink(procfs.Path(pid, "ns/mnt"))
+	return err == nil && mnt != hostMounts
+}
+
+// describe says what im matches, for the log.
+func (im *image) describe() string {
+	if im.file == (fileID{}) {
+		return "processes whose executable is named " + im.name + " (not on PATH)"
+	}
+	if strings.Contains(im.arg, "/") || im.arg == im.name {
+		return "processes running " + im.name + " (this file, or a root-owned one of its name in a container)"
+	}
+	return "processes running " + im.arg + " (" + im.name + ", or a root-owned one of its name in a container)"
+}
