@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 var drainMethods = []drainMethod{drainIterator, drainBatch, drainOneByOne}
@@ -85,7 +86,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 					t.Fatalf("%d counts maps, want %d", len(p.current), wantShards)
 				}
 				skipWithoutIterator(t, p, method)
-				p.method, p.iteratorMinKeys = method, 0
+				drainWith(t, p, method)
 				for round := 0; round < 3; round++ {
 					want := map[sampleKey]Count{}
 					var keys []sampleKey
@@ -195,6 +196,15 @@ func TestShardOfMatchesProgram(t *testing.T) {
 	if perShard[0] < 4 || perShard[1] < 4 {
 		t.Fatalf("only %v keys per shard after sampling two goroutines hashing for 300 ms", perShard)
 	}
+}
+
+// drainWith makes p's drains read maps with method first, and the iterator (when that is
+// the method) every map however few keys it holds, until t ends.
+func drainWith(t *testing.T, p *Program, method drainMethod) {
+	p.method = method
+	minKeys := iteratorMinKeys
+	iteratorMinKeys = 0
+	t.Cleanup(func() { iteratorMinKeys = minKeys })
 }
 
 // skipWithoutIterator skips a test of the iterator drain where the kernel refuses it (no

@@ -36,12 +36,6 @@ type Options struct {
 	KernelStacks bool
 }
 
-// defaultIteratorMinKeys is how many keys a shard's last drain must have found for the next
-// to read it with the map-element iterator; smaller maps are read with batch lookups, which
-// cost far less per drain when a drain finds few keys (the usual case); the iterator wins
-// only on tens of thousands (BenchmarkDaemonCPU, BenchmarkDrain100k).
-const defaultIteratorMinKeys = 8192
-
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
 // has a slot per shard and then one per shard's overflow map.
 const countShards = 2
@@ -109,15 +103,12 @@ const (
 
 // Program is the loaded sampling program and its maps.
 type Program struct {
-	mu      sync.Mutex // serialises Drain and Close
-	objs    samplingObjects
-	dump    *ebpf.Program // the map-element iterator, nil when it does not load
-	dumpErr error         // why dump is nil
-	method  drainMethod
-	// iteratorMinKeys: a shard is read with the iterator only after a drain that found at
-	// least this many keys in it (defaultIteratorMinKeys; tests set 0 to force it).
-	iteratorMinKeys int
-	countSpec       *ebpf.MapSpec // for fresh counts maps
+	mu        sync.Mutex // serialises Drain and Close
+	objs      samplingObjects
+	dump      *ebpf.Program // the map-element iterator, nil when it does not load
+	dumpErr   error         // why dump is nil
+	method    drainMethod
+	countSpec *ebpf.MapSpec // for fresh counts maps
 	// current holds the shards' primary maps in objs.Counts (one per shard slot, or one in
 	// every shard slot), currentOverflow their overflow maps (a shard's primary map itself
 	// when that has the shard's whole capacity). spare and spareOverflow hold, per shard,
@@ -227,7 +218,6 @@ func Load(opts Options) (*Program, error) {
 		return nil, err
 	}
 	p.current, p.currentOverflow = maps, overflows
-	p.iteratorMinKeys = defaultIteratorMinKeys
 	p.method = drainBatch
 	if p.dump, err = ebpf.NewProgram(spec.Programs[profileProgProfdDump]); err == nil {
 		p.method = drainIterator

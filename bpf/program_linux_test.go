@@ -92,7 +92,7 @@ func TestDrainWhileSampling(t *testing.T) {
 func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 	p := load(t, Options{})
 	skipWithoutIterator(t, p, method)
-	p.method, p.iteratorMinKeys = method, 0
+	drainWith(t, p, method)
 	if overflow {
 		p.adaptive = false
 		for s := range p.primaryEntries {
