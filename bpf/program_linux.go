@@ -41,9 +41,9 @@ type Options struct {
 const countShards = 2
 
 // minPrimaryEntries is the smallest size of a shard's primary map. A drain reads every
-// bucket of the maps it reads (about 1.5 ns each here), so each shard's primary map is sized
-// to twice the keys its last drain found, between this and the shard's capacity; keys
-// beyond it go to the overflow map, which is read only when it was used.
+// bucket of the maps it reads, so each shard's primary map is sized to twice the keys its
+// last drain found, between this and the shard's capacity; keys beyond it go to the
+// overflow map, which is read only when it was used.
 const minPrimaryEntries = 1024
 
 // minShardedEntries: below this MaxEntries, one counts map sits in both slots; reading
