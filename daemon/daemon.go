@@ -201,7 +201,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 		flushReq: make(chan struct{}, 1), latest: make(map[string]procSummary), exitedByImage: map[string][]pending{}, noFunctionsLogged: map[uint32]bool{},
 		cutWarned:     map[uint32]bool{},
 		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
-	d.syms = elfsym.NewCache(elfsym.Options{Logger: logger})
+	d.syms = elfsym.NewCache(elfsym.Config{Logger: logger})
 	d.agg = newAggregate(d.jit, d.syms, logger)
 	return d
 }
