@@ -77,7 +77,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 			keys       int
 		}{{0, 3000}, {0, 50_000}, {4096, 3000}} {
 			t.Run(fmt.Sprintf("%s/max%d/keys%d", method, c.maxEntries, c.keys), func(t *testing.T) {
-				p := load(t, Options{MaxEntries: c.maxEntries})
+				p := load(t, Config{MaxEntries: c.maxEntries})
 				wantShards := 2
 				if c.maxEntries != 0 && c.maxEntries < minShardedEntries {
 					wantShards = 1
@@ -133,7 +133,7 @@ func TestIteratorLoads(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		t.Skipf("the kernel publishes no BTF (%v): drains read with batch lookups", err)
 	}
-	p := load(t, Options{})
+	p := load(t, Config{})
 	if errors.Is(p.dumpErr, os.ErrPermission) {
 		// Some machines (a locked-down kernel, a sandbox) refuse tracing programs to root.
 		t.Skipf("the kernel refuses the map iterator here: %v", p.dumpErr)
@@ -146,7 +146,7 @@ func TestIteratorLoads(t *testing.T) {
 // shardOf agrees with the program: every key it counted sits in the shard shardOf names.
 func TestShardOfMatchesProgram(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p := load(t, Options{})
+	p := load(t, Config{})
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)

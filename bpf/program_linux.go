@@ -19,8 +19,8 @@ var ErrNotSupported = errors.New("bpf: sampling program not supported here")
 // DefaultMaxEntries is the default capacity of each counts map, in distinct (tgid, ip) keys.
 const DefaultMaxEntries = 1 << 18
 
-// Options configure Load.
-type Options struct {
+// Config configures Load: the program and maps a Program owns until Close.
+type Config struct {
 	// MaxEntries caps the distinct keys counted between two drains; 0 means
 	// DefaultMaxEntries. From minShardedEntries on, the keys are split by a hash between
 	// two shards of MaxEntries/2 keys each (so a very skewed set of keys can find its half
@@ -156,7 +156,7 @@ type Count struct {
 
 // Load loads the program and creates its maps. The caller attaches FD() to perf events and
 // must Close the Program.
-func Load(opts Options) (*Program, error) {
+func Load(cfg Config) (*Program, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("%w: program reads x86-64 registers, this is %s", ErrNotSupported, runtime.GOARCH)
 	}
@@ -164,7 +164,7 @@ func Load(opts Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bpf: load spec: %w", err)
 	}
-	entries := opts.MaxEntries
+	entries := cfg.MaxEntries
 	if entries == 0 {
 		entries = DefaultMaxEntries
 	}
@@ -176,14 +176,14 @@ func Load(opts Options) (*Program, error) {
 	// The kernel does not compare a hash map's max_entries with the inner map template's, so
 	// every inner map can have its own size.
 	inner.MaxEntries = (entries + uint32(shards) - 1) / uint32(shards)
-	if opts.KernelStacks {
+	if cfg.KernelStacks {
 		if err := spec.Variables[profileVarKernelStacks].Set(uint8(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
 		}
 	}
 	stackInner := spec.Maps[profileMapStackCounts].InnerMap
 	stackInner.MaxEntries = DefaultStackEntries
-	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: opts.Stacks, stackSpec: stackInner,
+	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: cfg.Stacks, stackSpec: stackInner,
 		spare: make([]*ebpf.Map, shards), spareOverflow: make([]*ebpf.Map, shards),
 		primaryEntries: make([]uint32, shards), readers: make([]shardReader, 2*shards)}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
