@@ -231,7 +231,7 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
+	d.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
 		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
 	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})

@@ -472,7 +472,7 @@ func TestPerfMapCodeReadFromOtherProcess(t *testing.T) {
 	}
 	evs := c.WaitFor(t, "the perf-map load", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
 	load := evs[0].Event.(*jitmap.CodeLoad)
-	enrich.New(enrich.Config{ReadCode: true}).Load(load)
+	enrich.New(enrich.Options{ReadCode: true}).Load(load)
 	o := load.Object
 	want := make([]byte, 48)
 	for i := range want {
