@@ -11,7 +11,7 @@ import (
 func BenchmarkDrain100k(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.BPF)
 	const entries = 100_000
-	p := load(b, Options{})
+	p := load(b, Config{})
 	keys := make([]sampleKey, entries)
 	vals := make([]Count, entries)
 	for i := range keys {

@@ -19,13 +19,13 @@
 // batch lookups, else key by key. No count that arrives during a drain is lost or counted
 // twice, and no entry is deleted under a writer.
 //
-// With Options.Stacks the loader attaches a second program, profd_sample_stacks, which counts
+// With Config.Stacks the loader attaches a second program, profd_sample_stacks, which counts
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
 // in the stack_counts array of maps that DrainStacks swaps and reads the same way.
 //
 // Usage (the sampler package does this):
 //
-//	prog, err := bpf.Load(bpf.Options{MaxEntries: 1 << 18})
+//	prog, err := bpf.Load(bpf.Config{MaxEntries: 1 << 18})
 //	if err != nil { ... }
 //	defer prog.Close()
 //	ev.SetBPF(uint32(prog.FD()))      // for each per-CPU perf event

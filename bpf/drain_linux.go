@@ -27,6 +27,12 @@ const (
 	iteratorReadBytes = 64 << 10
 )
 
+// iteratorMinKeys is how many keys a shard's last drain must have found for the next to read
+// it with the map-element iterator, whose link and file per read only a large map repays;
+// smaller maps are read with batch lookups (docs/benchmarks.md). Tests lower it to read every
+// map with the iterator.
+var iteratorMinKeys = 8192
+
 // errIteratorRefused: the kernel would not attach or open the iterator; nothing was read.
 var errIteratorRefused = errors.New("map iterator refused")
 
@@ -78,7 +84,6 @@ func (p *Program) Drain(fn func(tgid uint32, ip uint64, c Count)) error {
 		for i, m := range []*ebpf.Map{old[s], oldOverflow[s]} {
 			r := &p.readers[i*shards+s]
 			r.m, r.fn, r.fnMu, r.method, r.dump = m, fn, &fnMu, p.method, p.dump
-			r.iteratorMinKeys = p.iteratorMinKeys
 			r.skip = i == 1 && !readOverflow
 		}
 		if s == 0 {
@@ -158,16 +163,13 @@ func (p *Program) retire(r *shardReader, entries uint32) *ebpf.Map {
 // shardReader reads one drained counts map; each shard has one, reused from drain to
 // drain.
 type shardReader struct {
-	m      *ebpf.Map
-	fn     func(tgid uint32, ip uint64, c Count)
-	fnMu   *sync.Mutex // serialises fn between the shards' goroutines
-	dump   *ebpf.Program
-	method drainMethod // in: the method to try first; out: the one that worked
-	// iteratorMinKeys: the iterator reads m only when the shard's last drain found at
-	// least this many keys (see Program.iteratorMinKeys).
-	iteratorMinKeys int
-	lastKeys        int // keys the last read handed to fn
-	emitted         int
+	m        *ebpf.Map
+	fn       func(tgid uint32, ip uint64, c Count)
+	fnMu     *sync.Mutex // serialises fn between the shards' goroutines
+	dump     *ebpf.Program
+	method   drainMethod // in: the method to try first; out: the one that worked
+	lastKeys int         // keys the last read handed to fn
+	emitted  int
 
 	skip     bool        // in: m is known to be empty; read nothing
 	reusable bool        // out: m held at most reuseMaxEntries keys, all in keysRead
@@ -197,7 +199,7 @@ func (r *shardReader) read() {
 		r.keys = make([]sampleKey, drainBatchEntries)
 		r.vals = make([]Count, drainBatchEntries)
 	}
-	if r.method == drainIterator && r.lastKeys >= r.iteratorMinKeys {
+	if r.method == drainIterator && r.lastKeys >= iteratorMinKeys {
 		r.err = r.readIterator()
 		if !errors.Is(r.err, errIteratorRefused) {
 			return

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 var drainMethods = []drainMethod{drainIterator, drainBatch, drainOneByOne}
@@ -76,7 +77,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 			keys       int
 		}{{0, 3000}, {0, 50_000}, {4096, 3000}} {
 			t.Run(fmt.Sprintf("%s/max%d/keys%d", method, c.maxEntries, c.keys), func(t *testing.T) {
-				p := load(t, Options{MaxEntries: c.maxEntries})
+				p := load(t, Config{MaxEntries: c.maxEntries})
 				wantShards := 2
 				if c.maxEntries != 0 && c.maxEntries < minShardedEntries {
 					wantShards = 1
@@ -85,7 +86,7 @@ func TestDrainMethodsAgree(t *testing.T) {
 					t.Fatalf("%d counts maps, want %d", len(p.current), wantShards)
 				}
 				skipWithoutIterator(t, p, method)
-				p.method, p.iteratorMinKeys = method, 0
+				drainWith(t, p, method)
 				for round := 0; round < 3; round++ {
 					want := map[sampleKey]Count{}
 					var keys []sampleKey
@@ -132,7 +133,7 @@ func TestIteratorLoads(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		t.Skipf("the kernel publishes no BTF (%v): drains read with batch lookups", err)
 	}
-	p := load(t, Options{})
+	p := load(t, Config{})
 	if errors.Is(p.dumpErr, os.ErrPermission) {
 		// Some machines (a locked-down kernel, a sandbox) refuse tracing programs to root.
 		t.Skipf("the kernel refuses the map iterator here: %v", p.dumpErr)
@@ -145,7 +146,7 @@ func TestIteratorLoads(t *testing.T) {
 // shardOf agrees with the program: every key it counted sits in the shard shardOf names.
 func TestShardOfMatchesProgram(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p := load(t, Options{})
+	p := load(t, Config{})
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
@@ -195,6 +196,15 @@ func TestShardOfMatchesProgram(t *testing.T) {
 	if perShard[0] < 4 || perShard[1] < 4 {
 		t.Fatalf("only %v keys per shard after sampling two goroutines hashing for 300 ms", perShard)
 	}
+}
+
+// drainWith makes p's drains read maps with method first, and the iterator (when that is
+// the method) every map however few keys it holds, until t ends.
+func drainWith(t *testing.T, p *Program, method drainMethod) {
+	p.method = method
+	minKeys := iteratorMinKeys
+	iteratorMinKeys = 0
+	t.Cleanup(func() { iteratorMinKeys = minKeys })
 }
 
 // skipWithoutIterator skips a test of the iterator drain where the kernel refuses it (no

@@ -19,8 +19,8 @@ var ErrNotSupported = errors.New("bpf: sampling program not supported here")
 // DefaultMaxEntries is the default capacity of each counts map, in distinct (tgid, ip) keys.
 const DefaultMaxEntries = 1 << 18
 
-// Options configure Load.
-type Options struct {
+// Config configures Load: the program and maps a Program owns until Close.
+type Config struct {
 	// MaxEntries caps the distinct keys counted between two drains; 0 means
 	// DefaultMaxEntries. From minShardedEntries on, the keys are split by a hash between
 	// two shards of MaxEntries/2 keys each (so a very skewed set of keys can find its half
@@ -36,20 +36,14 @@ type Options struct {
 	KernelStacks bool
 }
 
-// defaultIteratorMinKeys is how many keys a shard's last drain must have found for the next
-// to read it with the map-element iterator; smaller maps are read with batch lookups, which
-// cost far less per drain when a drain finds few keys (the usual case); the iterator wins
-// only on tens of thousands (BenchmarkDaemonCPU, BenchmarkDrain100k).
-const defaultIteratorMinKeys = 8192
-
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
 // has a slot per shard and then one per shard's overflow map.
 const countShards = 2
 
 // minPrimaryEntries is the smallest size of a shard's primary map. A drain reads every
-// bucket of the maps it reads (about 1.5 ns each here), so each shard's primary map is sized
-// to twice the keys its last drain found, between this and the shard's capacity; keys
-// beyond it go to the overflow map, which is read only when it was used.
+// bucket of the maps it reads, so each shard's primary map is sized to twice the keys its
+// last drain found, between this and the shard's capacity; keys beyond it go to the
+// overflow map, which is read only when it was used.
 const minPrimaryEntries = 1024
 
 // minShardedEntries: below this MaxEntries, one counts map sits in both slots; reading
@@ -109,15 +103,12 @@ const (
 
 // Program is the loaded sampling program and its maps.
 type Program struct {
-	mu      sync.Mutex // serialises Drain and Close
-	objs    samplingObjects
-	dump    *ebpf.Program // the map-element iterator, nil when it does not load
-	dumpErr error         // why dump is nil
-	method  drainMethod
-	// iteratorMinKeys: a shard is read with the iterator only after a drain that found at
-	// least this many keys in it (defaultIteratorMinKeys; tests set 0 to force it).
-	iteratorMinKeys int
-	countSpec       *ebpf.MapSpec // for fresh counts maps
+	mu        sync.Mutex // serialises Drain and Close
+	objs      samplingObjects
+	dump      *ebpf.Program // the map-element iterator, nil when it does not load
+	dumpErr   error         // why dump is nil
+	method    drainMethod
+	countSpec *ebpf.MapSpec // for fresh counts maps
 	// current holds the shards' primary maps in objs.Counts (one per shard slot, or one in
 	// every shard slot), currentOverflow their overflow maps (a shard's primary map itself
 	// when that has the shard's whole capacity). spare and spareOverflow hold, per shard,
@@ -165,7 +156,7 @@ type Count struct {
 
 // Load loads the program and creates its maps. The caller attaches FD() to perf events and
 // must Close the Program.
-func Load(opts Options) (*Program, error) {
+func Load(cfg Config) (*Program, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("%w: program reads x86-64 registers, this is %s", ErrNotSupported, runtime.GOARCH)
 	}
@@ -173,7 +164,7 @@ func Load(opts Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bpf: load spec: %w", err)
 	}
-	entries := opts.MaxEntries
+	entries := cfg.MaxEntries
 	if entries == 0 {
 		entries = DefaultMaxEntries
 	}
@@ -185,14 +176,14 @@ func Load(opts Options) (*Program, error) {
 	// The kernel does not compare a hash map's max_entries with the inner map template's, so
 	// every inner map can have its own size.
 	inner.MaxEntries = (entries + uint32(shards) - 1) / uint32(shards)
-	if opts.KernelStacks {
+	if cfg.KernelStacks {
 		if err := spec.Variables[profileVarKernelStacks].Set(uint8(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
 		}
 	}
 	stackInner := spec.Maps[profileMapStackCounts].InnerMap
 	stackInner.MaxEntries = DefaultStackEntries
-	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: opts.Stacks, stackSpec: stackInner,
+	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: cfg.Stacks, stackSpec: stackInner,
 		spare: make([]*ebpf.Map, shards), spareOverflow: make([]*ebpf.Map, shards),
 		primaryEntries: make([]uint32, shards), readers: make([]shardReader, 2*shards)}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
@@ -227,7 +218,6 @@ func Load(opts Options) (*Program, error) {
 		return nil, err
 	}
 	p.current, p.currentOverflow = maps, overflows
-	p.iteratorMinKeys = defaultIteratorMinKeys
 	p.method = drainBatch
 	if p.dump, err = ebpf.NewProgram(spec.Programs[profileProgProfdDump]); err == nil {
 		p.method = drainIterator

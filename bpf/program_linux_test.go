@@ -68,9 +68,9 @@ func spin(n int, stop <-chan struct{}) *sync.WaitGroup {
 	return &wg
 }
 
-func load(t testing.TB, opts Options) *Program {
+func load(t testing.TB, cfg Config) *Program {
 	t.Helper()
-	p, err := Load(opts)
+	p, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +90,9 @@ func TestDrainWhileSampling(t *testing.T) {
 }
 
 func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
-	p := load(t, Options{})
+	p := load(t, Config{})
 	skipWithoutIterator(t, p, method)
-	p.method, p.iteratorMinKeys = method, 0
+	drainWith(t, p, method)
 	if overflow {
 		p.adaptive = false
 		for s := range p.primaryEntries {
@@ -180,7 +180,7 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 // A removed target is no longer counted; its samples count as outside.
 func TestRemoveTarget(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p := load(t, Options{})
+	p := load(t, Config{})
 	attach(t, p, 4000)
 	self := uint32(os.Getpid())
 	if err := p.AddTarget(self); err != nil {
@@ -217,7 +217,7 @@ func TestRemoveTarget(t *testing.T) {
 // cannot all share one address.
 func TestMapFullDrops(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p := load(t, Options{MaxEntries: 1})
+	p := load(t, Config{MaxEntries: 1})
 	evs := attach(t, p, 4000)
 	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestMapFullDrops(t *testing.T) {
 
 func TestClosedDrain(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF)
-	p, err := Load(Options{})
+	p, err := Load(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

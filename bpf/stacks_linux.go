@@ -30,7 +30,7 @@ type Stack struct {
 	Tgid, Tid    uint32
 	Comm         string
 	User, Kernel []uint64
-	// KernelMode: the sample was taken in kernel mode (with Options.KernelStacks).
+	// KernelMode: the sample was taken in kernel mode (with Config.KernelStacks).
 	KernelMode bool
 	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
 	Truncated bool
@@ -68,7 +68,7 @@ func (p *Program) newStackMap() (*ebpf.Map, error) {
 }
 
 // DrainStacks hands every stack counted since the previous DrainStacks to fn, once, as
-// Drain does the counts (a fresh map installed, the old one read). Without Options.Stacks
+// Drain does the counts (a fresh map installed, the old one read). Without Config.Stacks
 // there are none.
 func (p *Program) DrainStacks(fn func(s Stack, c Count)) error {
 	p.mu.Lock()

@@ -206,7 +206,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 		flushReq: make(chan struct{}, 1), latest: make(map[string]procSummary), exitedByImage: map[string][]pending{}, noFunctionsLogged: map[uint32]bool{},
 		cutWarned:     map[uint32]bool{},
 		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
-	d.syms = elfsym.NewCache(elfsym.Options{Logger: logger})
+	d.syms = elfsym.NewCache(elfsym.Config{Logger: logger})
 	d.agg = newAggregate(d.jit, d.syms, logger)
 	return d
 }
@@ -239,7 +239,7 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
+	d.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
 		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
 	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})

@@ -68,7 +68,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	if d.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Config{}), d.applySymbols, logger, 0, 0)
+	d.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
 	if d.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.symbols.add, Logger: logger}); err != nil {
 		b.Fatal(err)
 	}

@@ -214,7 +214,7 @@ func ownCode(t testing.TB) procfs.Mapping {
 // target; samples at more are counted by their file, with one warning.
 func TestNativeAddressCap(t *testing.T) {
 	var logs testenv.SyncBuffer
-	cache := elfsym.NewCache(elfsym.Options{})
+	cache := elfsym.NewCache(elfsym.Config{})
 	defer cache.Close()
 	a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, slog.New(slog.NewTextHandler(&logs, nil)))
 	pid := uint32(os.Getpid())
@@ -266,7 +266,7 @@ func BenchmarkAggregateNative(b *testing.B) {
 		step  uint64
 	}{{"native", code.Start, 16}, {"by-mapping", stack.Start, 1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			cache := elfsym.NewCache(elfsym.Options{})
+			cache := elfsym.NewCache(elfsym.Config{})
 			defer cache.Close()
 			a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, nil)
 			pid := uint32(os.Getpid())

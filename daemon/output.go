@@ -13,6 +13,7 @@ import (
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // extension is the file name ending of each output format.
@@ -57,7 +58,7 @@ func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]s
 	}
 	var st profgen.Stats
 	if len(llvm) > 0 {
-		var prof *profileio.Profile
+		var prof *sampleprof.Profile
 		prof, st = profgen.FromCapture(c, profgen.Options{})
 		for _, i := range llvm {
 			if len(prof.Functions) == 0 {
@@ -92,7 +93,7 @@ var errNoFunctions = errors.New("no JIT function has samples yet: the LLVM profi
 
 // writeFormat writes format f of c (or, for the LLVM formats, of its conversion prof) to
 // its file in dir.
-func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *profileio.Profile) error {
+func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *sampleprof.Profile) error {
 	var write func(io.Writer) error
 	switch f {
 	case FormatCapture:

@@ -25,7 +25,7 @@ func batchOf(pid uint32, n int) jitmap.Batch {
 func TestSymbolStageRate(t *testing.T) {
 	logs := &testenv.SyncBuffer{}
 	var applied [3]atomic.Int64
-	s := newSymbolStage(enrich.New(enrich.Config{}), func(b jitmap.Batch) { applied[b.Pid].Add(int64(len(b.Events))) },
+	s := newSymbolStage(enrich.New(enrich.Options{}), func(b jitmap.Batch) { applied[b.Pid].Add(int64(len(b.Events))) },
 		slog.New(slog.NewTextHandler(logs, nil)), 10, 1000)
 	s.addTarget(1)
 	s.addTarget(2)
@@ -54,7 +54,7 @@ func TestSymbolStageRate(t *testing.T) {
 func TestSymbolStageExpiry(t *testing.T) {
 	release := make(chan struct{})
 	var applied atomic.Int64
-	s := newSymbolStage(enrich.New(enrich.Config{}), func(b jitmap.Batch) {
+	s := newSymbolStage(enrich.New(enrich.Options{}), func(b jitmap.Batch) {
 		<-release // a target whose records take long to apply
 		applied.Add(int64(len(b.Events)))
 	}, slog.New(slog.DiscardHandler), 0, 0)

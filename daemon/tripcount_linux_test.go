@@ -14,6 +14,7 @@ import (
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // tripFunctions are workloads/tripcount.c's functions and their true trip counts (its
@@ -106,7 +107,7 @@ func TestTripCounts(t *testing.T) {
 
 // profileTrips is the trip count profile p gives function name's loop: its hottest line's
 // count over its head count. A missing profile or a head of 0 fails the test.
-func profileTrips(t *testing.T, what string, p *profileio.Profile, name string) float64 {
+func profileTrips(t *testing.T, what string, p *sampleprof.Profile, name string) float64 {
 	t.Helper()
 	f := p.Functions[name]
 	if f == nil || f.HeadSamples == 0 {

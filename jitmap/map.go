@@ -39,10 +39,9 @@ type MapOptions struct {
 // copy with UnloadNs set, so a *codeobj.Object a reader holds never changes under it. Callers
 // must not modify them either.
 //
-// Speed: a lookup of live code reads a page index (map_pages.go) without locks, ~15 ns among
-// 100k objects; after a change the index is rebuilt once lookups have paid for it, and until
-// then lookups take the read lock and search the chunked index (~100 ns), as do lookups of
-// ended code.
+// Speed: a lookup of live code reads a page index (map_pages.go) without locks; after a
+// change the index is rebuilt once lookups have paid for it, and until then lookups take the
+// read lock and search the chunked index, as do lookups of ended code.
 //
 // Memory: live objects are kept while live; ended ones until Reclaim(beforeNs) drops those
 // that ended at or before beforeNs (no sample taken at or after beforeNs can refer to them),

@@ -97,9 +97,8 @@ func (pi *pageIndex) find(ip uint64, atNs int64) Ref {
 }
 
 // staleLookups is how many lookups must go without a page index before one is built for
-// live objects. A build costs ~25 ns per object (BenchmarkPageIndexBuild), a lookup through
-// the liveIndex ~100 ns among 100k objects, so
-// the n/2 lookups that precede a build cost at least twice the build: however often the JIT
-// changes its code, builds add at most half to what lookups would cost without them, and
-// code that changes between every few lookups is never indexed at all.
+// live objects. A build costs, per object, about a quarter of a lookup through the
+// liveIndex, so the n/2 lookups that precede a build cost at least twice the build: however
+// often the JIT changes its code, builds add at most half to what lookups would cost
+// without them, and code that changes between every few lookups is never indexed at all.
 func staleLookups(live int) int64 { return int64(max(64, live/2)) }

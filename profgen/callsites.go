@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // siteCallee is what sampled call stacks show of one call site of a JIT object: the
@@ -67,7 +68,7 @@ func stackSites(c *profileio.Capture) map[siteCode][]siteCallee {
 				continue
 			}
 			k := key{codeOf(c.Objects[caller.Object]), caller.Offset, name}
-			pairs[k] = profileio.SatAdd(pairs[k], st.Count)
+			pairs[k] = sampleprof.SatAdd(pairs[k], st.Count)
 		}
 	}
 	out := map[siteCode][]siteCallee{}

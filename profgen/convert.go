@@ -7,6 +7,7 @@ import (
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/sampleprof"
 )
 
 // Options tunes the conversion.
@@ -51,8 +52,8 @@ type Stats struct {
 // FromCapture builds the LLVM sample profile of every sampled code object in c. Objects of
 // the same name (recompiled or in several processes) are merged, as LLVM keys profiles by
 // function name.
-func FromCapture(c *profileio.Capture, opt Options) (*profileio.Profile, Stats) {
-	prof := profileio.NewProfile()
+func FromCapture(c *profileio.Capture, opt Options) (*sampleprof.Profile, Stats) {
+	prof := sampleprof.NewProfile()
 	var st Stats
 	callees := newCalleeIndex(c)
 	sites := stackSites(c)

@@ -7,6 +7,7 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // A function whose code runs 0x00–0x20 on line 10 and 0x20–0x40 on line 12, with block
@@ -21,7 +22,7 @@ func ExampleProject() {
 		Blocks: []profgen.BlockCount{{Start: 0, End: 0x20, Count: 3}, {Start: 0x20, End: 0x40, Count: 250}},
 		Entry:  0,
 	})
-	p := profileio.NewProfile()
+	p := sampleprof.NewProfile()
 	p.Add(pr.Profile)
 	if err := profileio.WriteText(os.Stdout, p); err != nil {
 		fmt.Println(err)

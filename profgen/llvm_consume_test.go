@@ -16,6 +16,7 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 const consumeWorkload = `int work(int n) {
@@ -121,7 +122,7 @@ func TestLLVMConsumesProfile(t *testing.T) {
 	if pr.DroppedLines != 0 || pr.Profile.HeadSamples != entryCount {
 		t.Fatalf("projection: %+v dropped %d", pr.Profile, pr.DroppedLines)
 	}
-	prof := profileio.NewProfile()
+	prof := sampleprof.NewProfile()
 	prof.Add(pr.Profile)
 
 	textPath, binPath := filepath.Join(dir, "work.prof.txt"), filepath.Join(dir, "work.prof.extbin")
@@ -173,7 +174,7 @@ func TestLLVMConsumesProfile(t *testing.T) {
 }
 
 // encoded is prof as write encodes it.
-func encoded(t *testing.T, write func(io.Writer, *profileio.Profile) error, prof *profileio.Profile) []byte {
+func encoded(t *testing.T, write func(io.Writer, *sampleprof.Profile) error, prof *sampleprof.Profile) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := write(&b, prof); err != nil {

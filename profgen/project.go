@@ -6,6 +6,7 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate/cfg"
+	"github.com/profd/profd/sampleprof"
 )
 
 // BlockCount is a basic block's byte range, as offsets from the start of its code object,
@@ -67,7 +68,7 @@ func BlocksFromCFG(g *cfg.Graph, counts []uint64, base uint64) []BlockCount {
 
 // Projection reports what Project could not place.
 type Projection struct {
-	Profile *profileio.FunctionProfile
+	Profile *sampleprof.FunctionProfile
 	// DroppedLines counts line-table entries of blocks that were left out: lines of another
 	// file (inlined code, which the flat line table cannot attribute), lines before
 	// FirstLine, or offsets LLVM's text format cannot hold.
@@ -82,7 +83,7 @@ type Projection struct {
 // table, which NoLineTable then records, the sum over blocks, or Samples when there are no
 // blocks either). Calls are attributed to the line of their
 // offset. Line entries' discriminators are DWARF discriminators in LLVM's encoding
-// (profileio.LLVMDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
+// (sampleprof.DecodeDiscriminator): the profile keys counts by the base discriminator. Unlike LLVM's
 // AutoFDO tooling, which counts executions, Project does not multiply the counts of
 // duplicated code (unrolled or vectorised) by its duplication factor: block counts estimated
 // from time samples are off by small factors, which a factor of up to 32 would blow up (on
@@ -91,7 +92,7 @@ type Projection struct {
 // concurrently.
 func Project(fc FunctionCounts) Projection {
 	o := fc.Object
-	f := &profileio.FunctionProfile{Name: o.Name}
+	f := &sampleprof.FunctionProfile{Name: o.Name}
 	if fc.Entry >= 0 && fc.Entry < len(fc.Blocks) {
 		f.HeadSamples = fc.Blocks[fc.Entry].Count
 	}
@@ -102,7 +103,7 @@ func Project(fc FunctionCounts) Projection {
 		if len(fc.Blocks) > 0 {
 			f.TotalSamples = 0
 			for _, b := range fc.Blocks {
-				f.TotalSamples = profileio.SatAdd(f.TotalSamples, b.Count)
+				f.TotalSamples = sampleprof.SatAdd(f.TotalSamples, b.Count)
 			}
 		}
 		f.NoLineTable = true
@@ -126,13 +127,13 @@ func Project(fc FunctionCounts) Projection {
 	}
 	var pr Projection
 	// locate gives a line entry's location: LLVM keys counts by base discriminator.
-	locate := func(l codeobj.LineEntry) (profileio.LineLocation, bool) {
-		if l.File != file || l.Line < first || l.Line-first > profileio.MaxLineOffset {
+	locate := func(l codeobj.LineEntry) (sampleprof.LineLocation, bool) {
+		if l.File != file || l.Line < first || l.Line-first > sampleprof.MaxLineOffset {
 			pr.DroppedLines++
-			return profileio.LineLocation{}, false
+			return sampleprof.LineLocation{}, false
 		}
-		base, _ := profileio.LLVMDiscriminator(l.Discriminator)
-		return profileio.LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
+		base, _ := sampleprof.DecodeDiscriminator(l.Discriminator)
+		return sampleprof.LineLocation{LineOffset: l.Line - first, Discriminator: base}, true
 	}
 	eachBlockLine(fc, lines, func(b BlockCount, l codeobj.LineEntry) {
 		loc, ok := locate(l)
@@ -140,7 +141,7 @@ func Project(fc FunctionCounts) Projection {
 			return
 		}
 		if f.Body == nil {
-			f.Body = map[profileio.LineLocation]uint64{}
+			f.Body = map[sampleprof.LineLocation]uint64{}
 		}
 		if c, seen := f.Body[loc]; !seen || b.Count > c {
 			f.Body[loc] = b.Count
@@ -159,7 +160,7 @@ func Project(fc FunctionCounts) Projection {
 		}
 	}
 	for _, n := range f.Body {
-		f.TotalSamples = profileio.SatAdd(f.TotalSamples, n)
+		f.TotalSamples = sampleprof.SatAdd(f.TotalSamples, n)
 	}
 	pr.Profile = f
 	return pr

@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // maxIRLine caps one line of IR text that Subprograms reads (metadata lines are short).
@@ -318,7 +318,7 @@ func callSiteCount(fc FunctionCounts, callLines []uint32) uint64 {
 	})
 	var head uint64
 	for _, l := range callLines {
-		head = profileio.SatAdd(head, count[l])
+		head = sampleprof.SatAdd(head, count[l])
 	}
 	return head
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // irTail is the metadata of clang-14 -O2 -g output for workloads/sort.c (abridged).
@@ -45,7 +46,7 @@ func TestFromCaptureFirstLines(t *testing.T) {
 	byEntry, _ := FromCapture(c, Options{})
 	given, _ := FromCapture(c, Options{FirstLines: map[string]uint32{"quicksort": 98}})
 	body := byEntry.Functions["quicksort"].Body
-	if _, ok := body[profileio.LineLocation{LineOffset: 0}]; !ok {
+	if _, ok := body[sampleprof.LineLocation{LineOffset: 0}]; !ok {
 		t.Errorf("line 100 (at the entry) is not at offset 0: %v", body)
 	}
 	for loc := range body {
@@ -53,7 +54,7 @@ func TestFromCaptureFirstLines(t *testing.T) {
 			t.Errorf("offset %d beyond the function's lines: %v", loc.LineOffset, body)
 		}
 	}
-	if _, ok := given.Functions["quicksort"].Body[profileio.LineLocation{LineOffset: 2}]; !ok {
+	if _, ok := given.Functions["quicksort"].Body[sampleprof.LineLocation{LineOffset: 2}]; !ok {
 		t.Errorf("FirstLines 98: line 100 is not at offset 2: %v", given.Functions["quicksort"].Body)
 	}
 }
@@ -71,7 +72,7 @@ func TestFromCaptureCountScale(t *testing.T) {
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{o}}
 	unit, _ := FromCapture(c, Options{CountScale: 1})
 	scaled, _ := FromCapture(c, Options{})
-	loop := profileio.LineLocation{LineOffset: 1}
+	loop := sampleprof.LineLocation{LineOffset: 1}
 	if n := unit.Functions["f"].Body[loop]; n != 0 {
 		t.Errorf("scale 1: loop count %d, want 0 (1/3 rounds down)", n)
 	}
@@ -177,7 +178,7 @@ func TestFromCaptureSplitsInlined(t *testing.T) {
 	if qs == nil || ins == nil {
 		t.Fatalf("profiles %v, want quicksort and insertion", prof.Functions)
 	}
-	if _, ok := qs.Body[profileio.LineLocation{LineOffset: 1}]; !ok {
+	if _, ok := qs.Body[sampleprof.LineLocation{LineOffset: 1}]; !ok {
 		t.Errorf("quicksort: line 20 not at offset 1: %v", qs.Body)
 	}
 	for loc := range qs.Body {
@@ -188,7 +189,7 @@ func TestFromCaptureSplitsInlined(t *testing.T) {
 	if len(ins.Body) != 1 || ins.HeadSamples != 0 {
 		t.Errorf("insertion: %+v, want one line (offset 1) and no head count (no call lines)", ins)
 	}
-	if _, ok := ins.Body[profileio.LineLocation{LineOffset: 1}]; !ok {
+	if _, ok := ins.Body[sampleprof.LineLocation{LineOffset: 1}]; !ok {
 		t.Errorf("insertion: line 9 not at offset 1: %v", ins.Body)
 	}
 }
@@ -208,7 +209,7 @@ func TestFromCaptureInlinedHead(t *testing.T) {
 	if qs == nil || ins == nil {
 		t.Fatalf("profiles %v, want quicksort and insertion", prof.Functions)
 	}
-	want := qs.Body[profileio.LineLocation{LineOffset: 4}] + qs.Body[profileio.LineLocation{LineOffset: 5}]
+	want := qs.Body[sampleprof.LineLocation{LineOffset: 4}] + qs.Body[sampleprof.LineLocation{LineOffset: 5}]
 	if want == 0 || ins.HeadSamples != want {
 		t.Errorf("insertion head %d, want %d (lines 23 and 24 of %v)", ins.HeadSamples, want, qs.Body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/sampleprof"
 )
 
 // cpuClock reports the process's user+system CPU time; on a shared machine it says more
@@ -29,16 +30,16 @@ func reportMs(b *testing.B, cpuStart time.Duration, unit string) {
 
 // benchProfile is the benchmark size: 10k functions × 100 lines, a call target on
 // every tenth line.
-func benchProfile() *Profile {
-	p := NewProfile()
+func benchProfile() *sampleprof.Profile {
+	p := sampleprof.NewProfile()
 	for i := 0; i < 10000; i++ {
-		f := &FunctionProfile{Name: fmt.Sprintf("_ZN4jit8function%dEv", i), HeadSamples: uint64(i % 97)}
+		f := &sampleprof.FunctionProfile{Name: fmt.Sprintf("_ZN4jit8function%dEv", i), HeadSamples: uint64(i % 97)}
 		for l := 0; l < 100; l++ {
 			n := uint64((i*31 + l*17) % 1000)
-			f.AddBody(LineLocation{LineOffset: uint32(l), Discriminator: uint32(l % 3)}, n)
+			f.AddBody(sampleprof.LineLocation{LineOffset: uint32(l), Discriminator: uint32(l % 3)}, n)
 			f.TotalSamples += n
 			if l%10 == 0 {
-				f.AddCall(LineLocation{LineOffset: uint32(l)}, fmt.Sprintf("_ZN4jit8function%dEv", (i+l)%10000), n/2)
+				f.AddCall(sampleprof.LineLocation{LineOffset: uint32(l)}, fmt.Sprintf("_ZN4jit8function%dEv", (i+l)%10000), n/2)
 			}
 		}
 		p.Add(f)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/sampleprof"
 )
 
 // CaptureVersion is the capture format version this package writes; it reads it and
@@ -68,7 +69,7 @@ type CaptureObject struct {
 func (o *CaptureObject) TotalSamples() uint64 {
 	var n uint64
 	for _, s := range o.Samples {
-		n = SatAdd(n, s.Count)
+		n = sampleprof.SatAdd(n, s.Count)
 	}
 	return n
 }
@@ -124,7 +125,7 @@ type NativeSample struct {
 func (m *NativeMapping) TotalSamples() uint64 {
 	var n uint64
 	for _, s := range m.Samples {
-		n = SatAdd(n, s.Count)
+		n = sampleprof.SatAdd(n, s.Count)
 	}
 	return n
 }
@@ -188,7 +189,7 @@ type Capture struct {
 func (c *Capture) UnnamedSamples() uint64 {
 	var n uint64
 	for _, u := range c.Unnamed {
-		n = SatAdd(n, u.Count)
+		n = sampleprof.SatAdd(n, u.Count)
 	}
 	return n
 }
@@ -215,7 +216,7 @@ func (c *Capture) outsideCounts() []UnmappedCount {
 	out := append([]UnmappedCount(nil), c.Unmapped...)
 	for _, u := range c.Unnamed {
 		if n := len(out); n > len(c.Unmapped) && out[n-1].Pid == u.Pid {
-			out[n-1].Count = SatAdd(out[n-1].Count, u.Count)
+			out[n-1].Count = sampleprof.SatAdd(out[n-1].Count, u.Count)
 			continue
 		}
 		out = append(out, UnmappedCount{Pid: u.Pid, Mapping: UnnamedMapping, Count: u.Count})
@@ -227,13 +228,13 @@ func (c *Capture) outsideCounts() []UnmappedCount {
 // samples are neither: see UnnamedSamples).
 func (c *Capture) TotalSamples() (jit, outside uint64) {
 	for _, o := range c.Objects {
-		jit = SatAdd(jit, o.TotalSamples())
+		jit = sampleprof.SatAdd(jit, o.TotalSamples())
 	}
 	for _, u := range c.Unmapped {
-		outside = SatAdd(outside, u.Count)
+		outside = sampleprof.SatAdd(outside, u.Count)
 	}
 	for _, m := range c.Native {
-		outside = SatAdd(outside, m.TotalSamples())
+		outside = sampleprof.SatAdd(outside, m.TotalSamples())
 	}
 	return jit, outside
 }

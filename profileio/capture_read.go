@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/sampleprof"
 )
 
 // ReadCapture reads a capture from r.
@@ -177,7 +178,7 @@ func mergeOffsets(s []OffsetCount) []OffsetCount {
 	out := s[:0]
 	for _, x := range s {
 		if n := len(out); n > 0 && out[n-1].Offset == x.Offset {
-			out[n-1].Count = SatAdd(out[n-1].Count, x.Count)
+			out[n-1].Count = sampleprof.SatAdd(out[n-1].Count, x.Count)
 			continue
 		}
 		out = append(out, x)
@@ -193,7 +194,7 @@ func mergeNative(s []NativeSample) []NativeSample {
 	out := s[:0]
 	for _, x := range s {
 		if n := len(out); n > 0 && out[n-1].Address == x.Address {
-			out[n-1].Count = SatAdd(out[n-1].Count, x.Count)
+			out[n-1].Count = sampleprof.SatAdd(out[n-1].Count, x.Count)
 			if out[n-1].Function == "" {
 				out[n-1].Function = x.Function
 			}
@@ -267,7 +268,7 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 			k := unmappedKey{pid: d.uint32(), mapping: d.string()}
 			cnt := d.uvarint()
 			if d.err == nil {
-				cr.unmapped[k] = SatAdd(cr.unmapped[k], cnt)
+				cr.unmapped[k] = sampleprof.SatAdd(cr.unmapped[k], cnt)
 			}
 		}
 	case secUnnamed:

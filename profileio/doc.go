@@ -1,7 +1,8 @@
 // Package profileio reads and writes profd's files: the capture (*.profd, the daemon's
 // self-contained record of a profiling run, docs/capture-format.md), LLVM sample profiles
-// in text and ext-binary form (what llvm-profdata-14, opt-14 -passes=sample-profile and
-// clang-14 -fprofile-sample-use read, docs/llvm-sample-profile.md), and pprof profiles.
+// (package sampleprof's model) in text and ext-binary form (what llvm-profdata-14, opt-14
+// -passes=sample-profile and clang-14 -fprofile-sample-use read,
+// docs/llvm-sample-profile.md), and pprof profiles.
 //
 // The daemon streams a capture as it runs; a capture cut short by a killed writer still
 // reads back every complete section:
@@ -14,12 +15,12 @@
 // Package profgen turns a capture into an LLVM sample profile; this package writes it:
 //
 //	c, err := profileio.ReadCapture(f)
-//	err = profileio.WriteText(out, prof) // or WriteExtBinary; prof is a *Profile
+//	err = profileio.WriteText(out, prof) // or WriteExtBinary; prof is a *sampleprof.Profile
 //
 // Every reader treats its input as hostile: it reports the byte offset (and for text the
 // line) of a bad record as a *ParseError wrapping ErrMalformed, ErrTruncated,
 // ErrUnsupported or ErrTooLarge, and bounds its allocations by the input's size.
 //
 // Readers and writers hold no shared state: distinct calls are safe to run concurrently;
-// one CaptureWriter, Profile or Capture is not safe for concurrent use.
+// one CaptureWriter or Capture is not safe for concurrent use.
 package profileio

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/sampleprof"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the writers' output")
@@ -45,31 +46,31 @@ func clipBytes(b []byte) string {
 // testProfile exercises every feature of the LLVM formats: several functions with ties in
 // total samples, discriminators, call targets with tied counts, nested inlined callees,
 // a function without a line table, and a name holding colons.
-func testProfile() *Profile {
-	p := NewProfile()
-	f := &FunctionProfile{Name: "main", TotalSamples: 5000, HeadSamples: 1}
-	f.AddBody(LineLocation{0, 0}, 1)
-	f.AddBody(LineLocation{2, 0}, 1200)
-	f.AddBody(LineLocation{2, 1}, 800)
-	f.AddCall(LineLocation{3, 0}, "helper", 40)
-	f.AddCall(LineLocation{3, 0}, "other", 40)
-	f.AddCall(LineLocation{3, 0}, "big", 90)
-	f.Body[LineLocation{3, 0}] = 170
-	in := f.InlinedAt(LineLocation{4, 2}, "inl")
+func testProfile() *sampleprof.Profile {
+	p := sampleprof.NewProfile()
+	f := &sampleprof.FunctionProfile{Name: "main", TotalSamples: 5000, HeadSamples: 1}
+	f.AddBody(sampleprof.LineLocation{LineOffset: 0, Discriminator: 0}, 1)
+	f.AddBody(sampleprof.LineLocation{LineOffset: 2, Discriminator: 0}, 1200)
+	f.AddBody(sampleprof.LineLocation{LineOffset: 2, Discriminator: 1}, 800)
+	f.AddCall(sampleprof.LineLocation{LineOffset: 3, Discriminator: 0}, "helper", 40)
+	f.AddCall(sampleprof.LineLocation{LineOffset: 3, Discriminator: 0}, "other", 40)
+	f.AddCall(sampleprof.LineLocation{LineOffset: 3, Discriminator: 0}, "big", 90)
+	f.Body[sampleprof.LineLocation{LineOffset: 3, Discriminator: 0}] = 170
+	in := f.InlinedAt(sampleprof.LineLocation{LineOffset: 4, Discriminator: 2}, "inl")
 	in.TotalSamples = 600
-	in.AddBody(LineLocation{1, 0}, 600)
-	deeper := in.InlinedAt(LineLocation{1, 0}, "deeper")
+	in.AddBody(sampleprof.LineLocation{LineOffset: 1, Discriminator: 0}, 600)
+	deeper := in.InlinedAt(sampleprof.LineLocation{LineOffset: 1, Discriminator: 0}, "deeper")
 	deeper.TotalSamples = 50
-	deeper.AddBody(LineLocation{0, 0}, 50)
-	f.AddBody(LineLocation{65535, 0}, 3)
+	deeper.AddBody(sampleprof.LineLocation{LineOffset: 0, Discriminator: 0}, 50)
+	f.AddBody(sampleprof.LineLocation{LineOffset: 65535, Discriminator: 0}, 3)
 	p.Add(f)
-	p.Add(&FunctionProfile{Name: "helper", TotalSamples: 300, HeadSamples: 40,
-		Body: map[LineLocation]uint64{{0, 0}: 40, {1, 0}: 260}})
-	p.Add(&FunctionProfile{Name: "other", TotalSamples: 300, HeadSamples: 40,
-		Body: map[LineLocation]uint64{{0, 0}: 40, {5, 0}: 0}})
-	p.Add(&FunctionProfile{Name: "_ZN3foo3barEv::with:colons", TotalSamples: 77, HeadSamples: 7,
-		Body: map[LineLocation]uint64{{1, 0}: 77}})
-	p.Add(&FunctionProfile{Name: "jit_noline", TotalSamples: 123, HeadSamples: 0, NoLineTable: true})
+	p.Add(&sampleprof.FunctionProfile{Name: "helper", TotalSamples: 300, HeadSamples: 40,
+		Body: map[sampleprof.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 40, {LineOffset: 1, Discriminator: 0}: 260}})
+	p.Add(&sampleprof.FunctionProfile{Name: "other", TotalSamples: 300, HeadSamples: 40,
+		Body: map[sampleprof.LineLocation]uint64{{LineOffset: 0, Discriminator: 0}: 40, {LineOffset: 5, Discriminator: 0}: 0}})
+	p.Add(&sampleprof.FunctionProfile{Name: "_ZN3foo3barEv::with:colons", TotalSamples: 77, HeadSamples: 7,
+		Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 77}})
+	p.Add(&sampleprof.FunctionProfile{Name: "jit_noline", TotalSamples: 123, HeadSamples: 0, NoLineTable: true})
 	return p
 }
 

@@ -3,19 +3,22 @@ package profileio
 import (
 	"cmp"
 	"slices"
+	"sort"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // lineCount is a body line and its count, keyed for fast sorting.
 type lineCount struct {
-	key   uint64 // LineOffset<<32 | Discriminator: orders as LineLocation.Less
+	key   uint64 // LineOffset<<32 | Discriminator: orders as sampleprof.LineLocation.Less
 	count uint64
 }
 
-func (l lineCount) loc() LineLocation {
-	return LineLocation{LineOffset: uint32(l.key >> 32), Discriminator: uint32(l.key)}
+func (l lineCount) loc() sampleprof.LineLocation {
+	return sampleprof.LineLocation{LineOffset: uint32(l.key >> 32), Discriminator: uint32(l.key)}
 }
 
-func packLocation(loc LineLocation) uint64 {
+func packLocation(loc sampleprof.LineLocation) uint64 {
 	return uint64(loc.LineOffset)<<32 | uint64(loc.Discriminator)
 }
 
@@ -33,7 +36,7 @@ type bodySorter struct {
 const countingSortSlack = 64
 
 // sorted returns f's body lines in ascending order, valid until the next call.
-func (s *bodySorter) sorted(f *FunctionProfile) []lineCount {
+func (s *bodySorter) sorted(f *sampleprof.FunctionProfile) []lineCount {
 	s.lines = s.lines[:0]
 	lo, hi := ^uint32(0), uint32(0)
 	for loc, n := range f.Body {
@@ -85,11 +88,20 @@ func (s *bodySorter) countingSort(lo uint32, span int) []lineCount {
 
 // sortedCallLines returns the packed locations of f's call lines in ascending order, valid
 // until the next call.
-func (s *bodySorter) sortedCallLines(f *FunctionProfile) []uint64 {
+func (s *bodySorter) sortedCallLines(f *sampleprof.FunctionProfile) []uint64 {
 	s.callKeys = s.callKeys[:0]
 	for loc := range f.Calls {
 		s.callKeys = append(s.callKeys, packLocation(loc))
 	}
 	slices.Sort(s.callKeys)
 	return s.callKeys
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -11,19 +11,20 @@ import (
 	"testing"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/sampleprof"
 )
 
 // manyFunctionsProfile has enough functions for several chunks (so both writers encode on
 // several goroutines), call targets that are not functions of the profile, inlined callees,
 // and bodies whose lines are sorted by the counting sort (dense offsets, some sharing an
 // offset) and by the comparison sort (sparse offsets).
-func manyFunctionsProfile() *Profile {
-	p := NewProfile()
+func manyFunctionsProfile() *sampleprof.Profile {
+	p := sampleprof.NewProfile()
 	for i := 0; i < 5*chunkFunctions+7; i++ {
-		f := &FunctionProfile{Name: fmt.Sprintf("jit_fn_%03d", i), HeadSamples: uint64(i % 5)}
+		f := &sampleprof.FunctionProfile{Name: fmt.Sprintf("jit_fn_%03d", i), HeadSamples: uint64(i % 5)}
 		lines := 1 + i%40
 		for l := 0; l < lines; l++ {
-			loc := LineLocation{LineOffset: uint32(l), Discriminator: uint32(l % 4 / 3 * (1 + i%3))}
+			loc := sampleprof.LineLocation{LineOffset: uint32(l), Discriminator: uint32(l % 4 / 3 * (1 + i%3))}
 			if i%3 == 0 {
 				loc.LineOffset = uint32(l * l * 37 % 65000) // sparse
 			}
@@ -36,8 +37,8 @@ func manyFunctionsProfile() *Profile {
 			}
 		}
 		if i%11 == 0 {
-			c := f.InlinedAt(LineLocation{LineOffset: 3}, fmt.Sprintf("inlined_%d", i%5))
-			c.AddBody(LineLocation{LineOffset: 1}, 9)
+			c := f.InlinedAt(sampleprof.LineLocation{LineOffset: 3}, fmt.Sprintf("inlined_%d", i%5))
+			c.AddBody(sampleprof.LineLocation{LineOffset: 1}, 9)
 			c.TotalSamples = 9
 			f.TotalSamples += 9
 		}
@@ -88,12 +89,12 @@ func TestWritersReportFirstBadFunction(t *testing.T) {
 		p := manyFunctionsProfile()
 		for _, i := range []int{300, 70, 200} { // jit_fn_070 is written first of the three
 			f := p.Functions[fmt.Sprintf("jit_fn_%03d", i)]
-			f.AddBody(LineLocation{LineOffset: MaxLineOffset + 1}, 1)
-			f.AddCall(LineLocation{LineOffset: 2}, "bad\x00name", 1)
+			f.AddBody(sampleprof.LineLocation{LineOffset: sampleprof.MaxLineOffset + 1}, 1)
+			f.AddCall(sampleprof.LineLocation{LineOffset: 2}, "bad\x00name", 1)
 		}
 		var bad []string
 		for _, f := range p.SortedFunctions() {
-			if _, ok := f.Body[LineLocation{LineOffset: MaxLineOffset + 1}]; ok {
+			if _, ok := f.Body[sampleprof.LineLocation{LineOffset: sampleprof.MaxLineOffset + 1}]; ok {
 				bad = append(bad, f.Name)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // Limits of the ext-binary reader.
@@ -18,7 +20,7 @@ const (
 // list, function metadata and unknown section types are skipped, since the profiles
 // section is read whole. Compressed sections, MD5 name tables and context-sensitive
 // profiles are refused with ErrUnsupported. A function named twice keeps its last profile.
-func ReadExtBinary(r io.Reader) (*Profile, error) {
+func ReadExtBinary(r io.Reader) (*sampleprof.Profile, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxExtBinaryBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("profileio: read llvm ext-binary: %w", err)
@@ -36,7 +38,7 @@ func IsExtBinary(data []byte) bool {
 }
 
 // ParseExtBinary is ReadExtBinary over bytes in memory.
-func ParseExtBinary(data []byte) (*Profile, error) {
+func ParseExtBinary(data []byte) (*sampleprof.Profile, error) {
 	d := &binDecoder{data: data}
 	if m := d.uleb("magic"); d.err == nil && m != extBinaryMagic {
 		return nil, d.fail(0, ErrMalformed, "bad magic %#x", m)
@@ -64,7 +66,7 @@ func ParseExtBinary(data []byte) (*Profile, error) {
 	}
 	tableEnd := d.pos + 32*int(nsec)
 
-	p := NewProfile()
+	p := sampleprof.NewProfile()
 	var names []string
 	for i, e := range entries {
 		at := int64(tableEnd - 32*int(nsec) + 32*i)
@@ -95,7 +97,7 @@ func ParseExtBinary(data []byte) (*Profile, error) {
 				fstart := sec.pos
 				head := sec.uleb("head samples")
 				name := sec.name(names)
-				f := &FunctionProfile{Name: name, HeadSamples: head}
+				f := &sampleprof.FunctionProfile{Name: name, HeadSamples: head}
 				sec.function(f, names, 0)
 				if sec.err == nil {
 					p.Functions[name] = f
@@ -203,14 +205,14 @@ func (d *binDecoder) name(names []string) string {
 	return names[i]
 }
 
-func (d *binDecoder) location() LineLocation {
+func (d *binDecoder) location() sampleprof.LineLocation {
 	off := d.uleb32("line offset")
 	disc := d.uleb32("discriminator")
-	return LineLocation{LineOffset: off, Discriminator: disc}
+	return sampleprof.LineLocation{LineOffset: off, Discriminator: disc}
 }
 
 // function reads total samples, body records and inlined callsites into f.
-func (d *binDecoder) function(f *FunctionProfile, names []string, depth int) {
+func (d *binDecoder) function(f *sampleprof.FunctionProfile, names []string, depth int) {
 	if depth > maxInlineDepth {
 		d.fail(d.pos, ErrTooLarge, "inline depth exceeds %d", maxInlineDepth)
 		return
@@ -240,9 +242,9 @@ func (d *binDecoder) function(f *FunctionProfile, names []string, depth int) {
 			return
 		}
 		c := f.InlinedAt(loc, callee)
-		var sub FunctionProfile
+		var sub sampleprof.FunctionProfile
 		d.function(&sub, names, depth+1)
 		sub.Name = callee
-		c.merge(&sub)
+		c.Merge(&sub)
 	}
 }

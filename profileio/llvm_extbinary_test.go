@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/profd/profd/sampleprof"
 )
 
-func extBinaryOf(t testing.TB, p *Profile) []byte {
+func extBinaryOf(t testing.TB, p *sampleprof.Profile) []byte {
 	t.Helper()
 	b, err := AppendExtBinary(nil, p)
 	if err != nil {
@@ -78,8 +80,8 @@ func TestExtBinaryRefusals(t *testing.T) {
 
 func FuzzReadExtBinary(f *testing.F) {
 	f.Add(extBinaryOf(f, testProfile()))
-	small := NewProfile()
-	small.Add(&FunctionProfile{Name: "f", TotalSamples: 3, HeadSamples: 1, Body: map[LineLocation]uint64{{1, 0}: 3}})
+	small := sampleprof.NewProfile()
+	small.Add(&sampleprof.FunctionProfile{Name: "f", TotalSamples: 3, HeadSamples: 1, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 3}})
 	f.Add(extBinaryOf(f, small))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := ParseExtBinary(in)

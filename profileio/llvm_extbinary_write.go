@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // WriteExtBinary writes p in LLVM 14's ext-binary sample-profile format, byte for byte what
 // llvm-profdata-14 merge --sample --extbinary writes for the same profile (uncompressed,
 // names in full). NoLineTable has no place in the format and is dropped. Line offsets above
 // 65535 are refused with ErrMalformed (see WriteText).
-func WriteExtBinary(w io.Writer, p *Profile) error {
+func WriteExtBinary(w io.Writer, p *sampleprof.Profile) error {
 	b, err := AppendExtBinary(nil, p)
 	if err != nil {
 		return err
@@ -25,7 +27,7 @@ func WriteExtBinary(w io.Writer, p *Profile) error {
 
 // AppendExtBinary appends p's ext-binary encoding to b. It encodes chunks of functions on
 // up to GOMAXPROCS goroutines.
-func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
+func AppendExtBinary(b []byte, p *sampleprof.Profile) ([]byte, error) {
 	names, funcs, err := nameTable(p)
 	if err != nil {
 		return b, err
@@ -133,21 +135,21 @@ func AppendExtBinary(b []byte, p *Profile) ([]byte, error) {
 // extBinaryEncoder encodes a chunk of functions into out; each of AppendExtBinary's
 // goroutines has one.
 type extBinaryEncoder struct {
-	err    error // the first line offset beyond MaxLineOffset
+	err    error // the first line offset beyond sampleprof.MaxLineOffset
 	out    []byte
 	starts []uint64 // where each function of the chunk starts in out
 	index  map[string]int
 	sum    *summary
 	sorter bodySorter
-	calls  []callTarget
+	calls  []sampleprof.CallTarget
 }
 
 // function appends f's total samples, body records and inlined callsites.
-func (e *extBinaryEncoder) function(f *FunctionProfile) {
+func (e *extBinaryEncoder) function(f *sampleprof.FunctionProfile) {
 	b := binary.AppendUvarint(e.out, f.TotalSamples)
 	lines := e.sorter.sorted(f)
-	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > MaxLineOffset && e.err == nil {
-		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, MaxLineOffset, ErrMalformed)
+	if n := len(lines); n > 0 && lines[n-1].loc().LineOffset > sampleprof.MaxLineOffset && e.err == nil {
+		e.err = fmt.Errorf("profileio: function %q: line offset %d exceeds %d: %w", f.Name, lines[n-1].loc().LineOffset, sampleprof.MaxLineOffset, ErrMalformed)
 	}
 	b = binary.AppendUvarint(b, uint64(len(lines)))
 	callLines := e.sorter.sortedCallLines(f)
@@ -165,12 +167,12 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 			continue
 		}
 		callLines = callLines[1:]
-		calls := sortedCalls(e.calls, f.Calls[loc])
+		calls := sampleprof.SortedCalls(e.calls, f.Calls[loc])
 		e.calls = calls
 		b = binary.AppendUvarint(b, uint64(len(calls)))
 		for _, c := range calls {
-			b = binary.AppendUvarint(b, uint64(e.index[c.name]))
-			b = binary.AppendUvarint(b, c.count)
+			b = binary.AppendUvarint(b, uint64(e.index[c.Name]))
+			b = binary.AppendUvarint(b, c.Count)
 		}
 	}
 	n := 0
@@ -184,7 +186,7 @@ func (e *extBinaryEncoder) function(f *FunctionProfile) {
 	if n == 0 {
 		return
 	}
-	for _, loc := range sortedKeys(f.Inlined) {
+	for _, loc := range sampleprof.SortedLocations(f.Inlined) {
 		for _, name := range sortedNames(f.Inlined[loc]) {
 			e.out = binary.AppendUvarint(e.out, uint64(loc.LineOffset))
 			e.out = binary.AppendUvarint(e.out, uint64(loc.Discriminator))
@@ -203,8 +205,8 @@ type nameIndex struct {
 // returns the functions in SortedFunctions' order, which it gets from the names' ranks
 // rather than by comparing the names again. It walks the functions on up to GOMAXPROCS
 // goroutines.
-func nameTable(p *Profile) (nameIndex, []*FunctionProfile, error) {
-	all := make([]*FunctionProfile, 0, len(p.Functions))
+func nameTable(p *sampleprof.Profile) (nameIndex, []*sampleprof.FunctionProfile, error) {
+	all := make([]*sampleprof.FunctionProfile, 0, len(p.Functions))
 	for _, f := range p.Functions {
 		all = append(all, f)
 	}
@@ -250,7 +252,7 @@ func nameTable(p *Profile) (nameIndex, []*FunctionProfile, error) {
 	type ranked struct {
 		total uint64
 		name  int
-		f     *FunctionProfile
+		f     *sampleprof.FunctionProfile
 	}
 	rs := make([]ranked, len(all))
 	for i, f := range all {
@@ -271,7 +273,7 @@ func nameTable(p *Profile) (nameIndex, []*FunctionProfile, error) {
 // collectNames adds to others the names of f and of its call targets and inlined callees
 // that are not the name of one of the profile's functions, and refuses names the format
 // cannot hold.
-func collectNames(f *FunctionProfile, functions map[string]*FunctionProfile, others map[string]int) error {
+func collectNames(f *sampleprof.FunctionProfile, functions map[string]*sampleprof.FunctionProfile, others map[string]int) error {
 	add := func(name string) {
 		if g, ok := functions[name]; !ok || g.Name != name {
 			others[name] = 0
@@ -282,8 +284,8 @@ func collectNames(f *FunctionProfile, functions map[string]*FunctionProfile, oth
 	}
 	add(f.Name)
 	for loc := range f.Inlined {
-		if loc.LineOffset > MaxLineOffset {
-			return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, MaxLineOffset, ErrMalformed)
+		if loc.LineOffset > sampleprof.MaxLineOffset {
+			return fmt.Errorf("profileio: function %q: callsite offset %d exceeds %d: %w", f.Name, loc.LineOffset, sampleprof.MaxLineOffset, ErrMalformed)
 		}
 	}
 	if len(f.Calls) == 0 && len(f.Inlined) == 0 {

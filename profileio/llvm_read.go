@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // ReadProfile reads an LLVM sample profile in either encoding, telling them apart by the
 // ext-binary magic.
-func ReadProfile(r io.Reader) (*Profile, error) {
+func ReadProfile(r io.Reader) (*sampleprof.Profile, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxExtBinaryBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("profileio: read sample profile: %w", err)

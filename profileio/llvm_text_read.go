@@ -7,12 +7,17 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // Limits of the text reader: longer lines and deeper inline stacks are refused.
 const (
 	maxTextLineBytes = 1 << 20
 	maxInlineDepth   = 256
+	// maxTextLineOffset is the largest offset LLVM's text reader takes on a line without a
+	// discriminator (it checks that the offset fits 16 bits).
+	maxTextLineOffset = 0xffff
 )
 
 // ReadText reads an LLVM text sample profile as llvm-profdata-14 does: '#' comment lines
@@ -22,12 +27,12 @@ const (
 // "offset[.disc]: callee:total" whose own lines are one blank deeper. A function named
 // twice keeps its last profile, as LLVM's reader does. Probe and context metadata lines
 // ("!CFGChecksum:", "!Attributes:") are refused with ErrUnsupported.
-func ReadText(r io.Reader) (*Profile, error) {
+func ReadText(r io.Reader) (*sampleprof.Profile, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxTextLineBytes)
-	p := NewProfile()
+	p := sampleprof.NewProfile()
 	var (
-		stack       []*FunctionProfile
+		stack       []*sampleprof.FunctionProfile
 		lineNo      int
 		offset      int64
 		noLinesNext string
@@ -57,7 +62,7 @@ func ReadText(r io.Reader) (*Profile, error) {
 			if !ok {
 				return nil, fail(ErrMalformed, "expected name:total:head, found %q", clip(line))
 			}
-			f := &FunctionProfile{Name: name, TotalSamples: total, HeadSamples: head}
+			f := &sampleprof.FunctionProfile{Name: name, TotalSamples: total, HeadSamples: head}
 			f.NoLineTable = haveNoLines && noLinesNext == name
 			haveNoLines = false
 			p.Functions[name] = f
@@ -94,7 +99,7 @@ func ReadText(r io.Reader) (*Profile, error) {
 				return nil, fail(ErrMalformed, "bad callsite total in %q", clip(line))
 			}
 			callee := cur.InlinedAt(loc, rest[:i])
-			callee.TotalSamples = SatAdd(callee.TotalSamples, total)
+			callee.TotalSamples = sampleprof.SatAdd(callee.TotalSamples, total)
 			stack = append(stack, callee)
 			continue
 		}
@@ -103,7 +108,7 @@ func ReadText(r io.Reader) (*Profile, error) {
 			return nil, fail(ErrMalformed, "expected count [target:count]... in %q", clip(line))
 		}
 		for _, t := range targets {
-			cur.AddCall(loc, t.name, t.count)
+			cur.AddCall(loc, t.Name, t.Count)
 		}
 		cur.AddBody(loc, count)
 	}
@@ -133,43 +138,38 @@ func parseTextHead(line string) (name string, total, head uint64, ok bool) {
 }
 
 // parseTextLocation reads "offset[.disc]: " off the front of s.
-func parseTextLocation(s string) (LineLocation, string, error) {
+func parseTextLocation(s string) (sampleprof.LineLocation, string, error) {
 	colon := strings.IndexByte(s, ':')
 	if colon < 0 || !strings.HasPrefix(s[colon:], ": ") {
-		return LineLocation{}, "", ErrMalformed
+		return sampleprof.LineLocation{}, "", ErrMalformed
 	}
 	locText, rest := s[:colon], s[colon+2:]
 	offText, discText, hasDisc := strings.Cut(locText, ".")
 	off, err := strconv.ParseUint(offText, 10, 32)
 	if err != nil {
-		return LineLocation{}, "", ErrMalformed
+		return sampleprof.LineLocation{}, "", ErrMalformed
 	}
 	var disc uint64
 	if hasDisc {
 		if disc, err = strconv.ParseUint(discText, 10, 32); err != nil {
-			return LineLocation{}, "", ErrMalformed
+			return sampleprof.LineLocation{}, "", ErrMalformed
 		}
 	} else if off > maxTextLineOffset {
-		return LineLocation{}, "", ErrMalformed
+		return sampleprof.LineLocation{}, "", ErrMalformed
 	}
-	return LineLocation{LineOffset: uint32(off), Discriminator: uint32(disc)}, rest, nil
-}
-
-type callTarget struct {
-	name  string
-	count uint64
+	return sampleprof.LineLocation{LineOffset: uint32(off), Discriminator: uint32(disc)}, rest, nil
 }
 
 // parseTextBody reads "count[ target:count]...". A target's name runs up to the first colon
 // followed by a blank-delimited integer, so names may hold colons and blanks; a name
 // repeated on one line keeps its last count.
-func parseTextBody(s string) (uint64, []callTarget, bool) {
+func parseTextBody(s string) (uint64, []sampleprof.CallTarget, bool) {
 	countText, rest, _ := strings.Cut(s, " ")
 	count, err := strconv.ParseUint(countText, 10, 64)
 	if err != nil {
 		return 0, nil, false
 	}
-	var targets []callTarget
+	var targets []sampleprof.CallTarget
 	for {
 		rest = strings.TrimLeft(rest, " ")
 		if rest == "" {
@@ -200,14 +200,14 @@ func parseTextBody(s string) (uint64, []callTarget, bool) {
 	return count, targets, true
 }
 
-func setTarget(ts []callTarget, name string, n uint64) []callTarget {
+func setTarget(ts []sampleprof.CallTarget, name string, n uint64) []sampleprof.CallTarget {
 	for i := range ts {
-		if ts[i].name == name {
-			ts[i].count = n
+		if ts[i].Name == name {
+			ts[i].Count = n
 			return ts
 		}
 	}
-	return append(ts, callTarget{name, n})
+	return append(ts, sampleprof.CallTarget{Name: name, Count: n})
 }
 
 func clip(s string) string {

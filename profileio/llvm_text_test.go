@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/profd/profd/sampleprof"
 )
 
-func textOf(t testing.TB, p *Profile) []byte {
+func textOf(t testing.TB, p *sampleprof.Profile) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteText(&b, p); err != nil {
@@ -51,10 +53,10 @@ func TestReadTextGrammar(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := p.Functions["f"]
-	if f.TotalSamples != 20 || f.HeadSamples != 3 || f.Body[LineLocation{0, 0}] != 20 || f.Body[LineLocation{4, 0}] != 1 {
+	if f.TotalSamples != 20 || f.HeadSamples != 3 || f.Body[sampleprof.LineLocation{LineOffset: 0, Discriminator: 0}] != 20 || f.Body[sampleprof.LineLocation{LineOffset: 4, Discriminator: 0}] != 1 {
 		t.Errorf("second profile of f not kept: %+v", f)
 	}
-	if c := f.Inlined[LineLocation{3, 0}]["g"]; c == nil || c.TotalSamples != 9 || c.Body[LineLocation{0, 0}] != 9 {
+	if c := f.Inlined[sampleprof.LineLocation{LineOffset: 3, Discriminator: 0}]["g"]; c == nil || c.TotalSamples != 9 || c.Body[sampleprof.LineLocation{LineOffset: 0, Discriminator: 0}] != 9 {
 		t.Errorf("inlined g: %+v", c)
 	}
 	if len(f.Body) != 2 {
@@ -66,10 +68,10 @@ func TestReadTextGrammar(t *testing.T) {
 		t.Fatal(err)
 	}
 	f = p.Functions["f"]
-	if f.Body[LineLocation{1, 0}] != 6 || f.Calls[LineLocation{1, 0}]["a:b"] != 7 || f.Calls[LineLocation{1, 0}]["x y"] != 2 {
+	if f.Body[sampleprof.LineLocation{LineOffset: 1, Discriminator: 0}] != 6 || f.Calls[sampleprof.LineLocation{LineOffset: 1, Discriminator: 0}]["a:b"] != 7 || f.Calls[sampleprof.LineLocation{LineOffset: 1, Discriminator: 0}]["x y"] != 2 {
 		t.Errorf("body/calls: %v %v", f.Body, f.Calls)
 	}
-	if f.Body[LineLocation{2, 7}] != 4 {
+	if f.Body[sampleprof.LineLocation{LineOffset: 2, Discriminator: 7}] != 4 {
 		t.Errorf("discriminated line: %v", f.Body)
 	}
 }
@@ -103,23 +105,23 @@ func TestReadTextErrors(t *testing.T) {
 }
 
 func TestWriteTextRefusesUnreadableNames(t *testing.T) {
-	for _, f := range []*FunctionProfile{
+	for _, f := range []*sampleprof.FunctionProfile{
 		{Name: ""},
 		{Name: " lead"},
 		{Name: "#hash"},
 		{Name: "nl\nx"},
-		{Name: "f", Calls: map[LineLocation]map[string]uint64{{1, 0}: {"a b": 1}}, Body: map[LineLocation]uint64{{1, 0}: 1}},
-		{Name: "f", Calls: map[LineLocation]map[string]uint64{{1, 0}: {"a:1x": 1}}, Body: map[LineLocation]uint64{{1, 0}: 1}},
+		{Name: "f", Calls: map[sampleprof.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {"a b": 1}}, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 1}},
+		{Name: "f", Calls: map[sampleprof.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {"a:1x": 1}}, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 1}},
 	} {
-		p := NewProfile()
+		p := sampleprof.NewProfile()
 		p.Add(f)
 		if err := WriteText(&bytes.Buffer{}, p); !errors.Is(err, ErrName) {
 			t.Errorf("WriteText(%q) = %v, want ErrName", f.Name, err)
 		}
 	}
-	for _, loc := range []LineLocation{{70000, 0}, {70000, 1}} {
-		p := NewProfile()
-		p.Add(&FunctionProfile{Name: "f", Body: map[LineLocation]uint64{loc: 1}})
+	for _, loc := range []sampleprof.LineLocation{{LineOffset: 70000}, {LineOffset: 70000, Discriminator: 1}} {
+		p := sampleprof.NewProfile()
+		p.Add(&sampleprof.FunctionProfile{Name: "f", Body: map[sampleprof.LineLocation]uint64{loc: 1}})
 		if err := WriteText(&bytes.Buffer{}, p); !errors.Is(err, ErrMalformed) {
 			t.Errorf("WriteText with offset %v: %v, want ErrMalformed", loc, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // noLineTableComment starts the comment line the text writer puts before the header of a
@@ -27,7 +29,7 @@ const noLineTableComment = "# profd: no line table, total and head samples only:
 //
 // WriteText encodes chunks of functions on up to GOMAXPROCS goroutines and writes them to
 // w in order, from one goroutine at a time.
-func WriteText(w io.Writer, p *Profile) error {
+func WriteText(w io.Writer, p *sampleprof.Profile) error {
 	funcs := p.SortedFunctions()
 	workers := chunkPlan(len(funcs))
 	tws := make([]textWriter, workers)
@@ -61,12 +63,12 @@ type textWriter struct {
 	out    []byte
 	err    error // the first error in the chunk
 	sorter bodySorter
-	calls  []callTarget
+	calls  []sampleprof.CallTarget
 }
 
 // topLevel appends a top-level function: profd's comment line when it had no line table,
 // then its profile.
-func (t *textWriter) topLevel(f *FunctionProfile) error {
+func (t *textWriter) topLevel(f *sampleprof.FunctionProfile) error {
 	if err := checkTextName(f.Name, false); err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func (t *textWriter) topLevel(f *FunctionProfile) error {
 
 // function appends f's header and lines; indent is 0 for a top-level function, else the
 // depth of the inlined callsite line that names f (already appended up to "offset: ").
-func (t *textWriter) function(f *FunctionProfile, indent int) error {
+func (t *textWriter) function(f *sampleprof.FunctionProfile, indent int) error {
 	b := t.out
 	b = append(b, f.Name...)
 	b = append(b, ':')
@@ -103,15 +105,15 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 		}
 		if len(callLines) > 0 && callLines[0] == lc.key {
 			callLines = callLines[1:]
-			t.calls = sortedCalls(t.calls, f.Calls[loc])
+			t.calls = sampleprof.SortedCalls(t.calls, f.Calls[loc])
 			for _, c := range t.calls {
-				if err := checkTextName(c.name, true); err != nil {
+				if err := checkTextName(c.Name, true); err != nil {
 					return fmt.Errorf("profileio: function %q: call target: %w", f.Name, err)
 				}
 				b = append(b, ' ')
-				b = append(b, c.name...)
+				b = append(b, c.Name...)
 				b = append(b, ':')
-				b = strconv.AppendUint(b, c.count, 10)
+				b = strconv.AppendUint(b, c.Count, 10)
 			}
 		}
 		b = append(b, '\n')
@@ -120,7 +122,7 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 	if len(f.Inlined) == 0 {
 		return nil
 	}
-	for _, loc := range sortedKeys(f.Inlined) {
+	for _, loc := range sampleprof.SortedLocations(f.Inlined) {
 		for _, name := range sortedNames(f.Inlined[loc]) {
 			callee := f.Inlined[loc][name]
 			if err := checkTextName(callee.Name, false); err != nil {
@@ -141,9 +143,9 @@ func (t *textWriter) function(f *FunctionProfile, indent int) error {
 	return nil
 }
 
-func appendLocation(b []byte, indent int, loc LineLocation) ([]byte, error) {
-	if loc.LineOffset > MaxLineOffset {
-		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, MaxLineOffset, ErrMalformed)
+func appendLocation(b []byte, indent int, loc sampleprof.LineLocation) ([]byte, error) {
+	if loc.LineOffset > sampleprof.MaxLineOffset {
+		return b, fmt.Errorf("line offset %d exceeds %d: %w", loc.LineOffset, sampleprof.MaxLineOffset, ErrMalformed)
 	}
 	for i := 0; i < indent; i++ {
 		b = append(b, ' ')

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/profd/profd/sampleprof"
 )
 
 // FunctionTotal is a function's samples summed over its code objects and processes.
@@ -26,17 +28,17 @@ func FunctionTotals(c *Capture) []FunctionTotal {
 	for _, o := range c.Objects {
 		if n := o.TotalSamples(); n > 0 {
 			k := key{o.Object.Name, true}
-			sums[k] = SatAdd(sums[k], n)
+			sums[k] = sampleprof.SatAdd(sums[k], n)
 		}
 	}
 	for _, u := range c.outsideCounts() {
 		k := key{name: outsideName(u.Mapping)}
-		sums[k] = SatAdd(sums[k], u.Count)
+		sums[k] = sampleprof.SatAdd(sums[k], u.Count)
 	}
 	for _, m := range c.Native {
 		for _, s := range m.Samples {
 			k := key{name: nativeName(m, s)}
-			sums[k] = SatAdd(sums[k], s.Count)
+			sums[k] = sampleprof.SatAdd(sums[k], s.Count)
 		}
 	}
 	out := make([]FunctionTotal, 0, len(sums))
@@ -64,7 +66,7 @@ func WriteTextReport(w io.Writer, c *Capture) error {
 	fmt.Fprintf(bw, "\nperiod: %d %s per sample\n", samplePeriod(m), eventUnit(m.Event))
 	jit, outside := c.TotalSamples()
 	unnamed := c.UnnamedSamples()
-	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside", SatAdd(SatAdd(jit, outside), unnamed), jit, outside)
+	fmt.Fprintf(bw, "samples: %d total, %d in JIT code, %d outside", sampleprof.SatAdd(sampleprof.SatAdd(jit, outside), unnamed), jit, outside)
 	if unnamed > 0 {
 		fmt.Fprintf(bw, ", %d in JIT memory no symbol named", unnamed)
 	}

@@ -25,7 +25,7 @@ func syntheticStream(n int) []byte {
 func BenchmarkDecodeAggregate(b *testing.B) {
 	const records = 1 << 16
 	stream := syntheticStream(records)
-	a := newAggregate(false, 0)
+	a := newAggregate()
 	a.targets[100] = struct{}{}
 	b.SetBytes(int64(len(stream)))
 	b.ResetTimer()
@@ -39,20 +39,4 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 	}
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records)/float64(b.N), "ns/sample")
-}
-
-// BenchmarkDecodeAggregateKeep also keeps every sample with its timestamp.
-func BenchmarkDecodeAggregateKeep(b *testing.B) {
-	const records = 1 << 16
-	stream := syntheticStream(records)
-	a := newAggregate(true, DefaultMaxKept)
-	a.targets[100] = struct{}{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := a.decodeStream(stream); err != nil {
-			b.Fatal(err)
-		}
-		a.take()
-	}
-	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }

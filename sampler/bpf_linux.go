@@ -33,7 +33,7 @@ type bpfSampler struct {
 }
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
-	prog, err := bpf.Load(bpf.Options{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
+	prog, err := bpf.Load(bpf.Config{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
 		KernelStacks: cfg.Stacks && cfg.KernelStacks})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)

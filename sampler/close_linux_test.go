@@ -28,7 +28,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	for _, cfg := range []Config{
 		{Backend: BackendBPF},
 		{Backend: BackendRing, RingMode: RingPerCPU},
-		{Backend: BackendRing, RingMode: RingPerThread, KeepSamples: true},
+		{Backend: BackendRing, RingMode: RingPerThread},
 	} {
 		fds, goroutines := openFDs(t), runtime.NumGoroutine()
 		cfg.Event = "cpu-clock"

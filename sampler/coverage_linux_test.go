@@ -40,7 +40,7 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 	cfgs := []Config{
 		{Backend: BackendBPF},
 		{Backend: BackendRing, RingMode: RingPerCPU},
-		{Backend: BackendRing, RingMode: RingPerThread, KeepSamples: true},
+		{Backend: BackendRing, RingMode: RingPerThread, Stacks: true},
 	}
 	monoStart := monotonicNs(t)
 	var samplers []Sampler
@@ -80,13 +80,16 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 		if float64(n) < 0.8*want {
 			t.Errorf("%s/%s: %d samples, want >= %.0f", cfgs[i].Backend, cfgs[i].RingMode, n, 0.8*want)
 		}
-		if cfgs[i].KeepSamples {
-			tids := make(map[uint32]int)
-			for _, smp := range d.Samples {
-				tids[smp.TID]++
-				// Sample times are CLOCK_MONOTONIC, the clock jitdump records use.
-				if smp.TimeNs < monoStart || smp.TimeNs > monoEnd || smp.Period == 0 {
-					t.Fatalf("sample %+v outside CLOCK_MONOTONIC [%d, %d] or without period", smp, monoStart, monoEnd)
+		if cfgs[i].Stacks {
+			// Counts by thread show which threads were sampled.
+			tids := make(map[uint32]uint64)
+			for _, st := range d.Stacks {
+				if st.PID != uint32(l.pid()) {
+					continue
+				}
+				tids[st.TID] += st.N
+				if uint64(st.FirstNs) < monoStart || uint64(st.LastNs) > monoEnd {
+					t.Fatalf("stack count %+v outside CLOCK_MONOTONIC [%d, %d]", st.Count, monoStart, monoEnd)
 				}
 			}
 			delete(tids, uint32(l.pid()))

@@ -37,10 +37,7 @@ const maxKernelFrames = 64
 
 // aggregate turns decoded records into counts. It is not safe for concurrent use.
 type aggregate struct {
-	counts  map[Key]Count
-	samples []Sample
-	keep    bool
-	maxKept int
+	counts map[Key]Count
 	// stacks: samples carry a callchain (PERF_SAMPLE_CALLCHAIN after PERIOD); kernel: keep
 	// the kernel frames of kernel-mode samples, which otherwise only count as Kernel.
 	stacks, kernel bool
@@ -51,15 +48,14 @@ type aggregate struct {
 	stats          Stats
 }
 
-func newAggregate(keep bool, maxKept int) *aggregate {
-	return &aggregate{counts: make(map[Key]Count), keep: keep, maxKept: maxKept, targets: make(map[uint32]struct{})}
+func newAggregate() *aggregate {
+	return &aggregate{counts: make(map[Key]Count), targets: make(map[uint32]struct{})}
 }
 
 // take hands over what was aggregated and starts afresh; stats and targets stay.
 func (a *aggregate) take() Drained {
-	d := Drained{Counts: a.counts, Samples: a.samples, Stacks: a.stackCounts}
+	d := Drained{Counts: a.counts, Stacks: a.stackCounts}
 	a.counts = make(map[Key]Count, len(d.Counts))
-	a.samples = nil
 	a.stackCounts = nil
 	clear(a.stackIndex)
 	return d
@@ -155,16 +151,6 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 		k := Key{PID: pid, IP: ip}
 		addCount(a.counts, k, 1, timeNs, timeNs)
 		a.stats.Samples++
-		if a.keep {
-			if len(a.samples) >= a.maxKept {
-				a.stats.Dropped++
-				return nil
-			}
-			a.samples = append(a.samples, Sample{
-				PID: pid, TID: ne.Uint32(body[12:]), IP: ip,
-				TimeNs: uint64(timeNs), Period: ne.Uint64(body[24:]),
-			})
-		}
 	case recordLost:
 		if len(body) < 16 {
 			return fmt.Errorf("%w: lost record body is %d bytes, want 16", ErrBadRecord, len(body))

@@ -18,7 +18,7 @@ func chainRec(pid, tid uint32, ip, timeNs uint64, misc uint16, entries ...uint64
 }
 
 func TestDecodeCallchain(t *testing.T) {
-	a := newAggregate(false, 0)
+	a := newAggregate()
 	a.stacks, a.kernel = true, true
 	a.targets[10] = struct{}{}
 	deep := []uint64{callchainUser}
@@ -87,7 +87,7 @@ func TestDecodeCallchainBad(t *testing.T) {
 		"empty":         chainRec(10, 11, 0x1000, 5, miscUser),
 		"only a marker": chainRec(10, 11, 0x1000, 5, miscUser, callchainKernel),
 	} {
-		a := newAggregate(false, 0)
+		a := newAggregate()
 		a.stacks = true
 		a.targets[10] = struct{}{}
 		// The record's own size field still says how long it is.
@@ -109,7 +109,7 @@ func FuzzDecodeCallchain(f *testing.F) {
 	f.Add(chainRec(1, 2, 0xffffffff81000010, 5, miscKernel, callchainKernel, 0xffffffff81000010, callchainUser, 0x1000))
 	f.Add(append(chainRec(1, 1, 1, 1, miscUser, callchainUser, 1), lostRec(2)...))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		a := newAggregate(false, 0)
+		a := newAggregate()
 		a.stacks, a.kernel = true, true
 		a.targets[1] = struct{}{}
 		a.decodeStream(stream)

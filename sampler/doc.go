@@ -17,7 +17,7 @@
 //   - BackendRing: go-perf ring buffers, per CPU (all processes, filtered here) or per
 //     thread (inheriting events on each thread of a target, so threads started later are
 //     followed; what an unprivileged user can do). Samples carry CLOCK_MONOTONIC times,
-//     the clock of jitdump records; Config.KeepSamples returns them from Drain.
+//     the clock of jitdump records.
 //
 // BackendAuto uses BPF where the program loads and says why when it falls back to rings.
 //

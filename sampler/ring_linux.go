@@ -65,7 +65,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 	s := &ringSampler{
 		cfg: cfg, choice: choice, spec: spec, mode: mode, pages: pages, log: cfg.Logger,
-		agg: newAggregate(cfg.KeepSamples, cfg.MaxKept), threads: make(map[uint32]*threadEvents),
+		agg: newAggregate(), threads: make(map[uint32]*threadEvents),
 		expired: expired, cancel: cancel,
 	}
 	s.agg.stacks, s.agg.kernel = cfg.Stacks, cfg.Stacks && cfg.KernelStacks

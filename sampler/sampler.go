@@ -61,7 +61,6 @@ const (
 	DefaultFreqHz      = 999
 	DefaultRingPages   = 64
 	DefaultPollEvery   = time.Second
-	DefaultMaxKept     = 1 << 20
 	FallbackEvent      = "cpu-clock"
 	defaultThreadPages = 8
 )
@@ -78,8 +77,6 @@ type Config struct {
 	RingMode      RingMode      // ring back end only; default RingPerCPU as root, else RingPerThread
 	RingPages     int           // data pages per ring (power of two); 0 means a default for the mode
 	PollEvery     time.Duration // ring back end: rings are emptied when one is half full and at least this often; default 1 s
-	KeepSamples   bool          // ring back end: also return each sample with its time (Drained.Samples)
-	MaxKept       int           // cap on Drained.Samples between drains; extra samples are only counted
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
 	Stacks        bool          // also count each sample's thread and call chain (Drained.Stacks)
 	KernelStacks  bool          // with Stacks and IncludeKernel: kernel frames of kernel-mode samples
@@ -93,14 +90,6 @@ type Config struct {
 type Key struct {
 	PID uint32
 	IP  uint64
-}
-
-// Sample is one decoded sample, kept when Config.KeepSamples is set.
-type Sample struct {
-	PID, TID uint32
-	IP       uint64
-	TimeNs   uint64 // CLOCK_MONOTONIC, the clock of jitdump timestamps
-	Period   uint64
 }
 
 // Count is a key's samples since the previous Drain: how many, and the CLOCK_MONOTONIC
@@ -159,16 +148,15 @@ func addCount(counts map[Key]Count, k Key, n uint64, firstNs, lastNs int64) {
 type Drained struct {
 	// Counts are the samples in user mode by (process, instruction). With Config.Stacks
 	// they are the leaves of Stacks' user-mode samples.
-	Counts  map[Key]Count
-	Stacks  []StackCount // Config.Stacks only
-	Samples []Sample     // ring back end with KeepSamples only
+	Counts map[Key]Count
+	Stacks []StackCount // Config.Stacks only
 }
 
 // Stats are a sampler's totals since New.
 type Stats struct {
 	Samples uint64 // target samples counted
 	Lost    uint64 // samples the kernel could not write to a full ring (ring back end)
-	Dropped uint64 // samples dropped by profd: full BPF map, or KeepSamples over MaxKept
+	Dropped uint64 // samples dropped by profd: full BPF map
 	Outside uint64 // samples of processes that are not targets (per-CPU events)
 	Kernel  uint64 // target samples in kernel mode, counted but not attributed to an address
 }
@@ -185,9 +173,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollEvery <= 0 {
 		c.PollEvery = DefaultPollEvery
-	}
-	if c.MaxKept <= 0 {
-		c.MaxKept = DefaultMaxKept
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

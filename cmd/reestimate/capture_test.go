@@ -17,6 +17,7 @@ import (
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
+	"github.com/profd/profd/sampleprof"
 )
 
 // writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
@@ -74,7 +75,7 @@ func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32
 }
 
 // runToProfile validates and runs conf and reads its LLVM text output back.
-func runToProfile(t *testing.T, conf *Config) *profileio.Profile {
+func runToProfile(t *testing.T, conf *Config) *sampleprof.Profile {
 	t.Helper()
 	if err := conf.Validate(); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestRunCaptureLLVM(t *testing.T) {
 	var nonzero int
 	for b := range g.Blocks {
 		want := uint64(math.Round(res.BlockCount(b) * profgen.DefaultCountScale))
-		loc := profileio.LineLocation{LineOffset: uint32(b)}
+		loc := sampleprof.LineLocation{LineOffset: uint32(b)}
 		if n := got.Body[loc]; n != want {
 			t.Errorf("block %d (line offset %d): count %d, want the repaired %d", b, b, n, want)
 		}

@@ -24,7 +24,7 @@ func bigELF(b *testing.B) string {
 // the cost of naming one sample once the file has been read.
 func BenchmarkLookup(b *testing.B) {
 	path := bigELF(b)
-	c := NewCache(Options{})
+	c := NewCache(Config{})
 	defer c.Close()
 	tab, err := c.Open(must(os.Open(path)), "", path).Wait(context.Background())
 	if err != nil {
@@ -73,7 +73,7 @@ func BenchmarkColdFile(b *testing.B) {
 			var tab *Table
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				c := NewCache(Options{})
+				c := NewCache(Config{})
 				tab, err = c.Open(must(os.Open(path)), "", path).Wait(context.Background())
 				c.Close()
 				if err != nil {

@@ -11,31 +11,25 @@ import (
 	"syscall"
 )
 
-// Options bound a Cache. Zero fields take the defaults.
-type Options struct {
-	MaxSymbols     int   // function symbols kept per file (DefaultMaxSymbols)
-	MaxStringBytes int64 // bytes of one string table read (DefaultMaxStringBytes)
-	MaxFiles       int   // files a Cache holds tables of (DefaultMaxFiles)
-	Logger         *slog.Logger
+// Config configures a Cache. Zero fields take the defaults.
+type Config struct {
+	Options      // what is read of each file
+	MaxFiles int // files a Cache holds tables of (DefaultMaxFiles)
+	Logger   *slog.Logger
 }
 
 // DefaultMaxFiles is how many files a Cache keeps tables of.
 const DefaultMaxFiles = 4096
 
-func (o Options) withDefaults() Options {
-	if o.MaxSymbols <= 0 {
-		o.MaxSymbols = DefaultMaxSymbols
+func (c Config) withDefaults() Config {
+	c.Options = c.Options.withDefaults()
+	if c.MaxFiles <= 0 {
+		c.MaxFiles = DefaultMaxFiles
 	}
-	if o.MaxStringBytes <= 0 {
-		o.MaxStringBytes = DefaultMaxStringBytes
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.MaxFiles <= 0 {
-		o.MaxFiles = DefaultMaxFiles
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
+	return c
 }
 
 // Errors a File's Wait returns.
@@ -85,7 +79,7 @@ func (f *File) Wait(ctx context.Context) (*Table, error) {
 // Cache loads the tables of ELF files, each once, in the background, one file at a time.
 // It is safe for concurrent use; Close stops the loads and waits for them.
 type Cache struct {
-	opts   Options
+	cfg    Config
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -98,9 +92,9 @@ type Cache struct {
 }
 
 // NewCache makes an empty cache.
-func NewCache(o Options) *Cache {
+func NewCache(cfg Config) *Cache {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Cache{opts: o.withDefaults(), ctx: ctx, cancel: cancel, one: make(chan struct{}, 1),
+	return &Cache{cfg: cfg.withDefaults(), ctx: ctx, cancel: cancel, one: make(chan struct{}, 1),
 		byStat: map[statKey]*File{}, byBuild: map[string]*Table{}}
 }
 
@@ -127,11 +121,11 @@ func (c *Cache) Open(file *os.File, root, path string) *File {
 		file.Close()
 		return f
 	}
-	if len(c.byStat) >= c.opts.MaxFiles {
+	if len(c.byStat) >= c.cfg.MaxFiles {
 		file.Close()
 		if !c.full {
 			c.full = true
-			c.opts.Logger.Warn("elfsym: the symbol cache is full; files seen from now on are not named",
+			c.cfg.Logger.Warn("elfsym: the symbol cache is full; files seen from now on are not named",
 				"files", len(c.byStat))
 		}
 		return failed(ErrCacheFull)
@@ -176,7 +170,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 			return t, nil
 		}
 	}
-	b := newBuilder(c.opts)
+	b := newBuilder(c.cfg.Options)
 	var errs []error
 	if ef.hasSymtab() {
 		errs = append(errs, b.addSymbols(ef, elf.SHT_SYMTAB, ""))
@@ -190,8 +184,8 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 	}
 	t := b.table(ef.loads(), id)
 	if t.Capped {
-		c.opts.Logger.Warn("elfsym: file has more symbols than profd keeps; the rest are not named",
-			"file", path, "kept", t.Len(), "max_symbols", c.opts.MaxSymbols, "max_string_bytes", c.opts.MaxStringBytes)
+		c.cfg.Logger.Warn("elfsym: file has more symbols than profd keeps; the rest are not named",
+			"file", path, "kept", t.Len(), "max_symbols", c.cfg.MaxSymbols, "max_string_bytes", c.cfg.MaxStringBytes)
 	}
 	if id != "" {
 		c.mu.Lock()

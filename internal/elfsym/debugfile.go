@@ -52,7 +52,7 @@ func (c *Cache) findDebug(ef *elfFile, id, root, p string) (*debugFile, string) 
 		}
 		if got := dbg.buildID(); id != "" || got != "" {
 			if got != id {
-				c.opts.Logger.Warn("elfsym: debug file refused: its build-id is not the file's",
+				c.cfg.Logger.Warn("elfsym: debug file refused: its build-id is not the file's",
 					"file", p, "debug_file", cand, "build_id", id, "debug_build_id", got)
 				f.Close()
 				continue

@@ -3,7 +3,7 @@
 // build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink), read through a root
 // directory so that a process in a container is named from its own files.
 //
-//	cache := elfsym.NewCache(elfsym.Options{Logger: logger})
+//	cache := elfsym.NewCache(elfsym.Config{Logger: logger})
 //	defer cache.Close()
 //	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres")
 //	t, err := f.Wait(ctx)            // loaded in the background, once per file

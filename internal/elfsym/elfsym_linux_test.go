@@ -108,7 +108,7 @@ func newTestCache(t testing.TB, logs io.Writer) *Cache {
 	if logs == nil {
 		logs = io.Discard
 	}
-	c := NewCache(Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := NewCache(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(c.Close)
 	return c
 }
@@ -445,7 +445,7 @@ func TestCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	c := NewCache(Options{MaxSymbols: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c := NewCache(Config{Options: Options{MaxSymbols: 1000}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer c.Close()
 	tab, err = c.Open(must(os.Open(big)), "", big).Wait(context.Background())
 	if err != nil || !tab.Capped {
@@ -521,7 +521,7 @@ func ExampleCache() {
 	if err != nil {
 		return
 	}
-	c := NewCache(Options{})
+	c := NewCache(Config{})
 	defer c.Close()
 	tab, err := c.Open(f, root, "/usr/bin/prog").Wait(context.Background())
 	if err != nil {

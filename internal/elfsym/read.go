@@ -13,6 +13,22 @@ import (
 	"strings"
 )
 
+// Options bound what is read of one file. Zero fields take the defaults.
+type Options struct {
+	MaxSymbols     int   // function symbols kept per file (DefaultMaxSymbols)
+	MaxStringBytes int64 // bytes of one string table read (DefaultMaxStringBytes)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxSymbols <= 0 {
+		o.MaxSymbols = DefaultMaxSymbols
+	}
+	if o.MaxStringBytes <= 0 {
+		o.MaxStringBytes = DefaultMaxStringBytes
+	}
+	return o
+}
+
 // Bounds of what is read of one file; Options may lower or raise the first two.
 const (
 	DefaultMaxSymbols     = 1 << 21  // function symbols kept per file

@@ -3,7 +3,7 @@
 // need the process), and the DWARF discriminators of a code load's line entries (from the
 // debug object the JIT registered with the GDB JIT interface, package internal/gdbjit).
 //
-//	e := enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: log})
+//	e := enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: log})
 //	e.Load(load) // before the load is applied; may wait up to 55 ms for a debug object
 //	e.Forget(pid) // when the process is gone
 //
@@ -24,12 +24,12 @@ import (
 	"github.com/profd/profd/jitmap"
 )
 
-// DefaultMaxCodeBytes is Config.MaxCodeBytes's default: the largest perf-map symbol whose
+// DefaultMaxCodeBytes is Options.MaxCodeBytes's default: the largest perf-map symbol whose
 // code is read from the process.
 const DefaultMaxCodeBytes = 1 << 20
 
-// Config says what to fill in.
-type Config struct {
+// Options say what an Enricher fills in.
+type Options struct {
 	// ReadCode reads the code bytes of loads that came without them (perf-map lines).
 	ReadCode bool
 	// MaxCodeBytes bounds ReadCode per symbol; 0 means DefaultMaxCodeBytes.
@@ -52,7 +52,7 @@ type Stats struct {
 
 // Enricher fills in code loads.
 type Enricher struct {
-	cfg   Config
+	opts  Options
 	log   *slog.Logger
 	debug *gdbjit.Reader // nil unless ReadDiscriminators
 	// missed holds the pids (uint32) of which a load found no debug object even after the
@@ -63,15 +63,15 @@ type Enricher struct {
 }
 
 // New returns an Enricher.
-func New(cfg Config) *Enricher {
-	if cfg.MaxCodeBytes <= 0 {
-		cfg.MaxCodeBytes = DefaultMaxCodeBytes
+func New(opts Options) *Enricher {
+	if opts.MaxCodeBytes <= 0 {
+		opts.MaxCodeBytes = DefaultMaxCodeBytes
 	}
-	e := &Enricher{cfg: cfg, log: cfg.Logger}
+	e := &Enricher{opts: opts, log: opts.Logger}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ReadDiscriminators {
+	if opts.ReadDiscriminators {
 		e.debug = gdbjit.NewReader(gdbjit.Options{})
 	}
 	return e
@@ -86,7 +86,7 @@ func (e *Enricher) Stats() Stats {
 // Load fills in load's missing code bytes and its line entries' discriminators, as
 // configured. It changes load in place.
 func (e *Enricher) Load(load *jitmap.CodeLoad) {
-	if e.cfg.ReadCode && load.Object.Code == nil {
+	if e.opts.ReadCode && load.Object.Code == nil {
 		e.fillCode(load)
 	}
 	if e.debug != nil && len(load.Object.Lines) > 0 {
@@ -104,7 +104,7 @@ func (e *Enricher) Forget(pid uint32) {
 
 func (e *Enricher) fillCode(load *jitmap.CodeLoad) {
 	o := &load.Object
-	if o.Size == 0 || o.Size > uint64(e.cfg.MaxCodeBytes) {
+	if o.Size == 0 || o.Size > uint64(e.opts.MaxCodeBytes) {
 		return
 	}
 	code, err := procmem.Read(load.Pid, o.Addr, int(o.Size))

@@ -15,7 +15,7 @@ import (
 // TestReadCodeOfThisProcess: a perf-map load carries no code; the Enricher reads it from the
 // live process, and a load at an unmapped address keeps no code.
 func TestReadCodeOfThisProcess(t *testing.T) {
-	e := New(Config{ReadCode: true})
+	e := New(Options{ReadCode: true})
 	code := []byte{0x55, 0x48, 0x89, 0xe5, 0x31, 0xc0, 0x5d, 0xc3}
 	pid := uint32(os.Getpid())
 	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "jitted_function",
@@ -35,7 +35,7 @@ func TestReadCodeOfThisProcess(t *testing.T) {
 	// Without ReadCode nothing is read.
 	off := &jitmap.CodeLoad{Pid: pid, Object: load.Object}
 	off.Object.Code = nil
-	New(Config{}).Load(off)
+	New(Options{}).Load(off)
 	if off.Object.Code != nil {
 		t.Error("read code without ReadCode")
 	}
@@ -70,7 +70,7 @@ func TestReadCodeOfOtherProcess(t *testing.T) {
 		t.Fatal("no executable file mapping in sleep")
 	}
 	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: text.Start, Size: 64}}
-	New(Config{ReadCode: true}).Load(load)
+	New(Options{ReadCode: true}).Load(load)
 	mem, err := os.Open(procfs.Path(pid, "mem"))
 	if err != nil {
 		t.Fatal(err)

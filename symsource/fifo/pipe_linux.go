@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +29,6 @@ type pipe struct {
 	access   int // unix.O_RDONLY or unix.O_RDWR
 	fd       int
 	dev, ino uint64
-	polls    atomic.Uint64 // poll(2) returns, for tests that the reader sleeps between writers
 }
 
 // createPipe makes the symbols FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and
@@ -151,7 +149,6 @@ func (p *pipe) read(buf []byte, wakeFd int) (n int, eof bool, err error) {
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		_, err := unix.Poll(fds, -1)
-		p.polls.Add(1)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue

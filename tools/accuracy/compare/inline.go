@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // Callsites says where each function of an IR module had another inlined into it: per
@@ -108,7 +108,7 @@ func ParseCallsites(r io.Reader) (Callsites, error) {
 // copy, which a flat line table cannot split among them. first gives
 // each caller's first line (profgen.SubprogramLines), from which callsite offsets count.
 // It returns how many profiles it nested.
-func NestInlined(p *profileio.Profile, calls Callsites, first map[string]uint32) int {
+func NestInlined(p *sampleprof.Profile, calls Callsites, first map[string]uint32) int {
 	copies := map[string]int{}
 	for _, callees := range calls {
 		for callee, sites := range callees {
@@ -126,15 +126,15 @@ func NestInlined(p *profileio.Profile, calls Callsites, first map[string]uint32)
 			if fp == nil || copies[callee] != 1 || sites[0].Line < first[caller] {
 				continue
 			}
-			base, _ := profileio.LLVMDiscriminator(sites[0].Discriminator)
-			at := profileio.LineLocation{LineOffset: sites[0].Line - first[caller], Discriminator: base}
+			base, _ := sampleprof.DecodeDiscriminator(sites[0].Discriminator)
+			at := sampleprof.LineLocation{LineOffset: sites[0].Line - first[caller], Discriminator: base}
 			nested := *fp
 			nested.HeadSamples = 0
 			if cp.Inlined == nil {
-				cp.Inlined = map[profileio.LineLocation]map[string]*profileio.FunctionProfile{}
+				cp.Inlined = map[sampleprof.LineLocation]map[string]*sampleprof.FunctionProfile{}
 			}
 			if cp.Inlined[at] == nil {
-				cp.Inlined[at] = map[string]*profileio.FunctionProfile{}
+				cp.Inlined[at] = map[string]*sampleprof.FunctionProfile{}
 			}
 			cp.Inlined[at][callee] = &nested
 			cp.TotalSamples += nested.TotalSamples

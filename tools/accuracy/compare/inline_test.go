@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 // inlinedIR is a main (line 10) into which step (line 2) was inlined once, at line 12 with
@@ -56,15 +57,15 @@ func TestNestInlined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := profileio.NewProfile()
-	p.Add(&profileio.FunctionProfile{Name: "main", TotalSamples: 5, HeadSamples: 5, Body: map[profileio.LineLocation]uint64{{LineOffset: 1}: 5}})
-	p.Add(&profileio.FunctionProfile{Name: "step", TotalSamples: 40, Body: map[profileio.LineLocation]uint64{{LineOffset: 1}: 40}})
-	p.Add(&profileio.FunctionProfile{Name: "helper", TotalSamples: 7, Body: map[profileio.LineLocation]uint64{{LineOffset: 1}: 7}})
+	p := sampleprof.NewProfile()
+	p.Add(&sampleprof.FunctionProfile{Name: "main", TotalSamples: 5, HeadSamples: 5, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1}: 5}})
+	p.Add(&sampleprof.FunctionProfile{Name: "step", TotalSamples: 40, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1}: 40}})
+	p.Add(&sampleprof.FunctionProfile{Name: "helper", TotalSamples: 7, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1}: 7}})
 	if n := NestInlined(p, calls, map[string]uint32{"main": 10}); n != 1 {
 		t.Fatalf("nested %d profiles, want 1 (step)", n)
 	}
 	main := p.Functions["main"]
-	at := profileio.LineLocation{LineOffset: 2, Discriminator: 1}
+	at := sampleprof.LineLocation{LineOffset: 2, Discriminator: 1}
 	if s := main.Inlined[at]["step"]; s == nil || s.TotalSamples != 40 || s.HeadSamples != 0 {
 		t.Errorf("main's inlined callsites %v, want step with 40 samples at %v", main.Inlined, at)
 	}

@@ -1,11 +1,4 @@
-package profileio
-
-import (
-	"cmp"
-	"slices"
-	"sort"
-	"strings"
-)
+package sampleprof
 
 // LineLocation is a position inside a function as LLVM's sample profile names it: the source
 // line minus the function's first line, and the line's DWARF discriminator.
@@ -22,13 +15,9 @@ func (l LineLocation) Less(m LineLocation) bool {
 	return l.Discriminator < m.Discriminator
 }
 
-// maxTextLineOffset is the largest offset LLVM's text reader takes on a line without a
-// discriminator (it checks that the offset fits 16 bits).
-const maxTextLineOffset = 0xffff
-
-// MaxLineOffset is the largest offset the writers emit. LLVM 14's ext-binary reader stops
-// reading a function, without an error, at a larger offset and then misreads what
-// follows; its text reader refuses one without a discriminator.
+// MaxLineOffset is the largest offset LLVM 14 reads back: its ext-binary reader stops
+// reading a function, without an error, at a larger offset and then misreads what follows;
+// its text reader refuses one without a discriminator.
 const MaxLineOffset = 0xffff
 
 // FunctionProfile is one function's samples in LLVM's sample-profile model.
@@ -45,8 +34,8 @@ type FunctionProfile struct {
 	// HeadSamples are not carried by LLVM's formats and stay zero.
 	Inlined map[LineLocation]map[string]*FunctionProfile
 	// NoLineTable is true when the function's code had no line table, so only its total
-	// and head samples are known. The text writer says so in a comment line; the ext-binary
-	// format has no place for it.
+	// and head samples are known. LLVM's formats have no field for it (profileio's text
+	// writer says so in a comment line).
 	NoLineTable bool
 }
 
@@ -62,34 +51,13 @@ func NewProfile() *Profile { return &Profile{Functions: map[string]*FunctionProf
 // LLVM's readers do). The profile keeps f itself when the name is new.
 func (p *Profile) Add(f *FunctionProfile) {
 	if old, ok := p.Functions[f.Name]; ok {
-		old.merge(f)
+		old.Merge(f)
 		return
 	}
 	if p.Functions == nil {
 		p.Functions = map[string]*FunctionProfile{}
 	}
 	p.Functions[f.Name] = f
-}
-
-// SortedFunctions returns the functions in the order LLVM's writers use: most total samples
-// first, then by name.
-func (p *Profile) SortedFunctions() []*FunctionProfile {
-	fs := make([]*FunctionProfile, 0, len(p.Functions))
-	for _, f := range p.Functions {
-		fs = append(fs, f)
-	}
-	sort.Slice(fs, func(i, j int) bool {
-		if fs[i].TotalSamples != fs[j].TotalSamples {
-			return fs[i].TotalSamples > fs[j].TotalSamples
-		}
-		return fs[i].Name < fs[j].Name
-	})
-	return fs
-}
-
-// SortedLines returns the locations of f's body lines in ascending order.
-func (f *FunctionProfile) SortedLines() []LineLocation {
-	return sortedKeys(f.Body)
 }
 
 // AddBody adds n samples at loc.
@@ -133,7 +101,9 @@ func (f *FunctionProfile) InlinedAt(loc LineLocation, callee string) *FunctionPr
 	return c
 }
 
-func (f *FunctionProfile) merge(g *FunctionProfile) {
+// Merge adds g's counts, call targets and inlined callees to f, whatever g's name; f has
+// no line table only when neither had one. g is not changed and shares nothing with f.
+func (f *FunctionProfile) Merge(g *FunctionProfile) {
 	f.TotalSamples = SatAdd(f.TotalSamples, g.TotalSamples)
 	f.HeadSamples = SatAdd(f.HeadSamples, g.HeadSamples)
 	for loc, n := range g.Body {
@@ -146,54 +116,10 @@ func (f *FunctionProfile) merge(g *FunctionProfile) {
 	}
 	for loc, m := range g.Inlined {
 		for callee, c := range m {
-			f.InlinedAt(loc, callee).merge(c)
+			f.InlinedAt(loc, callee).Merge(c)
 		}
 	}
 	f.NoLineTable = f.NoLineTable && g.NoLineTable
-}
-
-// sortedCalls appends a line's call targets to buf as LLVM writes them: most calls first,
-// then by name.
-func sortedCalls(buf []callTarget, m map[string]uint64) []callTarget {
-	ts := buf[:0]
-	for n, c := range m {
-		ts = append(ts, callTarget{n, c})
-	}
-	if len(ts) > 1 {
-		slices.SortFunc(ts, func(a, b callTarget) int {
-			if a.count != b.count {
-				return cmp.Compare(b.count, a.count)
-			}
-			return strings.Compare(a.name, b.name)
-		})
-	}
-	return ts
-}
-
-func sortedKeys[V any](m map[LineLocation]V) []LineLocation {
-	if len(m) == 0 {
-		return nil
-	}
-	locs := make([]LineLocation, 0, len(m))
-	for l := range m {
-		locs = append(locs, l)
-	}
-	slices.SortFunc(locs, func(a, b LineLocation) int {
-		if a.LineOffset != b.LineOffset {
-			return cmp.Compare(a.LineOffset, b.LineOffset)
-		}
-		return cmp.Compare(a.Discriminator, b.Discriminator)
-	})
-	return locs
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // SatAdd is a+b, saturating at the largest uint64: counts in profiles and captures never
