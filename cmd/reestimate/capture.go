@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,8 +15,18 @@ import (
 
 // runCapture reestimates a profd capture: into an LLVM sample profile (llvm-text,
 // llvm-extbinary), or into block and edge counts per sampled code object (json, text).
-func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Options) error {
-	c, err := profileio.ReadCapture(r)
+func runCapture(ctx context.Context, cfg *Config, r *bufio.Reader, opt reestimate.Options) error {
+	cr := &countingReader{r: r}
+	c, err := profileio.ReadCapture(cr)
+	if err == nil && c.End != nil {
+		if next, perr := r.Peek(profileio.CaptureMagicBytes); len(next) > 0 {
+			what := "bytes that are not part of it"
+			if perr == nil && profileio.IsCapture(next) {
+				what = "a second capture (captures joined with cat?)"
+			}
+			return fmt.Errorf("%s: %s follow the capture's end at byte %d: reestimate reads one capture; give each its own run", cfg.Input, what, cr.n)
+		}
+	}
 	switch {
 	case err != nil && c == nil:
 		return fmt.Errorf("%s: %w", cfg.Input, err)
@@ -62,6 +73,15 @@ func runCapture(ctx context.Context, cfg *Config, r io.Reader, opt reestimate.Op
 		}
 	}
 	prof, st := profgen.FromCapture(c, lopt)
+	if st.Objects == 0 {
+		// An empty LLVM profile is no profile: llvm-profdata refuses it, and a compiler would
+		// read it as "nothing ran".
+		why := "no JIT code drew a sample"
+		if c.Truncated || c.End == nil {
+			why += " in the part of the capture that was written (its writer stopped early)"
+		}
+		return fmt.Errorf("%s: %s: no LLVM profile written", cfg.Input, why)
+	}
 	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
 		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
 	if st.FirstError != nil {
@@ -91,4 +111,16 @@ func captureFunctions(c *profileio.Capture) []cfgjson.Function {
 		funcs = append(funcs, f)
 	}
 	return funcs
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -174,7 +174,7 @@ func TestRunCaptureDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)/2] ^= 0x40
+	b[len(b)-3] ^= 0x40 // in the end section: every sample comes before the damage
 	if err := os.WriteFile(capPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +186,18 @@ func TestRunCaptureDamaged(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
 	conf.Salvage = true
-	if err := Run(context.Background(), conf); err != nil {
-		t.Errorf("--salvage: %v", err)
+	if prof := runToProfile(t, conf); len(prof.Functions) == 0 {
+		t.Errorf("--salvage: no function in the profile of the sections before the damage")
+	}
+	// Damage before any sample leaves --salvage nothing to profile: an error, no empty profile.
+	b[len(b)-3] ^= 0x40
+	b[40] ^= 0x40
+	if err := os.WriteFile(capPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf.Output = filepath.Join(dir, "prof2.txt")
+	if err := Run(context.Background(), conf); err == nil || !strings.Contains(err.Error(), "no LLVM profile written") {
+		t.Errorf("--salvage with nothing sampled before the damage: %v, want no LLVM profile", err)
 	}
 }
 
@@ -270,4 +280,47 @@ func parseHex(t *testing.T, s string) uint64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRunCaptureCutOrJoined: a capture cut after its header, or cut before any sample, gives
+// no profile and an error (an empty LLVM profile is one llvm-profdata refuses and a compiler
+// would read as "nothing ran"); two captures joined with cat are refused, not half read.
+func TestRunCaptureCutOrJoined(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "run.profd")
+	writeExampleCapture(t, whole)
+	b, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		want  string
+	}{
+		{"header only", b[:16], "no JIT code drew a sample in the part of the capture that was written"},
+		{"two captures", append(append([]byte(nil), b...), b...), "a second capture (captures joined with cat?) follow the capture's end at byte " + strconv.Itoa(len(b))},
+		{"trailing bytes", append(append([]byte(nil), b...), "junk"...), "bytes that are not part of it follow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, out := filepath.Join(dir, tc.name+".profd"), filepath.Join(dir, tc.name+".txt")
+			if err := os.WriteFile(in, tc.bytes, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			conf := &Config{Input: in, Output: out, Solver: "ssp"}
+			if err := conf.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			err := Run(context.Background(), conf)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+			if exitCode(err) != exitFailure {
+				t.Errorf("exit %d, want %d", exitCode(err), exitFailure)
+			}
+			if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+				t.Errorf("an output was written (%v)", serr)
+			}
+		})
+	}
 }

@@ -85,7 +85,9 @@ CFG given), pools the samples over blocks that run equally often into block weig
 repairs them into counts that obey flow conservation (minimum-cost circulation). From a
 capture it writes an LLVM sample profile (the repaired block counts projected onto the JIT's
 line tables) or, with --format json or text, the same block and edge counts; from JSON,
-block and edge counts.
+block and edge counts. It reads one capture: bytes after its end (captures joined with cat)
+are an error, and a capture none of whose JIT code drew a sample (one cut after its header)
+gives no LLVM profile and an error, never an empty file.
 
 Examples:
   reestimate run.profd -o prof.txt                        # LLVM sample profile (text)
