@@ -14,10 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/enrich"
-	"github.com/profd/profd/internal/kallsyms"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
@@ -27,7 +26,7 @@ import (
 	"github.com/profd/profd/symsource/files"
 )
 
-// drainEvery is how often sampled counts are moved from the sampler into the aggregate when
+// drainEvery is how often sampled counts are moved from the sampler into the attribution when
 // nothing else drains them (flushes, target exits and batches of symbol records that end
 // code drain too). A count knows its samples only by the first and last time, so a drain
 // also bounds the span a count covers; while samples wait unnamed (their code's record may
@@ -41,8 +40,7 @@ const (
 	unnamedDrainEvery = 50 * time.Millisecond
 )
 
-// daemon is one profd run. Its lock guards the aggregate and orders every drain with the
-// symbol events that end code.
+// daemon is one profd run. Its fields are grouped by who owns them.
 type daemon struct {
 	cfg       Config
 	log       *slog.Logger
@@ -50,48 +48,105 @@ type daemon struct {
 	startNs   int64
 	startTime time.Time
 
-	jit     *jitmap.Map
+	parts components
+	mu    sync.Mutex
+	// guarded is what mu guards; the lock also orders every drain with the symbol events
+	// that end code.
+	locked   lockedState
+	flushing flushState
+	wake     wakeups
+	replies  replyLog
+}
+
+// components are the parts the daemon runs: made by newDaemon (jit, look) and open, released
+// by closeAll. Each is safe for concurrent use.
+type components struct {
+	jit     *jitmap.Map // the targets' code, versioned by time
+	look    *procLookup // what attribution reads of processes: /proc, files' symbols, kallsyms
 	smp     sampler.Sampler
 	fifo    *fifo.Server
 	files   *files.Tailer
 	symbols *symbolStage
 	watch   *targets.Watcher
-	syms    *elfsym.Cache // the symbols of the files native samples fall in
+}
 
-	mu            sync.Mutex
-	agg           *aggregate
+// lockedState is the daemon's state under its lock (daemon.mu): the attribution, the targets, the
+// counters, what waits for the next flush.
+type lockedState struct {
+	counts *attribute.Counts
+	// targets are the live targets' output names and budgets; processes counts the
+	// processes seen per pid in this run, so that a process that reuses a pid gets output
+	// files of its own.
+	targets   map[uint32]*target
+	processes map[uint32]int
+
 	loads         uint64 // code loads seen
 	drainedNs     int64  // when the last drain began
 	symErrs       uint64 // events jitmap refused
 	symOverBudget uint64 // loads refused past a target's budgets
 	flushes       uint64
 	retired       []pending // final captures of exited targets, for the next flush
-	// finalBy is when the final flush stops waiting for files' symbols (set at the stop,
-	// before the final flush, on the goroutine that runs it).
-	finalBy time.Time
-
-	latest map[string]procSummary // each output's last flush, by base name, for the summary; the flushing goroutine's
-	// exitedByImage: with --group-by image, the final captures of the processes that exited,
-	// merged into their image's outputs at every flush; the flushing goroutine's.
-	exitedByImage map[string][]pending
-	// noFunctionsLogged: processes whose missing LLVM profiles were logged; the flushing goroutine's
-	noFunctionsLogged map[uint32]bool
-	// cutWarned: processes whose cut call chains were warned about; the flushing goroutine's.
-	cutWarned map[uint32]bool
-	// kallsyms names kernel frames (--kernel-stacks), read at the first flush that has some.
-	kallsymsOnce sync.Once
-	kallsyms     *kallsyms.Table
-
-	goneNote  chan struct{} // a target went away
-	addedNote chan struct{} // a target was added
-	flushReq  chan struct{} // capacity 1: a pending flush; more requests coalesce into it
-	// flushRequests holds the JITs' own flush requests not yet answered, by target (under
-	// mu); targetFlush (capacity 1) says there are some.
+	// flushRequests holds the JITs' own flush requests not yet answered, by target.
 	flushRequests map[uint32][]*jitmap.FlushRequest
-	targetFlush   chan struct{}
-	replyErrMu    sync.Mutex
-	replyErrs     map[uint32]bool // targets whose reply failed, logged once
-	flushWG       sync.WaitGroup
+}
+
+// target is what the daemon keeps of a live target besides its counts.
+type target struct {
+	base       string // output file name without extension (outputBase)
+	overBudget uint64 // loads refused past the target's symbol budgets
+}
+
+// flushState belongs to the flushing goroutine: flushLoop, and after it ended the final
+// flush on Run's goroutine.
+type flushState struct {
+	// finalBy is when the final flush stops waiting for files' symbols (set at the stop,
+	// before the final flush, on the goroutine that runs it; read by the final flush only).
+	finalBy time.Time
+	latest  map[string]procSummary // each output's last flush, by base name, for the summary
+	// exitedByImage: with --group-by image, the final captures of the processes that exited,
+	// merged into their image's outputs at every flush.
+	exitedByImage map[string][]pending
+	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
+	noFunctionsLogged map[uint32]bool
+	// cutWarned: processes whose cut call chains were warned about.
+	cutWarned map[uint32]bool
+}
+
+// wakeups are how the daemon's goroutines wake each other: each channel holds at most one
+// wake-up, and more coalesce into it.
+type wakeups struct {
+	goneNote  chan struct{} // to Run's loop: a target went away
+	addedNote chan struct{} // to Run's loop: a target was added
+	// flushReq (to the flushing goroutine) is a pending flush; Run closes it to stop the
+	// goroutine, and flushWG waits for it.
+	flushReq chan struct{}
+	// targetFlush (to the flushing goroutine) says there are JITs' flush requests.
+	targetFlush chan struct{}
+	flushWG     sync.WaitGroup
+}
+
+// replyLog remembers the targets whose flush replies failed, so that each is logged once;
+// the goroutines that reply share it under its lock.
+type replyLog struct {
+	mu     sync.Mutex
+	failed map[uint32]bool
+}
+
+// first notes that a reply to pid failed and reports whether it is the first since pid
+// became a target.
+func (r *replyLog) first(pid uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := !r.failed[pid]
+	r.failed[pid] = true
+	return first
+}
+
+// forget forgets pid's failures: it exited.
+func (r *replyLog) forget(pid uint32) {
+	r.mu.Lock()
+	delete(r.failed, pid)
+	r.mu.Unlock()
 }
 
 // Run profiles the configured targets until ctx is done, --duration passes, or every
@@ -122,7 +177,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	d.printStart()
 
-	d.flushWG.Add(1)
+	d.wake.flushWG.Add(1)
 	go d.flushLoop()
 
 	var flushTick, deadline <-chan time.Time
@@ -151,10 +206,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 			d.requestFlush()
 		case <-drain.C:
 			drain.Reset(d.drainTick())
-		case <-d.addedNote:
+		case <-d.wake.addedNote:
 			// A new target drains soon (a Reset timer never delivers a stale tick).
 			drain.Reset(unnamedDrainEvery)
-		case <-d.goneNote:
+		case <-d.wake.goneNote:
 			if d.targetsGone() {
 				why = "every target exited"
 			}
@@ -165,16 +220,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
 	// whatever a target keeps sending; the rest of it is the final flush's.
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
-	d.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
-	d.symbols.expireAt(symbolsBy)
-	close(d.flushReq)
-	d.flushWG.Wait()
+	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
+	d.parts.symbols.expireAt(symbolsBy)
+	close(d.wake.flushReq)
+	d.wake.flushWG.Wait()
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
 	// symbol stage applies it), then flush everything one last time.
-	d.watch.Close()
-	d.fifo.CloseBy(symbolsBy)
-	d.files.CloseBy(symbolsBy)
-	d.symbols.close()
+	d.parts.watch.Close()
+	d.parts.fifo.CloseBy(symbolsBy)
+	d.parts.files.CloseBy(symbolsBy)
+	d.parts.symbols.close()
 	d.logStopLosses()
 	d.flush(true)
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
@@ -184,8 +239,8 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 // logStopLosses says what symbols the stop left out, if any: bytes not read from FIFOs and
 // files and records not applied when the stop deadline passed.
 func (d *daemon) logStopLosses() {
-	fifoUnread, filesUnread := d.fifo.Stats().Unread, d.files.Stats().Unread
-	unapplied := d.symbols.unapplied.Load()
+	fifoUnread, filesUnread := d.parts.fifo.Stats().Unread, d.parts.files.Stats().Unread
+	unapplied := d.parts.symbols.unapplied.Load()
 	if fifoUnread+filesUnread+unapplied == 0 {
 		return
 	}
@@ -196,13 +251,16 @@ func (d *daemon) logStopLosses() {
 
 // newDaemon makes a daemon with nothing opened yet.
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
-	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now(),
-		jit: jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes}), goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), latest: make(map[string]procSummary), exitedByImage: map[string][]pending{}, noFunctionsLogged: map[uint32]bool{},
-		cutWarned:     map[uint32]bool{},
-		flushRequests: map[uint32][]*jitmap.FlushRequest{}, targetFlush: make(chan struct{}, 1), replyErrs: map[uint32]bool{}}
-	d.syms = elfsym.NewCache(elfsym.Options{Logger: logger})
-	d.agg = newAggregate(d.jit, d.syms, logger)
+	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now()}
+	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes})
+	d.parts.look = newProcLookup(logger)
+	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
+		processes: map[uint32]int{}, flushRequests: map[uint32][]*jitmap.FlushRequest{}}
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}
+	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
+		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1)}
+	d.replies.failed = map[uint32]bool{}
 	return d
 }
 
@@ -210,7 +268,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 func (d *daemon) open(ctx context.Context) error {
 	// Explicit pids are checked first, before anything is opened.
 	var err error
-	d.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
+	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
 		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
@@ -225,16 +283,16 @@ func (d *daemon) open(ctx context.Context) error {
 	case BackendRing:
 		backend = sampler.BackendRing
 	}
-	d.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
+	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log,
 		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
+	d.parts.symbols = newSymbolStage(enrich.New(enrich.Config{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
 		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
-	d.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.symbols.add, Logger: d.log, Decoder: decoder})
+	d.parts.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.parts.symbols.add, Logger: d.log, Decoder: decoder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -244,20 +302,20 @@ func (d *daemon) open(ctx context.Context) error {
 	if d.cfg.JitdumpDir != "" {
 		jitdumpDirs = append(jitdumpDirs, filepath.Join(d.cfg.JitdumpDir, ".debug", "jit"))
 	}
-	d.files, err = files.Start(ctx, files.Config{Handler: d.symbols.add, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
+	d.parts.files, err = files.Start(ctx, files.Config{Handler: d.parts.symbols.add, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	if err := d.smp.Start(ctx); err != nil {
+	if err := d.parts.smp.Start(ctx); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.watch.Start(ctx)
+	d.parts.watch.Start(ctx)
 	return nil
 }
 
 // printStart says what profd is doing: the event and back end in use and where JITs find it.
 func (d *daemon) printStart() {
-	ev := d.smp.Event()
+	ev := d.parts.smp.Event()
 	line := fmt.Sprintf("profd: sampling %s", ev.Used)
 	if ev.Used != ev.Requested {
 		line += fmt.Sprintf(" (asked for %s: %s)", ev.Requested, ev.Reason)
@@ -268,33 +326,33 @@ func (d *daemon) printStart() {
 		line += fmt.Sprintf(" at %d Hz", d.cfg.FreqHz)
 	}
 	fmt.Fprintf(d.out, "%s with the %s back end; pid file %s; profiles to %s\n",
-		line, d.smp.Backend(), filepath.Join(d.fifo.Dir(), "profd.pid"), d.cfg.OutDir)
+		line, d.parts.smp.Backend(), filepath.Join(d.parts.fifo.Dir(), "profd.pid"), d.cfg.OutDir)
 	if len(d.cfg.JITImages) > 0 {
 		fmt.Fprintf(d.out, "profd: watching for processes of %s\n", strings.Join(d.cfg.JITImages, ", "))
 	}
 	d.log.Info("profd: started", "event", ev.Used, "requested_event", ev.Requested, "fallback", ev.Reason,
-		"backend", d.smp.Backend(), "fifo_dir", d.fifo.Dir(), "out", d.cfg.OutDir)
+		"backend", d.parts.smp.Backend(), "fifo_dir", d.parts.fifo.Dir(), "out", d.cfg.OutDir)
 }
 
 // closeAll releases what open made, in reverse order.
 func (d *daemon) closeAll() error {
-	if d.watch != nil {
-		d.watch.Close()
+	if d.parts.watch != nil {
+		d.parts.watch.Close()
 	}
-	if d.fifo != nil {
-		d.fifo.Close()
+	if d.parts.fifo != nil {
+		d.parts.fifo.Close()
 	}
-	if d.files != nil {
-		d.files.Close()
+	if d.parts.files != nil {
+		d.parts.files.Close()
 	}
-	if d.symbols != nil {
-		d.symbols.close()
+	if d.parts.symbols != nil {
+		d.parts.symbols.close()
 	}
-	if d.syms != nil {
-		d.syms.Close()
+	if d.parts.look != nil {
+		d.parts.look.close()
 	}
-	if d.smp != nil {
-		return d.smp.Close()
+	if d.parts.smp != nil {
+		return d.parts.smp.Close()
 	}
 	return nil
 }
@@ -302,35 +360,40 @@ func (d *daemon) closeAll() error {
 // addTarget runs on the watcher's goroutine when a target appears.
 func (d *daemon) addTarget(pid uint32) {
 	// The counts exist before sampling starts: samples of a pid without them are strays of
-	// a process already retired (see aggregate.attribute).
+	// a process already retired (see attribute.Counts.AddProcess).
 	d.mu.Lock()
-	p := d.agg.proc(pid)
+	image := d.locked.counts.AddProcess(pid, monotonicNs())
+	if d.locked.targets[pid] == nil {
+		d.locked.processes[pid]++
+		d.locked.targets[pid] = &target{base: outputBase(image, pid, d.locked.processes[pid])}
+	}
 	d.mu.Unlock()
-	if err := d.smp.AddTarget(pid); err != nil {
+	if err := d.parts.smp.AddTarget(pid); err != nil {
 		d.log.Warn("profd: cannot sample target", "pid", pid, "err", err)
 		d.mu.Lock()
-		delete(d.agg.procs, pid)
+		d.locked.counts.RemoveProcess(pid)
+		delete(d.locked.targets, pid)
 		d.mu.Unlock()
 		return
 	}
-	d.symbols.addTarget(pid)
+	d.parts.symbols.addTarget(pid)
 	st, err := procfs.ReadStatus(pid)
 	if err != nil {
 		d.log.Warn("profd: no symbol FIFO or files for target", "pid", pid, "err", err)
 		return
 	}
-	if err := d.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
+	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
 		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
 	}
-	if err := d.files.AddTarget(pid, st.UID); err != nil {
+	if err := d.parts.files.AddTarget(pid, st.UID); err != nil {
 		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
 	}
 	select {
-	case d.addedNote <- struct{}{}:
+	case d.wake.addedNote <- struct{}{}:
 	default:
 	}
-	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, p.image, d.fifo.FIFOPath(pid))
-	d.log.Info("profd: target added", "pid", pid, "image", p.image, "fifo", d.fifo.FIFOPath(pid))
+	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
+	d.log.Info("profd: target added", "pid", pid, "image", image, "fifo", d.parts.fifo.FIFOPath(pid))
 }
 
 // removeTarget runs on the watcher's goroutine when a target exits. Its FIFO is read to the
@@ -338,31 +401,30 @@ func (d *daemon) addTarget(pid uint32) {
 // flush; then everything profd held for it is released. All of that happens before the
 // watcher can report a new process that reuses the pid, so the two never mix.
 func (d *daemon) removeTarget(pid uint32) {
-	looked := append([]string{d.fifo.FIFOPath(pid)}, d.files.Looked(pid)...)
-	d.fifo.RemoveTarget(pid)
-	d.files.RemoveTarget(pid)
-	d.symbols.removeTarget(pid)
+	looked := append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...)
+	d.parts.fifo.RemoveTarget(pid)
+	d.parts.files.RemoveTarget(pid)
+	d.parts.symbols.removeTarget(pid)
 	d.mu.Lock()
 	d.drainLocked()
 	now := monotonicNs()
-	if p := d.agg.procs[pid]; p != nil {
-		d.agg.resolve(p, true)
-		d.warnUnnamed(p, looked)
-		st := d.smp.Stats()
+	if counts := d.locked.counts; counts.Has(pid) {
+		counts.NameLate(pid, true)
+		counts.WarnUnnamed(pid, looked)
+		st := d.parts.smp.Stats()
 		end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-		d.retired = append(d.retired, p.capture(d.jit, d.meta(), end, true))
-		delete(d.agg.procs, pid)
+		d.locked.retired = append(d.locked.retired, d.snapshot(pid, d.meta(), end, true))
+		counts.RemoveProcess(pid)
+		delete(d.locked.targets, pid)
 	}
-	d.jit.RemovePid(pid)
-	delete(d.flushRequests, pid) // its reply FIFO is gone: no one to answer
+	d.parts.jit.RemovePid(pid)
+	delete(d.locked.flushRequests, pid) // its reply FIFO is gone: no one to answer
 	d.mu.Unlock()
-	d.replyErrMu.Lock()
-	delete(d.replyErrs, pid)
-	d.replyErrMu.Unlock()
-	d.smp.RemoveTarget(pid)
+	d.replies.forget(pid)
+	d.parts.smp.RemoveTarget(pid)
 	d.log.Info("profd: target exited", "pid", pid)
 	select {
-	case d.goneNote <- struct{}{}:
+	case d.wake.goneNote <- struct{}{}:
 	default:
 	}
 }
@@ -374,16 +436,16 @@ func (d *daemon) drainTick() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := monotonicNs()
-	soon := d.agg.drainSoon(now)
-	if soon || now-d.drainedNs >= int64(drainEvery) {
+	soon := d.locked.counts.DrainSoon(now)
+	if soon || now-d.locked.drainedNs >= int64(drainEvery) {
 		d.drainLocked()
-		now = d.drainedNs
-		soon = d.agg.drainSoon(now)
+		now = d.locked.drainedNs
+		soon = d.locked.counts.DrainSoon(now)
 	}
 	if soon {
 		return unnamedDrainEvery
 	}
-	return max(time.Duration(d.drainedNs+int64(drainEvery)-now), unnamedDrainEvery)
+	return max(time.Duration(d.locked.drainedNs+int64(drainEvery)-now), unnamedDrainEvery)
 }
 
 // targetsGone asks for the flush that writes the final profiles of exited targets. It
@@ -391,7 +453,7 @@ func (d *daemon) drainTick() time.Duration {
 // --jit-image can bring new ones.
 func (d *daemon) targetsGone() bool {
 	d.requestFlush()
-	return len(d.cfg.JITImages) == 0 && len(d.watch.Targets()) == 0
+	return len(d.cfg.JITImages) == 0 && len(d.parts.watch.Targets()) == 0
 }
 
 // endDrainGap is the least time between two drains made because a batch of symbol records
@@ -410,30 +472,27 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 	defer d.mu.Unlock()
 	drained := false
 	for _, ev := range b.Events {
-		if !drained && monotonicNs()-d.drainedNs >= int64(endDrainGap) && d.jit.Ends(ev) {
+		if !drained && monotonicNs()-d.locked.drainedNs >= int64(endDrainGap) && d.parts.jit.Ends(ev) {
 			d.drainLocked()
 			drained = true
 		}
 		switch ev := ev.(type) {
 		case *jitmap.CodeLoad:
-			d.loads++
+			d.locked.loads++
 		case *jitmap.FlushRequest:
 			d.queueFlushRequest(b, ev)
 			continue
 		}
-		if err := d.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
+		if err := d.parts.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
 			d.overBudget(b.Pid, err)
 		} else if err != nil {
-			d.symErrs++
+			d.locked.symErrs++
 			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
 		}
 	}
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
 	// only against what came before.
-	if p := d.agg.procs[b.Pid]; p != nil {
-		p.symbols += uint64(len(b.Events))
-		p.recordsNs = max(p.recordsNs, latestTime(b.Events))
-	}
+	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
 }
 
 // maxPendingFlushRequests bounds the flush requests of one target waiting for a flush;
@@ -448,13 +507,13 @@ func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
 		d.log.Debug("profd: flush request outside the FIFO ignored", "pid", b.Pid, "stream", b.Stream)
 		return
 	}
-	if len(d.flushRequests[b.Pid]) >= maxPendingFlushRequests {
+	if len(d.locked.flushRequests[b.Pid]) >= maxPendingFlushRequests {
 		d.reply(b.Pid, fifo.FlushReply{ID: req.ID, Status: syscall.EBUSY})
 		return
 	}
-	d.flushRequests[b.Pid] = append(d.flushRequests[b.Pid], req)
+	d.locked.flushRequests[b.Pid] = append(d.locked.flushRequests[b.Pid], req)
 	select {
-	case d.targetFlush <- struct{}{}:
+	case d.wake.targetFlush <- struct{}{}:
 	default:
 	}
 }
@@ -462,15 +521,11 @@ func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
 // reply answers a flush request; a JIT that leaves its replies unread loses the later
 // ones, with one log line per target.
 func (d *daemon) reply(pid uint32, r fifo.FlushReply) {
-	err := d.fifo.Reply(pid, r)
+	err := d.parts.fifo.Reply(pid, r)
 	if err == nil || errors.Is(err, fifo.ErrNoTarget) {
 		return // answered, or the target (or profd) is gone: no one is waiting
 	}
-	d.replyErrMu.Lock()
-	first := !d.replyErrs[pid]
-	d.replyErrs[pid] = true
-	d.replyErrMu.Unlock()
-	if first {
+	if d.replies.first(pid) {
 		d.log.Warn("profd: cannot answer a flush request; later failures for this target are not logged",
 			"pid", pid, "request", r.ID, "err", err)
 	}
@@ -479,12 +534,12 @@ func (d *daemon) reply(pid uint32, r fifo.FlushReply) {
 // overBudget counts a load refused past pid's symbol budgets, and logs the first. Callers
 // hold d.mu.
 func (d *daemon) overBudget(pid uint32, err error) {
-	d.symOverBudget++
-	p := d.agg.procs[pid]
-	if p == nil {
+	d.locked.symOverBudget++
+	t := d.locked.targets[pid]
+	if t == nil {
 		return
 	}
-	if p.overBudget++; p.overBudget == 1 {
+	if t.overBudget++; t.overBudget == 1 {
 		d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
 			"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
 			"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
@@ -509,17 +564,16 @@ func latestTime(events []jitmap.Event) int64 {
 	return t
 }
 
-// drainLocked moves the sampler's counts into the aggregate and returns a time no sample
+// drainLocked moves the sampler's counts into the attribution and returns a time no sample
 // still in the sampler was taken before. Callers hold d.mu.
 func (d *daemon) drainLocked() int64 {
 	now := monotonicNs()
-	d.drainedNs = now
-	dr, err := d.smp.Drain()
+	d.locked.drainedNs = now
+	dr, err := d.parts.smp.Drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
-	d.agg.add(dr.Counts)
-	d.agg.addStacks(dr.Stacks)
+	d.locked.counts.Add(dr)
 	return now
 }
 
@@ -527,21 +581,21 @@ func (d *daemon) drainLocked() int64 {
 // joins it, and one made while a flush runs leads to one more.
 func (d *daemon) requestFlush() {
 	select {
-	case d.flushReq <- struct{}{}:
+	case d.wake.flushReq <- struct{}{}:
 	default:
 	}
 }
 
 func (d *daemon) flushLoop() {
-	defer d.flushWG.Done()
+	defer d.wake.flushWG.Done()
 	for {
 		select {
-		case _, ok := <-d.flushReq:
+		case _, ok := <-d.wake.flushReq:
 			if !ok {
 				return // stopping: the final flush answers what is pending
 			}
 			d.flush(false)
-		case <-d.targetFlush:
+		case <-d.wake.targetFlush:
 			d.flushTargets()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
@@ -230,7 +231,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		}
 		profdAll += st.Count
 		profdLeaves[reportName(frameName(c, st.Frames[0]))] += st.Count
-		if !threadStarts[reportName(frameName(c, st.Frames[len(st.Frames)-1]))] || len(st.Frames) < 2 {
+		if !attribute.ThreadStart(reportName(frameName(c, st.Frames[len(st.Frames)-1]))) || len(st.Frames) < 2 {
 			continue
 		}
 		profdComplete += st.Count
@@ -243,7 +244,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		f := st.frames
 		perfAll++
 		perfLeaves[reportName(f[0].sym)]++
-		if !threadStarts[reportName(f[len(f)-1].sym)] || len(f) < 2 {
+		if !attribute.ThreadStart(reportName(f[len(f)-1].sym)) || len(f) < 2 {
 			continue
 		}
 		perfComplete++

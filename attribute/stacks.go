@@ -1,10 +1,9 @@
-package daemon
+package attribute
 
 import (
 	"encoding/binary"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
@@ -47,7 +46,7 @@ type stackCounts struct {
 	index   map[string]int32 // by key (stackKey)
 	entries []stackEntry
 	key     []byte            // stackKey's scratch
-	comms   map[uint32]string // thread names read from /proc, by tid
+	comms   map[uint32]string // thread names the lookup gave, by tid
 	frames  int               // in entries
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
@@ -57,7 +56,7 @@ type stackCounts struct {
 // addStacks counts drained call chains: each frame named by the code at its address when
 // the chain's last sample was taken (JIT code through the versioned map, as leaves are),
 // native code by mapping and address (named at the flush), anything else by mapping.
-func (a *aggregate) addStacks(stacks []sampler.StackCount) {
+func (a *Counts) addStacks(stacks []sampler.StackCount) {
 	var frames []stackFrame
 	for i := range stacks {
 		s := &stacks[i]
@@ -78,7 +77,7 @@ func (a *aggregate) addStacks(stacks []sampler.StackCount) {
 		}
 		comm := s.Comm
 		if comm == "" {
-			comm = p.stacks.threadName(p.pid, s.TID)
+			comm = p.stacks.threadName(a.look, p.pid, s.TID)
 		}
 		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs) && !p.stacks.warned {
 			p.stacks.warned = true
@@ -92,9 +91,9 @@ func (a *aggregate) addStacks(stacks []sampler.StackCount) {
 // symbols, else by the code object at addr then, else by its mapping. Only the leaf's miss
 // reads the process's mappings again: a caller's address past every mapping is a frame
 // pointer chain gone astray.
-func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
+func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
 	var mapping string
-	var mp *procfs.Mapping
+	var mp *Mapping
 	if leaf {
 		mapping, mp = p.maps.lookup(addr)
 	} else {
@@ -111,7 +110,7 @@ func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) 
 		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
 	}
 	f := stackFrame{addr: addr, native: -1, mapping: mapping}
-	if jitMemory(mapping) {
+	if JITMemory(mapping) {
 		f.mapping = profileio.UnnamedMapping
 	}
 	return f
@@ -178,15 +177,12 @@ func stackKey(b []byte, tid uint32, comm string, frames []stackFrame, truncated 
 	return b
 }
 
-// threadName is thread tid's name, read from /proc once per thread.
-func (sc *stackCounts) threadName(pid, tid uint32) string {
+// threadName is thread tid's name, asked of look once per thread.
+func (sc *stackCounts) threadName(look Lookup, pid, tid uint32) string {
 	if name, ok := sc.comms[tid]; ok {
 		return name
 	}
-	name := procfs.Comm(tid) // /proc/TID reaches every thread, listed or not
-	if name == "" {
-		name = procfs.Comm(pid)
-	}
+	name := look.ThreadName(pid, tid)
 	if sc.comms == nil {
 		sc.comms = map[uint32]string{}
 	}
@@ -287,6 +283,11 @@ var threadStarts = map[string]bool{
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
 	"thread_start": true, "runtime.goexit": true, "runtime.rt0_go": true, "runtime.mstart": true,
 }
+
+// ThreadStart reports whether function is one a complete call chain ends in (_start,
+// start_thread, clone and the like): a chain whose outermost frame is elsewhere was cut
+// (Snapshot.Name marks it).
+func ThreadStart(function string) bool { return threadStarts[function] }
 
 // markCut marks the stacks whose outermost frame is not where a thread starts: their
 // chains stopped at a frame without a frame pointer. It returns the samples with complete
