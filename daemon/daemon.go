@@ -276,15 +276,8 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	backend := sampler.BackendAuto
-	switch d.cfg.Backend {
-	case BackendBPF:
-		backend = sampler.BackendBPF
-	case BackendRing:
-		backend = sampler.BackendRing
-	}
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
-		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: backend, Logger: d.log,
+		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
 		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
