@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/profd/profd/attribute"
-	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
@@ -86,8 +85,8 @@ type lockedState struct {
 	symOverBudget uint64 // loads refused past a target's budgets
 	flushes       uint64
 	retired       []pending // final captures of exited targets, for the next flush
-	// flushRequests holds the JITs' own flush requests not yet answered, by target.
-	flushRequests map[uint32][]*jitmap.FlushRequest
+	// flushQueue holds the JITs' own flush requests not yet answered.
+	flushQueue fifo.FlushQueue
 }
 
 // target is what the daemon keeps of a live target besides its counts.
@@ -255,7 +254,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
-		processes: map[uint32]int{}, flushRequests: map[uint32][]*jitmap.FlushRequest{}}
+		processes: map[uint32]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
@@ -411,7 +410,7 @@ func (d *daemon) removeTarget(pid uint32) {
 		delete(d.locked.targets, pid)
 	}
 	d.parts.jit.RemovePid(pid)
-	delete(d.locked.flushRequests, pid) // its reply FIFO is gone: no one to answer
+	d.locked.flushQueue.Forget(pid) // its reply FIFO is gone: no one to answer
 	d.mu.Unlock()
 	d.replies.forget(pid)
 	d.parts.smp.RemoveTarget(pid)
@@ -488,26 +487,20 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
 }
 
-// maxPendingFlushRequests bounds the flush requests of one target waiting for a flush;
-// past it, a request is answered at once with EBUSY.
-const maxPendingFlushRequests = 64
-
 // queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the
-// records before it in its stream are applied by then. Only a FIFO is a channel to profd:
-// a request in a jitdump file is not. Callers hold d.mu.
+// records before it in its stream are applied by then. Callers hold d.mu.
 func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
-	if b.Source != codeobj.SourceFIFO {
+	queued, busy := d.locked.flushQueue.Add(b, req)
+	switch {
+	case busy != nil:
+		d.reply(b.Pid, *busy)
+	case !queued:
 		d.log.Debug("profd: flush request outside the FIFO ignored", "pid", b.Pid, "stream", b.Stream)
-		return
-	}
-	if len(d.locked.flushRequests[b.Pid]) >= maxPendingFlushRequests {
-		d.reply(b.Pid, fifo.FlushReply{ID: req.ID, Status: syscall.EBUSY})
-		return
-	}
-	d.locked.flushRequests[b.Pid] = append(d.locked.flushRequests[b.Pid], req)
-	select {
-	case d.wake.targetFlush <- struct{}{}:
 	default:
+		select {
+		case d.wake.targetFlush <- struct{}{}:
+		default:
+		}
 	}
 }
 

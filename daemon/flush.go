@@ -6,11 +6,9 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/profd/profd/internal/outfile"
-	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
 )
@@ -50,8 +48,7 @@ func (d *daemon) flush(final bool) {
 		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs, d.parts.symbols.badRecords(),
 		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), n)
 	// The JITs' own requests are answered by this flush too.
-	requests := d.locked.flushRequests
-	d.locked.flushRequests = map[uint32][]*jitmap.FlushRequest{}
+	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()
 
 	by := d.nameDeadline(final)
@@ -68,8 +65,7 @@ func (d *daemon) flush(final bool) {
 // for a target is answered by one flush, which writes the outputs any of them asked for.
 func (d *daemon) flushTargets() {
 	d.mu.Lock()
-	requests := d.locked.flushRequests
-	d.locked.flushRequests = map[uint32][]*jitmap.FlushRequest{}
+	requests := d.locked.flushQueue.Take()
 	if len(requests) == 0 {
 		d.mu.Unlock()
 		return
@@ -79,7 +75,7 @@ func (d *daemon) flushTargets() {
 	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 	var work []pending
-	pids := slices.Sorted(maps.Keys(requests))
+	pids := requests.Pids()
 	if d.cfg.GroupBy == GroupByImage {
 		// The whole group of each asking process: every live process of its image.
 		images := map[string]bool{}
@@ -109,11 +105,7 @@ func (d *daemon) flushTargets() {
 	by := d.nameDeadline(false)
 	for _, w := range d.group(work, by) {
 		w.nameBy = by
-		var reqs []*jitmap.FlushRequest
-		for _, pid := range w.members() {
-			reqs = append(reqs, requests[pid]...)
-		}
-		d.write(w, requestedFormats(d.cfg.Formats, reqs), requests)
+		d.write(w, requestedFormats(d.cfg.Formats, requests, w.members()), requests)
 	}
 }
 
@@ -156,19 +148,16 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 	return out
 }
 
-// flushBits maps the outputs to the bits a FlushRequest asks for them with.
-var flushBits = map[Format]uint32{FormatLLVMText: jitmap.FlushLLVMText, FormatLLVMExtBinary: jitmap.FlushLLVMExtBinary,
-	FormatPprof: jitmap.FlushPprof, FormatCapture: jitmap.FlushCapture}
+// flushBits maps the outputs to the bits a flush request asks for them with.
+var flushBits = map[Format]uint32{FormatLLVMText: fifo.FlushLLVMText, FormatLLVMExtBinary: fifo.FlushLLVMExtBinary,
+	FormatPprof: fifo.FlushPprof, FormatCapture: fifo.FlushCapture}
 
-// requestedFormats is the outputs of configured that any of reqs asks for.
-func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format {
+// requestedFormats is the outputs of configured that a request of any of pids asks for.
+func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []uint32) []Format {
 	var out []Format
 	for _, f := range configured {
-		for _, r := range reqs {
-			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
-				out = append(out, f)
-				break
-			}
+		if requests.Asks(pids, flushBits[f]) {
+			out = append(out, f)
 		}
 	}
 	return out
@@ -177,7 +166,7 @@ func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
 // asked for.
-func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitmap.FlushRequest) {
+func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
 		d.name(w)
@@ -208,34 +197,18 @@ func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitma
 	}
 	jit, outside := w.capture.TotalSamples()
 	d.flushing.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
-	var status syscall.Errno
-	if err != nil && !noFunctions && !errors.As(err, &status) {
-		status = syscall.EIO
+	res := fifo.FlushResult{NoData: noFunctions}
+	if !noFunctions {
+		res.Err = err
+	}
+	for _, f := range formats {
+		if p := filepath.Join(d.cfg.OutDir, w.base+extension[f]); slices.Contains(paths, p) {
+			res.Written = append(res.Written, fifo.Output{Bit: flushBits[f], Path: p})
+		}
 	}
 	for _, pid := range w.members() {
-		d.answer(pid, requests[pid], formats, paths, w.base, status, noFunctions)
-	}
-}
-
-// answer replies to the flush requests reqs of process pid, written as base (paths, with
-// status), each with the paths of the formats it asked for.
-func (d *daemon) answer(pid uint32, reqs []*jitmap.FlushRequest, formats []Format, paths []string, base string, status syscall.Errno, noFunctions bool) {
-	for _, r := range reqs {
-		reply := fifo.FlushReply{ID: r.ID, Status: status}
-		for _, f := range formats {
-			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
-				if p := filepath.Join(d.cfg.OutDir, base+extension[f]); slices.Contains(paths, p) {
-					reply.Paths = append(reply.Paths, p)
-				}
-			}
+		for _, reply := range requests.Answers(pid, res) {
+			d.reply(pid, reply)
 		}
-		switch {
-		case len(reply.Paths) > 0 || status != 0:
-		case noFunctions:
-			reply.Status = syscall.ENODATA // it asked for an LLVM profile, and none has samples yet
-		default:
-			reply.Status = syscall.ENOENT // none of the outputs it asked for is written (--format)
-		}
-		d.reply(pid, reply)
 	}
 }

@@ -210,7 +210,7 @@ func BenchmarkFlushRequestReply(b *testing.B) {
 		name    string
 		formats uint32
 		paths   int
-	}{{"llvm-extbinary", jitmap.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
+	}{{"llvm-extbinary", fifo.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
 		b.Run(c.name, func(b *testing.B) { benchFlushRequestReply(b, c.formats, c.paths) })
 	}
 }
