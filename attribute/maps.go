@@ -1,5 +1,7 @@
 package attribute
 
+import "strings"
+
 // procMaps caches a process's mappings to name the places samples outside JIT code fell in.
 // It is not safe for concurrent use.
 type procMaps struct {
@@ -43,4 +45,17 @@ func mappingName(mp *Mapping, ok bool) (string, *Mapping) {
 		return "[anon]", mp
 	}
 	return mp.Path, mp
+}
+
+// JITMemory reports whether a mapping, by the name samples outside named code are counted
+// under, can hold JIT code: anonymous memory, or a memfd (JITs that map their code twice,
+// writable and executable, use one).
+func JITMemory(mapping string) bool {
+	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || strings.HasPrefix(mapping, "/memfd:")
+}
+
+// isNative reports whether samples in mp are counted as native code: an executable
+// mapping of a regular file (not JIT memory).
+func isNative(mp *Mapping) bool {
+	return mp.Executable && len(mp.Path) > 0 && mp.Path[0] == '/' && !JITMemory(mp.Path)
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/sampler"
 )
 
 // maxStacks bounds the distinct (thread, call chain) entries counted per target, and
@@ -51,69 +50,6 @@ type stackCounts struct {
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
 	warned  bool
-}
-
-// addStacks counts drained call chains: each frame named by the code at its address when
-// the chain's last sample was taken (JIT code through the versioned map, as leaves are),
-// native code by mapping and address (named at the flush), anything else by mapping.
-func (a *Counts) addStacks(stacks []sampler.StackCount) {
-	var frames []stackFrame
-	for i := range stacks {
-		s := &stacks[i]
-		p := a.procs[s.PID]
-		if p == nil {
-			continue
-		}
-		frames = frames[:0]
-		for _, ip := range s.Kernel {
-			frames = append(frames, stackFrame{addr: ip, native: -1, mapping: profileio.KernelMapping})
-		}
-		for j, ip := range s.User {
-			addr := ip
-			if j > 0 && addr > 0 {
-				addr-- // inside the call instruction: its code object, its line
-			}
-			frames = append(frames, a.stackFrame(p, addr, s.LastNs, j == 0))
-		}
-		comm := s.Comm
-		if comm == "" {
-			comm = p.stacks.threadName(a.look, p.pid, s.TID)
-		}
-		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs) && !p.stacks.warned {
-			p.stacks.warned = true
-			a.log.Warn("profd: target's samples fell on more distinct call chains than profd counts; the rest keep their leaf, not their callers",
-				"pid", p.pid, "image", p.image, "max_stacks", maxStacks)
-		}
-	}
-}
-
-// stackFrame names addr of p at time ns: in a file's executable mapping by the file's
-// symbols, else by the code object at addr then, else by its mapping. Only the leaf's miss
-// reads the process's mappings again: a caller's address past every mapping is a frame
-// pointer chain gone astray.
-func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
-	var mapping string
-	var mp *Mapping
-	if leaf {
-		mapping, mp = p.maps.lookup(addr)
-	} else {
-		mapping, mp = p.maps.lookupCached(addr)
-	}
-	// A file's code is named by the file's symbols, as perf does, even where a JIT's perf
-	// map names it too (V8 lists the builtins embedded in node's executable).
-	if mp != nil && isNative(mp) {
-		if id, ok := a.nativeMapping(p, mp); ok {
-			return stackFrame{addr: addr, native: int32(id), mapping: mp.Path}
-		}
-	}
-	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
-		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
-	}
-	f := stackFrame{addr: addr, native: -1, mapping: mapping}
-	if JITMemory(mapping) {
-		f.mapping = profileio.UnnamedMapping
-	}
-	return f
 }
 
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false

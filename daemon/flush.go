@@ -13,6 +13,30 @@ import (
 	"github.com/profd/profd/symsource/fifo"
 )
 
+// requestFlush asks the flush goroutine for a flush; a request made while one is pending
+// joins it, and one made while a flush runs leads to one more.
+func (d *daemon) requestFlush() {
+	select {
+	case d.wake.flushReq <- struct{}{}:
+	default:
+	}
+}
+
+func (d *daemon) flushLoop() {
+	defer d.wake.flushWG.Done()
+	for {
+		select {
+		case _, ok := <-d.wake.flushReq:
+			if !ok {
+				return // stopping: the final flush answers what is pending
+			}
+			d.flush(false)
+		case <-d.wake.targetFlush:
+			d.flushTargets()
+		}
+	}
+}
+
 // flush writes every requested output of every target that has not had its final profile,
 // and prints the summary. final marks the last flush of the run.
 func (d *daemon) flush(final bool) {
