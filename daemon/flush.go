@@ -22,6 +22,8 @@ func (d *daemon) requestFlush() {
 	}
 }
 
+// flushLoop is the flushing goroutine: it runs the flushes asked for (requestFlush) and
+// answers the JITs' flush requests until Run closes flushReq.
 func (d *daemon) flushLoop() {
 	defer d.wake.flushWG.Done()
 	for {
