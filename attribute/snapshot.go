@@ -17,6 +17,7 @@ import (
 // background. Name names them.
 type Snapshot struct {
 	Capture *profileio.Capture
+	pid     uint32
 	log     *slog.Logger
 	look    Lookup
 	native  []*elfsym.File // the symbols of each of Capture.Native's files; nil where none
@@ -69,7 +70,7 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 	slices.SortFunc(c.Unnamed, func(a, b profileio.UnnamedCount) int {
 		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
 	})
-	s := &Snapshot{Capture: c, log: a.log, look: a.look}
+	s := &Snapshot{Capture: c, pid: p.pid, log: a.log, look: a.look}
 	c.Native, s.native = p.native.capture(p.pid)
 	p.stacks.resolve(a.jit, p.pid)
 	s.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
@@ -96,10 +97,6 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		return dn
 	}
 	tabs := map[*elfsym.File]*elfsym.Table{}
-	pid := uint32(0)
-	if len(s.Capture.Processes) > 0 {
-		pid = s.Capture.Processes[0].Pid
-	}
 	table := func(f *elfsym.File, file string) *elfsym.Table {
 		if f == nil {
 			return nil
@@ -109,7 +106,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		}
 		tab, err := f.Wait(ctx)
 		if err != nil {
-			s.log.Debug("profd: native code's symbols not read", "pid", pid, "file", file, "err", err)
+			s.log.Debug("profd: native code's symbols not read", "pid", s.pid, "file", file, "err", err)
 		}
 		tabs[f] = tab
 		return tab
