@@ -25,15 +25,6 @@ const (
 // AllFormats lists every output format, in the order --format documents them.
 var AllFormats = []Format{FormatLLVMText, FormatLLVMExtBinary, FormatPprof, FormatCapture}
 
-// Backend picks how samples reach the daemon.
-type Backend string
-
-const (
-	BackendAuto Backend = "auto" // BPF where it loads, else perf ring buffers
-	BackendBPF  Backend = "bpf"
-	BackendRing Backend = "ring" // perf ring buffers, counted in the daemon
-)
-
 // GroupBy is what one output file covers.
 type GroupBy string
 
@@ -44,14 +35,14 @@ const (
 
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
-	Pids          []uint32 // explicit targets
-	JITImages     []string // executables (names on PATH, or absolute paths) whose processes are targets, now and later
-	Event         string   // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
-	StrictEvent   bool     // an unavailable event is an error instead of a cpu-clock fallback
-	FreqHz        uint64   // samples per second; exclusive with PeriodEvents; both 0: 999 Hz
-	PeriodEvents  uint64   // sample every N events; exclusive with FreqHz
-	FixedInterval bool     // a timer event keeps one interval, as perf's does (see sampler.JitterEvery)
-	Backend       Backend
+	Pids          []uint32        // explicit targets
+	JITImages     []string        // executables (names on PATH, or absolute paths) whose processes are targets, now and later
+	Event         string          // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
+	StrictEvent   bool            // an unavailable event is an error instead of a cpu-clock fallback
+	FreqHz        uint64          // samples per second; exclusive with PeriodEvents; both 0: sampler.DefaultFreqHz
+	PeriodEvents  uint64          // sample every N events; exclusive with FreqHz
+	FixedInterval bool            // a timer event keeps one interval, as perf's does (see sampler.JitterEvery)
+	Backend       sampler.Backend // how samples reach the daemon; "auto" or "": BPF where it loads, else perf ring buffers
 	OutDir        string
 	Formats       []Format
 	FifoDir       string        // "" picks /run/profd as root, else $XDG_RUNTIME_DIR/profd
@@ -74,10 +65,6 @@ type Config struct {
 	// the rest is the final flush's. 0 takes the default.
 	StopTimeout time.Duration
 }
-
-// DefaultFreqHz is the sampling frequency without --freq or --period: odd, so that it does
-// not beat with the target's own timers.
-const DefaultFreqHz = 999
 
 // MinFlushInterval is the shortest --flush-interval: each flush writes every target's files.
 const MinFlushInterval = time.Second
@@ -126,16 +113,16 @@ func (c *Config) Validate() error {
 	case c.FreqHz > 0 && c.PeriodEvents > 0:
 		bad("--freq and --period exclude each other: sample by time or by event count")
 	case c.FreqHz == 0 && c.PeriodEvents == 0:
-		c.FreqHz = DefaultFreqHz
+		c.FreqHz = sampler.DefaultFreqHz
 	case max > 0 && c.FreqHz > max:
 		bad("--freq %d: the kernel allows at most %d samples a second (/proc/sys/kernel/perf_event_max_sample_rate)", c.FreqHz, max)
 	case c.PeriodEvents > 0 && c.PeriodEvents < sampler.MinPeriod():
 		bad("--period %d: want at least %d (a shorter period samples cpu-clock, which cycles fall back to, more often than the kernel's %d samples a second)", c.PeriodEvents, sampler.MinPeriod(), max)
 	}
 	switch c.Backend {
-	case "":
-		c.Backend = BackendAuto
-	case BackendAuto, BackendBPF, BackendRing:
+	case "auto":
+		c.Backend = sampler.BackendAuto
+	case sampler.BackendAuto, sampler.BackendBPF, sampler.BackendRing:
 	default:
 		bad("--backend %q: want auto, bpf or ring", c.Backend)
 	}

@@ -1,48 +1,42 @@
 package daemon
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/outfile"
-	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
 )
 
-// pending is one process's capture, taken under the lock and written outside it.
-type pending struct {
-	pid     uint32
-	pids    []uint32 // a group's processes (--group-by image); nil for one process
-	image   string
-	base    string
-	capture *profileio.Capture
-	final   bool
-	native  []*elfsym.File // the symbols of each of capture.Native's files; nil where none
-	// stackNative are the native frames of capture.Stacks, named with native's samples.
-	stackNative []stackRef
-	nameBy      time.Time // how long naming native samples may wait for their files' symbols
-	named       bool      // its native and kernel frames are named
+// requestFlush asks the flush goroutine for a flush; a request made while one is pending
+// joins it, and one made while a flush runs leads to one more.
+func (d *daemon) requestFlush() {
+	select {
+	case d.wake.flushReq <- struct{}{}:
+	default:
+	}
 }
 
-// nameDeadline is when a flush starting now stops waiting for files' symbols: after
-// nativeWait, and for the final flush before the stop timeout is spent.
-func (d *daemon) nameDeadline(final bool) time.Time {
-	by := time.Now().Add(nativeWait)
-	if final && !d.finalBy.IsZero() && d.finalBy.Before(by) {
-		by = d.finalBy
+// flushLoop is the flushing goroutine: it runs the flushes asked for (requestFlush) and
+// answers the JITs' flush requests until Run closes flushReq.
+func (d *daemon) flushLoop() {
+	defer d.wake.flushWG.Done()
+	for {
+		select {
+		case _, ok := <-d.wake.flushReq:
+			if !ok {
+				return // stopping: the final flush answers what is pending
+			}
+			d.flush(false)
+		case <-d.wake.targetFlush:
+			d.flushTargets()
+		}
 	}
-	return by
 }
 
 // flush writes every requested output of every target that has not had its final profile,
@@ -50,41 +44,37 @@ func (d *daemon) nameDeadline(final bool) time.Time {
 func (d *daemon) flush(final bool) {
 	d.mu.Lock()
 	drainedNs := d.drainLocked()
-	d.flushes++
-	n := d.flushes
+	d.locked.flushes++
+	n := d.locked.flushes
 	meta := d.meta()
-	st := d.smp.Stats()
+	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
-	work := d.retired
-	d.retired = nil
-	for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
-		p := d.agg.procs[pid]
+	work := d.locked.retired
+	d.locked.retired = nil
+	counts := d.locked.counts
+	for _, pid := range counts.Pids() {
 		// Records that came since may name samples that had no name at their drain.
-		d.agg.resolve(p, final)
+		counts.NameLate(pid, final)
 		if final {
-			d.warnUnnamed(p, append([]string{d.fifo.FIFOPath(pid)}, d.files.Looked(pid)...))
+			counts.WarnUnnamed(pid, append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...))
 		}
-		work = append(work, p.capture(d.jit, meta, end, final))
+		work = append(work, d.snapshot(pid, meta, end, final))
 		if final {
-			d.jit.RemovePid(pid)
+			d.parts.jit.RemovePid(pid)
 		}
 		if d.cfg.ResetOnFlush {
-			p.reset()
+			counts.Reset(pid)
 		}
 	}
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
-	// aggregate: code that ended before it is no longer needed for lookups.
-	d.jit.Reclaim(drainedNs)
-	var unnamed uint64
-	for _, p := range d.agg.procs {
-		unnamed += p.unnamed.samples
-	}
+	// attribution: code that ended before it is no longer needed for lookups.
+	d.parts.jit.Reclaim(drainedNs)
+	totals := counts.Totals()
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); flush %d",
-		d.agg.jitSamples, d.agg.outsideSamples, unnamed, st.Lost, st.Dropped, st.Kernel, d.loads, d.symErrs, d.symbols.badRecords(),
-		d.symOverBudget+d.symbols.overRate.Load(), n)
+		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs, d.parts.symbols.badRecords(),
+		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), n)
 	// The JITs' own requests are answered by this flush too.
-	requests := d.flushRequests
-	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
+	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()
 
 	by := d.nameDeadline(final)
@@ -93,7 +83,7 @@ func (d *daemon) flush(final bool) {
 		d.write(w, d.cfg.Formats, requests)
 	}
 	d.log.Info("profd: counters", "summary", counters)
-	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.latest)), counters)
+	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.flushing.latest)), counters)
 }
 
 // flushTargets writes the outputs of the targets that asked for them through their FIFO
@@ -101,62 +91,48 @@ func (d *daemon) flush(final bool) {
 // for a target is answered by one flush, which writes the outputs any of them asked for.
 func (d *daemon) flushTargets() {
 	d.mu.Lock()
-	requests := d.flushRequests
-	d.flushRequests = map[uint32][]*jitmap.FlushRequest{}
+	requests := d.locked.flushQueue.Take()
 	if len(requests) == 0 {
 		d.mu.Unlock()
 		return
 	}
 	d.drainLocked()
 	meta := d.meta()
-	st := d.smp.Stats()
+	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 	var work []pending
-	pids := slices.Sorted(maps.Keys(requests))
+	pids := requests.Pids()
 	if d.cfg.GroupBy == GroupByImage {
 		// The whole group of each asking process: every live process of its image.
 		images := map[string]bool{}
 		for _, pid := range pids {
-			if p := d.agg.procs[pid]; p != nil {
-				images[p.image] = true
+			if d.locked.counts.Has(pid) {
+				images[d.locked.counts.Image(pid)] = true
 			}
 		}
 		pids = pids[:0]
-		for _, pid := range slices.Sorted(maps.Keys(d.agg.procs)) {
-			if images[d.agg.procs[pid].image] {
+		for _, pid := range d.locked.counts.Pids() {
+			if images[d.locked.counts.Image(pid)] {
 				pids = append(pids, pid)
 			}
 		}
 	}
 	for _, pid := range pids {
-		p := d.agg.procs[pid]
-		if p == nil {
+		if !d.locked.counts.Has(pid) {
 			continue // it exited: its FIFOs are gone, there is no one to answer
 		}
-		d.agg.resolve(p, false)
-		work = append(work, p.capture(d.jit, meta, end, false))
+		d.locked.counts.NameLate(pid, false)
+		work = append(work, d.snapshot(pid, meta, end, false))
 		if d.cfg.ResetOnFlush {
-			p.reset()
+			d.locked.counts.Reset(pid)
 		}
 	}
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
 	for _, w := range d.group(work, by) {
 		w.nameBy = by
-		var reqs []*jitmap.FlushRequest
-		for _, pid := range w.members() {
-			reqs = append(reqs, requests[pid]...)
-		}
-		d.write(w, requestedFormats(d.cfg.Formats, reqs), requests)
+		d.write(w, requestedFormats(d.cfg.Formats, requests, w.members()), requests)
 	}
-}
-
-// members are the processes w's outputs cover.
-func (w *pending) members() []uint32 {
-	if w.pids != nil {
-		return w.pids
-	}
-	return []uint32{w.pid}
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
@@ -169,7 +145,7 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 	byImage := map[string][]pending{}
 	for _, w := range work {
 		w.nameBy = by
-		d.nameNative(w)
+		d.name(w)
 		w.named = true
 		byImage[w.image] = append(byImage[w.image], w)
 	}
@@ -178,7 +154,7 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 		members := byImage[image]
 		g := pending{image: image, base: outfile.SafeName(image, 0), final: true, named: true}
 		var cs []*profileio.Capture
-		for _, w := range append(slices.Clone(d.exitedByImage[image]), members...) {
+		for _, w := range append(slices.Clone(d.flushing.exitedByImage[image]), members...) {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
 			cs = append(cs, w.capture)
@@ -187,30 +163,27 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 		g.capture = profileio.MergeCaptures(cs)
 		out = append(out, g)
 		if d.cfg.ResetOnFlush {
-			delete(d.exitedByImage, image)
+			delete(d.flushing.exitedByImage, image)
 		}
 		for _, w := range members {
 			if w.final && !d.cfg.ResetOnFlush {
-				d.exitedByImage[image] = append(d.exitedByImage[image], w)
+				d.flushing.exitedByImage[image] = append(d.flushing.exitedByImage[image], w)
 			}
 		}
 	}
 	return out
 }
 
-// flushBits maps the outputs to the bits a FlushRequest asks for them with.
-var flushBits = map[Format]uint32{FormatLLVMText: jitmap.FlushLLVMText, FormatLLVMExtBinary: jitmap.FlushLLVMExtBinary,
-	FormatPprof: jitmap.FlushPprof, FormatCapture: jitmap.FlushCapture}
+// flushBits maps the outputs to the bits a flush request asks for them with.
+var flushBits = map[Format]uint32{FormatLLVMText: fifo.FlushLLVMText, FormatLLVMExtBinary: fifo.FlushLLVMExtBinary,
+	FormatPprof: fifo.FlushPprof, FormatCapture: fifo.FlushCapture}
 
-// requestedFormats is the outputs of configured that any of reqs asks for.
-func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format {
+// requestedFormats is the outputs of configured that a request of any of pids asks for.
+func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []uint32) []Format {
 	var out []Format
 	for _, f := range configured {
-		for _, r := range reqs {
-			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
-				out = append(out, f)
-				break
-			}
+		if requests.Asks(pids, flushBits[f]) {
+			out = append(out, f)
 		}
 	}
 	return out
@@ -219,16 +192,16 @@ func requestedFormats(configured []Format, reqs []*jitmap.FlushRequest) []Format
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
 // asked for.
-func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitmap.FlushRequest) {
+func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
-		d.nameNative(w)
+		d.name(w)
 	}
 	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
 	switch {
-	case noFunctions && !d.noFunctionsLogged[w.pid]:
-		d.noFunctionsLogged[w.pid] = true
+	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
+		d.flushing.noFunctionsLogged[w.pid] = true
 		d.log.Info("profd: "+err.Error(), "pid", w.pid)
 	case noFunctions:
 	case err != nil:
@@ -249,147 +222,19 @@ func (d *daemon) write(w pending, formats []Format, requests map[uint32][]*jitma
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
 	jit, outside := w.capture.TotalSamples()
-	d.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
-	var status syscall.Errno
-	if err != nil && !noFunctions && !errors.As(err, &status) {
-		status = syscall.EIO
+	d.flushing.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+	res := fifo.FlushResult{NoData: noFunctions}
+	if !noFunctions {
+		res.Err = err
+	}
+	for _, f := range formats {
+		if p := filepath.Join(d.cfg.OutDir, w.base+extension[f]); slices.Contains(paths, p) {
+			res.Written = append(res.Written, fifo.Output{Bit: flushBits[f], Path: p})
+		}
 	}
 	for _, pid := range w.members() {
-		d.answer(pid, requests[pid], formats, paths, w.base, status, noFunctions)
-	}
-}
-
-// answer replies to the flush requests reqs of process pid, written as base (paths, with
-// status), each with the paths of the formats it asked for.
-func (d *daemon) answer(pid uint32, reqs []*jitmap.FlushRequest, formats []Format, paths []string, base string, status syscall.Errno, noFunctions bool) {
-	for _, r := range reqs {
-		reply := fifo.FlushReply{ID: r.ID, Status: status}
-		for _, f := range formats {
-			if r.Formats == 0 || r.Formats&flushBits[f] != 0 {
-				if p := filepath.Join(d.cfg.OutDir, base+extension[f]); slices.Contains(paths, p) {
-					reply.Paths = append(reply.Paths, p)
-				}
-			}
-		}
-		switch {
-		case len(reply.Paths) > 0 || status != 0:
-		case noFunctions:
-			reply.Status = syscall.ENODATA // it asked for an LLVM profile, and none has samples yet
-		default:
-			reply.Status = syscall.ENOENT // none of the outputs it asked for is written (--format)
-		}
-		d.reply(pid, reply)
-	}
-}
-
-// procSummary is what the summary keeps of a process's last flushed capture.
-type procSummary struct {
-	totals                []profileio.FunctionTotal
-	jit, outside, unnamed uint64
-}
-
-// meta describes the sampling for captures. Callers hold d.mu.
-func (d *daemon) meta() profileio.CaptureMeta {
-	ev := d.smp.Event()
-	host, _ := os.Hostname()
-	m := profileio.CaptureMeta{Event: ev.Used, RequestedEvent: ev.Requested, Fallback: ev.Reason,
-		Backend: string(d.smp.Backend()), Host: host, Kernel: kernelRelease(),
-		StartNs: d.startNs, StartTime: d.startTime}
-	if d.cfg.PeriodEvents > 0 {
-		m.PeriodEvents = d.cfg.PeriodEvents
-	} else {
-		m.FrequencyHz = d.cfg.FreqHz
-	}
-	return m
-}
-
-// summaryTop is how many functions the summary lists.
-const summaryTop = 10
-
-// writeSummary prints one screen: the top JIT functions over the latest capture of every
-// process profiled in this run (exited ones included), with their shares of all samples,
-// and the counters.
-func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counters string) {
-	type row struct {
-		name    string
-		samples uint64
-	}
-	sums := map[string]uint64{}
-	var jit, outside, unnamed uint64
-	for _, p := range procs {
-		jit += p.jit
-		outside += p.outside
-		unnamed += p.unnamed
-		for _, t := range p.totals {
-			if t.JIT {
-				sums[t.Name] += t.Samples
-			}
+		for _, reply := range requests.Answers(pid, res) {
+			d.reply(pid, reply)
 		}
 	}
-	rows := make([]row, 0, len(sums))
-	for name, s := range sums {
-		rows = append(rows, row{name, s})
-	}
-	slices.SortFunc(rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.samples, a.samples), strings.Compare(a.name, b.name))
-	})
-	var b strings.Builder
-	kind := "flush"
-	if final {
-		kind = "final flush"
-	}
-	total := jit + outside + unnamed
-	fmt.Fprintf(&b, "profd %s #%d: %d samples, %s in JIT code", kind, n, total, percent(jit, total))
-	if unnamed > 0 {
-		fmt.Fprintf(&b, "; %s of the samples in JIT memory named (%d unnamed)", percent(jit, jit+unnamed), unnamed)
-	}
-	b.WriteString("\n")
-	if len(rows) > 0 {
-		fmt.Fprintf(&b, "  %8s  %7s  %s\n", "samples", "share", "JIT function")
-	}
-	for i, r := range rows {
-		if i == summaryTop {
-			fmt.Fprintf(&b, "  ... and %d more functions\n", len(rows)-summaryTop)
-			break
-		}
-		fmt.Fprintf(&b, "  %8d  %7s  %s\n", r.samples, percent(r.samples, total), r.name)
-	}
-	fmt.Fprintf(&b, "  %s\n", counters)
-	w.Write([]byte(b.String()))
-}
-
-func percent(part, whole uint64) string {
-	if whole == 0 {
-		return "0.0%"
-	}
-	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
-}
-
-func kernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed
-// for one warning about it.
-const unnamedWarnShare = 0.01
-
-// warnUnnamed logs, once per process, that samples in its JIT memory went unnamed to its
-// final profile: how many, and where profd looked for the JIT's symbols. Callers hold d.mu.
-func (d *daemon) warnUnnamed(p *procCounts, looked []string) {
-	unnamed := p.unnamed.samples + p.unnamed.dropped
-	if p.warned || unnamed == 0 {
-		return
-	}
-	named := p.named.named
-	if float64(unnamed) < unnamedWarnShare*float64(named+unnamed) {
-		return
-	}
-	p.warned = true
-	d.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked",
-		"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named,
-		"looked", looked)
 }

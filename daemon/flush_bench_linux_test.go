@@ -54,7 +54,7 @@ func emitFunction(adds int) (code []byte, insns []uint64) {
 }
 
 // newBenchDaemon is a daemon with its real components (a sampler with no targets, a FIFO
-// server) and an aggregate of nFuncs sampled functions with code bytes and line tables in
+// server) and the counts of nFuncs sampled functions with code bytes and line tables in
 // one process (this one), ready to flush.
 func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	b.Helper()
@@ -65,17 +65,18 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	}
 	d := newDaemon(cfg, logger, io.Discard)
 	var err error
-	if d.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
+	if d.parts.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
-	d.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
-	if d.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.symbols.add, Logger: logger}); err != nil {
+	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
+	if d.parts.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.parts.symbols.add, Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.closeAll() })
 
 	pid := uint32(os.Getpid())
-	d.agg.proc(pid)
+	image := d.locked.counts.AddProcess(pid, monotonicNs())
+	d.locked.targets[pid] = &target{base: outputBase(image, pid, 1)}
 	counts := map[sampler.Key]sampler.Count{}
 	addr := uint64(0x7f0000000000)
 	for i := 0; i < nFuncs; i++ {
@@ -86,7 +87,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 			{Addr: addr + insns[len(insns)-4], File: "bench.c", Line: 12},
 			{Addr: addr + insns[len(insns)-1], File: "bench.c", Line: 13},
 		}
-		err := d.jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "fn" + itoa(i), Addr: addr,
+		err := d.parts.jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "fn" + itoa(i), Addr: addr,
 			Size: uint64(len(code)), Code: code, Lines: lines, LoadNs: 1, CodeIndex: uint64(i + 1)}})
 		if err != nil {
 			b.Fatal(err)
@@ -97,9 +98,9 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 		}
 		addr += uint64(len(code)+15) &^ 15
 	}
-	d.agg.add(counts)
-	if d.agg.procs[pid].unnamed.samples != 0 || d.agg.jitSamples == 0 {
-		b.Fatalf("synthetic samples not attributed: %d unnamed", d.agg.procs[pid].unnamed.samples)
+	d.locked.counts.Add(sampler.Drained{Counts: counts})
+	if tot := d.locked.counts.Totals(); tot.Unnamed != 0 || tot.JIT == 0 {
+		b.Fatalf("synthetic samples not attributed: %d unnamed", tot.Unnamed)
 	}
 	return d
 }
@@ -209,7 +210,7 @@ func BenchmarkFlushRequestReply(b *testing.B) {
 		name    string
 		formats uint32
 		paths   int
-	}{{"llvm-extbinary", jitmap.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
+	}{{"llvm-extbinary", fifo.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
 		b.Run(c.name, func(b *testing.B) { benchFlushRequestReply(b, c.formats, c.paths) })
 	}
 }
@@ -218,14 +219,14 @@ func benchFlushRequestReply(b *testing.B, formats uint32, paths int) {
 	testenv.Requires(b, testenv.Root)
 	d := newBenchDaemon(b, 1000, io.Discard)
 	pid := uint32(os.Getpid())
-	d.symbols.addTarget(pid)
-	if err := d.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
+	d.parts.symbols.addTarget(pid)
+	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
 		b.Fatal(err)
 	}
-	d.flushWG.Add(1)
+	d.wake.flushWG.Add(1)
 	go d.flushLoop()
-	b.Cleanup(func() { close(d.flushReq); d.flushWG.Wait() })
-	j := openJITEnd(b, d.fifo.Dir(), pid)
+	b.Cleanup(func() { close(d.wake.flushReq); d.wake.flushWG.Wait() })
+	j := openJITEnd(b, d.parts.fifo.Dir(), pid)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -12,6 +12,7 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/symsource/fifo"
 )
 
 // TestFlushRequests: a JIT asks for its profiles through its FIFO and reads the answer on
@@ -39,7 +40,7 @@ func TestFlushRequests(t *testing.T) {
 		Addr: 0x7e0000001000, Size: 2, Code: []byte{0x90, 0xc3}, LoadNs: 1, CodeIndex: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 1, Formats: jitmap.FlushCapture}); err != nil {
+	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 1, Formats: fifo.FlushCapture}); err != nil {
 		t.Fatal(err)
 	}
 	rep := j.next(t)
@@ -71,7 +72,7 @@ func TestFlushRequests(t *testing.T) {
 	if fileExists(outputPath(d, "sleep", int(pid), FormatLLVMText)) {
 		t.Errorf("an LLVM profile of no function was written")
 	}
-	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 4, Formats: jitmap.FlushLLVMExtBinary}); err != nil {
+	if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: 4, Formats: fifo.FlushLLVMExtBinary}); err != nil {
 		t.Fatal(err)
 	}
 	if rep := j.next(t); rep.id != 4 || rep.status != int32(syscall.ENODATA) || len(rep.paths) != 0 {
@@ -85,7 +86,7 @@ func TestFlushRequests(t *testing.T) {
 	flushesBefore := strings.Count(r.logs.String(), "profd: flushed")
 	const burst = 50
 	for id := uint64(100); id < 100+burst; id++ {
-		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: jitmap.FlushCapture}); err != nil {
+		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: fifo.FlushCapture}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestFlushRequests(t *testing.T) {
 
 	// A flood never read: the reply FIFO fills, one warning, profd goes on.
 	for id := uint64(1000); id < 21000; id++ {
-		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: jitmap.FlushLLVMText}); err != nil {
+		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: id, Formats: fifo.FlushLLVMText}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +15,8 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/profd/profd/internal/elfsym"
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
-	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/sampler"
 )
 
 // nativeFunctions are testdata/native.c's hot functions: in the PIE executable (one of
@@ -188,102 +184,6 @@ func readPprof(t *testing.T, path string) *profile.Profile {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// ownCode is this test binary's executable mapping of itself.
-func ownCode(t testing.TB) procfs.Mapping {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	maps, err := procfs.ReadMaps(uint32(os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range maps {
-		if m.Path == exe && m.Executable() {
-			return m
-		}
-	}
-	t.Fatalf("no executable mapping of %s", exe)
-	return procfs.Mapping{}
-}
-
-// TestNativeAddressCap counts at most maxNativeAddresses addresses of native code per
-// target; samples at more are counted by their file, with one warning.
-func TestNativeAddressCap(t *testing.T) {
-	var logs testenv.SyncBuffer
-	cache := elfsym.NewCache(elfsym.Config{})
-	defer cache.Close()
-	a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, slog.New(slog.NewTextHandler(&logs, nil)))
-	pid := uint32(os.Getpid())
-	p := a.proc(pid)
-	code := ownCode(t)
-	if code.End-code.Start < maxNativeAddresses+100 {
-		t.Skipf("own code of %d bytes", code.End-code.Start)
-	}
-	for round := 0; round < 2; round++ {
-		counts := map[sampler.Key]sampler.Count{}
-		for i := uint64(0); i < maxNativeAddresses+100; i++ {
-			counts[sampler.Key{PID: pid, IP: code.Start + i}] = sampler.Count{N: 2}
-		}
-		a.add(counts)
-	}
-	if len(p.native.counts) != maxNativeAddresses || p.native.dropped != 2*2*100 || p.outside[code.Path] != 2*2*100 {
-		t.Errorf("%d addresses, %d dropped, %d by file; want %d, 400, 400", len(p.native.counts), p.native.dropped, p.outside[code.Path], maxNativeAddresses)
-	}
-	if n := strings.Count(logs.String(), "more addresses of native code"); n != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
-	}
-	w := p.capture(a.jit, profileio.CaptureMeta{}, profileio.CaptureEnd{}, false)
-	if len(w.capture.Native) != 1 || len(w.capture.Native[0].Samples) != maxNativeAddresses || w.native[0] == nil {
-		t.Fatalf("capture: %d native mappings, files %v", len(w.capture.Native), w.native)
-	}
-	if _, outside := w.capture.TotalSamples(); outside != 2*2*(maxNativeAddresses+100) {
-		t.Errorf("%d samples outside JIT code, want %d", outside, 2*2*(maxNativeAddresses+100))
-	}
-}
-
-// BenchmarkAggregateNative is the drain's cost per count in native code once its mapping
-// has been seen (the mapping found, the count added by address), against a count in a
-// mapping that is counted by name only (this process's stack).
-func BenchmarkAggregateNative(b *testing.B) {
-	code := ownCode(b)
-	maps, err := procfs.ReadMaps(uint32(os.Getpid()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var stack procfs.Mapping
-	for _, m := range maps {
-		if m.Path == "[stack]" {
-			stack = m
-		}
-	}
-	for _, bc := range []struct {
-		name  string
-		start uint64
-		step  uint64
-	}{{"native", code.Start, 16}, {"by-mapping", stack.Start, 1}} {
-		b.Run(bc.name, func(b *testing.B) {
-			cache := elfsym.NewCache(elfsym.Config{})
-			defer cache.Close()
-			a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), cache, nil)
-			pid := uint32(os.Getpid())
-			a.proc(pid)
-			counts := map[sampler.Key]sampler.Count{}
-			for i := uint64(0); i < 10000; i++ {
-				counts[sampler.Key{PID: pid, IP: bc.start + i*bc.step}] = sampler.Count{N: 1}
-			}
-			a.add(counts)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				a.add(counts)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(counts)), "ns/count")
-		})
-	}
 }
 
 // TestNativeDebugFileInContainer runs a stripped build of testdata/native.c in a mount

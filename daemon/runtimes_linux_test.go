@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
@@ -37,7 +38,7 @@ func profdTally(c *profileio.Capture) tally {
 	unnamed := c.UnnamedSamples()
 	tl := tally{total: jit + outside + unnamed, jitMem: jit + unnamed, named: jit, funcs: jitTotals(c)}
 	for _, u := range c.Unmapped {
-		if jitMemory(u.Mapping) {
+		if attribute.JITMemory(u.Mapping) {
 			tl.jitMem += u.Count
 		}
 	}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
 )
 
 // callchainIR compiles workloads/callchain.c with frame pointers for lli-14.
@@ -51,7 +53,7 @@ func frameName(c *profileio.Capture, f profileio.Frame) string {
 // more).
 func TestStacksLLI(t *testing.T) {
 	ir := callchainIR(t)
-	for _, backend := range []Backend{BackendBPF, BackendRing} {
+	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			d := newDirs(t)
 			lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, "lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ir, "600000")
@@ -230,7 +232,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		}
 		profdAll += st.Count
 		profdLeaves[reportName(frameName(c, st.Frames[0]))] += st.Count
-		if !threadStarts[reportName(frameName(c, st.Frames[len(st.Frames)-1]))] || len(st.Frames) < 2 {
+		if !attribute.ThreadStart(reportName(frameName(c, st.Frames[len(st.Frames)-1]))) || len(st.Frames) < 2 {
 			continue
 		}
 		profdComplete += st.Count
@@ -243,7 +245,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		f := st.frames
 		perfAll++
 		perfLeaves[reportName(f[0].sym)]++
-		if !threadStarts[reportName(f[len(f)-1].sym)] || len(f) < 2 {
+		if !attribute.ThreadStart(reportName(f[len(f)-1].sym)) || len(f) < 2 {
 			continue
 		}
 		perfComplete++
@@ -322,7 +324,7 @@ func checkTraces(t *testing.T, path, jitName string) {
 // that made the system call.
 func TestKernelStacks(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("dd"))
-	for _, backend := range []Backend{BackendBPF, BackendRing} {
+	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			d := newDirs(t)
 			dd := startChild(t, nil, "dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=1000000")
@@ -391,7 +393,7 @@ int main(void) { sink = down(10000); return 0; }
 	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
 		t.Fatal(err)
 	}
-	for _, backend := range []Backend{BackendBPF, BackendRing} {
+	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			d := newDirs(t)
 			deep := startChild(t, nil, bin)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
 )
 
 var testjitFunctions = []string{"count_small", "count_medium", "count_large"}
@@ -23,7 +24,7 @@ var testjitFunctions = []string{"count_small", "count_medium", "count_large"}
 // where each function was (perf cannot name FIFO-announced code): the shares must agree, so
 // the samples of the two functions that shared an address are each counted right.
 func TestTestJITEndToEnd(t *testing.T) {
-	for _, backend := range []Backend{BackendBPF, BackendRing} {
+	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			testenv.Requires(t, testenv.Root)
 			testjit, _ := workloads(t)

@@ -51,7 +51,7 @@ func sampleEvents(pid uint32) []jitmap.Event {
 		}},
 		&jitmap.CodeMove{Pid: pid, Tid: pid, TimeNs: 3000, CodeIndex: 2, OldAddr: 0x7f0000002000, NewAddr: 0x7f0000003000, Size: 1},
 		&jitmap.CodeUnload{Pid: pid, Tid: pid + 2, TimeNs: 4000, CodeIndex: 1, Addr: 0x7f0000001000},
-		&jitmap.FlushRequest{Pid: pid, Tid: pid + 1, TimeNs: 4500, ID: 1 << 40, Formats: jitmap.FlushLLVMText | jitmap.FlushCapture},
+		&jitmap.FlushRequest{Pid: pid, Tid: pid + 1, TimeNs: 4500, ID: 1 << 40, Formats: 0b1001},
 		&jitmap.StreamEnd{TimeNs: 5000},
 	}
 }

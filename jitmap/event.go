@@ -43,21 +43,14 @@ type StreamEnd struct {
 
 // FlushRequest is the JIT asking for its profiles now (profd's record, see
 // docs/jitdump-extensions.md): the records before it are applied first, and the answer
-// names ID. Formats is a mask of the outputs wanted (FlushLLVMText, ...); 0 asks for all.
+// names ID. Formats is a mask of the outputs wanted; 0 asks for all. What a request asks
+// and how it is answered is package symsource/fifo's (fifo.FlushQueue, fifo.FlushReply).
 type FlushRequest struct {
 	Pid, Tid uint32
 	TimeNs   int64
 	ID       uint64
 	Formats  uint32
 }
-
-// The outputs a FlushRequest can ask for.
-const (
-	FlushLLVMText      uint32 = 1 << iota // the LLVM sample profile, text
-	FlushLLVMExtBinary                    // the LLVM sample profile, ext-binary
-	FlushPprof                            // the pprof profile
-	FlushCapture                          // profd's capture
-)
 
 func (*FlushRequest) isEvent() {}
 func (*CodeLoad) isEvent()     {}

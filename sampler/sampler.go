@@ -55,7 +55,8 @@ const (
 	RingPerThread RingMode = "per-thread"
 )
 
-// Default values of Config fields left zero.
+// Default values of Config fields left zero. DefaultFreqHz is odd, so that sampling does
+// not beat with the target's own timers.
 const (
 	DefaultEvent       = "cycles"
 	DefaultFreqHz      = 999

@@ -20,7 +20,7 @@ run -bench 'FIFORead' ./symsource/fifo
 # native symbols: a look-up in a file already read, a big file read on first sight, the drain's
 # cost per count in native code
 run -bench 'Lookup|ColdFile' ./internal/elfsym
-run -bench 'AggregateNative' ./daemon
+run -bench 'AggregateNative' ./attribute
 # sampler: sample decoding, the sampler's CPU per sample, the BPF drain, and the daemon's CPU
 # while it samples against perf record's
 run -bench 'DecodeAggregate' ./sampler

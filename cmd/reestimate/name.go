@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
@@ -18,7 +17,8 @@ import (
 // files written since (a perf map dumped at exit, a jitdump found later), as perf inject
 // --jit names samples after the fact: each by the code that was at its address at its time.
 // Symbols belong to the capture's process when it has one, else to the pid the file names
-// (perf-PID.map, the jitdump's records). It returns how many samples it named and how many
+// (perf-PID.map, the jitdump's records). The samples are named as profd names those it
+// keeps unnamed (attribute.NameUnnamed). It returns how many samples it named and how many
 // stay unnamed.
 func nameUnnamed(c *profileio.Capture, files []string) (named, left uint64, err error) {
 	m := jitmap.NewMap(jitmap.MapOptions{MaxEndedPerPid: 1 << 24})
@@ -27,35 +27,7 @@ func nameUnnamed(c *profileio.Capture, files []string) (named, left uint64, err 
 			return 0, c.UnnamedSamples(), err
 		}
 	}
-	added := map[uint64]*profileio.CaptureObject{} // by version
-	offsets := map[uint64]map[uint64]uint64{}      // by version
-	var kept []profileio.UnnamedCount
-	for _, u := range c.Unnamed {
-		shares, k := m.Split(u.Pid, u.IP, u.Count, u.FirstNs, u.LastNs)
-		for _, s := range shares[:k] {
-			if s.Obj == nil {
-				kept = append(kept, profileio.UnnamedCount{Pid: u.Pid, IP: u.IP, FirstNs: s.FirstNs, LastNs: s.LastNs, Count: s.N})
-				left += s.N
-				continue
-			}
-			if added[s.Version] == nil {
-				added[s.Version] = &profileio.CaptureObject{Pid: u.Pid, Object: *s.Obj}
-				offsets[s.Version] = map[uint64]uint64{}
-			}
-			offsets[s.Version][u.IP-s.Addr] += s.N
-			named += s.N
-		}
-	}
-	c.Unnamed = kept
-	for _, v := range slices.Sorted(maps.Keys(added)) {
-		co := added[v]
-		co.ID = profileio.ObjectID(len(c.Objects))
-		co.Object.Version = 0
-		for _, off := range slices.Sorted(maps.Keys(offsets[v])) {
-			co.Samples = append(co.Samples, profileio.OffsetCount{Offset: off, Count: offsets[v][off]})
-		}
-		c.Objects = append(c.Objects, co)
-	}
+	named, left = attribute.NameUnnamed(c, m)
 	return named, left, nil
 }
 

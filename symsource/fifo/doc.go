@@ -24,6 +24,12 @@
 //	defer srv.Close() // stops the readers, removes the FIFOs, profd.pid and the directory
 //	err = srv.AddTarget(pid, fifo.Owner{UID: uid, GID: gid})
 //
+// The FIFOs carry a protocol both ways: a JIT asks for its profiles now with a flush
+// request in its stream (jitmap.FlushRequest), and reads the answer, a FlushReply, on its
+// reply FIFO <dir>/<pid>.reply. This package owns it: what a request asks (FlushLLVMText,
+// ...), how many may wait (FlushQueue), and each reply's paths, status and encoding
+// (FlushRequests.Answers, Server.Reply); the daemon decides when to flush.
+//
 // JIT runtimes write to their FIFO with the C header library jit/profd_jit.h; see
 // docs/jit-runtime.md. Server methods are safe for concurrent use, but the Handler must not
 // call AddTarget, RemoveTarget or Close.

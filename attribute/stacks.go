@@ -1,13 +1,11 @@
-package daemon
+package attribute
 
 import (
 	"encoding/binary"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/sampler"
 )
 
 // maxStacks bounds the distinct (thread, call chain) entries counted per target, and
@@ -47,74 +45,11 @@ type stackCounts struct {
 	index   map[string]int32 // by key (stackKey)
 	entries []stackEntry
 	key     []byte            // stackKey's scratch
-	comms   map[uint32]string // thread names read from /proc, by tid
+	comms   map[uint32]string // thread names the lookup gave, by tid
 	frames  int               // in entries
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
 	warned  bool
-}
-
-// addStacks counts drained call chains: each frame named by the code at its address when
-// the chain's last sample was taken (JIT code through the versioned map, as leaves are),
-// native code by mapping and address (named at the flush), anything else by mapping.
-func (a *aggregate) addStacks(stacks []sampler.StackCount) {
-	var frames []stackFrame
-	for i := range stacks {
-		s := &stacks[i]
-		p := a.procs[s.PID]
-		if p == nil {
-			continue
-		}
-		frames = frames[:0]
-		for _, ip := range s.Kernel {
-			frames = append(frames, stackFrame{addr: ip, native: -1, mapping: profileio.KernelMapping})
-		}
-		for j, ip := range s.User {
-			addr := ip
-			if j > 0 && addr > 0 {
-				addr-- // inside the call instruction: its code object, its line
-			}
-			frames = append(frames, a.stackFrame(p, addr, s.LastNs, j == 0))
-		}
-		comm := s.Comm
-		if comm == "" {
-			comm = p.stacks.threadName(p.pid, s.TID)
-		}
-		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs) && !p.stacks.warned {
-			p.stacks.warned = true
-			a.log.Warn("profd: target's samples fell on more distinct call chains than profd counts; the rest keep their leaf, not their callers",
-				"pid", p.pid, "image", p.image, "max_stacks", maxStacks)
-		}
-	}
-}
-
-// stackFrame names addr of p at time ns: in a file's executable mapping by the file's
-// symbols, else by the code object at addr then, else by its mapping. Only the leaf's miss
-// reads the process's mappings again: a caller's address past every mapping is a frame
-// pointer chain gone astray.
-func (a *aggregate) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) stackFrame {
-	var mapping string
-	var mp *procfs.Mapping
-	if leaf {
-		mapping, mp = p.maps.lookup(addr)
-	} else {
-		mapping, mp = p.maps.lookupCached(addr)
-	}
-	// A file's code is named by the file's symbols, as perf does, even where a JIT's perf
-	// map names it too (V8 lists the builtins embedded in node's executable).
-	if mp != nil && isNative(mp) {
-		if id, ok := a.nativeMapping(p, mp); ok {
-			return stackFrame{addr: addr, native: int32(id), mapping: mp.Path}
-		}
-	}
-	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
-		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
-	}
-	f := stackFrame{addr: addr, native: -1, mapping: mapping}
-	if jitMemory(mapping) {
-		f.mapping = profileio.UnnamedMapping
-	}
-	return f
 }
 
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
@@ -178,15 +113,12 @@ func stackKey(b []byte, tid uint32, comm string, frames []stackFrame, truncated 
 	return b
 }
 
-// threadName is thread tid's name, read from /proc once per thread.
-func (sc *stackCounts) threadName(pid, tid uint32) string {
+// threadName is thread tid's name, asked of look once per thread.
+func (sc *stackCounts) threadName(look Lookup, pid, tid uint32) string {
 	if name, ok := sc.comms[tid]; ok {
 		return name
 	}
-	name := procfs.Comm(tid) // /proc/TID reaches every thread, listed or not
-	if name == "" {
-		name = procfs.Comm(pid)
-	}
+	name := look.ThreadName(pid, tid)
 	if sc.comms == nil {
 		sc.comms = map[uint32]string{}
 	}
@@ -287,6 +219,11 @@ var threadStarts = map[string]bool{
 	"start_thread": true, "clone": true, "clone3": true, "__clone": true, "__clone3": true,
 	"thread_start": true, "runtime.goexit": true, "runtime.rt0_go": true, "runtime.mstart": true,
 }
+
+// ThreadStart reports whether function is one a complete call chain ends in (_start,
+// start_thread, clone and the like): a chain whose outermost frame is elsewhere was cut
+// (Snapshot.Name marks it).
+func ThreadStart(function string) bool { return threadStarts[function] }
 
 // markCut marks the stacks whose outermost frame is not where a thread starts: their
 // chains stopped at a frame without a frame pointer. It returns the samples with complete

@@ -1,11 +1,8 @@
-package daemon
+package attribute
 
 import (
-	"os"
 	"runtime"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
@@ -13,24 +10,15 @@ import (
 	"github.com/profd/profd/sampler"
 )
 
-// anonRegion maps anonymous memory in this process, which the aggregate classifies as JIT
-// memory, and returns its address.
-func anonRegion(t *testing.T) uint64 {
-	t.Helper()
-	mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem) })
-	return uint64(uintptr(unsafePointer(mem)))
-}
+// testPid is the process the tests' samples are of.
+const testPid = 4242
 
-func newTestAggregate(t *testing.T) (*aggregate, *jitmap.Map, uint32) {
+// newTestCounts makes counts with one process, testPid, whose JIT memory is at anonBase.
+func newTestCounts(t testing.TB) (*Counts, *jitmap.Map, uint32) {
 	jit := jitmap.NewMap(jitmap.MapOptions{})
-	a := newAggregate(jit, nil, nil)
-	pid := uint32(os.Getpid())
-	a.proc(pid)
-	return a, jit, pid
+	a := New(jit, newFakeLookup(testPid), nil)
+	a.AddProcess(testPid, 0)
+	return a, jit, testPid
 }
 
 func samplesOf(p *procCounts) map[string]uint64 {
@@ -48,8 +36,8 @@ func samplesOf(p *procCounts) map[string]uint64 {
 // end). The samples wait unnamed and are then each named by the code that ran at their
 // time.
 func TestLateMapWithAddressReuse(t *testing.T) {
-	a, jit, pid := newTestAggregate(t)
-	ip := anonRegion(t) + 0x100
+	a, jit, pid := newTestCounts(t)
+	ip := uint64(anonBase + 0x100)
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 7, FirstNs: 1_000, LastNs: 900_000}})
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 5, FirstNs: 2_000_000, LastNs: 2_900_000}})
 	p := a.procs[pid]
@@ -74,8 +62,8 @@ func TestLateMapWithAddressReuse(t *testing.T) {
 // TestCountSplitAtCodeChange: one drained count spans a change of the code at its address;
 // its samples are split at the change in proportion to the time on each side.
 func TestCountSplitAtCodeChange(t *testing.T) {
-	a, jit, pid := newTestAggregate(t)
-	ip := anonRegion(t)
+	a, jit, pid := newTestCounts(t)
+	ip := uint64(anonBase)
 	for _, ev := range []jitmap.Event{
 		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "before", Addr: ip, Size: 0x100, LoadNs: 1}},
 		&jitmap.CodeUnload{Pid: pid, Addr: ip, TimeNs: 4_000},
@@ -127,18 +115,11 @@ func TestUnnamedBound(t *testing.T) {
 // bytes held per unnamed sample before.
 func BenchmarkResolveUnnamed(b *testing.B) {
 	const objects, samples = 100_000, 1_000_000
-	mem, err := unix.Mmap(-1, 0, objects*64, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	base := uint64(uintptr(unsafePointer(mem)))
+	base := uint64(anonBase)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		jit := jitmap.NewMap(jitmap.MapOptions{})
-		a := newAggregate(jit, nil, nil)
-		pid := uint32(os.Getpid())
-		p := a.proc(pid)
+		a, jit, pid := newTestCounts(b)
+		p := a.procs[pid]
 		counts := make(map[sampler.Key]sampler.Count, samples)
 		for s := 0; s < samples; s++ {
 			ip := base + uint64(s*6151%(objects*64))
@@ -171,11 +152,8 @@ func BenchmarkResolveUnnamed(b *testing.B) {
 // TestStackFramesNamedLate: a chain whose frames in JIT memory had no code object when it
 // was drained is named in the capture by the code a later record put there before its time.
 func TestStackFramesNamedLate(t *testing.T) {
-	jit := jitmap.NewMap(jitmap.MapOptions{})
-	a := newAggregate(jit, nil, nil)
-	pid := uint32(os.Getpid())
-	p := a.proc(pid)
-	base := anonRegion(t)
+	a, jit, pid := newTestCounts(t)
+	base := uint64(anonBase)
 	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{base + 0x10, base + 0x1010},
 		Count: sampler.Count{N: 3, FirstNs: 40_000_000, LastNs: 50_000_000}}})
 	for _, o := range []codeobj.Object{{Name: "callee", Addr: base, Size: 0x100, LoadNs: 25_000_000},
@@ -184,7 +162,7 @@ func TestStackFramesNamedLate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := p.capture(jit, profileio.CaptureMeta{}, profileio.CaptureEnd{}, false).capture
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 {
 		t.Fatalf("stacks %+v", c.Stacks)
 	}

@@ -1,8 +1,7 @@
-package daemon
+package attribute
 
 import (
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,9 +15,10 @@ import (
 // they repeat.
 func TestStackCap(t *testing.T) {
 	var logs testenv.SyncBuffer
-	a := newAggregate(jitmap.NewMap(jitmap.MapOptions{}), nil, slog.New(slog.NewTextHandler(&logs, nil)))
-	pid := uint32(os.Getpid())
-	p := a.proc(pid)
+	pid := uint32(testPid)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), newFakeLookup(pid), slog.New(slog.NewTextHandler(&logs, nil)))
+	a.AddProcess(pid, 0)
+	p := a.procs[pid]
 	var stacks []sampler.StackCount
 	for i := 0; i < maxStacks+100; i++ {
 		stacks = append(stacks, sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: []uint64{uint64(i), 0x10}, Count: sampler.Count{N: 2}})

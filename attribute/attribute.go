@@ -1,0 +1,140 @@
+package attribute
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/profd/profd/sampler"
+)
+
+// AddProcess starts counting process pid's samples, added at nowNs (CLOCK_MONOTONIC), and
+// returns its image name. Samples of a pid not added are counted outside JIT code only: a
+// process that was removed. Adding a pid already added changes nothing.
+func (a *Counts) AddProcess(pid uint32, nowNs int64) (image string) {
+	p := a.procs[pid]
+	if p == nil {
+		p = &procCounts{pid: pid, image: a.look.Image(pid), outside: make(map[string]uint64),
+			maps: procMaps{pid: pid, look: a.look}, addedNs: nowNs}
+		a.procs[pid] = p
+	}
+	return p.image
+}
+
+// RemoveProcess forgets process pid and its samples.
+func (a *Counts) RemoveProcess(pid uint32) { delete(a.procs, pid) }
+
+// Has reports whether process pid's samples are counted.
+func (a *Counts) Has(pid uint32) bool { return a.procs[pid] != nil }
+
+// Image is process pid's image name as AddProcess found it.
+func (a *Counts) Image(pid uint32) string {
+	if p := a.procs[pid]; p != nil {
+		return p.image
+	}
+	return ""
+}
+
+// Pids lists the processes counted, ascending.
+func (a *Counts) Pids() []uint32 { return slices.Sorted(maps.Keys(a.procs)) }
+
+// Totals are the samples attributed since New: in JIT code, outside it (native code and
+// other mappings, and samples of removed processes), and in JIT memory unnamed yet.
+type Totals struct {
+	JIT, Outside, Unnamed uint64
+}
+
+// Totals counts the samples attributed since New (those waiting unnamed: now).
+func (a *Counts) Totals() Totals {
+	t := Totals{JIT: a.jitSamples, Outside: a.outsideSamples}
+	for _, p := range a.procs {
+		t.Unnamed += p.unnamed.samples
+	}
+	return t
+}
+
+// RecordsApplied notes that n symbol records of process pid were applied to the map, the
+// latest telling of latestNs: samples they may name are looked up again at the next Add,
+// and NameLate names those taken before latestNs.
+func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
+	if p := a.procs[pid]; p != nil {
+		p.symbols += n
+		p.recordsNs = max(p.recordsNs, latestNs)
+	}
+}
+
+// newTargetSpan is how long after a process is added DrainSoon says yes: a JIT starting up
+// loads and replaces code before the first drains tell whether its symbols come in time
+// (after that, waiting unnamed samples keep the drains frequent).
+const newTargetSpan = int64(500 * time.Millisecond)
+
+// DrainSoon reports whether samples should be drained again soon, so that a count spans
+// few versions of the code at its address: samples waited unnamed at the last Add, or a
+// process was added lately.
+func (a *Counts) DrainSoon(nowNs int64) bool {
+	if a.unnamedLastDrain {
+		return true
+	}
+	for _, p := range a.procs {
+		if nowNs-p.addedNs < newTargetSpan {
+			return true
+		}
+	}
+	return false
+}
+
+// Add attributes what one drain handed over: its counts, then its call chains.
+func (a *Counts) Add(dr sampler.Drained) {
+	a.add(dr.Counts)
+	a.addStacks(dr.Stacks)
+}
+
+// NameLate looks process pid's unnamed samples up again against the map as it is now: those
+// taken before the latest time its symbol records have reached (RecordsApplied: a record
+// that ends code comes after the records of that code in a stream, so the map may not yet
+// know that code at a later address ended), or all of them when final (no record will come
+// any more).
+func (a *Counts) NameLate(pid uint32, final bool) {
+	if p := a.procs[pid]; p != nil {
+		a.resolve(p, final)
+	}
+}
+
+// Reset forgets process pid's samples (a flush that starts a new interval) but not what
+// is known of the process.
+func (a *Counts) Reset(pid uint32) {
+	p := a.procs[pid]
+	if p == nil {
+		return
+	}
+	p.named.reset()
+	clear(p.outside)
+	p.native.reset()
+	p.unnamed.reset()
+	p.stacks.reset()
+}
+
+// unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed
+// for one warning about it.
+const unnamedWarnShare = 0.01
+
+// WarnUnnamed logs, once per process, that samples in pid's JIT memory went unnamed to its
+// final profile: how many, and where the JIT's symbols were looked for (looked).
+func (a *Counts) WarnUnnamed(pid uint32, looked []string) {
+	p := a.procs[pid]
+	if p == nil {
+		return
+	}
+	unnamed := p.unnamed.samples + p.unnamed.dropped
+	if p.warned || unnamed == 0 {
+		return
+	}
+	named := p.named.named
+	if float64(unnamed) < unnamedWarnShare*float64(named+unnamed) {
+		return
+	}
+	p.warned = true
+	a.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked",
+		"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named,
+		"looked", looked)
+}

@@ -1,0 +1,68 @@
+package attribute
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/profd/profd/internal/elfsym"
+)
+
+// anonBase is where fakeLookup's processes have anonymous memory (JIT memory): 4 GiB of it.
+const anonBase = 0x7f0000000000
+
+// fakeLookup answers for processes from its tables; a pid it has no mappings for is gone.
+type fakeLookup struct {
+	mu       sync.Mutex
+	images   map[uint32]string
+	mappings map[uint32][]Mapping
+	threads  map[uint32]string
+	kernel   map[uint64]string
+	// openSymbols, when set, opens a mapping's file; else files have no symbols.
+	openSymbols func(pid uint32, m Mapping) *elfsym.File
+	opened      []Mapping // every mapping OpenSymbols was asked for
+	mapsRead    int       // calls of Mappings
+}
+
+// newFakeLookup makes a lookup whose processes pids have anonymous memory at anonBase.
+func newFakeLookup(pids ...uint32) *fakeLookup {
+	f := &fakeLookup{images: map[uint32]string{}, mappings: map[uint32][]Mapping{}, threads: map[uint32]string{},
+		kernel: map[uint64]string{}}
+	for _, pid := range pids {
+		f.images[pid] = "jit"
+		f.mappings[pid] = []Mapping{{Start: anonBase, End: anonBase + 1<<32}}
+	}
+	return f
+}
+
+func (f *fakeLookup) Image(pid uint32) string { return f.images[pid] }
+
+func (f *fakeLookup) Mappings(pid uint32) ([]Mapping, error) {
+	f.mapsRead++
+	m, ok := f.mappings[pid]
+	if !ok {
+		return nil, errors.New("no such process")
+	}
+	return append([]Mapping(nil), m...), nil
+}
+
+func (f *fakeLookup) OpenSymbols(pid uint32, m Mapping) *elfsym.File {
+	f.opened = append(f.opened, m)
+	if f.openSymbols == nil {
+		return nil
+	}
+	return f.openSymbols(pid, m)
+}
+
+func (f *fakeLookup) ThreadName(pid, tid uint32) string {
+	if name, ok := f.threads[tid]; ok {
+		return name
+	}
+	return f.images[pid]
+}
+
+func (f *fakeLookup) KernelSymbol(addr uint64) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name, ok := f.kernel[addr]
+	return name, ok
+}

@@ -1,0 +1,61 @@
+package attribute
+
+import "strings"
+
+// procMaps caches a process's mappings to name the places samples outside JIT code fell in.
+// It is not safe for concurrent use.
+type procMaps struct {
+	pid      uint32
+	look     Lookup
+	mappings []Mapping // ascending start
+	gone     bool
+}
+
+// lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
+// returns it, asking for the mappings again once when ip is in none of the cached ones (the
+// process may have mapped it since). It returns "[unknown]" and nil when the process is
+// gone or ip is in no mapping.
+func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
+	mp, ok := find(m.mappings, ip)
+	if !ok && !m.gone {
+		maps, err := m.look.Mappings(m.pid)
+		if maps == nil && err != nil {
+			m.gone = true
+			return "[unknown]", nil
+		}
+		m.mappings = maps
+		mp, ok = find(m.mappings, ip)
+	}
+	return mappingName(mp, ok)
+}
+
+// lookupCached is lookup without asking for the mappings again: for addresses that may be
+// in no mapping at all.
+func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
+	return mappingName(find(m.mappings, ip))
+}
+
+// mappingName names the mapping mp that find found (ok): its path, "[anon]", or
+// "[unknown]" and nil when there is none.
+func mappingName(mp *Mapping, ok bool) (string, *Mapping) {
+	switch {
+	case !ok:
+		return "[unknown]", nil
+	case mp.Path == "":
+		return "[anon]", mp
+	}
+	return mp.Path, mp
+}
+
+// JITMemory reports whether a mapping, by the name samples outside named code are counted
+// under, can hold JIT code: anonymous memory, or a memfd (JITs that map their code twice,
+// writable and executable, use one).
+func JITMemory(mapping string) bool {
+	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || strings.HasPrefix(mapping, "/memfd:")
+}
+
+// isNative reports whether samples in mp are counted as native code: an executable
+// mapping of a regular file (not JIT memory).
+func isNative(mp *Mapping) bool {
+	return mp.Executable && len(mp.Path) > 0 && mp.Path[0] == '/' && !JITMemory(mp.Path)
+}

@@ -1,0 +1,51 @@
+package attribute
+
+import (
+	"log/slog"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// procCounts is everything counted for one target process.
+type procCounts struct {
+	pid     uint32
+	image   string
+	named   sampleCounts      // samples in named code
+	outside map[string]uint64 // samples outside JIT code and native code, by mapping name
+	native  nativeCounts      // samples in native code, by mapping and address
+	unnamed unnamedSamples    // samples in JIT memory no code object named yet
+	stacks  stackCounts       // samples by thread and call chain (--stacks)
+	maps    procMaps
+	// symbols counts the symbol events applied for the process; resolved is its value when
+	// the unnamed samples were last looked up again.
+	symbols, resolved uint64
+	// recordsNs is the latest time the process's symbol records told of (a load, a move, an
+	// unload; a perf-map line's when it was read).
+	recordsNs int64
+	warned    bool  // the unnamed samples were warned about
+	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
+}
+
+// Counts is the samples of every target process, attributed to the code they fell in:
+// JIT code objects by (version, offset), native code by (mapping, address), anything else
+// by mapping; samples in JIT memory no object names yet are kept apart. It is not safe for
+// concurrent use.
+type Counts struct {
+	procs map[uint32]*procCounts
+	jit   *jitmap.Map
+	look  Lookup
+	log   *slog.Logger
+	// totals since New, for the counters line
+	jitSamples, outsideSamples uint64
+	// unnamedLastDrain: the last Add kept samples that no symbol named yet.
+	unnamedLastDrain bool
+}
+
+// New makes the counts of samples named by jit's code and what look tells of processes.
+// A nil log discards.
+func New(jit *jitmap.Map, look Lookup, log *slog.Logger) *Counts {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Counts{procs: make(map[uint32]*procCounts), jit: jit, look: look, log: log}
+}

@@ -1,0 +1,97 @@
+package daemon
+
+import (
+	"errors"
+	"time"
+
+	"github.com/profd/profd/jitmap"
+)
+
+// endDrainGap is the least time between two drains made because a batch of symbol records
+// ends code.
+const endDrainGap = 20 * time.Millisecond
+
+// applySymbols applies a batch of symbol events. It runs on the symbol stage's goroutines.
+// Counts keep the first and last time of their samples, so code that ends is told apart
+// from what comes after it at the same address without a drain; but a count whose samples
+// span several versions of the code is split only between the first and the last. A batch
+// that ends code is therefore applied after a drain, at most one every endDrainGap, so
+// that a JIT reusing its addresses quickly still has its samples split right; a flood of
+// such records costs at most one drain per gap, not one per record.
+func (d *daemon) applySymbols(b jitmap.Batch) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	drained := false
+	for _, ev := range b.Events {
+		if !drained && monotonicNs()-d.locked.drainedNs >= int64(endDrainGap) && d.parts.jit.Ends(ev) {
+			d.drainLocked()
+			drained = true
+		}
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			d.locked.loads++
+		case *jitmap.FlushRequest:
+			d.queueFlushRequest(b, ev)
+			continue
+		}
+		if err := d.parts.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
+			d.overBudget(b.Pid, err)
+		} else if err != nil {
+			d.locked.symErrs++
+			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
+		}
+	}
+	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
+	// only against what came before.
+	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
+}
+
+// queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the
+// records before it in its stream are applied by then. Callers hold d.mu.
+func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
+	queued, busy := d.locked.flushQueue.Add(b, req)
+	switch {
+	case busy != nil:
+		d.reply(b.Pid, *busy)
+	case !queued:
+		d.log.Debug("profd: flush request outside the FIFO ignored", "pid", b.Pid, "stream", b.Stream)
+	default:
+		select {
+		case d.wake.targetFlush <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// overBudget counts a load refused past pid's symbol budgets, and logs the first. Callers
+// hold d.mu.
+func (d *daemon) overBudget(pid uint32, err error) {
+	d.locked.symOverBudget++
+	t := d.locked.targets[pid]
+	if t == nil {
+		return
+	}
+	if t.overBudget++; t.overBudget == 1 {
+		d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
+			"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
+			"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
+	}
+}
+
+// latestTime is the latest time events tell of.
+func latestTime(events []jitmap.Event) int64 {
+	var t int64
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			t = max(t, ev.Object.LoadNs)
+		case *jitmap.CodeMove:
+			t = max(t, ev.TimeNs)
+		case *jitmap.CodeUnload:
+			t = max(t, ev.TimeNs)
+		case *jitmap.StreamEnd:
+			t = max(t, ev.TimeNs)
+		}
+	}
+	return t
+}

@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/profd/profd/profileio"
+)
+
+// nativeWait bounds how long a flush waits for the symbols of the files native samples
+// fell in (they are read from the first sample on, in the background).
+const nativeWait = 3 * time.Second
+
+// snapshot takes pid's capture for writing. Callers hold d.mu.
+func (d *daemon) snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
+	s := d.locked.counts.Snapshot(pid, meta, end)
+	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final}
+	if t := d.locked.targets[pid]; t != nil {
+		w.base = t.base
+	}
+	return w
+}
+
+// meta describes the sampling for captures. Callers hold d.mu.
+func (d *daemon) meta() profileio.CaptureMeta {
+	ev := d.parts.smp.Event()
+	host, _ := os.Hostname()
+	m := profileio.CaptureMeta{Event: ev.Used, RequestedEvent: ev.Requested, Fallback: ev.Reason,
+		Backend: string(d.parts.smp.Backend()), Host: host, Kernel: kernelRelease(),
+		StartNs: d.startNs, StartTime: d.startTime}
+	if d.cfg.PeriodEvents > 0 {
+		m.PeriodEvents = d.cfg.PeriodEvents
+	} else {
+		m.FrequencyHz = d.cfg.FreqHz
+	}
+	return m
+}
+
+// nameDeadline is when a flush starting now stops waiting for files' symbols: after
+// nativeWait, and for the final flush before the stop timeout is spent.
+func (d *daemon) nameDeadline(final bool) time.Time {
+	by := time.Now().Add(nativeWait)
+	if final && !d.flushing.finalBy.IsZero() && d.flushing.finalBy.Before(by) {
+		by = d.flushing.finalBy
+	}
+	return by
+}
+
+// name names w's native and kernel frames, waiting until w.nameBy at most for files' symbols
+// still being read, and warns about its cut call chains. It runs outside the daemon's lock,
+// on the flushing goroutine.
+func (d *daemon) name(w pending) {
+	if w.snap == nil {
+		return
+	}
+	by := w.nameBy
+	if by.IsZero() {
+		by = time.Now().Add(nativeWait)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), by)
+	defer cancel()
+	complete, cut := w.snap.Name(ctx)
+	d.noteCut(w, complete, cut)
+}
+
+// cutWarnShare is the share of a target's stack samples whose chains must be cut for one
+// warning about it.
+const cutWarnShare = 0.5
+
+// noteCut logs, once per target, that most of its call chains stop short of where its
+// threads start, and why that usually is.
+func (d *daemon) noteCut(w pending, complete, cut uint64) {
+	if d.flushing.cutWarned[w.pid] || float64(cut) <= cutWarnShare*float64(complete+cut) {
+		return
+	}
+	d.flushing.cutWarned[w.pid] = true
+	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
+		"pid", w.pid, "cut", cut, "complete", complete)
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,22 @@
+// Package daemon runs profd: one run's lifecycle, its goroutines and their scheduling, and
+// its flushes. It finds the targets (internal/targets), starts the sampler and the symbol
+// sources (symsource/fifo, symsource/files), applies their records to the map of JIT code
+// on its symbol stage, drains the sampler into the attribution (package attribute), and at
+// each flush (SIGUSR1, --flush-interval, a target's exit, a JIT's flush request, the stop)
+// takes the targets' captures and writes their outputs, answering the JITs that asked.
+// What a sample is named, and how, is package attribute's; the formats are profileio's and
+// profgen's.
+//
+//	cfg := daemon.Config{Pids: []uint32{pid}, OutDir: "profiles"}
+//	if err := cfg.Validate(); err != nil { ... } // errors.Is(err, daemon.ErrConfig)
+//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+//	defer stop()
+//	err := daemon.Run(ctx, cfg, logger) // until ctx is done, --duration or the targets' exit
+//
+// Its goroutines: Run's own (the loop that drains, schedules flushes and stops), the
+// flushing goroutine (every flush but the last, which Run makes after it ended), the
+// target watcher's (targets added and removed), the symbol stage's (one per target, applying
+// records), and those of the components it owns. The daemon's lock guards the attribution
+// and orders every drain with the records that end code; the captures are named and written
+// outside it. Run may be called more than once, one run at a time.
+package daemon

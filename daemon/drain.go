@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"errors"
+	"time"
+
+	"github.com/profd/profd/sampler"
+)
+
+// drainEvery is how often sampled counts are moved from the sampler into the attribution
+// when nothing else drains them (flushes, target exits and batches of symbol records that end
+// code drain too). A count knows its samples only by the first and last time, so a drain
+// also bounds the span a count covers; while samples wait unnamed (their code's record may
+// come late, and may then name several versions of the code at one address, each by its
+// time), and after a target is added until its samples are named, the daemon drains every
+// unnamedDrainEvery, so that a count spans few versions, and the mappings a sample fell
+// in are known before the process exits.
+// Each drain costs a wake-up and, with BPF, an RCU grace period spent in a system call.
+const (
+	drainEvery        = time.Second
+	unnamedDrainEvery = 50 * time.Millisecond
+)
+
+// drainTick drains if the last drain is drainEvery old, or sooner while the attribution
+// asks for it (DrainSoon), and returns how long to wait before asking again: the daemon
+// wakes only as often as the state needs (a wake-up every unnamedDrainEvery costs more than
+// the samples it drains).
+func (d *daemon) drainTick() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := monotonicNs()
+	soon := d.locked.counts.DrainSoon(now)
+	if soon || now-d.locked.drainedNs >= int64(drainEvery) {
+		d.drainLocked()
+		now = d.locked.drainedNs
+		soon = d.locked.counts.DrainSoon(now)
+	}
+	if soon {
+		return unnamedDrainEvery
+	}
+	return max(time.Duration(d.locked.drainedNs+int64(drainEvery)-now), unnamedDrainEvery)
+}
+
+// drainLocked moves the sampler's counts into the attribution and returns a time no sample
+// still in the sampler was taken before. Callers hold d.mu.
+func (d *daemon) drainLocked() int64 {
+	now := monotonicNs()
+	d.locked.drainedNs = now
+	dr, err := d.parts.smp.Drain()
+	if err != nil && !errors.Is(err, sampler.ErrClosed) {
+		d.log.Warn("profd: drain", "err", err)
+	}
+	d.locked.counts.Add(dr)
+	return now
+}

@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/targets"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/sampler"
+	"github.com/profd/profd/symsource/fifo"
+	"github.com/profd/profd/symsource/files"
+)
+
+// Run profiles the configured targets until ctx is done, --duration passes, or every
+// explicit target has exited (when no --jit-image can bring new ones), flushing on SIGUSR1,
+// every --flush-interval and at the end. cfg must have passed Validate. Output goes to
+// stdout (the summaries) and logger.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	return run(ctx, cfg, logger, os.Stdout)
+}
+
+func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) error {
+	if err := checkWritable(cfg.OutDir); err != nil {
+		return err
+	}
+	lock, err := lockOut(cfg.OutDir, logger)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	d := newDaemon(cfg, logger, out)
+	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
+	// pid file at once can never kill profd with the signal's default action, nor lose its
+	// request.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	// Components live until the final flush is written, after ctx is done.
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := d.open(inner); err != nil {
+		d.closeAll()
+		return err
+	}
+	d.printStart()
+
+	d.wake.flushWG.Add(1)
+	go d.flushLoop()
+
+	var flushTick, deadline <-chan time.Time
+	if cfg.FlushInterval > 0 {
+		t := time.NewTicker(cfg.FlushInterval)
+		defer t.Stop()
+		flushTick = t.C
+	}
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	drain := time.NewTimer(drainEvery)
+	defer drain.Stop()
+	why := ""
+	for why == "" {
+		select {
+		case <-ctx.Done():
+			why = "signal"
+		case <-deadline:
+			why = "duration"
+		case <-usr1:
+			d.requestFlush()
+		case <-flushTick:
+			d.requestFlush()
+		case <-drain.C:
+			drain.Reset(d.drainTick())
+		case <-d.wake.addedNote:
+			// A new target drains soon (a Reset timer never delivers a stale tick).
+			drain.Reset(unnamedDrainEvery)
+		case <-d.wake.goneNote:
+			if d.targetsGone() {
+				why = "every target exited"
+			}
+		}
+	}
+	d.log.Info("profd: stopping", "why", why)
+	stopped := time.Now()
+	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
+	// whatever a target keeps sending; the rest of it is the final flush's.
+	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
+	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
+	d.parts.symbols.expireAt(symbolsBy)
+	close(d.wake.flushReq)
+	d.wake.flushWG.Wait()
+	// Stop finding targets and reading symbols (the readers deliver what is queued, the
+	// symbol stage applies it), then flush everything one last time.
+	d.parts.watch.Close()
+	d.parts.fifo.CloseBy(symbolsBy)
+	d.parts.files.CloseBy(symbolsBy)
+	d.parts.symbols.close()
+	d.logStopLosses()
+	d.flush(true)
+	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
+	return d.closeAll()
+}
+
+// logStopLosses says what symbols the stop left out, if any: bytes not read from FIFOs and
+// files and records not applied when the stop deadline passed.
+func (d *daemon) logStopLosses() {
+	fifoUnread, filesUnread := d.parts.fifo.Stats().Unread, d.parts.files.Stats().Unread
+	unapplied := d.parts.symbols.unapplied.Load()
+	if fifoUnread+filesUnread+unapplied == 0 {
+		return
+	}
+	d.log.Warn("profd: the stop left symbols out of the final profiles: their targets sent more than could be read and applied in time",
+		"fifo_bytes_unread", fifoUnread, "file_bytes_unread", filesUnread, "records_not_applied", unapplied,
+		"stop_timeout", d.cfg.StopTimeout, "raise_with", "--stop-timeout")
+}
+
+// open starts the sampler, the FIFO server and the target watcher.
+func (d *daemon) open(ctx context.Context) error {
+	// Explicit pids are checked first, before anything is opened.
+	var err error
+	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
+	if errors.Is(err, targets.ErrNoProcess) {
+		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
+	}
+	if errors.Is(err, targets.ErrNoImage) {
+		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
+	}
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
+		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
+		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
+	decoder := jitmap.DecoderOptions{Now: monotonicNs}
+	d.parts.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.parts.symbols.add, Logger: d.log, Decoder: decoder})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	// Each target's own places are searched (its /tmp, its $JITDUMPDIR and $HOME, the dumps
+	// it maps); --jitdump-dir adds one for all.
+	var jitdumpDirs []string
+	if d.cfg.JitdumpDir != "" {
+		jitdumpDirs = append(jitdumpDirs, filepath.Join(d.cfg.JitdumpDir, ".debug", "jit"))
+	}
+	d.parts.files, err = files.Start(ctx, files.Config{Handler: d.parts.symbols.add, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if err := d.parts.smp.Start(ctx); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.parts.watch.Start(ctx)
+	return nil
+}
+
+// printStart says what profd is doing: the event and back end in use and where JITs find it.
+func (d *daemon) printStart() {
+	ev := d.parts.smp.Event()
+	line := fmt.Sprintf("profd: sampling %s", ev.Used)
+	if ev.Used != ev.Requested {
+		line += fmt.Sprintf(" (asked for %s: %s)", ev.Requested, ev.Reason)
+	}
+	if d.cfg.PeriodEvents > 0 {
+		line += fmt.Sprintf(" every %d events", d.cfg.PeriodEvents)
+	} else {
+		line += fmt.Sprintf(" at %d Hz", d.cfg.FreqHz)
+	}
+	fmt.Fprintf(d.out, "%s with the %s back end; pid file %s; profiles to %s\n",
+		line, d.parts.smp.Backend(), filepath.Join(d.parts.fifo.Dir(), "profd.pid"), d.cfg.OutDir)
+	if len(d.cfg.JITImages) > 0 {
+		fmt.Fprintf(d.out, "profd: watching for processes of %s\n", strings.Join(d.cfg.JITImages, ", "))
+	}
+	d.log.Info("profd: started", "event", ev.Used, "requested_event", ev.Requested, "fallback", ev.Reason,
+		"backend", d.parts.smp.Backend(), "fifo_dir", d.parts.fifo.Dir(), "out", d.cfg.OutDir)
+}
+
+// closeAll releases what open made, in reverse order.
+func (d *daemon) closeAll() error {
+	if d.parts.watch != nil {
+		d.parts.watch.Close()
+	}
+	if d.parts.fifo != nil {
+		d.parts.fifo.Close()
+	}
+	if d.parts.files != nil {
+		d.parts.files.Close()
+	}
+	if d.parts.symbols != nil {
+		d.parts.symbols.close()
+	}
+	if d.parts.look != nil {
+		d.parts.look.close()
+	}
+	if d.parts.smp != nil {
+		return d.parts.smp.Close()
+	}
+	return nil
+}
+
+// targetsGone asks for the flush that writes the final profiles of exited targets. It
+// reports whether profd has nothing left to do: every explicit target is gone and no
+// --jit-image can bring new ones.
+func (d *daemon) targetsGone() bool {
+	d.requestFlush()
+	return len(d.cfg.JITImages) == 0 && len(d.parts.watch.Targets()) == 0
+}
