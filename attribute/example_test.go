@@ -15,7 +15,8 @@ import (
 // oneJIT answers for a process whose JIT memory is anonymous memory at 0x7f0000000000.
 type oneJIT struct{}
 
-func (oneJIT) Image(uint32) string { return "jit" }
+func (oneJIT) Image(uint32) string      { return "jit" }
+func (oneJIT) Executable(uint32) string { return "/usr/bin/jit" }
 func (oneJIT) Mappings(uint32) ([]attribute.Mapping, error) {
 	return []attribute.Mapping{{Start: 0x7f0000000000, End: 0x7f0000100000, Executable: true}}, nil
 }

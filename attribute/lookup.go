@@ -8,6 +8,8 @@ import "github.com/profd/profd/internal/elfsym"
 type Lookup interface {
 	// Image names process pid's executable (its base name), "" when it is not known.
 	Image(pid uint32) string
+	// Executable is the path of the file process pid runs, "" when it is not known.
+	Executable(pid uint32) string
 	// Mappings returns process pid's mappings, ascending by start. When the process is gone
 	// it returns nil and an error.
 	Mappings(pid uint32) ([]Mapping, error)

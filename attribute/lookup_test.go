@@ -36,6 +36,13 @@ func newFakeLookup(pids ...uint32) *fakeLookup {
 
 func (f *fakeLookup) Image(pid uint32) string { return f.images[pid] }
 
+func (f *fakeLookup) Executable(pid uint32) string {
+	if f.images[pid] == "" {
+		return ""
+	}
+	return "/usr/bin/" + f.images[pid]
+}
+
 func (f *fakeLookup) Mappings(pid uint32) ([]Mapping, error) {
 	f.mapsRead++
 	m, ok := f.mappings[pid]

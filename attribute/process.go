@@ -8,14 +8,15 @@ import (
 
 // procCounts is everything counted for one target process.
 type procCounts struct {
-	pid     uint32
-	image   string
-	named   sampleCounts      // samples in named code
-	outside map[string]uint64 // samples outside JIT code and native code, by mapping name
-	native  nativeCounts      // samples in native code, by mapping and address
-	unnamed unnamedSamples    // samples in JIT memory no code object named yet
-	stacks  stackCounts       // samples by thread and call chain (--stacks)
-	maps    procMaps
+	pid        uint32
+	image      string
+	executable string            // the path of the file it runs, "" when unknown
+	named      sampleCounts      // samples in named code
+	outside    map[string]uint64 // samples outside JIT code and native code, by mapping name
+	native     nativeCounts      // samples in native code, by mapping and address
+	unnamed    unnamedSamples    // samples in JIT memory no code object named yet
+	stacks     stackCounts       // samples by thread and call chain (--stacks)
+	maps       procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
 	// the unnamed samples were last looked up again.
 	symbols, resolved uint64

@@ -39,7 +39,7 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 	c := &profileio.Capture{
 		Version:   profileio.CaptureVersion,
 		Meta:      meta,
-		Processes: []profileio.Process{{Pid: p.pid, Command: p.image}},
+		Processes: []profileio.Process{{Pid: p.pid, Command: p.image, Executable: p.executable}},
 		End:       &end,
 	}
 	sampled := make(map[uint64]*profileio.CaptureObject) // by version

@@ -34,6 +34,9 @@ func (l *procLookup) close() { l.syms.Close() }
 
 func (l *procLookup) Image(pid uint32) string { return procfs.Image(pid) }
 
+// Executable reads the /proc/PID/exe link.
+func (l *procLookup) Executable(pid uint32) string { return procfs.ExePath(pid) }
+
 // Mappings reads /proc/PID/maps.
 func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 	maps, err := procfs.ReadMaps(pid)

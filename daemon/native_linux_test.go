@@ -105,8 +105,12 @@ func TestNativeSymbols(t *testing.T) {
 		}
 	}
 
-	// pprof: the functions by name, in mappings of the files with their build-ids.
+	// pprof: the functions by name, in mappings of the files with their build-ids; the main
+	// mapping (go tool pprof's "File:") is the executable, not the first library sampled.
 	p := readPprof(t, outputPath(d, "native", pid, FormatPprof))
+	if m := p.Mapping[0]; m.File != exe || m.BuildID == "" {
+		t.Errorf("main mapping %+v, want the executable %s with its build-id", m, exe)
+	}
 	pprofFuncs := map[string]int64{}
 	for _, s := range p.Sample {
 		for _, l := range s.Location {
