@@ -96,7 +96,10 @@ type wakeups struct {
 	flushReq chan struct{}
 	// targetFlush (to the flushing goroutine) says there are JITs' flush requests.
 	targetFlush chan struct{}
-	flushWG     sync.WaitGroup
+	// retiredFlush (to the flushing goroutine) says exited targets wait for their final
+	// profiles.
+	retiredFlush chan struct{}
+	flushWG      sync.WaitGroup
 }
 
 // replyLog remembers the targets whose flush replies failed, so that each is logged once;
@@ -133,7 +136,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
-		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1)}
+		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}
 	return d
 }

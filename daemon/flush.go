@@ -35,6 +35,8 @@ func (d *daemon) flushLoop() {
 			d.flush(false)
 		case <-d.wake.targetFlush:
 			d.flushTargets()
+		case <-d.wake.retiredFlush:
+			d.flushRetired()
 		}
 	}
 }
@@ -84,6 +86,28 @@ func (d *daemon) flush(final bool) {
 	}
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.flushing.latest)), counters)
+}
+
+// flushRetired writes the final profiles of the targets that exited since the last flush,
+// and nothing else. With --group-by image an exited process's capture joins its image's
+// group, whose outputs the next flush of the group writes: writing them now would take the
+// live members' counts out of their interval.
+func (d *daemon) flushRetired() {
+	d.mu.Lock()
+	work := d.locked.retired
+	d.locked.retired = nil
+	d.mu.Unlock()
+	by := d.nameDeadline(false)
+	for _, w := range work {
+		w.nameBy = by
+		if d.cfg.GroupBy == GroupByImage {
+			d.name(w)
+			w.named = true
+			d.flushing.exitedByImage[w.image] = append(d.flushing.exitedByImage[w.image], w)
+			continue
+		}
+		d.write(w, d.cfg.Formats, nil)
+	}
 }
 
 // flushTargets writes the outputs of the targets that asked for them through their FIFO

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -105,3 +106,35 @@ func TestFlushRequestsAreNotLost(t *testing.T) {
 }
 
 func usr1() os.Signal { return syscall.SIGUSR1 }
+
+// TestExitFlushesOnlyTheExitingTarget: when one target exits, its final profile is written
+// and no other target's is: a flush of every target would cut the others' intervals under
+// --reset-on-flush (and write files nobody asked for).
+func TestExitFlushesOnlyTheExitingTarget(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	short := startChild(t, nil, testjit, "-d", d.fifo, "-m", "100", "-r", "1", "-w", "10000")
+	long := startCmd(t, exec.Command("sleep", "60"))
+	r := startRun(t, Config{Pids: []uint32{uint32(short.pid()), uint32(long.pid())}, Event: "cpu-clock",
+		FifoDir: d.fifo, OutDir: d.out, ResetOnFlush: true, Formats: []Format{FormatPprof, FormatCapture}})
+	short.wait(t, 60*time.Second)
+	shortCap := outputPath(d, "testjit", short.pid(), FormatCapture)
+	waitFor(t, "the exited target's final profile", 10*time.Second, func() bool { return fileExists(shortCap) })
+	time.Sleep(300 * time.Millisecond) // a flush of every target would have written both by now
+	for _, f := range []Format{FormatPprof, FormatCapture} {
+		if p := outputPath(d, "sleep", long.pid(), f); fileExists(p) {
+			t.Errorf("the live target's %s was written when the other exited", p)
+		}
+	}
+	if n := r.flushes(); n != 0 {
+		t.Errorf("%d flushes ran when a target exited, want none (its final profile only):\n%s", n, r.summary.String())
+	}
+	if c := readCapture(t, shortCap); c.Objects == nil || c.End == nil {
+		t.Errorf("the exited target's final capture: %d objects, end %v", len(c.Objects), c.End)
+	}
+	r.stop(t)
+	if p := outputPath(d, "sleep", long.pid(), FormatCapture); !fileExists(p) {
+		t.Errorf("no final profile for the live target at the stop: %s", p)
+	}
+}

@@ -215,10 +215,14 @@ func (d *daemon) closeAll() error {
 	return nil
 }
 
-// targetsGone asks for the flush that writes the final profiles of exited targets. It
-// reports whether profd has nothing left to do: every explicit target is gone and no
-// --jit-image can bring new ones.
+// targetsGone asks for the final profiles of exited targets (and of nothing else: a flush
+// of every target would cut the others' intervals under --reset-on-flush). It reports
+// whether profd has nothing left to do: every explicit target is gone and no --jit-image
+// can bring new ones.
 func (d *daemon) targetsGone() bool {
-	d.requestFlush()
+	select {
+	case d.wake.retiredFlush <- struct{}{}:
+	default:
+	}
 	return len(d.cfg.JITImages) == 0 && len(d.parts.watch.Targets()) == 0
 }

@@ -116,6 +116,8 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
 One profd writes an --out (it holds .profd.lock there) and at start removes the
 temporary files of a flush a killed profd left.
+A target that exits gets its final profile at once (with --group-by image, in its image's
+next flush); the other targets' outputs are not written then.
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run.
