@@ -48,10 +48,12 @@ func mappingName(mp *Mapping, ok bool) (string, *Mapping) {
 }
 
 // JITMemory reports whether a mapping, by the name samples outside named code are counted
-// under, can hold JIT code: anonymous memory, or a memfd (JITs that map their code twice,
-// writable and executable, use one).
+// under, can hold JIT code: anonymous memory, private or shared (MAP_SHARED|MAP_ANONYMOUS
+// and mappings of /dev/zero show as /dev/zero, System V segments as /SYSV…), or shared
+// memory a JIT maps twice, writable and executable (a memfd, a file of /dev/shm).
 func JITMemory(mapping string) bool {
-	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || strings.HasPrefix(mapping, "/memfd:")
+	return mapping == "[anon]" || strings.HasPrefix(mapping, "[anon:") || mapping == "/dev/zero" ||
+		strings.HasPrefix(mapping, "/memfd:") || strings.HasPrefix(mapping, "/SYSV") || strings.HasPrefix(mapping, "/dev/shm/")
 }
 
 // isNative reports whether samples in mp are counted as native code: an executable

@@ -1,0 +1,39 @@
+// sharedjit puts a loop of machine code in shared anonymous memory (MAP_SHARED |
+// MAP_ANONYMOUS, which /proc/PID/maps shows as "/dev/zero (deleted)"), names it in its perf
+// map as a JIT does, and runs it for the seconds its argument gives.
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+	int secs = argc > 1 ? atoi(argv[1]) : 3;
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	/* countdown: dec %rdi; jnz countdown; ret */
+	static const unsigned char loop[] = {0x48, 0xff, 0xcf, 0x75, 0xfb, 0xc3};
+	memcpy(code, loop, sizeof loop);
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
+	FILE *f = fopen(path, "w");
+	if (f == NULL) {
+		perror(path);
+		return 1;
+	}
+	fprintf(f, "%lx %zx shared_jit_loop\n", (unsigned long)code, sizeof loop);
+	fclose(f);
+	void (*countdown)(long) = (void (*)(long))code;
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		countdown(10000000);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < secs);
+	return 0;
+}
