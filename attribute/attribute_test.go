@@ -177,3 +177,30 @@ func TestStackFramesNamedLate(t *testing.T) {
 		t.Errorf("frames %q, caller at offset %#x", names, c.Stacks[0].Frames[1].Offset)
 	}
 }
+
+// TestDataMappingNeverHoldsSamples: a sample whose address the mappings put in a file that
+// is not executable (the mappings were read before the process unmapped its data file and
+// mapped code there, or after the code went) is never filed under that file: the mappings
+// are read again, and what ran there is named by the new ones or left unknown.
+func TestDataMappingNeverHoldsSamples(t *testing.T) {
+	look := newFakeLookup(testPid)
+	const base = 0x5000
+	look.mappings[testPid] = append([]Mapping{{Start: base, End: base + 0x1000, Path: "/etc/ld.so.cache"}}, look.mappings[testPid]...)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	a.AddProcess(testPid, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: base + 0x800}: {N: 3, FirstNs: 1, LastNs: 2}})
+	p := a.procs[testPid]
+	if p.outside["/etc/ld.so.cache"] != 0 || p.outside["[unknown]"] != 3 {
+		t.Errorf("samples in a data file's range: %v, want them unknown", p.outside)
+	}
+	// Code mapped where the data file was, with the data file still in the cached mappings.
+	look.mappings[testPid][0] = Mapping{Start: base, End: base + 0x1000, Path: "/usr/lib/libjit.so", Executable: true}
+	a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: base + 0x800}: {N: 5, FirstNs: 3, LastNs: 4}})
+	var native uint64
+	for _, n := range p.native.counts {
+		native += n
+	}
+	if p.outside["/etc/ld.so.cache"] != 0 || p.outside["/usr/lib/libjit.so"]+native != 5 {
+		t.Errorf("samples in code mapped over the data file: %v (native %d), want them in /usr/lib/libjit.so", p.outside, native)
+	}
+}

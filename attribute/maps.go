@@ -17,7 +17,7 @@ type procMaps struct {
 // gone or ip is in no mapping.
 func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 	mp, ok := find(m.mappings, ip)
-	if !ok && !m.gone {
+	if (!ok || !mayRun(mp)) && !m.gone {
 		maps, err := m.look.Mappings(m.pid)
 		if maps == nil && err != nil {
 			m.gone = true
@@ -26,13 +26,28 @@ func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 		m.mappings = maps
 		mp, ok = find(m.mappings, ip)
 	}
+	if ok && !mayRun(mp) {
+		return "[unknown]", nil // the code that ran there is gone: never the data file there now
+	}
 	return mappingName(mp, ok)
 }
 
 // lookupCached is lookup without asking for the mappings again: for addresses that may be
-// in no mapping at all.
+// in no mapping at all. A mapping that cannot have run the code is none: the cached
+// mappings are older than the sample.
 func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
-	return mappingName(find(m.mappings, ip))
+	mp, ok := find(m.mappings, ip)
+	if ok && !mayRun(mp) {
+		return "[unknown]", nil
+	}
+	return mappingName(mp, ok)
+}
+
+// mayRun reports whether a sampled instruction can have been in mp: an executable mapping,
+// or JIT memory, whose permissions a JIT may have flipped since (write, then execute).
+func mayRun(mp *Mapping) bool {
+	name, _ := mappingName(mp, true)
+	return mp.Executable || JITMemory(name)
 }
 
 // mappingName names the mapping mp that find found (ok): its path, "[anon]", or
