@@ -73,7 +73,7 @@ func (d *daemon) flush(final bool) {
 	d.parts.jit.Reclaim(drainedNs)
 	totals := counts.Totals()
 	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); flush %d",
-		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs, d.parts.symbols.badRecords(),
+		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs+d.parts.symbols.otherPidRecords(), d.parts.symbols.badRecords(),
 		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), n)
 	// The JITs' own requests are answered by this flush too.
 	requests := d.locked.flushQueue.Take()

@@ -38,6 +38,9 @@ type symbolStage struct {
 	mu     sync.Mutex
 	queues map[uint32]*symbolQueue
 	bad    uint64 // bad records reported by the decoders
+	// otherPid counts records that named a process other than their stream's (neither its
+	// pid nor the one it has in its own pid namespace).
+	otherPid uint64
 
 	expired    chan struct{} // closed when the stage expires
 	expireOnce sync.Once
@@ -52,7 +55,8 @@ type symbolQueue struct {
 	closed  bool
 	batches chan jitmap.Batch
 	done    chan struct{}
-	logged  int // the queue's goroutine's
+	logged  int  // the queue's goroutine's
+	otherOK bool // a record of another process was logged; the queue's goroutine's
 
 	budgetMu sync.Mutex // the sources' goroutines share the allowance
 	tokens   float64
@@ -173,6 +177,13 @@ func (s *symbolStage) allow(q *symbolQueue, n int) int {
 	return ok
 }
 
+// otherPidRecords is how many records named a process other than their stream's.
+func (s *symbolStage) otherPidRecords() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.otherPid
+}
+
 // badRecords is how many bad records the decoders reported.
 func (s *symbolStage) badRecords() uint64 {
 	s.mu.Lock()
@@ -201,10 +212,16 @@ func (s *symbolStage) run(q *symbolQueue) {
 
 // report counts b's bad records and logs the first few of its target.
 func (s *symbolStage) report(q *symbolQueue, b jitmap.Batch) {
-	bad := 0
+	bad, other := 0, 0
 	for _, err := range b.Errs {
 		if errors.Is(err, jitmap.ErrPidMismatch) {
-			continue // counted by the source
+			other++
+			if !q.otherOK {
+				q.otherOK = true
+				s.log.Warn("profd: symbol records of another process refused (counted, logged once per target)",
+					"pid", b.Pid, "source", b.Source.String(), "stream", b.Stream, "err", err)
+			}
+			continue
 		}
 		bad++
 		q.logged++
@@ -221,9 +238,10 @@ func (s *symbolStage) report(q *symbolQueue, b jitmap.Batch) {
 		}
 		s.log.Warn("profd: bad symbol record", attrs...)
 	}
-	if bad > 0 {
+	if bad+other > 0 {
 		s.mu.Lock()
 		s.bad += uint64(bad)
+		s.otherPid += uint64(other)
 		s.mu.Unlock()
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -80,5 +81,29 @@ func TestSymbolStageExpiry(t *testing.T) {
 	}
 	if s.unapplied.Load() < 10*queuedBatches {
 		t.Errorf("only %d records counted unapplied after the stage expired", s.unapplied.Load())
+	}
+}
+
+// TestSymbolStageCountsOtherProcessRecords: records that name a process other than their
+// stream's are counted (the summary's refused) and warned about once per target, not lost
+// without a word.
+func TestSymbolStageCountsOtherProcessRecords(t *testing.T) {
+	logs := &testenv.SyncBuffer{}
+	s := newSymbolStage(enrich.New(enrich.Options{}), func(jitmap.Batch) {}, slog.New(slog.NewTextHandler(logs, nil)), 0, 0)
+	s.addTarget(1)
+	for i := 0; i < 3; i++ {
+		b := batchOf(1, 1)
+		b.Errs = []error{fmt.Errorf("pid 6 in stream of pid 1: %w", jitmap.ErrPidMismatch), fmt.Errorf("pid 6 in stream of pid 1: %w", jitmap.ErrPidMismatch)}
+		s.add(b)
+	}
+	s.close()
+	if n := s.otherPidRecords(); n != 6 {
+		t.Errorf("%d records of another process counted, want 6", n)
+	}
+	if n := s.badRecords(); n != 0 {
+		t.Errorf("%d bad records, want none: another process's records are refused, not bad", n)
+	}
+	if n := strings.Count(logs.String(), "symbol records of another process refused"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs)
 	}
 }
