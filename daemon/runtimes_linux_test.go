@@ -166,6 +166,45 @@ func TestNodePerfProf(t *testing.T) {
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), true)))
 }
 
+// TestNodePerfProfInPidNamespace: node --perf-prof in a pid namespace of its own writes its
+// namespace pid (1) in jit-1.dump's name and records; profd, watching --jit-image node, takes
+// them as the process's. With the dump in a directory the host sees too, and in one only
+// node's mount namespace sees.
+func TestNodePerfProfInPidNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("unshare"))
+	for _, private := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared directory", true: "private directory"}[private], func(t *testing.T) {
+			d := newDirs(t)
+			r := startRun(t, Config{JITImages: []string{"node"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+			waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+			dir := t.TempDir()
+			script := `cd "$1" && exec node --perf-prof "$2" 4`
+			if private {
+				script = `mount -t tmpfs none "$1" && ` + script
+			}
+			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh", dir, runtimeWorkload("hot.js"))
+			container := startCmd(t, cmd)
+			var pid int
+			waitFor(t, "node in its namespace", 10*time.Second, func() bool {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", container.pid(), container.pid()))
+				if err == nil {
+					fmt.Sscan(string(b), &pid)
+				}
+				return pid != 0 && readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == "node"
+			})
+			container.wait(t, 60*time.Second)
+			waitFor(t, "node's final profile", 20*time.Second, func() bool {
+				return fileExists(outputPath(d, "node", pid, FormatCapture)) && strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", pid))
+			})
+			r.stop(t)
+			tl := profdTally(readCapture(t, outputPath(d, "node", pid, FormatCapture)))
+			if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || len(tl.funcs) < 3 {
+				t.Errorf("%d of %d samples in JIT memory named (%d functions), want nearly all\nlogs:\n%s", tl.named, tl.jitMem, len(tl.funcs), r.logs.String())
+			}
+		})
+	}
+}
+
 // javaClasses compiles workloads/runtimes/Hot.java into a directory of its own.
 func javaClasses(t *testing.T) string {
 	t.Helper()
