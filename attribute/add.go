@@ -193,7 +193,7 @@ func (a *Counts) addStacks(stacks []sampler.StackCount) {
 		}
 		for j, ip := range s.User {
 			addr := ip
-			if j > 0 && addr > 0 {
+			if j > 0 && addr > 0 && !a.jitStart(p.pid, ip, s.LastNs) {
 				addr-- // inside the call instruction: its code object, its line
 			}
 			frames = append(frames, a.stackFrame(p, addr, s.LastNs, j == 0))
@@ -237,4 +237,14 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 		f.mapping = profileio.UnnamedMapping
 	}
 	return f
+}
+
+// jitStart reports whether a caller's return address ip is the first byte of a JIT code
+// object at time ns: a runtime that starts a stack of its own puts the address of its exit
+// code there (Erlang's erts_beamasm:normal_exit/0), where no call returns to, and ip − 1
+// would name the code before it. JITs end their code with a jump or a return, never with a
+// call that does not return, so no other return address is an object's first byte.
+func (a *Counts) jitStart(pid uint32, ip uint64, ns int64) bool {
+	r := a.jit.Find(pid, ip, ns)
+	return r.Obj != nil && r.Obj.Addr == ip
 }

@@ -134,7 +134,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 	if len(s.Capture.Stacks) == 0 {
 		return 0, 0
 	}
-	return markCut(s.Capture.Stacks)
+	return markCut(s.Capture)
 }
 
 // nameKernel names the kernel frames of the stacks through the lookup.

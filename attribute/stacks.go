@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"encoding/binary"
+	"strings"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
@@ -220,18 +221,27 @@ var threadStarts = map[string]bool{
 	"thread_start": true, "runtime.goexit": true, "runtime.rt0_go": true, "runtime.mstart": true,
 }
 
+// stackBottoms are JIT functions a runtime starts stacks of its own with: every Erlang
+// process runs on a stack whose first return address is erts_beamasm:normal_exit/0.
+var stackBottoms = map[string]bool{
+	"erts_beamasm:normal_exit/0": true,
+}
+
 // ThreadStart reports whether function is one a complete call chain ends in (_start,
-// start_thread, clone and the like): a chain whose outermost frame is elsewhere was cut
-// (Snapshot.Name marks it).
-func ThreadStart(function string) bool { return threadStarts[function] }
+// start_thread, clone and the like, or where a runtime starts a stack of its own): a chain
+// whose outermost frame is elsewhere was cut (Snapshot.Name marks it).
+func ThreadStart(function string) bool {
+	// A perf map of Erlang's names functions with a leading $.
+	return threadStarts[function] || stackBottoms[strings.TrimPrefix(function, "$")]
+}
 
 // markCut marks the stacks whose outermost frame is not where a thread starts: their
 // chains stopped at a frame without a frame pointer. It returns the samples with complete
 // chains and with cut ones.
-func markCut(stacks []profileio.StackSample) (complete, cut uint64) {
-	for i := range stacks {
-		st := &stacks[i]
-		if n := len(st.Frames); n == 0 || !threadStarts[st.Frames[n-1].Function] {
+func markCut(c *profileio.Capture) (complete, cut uint64) {
+	for i := range c.Stacks {
+		st := &c.Stacks[i]
+		if n := len(st.Frames); n == 0 || !ThreadStart(frameFunction(c, st.Frames[n-1])) {
 			st.Cut = true
 		}
 		if st.Cut {
@@ -241,4 +251,12 @@ func markCut(stacks []profileio.StackSample) (complete, cut uint64) {
 		}
 	}
 	return complete, cut
+}
+
+// frameFunction names frame f of c: its JIT code object's name, else its symbol.
+func frameFunction(c *profileio.Capture, f profileio.Frame) string {
+	if f.Object != profileio.NoObject && int(f.Object) < len(c.Objects) {
+		return c.Objects[f.Object].Object.Name
+	}
+	return f.Function
 }

@@ -140,7 +140,9 @@ type Frame struct {
 	Object ObjectID
 	Offset uint64
 	// Address is the frame's address in the process: the sampled instruction for the leaf,
-	// for a caller the return address minus one (an address inside the call instruction).
+	// for a caller the return address minus one (an address inside the call instruction),
+	// or the return address itself where it is a JIT code object's first byte (the bottom
+	// of a stack a runtime started, such as an Erlang process's).
 	Address uint64
 	// Function names a frame outside JIT code: its symbol (native or kernel, demangled),
 	// else "" (the pprof profile then names it after Mapping).
