@@ -51,14 +51,18 @@ var howtoPages = []howtoPage{
 		workloads: []string{"workloads/runtimes/hot.js"},
 		// profd's summary and pprof's top both name the hot function.
 		want: []string{`(?m)^\s+\d+\s+\d+\.\d%\s+JS:\*mixInts `, `(?m)^\s+\S+ +\S+%.*\S+%\s+JS:\*mixInts `,
-			`(?m)^\s+\d+\.\d+%\s+\[\.\] JS:\*mixInts`},
+			`(?m)^\s+\d+\.\d+%\s+\[\.\] JS:\*mixInts`,
+			// Without the flag: profd's warning, nothing named.
+			`samples in JIT memory have no symbol`, `0\.0% of the samples in JIT memory named`},
 	},
 	{
 		file:      "java.md",
 		needs:     []testenv.Need{testenv.Tool("java"), testenv.Tool("javac"), testenv.Tool("jcmd")},
 		workloads: []string{"workloads/runtimes/Hot.java"},
 		want: []string{`(?m)^\s+\S+ +\S+%.*\S+%\s+int Hot\.mixInts\(int\)$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] int Hot\.mixInts`,
-			`Command executed successfully`},
+			`Command executed successfully`,
+			// Without the unlock option the JVM does not start.
+			`must be enabled via -XX:\+UnlockDiagnosticVMOptions`, `java exited with status 1`},
 	},
 	{
 		file:  "erlang.md",
@@ -79,7 +83,9 @@ var howtoPages = []howtoPage{
 		workloads: []string{"examples/workload/hot.c"},
 		// opt-14 annotates nothing without the attribute (0) and some functions with it.
 		want: []string{`(?m)^Function: sieve: `, `(?m)^\s+\S+ +\S+%.*\S+%\s+sieve$`,
-			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`},
+			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`,
+			// lli-14's default JIT: nothing named.
+			`samples in JIT memory have no symbol`, `0\.0% of the samples in JIT memory named`},
 	},
 	{
 		file:      "c-header.md",
