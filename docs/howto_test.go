@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +44,9 @@ type howtoPage struct {
 	// extra environment for the script.
 	setup func(t *testing.T, dir string) []string
 	want  []string // regular expressions the script's output must match
+	// same names the hot function whose share the page's first go tool pprof -top and perf
+	// report (in that order) must give within sharePoints.
+	same string
 }
 
 var howtoPages = []howtoPage{
@@ -49,6 +54,7 @@ var howtoPages = []howtoPage{
 		file:      "node.md",
 		needs:     []testenv.Need{testenv.Tool("node")},
 		workloads: []string{"workloads/runtimes/hot.js"},
+		same:      "JS:*mixInts",
 		// profd's summary and pprof's top both name the hot function.
 		want: []string{`(?m)^\s+\d+\s+\d+\.\d%\s+JS:\*mixInts `, `(?m)^\s+\S+ +\S+%.*\S+%\s+JS:\*mixInts `,
 			`(?m)^\s+\d+\.\d+%\s+\[\.\] JS:\*mixInts`,
@@ -59,6 +65,7 @@ var howtoPages = []howtoPage{
 		file:      "java.md",
 		needs:     []testenv.Need{testenv.Tool("java"), testenv.Tool("javac"), testenv.Tool("jcmd")},
 		workloads: []string{"workloads/runtimes/Hot.java"},
+		same:      "int Hot.mixInts(int)",
 		want: []string{`(?m)^\s+\S+ +\S+%.*\S+%\s+int Hot\.mixInts\(int\)$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] int Hot\.mixInts`,
 			`Command executed successfully`,
 			// Without the unlock option the JVM does not start.
@@ -67,6 +74,7 @@ var howtoPages = []howtoPage{
 	{
 		file:  "erlang.md",
 		needs: []testenv.Need{testenv.Tool("erl"), testenv.Tool("erlc"), erlangJIT},
+		same:  "$hot:mix/2",
 		want: []string{`(?m)^\d+ jit$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+\$hot:mix/2$`,
 			`(?m)^\s+\d+\.\d+%\s+\[\.\] \$hot:mix/2`},
 	},
@@ -74,6 +82,7 @@ var howtoPages = []howtoPage{
 		file:  "postgresql.md",
 		needs: []testenv.Need{testenv.Tool("psql"), testenv.Tool("runuser"), testenv.Tool("llvm-profdata-14"), postgresServer},
 		setup: startPostgres,
+		same:  "evalexpr_1_5",
 		want: []string{`(?m)^\s+\S+ +\S+%.*\S+%\s+evalexpr_`, `(?m)^Function: evalexpr_`,
 			`(?m)^\s+\d+\.\d+%\s+\[\.\] evalexpr_`},
 	},
@@ -81,6 +90,7 @@ var howtoPages = []howtoPage{
 		file:      "lli.md",
 		needs:     []testenv.Need{testenv.Tool("lli-14"), testenv.Tool("clang-14"), testenv.Tool("opt-14"), testenv.Tool("llvm-profdata-14")},
 		workloads: []string{"examples/workload/hot.c"},
+		same:      "sieve",
 		// opt-14 annotates nothing without the attribute (0) and some functions with it.
 		want: []string{`(?m)^Function: sieve: `, `(?m)^\s+\S+ +\S+%.*\S+%\s+sieve$`,
 			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`,
@@ -91,9 +101,15 @@ var howtoPages = []howtoPage{
 		file:      "c-header.md",
 		needs:     []testenv.Need{testenv.Tool("cc"), amd64},
 		workloads: []string{"jit/profd_jit.h"},
+		same:      "jit_hot",
 		want:      []string{`(?m)^\s+\S+ +7\d\.\d+%.*\S+%\s+jit_hot$`, `(?m)^\s+7\d\.\d+%\s+\[\.\] jit_hot`},
 	},
 }
+
+// sharePoints is how far profd's and perf's shares of a page's hot function may differ: the
+// two sample the same run, each on its own timer, and perf record -p only the threads there
+// when it starts (measured here: within 2.6 points).
+const sharePoints = 10
 
 // howtoTimeout bounds one page's run; a page is meant to take 20 s or less.
 const howtoTimeout = 90 * time.Second
@@ -280,6 +296,35 @@ func runPage(t *testing.T, bin string, p howtoPage) {
 		t.Errorf("%s: the output has nothing matching %q:\n%s", p.file, missing, out.String())
 	} else if testing.Verbose() {
 		t.Logf("output:\n%s", out.String())
+	}
+	if p.same != "" {
+		compareShares(t, out.String(), p.same)
+	}
+}
+
+// compareShares finds fn's share in the first perf report line naming it and its flat share
+// in the last go tool pprof -top line naming it before that (the same run's), and holds them
+// to sharePoints.
+func compareShares(t *testing.T, out, fn string) {
+	t.Helper()
+	name := regexp.QuoteMeta(fn)
+	perf := regexp.MustCompile(`(?m)^\s+(\d+\.\d+)%\s+\[\.\]\s+` + name + `(?:\s|$)`)
+	pprof := regexp.MustCompile(`(?m)^\s*\S+\s+(\d+(?:\.\d+)?)%\s+\S+%\s+\S+\s+\S+%\s+` + name + `(?:\s|$)`)
+	n := perf.FindStringSubmatchIndex(out)
+	if n == nil {
+		t.Errorf("no perf report line names %s", fn)
+		return
+	}
+	ms := pprof.FindAllStringSubmatch(out[:n[0]], -1)
+	if ms == nil {
+		t.Errorf("no go tool pprof -top line names %s before perf report's", fn)
+		return
+	}
+	profdShare, _ := strconv.ParseFloat(ms[len(ms)-1][1], 64)
+	perfShare, _ := strconv.ParseFloat(out[n[2]:n[3]], 64)
+	t.Logf("%s: profd %.1f%%, perf %.1f%%", fn, profdShare, perfShare)
+	if math.Abs(profdShare-perfShare) > sharePoints {
+		t.Errorf("%s: profd gives %.1f%% of the samples, perf %.1f%%: more than %d points apart", fn, profdShare, perfShare, sharePoints)
 	}
 }
 
