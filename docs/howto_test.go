@@ -76,7 +76,9 @@ var howtoPages = []howtoPage{
 		needs: []testenv.Need{testenv.Tool("erl"), testenv.Tool("erlc"), erlangJIT},
 		same:  "$hot:mix/2",
 		want: []string{`(?m)^\d+ jit$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+\$hot:mix/2$`,
-			`(?m)^\s+\d+\.\d+%\s+\[\.\] \$hot:mix/2`},
+			`(?m)^\s+\d+\.\d+%\s+\[\.\] \$hot:mix/2`,
+			// +JPperf true: the dump's spelling too.
+			`(?m)^\s+\d+\s+\d+\.\d%\s+hot:mix/2$`},
 	},
 	{
 		file:  "postgresql.md",
