@@ -1,3 +1,18 @@
+// Package docs_test runs the how-to pages in docs/howto, so that their commands cannot rot.
+// In a page:
+//
+//   - a fenced block whose info string is "sh howto" is run: all of a page's, in order, as
+//     one bash script (set -euo pipefail) in a temporary directory;
+//   - a fenced block whose info string is "LANG howto-file NAME" is written to NAME in that
+//     directory first (a program the page shows);
+//   - every other block is shown only (an operator's step the test does its own way, or output).
+//
+// The script runs with the freshly built profd and reestimate first on PATH. profd there is
+// a wrapper that adds --fifo-dir $PROFD_DIR, a directory of the test's own, and the text
+// "/run/profd" in the page (profd's default FIFO directory) is replaced by that directory,
+// so a page runs beside any other profd on the machine. Each page then has its outcome
+// checked: patterns its output must match, and profd's and perf's shares of its hot function
+// on the same run.
 package docs_test
 
 import (
@@ -20,20 +35,6 @@ import (
 
 	"github.com/profd/profd/internal/testenv"
 )
-
-// The how-to pages in docs/howto run here, so that their commands cannot rot. In a page:
-//
-//   - a fenced block whose info string is "sh howto" is run: all of a page's, in order, as
-//     one bash script (set -euo pipefail) in a temporary directory;
-//   - a fenced block whose info string is "LANG howto-file NAME" is written to NAME in that
-//     directory first (a program the page shows);
-//   - every other block is shown only (an operator's step the test does its own way, or output).
-//
-// The script runs with the freshly built profd and reestimate first on PATH. profd there is
-// a wrapper that adds --fifo-dir $PROFD_DIR, a directory of the test's own, and the text
-// "/run/profd" in the page (profd's default FIFO directory) is replaced by that directory,
-// so a page runs beside any other profd on the machine. Each page then has its outcome
-// checked: patterns its output must match.
 
 // howtoPage is one page and how to run it.
 type howtoPage struct {
@@ -96,6 +97,7 @@ var howtoPages = []howtoPage{
 		// opt-14 annotates nothing without the attribute (0) and some functions with it.
 		want: []string{`(?m)^Function: sieve: `, `(?m)^\s+\S+ +\S+%.*\S+%\s+sieve$`,
 			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`,
+			`reestimate: \d+ sampled code objects: [1-9]\d* reestimated`,
 			// lli-14's default JIT: nothing named.
 			`samples in JIT memory have no symbol`, `0\.0% of the samples in JIT memory named`},
 	},
