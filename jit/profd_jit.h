@@ -6,6 +6,9 @@
  *   profd_jit pj;
  *   profd_jit_open(&pj, NULL);          // NULL: $PROFD_DIR, /run/profd (root), $XDG_RUNTIME_DIR/profd
  *                                       // (or profd_jit_open_file: a jitdump file instead)
+ *                                       // PROFD_JIT_NO_DAEMON until profd profiles this process:
+ *                                       // open again later (before a compile, at most every
+ *                                       // second or so), then announce the code still live
  *   uint64_t idx;
  *   profd_jit_code_load(&pj, "fib", (uint64_t)(uintptr_t)code, size, code, NULL, 0, &idx);
  *   ...

@@ -34,6 +34,9 @@ needs=(
 	psql:postgresql-client
 	perl:perl
 	unshare:util-linux
+	runuser:util-linux
+	erl:erlang-base
+	erlc:erlang-base
 )
 
 missing=()
