@@ -29,7 +29,7 @@ func (r *recorder) Solve(net *mcf.Network) ([]int64, error) {
 // cases, random extra edges (irreducible flow, self-loops), exits removed, and weights that
 // are sampled, pure noise, sparse or all zero.
 func randomCase(rng *rand.Rand) (*cfg.Graph, []float64) {
-	f := sim.Generate(rng, sim.GenParams{Blocks: 2 + rng.IntN(30), MaxDepth: 1 + rng.IntN(3)})
+	f := sim.Generate(rng, sim.GenOptions{Blocks: 2 + rng.IntN(30), MaxDepth: 1 + rng.IntN(3)})
 	g := f.CFG
 	n := len(g.Blocks)
 	if rng.IntN(4) == 0 {
@@ -54,7 +54,7 @@ func randomCase(rng *rand.Rand) (*cfg.Graph, []float64) {
 	switch rng.IntN(4) {
 	case 0:
 		c := f.Execute(rng, 1+rng.IntN(30))
-		w = sim.Weights(g, f.Sample(rng, c, sim.SampleParams{Period: 1 + 20*rng.Float64(), Skid: rng.Float64() / 2}))
+		w = sim.Weights(g, f.Sample(rng, c, sim.SampleOptions{Period: 1 + 20*rng.Float64(), Skid: rng.Float64() / 2}))
 	case 1:
 		for b := range w {
 			w[b] = math.Round(rng.Float64()*50) / 10

@@ -12,8 +12,8 @@ import (
 // accuracyParams are the simulator settings the accuracy test and benchmark use.
 var accuracyParams = struct {
 	funcs, minBlocks, maxBlocks, minCalls, maxCalls int
-	sample                                          SampleParams
-}{funcs: 300, minBlocks: 10, maxBlocks: 80, minCalls: 20, maxCalls: 300, sample: SampleParams{Period: 50, Skid: 0.3}}
+	sample                                          SampleOptions
+}{funcs: 300, minBlocks: 10, maxBlocks: 80, minCalls: 20, maxCalls: 300, sample: SampleOptions{Period: 50, Skid: 0.3}}
 
 // accuracy simulates a program of random functions and returns the weighted block and edge
 // overlaps of raw averages and of repaired counts, and the per-function mean block overlaps.
@@ -22,7 +22,7 @@ func accuracy(t testing.TB, seed uint64, opt reestimate.Options) (raw, rep, rawE
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var rb, pb, re, pe []overlap.Function
 	for i := 0; i < p.funcs; i++ {
-		f := Generate(rng, GenParams{Blocks: p.minBlocks + rng.IntN(p.maxBlocks-p.minBlocks)})
+		f := Generate(rng, GenOptions{Blocks: p.minBlocks + rng.IntN(p.maxBlocks-p.minBlocks)})
 		c := f.Execute(rng, p.minCalls+rng.IntN(p.maxCalls-p.minCalls))
 		a, err := Evaluate(f, c, Weights(f.CFG, f.Sample(rng, c, p.sample)), opt)
 		if err != nil {
@@ -57,7 +57,7 @@ func TestRepairBeatsRawAverages(t *testing.T) {
 func TestExecuteConserves(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 200; i++ {
-		f := Generate(rng, GenParams{Blocks: 1 + rng.IntN(100)})
+		f := Generate(rng, GenOptions{Blocks: 1 + rng.IntN(100)})
 		calls := 1 + rng.IntN(50)
 		c := f.Execute(rng, calls)
 		g := f.CFG
@@ -112,7 +112,7 @@ func reachable(g *cfg.Graph) []bool {
 // unit costs, samples per instruction average to count/Period.
 func TestSampleWithoutNoiseSources(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
-	f := Generate(rng, GenParams{Blocks: 30})
+	f := Generate(rng, GenOptions{Blocks: 30})
 	for b := range f.InstCost {
 		for i := range f.InstCost[b] {
 			f.InstCost[b][i] = 1
@@ -120,7 +120,7 @@ func TestSampleWithoutNoiseSources(t *testing.T) {
 	}
 	c := f.Execute(rng, 2000)
 	var samples, expected float64
-	for b, s := range f.Sample(rng, c, SampleParams{Period: 10}) {
+	for b, s := range f.Sample(rng, c, SampleOptions{Period: 10}) {
 		for _, x := range s {
 			samples += float64(x)
 		}

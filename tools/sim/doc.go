@@ -11,9 +11,9 @@
 // repaired counts by overlap (tools/accuracy/overlap).
 //
 //	rng := rand.New(rand.NewPCG(1, 2))
-//	f := sim.Generate(rng, sim.GenParams{Blocks: 50})
+//	f := sim.Generate(rng, sim.GenOptions{Blocks: 50})
 //	truth := f.Execute(rng, 100)
-//	samples := f.Sample(rng, truth, sim.SampleParams{Period: 50, Skid: 0.3})
+//	samples := f.Sample(rng, truth, sim.SampleOptions{Period: 50, Skid: 0.3})
 //	acc, err := sim.Evaluate(f, truth, sim.Weights(f.CFG, samples), reestimate.Options{})
 //
 // Everything is deterministic for a given *rand.Rand; nothing here is safe to share across

@@ -6,8 +6,8 @@ import (
 	"github.com/profd/profd/reestimate/cfg"
 )
 
-// GenParams shapes a random function. Zero fields take the defaults noted.
-type GenParams struct {
+// GenOptions shapes a random function. Zero fields take the defaults noted.
+type GenOptions struct {
 	Blocks    int     // approximate number of reachable blocks to generate (default 40)
 	MaxDepth  int     // deepest loop nesting (default 3)
 	MaxInsts  int     // instructions per block are uniform in [1, MaxInsts] (default 8)
@@ -17,7 +17,7 @@ type GenParams struct {
 	NeverProb float64 // share of conditional regions never taken at all (default 0.05)
 }
 
-func (p GenParams) withDefaults() GenParams {
+func (p GenOptions) withDefaults() GenOptions {
 	if p.Blocks <= 0 {
 		p.Blocks = 40
 	}
@@ -55,14 +55,14 @@ type Function struct {
 
 type builder struct {
 	rng  *rand.Rand
-	p    GenParams
+	p    GenOptions
 	g    *cfg.Graph
 	prob []float64
 }
 
 // Generate builds a random structured function. The entry is block 0; the last generated
 // region returns; early returns add more exits.
-func Generate(rng *rand.Rand, p GenParams) *Function {
+func Generate(rng *rand.Rand, p GenOptions) *Function {
 	p = p.withDefaults()
 	b := &builder{rng: rng, p: p, g: &cfg.Graph{}}
 	entry, tail := b.region(0, p.Blocks)
@@ -259,7 +259,7 @@ func (b *builder) dead(n int) {
 
 // finish lays blocks out at addresses, draws instruction counts and costs, and indexes
 // successors.
-func (f *Function) finish(rng *rand.Rand, p GenParams) {
+func (f *Function) finish(rng *rand.Rand, p GenOptions) {
 	g := f.CFG
 	f.InstCost = make([][]float64, len(g.Blocks))
 	addr := uint64(0x1000)

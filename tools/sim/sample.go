@@ -7,8 +7,8 @@ import (
 	"github.com/profd/profd/reestimate/cfg"
 )
 
-// SampleParams describe the simulated sampling profiler.
-type SampleParams struct {
+// SampleOptions describe the simulated sampling profiler.
+type SampleOptions struct {
 	// Period is the mean number of cycles between samples (default 100): an instruction
 	// executed n times at cost c cycles draws Poisson(n·c/Period) samples.
 	Period float64
@@ -21,7 +21,7 @@ type SampleParams struct {
 // Sample draws per-instruction sample counts (per block, per instruction) for exact counts.
 // Poisson thinning makes each split exact: the samples an instruction keeps and those that
 // skid along each out-edge are independent Poisson counts.
-func (f *Function) Sample(rng *rand.Rand, c Counts, p SampleParams) [][]uint64 {
+func (f *Function) Sample(rng *rand.Rand, c Counts, p SampleOptions) [][]uint64 {
 	if p.Period <= 0 {
 		p.Period = 100
 	}

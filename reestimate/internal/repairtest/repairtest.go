@@ -48,9 +48,9 @@ func BenchCase(tb testing.TB, n int) (*cfg.Graph, []float64) {
 func BenchCaseSampled(tb testing.TB, n int, periodCycles float64) (*cfg.Graph, []float64) {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(uint64(n), 3))
-	f := sim.Generate(rng, sim.GenParams{Blocks: n})
+	f := sim.Generate(rng, sim.GenOptions{Blocks: n})
 	c := f.Execute(rng, 10)
-	w := sim.Weights(f.CFG, f.Sample(rng, c, sim.SampleParams{Period: periodCycles, Skid: 0.3}))
+	w := sim.Weights(f.CFG, f.Sample(rng, c, sim.SampleOptions{Period: periodCycles, Skid: 0.3}))
 	return f.CFG, w
 }
 

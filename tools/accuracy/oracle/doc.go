@@ -6,7 +6,7 @@
 // per-instruction counts and taken-jump counts by address, the jitdump says which function
 // owned which addresses and holds its code bytes.
 //
-//	res, err := oracle.Run(ctx, oracle.RecordConfig{IR: "sieve.ll", Args: []string{"200000"}, Dir: dir},
+//	res, err := oracle.Run(ctx, oracle.RecordOptions{IR: "sieve.ll", Args: []string{"200000"}, Dir: dir},
 //		oracle.JoinOptions{})
 //	if err != nil {
 //		return err

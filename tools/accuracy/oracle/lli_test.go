@@ -26,7 +26,7 @@ func TestRecordLoop1000(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rec, err := Record(ctx, RecordConfig{IR: ir, Dir: filepath.Join(dir, "run")})
+	rec, err := Record(ctx, RecordOptions{IR: ir, Dir: filepath.Join(dir, "run")})
 	if err != nil {
 		t.Fatal(err)
 	}

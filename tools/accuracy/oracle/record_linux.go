@@ -10,8 +10,8 @@ import (
 	"strconv"
 )
 
-// RecordConfig says what to run under callgrind.
-type RecordConfig struct {
+// RecordOptions says what to run under callgrind.
+type RecordOptions struct {
 	IR   string   // LLVM IR (.ll or .bc) for lli-14
 	Args []string // the program's arguments
 	Dir  string   // where the callgrind file and the jitdump go; created if missing
@@ -30,7 +30,7 @@ type Recording struct {
 }
 
 // Command is the command line Record runs (for logs and docs).
-func (c RecordConfig) Command() []string {
+func (c RecordOptions) Command() []string {
 	vg, lli := c.Valgrind, c.Lli
 	if vg == "" {
 		vg = "valgrind"
@@ -49,7 +49,7 @@ func (c RecordConfig) Command() []string {
 
 // Record runs the IR under lli-14's MCJIT inside callgrind, with JITDUMPDIR set so lli-14
 // writes a jitdump of the same run.
-func Record(ctx context.Context, c RecordConfig) (*Recording, error) {
+func Record(ctx context.Context, c RecordOptions) (*Recording, error) {
 	dir, err := filepath.Abs(c.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("oracle: record: %w", err)

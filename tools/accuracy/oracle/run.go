@@ -27,7 +27,7 @@ func Load(rec *Recording, opts JoinOptions) (*Result, error) {
 }
 
 // Run records c and joins what it wrote: the exact profile of one run.
-func Run(ctx context.Context, c RecordConfig, opts JoinOptions) (*Result, error) {
+func Run(ctx context.Context, c RecordOptions, opts JoinOptions) (*Result, error) {
 	rec, err := Record(ctx, c)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 
 // Run records the workload, joins its callgrind profile with its jitdump and writes the JSON.
 func Run(ctx context.Context, cfg Config) error {
-	rc := oracle.RecordConfig{IR: cfg.IR, Args: cfg.Args, Dir: cfg.WorkDir, Stdout: os.Stdout}
+	rc := oracle.RecordOptions{IR: cfg.IR, Args: cfg.Args, Dir: cfg.WorkDir, Stdout: os.Stdout}
 	var vglog strings.Builder
 	rc.Stderr = &vglog
 	res, err := oracle.Run(ctx, rc, oracle.JoinOptions{})
