@@ -1,6 +1,8 @@
 // Package fifo is the transport between a JIT runtime and profd: the private FIFO directory
 // and one named pipe per target process, each read as the JIT writes and decoded (package
-// jitmap) into batches of symbol events for the caller.
+// jitmap) into batches of symbol events for the caller, and the flush-request protocol both
+// ways (what a request asks for, the queue of pending ones, the replies and their encoding:
+// flush.go, reply_linux.go).
 //
 // The directory (default /run/profd as root, else $XDG_RUNTIME_DIR/profd) is made mode 0711
 // and refused (ErrUnsafeDir) when it is a symlink, belongs to another user, or is group or
