@@ -51,7 +51,7 @@ type lockedState struct {
 	// targets are the live targets' output names and budgets; processes counts the
 	// processes seen per pid in this run, so that a process that reuses a pid gets output
 	// files of its own.
-	targets   map[uint32]*target
+	targets   map[uint32]*liveTarget
 	processes map[uint32]int
 
 	loads         uint64 // code loads seen
@@ -64,8 +64,8 @@ type lockedState struct {
 	flushQueue fifo.FlushQueue
 }
 
-// target is what the daemon keeps of a live target besides its counts.
-type target struct {
+// liveTarget is what the daemon keeps of a live target besides its counts.
+type liveTarget struct {
 	base       string // output file name without extension (outputBase)
 	overBudget uint64 // loads refused past the target's symbol budgets
 }
@@ -131,7 +131,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now()}
 	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes})
 	d.parts.look = newProcLookup(logger)
-	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
+	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}

@@ -76,7 +76,7 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 
 	pid := uint32(os.Getpid())
 	image := d.locked.counts.AddProcess(pid, monotonicNs())
-	d.locked.targets[pid] = &target{base: outputBase(image, pid, 1)}
+	d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, 1)}
 	counts := map[sampler.Key]sampler.Count{}
 	addr := uint64(0x7f0000000000)
 	for i := 0; i < nFuncs; i++ {

@@ -94,7 +94,7 @@ func (s *symbolStage) addTarget(pid uint32) {
 	q := &symbolQueue{pid: pid, batches: make(chan jitmap.Batch, queuedBatches), done: make(chan struct{}),
 		tokens: s.burst, lastNs: monotonicNs()}
 	s.queues[pid] = q
-	go s.run(q)
+	go s.applyQueue(q)
 }
 
 // removeTarget applies what pid's queue holds and stops it; call it after pid's sources
@@ -191,7 +191,8 @@ func (s *symbolStage) badRecords() uint64 {
 	return s.bad
 }
 
-func (s *symbolStage) run(q *symbolQueue) {
+// applyQueue is q's goroutine: it fills in what q's batches leave out and applies them, in order.
+func (s *symbolStage) applyQueue(q *symbolQueue) {
 	defer close(q.done)
 	for b := range q.batches {
 		if s.isExpired() {

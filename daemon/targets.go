@@ -17,7 +17,7 @@ func (d *daemon) addTarget(pid uint32) {
 	image := d.locked.counts.AddProcess(pid, monotonicNs())
 	if d.locked.targets[pid] == nil {
 		d.locked.processes[pid]++
-		d.locked.targets[pid] = &target{base: outputBase(image, pid, d.locked.processes[pid])}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid])}
 	}
 	d.mu.Unlock()
 	if err := d.parts.smp.AddTarget(pid); err != nil {
