@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate"
-	"github.com/profd/profd/reestimate/internal/repairtest"
 	"github.com/profd/profd/reestimate/mcf"
+	"github.com/profd/profd/tools/repairtest"
 )
 
 // BenchmarkSolvers compares the fast and the reference solver on the same 1k-block CFG in

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/profd/profd/reestimate/internal/repairtest"
 	"github.com/profd/profd/reestimate/mcf"
+	"github.com/profd/profd/tools/repairtest"
 )
 
 // BenchmarkSolve compares the solvers alone on the network Repair builds for the 1k-block

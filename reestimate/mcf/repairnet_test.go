@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/profd/profd/reestimate/cfg"
-	"github.com/profd/profd/reestimate/internal/repairtest"
 	"github.com/profd/profd/reestimate/mcf"
+	"github.com/profd/profd/tools/repairtest"
 )
 
 // The tests on the networks reestimate.Repair builds. Repair imports this package, so they

@@ -1,7 +1,7 @@
 // Package repairtest holds what the tests and benchmarks of reestimate and reestimate/mcf
 // share: the network Repair builds for a CFG, the sampled CFGs of the benchmarks, and the
-// alternating timing of two solvers. The sampled CFGs come from the simulator, tools/sim:
-// only tests import this package, so nothing profd ships links the measuring tools.
+// alternating timing of two solvers. The sampled CFGs come from the simulator, tools/sim;
+// only tests import this package.
 package repairtest
 
 import (
