@@ -134,7 +134,19 @@ func (a *Counts) WarnUnnamed(pid uint32, looked []string) {
 		return
 	}
 	p.warned = true
-	a.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked",
-		"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named,
-		"looked", looked)
+	attrs := []any{"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named, "looked", looked}
+	if hint, ok := symbolHints[p.image]; ok {
+		attrs = append(attrs, "hint", hint)
+	}
+	a.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked", attrs...)
+}
+
+// symbolHints say, by image, how the runtimes people run write their JIT's symbols for perf
+// (docs/howto): the warning about unnamed samples names the flag to add.
+var symbolHints = map[string]string{
+	"node":     "run node with --perf-basic-prof (a perf map) or --perf-prof (a jitdump)",
+	"java":     "run java with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or run jcmd PID Compiler.perfmap while it runs",
+	"beam.smp": "run erl with +JPperf map (or dump, or true)",
+	"postgres": "set jit_profiling_support = on, with a jitdump directory the server may write ($JITDUMPDIR/.debug/jit, else /tmp/.debug/jit)",
+	"lli":      "run lli-14 with -jit-kind=mcjit (it writes a jitdump under $JITDUMPDIR/.debug/jit)",
 }

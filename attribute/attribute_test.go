@@ -1,7 +1,9 @@
 package attribute
 
 import (
+	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -202,5 +204,28 @@ func TestDataMappingNeverHoldsSamples(t *testing.T) {
 	}
 	if p.outside["/etc/ld.so.cache"] != 0 || p.outside["/usr/lib/libjit.so"]+native != 5 {
 		t.Errorf("samples in code mapped over the data file: %v (native %d), want them in /usr/lib/libjit.so", p.outside, native)
+	}
+}
+
+// TestUnnamedWarningNamesTheFlag: the warning about samples no symbol named says, for the
+// runtimes people run, which flag makes the JIT write its symbols.
+func TestUnnamedWarningNamesTheFlag(t *testing.T) {
+	for image, flag := range map[string]string{"node": "--perf-basic-prof", "java": "-XX:+DumpPerfMapAtExit", "beam.smp": "+JPperf map",
+		"postgres": "jit_profiling_support", "lli": "-jit-kind=mcjit", "myjit": ""} {
+		look := newFakeLookup(testPid)
+		look.images[testPid] = image
+		var logs strings.Builder
+		a := New(jitmap.NewMap(jitmap.MapOptions{}), look, slog.New(slog.NewTextHandler(&logs, nil)))
+		a.AddProcess(testPid, 0)
+		a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: anonBase + 0x10}: {N: 50, FirstNs: 1, LastNs: 2}})
+		a.WarnUnnamed(testPid, []string{"/tmp/perf-4242.map"})
+		switch out := logs.String(); {
+		case !strings.Contains(out, "have no symbol"):
+			t.Errorf("%s: no warning:\n%s", image, out)
+		case flag != "" && !strings.Contains(out, flag):
+			t.Errorf("%s: the warning does not name %s:\n%s", image, flag, out)
+		case flag == "" && strings.Contains(out, "hint="):
+			t.Errorf("%s: a hint for a JIT profd does not know:\n%s", image, out)
+		}
 	}
 }
