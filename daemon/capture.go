@@ -72,6 +72,8 @@ const cutWarnShare = 0.5
 // noteCut logs, once per target, that most of its call chains stop short of where its
 // threads start, and why that usually is.
 func (d *daemon) noteCut(w pending, complete, cut uint64) {
+	d.flushing.mu.Lock()
+	defer d.flushing.mu.Unlock()
 	if d.flushing.cutWarned[w.pid] || float64(cut) <= cutWarnShare*float64(complete+cut) {
 		return
 	}

@@ -71,19 +71,25 @@ type liveTarget struct {
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final
-// flush on Run's goroutine.
+// flush on Run's goroutine. A flush writes its outputs on several goroutines (writeAll):
+// what they share is under mu.
 type flushState struct {
-	// finalBy is when the final flush stops waiting for files' symbols (set at the stop,
-	// before the final flush, on the goroutine that runs it; read by the final flush only).
-	finalBy time.Time
-	latest  map[string]procSummary // each output's last flush, by base name, for the summary
+	// finalBy is when the final flush stops waiting for files' symbols, and writeBy when it
+	// stops converting captures to LLVM profiles (set at the stop, before the final flush, on
+	// the goroutine that runs it; read by the final flush only).
+	finalBy, writeBy time.Time
 	// exitedByImage: with --group-by image, the final captures of the processes that exited,
 	// merged into their image's outputs at every flush.
 	exitedByImage map[string][]pending
+
+	mu     sync.Mutex
+	latest map[string]procSummary // each output's last flush, by base name, for the summary
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
 	// cutWarned: processes whose cut call chains were warned about.
 	cutWarned map[uint32]bool
+	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
+	stopCut []string
 }
 
 // wakeups are how the daemon's goroutines wake each other: each channel holds at most one

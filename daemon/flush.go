@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/profd/profd/internal/outfile"
@@ -80,10 +83,17 @@ func (d *daemon) flush(final bool) {
 	d.mu.Unlock()
 
 	by := d.nameDeadline(final)
-	for _, w := range d.group(work, by) {
-		w.nameBy = by
-		d.write(w, d.cfg.Formats, requests)
+	ctx := context.Background()
+	if final && !d.flushing.writeBy.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.flushing.writeBy)
+		defer cancel()
 	}
+	work = d.group(work, by)
+	for i := range work {
+		work[i].nameBy = by
+	}
+	d.writeAll(ctx, work, d.allFormats, requests)
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.flushing.latest)), counters)
 }
@@ -98,16 +108,18 @@ func (d *daemon) flushRetired() {
 	d.locked.retired = nil
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
-	for _, w := range work {
-		w.nameBy = by
-		if d.cfg.GroupBy == GroupByImage {
+	for i := range work {
+		work[i].nameBy = by
+	}
+	if d.cfg.GroupBy == GroupByImage {
+		for _, w := range work {
 			d.name(w)
 			w.named = true
 			d.flushing.exitedByImage[w.image] = append(d.flushing.exitedByImage[w.image], w)
-			continue
 		}
-		d.write(w, d.cfg.Formats, nil)
+		return
 	}
+	d.writeAll(context.Background(), work, d.allFormats, nil)
 }
 
 // flushTargets writes the outputs of the targets that asked for them through their FIFO
@@ -153,10 +165,13 @@ func (d *daemon) flushTargets() {
 	}
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
-	for _, w := range d.group(work, by) {
-		w.nameBy = by
-		d.write(w, requestedFormats(d.cfg.Formats, requests, w.members()), requests)
+	work = d.group(work, by)
+	for i := range work {
+		work[i].nameBy = by
 	}
+	d.writeAll(context.Background(), work, func(w pending) []Format {
+		return requestedFormats(d.cfg.Formats, requests, w.members())
+	}, requests)
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
@@ -216,21 +231,25 @@ func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []u
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
 // asked for.
-func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests) {
+func (d *daemon) write(ctx context.Context, w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
 		d.name(w)
 	}
-	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
+	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
+	d.flushing.mu.Lock()
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
 		d.log.Info("profd: "+err.Error(), "pid", w.pid)
 	case noFunctions:
+	case errors.Is(err, errStopped):
+		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
 	case err != nil:
 		d.log.Error("profd: flush", "pid", w.pid, "err", err)
 	}
+	d.flushing.mu.Unlock()
 	var stacked, cut uint64
 	for _, st := range w.capture.Stacks {
 		stacked += st.Count
@@ -246,7 +265,9 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
 	jit, outside := w.capture.TotalSamples()
+	d.flushing.mu.Lock()
 	d.flushing.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+	d.flushing.mu.Unlock()
 	res := fifo.FlushResult{NoData: noFunctions}
 	if !noFunctions {
 		res.Err = err
@@ -262,3 +283,29 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 		}
 	}
 }
+
+// writeAll writes each of work (its formats as formats says) on up to GOMAXPROCS goroutines
+// at once, and returns once all are written. ctx bounds their LLVM conversions: the final
+// flush's is the stop timeout's, and the outputs whose LLVM profiles it left out are
+// logged in one line.
+func (d *daemon) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, w := range work {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d.write(ctx, w, formats(w), requests)
+		}()
+	}
+	wg.Wait()
+	if cut := d.flushing.stopCut; len(cut) > 0 {
+		d.flushing.stopCut = nil
+		d.log.Warn("profd: the stop timeout passed before these outputs' LLVM profiles were made; their captures and pprof profiles are written, and reestimate CAPTURE makes the LLVM profiles from them",
+			"outputs", cut, "stop_timeout", d.cfg.StopTimeout)
+	}
+}
+
+// allFormats is every configured format, for writeAll.
+func (d *daemon) allFormats(pending) []Format { return d.cfg.Formats }

@@ -19,6 +19,7 @@ import (
 	"github.com/profd/profd/jitmap/jitdumptest"
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
+	"github.com/profd/profd/symsource/files"
 )
 
 // emitFunction writes a function of real x86-64 code with a loop, a branch inside it and
@@ -56,7 +57,7 @@ func emitFunction(adds int) (code []byte, insns []uint64) {
 // newBenchDaemon is a daemon with its real components (a sampler with no targets, a FIFO
 // server) and the counts of nFuncs sampled functions with code bytes and line tables in
 // one process (this one), ready to flush.
-func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
+func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemon {
 	b.Helper()
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: b.TempDir(), FifoDir: filepath.Join(b.TempDir(), "fifo")}
@@ -70,6 +71,9 @@ func newBenchDaemon(b *testing.B, nFuncs int, logs io.Writer) *daemon {
 	}
 	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
 	if d.parts.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.parts.symbols.add, Logger: logger}); err != nil {
+		b.Fatal(err)
+	}
+	if d.parts.files, err = files.Start(context.Background(), files.Config{Handler: d.parts.symbols.add, Logger: logger}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.closeAll() })

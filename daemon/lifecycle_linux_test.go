@@ -138,3 +138,30 @@ func TestExitFlushesOnlyTheExitingTarget(t *testing.T) {
 		t.Errorf("no final profile for the live target at the stop: %s", p)
 	}
 }
+
+// TestFinalFlushKeepsTheStopTimeout: a final flush whose part of the stop timeout has run out
+// still writes the captures and pprof profiles, leaves out the LLVM profiles it has no time
+// to make (reestimate makes them from the capture), and says which; with time left it
+// writes them all.
+func TestFinalFlushKeepsTheStopTimeout(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	for _, late := range []bool{true, false} {
+		var logs testenv.SyncBuffer
+		d := newBenchDaemon(t, 2000, &logs)
+		d.flushing.writeBy = time.Now().Add(time.Hour)
+		if late {
+			d.flushing.writeBy = time.Now().Add(-time.Millisecond)
+		}
+		d.flush(true)
+		base := filepath.Join(d.cfg.OutDir, outputBase(d.locked.counts.Image(uint32(os.Getpid())), uint32(os.Getpid()), 1))
+		for _, f := range AllFormats {
+			llvm := f == FormatLLVMText || f == FormatLLVMExtBinary
+			if got, want := fileExists(base+extension[f]), !late || !llvm; got != want {
+				t.Errorf("deadline passed %v: %s written %v, want %v", late, f, got, want)
+			}
+		}
+		if said := strings.Contains(logs.String(), "the stop timeout passed before these outputs' LLVM profiles were made"); said != late {
+			t.Errorf("deadline passed %v: the cut said %v\n%s", late, said, logs.String())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,10 +39,11 @@ func outputBase(image string, pid uint32, n int) string {
 // writeOutputs writes every requested format of c into dir, each atomically, and returns
 // the paths written, the LLVM conversion's stats, and the errors of the formats that could
 // not be written (joined), or errNoFunctions alone when only the LLVM profiles were left
-// out, having no function to hold. The formats are written concurrently: the LLVM ones (which share
-// one conversion) one after the other on the calling goroutine, each other on a goroutine
-// of its own that writeOutputs waits for.
-func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
+// out, having no function to hold, or errStopped when ctx ended the LLVM conversion first.
+// The formats are written concurrently: the LLVM ones (which share one conversion) one after
+// the other on the calling goroutine, each other on a goroutine of its own that writeOutputs
+// waits for.
+func writeOutputs(ctx context.Context, dir, base string, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -58,9 +60,13 @@ func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]s
 	}
 	var st profgen.Stats
 	if len(llvm) > 0 {
-		var prof *sampleprof.Profile
-		prof, st = profgen.FromCapture(c, profgen.Options{})
+		prof, cst, err := profgen.FromCaptureContext(ctx, c, profgen.Options{})
+		st = cst
 		for _, i := range llvm {
+			if err != nil {
+				errs[i] = fmt.Errorf("daemon: %s of %s: %w (%w)", formats[i], base, errStopped, err)
+				continue
+			}
 			if len(prof.Functions) == 0 {
 				// An LLVM profile of no function is a file llvm-profdata and clang reject.
 				errs[i] = errNoFunctions
@@ -86,6 +92,10 @@ func writeOutputs(dir, base string, formats []Format, c *profileio.Capture) ([]s
 	}
 	return paths, st, err
 }
+
+// errStopped: the LLVM conversion was stopped (the final flush's part of the stop timeout
+// ran out), so the LLVM profiles were not written (the other outputs were).
+var errStopped = errors.New("stopped before the LLVM profiles were made")
 
 // errNoFunctions: no JIT function has samples yet, so the LLVM profiles were not written (the
 // other outputs were).

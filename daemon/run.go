@@ -98,6 +98,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// whatever a target keeps sending; the rest of it is the final flush's.
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
 	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
+	d.flushing.writeBy = stopped.Add(d.cfg.StopTimeout * 9 / 10)
 	d.parts.symbols.expireAt(symbolsBy)
 	close(d.wake.flushReq)
 	d.wake.flushWG.Wait()

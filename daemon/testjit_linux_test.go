@@ -151,7 +151,7 @@ func TestJITKilledMidRun(t *testing.T) {
 	victim.cmd.Process.Signal(syscall.SIGKILL)
 	<-victim.done
 	waitFor(t, "the victim's final profile", 10*time.Second, func() bool {
-		return strings.Count(r.summary.String(), "profd flush #") >= 1 && fileExists(outputPath(d, "testjit", victim.pid(), FormatCapture))
+		return fileExists(outputPath(d, "testjit", victim.pid(), FormatCapture))
 	})
 	if !r.running() {
 		t.Fatalf("profd stopped when one of two targets was killed\n%s", r.logs.String())

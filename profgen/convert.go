@@ -2,6 +2,8 @@ package profgen
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"math"
 	"sort"
 
@@ -53,6 +55,14 @@ type Stats struct {
 // the same name (recompiled or in several processes) are merged, as LLVM keys profiles by
 // function name.
 func FromCapture(c *profileio.Capture, opt Options) (*sampleprof.Profile, Stats) {
+	prof, st, _ := FromCaptureContext(context.Background(), c, opt)
+	return prof, st
+}
+
+// FromCaptureContext is FromCapture, stopping between code objects once ctx is done: it then
+// returns ctx's error, and a profile that lacks the objects not converted (no profile to
+// write: LLVM would read their absence as "never ran").
+func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) (*sampleprof.Profile, Stats, error) {
 	prof := sampleprof.NewProfile()
 	var st Stats
 	callees := newCalleeIndex(c)
@@ -60,6 +70,9 @@ func FromCapture(c *profileio.Capture, opt Options) (*sampleprof.Profile, Stats)
 	for _, o := range c.Objects {
 		if len(o.Samples) == 0 {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return prof, st, fmt.Errorf("profgen: stopped after %d of the capture's sampled code objects: %w", st.Objects, err)
 		}
 		st.Objects++
 		fc := RawFunctionCounts(o)
@@ -98,7 +111,7 @@ func FromCapture(c *profileio.Capture, opt Options) (*sampleprof.Profile, Stats)
 			prof.Add(pr.Profile)
 		}
 	}
-	return prof, st
+	return prof, st, nil
 }
 
 func (o Options) firstLine(name string) uint32 {
