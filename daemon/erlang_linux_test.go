@@ -55,9 +55,14 @@ func TestErlangPerfTrue(t *testing.T) {
 	if funcs["$hot:spin/2"] != 0 || funcs["hot:spin/2"] < jit*8/10 {
 		t.Errorf("hot:spin/2 %d and $hot:spin/2 %d of %d JIT samples: want all of spin/2's under the jitdump's name", funcs["hot:spin/2"], funcs["$hot:spin/2"], jit)
 	}
+	// The chains of samples in Erlang code (JIT code); the emulator's C code has no frame
+	// pointers.
 	var complete, cut uint64
 	bottoms := map[string]uint64{}
 	for _, st := range c.Stacks {
+		if len(st.Frames) == 0 || st.Frames[0].Object == profileio.NoObject {
+			continue
+		}
 		if st.Cut {
 			cut += st.Count
 		} else {
@@ -67,8 +72,8 @@ func TestErlangPerfTrue(t *testing.T) {
 			bottoms[stackFrameName(c, st.Frames[n-1])] += st.Count
 		}
 	}
-	if complete < 9*(complete+cut)/10 {
-		t.Errorf("%d chains complete, %d cut; want nearly all complete. Outermost frames: %v", complete, cut, bottoms)
+	if complete < 500 || complete < 95*(complete+cut)/100 {
+		t.Errorf("samples in Erlang code: %d with complete chains, %d cut; want nearly all complete. Outermost frames: %v", complete, cut, bottoms)
 	}
 	for name := range bottoms {
 		if strings.HasSuffix(name, "-CodeInfoPrologue") {
