@@ -71,11 +71,18 @@ func (d *daemon) overBudget(pid uint32, err error) {
 	if t == nil {
 		return
 	}
-	if t.overBudget++; t.overBudget == 1 {
-		d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
-			"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
-			"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
+	if t.overBudget++; t.overBudget > 1 {
+		return
 	}
+	if errors.Is(err, jitmap.ErrMemoryBudget) {
+		d.log.Warn("profd: the targets together hold as many symbols as --max-memory-mb allows, and this one, among those that hold the most, more than its share: its further code loads are dropped and counted",
+			"pid", pid, "image", d.locked.counts.Image(pid), "held_mb", d.parts.jit.HeldBytes(pid)>>20,
+			"max_memory_mb", d.cfg.MaxMemoryBytes>>20, "raise_with", "--max-memory-mb", "err", err)
+		return
+	}
+	d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
+		"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
+		"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
 }
 
 // latestTime is the latest time events tell of.

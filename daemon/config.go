@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ type Config struct {
 	MaxSymbols     int   // live code objects
 	MaxSymbolBytes int64 // bytes its code objects hold, live and ended: names, code, line tables
 	MaxRecordRate  int   // symbol records per second; bursts of recordBurstSeconds' worth pass
+	// MaxMemoryBytes bounds the bytes every target's code objects hold together: past it the
+	// targets that hold the most, beyond their share, have their loads dropped, with one
+	// warning naming each. 0 takes DefaultMaxMemory's.
+	MaxMemoryBytes int64
 	// StopTimeout bounds the time from the stop (signal, --duration, last target gone) to
 	// the final profiles: symbols not read and applied by 60% of it are counted and logged,
 	// the rest is the final flush's. 0 takes the default.
@@ -80,6 +85,34 @@ const (
 	// JIT's start-up).
 	recordBurstSeconds = 10
 )
+
+// DefaultMaxMemory is the default of Config.MaxMemoryBytes: an eighth of the host's memory,
+// between 256 MiB and 2 GiB.
+func DefaultMaxMemory() int64 {
+	const lo, hi = 256 << 20, 2 << 30
+	total := memTotal()
+	if total == 0 {
+		return lo
+	}
+	return min(max(total/8, lo), hi)
+}
+
+// memTotal reads MemTotal from /proc/meminfo, 0 when it cannot.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
 
 // ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.
 var ErrConfig = errors.New("invalid configuration")
@@ -163,8 +196,11 @@ func (c *Config) Validate() error {
 	if c.FlushInterval > 0 && c.FlushInterval < MinFlushInterval {
 		bad("--flush-interval %v: want at least %v (each flush writes every target's files), or 0 for flushes on request and at exit only", c.FlushInterval, MinFlushInterval)
 	}
-	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 {
-		bad("--max-symbols, --max-symbol-mb, --max-record-rate and --stop-timeout must not be negative")
+	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 || c.MaxMemoryBytes < 0 {
+		bad("--max-symbols, --max-symbol-mb, --max-memory-mb, --max-record-rate and --stop-timeout must not be negative")
+	}
+	if c.MaxMemoryBytes == 0 {
+		c.MaxMemoryBytes = DefaultMaxMemory()
 	}
 	c.MaxSymbols = cmp.Or(c.MaxSymbols, DefaultMaxSymbols)
 	c.MaxSymbolBytes = cmp.Or(c.MaxSymbolBytes, DefaultMaxSymbolBytes)

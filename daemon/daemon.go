@@ -135,7 +135,8 @@ func (r *replyLog) forget(pid uint32) {
 // newDaemon makes a daemon with nothing opened yet.
 func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now()}
-	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes})
+	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes,
+		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}

@@ -57,3 +57,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Fatal reports whether the error ended the stream (errors.Is(e, ErrStreamDead)).
 func (e *DecodeError) Fatal() bool { return errors.Is(e.Err, ErrStreamDead) }
+
+// ErrMemoryBudget: a load the Map refused because the processes together hold as many bytes
+// as MapOptions.MaxBytes allows and this one holds more than its share. It is an ErrBudget.
+var ErrMemoryBudget = fmt.Errorf("over the symbol budget of all processes together: %w", ErrBudget)

@@ -3,6 +3,7 @@ package jitmap
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,12 @@ type MapOptions struct {
 	// ended objects, those that ended longest ago first, and is refused with ErrBudget if
 	// that is not enough. 0: no bound.
 	MaxBytesPerPid int64
+	// MaxBytes bounds the bytes every process's objects hold together. A process under its
+	// fair share (MaxBytes over the processes held) may always load; past it, a load that
+	// would pass MaxBytes first reclaims ended objects, the largest holders' first, and is
+	// refused with ErrMemoryBudget (which is an ErrBudget) if that is not enough: the
+	// processes that hold the most are refused first. 0: no bound.
+	MaxBytes int64
 }
 
 // Map holds, per process, the code objects a JIT described, with the times each owned its
@@ -336,9 +343,64 @@ func richer(o, cur *codeobj.Object) bool {
 	return rank(o) > rank(cur)
 }
 
-// makeRoom makes sure p can hold n more bytes under MaxBytesPerPid, reclaiming the ended
-// objects that ended longest ago as needed. Callers hold m.mu and p.mu.
+// makeRoom makes sure p can hold n more bytes under MaxBytesPerPid and MaxBytes. Callers
+// hold m.mu and p.mu.
 func (m *Map) makeRoom(p *procMap, n int64) error {
+	if err := m.makeRoomPid(p, n); err != nil {
+		return err
+	}
+	return m.makeRoomTotal(p, n)
+}
+
+// makeRoomTotal makes sure p can hold n more bytes under MaxBytes: a process under its fair
+// share always can; else ended objects are reclaimed, the largest holders' first, and the
+// load is refused when that is not enough. Every change of a process's held bytes happens
+// under m.mu, which callers hold, so the other processes' are read safely.
+func (m *Map) makeRoomTotal(p *procMap, n int64) error {
+	limit := m.opts.MaxBytes
+	if limit <= 0 {
+		return nil
+	}
+	procs := *m.procs.Load()
+	if p.held+n <= limit/int64(max(1, len(procs))) {
+		return nil
+	}
+	var total int64
+	byHeld := make([]*procMap, 0, len(procs))
+	for _, q := range procs {
+		total += q.held
+		byHeld = append(byHeld, q)
+	}
+	if total+n <= limit {
+		return nil
+	}
+	slices.SortFunc(byHeld, func(a, b *procMap) int { return cmp.Compare(b.held, a.held) })
+	for _, q := range byHeld {
+		if total+n <= limit {
+			break
+		}
+		if len(q.ended) == 0 {
+			continue
+		}
+		if q != p {
+			q.mu.Lock()
+		}
+		before := q.held
+		q.reclaim(math.MaxInt64)
+		total -= before - q.held
+		if q != p {
+			q.mu.Unlock()
+		}
+	}
+	if total+n > limit {
+		return fmt.Errorf("%d bytes held by this process, %d by all, %d more: %w", p.held, total, n, ErrMemoryBudget)
+	}
+	return nil
+}
+
+// makeRoomPid makes sure p can hold n more bytes under MaxBytesPerPid, reclaiming the ended
+// objects that ended longest ago as needed. Callers hold m.mu and p.mu.
+func (m *Map) makeRoomPid(p *procMap, n int64) error {
 	limit := m.opts.MaxBytesPerPid
 	if limit <= 0 || p.held+n <= limit {
 		return nil

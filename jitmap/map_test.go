@@ -562,3 +562,39 @@ func TestMapSameCodeFromTwoSources(t *testing.T) {
 	wantName(t, m, 1, 0x1010, 200, "hot:spin/2")
 	wantName(t, m, 1, 0x1010, 400, "hot:other/1")
 }
+
+// TestMapMemoryBudget: with a budget for all processes together, a process under its fair
+// share always loads; past it, loads that would pass the budget reclaim ended code, the
+// largest holders' first, and are then refused, the largest holder's first.
+func TestMapMemoryBudget(t *testing.T) {
+	obj := func(pid uint32, addr uint64, at int64) *CodeLoad {
+		return &CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: addr, Size: 1000, Code: make([]byte, 1000), LoadNs: at}}
+	}
+	per := obj(1, 0, 0).Object.HeldBytes()
+	m := NewMap(MapOptions{MaxBytes: 10 * per})
+	// Process 1 loads 8 objects, process 2 one: 9 of 10.
+	for i := uint64(0); i < 8; i++ {
+		mustApply(t, m, obj(1, 0x10000*(i+1), 1))
+	}
+	mustApply(t, m, obj(2, 0x10000, 1))
+	mustApply(t, m, obj(1, 0x100000, 1)) // the tenth: at the budget
+	// Process 1, far over its share, is refused; process 2, under its share, loads.
+	if err := m.Apply(obj(1, 0x200000, 1)); !errors.Is(err, ErrMemoryBudget) || !errors.Is(err, ErrBudget) {
+		t.Errorf("the largest holder's load past the budget: %v, want ErrMemoryBudget", err)
+	}
+	if err := m.Apply(obj(2, 0x20000, 1)); err != nil {
+		t.Errorf("a process under its share: %v", err)
+	}
+	// Code of process 1 that ended is reclaimed to make room before anything is refused.
+	mustApply(t, m, &CodeUnload{Pid: 1, Addr: 0x10000, TimeNs: 2}, &CodeUnload{Pid: 1, Addr: 0x20000, TimeNs: 2})
+	if err := m.Apply(obj(1, 0x300000, 3)); err != nil {
+		t.Errorf("a load that ended code of the largest holder makes room for: %v", err)
+	}
+	if live, ended := m.Counts(1); ended != 0 || live != 8 {
+		t.Errorf("process 1: %d live, %d ended; want 8 live and its ended code reclaimed", live, ended)
+	}
+	// The bound holds: never more than the budget plus one share.
+	if held := m.HeldBytes(1) + m.HeldBytes(2); held > 10*per+5*per {
+		t.Errorf("%d bytes held, budget %d", held, 10*per)
+	}
+}

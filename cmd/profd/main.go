@@ -185,6 +185,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 		cfg.MaxSymbolBytes = mb << 20
 		return nil
 	})
+	fs.Func("max-memory-mb", fmt.Sprintf("for all targets together, the memory their functions' names, code bytes and line tables may hold (`MB`, default an eighth of the host's memory between 256 and 2048: %d here); past it the targets that hold the most, beyond their share, have their code loads dropped and counted, with one warning naming each", daemon.DefaultMaxMemory()>>20), func(s string) error {
+		mb, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || mb <= 0 || mb > 1<<30 {
+			return fmt.Errorf("want a number of megabytes, such as 1024")
+		}
+		cfg.MaxMemoryBytes = mb << 20
+		return nil
+	})
 	fs.IntVar(&cfg.MaxRecordRate, "max-record-rate", daemon.DefaultMaxRecordRate, "per target, the symbol records per second profd applies (`N`; 10 s worth may come at once); the excess is dropped and counted, with one warning")
 	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", daemon.DefaultStopTimeout, "when stopping, write the final profiles within `D` whatever targets still send: symbols not read by 60% of it are counted and logged, and LLVM profiles not made by 90% of it are left out and named (their captures are written: reestimate makes them)")
 	fs.BoolVar(&lo.json, "log-json", false, "write logs as JSON lines instead of text")

@@ -141,6 +141,7 @@ func TestErrorPaths(t *testing.T) {
 		{"bad event", []string{"--pid", "1", "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
 		{"zero freq", []string{"--pid", "1", "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
 		{"period below the kernel's", []string{"--pid", "1", "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
+		{"zero memory budget", []string{"--pid", "1", "--max-memory-mb", "0"}, exitUsage, `invalid value "0" for flag -max-memory-mb: want a number of megabytes`},
 		{"flush interval too short", []string{"--pid", "1", "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
 		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
 		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
