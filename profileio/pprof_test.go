@@ -109,14 +109,7 @@ func TestGoToolPprofTotals(t *testing.T) {
 // named as the frames are, labelled with its process, thread, thread name and event.
 func TestPprofStacks(t *testing.T) {
 	c := expectedCapture(len(testCaptureSteps()))
-	var gz bytes.Buffer
-	if err := WritePprof(&gz, c); err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(&gz)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := parsedPprof(t, c)
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,20 +160,20 @@ func TestPprofStacks(t *testing.T) {
 // native mapping of it, with that mapping's range and build-id.
 func TestPprofMainMapping(t *testing.T) {
 	for name, c := range map[string]*Capture{"leaves": leafCapture(), "stacks": expectedCapture(len(testCaptureSteps()))} {
-		var gz bytes.Buffer
-		if err := WritePprof(&gz, c); err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.Parse(&gz)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := p.Mapping[0]; m.File != "/usr/lib/llvm-14/bin/lli" {
+		if m := parsedPprof(t, c).Mapping[0]; m.File != "/usr/lib/llvm-14/bin/lli" {
 			t.Errorf("%s: main mapping %+v, want the executable /usr/lib/llvm-14/bin/lli", name, m)
 		}
 	}
 	c := leafCapture()
 	c.Processes = []Process{{Pid: c.Native[0].Pid, Command: "postgres", Executable: c.Native[0].File}}
+	if m, n := parsedPprof(t, c).Mapping[0], c.Native[0]; m.File != n.File || m.Start != n.Start || m.Limit != n.Limit || m.BuildID != n.BuildID {
+		t.Errorf("main mapping %+v, want the process's native mapping of its executable %+v", m, n)
+	}
+}
+
+// parsedPprof is c's pprof profile as the pprof package reads it.
+func parsedPprof(t *testing.T, c *Capture) *profile.Profile {
+	t.Helper()
 	var gz bytes.Buffer
 	if err := WritePprof(&gz, c); err != nil {
 		t.Fatal(err)
@@ -189,7 +182,5 @@ func TestPprofMainMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, n := p.Mapping[0], c.Native[0]; m.File != n.File || m.Start != n.Start || m.Limit != n.Limit || m.BuildID != n.BuildID {
-		t.Errorf("main mapping %+v, want the process's native mapping of its executable %+v", m, n)
-	}
+	return p
 }

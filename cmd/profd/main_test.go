@@ -277,14 +277,20 @@ func TestFifoDirInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { first.Process.Signal(syscall.SIGTERM); first.Wait() }()
+	waitForPidFile(t, fifoDir)
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", t.TempDir())
+	if code != exitUsage || !strings.Contains(output, "directory in use") || !strings.Contains(output, "--fifo-dir DIR") {
+		t.Errorf("second profd: exit %d, want %d saying the directory is in use and how to pick another:\n%s", code, exitUsage, output)
+	}
+}
+
+// waitForPidFile waits for the profd of fifoDir to have written its profd.pid.
+func waitForPidFile(t *testing.T, fifoDir string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !fileExistsT(filepath.Join(fifoDir, "profd.pid")); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first profd made no profd.pid")
 		}
-	}
-	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", t.TempDir())
-	if code != exitUsage || !strings.Contains(output, "directory in use") || !strings.Contains(output, "--fifo-dir DIR") {
-		t.Errorf("second profd: exit %d, want %d saying the directory is in use and how to pick another:\n%s", code, exitUsage, output)
 	}
 }
 
@@ -312,11 +318,7 @@ func TestOutInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { first.Process.Signal(syscall.SIGTERM); first.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); !fileExistsT(filepath.Join(fifoDir, "profd.pid")); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first profd made no profd.pid")
-		}
-	}
+	waitForPidFile(t, fifoDir)
 	if fileExistsT(stale) {
 		t.Errorf("the first profd left the killed flush's temporary file %s", stale)
 	}

@@ -318,26 +318,7 @@ func TestTailInOtherNamespace(t *testing.T) {
 	s, c, _ := startTailer(t, Config{})
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
 		`mount -t tmpfs none /tmp && echo "7f0000001000 40 in_container" > /tmp/perf-$$.map && echo ready && exec sleep 60`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("unshare: %q %v", line, err)
-	}
-	// The container's process is unshare's child.
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inner uint32
-	if _, err := fmt.Sscan(string(children), &inner); err != nil {
-		t.Fatalf("children of unshare: %q", children)
-	}
+	inner := startInNamespace(t, cmd)
 	// A decoy under the host pid in the host's /tmp: not the container's map.
 	decoy := fmt.Sprintf("/tmp/perf-%d.map", inner)
 	if err := os.WriteFile(decoy, []byte("7f0000001000 40 host_decoy\n"), 0o644); err != nil {
@@ -407,25 +388,7 @@ func TestTailJitdumpInPidNamespace(t *testing.T) {
 			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
 				tc.setup+`exec "$0" -test.run='^TestHelperMapsJitdump$'`, os.Args[0])
 			cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+tc.dir)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("helper: %q %v", line, err)
-			}
-			children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var pid uint32
-			if _, err := fmt.Sscan(string(children), &pid); err != nil {
-				t.Fatalf("children of unshare: %q", children)
-			}
+			pid := startInNamespace(t, cmd)
 			addTarget(t, s, pid)
 			evs := c.WaitFor(t, "the namespaced JIT's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
 			if got := symtest.Describe(evs); got != "load:mapped_one load:mapped_two " || evs[0].Pid != pid {
@@ -518,4 +481,30 @@ func TestTailLastReadIsBounded(t *testing.T) {
 	if !strings.Contains(logs.String(), "grew by more than profd reads at its target's end") {
 		t.Errorf("no warning of the unread bytes:\n%s", logs)
 	}
+}
+
+// startInNamespace starts cmd, an unshare --fork whose child says "ready" once set up, and
+// returns the child's pid (the process in the namespaces); the test's cleanup ends it.
+func startInNamespace(t *testing.T, cmd *exec.Cmd) uint32 {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("unshare: %q %v", line, err)
+	}
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid uint32
+	if _, err := fmt.Sscan(string(children), &pid); err != nil {
+		t.Fatalf("children of unshare: %q", children)
+	}
+	return pid
 }
