@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/attribute"
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/sampler"
@@ -66,8 +67,9 @@ type lockedState struct {
 
 // target is what the daemon keeps of a live target besides its counts.
 type target struct {
-	base       string // output file name without extension (outputBase)
-	overBudget uint64 // loads refused past the target's symbol budgets
+	base       string        // output file name without extension (outputBase)
+	owner      outfile.Owner // who its output files belong to (outputOwner)
+	overBudget uint64        // loads refused past the target's symbol budgets
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final

@@ -154,10 +154,16 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 		members := byImage[image]
 		g := pending{image: image, base: outfile.SafeName(image, 0), final: true, named: true}
 		var cs []*profileio.Capture
-		for _, w := range append(slices.Clone(d.flushing.exitedByImage[image]), members...) {
+		for i, w := range append(slices.Clone(d.flushing.exitedByImage[image]), members...) {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
 			cs = append(cs, w.capture)
+			// The group's files are its members' user's when they share one, else profd's.
+			if i == 0 {
+				g.owner = w.owner
+			} else if w.owner != g.owner {
+				g.owner = outfile.WriterOwns
+			}
 		}
 		g.pid = g.pids[0]
 		g.capture = profileio.MergeCaptures(cs)
@@ -197,7 +203,7 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 	if !w.named {
 		d.name(w)
 	}
-	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, formats, w.capture)
+	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, w.owner, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:

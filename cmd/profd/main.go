@@ -116,6 +116,11 @@ Outputs (in --out, replaced atomically at each flush):
   <image>-<pid>.profd           capture, for offline work   (reestimate FILE -o prof.txt)
 One profd writes an --out (it holds .profd.lock there) and at start removes the
 temporary files of a flush a killed profd left.
+Each output is mode 0600 and owned by its target's user (with --group-by image, by the
+image's processes' user when they share one, else by root), from its first byte: the JIT
+reads its own profiles (the paths a flush request is answered with), no other user can.
+An --out profd makes is mode 0711; an existing one keeps its mode (profd warns when it
+is world-writable without the sticky bit).
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run.
