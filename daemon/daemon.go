@@ -82,6 +82,9 @@ type flushState struct {
 	// exitedByImage: with --group-by image, the final captures of the processes that exited,
 	// merged into their image's outputs at every flush.
 	exitedByImage map[string][]pending
+	// wrote holds the paths of the LLVM profiles this run wrote that a later flush of their
+	// output may remove (removeStaleLLVM).
+	wrote map[string]bool
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
 	// cutWarned: processes whose cut call chains were warned about.
@@ -133,7 +136,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
 		processes: map[uint32]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/profd/profd/internal/outfile"
@@ -205,6 +207,17 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 	}
 	paths, cst, err := writeOutputs(d.cfg.OutDir, w.base, w.owner, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
+	if noFunctions {
+		d.removeStaleLLVM(w, formats)
+	}
+	for _, p := range paths {
+		// A process's final flush is its last: nothing of it is left to remove later.
+		if isLLVM(p) && (!w.final || w.pids != nil) {
+			d.flushing.wrote[p] = true
+		} else {
+			delete(d.flushing.wrote, p)
+		}
+	}
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
@@ -243,4 +256,27 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 			d.reply(pid, reply)
 		}
 	}
+}
+
+// removeStaleLLVM removes the LLVM profiles of w's outputs that an earlier flush of this
+// run wrote and this one, having no JIT function with samples, did not: a flush's files are
+// one set, of one interval. Files profd did not write in this run are left alone.
+func (d *daemon) removeStaleLLVM(w pending, formats []Format) {
+	for _, f := range formats {
+		p := filepath.Join(d.cfg.OutDir, w.base+extension[f])
+		if f != FormatLLVMText && f != FormatLLVMExtBinary || !d.flushing.wrote[p] {
+			continue
+		}
+		delete(d.flushing.wrote, p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("profd: an earlier flush's LLVM profile stays beside this flush's outputs", "pid", w.pid, "file", p, "err", err)
+			continue
+		}
+		d.log.Info("profd: removed an earlier flush's LLVM profile: this flush has no JIT function with samples", "pid", w.pid, "file", p)
+	}
+}
+
+// isLLVM reports whether path names an LLVM profile.
+func isLLVM(path string) bool {
+	return strings.HasSuffix(path, extension[FormatLLVMText]) || strings.HasSuffix(path, extension[FormatLLVMExtBinary])
 }

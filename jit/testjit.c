@@ -8,7 +8,7 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-c] [-o OUTDIR]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase, in CPU time (default 200)
@@ -17,6 +17,7 @@
  *   -f          ask profd for this process's profiles after each round, without waiting
  *   -F          the same, waiting (up to 5 s) for profd's answer and printing it
  *   -R          with -F, also read each file the answer names, as this process's user
+ *   -a          with -F, ask once more after the last round, no JIT code having run since
  *   -c          close the FIFO writer after each round and open it again (a new stream)
  *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
  *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
@@ -209,11 +210,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL, *out = NULL;
 	char partial[4200], dump[4096];
 	long ms = 200, rounds = 1, wait_ms = 0, r;
-	int flush = 0, readback = 0, reopen = 0, opt, rc;
+	int flush = 0, readback = 0, again = 0, reopen = 0, opt, rc;
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fFRco:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -222,10 +223,11 @@ int main(int argc, char **argv)
 		case 'f': flush = 1; break;
 		case 'F': flush = 2; break;
 		case 'R': readback = 1; break;
+		case 'a': again = 1; break;
 		case 'c': reopen = 1; break;
 		case 'o': out = optarg; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-c] [-o OUTDIR]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]\n");
 			return 2;
 		}
 	}
@@ -283,6 +285,8 @@ int main(int argc, char **argv)
 			printf("reopen %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 		}
 	}
+	if (flush == 2 && again)
+		print_flush(&pj, readback);
 	profd_jit_close(&pj);
 	if (out != NULL && rename(partial, dump) != 0) {
 		perror("testjit: rename");

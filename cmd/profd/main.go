@@ -178,7 +178,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (<image>.<ext>: every process of the image profiled in the run, e.g. all backends of a server, exited ones included)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
-	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")
+	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's")
 	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
 	fs.Func("max-symbol-mb", fmt.Sprintf("per target, the memory its functions' names, code bytes and line tables may hold (`MB`, default %d); code that ended longest ago is let go first, then loads are dropped and counted", daemon.DefaultMaxSymbolBytes>>20), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)
