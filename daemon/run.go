@@ -136,7 +136,7 @@ func (d *daemon) open(ctx context.Context) error {
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
 	}
-	if errors.Is(err, targets.ErrNoImage) {
+	if errors.Is(err, targets.ErrNoImage) || errors.Is(err, targets.ErrKernelThread) {
 		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
 	}
 	if err != nil {

@@ -103,7 +103,7 @@ Examples:
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
 written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
-another profd's), 3 a --pid names no running process.
+another profd's, a --pid that is a kernel thread), 3 a --pid names no running process.
 
 Flags:
 `
