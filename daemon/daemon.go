@@ -85,6 +85,8 @@ type flushState struct {
 	// wrote holds the paths of the LLVM profiles this run wrote that a later flush of their
 	// output may remove (removeStaleLLVM).
 	wrote map[string]bool
+	// writeFailing: outputs, by base name, whose last write failed and was logged.
+	writeFailing map[string]bool
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
 	// cutWarned: processes whose cut call chains were warned about.
@@ -136,7 +138,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
 		processes: map[uint32]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}}
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

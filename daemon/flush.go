@@ -223,8 +223,15 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 		d.flushing.noFunctionsLogged[w.pid] = true
 		d.log.Info("profd: "+err.Error(), "pid", w.pid)
 	case noFunctions:
-	case err != nil:
-		d.log.Error("profd: flush", "pid", w.pid, "err", err)
+	case err != nil && !d.flushing.writeFailing[w.base]:
+		// A full or broken --out fails every flush alike: one line per episode.
+		d.flushing.writeFailing[w.base] = true
+		d.log.Error("profd: flush: outputs not written; further failures of this output are not logged until it is written again",
+			"pid", w.pid, "err", err)
+	}
+	if (err == nil || noFunctions) && d.flushing.writeFailing[w.base] {
+		delete(d.flushing.writeFailing, w.base)
+		d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
 	}
 	var stacked, cut uint64
 	for _, st := range w.capture.Stacks {
