@@ -69,6 +69,7 @@ type lockedState struct {
 type target struct {
 	base       string        // output file name without extension (outputBase)
 	owner      outfile.Owner // who its output files belong to (outputOwner)
+	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
 	overBudget uint64        // loads refused past the target's symbol budgets
 }
 
@@ -79,9 +80,9 @@ type flushState struct {
 	// before the final flush, on the goroutine that runs it; read by the final flush only).
 	finalBy time.Time
 	latest  map[string]procSummary // each output's last flush, by base name, for the summary
-	// exitedByImage: with --group-by image, the final captures of the processes that exited,
-	// merged into their image's outputs at every flush.
-	exitedByImage map[string][]pending
+	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
+	// by their group's base name, merged into their group's outputs at every flush.
+	exitedByGroup map[string][]pending
 	// wrote holds the paths of the LLVM profiles this run wrote that a later flush of their
 	// output may remove (removeStaleLLVM).
 	wrote map[string]bool
@@ -137,7 +138,7 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*target{},
 		processes: map[uint32]int{}}
-	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1)}

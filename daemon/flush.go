@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,16 +106,16 @@ func (d *daemon) flushTargets() {
 	var work []pending
 	pids := requests.Pids()
 	if d.cfg.GroupBy == GroupByImage {
-		// The whole group of each asking process: every live process of its image.
-		images := map[string]bool{}
+		// The whole group of each asking process: every live process of its image (and user).
+		groups := map[string]bool{}
 		for _, pid := range pids {
 			if d.locked.counts.Has(pid) {
-				images[d.locked.counts.Image(pid)] = true
+				groups[d.groupBaseLocked(pid)] = true
 			}
 		}
 		pids = pids[:0]
 		for _, pid := range d.locked.counts.Pids() {
-			if images[d.locked.counts.Image(pid)] {
+			if groups[d.groupBaseLocked(pid)] {
 				pids = append(pids, pid)
 			}
 		}
@@ -138,25 +139,27 @@ func (d *daemon) flushTargets() {
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
-// pending per image, merging its processes' captures (their native and kernel frames named
-// first) with the final captures of the image's processes that exited earlier in the run.
+// pending per image and user (per image with --all-users), merging its processes' captures
+// (their native and kernel frames named first) with the final captures of the group's
+// processes that exited earlier in the run.
 func (d *daemon) group(work []pending, by time.Time) []pending {
 	if d.cfg.GroupBy != GroupByImage {
 		return work
 	}
-	byImage := map[string][]pending{}
+	byGroup := map[string][]pending{}
 	for _, w := range work {
 		w.nameBy = by
 		d.name(w)
 		w.named = true
-		byImage[w.image] = append(byImage[w.image], w)
+		base := groupBase(w.image, w.uid, d.cfg.AllUsers)
+		byGroup[base] = append(byGroup[base], w)
 	}
 	var out []pending
-	for _, image := range slices.Sorted(maps.Keys(byImage)) {
-		members := byImage[image]
-		g := pending{image: image, base: outfile.SafeName(image, 0), final: true, named: true}
+	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
+		members := byGroup[base]
+		g := pending{image: members[0].image, base: base, final: true, named: true, uid: members[0].uid}
 		var cs []*profileio.Capture
-		for i, w := range append(slices.Clone(d.flushing.exitedByImage[image]), members...) {
+		for i, w := range append(slices.Clone(d.flushing.exitedByGroup[base]), members...) {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
 			cs = append(cs, w.capture)
@@ -171,15 +174,35 @@ func (d *daemon) group(work []pending, by time.Time) []pending {
 		g.capture = profileio.MergeCaptures(cs)
 		out = append(out, g)
 		if d.cfg.ResetOnFlush {
-			delete(d.flushing.exitedByImage, image)
+			delete(d.flushing.exitedByGroup, base)
 		}
 		for _, w := range members {
 			if w.final && !d.cfg.ResetOnFlush {
-				d.flushing.exitedByImage[image] = append(d.flushing.exitedByImage[image], w)
+				d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 			}
 		}
 	}
 	return out
+}
+
+// groupBase names the outputs of an image's group with --group-by image: "<image>" for
+// root's processes, or every user's with allUsers; "<image>-uid<UID>" for another user's
+// (uid < 0: unknown, taken as root's).
+func groupBase(image string, uid int, allUsers bool) string {
+	base := outfile.SafeName(image, 0)
+	if !allUsers && uid > 0 {
+		base += "-uid" + strconv.Itoa(uid)
+	}
+	return base
+}
+
+// groupBaseLocked is live target pid's groupBase. Callers hold d.mu.
+func (d *daemon) groupBaseLocked(pid uint32) string {
+	uid := -1
+	if t := d.locked.targets[pid]; t != nil {
+		uid = t.uid
+	}
+	return groupBase(d.locked.counts.Image(pid), uid, d.cfg.AllUsers)
 }
 
 // flushBits maps the outputs to the bits a flush request asks for them with.

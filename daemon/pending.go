@@ -16,6 +16,7 @@ type pending struct {
 	image   string
 	base    string
 	owner   outfile.Owner // who its files belong to
+	uid     int           // its process's (or group's) effective user; -1: unknown
 	capture *profileio.Capture
 	// snap is the process's snapshot, whose native and kernel frames name names; nil for a
 	// group's merged capture.

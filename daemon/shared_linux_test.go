@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -102,5 +103,74 @@ func TestOutputsPrivateToTargetUser(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("logs:\n%s", r.logs.String())
+	}
+}
+
+// TestGroupByImagePerUser: two processes of one image running as two users make two
+// groups under --group-by image, each with its own process and functions only, owned by its
+// user; with --all-users they make one, owned by root.
+func TestGroupByImagePerUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit := reachableTestJIT(t)
+	for _, allUsers := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-user", true: "all-users"}[allUsers], func(t *testing.T) {
+			d := sharedDirs(t)
+			jits := map[uint32]*child{}
+			for _, uid := range []uint32{targetUID, otherUID} {
+				jits[uid] = startAsUser(t, uid, testjit, "-d", d.fifo, "-m", "100", "-r", "1", "-w", "10000", "-F")
+			}
+			pidOf := func(uid uint32) uint32 { return uint32(jits[uid].pid()) }
+			r := startRun(t, Config{Pids: []uint32{pidOf(targetUID), pidOf(otherUID)}, Event: "cpu-clock",
+				FifoDir: d.fifo, OutDir: d.out, GroupBy: GroupByImage, AllUsers: allUsers})
+			for _, jit := range jits {
+				jit.wait(t, 60*time.Second)
+			}
+			r.wait(t, 30*time.Second)
+			if allUsers {
+				c := readCapture(t, filepath.Join(d.out, "testjit.profd"))
+				if len(c.Processes) != 2 {
+					t.Errorf("--all-users: the image's capture has %d processes, want both", len(c.Processes))
+				}
+				checkOwner(t, filepath.Join(d.out, "testjit.profd"), 0)
+				return
+			}
+			if fileExists(filepath.Join(d.out, "testjit.profd")) {
+				t.Errorf("an output for both users' processes was written")
+			}
+			for uid, jit := range jits {
+				base := filepath.Join(d.out, "testjit-uid"+strconv.Itoa(int(uid)))
+				if !strings.Contains(jit.out.String(), "flushed rc=0 status=0 paths="+base+".prof.txt,") {
+					t.Errorf("uid %d's JIT not answered with its group's paths:\n%s", uid, jit.out.String())
+				}
+				c := readCapture(t, base+".profd")
+				if len(c.Processes) != 1 || c.Processes[0].Pid != uint32(jit.pid()) {
+					t.Errorf("%s.profd: processes %+v, want only pid %d", base, c.Processes, jit.pid())
+				}
+				if len(c.Objects) == 0 {
+					t.Errorf("%s.profd: no JIT function", base)
+				}
+				for _, o := range c.Objects {
+					if o.Pid != uint32(jit.pid()) {
+						t.Errorf("%s.profd holds %s of pid %d, another user's process", base, o.Object.Name, o.Pid)
+					}
+				}
+				checkOwner(t, base+".profd", uid)
+			}
+			if t.Failed() {
+				t.Logf("logs:\n%s", r.logs.String())
+			}
+		})
+	}
+}
+
+// checkOwner fails t unless path is mode 0600 and owned by uid.
+func checkOwner(t *testing.T, path string, uid uint32) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); info.Mode().Perm() != 0o600 || st.Uid != uid {
+		t.Errorf("%s: mode %v owner %d, want 0600 owned by %d", path, info.Mode().Perm(), st.Uid, uid)
 	}
 }

@@ -15,9 +15,9 @@ import (
 func (d *daemon) addTarget(pid uint32) {
 	// The owner is known before any flush can write the target's files.
 	st, stErr := procfs.ReadStatus(pid)
-	owner := outfile.WriterOwns
+	owner, uid := outfile.WriterOwns, -1
 	if stErr == nil {
-		owner = outputOwner(st.UID, st.GID)
+		owner, uid = outputOwner(st.UID, st.GID), st.UID
 	}
 	// The counts exist before sampling starts: samples of a pid without them are strays of
 	// a process already retired (see attribute.Counts.AddProcess).
@@ -25,7 +25,7 @@ func (d *daemon) addTarget(pid uint32) {
 	image := d.locked.counts.AddProcess(pid, monotonicNs())
 	if d.locked.targets[pid] == nil {
 		d.locked.processes[pid]++
-		d.locked.targets[pid] = &target{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner}
+		d.locked.targets[pid] = &target{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid}
 	}
 	d.mu.Unlock()
 	if err := d.parts.smp.AddTarget(pid); err != nil {

@@ -151,6 +151,7 @@ func TestErrorPaths(t *testing.T) {
 		{"out not a dir", []string{"--pid", self, "--out", notDir}, exitUsage, "not a directory"},
 		{"out unwritable", []string{"--pid", self, "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
+		{"all users without image groups", []string{"--pid", self, "--all-users"}, exitUsage, "--all-users needs --group-by image"},
 		{"kernel thread", []string{"--pid", self + ",2"}, exitUsage, "pid 2 (kthreadd): a kernel thread, which runs no user code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
