@@ -256,6 +256,9 @@ func (d *daemon) write(w pending, formats []Format, requests fifo.FlushRequests)
 		delete(d.flushing.writeFailing, w.base)
 		d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
 	}
+	if w.final && w.pids == nil {
+		delete(d.flushing.writeFailing, w.base) // the process's last flush
+	}
 	var stacked, cut uint64
 	for _, st := range w.capture.Stacks {
 		stacked += st.Count
