@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 )
 
@@ -16,9 +17,9 @@ const nativeWait = 3 * time.Second
 // snapshot takes pid's capture for writing. Callers hold d.mu.
 func (d *daemon) snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
 	s := d.locked.counts.Snapshot(pid, meta, end)
-	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final}
+	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final, owner: outfile.WriterOwns, uid: -1}
 	if t := d.locked.targets[pid]; t != nil {
-		w.base = t.base
+		w.base, w.owner, w.uid = t.base, t.owner, t.uid
 	}
 	return w
 }

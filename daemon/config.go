@@ -31,7 +31,7 @@ type GroupBy string
 
 const (
 	GroupByProcess GroupBy = "process" // <image>-<pid>.<ext>, one per process
-	GroupByImage   GroupBy = "image"   // <image>.<ext>, every process of the image in the run
+	GroupByImage   GroupBy = "image"   // <image>.<ext> (another user's: <image>-uid<UID>.<ext>), every process of the image and user in the run
 )
 
 // Config is everything a profd run needs; cmd/profd fills it from flags.
@@ -52,6 +52,7 @@ type Config struct {
 	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
 	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
 	GroupBy       GroupBy       // one output per process (default) or per image
+	AllUsers      bool          // with GroupByImage: one group per image, whatever the users of its processes
 	Stacks        bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
 	KernelStacks  bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
 
@@ -186,6 +187,9 @@ func (c *Config) Validate() error {
 	case GroupByProcess, GroupByImage:
 	default:
 		bad("--group-by %q: want process or image", c.GroupBy)
+	}
+	if c.AllUsers && c.GroupBy != GroupByImage {
+		bad("--all-users needs --group-by image")
 	}
 	if c.KernelStacks && !c.Stacks {
 		bad("--kernel-stacks needs --stacks")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/attribute"
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/sampler"
@@ -66,8 +67,10 @@ type lockedState struct {
 
 // liveTarget is what the daemon keeps of a live target besides its counts.
 type liveTarget struct {
-	base       string // output file name without extension (outputBase)
-	overBudget uint64 // loads refused past the target's symbol budgets
+	base       string        // output file name without extension (outputBase)
+	owner      outfile.Owner // who its output files belong to (outputOwner)
+	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
+	overBudget uint64        // loads refused past the target's symbol budgets
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final
@@ -78,12 +81,17 @@ type flushState struct {
 	// stops converting captures to LLVM profiles (set at the stop, before the final flush, on
 	// the goroutine that runs it; read by the final flush only).
 	finalBy, writeBy time.Time
-	// exitedByImage: with --group-by image, the final captures of the processes that exited,
-	// merged into their image's outputs at every flush.
-	exitedByImage map[string][]pending
+	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
+	// by their group's base name, merged into their group's outputs at every flush.
+	exitedByGroup map[string][]pending
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each output's last flush, by base name, for the summary
+	// wrote holds the paths of the LLVM profiles this run wrote that a later flush of their
+	// output may remove (removeStaleLLVM).
+	wrote map[string]bool
+	// writeFailing: outputs, by base name, whose last write failed and was logged.
+	writeFailing map[string]bool
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
 	// cutWarned: processes whose cut call chains were warned about.
@@ -140,8 +148,8 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}
-	d.flushing = flushState{latest: map[string]procSummary{}, exitedByImage: map[string][]pending{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}}
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{},
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,7 +118,8 @@ func (d *daemon) flushRetired() {
 		for _, w := range work {
 			d.name(w)
 			w.named = true
-			d.flushing.exitedByImage[w.image] = append(d.flushing.exitedByImage[w.image], w)
+			base := groupBase(w.image, w.uid, d.cfg.AllUsers)
+			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 		}
 		return
 	}
@@ -139,16 +143,16 @@ func (d *daemon) flushTargets() {
 	var work []pending
 	pids := requests.Pids()
 	if d.cfg.GroupBy == GroupByImage {
-		// The whole group of each asking process: every live process of its image.
-		images := map[string]bool{}
+		// The whole group of each asking process: every live process of its image (and user).
+		groups := map[string]bool{}
 		for _, pid := range pids {
 			if d.locked.counts.Has(pid) {
-				images[d.locked.counts.Image(pid)] = true
+				groups[d.groupBaseLocked(pid)] = true
 			}
 		}
 		pids = pids[:0]
 		for _, pid := range d.locked.counts.Pids() {
-			if images[d.locked.counts.Image(pid)] {
+			if groups[d.groupBaseLocked(pid)] {
 				pids = append(pids, pid)
 			}
 		}
@@ -175,42 +179,70 @@ func (d *daemon) flushTargets() {
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
-// pending per image, merging its processes' captures (their native and kernel frames named
-// first) with the final captures of the image's processes that exited earlier in the run.
+// pending per image and user (per image with --all-users), merging its processes' captures
+// (their native and kernel frames named first) with the final captures of the group's
+// processes that exited earlier in the run.
 func (d *daemon) group(work []pending, by time.Time) []pending {
 	if d.cfg.GroupBy != GroupByImage {
 		return work
 	}
-	byImage := map[string][]pending{}
+	byGroup := map[string][]pending{}
 	for _, w := range work {
 		w.nameBy = by
 		d.name(w)
 		w.named = true
-		byImage[w.image] = append(byImage[w.image], w)
+		base := groupBase(w.image, w.uid, d.cfg.AllUsers)
+		byGroup[base] = append(byGroup[base], w)
 	}
 	var out []pending
-	for _, image := range slices.Sorted(maps.Keys(byImage)) {
-		members := byImage[image]
-		g := pending{image: image, base: outfile.SafeName(image, 0), final: true, named: true}
+	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
+		members := byGroup[base]
+		g := pending{image: members[0].image, base: base, final: true, named: true, uid: members[0].uid}
 		var cs []*profileio.Capture
-		for _, w := range append(slices.Clone(d.flushing.exitedByImage[image]), members...) {
+		for i, w := range append(slices.Clone(d.flushing.exitedByGroup[base]), members...) {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
 			cs = append(cs, w.capture)
+			// The group's files are its members' user's when they share one, else profd's.
+			if i == 0 {
+				g.owner = w.owner
+			} else if w.owner != g.owner {
+				g.owner = outfile.WriterOwns
+			}
 		}
 		g.pid = g.pids[0]
 		g.capture = profileio.MergeCaptures(cs)
 		out = append(out, g)
 		if d.cfg.ResetOnFlush {
-			delete(d.flushing.exitedByImage, image)
+			delete(d.flushing.exitedByGroup, base)
 		}
 		for _, w := range members {
 			if w.final && !d.cfg.ResetOnFlush {
-				d.flushing.exitedByImage[image] = append(d.flushing.exitedByImage[image], w)
+				d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 			}
 		}
 	}
 	return out
+}
+
+// groupBase names the outputs of an image's group with --group-by image: "<image>" for
+// root's processes, or every user's with allUsers; "<image>-uid<UID>" for another user's
+// (uid < 0: unknown, taken as root's).
+func groupBase(image string, uid int, allUsers bool) string {
+	base := outfile.SafeName(image, 0)
+	if !allUsers && uid > 0 {
+		base += "-uid" + strconv.Itoa(uid)
+	}
+	return base
+}
+
+// groupBaseLocked is live target pid's groupBase. Callers hold d.mu.
+func (d *daemon) groupBaseLocked(pid uint32) string {
+	uid := -1
+	if t := d.locked.targets[pid]; t != nil {
+		uid = t.uid
+	}
+	return groupBase(d.locked.counts.Image(pid), uid, d.cfg.AllUsers)
 }
 
 // flushBits maps the outputs to the bits a flush request asks for them with.
@@ -236,9 +268,20 @@ func (d *daemon) write(ctx context.Context, w pending, formats []Format, request
 	if !w.named {
 		d.name(w)
 	}
-	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, formats, w.capture)
+	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture)
 	noFunctions := errors.Is(err, errNoFunctions)
 	d.flushing.mu.Lock()
+	if noFunctions {
+		d.removeStaleLLVM(w, formats)
+	}
+	for _, p := range paths {
+		// A process's final flush is its last: nothing of it is left to remove later.
+		if isLLVM(p) && (!w.final || w.pids != nil) {
+			d.flushing.wrote[p] = true
+		} else {
+			delete(d.flushing.wrote, p)
+		}
+	}
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
@@ -246,8 +289,18 @@ func (d *daemon) write(ctx context.Context, w pending, formats []Format, request
 	case noFunctions:
 	case errors.Is(err, errStopped):
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
-	case err != nil:
-		d.log.Error("profd: flush", "pid", w.pid, "err", err)
+	case err != nil && !d.flushing.writeFailing[w.base]:
+		// A full or broken --out fails every flush alike: one line per episode.
+		d.flushing.writeFailing[w.base] = true
+		d.log.Error("profd: flush: outputs not written; further failures of this output are not logged until it is written again",
+			"pid", w.pid, "err", err)
+	}
+	if (err == nil || noFunctions) && d.flushing.writeFailing[w.base] {
+		delete(d.flushing.writeFailing, w.base)
+		d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
+	}
+	if w.final && w.pids == nil {
+		delete(d.flushing.writeFailing, w.base) // the process's last flush
 	}
 	d.flushing.mu.Unlock()
 	var stacked, cut uint64
@@ -309,3 +362,26 @@ func (d *daemon) writeAll(ctx context.Context, work []pending, formats func(pend
 
 // allFormats is every configured format, for writeAll.
 func (d *daemon) allFormats(pending) []Format { return d.cfg.Formats }
+
+// removeStaleLLVM removes the LLVM profiles of w's outputs that an earlier flush of this
+// run wrote and this one, having no JIT function with samples, did not: a flush's files are
+// one set, of one interval. Files profd did not write in this run are left alone.
+func (d *daemon) removeStaleLLVM(w pending, formats []Format) {
+	for _, f := range formats {
+		p := filepath.Join(d.cfg.OutDir, w.base+extension[f])
+		if f != FormatLLVMText && f != FormatLLVMExtBinary || !d.flushing.wrote[p] {
+			continue
+		}
+		delete(d.flushing.wrote, p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("profd: an earlier flush's LLVM profile stays beside this flush's outputs", "pid", w.pid, "file", p, "err", err)
+			continue
+		}
+		d.log.Info("profd: removed an earlier flush's LLVM profile: this flush has no JIT function with samples", "pid", w.pid, "file", p)
+	}
+}
+
+// isLLVM reports whether path names an LLVM profile.
+func isLLVM(path string) bool {
+	return strings.HasSuffix(path, extension[FormatLLVMText]) || strings.HasSuffix(path, extension[FormatLLVMExtBinary])
+}

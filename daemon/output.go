@@ -36,14 +36,15 @@ func outputBase(image string, pid uint32, n int) string {
 	return base
 }
 
-// writeOutputs writes every requested format of c into dir, each atomically, and returns
+// writeOutputs writes every requested format of c into dir, each atomically, mode 0600 and
+// owned by owner, and returns
 // the paths written, the LLVM conversion's stats, and the errors of the formats that could
 // not be written (joined), or errNoFunctions alone when only the LLVM profiles were left
 // out, having no function to hold, or errStopped when ctx ended the LLVM conversion first.
 // The formats are written concurrently: the LLVM ones (which share one conversion) one after
 // the other on the calling goroutine, each other on a goroutine of its own that writeOutputs
 // waits for.
-func writeOutputs(ctx context.Context, dir, base string, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
+func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -55,7 +56,7 @@ func writeOutputs(ctx context.Context, dir, base string, formats []Format, c *pr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = writeFormat(dir, base, f, c, nil)
+			errs[i] = writeFormat(dir, base, owner, f, c, nil)
 		}()
 	}
 	var st profgen.Stats
@@ -72,7 +73,7 @@ func writeOutputs(ctx context.Context, dir, base string, formats []Format, c *pr
 				errs[i] = errNoFunctions
 				continue
 			}
-			errs[i] = writeFormat(dir, base, formats[i], c, prof)
+			errs[i] = writeFormat(dir, base, owner, formats[i], c, prof)
 		}
 	}
 	wg.Wait()
@@ -101,9 +102,13 @@ var errStopped = errors.New("stopped before the LLVM profiles were made")
 // other outputs were).
 var errNoFunctions = errors.New("no JIT function has samples yet: the LLVM profiles are not written")
 
+// outputPerm is every output file's mode: a profile and a capture (which holds code bytes)
+// are their owner's alone.
+const outputPerm = 0o600
+
 // writeFormat writes format f of c (or, for the LLVM formats, of its conversion prof) to
-// its file in dir.
-func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *sampleprof.Profile) error {
+// its file in dir, owned by owner.
+func writeFormat(dir, base string, owner outfile.Owner, f Format, c *profileio.Capture, prof *sampleprof.Profile) error {
 	var write func(io.Writer) error
 	switch f {
 	case FormatCapture:
@@ -117,7 +122,7 @@ func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *samplep
 	default:
 		return fmt.Errorf("daemon: %s of %s: unknown format %q", f, base, f)
 	}
-	err := outfile.Write(filepath.Join(dir, base+extension[f]), 0o644, write)
+	err := outfile.WriteOwned(filepath.Join(dir, base+extension[f]), outputPerm, owner, write)
 	var ee *outfile.EncodeError
 	if errors.As(err, &ee) {
 		return fmt.Errorf("daemon: %s of %s: %w", f, base, ee.Err)
@@ -128,11 +133,19 @@ func writeFormat(dir, base string, f Format, c *profileio.Capture, prof *samplep
 	return nil
 }
 
-// checkWritable makes dir if it is missing and fails early, at start, when it cannot take
-// output files.
+// checkWritable makes dir if it is missing (mode 0711: each target's user may reach its own
+// files, no one may list or add to it) and fails early, at start, when it cannot take output
+// files. An existing directory's mode is left as it is.
 func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, outDirPerm); err != nil {
 		return fmt.Errorf("daemon: %w: --out %s cannot be made: %w", ErrConfig, dir, err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// The umask may have taken the others' search bit MkdirAll asked for.
+		if err := os.Chmod(dir, outDirPerm); err != nil {
+			return fmt.Errorf("daemon: --out %s: %w", dir, err)
+		}
 	}
 	tmp, err := os.CreateTemp(dir, ".profd-write-check-*")
 	if err != nil {
@@ -140,6 +153,26 @@ func checkWritable(dir string) error {
 	}
 	tmp.Close()
 	return os.Remove(tmp.Name())
+}
+
+// outDirPerm is the mode of an --out profd makes.
+const outDirPerm = 0o711
+
+// warnOutMode says once, at start, what an existing --out's mode lets other users do to the
+// outputs: profd never changes it.
+func warnOutMode(dir string, log *slog.Logger) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return
+	}
+	switch mode := st.Mode(); {
+	case mode&0o002 != 0 && mode&os.ModeSticky == 0:
+		log.Warn("profd: --out is world-writable without the sticky bit: any user may delete or replace the profiles in it; give profd a directory only it writes",
+			"out", dir, "mode", fmt.Sprintf("%#o", mode.Perm()))
+	case mode&0o001 == 0:
+		log.Info("profd: --out is not searchable by other users: a target's user cannot read the profiles it is sent the paths of",
+			"out", dir, "mode", fmt.Sprintf("%#o", mode.Perm()))
+	}
 }
 
 // lockOut takes --out's lock, so that a second profd on the same directory stops at start

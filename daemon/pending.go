@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/attribute"
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 )
 
@@ -14,6 +15,8 @@ type pending struct {
 	pids    []uint32 // a group's processes (--group-by image); nil for one process
 	image   string
 	base    string
+	owner   outfile.Owner // who its files belong to
+	uid     int           // its process's (or group's) effective user; -1: unknown
 	capture *profileio.Capture
 	// snap is the process's snapshot, whose native and kernel frames name names; nil for a
 	// group's merged capture.

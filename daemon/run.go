@@ -38,6 +38,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		return err
 	}
 	defer lock.Close()
+	warnOutMode(cfg.OutDir, logger)
 	d := newDaemon(cfg, logger, out)
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
 	// pid file at once can never kill profd with the signal's default action, nor lose its
@@ -136,7 +137,7 @@ func (d *daemon) open(ctx context.Context) error {
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
 	}
-	if errors.Is(err, targets.ErrNoImage) {
+	if errors.Is(err, targets.ErrNoImage) || errors.Is(err, targets.ErrKernelThread) {
 		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
 	}
 	if err != nil {

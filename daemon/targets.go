@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"os"
 	"time"
 
+	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
@@ -11,13 +13,19 @@ import (
 
 // addTarget runs on the watcher's goroutine when a target appears.
 func (d *daemon) addTarget(pid uint32) {
+	// The owner is known before any flush can write the target's files.
+	st, stErr := procfs.ReadStatus(pid)
+	owner, uid := outfile.WriterOwns, -1
+	if stErr == nil {
+		owner, uid = outputOwner(st.UID, st.GID), st.UID
+	}
 	// The counts exist before sampling starts: samples of a pid without them are strays of
 	// a process already retired (see attribute.Counts.AddProcess).
 	d.mu.Lock()
 	image := d.locked.counts.AddProcess(pid, monotonicNs())
 	if d.locked.targets[pid] == nil {
 		d.locked.processes[pid]++
-		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid])}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid}
 	}
 	d.mu.Unlock()
 	if err := d.parts.smp.AddTarget(pid); err != nil {
@@ -29,9 +37,8 @@ func (d *daemon) addTarget(pid uint32) {
 		return
 	}
 	d.parts.symbols.addTarget(pid)
-	st, err := procfs.ReadStatus(pid)
-	if err != nil {
-		d.log.Warn("profd: no symbol FIFO or files for target", "pid", pid, "err", err)
+	if stErr != nil {
+		d.log.Warn("profd: no symbol FIFO or files for target; its outputs are profd's user's", "pid", pid, "err", stErr)
 		return
 	}
 	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
@@ -46,6 +53,16 @@ func (d *daemon) addTarget(pid uint32) {
 	}
 	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
 	d.log.Info("profd: target added", "pid", pid, "image", image, "fifo", d.parts.fifo.FIFOPath(pid))
+}
+
+// outputOwner is who a target's output files belong to: the target's (effective) user and
+// group, so that it can read its own profiles and no other user can; profd's own user when
+// it cannot give files away (it does not run as root).
+func outputOwner(uid, gid int) outfile.Owner {
+	if os.Geteuid() != 0 {
+		return outfile.WriterOwns
+	}
+	return outfile.Owner{UID: uid, GID: gid}
 }
 
 // removeTarget runs on the watcher's goroutine when a target exits. Its FIFO is read to the

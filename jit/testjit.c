@@ -8,7 +8,7 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-c] [-o OUTDIR]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase, in CPU time (default 200)
@@ -16,6 +16,8 @@
  *   -w WAIT_MS  keep retrying to open the FIFO this long before running unprofiled (default 0)
  *   -f          ask profd for this process's profiles after each round, without waiting
  *   -F          the same, waiting (up to 5 s) for profd's answer and printing it
+ *   -R          with -F, also read each file the answer names, as this process's user
+ *   -a          with -F, ask once more after the last round, no JIT code having run since
  *   -c          close the FIFO writer after each round and open it again (a new stream)
  *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
  *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
@@ -24,7 +26,7 @@
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
  *   ran NAME ITERATIONS RESULT | profd STATUS | reopen STATUS | flush rc=RC |
- *   flushed rc=RC status=STATUS paths=PATH,PATH,...
+ *   flushed rc=RC status=STATUS paths=PATH,PATH,... | read PATH BYTES | read PATH error ERRNO
  */
 #include "profd_jit.h"
 
@@ -164,8 +166,29 @@ static void run(struct func *f, long ms)
 	}
 }
 
-/* print_flush asks profd for this process's profiles, waits for the answer and prints it. */
-static void print_flush(profd_jit *pj)
+/* read_back reads the file at path to its end and prints how many bytes it holds. */
+static void read_back(const char *path)
+{
+	char buf[65536];
+	uint64_t total = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		printf("read %s error %d\n", path, errno);
+		return;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += (uint64_t)n;
+	if (n < 0)
+		printf("read %s error %d\n", path, errno);
+	else
+		printf("read %s %" PRIu64 "\n", path, total);
+	close(fd);
+}
+
+/* print_flush asks profd for this process's profiles, waits for the answer and prints it;
+ * with readback, it then reads each file the answer names. */
+static void print_flush(profd_jit *pj, int readback)
 {
 	profd_jit_reply reply;
 	unsigned i;
@@ -178,6 +201,8 @@ static void print_flush(profd_jit *pj)
 	for (i = 0; i < reply.npaths; i++)
 		printf("%s%s", i > 0 ? "," : "", reply.paths[i]);
 	printf("\n");
+	for (i = 0; readback && i < reply.npaths; i++)
+		read_back(reply.paths[i]);
 }
 
 int main(int argc, char **argv)
@@ -185,11 +210,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL, *out = NULL;
 	char partial[4200], dump[4096];
 	long ms = 200, rounds = 1, wait_ms = 0, r;
-	int flush = 0, reopen = 0, opt, rc;
+	int flush = 0, readback = 0, again = 0, reopen = 0, opt, rc;
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fFco:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -197,10 +222,12 @@ int main(int argc, char **argv)
 		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
 		case 'f': flush = 1; break;
 		case 'F': flush = 2; break;
+		case 'R': readback = 1; break;
+		case 'a': again = 1; break;
 		case 'c': reopen = 1; break;
 		case 'o': out = optarg; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-c] [-o OUTDIR]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]\n");
 			return 2;
 		}
 	}
@@ -251,13 +278,15 @@ int main(int argc, char **argv)
 		if (flush == 1)
 			printf("flush rc=%d\n", profd_jit_flush(&pj));
 		if (flush == 2)
-			print_flush(&pj);
+			print_flush(&pj, readback);
 		if (reopen && out == NULL && r + 1 < rounds) {
 			profd_jit_close(&pj);
 			rc = profd_jit_open(&pj, dir);
 			printf("reopen %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 		}
 	}
+	if (flush == 2 && again)
+		print_flush(&pj, readback);
 	profd_jit_close(&pj);
 	if (out != NULL && rename(partial, dump) != 0) {
 		perror("testjit: rename");

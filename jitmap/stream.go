@@ -87,6 +87,20 @@ func (st *Stream) Finish() Batch {
 	return st.batch(events, errs)
 }
 
+// Cut ends the stream where its reader stopped reading while the writer may still be
+// writing (profd stopping): the bytes of a partial record or line at the end are neither
+// decoded nor reported bad. It returns how many there were: bytes left unread, which no
+// longer count in Counts().Bytes.
+func (st *Stream) Cut() int {
+	n := len(st.carry)
+	if st.dec != nil {
+		n = st.dec.Buffered()
+	}
+	st.dec, st.carry = nil, nil
+	st.counts.Bytes -= uint64(n)
+	return n
+}
+
 // batch counts what a write decoded and wraps it.
 func (st *Stream) batch(events []Event, errs []error) Batch {
 	kept := events[:0]

@@ -208,3 +208,38 @@ func TestStreamResyncCounts(t *testing.T) {
 		t.Errorf("counts %+v, want %d bytes skipped, 1 bad record", c, len(garbage))
 	}
 }
+
+// TestStreamCut: a stream cut mid-record (its reader stopped) reports no bad record and
+// says how many bytes the partial record had; Finish, the writer's end, reports it.
+func TestStreamCut(t *testing.T) {
+	jd := jitdumpSession(t, 2, "a1", "a2")
+	text := []byte("1000 10 t1\n2000 10 t2\n")
+	for _, c := range []struct {
+		name string
+		data []byte
+		cut  int // bytes of the partial record or line; -1: some
+		want string
+	}{
+		{"jitdump cut mid-record", jd[:len(jd)-10], -1, "a1"},
+		{"perf map cut mid-line", text[:15], 4, "t1"},
+		{"whole jitdump", jd, 0, "a1 a2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := jitmap.NewStream(7, codeobj.SourceFIFO, "test", jitmap.DecoderOptions{})
+			b := st.Write(c.data)
+			cut := st.Cut()
+			if got := strings.Join(loadNames(b.Events), " "); got != c.want || len(b.Errs) != 0 || st.Counts().BadRecords != 0 {
+				t.Errorf("loads %q, errors %v, counts %+v; want %q and no bad record", got, b.Errs, st.Counts(), c.want)
+			}
+			if c.cut >= 0 && cut != c.cut || c.cut < 0 && cut <= 0 {
+				t.Errorf("Cut = %d bytes left, want %d (-1: some)", cut, c.cut)
+			}
+		})
+	}
+	// The same cut by the writer's end is a truncated record.
+	st := jitmap.NewStream(7, codeobj.SourceFIFO, "test", jitmap.DecoderOptions{})
+	st.Write(jd[:len(jd)-10])
+	if b := st.Finish(); len(b.Errs) != 1 || !errors.Is(b.Errs[0], jitmap.ErrTruncated) {
+		t.Errorf("Finish of a partial record: %v, want ErrTruncated", b.Errs)
+	}
+}

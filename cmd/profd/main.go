@@ -103,7 +103,7 @@ Examples:
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
 written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
-another profd's), 3 a --pid names no running process.
+another profd's, a --pid that is a kernel thread), 3 a --pid names no running process.
 
 Flags:
 `
@@ -118,9 +118,17 @@ One profd writes an --out (it holds .profd.lock there) and at start removes the
 temporary files of a flush a killed profd left.
 A target that exits gets its final profile at once (with --group-by image, in its image's
 next flush); the other targets' outputs are not written then.
+Each output is mode 0600 and owned by its target's user (with --group-by image
+--all-users, by the image's processes' user when they share one, else by root), from its
+first byte: the JIT reads its own profiles (the paths a flush request is answered with),
+no other user can.
+An --out profd makes is mode 0711; an existing one keeps its mode (profd warns when it
+is world-writable without the sticky bit).
 A later process that reuses a pid during the run writes <image>-<pid>.2.<ext>, then .3, ...,
 so no process's final profile replaces another's.
-With --group-by image: <image>.<ext>, every process of the image profiled in the run.
+With --group-by image: <image>.<ext>, every process of the image profiled in the run that
+runs as root, and <image>-uid<UID>.<ext> those of user UID: one user's processes never share
+an output with another's (--all-users: <image>.<ext> for all).
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
 tid, comm and event labels (go tool pprof -tagfocus comm=NAME FILE).
 
@@ -172,10 +180,11 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s); 0 flushes only on request, SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
-	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (<image>.<ext>: every process of the image profiled in the run, e.g. all backends of a server, exited ones included)")
+	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (every process of the image and user profiled in the run, e.g. all backends of a server, exited ones included: <image>.<ext> for root's processes, <image>-uid<UID>.<ext> for another user's)")
+	fs.BoolVar(&cfg.AllUsers, "all-users", false, "with --group-by image, one output per image whatever users its processes run as (<image>.<ext>, owned by root when they differ)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
-	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles")
+	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's")
 	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
 	fs.Func("max-symbol-mb", fmt.Sprintf("per target, the memory its functions' names, code bytes and line tables may hold (`MB`, default %d); code that ended longest ago is let go first, then loads are dropped and counted", daemon.DefaultMaxSymbolBytes>>20), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)

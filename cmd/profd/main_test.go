@@ -116,6 +116,8 @@ func TestErrorPaths(t *testing.T) {
 		pidMax, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	noPid := strconv.Itoa(pidMax + 1) // above pid_max: never a process
+	// A pid that exists and is refused by nothing but the case's own flaw: this test's.
+	self := strconv.Itoa(os.Getpid())
 	maxFreq := sampler.MaxFrequency()
 	openParent := filepath.Join(t.TempDir(), "open")
 	if err := os.Mkdir(openParent, 0o777); err != nil {
@@ -134,24 +136,29 @@ func TestErrorPaths(t *testing.T) {
 		{"bad flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"bad pid", []string{"--pid", "12x"}, exitUsage, `not a pid: "12x"`},
 		{"negative pid", []string{"--pid", "-4"}, exitUsage, "--pid -4: not a process id"},
-		{"bad format", []string{"--pid", "1", "--format", "svg"}, exitUsage, `--format "svg"`},
-		{"bad backend", []string{"--pid", "1", "--backend", "dtrace"}, exitUsage, `--backend "dtrace"`},
-		{"stray argument", []string{"--pid", "1", "extra"}, exitUsage, "unexpected arguments"},
-		{"out under a file", []string{"--pid", "1", "--out", filepath.Join(notDir, "sub")}, exitUsage, "not a directory"},
-		{"bad event", []string{"--pid", "1", "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
-		{"zero freq", []string{"--pid", "1", "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
-		{"period below the kernel's", []string{"--pid", "1", "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
-		{"zero memory budget", []string{"--pid", "1", "--max-memory-mb", "0"}, exitUsage, `invalid value "0" for flag -max-memory-mb: want a number of megabytes`},
-		{"flush interval too short", []string{"--pid", "1", "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
-		{"freq above the kernel's", []string{"--pid", "1", "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
-		{"fifo dir under a world-writable parent", []string{"--pid", "1", "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
-		{"fifo dir in /proc", []string{"--pid", "1", "--fifo-dir", "/proc/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
-		{"fifo dir where no directory can be made", []string{"--pid", "1", "--fifo-dir", "/sys/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
-		{"out not a dir", []string{"--pid", "1", "--out", notDir}, exitUsage, "not a directory"},
-		{"out unwritable", []string{"--pid", "1", "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
+		{"bad format", []string{"--pid", self, "--format", "svg"}, exitUsage, `--format "svg"`},
+		{"bad backend", []string{"--pid", self, "--backend", "dtrace"}, exitUsage, `--backend "dtrace"`},
+		{"stray argument", []string{"--pid", self, "extra"}, exitUsage, "unexpected arguments"},
+		{"out under a file", []string{"--pid", self, "--out", filepath.Join(notDir, "sub")}, exitUsage, "not a directory"},
+		{"bad event", []string{"--pid", self, "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
+		{"zero freq", []string{"--pid", self, "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
+		{"period below the kernel's", []string{"--pid", self, "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
+		{"zero memory budget", []string{"--pid", self, "--max-memory-mb", "0"}, exitUsage, `invalid value "0" for flag -max-memory-mb: want a number of megabytes`},
+		{"flush interval too short", []string{"--pid", self, "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
+		{"freq above the kernel's", []string{"--pid", self, "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
+		{"fifo dir under a world-writable parent", []string{"--pid", self, "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir in /proc", []string{"--pid", self, "--fifo-dir", "/proc/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"fifo dir where no directory can be made", []string{"--pid", self, "--fifo-dir", "/sys/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
+		{"out not a dir", []string{"--pid", self, "--out", notDir}, exitUsage, "not a directory"},
+		{"out unwritable", []string{"--pid", self, "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
+		{"all users without image groups", []string{"--pid", self, "--all-users"}, exitUsage, "--all-users needs --group-by image"},
+		{"kernel thread", []string{"--pid", self + ",2"}, exitUsage, "pid 2 (kthreadd): a kernel thread, which runs no user code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if comm, _ := os.ReadFile("/proc/2/comm"); strings.Contains(tc.want, "kthreadd") && string(comm) != "kthreadd\n" {
+				t.Skip("pid 2 is not kthreadd here: another pid namespace")
+			}
 			fifoDir := filepath.Join(t.TempDir(), "fifo")
 			if i := slices.Index(tc.args, "--fifo-dir"); i >= 0 {
 				fifoDir = tc.args[i+1]
@@ -171,6 +178,20 @@ func TestErrorPaths(t *testing.T) {
 				t.Errorf("profd %q left its FIFO directory behind (%v)", args, err)
 			}
 		})
+	}
+}
+
+// TestInitTargetWarned: --pid 1 is profiled, with one warning that init rarely runs a JIT.
+func TestInitTargetWarned(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	code, output := exitCode(t, profd, "--pid", "1,1", "--out", t.TempDir(), "--duration", "300ms",
+		"--fifo-dir", filepath.Join(t.TempDir(), "fifo"), "--event", "cpu-clock", "--format", "capture", "--log-level", "warn")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, output)
+	}
+	if n := strings.Count(output, "--pid 1 is the init process"); n != 1 {
+		t.Errorf("%d warnings about pid 1, want 1:\n%s", n, output)
 	}
 }
 

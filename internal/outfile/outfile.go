@@ -2,8 +2,8 @@
 // the target, renamed over it once complete and synced), under names made safe from the
 // names of programs and functions they are named after.
 //
-//	err := outfile.Write(filepath.Join(dir, outfile.SafeName(image, 0)+".prof.txt"), 0o644,
-//		func(w io.Writer) error { return profileio.WriteText(w, prof) })
+//	err := outfile.WriteOwned(filepath.Join(dir, outfile.SafeName(image, 0)+".prof.txt"), 0o600,
+//		outfile.Owner{UID: uid, GID: gid}, func(w io.Writer) error { return profileio.WriteText(w, prof) })
 //
 // Its functions are safe for concurrent use on different paths.
 package outfile
@@ -44,25 +44,43 @@ type EncodeError struct{ Err error }
 func (e *EncodeError) Error() string { return e.Err.Error() }
 func (e *EncodeError) Unwrap() error { return e.Err }
 
+// Owner is the user and group a written file belongs to; -1 keeps the writer's.
+type Owner struct{ UID, GID int }
+
+// WriterOwns keeps the writer's own user and group.
+var WriterOwns = Owner{UID: -1, GID: -1}
+
 // Write streams write's output to a temporary file beside path and renames it over path, with
 // mode perm, once it is complete and synced, so a reader sees the old file or the new one,
 // never a part. The temporary file is removed on any error. An error of write itself is
 // returned as an *EncodeError.
 func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return WriteOwned(path, perm, WriterOwns, write)
+}
+
+// WriteOwned is Write for a file owned by owner (changing it needs CAP_CHOWN). The
+// temporary file is made mode 0600 and given its owner and mode before a byte is written,
+// so no one but the writer and the owner can ever read it.
+func WriteOwned(path string, perm os.FileMode, owner Owner, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("outfile: %s: %w", path, err)
 	}
-	bw := bufio.NewWriterSize(tmp, 256<<10)
 	var werr error
-	if err := write(bw); err != nil {
-		werr = &EncodeError{err}
-	}
-	if werr == nil {
-		werr = bw.Flush()
+	if owner != WriterOwns {
+		werr = tmp.Chown(owner.UID, owner.GID)
 	}
 	if werr == nil {
 		werr = tmp.Chmod(perm)
+	}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	if werr == nil {
+		if err := write(bw); err != nil {
+			werr = &EncodeError{err}
+		}
+	}
+	if werr == nil {
+		werr = bw.Flush()
 	}
 	if werr == nil {
 		werr = tmp.Sync()

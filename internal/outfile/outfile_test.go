@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 func TestSafeName(t *testing.T) {
@@ -50,4 +53,42 @@ func TestWrite(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("%d entries left in the directory, want 1", len(entries))
 	}
+}
+
+// TestWriteOwned: the file belongs to the owner asked for, with the mode asked for, and so
+// did its temporary file before the rename.
+func TestWriteOwned(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.txt")
+	var during os.FileInfo
+	err := WriteOwned(path, 0o600, Owner{UID: 65534, GID: 65534}, func(w io.Writer) error {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) == 1 {
+			during, _ = entries[0].Info()
+		}
+		_, err := io.WriteString(w, "mine")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, info := range map[string]os.FileInfo{"file": mustStat(t, path), "temporary file": during} {
+		if info == nil {
+			t.Fatalf("no %s seen", what)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if info.Mode().Perm() != 0o600 || st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%s mode %v owner %d:%d, want 0600 65534:65534", what, info.Mode().Perm(), st.Uid, st.Gid)
+		}
+	}
+}
+
+func mustStat(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

@@ -20,16 +20,10 @@ const clockTicksPerSecond = 100
 // StartTicks returns field 22 of /proc/PID/stat: when process pid started, in clock ticks
 // since boot (CLOCK_BOOTTIME). A pid that comes back with another start is another process.
 func StartTicks(pid uint32) (uint64, error) {
-	b, err := readBounded(Path(pid, "stat"), statBytes)
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
-	if i < 0 || i+2 > len(s) {
-		return 0, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
-	}
-	f := strings.Fields(s[i+2:])
 	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
 		return 0, fmt.Errorf("procfs: pid %d: %w", pid, ErrExited)
 	}
@@ -42,6 +36,42 @@ func StartTicks(pid uint32) (uint64, error) {
 		return 0, fmt.Errorf("procfs: /proc/%d/stat: start time: %w", pid, err)
 	}
 	return st, nil
+}
+
+// statFields returns the fields of /proc/PID/stat after "pid (comm) ": field n of proc(5)
+// is at index n-3.
+func statFields(pid uint32) ([]string, error) {
+	b, err := readBounded(Path(pid, "stat"), statBytes)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
+	if i < 0 || i+2 > len(s) {
+		return nil, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
+	}
+	return strings.Fields(s[i+2:]), nil
+}
+
+// pfKthread is the kernel's PF_KTHREAD process flag.
+const pfKthread = 0x00200000
+
+// KernelThread reports whether pid is a kernel thread (PF_KTHREAD in field 9 of
+// /proc/PID/stat): it has no user memory, so it runs no JIT code.
+func KernelThread(pid uint32) (bool, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return false, err
+	}
+	const flagsField = 9 - 3
+	if len(f) <= flagsField {
+		return false, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	flags, err := strconv.ParseUint(f[flagsField], 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("procfs: /proc/%d/stat: flags: %w", pid, err)
+	}
+	return flags&pfKthread != 0, nil
 }
 
 // StartedAt returns when process pid started, on the wall clock, to the clock tick (10 ms).

@@ -50,3 +50,17 @@ func TestStartTicksErrors(t *testing.T) {
 		t.Errorf("zombie: %v, want ErrExited", err)
 	}
 }
+
+// TestKernelThread: kthreadd (pid 2, where the kernel starts its threads) is one, this
+// process is not.
+func TestKernelThread(t *testing.T) {
+	if comm := Comm(2); comm != "kthreadd" {
+		t.Skipf("pid 2 is %q, not kthreadd: another pid namespace", comm)
+	}
+	for pid, want := range map[uint32]bool{2: true, uint32(os.Getpid()): false} {
+		got, err := KernelThread(pid)
+		if err != nil || got != want {
+			t.Errorf("KernelThread(%d) = %v, %v; want %v", pid, got, err, want)
+		}
+	}
+}

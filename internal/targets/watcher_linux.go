@@ -28,6 +28,10 @@ const execScanInterval = 5 * time.Second
 // ErrNoProcess is returned by New for an explicit pid with no process.
 var ErrNoProcess = errors.New("no such process")
 
+// ErrKernelThread is returned by New for an explicit pid that is a kernel thread: it has no
+// user memory, so no JIT code to profile.
+var ErrKernelThread = errors.New("a kernel thread, which runs no user code")
+
 // Config says which processes are targets.
 type Config struct {
 	PIDs []uint32 // explicit targets (all their threads)
@@ -99,11 +103,20 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		w.images = append(w.images, im)
 	}
 	w.hostMounts, _ = os.Readlink("/proc/self/ns/mnt")
+	warnedInit := false
 	for _, pid := range cfg.PIDs {
 		st, err := startTime(pid)
 		if err != nil {
 			w.closeExits()
 			return nil, fmt.Errorf("targets: pid %d: %w", pid, ErrNoProcess)
+		}
+		if kt, _ := procfs.KernelThread(pid); kt {
+			w.closeExits()
+			return nil, fmt.Errorf("targets: pid %d (%s): %w", pid, procfs.Comm(pid), ErrKernelThread)
+		}
+		if pid == 1 && !warnedInit {
+			warnedInit = true
+			w.log.Warn("targets: --pid 1 is the init process, which rarely runs a JIT; is it the pid meant?", "comm", procfs.Comm(pid))
 		}
 		w.pinned[pid] = st
 		if _, dup := w.exits[pid]; dup || w.scanPinned {

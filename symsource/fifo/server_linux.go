@@ -280,8 +280,11 @@ func (s *Server) drain(t *target, buf []byte) {
 		left -= n
 		s.deliver(t, t.stream.Write(buf[:n]))
 	}
-	s.endSession(t)
-	if rest := queued(t.pipe.fd); rest > 0 {
+	// The writer may be mid-record where reading stopped: what the stream holds of it is
+	// unread, not a bad record.
+	partial := t.stream.Cut()
+	s.deliver(t, jitmap.Batch{})
+	if rest := queued(t.pipe.fd) + partial; rest > 0 {
 		why := "written after the reader was told to stop"
 		if s.pastDeadline() {
 			why = "the stop deadline passed"

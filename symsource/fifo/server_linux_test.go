@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -522,5 +523,51 @@ func TestCloseByDeadline(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "the stop deadline passed") {
 		t.Errorf("no log line says the deadline passed:\n%s", logs)
+	}
+}
+
+// TestCloseByDeadlineCutsNoRecord: when the stop deadline cuts a flood of jitdump records,
+// the partial record at the end of what was read is counted unread, not reported bad.
+func TestCloseByDeadlineCutsNoRecord(t *testing.T) {
+	var mu sync.Mutex
+	var errs []error
+	s, err := Start(context.Background(), Config{Dir: privateDir(t),
+		Handler: func(b jitmap.Batch) {
+			mu.Lock()
+			errs = append(errs, b.Errs...)
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond) // a busy symbol stage
+		},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid, testOwner); err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	jw, _ := jitdumptest.NewWriter(&stream, jitmap.JitdumpHeader{Pid: pid})
+	for i := 0; stream.Len() < 900<<10; i++ {
+		// Names of varying length: records end anywhere in a read.
+		name := fmt.Sprintf("f%d_%s", i, strings.Repeat("x", i%37))
+		jw.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: name, Addr: 0x10000 + uint64(i)*16, Size: 1, Code: []byte{0xc3}, CodeIndex: uint64(i)}})
+	}
+	w := openWriter(t, s.FIFOPath(pid))
+	if _, err := w.Write(stream.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := s.CloseBy(time.Now().Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 0 || st.BadRecords != 0 {
+		t.Errorf("errors %v, %d bad records: a record the stop cut is no bad record", errs, st.BadRecords)
+	}
+	if st.Unread == 0 || st.Unread+st.Bytes != uint64(stream.Len()) {
+		t.Errorf("stats %+v: want the %d bytes written split between read and unread", st, stream.Len())
 	}
 }

@@ -152,7 +152,7 @@ func (ft *Tailer) AddTarget(pid uint32, uid int) error {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	if old := ft.targets[pid]; old != nil {
-		ft.dropTarget(old)
+		ft.dropTarget(old, false)
 	}
 	ft.targets[pid] = t
 	ft.look(t)
@@ -182,13 +182,14 @@ func (ft *Tailer) RemoveTarget(pid uint32) {
 	t.nextMaps = time.Time{}
 	ft.look(t)
 	ft.readAll(t, true)
-	ft.dropTarget(t)
+	ft.dropTarget(t, false)
 }
 
-// dropTarget stops tailing t's files and forgets t. Called with mu held.
-func (ft *Tailer) dropTarget(t *target) {
+// dropTarget stops tailing t's files and forgets t; cut: t still runs (the Tailer closes),
+// so its files may end mid-record (see closeFile). Called with mu held.
+func (ft *Tailer) dropTarget(t *target, cut bool) {
 	for _, f := range t.files {
-		ft.closeFile(f)
+		ft.closeFile(f, cut)
 	}
 	for _, p := range t.places {
 		ft.unwatch(t.hostPath(p.host, p.dir))
@@ -359,7 +360,7 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 			unix.Close(fd)
 			return false
 		}
-		ft.closeFile(old) // replaced by another file: read from its start
+		ft.closeFile(old, false) // replaced by another file: read from its start
 	}
 	// A file last written before the target started is an earlier process's that had the
 	// same pid (lli-14 leaves a jit-PID.dump behind at every run): its symbols would name
@@ -446,9 +447,16 @@ func (ft *Tailer) deliver(f *tailedFile, b jitmap.Batch) {
 	}
 }
 
-// closeFile stops tailing f, delivering a last partial perf-map line. Called with mu held.
-func (ft *Tailer) closeFile(f *tailedFile) {
-	ft.deliver(f, f.stream.Finish())
+// closeFile stops tailing f, delivering a last partial perf-map line; cut: its writer may be
+// mid-record, and a partial record or line at the end is counted unread, not reported bad.
+// Called with mu held.
+func (ft *Tailer) closeFile(f *tailedFile, cut bool) {
+	if cut {
+		ft.stats.Unread += uint64(f.stream.Cut())
+		ft.deliver(f, jitmap.Batch{})
+	} else {
+		ft.deliver(f, f.stream.Finish())
+	}
 	unix.Close(f.fd)
 	for _, t := range ft.targets {
 		if t.files[f.key] == f {
@@ -481,7 +489,7 @@ func (ft *Tailer) Close() {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	for _, t := range ft.targets {
-		ft.dropTarget(t)
+		ft.dropTarget(t, true)
 	}
 	ft.inotify.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -507,4 +508,40 @@ func startInNamespace(t *testing.T, cmd *exec.Cmd) uint32 {
 		t.Fatalf("children of unshare: %q", children)
 	}
 	return pid
+}
+
+// TestTailCloseCutsNoRecord: a jitdump file whose live JIT is mid-record when the Tailer
+// closes (profd stopping) has its partial record counted unread, not reported bad; the
+// same file of a target that ended has it reported as truncated.
+func TestTailCloseCutsNoRecord(t *testing.T) {
+	stream := symtest.JitdumpStream(t, uint32(os.Getpid()), "first", "second")
+	one := symtest.JitdumpStream(t, uint32(os.Getpid()), "first")
+	partial := 10 // bytes of the second record written
+	if !bytes.HasPrefix(stream, one) {
+		t.Fatal("the stream of two records does not begin with the stream of the first")
+	}
+	for _, ended := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ended=%v", ended), func(t *testing.T) {
+			root := t.TempDir()
+			s, c, _ := startTailer(t, Config{JitdumpDirs: []string{root}})
+			pid := uint32(os.Getpid())
+			path := filepath.Join(root, fmt.Sprintf("jit-%d.dump", pid))
+			if err := os.WriteFile(path, stream[:len(one)+partial], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			addTarget(t, s, pid)
+			c.WaitFor(t, "the first record", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
+			if ended {
+				s.RemoveTarget(pid)
+			}
+			s.Close()
+			st := s.Stats()
+			switch errs := c.Errors(); {
+			case ended && (len(errs) != 1 || !errors.Is(errs[0], jitmap.ErrTruncated)):
+				t.Errorf("target ended: errors %v, want one truncated record", errs)
+			case !ended && (len(errs) != 0 || st.BadRecords != 0 || st.Unread != uint64(partial)):
+				t.Errorf("errors %v, stats %+v: want no bad record and %d bytes unread", errs, st, partial)
+			}
+		})
+	}
 }

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestWriteErrorsLoggedOncePerEpisode: an --out that is full fails every flush's writes;
+// that is logged once, not at every flush, and once more when writes succeed again.
+func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d := newDirs(t)
+	if err := syscall.Mount("tmpfs", d.out, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(d.out, syscall.MNT_DETACH) })
+	// Fill it: the write check and the lock file take no data block.
+	filler := filepath.Join(d.out, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the tmpfs: %v, want ENOSPC", err)
+	}
+	target := exec.Command("sleep", "600")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second})
+	waitFor(t, "three flushes", 20*time.Second, func() bool { return r.flushes() >= 3 })
+	logs := r.logs.String()
+	if n := linesWith(logs, "no space left on device"); n != 1 {
+		t.Errorf("%d log lines about the full --out over %d flushes, want 1:\n%s", n, r.flushes(), logs)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the line saying writes succeed again", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "outputs written again")
+	})
+	r.stop(t)
+	if !fileExists(outputPath(d, "sleep", target.Process.Pid, FormatCapture)) {
+		t.Error("no capture once the --out had room again")
+	}
+	if n := linesWith(r.logs.String(), "no space left on device"); n != 1 {
+		t.Errorf("%d log lines about the full --out, want 1", n)
+	}
+}
+
+// linesWith counts the lines of s that hold sub.
+func linesWith(s, sub string) int {
+	n := 0
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			n++
+		}
+	}
+	return n
+}
