@@ -247,11 +247,13 @@ func (w *Watcher) Close() {
 	w.wg.Wait()
 }
 
-// exitLoop waits for target pid's process to exit and then scans, so its removal is
-// reported at once. The pidfd is readable from the moment the process exits, and a scan sees
-// it gone from the moment it is a zombie, practically the same moment; scanning goes on
-// every 10 ms while alive says it is still a target. Should the wait fail, the pid is polled
-// every Interval. A nil e means the process is known to be gone already.
+// exitLoop waits for target pid's process to exit and then checks that pid (checkPid), so
+// its removal is reported at once. The pidfd is readable from the moment the process exits,
+// and a check sees it gone from the moment it is a zombie, practically the same moment;
+// checking goes on every 10 ms while alive says it is still a target. Should the wait fail,
+// the pid is polled every Interval. A nil e means the process is known to be gone already.
+// It checks the one pid, not all of /proc: under a storm of short-lived targets, a scan per
+// exit would cost more than the exits are worth.
 func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive func() bool) {
 	defer w.wg.Done()
 	every := 10 * time.Millisecond
@@ -265,7 +267,7 @@ func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive 
 		}
 	}
 	for ctx.Err() == nil { // Close reports no removals
-		w.Scan()
+		w.checkPid(pid)
 		if !alive() {
 			return
 		}
@@ -301,14 +303,14 @@ func (w *Watcher) execLoop(l *execListener) {
 			return
 		}
 		for _, pid := range tgids {
-			w.checkExec(pid)
+			w.checkPid(pid)
 		}
 	}
 }
 
-// checkExec reports pid if it has just exec'd the image or been forked by a process of it,
-// and drops it if it exec'd away from it.
-func (w *Watcher) checkExec(pid uint32) {
+// checkPid looks at pid alone: it reports pid if it has just exec'd the image or been
+// forked by a process of it, and drops it if it exec'd away from it or exited.
+func (w *Watcher) checkPid(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	if pid == w.self {
