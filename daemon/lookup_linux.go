@@ -23,7 +23,14 @@ type procLookup struct {
 	// kallsyms names kernel frames (--kernel-stacks), read at the first one.
 	kallsymsOnce sync.Once
 	kallsyms     *kallsyms.Table
+	// arrived holds the names of targets read as they were added (remember), so that a
+	// target counted after it exited keeps them.
+	namesMu sync.Mutex
+	arrived map[uint32]procNames
 }
+
+// procNames are a process's image name and executable path.
+type procNames struct{ image, executable string }
 
 func newProcLookup(log *slog.Logger) *procLookup {
 	return &procLookup{syms: elfsym.NewCache(elfsym.Config{Logger: log}), log: log}
@@ -32,10 +39,46 @@ func newProcLookup(log *slog.Logger) *procLookup {
 // close stops the symbol cache's reading.
 func (l *procLookup) close() { l.syms.Close() }
 
-func (l *procLookup) Image(pid uint32) string { return procfs.Image(pid) }
+// remember reads pid's names now, for Image and Executable until forget.
+func (l *procLookup) remember(pid uint32) {
+	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid)}
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	if l.arrived == nil {
+		l.arrived = map[uint32]procNames{}
+	}
+	l.arrived[pid] = n
+}
 
-// Executable reads the /proc/PID/exe link.
-func (l *procLookup) Executable(pid uint32) string { return procfs.ExePath(pid) }
+// forget drops what remember read of pid.
+func (l *procLookup) forget(pid uint32) {
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	delete(l.arrived, pid)
+}
+
+func (l *procLookup) remembered(pid uint32) (procNames, bool) {
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	n, ok := l.arrived[pid]
+	return n, ok
+}
+
+// Image is pid's image name: as remember read it, else read now.
+func (l *procLookup) Image(pid uint32) string {
+	if n, ok := l.remembered(pid); ok {
+		return n.image
+	}
+	return procfs.Image(pid)
+}
+
+// Executable is pid's /proc/PID/exe link: as remember read it, else read now.
+func (l *procLookup) Executable(pid uint32) string {
+	if n, ok := l.remembered(pid); ok {
+		return n.executable
+	}
+	return procfs.ExePath(pid)
+}
 
 // Mappings reads /proc/PID/maps.
 func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
