@@ -40,6 +40,7 @@ func (d *daemon) addTarget(pid uint32) {
 	}
 	d.parts.look.remember(pid) // its names, before it can exit
 	d.tally.added.Add(1)
+	d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
 	select {
 	case d.wake.addedNote <- struct{}{}:
 	default:
@@ -60,7 +61,6 @@ func (d *daemon) admitLocked(pid uint32, addedNs int64) string {
 	if d.locked.targets[pid] == nil {
 		d.locked.processes[pid]++
 		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid])}
-		d.log.Info("profd: target added", "pid", pid, "image", image, "fifo", d.parts.fifo.FIFOPath(pid))
 	}
 	return image
 }
