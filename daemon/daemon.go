@@ -31,6 +31,11 @@ type daemon struct {
 	flushing flushState
 	wake     wakeups
 	replies  replyLog
+	// changes are the targets' setups and retirements the watcher's handlers queued;
+	// tally counts the targets; arrivals are the targets being added.
+	changes  changeQueue
+	tally    targetCounts
+	arrivals arrivals
 }
 
 // components are the parts the daemon runs: made by newDaemon (jit, look) and open, released
@@ -153,5 +158,6 @@ func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}
+	d.changes.init()
 	return d
 }

@@ -15,8 +15,9 @@
 //
 // Its goroutines: Run's own (the loop that drains, schedules flushes and stops), the
 // flushing goroutine (every flush but the last, which Run makes after it ended), the
-// target watcher's (targets added and removed), the symbol stage's (one per target, applying
-// records), and those of the components it owns. The daemon's lock guards the attribution
+// target watcher's (targets added: their sampling starts there), the change goroutine (the
+// targets' symbol sources set up, and exited targets retired, in batches), the symbol
+// stage's (one per target, applying records), and those of the components it owns. The daemon's lock guards the attribution
 // and orders every drain with the records that end code; the captures are named and written
 // outside it. Run may be called more than once, one run at a time.
 package daemon

@@ -46,6 +46,7 @@ func (d *daemon) drainTick() time.Duration {
 func (d *daemon) drainLocked() int64 {
 	now := monotonicNs()
 	d.locked.drainedNs = now
+	d.admitArrivalsLocked()
 	dr, err := d.parts.smp.Drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)

@@ -78,9 +78,9 @@ func (d *daemon) flush(final bool) {
 	// attribution: code that ended before it is no longer needed for lookups.
 	d.parts.jit.Reclaim(drainedNs)
 	totals := counts.Totals()
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); flush %d",
+	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, exited before symbol setup %d); flush %d",
 		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs+d.parts.symbols.otherPidRecords(), d.parts.symbols.badRecords(),
-		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), n)
+		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), d.tally.added.Load(), d.tally.missed.Load(), d.tally.exitedEarly.Load(), n)
 	// The JITs' own requests are answered by this flush too.
 	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()

@@ -23,6 +23,17 @@ type procLookup struct {
 	// kallsyms names kernel frames (--kernel-stacks), read at the first one.
 	kallsymsOnce sync.Once
 	kallsyms     *kallsyms.Table
+	// arrived holds the names of targets read as they were added (remember), so that a
+	// target counted after it exited keeps them.
+	namesMu sync.Mutex
+	arrived map[uint32]procNames
+}
+
+// procNames are a process's image name and executable path, and its effective user and
+// group (uid -1: unknown).
+type procNames struct {
+	image, executable string
+	uid, gid          int
 }
 
 func newProcLookup(log *slog.Logger) *procLookup {
@@ -32,10 +43,49 @@ func newProcLookup(log *slog.Logger) *procLookup {
 // close stops the symbol cache's reading.
 func (l *procLookup) close() { l.syms.Close() }
 
-func (l *procLookup) Image(pid uint32) string { return procfs.Image(pid) }
+// remember reads pid's names now, for Image and Executable until forget.
+func (l *procLookup) remember(pid uint32) {
+	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1}
+	if st, err := procfs.ReadStatus(pid); err == nil {
+		n.uid, n.gid = st.UID, st.GID
+	}
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	if l.arrived == nil {
+		l.arrived = map[uint32]procNames{}
+	}
+	l.arrived[pid] = n
+}
 
-// Executable reads the /proc/PID/exe link.
-func (l *procLookup) Executable(pid uint32) string { return procfs.ExePath(pid) }
+// forget drops what remember read of pid.
+func (l *procLookup) forget(pid uint32) {
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	delete(l.arrived, pid)
+}
+
+func (l *procLookup) remembered(pid uint32) (procNames, bool) {
+	l.namesMu.Lock()
+	defer l.namesMu.Unlock()
+	n, ok := l.arrived[pid]
+	return n, ok
+}
+
+// Image is pid's image name: as remember read it, else read now.
+func (l *procLookup) Image(pid uint32) string {
+	if n, ok := l.remembered(pid); ok {
+		return n.image
+	}
+	return procfs.Image(pid)
+}
+
+// Executable is pid's /proc/PID/exe link: as remember read it, else read now.
+func (l *procLookup) Executable(pid uint32) string {
+	if n, ok := l.remembered(pid); ok {
+		return n.executable
+	}
+	return procfs.ExePath(pid)
+}
 
 // Mappings reads /proc/PID/maps.
 func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
@@ -89,4 +139,17 @@ func (l *procLookup) KernelSymbol(addr uint64) (string, bool) {
 		return "", false
 	}
 	return l.kallsyms.Lookup(addr)
+}
+
+// owner is pid's effective user and group, as remember read them, else read now; ok is
+// false when neither could.
+func (l *procLookup) owner(pid uint32) (uid, gid int, ok bool) {
+	if n, found := l.remembered(pid); found && n.uid >= 0 {
+		return n.uid, n.gid, true
+	}
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		return -1, -1, false
+	}
+	return st.UID, st.GID, true
 }

@@ -71,6 +71,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	drain := time.NewTimer(drainEvery)
 	defer drain.Stop()
+	drainAt := time.Now().Add(drainEvery)
 	why := ""
 	for why == "" {
 		select {
@@ -83,10 +84,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		case <-flushTick:
 			d.requestFlush()
 		case <-drain.C:
-			drain.Reset(d.drainTick())
+			next := d.drainTick()
+			drainAt = time.Now().Add(next)
+			drain.Reset(next)
 		case <-d.wake.addedNote:
-			// A new target drains soon (a Reset timer never delivers a stale tick).
-			drain.Reset(unnamedDrainEvery)
+			// A new target drains soon (a Reset timer never delivers a stale tick); new
+			// targets that keep coming must not put the drain off.
+			if time.Until(drainAt) > unnamedDrainEvery {
+				drainAt = time.Now().Add(unnamedDrainEvery)
+				drain.Reset(unnamedDrainEvery)
+			}
 		case <-d.wake.goneNote:
 			if d.targetsGone() {
 				why = "every target exited"
@@ -106,11 +113,13 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
 	// symbol stage applies it), then flush everything one last time.
 	d.parts.watch.Close()
+	d.stopChanges()
 	d.parts.fifo.CloseBy(symbolsBy)
 	d.parts.files.CloseBy(symbolsBy)
 	d.parts.symbols.close()
 	d.logStopLosses()
 	d.flush(true)
+	d.logMissedTargets()
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
 	return d.closeAll()
 }
@@ -126,6 +135,15 @@ func (d *daemon) logStopLosses() {
 	d.log.Warn("profd: the stop left symbols out of the final profiles: their targets sent more than could be read and applied in time",
 		"fifo_bytes_unread", fifoUnread, "file_bytes_unread", filesUnread, "records_not_applied", unapplied,
 		"stop_timeout", d.cfg.StopTimeout, "raise_with", "--stop-timeout")
+}
+
+// logMissedTargets says, in one line, how many processes the watcher found that could not
+// be sampled (they exited before they were added), if any.
+func (d *daemon) logMissedTargets() {
+	if missed := d.tally.missed.Load(); missed > 0 {
+		d.log.Warn("profd: processes found but not profiled: they exited before they could be added",
+			"missed", missed, "added", d.tally.added.Load())
+	}
 }
 
 // open starts the sampler, the FIFO server and the target watcher.
@@ -169,6 +187,7 @@ func (d *daemon) open(ctx context.Context) error {
 	if err := d.parts.smp.Start(ctx); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	d.startChanges()
 	d.parts.watch.Start(ctx)
 	return nil
 }
@@ -199,6 +218,7 @@ func (d *daemon) closeAll() error {
 	if d.parts.watch != nil {
 		d.parts.watch.Close()
 	}
+	d.stopChanges()
 	if d.parts.fifo != nil {
 		d.parts.fifo.Close()
 	}

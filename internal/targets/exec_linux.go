@@ -8,6 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// execSocketBytes is the process-event socket's receive buffer: each event's datagram takes
+// under a kilobyte of it, so thousands of events fit.
+const execSocketBytes = 4 << 20
+
 // execListener receives exec and fork notifications from the kernel's process-events
 // connector (needs CAP_NET_ADMIN). Closing it unblocks read.
 type execListener struct {
@@ -19,6 +23,13 @@ func listenExec() (*execListener, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("targets: exec events: %w", os.NewSyscallError("socket", err))
+	}
+	// Every process event of the machine comes through this socket (forks, execs and exits
+	// of every process, not just targets'): a large buffer rides out a storm of them while
+	// the watcher checks the processes, rather than losing them (ENOBUFS) and scanning.
+	// Raising it past rmem_max needs CAP_NET_ADMIN, which the connector needs anyway.
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, execSocketBytes); err != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, execSocketBytes)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
 		unix.Close(fd)

@@ -72,7 +72,9 @@ type Watcher struct {
 	exits      map[uint32]*exitWatch
 	scanPinned bool
 
-	scanMu sync.Mutex // one scan or exec check at a time, so handlers run one at a time
+	// scanMu: one scan's reports or one pid's check at a time, so handlers run one at a
+	// time (a scan's walk of /proc runs outside it).
+	scanMu sync.Mutex
 	cancel context.CancelFunc
 	execs  *execListener // nil when scanning only
 	execOK atomic.Bool   // exec notifications are being received
@@ -260,11 +262,13 @@ func (w *Watcher) Close() {
 	w.wg.Wait()
 }
 
-// exitLoop waits for target pid's process to exit and then scans, so its removal is
-// reported at once. The pidfd is readable from the moment the process exits, and a scan sees
-// it gone from the moment it is a zombie, practically the same moment; scanning goes on
-// every 10 ms while alive says it is still a target. Should the wait fail, the pid is polled
-// every Interval. A nil e means the process is known to be gone already.
+// exitLoop waits for target pid's process to exit and then checks that pid (checkPid), so
+// its removal is reported at once. The pidfd is readable from the moment the process exits,
+// and a check sees it gone from the moment it is a zombie, practically the same moment;
+// checking goes on every 10 ms while alive says it is still a target. Should the wait fail,
+// the pid is polled every Interval. A nil e means the process is known to be gone already.
+// It checks the one pid, not all of /proc: under a storm of short-lived targets, a scan per
+// exit would cost more than the exits are worth.
 func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive func() bool) {
 	defer w.wg.Done()
 	every := 10 * time.Millisecond
@@ -278,7 +282,7 @@ func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive 
 		}
 	}
 	for ctx.Err() == nil { // Close reports no removals
-		w.Scan()
+		w.checkPid(pid)
 		if !alive() {
 			return
 		}
@@ -303,6 +307,7 @@ func (w *Watcher) execLoop(l *execListener) {
 				w.log.Warn("targets: skipping undecodable exec notifications", "err", err)
 			}
 		case errors.Is(err, errEventsLost):
+			w.log.Debug("targets: exec notifications lost, scanning /proc")
 			w.Scan() // catch up at once
 			continue
 		case errors.Is(err, os.ErrClosed):
@@ -314,25 +319,20 @@ func (w *Watcher) execLoop(l *execListener) {
 			return
 		}
 		for _, pid := range tgids {
-			w.checkExec(pid)
+			w.checkPid(pid)
 		}
 	}
 }
 
-// checkExec reports pid if it has just exec'd the image or been forked by a process of it,
-// and drops it if it exec'd away from it.
-func (w *Watcher) checkExec(pid uint32) {
+// checkPid looks at pid alone: it reports pid if it has just exec'd the image or been
+// forked by a process of it, and drops it if it exec'd away from it or exited.
+func (w *Watcher) checkPid(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	if pid == w.self {
 		return
 	}
-	var st uint64
-	if pst, ok := w.pinnedAlive(pid); ok {
-		st = pst
-	} else if w.matches(pid) {
-		st, _ = startTime(pid)
-	}
+	st := w.targetStart(pid)
 	w.mu.Lock()
 	old, had := w.current[pid]
 	switch {
@@ -389,10 +389,10 @@ func (w *Watcher) Targets() []uint32 {
 	return out
 }
 
-// Scan looks at /proc once and reports what changed since the previous scan.
+// Scan looks at /proc once and reports what changed since the previous scan. It walks
+// /proc without holding up exec notifications (a walk reads every process's executable,
+// which under a storm of processes takes long); what changed meanwhile is checked again.
 func (w *Watcher) Scan() {
-	w.scanMu.Lock()
-	defer w.scanMu.Unlock()
 	found := make(map[uint32]uint64)
 	for pid := range w.pinned {
 		if st, ok := w.pinnedAlive(pid); ok {
@@ -419,6 +419,30 @@ func (w *Watcher) Scan() {
 		}
 	}
 
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	// What changed is checked again: a target the walk missed may have been found by an
+	// exec notification since, and one it found may have exited since.
+	w.mu.Lock()
+	var changed []uint32
+	for pid, st := range w.current {
+		if found[pid] != st {
+			changed = append(changed, pid)
+		}
+	}
+	for pid := range found {
+		if _, ok := w.current[pid]; !ok {
+			changed = append(changed, pid)
+		}
+	}
+	w.mu.Unlock()
+	for _, pid := range changed {
+		if st := w.targetStart(pid); st != 0 {
+			found[pid] = st
+		} else {
+			delete(found, pid)
+		}
+	}
 	w.mu.Lock()
 	var added, removed []uint32
 	for pid, st := range w.current {
@@ -438,6 +462,19 @@ func (w *Watcher) Scan() {
 	slices.Sort(removed)
 	slices.Sort(added)
 	w.report(added, removed)
+}
+
+// targetStart is the start time of pid's process if it is a target (an explicit pid's
+// process, or one that runs an image), else 0.
+func (w *Watcher) targetStart(pid uint32) uint64 {
+	if st, ok := w.pinnedAlive(pid); ok {
+		return st
+	}
+	if w.matches(pid) {
+		st, _ := startTime(pid)
+		return st
+	}
+	return 0
 }
 
 // pinnedAlive reports whether pid is an explicit target that still runs: the same process

@@ -77,8 +77,11 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	}
 	// O_PATH of the magic link is the process's root directory; opening files below it
 	// with RESOLVE_IN_ROOT keeps every lookup inside that root.
+	// A process that exited has no root: it is gone, not a target to look for files of.
 	if fd, err := unix.Open(procfs.Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		t.rootFd = fd
+	} else if _, gone := procfs.StartTicks(pid); gone != nil {
+		return nil, gone
 	}
 	t.places = append(t.places, place{dir: "/tmp"}, place{dir: "/tmp/.debug/jit", jitdump: true})
 	t.places = append(t.places, extra...)
