@@ -18,7 +18,7 @@ const endDrainGap = 20 * time.Millisecond
 // that ends code is therefore applied after a drain, at most one every endDrainGap, so
 // that a JIT reusing its addresses quickly still has its samples split right; a flood of
 // such records costs at most one drain per gap, not one per record.
-func (d *daemon) applySymbols(b jitmap.Batch) {
+func (d *daemonRun) applySymbols(b jitmap.Batch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	drained := false
@@ -48,7 +48,7 @@ func (d *daemon) applySymbols(b jitmap.Batch) {
 
 // queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the
 // records before it in its stream are applied by then. Callers hold d.mu.
-func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
+func (d *daemonRun) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
 	queued, busy := d.locked.flushQueue.Add(b, req)
 	switch {
 	case busy != nil:
@@ -65,7 +65,7 @@ func (d *daemon) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) {
 
 // overBudget counts a load refused past pid's symbol budgets, and logs the first. Callers
 // hold d.mu.
-func (d *daemon) overBudget(pid uint32, err error) {
+func (d *daemonRun) overBudget(pid uint32, err error) {
 	d.locked.symOverBudget++
 	t := d.locked.targets[pid]
 	if t == nil {

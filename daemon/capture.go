@@ -15,7 +15,7 @@ import (
 const nativeWait = 3 * time.Second
 
 // snapshot takes pid's capture for writing. Callers hold d.mu.
-func (d *daemon) snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
+func (d *daemonRun) snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.CaptureEnd, final bool) pending {
 	s := d.locked.counts.Snapshot(pid, meta, end)
 	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final, owner: outfile.WriterOwns, uid: -1}
 	if t := d.locked.targets[pid]; t != nil {
@@ -25,7 +25,7 @@ func (d *daemon) snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 }
 
 // meta describes the sampling for captures. Callers hold d.mu.
-func (d *daemon) meta() profileio.CaptureMeta {
+func (d *daemonRun) meta() profileio.CaptureMeta {
 	ev := d.parts.smp.Event()
 	host, _ := os.Hostname()
 	m := profileio.CaptureMeta{Event: ev.Used, RequestedEvent: ev.Requested, Fallback: ev.Reason,
@@ -41,7 +41,7 @@ func (d *daemon) meta() profileio.CaptureMeta {
 
 // nameDeadline is when a flush starting now stops waiting for files' symbols: after
 // nativeWait, and for the final flush before the stop timeout is spent.
-func (d *daemon) nameDeadline(final bool) time.Time {
+func (d *daemonRun) nameDeadline(final bool) time.Time {
 	by := time.Now().Add(nativeWait)
 	if final && !d.flushing.finalBy.IsZero() && d.flushing.finalBy.Before(by) {
 		by = d.flushing.finalBy
@@ -52,7 +52,7 @@ func (d *daemon) nameDeadline(final bool) time.Time {
 // name names w's native and kernel frames, waiting until w.nameBy at most for files' symbols
 // still being read, and warns about its cut call chains. It runs outside the daemon's lock,
 // on the flushing goroutine.
-func (d *daemon) name(w pending) {
+func (d *daemonRun) name(w pending) {
 	if w.snap == nil {
 		return
 	}
@@ -72,7 +72,7 @@ const cutWarnShare = 0.5
 
 // noteCut logs, once per target, that most of its call chains stop short of where its
 // threads start, and why that usually is.
-func (d *daemon) noteCut(w pending, complete, cut uint64) {
+func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 	d.flushing.mu.Lock()
 	defer d.flushing.mu.Unlock()
 	if d.flushing.cutWarned[w.pid] || float64(cut) <= cutWarnShare*float64(complete+cut) {

@@ -1,96 +1,13 @@
 package daemon
 
 import (
-	"sync"
-	"sync/atomic"
+	"errors"
+
+	"github.com/profd/profd/sampler"
 )
 
-// targetChange is a target's setup (its symbol sources) or its retirement, queued by the
-// watcher's handlers for the change goroutine.
-type targetChange struct {
-	pid     uint32
-	removed bool
-	missed  bool // removed: the sampler refused it
-}
-
-// changeQueue holds the target changes the watcher's handlers queued; its goroutine
-// (changeLoop) applies them in order, in batches, so that the handlers return at once and
-// a storm of short-lived targets costs one drain per batch of exits, not one per exit.
-type changeQueue struct {
-	mu      sync.Mutex
-	pending []targetChange
-	// removing counts the queued retirements of each pid, until they are applied: a process
-	// that reuses the pid waits for them (daemon.addTarget).
-	removing map[uint32]int
-	wake     chan struct{}
-	// applying is held while a batch is applied, by the goroutine or by a handler that
-	// needs a pid's retirement done.
-	applying sync.Mutex
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	started  bool
-}
-
-// targetCounts are the counters of targets, shown with the summary.
-type targetCounts struct {
-	added atomic.Uint64
-	// missed: processes the watcher reported that could not be sampled (gone before they
-	// were added, or the sampler refused them).
-	missed atomic.Uint64
-	// exitedEarly: added processes that exited before their symbol sources were set up.
-	exitedEarly atomic.Uint64
-}
-
-func (q *changeQueue) init() {
-	q.removing, q.wake, q.stop = map[uint32]int{}, make(chan struct{}, 1), make(chan struct{})
-}
-
-// push queues c and wakes the goroutine.
-func (q *changeQueue) push(c targetChange) {
-	q.mu.Lock()
-	q.pending = append(q.pending, c)
-	if c.removed {
-		q.removing[c.pid]++
-	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the queued changes and empties the queue.
-func (q *changeQueue) take() []targetChange {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	batch := q.pending
-	q.pending = nil
-	return batch
-}
-
-// retiring reports whether a retirement of pid is queued or being applied.
-func (q *changeQueue) retiring(pid uint32) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.removing[pid] > 0
-}
-
-// retired notes that batch's retirements are applied.
-func (q *changeQueue) retired(batch []targetChange) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, c := range batch {
-		if !c.removed {
-			continue
-		}
-		if q.removing[c.pid]--; q.removing[c.pid] <= 0 {
-			delete(q.removing, c.pid)
-		}
-	}
-}
-
 // startChanges starts the change goroutine; stopChanges stops it.
-func (d *daemon) startChanges() {
+func (d *daemonRun) startChanges() {
 	d.changes.started = true
 	d.changes.wg.Add(1)
 	go func() {
@@ -108,7 +25,7 @@ func (d *daemon) startChanges() {
 
 // stopChanges stops the change goroutine and applies what is still queued. Call it after
 // the watcher is closed: nothing is queued after it.
-func (d *daemon) stopChanges() {
+func (d *daemonRun) stopChanges() {
 	if d.changes.started {
 		d.changes.started = false
 		close(d.changes.stop)
@@ -119,7 +36,7 @@ func (d *daemon) stopChanges() {
 
 // applyChanges applies the queued changes: the setups, except of targets whose retirement
 // is in the same batch (they exited already), then the retirements, together.
-func (d *daemon) applyChanges() {
+func (d *daemonRun) applyChanges() {
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
 	batch := d.changes.take()
@@ -150,4 +67,45 @@ func (d *daemon) applyChanges() {
 		d.retireTargets(retire, missed)
 	}
 	d.changes.retired(batch)
+}
+
+// addTarget runs on the watcher's goroutine when a target appears. It starts sampling at
+// once (with BPF, a map update) and queues the rest (admitLocked, setUpTarget), so that a
+// storm of new processes is followed from each one's start: it neither waits for the
+// daemon's lock nor reads more of /proc. A process that reuses the pid of a target whose
+// retirement is still queued waits for it first, so that the two never mix.
+func (d *daemonRun) addTarget(pid uint32) {
+	if d.changes.retiring(pid) {
+		d.applyChanges()
+	}
+	// The pid is an arrival until its counts exist; a drain makes the counts of arrivals
+	// first: samples of a pid without counts are strays of a process already retired (see
+	// attribute.Counts.AddProcess).
+	d.arrivals.add(pid, monotonicNs())
+	if err := d.parts.smp.AddTarget(pid); err != nil {
+		d.tally.missed.Add(1)
+		if errors.Is(err, sampler.ErrNoProcess) {
+			d.log.Debug("profd: target gone before it was added", "pid", pid)
+		} else {
+			d.log.Warn("profd: cannot sample target", "pid", pid, "err", err)
+		}
+		if _, arriving := d.arrivals.take(pid); !arriving {
+			d.changes.push(targetChange{pid: pid, removed: true, missed: true}) // a drain admitted it
+		}
+		return
+	}
+	d.parts.look.remember(pid) // its names, before it can exit
+	d.tally.added.Add(1)
+	d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
+	select {
+	case d.wake.addedNote <- struct{}{}:
+	default:
+	}
+	d.changes.push(targetChange{pid: pid})
+}
+
+// removeTarget runs on the watcher's goroutine when a target exits: it queues the
+// target's retirement (retireTargets).
+func (d *daemonRun) removeTarget(pid uint32) {
+	d.changes.push(targetChange{pid: pid, removed: true})
 }

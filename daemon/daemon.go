@@ -15,8 +15,8 @@ import (
 	"github.com/profd/profd/symsource/files"
 )
 
-// daemon is one profd run. Its fields are grouped by who owns them.
-type daemon struct {
+// daemonRun is one profd run. Its fields are grouped by who owns them.
+type daemonRun struct {
 	cfg       Config
 	log       *slog.Logger
 	out       io.Writer // the summary at each flush and the start-up lines
@@ -38,7 +38,7 @@ type daemon struct {
 	arrivals arrivals
 }
 
-// components are the parts the daemon runs: made by newDaemon (jit, look) and open, released
+// components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
 // by closeAll. Each is safe for concurrent use.
 type components struct {
 	jit     *jitmap.Map // the targets' code, versioned by time
@@ -145,9 +145,9 @@ func (r *replyLog) forget(pid uint32) {
 	r.mu.Unlock()
 }
 
-// newDaemon makes a daemon with nothing opened yet.
-func newDaemon(cfg Config, logger *slog.Logger, out io.Writer) *daemon {
-	d := &daemon{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now()}
+// newDaemonRun makes a daemon with nothing opened yet.
+func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
+	d := &daemonRun{cfg: cfg, log: logger, out: out, startNs: monotonicNs(), startTime: time.Now()}
 	d.parts.jit = jitmap.NewMap(jitmap.MapOptions{MaxLivePerPid: cfg.MaxSymbols, MaxBytesPerPid: cfg.MaxSymbolBytes,
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)

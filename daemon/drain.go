@@ -25,7 +25,7 @@ const (
 // asks for it (DrainSoon), and returns how long to wait before asking again: the daemon
 // wakes only as often as the state needs (a wake-up every unnamedDrainEvery costs more than
 // the samples it drains).
-func (d *daemon) drainTick() time.Duration {
+func (d *daemonRun) drainTick() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := monotonicNs()
@@ -43,7 +43,7 @@ func (d *daemon) drainTick() time.Duration {
 
 // drainLocked moves the sampler's counts into the attribution and returns a time no sample
 // still in the sampler was taken before. Callers hold d.mu.
-func (d *daemon) drainLocked() int64 {
+func (d *daemonRun) drainLocked() int64 {
 	now := monotonicNs()
 	d.locked.drainedNs = now
 	d.admitArrivalsLocked()

@@ -21,7 +21,7 @@ import (
 
 // requestFlush asks the flush goroutine for a flush; a request made while one is pending
 // joins it, and one made while a flush runs leads to one more.
-func (d *daemon) requestFlush() {
+func (d *daemonRun) requestFlush() {
 	select {
 	case d.wake.flushReq <- struct{}{}:
 	default:
@@ -30,7 +30,7 @@ func (d *daemon) requestFlush() {
 
 // flushLoop is the flushing goroutine: it runs the flushes asked for (requestFlush) and
 // answers the JITs' flush requests until Run closes flushReq.
-func (d *daemon) flushLoop() {
+func (d *daemonRun) flushLoop() {
 	defer d.wake.flushWG.Done()
 	for {
 		select {
@@ -49,7 +49,7 @@ func (d *daemon) flushLoop() {
 
 // flush writes every requested output of every target that has not had its final profile,
 // and prints the summary. final marks the last flush of the run.
-func (d *daemon) flush(final bool) {
+func (d *daemonRun) flush(final bool) {
 	d.mu.Lock()
 	drainedNs := d.drainLocked()
 	d.locked.flushes++
@@ -105,7 +105,7 @@ func (d *daemon) flush(final bool) {
 // and nothing else. With --group-by image an exited process's capture joins its image's
 // group, whose outputs the next flush of the group writes: writing them now would take the
 // live members' counts out of their interval.
-func (d *daemon) flushRetired() {
+func (d *daemonRun) flushRetired() {
 	d.mu.Lock()
 	work := d.locked.retired
 	d.locked.retired = nil
@@ -129,7 +129,7 @@ func (d *daemon) flushRetired() {
 // flushTargets writes the outputs of the targets that asked for them through their FIFO
 // (a JIT's flush request) and answers each request; requests coalesce: every one pending
 // for a target is answered by one flush, which writes the outputs any of them asked for.
-func (d *daemon) flushTargets() {
+func (d *daemonRun) flushTargets() {
 	d.mu.Lock()
 	requests := d.locked.flushQueue.Take()
 	if len(requests) == 0 {
@@ -182,7 +182,7 @@ func (d *daemon) flushTargets() {
 // pending per image and user (per image with --all-users), merging its processes' captures
 // (their native and kernel frames named first) with the final captures of the group's
 // processes that exited earlier in the run.
-func (d *daemon) group(work []pending, by time.Time) []pending {
+func (d *daemonRun) group(work []pending, by time.Time) []pending {
 	if d.cfg.GroupBy != GroupByImage {
 		return work
 	}
@@ -237,7 +237,7 @@ func groupBase(image string, uid int, allUsers bool) string {
 }
 
 // groupBaseLocked is live target pid's groupBase. Callers hold d.mu.
-func (d *daemon) groupBaseLocked(pid uint32) string {
+func (d *daemonRun) groupBaseLocked(pid uint32) string {
 	uid := -1
 	if t := d.locked.targets[pid]; t != nil {
 		uid = t.uid
@@ -263,7 +263,7 @@ func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []u
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
 // asked for.
-func (d *daemon) write(ctx context.Context, w pending, formats []Format, requests fifo.FlushRequests) {
+func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
 		d.name(w)
@@ -341,7 +341,7 @@ func (d *daemon) write(ctx context.Context, w pending, formats []Format, request
 // at once, and returns once all are written. ctx bounds their LLVM conversions: the final
 // flush's is the stop timeout's, and the outputs whose LLVM profiles it left out are
 // logged in one line.
-func (d *daemon) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
+func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for _, w := range work {
@@ -361,12 +361,12 @@ func (d *daemon) writeAll(ctx context.Context, work []pending, formats func(pend
 }
 
 // allFormats is every configured format, for writeAll.
-func (d *daemon) allFormats(pending) []Format { return d.cfg.Formats }
+func (d *daemonRun) allFormats(pending) []Format { return d.cfg.Formats }
 
 // removeStaleLLVM removes the LLVM profiles of w's outputs that an earlier flush of this
 // run wrote and this one, having no JIT function with samples, did not: a flush's files are
 // one set, of one interval. Files profd did not write in this run are left alone.
-func (d *daemon) removeStaleLLVM(w pending, formats []Format) {
+func (d *daemonRun) removeStaleLLVM(w pending, formats []Format) {
 	for _, f := range formats {
 		p := filepath.Join(d.cfg.OutDir, w.base+extension[f])
 		if f != FormatLLVMText && f != FormatLLVMExtBinary || !d.flushing.wrote[p] {

@@ -57,14 +57,14 @@ func emitFunction(adds int) (code []byte, insns []uint64) {
 // newBenchDaemon is a daemon with its real components (a sampler with no targets, a FIFO
 // server) and the counts of nFuncs sampled functions with code bytes and line tables in
 // one process (this one), ready to flush.
-func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemon {
+func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemonRun {
 	b.Helper()
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: b.TempDir(), FifoDir: filepath.Join(b.TempDir(), "fifo")}
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	d := newDaemon(cfg, logger, io.Discard)
+	d := newDaemonRun(cfg, logger, io.Discard)
 	var err error
 	if d.parts.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
 		b.Fatal(err)

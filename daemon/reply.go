@@ -8,7 +8,7 @@ import (
 
 // reply answers a flush request; a JIT that leaves its replies unread loses the later
 // ones, with one log line per target.
-func (d *daemon) reply(pid uint32, r fifo.FlushReply) {
+func (d *daemonRun) reply(pid uint32, r fifo.FlushReply) {
 	err := d.parts.fifo.Reply(pid, r)
 	if err == nil || errors.Is(err, fifo.ErrNoTarget) {
 		return // answered, or the target (or profd) is gone: no one is waiting

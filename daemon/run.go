@@ -39,7 +39,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	defer lock.Close()
 	warnOutMode(cfg.OutDir, logger)
-	d := newDaemon(cfg, logger, out)
+	d := newDaemonRun(cfg, logger, out)
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
 	// pid file at once can never kill profd with the signal's default action, nor lose its
 	// request.
@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 
 // logStopLosses says what symbols the stop left out, if any: bytes not read from FIFOs and
 // files and records not applied when the stop deadline passed.
-func (d *daemon) logStopLosses() {
+func (d *daemonRun) logStopLosses() {
 	fifoUnread, filesUnread := d.parts.fifo.Stats().Unread, d.parts.files.Stats().Unread
 	unapplied := d.parts.symbols.unapplied.Load()
 	if fifoUnread+filesUnread+unapplied == 0 {
@@ -139,7 +139,7 @@ func (d *daemon) logStopLosses() {
 
 // logMissedTargets says, in one line, how many processes the watcher found that could not
 // be sampled (they exited before they were added), if any.
-func (d *daemon) logMissedTargets() {
+func (d *daemonRun) logMissedTargets() {
 	if missed := d.tally.missed.Load(); missed > 0 {
 		d.log.Warn("profd: processes found but not profiled: they exited before they could be added",
 			"missed", missed, "added", d.tally.added.Load())
@@ -147,7 +147,7 @@ func (d *daemon) logMissedTargets() {
 }
 
 // open starts the sampler, the FIFO server and the target watcher.
-func (d *daemon) open(ctx context.Context) error {
+func (d *daemonRun) open(ctx context.Context) error {
 	// Explicit pids are checked first, before anything is opened.
 	var err error
 	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
@@ -193,7 +193,7 @@ func (d *daemon) open(ctx context.Context) error {
 }
 
 // printStart says what profd is doing: the event and back end in use and where JITs find it.
-func (d *daemon) printStart() {
+func (d *daemonRun) printStart() {
 	ev := d.parts.smp.Event()
 	line := fmt.Sprintf("profd: sampling %s", ev.Used)
 	if ev.Used != ev.Requested {
@@ -214,7 +214,7 @@ func (d *daemon) printStart() {
 }
 
 // closeAll releases what open made, in reverse order.
-func (d *daemon) closeAll() error {
+func (d *daemonRun) closeAll() error {
 	if d.parts.watch != nil {
 		d.parts.watch.Close()
 	}
@@ -241,7 +241,7 @@ func (d *daemon) closeAll() error {
 // of every target would cut the others' intervals under --reset-on-flush). It reports
 // whether profd has nothing left to do: every explicit target is gone and no --jit-image
 // can bring new ones.
-func (d *daemon) targetsGone() bool {
+func (d *daemonRun) targetsGone() bool {
 	select {
 	case d.wake.retiredFlush <- struct{}{}:
 	default:

@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"os"
+
+	"github.com/profd/profd/internal/outfile"
+)
+
+// admitLocked makes the counts and the output name of target pid, added (sampled) at
+// addedNs, and returns its image. Callers hold d.mu.
+func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
+	image := d.locked.counts.AddProcess(pid, addedNs)
+	if d.locked.targets[pid] == nil {
+		d.locked.processes[pid]++
+		// The owner is known before any flush can write the target's files.
+		owner, uid := outfile.WriterOwns, -1
+		if u, g, ok := d.parts.look.owner(pid); ok {
+			owner, uid = outputOwner(u, g), u
+		}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid}
+	}
+	return image
+}
+
+// outputOwner is who a target's output files belong to: the target's (effective) user and
+// group, so that it can read its own profiles and no other user can; profd's own user when
+// it cannot give files away (it does not run as root).
+func outputOwner(uid, gid int) outfile.Owner {
+	if os.Geteuid() != 0 {
+		return outfile.WriterOwns
+	}
+	return outfile.Owner{UID: uid, GID: gid}
+}
+
+// admit admits target pid unless a drain did; it returns its image.
+func (d *daemonRun) admit(pid uint32) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ns, arriving := d.arrivals.take(pid); arriving {
+		return d.admitLocked(pid, ns)
+	}
+	return d.locked.counts.Image(pid)
+}
+
+// admitArrivalsLocked admits the targets being added, before a drain takes their
+// samples. Callers hold d.mu.
+func (d *daemonRun) admitArrivalsLocked() {
+	d.arrivals.mu.Lock()
+	arrived := d.arrivals.addNs
+	d.arrivals.addNs = nil
+	d.arrivals.mu.Unlock()
+	for pid, ns := range arrived {
+		d.admitLocked(pid, ns)
+	}
+}
