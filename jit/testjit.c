@@ -200,7 +200,7 @@ static void churn_round(long r, long n, size_t size, long ms, uint64_t *indices)
 			profd_jit_code_unload(&pj, (uint64_t)(uintptr_t)(old + (size_t)i * size), indices[n + i]);
 	}
 	writable(1);
-	memset(half, 0xCC, (size_t)n * size);
+	memset(half, 0x90, (size_t)n * size); /* nops after each function's ret: one block */
 	for (i = 0; i < n; i++)
 		emit_counter(half + (size_t)i * size, 1);
 	writable(0);
