@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -61,6 +62,26 @@ func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
 		p.symbols += n
 		p.recordsNs = max(p.recordsNs, latestNs)
 	}
+}
+
+// NamingFromNs returns the earliest time of the samples the counts keep that may still be
+// named against the map of code: those waiting unnamed, and call chains with a frame no code
+// object named yet (named again at each Snapshot); math.MaxInt64 when there are none. Code
+// that ended before it and before the last drain can go (jitmap.Map.Reclaim): every sample
+// that fell in it is counted, with the object it named.
+func (a *Counts) NamingFromNs() int64 {
+	from := int64(math.MaxInt64)
+	for _, p := range a.procs {
+		for _, c := range p.unnamed.chunks {
+			from = min(from, c.baseNs)
+		}
+		for i := range p.stacks.entries {
+			if e := &p.stacks.entries[i]; e.unnamed {
+				from = min(from, e.lastNs)
+			}
+		}
+	}
+	return from
 }
 
 // newTargetSpan is how long after a process is added DrainSoon says yes: a JIT starting up

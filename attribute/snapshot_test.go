@@ -1,6 +1,7 @@
 package attribute
 
 import (
+	"math"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -58,5 +59,26 @@ func TestSnapshotCodeOfSampledOnly(t *testing.T) {
 		if len(o.Code) != 0x40 || len(o.Lines) != 1 {
 			t.Errorf("the map's %s lost its code or lines", o.Name)
 		}
+	}
+}
+
+// TestNamingFromNs: the counts tell from when they may still name samples against the map:
+// never with every sample named; from a waiting unnamed sample's time while it waits.
+func TestNamingFromNs(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	ip := uint64(anonBase + 0x100)
+	if got := a.NamingFromNs(); got != math.MaxInt64 {
+		t.Errorf("no samples: %d, want math.MaxInt64", got)
+	}
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 3, FirstNs: 5_000, LastNs: 9_000}})
+	if got := a.NamingFromNs(); got != 5_000 {
+		t.Errorf("a sample waiting unnamed since 5000: %d", got)
+	}
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: ip, Size: 0x10, LoadNs: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	a.NameLate(pid, true)
+	if got := a.NamingFromNs(); got != math.MaxInt64 {
+		t.Errorf("every sample named: %d, want math.MaxInt64", got)
 	}
 }

@@ -35,6 +35,9 @@ func (d *daemon) drainTick() time.Duration {
 		now = d.locked.drainedNs
 		soon = d.locked.counts.DrainSoon(now)
 	}
+	if now-d.locked.reclaimedNs >= int64(drainEvery) {
+		d.reclaimLocked(now)
+	}
 	if soon {
 		return unnamedDrainEvery
 	}
@@ -52,4 +55,13 @@ func (d *daemon) drainLocked() int64 {
 	}
 	d.locked.counts.Add(dr)
 	return now
+}
+
+// reclaimLocked lets go of the code that ended before every sample the attribution may still
+// name against the map (attribute.Counts.NamingFromNs) and before the last drain: sampled
+// objects are the attribution's own, so code that drew no sample costs nothing a second
+// after it ended, however far apart the flushes are. Callers hold d.mu.
+func (d *daemon) reclaimLocked(now int64) {
+	d.locked.reclaimedNs = now
+	d.parts.jit.Reclaim(min(d.locked.drainedNs, d.locked.counts.NamingFromNs()))
 }
