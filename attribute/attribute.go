@@ -2,7 +2,6 @@ package attribute
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"time"
 
@@ -64,24 +63,15 @@ func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
 	}
 }
 
-// NamingFromNs returns the earliest time of the samples the counts keep that may still be
-// named against the map of code: those waiting unnamed, and call chains with a frame no code
-// object named yet (named again at each Snapshot); math.MaxInt64 when there are none. Code
-// that ended before it and before the last drain can go (jitmap.Map.Reclaim): every sample
-// that fell in it is counted, with the object it named.
-func (a *Counts) NamingFromNs() int64 {
-	from := int64(math.MaxInt64)
+// NameKept looks what every process keeps unnamed up again against the map as it is now:
+// its samples, as NameLate does, and the frames of its call chains that no code object named
+// yet (as Snapshot does). Then no code that ended before the last drain names anything kept:
+// the map may let it go (jitmap.Map.Reclaim).
+func (a *Counts) NameKept() {
 	for _, p := range a.procs {
-		for _, c := range p.unnamed.chunks {
-			from = min(from, c.baseNs)
-		}
-		for i := range p.stacks.entries {
-			if e := &p.stacks.entries[i]; e.unnamed {
-				from = min(from, e.lastNs)
-			}
-		}
+		a.resolve(p, false)
+		p.stacks.resolve(a.jit, p.pid)
 	}
-	return from
 }
 
 // newTargetSpan is how long after a process is added DrainSoon says yes: a JIT starting up

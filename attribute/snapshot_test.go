@@ -62,23 +62,34 @@ func TestSnapshotCodeOfSampledOnly(t *testing.T) {
 	}
 }
 
-// TestNamingFromNs: the counts tell from when they may still name samples against the map:
-// never with every sample named; from a waiting unnamed sample's time while it waits.
-func TestNamingFromNs(t *testing.T) {
+// TestNameKept: a call chain's frame in code whose record came after the chain was drained,
+// and which has ended since, is named by NameKept, before the map lets that code go.
+func TestNameKept(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
-	ip := uint64(anonBase + 0x100)
-	if got := a.NamingFromNs(); got != math.MaxInt64 {
-		t.Errorf("no samples: %d, want math.MaxInt64", got)
-	}
-	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 3, FirstNs: 5_000, LastNs: 9_000}})
-	if got := a.NamingFromNs(); got != 5_000 {
-		t.Errorf("a sample waiting unnamed since 5000: %d", got)
-	}
-	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: ip, Size: 0x10, LoadNs: 1}}); err != nil {
+	leaf, caller := uint64(anonBase+0x100), uint64(anonBase+0x2010)
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "leaf", Addr: leaf, Size: 0x10, LoadNs: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	a.NameLate(pid, true)
-	if got := a.NamingFromNs(); got != math.MaxInt64 {
-		t.Errorf("every sample named: %d, want math.MaxInt64", got)
+	a.Add(sampler.Drained{
+		Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: leaf}: {N: 2, FirstNs: 1000, LastNs: 2000}},
+		Stacks: []sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{leaf, caller + 1},
+			Count: sampler.Count{N: 2, FirstNs: 1000, LastNs: 2000}}},
+	})
+	for _, ev := range []jitmap.Event{
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late_caller", Addr: caller, Size: 0x10, LoadNs: 500}},
+		&jitmap.CodeUnload{Pid: pid, Addr: caller, TimeNs: 3000},
+	} {
+		if err := jit.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.NameKept()
+	jit.Reclaim(math.MaxInt64)
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 {
+		t.Fatalf("stacks %+v, want one chain of two frames", c.Stacks)
+	}
+	if f := c.Stacks[0].Frames[1]; f.Object == profileio.NoObject || c.Objects[f.Object].Object.Name != "late_caller" {
+		t.Errorf("caller frame %+v, want it named late_caller", f)
 	}
 }

@@ -57,11 +57,12 @@ func (d *daemon) drainLocked() int64 {
 	return now
 }
 
-// reclaimLocked lets go of the code that ended before every sample the attribution may still
-// name against the map (attribute.Counts.NamingFromNs) and before the last drain: sampled
-// objects are the attribution's own, so code that drew no sample costs nothing a second
-// after it ended, however far apart the flushes are. Callers hold d.mu.
+// reclaimLocked lets go of the code that ended before the last drain, as the flush does,
+// once what the attribution keeps unnamed was looked up again (attribute.Counts.NameKept):
+// sampled objects are the attribution's own, so code that drew no sample costs nothing a
+// second after it ended, however far apart the flushes are. Callers hold d.mu.
 func (d *daemon) reclaimLocked(now int64) {
 	d.locked.reclaimedNs = now
-	d.parts.jit.Reclaim(min(d.locked.drainedNs, d.locked.counts.NamingFromNs()))
+	d.locked.counts.NameKept()
+	d.parts.jit.Reclaim(d.locked.drainedNs)
 }
