@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
 )
 
 // TestSoakChurn is `make soak-churn`: a JIT that keeps loading and unloading code (testjit
@@ -176,6 +177,30 @@ func TestSoakChurn(t *testing.T) {
 	t.Logf("RSS %d kB at %v (peak %d kB by then), at most %d kB after (at %v; peak %d kB); flushes %d, p50 %v, max %v; flush requests %d, wait max %v, unanswered %d; SIGTERM to exit %v; load %s",
 		atMinute.rssKB, atMinute.at, peakAtMinute, maxAfter.rssKB, maxAfter.at, peak, len(sorted), sorted[len(sorted)/2], sorted[len(sorted)-1],
 		len(sortedWaits), sortedWaits[len(sortedWaits)-1], len(unanswered), exitTook, loadAverage())
+	// The churning JIT's final capture: the code of what drew no sample is not in it.
+	capture := filepath.Join(outDir, "testjit-"+strconv.Itoa(churn.Process.Pid)+".profd")
+	if c := readCaptureFile(t, capture); c != nil {
+		framed := map[profileio.ObjectID]bool{}
+		for _, st := range c.Stacks {
+			for _, f := range st.Frames {
+				framed[f.Object] = true
+			}
+		}
+		var idle, idleWithCode int
+		for _, o := range c.Objects {
+			if len(o.Samples) == 0 && !framed[o.ID] {
+				idle++
+				if len(o.Object.Code) > 0 || len(o.Object.Lines) > 0 {
+					idleWithCode++
+				}
+			}
+		}
+		st, _ := os.Stat(capture)
+		t.Logf("final capture of the churning JIT: %d bytes, %d objects, %d of them never sampled", st.Size(), len(c.Objects), idle)
+		if idleWithCode > 0 {
+			t.Errorf("the churning JIT's final capture carries the code or lines of %d of its %d functions that drew no sample", idleWithCode, idle)
+		}
+	}
 	if float64(peak) > 1.10*float64(peakAtMinute) {
 		t.Errorf("RSS peaked at %d kB by the first minute, then at %d kB: more than 10 %% higher", peakAtMinute, peak)
 	}
