@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak soak-churn fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
@@ -72,6 +72,13 @@ bench-overhead: deps
 SOAKTIME ?= 3m
 soak: deps
 	PROFD_SOAK=1 PROFD_SOAK_DURATION=$(SOAKTIME) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./cmd/profd
+
+## soak-churn: a JIT that keeps loading and unloading code (about 8 000 records a second) beside
+##   one that asks for its profiles every round, flushes every 3 s, for CHURNTIME (default 10m):
+##   RSS within 10 % of the first minute's, every flush at most 1 s, every request answered within 5 s
+CHURNTIME ?= 10m
+soak-churn: deps
+	PROFD_SOAK_CHURN=1 PROFD_SOAK_DURATION=$(CHURNTIME) $(GO) test -count=1 -run '^TestSoakChurn$$' -v -timeout 60m ./cmd/profd
 
 ## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
 fuzz:

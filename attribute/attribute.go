@@ -63,6 +63,17 @@ func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
 	}
 }
 
+// NameKept looks what every process keeps unnamed up again against the map as it is now:
+// its samples, as NameLate does, and the frames of its call chains that no code object named
+// yet (as Snapshot does). Then no code that ended before the last drain names anything kept:
+// the map may let it go (jitmap.Map.Reclaim).
+func (a *Counts) NameKept() {
+	for _, p := range a.procs {
+		a.resolve(p, false)
+		p.stacks.resolve(a.jit, p.pid)
+	}
+}
+
 // newTargetSpan is how long after a process is added DrainSoon says yes: a JIT starting up
 // loads and replaces code before the first drains tell whether its symbols come in time
 // (after that, waiting unnamed samples keep the drains frequent).

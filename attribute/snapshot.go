@@ -25,12 +25,14 @@ type Snapshot struct {
 	stackNative []stackRef
 }
 
-// Snapshot takes process pid's capture: every code object the map knows for it (sampled or
-// not, so that the capture is self-contained) plus sampled objects the map has since
-// reclaimed, their samples, the samples in native code by address (unnamed yet:
-// Snapshot.Name names them), the other samples outside JIT code by mapping, the samples in
-// JIT memory no object named, and the samples by call chain (whose frames may add objects).
-// It returns nil for a process not added.
+// Snapshot takes process pid's capture: every code object the map knows for it plus sampled
+// objects the map has since reclaimed, their samples, the samples in native code by address
+// (unnamed yet: Snapshot.Name names them), the other samples outside JIT code by mapping,
+// the samples in JIT memory no object named, and the samples by call chain (whose frames may
+// add objects). Objects with samples or in a call chain carry their code bytes and line
+// table; the others only their name, range and times, which name the targets of calls, so
+// that a capture's size and a flush's time follow the code that was sampled, not all code
+// loaded. It returns nil for a process not added.
 func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.CaptureEnd) *Snapshot {
 	p := a.procs[pid]
 	if p == nil {
@@ -74,7 +76,28 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 	c.Native, s.native = p.native.capture(p.pid)
 	p.stacks.resolve(a.jit, p.pid)
 	s.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
+	dropUnsampledCode(c)
 	return s
+}
+
+// dropUnsampledCode leaves out the code bytes and line tables of c's objects that have no
+// samples and are in no call chain: no output reads them (profgen and pprof read the code and
+// lines of sampled objects and of call chains' frames only; call targets are named by name
+// and range). The objects themselves are the map's: only c's copies change.
+func dropUnsampledCode(c *profileio.Capture) {
+	framed := make([]bool, len(c.Objects))
+	for i := range c.Stacks {
+		for _, f := range c.Stacks[i].Frames {
+			if f.Object != profileio.NoObject && int(f.Object) < len(framed) {
+				framed[f.Object] = true
+			}
+		}
+	}
+	for i, o := range c.Objects {
+		if len(o.Samples) == 0 && !framed[i] {
+			o.Object.Code, o.Object.Lines = nil, nil
+		}
+	}
 }
 
 // Name names the snapshot's native samples and native stack frames from their files'

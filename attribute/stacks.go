@@ -140,11 +140,13 @@ func (sc *stackCounts) reset() {
 // drained (a JIT's record that came later, a perf map written at exit), by the code at
 // their address when their chain was last sampled. An entry named this way leaves the index:
 // later samples of the same addresses, unnamed at their drain, may be of other code, and get
-// an entry of their own; outputs merge entries by frame.
+// an entry of their own; outputs merge entries by frame. An entry no frame of which could be
+// named stays in the index, so that resolving often (the daemon's drain tick) does not
+// multiply entries.
 func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 	for i := range sc.entries {
 		e := &sc.entries[i]
-		if !e.unnamed {
+		if !e.unnamed || !anyNamed(jit, pid, e) {
 			continue
 		}
 		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
@@ -164,6 +166,16 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 			}
 		}
 	}
+}
+
+// anyNamed reports whether a frame of e that no code object named at its drain has one now.
+func anyNamed(jit *jitmap.Map, pid uint32, e *stackEntry) bool {
+	for _, f := range e.frames {
+		if f.mapping == profileio.UnnamedMapping && jit.Find(pid, f.addr, e.lastNs).Obj != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // stackRef is a native frame of a capture's stacks waiting for its name: the frame, and the

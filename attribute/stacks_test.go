@@ -45,3 +45,22 @@ func TestStackCap(t *testing.T) {
 		t.Errorf("%d frames in %d chains, %d dropped", p.stacks.frames, len(p.stacks.entries), p.stacks.dropped)
 	}
 }
+
+// TestStackResolveKeepsUnnamedEntry: a chain whose frame no record names is one entry
+// however often its frames are looked up again between its samples.
+func TestStackResolveKeepsUnnamedEntry(t *testing.T) {
+	pid := uint32(testPid)
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	a := New(jit, newFakeLookup(pid), nil)
+	a.AddProcess(pid, 0)
+	p := a.procs[pid]
+	chain := []sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{anonBase + 0x10, anonBase + 0x2010},
+		Count: sampler.Count{N: 1, FirstNs: 1000, LastNs: 1000}}}
+	for range 3 {
+		a.addStacks(chain)
+		a.NameKept()
+	}
+	if len(p.stacks.entries) != 1 || p.stacks.entries[0].n != 3 {
+		t.Errorf("%d entries, want one of 3 samples", len(p.stacks.entries))
+	}
+}

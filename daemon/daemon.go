@@ -62,6 +62,7 @@ type lockedState struct {
 
 	loads         uint64 // code loads seen
 	drainedNs     int64  // when the last drain began
+	reclaimedNs   int64  // when the drains last let ended code go (reclaimLocked)
 	symErrs       uint64 // events jitmap refused
 	symOverBudget uint64 // loads refused past a target's budgets
 	flushes       uint64

@@ -35,6 +35,9 @@ func (d *daemonRun) drainTick() time.Duration {
 		now = d.locked.drainedNs
 		soon = d.locked.counts.DrainSoon(now)
 	}
+	if now-d.locked.reclaimedNs >= int64(drainEvery) {
+		d.reclaimLocked(now)
+	}
 	if soon {
 		return unnamedDrainEvery
 	}
@@ -53,4 +56,14 @@ func (d *daemonRun) drainLocked() int64 {
 	}
 	d.locked.counts.Add(dr)
 	return now
+}
+
+// reclaimLocked lets go of the code that ended before the last drain, as the flush does,
+// once what the attribution keeps unnamed was looked up again (attribute.Counts.NameKept):
+// sampled objects are the attribution's own, so code that drew no sample costs nothing a
+// second after it ended, however far apart the flushes are. Callers hold d.mu.
+func (d *daemonRun) reclaimLocked(now int64) {
+	d.locked.reclaimedNs = now
+	d.locked.counts.NameKept()
+	d.parts.jit.Reclaim(d.locked.drainedNs)
 }

@@ -8,7 +8,7 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-C N [-S BYTES]]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase, in CPU time (default 200)
@@ -22,6 +22,11 @@
  *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
  *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
  *               it is done); OUTDIR is made if need be
+ *   -C N        churn instead: each round loads N new functions of BYTES bytes each (code and a
+ *               line table), unloads the N of the round before, and runs one of the new ones
+ *               for MS ms, so that code keeps ending and most of it draws no sample; its loads
+ *               and unloads are not printed, each round's run is, and "churned LOADS" at the end
+ *   -S BYTES    with -C, each function's size (default 64, at least 32)
  *
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
@@ -205,16 +210,54 @@ static void print_flush(profd_jit *pj, int readback)
 		read_back(reply.paths[i]);
 }
 
+/* churn_round loads n functions of size bytes each into one half of the region (the other
+ * half holds the round before's, unloaded first), then runs one of them for ms ms. */
+static void churn_round(long r, long n, size_t size, long ms, uint64_t *indices)
+{
+	unsigned char *half = region + (size_t)(r % 2) * (size_t)n * size;
+	unsigned char *old = region + (size_t)((r + 1) % 2) * (size_t)n * size;
+	struct func f = {"churn", 1, NULL, 0, 0};
+	profd_jit_line lines[2];
+	char name[64];
+	long i;
+	if (r > 0) {
+		for (i = 0; i < n; i++)
+			profd_jit_code_unload(&pj, (uint64_t)(uintptr_t)(old + (size_t)i * size), indices[n + i]);
+	}
+	writable(1);
+	memset(half, 0x90, (size_t)n * size); /* nops after each function's ret: one block */
+	for (i = 0; i < n; i++)
+		emit_counter(half + (size_t)i * size, 1);
+	writable(0);
+	for (i = 0; i < n; i++) {
+		unsigned char *at = half + (size_t)i * size;
+		snprintf(name, sizeof(name), "churn_%ld_%ld", r, i);
+		lines[0].addr = (uint64_t)(uintptr_t)at;
+		lines[0].line = 1;
+		lines[1].addr = (uint64_t)(uintptr_t)at + 7;
+		lines[1].line = 2;
+		lines[0].discriminator = lines[1].discriminator = 0;
+		lines[0].file = lines[1].file = "churn.jit";
+		profd_jit_code_load(&pj, name, (uint64_t)(uintptr_t)at, size, NULL, lines, 2, &indices[i]);
+	}
+	memmove(indices + n, indices, (size_t)n * sizeof(*indices)); /* this round's, to unload next */
+	f.addr = half;
+	f.size = size;
+	run(&f, ms);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
 	char partial[4200], dump[4096];
 	long ms = 200, rounds = 1, wait_ms = 0, r;
+	long churn = 0, churn_size = 64;
+	uint64_t *indices = NULL;
 	int flush = 0, readback = 0, again = 0, reopen = 0, opt, rc;
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:C:S:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -226,10 +269,16 @@ int main(int argc, char **argv)
 		case 'a': again = 1; break;
 		case 'c': reopen = 1; break;
 		case 'o': out = optarg; break;
+		case 'C': churn = strtol(optarg, NULL, 10); break;
+		case 'S': churn_size = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-C N [-S BYTES]]\n");
 			return 2;
 		}
+	}
+	if (churn < 0 || churn_size < 32) {
+		fprintf(stderr, "testjit: -C wants N >= 0, -S at least 32 bytes\n");
+		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -250,12 +299,29 @@ int main(int argc, char **argv)
 		printf("profd %s\n", rc == PROFD_JIT_OK ? "connected" : rc == PROFD_JIT_NO_DAEMON ? "absent" : "error");
 	}
 
+	if (churn > 0) {
+		region_size = (2 * (size_t)churn * (size_t)churn_size + 4095) & ~(size_t)4095;
+		indices = calloc(2 * (size_t)churn, sizeof(*indices));
+		if (indices == NULL) {
+			perror("testjit: calloc");
+			return 1;
+		}
+	}
 	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED) {
 		perror("testjit: mmap");
 		return 1;
 	}
-	for (r = 0; r < rounds; r++) {
+	for (r = 0; churn > 0 && r < rounds; r++) {
+		churn_round(r, churn, (size_t)churn_size, ms, indices);
+		if (flush == 1)
+			printf("flush rc=%d\n", profd_jit_flush(&pj));
+		if (flush == 2)
+			print_flush(&pj, readback);
+	}
+	if (churn > 0)
+		printf("churned %ld\n", rounds * churn);
+	for (r = 0; churn == 0 && r < rounds; r++) {
 		struct func small = {"count_small", 1, NULL, 0, 0};
 		struct func medium = {"count_medium", 4, NULL, 0, 0};
 		struct func large = {"count_large", 16, NULL, 0, 0};

@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
+	"github.com/profd/profd/symsource/fifo"
+)
+
+// TestChurnKeepsNoUnsampledCode: a JIT that keeps loading and unloading code that draws no
+// sample (50 000 functions of 256 bytes, each loaded and unloaded through the FIFO), with
+// 10 000 functions of 1 KiB left live and idle. After a flush the daemon holds none of the
+// ended functions (the map has only the live ones, and the next capture lists only them:
+// the attribution kept none), and no capture carries the code bytes or line tables of
+// functions that drew no sample.
+func TestChurnKeepsNoUnsampledCode(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	const churned, live = 50000, 10000
+	d, pid, j := newChurnDaemon(t)
+	image := d.locked.counts.Image(pid)
+
+	load := func(i int, addr uint64, size int) {
+		t.Helper()
+		code := make([]byte, size)
+		for k := range code {
+			code[k] = 0x90
+		}
+		code[size-1] = 0xC3
+		if err := j.w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: "churn_" + itoa(i), Addr: addr,
+			Size: uint64(size), Code: code, LoadNs: monotonicNs(), CodeIndex: uint64(i + 1),
+			Lines: []codeobj.LineEntry{{Addr: addr, File: "churn.jit", Line: 1}, {Addr: addr + 8, File: "churn.jit", Line: 2}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := uint64(0x7e0000000000)
+	for i := range churned {
+		addr := base + uint64(i%64)*256
+		load(i, addr, 256)
+		if err := j.w.CodeUnload(&jitmap.CodeUnload{Pid: pid, Tid: pid, TimeNs: monotonicNs(), CodeIndex: uint64(i + 1), Addr: addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range live {
+		load(churned+i, base+1<<24+uint64(i)*1024, 1024)
+	}
+	waitFor(t, "the records applied", 20*time.Second, func() bool {
+		l, e := d.parts.jit.Counts(pid)
+		return l == live && e == churned
+	})
+
+	capture := filepath.Join(d.cfg.OutDir, outputBase(image, pid, 1)+extension[FormatCapture])
+	// Every function is in the capture, by name and range; none drew a sample, so none
+	// carries code or lines: a few dozen bytes each, where their code alone is 22 MiB.
+	d.flush(false)
+	c := readCapture(t, capture)
+	if len(c.Objects) != churned+live {
+		t.Fatalf("first capture: %d objects, want %d", len(c.Objects), churned+live)
+	}
+	checkNoCode(t, "first capture", c.Objects)
+	if st, err := os.Stat(capture); err != nil || st.Size() > 64*(churned+live) {
+		t.Errorf("first capture: %v bytes (%v), want at most %d for %d functions that drew no sample", st.Size(), err, 64*(churned+live), churned+live)
+	}
+	if l, e := d.parts.jit.Counts(pid); l != live || e != 0 {
+		t.Errorf("after a flush the map holds %d live and %d ended functions, want %d and 0", l, e, live)
+	}
+	if held, most := d.parts.jit.HeldBytes(pid), int64(live)*(1024+512); held > most {
+		t.Errorf("after a flush the map holds %d bytes, want at most %d (the live functions)", held, most)
+	}
+	// The next capture lists only the live functions: nothing kept the ended ones.
+	d.flush(false)
+	c = readCapture(t, capture)
+	if len(c.Objects) != live {
+		t.Errorf("second capture: %d objects, want the %d live ones", len(c.Objects), live)
+	}
+	checkNoCode(t, "second capture", c.Objects)
+	if st, err := os.Stat(capture); err != nil || st.Size() > 64*live {
+		t.Errorf("second capture: %v bytes (%v), want at most %d for an idle target's %d live functions", st.Size(), err, 64*live, live)
+	}
+}
+
+// newChurnDaemon is a daemon with its real components (a sampler with no targets, the symbol
+// stage, a FIFO server) and one target, this process, whose FIFO the returned end writes.
+// Only the capture is written. Nothing runs the drains or the flushes: the test calls them.
+func newChurnDaemon(t *testing.T) (*daemonRun, uint32, *jitEnd) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: t.TempDir(),
+		FifoDir: filepath.Join(t.TempDir(), "fifo"), Formats: []Format{FormatCapture}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDaemonRun(cfg, logger, io.Discard)
+	var err error
+	if d.parts.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
+	if d.parts.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.parts.symbols.add, Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.closeAll() })
+	pid := uint32(os.Getpid()) // the sampler samples no target: no function draws a sample
+	d.mu.Lock()
+	image := d.locked.counts.AddProcess(pid, monotonicNs())
+	d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, 1)}
+	d.mu.Unlock()
+	d.parts.symbols.addTarget(pid)
+	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
+		t.Fatal(err)
+	}
+	return d, pid, openJITEnd(t, d.parts.fifo.Dir(), pid)
+}
+
+// TestDrainLetsEndedCodeGo: code that ended and drew no sample is let go at the drains,
+// a second apart at most, not only at the flushes.
+func TestDrainLetsEndedCodeGo(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	const churned = 20000
+	d, pid, j := newChurnDaemon(t)
+	code := make([]byte, 1024)
+	for i := range churned {
+		addr := uint64(0x7e0000000000) + uint64(i%64)*1024
+		if err := j.w.CodeLoad(&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: "churn_" + itoa(i), Addr: addr,
+			Size: uint64(len(code)), Code: code, LoadNs: monotonicNs(), CodeIndex: uint64(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.w.CodeUnload(&jitmap.CodeUnload{Pid: pid, Tid: pid, TimeNs: monotonicNs(), CodeIndex: uint64(i + 1), Addr: addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the records applied", 20*time.Second, func() bool {
+		d.mu.Lock()
+		loads := d.locked.loads
+		d.mu.Unlock()
+		live, _ := d.parts.jit.Counts(pid)
+		return loads == churned && live == 0
+	})
+	time.Sleep(drainEvery) // the next drain tick lets go of what ended
+	d.drainTick()
+	if l, e := d.parts.jit.Counts(pid); l != 0 || e != 0 {
+		t.Errorf("after a drain the map holds %d live and %d ended functions, want none", l, e)
+	}
+	if held := d.parts.jit.HeldBytes(pid); held != 0 {
+		t.Errorf("after a drain the map holds %d bytes, want 0", held)
+	}
+}
+
+func checkNoCode(t *testing.T, what string, objs []*profileio.CaptureObject) {
+	t.Helper()
+	with := 0
+	for _, o := range objs {
+		if len(o.Object.Code) > 0 || len(o.Object.Lines) > 0 {
+			with++
+		}
+	}
+	if with > 0 {
+		t.Errorf("%s: %d of %d functions that drew no sample carry code bytes or lines", what, with, len(objs))
+	}
+}
