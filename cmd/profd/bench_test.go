@@ -31,7 +31,7 @@ type benchProfd struct {
 	changed                                           chan struct{}
 }
 
-var countersRE = regexp.MustCompile(`samples (\d+) in JIT code, (\d+) outside;.*symbols (\d+) .*over budget (\d+)\); flush (\d+)`)
+var countersRE = regexp.MustCompile(`samples (\d+) in JIT code, (\d+) outside;.*symbols (\d+) .*over budget (\d+)\);.* flush (\d+)`)
 
 func startBenchProfd(b testing.TB, args ...string) *benchProfd {
 	b.Helper()
