@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -10,11 +9,9 @@ import (
 	"time"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
-	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 )
 
@@ -94,22 +91,7 @@ func TestChurnKeepsNoUnsampledCode(t *testing.T) {
 // Only the capture is written. Nothing runs the drains or the flushes: the test calls them.
 func newChurnDaemon(t *testing.T) (*daemonRun, uint32, *jitEnd) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: t.TempDir(),
-		FifoDir: filepath.Join(t.TempDir(), "fifo"), Formats: []Format{FormatCapture}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d := newDaemonRun(cfg, logger, io.Discard)
-	var err error
-	if d.parts.smp, err = sampler.New(sampler.Config{Event: "cpu-clock", Logger: logger}); err != nil {
-		t.Fatal(err)
-	}
-	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{}), d.applySymbols, logger, 0, 0)
-	if d.parts.fifo, err = fifo.Start(context.Background(), fifo.Config{Dir: cfg.FifoDir, Handler: d.parts.symbols.add, Logger: logger}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.closeAll() })
+	d := newTestRun(t, slog.New(slog.NewTextHandler(io.Discard, nil)), []Format{FormatCapture})
 	pid := uint32(os.Getpid()) // the sampler samples no target: no function draws a sample
 	d.mu.Lock()
 	image := d.locked.counts.AddProcess(pid, monotonicNs())

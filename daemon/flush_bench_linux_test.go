@@ -54,13 +54,13 @@ func emitFunction(adds int) (code []byte, insns []uint64) {
 	return code, insns
 }
 
-// newBenchDaemon is a daemon with its real components (a sampler with no targets, a FIFO
-// server) and the counts of nFuncs sampled functions with code bytes and line tables in
-// one process (this one), ready to flush.
-func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemonRun {
+// newTestRun is a run of this process with its real components but no watcher (a sampler
+// with no target, a FIFO server, a file tailer), writing formats (nil: all) into a
+// directory of its own; the test's cleanup closes it.
+func newTestRun(b testing.TB, logger *slog.Logger, formats []Format) *daemonRun {
 	b.Helper()
-	logger := slog.New(slog.NewTextHandler(logs, nil))
-	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: b.TempDir(), FifoDir: filepath.Join(b.TempDir(), "fifo")}
+	cfg := Config{Pids: []uint32{uint32(os.Getpid())}, Event: "cpu-clock", OutDir: b.TempDir(),
+		FifoDir: filepath.Join(b.TempDir(), "fifo"), Formats: formats}
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -77,6 +77,15 @@ func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemonRun {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.closeAll() })
+	return d
+}
+
+// newBenchDaemon is a daemon with its real components (a sampler with no targets, a FIFO
+// server) and the counts of nFuncs sampled functions with code bytes and line tables in
+// one process (this one), ready to flush.
+func newBenchDaemon(b testing.TB, nFuncs int, logs io.Writer) *daemonRun {
+	b.Helper()
+	d := newTestRun(b, slog.New(slog.NewTextHandler(logs, nil)), nil)
 
 	pid := uint32(os.Getpid())
 	image := d.locked.counts.AddProcess(pid, monotonicNs())
