@@ -10,6 +10,7 @@ import (
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 	"github.com/profd/profd/symsource/files"
@@ -98,6 +99,8 @@ type flushState struct {
 	wrote map[string]bool
 	// writeFailing: outputs, by base name, whose last write failed and was logged.
 	writeFailing map[string]bool
+	// repairCaches: each output's repaired functions, by base name (repairCache).
+	repairCaches map[string]*profgen.RepairCache
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
 	// cutWarned: processes whose cut call chains were warned about.
@@ -155,7 +158,8 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{}}
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
+		repairCaches: map[string]*profgen.RepairCache{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

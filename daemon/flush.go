@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/outfile"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/symsource/fifo"
 )
@@ -268,7 +269,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	if !w.named {
 		d.name(w)
 	}
-	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture)
+	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture, d.repairCache(w))
 	noFunctions := errors.Is(err, errNoFunctions)
 	d.flushing.mu.Lock()
 	if noFunctions {
@@ -311,7 +312,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		}
 	}
 	d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
-		"objects", cst.Objects, "reestimated", cst.Reestimated, "raw_no_code", cst.RawNoCode,
+		"objects", cst.Objects, "reestimated", cst.Reestimated, "cached", cst.Cached, "raw_no_code", cst.RawNoCode,
 		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable,
 		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start))
 	if cst.FirstError != nil {
@@ -384,4 +385,22 @@ func (d *daemonRun) removeStaleLLVM(w pending, formats []Format) {
 // isLLVM reports whether path names an LLVM profile.
 func isLLVM(path string) bool {
 	return strings.HasSuffix(path, extension[FormatLLVMText]) || strings.HasSuffix(path, extension[FormatLLVMExtBinary])
+}
+
+// repairCache is the cache of w's output's repaired functions (profgen.RepairCache): a
+// cumulative profile's flush repairs again only the functions whose samples changed. A
+// process's final flush is its output's last: its cache goes with it.
+func (d *daemonRun) repairCache(w pending) *profgen.RepairCache {
+	d.flushing.mu.Lock()
+	defer d.flushing.mu.Unlock()
+	rc := d.flushing.repairCaches[w.base]
+	if w.final && w.pids == nil {
+		delete(d.flushing.repairCaches, w.base)
+		return rc
+	}
+	if rc == nil {
+		rc = profgen.NewRepairCache()
+		d.flushing.repairCaches[w.base] = rc
+	}
+	return rc
 }

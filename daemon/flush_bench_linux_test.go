@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/jitmap/jitdumptest"
+	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 	"github.com/profd/profd/symsource/files"
@@ -144,13 +146,25 @@ func BenchmarkFlush10kFunctions(b *testing.B) {
 	if want := "objects=10000 reestimated=10000 "; !strings.Contains(logs.String(), want) {
 		b.Fatalf("flush log lacks %q:\n%s", want, logs.String())
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		d.flush(false)
+	// repaired: every flush repairs every function again, as when all drew new samples;
+	// unchanged: no function drew a sample since the last flush, whose repairs it reuses.
+	for _, run := range []struct {
+		name  string
+		fresh bool
+	}{{"repaired", true}, {"unchanged", false}} {
+		b.Run(run.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if run.fresh {
+					b.StopTimer()
+					d.flushing.repairCaches = map[string]*profgen.RepairCache{}
+					b.StartTimer()
+				}
+				d.flush(false)
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/flush")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n/1e3, "us/function")
+		})
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/flush")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n/1e3, "us/function")
 }
 
 // jitEnd is the JIT's side of its two FIFOs in tests: the symbols FIFO it writes (a
@@ -257,4 +271,30 @@ func benchFlushRequestReply(b *testing.B, formats uint32, paths int) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
+}
+
+// TestFlushRepairsOnlyWhatChanged: a flush of a cumulative profile whose functions drew no
+// sample since the last one takes their repaired counts from that flush's, and writes the
+// same LLVM profile.
+func TestFlushRepairsOnlyWhatChanged(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	var logs testenv.SyncBuffer
+	d := newBenchDaemon(t, 500, &logs)
+	d.flush(false)
+	base := filepath.Join(d.cfg.OutDir, outputBase(d.locked.counts.Image(uint32(os.Getpid())), uint32(os.Getpid()), 1))
+	first, err := os.ReadFile(base + extension[FormatLLVMText])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.flush(false)
+	second, err := os.ReadFile(base + extension[FormatLLVMText])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Error("the second flush's LLVM profile differs from the first's")
+	}
+	if !strings.Contains(logs.String(), "reestimated=500 cached=0 ") || !strings.Contains(logs.String(), "reestimated=500 cached=500 ") {
+		t.Errorf("want a first flush that repairs the 500 functions and a second that takes them from it:\n%s", logs.String())
+	}
 }

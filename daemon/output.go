@@ -41,10 +41,11 @@ func outputBase(image string, pid uint32, n int) string {
 // the paths written, the LLVM conversion's stats, and the errors of the formats that could
 // not be written (joined), or errNoFunctions alone when only the LLVM profiles were left
 // out, having no function to hold, or errStopped when ctx ended the LLVM conversion first.
+// cache (nil: none) keeps the output's repaired functions from one flush to the next.
 // The formats are written concurrently: the LLVM ones (which share one conversion) one after
 // the other on the calling goroutine, each other on a goroutine of its own that writeOutputs
 // waits for.
-func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture) ([]string, profgen.Stats, error) {
+func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, cache *profgen.RepairCache) ([]string, profgen.Stats, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -61,8 +62,11 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 	}
 	var st profgen.Stats
 	if len(llvm) > 0 {
-		prof, cst, err := profgen.FromCaptureContext(ctx, c, profgen.Options{})
+		prof, cst, err := profgen.FromCaptureContext(ctx, c, profgen.Options{Cache: cache})
 		st = cst
+		if cache != nil && err == nil {
+			cache.Sweep() // what this output's profile no longer holds
+		}
 		for _, i := range llvm {
 			if err != nil {
 				errs[i] = fmt.Errorf("daemon: %s of %s: %w (%w)", formats[i], base, errStopped, err)

@@ -28,6 +28,9 @@ type Options struct {
 	// its head count (Subprogram.CallLines), and first lines missing from FirstLines come
 	// from here.
 	Subprograms []Subprogram
+	// Cache, when set, keeps repaired counts from one conversion to the next (see
+	// RepairCache).
+	Cache *RepairCache
 	// CountScale multiplies repaired block counts (samples per instruction) before they are
 	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
 	CountScale float64
@@ -43,6 +46,7 @@ const DefaultCountScale = 100
 type Stats struct {
 	Objects      int // sampled code objects
 	Reestimated  int // through CFG recovery and repair
+	Cached       int // of those, repaired by an earlier conversion (Options.Cache)
 	RawNoCode    int // no code bytes: raw samples per line
 	RawCFGError  int // the code could not be analysed: raw samples per line
 	NoLineTable  int // no line table: only total (and head, when reestimated) samples
@@ -82,7 +86,10 @@ func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) 
 		case len(o.Object.Code) == 0:
 			st.RawNoCode++
 		default:
-			blocks, entry, calls, err := repairedBlocks(o, opt.Repair, opt.countScale())
+			blocks, entry, calls, cached, err := opt.Cache.repaired(o, opt.Repair, opt.countScale())
+			if cached {
+				st.Cached++
+			}
 			if err != nil {
 				st.RawCFGError++
 				if st.FirstError == nil {

@@ -2,6 +2,7 @@ package profgen
 
 import (
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -157,5 +158,44 @@ func TestFromCaptureDirectCalls(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("calls %v, want one to callee (the call to pid 8's code names nothing)", f.Calls)
+	}
+}
+
+// TestRepairCache: a conversion through a cache gives the profile a conversion without one
+// gives; a second conversion of the same capture repairs nothing again, one whose samples
+// changed repairs the changed object only, and Sweep lets go of what is no longer used.
+func TestRepairCache(t *testing.T) {
+	fn := example(t)
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
+		object(t, fn, "first", fn.Code, true),
+		object(t, fn, "second", fn.Code, true),
+	}}
+	c.Objects[1].Object.Addr += 0x10000
+	for i := range c.Objects[1].Object.Lines {
+		c.Objects[1].Object.Lines[i].Addr += 0x10000
+	}
+	want, _ := FromCapture(c, Options{})
+	cache := NewRepairCache()
+	got, st := FromCapture(c, Options{Cache: cache})
+	if !reflect.DeepEqual(got, want) || st.Cached != 0 || st.Reestimated != 2 {
+		t.Fatalf("first conversion through the cache: %d cached of %d; profile equal %v", st.Cached, st.Reestimated, reflect.DeepEqual(got, want))
+	}
+	if got, st = FromCapture(c, Options{Cache: cache}); !reflect.DeepEqual(got, want) || st.Cached != 2 {
+		t.Errorf("the same capture again: %d of %d from the cache, want 2; profile equal %v", st.Cached, st.Reestimated, reflect.DeepEqual(got, want))
+	}
+	cache.Sweep()
+	c.Objects[1].Samples = append([]profileio.OffsetCount(nil), c.Objects[1].Samples...)
+	c.Objects[1].Samples[0].Count += 50
+	want, _ = FromCapture(c, Options{})
+	if got, st = FromCapture(c, Options{Cache: cache}); !reflect.DeepEqual(got, want) || st.Cached != 1 {
+		t.Errorf("one object's samples changed: %d from the cache, want 1; profile equal %v", st.Cached, reflect.DeepEqual(got, want))
+	}
+	cache.Sweep()
+	if n := cache.Len(); n != 2 {
+		t.Errorf("%d entries after the sweep, want the 2 the last conversion used", n)
+	}
+	cache.Sweep()
+	if n := cache.Len(); n != 0 {
+		t.Errorf("%d entries after a sweep with no conversion, want 0", n)
 	}
 }
