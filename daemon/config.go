@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/sampler"
 )
 
@@ -91,28 +91,11 @@ const (
 // between 256 MiB and 2 GiB.
 func DefaultMaxMemory() int64 {
 	const lo, hi = 256 << 20, 2 << 30
-	total := memTotal()
-	if total == 0 {
+	total, err := procfs.MemTotal()
+	if err != nil {
 		return lo
 	}
 	return min(max(total/8, lo), hi)
-}
-
-// memTotal reads MemTotal from /proc/meminfo, 0 when it cannot.
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 // ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.

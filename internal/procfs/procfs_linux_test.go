@@ -176,3 +176,17 @@ func FuzzParseEnviron(f *testing.F) {
 		}
 	})
 }
+
+func TestMemTotal(t *testing.T) {
+	if n, err := MemTotal(); err != nil || n <= 0 {
+		t.Errorf("MemTotal() = %d, %v", n, err)
+	}
+	if n, err := parseMemTotal([]byte("MemFree: 5 kB\nMemTotal:       24576000 kB\n")); err != nil || n != 24576000<<10 {
+		t.Errorf("parseMemTotal = %d, %v", n, err)
+	}
+	for _, bad := range []string{"MemFree: 5 kB\n", "MemTotal: x kB\n", "MemTotal: -4 kB\n"} {
+		if _, err := parseMemTotal([]byte(bad)); err == nil {
+			t.Errorf("parseMemTotal(%q): no error", bad)
+		}
+	}
+}
