@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
 
@@ -29,18 +28,7 @@ import (
 // that every flush of a target takes at most 1 s, and that every flush request of the small
 // JIT is answered within its 5 s.
 func TestSoakChurn(t *testing.T) {
-	if os.Getenv("PROFD_SOAK_CHURN") == "" {
-		t.Skip("set PROFD_SOAK_CHURN=1 (make soak-churn)")
-	}
-	testenv.Requires(t, testenv.Root)
-	duration := 10 * time.Minute
-	if s := os.Getenv("PROFD_SOAK_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("PROFD_SOAK_DURATION: %v", err)
-		}
-		duration = d
-	}
+	duration := soakDuration(t, "PROFD_SOAK_CHURN", "make soak-churn", 10*time.Minute)
 	if duration < 2*time.Minute {
 		t.Fatalf("PROFD_SOAK_DURATION %v: at least 2m (RSS is compared with its value at the first minute)", duration)
 	}

@@ -25,18 +25,7 @@ import (
 // 50 ms on top. It checks that profd's RSS and open file descriptors stay flat after warm-up,
 // that every JIT that ran got its final profile, and that flushes kept coming.
 func TestSoak(t *testing.T) {
-	if os.Getenv("PROFD_SOAK") == "" {
-		t.Skip("set PROFD_SOAK=1 (make soak)")
-	}
-	testenv.Requires(t, testenv.Root)
-	duration := 3 * time.Minute
-	if s := os.Getenv("PROFD_SOAK_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("PROFD_SOAK_DURATION: %v", err)
-		}
-		duration = d
-	}
+	duration := soakDuration(t, "PROFD_SOAK", "make soak", 3*time.Minute)
 	profd, testjit := binaries(t)
 	base := t.TempDir()
 	fifoDir, outDir := filepath.Join(base, "fifo"), filepath.Join(base, "out")
@@ -212,6 +201,25 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d of %d final profiles have no JIT samples", empty, len(files))
 	}
 	t.Logf("%d JIT processes, %d flushes, RSS %d → %d kB, fds with no target %d", len(started), last.flushes, warm.rssKB, last.rssKB, idleFds)
+}
+
+// soakDuration skips a soak test unless the environment variable gate is set (target names
+// the make target that sets it), and returns PROFD_SOAK_DURATION, def when it is unset.
+func soakDuration(t *testing.T, gate, target string, def time.Duration) time.Duration {
+	t.Helper()
+	if os.Getenv(gate) == "" {
+		t.Skipf("set %s=1 (%s)", gate, target)
+	}
+	testenv.Requires(t, testenv.Root)
+	s := os.Getenv("PROFD_SOAK_DURATION")
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("PROFD_SOAK_DURATION: %v", err)
+	}
+	return d
 }
 
 func rssKB(t *testing.T, pid int) int {
