@@ -366,21 +366,20 @@ func (m *Map) makeRoomTotal(p *procMap, n int64) error {
 		return nil
 	}
 	var total int64
-	byHeld := make([]*procMap, 0, len(procs))
+	var withEnded []*procMap // what reclaiming can free
 	for _, q := range procs {
 		total += q.held
-		byHeld = append(byHeld, q)
+		if len(q.ended) > 0 {
+			withEnded = append(withEnded, q)
+		}
 	}
 	if total+n <= limit {
 		return nil
 	}
-	slices.SortFunc(byHeld, func(a, b *procMap) int { return cmp.Compare(b.held, a.held) })
-	for _, q := range byHeld {
+	slices.SortFunc(withEnded, func(a, b *procMap) int { return cmp.Compare(b.held, a.held) })
+	for _, q := range withEnded {
 		if total+n <= limit {
 			break
-		}
-		if len(q.ended) == 0 {
-			continue
 		}
 		if q != p {
 			q.mu.Lock()
