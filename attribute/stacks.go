@@ -267,7 +267,7 @@ func markCut(c *profileio.Capture) (complete, cut uint64) {
 
 // frameFunction names frame f of c: its JIT code object's name, else its symbol.
 func frameFunction(c *profileio.Capture, f profileio.Frame) string {
-	if f.Object != profileio.NoObject && int(f.Object) < len(c.Objects) {
+	if f.JIT() && int(f.Object) < len(c.Objects) {
 		return c.Objects[f.Object].Object.Name
 	}
 	return f.Function

@@ -60,7 +60,7 @@ func TestErlangPerfTrue(t *testing.T) {
 	var complete, cut uint64
 	bottoms := map[string]uint64{}
 	for _, st := range c.Stacks {
-		if len(st.Frames) == 0 || st.Frames[0].Object == profileio.NoObject {
+		if len(st.Frames) == 0 || !st.Frames[0].JIT() {
 			continue
 		}
 		if st.Cut {
@@ -69,7 +69,7 @@ func TestErlangPerfTrue(t *testing.T) {
 			complete += st.Count
 		}
 		if n := len(st.Frames); n > 0 {
-			bottoms[stackFrameName(c, st.Frames[n-1])] += st.Count
+			bottoms[frameName(c, st.Frames[n-1])] += st.Count
 		}
 	}
 	if complete < 500 || complete < 95*(complete+cut)/100 {
@@ -124,15 +124,4 @@ func TestErlangPerfMap(t *testing.T) {
 	if prof.Functions["$hot:spin/2"] == nil {
 		t.Errorf("no profile of $hot:spin/2 in %s", filepath.Base(f.Name()))
 	}
-}
-
-// stackFrameName names frame f of c: its JIT code object's name, else its symbol or mapping.
-func stackFrameName(c *profileio.Capture, f profileio.Frame) string {
-	if f.Object != profileio.NoObject {
-		return c.Objects[f.Object].Object.Name
-	}
-	if f.Function != "" {
-		return f.Function
-	}
-	return f.Mapping
 }
