@@ -70,6 +70,9 @@ type Config struct {
 	// the final profiles: symbols not read and applied by 60% of it are counted and logged,
 	// the rest is the final flush's. 0 takes the default.
 	StopTimeout time.Duration
+	// Exporter, when set, is handed every interval of every output as it ends, and is
+	// closed within the stop timeout.
+	Exporter Exporter
 }
 
 // MinFlushInterval is the shortest --flush-interval: each flush writes every target's files.

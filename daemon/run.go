@@ -119,9 +119,22 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.parts.symbols.close()
 	d.logStopLosses()
 	d.flush(true)
+	d.closeExporter(stopped.Add(d.cfg.StopTimeout))
 	d.logMissedTargets()
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
 	return d.closeAll()
+}
+
+// closeExporter gives the exporter, if any, until by to send what it holds.
+func (d *daemonRun) closeExporter(by time.Time) {
+	if d.cfg.Exporter == nil {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), by)
+	defer cancel()
+	if err := d.cfg.Exporter.Close(ctx); err != nil {
+		d.log.Warn("profd: export: not everything queued was sent before the stop timeout; the interval files on disk hold it", "err", err)
+	}
 }
 
 // logStopLosses says what symbols the stop left out, if any: bytes not read from FIFOs and
