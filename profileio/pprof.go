@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/google/pprof/profile"
 )
@@ -61,6 +62,16 @@ func pprofHeader(c *Capture) *profile.Profile {
 	return p
 }
 
+// gzipWriters are the compressors of WritePprof: each holds about a megabyte of tables,
+// and a daemon writes a profile per target at every flush.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	if err != nil {
+		panic(err) // BestSpeed is a valid level
+	}
+	return zw
+}}
+
 // WritePprof writes c as a gzipped profile.proto: two sample values, "samples/count" and
 // the event in its unit (samples × period); every JIT code object is a mapping of its own
 // whose function is the object's symbol, with a location per sampled address and, where
@@ -72,10 +83,9 @@ func pprofHeader(c *Capture) *profile.Profile {
 // thread ("tid") and its name ("comm"). It compresses at gzip.BestSpeed (a flush writes one per process);
 // pprof reads any level.
 func WritePprof(w io.Writer, c *Capture) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return fmt.Errorf("profileio: write pprof: %w", err)
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(w)
+	defer func() { zw.Reset(io.Discard); gzipWriters.Put(zw) }()
 	if _, err := zw.Write(marshalCapturePprof(nil, c)); err != nil {
 		return fmt.Errorf("profileio: write pprof: %w", err)
 	}
