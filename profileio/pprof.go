@@ -94,3 +94,13 @@ func WritePprof(w io.Writer, c *Capture) error {
 	}
 	return nil
 }
+
+// Pprof is c's pprof profile as WritePprof writes it, parsed: what an exporter converts to
+// another format.
+func Pprof(c *Capture) (*profile.Profile, error) {
+	p, err := profile.ParseUncompressed(marshalCapturePprof(nil, c))
+	if err != nil {
+		return nil, fmt.Errorf("profileio: pprof: %w", err)
+	}
+	return p, nil
+}

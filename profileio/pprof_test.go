@@ -184,3 +184,16 @@ func parsedPprof(t *testing.T, c *Capture) *profile.Profile {
 	}
 	return p
 }
+
+// TestPprofParsed: Pprof is the profile WritePprof writes, sample for sample.
+func TestPprofParsed(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	got, err := Pprof(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parsedPprof(t, c)
+	if got.String() != want.String() || len(got.Sample) == 0 {
+		t.Errorf("Pprof:\n%s\nWritePprof:\n%s", got, want)
+	}
+}
