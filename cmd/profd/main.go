@@ -20,9 +20,6 @@ import (
 	"github.com/profd/profd/symsource/fifo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes (listed in --help).
 const (
 	exitOK       = 0
@@ -208,7 +205,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.Func("log-level", "log `LEVEL`: debug, info, warn or error (default info)", func(s string) error {
 		return lo.level.UnmarshalText([]byte(s))
 	})
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usageText)
@@ -227,7 +224,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 		return nil, lo, fmt.Errorf("--freq 0: want samples per second, 1 or more (or --period N to sample by event count)")
 	}
 	if *showVersion {
-		fmt.Fprintf(stdout, "profd %s\n", version)
+		fmt.Fprintln(stdout, buildVersionLine())
 		return nil, lo, nil
 	}
 	return &cfg, lo, nil

@@ -216,7 +216,7 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out := exitCode(t, profd, "--version"); code != exitOK || !strings.HasPrefix(out, "profd ") {
+	if code, out := exitCode(t, profd, "--version"); code != exitOK || !strings.HasPrefix(out, "profd") || strings.Contains(out, "dev\n") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
