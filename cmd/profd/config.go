@@ -21,7 +21,7 @@ type configEntry struct {
 
 // registerConfigFlag adds --config to fs and returns where its value goes.
 func registerConfigFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", "", "read flags from `FILE`: a line per flag, `name = value` (the flag's name, no dashes; # starts a comment; a list flag's name may repeat; booleans true or false); a flag on the command line wins over the file's (see Config file below)")
+	return fs.String("config", "", "read flags from `FILE`: a line per flag, name = value (the flag's name, no dashes; # starts a comment; a list flag's name may repeat; booleans true or false); a flag on the command line wins over the file's (see Config file below)")
 }
 
 // applyConfigFile sets the flags of fs that the file at path names, but those the command
