@@ -98,7 +98,7 @@ func (l *procLookup) ProcessInfo(pid uint32) attribute.ProcessInfo {
 	return l.readProcessInfo(pid)
 }
 
-// readProcessInfo reads pid's command line (cut at procfs.CommandLineBytes), cgroup and
+// readProcessInfo reads pid's command line (cut at 32 KiB), cgroup and
 // the container it names, and service name. What cannot be read stays empty: a process
 // that exited meanwhile has none of it.
 func (l *procLookup) readProcessInfo(pid uint32) attribute.ProcessInfo {

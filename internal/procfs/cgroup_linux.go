@@ -18,12 +18,12 @@ func CgroupPath(pid uint32) (string, error) {
 	if data == nil {
 		return "", fmt.Errorf("procfs: pid %d: %w", pid, err)
 	}
-	return ParseCgroup(data), err
+	return parseCgroup(data), err
 }
 
-// ParseCgroup picks the path of a /proc/PID/cgroup file's lines ("ID:CONTROLLERS:PATH")
+// parseCgroup picks the path of a /proc/PID/cgroup file's lines ("ID:CONTROLLERS:PATH")
 // as CgroupPath says; "" when no line parses.
-func ParseCgroup(data []byte) string {
+func parseCgroup(data []byte) string {
 	var unified, v1 string
 	sawUnified, sawRoot := false, false
 	for len(data) > 0 {

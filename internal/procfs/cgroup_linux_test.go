@@ -31,8 +31,8 @@ var cgroupCases = []struct{ file, want string }{
 
 func TestParseCgroup(t *testing.T) {
 	for _, c := range cgroupCases {
-		if got := ParseCgroup([]byte(c.file)); got != c.want {
-			t.Errorf("ParseCgroup(%q) = %q, want %q", c.file, got, c.want)
+		if got := parseCgroup([]byte(c.file)); got != c.want {
+			t.Errorf("parseCgroup(%q) = %q, want %q", c.file, got, c.want)
 		}
 	}
 }
@@ -56,9 +56,9 @@ func FuzzParseCgroup(f *testing.F) {
 		f.Add([]byte(c.file))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := ParseCgroup(data)
+		path := parseCgroup(data)
 		if path != "" && (path[0] != '/' || strings.ContainsRune(path, '\n') || !strings.Contains(string(data), path)) {
-			t.Fatalf("ParseCgroup(%q) = %q", data, path)
+			t.Fatalf("parseCgroup(%q) = %q", data, path)
 		}
 	})
 }
@@ -98,8 +98,8 @@ func TestParseCommandLine(t *testing.T) {
 		{"", nil},
 		{"\x00\x00", nil},
 	} {
-		if got := ParseCommandLine([]byte(c.data)); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ParseCommandLine(%q) = %q, want %q", c.data, got, c.want)
+		if got := parseCommandLine([]byte(c.data)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("parseCommandLine(%q) = %q, want %q", c.data, got, c.want)
 		}
 	}
 }
@@ -108,9 +108,9 @@ func FuzzParseCommandLine(f *testing.F) {
 	f.Add([]byte("lli-14\x00-jit-kind=mcjit\x00hot.ll\x00"))
 	f.Add([]byte("postgres: app db idle\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		args := ParseCommandLine(data)
+		args := parseCommandLine(data)
 		if joined := strings.Join(args, "\x00"); !strings.HasPrefix(string(data), joined) || len(args) > 0 && args[len(args)-1] == "" {
-			t.Fatalf("ParseCommandLine(%q) = %q", data, args)
+			t.Fatalf("parseCommandLine(%q) = %q", data, args)
 		}
 	})
 }
