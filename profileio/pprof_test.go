@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -152,6 +153,35 @@ func TestPprofStacks(t *testing.T) {
 	}
 	if m := p.Sample[0].Location[1].Mapping; m.Start != c.Objects[0].Object.Addr {
 		t.Errorf("JIT frame's mapping %+v, want the object's", m)
+	}
+}
+
+// TestPprofContainerLabel: the samples of a process in a container, leaves or stacks, carry
+// its id as the label "container_id"; the other processes' carry none.
+func TestPprofContainerLabel(t *testing.T) {
+	for name, c := range map[string]*Capture{"stacks": expectedCapture(len(testCaptureSteps())), "leaves": leafCapture()} {
+		for i := range c.Processes {
+			c.Processes[i].ContainerID = ""
+			if c.Processes[i].Pid == 100 {
+				c.Processes[i].ContainerID = testContainerID
+			}
+		}
+		p := parsedPprof(t, c)
+		in, out := 0, 0
+		for _, s := range p.Sample {
+			got := s.Label["container_id"]
+			switch {
+			case s.NumLabel["pid"][0] == 100 && slices.Equal(got, []string{testContainerID}):
+				in++
+			case s.NumLabel["pid"][0] != 100 && got == nil:
+				out++
+			default:
+				t.Errorf("%s: pid %d's sample labelled container_id %q", name, s.NumLabel["pid"][0], got)
+			}
+		}
+		if in == 0 || name == "leaves" && out == 0 {
+			t.Errorf("%s: %d samples in the container, %d outside", name, in, out)
+		}
 	}
 }
 
