@@ -44,7 +44,7 @@ func TestNameUnnamed(t *testing.T) {
 			{Pid: 700, IP: 0x2010, FirstNs: 50, LastNs: 60, Count: 2},
 			{Pid: 700, IP: 0x5000, FirstNs: 50, LastNs: 60, Count: 6},
 		}}
-	named, left, err := nameUnnamed(c, []string{dump, perfMap})
+	named, left, err := nameUnnamed(c, []string{dump, perfMap}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
