@@ -56,6 +56,18 @@ func SameCode(a []byte, addrA uint64, b []byte, addrB uint64) bool {
 // Two codes are SameCode exactly when their normal forms are equal. When calls is not
 // nil, the targets of direct calls outside the function are appended to it.
 func Normalize(dst, code []byte, addr uint64, calls *[]uint64) []byte {
+	return normalize(dst, code, addr, calls, nil)
+}
+
+// maskedField is a field of a code the masking rule masked: its offset and size, its kind
+// (one of the flags), and for a PC-relative one the offset its target counts from.
+type maskedField struct {
+	off, size, next uint32
+	kind            uint8
+}
+
+// normalize is Normalize, appending to fields, when not nil, the fields it masked.
+func normalize(dst, code []byte, addr uint64, calls *[]uint64, fields *[]maskedField) []byte {
 	end := addr + uint64(len(code))
 	for pos := 0; pos < len(code); {
 		inst, err := x86asm.Decode(code[pos:], 64)
@@ -76,6 +88,9 @@ func Normalize(dst, code []byte, addr uint64, calls *[]uint64) []byte {
 			if target < addr || target > end {
 				clear(in[inst.PCRelOff : inst.PCRelOff+inst.PCRel])
 				dst[start] |= flagPCRel
+				if fields != nil {
+					*fields = append(*fields, maskedField{off: uint32(pos + inst.PCRelOff), size: uint32(inst.PCRel), next: uint32(pos + n), kind: flagPCRel})
+				}
 				if calls != nil && inst.Op == x86asm.CALL {
 					*calls = append(*calls, target)
 				}
@@ -84,11 +99,17 @@ func Normalize(dst, code []byte, addr uint64, calls *[]uint64) []byte {
 		if off, size := absoluteField(&inst, in); size > 0 {
 			clear(in[off : off+size])
 			dst[start] |= flagAbsAddr
+			if fields != nil {
+				*fields = append(*fields, maskedField{off: uint32(pos + off), size: uint32(size), kind: flagAbsAddr})
+			}
 		}
 		if isMovabs(&inst, in) {
 			if v := binary.LittleEndian.Uint64(in[n-8:]); v >= userAddrLow && v < userAddrHigh {
 				clear(in[n-8:])
 				dst[start] |= flagImm64
+				if fields != nil {
+					*fields = append(*fields, maskedField{off: uint32(pos + n - 8), size: 8, kind: flagImm64})
+				}
 			}
 		}
 		pos += n
@@ -193,4 +214,36 @@ func isPrefix(b byte) bool {
 		return true
 	}
 	return b >= 0x40 && b <= 0x4F
+}
+
+// sameMasked reports whether code at addr is SameCode as ref at refAddr, given the fields
+// normalize masked in ref: without decoding code. Instruction lengths and the fields the
+// rule looks at follow from the bytes outside those fields (prefixes, opcode, ModRM, SIB),
+// so code that has ref's bytes there decodes into the same instructions, and is the same
+// code when each of ref's masked fields is masked in code too.
+func sameMasked(ref []byte, fields []maskedField, code []byte, addr uint64) bool {
+	if len(ref) != len(code) {
+		return false
+	}
+	end := addr + uint64(len(code))
+	pos := 0
+	for _, f := range fields {
+		off, fend := int(f.off), int(f.off+f.size)
+		if !bytes.Equal(ref[pos:off], code[pos:off]) {
+			return false
+		}
+		switch f.kind {
+		case flagPCRel:
+			target := addr + uint64(f.next) + uint64(signedField(code[off:], int(f.size)))
+			if target >= addr && target <= end {
+				return false
+			}
+		case flagImm64:
+			if v := binary.LittleEndian.Uint64(code[off:]); v < userAddrLow || v >= userAddrHigh {
+				return false
+			}
+		}
+		pos = fend
+	}
+	return bytes.Equal(ref[pos:], code[pos:])
 }

@@ -106,8 +106,8 @@ func TestSameCodeRelocated(t *testing.T) {
 		t.Error("fs:[0x28] and fs:[0x30] are the same code")
 	}
 	// A RIP-relative load inside the function is compared; outside it is masked.
-	in1 := (&asm{addr: a}).ripLoad(a + 8).bytes(0xc3, 0, 0).code
-	in2 := (&asm{addr: b}).ripLoad(b + 9).bytes(0xc3, 0, 0).code
+	in1 := (&asm{addr: a}).ripLoad(a+8).bytes(0xc3, 0, 0).code
+	in2 := (&asm{addr: b}).ripLoad(b+9).bytes(0xc3, 0, 0).code
 	if SameCode(in1, a, in2, b) {
 		t.Error("RIP-relative loads of different places inside the function are the same code")
 	}
@@ -181,9 +181,25 @@ func FuzzSameCode(f *testing.F) {
 		if !SameCode(code, from, code, from) {
 			t.Fatal("code is not the same as itself")
 		}
+		var fields []maskedField
+		normalize(nil, code, from, nil, &fields)
+		if got, want := sameMasked(code, fields, other, to), SameCode(code, from, other, to); got != want {
+			t.Fatalf("sameMasked %v, SameCode %v:\n% x at %#x\n% x at %#x", got, want, code, from, other, to)
+		}
+		if len(code) > 0 && len(other) > 1 {
+			// One byte changed: the two agree on whether it is the same code.
+			changed := append([]byte(nil), code...)
+			changed[int(other[0])%len(code)] = other[1]
+			if got, want := sameMasked(code, fields, changed, to), SameCode(code, from, changed, to); got != want {
+				t.Fatalf("one byte changed: sameMasked %v, SameCode %v:\n% x at %#x\n% x at %#x", got, want, code, from, changed, to)
+			}
+		}
 		moved, ok := relocate(code, from, to)
 		if ok && !SameCode(code, from, moved, to) {
 			t.Fatalf("code moved from %#x to %#x with its outside targets kept is not the same code:\n% x\n% x", from, to, code, moved)
+		}
+		if ok && !sameMasked(code, fields, moved, to) {
+			t.Fatalf("sameMasked: code moved from %#x to %#x is not the same code", from, to)
 		}
 	})
 }

@@ -1,11 +1,11 @@
 package capmerge
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"slices"
@@ -60,7 +60,7 @@ type Merger struct {
 	inputs   []string
 	first    *profileio.Capture // meta and version only
 	seen     map[identity]string
-	byName   map[string][]*variant
+	byName   map[string]*nameEntry
 	variants []*variant
 	procs    []profileio.Process
 	procOf   map[procKey]uint32
@@ -76,6 +76,22 @@ type Merger struct {
 	objects  int // code objects added
 	norm     []byte
 	calls    []uint64
+	seed     maphash.Seed
+}
+
+// nameEntry is the variants of one function name: those with code bytes grouped by the
+// fields the masking rule masks in them (codes that are SameCode mask the same fields),
+// and within a group by a hash of their other bytes.
+type nameEntry struct {
+	groups []*layoutGroup
+	noCode []*variant
+	all    []*variant // in order of creation
+}
+
+type layoutGroup struct {
+	size   uint64
+	fields []maskedField
+	byHash map[uint64][]*variant
 }
 
 // variant is one distinct code of a function, with the samples of every object of it.
@@ -83,7 +99,6 @@ type variant struct {
 	index   int // its ObjectID in the merged capture
 	obj     codeobj.Object
 	pid     uint32 // merged pid
-	norm    []byte // Normalize's form; nil without code bytes
 	samples []profileio.OffsetCount
 	total   uint64
 	inputs  []int32 // ascending
@@ -119,7 +134,8 @@ func New(opt Options) *Merger {
 	return &Merger{
 		opt:      opt,
 		seen:     map[identity]string{},
-		byName:   map[string][]*variant{},
+		byName:   map[string]*nameEntry{},
+		seed:     maphash.MakeSeed(),
 		procOf:   map[procKey]uint32{},
 		stubs:    map[stubKey]bool{},
 		unmapped: map[string]uint64{},
@@ -275,25 +291,66 @@ func scaler(weight float64) func(uint64) uint64 {
 // m.calls holds a new variant's direct call targets outside it.
 func (m *Merger) variantOf(c *profileio.Capture, o *profileio.CaptureObject, in int32) (*variant, bool) {
 	m.calls = m.calls[:0]
-	var norm []byte
-	if o.Object.Code != nil {
-		m.norm = Normalize(m.norm[:0], o.Object.Code, o.Object.Addr, &m.calls)
-		norm = m.norm
+	code, size := o.Object.Code, o.Object.Size
+	e := m.byName[o.Object.Name]
+	if e == nil {
+		e = &nameEntry{}
+		m.byName[o.Object.Name] = e
 	}
-	for _, v := range m.byName[o.Object.Name] {
-		if v.obj.Size != o.Object.Size || (v.norm == nil) != (norm == nil) {
+	if code == nil {
+		for _, v := range e.noCode {
+			if v.obj.Size == size {
+				return v, false
+			}
+		}
+	}
+	for _, g := range e.groups {
+		if g.size != size || code == nil {
 			continue
 		}
-		if norm == nil || bytes.Equal(v.norm, norm) {
-			m.calls = m.calls[:0]
-			return v, false
+		for _, v := range g.byHash[m.hashMasked(code, g.fields)] {
+			if sameMasked(v.obj.Code, g.fields, code, o.Object.Addr) {
+				return v, false
+			}
 		}
 	}
-	v := &variant{index: len(m.variants), obj: o.Object, pid: m.procFor(c, in, o.Pid), norm: bytes.Clone(norm)}
+	v := &variant{index: len(m.variants), obj: o.Object, pid: m.procFor(c, in, o.Pid)}
 	v.obj.Version = 0
-	m.byName[o.Object.Name] = append(m.byName[o.Object.Name], v)
 	m.variants = append(m.variants, v)
+	e.all = append(e.all, v)
+	if code == nil {
+		e.noCode = append(e.noCode, v)
+		return v, true
+	}
+	var fields []maskedField
+	m.norm = normalize(m.norm[:0], code, o.Object.Addr, &m.calls, &fields)
+	var g *layoutGroup
+	for _, h := range e.groups {
+		if h.size == size && slices.Equal(h.fields, fields) {
+			g = h
+			break
+		}
+	}
+	if g == nil {
+		g = &layoutGroup{size: size, fields: fields, byHash: map[uint64][]*variant{}}
+		e.groups = append(e.groups, g)
+	}
+	h := m.hashMasked(code, fields)
+	g.byHash[h] = append(g.byHash[h], v)
 	return v, true
+}
+
+// hashMasked hashes code's bytes outside fields.
+func (m *Merger) hashMasked(code []byte, fields []maskedField) uint64 {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	pos := 0
+	for _, f := range fields {
+		h.Write(code[pos:f.off])
+		pos = int(f.off + f.size)
+	}
+	h.Write(code[pos:])
+	return h.Sum64()
 }
 
 // procFor is the merged pid of process pid of capture c, input in; the process is
@@ -323,6 +380,9 @@ func (v *variant) add(samples []profileio.OffsetCount, sc func(uint64) uint64, i
 	if len(samples) == 0 {
 		return
 	}
+	if v.addInPlace(samples, sc) {
+		return
+	}
 	out := make([]profileio.OffsetCount, 0, len(v.samples)+len(samples))
 	i, j := 0, 0
 	for i < len(v.samples) || j < len(samples) {
@@ -345,6 +405,30 @@ func (v *variant) add(samples []profileio.OffsetCount, sc func(uint64) uint64, i
 	}
 	// Counts weighed to 0 are left out, as a capture holds none.
 	v.samples = slices.DeleteFunc(out, func(s profileio.OffsetCount) bool { return s.Count == 0 })
+}
+
+// addInPlace adds samples to v's when v has a count at each of their offsets already (the
+// common case: the same code sampled at the same places), and reports whether it did.
+func (v *variant) addInPlace(samples []profileio.OffsetCount, sc func(uint64) uint64) bool {
+	i := 0
+	for _, s := range samples {
+		for i < len(v.samples) && v.samples[i].Offset < s.Offset {
+			i++
+		}
+		if i == len(v.samples) || v.samples[i].Offset != s.Offset || sc(s.Count) == 0 {
+			return false
+		}
+	}
+	i = 0
+	for _, s := range samples {
+		for v.samples[i].Offset < s.Offset {
+			i++
+		}
+		n := sc(s.Count)
+		v.samples[i].Count = sampleprof.SatAdd(v.samples[i].Count, n)
+		v.total = sampleprof.SatAdd(v.total, n)
+	}
+	return true
 }
 
 // calleeLookup finds a capture's code objects by pid and address, as profgen names the
@@ -495,7 +579,7 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 	}
 	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed}
 	for _, name := range slices.Sorted(maps.Keys(m.byName)) {
-		vs := m.byName[name]
+		vs := m.byName[name].all
 		if len(vs) < 2 {
 			continue
 		}
