@@ -156,8 +156,12 @@ func reportMerge(s capmerge.Summary) {
 			names++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "reestimate: merged %d captures: %d code objects into %d (%d functions); %d functions with more than one code (%d codes), each code repaired on its own\n",
-		s.Captures, s.InputObjects, s.Objects, s.Functions, names, len(s.Variants))
+	variants := ""
+	if names > 0 {
+		variants = fmt.Sprintf("; %d functions with more than one code (%d codes), each code repaired on its own and summed by source line", names, len(s.Variants))
+	}
+	fmt.Fprintf(os.Stderr, "reestimate: merged %d captures: %d code objects into %d (%d functions)%s\n",
+		s.Captures, s.InputObjects, s.Objects, s.Functions, variants)
 	shown := 0
 	for i, v := range s.Variants {
 		if i == 0 || s.Variants[i-1].Name != v.Name {

@@ -31,6 +31,13 @@ func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Grap
 // writeExampleCaptureLines is writeExampleCapture with block b's code on source line line(b).
 func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
+	return writeExampleCaptureOf(t, path, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999, Host: "test", StartTime: time.Unix(1700000000, 0)}, 0, line)
+}
+
+// writeExampleCaptureOf is writeExampleCaptureLines with the capture's meta, and the code
+// moved by shift bytes.
+func writeExampleCaptureOf(t *testing.T, path string, meta profileio.CaptureMeta, shift uint64, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
+	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +48,13 @@ func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32
 		t.Fatal(err)
 	}
 	fn := funcs[0]
+	if shift != 0 {
+		moved := make(map[uint64]uint64, len(fn.Samples))
+		for addr, n := range fn.Samples {
+			moved[addr+shift] = n
+		}
+		fn.Addr, fn.Samples = fn.Addr+shift, moved
+	}
 	g, err := cfg.Build(fn.Code, fn.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +68,7 @@ func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32
 		t.Fatal(err)
 	}
 	defer out.Close()
-	cw, err := profileio.NewCaptureWriter(out, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999, Host: "test", StartTime: time.Unix(1700000000, 0)})
+	cw, err := profileio.NewCaptureWriter(out, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
