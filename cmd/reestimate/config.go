@@ -161,9 +161,9 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output); it is replaced only once the output is complete, e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
 	fs.StringVar(&cfg.Solver, "solver", "ssp", "min-cost-flow `solver`: ssp (successive shortest paths, the fastest; also called fast), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
-	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
+	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for captures, json for JSON input")
 	fs.StringVar(&cfg.IR, "ir", "", "LLVM IR text (`FILE`, clang -g -S -emit-llvm) the JIT ran: functions' first source lines, from which LLVM counts line offsets")
-	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does; e.g. --symbols /tmp/perf-1234.map", func(s string) error {
+	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does (with several inputs, in the process the file names: perf-PID.map, the jitdump's records); e.g. --symbols /tmp/perf-1234.map", func(s string) error {
 		cfg.Symbols = append(cfg.Symbols, s)
 		return nil
 	})

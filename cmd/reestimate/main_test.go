@@ -142,7 +142,8 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"-o file", "-dot dir", "-solver solver", "-format format", "e.g.", "docs/reestimate-json.md", "Exit status"} {
+	for _, want := range []string{"-o file", "-dot dir", "-solver solver", "-format format", "e.g.", "docs/reestimate-json.md", "Exit status",
+		"-weights W1,W2,...", "-force-mix", "-pprof file", "reestimate runs/ -o prof.extbinary --format llvm-extbinary", "reestimate a.profd b.profd --weights 1,3"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
