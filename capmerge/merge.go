@@ -22,7 +22,8 @@ var (
 	ErrMixedSampling = errors.New("different sampling")
 	// ErrMixedVersion: the capture has another format version than the first.
 	ErrMixedVersion = errors.New("different capture format versions")
-	// ErrDuplicate: the capture is one already added (same host, start time and pids).
+	// ErrDuplicate: the capture is one already added (same host, start time and pids, and
+	// the same end and sample totals).
 	ErrDuplicate = errors.New("the same capture twice")
 	// ErrWeight: the weight is not a finite number above 0.
 	ErrWeight = errors.New("weight must be a finite number above 0")
@@ -56,7 +57,8 @@ type Merger struct {
 	opt      Options
 	inputs   []string
 	first    *profileio.Capture // meta and version only
-	seen     map[identity]string
+	seen     map[identity][]seenCapture
+	sameRun  [][2]string // inputs with one identity but other contents
 	byName   map[string]*nameEntry
 	variants []*variant
 	procs    []profileio.Process
@@ -76,12 +78,36 @@ type Merger struct {
 	seed     maphash.Seed
 }
 
+// identity is what names a capture: the host and start of the profd run that wrote it and
+// its processes.
 type identity struct {
 	host        string
 	startTime   int64
 	startNs     int64
 	pids        string
 	hasIdentity bool
+}
+
+// contents sums up what a capture holds: two captures of one identity and the same
+// contents are one capture given twice; of other contents, captures of one run (intervals
+// of --reset-on-flush, successive flushes, a pid reused).
+type contents struct {
+	endNs, lost, objects  int64
+	jit, outside, unnamed uint64
+}
+
+type seenCapture struct {
+	input    string
+	contents contents
+}
+
+func captureContents(c *profileio.Capture) contents {
+	s := contents{objects: int64(len(c.Objects)), unnamed: c.UnnamedSamples()}
+	s.jit, s.outside = c.TotalSamples()
+	if c.End != nil {
+		s.endNs, s.lost = c.End.EndNs, int64(c.End.LostSamples)
+	}
+	return s
 }
 
 type procKey struct {
@@ -99,7 +125,7 @@ type stubKey struct {
 func New(opt Options) *Merger {
 	return &Merger{
 		opt:      opt,
-		seen:     map[identity]string{},
+		seen:     map[identity][]seenCapture{},
 		byName:   map[string]*nameEntry{},
 		seed:     maphash.MakeSeed(),
 		procOf:   map[procKey]uint32{},
@@ -121,9 +147,11 @@ func (m *Merger) Add(c *profileio.Capture, input string, weight float64) error {
 	if err := m.check(c, input); err != nil {
 		return err
 	}
-	id := captureIdentity(c)
-	if id.hasIdentity {
-		m.seen[id] = input
+	if id := captureIdentity(c); id.hasIdentity {
+		if prev := m.seen[id]; len(prev) > 0 {
+			m.sameRun = append(m.sameRun, [2]string{prev[0].input, input})
+		}
+		m.seen[id] = append(m.seen[id], seenCapture{input, captureContents(c)})
 	}
 	if m.first == nil {
 		m.first = &profileio.Capture{Version: c.Version, Meta: c.Meta}
@@ -182,9 +210,12 @@ func (m *Merger) Add(c *profileio.Capture, input string, weight float64) error {
 // check refuses c when it cannot be merged with what was added before.
 func (m *Merger) check(c *profileio.Capture, input string) error {
 	if id := captureIdentity(c); id.hasIdentity {
-		if prev, ok := m.seen[id]; ok {
-			return fmt.Errorf("capmerge: %s and %s: %w (host %q, started %s, pids %s): give each capture once",
-				prev, input, ErrDuplicate, c.Meta.Host, c.Meta.StartTime.UTC().Format("2006-01-02T15:04:05.000000000Z"), id.pids)
+		have := captureContents(c)
+		for _, prev := range m.seen[id] {
+			if prev.contents == have {
+				return fmt.Errorf("capmerge: %s and %s: %w (host %q, started %s, pids %s, the same samples): give each capture once",
+					prev.input, input, ErrDuplicate, c.Meta.Host, c.Meta.StartTime.UTC().Format("2006-01-02T15:04:05.000000000Z"), id.pids)
+			}
 		}
 	}
 	if m.first == nil {

@@ -148,6 +148,15 @@ func TestMergeRefuses(t *testing.T) {
 	if after, _ := m.Result(); !reflect.DeepEqual(before, after) {
 		t.Error("a refused capture changed the merged one")
 	}
+	// A capture of the same run and processes with other samples (another interval, or a
+	// later flush) is merged, and reported.
+	later := run("h1", 100, 7, 0x1000, []profileio.OffsetCount{{Offset: 0, Count: 6}})
+	if err := m.Add(later, "later", 1); err != nil {
+		t.Errorf("another capture of the same run: %v", err)
+	}
+	if _, sum := m.Result(); !reflect.DeepEqual(sum.SameRun, [][2]string{{"a", "later"}}) {
+		t.Errorf("same-run pairs %v, want a and later", sum.SameRun)
+	}
 	forced := New(Options{ForceMix: true})
 	forced.Add(run("h1", 100, 7, 0x1000, samples), "a", 1)
 	if err := forced.Add(other, "b", 1); err != nil {

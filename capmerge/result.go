@@ -21,6 +21,10 @@ type Summary struct {
 	Variants []Variant
 	// UnnamedSamples are the samples in JIT memory no symbol named, left out.
 	UnnamedSamples uint64
+	// SameRun lists pairs of inputs that are captures of the same processes of one profd
+	// run (host, start and pids) with other samples: intervals of --reset-on-flush, which
+	// add up, or successive flushes of a cumulative run, which count samples twice.
+	SameRun [][2]string
 }
 
 // Variant is one code of a function that has several.
@@ -65,7 +69,7 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 		e := *m.end
 		out.End = &e
 	}
-	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed}
+	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed, SameRun: slices.Clone(m.sameRun)}
 	for _, name := range slices.Sorted(maps.Keys(m.byName)) {
 		vs := m.byName[name].all
 		if len(vs) < 2 {

@@ -162,6 +162,13 @@ func reportMerge(s capmerge.Summary) {
 	}
 	fmt.Fprintf(os.Stderr, "reestimate: merged %d captures: %d code objects into %d (%d functions)%s\n",
 		s.Captures, s.InputObjects, s.Objects, s.Functions, variants)
+	for i, pair := range s.SameRun {
+		if i == maxSameRunPairs {
+			fmt.Fprintf(os.Stderr, "reestimate: … and %d more such pairs\n", len(s.SameRun)-i)
+			break
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: %s and %s are captures of the same processes of one profd run with other samples: intervals of --reset-on-flush add up, but successive flushes of a cumulative run count samples twice (give only the last)\n", pair[0], pair[1])
+	}
 	shown := 0
 	for i, v := range s.Variants {
 		if i == 0 || s.Variants[i-1].Name != v.Name {
@@ -174,6 +181,9 @@ func reportMerge(s capmerge.Summary) {
 		fmt.Fprintf(os.Stderr, "reestimate: code of %s: %d bytes, %d samples, from %s\n", v.Name, v.Size, v.Samples, listInputs(v.Inputs))
 	}
 }
+
+// maxSameRunPairs bounds the pairs of captures of one run reportMerge lists.
+const maxSameRunPairs = 5
 
 // maxVariantNames bounds the functions reportMerge lists one line per code.
 const maxVariantNames = 20
