@@ -36,6 +36,9 @@ func runCaptures(ctx context.Context, cfg *Config, sources []*source, first *sou
 			}
 		}
 		n, err := readCaptures(s, cfg.Salvage, func(c *profileio.Capture, name string) error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("reestimate: stopped at %s: %w", name, err)
+			}
 			if len(cfg.Symbols) > 0 {
 				nn, nl, err := nameUnnamed(c, cfg.Symbols, len(sources) > 1)
 				if err != nil {
