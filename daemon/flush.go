@@ -51,6 +51,8 @@ func (d *daemonRun) flushLoop() {
 // flush writes every requested output of every target that has not had its final profile,
 // and prints the summary. final marks the last flush of the run.
 func (d *daemonRun) flush(final bool) {
+	// The timer's flush and the final one end an interval of every output; SIGUSR1's does not.
+	due := d.wake.intervalDue.Swap(false) || final
 	d.mu.Lock()
 	drainedNs := d.drainLocked()
 	d.locked.flushes++
@@ -96,6 +98,7 @@ func (d *daemonRun) flush(final bool) {
 	work = d.group(work, by)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
 	d.log.Info("profd: counters", "summary", counters)
@@ -114,6 +117,7 @@ func (d *daemonRun) flushRetired() {
 	by := d.nameDeadline(false)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], false) // a process's own final flush
 	}
 	if d.cfg.GroupBy == GroupByImage {
 		for _, w := range work {
@@ -173,6 +177,7 @@ func (d *daemonRun) flushTargets() {
 	work = d.group(work, by)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], false) // with --reset-on-flush only
 	}
 	d.writeAll(context.Background(), work, func(w pending) []Format {
 		return requestedFormats(d.cfg.Formats, requests, w.members())
@@ -203,6 +208,9 @@ func (d *daemonRun) group(work []pending, by time.Time) []pending {
 		for i, w := range append(slices.Clone(d.flushing.exitedByGroup[base]), members...) {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
+			if i == 0 || w.firstNs < g.firstNs {
+				g.firstNs = w.firstNs
+			}
 			cs = append(cs, w.capture)
 			// The group's files are its members' user's when they share one, else profd's.
 			if i == 0 {
@@ -336,6 +344,9 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 			d.reply(pid, reply)
 		}
 	}
+	if w.interval {
+		d.endInterval(w)
+	}
 }
 
 // writeAll writes each of work (its formats as formats says) on up to GOMAXPROCS goroutines
@@ -345,7 +356,9 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	intervals := false
 	for _, w := range work {
+		intervals = intervals || w.interval
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -354,6 +367,9 @@ func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(p
 		}()
 	}
 	wg.Wait()
+	if intervals {
+		d.applyRetention()
+	}
 	if cut := d.flushing.stopCut; len(cut) > 0 {
 		d.flushing.stopCut = nil
 		d.log.Warn("profd: the stop timeout passed before these outputs' LLVM profiles were made; their captures and pprof profiles are written, and reestimate CAPTURE makes the LLVM profiles from them",
