@@ -25,7 +25,9 @@ const latestName = "latest"
 
 // intervalState is what an output keeps between its intervals.
 type intervalState struct {
-	startNs int64 // when the next interval starts (CLOCK_MONOTONIC): the last one's end
+	// when the next interval starts, CLOCK_MONOTONIC and wall time: the last one's end
+	startNs int64
+	start   time.Time
 	// base holds the counts of the output's capture at the last interval's end, subtracted
 	// from the next (cumulative profiles only).
 	base *profileio.Baseline
@@ -51,9 +53,10 @@ func (d *daemonRun) takeInterval(w pending) Interval {
 	st := d.flushing.intervals[w.base]
 	d.flushing.mu.Unlock()
 	startNs := max(w.firstNs, d.startNs)
+	start := d.wallTime(startNs)
 	var base *profileio.Baseline
 	if st != nil {
-		startNs, base = st.startNs, st.base
+		startNs, start, base = st.startNs, st.start, st.base
 	}
 	var c *profileio.Capture
 	if d.cfg.ResetOnFlush {
@@ -62,13 +65,13 @@ func (d *daemonRun) takeInterval(w pending) Interval {
 	} else {
 		c = profileio.Delta(w.capture, base)
 	}
-	c.Meta.StartNs, c.Meta.StartTime = startNs, d.wallTime(startNs)
+	c.Meta.StartNs, c.Meta.StartTime = startNs, start
 	end := time.Now()
 	endNs := monotonicNs()
 	if c.End != nil {
 		end, endNs = c.End.EndTime, c.End.EndNs
 	}
-	next := &intervalState{startNs: endNs}
+	next := &intervalState{startNs: endNs, start: end}
 	if !d.cfg.ResetOnFlush && !w.final {
 		next.base = profileio.NewBaseline(w.capture)
 	}
