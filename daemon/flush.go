@@ -271,7 +271,7 @@ func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []u
 
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
-// asked for.
+// asked for; then, when w ends an interval of its output, the interval's files.
 func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
@@ -352,7 +352,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 // writeAll writes each of work (its formats as formats says) on up to GOMAXPROCS goroutines
 // at once, and returns once all are written. ctx bounds their LLVM conversions: the final
 // flush's is the stop timeout's, and the outputs whose LLVM profiles it left out are
-// logged in one line.
+// logged in one line. When some of work ended an interval, --keep is applied after.
 func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup

@@ -46,9 +46,9 @@ func (d *daemonRun) wallTime(ns int64) time.Time {
 }
 
 // takeInterval is the interval w's capture ends: the samples since its output's last
-// interval ended (or since it began), with the interval's start in its meta. It keeps what
-// the next interval needs (none after a final one).
-func (d *daemonRun) takeInterval(w pending) Interval {
+// interval ended (or since it began), with the interval's start in its meta, and the
+// bytes of the baseline it keeps for the next interval (none after a final one).
+func (d *daemonRun) takeInterval(w pending) (Interval, int64) {
 	d.flushing.mu.Lock()
 	st := d.flushing.intervals[w.base]
 	d.flushing.mu.Unlock()
@@ -82,13 +82,13 @@ func (d *daemonRun) takeInterval(w pending) Interval {
 		d.flushing.intervals[w.base] = next
 	}
 	d.flushing.mu.Unlock()
-	return Interval{Base: w.base, Start: c.Meta.StartTime, End: end, Capture: c, Final: w.final}
+	return Interval{Base: w.base, Start: c.Meta.StartTime, End: end, Capture: c, Final: w.final}, next.base.Bytes()
 }
 
 // endInterval writes the interval w's capture ends, links it as its output's latest, logs
 // its failures once per episode and hands it to the exporter, written or not.
 func (d *daemonRun) endInterval(w pending) {
-	iv := d.takeInterval(w)
+	iv, baselineBytes := d.takeInterval(w)
 	paths, err := writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
 	d.flushing.mu.Lock()
 	switch {
@@ -105,7 +105,8 @@ func (d *daemonRun) endInterval(w pending) {
 	}
 	d.flushing.mu.Unlock()
 	if err == nil {
-		d.log.Debug("profd: interval written", "pid", w.pid, "start", iv.Start, "end", iv.End, "files", paths)
+		d.log.Debug("profd: interval written", "pid", w.pid, "start", iv.Start, "end", iv.End, "files", paths,
+			"baseline_bytes", baselineBytes)
 	}
 	if d.cfg.Exporter != nil {
 		// One output's intervals come in order (its writes never overlap); calls for

@@ -60,13 +60,13 @@ func (b *Baseline) Bytes() int64 {
 		return 0
 	}
 	// Map entries cost about their key and value plus a third again (buckets, tophash).
-	n := int64(len(b.objects)) * (48 + 24) * 4 / 3
+	n := int64(len(b.objects)) * (64 + 24) * 4 / 3
 	for _, s := range b.objects {
 		n += int64(cap(s)) * 16
 	}
 	n += int64(len(b.native)) * (40 + 8) * 4 / 3
 	n += int64(len(b.unmapped)) * (16 + 8) * 4 / 3
-	n += int64(len(b.unnamed)) * (24 + 8) * 4 / 3
+	n += int64(len(b.unnamed)) * (32 + 8) * 4 / 3
 	n += int64(len(b.stacks)) * (8 + 16) * 4 / 3
 	return n
 }
