@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,7 +154,7 @@ func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Forma
 
 // makeIntervalDir makes --out's interval directory as --out is made (mode 0711 when profd
 // makes it) and removes the temporary files a killed profd left there.
-func makeIntervalDir(out string, log interface{ Info(string, ...any) }) error {
+func makeIntervalDir(out string, log *slog.Logger) error {
 	dir := filepath.Join(out, IntervalDir)
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, outDirPerm); err != nil {

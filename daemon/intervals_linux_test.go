@@ -104,11 +104,15 @@ func testIntervals(t *testing.T, reset bool) {
 	// About 3 s of JIT code: 3 rounds of 4 phases of 250 ms, its flush requests after each.
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "250", "-r", "3", "-w", "10000", "-F")
 	pid := jit.pid()
+	// A second output, idle: its intervals are written and exported too, empty.
+	idle := startChild(t, nil, "sleep", "600")
 	exp := &recordingExporter{}
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+	r := startRun(t, Config{Pids: []uint32{uint32(pid), uint32(idle.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		FlushInterval: time.Second, Stacks: true, Exporter: exp, ResetOnFlush: reset})
 	jit.wait(t, 60*time.Second)
+	idle.cmd.Process.Kill()
 	r.wait(t, 30*time.Second)
+	idleBase := outputBase("sleep", uint32(idle.pid()), 1)
 
 	base := outputBase("testjit", uint32(pid), 1)
 	pprofs := intervalFiles(t, d.out, base, FormatPprof)
@@ -173,16 +177,37 @@ func testIntervals(t *testing.T, reset bool) {
 	if exp.closes != 1 {
 		t.Errorf("exporter closed %d times, want once", exp.closes)
 	}
-	if len(exp.intervals) != len(pprofs) {
-		t.Fatalf("exporter got %d intervals, %d were written", len(exp.intervals), len(pprofs))
+	var jitIntervals, idleIntervals []Interval
+	for _, iv := range exp.intervals {
+		switch iv.Base {
+		case base:
+			jitIntervals = append(jitIntervals, iv)
+		case idleBase:
+			idleIntervals = append(idleIntervals, iv)
+		default:
+			t.Errorf("an interval of output %q", iv.Base)
+		}
+	}
+	if len(jitIntervals) != len(pprofs) {
+		t.Fatalf("exporter got %d intervals of %s, %d were written", len(jitIntervals), base, len(pprofs))
+	}
+	idleFiles := intervalFiles(t, d.out, idleBase, FormatPprof)
+	if len(idleIntervals) != len(idleFiles) || len(idleIntervals) < 3 {
+		t.Errorf("exporter got %d intervals of %s, %d were written, want one per file set, at least 3 in a 3 s run",
+			len(idleIntervals), idleBase, len(idleFiles))
+	}
+	for i, iv := range idleIntervals {
+		if iv.Final != (i == len(idleIntervals)-1) || i > 0 && !iv.Start.Equal(idleIntervals[i-1].End) {
+			t.Errorf("%s's interval %d: %v–%v final %v; want them in order, the last one final", idleBase, i, iv.Start, iv.End, iv.Final)
+		}
 	}
 	var total uint64
-	for i, iv := range exp.intervals {
-		if iv.Base != base || iv.Final != (i == len(exp.intervals)-1) || !iv.End.After(iv.Start) {
+	for i, iv := range jitIntervals {
+		if iv.Final != (i == len(jitIntervals)-1) || !iv.End.After(iv.Start) {
 			t.Errorf("interval %d: %s %v–%v final %v; want %s's, in order, the last one final", i, iv.Base, iv.Start, iv.End, iv.Final, base)
 		}
-		if i > 0 && !iv.Start.Equal(exp.intervals[i-1].End) {
-			t.Errorf("interval %d starts at %v, the one before ended at %v", i, iv.Start, exp.intervals[i-1].End)
+		if i > 0 && !iv.Start.Equal(jitIntervals[i-1].End) {
+			t.Errorf("interval %d starts at %v, the one before ended at %v", i, iv.Start, jitIntervals[i-1].End)
 		}
 		if want := intervalPath(filepath.Join(d.out, IntervalDir), base, iv.Start, FormatPprof); want != pprofs[i] {
 			t.Errorf("interval %d's file is %s, want %s", i, pprofs[i], want)
