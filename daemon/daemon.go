@@ -115,7 +115,9 @@ type flushState struct {
 	intervalFailing map[string]bool
 	// exportMu makes the exporter's calls one at a time.
 	exportMu sync.Mutex
-	// retentionFailing: --keep's last deletions failed and were logged (flushing goroutine only).
+	// retained is --keep's account of the interval directory.
+	retained retainedIndex
+	// retentionFailing: --keep's last deletions failed and were logged.
 	retentionFailing bool
 }
 

@@ -105,6 +105,9 @@ func (d *daemonRun) endInterval(w pending) {
 		delete(d.flushing.intervalFailing, w.base)
 	}
 	d.flushing.mu.Unlock()
+	if len(paths) > 0 {
+		d.noteInterval(w.base, iv.Start, d.cfg.Formats, paths)
+	}
 	if err == nil {
 		d.log.Debug("profd: interval written", "pid", w.pid, "start", iv.Start, "end", iv.End, "files", paths,
 			"baseline_bytes", baselineBytes)

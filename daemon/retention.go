@@ -68,10 +68,13 @@ func readIntervalSets(dir string) (sets []intervalSet, latest map[string][]strin
 	for _, s := range byKey {
 		sets = append(sets, *s)
 	}
-	slices.SortFunc(sets, func(a, b intervalSet) int {
-		return cmp.Or(a.start.Compare(b.start), strings.Compare(a.base, b.base))
-	})
+	slices.SortFunc(sets, compareIntervalSets)
 	return sets, latest, nil
+}
+
+// compareIntervalSets orders intervals oldest first, then by base.
+func compareIntervalSets(a, b intervalSet) int {
+	return cmp.Or(a.start.Compare(b.start), strings.Compare(a.base, b.base))
 }
 
 // expired picks the intervals of sets (oldest first) that keep's limits delete at now:
@@ -109,17 +112,71 @@ func expired(sets []intervalSet, keep Retention, now time.Time) (gone []interval
 	return gone
 }
 
+// retainedIndex is --keep's account of the interval directory: read from it at the first
+// pass and every rescanEvery passes after (files others deleted or added), and kept by the
+// flushes in between, so that a pass costs no listing of a directory of many files.
+type retainedIndex struct {
+	loaded bool
+	passes int
+	sets   []intervalSet       // oldest first, once sorted
+	latest map[string][]string // each output's latest links, by base
+}
+
+// rescanEvery is how many --keep passes use the index before it is read from the
+// directory again.
+const rescanEvery = 1000
+
+// noteInterval adds the interval files just written (paths, base's interval starting at
+// start) to --keep's index, with their latest links. Safe for concurrent use.
+func (d *daemonRun) noteInterval(base string, start time.Time, formats []Format, paths []string) {
+	set := intervalSet{base: base, start: start.UTC().Truncate(time.Millisecond)}
+	var links []string
+	for _, p := range paths {
+		set.files = append(set.files, filepath.Base(p))
+		if info, err := os.Stat(p); err == nil {
+			set.bytes += info.Size()
+		}
+	}
+	for _, f := range intervalFormats {
+		if slices.Contains(formats, f) {
+			links = append(links, filepath.Base(latestPath("", base, f)))
+		}
+	}
+	d.flushing.mu.Lock()
+	defer d.flushing.mu.Unlock()
+	idx := &d.flushing.retained
+	if !idx.loaded {
+		return // the first pass reads the directory, these files included
+	}
+	idx.sets = append(idx.sets, set)
+	for _, l := range links {
+		if !slices.Contains(idx.latest[base], l) {
+			idx.latest[base] = append(idx.latest[base], l)
+		}
+	}
+}
+
 // applyRetention deletes the interval files --keep no longer keeps, and the latest links of
 // outputs none of whose intervals are left; a failure is warned about once until a pass
-// succeeds. It touches no other file of the directory.
+// succeeds. It touches no other file of the directory. It runs on the flushing goroutine
+// once a flush's writes are done.
 func (d *daemonRun) applyRetention() {
 	dir := filepath.Join(d.cfg.OutDir, IntervalDir)
-	sets, latest, err := readIntervalSets(dir)
+	d.flushing.mu.Lock()
+	defer d.flushing.mu.Unlock()
+	idx := &d.flushing.retained
 	var errs []error
-	if err != nil {
-		errs = append(errs, err)
+	if !idx.loaded || idx.passes%rescanEvery == 0 {
+		sets, latest, err := readIntervalSets(dir)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			idx.sets, idx.latest, idx.loaded = sets, latest, true
+		}
 	}
-	gone := expired(sets, d.cfg.Keep, time.Now())
+	idx.passes++
+	slices.SortStableFunc(idx.sets, compareIntervalSets)
+	gone := expired(idx.sets, d.cfg.Keep, time.Now())
 	var removed int
 	for _, s := range gone {
 		for _, f := range s.files {
@@ -134,11 +191,12 @@ func (d *daemonRun) applyRetention() {
 	for _, s := range gone {
 		goneKeys[s.key()] = true
 	}
+	idx.sets = slices.DeleteFunc(idx.sets, func(s intervalSet) bool { return goneKeys[s.key()] })
 	left := map[string]bool{} // outputs with intervals left
-	for _, s := range sets {
-		left[s.base] = left[s.base] || !goneKeys[s.key()]
+	for _, s := range idx.sets {
+		left[s.base] = true
 	}
-	for base, links := range latest {
+	for base, links := range idx.latest {
 		if left[base] {
 			continue
 		}
@@ -147,6 +205,7 @@ func (d *daemonRun) applyRetention() {
 				errs = append(errs, err)
 			}
 		}
+		delete(idx.latest, base)
 	}
 	if removed > 0 {
 		d.log.Debug("profd: --keep deleted old interval files", "files", removed)

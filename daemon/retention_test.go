@@ -80,4 +80,24 @@ func TestRetention(t *testing.T) {
 			}
 		})
 	}
+
+	// Between readings of the directory, the intervals a flush notes count as those read.
+	t.Run("noted", func(t *testing.T) {
+		out := setup(t)
+		d := &daemonRun{cfg: Config{OutDir: out, Keep: Retention{Count: 1}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		d.applyRetention()
+		dir := filepath.Join(out, IntervalDir)
+		start := time.Now()
+		p := intervalPath(dir, "a-1", start, FormatPprof)
+		if err := os.WriteFile(p, []byte("new"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d.noteInterval("a-1", start, []Format{FormatPprof}, []string{p})
+		d.applyRetention()
+		want := slices.Sorted(slices.Values(append([]string{filepath.Base(p), "a-1.latest.pb.gz",
+			"b.2.20261124T200000.000Z.pb.gz", "b.2.latest.pb.gz"}, others...)))
+		if got := left(t, out); !slices.Equal(got, want) {
+			t.Errorf("left\n%q\nwant\n%q", got, want)
+		}
+	})
 }
