@@ -96,11 +96,12 @@ func NewBaseline(c *Capture) *Baseline {
 	for _, u := range c.Unnamed {
 		b.unnamed[baseUnnamedKey{u.Pid, u.IP, u.FirstNs}] += u.Count
 	}
+	var scratch []byte
 	for i := range c.Stacks {
 		st := &c.Stacks[i]
-		k := b.stackKey(c, st)
+		k := b.stackKey(c, st, &scratch)
 		e := b.stacks[k]
-		e.addrs = b.stackAddrKey(st)
+		e.addrs = b.stackAddrKey(st, &scratch)
 		e.count += st.Count
 		b.stacks[k] = e
 	}
@@ -141,9 +142,13 @@ func Delta(c *Capture, base *Baseline) *Capture {
 		out.Objects[i] = &co
 	}
 	// Samples base had unnamed that c names: taken from the object now naming them.
+	var ix *objectIndex
 	for k, n := range base.unnamed {
 		if named := n - min(n, c.unnamedCount(k)); named > 0 {
-			out.takeNamed(k, named)
+			if ix == nil {
+				ix = newObjectIndex(out.Objects)
+			}
+			out.takeNamed(ix, k, named)
 		}
 	}
 	usedNative := map[baseNativeKey]uint64{}
@@ -188,10 +193,11 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	counts := make([]uint64, len(c.Stacks))
 	addrs := make([]uint64, len(c.Stacks))
 	used := map[uint64]uint64{}
+	var scratch []byte
 	for i := range c.Stacks {
 		st := &c.Stacks[i]
-		k := base.stackKey(c, st)
-		addrs[i] = base.stackAddrKey(st)
+		k := base.stackKey(c, st, &scratch)
+		addrs[i] = base.stackAddrKey(st, &scratch)
 		e := base.stacks[k]
 		take := min(st.Count, e.count-used[k])
 		used[k] += take
@@ -241,24 +247,66 @@ func (c *Capture) unnamedCount(k baseUnnamedKey) uint64 {
 }
 
 // takeNamed takes up to n samples at k's address from the delta of the object of k's
-// process that holds it at k's time: samples counted unnamed before, named since.
-func (c *Capture) takeNamed(k baseUnnamedKey, n uint64) {
-	for _, o := range c.Objects {
-		if o.Pid != k.pid || !o.Object.Contains(k.ip) || o.Object.LoadNs > k.firstNs ||
-			o.Object.UnloadNs != 0 && o.Object.UnloadNs <= k.firstNs {
-			continue
+// process that holds it at k's time (ix indexes c's objects): samples counted unnamed
+// before, named since.
+func (c *Capture) takeNamed(ix *objectIndex, k baseUnnamedKey, n uint64) {
+	ix.holding(k.pid, k.ip, func(o *CaptureObject) bool {
+		if o.Object.LoadNs > k.firstNs || o.Object.UnloadNs != 0 && o.Object.UnloadNs <= k.firstNs {
+			return true
 		}
 		off := k.ip - o.Object.Addr
 		i, found := slices.BinarySearchFunc(o.Samples, off, func(s OffsetCount, off uint64) int { return cmp.Compare(s.Offset, off) })
 		if !found {
-			continue
+			return true
 		}
 		take := min(n, o.Samples[i].Count)
 		o.Samples[i].Count -= take
 		if o.Samples[i].Count == 0 {
 			o.Samples = slices.Delete(o.Samples, i, i+1)
 		}
-		if n -= take; n == 0 {
+		n -= take
+		return n > 0
+	})
+}
+
+// objectIndex finds the objects of a capture whose range holds an address.
+type objectIndex struct {
+	objs []*CaptureObject // by pid, then address
+	// maxEnd[i] is the highest end (address + size) of objs[i]'s process's objects up to i.
+	maxEnd []uint64
+}
+
+func newObjectIndex(objs []*CaptureObject) *objectIndex {
+	s := slices.Clone(objs)
+	slices.SortStableFunc(s, func(a, b *CaptureObject) int {
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Object.Addr, b.Object.Addr))
+	})
+	ix := &objectIndex{objs: s, maxEnd: make([]uint64, len(s))}
+	for i, o := range s {
+		end := o.Object.Addr + o.Object.Size
+		if i > 0 && s[i-1].Pid == o.Pid {
+			end = max(end, ix.maxEnd[i-1])
+		}
+		ix.maxEnd[i] = end
+	}
+	return ix
+}
+
+// holding calls f with each object of pid whose range holds ip, highest address first,
+// until f returns false.
+func (ix *objectIndex) holding(pid uint32, ip uint64, f func(*CaptureObject) bool) {
+	// The first object past ip: every one before it starts at or below ip.
+	i, _ := slices.BinarySearchFunc(ix.objs, ip, func(o *CaptureObject, ip uint64) int {
+		if o.Pid != pid {
+			return cmp.Compare(o.Pid, pid)
+		}
+		if o.Object.Addr <= ip {
+			return -1
+		}
+		return 1
+	})
+	for j := i - 1; j >= 0 && ix.objs[j].Pid == pid && ix.maxEnd[j] > ip; j-- {
+		if ix.objs[j].Object.Contains(ip) && !f(ix.objs[j]) {
 			return
 		}
 	}
@@ -343,11 +391,8 @@ func (b *Baseline) baseUnmappedKey(u UnmappedCount) baseUnmappedKey {
 // stackKey hashes st's whole key: its thread, whether it is cut, and each frame, a JIT
 // frame by its object's identity, offset and address, another by its address, function
 // and mapping.
-func (b *Baseline) stackKey(c *Capture, st *StackSample) uint64 {
-	var h maphash.Hash
-	h.SetSeed(b.seed)
-	var buf []byte
-	buf = appendUvarint(buf, uint64(st.Pid))
+func (b *Baseline) stackKey(c *Capture, st *StackSample, scratch *[]byte) uint64 {
+	buf := appendUvarint((*scratch)[:0], uint64(st.Pid))
 	buf = appendUvarint(buf, uint64(st.Tid))
 	if st.Cut {
 		buf = append(buf, 1)
@@ -373,21 +418,19 @@ func (b *Baseline) stackKey(c *Capture, st *StackSample) uint64 {
 		buf = appendString(buf, f.Function)
 		buf = appendString(buf, f.Mapping)
 	}
-	h.Write(buf)
-	return h.Sum64()
+	*scratch = buf
+	return maphash.Bytes(b.seed, buf)
 }
 
 // stackAddrKey hashes st's thread and its frames' addresses: what stays of a chain when
 // its frames are named late.
-func (b *Baseline) stackAddrKey(st *StackSample) uint64 {
-	var h maphash.Hash
-	h.SetSeed(b.seed)
-	buf := appendUvarint(nil, uint64(st.Pid))
+func (b *Baseline) stackAddrKey(st *StackSample, scratch *[]byte) uint64 {
+	buf := appendUvarint((*scratch)[:0], uint64(st.Pid))
 	buf = appendUvarint(buf, uint64(st.Tid))
 	buf = appendString(buf, st.Comm)
 	for _, f := range st.Frames {
 		buf = appendUvarint(buf, f.Address)
 	}
-	h.Write(buf)
-	return h.Sum64()
+	*scratch = buf
+	return maphash.Bytes(b.seed, buf)
 }

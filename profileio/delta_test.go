@@ -213,9 +213,21 @@ func TestDeltaNamedLate(t *testing.T) {
 		Objects: []*CaptureObject{{Pid: 1, Object: obj, Samples: []OffsetCount{{0x10, 5}}}},
 		Stacks:  []StackSample{{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{frameNamed}, Count: 5}},
 	}
+	// The code at the address before the unnamed samples' time (with a new sample, a
+	// late-named one of its own time), and another process's code there.
+	old := codeobj.Object{Name: "old", Addr: 0x9000, Size: 0x100, LoadNs: 1, UnloadNs: 5, Version: 3, Code: make([]byte, 0x100)}
+	for i, c := range []*Capture{a, b} {
+		c.Objects = append(c.Objects, &CaptureObject{ID: 1, Pid: 1, Object: old, Samples: []OffsetCount{{0x10, 4 + uint64(i)}}},
+			&CaptureObject{ID: 2, Pid: 2, Object: obj, Samples: []OffsetCount{{0x10, 1 + uint64(i)}}})
+	}
 	d := Delta(b, NewBaseline(a))
 	if got := d.Objects[0].Samples; !slices.Equal(got, []OffsetCount{{0x10, 2}}) {
 		t.Errorf("delta's object samples %v, want the 2 new ones at +0x10", got)
+	}
+	for _, o := range d.Objects[1:] {
+		if !slices.Equal(o.Samples, []OffsetCount{{0x10, 1}}) {
+			t.Errorf("delta's %s of pid %d: samples %v, want its 1 new one", o.Object.Name, o.Pid, o.Samples)
+		}
 	}
 	if len(d.Stacks) != 1 || d.Stacks[0].Count != 2 {
 		t.Errorf("delta's stacks %+v, want the named chain with its 2 new samples", d.Stacks)
