@@ -93,6 +93,9 @@ type flushState struct {
 	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
 	// by their group's base name, merged into their group's outputs at every flush.
 	exitedByGroup map[string][]pending
+	// exitedSince: the groups, by base name, a process of which exited since their last
+	// flush; the final flush writes them even when none of their processes is left.
+	exitedSince map[string]bool
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each output's last flush, by base name, for the summary
@@ -172,7 +175,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}
-	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{},
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),

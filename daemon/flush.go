@@ -95,7 +95,7 @@ func (d *daemonRun) flush(final bool) {
 		ctx, cancel = context.WithDeadline(ctx, d.flushing.writeBy)
 		defer cancel()
 	}
-	work = d.group(work, by)
+	work = d.group(work, by, final)
 	for i := range work {
 		work[i].nameBy = by
 		work[i].interval = d.endsInterval(work[i], due)
@@ -125,6 +125,7 @@ func (d *daemonRun) flushRetired() {
 			w.named = true
 			base := groupBase(w.image, w.uid, d.cfg.AllUsers)
 			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
+			d.flushing.exitedSince[base] = true
 		}
 		return
 	}
@@ -174,7 +175,7 @@ func (d *daemonRun) flushTargets() {
 	}
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
-	work = d.group(work, by)
+	work = d.group(work, by, false)
 	for i := range work {
 		work[i].nameBy = by
 		work[i].interval = d.endsInterval(work[i], false) // with --reset-on-flush only
@@ -187,8 +188,9 @@ func (d *daemonRun) flushTargets() {
 // group returns work as it is written: as it is per process, or with --group-by image one
 // pending per image and user (per image with --all-users), merging its processes' captures
 // (their native and kernel frames named first) with the final captures of the group's
-// processes that exited earlier in the run.
-func (d *daemonRun) group(work []pending, by time.Time) []pending {
+// processes that exited earlier in the run. The final flush (final) also writes the groups
+// whose processes have all exited since their last flush.
+func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 	if d.cfg.GroupBy != GroupByImage {
 		return work
 	}
@@ -200,12 +202,19 @@ func (d *daemonRun) group(work []pending, by time.Time) []pending {
 		base := groupBase(w.image, w.uid, d.cfg.AllUsers)
 		byGroup[base] = append(byGroup[base], w)
 	}
+	for base := range d.flushing.exitedByGroup {
+		if _, ok := byGroup[base]; final && !ok && d.flushing.exitedSince[base] {
+			byGroup[base] = nil
+		}
+	}
 	var out []pending
 	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
 		members := byGroup[base]
-		g := pending{image: members[0].image, base: base, final: true, named: true, uid: members[0].uid}
+		all := append(slices.Clone(d.flushing.exitedByGroup[base]), members...)
+		delete(d.flushing.exitedSince, base)
+		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid}
 		var cs []*profileio.Capture
-		for i, w := range append(slices.Clone(d.flushing.exitedByGroup[base]), members...) {
+		for i, w := range all {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
 			if i == 0 || w.firstNs < g.firstNs {

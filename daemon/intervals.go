@@ -72,19 +72,26 @@ func (d *daemonRun) takeInterval(w pending) (Interval, int64) {
 	if c.End != nil {
 		end, endNs = c.End.EndTime, c.End.EndNs
 	}
+	// A group whose processes all exited may still gain one of its image: its last interval
+	// is the run's final flush's.
+	final := w.final && (w.pids == nil || d.stopping())
 	next := &intervalState{startNs: endNs, start: end}
-	if !d.cfg.ResetOnFlush && !w.final {
+	if !d.cfg.ResetOnFlush && !final {
 		next.base = profileio.NewBaseline(w.capture)
 	}
 	d.flushing.mu.Lock()
-	if w.final {
+	if final {
 		delete(d.flushing.intervals, w.base)
 	} else {
 		d.flushing.intervals[w.base] = next
 	}
 	d.flushing.mu.Unlock()
-	return Interval{Base: w.base, Start: c.Meta.StartTime, End: end, Capture: c, Final: w.final}, next.base.Bytes()
+	return Interval{Base: w.base, Start: c.Meta.StartTime, End: end, Capture: c, Final: final}, next.base.Bytes()
 }
+
+// stopping reports whether the run is in its final flush: Run sets finalBy at the stop,
+// after the flushing goroutine ended and before it starts the final flush's writers.
+func (d *daemonRun) stopping() bool { return !d.flushing.finalBy.IsZero() }
 
 // endInterval writes the interval w's capture ends, links it as its output's latest, logs
 // its failures once per episode and hands it to the exporter, written or not.
@@ -101,7 +108,7 @@ func (d *daemonRun) endInterval(w pending) {
 		delete(d.flushing.intervalFailing, w.base)
 		d.log.Info("profd: interval files written again", "pid", w.pid, "files", paths)
 	}
-	if w.final {
+	if iv.Final {
 		delete(d.flushing.intervalFailing, w.base)
 	}
 	d.flushing.mu.Unlock()

@@ -274,3 +274,45 @@ func TestIntervalsOnlyOnTheTimer(t *testing.T) {
 	}
 	checkSums(t, pprofSums(t, pprofs[0]), pprofSums(t, outputPath(d, "testjit", pid, FormatPprof)))
 }
+
+// TestIntervalsGroupExited: with --group-by image, an image's group whose processes have
+// all exited gets its last interval, Final, at the stop: its samples since the group's last
+// flush are written, in its interval files and its cumulative outputs alike.
+func TestIntervalsGroupExited(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "150", "-r", "2", "-w", "10000")
+	exp := &recordingExporter{}
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		FlushInterval: time.Second, Stacks: true, Exporter: exp, GroupBy: GroupByImage})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+
+	pprofs := intervalFiles(t, d.out, "testjit", FormatPprof)
+	if len(pprofs) == 0 {
+		t.Fatalf("no interval files of the group:\n%s", r.logs.String())
+	}
+	got := map[string][2]int64{}
+	for _, p := range pprofs {
+		for k, v := range pprofSums(t, p) {
+			g := got[k]
+			got[k] = [2]int64{g[0] + v[0], g[1] + v[1]}
+		}
+	}
+	checkSums(t, got, pprofSums(t, filepath.Join(d.out, "testjit"+extension[FormatPprof])))
+	c := readCapture(t, filepath.Join(d.out, "testjit"+extension[FormatCapture]))
+	if n, _ := c.TotalSamples(); n == 0 || len(c.Processes) != 1 {
+		t.Errorf("the group's capture: %d JIT samples of %d processes, want the exited process's", n, len(c.Processes))
+	}
+	exp.mu.Lock()
+	defer exp.mu.Unlock()
+	if len(exp.intervals) != len(pprofs) {
+		t.Fatalf("exporter got %d intervals, %d were written", len(exp.intervals), len(pprofs))
+	}
+	for i, iv := range exp.intervals {
+		if iv.Base != "testjit" || iv.Final != (i == len(exp.intervals)-1) {
+			t.Errorf("interval %d: %s final %v; want the group's, the last one final", i, iv.Base, iv.Final)
+		}
+	}
+}

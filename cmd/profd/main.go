@@ -117,7 +117,7 @@ Outputs (in --out, replaced atomically at each flush):
 One profd writes an --out (it holds .profd.lock there) and at start removes the
 temporary files of a flush a killed profd left.
 A target that exits gets its final profile at once (with --group-by image, in its image's
-next flush); the other targets' outputs are not written then.
+next flush, at the latest the final one); the other targets' outputs are not written then.
 Each output is mode 0600 and owned by its target's user (with --group-by image
 --all-users, by the image's processes' user when they share one, else by root), from its
 first byte: the JIT reads its own profiles (the paths a flush request is answered with),
