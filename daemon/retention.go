@@ -178,18 +178,18 @@ func (d *daemonRun) applyRetention() {
 	slices.SortStableFunc(idx.sets, compareIntervalSets)
 	gone := expired(idx.sets, d.cfg.Keep, time.Now())
 	var removed int
+	goneKeys := map[string]bool{} // the intervals deleted whole; the others are tried again
 	for _, s := range gone {
+		whole := true
 		for _, f := range s.files {
 			if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
+				whole = false
 				continue
 			}
 			removed++
 		}
-	}
-	goneKeys := map[string]bool{}
-	for _, s := range gone {
-		goneKeys[s.key()] = true
+		goneKeys[s.key()] = whole
 	}
 	idx.sets = slices.DeleteFunc(idx.sets, func(s intervalSet) bool { return goneKeys[s.key()] })
 	left := map[string]bool{} // outputs with intervals left
