@@ -17,7 +17,7 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 		if u, g, ok := d.parts.look.owner(pid); ok {
 			owner, uid = outputOwner(u, g), u
 		}
-		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid, addedNs: addedNs}
 	}
 	return image
 }

@@ -73,7 +73,25 @@ type Config struct {
 	// Exporter, when set, is handed every interval of every output as it ends, and is
 	// closed within the stop timeout.
 	Exporter Exporter
+	// Keep bounds the interval files of every output that each --flush-interval, the final
+	// flush and a process's own final flush write into IntervalDir (with ResetOnFlush every
+	// flush): past any of its limits the oldest intervals are deleted, after each flush that
+	// wrote one. The zero value takes DefaultKeep; set, it needs FlushInterval.
+	Keep Retention
 }
+
+// Retention is how many interval files are kept (--keep); a zero field sets no limit.
+type Retention struct {
+	Count int           // intervals kept per output, the newest
+	Age   time.Duration // intervals that started longer ago than this are deleted
+	Bytes int64         // all interval files in IntervalDir together
+}
+
+// DefaultKeep is what --flush-interval keeps without --keep: a day, at most 1 GiB.
+var DefaultKeep = Retention{Age: 24 * time.Hour, Bytes: 1 << 30}
+
+// IntervalDir is the directory under --out that holds the interval files.
+const IntervalDir = "intervals"
 
 // MinFlushInterval is the shortest --flush-interval: each flush writes every target's files.
 const MinFlushInterval = time.Second
@@ -185,6 +203,14 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval > 0 && c.FlushInterval < MinFlushInterval {
 		bad("--flush-interval %v: want at least %v (each flush writes every target's files), or 0 for flushes on request and at exit only", c.FlushInterval, MinFlushInterval)
+	}
+	switch {
+	case c.Keep.Count < 0 || c.Keep.Age < 0 || c.Keep.Bytes < 0:
+		bad("--keep: limits must not be negative")
+	case c.Keep != Retention{} && c.FlushInterval == 0:
+		bad("--keep needs --flush-interval: interval files are written only when flushes end intervals")
+	case c.Keep == Retention{} && c.FlushInterval > 0:
+		c.Keep = DefaultKeep
 	}
 	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 || c.MaxMemoryBytes < 0 {
 		bad("--max-symbols, --max-symbol-mb, --max-memory-mb, --max-record-rate and --stop-timeout must not be negative")

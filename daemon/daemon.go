@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/profd/profd/attribute"
@@ -78,6 +79,7 @@ type liveTarget struct {
 	owner      outfile.Owner // who its output files belong to (outputOwner)
 	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
 	overBudget uint64        // loads refused past the target's symbol budgets
+	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final
@@ -91,6 +93,9 @@ type flushState struct {
 	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
 	// by their group's base name, merged into their group's outputs at every flush.
 	exitedByGroup map[string][]pending
+	// exitedSince: the groups, by base name, a process of which exited since their last
+	// flush; the final flush writes them even when none of their processes is left.
+	exitedSince map[string]bool
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each output's last flush, by base name, for the summary
@@ -107,6 +112,16 @@ type flushState struct {
 	cutWarned map[uint32]bool
 	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
 	stopCut []string
+	// intervals: what each output, by base name, keeps from one interval to the next.
+	intervals map[string]*intervalState
+	// intervalFailing: outputs, by base name, whose last interval files failed and were logged.
+	intervalFailing map[string]bool
+	// exportMu makes the exporter's calls one at a time.
+	exportMu sync.Mutex
+	// retained is --keep's account of the interval directory.
+	retained retainedIndex
+	// retentionFailing: --keep's last deletions failed and were logged.
+	retentionFailing bool
 }
 
 // wakeups are how the daemon's goroutines wake each other: each channel holds at most one
@@ -122,7 +137,10 @@ type wakeups struct {
 	// retiredFlush (to the flushing goroutine) says exited targets wait for their final
 	// profiles.
 	retiredFlush chan struct{}
-	flushWG      sync.WaitGroup
+	// intervalDue (Run's loop to the flushing goroutine) says the next flush is the
+	// timer's: it ends an interval.
+	intervalDue atomic.Bool
+	flushWG     sync.WaitGroup
 }
 
 // replyLog remembers the targets whose flush replies failed, so that each is logged once;
@@ -157,9 +175,9 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[uint32]int{}}
-	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{},
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
-		repairCaches: map[string]*profgen.RepairCache{}}
+		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

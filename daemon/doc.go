@@ -4,6 +4,9 @@
 // on its symbol stage, drains the sampler into the attribution (package attribute), and at
 // each flush (SIGUSR1, --flush-interval, a target's exit, a JIT's flush request, the stop)
 // takes the targets' captures and writes their outputs, answering the JITs that asked.
+// With --flush-interval, the timer's flushes, the final flush and a process's exit also end
+// an interval of each output: its samples since the last one (profileio.Delta) are written
+// to the interval directory, kept as --keep says, and handed to the Exporter.
 // What a sample is named, and how, is package attribute's; the formats are profileio's and
 // profgen's.
 //

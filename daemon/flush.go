@@ -51,6 +51,8 @@ func (d *daemonRun) flushLoop() {
 // flush writes every requested output of every target that has not had its final profile,
 // and prints the summary. final marks the last flush of the run.
 func (d *daemonRun) flush(final bool) {
+	// The timer's flush and the final one end an interval of every output; SIGUSR1's does not.
+	due := d.wake.intervalDue.Swap(false) || final
 	d.mu.Lock()
 	drainedNs := d.drainLocked()
 	d.locked.flushes++
@@ -93,9 +95,10 @@ func (d *daemonRun) flush(final bool) {
 		ctx, cancel = context.WithDeadline(ctx, d.flushing.writeBy)
 		defer cancel()
 	}
-	work = d.group(work, by)
+	work = d.group(work, by, final)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
 	d.log.Info("profd: counters", "summary", counters)
@@ -114,6 +117,7 @@ func (d *daemonRun) flushRetired() {
 	by := d.nameDeadline(false)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], false) // a process's own final flush
 	}
 	if d.cfg.GroupBy == GroupByImage {
 		for _, w := range work {
@@ -121,6 +125,7 @@ func (d *daemonRun) flushRetired() {
 			w.named = true
 			base := groupBase(w.image, w.uid, d.cfg.AllUsers)
 			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
+			d.flushing.exitedSince[base] = true
 		}
 		return
 	}
@@ -170,9 +175,10 @@ func (d *daemonRun) flushTargets() {
 	}
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
-	work = d.group(work, by)
+	work = d.group(work, by, false)
 	for i := range work {
 		work[i].nameBy = by
+		work[i].interval = d.endsInterval(work[i], false) // with --reset-on-flush only
 	}
 	d.writeAll(context.Background(), work, func(w pending) []Format {
 		return requestedFormats(d.cfg.Formats, requests, w.members())
@@ -182,8 +188,9 @@ func (d *daemonRun) flushTargets() {
 // group returns work as it is written: as it is per process, or with --group-by image one
 // pending per image and user (per image with --all-users), merging its processes' captures
 // (their native and kernel frames named first) with the final captures of the group's
-// processes that exited earlier in the run.
-func (d *daemonRun) group(work []pending, by time.Time) []pending {
+// processes that exited earlier in the run. The final flush (final) also writes the groups
+// whose processes have all exited since their last flush.
+func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 	if d.cfg.GroupBy != GroupByImage {
 		return work
 	}
@@ -195,14 +202,24 @@ func (d *daemonRun) group(work []pending, by time.Time) []pending {
 		base := groupBase(w.image, w.uid, d.cfg.AllUsers)
 		byGroup[base] = append(byGroup[base], w)
 	}
+	for base := range d.flushing.exitedByGroup {
+		if _, ok := byGroup[base]; final && !ok && d.flushing.exitedSince[base] {
+			byGroup[base] = nil
+		}
+	}
 	var out []pending
 	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
 		members := byGroup[base]
-		g := pending{image: members[0].image, base: base, final: true, named: true, uid: members[0].uid}
+		all := append(slices.Clone(d.flushing.exitedByGroup[base]), members...)
+		delete(d.flushing.exitedSince, base)
+		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid}
 		var cs []*profileio.Capture
-		for i, w := range append(slices.Clone(d.flushing.exitedByGroup[base]), members...) {
+		for i, w := range all {
 			g.pids = append(g.pids, w.pid)
 			g.final = g.final && w.final
+			if i == 0 || w.firstNs < g.firstNs {
+				g.firstNs = w.firstNs
+			}
 			cs = append(cs, w.capture)
 			// The group's files are its members' user's when they share one, else profd's.
 			if i == 0 {
@@ -263,7 +280,7 @@ func requestedFormats(configured []Format, requests fifo.FlushRequests, pids []u
 
 // write writes w's formats, logs them, keeps its totals for the summary, and answers the
 // flush requests of its processes (in requests), each with the paths of the formats it
-// asked for.
+// asked for; then, when w ends an interval of its output, the interval's files.
 func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requests fifo.FlushRequests) {
 	start := time.Now()
 	if !w.named {
@@ -336,16 +353,21 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 			d.reply(pid, reply)
 		}
 	}
+	if w.interval {
+		d.endInterval(w)
+	}
 }
 
 // writeAll writes each of work (its formats as formats says) on up to GOMAXPROCS goroutines
 // at once, and returns once all are written. ctx bounds their LLVM conversions: the final
 // flush's is the stop timeout's, and the outputs whose LLVM profiles it left out are
-// logged in one line.
+// logged in one line. When some of work ended an interval, --keep is applied after.
 func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	intervals := false
 	for _, w := range work {
+		intervals = intervals || w.interval
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -354,6 +376,9 @@ func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(p
 		}()
 	}
 	wg.Wait()
+	if intervals {
+		d.applyRetention()
+	}
 	if cut := d.flushing.stopCut; len(cut) > 0 {
 		d.flushing.stopCut = nil
 		d.log.Warn("profd: the stop timeout passed before these outputs' LLVM profiles were made; their captures and pprof profiles are written, and reestimate CAPTURE makes the LLVM profiles from them",

@@ -24,6 +24,11 @@ type pending struct {
 	final  bool
 	nameBy time.Time // how long naming native samples may wait for their files' symbols
 	named  bool      // its native and kernel frames are named
+	// firstNs is when its output's first interval starts: when its (first) process was
+	// added (CLOCK_MONOTONIC).
+	firstNs int64
+	// interval: writing it ends an interval of its output (endsInterval).
+	interval bool
 }
 
 // members are the processes w's outputs cover.

@@ -39,6 +39,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	}
 	defer lock.Close()
 	warnOutMode(cfg.OutDir, logger)
+	if cfg.FlushInterval > 0 {
+		if err := makeIntervalDir(cfg.OutDir, logger); err != nil {
+			return err
+		}
+	}
 	d := newDaemonRun(cfg, logger, out)
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
 	// pid file at once can never kill profd with the signal's default action, nor lose its
@@ -82,6 +87,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		case <-usr1:
 			d.requestFlush()
 		case <-flushTick:
+			d.wake.intervalDue.Store(true)
 			d.requestFlush()
 		case <-drain.C:
 			next := d.drainTick()

@@ -14,7 +14,8 @@ import (
 )
 
 // TestWriteErrorsLoggedOncePerEpisode: an --out that is full fails every flush's writes;
-// that is logged once, not at every flush, and once more when writes succeed again.
+// that is logged once, not at every flush, and once more when writes succeed again; the
+// same for the interval files.
 func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	d := newDirs(t)
@@ -44,21 +45,23 @@ func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
 		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second})
 	waitFor(t, "three flushes", 20*time.Second, func() bool { return r.flushes() >= 3 })
 	logs := r.logs.String()
-	if n := linesWith(logs, "no space left on device"); n != 1 {
-		t.Errorf("%d log lines about the full --out over %d flushes, want 1:\n%s", n, r.flushes(), logs)
+	for _, what := range []string{"outputs not written", "interval files not written"} {
+		if n := linesWith(logs, "no space left on device"); n != 2 || linesWith(logs, what) != 1 {
+			t.Errorf("%d log lines about the full --out over %d flushes, want 2, one saying %q:\n%s", n, r.flushes(), what, logs)
+		}
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the line saying writes succeed again", 20*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), "outputs written again")
+	waitFor(t, "the lines saying writes succeed again", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "outputs written again") && strings.Contains(r.logs.String(), "interval files written again")
 	})
 	r.stop(t)
 	if !fileExists(outputPath(d, "sleep", target.Process.Pid, FormatCapture)) {
 		t.Error("no capture once the --out had room again")
 	}
-	if n := linesWith(r.logs.String(), "no space left on device"); n != 1 {
-		t.Errorf("%d log lines about the full --out, want 1", n)
+	if n := linesWith(r.logs.String(), "no space left on device"); n != 2 {
+		t.Errorf("%d log lines about the full --out, want 2 (the outputs', the intervals')", n)
 	}
 }
 

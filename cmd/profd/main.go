@@ -115,7 +115,7 @@ Outputs (in --out, replaced atomically at each flush):
 One profd writes an --out (it holds .profd.lock there) and at start removes the
 temporary files of a flush a killed profd left.
 A target that exits gets its final profile at once (with --group-by image, in its image's
-next flush); the other targets' outputs are not written then.
+next flush, at the latest the final one); the other targets' outputs are not written then.
 Each output is mode 0600 and owned by its target's user (with --group-by image
 --all-users, by the image's processes' user when they share one, else by root), from its
 first byte: the JIT reads its own profiles (the paths a flush request is answered with),
@@ -127,6 +127,18 @@ so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run that
 runs as root, and <image>-uid<UID>.<ext> those of user UID: one user's processes never share
 an output with another's (--all-users: <image>.<ext> for all).
+With --flush-interval, each interval of each output is kept as well, named by its start
+(UTC), in --out/intervals (made mode 0711), each file mode 0600 and owned as its output's:
+  intervals/<base>.<YYYYMMDDTHHMMSS.mmmZ>.pb.gz  the interval's samples only (pprof, if in --format)
+  intervals/<base>.<YYYYMMDDTHHMMSS.mmmZ>.profd  the same as a capture (if in --format)
+  intervals/<base>.latest.pb.gz, .latest.profd   the output's latest interval (hard links)
+where <base> is an output's name without its extension. An interval ends at each
+--flush-interval flush, at the final flush and at its process's exit; SIGUSR1 and a JIT's
+request rewrite the cumulative files only (with --reset-on-flush every flush ends one).
+The LLVM profiles have no interval files: they stay cumulative (per flush with
+--reset-on-flush).
+Every sample is in exactly one interval. --keep deletes the oldest past its limits (default
+24h,1GiB); nothing else in the directory is touched.
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
 tid, comm and event labels, and container_id for a process in a container (Docker,
 containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture also
@@ -191,13 +203,13 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	})
 	fs.StringVar(&cfg.FifoDir, "fifo-dir", "", "private `DIR` for profd.pid and the <pid>.map FIFOs JITs write symbols to (default /run/profd as root, else $XDG_RUNTIME_DIR/profd)")
 	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
-	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s); 0 flushes only on request, SIGUSR1 and at exit")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s), each such flush ending an interval whose pprof profile and capture are kept in --out/"+daemon.IntervalDir+" (see --keep); 0 flushes only on request, SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (every process of the image and user profiled in the run, e.g. all backends of a server, exited ones included: <image>.<ext> for root's processes, <image>-uid<UID>.<ext> for another user's)")
 	fs.BoolVar(&cfg.AllUsers, "all-users", false, "with --group-by image, one output per image whatever users its processes run as (<image>.<ext>, owned by root when they differ)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
-	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush instead of writing cumulative profiles; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's")
+	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush (SIGUSR1's and a JIT's request's too) instead of writing cumulative profiles: every output, the LLVM profiles included, holds the last flush's interval only; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's. Without it the files in --out are cumulative, the LLVM profiles too (a JIT re-optimising wants everything so far), and only --flush-interval's interval files are per interval")
 	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
 	fs.Func("max-symbol-mb", fmt.Sprintf("per target, the memory its functions' names, code bytes and line tables may hold (`MB`, default %d); code that ended longest ago is let go first, then loads are dropped and counted", daemon.DefaultMaxSymbolBytes>>20), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)
@@ -221,6 +233,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 	fs.Func("log-level", "log `LEVEL`: debug, info, warn or error (default info)", func(s string) error {
 		return lo.level.UnmarshalText([]byte(s))
 	})
+	registerIntervalFlags(fs, &cfg)
 	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
 	configPath := registerConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {

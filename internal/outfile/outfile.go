@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -107,4 +109,25 @@ func WriteOwned(path string, perm os.FileMode, owner Owner, write func(io.Writer
 		return fmt.Errorf("outfile: %s: %w", path, werr)
 	}
 	return nil
+}
+
+// Link makes path a hard link to the file existing, replacing whatever path was at once: a
+// new link beside path (named as Write's temporary files are, so that RemoveStale removes
+// one a killed writer left) is renamed over it. The link shares existing's owner and mode.
+func Link(existing, path string) error {
+	for tries := 0; ; tries++ {
+		tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 10))
+		err := os.Link(existing, tmp)
+		if errors.Is(err, os.ErrExist) && tries < 100 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("outfile: %w", err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("outfile: %w", err)
+		}
+		return nil
+	}
 }

@@ -92,3 +92,31 @@ func mustStat(t *testing.T, path string) os.FileInfo {
 	}
 	return info
 }
+
+// TestLink: Link replaces an existing file with a link to another, leaving no temporary
+// file, and the name keeps the linked file after the original is removed.
+func TestLink(t *testing.T) {
+	dir := t.TempDir()
+	a, latest := filepath.Join(dir, "a"), filepath.Join(dir, "latest")
+	if err := os.WriteFile(a, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(latest, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Link(a, latest); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(latest); err != nil || string(b) != "new" {
+		t.Errorf("latest holds %q (%v), want the linked file's bytes", b, err)
+	}
+	if n, _, err := RemoveStale(dir); err != nil || n != 0 {
+		t.Errorf("Link left %d temporary files (%v)", n, err)
+	}
+	if err := Link(filepath.Join(dir, "missing"), latest); err == nil {
+		t.Errorf("Link of a missing file succeeded")
+	}
+}

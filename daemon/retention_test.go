@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRetention: --keep's limits delete the oldest intervals first, per output for a count
+// and over all outputs for an age or a size, with the files of earlier runs, and the latest
+// links of outputs none of whose intervals are left; no other file is touched.
+func TestRetention(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
+	type file struct {
+		name  string
+		bytes int
+	}
+	setup := func(t *testing.T) string {
+		out := t.TempDir()
+		dir := filepath.Join(out, IntervalDir)
+		if err := os.Mkdir(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		var files []file
+		for _, h := range []int{50, 30, 20, 10} { // a's; the 50 h old one an earlier run's
+			files = append(files, file{filepath.Base(intervalPath(dir, "a-1", at(h), FormatPprof)), 100},
+				file{filepath.Base(intervalPath(dir, "a-1", at(h), FormatCapture)), 100})
+		}
+		files = append(files, file{filepath.Base(intervalPath(dir, "b.2", at(40), FormatPprof)), 300},
+			file{"b.2.latest.pb.gz", 300}, file{"a-1.latest.pb.gz", 100}, file{"notes.20261126T000000.000Z.txt", 5}, file{"keep-me", 1})
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f.name), make([]byte, f.bytes), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	left := func(t *testing.T, out string) []string {
+		entries, err := os.ReadDir(filepath.Join(out, IntervalDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	others := []string{"keep-me", "notes.20261126T000000.000Z.txt"}
+	for _, c := range []struct {
+		name string
+		keep Retention
+		want []string // besides others
+	}{
+		{"count per output", Retention{Count: 2}, []string{"a-1.20261126T020000.000Z.pb.gz", "a-1.20261126T020000.000Z.profd",
+			"a-1.20261125T160000.000Z.pb.gz", "a-1.20261125T160000.000Z.profd", "a-1.latest.pb.gz", "b.2.20261124T200000.000Z.pb.gz", "b.2.latest.pb.gz"}},
+		{"age", Retention{Age: 25 * time.Hour}, []string{"a-1.20261125T160000.000Z.pb.gz", "a-1.20261125T160000.000Z.profd",
+			"a-1.20261126T020000.000Z.pb.gz", "a-1.20261126T020000.000Z.profd", "a-1.latest.pb.gz"}},
+		{"size", Retention{Bytes: 500}, []string{"a-1.20261126T020000.000Z.pb.gz", "a-1.20261126T020000.000Z.profd",
+			"a-1.20261125T160000.000Z.pb.gz", "a-1.20261125T160000.000Z.profd", "a-1.latest.pb.gz"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := setup(t)
+			// The fixture's times relative to now, as the run would see them.
+			shift := time.Since(now)
+			keep := c.keep
+			if keep.Age > 0 {
+				keep.Age += shift
+			}
+			d := &daemonRun{cfg: Config{OutDir: out, Keep: keep}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			d.applyRetention()
+			want := slices.Sorted(slices.Values(append(slices.Clone(c.want), others...)))
+			if got := left(t, out); !slices.Equal(got, want) {
+				t.Errorf("left\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+
+	// Between readings of the directory, the intervals a flush notes count as those read.
+	t.Run("noted", func(t *testing.T) {
+		out := setup(t)
+		d := &daemonRun{cfg: Config{OutDir: out, Keep: Retention{Count: 1}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		d.applyRetention()
+		dir := filepath.Join(out, IntervalDir)
+		start := time.Now()
+		p := intervalPath(dir, "a-1", start, FormatPprof)
+		if err := os.WriteFile(p, []byte("new"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d.noteInterval("a-1", start, []Format{FormatPprof}, []string{p})
+		d.applyRetention()
+		want := slices.Sorted(slices.Values(append([]string{filepath.Base(p), "a-1.latest.pb.gz",
+			"b.2.20261124T200000.000Z.pb.gz", "b.2.latest.pb.gz"}, others...)))
+		if got := left(t, out); !slices.Equal(got, want) {
+			t.Errorf("left\n%q\nwant\n%q", got, want)
+		}
+	})
+}
