@@ -73,6 +73,9 @@ type Config struct {
 	// Exporter, when set, is handed every interval of every output as it ends, and is
 	// closed within the stop timeout.
 	Exporter Exporter
+	// Counters, when set, is where others read the run's counters while it runs (a
+	// metrics server) and after.
+	Counters *Counters
 }
 
 // MinFlushInterval is the shortest --flush-interval: each flush writes every target's files.
