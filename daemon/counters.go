@@ -75,8 +75,8 @@ type Stats struct {
 	TargetsMissed            uint64 // processes found that exited before they could be added
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
 
-	Flushes           uint64    // flushes of every output (SIGUSR1, --flush-interval, the final one)
-	FlushSeconds      Histogram // how long each of those flushes took, its outputs written
+	Flushes           uint64    // flushes of every output begun (SIGUSR1, --flush-interval, the final one): the summary's flush number
+	FlushSeconds      Histogram // how long each of those that finished took, its outputs written
 	OutputWriteErrors uint64    // outputs a flush could not write
 }
 

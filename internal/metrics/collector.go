@@ -61,7 +61,7 @@ var daemonMetrics = []daemonMetric{
 		func(s daemon.Stats) uint64 { return s.TargetsMissed }},
 	{desc("targets_exited_before_setup_total", "Targets that exited before their symbol sources were set up (sampled, without symbols)."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsExitedBeforeSetup }},
-	{desc("flushes_total", "Flushes of every output: SIGUSR1, --flush-interval and the final one."), counter, nil,
+	{desc("flushes_total", "Flushes of every output begun (SIGUSR1, --flush-interval, the final one); profd_flush_duration_seconds counts those finished."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.Flushes }},
 	{desc("output_write_errors_total", "Outputs a flush could not write (a full or unwritable --out)."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.OutputWriteErrors }},
