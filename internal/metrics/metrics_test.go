@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +202,27 @@ func TestCloseStopsServing(t *testing.T) {
 		t.Errorf("%s still serves after Close", addr)
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("GET after Close: %v, want connection refused", err)
+	}
+}
+
+// TestMetricsDocumented: docs/production.md lists every profd_ metric served.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/production.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := scrape(t, Config{Stats: func() daemon.Stats { return testStats }, Export: func() daemon.ExportStats { return testExport }})
+	n := 0
+	for name := range families {
+		if !strings.HasPrefix(name, "profd_") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+name) {
+			t.Errorf("docs/production.md does not list %s", name)
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d profd_ metrics served", n)
 	}
 }
