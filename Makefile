@@ -15,9 +15,12 @@ CXX_REOPT ?= clang++-14
 
 all: build
 
-## build: compile every command of profd into bin/
+# VERSION is what profd --version names, with the commit the build records.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+
+## build: compile every command of profd into bin/ (VERSION=v1.2.3 overrides git describe)
 build:
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/ ./cmd/...
 
 ## tools: compile the accuracy tools (tools/cmd: bin/oracle, bin/accuracy) into bin/
 tools:

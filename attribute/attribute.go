@@ -14,8 +14,8 @@ import (
 func (a *Counts) AddProcess(pid uint32, nowNs int64) (image string) {
 	p := a.procs[pid]
 	if p == nil {
-		p = &procCounts{pid: pid, image: a.look.Image(pid), executable: a.look.Executable(pid), outside: make(map[string]uint64),
-			maps: procMaps{pid: pid, look: a.look}, addedNs: nowNs}
+		p = &procCounts{pid: pid, image: a.look.Image(pid), executable: a.look.Executable(pid), info: a.look.ProcessInfo(pid),
+			outside: make(map[string]uint64), maps: procMaps{pid: pid, look: a.look}, addedNs: nowNs}
 		a.procs[pid] = p
 	}
 	return p.image

@@ -23,6 +23,7 @@ func (oneJIT) Mappings(uint32) ([]attribute.Mapping, error) {
 func (oneJIT) OpenSymbols(uint32, attribute.Mapping) *elfsym.File { return nil }
 func (oneJIT) ThreadName(uint32, uint32) string                   { return "jit" }
 func (oneJIT) KernelSymbol(uint64) (string, bool)                 { return "", false }
+func (oneJIT) ProcessInfo(uint32) attribute.ProcessInfo           { return attribute.ProcessInfo{} }
 
 // Samples in code the map knows are named when they are added; samples in JIT memory whose
 // record comes later wait, and are named once it has come.

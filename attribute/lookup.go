@@ -20,6 +20,17 @@ type Lookup interface {
 	ThreadName(pid, tid uint32) string
 	// KernelSymbol names the kernel text address addr; false when it cannot.
 	KernelSymbol(addr uint64) (string, bool)
+	// ProcessInfo is what is known of process pid beyond its image: its command line, cgroup,
+	// container and service; zero fields when not known.
+	ProcessInfo(pid uint32) ProcessInfo
+}
+
+// ProcessInfo describes where a process runs and who it is, for its capture's process
+// (profileio.Process has the same fields, and says what each holds).
+type ProcessInfo struct {
+	CommandLine             []string
+	CgroupPath, ContainerID string
+	ServiceName             string
 }
 
 // Mapping is a range of a process's address space.

@@ -17,6 +17,7 @@ type fakeLookup struct {
 	mappings map[uint32][]Mapping
 	threads  map[uint32]string
 	kernel   map[uint64]string
+	info     map[uint32]ProcessInfo
 	// openSymbols, when set, opens a mapping's file; else files have no symbols.
 	openSymbols func(pid uint32, m Mapping) *elfsym.File
 	opened      []Mapping // every mapping OpenSymbols was asked for
@@ -73,3 +74,5 @@ func (f *fakeLookup) KernelSymbol(addr uint64) (string, bool) {
 	name, ok := f.kernel[addr]
 	return name, ok
 }
+
+func (f *fakeLookup) ProcessInfo(pid uint32) ProcessInfo { return f.info[pid] }

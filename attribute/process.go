@@ -11,6 +11,7 @@ type procCounts struct {
 	pid        uint32
 	image      string
 	executable string            // the path of the file it runs, "" when unknown
+	info       ProcessInfo       // its command line, cgroup, container and service
 	named      sampleCounts      // samples in named code
 	outside    map[string]uint64 // samples outside JIT code and native code, by mapping name
 	native     nativeCounts      // samples in native code, by mapping and address

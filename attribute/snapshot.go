@@ -39,10 +39,12 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 		return nil
 	}
 	c := &profileio.Capture{
-		Version:   profileio.CaptureVersion,
-		Meta:      meta,
-		Processes: []profileio.Process{{Pid: p.pid, Command: p.image, Executable: p.executable}},
-		End:       &end,
+		Version: profileio.CaptureVersion,
+		Meta:    meta,
+		Processes: []profileio.Process{{Pid: p.pid, Command: p.image, Executable: p.executable,
+			CommandLine: p.info.CommandLine, CgroupPath: p.info.CgroupPath, ContainerID: p.info.ContainerID,
+			ServiceName: p.info.ServiceName}},
+		End: &end,
 	}
 	sampled := make(map[uint64]*profileio.CaptureObject) // by version
 	p.named.each(func(o *codeobj.Object, samples []profileio.OffsetCount) {

@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -91,5 +92,24 @@ func TestNameKept(t *testing.T) {
 	}
 	if f := c.Stacks[0].Frames[1]; f.Object == profileio.NoObject || c.Objects[f.Object].Object.Name != "late_caller" {
 		t.Errorf("caller frame %+v, want it named late_caller", f)
+	}
+}
+
+// TestSnapshotProcessInfo: a capture's process has what the lookup told of it when it was
+// added (its command line, cgroup, container and service), though the lookup forgets it
+// since, as it does when the process exits.
+func TestSnapshotProcessInfo(t *testing.T) {
+	look := newFakeLookup(testPid)
+	info := ProcessInfo{CommandLine: []string{"node", "server.js"}, CgroupPath: "/system.slice/docker-abc.scope",
+		ContainerID: "abc", ServiceName: "checkout"}
+	look.info = map[uint32]ProcessInfo{testPid: info}
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	a.AddProcess(testPid, 0)
+	delete(look.info, testPid)
+	got := a.Snapshot(testPid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture.Processes
+	want := []profileio.Process{{Pid: testPid, Command: "jit", Executable: "/usr/bin/jit", CommandLine: info.CommandLine,
+		CgroupPath: info.CgroupPath, ContainerID: info.ContainerID, ServiceName: info.ServiceName}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("processes %+v, want %+v", got, want)
 	}
 }

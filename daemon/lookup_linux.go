@@ -29,11 +29,12 @@ type procLookup struct {
 	arrived map[uint32]procNames
 }
 
-// procNames are a process's image name and executable path, and its effective user and
-// group (uid -1: unknown).
+// procNames are a process's image name and executable path, its effective user and
+// group (uid -1: unknown), and where it runs and who it is.
 type procNames struct {
 	image, executable string
 	uid, gid          int
+	info              attribute.ProcessInfo
 }
 
 func newProcLookup(log *slog.Logger) *procLookup {
@@ -49,6 +50,7 @@ func (l *procLookup) remember(pid uint32) {
 	if st, err := procfs.ReadStatus(pid); err == nil {
 		n.uid, n.gid = st.UID, st.GID
 	}
+	n.info = l.readProcessInfo(pid)
 	l.namesMu.Lock()
 	defer l.namesMu.Unlock()
 	if l.arrived == nil {
@@ -85,6 +87,33 @@ func (l *procLookup) Executable(pid uint32) string {
 		return n.executable
 	}
 	return procfs.ExePath(pid)
+}
+
+// ProcessInfo is pid's command line, cgroup, container and service: as remember read them,
+// else read now.
+func (l *procLookup) ProcessInfo(pid uint32) attribute.ProcessInfo {
+	if n, ok := l.remembered(pid); ok {
+		return n.info
+	}
+	return l.readProcessInfo(pid)
+}
+
+// readProcessInfo reads pid's command line (cut at 32 KiB), cgroup and
+// the container it names, and service name. What cannot be read stays empty: a process
+// that exited meanwhile has none of it.
+func (l *procLookup) readProcessInfo(pid uint32) attribute.ProcessInfo {
+	var info attribute.ProcessInfo
+	var errs [3]error
+	info.CommandLine, errs[0] = procfs.CommandLine(pid)
+	info.CgroupPath, errs[1] = procfs.CgroupPath(pid)
+	info.ContainerID = procfs.ContainerID(info.CgroupPath)
+	info.ServiceName, errs[2] = procfs.ServiceName(pid)
+	for _, err := range errs {
+		if err != nil && !exited(err) {
+			l.log.Debug("profd: target's command line, cgroup or service name read in part", "pid", pid, "err", err)
+		}
+	}
+	return info
 }
 
 // Mappings reads /proc/PID/maps.

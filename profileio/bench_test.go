@@ -166,3 +166,24 @@ func BenchmarkCaptureRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWritePprof writes a small capture's pprof profile, as a daemon does for each
+// target at each flush: its allocations are the garbage a flush leaves.
+func BenchmarkWritePprof(b *testing.B) {
+	var buf bytes.Buffer
+	if err := benchCaptureWrite(&buf); err != nil {
+		b.Fatal(err)
+	}
+	c, err := ReadCapture(&buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Objects = c.Objects[:20]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := WritePprof(io.Discard, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

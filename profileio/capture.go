@@ -45,7 +45,22 @@ type Process struct {
 	// Executable is the path of the file it runs, in its own mount namespace; "" when
 	// unknown (a capture of an older profd).
 	Executable string
+	// CommandLine is its arguments, its program first, as /proc/PID/cmdline had them when
+	// profd added it (or the title it rewrote them to); at most MaxCommandLineBytes with
+	// their separators, no argument holding a NUL; nil when unknown.
+	CommandLine []string
+	// CgroupPath is its cgroup (the v2 path, else its first v1 controller's) from the
+	// host's cgroup namespace; ContainerID the container that path names. "" when unknown
+	// or, for ContainerID, outside a container.
+	CgroupPath, ContainerID string
+	// ServiceName is the OpenTelemetry service name its environment gave it
+	// (OTEL_SERVICE_NAME, else service.name in OTEL_RESOURCE_ATTRIBUTES); "" when none.
+	ServiceName string
 }
+
+// MaxCommandLineBytes bounds a Process's CommandLine, its arguments with a separator
+// after each but the last: a writer cuts a longer one there, as does a reader.
+const MaxCommandLineBytes = 32 << 10
 
 // ObjectID names a code object within one capture: the writer hands them out in order,
 // starting at 0.

@@ -239,8 +239,17 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 		p := Process{Pid: d.uint32(), Command: d.string()}
 		n := d.count(2)
 		for i := 0; i < n && d.err == nil; i++ {
-			if key, value := d.string(), d.string(); key == procInfoExecutable {
+			switch key, value := d.string(), d.string(); key {
+			case procInfoExecutable:
 				p.Executable = value
+			case procInfoCommandLine:
+				p.CommandLine = splitCommandLine(value)
+			case procInfoCgroup:
+				p.CgroupPath = value
+			case procInfoContainerID:
+				p.ContainerID = value
+			case procInfoServiceName:
+				p.ServiceName = value
 			}
 		}
 		if d.err == nil {

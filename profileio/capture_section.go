@@ -3,6 +3,7 @@ package profileio
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"strings"
 )
 
 // Section kinds of the capture format (docs/capture-format.md).
@@ -22,7 +23,24 @@ const (
 
 // Keys of a process_info section's attributes (a process section with attributes). Readers
 // skip keys they do not know.
-const procInfoExecutable = "executable"
+const (
+	procInfoExecutable  = "executable"
+	procInfoCommandLine = "command_line" // the arguments, NUL-separated
+	procInfoCgroup      = "cgroup"
+	procInfoContainerID = "container_id"
+	procInfoServiceName = "service_name"
+)
+
+// joinCommandLine is args NUL-separated, cut to MaxCommandLineBytes.
+func joinCommandLine(args []string) string {
+	s := strings.Join(args, "\x00")
+	return s[:min(len(s), MaxCommandLineBytes)]
+}
+
+// splitCommandLine undoes joinCommandLine.
+func splitCommandLine(s string) []string {
+	return strings.Split(s[:min(len(s), MaxCommandLineBytes)], "\x00")
+}
 
 const (
 	captureHeaderBytes  = 16       // magic, version, flags

@@ -7,9 +7,13 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
+
+// testContainerID is a container id as Docker gives them.
+const testContainerID = "3f4e1b2c9d8a7f6e5d4c3b2a1908f7e6d5c4b3a2918f7e6d5c4b3a2918f7e6d5"
 
 // captureStep is one writer call and what it adds to the capture a reader must see.
 type captureStep struct {
@@ -24,7 +28,11 @@ func testCaptureSteps() []captureStep {
 	objs := testObjects()
 	pids := []uint32{100, 100, 200}
 	var steps []captureStep
-	for _, p := range []Process{{Pid: 100, Command: "lli-14"}, {Pid: 200, Command: "lli-14 -jit-kind=mcjit"}, {Pid: 300, Command: "lli", Executable: "/usr/lib/llvm-14/bin/lli"}} {
+	for _, p := range []Process{{Pid: 100, Command: "lli-14"}, {Pid: 200, Command: "lli-14 -jit-kind=mcjit"}, {Pid: 300, Command: "lli", Executable: "/usr/lib/llvm-14/bin/lli"},
+		{Pid: 400, Command: "node", Executable: "/usr/local/bin/node", CommandLine: []string{"node", "--perf-basic-prof", "server.js", "a b", ""},
+			CgroupPath: "/system.slice/docker-" + testContainerID + ".scope", ContainerID: testContainerID, ServiceName: "checkout"},
+		{Pid: 500, Command: "java", CgroupPath: "/kubepods/besteffort/pod0f1a2b3c-4d5e-6f70-8192-a3b4c5d6e7f8/" + testContainerID, ContainerID: testContainerID},
+	} {
 		steps = append(steps, captureStep{
 			write:  func(cw *CaptureWriter) error { return cw.AddProcess(p) },
 			expect: func(c *Capture) { c.Processes = append(c.Processes, p) },
@@ -186,9 +194,49 @@ func TestCaptureBeforeNative(t *testing.T) {
 	}
 	want.Stacks = nil // the file predates stacks sections
 	// and process_info sections
-	want.Processes = slices.DeleteFunc(want.Processes, func(p Process) bool { return p.Executable != "" })
+	want.Processes = slices.DeleteFunc(want.Processes, func(p Process) bool {
+		return !reflect.DeepEqual(p, Process{Pid: p.Pid, Command: p.Command})
+	})
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ReadCapture:\n%+v\nwant:\n%+v", c, want)
+	}
+}
+
+// TestCaptureBeforeProcessAttributes reads a capture written when process_info sections
+// had an executable only (the golden file of that time): the same processes, without the
+// ones that have other attributes now.
+func TestCaptureBeforeProcessAttributes(t *testing.T) {
+	b, err := os.ReadFile("testdata/capture-before-process-attributes.profd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCapture(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expectedCapture(len(testCaptureSteps()))
+	want.Processes = slices.DeleteFunc(want.Processes, func(p Process) bool { return p.ContainerID != "" })
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("ReadCapture:\n%+v\nwant:\n%+v", c, want)
+	}
+}
+
+// TestCaptureCommandLineCut: a command line over MaxCommandLineBytes is cut there, by the
+// writer and by a reader.
+func TestCaptureCommandLineCut(t *testing.T) {
+	long := strings.Repeat("x", MaxCommandLineBytes)
+	c := &Capture{Version: CaptureVersion, Processes: []Process{{Pid: 1, Command: "x", CommandLine: []string{"prog", long}}}}
+	var buf bytes.Buffer
+	if err := WriteCapture(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCapture(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := got.Processes[0].CommandLine
+	if len(args) != 2 || args[0] != "prog" || len(args[1]) != MaxCommandLineBytes-len("prog")-1 {
+		t.Errorf("read back %d arguments, the last of %d bytes", len(args), len(args[len(args)-1]))
 	}
 }
 
@@ -408,7 +456,8 @@ func TestCaptureLargeSampleBatchSplits(t *testing.T) {
 func FuzzReadCapture(f *testing.F) {
 	file, boundaries := writeTestCapture(f)
 	f.Add(file)
-	f.Add(file[:boundaries[3]+5])
+	f.Add(file[:boundaries[3]+20]) // inside a process_info section with every key
+	f.Add(file[:boundaries[5]+5])
 	f.Add(file[:boundaries[len(boundaries)-2]])
 	if v1, err := os.ReadFile("testdata/capture-before-native.profd"); err == nil {
 		f.Add(v1)

@@ -91,14 +91,29 @@ func (cw *CaptureWriter) AddProcess(p Process) error {
 	b := cw.begin()
 	b = appendUvarint(b, uint64(p.Pid))
 	b = appendString(b, p.Command)
-	if p.Executable == "" {
+	var attrs []string // key, value, ...
+	for _, kv := range [...][2]string{
+		{procInfoExecutable, p.Executable},
+		{procInfoCgroup, p.CgroupPath},
+		{procInfoContainerID, p.ContainerID},
+		{procInfoServiceName, p.ServiceName},
+	} {
+		if kv[1] != "" {
+			attrs = append(attrs, kv[0], kv[1])
+		}
+	}
+	if len(p.CommandLine) > 0 {
+		attrs = append(attrs, procInfoCommandLine, joinCommandLine(p.CommandLine))
+	}
+	if len(attrs) == 0 {
 		return cw.finish(secProcess, b)
 	}
 	// What a process section has no room for makes it a process_info section, one section
 	// still, so that a killed writer leaves the process whole or not at all.
-	b = appendUvarint(b, 1)
-	b = appendString(b, procInfoExecutable)
-	b = appendString(b, p.Executable)
+	b = appendUvarint(b, uint64(len(attrs)/2))
+	for _, a := range attrs {
+		b = appendString(b, a)
+	}
 	return cw.finish(secProcInfo, b)
 }
 

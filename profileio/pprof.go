@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/google/pprof/profile"
 )
@@ -61,21 +62,31 @@ func pprofHeader(c *Capture) *profile.Profile {
 	return p
 }
 
+// gzipWriters are the compressors of WritePprof: each holds about a megabyte of tables,
+// and a daemon writes a profile per target at every flush.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	if err != nil {
+		panic(err) // BestSpeed is a valid level
+	}
+	return zw
+}}
+
 // WritePprof writes c as a gzipped profile.proto: two sample values, "samples/count" and
 // the event in its unit (samples × period); every JIT code object is a mapping of its own
 // whose function is the object's symbol, with a location per sampled address and, where
 // the line table knows it, the source line; samples outside JIT code get one location per
 // (process, mapping) named after the mapping; each sample carries its process as the
-// numeric label "pid" and the event as the label "event". A capture with stacks gives one
+// numeric label "pid", the event as the label "event" and, for a process in a container,
+// its id as the label "container_id". A capture with stacks gives one
 // sample per stack instead: its frames leaf first (a location per distinct frame, native
 // frames in their file's mapping, kernel frames in "[kernel]"), labelled also with the
 // thread ("tid") and its name ("comm"). It compresses at gzip.BestSpeed (a flush writes one per process);
 // pprof reads any level.
 func WritePprof(w io.Writer, c *Capture) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return fmt.Errorf("profileio: write pprof: %w", err)
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(w)
+	defer func() { zw.Reset(io.Discard); gzipWriters.Put(zw) }()
 	if _, err := zw.Write(marshalCapturePprof(nil, c)); err != nil {
 		return fmt.Errorf("profileio: write pprof: %w", err)
 	}
@@ -83,4 +94,14 @@ func WritePprof(w io.Writer, c *Capture) error {
 		return fmt.Errorf("profileio: write pprof: %w", err)
 	}
 	return nil
+}
+
+// Pprof is c's pprof profile as WritePprof writes it, parsed: what an exporter converts to
+// another format.
+func Pprof(c *Capture) (*profile.Profile, error) {
+	p, err := profile.ParseUncompressed(marshalCapturePprof(nil, c))
+	if err != nil {
+		return nil, fmt.Errorf("profileio: pprof: %w", err)
+	}
+	return p, nil
 }

@@ -92,6 +92,7 @@ func manyProcessCapture() *Capture {
 	}
 	c.Unmapped = []UnmappedCount{{Pid: 102, Mapping: "[vdso]", Count: 3}, {Pid: 100, Mapping: "/usr/lib/libc.so.6", Count: 9},
 		{Pid: 100, Mapping: "[anon]", Count: 1}, {Pid: 0, Mapping: "[kernel]", Count: 2}}
+	c.Processes = append(c.Processes, Process{Pid: 101, Command: "node", ContainerID: testContainerID})
 	return c
 }
 

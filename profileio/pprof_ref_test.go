@@ -2,6 +2,7 @@ package profileio
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -15,7 +16,8 @@ import (
 // whose function is the object's symbol, with a location per sampled address and, where
 // the line table knows it, the source line; samples outside JIT code get one location per
 // (process, mapping) named after the mapping. Each sample carries its process as the
-// numeric label "pid" and the event as the label "event"; the samples of one process share their NumLabel map, and the
+// numeric label "pid", the event as the label "event" and a container's id as
+// "container_id"; the samples of one process share their NumLabel map, and the
 // profile's samples, locations and lines are allocated in bulk.
 func pprofProfile(c *Capture) *profile.Profile {
 	p := pprofHeader(c)
@@ -51,6 +53,12 @@ func pprofProfile(c *Capture) *profile.Profile {
 	p.Sample = make([]*profile.Sample, 0, nSamples)
 	p.Location = make([]*profile.Location, 0, nSamples)
 	pidLabels := map[uint32]map[string][]int64{}
+	containers := map[uint32]string{}
+	for _, p := range c.Processes {
+		if p.ContainerID != "" {
+			containers[p.Pid] = p.ContainerID
+		}
+	}
 	var eventLabel map[string][]string
 	if c.Meta.Event != "" {
 		eventLabel = map[string][]string{"event": {c.Meta.Event}}
@@ -73,7 +81,15 @@ func pprofProfile(c *Capture) *profile.Profile {
 			labels = map[string][]int64{"pid": {int64(pid)}}
 			pidLabels[pid] = labels
 		}
-		samples[i] = profile.Sample{Location: sampleLocs[i : i+1 : i+1], Value: values[2*i : 2*i+2 : 2*i+2], NumLabel: labels, Label: eventLabel}
+		strLabels := eventLabel
+		if id := containers[pid]; id != "" {
+			strLabels = maps.Clone(eventLabel)
+			if strLabels == nil {
+				strLabels = map[string][]string{}
+			}
+			strLabels["container_id"] = []string{id}
+		}
+		samples[i] = profile.Sample{Location: sampleLocs[i : i+1 : i+1], Value: values[2*i : 2*i+2 : 2*i+2], NumLabel: labels, Label: strLabels}
 		p.Sample = append(p.Sample, &samples[i])
 	}
 

@@ -12,10 +12,26 @@ import (
 // name (0 leaves the event label out).
 type pprofLabelKeys struct {
 	pid, tid, comm, event, eventName uint64
+	// container is the key "container_id", containers the id of each process in one.
+	container  uint64
+	containers map[uint32]uint64
+}
+
+// addContainers notes the container ids of c's processes that have one.
+func (k *pprofLabelKeys) addContainers(e *pprofEncoder, c *Capture) {
+	for _, p := range c.Processes {
+		if p.ContainerID == "" {
+			continue
+		}
+		if k.containers == nil {
+			k.container, k.containers = uint64(e.str("container_id")), map[uint32]uint64{}
+		}
+		k.containers[p.Pid] = uint64(e.str(p.ContainerID))
+	}
 }
 
 // append appends a sample's labels: "pid" and, for a known thread, "tid" (numeric), "comm"
-// (the thread's name) and "event".
+// (the thread's name), "event", and for a process in a container "container_id".
 func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm string) []byte {
 	label := func(key uint64, str uint64, num int64) {
 		e.inner = appendPbVarint(e.inner[:0], 1, key)
@@ -32,6 +48,9 @@ func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm 
 	}
 	if k.event != 0 {
 		label(k.event, k.eventName, 0)
+	}
+	if id := k.containers[pid]; id != 0 {
+		label(k.container, id, 0)
 	}
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -155,6 +156,35 @@ func TestPprofStacks(t *testing.T) {
 	}
 }
 
+// TestPprofContainerLabel: the samples of a process in a container, leaves or stacks, carry
+// its id as the label "container_id"; the other processes' carry none.
+func TestPprofContainerLabel(t *testing.T) {
+	for name, c := range map[string]*Capture{"stacks": expectedCapture(len(testCaptureSteps())), "leaves": leafCapture()} {
+		for i := range c.Processes {
+			c.Processes[i].ContainerID = ""
+			if c.Processes[i].Pid == 100 {
+				c.Processes[i].ContainerID = testContainerID
+			}
+		}
+		p := parsedPprof(t, c)
+		in, out := 0, 0
+		for _, s := range p.Sample {
+			got := s.Label["container_id"]
+			switch {
+			case s.NumLabel["pid"][0] == 100 && slices.Equal(got, []string{testContainerID}):
+				in++
+			case s.NumLabel["pid"][0] != 100 && got == nil:
+				out++
+			default:
+				t.Errorf("%s: pid %d's sample labelled container_id %q", name, s.NumLabel["pid"][0], got)
+			}
+		}
+		if in == 0 || name == "leaves" && out == 0 {
+			t.Errorf("%s: %d samples in the container, %d outside", name, in, out)
+		}
+	}
+}
+
 // TestPprofMainMapping: pprof's main mapping ("File:" in go tool pprof) is the executable of
 // the capture's processes, not the first JIT function or library sampled; with the process's
 // native mapping of it, with that mapping's range and build-id.
@@ -183,4 +213,17 @@ func parsedPprof(t *testing.T, c *Capture) *profile.Profile {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestPprofParsed: Pprof is the profile WritePprof writes, sample for sample.
+func TestPprofParsed(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	got, err := Pprof(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parsedPprof(t, c)
+	if got.String() != want.String() || len(got.Sample) == 0 {
+		t.Errorf("Pprof:\n%s\nWritePprof:\n%s", got, want)
+	}
 }

@@ -20,9 +20,6 @@ import (
 	"github.com/profd/profd/symsource/fifo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes (listed in --help).
 const (
 	exitOK       = 0
@@ -113,6 +110,7 @@ Examples:
   profd --jit-image lli-14 --duration 30s           # every lli-14 process, now and later
   profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
+  profd --config /etc/profd.conf --duration 1m      # flags from a file; the command line wins
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
@@ -145,7 +143,22 @@ With --group-by image: <image>.<ext>, every process of the image profiled in the
 runs as root, and <image>-uid<UID>.<ext> those of user UID: one user's processes never share
 an output with another's (--all-users: <image>.<ext> for all).
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
-tid, comm and event labels (go tool pprof -tagfocus comm=NAME FILE).
+tid, comm and event labels, and container_id for a process in a container (Docker,
+containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture also
+keeps each process's command line, cgroup and OpenTelemetry service name.
+
+Config file (--config FILE): a line per flag, its name without dashes as the key:
+  # /etc/profd.conf
+  jit-image = lli-14
+  jit-image = postgres          # a list flag's key may repeat, as the flag may
+  out = /var/lib/profd
+  format = pprof,capture
+  flush-interval = 30s
+  kernel-stacks = true          # booleans: true or false
+  jitdump-dir = "/srv/jit #2"   # a value with " #" in it is quoted, Go style
+A flag on the command line wins over the file's key of that name; a list flag given
+there (--pid, --jit-image, --format) replaces the file's list. An unknown key is an error
+(exit 2) naming its line and the closest flag.
 
 Signals:
   SIGUSR1          flush now (requests during a flush are coalesced into one more)
@@ -224,7 +237,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 		return lo.level.UnmarshalText([]byte(s))
 	})
 	addMetricsFlags(fs, &lo.metrics)
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
+	configPath := registerConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usageText)
@@ -237,13 +251,18 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	if fs.NArg() > 0 {
 		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if *configPath != "" {
+		if err := applyConfigFile(fs, *configPath); err != nil {
+			return nil, lo, err
+		}
+	}
 	var zeroFreq bool
 	fs.Visit(func(f *flag.Flag) { zeroFreq = zeroFreq || f.Name == "freq" && cfg.FreqHz == 0 })
 	if zeroFreq {
 		return nil, lo, fmt.Errorf("--freq 0: want samples per second, 1 or more (or --period N to sample by event count)")
 	}
 	if *showVersion {
-		fmt.Fprintf(stdout, "profd %s\n", version)
+		fmt.Fprintln(stdout, buildVersionLine())
 		return nil, lo, nil
 	}
 	return &cfg, lo, nil

@@ -211,12 +211,13 @@ func TestHelpAndVersion(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("--help: exit %d", code)
 	}
-	for _, want := range []string{"Exit status:", "3 a --pid names no running process", "-jit-image", "-fifo-dir"} {
+	for _, want := range []string{"Exit status:", "3 a --pid names no running process", "-jit-image", "-fifo-dir",
+		"-config FILE", "profd --config /etc/profd.conf", "jit-image = lli-14", "container_id"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out := exitCode(t, profd, "--version"); code != exitOK || !strings.HasPrefix(out, "profd ") {
+	if code, out := exitCode(t, profd, "--version"); code != exitOK || !strings.HasPrefix(out, "profd") || strings.Contains(out, "dev\n") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }

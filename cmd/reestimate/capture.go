@@ -1,52 +1,86 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/profd/profd/capmerge"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
-// runCapture reestimates a profd capture: into an LLVM sample profile (llvm-text,
-// llvm-extbinary), or into block and edge counts per sampled code object (json, text).
-func runCapture(ctx context.Context, cfg *Config, r *bufio.Reader, opt reestimate.Options) error {
-	cr := &countingReader{r: r}
-	c, err := profileio.ReadCapture(cr)
-	if err == nil && c.End != nil {
-		if next, perr := r.Peek(profileio.CaptureMagicBytes); len(next) > 0 {
-			what := "bytes that are not part of it"
-			if perr == nil && profileio.IsCapture(next) {
-				what = "a second capture (captures joined with cat?)"
-			}
-			return fmt.Errorf("%s: %s follow the capture's end at byte %d: reestimate reads one capture; give each its own run", cfg.Input, what, cr.n)
+// runCaptures merges the captures of sources (first already open) into one and
+// reestimates it: into an LLVM sample profile (llvm-text, llvm-extbinary), or into block and
+// edge counts per sampled code object (json, text); with cfg.Pprof, a pprof profile of every
+// capture besides. Nothing is written unless every source was read.
+func runCaptures(ctx context.Context, cfg *Config, sources []*source, first *source, opt reestimate.Options) error {
+	m := capmerge.New(capmerge.Options{ForceMix: cfg.ForceMix})
+	var pp *pprofMerger
+	if cfg.Pprof != "" {
+		pp = &pprofMerger{}
+	}
+	var cut int
+	var named, left uint64
+	for i, s := range sources {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reestimate: stopped before %s: %w", s.name(), err)
 		}
-	}
-	switch {
-	case err != nil && c == nil:
-		return fmt.Errorf("%s: %w", cfg.Input, err)
-	case err != nil && !cfg.Salvage:
-		return fmt.Errorf("%s: %w (--salvage uses the sections before the damage)", cfg.Input, err)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it (--salvage)\n", cfg.Input, err)
-	}
-	if c.Truncated {
-		fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends inside the section at byte %d (its writer was killed?); using the sections before it\n", cfg.Input, c.TruncatedAt)
-	}
-	if len(cfg.Symbols) > 0 {
-		named, left, err := nameUnnamed(c, cfg.Symbols)
+		if i > 0 {
+			if _, err := s.open(); err != nil {
+				return err
+			}
+		}
+		n, err := readCaptures(s, cfg.Salvage, func(c *profileio.Capture, name string) error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("reestimate: stopped at %s: %w", name, err)
+			}
+			if len(cfg.Symbols) > 0 {
+				nn, nl, err := nameUnnamed(c, cfg.Symbols, len(sources) > 1)
+				if err != nil {
+					return err
+				}
+				named, left = named+nn, left+nl
+			}
+			if pp != nil {
+				if err := pp.add(c, name); err != nil {
+					return fmt.Errorf("%s: --pprof: %w", name, err)
+				}
+			}
+			return m.Add(c, name, s.weight)
+		})
+		s.close()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "reestimate: --symbols named %d of the capture's unnamed samples; %d stay unnamed\n", named, left)
-	} else if n := c.UnnamedSamples(); n > 0 {
-		fmt.Fprintf(os.Stderr, "reestimate: %d samples of the capture fell in JIT code no symbol named; --symbols FILE (a jitdump or perf map) can name them\n", n)
+		cut += n
 	}
+	c, sum := m.Result()
+	reportMerge(sum)
+	if len(cfg.Symbols) > 0 {
+		fmt.Fprintf(os.Stderr, "reestimate: --symbols named %d of the capture's unnamed samples; %d stay unnamed\n", named, left)
+	} else if sum.UnnamedSamples > 0 {
+		fmt.Fprintf(os.Stderr, "reestimate: %d samples of the capture fell in JIT code no symbol named; --symbols FILE (a jitdump or perf map) can name them\n", sum.UnnamedSamples)
+	}
+	inputName := first.name()
+	if sum.Captures > 1 {
+		inputName = fmt.Sprintf("%d merged captures", sum.Captures)
+	}
+	if err := repairCapture(ctx, cfg, c, inputName, cut > 0, opt); err != nil {
+		return err
+	}
+	if pp != nil {
+		return writeTo(cfg.Pprof, pp.write)
+	}
+	return nil
+}
+
+// repairCapture reestimates the (merged) capture c and writes the output.
+func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, inputName string, cut bool, opt reestimate.Options) error {
 	switch cfg.Format {
 	case formatJSON, formatText:
 		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
@@ -77,10 +111,10 @@ func runCapture(ctx context.Context, cfg *Config, r *bufio.Reader, opt reestimat
 		// An empty LLVM profile is no profile: llvm-profdata refuses it, and a compiler would
 		// read it as "nothing ran".
 		why := "no JIT code drew a sample"
-		if c.Truncated || c.End == nil {
+		if cut {
 			why += " in the part of the capture that was written (its writer stopped early)"
 		}
-		return fmt.Errorf("%s: %s: no LLVM profile written", cfg.Input, why)
+		return fmt.Errorf("%s: %s: no LLVM profile written", inputName, why)
 	}
 	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
 		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
@@ -113,14 +147,54 @@ func captureFunctions(c *profileio.Capture) []cfgjson.Function {
 	return funcs
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
+// reportMerge says on standard error what merging several captures did, and lists the
+// functions with more than one code (at most maxVariantNames of them).
+func reportMerge(s capmerge.Summary) {
+	if s.Captures < 2 && s.Objects == s.InputObjects {
+		return
+	}
+	names := 0
+	for i, v := range s.Variants {
+		if i == 0 || s.Variants[i-1].Name != v.Name {
+			names++
+		}
+	}
+	variants := ""
+	if names > 0 {
+		variants = fmt.Sprintf("; %d functions with more than one code (%d codes), each code repaired on its own and summed by source line", names, len(s.Variants))
+	}
+	fmt.Fprintf(os.Stderr, "reestimate: merged %d captures: %d code objects into %d (%d functions)%s\n",
+		s.Captures, s.InputObjects, s.Objects, s.Functions, variants)
+	for i, pair := range s.SameRun {
+		if i == maxSameRunPairs {
+			fmt.Fprintf(os.Stderr, "reestimate: … and %d more such pairs\n", len(s.SameRun)-i)
+			break
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: %s and %s are captures of the same processes of one profd run with other samples: intervals of --reset-on-flush add up, but successive flushes of a cumulative run count samples twice (give only the last)\n", pair[0], pair[1])
+	}
+	shown := 0
+	for i, v := range s.Variants {
+		if i == 0 || s.Variants[i-1].Name != v.Name {
+			if shown == maxVariantNames {
+				fmt.Fprintf(os.Stderr, "reestimate: … and %d more functions with more than one code\n", names-shown)
+				break
+			}
+			shown++
+		}
+		fmt.Fprintf(os.Stderr, "reestimate: code of %s: %d bytes, %d samples, from %s\n", v.Name, v.Size, v.Samples, listInputs(v.Inputs))
+	}
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+// maxSameRunPairs bounds the pairs of captures of one run reportMerge lists.
+const maxSameRunPairs = 5
+
+// maxVariantNames bounds the functions reportMerge lists one line per code.
+const maxVariantNames = 20
+
+// listInputs names inputs, the first three and a count of the rest.
+func listInputs(in []string) string {
+	if len(in) <= 3 {
+		return strings.Join(in, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(in[:3], ", "), len(in)-3)
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profgen"
@@ -30,6 +31,13 @@ func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Grap
 // writeExampleCaptureLines is writeExampleCapture with block b's code on source line line(b).
 func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
+	return writeExampleCaptureOf(t, path, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999, Host: "test", StartTime: time.Unix(1700000000, 0)}, 0, line)
+}
+
+// writeExampleCaptureOf is writeExampleCaptureLines with the capture's meta, and the code
+// moved by shift bytes.
+func writeExampleCaptureOf(t *testing.T, path string, meta profileio.CaptureMeta, shift uint64, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
+	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +48,13 @@ func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32
 		t.Fatal(err)
 	}
 	fn := funcs[0]
+	if shift != 0 {
+		moved := make(map[uint64]uint64, len(fn.Samples))
+		for addr, n := range fn.Samples {
+			moved[addr+shift] = n
+		}
+		fn.Addr, fn.Samples = fn.Addr+shift, moved
+	}
 	g, err := cfg.Build(fn.Code, fn.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +68,7 @@ func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32
 		t.Fatal(err)
 	}
 	defer out.Close()
-	cw, err := profileio.NewCaptureWriter(out, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999})
+	cw, err := profileio.NewCaptureWriter(out, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +160,7 @@ func TestRunCaptureRaw(t *testing.T) {
 	dir := t.TempDir()
 	capPath, outPath := filepath.Join(dir, "run.profd"), filepath.Join(dir, "raw.txt")
 	fn, _ := writeExampleCapture(t, capPath)
-	conf := &Config{Input: capPath, Output: outPath, Solver: "fast", Raw: true}
+	conf := &Config{Inputs: []string{capPath}, Output: outPath, Solver: "fast", Raw: true}
 	prof := runToProfile(t, conf)
 	var want uint64
 	for _, n := range fn.Samples {
@@ -158,7 +173,7 @@ func TestRunCaptureRaw(t *testing.T) {
 
 // TestRunJSONRefusesLLVMFormat: the LLVM formats need line tables, which JSON input lacks.
 func TestRunJSONRefusesLLVMFormat(t *testing.T) {
-	conf := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
+	conf := &Config{Inputs: []string{"../../examples/reestimate/score.json"}, Output: filepath.Join(t.TempDir(), "x"), Solver: "fast", Format: formatLLVMText}
 	if err := Run(context.Background(), conf); err == nil {
 		t.Fatal("llvm-text from JSON input: no error")
 	}
@@ -178,7 +193,7 @@ func TestRunCaptureDamaged(t *testing.T) {
 	if err := os.WriteFile(capPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conf := &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast"}
+	conf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "prof.txt"), Solver: "fast"}
 	if err := Run(context.Background(), conf); err == nil || !strings.Contains(err.Error(), "--salvage") {
 		t.Fatalf("a damaged capture: %v, want an error pointing at --salvage", err)
 	}
@@ -207,7 +222,7 @@ func TestRunCaptureDot(t *testing.T) {
 	dir := t.TempDir()
 	capPath, dotDir := filepath.Join(dir, "run.profd"), filepath.Join(dir, "dot")
 	fn, _ := writeExampleCapture(t, capPath)
-	conf := &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", DotDir: dotDir}
+	conf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", DotDir: dotDir}
 	runToProfile(t, conf)
 	dots, _ := filepath.Glob(filepath.Join(dotDir, "*.dot"))
 	if len(dots) != 1 {
@@ -227,14 +242,14 @@ func TestRunCaptureJSONAgreesWithLLVM(t *testing.T) {
 	dir := t.TempDir()
 	capPath := filepath.Join(dir, "run.profd")
 	fn, _ := writeExampleCaptureLines(t, capPath, func(b int) uint32 { return uint32(10 + b/2) })
-	jsonConf := &Config{Input: capPath, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
+	jsonConf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
 	if err := jsonConf.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if err := Run(context.Background(), jsonConf); err != nil {
 		t.Fatal(err)
 	}
-	prof := runToProfile(t, &Config{Input: capPath, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", Format: formatLLVMText})
+	prof := runToProfile(t, &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", Format: formatLLVMText})
 	want := prof.Functions[fn.Name]
 	if want == nil || len(want.Body) == 0 {
 		t.Fatalf("no body counts for %s in the LLVM profile", fn.Name)
@@ -282,9 +297,10 @@ func parseHex(t *testing.T, s string) uint64 {
 	return n
 }
 
-// TestRunCaptureCutOrJoined: a capture cut after its header, or cut before any sample, gives
-// no profile and an error (an empty LLVM profile is one llvm-profdata refuses and a compiler
-// would read as "nothing ran"); two captures joined with cat are refused, not half read.
+// TestRunCaptureCutOrJoined: a capture cut after its header is an error, and with --salvage
+// gives no profile and an error (an empty LLVM profile is one llvm-profdata refuses and a
+// compiler would read as "nothing ran"); a capture joined to itself with cat is refused as
+// the same capture twice, and bytes after a capture that are not one are an error.
 func TestRunCaptureCutOrJoined(t *testing.T) {
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "run.profd")
@@ -294,20 +310,22 @@ func TestRunCaptureCutOrJoined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name  string
-		bytes []byte
-		want  string
+		name    string
+		bytes   []byte
+		salvage bool
+		want    string
 	}{
-		{"header only", b[:16], "no JIT code drew a sample in the part of the capture that was written"},
-		{"two captures", append(append([]byte(nil), b...), b...), "a second capture (captures joined with cat?) follow the capture's end at byte " + strconv.Itoa(len(b))},
-		{"trailing bytes", append(append([]byte(nil), b...), "junk"...), "bytes that are not part of it follow"},
+		{"header only", b[:16], false, "without its end section (its writer was killed, or is still writing): --salvage"},
+		{"header only salvaged", b[:16], true, "no JIT code drew a sample in the part of the capture that was written"},
+		{"two captures", append(append([]byte(nil), b...), b...), false, "(capture 2, at byte " + strconv.Itoa(len(b)) + "): the same capture twice"},
+		{"trailing bytes", append(append([]byte(nil), b...), "junk"...), false, "bytes that are not a capture follow the end of its capture 1, at byte " + strconv.Itoa(len(b))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, out := filepath.Join(dir, tc.name+".profd"), filepath.Join(dir, tc.name+".txt")
 			if err := os.WriteFile(in, tc.bytes, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			conf := &Config{Input: in, Output: out, Solver: "ssp"}
+			conf := &Config{Inputs: []string{in}, Output: out, Solver: "ssp", Salvage: tc.salvage}
 			if err := conf.Validate(); err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/profd/profd/reestimate/mcf"
@@ -37,7 +39,16 @@ var solvers = map[string]func() mcf.Solver{
 
 // Config is everything a run needs, from the command line.
 type Config struct {
-	Input  string // a profd capture or JSON interchange input; "-" is standard input
+	// Inputs are profd captures, directories of them (every *.profd directly inside), or
+	// one JSON interchange input; "-" is standard input.
+	Inputs []string
+	// Weights, one per input when given, multiply each input's sample counts.
+	Weights []float64
+	// ForceMix merges captures sampled with different events, periods or frequencies.
+	ForceMix bool
+	// Pprof is where to write, besides the output, a pprof profile of every input's
+	// samples, their processes apart; "" writes none.
+	Pprof  string
 	Output string // output path; "-" is standard output
 	DotDir string // where to write one Graphviz file per function; "" writes none
 	Solver string // a key of solvers
@@ -53,8 +64,28 @@ type Config struct {
 
 // Validate checks the Config before anything runs.
 func (c *Config) Validate() error {
-	if c.Input == "" {
-		return errors.New("no input: give a profd capture or a JSON file, or - for standard input")
+	if len(c.Inputs) == 0 {
+		return errors.New("no input: give profd captures, directories of them, or a JSON file, or - for standard input")
+	}
+	stdin := 0
+	for _, in := range c.Inputs {
+		if in == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return errors.New("- (standard input) given twice: it can be read once (captures joined with cat are read one after another)")
+	}
+	if len(c.Weights) > 0 && len(c.Weights) != len(c.Inputs) {
+		return fmt.Errorf("--weights has %d weights for %d inputs: give one per input, in order", len(c.Weights), len(c.Inputs))
+	}
+	for i, w := range c.Weights {
+		if !(w > 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("--weights: weight %d (%v, of %s) must be a number above 0", i+1, w, c.Inputs[i])
+		}
+	}
+	if c.Pprof != "" && c.Pprof == c.Output {
+		return fmt.Errorf("--pprof %s is also the output (-o)", c.Pprof)
 	}
 	if _, ok := solvers[c.Solver]; !ok {
 		return fmt.Errorf("--solver %q: want ssp, simplex or reference", c.Solver)
@@ -75,23 +106,39 @@ func (c *Config) Validate() error {
 const usage = `reestimate: repair sampled block counts of JIT-compiled functions.
 
 Usage:
-  reestimate [flags] CAPTURE.profd
+  reestimate [flags] CAPTURE.profd|DIR|- ...
   reestimate [flags] INPUT.json
 
-For each sampled function of the input (a capture profd wrote, docs/capture-format.md, or the
+For each sampled function of the input (captures profd wrote, docs/capture-format.md, or the
 JSON interchange format, docs/reestimate-json.md; - reads standard input) reestimate
 recovers the control-flow graph from the function's x86-64 machine code (or takes the explicit
 CFG given), pools the samples over blocks that run equally often into block weights, and
-repairs them into counts that obey flow conservation (minimum-cost circulation). From a
-capture it writes an LLVM sample profile (the repaired block counts projected onto the JIT's
+repairs them into counts that obey flow conservation (minimum-cost circulation). From
+captures it writes an LLVM sample profile (the repaired block counts projected onto the JIT's
 line tables) or, with --format json or text, the same block and edge counts; from JSON,
-block and edge counts. It reads one capture: bytes after its end (captures joined with cat)
-are an error, and a capture none of whose JIT code drew a sample (one cut after its header)
-gives no LLVM profile and an error, never an empty file.
+block and edge counts.
+
+Merging: give any number of captures, directories (every *.profd directly inside, in name
+order: profd's per-process or --group-by image outputs) and - once (standard input may hold
+captures joined with cat). They are merged before the one repair, so it sees the sum of
+their samples: a JIT function is one function wherever it ran when its name matches and its
+code matches outside the fields a JIT relocates (PC-relative targets outside the function,
+64-bit address immediates, absolute addresses; docs/llvm-sample-profile.md, "Merging
+captures"), its samples summed by offset; a name with several codes keeps each code apart
+(each repaired on its own, summed by source line in the LLVM profile) and is listed on
+standard error. Captures of different sampling (event, period, frequency) are refused unless
+--force-mix, as are captures of different format versions and the same capture twice. A
+capture cut short (its writer was killed) is an error unless --salvage; nothing is written
+unless every input was read. A capture none of whose JIT code drew a sample gives no LLVM
+profile and an error, never an empty file.
 
 Examples:
   reestimate run.profd -o prof.txt                        # LLVM sample profile (text)
   reestimate --format llvm-extbinary run.profd -o prof.extbinary
+  reestimate runs/ -o prof.extbinary --format llvm-extbinary  # every runs/*.profd, merged
+  reestimate a.profd b.profd --weights 1,3 -o prof.txt    # b's samples count three times
+  cat host1.profd host2.profd | reestimate - -o prof.txt  # captures joined, read one by one
+  reestimate runs/ --pprof all.pb.gz -o prof.txt          # also a pprof of every process
   llvm-profdata-14 show --sample prof.txt                 # LLVM reads either
   reestimate --raw run.profd -o raw.txt                   # without repair, to compare
   reestimate --symbols /tmp/perf-1234.map run.profd -o prof.txt  # name what was unnamed
@@ -114,13 +161,26 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 	fs.StringVar(&cfg.Output, "o", "-", "write the output to this `file` (- is standard output); it is replaced only once the output is complete, e.g. -o prof.txt")
 	fs.StringVar(&cfg.DotDir, "dot", "", "write a Graphviz CFG per function, coloured by count before and after repair, into this `dir`, e.g. --dot out/dot")
 	fs.StringVar(&cfg.Solver, "solver", "ssp", "min-cost-flow `solver`: ssp (successive shortest paths, the fastest; also called fast), simplex (network simplex) or reference (Edmonds-Karp + Klein, slow), e.g. --solver simplex")
-	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for a capture, json for JSON input")
+	fs.StringVar(&cfg.Format, "format", "", "output `format`: llvm-text or llvm-extbinary (LLVM sample profile; captures only), json (docs/reestimate-json.md) or text (a table for people); default llvm-text for captures, json for JSON input")
 	fs.StringVar(&cfg.IR, "ir", "", "LLVM IR text (`FILE`, clang -g -S -emit-llvm) the JIT ran: functions' first source lines, from which LLVM counts line offsets")
-	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does; e.g. --symbols /tmp/perf-1234.map", func(s string) error {
+	fs.Func("symbols", "a jitdump or perf map (`FILE`, repeatable) naming the capture's samples that no symbol named while profd ran, each by the code at its address at its time, as perf inject --jit does (with several inputs, in the process the file names: perf-PID.map, the jitdump's records); e.g. --symbols /tmp/perf-1234.map", func(s string) error {
 		cfg.Symbols = append(cfg.Symbols, s)
 		return nil
 	})
-	fs.BoolVar(&cfg.Salvage, "salvage", false, "use the sections of a damaged capture before the damage (a bad checksum) instead of failing; what they hold is all the output says")
+	fs.BoolVar(&cfg.Salvage, "salvage", false, "use the sections of a damaged capture (a bad checksum) or one cut short (its writer was killed) before the damage or the cut, instead of failing; what they hold is all the output says")
+	fs.Func("weights", "multiply each input's sample counts by its `W1,W2,...` (one number above 0 per input, in order; a directory's applies to every capture in it; counts are rounded), e.g. --weights 1,3", func(s string) error {
+		cfg.Weights = cfg.Weights[:0]
+		for _, f := range strings.Split(s, ",") {
+			w, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a number", f)
+			}
+			cfg.Weights = append(cfg.Weights, w)
+		}
+		return nil
+	})
+	fs.BoolVar(&cfg.ForceMix, "force-mix", false, "merge captures sampled with different events, periods or frequencies, their samples summed as they are (--weights can even them out)")
+	fs.StringVar(&cfg.Pprof, "pprof", "", "also write a gzipped pprof profile of every input's samples to this `file`, each process apart by its \"pid\" label and the \"input\" label of the capture it came from, e.g. --pprof all.pb.gz")
 	fs.BoolVar(&cfg.Raw, "raw", false, "LLVM output without reestimation: each line gets the raw samples that fell on it")
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)
@@ -139,12 +199,6 @@ func parseFlags(args []string, out io.Writer) (*Config, error) {
 		inputs = append(inputs, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	switch len(inputs) {
-	case 0:
-	case 1:
-		cfg.Input = inputs[0]
-	default:
-		return nil, fmt.Errorf("one input file, not %d: %s", len(inputs), strings.Join(inputs, " "))
-	}
+	cfg.Inputs = inputs
 	return cfg, nil
 }

@@ -22,7 +22,7 @@ import (
 // equally often, and repaired counts conserved at every block.
 func TestRunExample(t *testing.T) {
 	dir := t.TempDir()
-	cfg := &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(dir, "out.json"),
+	cfg := &Config{Inputs: []string{"../../examples/reestimate/score.json"}, Output: filepath.Join(dir, "out.json"),
 		DotDir: filepath.Join(dir, "dot"), Solver: "fast", Format: "json"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestRunExample(t *testing.T) {
 			Samples map[string]uint64 `json:"samples"`
 		} `json:"functions"`
 	}
-	rawIn, _ := os.ReadFile(cfg.Input)
+	rawIn, _ := os.ReadFile(cfg.Inputs[0])
 	if err := json.Unmarshal(rawIn, &in); err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +125,13 @@ func TestRunBadInput(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.json")
 	os.WriteFile(in, []byte(`{"version":1,"functions":[{"name":"f","addr":"0x10","code":"31c0c3","samples":{"0x99":1}}]}`), 0o644)
-	err := Run(context.Background(), &Config{Input: in, Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
+	err := Run(context.Background(), &Config{Inputs: []string{in}, Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
 	if err == nil || !strings.Contains(err.Error(), "outside the function") || exitCode(err) != exitFailure {
 		t.Fatalf("Run = %v (exit %d), want a sample-outside error, exit %d", err, exitCode(err), exitFailure)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = Run(ctx, &Config{Input: "../../examples/reestimate/score.json", Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
+	err = Run(ctx, &Config{Inputs: []string{"../../examples/reestimate/score.json"}, Output: filepath.Join(dir, "out"), Solver: "fast", Format: "json"})
 	if !errors.Is(err, context.Canceled) || exitCode(err) != exitInterrupted {
 		t.Fatalf("Run after cancel = %v (exit %d)", err, exitCode(err))
 	}
@@ -142,7 +142,8 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"-o file", "-dot dir", "-solver solver", "-format format", "e.g.", "docs/reestimate-json.md", "Exit status"} {
+	for _, want := range []string{"-o file", "-dot dir", "-solver solver", "-format format", "e.g.", "docs/reestimate-json.md", "Exit status",
+		"-weights W1,W2,...", "-force-mix", "-pprof file", "reestimate runs/ -o prof.extbinary --format llvm-extbinary", "reestimate a.profd b.profd --weights 1,3"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -157,7 +158,14 @@ func TestFlags(t *testing.T) {
 		{[]string{"--solver", "ssp", "in.json"}, true},
 		{[]string{"--solver", "fast", "in.json"}, true}, // the default's older name
 		{[]string{}, false},
-		{[]string{"a.json", "b.json"}, false},
+		{[]string{"a.profd", "b.profd", "--weights", "1,2.5"}, true},
+		{[]string{"a.profd", "runs/", "-"}, true},
+		{[]string{"-", "a.profd", "-"}, false},
+		{[]string{"a.profd", "b.profd", "--weights", "1"}, false},
+		{[]string{"a.profd", "--weights", "0"}, false},
+		{[]string{"a.profd", "--weights", "-1"}, false},
+		{[]string{"a.profd", "--weights", "x"}, false},
+		{[]string{"a.profd", "--pprof", "p", "-o", "p"}, false},
 		{[]string{"--solver", "magic", "in.json"}, false},
 		{[]string{"--format", "xml", "in.json"}, false},
 		{[]string{"--dot", "main.go", "in.json"}, false},
@@ -189,7 +197,7 @@ func TestRunMillionBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.json")
-	if err := Run(context.Background(), &Config{Input: path, Output: out, Solver: "fast", Format: "json"}); err != nil {
+	if err := Run(context.Background(), &Config{Inputs: []string{path}, Output: out, Solver: "fast", Format: "json"}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(out)

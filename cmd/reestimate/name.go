@@ -18,12 +18,13 @@ import (
 // --jit names samples after the fact: each by the code that was at its address at its time.
 // Symbols belong to the capture's process when it has one, else to the pid the file names
 // (perf-PID.map, the jitdump's records). The samples are named as profd names those it
-// keeps unnamed (attribute.NameUnnamed). It returns how many samples it named and how many
-// stay unnamed.
-func nameUnnamed(c *profileio.Capture, files []string) (named, left uint64, err error) {
+// keeps unnamed (attribute.NameUnnamed). With ownPids (captures of many runs merged) the
+// symbols always belong to the pids the files name. It returns how many samples it named
+// and how many stay unnamed.
+func nameUnnamed(c *profileio.Capture, files []string, ownPids bool) (named, left uint64, err error) {
 	m := jitmap.NewMap(jitmap.MapOptions{MaxEndedPerPid: 1 << 24})
 	for _, f := range files {
-		if err := applySymbolFile(m, c, f); err != nil {
+		if err := applySymbolFile(m, c, f, ownPids); err != nil {
 			return 0, c.UnnamedSamples(), err
 		}
 	}
@@ -32,7 +33,7 @@ func nameUnnamed(c *profileio.Capture, files []string) (named, left uint64, err 
 }
 
 // applySymbolFile decodes the jitdump or perf map at path into m.
-func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string) error {
+func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string, ownPids bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -43,9 +44,10 @@ func applySymbolFile(m *jitmap.Map, c *profileio.Capture, path string) error {
 		src = codeobj.SourceJitdumpFile
 	}
 	var pid uint32 // 0: the records' own
-	if len(c.Processes) == 1 {
+	if len(c.Processes) == 1 && !ownPids {
 		pid = c.Processes[0].Pid
 	} else if src == codeobj.SourcePerfMapFile {
+		// The file's own pid: its name's.
 		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "perf-"), ".map"), 10, 32)
 		if err != nil {
 			return fmt.Errorf("%s: the capture has %d processes and the file's name gives none of their pids (perf-PID.map)", path, len(c.Processes))

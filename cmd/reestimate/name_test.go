@@ -44,7 +44,7 @@ func TestNameUnnamed(t *testing.T) {
 			{Pid: 700, IP: 0x2010, FirstNs: 50, LastNs: 60, Count: 2},
 			{Pid: 700, IP: 0x5000, FirstNs: 50, LastNs: 60, Count: 6},
 		}}
-	named, left, err := nameUnnamed(c, []string{dump, perfMap})
+	named, left, err := nameUnnamed(c, []string{dump, perfMap}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +68,24 @@ func TestNameUnnamed(t *testing.T) {
 	}
 	if _, err := profileio.ReadCapture(&buf); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNameUnnamedOwnPids: with captures of several runs merged, a perf map names only the
+// samples of the process its name gives, not those of any capture of one process.
+func TestNameUnnamedOwnPids(t *testing.T) {
+	perfMap := filepath.Join(t.TempDir(), "perf-800.map")
+	if err := os.WriteFile(perfMap, []byte("2000 40 from_the_map\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	capture := func() *profileio.Capture {
+		return &profileio.Capture{Processes: []profileio.Process{{Pid: 700}},
+			Unnamed: []profileio.UnnamedCount{{Pid: 700, IP: 0x2010, FirstNs: 50, LastNs: 60, Count: 2}}}
+	}
+	if named, _, err := nameUnnamed(capture(), []string{perfMap}, false); err != nil || named != 2 {
+		t.Errorf("one capture: named %d (%v), want the 2 samples of its one process", named, err)
+	}
+	if named, left, err := nameUnnamed(capture(), []string{perfMap}, true); err != nil || named != 0 || left != 2 {
+		t.Errorf("own pids: named %d, left %d (%v), want pid 800's map to name nothing of pid 700", named, left, err)
 	}
 }

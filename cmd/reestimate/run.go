@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,31 +11,39 @@ import (
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
-// Run reads cfg.Input (a profd capture or the JSON interchange format), repairs every
-// function and writes the result. It stops between functions when ctx is cancelled.
+// Run reads cfg.Inputs (profd captures, merged into one, or one file of the JSON
+// interchange format), repairs every function and writes the result. It stops between
+// functions when ctx is cancelled.
 func Run(ctx context.Context, cfg *Config) error {
-	in, closeInput, err := openInput(cfg.Input)
+	sources, err := expandInputs(cfg.Inputs, cfg.Weights)
 	if err != nil {
 		return err
 	}
-	defer closeInput()
 	opt := reestimate.Options{Solver: solvers[cfg.Solver]()}
-	head, _ := in.Peek(profileio.CaptureMagicBytes)
-	if profileio.IsCapture(head) {
+	first, err := sources[0].open()
+	if err != nil {
+		return err
+	}
+	head, _ := first.r.Peek(profileio.CaptureMagicBytes)
+	if profileio.IsCapture(head) || len(sources) > 1 {
 		if cfg.Format == "" {
 			cfg.Format = formatLLVMText
 		}
-		return runCapture(ctx, cfg, in, opt)
+		return runCaptures(ctx, cfg, sources, first, opt)
 	}
+	defer first.close()
 	if cfg.Format == "" {
 		cfg.Format = formatJSON
 	}
 	if cfg.Format == formatLLVMText || cfg.Format == formatLLVMExtBinary {
-		return fmt.Errorf("reestimate: --format %s needs a profd capture as input (it carries the line tables); %s is JSON", cfg.Format, cfg.Input)
+		return fmt.Errorf("reestimate: --format %s needs a profd capture as input (it carries the line tables); %s is JSON", cfg.Format, first.path)
 	}
-	funcs, err := cfgjson.Read(in)
+	if cfg.Pprof != "" {
+		return fmt.Errorf("reestimate: --pprof needs profd captures as input; %s is JSON", first.path)
+	}
+	funcs, err := cfgjson.Read(first.r)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Input, err)
+		return fmt.Errorf("%s: %w", first.path, err)
 	}
 	return repairFunctions(ctx, cfg, funcs, opt)
 }
@@ -86,18 +93,6 @@ func repair(fn *cfgjson.Function, opt reestimate.Options) (*reestimate.Repaired,
 		return reestimate.RepairSamples(fn.Given.CFG, fn.Given.Attribution(), opt)
 	}
 	return reestimate.RepairCode(fn.Code, fn.Addr, fn.Samples, opt)
-}
-
-// openInput opens path ("-" is standard input) for buffered reading.
-func openInput(path string) (*bufio.Reader, func(), error) {
-	if path == "-" {
-		return bufio.NewReader(os.Stdin), func() {}, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reestimate: %w", err)
-	}
-	return bufio.NewReaderSize(f, 1<<16), func() { f.Close() }, nil
 }
 
 func exitCode(err error) int {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // SafeName keeps the letters, digits, '.', '_' and '-' of name and replaces every other
@@ -58,6 +59,10 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
 	return WriteOwned(path, perm, WriterOwns, write)
 }
 
+// writers are the buffers of the files being written: a daemon writes several files a
+// second, and a buffer allocated for each would be a steady stream of garbage.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
 // WriteOwned is Write for a file owned by owner (changing it needs CAP_CHOWN). The
 // temporary file is made mode 0600 and given its owner and mode before a byte is written,
 // so no one but the writer and the owner can ever read it.
@@ -73,7 +78,9 @@ func WriteOwned(path string, perm os.FileMode, owner Owner, write func(io.Writer
 	if werr == nil {
 		werr = tmp.Chmod(perm)
 	}
-	bw := bufio.NewWriterSize(tmp, 256<<10)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(tmp)
+	defer func() { bw.Reset(nil); writers.Put(bw) }()
 	if werr == nil {
 		if err := write(bw); err != nil {
 			werr = &EncodeError{err}

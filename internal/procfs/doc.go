@@ -1,11 +1,15 @@
 // Package procfs reads what profd needs of a process from /proc: when it started (which
 // tells it from an earlier process with the same pid), its executable and command name, its
-// mappings, its owner and the pid it has in its own namespace, chosen environment variables,
-// and the path of its root directory (its mount namespace's view of the file system).
+// mappings, its owner and the pid it has in its own namespace, chosen environment variables
+// (and the OpenTelemetry service name they give), its command line, its cgroup and the
+// container that names (ContainerID, a parser of the path alone), and the path of its root
+// directory (its mount namespace's view of the file system).
 //
 //	at, err := procfs.StartedAt(pid)
 //	maps, err := procfs.ReadMaps(pid)
 //	st, err := procfs.ReadStatus(pid) // st.UID, st.GID, st.NSpid
+//	cg, err := procfs.CgroupPath(pid)
+//	id := procfs.ContainerID(cg) // "" outside a container
 //
 // /proc is read as hostile input: every read is bounded, lines that do not parse are
 // skipped, and a process that exits meanwhile makes the call fail with an error wrapping

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/profd/profd/profileio"
+)
+
+// source is one input file (a capture, several joined, or JSON) with its weight.
+type source struct {
+	path   string // "-" is standard input
+	weight float64
+	r      *bufio.Reader // set by open
+	f      *os.File
+}
+
+// expandInputs turns the command's inputs into files, directories into the *.profd
+// directly inside them (sorted by name), each with its input's weight (1 without weights).
+func expandInputs(inputs []string, weights []float64) ([]*source, error) {
+	var out []*source
+	for i, in := range inputs {
+		w := 1.0
+		if len(weights) > 0 {
+			w = weights[i]
+		}
+		if in == "-" {
+			out = append(out, &source{path: in, weight: w})
+			continue
+		}
+		st, err := os.Stat(in)
+		if err != nil {
+			return nil, fmt.Errorf("reestimate: %w", err)
+		}
+		if !st.IsDir() {
+			out = append(out, &source{path: in, weight: w})
+			continue
+		}
+		entries, err := os.ReadDir(in)
+		if err != nil {
+			return nil, fmt.Errorf("reestimate: %w", err)
+		}
+		var files []string
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".profd") && e.Type().IsRegular() {
+				files = append(files, filepath.Join(in, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("reestimate: %s: a directory without *.profd captures", in)
+		}
+		slices.Sort(files)
+		for _, f := range files {
+			out = append(out, &source{path: f, weight: w})
+		}
+	}
+	return out, nil
+}
+
+// open opens the source for buffered reading.
+func (s *source) open() (*source, error) {
+	if s.path == "-" {
+		s.r = bufio.NewReaderSize(os.Stdin, 1<<16)
+		return s, nil
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("reestimate: %w", err)
+	}
+	s.f, s.r = f, bufio.NewReaderSize(f, 1<<16)
+	return s, nil
+}
+
+func (s *source) close() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+// name is how messages call the source.
+func (s *source) name() string {
+	if s.path == "-" {
+		return "standard input"
+	}
+	return s.path
+}
+
+// readCaptures reads the source's captures one after another to its end and hands each to
+// use with a name for messages: the source's, and for the second and later captures of a
+// file of several (joined with cat) their place in it. A damaged capture, or one cut short,
+// is an error unless salvage; then its sections are used and the rest of the file, which
+// cannot be told apart from it, is left unread. It returns how many captures were cut.
+func readCaptures(s *source, salvage bool, use func(c *profileio.Capture, name string) error) (cut int, err error) {
+	cr := &countingReader{r: s.r}
+	for n := 1; ; n++ {
+		start := cr.n
+		name := s.name()
+		if n > 1 {
+			next, perr := s.r.Peek(profileio.CaptureMagicBytes)
+			if len(next) == 0 && perr == io.EOF {
+				return cut, nil
+			}
+			if !profileio.IsCapture(next) {
+				return cut, fmt.Errorf("%s: bytes that are not a capture follow the end of its capture %d, at byte %d", name, n-1, start)
+			}
+			name = fmt.Sprintf("%s (capture %d, at byte %d)", name, n, start)
+		}
+		if n == 1 {
+			if head, _ := s.r.Peek(profileio.CaptureMagicBytes); !profileio.IsCapture(head) {
+				return cut, fmt.Errorf("%s: not a profd capture: merging reads captures only (JSON input is read alone)", name)
+			}
+		}
+		c, rerr := profileio.ReadCapture(cr)
+		switch {
+		case rerr != nil && c == nil:
+			return cut, fmt.Errorf("%s: %w", name, rerr)
+		case rerr != nil && !salvage:
+			return cut, fmt.Errorf("%s: %w (--salvage uses the sections before the damage)", name, rerr)
+		case rerr != nil:
+			fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it (--salvage)\n", name, rerr)
+		case c.End == nil && !salvage:
+			return cut, fmt.Errorf("%s: the capture ends at byte %d without its end section (its writer was killed, or is still writing): --salvage uses the sections it holds", name, cr.n)
+		case c.End == nil:
+			fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends at byte %d without its end section (its writer was killed?); using the sections before it (--salvage)\n", name, cr.n)
+		}
+		if rerr != nil || c.End == nil {
+			cut++
+		}
+		if err := use(c, name); err != nil {
+			return cut, err
+		}
+		if rerr != nil || c.End == nil {
+			if rest, _ := s.r.Peek(1); len(rest) > 0 {
+				fmt.Fprintf(os.Stderr, "reestimate: %s: the rest of the file after byte %d is not read: where a next capture starts cannot be told\n", s.name(), cr.n)
+			}
+			return cut, nil
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,148 @@
+package procfs
+
+import (
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var cgroupCases = []struct{ file, want string }{
+	// cgroup v2 only.
+	{"0::/system.slice/docker-" + idA + ".scope\n", "/system.slice/docker-" + idA + ".scope"},
+	// Hybrid: the unified line names the cgroup.
+	{"12:pids:/system.slice/docker-" + idA + ".scope\n1:name=systemd:/system.slice/docker-" + idA + ".scope\n0::/system.slice/docker-" + idA + ".scope\n",
+		"/system.slice/docker-" + idA + ".scope"},
+	// Hybrid with the unified hierarchy unused (at its root): the first v1 path that is not.
+	{"9:name=systemd:/\n4:memory:/kubepods/besteffort/pod" + podUID + "/" + idB + "\n3:cpu:/kubepods/besteffort/pod" + podUID + "/" + idB + "\n0::/\n",
+		"/kubepods/besteffort/pod" + podUID + "/" + idB},
+	// v1 only.
+	{"11:devices:/docker/" + idA + "\n10:cpu,cpuacct:/docker/" + idA + "\n", "/docker/" + idA},
+	// A removed cgroup of an exiting process.
+	{"0::/system.slice/nginx.service (deleted)\n", "/system.slice/nginx.service"},
+	// The root cgroup, and nothing that parses.
+	{"0::/\n", "/"},
+	{"1:cpu:/\n", "/"},
+	{"garbage\n0:x\n", ""},
+	{"", ""},
+}
+
+func TestParseCgroup(t *testing.T) {
+	for _, c := range cgroupCases {
+		if got := parseCgroup([]byte(c.file)); got != c.want {
+			t.Errorf("parseCgroup(%q) = %q, want %q", c.file, got, c.want)
+		}
+	}
+}
+
+func TestCgroupPathSelf(t *testing.T) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := CgroupPath(uint32(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == "" || !strings.Contains(string(data), ":"+got+"\n") {
+		t.Errorf("CgroupPath = %q, not a path of\n%s", got, data)
+	}
+}
+
+func FuzzParseCgroup(f *testing.F) {
+	for _, c := range cgroupCases {
+		f.Add([]byte(c.file))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := parseCgroup(data)
+		if path != "" && (path[0] != '/' || strings.ContainsRune(path, '\n') || !strings.Contains(string(data), path)) {
+			t.Fatalf("parseCgroup(%q) = %q", data, path)
+		}
+	})
+}
+
+func TestCommandLine(t *testing.T) {
+	cmd := exec.Command("sleep", "5", "0")
+	cmd.Args[0] = "a sleeper, named with spaces"
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// Until its exec, the child has the test binary's command line.
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 || got[0] != cmd.Args[0]; time.Sleep(time.Millisecond) {
+		var err error
+		if got, err = CommandLine(uint32(cmd.Process.Pid)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child did not exec sleep within 10 s: %q", got)
+		}
+	}
+	if want := cmd.Args; !reflect.DeepEqual(got, want) {
+		t.Errorf("CommandLine = %q, want %q", got, want)
+	}
+}
+
+func TestParseCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want []string
+	}{
+		{"lli-14\x00-jit-kind=mcjit\x00hot.ll\x00", []string{"lli-14", "-jit-kind=mcjit", "hot.ll"}},
+		{"postgres: app db 10.0.0.1(5432) idle\x00\x00\x00", []string{"postgres: app db 10.0.0.1(5432) idle"}}, // a rewritten title
+		{"a\x00\x00b", []string{"a", "", "b"}},
+		{"cut", []string{"cut"}},
+		{"", nil},
+		{"\x00\x00", nil},
+	} {
+		if got := parseCommandLine([]byte(c.data)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("parseCommandLine(%q) = %q, want %q", c.data, got, c.want)
+		}
+	}
+}
+
+func FuzzParseCommandLine(f *testing.F) {
+	f.Add([]byte("lli-14\x00-jit-kind=mcjit\x00hot.ll\x00"))
+	f.Add([]byte("postgres: app db idle\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		args := parseCommandLine(data)
+		if joined := strings.Join(args, "\x00"); !strings.HasPrefix(string(data), joined) || len(args) > 0 && args[len(args)-1] == "" {
+			t.Fatalf("parseCommandLine(%q) = %q", data, args)
+		}
+	})
+}
+
+func TestServiceName(t *testing.T) {
+	for _, c := range []struct{ name, attrs, want string }{
+		{"checkout", "service.name=ignored", "checkout"},
+		{"", "deployment.environment=prod, service.name=cart%20api ,service.version=1", "cart api"},
+		{"", "service.name=a,service.name=b", "b"},
+		{"  ", "service.namespace=x", ""},
+		{"", "service.name=%zz", ""},
+		{"", "", ""},
+	} {
+		if got := serviceName(c.name, c.attrs); got != c.want {
+			t.Errorf("serviceName(%q, %q) = %q, want %q", c.name, c.attrs, got, c.want)
+		}
+	}
+}
+
+func FuzzServiceName(f *testing.F) {
+	f.Add("", "deployment.environment=prod,service.name=cart%20api")
+	f.Add("checkout", "")
+	f.Fuzz(func(t *testing.T, name, attrs string) {
+		got := serviceName(name, attrs)
+		if strings.TrimSpace(name) != "" && got != strings.TrimSpace(name) {
+			t.Fatalf("serviceName(%q, %q) = %q", name, attrs, got)
+		}
+		if got == "" && strings.TrimSpace(name) == "" {
+			return
+		}
+		if got == "" {
+			t.Fatalf("serviceName(%q, %q) is empty", name, attrs)
+		}
+	})
+}
