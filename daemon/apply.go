@@ -29,7 +29,7 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 		}
 		switch ev := ev.(type) {
 		case *jitmap.CodeLoad:
-			d.locked.loads++
+			d.counted.loads.Add(1)
 		case *jitmap.FlushRequest:
 			d.queueFlushRequest(b, ev)
 			continue
@@ -37,7 +37,7 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 		if err := d.parts.jit.Apply(ev); errors.Is(err, jitmap.ErrBudget) {
 			d.overBudget(b.Pid, err)
 		} else if err != nil {
-			d.locked.symErrs++
+			d.counted.symErrs.Add(1)
 			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
 		}
 	}
@@ -66,7 +66,7 @@ func (d *daemonRun) queueFlushRequest(b jitmap.Batch, req *jitmap.FlushRequest) 
 // overBudget counts a load refused past pid's symbol budgets, and logs the first. Callers
 // hold d.mu.
 func (d *daemonRun) overBudget(pid uint32, err error) {
-	d.locked.symOverBudget++
+	d.counted.symOverBudget.Add(1)
 	t := d.locked.targets[pid]
 	if t == nil {
 		return

@@ -122,9 +122,7 @@ func TestDrainLetsEndedCodeGo(t *testing.T) {
 		}
 	}
 	waitFor(t, "the records applied", 20*time.Second, func() bool {
-		d.mu.Lock()
-		loads := d.locked.loads
-		d.mu.Unlock()
+		loads := d.counted.loads.Load()
 		live, _ := d.parts.jit.Counts(pid)
 		return loads == churned && live == 0
 	})

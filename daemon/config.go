@@ -78,6 +78,9 @@ type Config struct {
 	// flush): past any of its limits the oldest intervals are deleted, after each flush that
 	// wrote one. The zero value takes DefaultKeep; set, it needs FlushInterval.
 	Keep Retention
+	// Counters, when set, is where others read the run's counters while it runs (a
+	// metrics server) and after.
+	Counters *Counters
 }
 
 // Retention is how many interval files are kept (--keep); a zero field sets no limit.

@@ -38,6 +38,8 @@ type daemonRun struct {
 	changes  changeQueue
 	tally    targetCounts
 	arrivals arrivals
+	// counted is what the run counts besides its targets, read without the lock (stats).
+	counted runCounters
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
@@ -53,7 +55,7 @@ type components struct {
 }
 
 // lockedState is the daemon's state under its lock (daemon.mu): the attribution, the
-// targets, the counters, what waits for the next flush.
+// targets, what waits for the next flush.
 type lockedState struct {
 	counts *attribute.Counts
 	// targets are the live targets' output names and budgets; processes counts the
@@ -62,13 +64,9 @@ type lockedState struct {
 	targets   map[uint32]*liveTarget
 	processes map[uint32]int
 
-	loads         uint64 // code loads seen
-	drainedNs     int64  // when the last drain began
-	reclaimedNs   int64  // when the drains last let ended code go (reclaimLocked)
-	symErrs       uint64 // events jitmap refused
-	symOverBudget uint64 // loads refused past a target's budgets
-	flushes       uint64
-	retired       []pending // final captures of exited targets, for the next flush
+	drainedNs   int64     // when the last drain began
+	reclaimedNs int64     // when the drains last let ended code go (reclaimLocked)
+	retired     []pending // final captures of exited targets, for the next flush
 	// flushQueue holds the JITs' own flush requests not yet answered.
 	flushQueue fifo.FlushQueue
 }
@@ -181,6 +179,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}
+	d.counted.flushSeconds = NewDurationHistogram(FlushBuckets)
 	d.changes.init()
 	return d
 }

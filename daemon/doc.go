@@ -23,4 +23,7 @@
 // stage's (one per target, applying records), and those of the components it owns. The daemon's lock guards the attribution
 // and orders every drain with the records that end code; the captures are named and written
 // outside it. Run may be called more than once, one run at a time.
+//
+// Config.Counters lets others read the run's counters while it runs (cmd/profd's metrics
+// server): the numbers its summary line shows, read without the daemon's lock.
 package daemon

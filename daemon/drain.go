@@ -55,6 +55,7 @@ func (d *daemonRun) drainLocked() int64 {
 		d.log.Warn("profd: drain", "err", err)
 	}
 	d.locked.counts.Add(dr)
+	d.publishLocked()
 	return now
 }
 
@@ -66,4 +67,5 @@ func (d *daemonRun) reclaimLocked(now int64) {
 	d.locked.reclaimedNs = now
 	d.locked.counts.NameKept()
 	d.parts.jit.Reclaim(d.locked.drainedNs)
+	d.publishLocked()
 }

@@ -28,3 +28,15 @@ type Exporter interface {
 	// once, after the final flush, with what is left of the stop timeout.
 	Close(ctx context.Context) error
 }
+
+// ExportStats is what an exporter counts of itself, for profd's self-metrics: cmd/profd
+// hands its exporter's to the metrics server.
+type ExportStats struct {
+	QueuedIntervals uint64 // now: intervals waiting to be sent
+	QueuedBytes     uint64 // now: their encoded size
+	Sent            uint64 // intervals delivered
+	Dropped         uint64 // intervals let go unsent: past the queue's bounds, or at the stop
+	Failed          uint64 // intervals given up on after errors
+	// Latency is how long delivered intervals took from their end to their delivery.
+	Latency Histogram
+}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -53,10 +52,10 @@ func (d *daemonRun) flushLoop() {
 func (d *daemonRun) flush(final bool) {
 	// The timer's flush and the final one end an interval of every output; SIGUSR1's does not.
 	due := d.wake.intervalDue.Swap(false) || final
+	start := time.Now()
 	d.mu.Lock()
 	drainedNs := d.drainLocked()
-	d.locked.flushes++
-	n := d.locked.flushes
+	n := d.counted.flushes.Add(1)
 	meta := d.meta()
 	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
@@ -80,10 +79,8 @@ func (d *daemonRun) flush(final bool) {
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
 	// attribution: code that ended before it is no longer needed for lookups.
 	d.parts.jit.Reclaim(drainedNs)
-	totals := counts.Totals()
-	counters := fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, exited before symbol setup %d); flush %d",
-		totals.JIT, totals.Outside, totals.Unnamed, st.Lost, st.Dropped, st.Kernel, d.locked.loads, d.locked.symErrs+d.parts.symbols.otherPidRecords(), d.parts.symbols.badRecords(),
-		d.locked.symOverBudget+d.parts.symbols.overRate.Load(), d.tally.added.Load(), d.tally.missed.Load(), d.tally.exitedEarly.Load(), n)
+	d.publishLocked()
+	counters := d.stats().summary()
 	// The JITs' own requests are answered by this flush too.
 	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()
@@ -101,6 +98,7 @@ func (d *daemonRun) flush(final bool) {
 		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
+	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
 	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.flushing.latest)), counters)
 }
@@ -173,6 +171,7 @@ func (d *daemonRun) flushTargets() {
 			d.locked.counts.Reset(pid)
 		}
 	}
+	d.publishLocked()
 	d.mu.Unlock()
 	by := d.nameDeadline(false)
 	work = d.group(work, by, false)
@@ -307,11 +306,14 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	case noFunctions:
 	case errors.Is(err, errStopped):
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
-	case err != nil && !d.flushing.writeFailing[w.base]:
+	case err != nil:
+		d.counted.writeErrors.Add(1)
 		// A full or broken --out fails every flush alike: one line per episode.
-		d.flushing.writeFailing[w.base] = true
-		d.log.Error("profd: flush: outputs not written; further failures of this output are not logged until it is written again",
-			"pid", w.pid, "err", err)
+		if !d.flushing.writeFailing[w.base] {
+			d.flushing.writeFailing[w.base] = true
+			d.log.Error("profd: flush: outputs not written; further failures of this output are not logged until it is written again",
+				"pid", w.pid, "err", err)
+		}
 	}
 	if (err == nil || noFunctions) && d.flushing.writeFailing[w.base] {
 		delete(d.flushing.writeFailing, w.base)

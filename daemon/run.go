@@ -58,6 +58,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		d.closeAll()
 		return err
 	}
+	cfg.Counters.attach(d)
 	d.printStart()
 
 	d.wake.flushWG.Add(1)
@@ -128,6 +129,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.closeExporter(stopped.Add(d.cfg.StopTimeout))
 	d.logMissedTargets()
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
+	cfg.Counters.detach(d)
 	return d.closeAll()
 }
 

@@ -90,6 +90,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.parts.look.forget(pid)
 		d.locked.flushQueue.Forget(pid) // its reply FIFO is gone: no one to answer
 	}
+	d.publishLocked()
 	d.mu.Unlock()
 	for _, pid := range pids {
 		d.replies.forget(pid)

@@ -41,14 +41,19 @@ func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	var c Counters
 	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second})
+		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second, Counters: &c})
 	waitFor(t, "three flushes", 20*time.Second, func() bool { return r.flushes() >= 3 })
 	logs := r.logs.String()
 	for _, what := range []string{"outputs not written", "interval files not written"} {
 		if n := linesWith(logs, "no space left on device"); n != 2 || linesWith(logs, what) != 1 {
 			t.Errorf("%d log lines about the full --out over %d flushes, want 2, one saying %q:\n%s", n, r.flushes(), what, logs)
 		}
+	}
+	// Each failed write is counted, though logged once.
+	if n := c.Read().OutputWriteErrors; n < 3 {
+		t.Errorf("%d output write errors counted over %d flushes, want one a flush", n, r.flushes())
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

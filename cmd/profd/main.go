@@ -33,7 +33,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, logOpts, err := parseFlags(args, stdout, stderr)
+	cfg, opts, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -48,7 +48,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "profd: %v\n(see profd --help)\n", err)
 		return exitUsage
 	}
-	logger := newLogger(stderr, logOpts)
+	logger := newLogger(stderr, opts.logOptions)
+	srv, err := startMetrics(opts.metrics, cfg, logger, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "profd: --metrics-addr: %v\n(give a free port with --metrics-addr HOST:PORT, or leave the flag out)\n", err)
+		return exitUsage
+	}
+	if srv != nil {
+		defer srv.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
@@ -68,6 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// cmdOptions are the flags that configure profd's command rather than its run.
+type cmdOptions struct {
+	logOptions
+	metrics metricsOptions
 }
 
 type logOptions struct {
@@ -101,7 +115,8 @@ Examples:
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
 written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
-another profd's, a --pid that is a kernel thread), 3 a --pid names no running process.
+another profd's, a --pid that is a kernel thread, a --metrics-addr profd cannot listen
+on), 3 a --pid names no running process.
 
 Flags:
 `
@@ -162,9 +177,9 @@ Signals:
   SIGTERM, SIGINT  final flush, remove the FIFOs and pid file, exit
 `
 
-func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOptions, error) {
+func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOptions, error) {
 	var cfg daemon.Config
-	var lo logOptions
+	var lo cmdOptions
 	fs := flag.NewFlagSet("profd", flag.ContinueOnError)
 	// Errors are reported once, by the caller; the usage text only on --help.
 	fs.SetOutput(io.Discard)
@@ -234,6 +249,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, logOpt
 		return lo.level.UnmarshalText([]byte(s))
 	})
 	registerIntervalFlags(fs, &cfg)
+	addMetricsFlags(fs, &lo.metrics)
 	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
 	configPath := registerConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {
