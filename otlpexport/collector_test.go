@@ -57,11 +57,12 @@ func TestCollectorRoundTrip(t *testing.T) {
 // whole, in several requests, and that a sample too large for any request is counted.
 func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	c := collector.Start(t)
-	e, err := New(Config{Endpoint: c.GRPCAddr, Insecure: true, MaxRequestBytes: 16 << 10}, nil)
+	const bound = 64 << 10
+	e, err := New(Config{Endpoint: c.GRPCAddr, Insecure: true, MaxRequestBytes: bound}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testProfile(3000)
+	p := benchProfile(3000)
 	e.Export(p)
 	if err := closeWithin(t, e, 60*time.Second); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	}
 	var m pprofile.ProtoMarshaler
 	for i, r := range got {
-		if n := m.ProfilesSize(r); n > 16<<10 {
+		if n := m.ProfilesSize(r); n > bound {
 			t.Errorf("request %d is %d bytes, over the bound", i, n)
 		}
 	}

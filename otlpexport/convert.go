@@ -54,6 +54,7 @@ const scopeName = "github.com/profd/profd"
 // convert turns the given samples of p into OTLP profiles: a ResourceProfiles per process
 // (by the samples' "pid" label; samples without one share a resource without process
 // attributes), and in each one profile per pprof sample type, all over one dictionary.
+// Samples of the same stack and labels are summed into one, as OTLP wants them.
 func convert(p *Profile, samples []*profile.Sample) pprofile.Profiles {
 	out := pprofile.NewProfiles()
 	d := newDictBuilder(out.Dictionary())
@@ -98,12 +99,32 @@ func convert(p *Profile, samples []*profile.Sample) pprofile.Profiles {
 		setResource(rp.Resource().Attributes(), p.HostName, g.pid, g.hasPid, procs)
 		sp := rp.ScopeProfiles().AppendEmpty()
 		sp.Scope().SetName(scopeName)
-		// Stacks and attributes are the same for every sample type: compute them once.
-		stacks := make([]int32, len(g.samples))
-		attrs := make([][]int32, len(g.samples))
+		// Samples of one stack and one set of attributes are one OTLP sample: find them
+		// once, for every sample type.
+		var (
+			uniq   []int     // per OTLP sample, its first pprof sample
+			slot   []int     // per pprof sample, its OTLP sample
+			stacks []int32   // per OTLP sample
+			attrs  [][]int32 // per OTLP sample
+			seen   = map[string]int{}
+			key    []byte
+		)
+		slot = make([]int, len(g.samples))
 		for i, s := range g.samples {
-			stacks[i] = d.stack(s.Location)
-			attrs[i] = d.sampleAttributes(s)
+			st, at := d.stack(s.Location), d.sampleAttributes(s)
+			key = binary.LittleEndian.AppendUint32(key[:0], uint32(st))
+			for _, a := range at {
+				key = binary.LittleEndian.AppendUint32(key, uint32(a))
+			}
+			j, ok := seen[string(key)]
+			if !ok {
+				j = len(uniq)
+				seen[string(key)] = j
+				uniq = append(uniq, i)
+				stacks = append(stacks, st)
+				attrs = append(attrs, at)
+			}
+			slot[i] = j
 		}
 		for t, st := range pp.SampleType {
 			prof := sp.Profiles().AppendEmpty()
@@ -121,16 +142,19 @@ func convert(p *Profile, samples []*profile.Sample) pprofile.Profiles {
 			if pp.DurationNanos > 0 {
 				prof.SetDurationNano(uint64(pp.DurationNanos))
 			}
-			ss := prof.Samples()
-			ss.EnsureCapacity(len(g.samples))
+			values := make([]int64, len(uniq))
 			for i, s := range g.samples {
-				if t >= len(s.Value) {
-					continue
+				if t < len(s.Value) {
+					values[slot[i]] += s.Value[t]
 				}
+			}
+			ss := prof.Samples()
+			ss.EnsureCapacity(len(uniq))
+			for j := range uniq {
 				smp := ss.AppendEmpty()
-				smp.SetStackIndex(stacks[i])
-				smp.AttributeIndices().FromRaw(attrs[i])
-				smp.Values().Append(s.Value[t])
+				smp.SetStackIndex(stacks[j])
+				smp.AttributeIndices().FromRaw(attrs[j])
+				smp.Values().Append(values[j])
 			}
 		}
 	}

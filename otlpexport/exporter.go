@@ -123,7 +123,7 @@ func (e *Exporter) Export(p Profile) {
 	}
 }
 
-// requests converts samples into requests of at most MaxRequestBytes each, halving the
+// requests converts samples into requests of at most MaxRequestBytes each, splitting the
 // samples until they fit; it counts single samples that do not fit on their own.
 func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, int) {
 	if len(samples) == 0 {
@@ -139,10 +139,17 @@ func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, i
 	if len(samples) == 1 {
 		return nil, 1
 	}
-	half := len(samples) / 2
-	a, na := e.requests(p, samples[:half])
-	b, nb := e.requests(p, samples[half:])
-	return append(a, b...), na + nb
+	// Each part repeats part of the dictionary: aim under the bound by a quarter.
+	parts := min(len(samples), 1+size*5/4/e.cfg.MaxRequestBytes)
+	var reqs []request
+	var oversize int
+	for i := range parts {
+		part := samples[i*len(samples)/parts : (i+1)*len(samples)/parts]
+		r, n := e.requests(p, part)
+		reqs = append(reqs, r...)
+		oversize += n
+	}
+	return reqs, oversize
 }
 
 func (e *Exporter) enqueue(r request) {
