@@ -80,6 +80,21 @@ func TestHTMLServer(t *testing.T) {
 	if n := strings.Count(logBuf.String(), "level=WARN"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, logBuf.String())
 	}
+
+	// gRPC to the same server: retried, as a proxy in front of a receiver may answer so
+	// while it restarts, and bounded by Close.
+	e, err = New(Config{Endpoint: srv.Listener.Addr().String(), Insecure: true, MaxBackoff: 100 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(testProfile(10))
+	st = waitStats(t, e, "a retry", func(s Stats) bool { return s.Retries >= 1 })
+	if !strings.Contains(st.LastError, "does not speak gRPC") {
+		t.Errorf("last error %q does not say the endpoint does not speak gRPC", st.LastError)
+	}
+	if err := closeWithin(t, e, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "1 profile requests not sent") {
+		t.Errorf("Close: %v, want 1 request not sent", err)
+	}
 }
 
 // TestRetryAfterHTTP: a 503 with Retry-After is retried no sooner than it asks.
@@ -365,6 +380,11 @@ func TestNoCollector(t *testing.T) {
 	err = closeWithin(t, e, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "not sent") {
 		t.Errorf("Close: %v, want requests not sent", err)
+	}
+	before := e.Stats().DroppedRequests
+	e.Export(testProfile(5))
+	if got := e.Stats().DroppedRequests; got != before+1 {
+		t.Errorf("an Export after Close: %d dropped, want %d", got, before+1)
 	}
 	out := logBuf.String()
 	if c := strings.Count(out, "dropping profiles"); c != 1 {

@@ -17,6 +17,9 @@ const (
 	ProtocolHTTP = "http/protobuf"
 )
 
+// profilesPath is where an OTLP/HTTP receiver takes profiles.
+const profilesPath = "/v1development/profiles"
+
 // Defaults of a Config's zero fields.
 const (
 	DefaultQueueBytes      = 64 << 20
@@ -28,7 +31,8 @@ const (
 // Config says where and how profiles are sent. Zero fields take the defaults above.
 type Config struct {
 	// Endpoint is host:port, http://host:port (plaintext) or https://host:port (TLS). Over
-	// HTTP a path other than "/" replaces /v1development/profiles.
+	// HTTP a path other than "/" replaces /v1development/profiles (ConfigFromEnv puts that
+	// under the path of OTEL_EXPORTER_OTLP_ENDPOINT, as the specification says).
 	Endpoint string
 	Protocol string // ProtocolGRPC (default) or ProtocolHTTP
 	// Insecure sends in plaintext. A scheme in Endpoint decides instead.
@@ -88,8 +92,9 @@ func ConfigFromEnv(explicit Config, getenv func(string) string) (Config, error) 
 		return strings.TrimSpace(getenv(general)), general
 	}
 	c := explicit
+	endpointFrom := ""
 	if c.Endpoint == "" {
-		c.Endpoint, _ = env(envProfilesEndpoint, envEndpoint)
+		c.Endpoint, endpointFrom = env(envProfilesEndpoint, envEndpoint)
 	}
 	if c.Protocol == "" {
 		p, name := env(envProfilesProtocol, envProtocol)
@@ -100,6 +105,13 @@ func ConfigFromEnv(explicit Config, getenv func(string) string) (Config, error) 
 			c.Protocol = ProtocolHTTP
 		default:
 			return Config{}, fmt.Errorf("otlpexport: %s=%q: want grpc or http/protobuf", name, p)
+		}
+	}
+	// The general endpoint is a base URL: over HTTP the signal's path goes under its path.
+	if endpointFrom == envEndpoint && c.Protocol == ProtocolHTTP && strings.Contains(c.Endpoint, "://") {
+		if u, err := url.Parse(c.Endpoint); err == nil && strings.Trim(u.Path, "/") != "" {
+			u.Path = strings.TrimSuffix(u.Path, "/") + profilesPath
+			c.Endpoint = u.String()
 		}
 	}
 	if !c.Insecure {
@@ -231,7 +243,7 @@ func (c Config) resolve() (target, error) {
 		scheme = "https"
 	}
 	if path == "" || path == "/" {
-		path = "/v1development/profiles"
+		path = profilesPath
 	}
 	t.url = scheme + "://" + t.hostPort + path
 	switch c.Protocol {

@@ -47,6 +47,16 @@ func TestConfigFromEnv(t *testing.T) {
 			explicit: Config{Endpoint: "c:3", Protocol: ProtocolHTTP, Headers: map[string]string{"k": "explicit"}, Timeout: time.Second},
 			want:     Config{Endpoint: "c:3", Protocol: ProtocolHTTP, Headers: map[string]string{"k": "explicit", "j": "env"}, Timeout: time.Second, Compression: CompressionGzip},
 		},
+		{
+			name: "general base URL",
+			env:  map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://gw/otlp/", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+			want: Config{Endpoint: "https://gw/otlp/v1development/profiles", Protocol: ProtocolHTTP, Compression: CompressionGzip},
+		},
+		{
+			name: "profiles URL as it is",
+			env:  map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "https://gw/custom", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+			want: Config{Endpoint: "https://gw/custom", Protocol: ProtocolHTTP, Compression: CompressionGzip},
+		},
 		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{name: "bad insecure", env: map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_INSECURE": "yes please"}, wantErr: "OTEL_EXPORTER_OTLP_PROFILES_INSECURE"},
 		{name: "bad headers", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, wantErr: "OTEL_EXPORTER_OTLP_HEADERS"},
