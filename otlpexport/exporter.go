@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile"
-	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 )
 
 // Exporter sends profiles to one OTLP endpoint from a goroutine of its own. Export, Stats
@@ -38,18 +37,19 @@ type Exporter struct {
 	dropping    bool // a drop episode: warned, not yet ended by a send
 }
 
-// request is one ExportProfilesServiceRequest waiting to be sent.
+// request is one ExportProfilesServiceRequest waiting to be sent, encoded: the queue's bound
+// is the memory it holds.
 type request struct {
-	req   pprofileotlp.ExportRequest
-	bytes int // encoded size, before compression
+	body  []byte
+	bytes int // len(body), kept when body is let go
 }
 
 // Stats is a snapshot of an Exporter's counters. A "profile" here is one request: an Export
 // call makes one, or several when it is split for size.
 type Stats struct {
-	QueuedRequests, QueuedBytes int
-	InFlight                    bool // a request is being sent or waits for its retry
-	SentRequests, SentBytes     uint64
+	QueuedRequests, QueuedBytes int    // QueuedBytes: encoded, as Config.QueueBytes bounds them
+	InFlight                    bool   // a request is being sent or waits for its retry
+	SentRequests, SentBytes     uint64 // bytes encoded, before compression
 	Retries                     uint64 // attempts that failed and were tried again
 	DroppedRequests             uint64 // dropped for the queue bound, for size, or after Close
 	FailedRequests              uint64 // given up on: a permanent error, or Close's deadline
@@ -133,8 +133,12 @@ func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, i
 	var m pprofile.ProtoMarshaler
 	size := m.ProfilesSize(pd)
 	if size <= e.cfg.MaxRequestBytes {
-		pd.MarkReadOnly()
-		return []request{{req: pprofileotlp.NewExportRequestFromProfiles(pd), bytes: size}}, 0
+		body, err := m.MarshalProfiles(pd)
+		if err != nil { // pdata fails only on values it cannot encode, which convert makes none of
+			e.log.Error("otlpexport: encoding a profile", "error", err)
+			return nil, len(samples)
+		}
+		return []request{{body: body, bytes: len(body)}}, 0
 	}
 	if len(samples) == 1 {
 		return nil, 1
@@ -154,6 +158,11 @@ func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, i
 
 func (e *Exporter) enqueue(r request) {
 	e.mu.Lock()
+	if e.closed { // Close has counted what it could not send: this one is dropped
+		e.mu.Unlock()
+		e.drop(1, "the exporter is closed")
+		return
+	}
 	var dropped int
 	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
 		e.queuedBytes -= e.queue[0].bytes
@@ -289,7 +298,7 @@ func (e *Exporter) run() {
 		for {
 			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
 			start := time.Now()
-			err := e.sender.send(ctx, r.req)
+			err := e.sender.send(ctx, r.body)
 			cancel()
 			if err == nil {
 				elapsed := time.Since(start)

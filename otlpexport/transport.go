@@ -33,7 +33,7 @@ import (
 
 // sender sends one request; its error is a *sendError.
 type sender interface {
-	send(ctx context.Context, req pprofileotlp.ExportRequest) error
+	send(ctx context.Context, body []byte) error // body: an encoded ExportProfilesServiceRequest
 	close() error
 }
 
@@ -116,7 +116,11 @@ func newGRPCSender(c Config, t target) (*grpcSender, error) {
 	return s, nil
 }
 
-func (s *grpcSender) send(ctx context.Context, req pprofileotlp.ExportRequest) error {
+func (s *grpcSender) send(ctx context.Context, body []byte) error {
+	req := pprofileotlp.NewExportRequest()
+	if err := req.UnmarshalProto(body); err != nil {
+		return &sendError{err: fmt.Errorf("otlpexport: decode the queued request: %w", err)}
+	}
 	if len(s.md) > 0 {
 		ctx = metadata.NewOutgoingContext(ctx, s.md)
 	}
@@ -198,11 +202,7 @@ func newHTTPSender(c Config, t target) (*httpSender, error) {
 	return &httpSender{client: &http.Client{Transport: tr}, url: t.url, headers: c.Headers, gzip: c.Compression == CompressionGzip}, nil
 }
 
-func (s *httpSender) send(ctx context.Context, req pprofileotlp.ExportRequest) error {
-	body, err := req.MarshalProto()
-	if err != nil {
-		return &sendError{err: fmt.Errorf("otlpexport: encode: %w", err)}
-	}
+func (s *httpSender) send(ctx context.Context, body []byte) error {
 	if s.gzip {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
