@@ -301,9 +301,14 @@ func missingModules(out string) bool {
 	return false
 }
 
+// firstLine is the first line of go's output that is not progress.
 func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "go: downloading") {
+			return line
+		}
+	}
+	return strings.TrimSpace(s)
 }
 
 func hashSources(dir string) (string, error) {
