@@ -394,3 +394,33 @@ func TestNoCollector(t *testing.T) {
 		t.Errorf("%d warnings, want at most 2 (drops, failure):\n%s", c, out)
 	}
 }
+
+// TestRequestLargerThanQueue: a request the queue cannot hold is dropped alone, not with
+// everything queued before it.
+func TestRequestLargerThanQueue(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	small := testProfile(10)
+	var m pprofile.ProtoMarshaler
+	size := m.ProfilesSize(convert(&small, small.Pprof.Sample))
+	e, err := New(Config{Endpoint: addr, Insecure: true, QueueBytes: 3 * size}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWithin(t, e, time.Second)
+	e.Export(testProfile(10))
+	e.Export(testProfile(10))
+	e.Export(benchProfile(2000))
+	st := e.Stats()
+	inFlight := 0
+	if st.InFlight {
+		inFlight = 1
+	}
+	if st.DroppedRequests != 1 || st.QueuedRequests+inFlight != 2 {
+		t.Errorf("stats %+v: want the large request dropped and the two small ones kept", st)
+	}
+}

@@ -91,7 +91,7 @@ func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	if err := closeWithin(t, e, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.Stats(); st.DroppedRequests != 5 || st.SentRequests != 0 {
+	if st := e.Stats(); st.DroppedSamples != 5 || st.SentRequests != 0 {
 		t.Errorf("stats %+v, want the 5 samples dropped", st)
 	}
 }

@@ -51,7 +51,8 @@ type Stats struct {
 	InFlight                    bool   // a request is being sent or waits for its retry
 	SentRequests, SentBytes     uint64 // bytes encoded, before compression
 	Retries                     uint64 // attempts that failed and were tried again
-	DroppedRequests             uint64 // dropped for the queue bound, for size, or after Close
+	DroppedRequests             uint64 // dropped for the queue bound, or after Close
+	DroppedSamples              uint64 // single samples larger than Config.MaxRequestBytes
 	FailedRequests              uint64 // given up on: a permanent error, or Close's deadline
 	LastError                   string
 	LastErrorTime               time.Time
@@ -116,7 +117,11 @@ func (e *Exporter) Export(p Profile) {
 	}
 	reqs, oversize := e.requests(&p, p.Pprof.Sample)
 	if oversize > 0 {
-		e.drop(oversize, fmt.Sprintf("a sample's stack is larger than a request may be (%d bytes)", e.cfg.MaxRequestBytes))
+		e.mu.Lock()
+		e.stats.DroppedSamples += uint64(oversize)
+		e.mu.Unlock()
+		e.log.Warn("otlpexport: dropping samples each larger than a request may be; Stats().DroppedSamples counts them",
+			"samples", oversize, "max_request_bytes", e.cfg.MaxRequestBytes)
 	}
 	for _, r := range reqs {
 		e.enqueue(r)
@@ -163,6 +168,11 @@ func (e *Exporter) enqueue(r request) {
 		e.drop(1, "the exporter is closed")
 		return
 	}
+	if r.bytes > e.cfg.QueueBytes {
+		e.mu.Unlock()
+		e.drop(1, fmt.Sprintf("a request of %d bytes is larger than the queue (%d bytes)", r.bytes, e.cfg.QueueBytes))
+		return
+	}
 	var dropped int
 	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
 		e.queuedBytes -= e.queue[0].bytes
@@ -170,15 +180,11 @@ func (e *Exporter) enqueue(r request) {
 		e.queue = e.queue[1:]
 		dropped++
 	}
-	if r.bytes > e.cfg.QueueBytes {
-		dropped++
-	} else {
-		e.queue = append(e.queue, r)
-		e.queuedBytes += r.bytes
-	}
+	e.queue = append(e.queue, r)
+	e.queuedBytes += r.bytes
 	e.mu.Unlock()
 	if dropped > 0 {
-		e.drop(dropped, fmt.Sprintf("the queue is full (%d bytes)", e.cfg.QueueBytes))
+		e.drop(dropped, fmt.Sprintf("the queue is full (%d bytes): dropping the oldest", e.cfg.QueueBytes))
 	}
 	select {
 	case e.wake <- struct{}{}:
@@ -186,8 +192,8 @@ func (e *Exporter) enqueue(r request) {
 	}
 }
 
-// drop counts n dropped requests and warns at the first drop of an episode; a successful
-// send ends the episode.
+// drop counts n dropped requests and warns at the first drop of an episode; a send that
+// empties the queue ends the episode.
 func (e *Exporter) drop(n int, why string) {
 	e.mu.Lock()
 	e.stats.DroppedRequests += uint64(n)
@@ -196,7 +202,7 @@ func (e *Exporter) drop(n int, why string) {
 	total := e.stats.DroppedRequests
 	e.mu.Unlock()
 	if warn {
-		e.log.Warn("otlpexport: dropping profiles until a send succeeds; Stats().DroppedRequests counts them",
+		e.log.Warn("otlpexport: dropping profiles until the queue drains; Stats().DroppedRequests counts them",
 			"reason", why, "dropped_total", total)
 	}
 }
@@ -309,15 +315,17 @@ func (e *Exporter) run() {
 				e.stats.ExportLatency += elapsed
 				e.stats.ExportCount++
 				dropped := e.stats.DroppedRequests
-				wasDropping := e.dropping
-				e.dropping = false
+				drained := e.dropping && len(e.queue) == 0
+				if drained {
+					e.dropping = false
+				}
 				e.mu.Unlock()
 				if failing {
 					e.log.Info("otlpexport: sending again", "failed_attempts", failedTries,
 						"gap", time.Since(failedSince).Round(time.Millisecond))
 				}
-				if wasDropping {
-					e.log.Info("otlpexport: queue draining again", "dropped_total", dropped)
+				if drained {
+					e.log.Info("otlpexport: queue drained; dropping ended", "dropped_total", dropped)
 				}
 				failing, failedTries, backoff = false, 0, initialBackoff
 				break
