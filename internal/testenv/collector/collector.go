@@ -71,18 +71,12 @@ func Start(t testing.TB) *Collector {
 	}
 	dir := t.TempDir()
 	c := &Collector{
-		GRPCAddr: freeAddr(t),
-		HTTPAddr: freeAddr(t),
-		t:        t,
-		bin:      build.bin,
-		dir:      dir,
-		config:   filepath.Join(dir, "config.yaml"),
-		out:      filepath.Join(dir, "profiles.bin"),
-		logs:     &testenv.SyncBuffer{},
-	}
-	conf := fmt.Sprintf(configTemplate, c.GRPCAddr, c.HTTPAddr, c.out)
-	if err := os.WriteFile(c.config, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+		t:      t,
+		bin:    build.bin,
+		dir:    dir,
+		config: filepath.Join(dir, "config.yaml"),
+		out:    filepath.Join(dir, "profiles.bin"),
+		logs:   &testenv.SyncBuffer{},
 	}
 	t.Cleanup(func() {
 		c.Kill()
@@ -90,8 +84,21 @@ func Start(t testing.TB) *Collector {
 			t.Logf("test Collector output:\n%s", c.logs.String())
 		}
 	})
-	c.Restart()
-	return c
+	// A port found free may be taken before the Collector binds it: try other ports then.
+	for attempt := 1; ; attempt++ {
+		c.GRPCAddr, c.HTTPAddr = freeAddr(t), freeAddr(t)
+		conf := fmt.Sprintf(configTemplate, c.GRPCAddr, c.HTTPAddr, c.out)
+		if err := os.WriteFile(c.config, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := c.start()
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !strings.Contains(c.logs.String(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
 }
 
 const configTemplate = `receivers:
@@ -116,17 +123,23 @@ service:
       exporters: [fileprofiles]
 `
 
-// Restart starts the Collector again on the same ports after Stop or Kill (Start calls it
-// first) and waits until it accepts connections.
+// Restart starts the Collector again on the same ports after Stop or Kill and waits until
+// it accepts connections.
 func (c *Collector) Restart() {
 	c.t.Helper()
+	if err := c.start(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Collector) start() error {
 	if c.cmd != nil {
-		c.t.Fatal("test Collector: Restart while it runs")
+		return errors.New("test Collector: started while it runs")
 	}
 	cmd := exec.Command(c.bin, "--config", c.config, "--feature-gates=service.profilesSupport")
 	cmd.Stdout, cmd.Stderr = c.logs, c.logs
 	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("test Collector: %v", err)
+		return fmt.Errorf("test Collector: %w", err)
 	}
 	c.cmd = cmd
 	c.exited = make(chan struct{})
@@ -146,15 +159,16 @@ func (c *Collector) Restart() {
 			select {
 			case <-c.exited:
 				c.cmd = nil
-				c.t.Fatalf("test Collector exited before it listened on %s:\n%s", addr, c.logs.String())
+				return fmt.Errorf("test Collector exited before it listened on %s:\n%s", addr, c.logs.String())
 			case <-time.After(20 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
 				c.Kill()
-				c.t.Fatalf("test Collector did not listen on %s within %v:\n%s", addr, readyWithin, c.logs.String())
+				return fmt.Errorf("test Collector did not listen on %s within %v:\n%s", addr, readyWithin, c.logs.String())
 			}
 		}
 	}
+	return nil
 }
 
 // Stop shuts the Collector down gracefully (SIGTERM) and waits for it.
