@@ -86,7 +86,7 @@ func Start(t testing.TB) *Collector {
 	})
 	// A port found free may be taken before the Collector binds it: try other ports then.
 	for attempt := 1; ; attempt++ {
-		c.GRPCAddr, c.HTTPAddr = freeAddr(t), freeAddr(t)
+		c.GRPCAddr, c.HTTPAddr = freeAddrs(t)
 		conf := fmt.Sprintf(configTemplate, c.GRPCAddr, c.HTTPAddr, c.out)
 		if err := os.WriteFile(c.config, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func Start(t testing.TB) *Collector {
 		if err == nil {
 			return c
 		}
-		if attempt == 3 || !strings.Contains(c.logs.String(), "address already in use") {
+		if attempt == 3 || !errors.Is(err, errAddrInUse) {
 			t.Fatal(err)
 		}
 	}
@@ -127,17 +127,29 @@ service:
 // it accepts connections.
 func (c *Collector) Restart() {
 	c.t.Helper()
-	if err := c.start(); err != nil {
-		c.t.Fatal(err)
+	// Another socket may hold a port for a moment (a connection's local port): try again.
+	for attempt := 1; ; attempt++ {
+		err := c.start()
+		if err == nil {
+			return
+		}
+		if attempt == 5 || !errors.Is(err, errAddrInUse) {
+			c.t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+var errAddrInUse = errors.New("a port is in use")
 
 func (c *Collector) start() error {
 	if c.cmd != nil {
 		return errors.New("test Collector: started while it runs")
 	}
 	cmd := exec.Command(c.bin, "--config", c.config, "--feature-gates=service.profilesSupport")
-	cmd.Stdout, cmd.Stderr = c.logs, c.logs
+	run := &testenv.SyncBuffer{} // this run's output, also in c.logs
+	cmd.Stdout = io.MultiWriter(c.logs, run)
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("test Collector: %w", err)
 	}
@@ -159,7 +171,11 @@ func (c *Collector) start() error {
 			select {
 			case <-c.exited:
 				c.cmd = nil
-				return fmt.Errorf("test Collector exited before it listened on %s:\n%s", addr, c.logs.String())
+				err := fmt.Errorf("test Collector exited before it listened on %s:\n%s", addr, run.String())
+				if strings.Contains(run.String(), "address already in use") {
+					err = fmt.Errorf("%w: %w", errAddrInUse, err)
+				}
+				return err
 			case <-time.After(20 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
@@ -246,13 +262,18 @@ func DecodeRequests(b []byte) ([]pprofile.Profiles, error) {
 	return out, nil
 }
 
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freeAddrs returns two loopback addresses free a moment ago, never the same one.
+func freeAddrs(t testing.TB) (string, string) {
+	var addrs [2]string
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs[0], addrs[1]
 }
 
 // sourceDir is tools/testcollector in the source tree of this file.
