@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// grpcSender sends over OTLP/gRPC through pprofileotlp's client, on one connection.
 type grpcSender struct {
 	conn    *grpc.ClientConn
 	client  pprofileotlp.GRPCClient

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// httpSender posts to an OTLP/HTTP receiver.
 type httpSender struct {
 	client  *http.Client
 	url     string
