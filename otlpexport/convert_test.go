@@ -1,0 +1,61 @@
+package otlpexport
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
+
+// TestConvertEncodeDecode checks the conversion through OTLP's encoding alone; the
+// Collector tests check it through a real receiver.
+func TestConvertEncodeDecode(t *testing.T) {
+	p := testProfile(200)
+	pd := convert(&p, p.Pprof.Sample)
+	var m pprofile.ProtoMarshaler
+	b, err := m.MarshalProfiles(pd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u pprofile.ProtoUnmarshaler
+	back, err := u.UnmarshalProfiles(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three processes and the samples without a pid.
+	if n := back.ResourceProfiles().Len(); n != 4 {
+		t.Errorf("%d resources, want 4", n)
+	}
+	compareSummaries(t, otlpSummary(t, []pprofile.Profiles{back}, p.Pprof), pprofSummary(p))
+}
+
+// TestConvertDictionaryZeroEntries checks what OTLP requires of the dictionary: index 0
+// of every table is the empty entry, and every table is deduplicated.
+func TestConvertDictionaryZeroEntries(t *testing.T) {
+	p := testProfile(400)
+	d := convert(&p, p.Pprof.Sample).Dictionary()
+	if d.StringTable().At(0) != "" {
+		t.Errorf("string 0 is %q", d.StringTable().At(0))
+	}
+	if d.StackTable().At(0).LocationIndices().Len() != 0 || d.LocationTable().At(0).Lines().Len() != 0 ||
+		d.MappingTable().At(0).FilenameStrindex() != 0 || d.FunctionTable().At(0).NameStrindex() != 0 ||
+		d.AttributeTable().At(0).KeyStrindex() != 0 {
+		t.Error("a table's entry 0 is not empty")
+	}
+	// testProfile has 4 stacks, 6 locations, 4 mappings: each once (plus entry 0).
+	if n := d.StackTable().Len(); n != 5 {
+		t.Errorf("%d stacks, want 5", n)
+	}
+	if n := d.LocationTable().Len(); n != 7 {
+		t.Errorf("%d locations, want 7", n)
+	}
+	if n := d.MappingTable().Len(); n != 5 {
+		t.Errorf("%d mappings, want 5", n)
+	}
+	seen := map[string]bool{}
+	for _, s := range d.StringTable().All() {
+		if seen[s] {
+			t.Errorf("string %q twice", s)
+		}
+		seen[s] = true
+	}
+}

@@ -1,0 +1,381 @@
+package otlpexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+)
+
+// Exporter sends profiles to one OTLP endpoint from a goroutine of its own. Export, Stats
+// and Close are safe to call concurrently.
+type Exporter struct {
+	cfg    Config
+	log    *slog.Logger
+	sender sender
+	where  string // the endpoint, for messages
+
+	wake     chan struct{} // a request was queued, or Close began
+	draining chan struct{} // closed by Close: send what is queued, then stop
+	stop     context.CancelFunc
+	ctx      context.Context // ends when Close gives up
+	done     chan struct{}   // closed when the sending goroutine returns
+	once     sync.Once
+
+	mu          sync.Mutex
+	queue       []request // oldest first
+	queuedBytes int
+	closed      bool
+	inFlight    *request
+	stats       Stats
+	dropping    bool // a drop episode: warned, not yet ended by a send
+}
+
+// request is one ExportProfilesServiceRequest waiting to be sent, encoded: the queue's bound
+// is the memory it holds.
+type request struct {
+	body  []byte
+	bytes int // len(body), kept when body is let go
+}
+
+// Stats is a snapshot of an Exporter's counters. A "profile" here is one request: an Export
+// call makes one, or several when it is split for size.
+type Stats struct {
+	QueuedRequests, QueuedBytes int    // QueuedBytes: encoded, as Config.QueueBytes bounds them
+	InFlight                    bool   // a request is being sent or waits for its retry
+	SentRequests, SentBytes     uint64 // bytes encoded, before compression
+	Retries                     uint64 // attempts that failed and were tried again
+	DroppedRequests             uint64 // dropped for the queue bound, or after Close
+	DroppedSamples              uint64 // single samples larger than Config.MaxRequestBytes
+	FailedRequests              uint64 // given up on: a permanent error, or Close's deadline
+	LastError                   string
+	LastErrorTime               time.Time
+	// ExportLatency is the sum of successful attempts' round trips, ExportCount their number.
+	ExportLatency time.Duration
+	ExportCount   uint64
+}
+
+// New starts an exporter for cfg; a nil logger discards. It does not connect: the first
+// request does.
+func New(cfg Config, logger *slog.Logger) (*Exporter, error) {
+	cfg = cfg.withDefaults()
+	t, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	var s sender
+	if cfg.Protocol == ProtocolHTTP {
+		s, err = newHTTPSender(cfg, t)
+	} else {
+		s, err = newGRPCSender(cfg, t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	where := t.hostPort
+	if cfg.Protocol == ProtocolHTTP {
+		where = t.url
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Exporter{
+		cfg:      cfg,
+		log:      logger.With("otlp_endpoint", where),
+		sender:   s,
+		where:    where,
+		wake:     make(chan struct{}, 1),
+		draining: make(chan struct{}),
+		stop:     cancel,
+		ctx:      ctx,
+		done:     make(chan struct{}),
+	}
+	go e.run()
+	return e, nil
+}
+
+// Export converts p and queues it; it never waits for the network. Past the queue's bound
+// the oldest queued requests are dropped and counted. A profile larger than the request
+// bound is split across requests by its samples. After Close it drops p.
+func (e *Exporter) Export(p Profile) {
+	if p.Pprof == nil {
+		return
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		e.drop(1, "the exporter is closed")
+		return
+	}
+	reqs, oversize := e.requests(&p, p.Pprof.Sample)
+	if oversize > 0 {
+		e.mu.Lock()
+		e.stats.DroppedSamples += uint64(oversize)
+		e.mu.Unlock()
+		e.log.Warn("otlpexport: dropping samples each larger than a request may be; Stats().DroppedSamples counts them",
+			"samples", oversize, "max_request_bytes", e.cfg.MaxRequestBytes)
+	}
+	for _, r := range reqs {
+		e.enqueue(r)
+	}
+}
+
+// requests converts samples into requests of at most MaxRequestBytes each, splitting the
+// samples until they fit; it counts single samples that do not fit on their own.
+func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, int) {
+	if len(samples) == 0 {
+		return nil, 0
+	}
+	pd := convert(p, samples)
+	var m pprofile.ProtoMarshaler
+	size := m.ProfilesSize(pd)
+	if size <= e.cfg.MaxRequestBytes {
+		body, err := m.MarshalProfiles(pd)
+		if err != nil { // pdata fails only on values it cannot encode, which convert makes none of
+			e.log.Error("otlpexport: encoding a profile", "error", err)
+			return nil, len(samples)
+		}
+		return []request{{body: body, bytes: len(body)}}, 0
+	}
+	if len(samples) == 1 {
+		return nil, 1
+	}
+	// Each part repeats part of the dictionary: aim under the bound by a quarter.
+	parts := min(len(samples), 1+size*5/4/e.cfg.MaxRequestBytes)
+	var reqs []request
+	var oversize int
+	for i := range parts {
+		part := samples[i*len(samples)/parts : (i+1)*len(samples)/parts]
+		r, n := e.requests(p, part)
+		reqs = append(reqs, r...)
+		oversize += n
+	}
+	return reqs, oversize
+}
+
+func (e *Exporter) enqueue(r request) {
+	e.mu.Lock()
+	if e.closed { // Close has counted what it could not send: this one is dropped
+		e.mu.Unlock()
+		e.drop(1, "the exporter is closed")
+		return
+	}
+	if r.bytes > e.cfg.QueueBytes {
+		e.mu.Unlock()
+		e.drop(1, fmt.Sprintf("a request of %d bytes is larger than the queue (%d bytes)", r.bytes, e.cfg.QueueBytes))
+		return
+	}
+	var dropped int
+	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
+		e.queuedBytes -= e.queue[0].bytes
+		e.queue[0] = request{}
+		e.queue = e.queue[1:]
+		dropped++
+	}
+	e.queue = append(e.queue, r)
+	e.queuedBytes += r.bytes
+	e.mu.Unlock()
+	if dropped > 0 {
+		e.drop(dropped, fmt.Sprintf("the queue is full (%d bytes): dropping the oldest", e.cfg.QueueBytes))
+	}
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop counts n dropped requests and warns at the first drop of an episode; a send that
+// empties the queue ends the episode.
+func (e *Exporter) drop(n int, why string) {
+	e.mu.Lock()
+	e.stats.DroppedRequests += uint64(n)
+	warn := !e.dropping
+	e.dropping = true
+	total := e.stats.DroppedRequests
+	e.mu.Unlock()
+	if warn {
+		e.log.Warn("otlpexport: dropping profiles until the queue drains; Stats().DroppedRequests counts them",
+			"reason", why, "dropped_total", total)
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (e *Exporter) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stats
+	s.QueuedRequests = len(e.queue)
+	s.QueuedBytes = e.queuedBytes
+	s.InFlight = e.inFlight != nil
+	return s
+}
+
+// Close sends what is queued until ctx ends, then stops and releases the connection. It
+// returns an error naming how many requests were not sent, nil when all were. Only the
+// first call does anything.
+func (e *Exporter) Close(ctx context.Context) error {
+	err := errors.New("otlpexport: already closed")
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		close(e.draining)
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			e.stop()
+			<-e.done
+		}
+		e.stop()
+		e.mu.Lock()
+		unsent := len(e.queue)
+		e.queue, e.queuedBytes = nil, 0
+		if e.inFlight != nil {
+			unsent++
+			e.inFlight = nil
+		}
+		e.stats.FailedRequests += uint64(unsent)
+		last := e.stats.LastError
+		e.mu.Unlock()
+		err = nil
+		if unsent > 0 {
+			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (last error: %s)", unsent, e.where, last)
+		}
+		if cerr := e.sender.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("otlpexport: close: %w", cerr)
+		}
+	})
+	return err
+}
+
+// next takes the oldest queued request, waiting for one; false when the exporter stops.
+func (e *Exporter) next() (request, bool) {
+	for {
+		e.mu.Lock()
+		if len(e.queue) > 0 {
+			r := e.queue[0]
+			e.queue[0] = request{}
+			e.queue = e.queue[1:]
+			e.queuedBytes -= r.bytes
+			e.inFlight = &r
+			e.mu.Unlock()
+			return r, true
+		}
+		e.mu.Unlock()
+		select {
+		case <-e.wake:
+		case <-e.draining:
+			e.mu.Lock()
+			empty := len(e.queue) == 0
+			e.mu.Unlock()
+			if empty {
+				return request{}, false
+			}
+		case <-e.ctx.Done():
+			return request{}, false
+		}
+	}
+}
+
+const initialBackoff = 250 * time.Millisecond
+
+// run is the sending goroutine: one request at a time, oldest first.
+func (e *Exporter) run() {
+	defer close(e.done)
+	var (
+		failing     bool      // a failure episode: warned, not yet ended by a send
+		failedSince time.Time // its first failure
+		failedTries int
+		backoff     = initialBackoff
+	)
+	for {
+		r, ok := e.next()
+		if !ok {
+			return
+		}
+		for {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
+			start := time.Now()
+			err := e.sender.send(ctx, r.body)
+			cancel()
+			if err == nil {
+				elapsed := time.Since(start)
+				e.mu.Lock()
+				e.inFlight = nil
+				e.stats.SentRequests++
+				e.stats.SentBytes += uint64(r.bytes)
+				e.stats.ExportLatency += elapsed
+				e.stats.ExportCount++
+				dropped := e.stats.DroppedRequests
+				drained := e.dropping && len(e.queue) == 0
+				if drained {
+					e.dropping = false
+				}
+				e.mu.Unlock()
+				if failing {
+					e.log.Info("otlpexport: sending again", "failed_attempts", failedTries,
+						"gap", time.Since(failedSince).Round(time.Millisecond))
+				}
+				if drained {
+					e.log.Info("otlpexport: queue drained; dropping ended", "dropped_total", dropped)
+				}
+				failing, failedTries, backoff = false, 0, initialBackoff
+				break
+			}
+			if e.ctx.Err() != nil {
+				return // Close gave up; it counts the request in flight
+			}
+			var se *sendError
+			if !errors.As(err, &se) {
+				se = &sendError{err: err, retryable: true}
+			}
+			e.mu.Lock()
+			e.stats.LastError = se.Error()
+			e.stats.LastErrorTime = time.Now()
+			if !se.retryable {
+				e.stats.FailedRequests++
+				e.inFlight = nil
+			} else {
+				e.stats.Retries++
+			}
+			e.mu.Unlock()
+			failedTries++
+			if !failing {
+				failing, failedSince = true, time.Now()
+				msg := "otlpexport: sending profiles fails; retrying until it works, dropping past the queue's bound"
+				if !se.retryable {
+					msg = "otlpexport: the endpoint refuses profiles; dropping each refused request"
+				}
+				e.log.Warn(msg, "error", se.Error())
+			}
+			if !se.retryable {
+				break
+			}
+			wait := jitter(backoff)
+			backoff = min(backoff*2, e.cfg.MaxBackoff)
+			if se.retryAfter > wait {
+				wait = se.retryAfter
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-e.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+// jitter is d scaled by a random factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
