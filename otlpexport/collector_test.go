@@ -58,11 +58,14 @@ func TestCollectorRoundTrip(t *testing.T) {
 func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	c := collector.Start(t)
 	const bound = 64 << 10
-	e, err := New(Config{Endpoint: c.GRPCAddr, Insecure: true, MaxRequestBytes: bound}, nil)
+	var delivered []time.Time // Delivered's calls: one, once the last part is sent
+	e, err := New(Config{Endpoint: c.GRPCAddr, Insecure: true, MaxRequestBytes: bound,
+		Delivered: func(end time.Time) { delivered = append(delivered, end) }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := benchProfile(3000)
+	p.End = time.Unix(1700000000, 0)
 	e.Export(p)
 	if err := closeWithin(t, e, 60*time.Second); err != nil {
 		t.Fatal(err)
@@ -80,6 +83,9 @@ func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	compareSummaries(t, otlpSummary(t, got, p.Pprof), pprofSummary(p))
 	if st := e.Stats(); st.SentRequests != uint64(len(got)) || st.DroppedRequests != 0 {
 		t.Errorf("stats %+v, want %d sent, none dropped", st, len(got))
+	}
+	if len(delivered) != 1 || !delivered[0].Equal(p.End) {
+		t.Errorf("Delivered called with %v, want once with the profile's end %v", delivered, p.End)
 	}
 
 	// A request bound no single sample fits in: every sample is dropped, and counted.

@@ -51,6 +51,9 @@ type Config struct {
 	// MaxBackoff bounds the wait between attempts at one request (default 30s); the server's
 	// retry delay, when it names one, is waited instead when longer.
 	MaxBackoff time.Duration
+	// Delivered, when set, is called on the sending goroutine with a Profile's End once its
+	// last request is sent (for a latency measure): it must return quickly.
+	Delivered func(end time.Time)
 }
 
 // Compressions of a request's body.

@@ -3,6 +3,7 @@ package otlpexport
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -26,6 +27,9 @@ type Profile struct {
 	Pprof     *profile.Profile
 	HostName  string    // host.name of every resource
 	Processes []Process // by Pid; a pid without one gets process.pid alone
+	// End is when the profile's interval ended (zero: not known): Config.Delivered is given
+	// it once the profile's last request is sent.
+	End time.Time
 }
 
 // Semantic-convention attribute keys.

@@ -41,7 +41,8 @@ type Exporter struct {
 // is the memory it holds.
 type request struct {
 	body  []byte
-	bytes int // len(body), kept when body is let go
+	bytes int       // len(body), kept when body is let go
+	end   time.Time // the profile's Profile.End, on its last request only
 }
 
 // Stats is a snapshot of an Exporter's counters. A "profile" here is one request: an Export
@@ -122,6 +123,9 @@ func (e *Exporter) Export(p Profile) {
 		e.mu.Unlock()
 		e.log.Warn("otlpexport: dropping samples each larger than a request may be; Stats().DroppedSamples counts them",
 			"samples", oversize, "max_request_bytes", e.cfg.MaxRequestBytes)
+	}
+	if len(reqs) > 0 {
+		reqs[len(reqs)-1].end = p.End
 	}
 	for _, r := range reqs {
 		e.enqueue(r)
@@ -320,6 +324,9 @@ func (e *Exporter) run() {
 					e.dropping = false
 				}
 				e.mu.Unlock()
+				if e.cfg.Delivered != nil && !r.end.IsZero() {
+					e.cfg.Delivered(r.end)
+				}
 				if failing {
 					e.log.Info("otlpexport: sending again", "failed_attempts", failedTries,
 						"gap", time.Since(failedSince).Round(time.Millisecond))
