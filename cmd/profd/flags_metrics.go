@@ -28,13 +28,13 @@ func addMetricsFlags(fs *flag.FlagSet, o *metricsOptions) {
 }
 
 // startMetrics starts the metrics server --metrics-addr asks for, reading the counters it
-// gives cfg, and says where it listens; nil when there is none to start.
-func startMetrics(o metricsOptions, cfg *daemon.Config, logger *slog.Logger, stdout io.Writer) (*metrics.Server, error) {
+// gives cfg and the exporter's (export, nil without one), and says where it listens; nil when there is none to start.
+func startMetrics(o metricsOptions, cfg *daemon.Config, export func() daemon.ExportStats, logger *slog.Logger, stdout io.Writer) (*metrics.Server, error) {
 	if o.addr == "" {
 		return nil, nil
 	}
 	cfg.Counters = new(daemon.Counters)
-	srv, err := metrics.Start(metrics.Config{Addr: o.addr, Stats: cfg.Counters.Read, Logger: logger})
+	srv, err := metrics.Start(metrics.Config{Addr: o.addr, Stats: cfg.Counters.Read, Export: export, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

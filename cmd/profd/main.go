@@ -49,7 +49,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	logger := newLogger(stderr, opts.logOptions)
-	srv, err := startMetrics(opts.metrics, cfg, logger, stdout)
+	exp, err := startExport(opts.otlp, cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "profd: export: %v\n(see profd --help: --otlp-endpoint and the OTEL_EXPORTER_OTLP_* variables)\n", err)
+		return exitUsage
+	}
+	var exportStats func() daemon.ExportStats
+	if exp != nil {
+		exportStats = exp.stats
+		// A run that fails before its stop leaves the exporter to this: it gives up at once.
+		defer func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			exp.Close(ctx)
+		}()
+	}
+	srv, err := startMetrics(opts.metrics, cfg, exportStats, logger, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "profd: --metrics-addr: %v\n(give a free port with --metrics-addr HOST:PORT, or leave the flag out)\n", err)
 		return exitUsage
@@ -82,6 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type cmdOptions struct {
 	logOptions
 	metrics metricsOptions
+	otlp    otlpOptions
 }
 
 type logOptions struct {
@@ -250,6 +266,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	})
 	registerIntervalFlags(fs, &cfg)
 	addMetricsFlags(fs, &lo.metrics)
+	addOTLPFlags(fs, &lo.otlp)
 	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
 	configPath := registerConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/profd/profd/daemon"
+	"github.com/profd/profd/otlpexport"
+	"github.com/profd/profd/profileio"
+)
+
+// otlpOptions are the flags of the OTLP export.
+type otlpOptions struct {
+	cfg         otlpexport.Config // what the flags set; the OTEL_EXPORTER_OTLP_* variables fill the rest
+	commandLine bool              // --otlp-command-line
+}
+
+// defaultOTLPQueueMB is --otlp-queue-mb's default.
+const defaultOTLPQueueMB = otlpexport.DefaultQueueBytes >> 20
+
+// addOTLPFlags registers the --otlp-* flags into o.
+func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
+	fs.StringVar(&o.cfg.Endpoint, "otlp-endpoint", "", "send every interval of every output (see --flush-interval) as an OTLP profile to the OpenTelemetry Collector, or any OTLP profiles receiver, at `ENDPOINT`: HOST:PORT (TLS, unless --otlp-insecure), http://HOST:PORT (plaintext) or https://HOST:PORT; default $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT (the other OTEL_EXPORTER_OTLP_* variables are read too: _HEADERS, _INSECURE, _CERTIFICATE, _PROTOCOL, _COMPRESSION, _TIMEOUT); none: no export")
+	fs.Func("otlp-protocol", "`PROTOCOL` of the export: grpc (default) or http/protobuf (POST to /v1development/profiles)", func(s string) error {
+		switch s {
+		case "grpc":
+			o.cfg.Protocol = otlpexport.ProtocolGRPC
+		case "http/protobuf", "http":
+			o.cfg.Protocol = otlpexport.ProtocolHTTP
+		default:
+			return fmt.Errorf("want grpc or http/protobuf")
+		}
+		return nil
+	})
+	fs.BoolVar(&o.cfg.Insecure, "otlp-insecure", false, "send to a HOST:PORT --otlp-endpoint in plaintext (a local Collector), not over TLS")
+	fs.StringVar(&o.cfg.CAFile, "otlp-ca-file", "", "verify the endpoint's TLS certificate with the PEM certificates in `FILE` instead of the system's")
+	fs.Func("otlp-header", "send `KEY=VALUE` with every export request (gRPC metadata, HTTP header), e.g. 'authorization=Bearer TOKEN'; repeat it for more", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, such as 'authorization=Bearer TOKEN'")
+		}
+		if o.cfg.Headers == nil {
+			o.cfg.Headers = map[string]string{}
+		}
+		o.cfg.Headers[k] = strings.TrimSpace(v)
+		return nil
+	})
+	fs.Func("otlp-queue-mb", fmt.Sprintf("the export requests waiting to be sent may hold `MB` (default %d): past it, while the endpoint is down or slow, the oldest are dropped and counted, with one warning (the interval files on disk keep them)", defaultOTLPQueueMB), func(s string) error {
+		mb, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || mb <= 0 || mb > 1<<20 {
+			return fmt.Errorf("want a number of megabytes, such as 64")
+		}
+		o.cfg.QueueBytes = int(mb << 20)
+		return nil
+	})
+	fs.BoolVar(&o.commandLine, "otlp-command-line", false, "export each process's command line (process.command_line), which may hold secrets; by default it is left out")
+}
+
+// startExport makes the exporter the flags and the environment ask for and hands it to cfg;
+// nil when no endpoint is configured.
+func startExport(o otlpOptions, cfg *daemon.Config, logger *slog.Logger) (*intervalExporter, error) {
+	oc, err := otlpexport.ConfigFromEnv(o.cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if oc.Endpoint == "" {
+		return nil, nil
+	}
+	x := &intervalExporter{commandLine: o.commandLine, log: logger, work: make(chan daemon.Interval, intervalQueue),
+		done: make(chan struct{}), latency: daemon.NewDurationHistogram(daemon.FlushBuckets)}
+	oc.Delivered = func(end time.Time) { x.latency.Observe(time.Since(end)) }
+	x.exp, err = otlpexport.New(oc, logger)
+	if err != nil {
+		return nil, err
+	}
+	go x.run()
+	cfg.Exporter = x
+	return x, nil
+}
+
+// intervalQueue bounds the intervals waiting for their conversion to OTLP: each holds its
+// capture, which shares code with the daemon's state.
+const intervalQueue = 16
+
+// intervalExporter is the daemon's Exporter: it converts each interval's capture to an OTLP
+// profile on a goroutine of its own (a flush never waits for it) and queues it for sending.
+type intervalExporter struct {
+	exp         *otlpexport.Exporter
+	commandLine bool
+	log         *slog.Logger
+	latency     *daemon.DurationHistogram // interval end to delivery
+
+	mu     sync.Mutex // guards closed and sends on work
+	closed bool
+	work   chan daemon.Interval
+	done   chan struct{} // closed when run returns
+
+	dropped  atomic.Uint64 // intervals not converted: the conversion fell behind, or failed
+	dropping atomic.Bool   // a drop episode, warned once
+}
+
+// Export implements daemon.Exporter: it queues iv for conversion, or drops and counts it when
+// intervalQueue are already waiting.
+func (x *intervalExporter) Export(iv daemon.Interval) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		x.drop("the exporter is closed", iv)
+		return
+	}
+	select {
+	case x.work <- iv:
+	default:
+		x.drop("intervals end faster than they are converted", iv)
+	}
+}
+
+// drop counts an interval that is not exported, warning at the first of an episode.
+func (x *intervalExporter) drop(why string, iv daemon.Interval) {
+	x.dropped.Add(1)
+	if !x.dropping.Swap(true) {
+		x.log.Warn("profd: export: dropping intervals; the interval files on disk keep them; further drops are counted, not logged, until one is exported",
+			"why", why, "output", iv.Base, "interval_end", iv.End)
+	}
+}
+
+// run converts the queued intervals until Close.
+func (x *intervalExporter) run() {
+	defer close(x.done)
+	for iv := range x.work {
+		p, err := profileio.Pprof(iv.Capture)
+		if err != nil {
+			x.drop(err.Error(), iv)
+			continue
+		}
+		x.dropping.Store(false)
+		x.exp.Export(otlpexport.Profile{Pprof: p, HostName: iv.Capture.Meta.Host, Processes: x.processes(iv.Capture), End: iv.End})
+	}
+}
+
+// processes are the resource attributes of c's processes.
+func (x *intervalExporter) processes(c *profileio.Capture) []otlpexport.Process {
+	out := make([]otlpexport.Process, 0, len(c.Processes))
+	for _, p := range c.Processes {
+		name := p.Command
+		if p.Executable != "" {
+			name = filepath.Base(p.Executable)
+		}
+		op := otlpexport.Process{Pid: int(p.Pid), ExecutablePath: p.Executable, ExecutableName: name,
+			ContainerID: p.ContainerID, ServiceName: p.ServiceName}
+		if x.commandLine {
+			op.CommandLine = strings.Join(p.CommandLine, " ")
+		}
+		out = append(out, op)
+	}
+	return out
+}
+
+// Close implements daemon.Exporter: it converts what is queued and sends what it can until
+// ctx ends. It may be called more than once.
+func (x *intervalExporter) Close(ctx context.Context) error {
+	x.mu.Lock()
+	if !x.closed {
+		x.closed = true
+		close(x.work)
+	}
+	x.mu.Unlock()
+	select {
+	case <-x.done:
+	case <-ctx.Done():
+		// What is not converted yet is counted with what the exporter could not send.
+		return errors.Join(fmt.Errorf("profd: export: %d intervals not converted before the stop timeout", len(x.work)), x.exp.Close(ctx))
+	}
+	return x.exp.Close(ctx)
+}
+
+// stats are the export's counters, for the metrics.
+func (x *intervalExporter) stats() daemon.ExportStats {
+	st := x.exp.Stats()
+	queued := uint64(st.QueuedRequests) + uint64(len(x.work))
+	if st.InFlight {
+		queued++
+	}
+	return daemon.ExportStats{QueuedIntervals: queued, QueuedBytes: uint64(st.QueuedBytes), Sent: st.SentRequests,
+		Dropped: st.DroppedRequests + x.dropped.Load(), Failed: st.FailedRequests, Latency: x.latency.Snapshot()}
+}
