@@ -78,7 +78,8 @@ soak: deps
 
 ## soak-churn: a JIT that keeps loading and unloading code (about 8 000 records a second) beside
 ##   one that asks for its profiles every round, flushes every 3 s, for CHURNTIME (default 10m):
-##   RSS within 10 % of the first minute's, every flush at most 1 s, every request answered within 5 s
+##   each later minute's median RSS within 10 % of the second minute's, every flush at most 1 s, every
+##   request answered within 5 s
 CHURNTIME ?= 10m
 soak-churn: deps
 	PROFD_SOAK_CHURN=1 PROFD_SOAK_DURATION=$(CHURNTIME) $(GO) test -count=1 -run '^TestSoakChurn$$' -v -timeout 60m ./cmd/profd
