@@ -85,8 +85,8 @@ soak-churn: deps
 	PROFD_SOAK_CHURN=1 PROFD_SOAK_DURATION=$(CHURNTIME) $(GO) test -count=1 -run '^TestSoakChurn$$' -v -timeout 60m ./cmd/profd
 
 ## soak-export: two profd on one node target for EXPORTTIME (default 10m), one exporting every
-##   10 s interval to a real Collector: its CPU at most 20 % above the other's, its RSS flat
-##   after the first minute, every interval delivered; logs the end-to-delivery latency
+##   10 s interval to a real Collector: its CPU at most 20 % and its RSS at most 10 % above the
+##   other's, every interval delivered; logs the end-to-delivery latency
 EXPORTTIME ?= 10m
 soak-export: deps
 	PROFD_SOAK_EXPORT=1 PROFD_SOAK_DURATION=$(EXPORTTIME) $(GO) test -count=1 -run '^TestSoakExport$$' -v -timeout 60m ./cmd/profd
