@@ -212,6 +212,21 @@ func TestSilentServer(t *testing.T) {
 	}
 }
 
+// TestCloseBeforeAnswer: Close ending while the first attempt still waits for a silent
+// server's answer says so, rather than naming an empty last error.
+func TestCloseBeforeAnswer(t *testing.T) {
+	e, err := New(Config{Endpoint: silentListener(t), Insecure: true}, nil) // the default Timeout: no attempt ends first
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(testProfile(10))
+	waitStats(t, e, "the attempt", func(s Stats) bool { return s.InFlight })
+	err = closeWithin(t, e, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "1 profile requests not sent") || !strings.Contains(err.Error(), "the endpoint had not answered") {
+		t.Errorf("Close: %v, want 1 request not sent, the endpoint not having answered", err)
+	}
+}
+
 // TestUnknownCA: a certificate that does not verify fails the request at once, saying so;
 // with the CA file the same server is reached.
 func TestUnknownCA(t *testing.T) {

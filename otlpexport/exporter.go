@@ -247,11 +247,14 @@ func (e *Exporter) Close(ctx context.Context) error {
 			e.inFlight = nil
 		}
 		e.stats.FailedRequests += uint64(unsent)
-		last := e.stats.LastError
+		why := "last error: " + e.stats.LastError
+		if e.stats.LastError == "" { // the first attempt was still waiting for its answer
+			why = "the endpoint had not answered"
+		}
 		e.mu.Unlock()
 		err = nil
 		if unsent > 0 {
-			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (last error: %s)", unsent, e.where, last)
+			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (%s)", unsent, e.where, why)
 		}
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
