@@ -355,6 +355,30 @@ func TestGRPCErrors(t *testing.T) {
 	})
 }
 
+// TestCloseCutsBackoff: Close beginning while a request waits out its backoff tries it at
+// once, so an endpoint that is back gets it before a deadline shorter than the backoff.
+func TestCloseCutsBackoff(t *testing.T) {
+	f, addr := startFakeReceiver(t, func(n int) error {
+		if n <= 4 {
+			return status.Error(codes.Unavailable, "down")
+		}
+		return nil
+	})
+	e, err := New(Config{Endpoint: addr, Insecure: true, MaxBackoff: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(testProfile(10))
+	// After the fourth failure the backoff is 2 s jittered: at least 1 s.
+	waitStats(t, e, "four failures", func(s Stats) bool { return s.Retries == 4 })
+	if err := closeWithin(t, e, 900*time.Millisecond); err != nil {
+		t.Errorf("Close: %v, want the request sent at once", err)
+	}
+	if n := len(f.hits.get()); n != 5 {
+		t.Errorf("%d attempts, want 5", n)
+	}
+}
+
 // TestNoCollector: with nothing listening the queue holds its bound, drops the oldest and
 // counts them, warns once, and Close says how many were not sent.
 func TestNoCollector(t *testing.T) {
