@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak soak-churn soak-export fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
@@ -90,6 +90,11 @@ soak-churn: deps
 EXPORTTIME ?= 10m
 soak-export: deps
 	PROFD_SOAK_EXPORT=1 PROFD_SOAK_DURATION=$(EXPORTTIME) $(GO) test -count=1 -run '^TestSoakExport$$' -v -timeout 60m ./cmd/profd
+
+## soak-export-down: profd exporting to an OTLP endpoint nothing listens at for EXPORTTIME (default
+##   10m): RSS within --otlp-queue-mb 8 + 64 MB, one warning, sampling unaffected (not in `make test`)
+soak-export-down: deps
+	PROFD_SOAK_EXPORT_DOWN=1 PROFD_SOAK_DURATION=$(EXPORTTIME) $(GO) test -count=1 -run '^TestExportNoCollector$$' -v -timeout 60m ./cmd/profd
 
 ## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
 fuzz:

@@ -212,6 +212,21 @@ func TestSilentServer(t *testing.T) {
 	}
 }
 
+// TestCloseBeforeAnswer: Close ending while the first attempt still waits for a silent
+// server's answer says so, rather than naming an empty last error.
+func TestCloseBeforeAnswer(t *testing.T) {
+	e, err := New(Config{Endpoint: silentListener(t), Insecure: true}, nil) // the default Timeout: no attempt ends first
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(testProfile(10))
+	waitStats(t, e, "the attempt", func(s Stats) bool { return s.InFlight })
+	err = closeWithin(t, e, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "1 profile requests not sent") || !strings.Contains(err.Error(), "the endpoint had not answered") {
+		t.Errorf("Close: %v, want 1 request not sent, the endpoint not having answered", err)
+	}
+}
+
 // TestUnknownCA: a certificate that does not verify fails the request at once, saying so;
 // with the CA file the same server is reached.
 func TestUnknownCA(t *testing.T) {
@@ -338,6 +353,30 @@ func TestGRPCErrors(t *testing.T) {
 			t.Errorf("retried after %v, before RetryInfo's 1s", gap)
 		}
 	})
+}
+
+// TestCloseCutsBackoff: Close beginning while a request waits out its backoff tries it at
+// once, so an endpoint that is back gets it before a deadline shorter than the backoff.
+func TestCloseCutsBackoff(t *testing.T) {
+	f, addr := startFakeReceiver(t, func(n int) error {
+		if n <= 4 {
+			return status.Error(codes.Unavailable, "down")
+		}
+		return nil
+	})
+	e, err := New(Config{Endpoint: addr, Insecure: true, MaxBackoff: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(testProfile(10))
+	// After the fourth failure the backoff is 2 s jittered: at least 1 s.
+	waitStats(t, e, "four failures", func(s Stats) bool { return s.Retries == 4 })
+	if err := closeWithin(t, e, 900*time.Millisecond); err != nil {
+		t.Errorf("Close: %v, want the request sent at once", err)
+	}
+	if n := len(f.hits.get()); n != 5 {
+		t.Errorf("%d attempts, want 5", n)
+	}
 }
 
 // TestNoCollector: with nothing listening the queue holds its bound, drops the oldest and

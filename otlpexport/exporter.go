@@ -222,9 +222,10 @@ func (e *Exporter) Stats() Stats {
 	return s
 }
 
-// Close sends what is queued until ctx ends, then stops and releases the connection. It
-// returns an error naming how many requests were not sent, nil when all were. Only the
-// first call does anything.
+// Close sends what is queued until ctx ends, then stops and releases the connection; a
+// request waiting out the exporter's backoff is tried at once (a server's retry delay is
+// still waited). It returns an error naming how many requests were not sent, nil when all
+// were. Only the first call does anything.
 func (e *Exporter) Close(ctx context.Context) error {
 	err := errors.New("otlpexport: already closed")
 	e.once.Do(func() {
@@ -247,11 +248,14 @@ func (e *Exporter) Close(ctx context.Context) error {
 			e.inFlight = nil
 		}
 		e.stats.FailedRequests += uint64(unsent)
-		last := e.stats.LastError
+		why := "last error: " + e.stats.LastError
+		if e.stats.LastError == "" { // the first attempt was still waiting for its answer
+			why = "the endpoint had not answered"
+		}
 		e.mu.Unlock()
 		err = nil
 		if unsent > 0 {
-			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (last error: %s)", unsent, e.where, last)
+			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (%s)", unsent, e.where, why)
 		}
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
@@ -299,6 +303,9 @@ func (e *Exporter) run() {
 		failedSince time.Time // its first failure
 		failedTries int
 		backoff     = initialBackoff
+		// closing cuts one backoff of the exporter's own short once Close begins: the
+		// endpoint may be back, and Close's deadline may come before the backoff ends.
+		closing = e.draining
 	)
 	for {
 		r, ok := e.next()
@@ -368,12 +375,16 @@ func (e *Exporter) run() {
 			}
 			wait := jitter(backoff)
 			backoff = min(backoff*2, e.cfg.MaxBackoff)
-			if se.retryAfter > wait {
-				wait = se.retryAfter
+			cut := closing
+			if se.retryAfter > wait { // the server's delay is waited, at the close too
+				wait, cut = se.retryAfter, nil
 			}
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
+			case <-cut:
+				t.Stop()
+				closing = nil
 			case <-e.ctx.Done():
 				t.Stop()
 				return

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,15 +151,4 @@ func scrapeLatencyMedian(t *testing.T, addr string) string {
 		}
 	}
 	return fmt.Sprintf("above every bucket (%d deliveries)", h.GetSampleCount())
-}
-
-// freeLoopbackAddr is a loopback address whose port was free a moment ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
