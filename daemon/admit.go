@@ -18,6 +18,9 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 			owner, uid = outputOwner(u, g), u
 		}
 		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid, addedNs: addedNs}
+		if d.cfg.GroupBy == GroupByContainer {
+			d.locked.targets[pid].container = d.parts.look.ProcessInfo(pid).ContainerID
+		}
 	}
 	return image
 }

@@ -19,7 +19,7 @@ func (d *daemonRun) snapshot(pid uint32, meta profileio.CaptureMeta, end profile
 	s := d.locked.counts.Snapshot(pid, meta, end)
 	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final, owner: outfile.WriterOwns, uid: -1}
 	if t := d.locked.targets[pid]; t != nil {
-		w.base, w.owner, w.uid, w.firstNs = t.base, t.owner, t.uid, t.addedNs
+		w.base, w.owner, w.uid, w.firstNs, w.container = t.base, t.owner, t.uid, t.addedNs, t.container
 	}
 	return w
 }

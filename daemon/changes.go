@@ -18,6 +18,8 @@ func (d *daemonRun) startChanges() {
 				return
 			case <-d.changes.wake:
 				d.applyChanges()
+			case <-d.host.recheck:
+				d.recheckSources()
 			}
 		}
 	}()

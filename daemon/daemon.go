@@ -38,6 +38,8 @@ type daemonRun struct {
 	changes  changeQueue
 	tally    targetCounts
 	arrivals arrivals
+	// host: with --all, the targets whose symbol sources are not all set up.
+	host hostTargets
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
@@ -78,6 +80,7 @@ type liveTarget struct {
 	base       string        // output file name without extension (outputBase)
 	owner      outfile.Owner // who its output files belong to (outputOwner)
 	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
+	container  string        // the container its cgroup names, "" when none (--group-by container)
 	overBudget uint64        // loads refused past the target's symbol budgets
 	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
 }
@@ -182,5 +185,6 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}
 	d.changes.init()
+	d.host = hostTargets{waiting: map[uint32]*hostTarget{}, recheck: make(chan struct{}, 1)}
 	return d
 }

@@ -91,7 +91,7 @@ func newFilter(f Filter) (*filter, error) {
 // checkContainerPrefix accepts 12 to 64 hex digits.
 func checkContainerPrefix(id string) error {
 	if len(id) < MinContainerPrefix || len(id) > 64 || strings.Trim(strings.ToLower(id), "0123456789abcdef") != "" {
-		return fmt.Errorf("targets: --container %q: want a container id, %d to 64 hex digits", id, MinContainerPrefix)
+		return fmt.Errorf("--container %q: want a container id, %d to 64 hex digits (docker ps shows 12)", id, MinContainerPrefix)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func CheckContainer(id string) error { return checkContainerPrefix(id) }
 func cgroup2Mount() (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", fmt.Errorf("targets: --cgroup: %w", err)
+		return "", fmt.Errorf("--cgroup: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -115,7 +115,7 @@ func cgroup2Mount() (string, error) {
 			return fields[4], nil
 		}
 	}
-	return "", fmt.Errorf("targets: --cgroup: no cgroup v2 hierarchy is mounted: %w", ErrNoCgroup)
+	return "", fmt.Errorf("--cgroup: no cgroup v2 hierarchy is mounted: %w", ErrNoCgroup)
 }
 
 // resolveCgroup takes a --cgroup argument, under mount or relative to it, to its path as
@@ -123,7 +123,7 @@ func cgroup2Mount() (string, error) {
 func resolveCgroup(mount, arg string) (cgroupDir, error) {
 	p := filepath.Clean(arg)
 	if !filepath.IsAbs(p) {
-		return cgroupDir{}, fmt.Errorf("targets: --cgroup %s: want an absolute path, such as /system.slice/NAME.service or %s/system.slice/NAME.service", arg, mount)
+		return cgroupDir{}, fmt.Errorf("--cgroup %s: want an absolute path, such as /system.slice/NAME.service or %s/system.slice/NAME.service", arg, mount)
 	}
 	rel := p
 	switch {
@@ -132,11 +132,11 @@ func resolveCgroup(mount, arg string) (cgroupDir, error) {
 	case strings.HasPrefix(p, mount+"/"):
 		rel = strings.TrimPrefix(p, mount)
 	case p == "/sys/fs/cgroup" || strings.HasPrefix(p, "/sys/fs/cgroup/"):
-		return cgroupDir{}, fmt.Errorf("targets: --cgroup %s: not in the cgroup v2 hierarchy, which is mounted at %s: %w", arg, mount, ErrNoCgroup)
+		return cgroupDir{}, fmt.Errorf("--cgroup %s: not in the cgroup v2 hierarchy, which is mounted at %s: %w", arg, mount, ErrNoCgroup)
 	}
 	dir := filepath.Join(mount, rel)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return cgroupDir{}, fmt.Errorf("targets: --cgroup %s: %s does not exist: %w", arg, dir, ErrNoCgroup)
+		return cgroupDir{}, fmt.Errorf("--cgroup %s: %s does not exist: %w", arg, dir, ErrNoCgroup)
 	}
 	return cgroupDir{rel: rel, dir: dir}, nil
 }
@@ -217,4 +217,15 @@ func (f *filter) warnings() []string {
 		}
 	}
 	return out
+}
+
+// CheckCgroup reports whether arg names an existing cgroup v2 directory (errors wrap
+// ErrNoCgroup).
+func CheckCgroup(arg string) error {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return err
+	}
+	_, err = resolveCgroup(mount, arg)
+	return err
 }

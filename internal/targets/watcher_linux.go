@@ -448,7 +448,6 @@ func (w *Watcher) Scan() {
 	}
 
 	w.scanMu.Lock()
-	defer w.scanMu.Unlock()
 	// What changed is checked again: a target the walk missed may have been found by an
 	// exec notification since, and one it found may have exited since.
 	w.mu.Lock()
@@ -510,6 +509,7 @@ func (w *Watcher) Scan() {
 	slices.Sort(removed)
 	slices.Sort(added)
 	w.report(added, removed)
+	w.scanMu.Unlock()
 	if w.filter != nil {
 		for _, msg := range w.filter.warnings() {
 			w.log.Warn("targets: " + msg)
