@@ -59,10 +59,10 @@ type components struct {
 type lockedState struct {
 	counts *attribute.Counts
 	// targets are the live targets' output names and budgets; processes counts the
-	// processes seen per pid in this run, so that a process that reuses a pid gets output
+	// processes seen per output name (image and pid) in this run, so that a process that reuses a pid gets output
 	// files of its own.
 	targets   map[uint32]*liveTarget
-	processes map[uint32]int
+	processes map[string]int
 
 	loads         uint64 // code loads seen
 	drainedNs     int64  // when the last drain began
@@ -177,7 +177,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
-		processes: map[uint32]int{}}
+		processes: map[string]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
