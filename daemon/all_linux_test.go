@@ -237,3 +237,92 @@ func TestAllFirstSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestAllSymbolSources: with --all, a JIT whose environment has PROFD_DIR gets a FIFO and
+// its functions are named; a process with no JIT gets no FIFO and no file readers, and its
+// samples are still counted.
+func TestAllSymbolSources(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	testjit := reachableTestJIT(t)
+	spin, _ := buildAllSpin(t)
+	d := sharedDirs(t)
+	r := startRunAll(t, Config{UIDs: []uint32{targetUID}}, d)
+	cmd := exec.Command(testjit, "-d", d.fifo, "-m", "100", "-w", "10000")
+	cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
+	jit := startCmd(t, cmd)
+	plain := startAsUser(t, targetUID, spin, "200", "0")
+	jit.wait(t, 60*time.Second)
+	plain.wait(t, 60*time.Second)
+	waitFor(t, "the final captures", 10*time.Second, func() bool {
+		return fileExists(outputPath(d, "testjit", jit.pid(), FormatCapture)) && fileExists(outputPath(d, "profd-allspin", plain.pid(), FormatCapture))
+	})
+	r.stop(t)
+	summary := r.summary.String()
+	if want := "reading the JIT symbols of pid " + strconv.Itoa(jit.pid()) + " (testjit): symbols FIFO"; !strings.Contains(summary, want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
+	}
+	if strings.Contains(summary, "reading the JIT symbols of pid "+strconv.Itoa(plain.pid())) {
+		t.Errorf("the process with no JIT got symbol sources:\n%s", summary)
+	}
+	if totals := jitTotals(readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))); len(totals) == 0 {
+		t.Errorf("the JIT's capture names none of its functions")
+	}
+	if n := allSamples(t, d, "profd-allspin", plain.pid()); n <= 0 {
+		t.Errorf("the process with no JIT: %d samples, want some", n)
+	}
+}
+
+// TestAllContainerGroup: profd --all --container PREFIX --group-by container writes one
+// output for the container's processes, container-<ID12>.<ext>, and profiles nothing outside it.
+func TestAllContainerGroup(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	mount := cgroup2Mount(t)
+	var raw [32]byte
+	rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	dir := filepath.Join(mount, "docker-"+id+".scope")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	cg, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	d := newDirs(t)
+	r := startRunAll(t, Config{Containers: []string{id[:14]}, GroupBy: GroupByContainer}, d)
+	a := startCmdInCgroup(t, int(cg.Fd()), spin, "100", "0")
+	b := startCmdInCgroup(t, int(cg.Fd()), spin, "100", "0")
+	outside := startCmd(t, exec.Command(spin, "100", "0"))
+	for _, c := range []*child{a, b, outside} {
+		c.wait(t, 60*time.Second)
+	}
+	r.stop(t)
+	path := filepath.Join(d.out, "container-"+id[:12]+".profd")
+	if !fileExists(path) {
+		entries, _ := os.ReadDir(d.out)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("no %s; --out holds %q", filepath.Base(path), names)
+	}
+	c := readCapture(t, path)
+	pids := map[uint32]bool{}
+	for _, p := range c.Processes {
+		pids[p.Pid] = true
+		if p.ContainerID != id {
+			t.Errorf("pid %d in the container's output has container %q, want %s", p.Pid, p.ContainerID, id)
+		}
+	}
+	if !pids[uint32(a.pid())] || !pids[uint32(b.pid())] || pids[uint32(outside.pid())] {
+		t.Errorf("the container's output has pids %v; want %d and %d, not %d", pids, a.pid(), b.pid(), outside.pid())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -141,5 +142,51 @@ func TestAllWithImages(t *testing.T) {
 	eventually(t, "the sleep", func() bool { return r.has(&r.added, sleep.Process.Pid) })
 	if slices.Contains(w.Targets(), 1) {
 		t.Errorf("init is a target with All narrowed to sleep: %v", w.Targets())
+	}
+}
+
+// A --cgroup directory removed while the watcher runs is warned about once, and again only
+// after it came back and went again.
+func TestCgroupGoneWarnedOnce(t *testing.T) {
+	mount := t.TempDir()
+	dir := filepath.Join(mount, "app.service")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := resolveCgroup(mount, "/app.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &filter{cgroups: []cgroupDir{c}, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
+	if w := f.warnings(); len(w) != 0 {
+		t.Fatalf("warnings while it exists: %q", w)
+	}
+	os.Remove(dir)
+	if w := f.warnings(); len(w) != 1 {
+		t.Fatalf("warnings once it is gone: %q, want one", w)
+	}
+	if w := f.warnings(); len(w) != 0 {
+		t.Errorf("warned again: %q", w)
+	}
+	os.Mkdir(dir, 0o755)
+	f.warnings()
+	os.Remove(dir)
+	if w := f.warnings(); len(w) != 1 {
+		t.Errorf("gone a second time: %q, want one warning", w)
+	}
+}
+
+// A container prefix that matches two containers is warned about once.
+func TestContainerPrefixAmbiguous(t *testing.T) {
+	f := &filter{containers: []string{"0123456789ab"}, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
+	a, b := "0123456789ab"+strings.Repeat("0", 52), "0123456789ab"+strings.Repeat("1", 52)
+	if !f.containerMatches(a) || !f.containerMatches(b) || f.containerMatches(strings.Repeat("2", 64)) {
+		t.Fatal("containerMatches by prefix is wrong")
+	}
+	if w := f.warnings(); len(w) != 1 || !strings.Contains(w[0], "several containers") {
+		t.Errorf("warnings %q, want one about the ambiguous prefix", w)
+	}
+	if w := f.warnings(); len(w) != 0 {
+		t.Errorf("warned again: %q", w)
 	}
 }
