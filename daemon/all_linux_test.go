@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
 
 // buildAllSpin compiles allSpinSource as profd-allspin and copies it as profd-allspin2 (another
 // file, another image), in a directory every user can reach; it returns their paths.
-func buildAllSpin(t *testing.T) (spin, spin2 string) {
+func buildAllSpin(t testing.TB) (spin, spin2 string) {
 	t.Helper()
 	workloads(t) // gcc, x86-64
 	dir := t.TempDir()
