@@ -132,6 +132,13 @@ so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run that
 runs as root, and <image>-uid<UID>.<ext> those of user UID: one user's processes never share
 an output with another's (--all-users: <image>.<ext> for all).
+With --group-by container: container-<ID12>.<ext>, every process of the container (and
+user, as for images: container-<ID12>-uid<UID>.<ext>) profiled in the run; a process in no
+container is grouped by its image.
+With --all, every process but kernel threads and profd is a target (as root), narrowed by
+--cgroup, --container, --uid, --jit-image (a process must pass each kind given, any value
+of a kind) and --exclude-image; processes are checked as they fork and exec and at each scan
+of /proc, and one that leaves the filters is retired as an exited one is.
 With --flush-interval, each interval of each output is kept as well, named by its start
 (UTC), in --out/intervals (made mode 0711), each file mode 0600 and owned as its output's:
   intervals/<base>.<YYYYMMDDTHHMMSS.mmmZ>.pb.gz  the interval's samples only (pprof, if in --format)
