@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,18 +69,45 @@ func buildAllSpin(t testing.TB) (spin, spin2 string) {
 	return spin, spin2
 }
 
-// allSamples is the samples of pid's capture in d, run as image; -1 when it has none.
+// pidCaptures are the paths of the captures in d of process pid running image ("": any):
+// <image>-<pid>.profd, and <image>-<pid>.N.profd when it was added again (a process that
+// execs is; it may have been found with its new image's name before its exec was seen).
+func pidCaptures(t *testing.T, d dirs, image string, pid int) []string {
+	t.Helper()
+	name := regexp.QuoteMeta(image)
+	if image == "" {
+		name = ".+"
+	}
+	re := regexp.MustCompile("^" + name + "-" + strconv.Itoa(pid) + `(\.[0-9]+)?\.profd$`)
+	entries, err := os.ReadDir(d.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if re.MatchString(e.Name()) {
+			out = append(out, filepath.Join(d.out, e.Name()))
+		}
+	}
+	return out
+}
+
+// allSamples is the samples of the captures of pid running image ("": any) in d; -1 when
+// it has none.
 func allSamples(t *testing.T, d dirs, image string, pid int) int {
 	t.Helper()
-	path := outputPath(d, image, pid, FormatCapture)
-	if !fileExists(path) {
+	paths := pidCaptures(t, d, image, pid)
+	if len(paths) == 0 {
 		return -1
 	}
-	c := readCapture(t, path)
-	jit, outside := c.TotalSamples()
-	n := int(jit + outside)
-	for _, u := range c.Unnamed {
-		n += int(u.Count)
+	n := 0
+	for _, path := range paths {
+		c := readCapture(t, path)
+		jit, outside := c.TotalSamples()
+		n += int(jit + outside)
+		for _, u := range c.Unnamed {
+			n += int(u.Count)
+		}
 	}
 	return n
 }
@@ -97,7 +125,8 @@ func startRunAll(t *testing.T, cfg Config, d dirs) *profdRun {
 
 // TestAllUIDAndExcludeImage: profd --all --uid 65534 --exclude-image profd-allspin2 profiles
 // nobody's profd-allspin process, started before profd, and another started after it, and
-// not root's process of the same file, nor nobody's profd-allspin2; nobody owns its outputs.
+// not root's process of the same file, nor nobody's profd-allspin2; nobody owns its outputs;
+// a process of nobody's that never ran while profd did (a sleep) has no output.
 func TestAllUIDAndExcludeImage(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, spin2 := buildAllSpin(t)
@@ -105,25 +134,28 @@ func TestAllUIDAndExcludeImage(t *testing.T) {
 	before := startAsUser(t, targetUID, spin, "300", "3000")
 	root := startCmd(t, exec.Command(spin, "300", "3000"))
 	excluded := startAsUser(t, targetUID, spin2, "300", "3000")
+	asleep := startAsUser(t, targetUID, "/bin/sleep", "30")
 	r := startRunAll(t, Config{UIDs: []uint32{targetUID}, ExcludeImages: []string{spin2}}, d)
 	after := startAsUser(t, targetUID, spin, "300", "0")
 	after.wait(t, 60*time.Second)
-	waitFor(t, "the later process's final capture", 10*time.Second, func() bool {
-		return fileExists(outputPath(d, "profd-allspin", after.pid(), FormatCapture))
-	})
-	r.stop(t)
+	r.stop(t) // the final flush writes what the exits have not
 
 	for _, c := range []*child{before, after} {
 		if n := allSamples(t, d, "profd-allspin", c.pid()); n <= 0 {
 			t.Errorf("nobody's pid %d: %d samples, want some\nlogs:\n%s", c.pid(), n, r.logs.String())
 		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(outputPath(d, "profd-allspin", c.pid(), FormatCapture), &st); err != nil || st.Uid != targetUID || st.Mode&0o777 != 0o600 {
-			t.Errorf("pid %d's capture: uid %d mode %#o (%v), want nobody's, 0600", c.pid(), st.Uid, st.Mode&0o777, err)
+		for _, path := range pidCaptures(t, d, "", c.pid()) {
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil || st.Uid != targetUID || st.Mode&0o777 != 0o600 {
+				t.Errorf("%s: uid %d mode %#o (%v), want nobody's, 0600", path, st.Uid, st.Mode&0o777, err)
+			}
 		}
 	}
-	if n := allSamples(t, d, "profd-allspin", root.pid()); n >= 0 {
+	if n := allSamples(t, d, "", root.pid()); n >= 0 {
 		t.Errorf("root's pid %d was profiled (%d samples)", root.pid(), n)
+	}
+	if n := allSamples(t, d, "sleep", asleep.pid()); n >= 0 {
+		t.Errorf("a process that never ran has an output (%d samples): want none", n)
 	}
 	if n := allSamples(t, d, "profd-allspin2", excluded.pid()); n >= 0 {
 		t.Errorf("pid %d of the excluded image was profiled (%d samples)", excluded.pid(), n)
@@ -168,14 +200,11 @@ func TestAllCgroup(t *testing.T) {
 	outside := startCmd(t, exec.Command(spin, "200", "0"))
 	inside.wait(t, 60*time.Second)
 	outside.wait(t, 60*time.Second)
-	waitFor(t, "the process's final capture", 10*time.Second, func() bool {
-		return fileExists(outputPath(d, "profd-allspin", inside.pid(), FormatCapture))
-	})
-	r.stop(t)
+	r.stop(t) // the final flush writes what the exits have not
 	if n := allSamples(t, d, "profd-allspin", inside.pid()); n <= 0 {
 		t.Errorf("the process in the cgroup: %d samples, want some", n)
 	}
-	if n := allSamples(t, d, "profd-allspin", outside.pid()); n >= 0 {
+	if n := allSamples(t, d, "", outside.pid()); n >= 0 {
 		t.Errorf("the process outside the cgroup was profiled (%d samples)", n)
 	}
 	entries, _ := os.ReadDir(d.out)
@@ -207,17 +236,14 @@ func TestAllFirstSamples(t *testing.T) {
 				c.wait(t, 60*time.Second)
 				kids = append(kids, c)
 			}
-			waitFor(t, "the processes' final captures", 10*time.Second, func() bool {
-				return fileExists(outputPath(d, "profd-allspin", kids[runs-1].pid(), FormatCapture))
-			})
-			r.stop(t)
+			r.stop(t) // the final flush writes what the exits have not
 			var counts []string
 			sampled := 0
 			for _, c := range kids {
 				// The child is nobody's from its setuid, before its exec: it may have been
 				// a target running this test's binary until then, whose output holds the
 				// samples taken after the exec until it was added anew.
-				n := max(allSamples(t, d, "profd-allspin", c.pid()), 0) + max(allSamples(t, d, "daemon.test", c.pid()), 0)
+				n := allSamples(t, d, "", c.pid())
 				counts = append(counts, strconv.Itoa(n))
 				if n > 0 {
 					sampled++
@@ -254,10 +280,7 @@ func TestAllSymbolSources(t *testing.T) {
 	plain := startAsUser(t, targetUID, spin, "200", "0")
 	jit.wait(t, 60*time.Second)
 	plain.wait(t, 60*time.Second)
-	waitFor(t, "the final captures", 10*time.Second, func() bool {
-		return fileExists(outputPath(d, "testjit", jit.pid(), FormatCapture)) && fileExists(outputPath(d, "profd-allspin", plain.pid(), FormatCapture))
-	})
-	r.stop(t)
+	r.stop(t) // the final flush writes what the exits have not
 	summary := r.summary.String()
 	if want := "reading the JIT symbols of pid " + strconv.Itoa(jit.pid()) + " (testjit): symbols FIFO"; !strings.Contains(summary, want) {
 		t.Errorf("summary lacks %q:\n%s", want, summary)
@@ -265,8 +288,12 @@ func TestAllSymbolSources(t *testing.T) {
 	if strings.Contains(summary, "reading the JIT symbols of pid "+strconv.Itoa(plain.pid())) {
 		t.Errorf("the process with no JIT got symbol sources:\n%s", summary)
 	}
-	if totals := jitTotals(readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))); len(totals) == 0 {
-		t.Errorf("the JIT's capture names none of its functions")
+	named := 0
+	for _, path := range pidCaptures(t, d, "testjit", jit.pid()) {
+		named += len(jitTotals(readCapture(t, path)))
+	}
+	if named == 0 {
+		t.Errorf("the JIT's captures name none of its functions")
 	}
 	if n := allSamples(t, d, "profd-allspin", plain.pid()); n <= 0 {
 		t.Errorf("the process with no JIT: %d samples, want some", n)

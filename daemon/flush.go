@@ -88,6 +88,7 @@ func (d *daemonRun) flush(final bool) {
 	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()
 
+	work = d.dropUnsampled(work)
 	by := d.nameDeadline(final)
 	ctx := context.Background()
 	if final && !d.flushing.writeBy.IsZero() {
@@ -114,6 +115,7 @@ func (d *daemonRun) flushRetired() {
 	work := d.locked.retired
 	d.locked.retired = nil
 	d.mu.Unlock()
+	work = d.dropUnsampled(work)
 	by := d.nameDeadline(false)
 	for i := range work {
 		work[i].nameBy = by

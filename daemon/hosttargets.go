@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,4 +144,17 @@ func (d *daemonRun) describeAll() string {
 		return " (but kernel threads and profd)"
 	}
 	return " " + strings.Join(parts, ", and ") + " (but kernel threads and profd)"
+}
+
+// dropUnsampled leaves out, with --all, the captures of processes that have drawn no sample
+// yet (most of a host's processes sleep; a shell's child between its fork and its exec):
+// they get no files. With --reset-on-flush every output is written, an empty interval too.
+func (d *daemonRun) dropUnsampled(work []pending) []pending {
+	if !d.cfg.All || d.cfg.ResetOnFlush {
+		return work
+	}
+	return slices.DeleteFunc(work, func(w pending) bool {
+		jit, outside := w.capture.TotalSamples()
+		return jit+outside == 0 && len(w.capture.Unnamed) == 0 && len(w.capture.Stacks) == 0
+	})
 }
