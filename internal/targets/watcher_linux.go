@@ -210,7 +210,7 @@ func (w *Watcher) unwatchTarget(pid uint32) {
 }
 
 // Start scans once at once; then it scans every Interval, until ctx is done or Close,
-// when there are images to find (or explicit pids without pidfds); it scans again whenever
+// when there are images to find, All, or explicit pids without pidfds; it scans again whenever
 // an explicit pid's process exits; with an image and exec notifications, it also checks
 // each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
