@@ -111,8 +111,8 @@ type flushState struct {
 	repairCaches map[string]*profgen.RepairCache
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
-	// cutWarned: processes whose cut call chains were warned about.
-	cutWarned map[uint32]bool
+	// cutWarned: processes (by pid; with --all, images) whose cut call chains were warned about.
+	cutWarned map[string]bool
 	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
 	stopCut []string
 	// intervals: what each output, by base name, keeps from one interval to the next.
@@ -179,7 +179,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[string]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}

@@ -67,7 +67,7 @@ func (d *daemonRun) flush(final bool) {
 		// Records that came since may name samples that had no name at their drain.
 		counts.NameLate(pid, final)
 		if final {
-			counts.WarnUnnamed(pid, append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...))
+			counts.WarnUnnamed(pid, d.lookedFor(pid))
 		}
 		work = append(work, d.snapshot(pid, meta, end, final))
 		if final {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,4 +158,22 @@ func (d *daemonRun) dropUnsampled(work []pending) []pending {
 		jit, outside := w.capture.TotalSamples()
 		return jit+outside == 0 && len(w.capture.Unnamed) == 0 && len(w.capture.Stacks) == 0
 	})
+}
+
+// lookedFor lists where target pid's symbols were looked for, for the warning about its
+// unnamed JIT samples: its FIFO and its files' places; with --all, only those set up.
+func (d *daemonRun) lookedFor(pid uint32) []string {
+	fifoPath := d.parts.fifo.FIFOPath(pid)
+	if !d.cfg.All {
+		return append([]string{fifoPath}, d.parts.files.Looked(pid)...)
+	}
+	var out []string
+	if _, err := os.Lstat(fifoPath); err == nil {
+		out = append(out, fifoPath)
+	}
+	out = append(out, d.parts.files.Looked(pid)...)
+	if len(out) == 0 {
+		out = append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
+	}
+	return out
 }

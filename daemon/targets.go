@@ -70,7 +70,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.lastSourceCheck(pid)
 	}
 	for i, pid := range pids {
-		looked[i] = append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...)
+		looked[i] = d.lookedFor(pid)
 		d.parts.fifo.RemoveTarget(pid)
 		d.parts.files.RemoveTarget(pid)
 		d.parts.symbols.removeTarget(pid)
