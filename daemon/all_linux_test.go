@@ -353,3 +353,30 @@ func TestAllContainerGroup(t *testing.T) {
 		t.Errorf("the container's output has pids %v; want %d and %d, not %d", pids, a.pid(), b.pid(), outside.pid())
 	}
 }
+
+// TestAllCgroupRemoved: a --cgroup removed while profd runs draws a warning at the next
+// scan of /proc (every 5 s), and profd goes on and stops as usual.
+func TestAllCgroupRemoved(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	mount := cgroup2Mount(t)
+	var raw [6]byte
+	rand.Read(raw[:])
+	name := "profd-test-" + hex.EncodeToString(raw[:])
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	d := newDirs(t)
+	r := startRunAll(t, Config{Cgroups: []string{dir}}, d)
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the warning", 20*time.Second, func() bool { return strings.Contains(r.logs.String(), "is gone (removed or renamed)") })
+	if !r.running() {
+		t.Fatal("profd stopped")
+	}
+	r.stop(t)
+	if n := strings.Count(r.logs.String(), "is gone (removed or renamed)"); n != 1 {
+		t.Errorf("%d warnings about the cgroup, want 1", n)
+	}
+}
