@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead bench-all-host soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy pgo-demo clean
 
 all: build
 
@@ -69,6 +69,12 @@ bench-report: deps
 ##   (interleaved runs, medians; PROFD_BENCH_RUNS=10 PROFD_BENCH_CHUNKS=4000; minutes of CPU)
 bench-overhead: deps
 	PROFD_BENCH_OVERHEAD=1 $(GO) test -run '^$$' -bench TargetSlowdown -benchtime 1x -timeout 60m ./sampler
+
+## bench-all-host: --all against --pid over 200 processes (50 JITs) at 99 and 999 Hz: profd's CPU
+##   per 1000 samples and RSS, and perf record -a -g's CPU (PROFD_ALLHOST_PROCS=200
+##   PROFD_ALLHOST_JITS=50 PROFD_BENCH_SECONDS=5; minutes)
+bench-all-host: deps
+	PROFD_BENCH_ALLHOST=1 $(GO) test -run '^$$' -bench '^BenchmarkAllHost$$' -benchtime 1x -timeout 30m ./daemon
 
 ## soak: an hour of short-lived JITs and frequent flushes compressed into SOAKTIME (default 3m):
 ##   profd's RSS and fds must stay flat and every JIT must get its final profile (not in `make test`)

@@ -11,13 +11,19 @@ import (
 func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 	image := d.locked.counts.AddProcess(pid, addedNs)
 	if d.locked.targets[pid] == nil {
-		d.locked.processes[pid]++
+		// A later process of the same image and pid (a pid reused, or with --all the same
+		// process exec'ing the image again) gets files of its own.
+		key := outputBase(image, pid, 1)
+		d.locked.processes[key]++
 		// The owner is known before any flush can write the target's files.
 		owner, uid := outfile.WriterOwns, -1
 		if u, g, ok := d.parts.look.owner(pid); ok {
 			owner, uid = outputOwner(u, g), u
 		}
-		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[pid]), owner: owner, uid: uid, addedNs: addedNs}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[key]), owner: owner, uid: uid, addedNs: addedNs}
+		if d.cfg.GroupBy == GroupByContainer {
+			d.locked.targets[pid].container = d.parts.look.ProcessInfo(pid).ContainerID
+		}
 		d.publishLocked()
 	}
 	return image

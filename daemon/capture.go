@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func (d *daemonRun) snapshot(pid uint32, meta profileio.CaptureMeta, end profile
 	s := d.locked.counts.Snapshot(pid, meta, end)
 	w := pending{pid: pid, image: d.locked.counts.Image(pid), capture: s.Capture, snap: s, final: final, owner: outfile.WriterOwns, uid: -1}
 	if t := d.locked.targets[pid]; t != nil {
-		w.base, w.owner, w.uid, w.firstNs = t.base, t.owner, t.uid, t.addedNs
+		w.base, w.owner, w.uid, w.firstNs, w.container = t.base, t.owner, t.uid, t.addedNs, t.container
 	}
 	return w
 }
@@ -70,17 +71,22 @@ func (d *daemonRun) name(w pending) {
 // warning about it.
 const cutWarnShare = 0.5
 
-// noteCut logs, once per target, that most of its call chains stop short of where its
+// noteCut logs, once per target (with --all, once per image: a host runs many programs
+// built without frame pointers), that most of its call chains stop short of where its
 // threads start, and why that usually is.
 func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 	d.flushing.mu.Lock()
 	defer d.flushing.mu.Unlock()
-	if d.flushing.cutWarned[w.pid] || float64(cut) <= cutWarnShare*float64(complete+cut) {
+	key := strconv.FormatUint(uint64(w.pid), 10)
+	if d.cfg.All {
+		key = "image:" + w.image
+	}
+	if d.flushing.cutWarned[key] || float64(cut) <= cutWarnShare*float64(complete+cut) {
 		return
 	}
-	d.flushing.cutWarned[w.pid] = true
+	d.flushing.cutWarned[key] = true
 	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
-		"pid", w.pid, "cut", cut, "complete", complete)
+		"pid", w.pid, "image", w.image, "cut", cut, "complete", complete)
 }
 
 func kernelRelease() string {

@@ -18,6 +18,8 @@ func (d *daemonRun) startChanges() {
 				return
 			case <-d.changes.wake:
 				d.applyChanges()
+			case <-d.host.recheck:
+				d.recheckSources()
 			}
 		}
 	}()
@@ -96,7 +98,11 @@ func (d *daemonRun) addTarget(pid uint32) {
 	}
 	d.parts.look.remember(pid) // its names, before it can exit
 	d.tally.added.Add(1)
-	d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
+	if d.cfg.All { // a FIFO only for some (setUpHostTarget)
+		d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid))
+	} else {
+		d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
+	}
 	select {
 	case d.wake.addedNote <- struct{}{}:
 	default:

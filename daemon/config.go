@@ -32,12 +32,24 @@ type GroupBy string
 const (
 	GroupByProcess GroupBy = "process" // <image>-<pid>.<ext>, one per process
 	GroupByImage   GroupBy = "image"   // <image>.<ext> (another user's: <image>-uid<UID>.<ext>), every process of the image and user in the run
+	// GroupByContainer: container-<ID12>.<ext> (another user's: container-<ID12>-uid<UID>.<ext>),
+	// every process of the container and user in the run; a process in no container is
+	// grouped by its image, as with GroupByImage.
+	GroupByContainer GroupBy = "container"
 )
 
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
-	Pids          []uint32        // explicit targets
-	JITImages     []string        // executables (names on PATH, or absolute paths) whose processes are targets, now and later
+	Pids      []uint32 // explicit targets
+	JITImages []string // executables (names on PATH, or absolute paths) whose processes are targets, now and later; with All, the only images profiled
+	// All makes every process of the host a target, now and later, but kernel threads and
+	// profd itself, narrowed by the filters below (AND across kinds, OR within one) and
+	// JITImages.
+	All           bool
+	Cgroups       []string        // with All: cgroup v2 subtrees (/system.slice/x.service, or under the hierarchy's mount)
+	Containers    []string        // with All: container ids, or prefixes of at least 12 hex digits
+	UIDs          []uint32        // with All: real user ids
+	ExcludeImages []string        // with All: executables (as JITImages) whose processes are not targets
 	Event         string          // perf event name: cycles, instructions, cpu-clock, r<hex>, ...
 	StrictEvent   bool            // an unavailable event is an error instead of a cpu-clock fallback
 	FreqHz        uint64          // samples per second; exclusive with PeriodEvents; both 0: sampler.DefaultFreqHz
@@ -131,9 +143,10 @@ func (c *Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
-	if len(c.Pids) == 0 && len(c.JITImages) == 0 {
-		bad("no target: give --pid and/or --jit-image")
+	if len(c.Pids) == 0 && len(c.JITImages) == 0 && !c.All {
+		bad("no target: give --pid, --jit-image or --all")
 	}
+	c.validateAll(bad)
 	for _, pid := range c.Pids {
 		if pid == 0 {
 			bad("--pid %d: not a process id", pid)
@@ -191,12 +204,12 @@ func (c *Config) Validate() error {
 	switch c.GroupBy {
 	case "":
 		c.GroupBy = GroupByProcess
-	case GroupByProcess, GroupByImage:
+	case GroupByProcess, GroupByImage, GroupByContainer:
 	default:
-		bad("--group-by %q: want process or image", c.GroupBy)
+		bad("--group-by %q: want process, image or container", c.GroupBy)
 	}
-	if c.AllUsers && c.GroupBy != GroupByImage {
-		bad("--all-users needs --group-by image")
+	if c.AllUsers && c.GroupBy == GroupByProcess {
+		bad("--all-users needs --group-by image or container")
 	}
 	if c.KernelStacks && !c.Stacks {
 		bad("--kernel-stacks needs --stacks")

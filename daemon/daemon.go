@@ -40,6 +40,8 @@ type daemonRun struct {
 	arrivals arrivals
 	// counted is what the run counts besides its targets, read without the lock (stats).
 	counted runCounters
+	// host: with --all, the targets whose symbol sources are not all set up.
+	host hostTargets
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
@@ -59,10 +61,10 @@ type components struct {
 type lockedState struct {
 	counts *attribute.Counts
 	// targets are the live targets' output names and budgets; processes counts the
-	// processes seen per pid in this run, so that a process that reuses a pid gets output
+	// processes seen per output name (image and pid) in this run, so that a process that reuses a pid gets output
 	// files of its own.
 	targets   map[uint32]*liveTarget
-	processes map[uint32]int
+	processes map[string]int
 
 	drainedNs   int64     // when the last drain began
 	reclaimedNs int64     // when the drains last let ended code go (reclaimLocked)
@@ -76,6 +78,7 @@ type liveTarget struct {
 	base       string        // output file name without extension (outputBase)
 	owner      outfile.Owner // who its output files belong to (outputOwner)
 	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
+	container  string        // the container its cgroup names, "" when none (--group-by container)
 	overBudget uint64        // loads refused past the target's symbol budgets
 	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
 }
@@ -106,8 +109,8 @@ type flushState struct {
 	repairCaches map[string]*profgen.RepairCache
 	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
 	noFunctionsLogged map[uint32]bool
-	// cutWarned: processes whose cut call chains were warned about.
-	cutWarned map[uint32]bool
+	// cutWarned: processes (by pid; with --all, images) whose cut call chains were warned about.
+	cutWarned map[string]bool
 	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
 	stopCut []string
 	// intervals: what each output, by base name, keeps from one interval to the next.
@@ -172,14 +175,15 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
-		processes: map[uint32]int{}}
+		processes: map[string]int{}}
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[uint32]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
+		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}
 	d.counted.flushSeconds = NewDurationHistogram(FlushBuckets)
 	d.changes.init()
+	d.host = hostTargets{waiting: map[uint32]*hostTarget{}, recheck: make(chan struct{}, 1)}
 	return d
 }

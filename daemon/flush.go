@@ -66,7 +66,7 @@ func (d *daemonRun) flush(final bool) {
 		// Records that came since may name samples that had no name at their drain.
 		counts.NameLate(pid, final)
 		if final {
-			counts.WarnUnnamed(pid, append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...))
+			counts.WarnUnnamed(pid, d.lookedFor(pid))
 		}
 		work = append(work, d.snapshot(pid, meta, end, final))
 		if final {
@@ -85,6 +85,7 @@ func (d *daemonRun) flush(final bool) {
 	requests := d.locked.flushQueue.Take()
 	d.mu.Unlock()
 
+	work = d.dropUnsampled(work)
 	by := d.nameDeadline(final)
 	ctx := context.Background()
 	if final && !d.flushing.writeBy.IsZero() {
@@ -112,16 +113,17 @@ func (d *daemonRun) flushRetired() {
 	work := d.locked.retired
 	d.locked.retired = nil
 	d.mu.Unlock()
+	work = d.dropUnsampled(work)
 	by := d.nameDeadline(false)
 	for i := range work {
 		work[i].nameBy = by
 		work[i].interval = d.endsInterval(work[i], false) // a process's own final flush
 	}
-	if d.cfg.GroupBy == GroupByImage {
+	if d.cfg.GroupBy != GroupByProcess {
 		for _, w := range work {
 			d.name(w)
 			w.named = true
-			base := groupBase(w.image, w.uid, d.cfg.AllUsers)
+			base := d.groupBase(w.image, w.container, w.uid)
 			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 			d.flushing.exitedSince[base] = true
 		}
@@ -146,8 +148,9 @@ func (d *daemonRun) flushTargets() {
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 	var work []pending
 	pids := requests.Pids()
-	if d.cfg.GroupBy == GroupByImage {
-		// The whole group of each asking process: every live process of its image (and user).
+	if d.cfg.GroupBy != GroupByProcess {
+		// The whole group of each asking process: every live process of its image or
+		// container (and user).
 		groups := map[string]bool{}
 		for _, pid := range pids {
 			if d.locked.counts.Has(pid) {
@@ -185,12 +188,13 @@ func (d *daemonRun) flushTargets() {
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
-// pending per image and user (per image with --all-users), merging its processes' captures
+// pending per image and user (per image with --all-users; with --group-by container, per
+// container, or image outside containers), merging its processes' captures
 // (their native and kernel frames named first) with the final captures of the group's
 // processes that exited earlier in the run. The final flush (final) also writes the groups
 // whose processes have all exited since their last flush.
 func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
-	if d.cfg.GroupBy != GroupByImage {
+	if d.cfg.GroupBy == GroupByProcess {
 		return work
 	}
 	byGroup := map[string][]pending{}
@@ -198,7 +202,7 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 		w.nameBy = by
 		d.name(w)
 		w.named = true
-		base := groupBase(w.image, w.uid, d.cfg.AllUsers)
+		base := d.groupBase(w.image, w.container, w.uid)
 		byGroup[base] = append(byGroup[base], w)
 	}
 	for base := range d.flushing.exitedByGroup {
@@ -211,7 +215,7 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 		members := byGroup[base]
 		all := append(slices.Clone(d.flushing.exitedByGroup[base]), members...)
 		delete(d.flushing.exitedSince, base)
-		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid}
+		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid, container: all[0].container}
 		var cs []*profileio.Capture
 		for i, w := range all {
 			g.pids = append(g.pids, w.pid)
@@ -253,13 +257,27 @@ func groupBase(image string, uid int, allUsers bool) string {
 	return base
 }
 
+// groupBase names the outputs of a group: the image's (groupBase), or with --group-by
+// container, a container's "container-<ID12>" (and "-uid<UID>" as for an image) for a
+// process in one.
+func (d *daemonRun) groupBase(image, container string, uid int) string {
+	if d.cfg.GroupBy == GroupByContainer && container != "" {
+		return groupBase("container-"+container[:min(len(container), containerNameDigits)], uid, d.cfg.AllUsers)
+	}
+	return groupBase(image, uid, d.cfg.AllUsers)
+}
+
+// containerNameDigits is how much of a container id names its outputs (as docker ps shows
+// it); the capture and pprof labels keep the whole id.
+const containerNameDigits = 12
+
 // groupBaseLocked is live target pid's groupBase. Callers hold d.mu.
 func (d *daemonRun) groupBaseLocked(pid uint32) string {
-	uid := -1
+	uid, container := -1, ""
 	if t := d.locked.targets[pid]; t != nil {
-		uid = t.uid
+		uid, container = t.uid, t.container
 	}
-	return groupBase(d.locked.counts.Image(pid), uid, d.cfg.AllUsers)
+	return d.groupBase(d.locked.counts.Image(pid), container, uid)
 }
 
 // flushBits maps the outputs to the bits a flush request asks for them with.

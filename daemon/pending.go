@@ -11,13 +11,15 @@ import (
 // pending is one output's capture, taken under the lock and written outside it: one
 // process's, or with --group-by image an image's processes' merged.
 type pending struct {
-	pid     uint32
-	pids    []uint32 // a group's processes (--group-by image); nil for one process
-	image   string
-	base    string
-	owner   outfile.Owner // who its files belong to
-	uid     int           // its process's (or group's) effective user; -1: unknown
-	capture *profileio.Capture
+	pid   uint32
+	pids  []uint32 // a group's processes (--group-by image); nil for one process
+	image string
+	base  string
+	owner outfile.Owner // who its files belong to
+	uid   int           // its process's (or group's) effective user; -1: unknown
+	// container is its process's (or group's) container id, "" when none.
+	container string
+	capture   *profileio.Capture
 	// snap is the process's snapshot, whose native and kernel frames name names; nil for a
 	// group's merged capture.
 	snap   *attribute.Snapshot

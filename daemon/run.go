@@ -171,12 +171,14 @@ func (d *daemonRun) logMissedTargets() {
 func (d *daemonRun) open(ctx context.Context) error {
 	// Explicit pids are checked first, before anything is opened.
 	var err error
-	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log},
-		targets.Handler{Added: d.addTarget, Removed: d.removeTarget})
+	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log,
+		All: d.cfg.All, Filter: targets.Filter{Cgroups: d.cfg.Cgroups, Containers: d.cfg.Containers, UIDs: d.cfg.UIDs,
+			ExcludeImages: d.cfg.ExcludeImages}},
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget, Scanned: d.scanned})
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
 	}
-	if errors.Is(err, targets.ErrNoImage) || errors.Is(err, targets.ErrKernelThread) {
+	if errors.Is(err, targets.ErrNoImage) || errors.Is(err, targets.ErrKernelThread) || errors.Is(err, targets.ErrNoCgroup) {
 		return fmt.Errorf("daemon: %w: %w", ErrConfig, err)
 	}
 	if err != nil {
@@ -227,7 +229,10 @@ func (d *daemonRun) printStart() {
 	}
 	fmt.Fprintf(d.out, "%s with the %s back end; pid file %s; profiles to %s\n",
 		line, d.parts.smp.Backend(), filepath.Join(d.parts.fifo.Dir(), "profd.pid"), d.cfg.OutDir)
-	if len(d.cfg.JITImages) > 0 {
+	switch {
+	case d.cfg.All:
+		fmt.Fprintf(d.out, "profd: profiling every process%s\n", d.describeAll())
+	case len(d.cfg.JITImages) > 0:
 		fmt.Fprintf(d.out, "profd: watching for processes of %s\n", strings.Join(d.cfg.JITImages, ", "))
 	}
 	d.log.Info("profd: started", "event", ev.Used, "requested_event", ev.Requested, "fallback", ev.Reason,
@@ -267,5 +272,5 @@ func (d *daemonRun) targetsGone() bool {
 	case d.wake.retiredFlush <- struct{}{}:
 	default:
 	}
-	return len(d.cfg.JITImages) == 0 && len(d.parts.watch.Targets()) == 0
+	return len(d.cfg.JITImages) == 0 && !d.cfg.All && len(d.parts.watch.Targets()) == 0
 }

@@ -21,7 +21,7 @@ const (
 
 // sharedDirs is newDirs whose paths other users can reach (but not list), with an --out
 // profd makes itself.
-func sharedDirs(t *testing.T) dirs {
+func sharedDirs(t testing.TB) dirs {
 	t.Helper()
 	base := t.TempDir()
 	for p := base; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
@@ -48,7 +48,7 @@ func startAsUser(t *testing.T, uid uint32, argv ...string) *child {
 }
 
 // reachableTestJIT is workloads' testjit, in a directory other users may pass through.
-func reachableTestJIT(t *testing.T) string {
+func reachableTestJIT(t testing.TB) string {
 	t.Helper()
 	testjit, _ := workloads(t)
 	if err := os.Chmod(filepath.Dir(testjit), 0o711); err != nil {

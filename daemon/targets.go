@@ -16,6 +16,10 @@ import (
 // files. Called by applyChanges.
 func (d *daemonRun) setUpTarget(pid uint32) {
 	image := d.admit(pid)
+	if d.cfg.All {
+		d.setUpHostTarget(pid, image)
+		return
+	}
 	d.parts.symbols.addTarget(pid)
 	st, err := procfs.ReadStatus(pid)
 	if err == nil {
@@ -62,8 +66,11 @@ func exited(err error) bool {
 // Targets the sampler refused (missed) are dropped without a capture.
 func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	looked := make([][]string, len(pids))
+	for _, pid := range pids {
+		d.lastSourceCheck(pid)
+	}
 	for i, pid := range pids {
-		looked[i] = append([]string{d.parts.fifo.FIFOPath(pid)}, d.parts.files.Looked(pid)...)
+		looked[i] = d.lookedFor(pid)
 		d.parts.fifo.RemoveTarget(pid)
 		d.parts.files.RemoveTarget(pid)
 		d.parts.symbols.removeTarget(pid)

@@ -120,6 +120,7 @@ const usageText = `profd samples the JIT-compiled code of target processes and w
 Usage:
   profd --pid PID[,PID...] [flags]
   profd --jit-image NAME [flags]
+  profd --all [--cgroup PATH] [--container ID] [--uid UID] [--jit-image NAME] [--exclude-image NAME] [flags]
 
 Examples:
   profd --pid 1234 --out /tmp/prof                  # profile one process until Ctrl-C
@@ -127,12 +128,15 @@ Examples:
   profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
   profd --config /etc/profd.conf --duration 1m      # flags from a file; the command line wins
+  profd --all --cgroup /system.slice/myapp.service  # every process of a systemd service
+  profd --all --uid 1000 --exclude-image bash       # every process of user 1000 but its shells
+  profd --all --container 3f2a9c81d0e4 --group-by container   # one container, one output
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
 that started failed, 2 bad flags or configuration (also an --out that cannot be made or
 written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
-another profd's, a --pid that is a kernel thread, a --metrics-addr profd cannot listen
-on), 3 a --pid names no running process.
+another profd's, a --pid that is a kernel thread, a --cgroup that does not exist,
+a --metrics-addr profd cannot listen on), 3 a --pid names no running process.
 
 Flags:
 `
@@ -158,6 +162,13 @@ so no process's final profile replaces another's.
 With --group-by image: <image>.<ext>, every process of the image profiled in the run that
 runs as root, and <image>-uid<UID>.<ext> those of user UID: one user's processes never share
 an output with another's (--all-users: <image>.<ext> for all).
+With --group-by container: container-<ID12>.<ext>, every process of the container (and
+user, as for images: container-<ID12>-uid<UID>.<ext>) profiled in the run; a process in no
+container is grouped by its image.
+With --all, every process but kernel threads and profd is a target (as root), narrowed by
+--cgroup, --container, --uid, --jit-image (a process must pass each kind given, any value
+of a kind) and --exclude-image; processes are checked as they fork and exec and at each scan
+of /proc, and one that leaves the filters is retired as an exited one is.
 With --flush-interval, each interval of each output is kept as well, named by its start
 (UTC), in --out/intervals (made mode 0711), each file mode 0600 and owned as its output's:
   intervals/<base>.<YYYYMMDDTHHMMSS.mmmZ>.pb.gz  the interval's samples only (pprof, if in --format)
@@ -236,8 +247,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s), each such flush ending an interval whose pprof profile and capture are kept in --out/"+daemon.IntervalDir+" (see --keep); 0 flushes only on request, SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
-	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>) or image (every process of the image and user profiled in the run, e.g. all backends of a server, exited ones included: <image>.<ext> for root's processes, <image>-uid<UID>.<ext> for another user's)")
-	fs.BoolVar(&cfg.AllUsers, "all-users", false, "with --group-by image, one output per image whatever users its processes run as (<image>.<ext>, owned by root when they differ)")
+	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "process", "what one output covers: process (<image>-<pid>.<ext>), image (every process of the image and user profiled in the run, e.g. all backends of a server, exited ones included: <image>.<ext> for root's processes, <image>-uid<UID>.<ext> for another user's) or container (every process of a container and user: container-<ID12>.<ext>, container-<ID12>-uid<UID>.<ext>; a process in no container is grouped by its image)")
+	fs.BoolVar(&cfg.AllUsers, "all-users", false, "with --group-by image or container, one output per image or container whatever users its processes run as (<image>.<ext>, owned by root when they differ)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
 	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush (SIGUSR1's and a JIT's request's too) instead of writing cumulative profiles: every output, the LLVM profiles included, holds the last flush's interval only; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's. Without it the files in --out are cumulative, the LLVM profiles too (a JIT re-optimising wants everything so far), and only --flush-interval's interval files are per interval")
@@ -267,6 +278,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	registerIntervalFlags(fs, &cfg)
 	addMetricsFlags(fs, &lo.metrics)
 	addOTLPFlags(fs, &lo.otlp)
+	registerAllFlags(fs, &cfg)
 	showVersion := fs.Bool("version", false, "print the version, the commit it was built from and exit")
 	configPath := registerConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {

@@ -132,7 +132,7 @@ func TestErrorPaths(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no target", nil, exitUsage, "no target: give --pid and/or --jit-image"},
+		{"no target", nil, exitUsage, "no target: give --pid, --jit-image or --all"},
 		{"bad flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"bad pid", []string{"--pid", "12x"}, exitUsage, `not a pid: "12x"`},
 		{"negative pid", []string{"--pid", "-4"}, exitUsage, "--pid -4: not a process id"},
@@ -153,6 +153,12 @@ func TestErrorPaths(t *testing.T) {
 		{"out unwritable", []string{"--pid", self, "--out", "/proc"}, exitUsage, "--out /proc is not writable"},
 		{"no such pid", []string{"--pid", noPid}, exitNoTarget, "pid " + noPid + ": no such process"},
 		{"all users without image groups", []string{"--pid", self, "--all-users"}, exitUsage, "--all-users needs --group-by image"},
+		{"missing cgroup", []string{"--all", "--cgroup", "/profd-test-no-such-cgroup"}, exitUsage, "--cgroup /profd-test-no-such-cgroup: "},
+		{"cgroup outside v2", []string{"--all", "--cgroup", "/sys/fs/cgroup/profd-test-no-such-cgroup/x"}, exitUsage, "--cgroup /sys/fs/cgroup/profd-test-no-such-cgroup/x"},
+		{"filter without --all", []string{"--pid", self, "--uid", "0"}, exitUsage, "give --all with them"},
+		{"--all and --pid", []string{"--all", "--pid", self}, exitUsage, "--pid and --all exclude each other"},
+		{"short container id", []string{"--all", "--container", "abc123"}, exitUsage, `--container "abc123": want a container id, 12 to 64 hex digits`},
+		{"unknown user", []string{"--all", "--uid", "profd-test-no-such-user"}, exitUsage, `--uid "profd-test-no-such-user": no such user`},
 		{"kernel thread", []string{"--pid", self + ",2"}, exitUsage, "pid 2 (kthreadd): a kernel thread, which runs no user code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,7 +218,8 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("--help: exit %d", code)
 	}
 	for _, want := range []string{"Exit status:", "3 a --pid names no running process", "-jit-image", "-fifo-dir",
-		"-config FILE", "profd --config /etc/profd.conf", "jit-image = lli-14", "container_id"} {
+		"-config FILE", "profd --config /etc/profd.conf", "jit-image = lli-14", "container_id",
+		"-exclude-image NAME", "-cgroup PATH", "profd --all --cgroup /system.slice/myapp.service", "profd --all --uid 1000 --exclude-image bash"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q:\n%s", want, out)
 		}

@@ -59,3 +59,26 @@ func parseCgroup(data []byte) string {
 	}
 	return ""
 }
+
+// Cgroup2Path is pid's cgroup v2 path (the "0::" line of /proc/PID/cgroup, from profd's
+// cgroup namespace), "" when the process has none (a host with v1 hierarchies only).
+func Cgroup2Path(pid uint32) (string, error) {
+	data, err := readBounded(Path(pid, "cgroup"), cgroupBytes)
+	if data == nil {
+		return "", fmt.Errorf("procfs: pid %d: %w", pid, err)
+	}
+	return parseCgroup2(data), err
+}
+
+// parseCgroup2 picks the "0::PATH" line's path of a /proc/PID/cgroup file.
+func parseCgroup2(data []byte) string {
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		if path, ok := bytes.CutPrefix(line, []byte("0::")); ok && len(path) > 0 && path[0] == '/' {
+			path, _ = bytes.CutSuffix(path, []byte(" (deleted)"))
+			return string(path)
+		}
+	}
+	return ""
+}

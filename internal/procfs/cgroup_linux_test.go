@@ -37,6 +37,20 @@ func TestParseCgroup(t *testing.T) {
 	}
 }
 
+func TestParseCgroup2(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"12:pids:/user.slice\n0::/system.slice/a.service\n", "/system.slice/a.service"},
+		{"0::/gone (deleted)\n", "/gone"},
+		{"0::/\n", "/"},
+		{"1:name=systemd:/user.slice/x\n", ""}, // v1 only
+		{"0::relative\n", ""},
+	} {
+		if got := parseCgroup2([]byte(c.file)); got != c.want {
+			t.Errorf("parseCgroup2(%q) = %q, want %q", c.file, got, c.want)
+		}
+	}
+}
+
 func TestCgroupPathSelf(t *testing.T) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {

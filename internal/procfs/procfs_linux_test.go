@@ -67,7 +67,7 @@ func TestReadStatus(t *testing.T) {
 	if _, ok := parseStatus([]byte("Name:\tx\nUid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nNSpid:\t900\t3\n")); !ok {
 		t.Fatal("parseStatus refused a valid status")
 	}
-	if st, _ := parseStatus([]byte("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t24 27 1000 \nNSpid:\t900\t3\n")); st.UID != 2 || st.GID != 6 || !reflect.DeepEqual(st.Groups, []int{24, 27, 1000}) || !reflect.DeepEqual(st.NSpid, []uint32{900, 3}) || st.OwnPid() != 3 {
+	if st, _ := parseStatus([]byte("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nGroups:\t24 27 1000 \nNSpid:\t900\t3\n")); st.UID != 2 || st.RealUID != 1 || st.GID != 6 || !reflect.DeepEqual(st.Groups, []int{24, 27, 1000}) || !reflect.DeepEqual(st.NSpid, []uint32{900, 3}) || st.OwnPid() != 3 {
 		t.Errorf("parseStatus: %+v", st)
 	}
 	if _, ok := parseStatus([]byte("Uid:\tx\nGid:\t5\t6\n")); ok {

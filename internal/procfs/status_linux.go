@@ -9,6 +9,7 @@ import (
 // Status is what profd reads of /proc/PID/status.
 type Status struct {
 	UID, GID int   // effective ids: a FIFO's open is checked against the opener's, which follow them
+	RealUID  int   // the real user id: who started the process (a setuid program keeps it)
 	Groups   []int // supplementary group ids
 	// NSpid is the process's pid in each pid namespace it is in, from profd's (the first,
 	// the pid profd knows it by) to its own (the last, the pid it knows itself by: the one
@@ -36,7 +37,7 @@ func ReadStatus(pid uint32) (Status, error) {
 }
 
 func parseStatus(data []byte) (Status, bool) {
-	st := Status{UID: -1, GID: -1}
+	st := Status{UID: -1, GID: -1, RealUID: -1}
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -52,6 +53,11 @@ func parseStatus(data []byte) (Status, bool) {
 		switch string(key) {
 		case "Uid":
 			st.UID = effectiveID(fields)
+			if len(fields) > 0 {
+				if id, err := strconv.Atoi(string(fields[0])); err == nil && id >= 0 {
+					st.RealUID = id
+				}
+			}
 		case "Gid":
 			st.GID = effectiveID(fields)
 		case "Groups":

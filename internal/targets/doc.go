@@ -10,6 +10,12 @@
 // reports each process once when it appears and once when it goes (exit, or an exec to
 // another image), by pid and start time, so a reused pid is a new target.
 //
+// With Config.All every process is a target but kernel threads and profd itself, narrowed
+// by a Filter (cgroup v2 subtrees, container ids, real uids, excluded images; AND across
+// kinds, OR within one) and Images; each process is checked as it forks and execs and again
+// at every scan, and one that execs another executable is reported as removed and added
+// anew.
+//
 // The daemon owns a Watcher; the sampler's tests use one too.
 //
 //	w, err := targets.New(targets.Config{PIDs: []int{1234}, Images: []string{"lli"}}, targets.Handler{

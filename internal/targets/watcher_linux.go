@@ -37,7 +37,15 @@ type Config struct {
 	PIDs []uint32 // explicit targets (all their threads)
 	// Images are executables, by absolute path or by a name resolved through PATH at New (see
 	// resolveImage); a process is a target when it runs one of them.
-	Images   []string
+	Images []string
+	// All makes every process of the host a target but kernel threads and profd itself:
+	// those Filter admits and, when Images are given, that run one of them. A process is
+	// checked as it forks and execs, and again at every scan, so one that moves out of a
+	// Filter cgroup or changes its user leaves the targets (reported as removed, as an exit
+	// is) at the next scan; an exec into another executable is reported as the old process
+	// removed and a new one added, so that each target runs one executable.
+	All      bool
+	Filter   Filter
 	Interval time.Duration // 0 means DefaultInterval
 	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
 	// the kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only)
@@ -50,6 +58,8 @@ type Config struct {
 type Handler struct {
 	Added   func(pid uint32)
 	Removed func(pid uint32)
+	// Scanned runs after each scan of /proc has reported what it found.
+	Scanned func()
 }
 
 // Watcher tracks the target set.
@@ -59,11 +69,14 @@ type Watcher struct {
 	log     *slog.Logger
 	self    uint32
 	images  []image
+	filter  *filter // Config.All's; nil without All
 	// hostMounts is profd's mount namespace (the /proc/self/ns/mnt link), "" when unknown.
 	hostMounts string
 
 	mu      sync.Mutex
 	current map[uint32]uint64 // pid -> start time (clock ticks since boot)
+	// exes holds, with All, the executable each target ran when it was checked last.
+	exes map[uint32]fileID
 	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
 	// back with another start time is another process and no target. Read-only after New.
 	pinned map[uint32]uint64
@@ -94,7 +107,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -103,6 +116,15 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		}
 		w.log.Info("targets: --jit-image "+arg, "matches", im.describe())
 		w.images = append(w.images, im)
+	}
+	if cfg.All {
+		f, err := newFilter(cfg.Filter)
+		if err != nil {
+			return nil, err
+		}
+		w.filter = f
+		cfg.PIDs = nil // every process is a candidate
+		w.cfg.PIDs = nil
 	}
 	w.hostMounts, _ = os.Readlink("/proc/self/ns/mnt")
 	warnedInit := false
@@ -188,12 +210,12 @@ func (w *Watcher) unwatchTarget(pid uint32) {
 }
 
 // Start scans once at once; then it scans every Interval, until ctx is done or Close,
-// when there are images to find (or explicit pids without pidfds); it scans again whenever
+// when there are images to find, All, or explicit pids without pidfds; it scans again whenever
 // an explicit pid's process exits; with an image and exec notifications, it also checks
 // each process as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	if len(w.cfg.Images) > 0 && !w.cfg.ScanOnly {
+	if w.scans() && !w.cfg.ScanOnly {
 		l, err := listenExec()
 		if err != nil {
 			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)
@@ -220,7 +242,7 @@ func (w *Watcher) Start(ctx context.Context) {
 			go w.exitLoop(ctx, pid, e, func() bool { _, alive := w.pinnedAlive(pid); return alive })
 		}
 	}
-	if len(w.cfg.Images) == 0 && !w.scanPinned {
+	if !w.scans() && !w.scanPinned {
 		return // nothing to scan for: the explicit pids' exits are watched
 	}
 	w.wg.Add(1)
@@ -239,6 +261,9 @@ func (w *Watcher) Start(ctx context.Context) {
 		}
 	}()
 }
+
+// scans reports whether targets are found by scanning /proc (images, or All).
+func (w *Watcher) scans() bool { return len(w.cfg.Images) > 0 || w.cfg.All }
 
 // scanInterval is Interval, or execScanInterval while exec notifications work (when no
 // explicit pid needs polling).
@@ -333,17 +358,20 @@ func (w *Watcher) checkPid(pid uint32) {
 		return
 	}
 	st := w.targetStart(pid)
+	exe := w.exeID(pid, st)
 	w.mu.Lock()
 	old, had := w.current[pid]
 	switch {
-	case had && old == st:
+	case had && old == st && w.exes[pid] == exe:
 		w.mu.Unlock()
 		return
 	case had:
 		delete(w.current, pid)
+		delete(w.exes, pid)
 	}
 	if st != 0 {
 		w.current[pid] = st
+		w.noteExe(pid, exe)
 	}
 	w.mu.Unlock()
 	if had {
@@ -399,7 +427,7 @@ func (w *Watcher) Scan() {
 			found[pid] = st
 		}
 	}
-	if len(w.cfg.Images) > 0 {
+	if w.scans() {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			w.log.Warn("targets: list /proc", "err", err)
@@ -420,14 +448,20 @@ func (w *Watcher) Scan() {
 	}
 
 	w.scanMu.Lock()
-	defer w.scanMu.Unlock()
 	// What changed is checked again: a target the walk missed may have been found by an
 	// exec notification since, and one it found may have exited since.
 	w.mu.Lock()
 	var changed []uint32
+	var same map[uint32]fileID // with All: targets the walk found unchanged, by executable
 	for pid, st := range w.current {
-		if found[pid] != st {
+		switch {
+		case found[pid] != st:
 			changed = append(changed, pid)
+		case w.filter != nil:
+			if same == nil {
+				same = map[uint32]fileID{}
+			}
+			same[pid] = w.exes[pid]
 		}
 	}
 	for pid := range found {
@@ -436,9 +470,16 @@ func (w *Watcher) Scan() {
 		}
 	}
 	w.mu.Unlock()
+	for pid, exe := range same { // one that exec'd another executable is another target
+		if w.exeID(pid, found[pid]) != exe {
+			changed = append(changed, pid)
+		}
+	}
+	exes := map[uint32]fileID{}
 	for _, pid := range changed {
 		if st := w.targetStart(pid); st != 0 {
 			found[pid] = st
+			exes[pid] = w.exeID(pid, st)
 		} else {
 			delete(found, pid)
 		}
@@ -446,15 +487,21 @@ func (w *Watcher) Scan() {
 	w.mu.Lock()
 	var added, removed []uint32
 	for pid, st := range w.current {
-		if found[pid] != st {
+		if e, ok := exes[pid]; found[pid] != st || ok && e != w.exes[pid] {
 			removed = append(removed, pid)
 			delete(w.current, pid)
+			delete(w.exes, pid)
 		}
 	}
 	for pid, st := range found {
 		if _, ok := w.current[pid]; !ok {
 			added = append(added, pid)
 			w.current[pid] = st
+			e, ok := exes[pid]
+			if !ok {
+				e = w.exeID(pid, st)
+			}
+			w.noteExe(pid, e)
 		}
 	}
 	w.mu.Unlock()
@@ -462,6 +509,31 @@ func (w *Watcher) Scan() {
 	slices.Sort(removed)
 	slices.Sort(added)
 	w.report(added, removed)
+	w.scanMu.Unlock()
+	if w.filter != nil {
+		for _, msg := range w.filter.warnings() {
+			w.log.Warn("targets: " + msg)
+		}
+	}
+	if w.handler.Scanned != nil {
+		w.handler.Scanned()
+	}
+}
+
+// exeID is, with All, the executable target pid (of start time st) runs; zero otherwise.
+func (w *Watcher) exeID(pid uint32, st uint64) fileID {
+	if w.filter == nil || st == 0 {
+		return fileID{}
+	}
+	id, _, _ := statID(procfs.Path(pid, "exe"))
+	return id
+}
+
+// noteExe records target pid's executable, with All. Called with mu held.
+func (w *Watcher) noteExe(pid uint32, id fileID) {
+	if w.filter != nil {
+		w.exes[pid] = id
+	}
 }
 
 // targetStart is the start time of pid's process if it is a target (an explicit pid's
@@ -491,9 +563,24 @@ func (w *Watcher) pinnedAlive(pid uint32) (uint64, bool) {
 	return st, true
 }
 
-// matches reports whether pid runs one of the images (image.runs).
+// matches reports whether pid runs one of the images (image.runs); with All, whether it is
+// a process the filter admits (not a kernel thread) that runs one of the images if any.
 func (w *Watcher) matches(pid uint32) bool {
+	if pid == w.self {
+		return false
+	}
 	exe := procfs.Exe(pid)
+	if w.filter != nil {
+		if kt, err := procfs.KernelThread(pid); err != nil || kt {
+			return false
+		}
+		if !w.filter.admits(pid, exe, w.hostMounts) {
+			return false
+		}
+		if len(w.images) == 0 {
+			return true
+		}
+	}
 	for i := range w.images {
 		if w.images[i].runs(pid, exe, w.hostMounts) {
 			return true

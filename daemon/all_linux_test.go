@@ -1,0 +1,382 @@
+package daemon
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/sampler"
+)
+
+// allSpinSource spins for as many milliseconds of its own CPU time as its first argument
+// says (from its first instruction of main), then sleeps as many milliseconds as its
+// second says, and exits.
+const allSpinSource = `
+#include <stdlib.h>
+#include <time.h>
+
+static double cpu(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+	double end = cpu() + atoi(argv[1]) / 1000.0;
+	volatile unsigned long n = 0;
+	/* CLOCK_PROCESS_CPUTIME_ID is a system call: read it rarely, so that the time is spent
+	   in user mode, which profd samples */
+	while (cpu() < end)
+		for (int i = 0; i < 100000; i++)
+			n++;
+	struct timespec ts = {0, 0};
+	long ms = argc > 2 ? atol(argv[2]) : 0;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	return 0;
+}
+`
+
+// buildAllSpin compiles allSpinSource as profd-allspin and copies it as profd-allspin2 (another
+// file, another image), in a directory every user can reach; it returns their paths.
+func buildAllSpin(t testing.TB) (spin, spin2 string) {
+	t.Helper()
+	workloads(t) // gcc, x86-64
+	dir := t.TempDir()
+	for p := dir; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join(dir, "allspin.c")
+	if err := os.WriteFile(src, []byte(allSpinSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spin, spin2 = filepath.Join(dir, "profd-allspin"), filepath.Join(dir, "profd-allspin2")
+	if err := runAll([]string{"gcc", "-O1", "-o", spin, src}, []string{"cp", spin, spin2}); err != nil {
+		t.Fatal(err)
+	}
+	return spin, spin2
+}
+
+// pidCaptures are the paths of the captures in d of process pid running image ("": any):
+// <image>-<pid>.profd, and <image>-<pid>.N.profd when it was added again (a process that
+// execs is; it may have been found with its new image's name before its exec was seen).
+func pidCaptures(t *testing.T, d dirs, image string, pid int) []string {
+	t.Helper()
+	name := regexp.QuoteMeta(image)
+	if image == "" {
+		name = ".+"
+	}
+	re := regexp.MustCompile("^" + name + "-" + strconv.Itoa(pid) + `(\.[0-9]+)?\.profd$`)
+	entries, err := os.ReadDir(d.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if re.MatchString(e.Name()) {
+			out = append(out, filepath.Join(d.out, e.Name()))
+		}
+	}
+	return out
+}
+
+// allSamples is the samples of the captures of pid running image ("": any) in d; -1 when
+// it has none.
+func allSamples(t *testing.T, d dirs, image string, pid int) int {
+	t.Helper()
+	paths := pidCaptures(t, d, image, pid)
+	if len(paths) == 0 {
+		return -1
+	}
+	n := 0
+	for _, path := range paths {
+		c := readCapture(t, path)
+		jit, outside := c.TotalSamples()
+		n += int(jit + outside)
+		for _, u := range c.Unnamed {
+			n += int(u.Count)
+		}
+	}
+	return n
+}
+
+// startRunAll starts profd --all with cfg's filters, sampling cpu-clock at 999 Hz into d,
+// and waits until it has scanned /proc once.
+func startRunAll(t *testing.T, cfg Config, d dirs) *profdRun {
+	t.Helper()
+	cfg.All, cfg.Event, cfg.FreqHz, cfg.FifoDir, cfg.OutDir = true, "cpu-clock", 999, d.fifo, d.out
+	cfg.Formats = []Format{FormatCapture}
+	r := startRun(t, cfg)
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return strings.Contains(r.summary.String(), "profiling every process") })
+	return r
+}
+
+// TestAllUIDAndExcludeImage: profd --all --uid 65534 --exclude-image profd-allspin2 profiles
+// nobody's profd-allspin process, started before profd, and another started after it, and
+// not root's process of the same file, nor nobody's profd-allspin2; nobody owns its outputs;
+// a process of nobody's that never ran while profd did (a sleep) has no output.
+func TestAllUIDAndExcludeImage(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, spin2 := buildAllSpin(t)
+	d := sharedDirs(t)
+	before := startAsUser(t, targetUID, spin, "300", "3000")
+	root := startCmd(t, exec.Command(spin, "300", "3000"))
+	excluded := startAsUser(t, targetUID, spin2, "300", "3000")
+	asleep := startAsUser(t, targetUID, "/bin/sleep", "30")
+	r := startRunAll(t, Config{UIDs: []uint32{targetUID}, ExcludeImages: []string{spin2}}, d)
+	after := startAsUser(t, targetUID, spin, "300", "0")
+	after.wait(t, 60*time.Second)
+	r.stop(t) // the final flush writes what the exits have not
+
+	for _, c := range []*child{before, after} {
+		if n := allSamples(t, d, "profd-allspin", c.pid()); n <= 0 {
+			t.Errorf("nobody's pid %d: %d samples, want some\nlogs:\n%s", c.pid(), n, r.logs.String())
+		}
+		for _, path := range pidCaptures(t, d, "", c.pid()) {
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil || st.Uid != targetUID || st.Mode&0o777 != 0o600 {
+				t.Errorf("%s: uid %d mode %#o (%v), want nobody's, 0600", path, st.Uid, st.Mode&0o777, err)
+			}
+		}
+	}
+	if n := allSamples(t, d, "", root.pid()); n >= 0 {
+		t.Errorf("root's pid %d was profiled (%d samples)", root.pid(), n)
+	}
+	if n := allSamples(t, d, "sleep", asleep.pid()); n >= 0 {
+		t.Errorf("a process that never ran has an output (%d samples): want none", n)
+	}
+	if n := allSamples(t, d, "profd-allspin2", excluded.pid()); n >= 0 {
+		t.Errorf("pid %d of the excluded image was profiled (%d samples)", excluded.pid(), n)
+	}
+	entries, _ := os.ReadDir(d.out)
+	for _, e := range entries {
+		// Each child runs this test's binary between its fork and its exec, as nobody
+		// once it has changed its user: a target of its own (a process that execs another
+		// executable is another target).
+		if !strings.HasPrefix(e.Name(), "profd-allspin-") && !strings.HasPrefix(e.Name(), "daemon.test-") && !strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("%s in --out: a process that is not nobody's was profiled", e.Name())
+		}
+	}
+}
+
+// TestAllCgroup: profd --all --cgroup PATH (in the form /proc/PID/cgroup names it) profiles
+// the process in a cgroup the test makes, and not the same program outside it.
+func TestAllCgroup(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	mount := cgroup2Mount(t)
+	var raw [6]byte
+	rand.Read(raw[:])
+	name := "profd-test-" + hex.EncodeToString(raw[:])
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	cg, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	d := newDirs(t)
+	r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
+	inside := startCmdInCgroup(t, int(cg.Fd()), spin, "200", "0")
+	outside := startCmd(t, exec.Command(spin, "200", "0"))
+	inside.wait(t, 60*time.Second)
+	outside.wait(t, 60*time.Second)
+	r.stop(t) // the final flush writes what the exits have not
+	if n := allSamples(t, d, "profd-allspin", inside.pid()); n <= 0 {
+		t.Errorf("the process in the cgroup: %d samples, want some", n)
+	}
+	if n := allSamples(t, d, "", outside.pid()); n >= 0 {
+		t.Errorf("the process outside the cgroup was profiled (%d samples)", n)
+	}
+	entries, _ := os.ReadDir(d.out)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "-"+strconv.Itoa(outside.pid())+".") {
+			t.Errorf("%s in --out: the process outside the cgroup was profiled", e.Name())
+		}
+	}
+}
+
+// TestAllFirstSamples: a process started after profd --all is sampled from its start: it
+// spins for its first 10 ms of CPU time only, and its captures have samples of them (about
+// ten at 999 Hz; a target added 10 ms of its CPU time late has none). Both back ends.
+// (The workload spins in user mode: profd samples no kernel mode without --kernel-stacks.)
+func TestAllFirstSamples(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
+		t.Run(string(backend), func(t *testing.T) {
+			if backend == sampler.BackendBPF {
+				testenv.Requires(t, testenv.BPF)
+			}
+			d := sharedDirs(t)
+			r := startRunAll(t, Config{UIDs: []uint32{targetUID}, Backend: backend}, d)
+			const runs = 5
+			var kids []*child
+			for i := 0; i < runs; i++ {
+				c := startAsUser(t, targetUID, spin, "10", "50")
+				c.wait(t, 60*time.Second)
+				kids = append(kids, c)
+			}
+			r.stop(t) // the final flush writes what the exits have not
+			var counts []string
+			sampled := 0
+			for _, c := range kids {
+				// The child is nobody's from its setuid, before its exec: it may have been
+				// a target running this test's binary until then, whose output holds the
+				// samples taken after the exec until it was added anew.
+				n := allSamples(t, d, "", c.pid())
+				counts = append(counts, strconv.Itoa(n))
+				if n > 0 {
+					sampled++
+				}
+			}
+			t.Logf("samples of each process's first 10 ms of CPU time: %s", strings.Join(counts, " "))
+			// A target found by a scan instead (every 5 s) would have none; one process in
+			// five may lose its few samples to its exec (it was a target before it, as
+			// nobody, and is added anew after it).
+			if sampled < runs-1 {
+				entries, _ := os.ReadDir(d.out)
+				for _, e := range entries {
+					t.Logf("--out holds %s", e.Name())
+				}
+				t.Errorf("%d of %d processes have samples of their first 10 ms (%s)\nlogs:\n%s", sampled, runs, strings.Join(counts, " "), r.logs.String())
+			}
+		})
+	}
+}
+
+// TestAllSymbolSources: with --all, a JIT whose environment has PROFD_DIR gets a FIFO and
+// its functions are named; a process with no JIT gets no FIFO and no file readers, and its
+// samples are still counted.
+func TestAllSymbolSources(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	testjit := reachableTestJIT(t)
+	spin, _ := buildAllSpin(t)
+	d := sharedDirs(t)
+	r := startRunAll(t, Config{UIDs: []uint32{targetUID}}, d)
+	cmd := exec.Command(testjit, "-d", d.fifo, "-m", "100", "-w", "10000")
+	cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
+	jit := startCmd(t, cmd)
+	plain := startAsUser(t, targetUID, spin, "200", "0")
+	jit.wait(t, 60*time.Second)
+	plain.wait(t, 60*time.Second)
+	r.stop(t) // the final flush writes what the exits have not
+	summary := r.summary.String()
+	if want := "reading the JIT symbols of pid " + strconv.Itoa(jit.pid()) + " (testjit): symbols FIFO"; !strings.Contains(summary, want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
+	}
+	if strings.Contains(summary, "reading the JIT symbols of pid "+strconv.Itoa(plain.pid())) {
+		t.Errorf("the process with no JIT got symbol sources:\n%s", summary)
+	}
+	named := 0
+	for _, path := range pidCaptures(t, d, "testjit", jit.pid()) {
+		named += len(jitTotals(readCapture(t, path)))
+	}
+	if named == 0 {
+		t.Errorf("the JIT's captures name none of its functions")
+	}
+	if n := allSamples(t, d, "profd-allspin", plain.pid()); n <= 0 {
+		t.Errorf("the process with no JIT: %d samples, want some", n)
+	}
+}
+
+// TestAllContainerGroup: profd --all --container PREFIX --group-by container writes one
+// output for the container's processes, container-<ID12>.<ext>, and profiles nothing outside it.
+func TestAllContainerGroup(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	mount := cgroup2Mount(t)
+	var raw [32]byte
+	rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	dir := filepath.Join(mount, "docker-"+id+".scope")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	cg, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	d := newDirs(t)
+	r := startRunAll(t, Config{Containers: []string{id[:14]}, GroupBy: GroupByContainer}, d)
+	a := startCmdInCgroup(t, int(cg.Fd()), spin, "100", "0")
+	b := startCmdInCgroup(t, int(cg.Fd()), spin, "100", "0")
+	outside := startCmd(t, exec.Command(spin, "100", "0"))
+	for _, c := range []*child{a, b, outside} {
+		c.wait(t, 60*time.Second)
+	}
+	r.stop(t)
+	path := filepath.Join(d.out, "container-"+id[:12]+".profd")
+	if !fileExists(path) {
+		entries, _ := os.ReadDir(d.out)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("no %s; --out holds %q", filepath.Base(path), names)
+	}
+	c := readCapture(t, path)
+	pids := map[uint32]bool{}
+	for _, p := range c.Processes {
+		pids[p.Pid] = true
+		if p.ContainerID != id {
+			t.Errorf("pid %d in the container's output has container %q, want %s", p.Pid, p.ContainerID, id)
+		}
+	}
+	if !pids[uint32(a.pid())] || !pids[uint32(b.pid())] || pids[uint32(outside.pid())] {
+		t.Errorf("the container's output has pids %v; want %d and %d, not %d", pids, a.pid(), b.pid(), outside.pid())
+	}
+}
+
+// TestAllCgroupRemoved: a --cgroup removed while profd runs draws a warning at the next
+// scan of /proc (every 5 s), and profd goes on and stops as usual.
+func TestAllCgroupRemoved(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	mount := cgroup2Mount(t)
+	var raw [6]byte
+	rand.Read(raw[:])
+	name := "profd-test-" + hex.EncodeToString(raw[:])
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	d := newDirs(t)
+	r := startRunAll(t, Config{Cgroups: []string{dir}}, d)
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the warning", 20*time.Second, func() bool { return strings.Contains(r.logs.String(), "is gone (removed or renamed)") })
+	if !r.running() {
+		t.Fatal("profd stopped")
+	}
+	r.stop(t)
+	if n := strings.Count(r.logs.String(), "is gone (removed or renamed)"); n != 1 {
+		t.Errorf("%d warnings about the cgroup, want 1", n)
+	}
+}

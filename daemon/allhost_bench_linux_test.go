@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
+)
+
+// BenchmarkAllHost is what --all costs on a host of many processes, few of them JITs:
+// PROFD_ALLHOST_PROCS processes (default 200) run as uid 65534, PROFD_ALLHOST_JITS of them
+// (default 50) testjit processes that write their symbols to a FIFO (PROFD_DIR) and spin in
+// their JIT code, the others idle after a millisecond of work (a host's daemons). bin/profd
+// (BPF back end) samples them for PROFD_BENCH_SECONDS (default 5), at 99 Hz and at 999 Hz,
+// either as `--all --uid 65534` or as `--pid` with every one of their pids; then `perf record
+// -a -g` runs at the same rate for the same time. Figures, per rate and mode:
+//
+//   - cpu-ms/1k-samples: profd's CPU (all threads, schedstat) while sampling, per 1000 samples
+//     it counted in the whole run (its final summary);
+//   - cpu-ms/s: the same CPU per second;
+//   - rss-MB: profd's resident memory before it stops;
+//   - perf-cpu-ms/s: perf record -a -g's CPU per second over the same processes.
+//
+// It starts hundreds of processes: not in make test (make bench-all-host).
+func BenchmarkAllHost(b *testing.B) {
+	if os.Getenv("PROFD_BENCH_ALLHOST") == "" || testing.Short() {
+		b.Skip("set PROFD_BENCH_ALLHOST=1 (make bench-all-host): starts hundreds of processes")
+	}
+	testenv.Requires(b, testenv.Root, testenv.Tool("go"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	envInt := func(name string, def int) int {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				b.Fatalf("%s=%q: want a positive integer", name, v)
+			}
+			return n
+		}
+		return def
+	}
+	procs, jits := envInt("PROFD_ALLHOST_PROCS", 200), envInt("PROFD_ALLHOST_JITS", 50)
+	sampling := time.Duration(envInt("PROFD_BENCH_SECONDS", 5)) * time.Second
+	testjit := reachableTestJIT(b)
+	spin, _ := buildAllSpin(b)
+	d := sharedDirs(b)
+	profd := filepath.Join(filepath.Dir(d.out), "profd")
+	if out, err := exec.Command("go", "build", "-o", profd, "../cmd/profd").CombinedOutput(); err != nil {
+		b.Fatalf("go build ../cmd/profd: %v\n%s", err, out)
+	}
+	var pids []string
+	for i := 0; i < procs; i++ {
+		var cmd *exec.Cmd
+		if i < jits {
+			// Rounds of 20 ms per function, the FIFO reopened each round (each run of profd
+			// has it anew), waiting for it as long as the benchmark runs.
+			cmd = exec.Command(testjit, "-d", d.fifo, "-m", "20", "-r", "1000000", "-c", "-w", "3600000")
+			cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
+		} else {
+			cmd = exec.Command(spin, "1", "3600000")
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
+		c := startCmd(b, cmd)
+		pids = append(pids, strconv.Itoa(c.pid()))
+	}
+	time.Sleep(500 * time.Millisecond)
+	b.ResetTimer()
+	for _, hz := range []string{"99", "999"} {
+		for _, mode := range []string{"all", "pids"} {
+			b.Run(mode+"/"+hz+"Hz", func(b *testing.B) {
+				var cpuMs, samples, rss, secs float64
+				for i := 0; i < b.N; i++ {
+					out := filepath.Join(filepath.Dir(d.out), fmt.Sprintf("out-%s-%s-%d", mode, hz, i))
+					args := []string{"--event", "cpu-clock", "--freq", hz, "--backend", "bpf", "--out", out,
+						"--fifo-dir", d.fifo, "--format", "capture", "--log-level", "warn"}
+					if mode == "all" {
+						args = append(args, "--all", "--uid", strconv.Itoa(targetUID))
+					} else {
+						args = append(args, "--pid", strings.Join(pids, ","))
+					}
+					r := measureProfd(b, sampling, profd, args...)
+					cpuMs += float64(r.cpuNs) / 1e6
+					secs += r.sampled.Seconds()
+					samples += float64(r.samples)
+					rss += float64(r.rssBytes) / (1 << 20)
+				}
+				b.ReportMetric(cpuMs/(samples/1000), "cpu-ms/1k-samples")
+				b.ReportMetric(cpuMs/secs, "cpu-ms/s")
+				b.ReportMetric(rss/float64(b.N), "rss-MB")
+			})
+		}
+		b.Run("perf/"+hz+"Hz", func(b *testing.B) {
+			if _, err := exec.LookPath("perf"); err != nil {
+				b.Skip("no perf")
+			}
+			var perSecond float64
+			for i := 0; i < b.N; i++ {
+				data := filepath.Join(filepath.Dir(d.out), fmt.Sprintf("perf-%s-%d.data", hz, i))
+				r := measureTool(b, sampling, func(string, string) bool {
+					st, err := os.Stat(data)
+					return err == nil && st.Size() > 0
+				}, "perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-F", hz, "-o", data)
+				perSecond += float64(r.sampledNs) / 1e6 / r.sampled.Seconds()
+				os.Remove(data)
+			}
+			b.ReportMetric(perSecond/float64(b.N), "perf-cpu-ms/s")
+		})
+	}
+}
+
+// profdFigures is one profd run's cost.
+type profdFigures struct {
+	sampled  time.Duration
+	cpuNs    int64 // all threads, over sampled
+	samples  uint64
+	rssBytes int64
+}
+
+var summarySamples = regexp.MustCompile(`profd final flush #\d+: (\d+) samples`)
+
+// measureProfd runs profd with args, reads its CPU over d from a second after it started,
+// its resident memory, and the samples its final summary counts.
+func measureProfd(b *testing.B, d time.Duration, profd string, args ...string) profdFigures {
+	b.Helper()
+	cmd := exec.Command(profd, args...)
+	var stdout, stderr testenv.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(time.Second) // its start: attaching, the first scan
+	var r profdFigures
+	t0, cpu0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid)
+	time.Sleep(d)
+	t1, cpu1 := time.Now(), threadsCPUNs(b, cmd.Process.Pid)
+	r.sampled, r.cpuNs = t1.Sub(t0), cpu1-cpu0
+	r.rssBytes = vmRSS(uint32(cmd.Process.Pid))
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		if err != nil {
+			b.Fatalf("profd: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		b.Fatal("profd did not stop within 60 s of SIGINT")
+	}
+	m := summarySamples.FindStringSubmatch(stdout.String())
+	if m == nil {
+		b.Fatalf("no final summary:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	r.samples, _ = strconv.ParseUint(m[1], 10, 64)
+	return r
+}
+
+// vmRSS is pid's resident memory in bytes (VmRSS in /proc/PID/status), 0 when unknown.
+func vmRSS(pid uint32) int64 {
+	data, err := os.ReadFile(procfs.Path(pid, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/symsource/fifo"
+)
+
+// sourceCheckEvery bounds how often, with --all, the targets without symbol sources are
+// checked for them again (at the watcher's scans, at most this often).
+const sourceCheckEvery = time.Second
+
+// hostTargets are, with --all, the targets whose symbol sources are not all set up yet:
+// most processes of a host run no JIT, and get neither a FIFO, nor file readers, nor a
+// symbol queue. Owned by the change goroutine (held under changes.applying).
+type hostTargets struct {
+	waiting   map[uint32]*hostTarget
+	lastCheck time.Time
+	recheck   chan struct{} // the watcher scanned: check the waiting targets again
+}
+
+// hostTarget is what is set up of one --all target's symbol sources.
+type hostTarget struct {
+	uid, gid int
+	fifoDone bool // its environment was read: a FIFO made when it has PROFD_DIR, else none
+	files    bool // its jitdump and perf-map files are tailed
+}
+
+// setUpHostTarget sets up --all target pid: its FIFO when its environment has PROFD_DIR
+// (the variable that leads profd_jit.h to profd), its file readers once it has a jitdump or
+// perf-map file (checked again at the watcher's scans and at its exit). Called by
+// setUpTarget.
+func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		d.exitedBeforeSetup(pid, err)
+		return
+	}
+	h := &hostTarget{uid: st.UID, gid: st.GID}
+	if d.checkSources(pid, image, h) {
+		d.host.waiting[pid] = h
+	}
+}
+
+// checkSources sets up what h still lacks of pid's symbol sources and reports whether
+// anything is left to check later.
+func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
+	var started []string
+	if !h.fifoDone {
+		env, err := procfs.Environ(pid, "PROFD_DIR")
+		if err == nil {
+			h.fifoDone = true
+			if _, ok := env["PROFD_DIR"]; ok {
+				d.parts.symbols.addTarget(pid)
+				if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: h.uid, GID: h.gid}); err != nil {
+					d.log.Warn("profd: no symbol FIFO for target", "pid", pid, "err", err)
+				} else {
+					started = append(started, "symbols FIFO "+d.parts.fifo.FIFOPath(pid))
+				}
+			}
+		}
+	}
+	if !h.files && d.parts.files.Has(pid) {
+		h.files = true
+		d.parts.symbols.addTarget(pid)
+		if err := d.parts.files.AddTarget(pid, h.uid); err != nil && !exited(err) {
+			d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
+		} else if err == nil {
+			started = append(started, "jitdump and perf-map files")
+		}
+	}
+	if len(started) > 0 {
+		fmt.Fprintf(d.out, "profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
+	}
+	return !h.files || !h.fifoDone
+}
+
+// scanned is the watcher's Scanned handler: with --all, the change goroutine checks the
+// targets without symbol sources again.
+func (d *daemonRun) scanned() {
+	if !d.cfg.All {
+		return
+	}
+	select {
+	case d.host.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// recheckSources checks the waiting targets for symbol sources, at most every
+// sourceCheckEvery. Runs on the change goroutine.
+func (d *daemonRun) recheckSources() {
+	d.changes.applying.Lock()
+	defer d.changes.applying.Unlock()
+	if time.Since(d.host.lastCheck) < sourceCheckEvery {
+		return
+	}
+	d.host.lastCheck = time.Now()
+	for pid, h := range d.host.waiting {
+		if !d.checkSources(pid, d.parts.look.Image(pid), h) {
+			delete(d.host.waiting, pid)
+		}
+	}
+}
+
+// lastSourceCheck looks, once more, for the files of exiting --all target pid that had
+// none (a perf map written at exit), so that its retirement reads them; and forgets it.
+// Called by retireTargets, under changes.applying.
+func (d *daemonRun) lastSourceCheck(pid uint32) {
+	h := d.host.waiting[pid]
+	if h == nil {
+		return
+	}
+	delete(d.host.waiting, pid)
+	if !h.files && d.parts.files.Has(pid) {
+		d.parts.symbols.addTarget(pid)
+		d.parts.files.AddTarget(pid, h.uid)
+	}
+}
+
+// describeAll says what --all's filters select, for the start line.
+func (d *daemonRun) describeAll() string {
+	var parts []string
+	add := func(what string, vals []string) {
+		if len(vals) > 0 {
+			parts = append(parts, what+" "+strings.Join(vals, " or "))
+		}
+	}
+	add("in cgroup", d.cfg.Cgroups)
+	add("in container", d.cfg.Containers)
+	uids := make([]string, len(d.cfg.UIDs))
+	for i, u := range d.cfg.UIDs {
+		uids[i] = strconv.FormatUint(uint64(u), 10)
+	}
+	add("of uid", uids)
+	add("running", d.cfg.JITImages)
+	add("not running", d.cfg.ExcludeImages)
+	if len(parts) == 0 {
+		return " (but kernel threads and profd)"
+	}
+	return " " + strings.Join(parts, ", and ") + " (but kernel threads and profd)"
+}
+
+// dropUnsampled leaves out, with --all, the captures of processes that have drawn no sample
+// yet (most of a host's processes sleep; a shell's child between its fork and its exec):
+// they get no files. With --reset-on-flush every output is written, an empty interval too.
+func (d *daemonRun) dropUnsampled(work []pending) []pending {
+	if !d.cfg.All || d.cfg.ResetOnFlush {
+		return work
+	}
+	return slices.DeleteFunc(work, func(w pending) bool {
+		jit, outside := w.capture.TotalSamples()
+		return jit+outside == 0 && len(w.capture.Unnamed) == 0 && len(w.capture.Stacks) == 0
+	})
+}
+
+// lookedFor lists where target pid's symbols were looked for, for the warning about its
+// unnamed JIT samples: its FIFO and its files' places; with --all, only those set up.
+func (d *daemonRun) lookedFor(pid uint32) []string {
+	fifoPath := d.parts.fifo.FIFOPath(pid)
+	if !d.cfg.All {
+		return append([]string{fifoPath}, d.parts.files.Looked(pid)...)
+	}
+	var out []string
+	if _, err := os.Lstat(fifoPath); err == nil {
+		out = append(out, fifoPath)
+	}
+	out = append(out, d.parts.files.Looked(pid)...)
+	if len(out) == 0 {
+		out = append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
+	}
+	return out
+}

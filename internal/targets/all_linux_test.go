@@ -1,0 +1,192 @@
+package targets
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// startSleepAs starts sleep 30 as uid (and gid uid); the test's cleanup kills it.
+func startSleepAs(t *testing.T, uid uint32) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// With All and a uid filter, a process of that real uid started before and one after
+// the watcher are targets; root's processes, kernel threads and the watcher's own process
+// are not.
+func TestAllByUID(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	before := startSleepAs(t, 65534)
+	rootSleep := startSleep(t)
+	var r recorder
+	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{65534}}}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "nobody's earlier sleep", func() bool { return r.has(&r.added, before.Process.Pid) })
+	after := startSleepAs(t, 65534)
+	eventually(t, "nobody's later sleep", func() bool { return r.has(&r.added, after.Process.Pid) })
+	got := w.Targets()
+	for _, pid := range []int{rootSleep.Process.Pid, os.Getpid(), 2} { // 2: kthreadd
+		if slices.Contains(got, uint32(pid)) {
+			t.Errorf("Targets() = %v holds pid %d", got, pid)
+		}
+	}
+}
+
+// With All, every process is a target but kernel threads, the watcher's own and those
+// running an excluded image; a target that execs an excluded image leaves the targets
+// (reported as removed while it still runs).
+func TestAllExcludeImage(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sleep := startSleep(t)
+	sh := exec.Command("sh", "-c", "sleep 0.3; exec sleep 30")
+	var r recorder
+	w, err := New(Config{All: true, Filter: Filter{ExcludeImages: []string{"sleep"}}}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+	eventually(t, "the shell", func() bool { return r.has(&r.added, sh.Process.Pid) })
+	eventually(t, "the shell, exec'd into sleep, to go", func() bool { return r.has(&r.removed, sh.Process.Pid) })
+	if r.has(&r.added, sleep.Process.Pid) {
+		t.Errorf("sleep %d, an excluded image, was added", sleep.Process.Pid)
+	}
+	if err := sh.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the shell's process exited: %v", err)
+	}
+	got := w.Targets()
+	if slices.Contains(got, uint32(os.Getpid())) || slices.Contains(got, 2) {
+		t.Errorf("Targets() holds profd's own process or kthreadd: %v", got)
+	}
+	if len(got) < 2 {
+		t.Errorf("Targets() = %v: with All, every other process of the host is one", got)
+	}
+}
+
+// A --cgroup that does not exist is refused by New.
+func TestAllMissingCgroup(t *testing.T) {
+	_, err := New(Config{All: true, Filter: Filter{Cgroups: []string{"/profd-test-no-such-cgroup"}}}, Handler{})
+	if !errors.Is(err, ErrNoCgroup) {
+		t.Fatalf("New with a missing cgroup: %v, want ErrNoCgroup", err)
+	}
+}
+
+func TestResolveCgroup(t *testing.T) {
+	mount := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(mount, "system.slice", "a.service"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"/system.slice/a.service", mount + "/system.slice/a.service/", "/system.slice//a.service"} {
+		c, err := resolveCgroup(mount, arg)
+		if err != nil || c.rel != "/system.slice/a.service" {
+			t.Errorf("resolveCgroup(%q) = %+v, %v; want /system.slice/a.service", arg, c, err)
+		}
+		if !c.under("/system.slice/a.service") || !c.under("/system.slice/a.service/x") || c.under("/system.slice/a.serviceX") {
+			t.Errorf("%q: under matches the wrong paths", arg)
+		}
+	}
+	if c, err := resolveCgroup(mount, mount); err != nil || !c.under("/anything") {
+		t.Errorf("the mount itself: %+v, %v; want the root, which holds every process", c, err)
+	}
+	for _, arg := range []string{"/system.slice/b.service", "system.slice", "/sys/fs/cgroup/cpu/x"} {
+		if _, err := resolveCgroup(mount, arg); err == nil {
+			t.Errorf("resolveCgroup(%q) accepted it", arg)
+		}
+	}
+}
+
+func TestCheckContainer(t *testing.T) {
+	for id, ok := range map[string]bool{"0123456789ab": true, "0123456789AB": true, "0123456789a": false,
+		"0123456789abcdefg": false, string(make([]byte, 65)): false} {
+		if err := CheckContainer(id); (err == nil) != ok {
+			t.Errorf("CheckContainer(%q) = %v", id, err)
+		}
+	}
+}
+
+// Images with All narrow it: only their processes are targets.
+func TestAllWithImages(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sleep := startSleep(t)
+	var r recorder
+	w, err := New(Config{All: true, Images: []string{"sleep"}, Interval: 20 * time.Millisecond}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the sleep", func() bool { return r.has(&r.added, sleep.Process.Pid) })
+	if slices.Contains(w.Targets(), 1) {
+		t.Errorf("init is a target with All narrowed to sleep: %v", w.Targets())
+	}
+}
+
+// A --cgroup directory removed while the watcher runs is warned about once, and again only
+// after it came back and went again.
+func TestCgroupGoneWarnedOnce(t *testing.T) {
+	mount := t.TempDir()
+	dir := filepath.Join(mount, "app.service")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := resolveCgroup(mount, "/app.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &filter{cgroups: []cgroupDir{c}, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
+	if w := f.warnings(); len(w) != 0 {
+		t.Fatalf("warnings while it exists: %q", w)
+	}
+	os.Remove(dir)
+	if w := f.warnings(); len(w) != 1 {
+		t.Fatalf("warnings once it is gone: %q, want one", w)
+	}
+	if w := f.warnings(); len(w) != 0 {
+		t.Errorf("warned again: %q", w)
+	}
+	os.Mkdir(dir, 0o755)
+	f.warnings()
+	os.Remove(dir)
+	if w := f.warnings(); len(w) != 1 {
+		t.Errorf("gone a second time: %q, want one warning", w)
+	}
+}
+
+// A container prefix that matches two containers is warned about once.
+func TestContainerPrefixAmbiguous(t *testing.T) {
+	f := &filter{containers: []string{"0123456789ab"}, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
+	a, b := "0123456789ab"+strings.Repeat("0", 52), "0123456789ab"+strings.Repeat("1", 52)
+	if !f.containerMatches(a) || !f.containerMatches(b) || f.containerMatches(strings.Repeat("2", 64)) {
+		t.Fatal("containerMatches by prefix is wrong")
+	}
+	if w := f.warnings(); len(w) != 1 || !strings.Contains(w[0], "several containers") {
+		t.Errorf("warnings %q, want one about the ambiguous prefix", w)
+	}
+	if w := f.warnings(); len(w) != 0 {
+		t.Errorf("warned again: %q", w)
+	}
+}
