@@ -39,12 +39,14 @@ if [ "$parts" -gt 0 ]; then
 	t0=$(date +%s%N)
 	"${cmd[@]}" >/dev/null &
 	pre=$! total=0
+	trap 'kill "$pre" 2>/dev/null || true' EXIT
 	while kill -0 "$pre" 2>/dev/null; do
 		t=$(cpu_ticks "$pre")
 		[ -n "$t" ] && total=$t
 		sleep 0.01
 	done
 	wait "$pre"
+	trap - EXIT
 	wall_ms=$((($(date +%s%N) - t0) / 1000000))
 	part_ticks=$((total / parts))
 	[ "$part_ticks" -gt 0 ] || { echo "sample.sh: $name ran for $total clock ticks: too short to split in $parts" >&2; exit 1; }
