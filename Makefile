@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead bench-all-host soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead bench-all-host soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy accuracy-merge pgo-demo clean
 
 all: build
 
@@ -122,6 +122,13 @@ demo: deps build
 ##   their block/edge overlap (SIZE=small for a quick oracle; root; ~10 min)
 accuracy: deps
 	@scripts/accuracy.sh
+
+## accuracy-merge: as accuracy, each workload's profd run split into PARTS (default 4) interval
+##   captures of equal CPU time: the parts repaired alone, merged (capmerge) then repaired, and
+##   the whole run's capture, scored (out/accuracy/merge-table.md; SIZE=small; root)
+PARTS ?= 4
+accuracy-merge: deps
+	@PARTS=$(PARTS) scripts/accuracy.sh
 
 ## pgo-demo: -O2 vs instrumentation PGO vs profd's sample profiles, timed (root; a few minutes)
 pgo-demo: deps build

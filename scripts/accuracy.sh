@@ -7,6 +7,9 @@
 # oracle at each workload's native size, the size profd samples (~1 min of callgrind each);
 # SIZE=small at the oracle size (seconds each; block shares then differ from the sampled
 # run's where the size changes the program's shape). Sampling needs root.
+# PARTS=4 (make accuracy-merge) samples each workload in a run split into 4 parts instead
+# (scripts/sample.sh), into split/NAME.profd and split/NAME.parts/, and scores each part
+# repaired alone, the parts merged then repaired, and the whole run, into merge-table.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=out/accuracy
@@ -29,6 +32,15 @@ for w in $workloads; do
 done
 if [ "$(id -u)" -ne 0 ]; then
 	echo "make accuracy: exact profiles done; sampling under profd needs root, skipped" >&2
+	exit 0
+fi
+if [ "${PARTS:-0}" -gt 0 ]; then
+	for w in $workloads; do
+		# shellcheck disable=SC2086
+		PARTS=$PARTS scripts/sample.sh "$w" "$out/ir/$w.ll" "$out/split" ${native[$w]}
+	done
+	# shellcheck disable=SC2086
+	bin/accuracy -exact "$out" -sampled "$out/split" -parts -v $workloads | tee "$out/merge-table.md"
 	exit 0
 fi
 for w in $workloads; do

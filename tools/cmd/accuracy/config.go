@@ -14,6 +14,7 @@ type Config struct {
 	Repair               reestimate.Options
 	PerFunction          bool
 	IRDir                string // with it, also score LLVM's profi on NAME.ll
+	Parts                bool   // also score the split runs' parts, their merge and the whole run
 	NoIndirect           bool   // leave indirect jumps' targets unreachable
 	NoPool               bool   // repair each block's own sample average, not its equivalence class's
 	Blocks               bool   // print every block's shares

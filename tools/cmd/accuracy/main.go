@@ -6,7 +6,9 @@
 // For each workload W it reads EXACT/W.json (bin/oracle) and SAMPLED/W.profd (a profd
 // capture of the same IR), joins the functions by name and code, and prints the block
 // overlap of raw block averages and of reestimate's repair, the repair's edge overlap and,
-// with -profi, LLVM profi's block overlap. The cost flags override reestimate's defaults.
+// with -profi, LLVM profi's block overlap. With -parts it also scores split runs
+// (PARTS=4 scripts/sample.sh): each part repaired alone, the parts merged with capmerge and
+// repaired once, and the whole run. The cost flags override reestimate's defaults.
 package main
 
 import (
@@ -34,6 +36,7 @@ func main() {
 	flag.BoolVar(&cfg.NoPool, "no-pool", false, "repair each block's own samples per instruction, not its equivalence class's (blocks that always run equally often)")
 	flag.BoolVar(&cfg.NoIndirect, "no-indirect", false, "do not link indirect jumps to the blocks only they reach")
 	flag.StringVar(&cfg.IRDir, "profi", "", "directory of the workloads' IR (NAME.ll): also run LLVM's profi (opt-14) on the raw sample profile and compare on the blocks that map")
+	flag.BoolVar(&cfg.Parts, "parts", false, "also score each workload's split run: the parts in SAMPLED/NAME.parts/*.profd each repaired alone, merged (capmerge) and repaired once, against the whole run's SAMPLED/NAME.profd")
 	flag.Parse()
 	cfg.Workloads = flag.Args()
 	if err := cfg.Validate(); err != nil {

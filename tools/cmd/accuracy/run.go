@@ -57,20 +57,34 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	n := float64(len(cfg.Workloads))
 	fmt.Fprintf(w, "| **mean** | | | **%s** | **%s** | **%s** |\n", num(sumRaw/n), num(sumRep/n), num(sumEdge/n))
 	if cfg.IRDir != "" {
-		return runProfi(ctx, cfg, w)
+		if err := runProfi(ctx, cfg, w); err != nil {
+			return err
+		}
+	}
+	if cfg.Parts {
+		return runParts(ctx, cfg, w)
 	}
 	return nil
 }
 
-func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, *profileio.Capture, error) {
+// readExact reads the workload's exact profile, EXACT/NAME.json.
+func readExact(cfg Config, name string) (*oracle.Result, error) {
 	ef, err := os.Open(filepath.Join(cfg.ExactDir, name+".json"))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	defer ef.Close()
 	exact, err := oracle.ReadJSON(ef)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", ef.Name(), err)
+		return nil, fmt.Errorf("%s: %w", ef.Name(), err)
+	}
+	return exact, nil
+}
+
+func load(cfg Config, name string) ([]compare.Function, []compare.Unjoined, *profileio.Capture, error) {
+	exact, err := readExact(cfg, name)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	cf, err := os.Open(filepath.Join(cfg.SampledDir, name+".profd"))
 	if err != nil {
