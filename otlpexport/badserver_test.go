@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 // hits records when a fake server was asked.
@@ -156,41 +158,11 @@ func TestAlways503(t *testing.T) {
 	}
 }
 
-// silentListener accepts connections and never answers.
-func silentListener(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 // TestSilentServer: a port that accepts and says nothing costs at most Timeout per attempt.
 func TestSilentServer(t *testing.T) {
 	for _, proto := range []string{ProtocolGRPC, ProtocolHTTP} {
 		t.Run(proto, func(t *testing.T) {
-			addr := silentListener(t)
+			addr := testenv.SilentListener(t)
 			log, logBuf := logs()
 			e, err := New(Config{Endpoint: addr, Protocol: proto, Insecure: true, Timeout: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond}, log)
 			if err != nil {
@@ -215,7 +187,7 @@ func TestSilentServer(t *testing.T) {
 // TestCloseBeforeAnswer: Close ending while the first attempt still waits for a silent
 // server's answer says so, rather than naming an empty last error.
 func TestCloseBeforeAnswer(t *testing.T) {
-	e, err := New(Config{Endpoint: silentListener(t), Insecure: true}, nil) // the default Timeout: no attempt ends first
+	e, err := New(Config{Endpoint: testenv.SilentListener(t), Insecure: true}, nil) // the default Timeout: no attempt ends first
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -699,7 +699,7 @@ func TestExportBadServer(t *testing.T) {
 		// waiting (its timeout is 10 s) when profd stops; the 503s are warned of as they come
 		want string
 	}{
-		{"hanging grpc", []string{"--otlp-endpoint", hangingListener(t), "--otlp-insecure"}, "the endpoint had not answered"},
+		{"hanging grpc", []string{"--otlp-endpoint", testenv.SilentListener(t), "--otlp-insecure"}, "the endpoint had not answered"},
 		{"503 http", []string{"--otlp-endpoint", busy.URL, "--otlp-protocol", "http/protobuf"}, "sending profiles fails"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -726,34 +726,4 @@ func TestExportBadServer(t *testing.T) {
 	if hits.Load() == 0 {
 		t.Error("no request reached the 503 server")
 	}
-}
-
-// hangingListener accepts connections and never answers.
-func hangingListener(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
 }
