@@ -176,24 +176,8 @@ func TestAllUIDAndExcludeImage(t *testing.T) {
 func TestAllCgroup(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, _ := buildAllSpin(t)
-	mount := cgroup2Mount(t)
-	var raw [6]byte
-	rand.Read(raw[:])
-	name := "profd-test-" + hex.EncodeToString(raw[:])
-	dir := filepath.Join(mount, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove the test's cgroup: %v", err)
-		}
-	})
-	cg, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Close()
+	name := "profd-test-" + randomHex(6)
+	cg := testCgroup(t, name)
 	d := newDirs(t)
 	r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
 	inside := startCmdInCgroup(t, int(cg.Fd()), spin, "200", "0")
@@ -305,24 +289,8 @@ func TestAllSymbolSources(t *testing.T) {
 func TestAllContainerGroup(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, _ := buildAllSpin(t)
-	mount := cgroup2Mount(t)
-	var raw [32]byte
-	rand.Read(raw[:])
-	id := hex.EncodeToString(raw[:])
-	dir := filepath.Join(mount, "docker-"+id+".scope")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove the test's cgroup: %v", err)
-		}
-	})
-	cg, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Close()
+	id := randomHex(32)
+	cg := testCgroup(t, "docker-"+id+".scope")
 	d := newDirs(t)
 	r := startRunAll(t, Config{Containers: []string{id[:14]}, GroupBy: GroupByContainer}, d)
 	a := startCmdInCgroup(t, int(cg.Fd()), spin, "100", "0")

@@ -44,24 +44,8 @@ func TestProcessInfo(t *testing.T) {
 func TestContainerID(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
-	mount := cgroup2Mount(t)
-	var raw [32]byte
-	rand.Read(raw[:])
-	id := hex.EncodeToString(raw[:])
-	dir := filepath.Join(mount, "docker-"+id+".scope")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove the test's cgroup: %v", err)
-		}
-	})
-	cg, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Close()
+	id := randomHex(32)
+	cg := testCgroup(t, "docker-"+id+".scope")
 
 	d := newDirs(t)
 	jit := startCmdInCgroup(t, int(cg.Fd()), testjit, "-d", d.fifo, "-m", "100", "-w", "10000")
@@ -114,6 +98,37 @@ func cgroup2Mount(t *testing.T) string {
 	}
 	t.Skip("no cgroup v2 hierarchy mounted read-write")
 	return ""
+}
+
+// testCgroup makes the cgroup v2 directory name (e.g. a container's, docker-ID.scope)
+// under the hierarchy's root, removed when the test ends, and returns it open: a process
+// started with startCmdInCgroup and its fd runs in it. It skips the test when cgroup v2 is
+// not writable here.
+func testCgroup(t *testing.T, name string) *os.File {
+	t.Helper()
+	mount := cgroup2Mount(t)
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+	}
+	cg, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cg.Close()
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	return cg
+}
+
+// randomHex is n random bytes in hex: names no earlier run left behind.
+func randomHex(n int) string {
+	raw := make([]byte, n)
+	rand.Read(raw)
+	return hex.EncodeToString(raw)
 }
 
 // startCmdInCgroup starts argv in the cgroup open as cgroupFD (clone3's CLONE_INTO_CGROUP,
