@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/profd/profd/cmd/profd/internal/metrics"
 	"github.com/profd/profd/daemon"
-	"github.com/profd/profd/internal/metrics"
 )
 
 // metricsOptions are the flags of profd's self-metrics.

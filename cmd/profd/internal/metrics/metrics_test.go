@@ -207,7 +207,7 @@ func TestCloseStopsServing(t *testing.T) {
 
 // TestMetricsDocumented: docs/production.md lists every profd_ metric served.
 func TestMetricsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/production.md")
+	doc, err := os.ReadFile("../../../../docs/production.md")
 	if err != nil {
 		t.Fatal(err)
 	}
