@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,10 +26,12 @@ import (
 // either as `--all --uid 65534` or as `--pid` with every one of their pids; then `perf record
 // -a -g` runs at the same rate for the same time. Figures, per rate and mode:
 //
-//   - cpu-ms/1k-samples: profd's CPU (all threads, schedstat) while sampling, per 1000 samples
-//     it counted in the whole run (its final summary);
+//   - cpu-ms/1k-samples: profd's CPU (all threads, schedstat) while sampling, once every
+//     target is sampled (its metrics say so) and a second more, per 1000 samples it counted
+//     meanwhile (its metrics);
 //   - cpu-ms/s: the same CPU per second;
 //   - rss-MB: profd's resident memory before it stops;
+//   - setup-s: from its start to every target's being sampled;
 //   - perf-cpu-ms/s: perf record -a -g's CPU per second over the same processes.
 //
 // It starts hundreds of processes: not in make test (make bench-all-host).
@@ -75,7 +79,7 @@ func BenchmarkAllHost(b *testing.B) {
 	for _, hz := range []string{"99", "999"} {
 		for _, mode := range []string{"all", "pids"} {
 			b.Run(mode+"/"+hz+"Hz", func(b *testing.B) {
-				var cpuMs, samples, rss, secs float64
+				var cpuMs, samples, rss, secs, setup float64
 				for i := 0; i < b.N; i++ {
 					out := filepath.Join(filepath.Dir(d.out), fmt.Sprintf("out-%s-%s-%d", mode, hz, i))
 					args := []string{"--event", "cpu-clock", "--freq", hz, "--backend", "bpf", "--out", out,
@@ -85,15 +89,17 @@ func BenchmarkAllHost(b *testing.B) {
 					} else {
 						args = append(args, "--pid", strings.Join(pids, ","))
 					}
-					r := measureProfd(b, sampling, profd, args...)
+					r := measureProfd(b, sampling, len(pids), profd, args...)
 					cpuMs += float64(r.cpuNs) / 1e6
 					secs += r.sampled.Seconds()
 					samples += float64(r.samples)
 					rss += float64(r.rssBytes) / (1 << 20)
+					setup += r.setup.Seconds()
 				}
 				b.ReportMetric(cpuMs/(samples/1000), "cpu-ms/1k-samples")
 				b.ReportMetric(cpuMs/secs, "cpu-ms/s")
 				b.ReportMetric(rss/float64(b.N), "rss-MB")
+				b.ReportMetric(setup/float64(b.N), "setup-s")
 			})
 		}
 		b.Run("perf/"+hz+"Hz", func(b *testing.B) {
@@ -117,6 +123,7 @@ func BenchmarkAllHost(b *testing.B) {
 
 // profdFigures is one profd run's cost.
 type profdFigures struct {
+	setup    time.Duration // from its start to every target's being sampled
 	sampled  time.Duration
 	cpuNs    int64 // all threads, over sampled
 	samples  uint64
@@ -125,11 +132,14 @@ type profdFigures struct {
 
 var summarySamples = regexp.MustCompile(`profd final flush #\d+: (\d+) samples`)
 
-// measureProfd runs profd with args, reads its CPU over d from a second after it started,
-// its resident memory, and the samples its final summary counts.
-func measureProfd(b *testing.B, d time.Duration, profd string, args ...string) profdFigures {
+var metricsAt = regexp.MustCompile(`profd: metrics at (http://\S+/metrics)`)
+
+// measureProfd runs profd with args, waits until its metrics count targets targets (its
+// setup: finding them, attaching, their first drains) and a second more, then reads its CPU
+// over d, its resident memory, and the samples its final summary counts.
+func measureProfd(b *testing.B, d time.Duration, targets int, profd string, args ...string) profdFigures {
 	b.Helper()
-	cmd := exec.Command(profd, args...)
+	cmd := exec.Command(profd, append(args, "--metrics-addr", "127.0.0.1:0")...)
 	var stdout, stderr testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -137,11 +147,25 @@ func measureProfd(b *testing.B, d time.Duration, profd string, args ...string) p
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	time.Sleep(time.Second) // its start: attaching, the first scan
 	var r profdFigures
-	t0, cpu0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid)
+	started := time.Now()
+	for {
+		if m := metricsAt.FindStringSubmatch(stdout.String()); m != nil && activeTargets(m[1]) >= targets {
+			break
+		}
+		if time.Since(started) > time.Minute {
+			cmd.Process.Kill()
+			b.Fatalf("profd did not have its %d targets within a minute:\n%s", targets, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.setup = time.Since(started)
+	time.Sleep(time.Second) // the new targets' frequent drains end
+	url := metricsAt.FindStringSubmatch(stdout.String())[1]
+	t0, cpu0, samples0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total{")
 	time.Sleep(d)
-	t1, cpu1 := time.Now(), threadsCPUNs(b, cmd.Process.Pid)
+	t1, cpu1, samples1 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total{")
+	r.samples = uint64(samples1 - samples0)
 	r.sampled, r.cpuNs = t1.Sub(t0), cpu1-cpu0
 	r.rssBytes = vmRSS(uint32(cmd.Process.Pid))
 	cmd.Process.Signal(os.Interrupt)
@@ -155,12 +179,43 @@ func measureProfd(b *testing.B, d time.Duration, profd string, args ...string) p
 		<-done
 		b.Fatal("profd did not stop within 60 s of SIGINT")
 	}
-	m := summarySamples.FindStringSubmatch(stdout.String())
-	if m == nil {
+	if !summarySamples.MatchString(stdout.String()) {
 		b.Fatalf("no final summary:\n%s\n%s", stdout.String(), stderr.String())
 	}
-	r.samples, _ = strconv.ParseUint(m[1], 10, 64)
 	return r
+}
+
+// activeTargets reads profd_targets from the metrics at url; -1 when it cannot.
+func activeTargets(url string) int {
+	return int(metricSum(url, "profd_targets "))
+}
+
+// metricSum sums the values of the series at url whose lines start with prefix; -1 when it
+// cannot read them.
+func metricSum(url, prefix string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	sum, found := 0.0, false
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		if n, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum, found = sum+n, true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return sum
 }
 
 // vmRSS is pid's resident memory in bytes (VmRSS in /proc/PID/status), 0 when unknown.

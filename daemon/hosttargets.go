@@ -13,8 +13,15 @@ import (
 )
 
 // sourceCheckEvery bounds how often, with --all, the targets without symbol sources are
-// checked for them again (at the watcher's scans, at most this often).
-const sourceCheckEvery = time.Second
+// checked for them again (at the watcher's scans, at most this often). Each check of a
+// process that still has none doubles its own wait, up to sourceCheckMax: most processes
+// of a host never run a JIT, and a check reads their status, maps and environment. A JIT
+// that makes its files late is found within sourceCheckMax (its samples wait unnamed
+// meanwhile, and are named once its files are read), and at its exit.
+const (
+	sourceCheckEvery = time.Second
+	sourceCheckMax   = 32 * time.Second
+)
 
 // hostTargets are, with --all, the targets whose symbol sources are not all set up yet:
 // most processes of a host run no JIT, and get neither a FIFO, nor file readers, nor a
@@ -30,6 +37,9 @@ type hostTarget struct {
 	uid, gid int
 	fifoDone bool // its environment was read: a FIFO made when it has PROFD_DIR, else none
 	files    bool // its jitdump and perf-map files are tailed
+	// wait is how long after its last check (at checkedAt) it is checked again.
+	wait      time.Duration
+	checkedAt time.Time
 }
 
 // setUpHostTarget sets up --all target pid: its FIFO when its environment has PROFD_DIR
@@ -42,7 +52,7 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 		d.exitedBeforeSetup(pid, err)
 		return
 	}
-	h := &hostTarget{uid: st.UID, gid: st.GID}
+	h := &hostTarget{uid: st.UID, gid: st.GID, wait: sourceCheckEvery, checkedAt: time.Now()}
 	if d.checkSources(pid, image, h) {
 		d.host.waiting[pid] = h
 	}
@@ -101,8 +111,13 @@ func (d *daemonRun) recheckSources() {
 	if time.Since(d.host.lastCheck) < sourceCheckEvery {
 		return
 	}
-	d.host.lastCheck = time.Now()
+	now := time.Now()
+	d.host.lastCheck = now
 	for pid, h := range d.host.waiting {
+		if now.Sub(h.checkedAt) < h.wait {
+			continue
+		}
+		h.checkedAt, h.wait = now, min(2*h.wait, sourceCheckMax)
 		if !d.checkSources(pid, d.parts.look.Image(pid), h) {
 			delete(d.host.waiting, pid)
 		}
