@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/google/pprof/profile"
@@ -21,11 +20,7 @@ type pprofMerger struct {
 
 // add folds c, read from input, into the merged profile.
 func (pm *pprofMerger) add(c *profileio.Capture, input string) error {
-	var buf bytes.Buffer
-	if err := profileio.WritePprof(&buf, c); err != nil {
-		return err
-	}
-	p, err := profile.ParseData(buf.Bytes())
+	p, err := profileio.Pprof(c)
 	if err != nil {
 		return err
 	}
