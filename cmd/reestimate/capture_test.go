@@ -266,15 +266,7 @@ func TestRunCaptureJSONAgreesWithLLVM(t *testing.T) {
 	if len(out.Functions) != 1 || out.Functions[0].Name != fn.Name {
 		t.Fatalf("JSON functions %+v, want %s alone", out.Functions, fn.Name)
 	}
-	f, err := os.Open(capPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := profileio.ReadCapture(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readCaptureFile(t, capPath)
 	obj := &c.Objects[0].Object
 	fc := profgen.FunctionCounts{Object: obj}
 	for _, b := range out.Functions[0].Blocks {
@@ -341,4 +333,19 @@ func TestRunCaptureCutOrJoined(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readCaptureFile reads the capture at path.
+func readCaptureFile(t *testing.T, path string) *profileio.Capture {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := profileio.ReadCapture(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return c
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/daemon"
 	"github.com/profd/profd/internal/testenv"
-	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampleprof"
 )
 
@@ -142,15 +141,7 @@ func profileLLI(t *testing.T, dir, hotLL string) string {
 // jitTotals reads the capture at path and sums its JIT samples by function name.
 func jitTotals(t *testing.T, path string) map[string]uint64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := profileio.ReadCapture(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readCaptureFile(t, path)
 	out := map[string]uint64{}
 	for _, o := range c.Objects {
 		if n := o.TotalSamples(); n > 0 {
@@ -163,15 +154,7 @@ func jitTotals(t *testing.T, path string) map[string]uint64 {
 // hotCode returns the capture's code object of sieve.
 func hotCode(t *testing.T, path string) *codeobj.Object {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := profileio.ReadCapture(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readCaptureFile(t, path)
 	for _, o := range c.Objects {
 		if o.Object.Name == "sieve" {
 			return &o.Object
