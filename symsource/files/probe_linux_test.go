@@ -1,10 +1,8 @@
 package files
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -40,19 +38,7 @@ func TestHas(t *testing.T) {
 		t.Error("no files found with a jitdump one level down a jitdump directory")
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
-	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("helper: %q %v", line, err)
-	}
+	cmd := startJitdumpMapper(t)
 	if !s.Has(uint32(cmd.Process.Pid)) {
 		t.Error("no files found for a process that maps its jitdump")
 	}

@@ -231,6 +231,26 @@ func tailedFiles(s *Tailer) int {
 	return n
 }
 
+// startJitdumpMapper runs TestHelperMapsJitdump as a child, a process that maps a jitdump
+// file of its own, and returns it once the file is mapped; it is killed when the test ends.
+func startJitdumpMapper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
+	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	return cmd
+}
+
 // TestHelperMapsJitdump is not a test: run as a child (PROFD_FILES_HELPER=DIR), it writes
 // DIR/jit-PID.dump, maps it as a JIT does for perf, says "ready" and waits.
 func TestHelperMapsJitdump(t *testing.T) {
@@ -259,19 +279,7 @@ func TestHelperMapsJitdump(t *testing.T) {
 // finds it through the process's mappings.
 func TestTailMappedJitdump(t *testing.T) {
 	s, c, _ := startTailer(t, Config{})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
-	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("helper: %q %v", line, err)
-	}
+	cmd := startJitdumpMapper(t)
 	pid := uint32(cmd.Process.Pid)
 	addTarget(t, s, pid)
 	evs := c.WaitFor(t, "the mapped dump's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
