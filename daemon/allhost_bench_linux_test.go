@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
@@ -165,9 +167,9 @@ func measureProfd(b *testing.B, d time.Duration, targets int, profd string, args
 	r.setup = time.Since(started)
 	time.Sleep(time.Second) // the new targets' frequent drains end
 	url := metricsAt.FindStringSubmatch(stdout.String())[1]
-	t0, cpu0, samples0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total{")
+	t0, cpu0, samples0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total")
 	time.Sleep(d)
-	t1, cpu1, samples1 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total{")
+	t1, cpu1, samples1 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total")
 	r.samples = uint64(samples1 - samples0)
 	r.sampled, r.cpuNs = t1.Sub(t0), cpu1-cpu0
 	r.rssBytes = vmRSS(uint32(cmd.Process.Pid))
@@ -190,33 +192,25 @@ func measureProfd(b *testing.B, d time.Duration, targets int, profd string, args
 
 // activeTargets reads profd_targets from the metrics at url; -1 when it cannot.
 func activeTargets(url string) int {
-	return int(metricSum(url, "profd_targets "))
+	return int(metricSum(url, "profd_targets"))
 }
 
-// metricSum sums the values of the series at url whose lines start with prefix; -1 when it
-// cannot read them.
-func metricSum(url, prefix string) float64 {
+// metricSum sums the values of the series of the counter or gauge name at url (the
+// Prometheus text format); -1 when it cannot read them.
+func metricSum(url, name string) float64 {
 	resp, err := http.Get(url)
 	if err != nil {
 		return -1
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil || families[name] == nil {
 		return -1
 	}
-	sum, found := 0.0, false
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		f := strings.Fields(line)
-		if n, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum, found = sum+n, true
-		}
-	}
-	if !found {
-		return -1
+	sum := 0.0
+	for _, m := range families[name].GetMetric() {
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 	}
 	return sum
 }
