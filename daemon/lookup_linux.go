@@ -105,7 +105,8 @@ func (l *procLookup) readProcessInfo(pid uint32) attribute.ProcessInfo {
 	var info attribute.ProcessInfo
 	var errs [3]error
 	info.CommandLine, errs[0] = procfs.CommandLine(pid)
-	info.CgroupPath, errs[1] = procfs.CgroupPath(pid)
+	cg, err := procfs.ReadCgroup(pid)
+	info.CgroupPath, errs[1] = cg.Path, err
 	info.ContainerID = procfs.ContainerID(info.CgroupPath)
 	info.ServiceName, errs[2] = procfs.ServiceName(pid)
 	for _, err := range errs {

@@ -9,22 +9,30 @@ import (
 // a few components.
 const cgroupBytes = 64 << 10
 
-// CgroupPath is pid's cgroup, as /proc/PID/cgroup names it from profd's cgroup namespace:
-// the cgroup v2 path (the "0::" line), else, on a host whose processes are in v1
-// hierarchies only, the first controller's path that is not the root, else "/". A
+// Cgroup is what /proc/PID/cgroup names of a process, from profd's cgroup namespace. A
 // cgroup removed since (the process is exiting) loses its " (deleted)" mark.
-func CgroupPath(pid uint32) (string, error) {
+type Cgroup struct {
+	// Path is its cgroup: the cgroup v2 path (the "0::" line), else, on a host whose
+	// processes are in v1 hierarchies only, the first controller's path that is not the
+	// root, else "/"; "" when no line parses.
+	Path string
+	// V2 is its cgroup v2 path, "" when it has none (a host with v1 hierarchies only).
+	V2 string
+}
+
+// ReadCgroup reads pid's cgroup.
+func ReadCgroup(pid uint32) (Cgroup, error) {
 	data, err := readBounded(Path(pid, "cgroup"), cgroupBytes)
 	if data == nil {
-		return "", fmt.Errorf("procfs: pid %d: %w", pid, err)
+		return Cgroup{}, fmt.Errorf("procfs: pid %d: %w", pid, err)
 	}
 	return parseCgroup(data), err
 }
 
-// parseCgroup picks the path of a /proc/PID/cgroup file's lines ("ID:CONTROLLERS:PATH")
-// as CgroupPath says; "" when no line parses.
-func parseCgroup(data []byte) string {
-	var unified, v1 string
+// parseCgroup reads a /proc/PID/cgroup file's lines ("ID:CONTROLLERS:PATH") as Cgroup says.
+func parseCgroup(data []byte) Cgroup {
+	var v1 string
+	var cg Cgroup
 	sawUnified, sawRoot := false, false
 	for len(data) > 0 {
 		var line []byte
@@ -41,7 +49,7 @@ func parseCgroup(data []byte) string {
 		switch {
 		case string(id) == "0" && len(controllers) == 0:
 			if !sawUnified {
-				unified, sawUnified = string(path), true
+				cg.V2, sawUnified = string(path), true
 			}
 		case string(path) == "/":
 			sawRoot = true
@@ -50,35 +58,12 @@ func parseCgroup(data []byte) string {
 		}
 	}
 	switch {
-	case sawUnified && unified != "/":
-		return unified
+	case sawUnified && cg.V2 != "/":
+		cg.Path = cg.V2
 	case v1 != "":
-		return v1
+		cg.Path = v1
 	case sawUnified || sawRoot:
-		return "/"
+		cg.Path = "/"
 	}
-	return ""
-}
-
-// Cgroup2Path is pid's cgroup v2 path (the "0::" line of /proc/PID/cgroup, from profd's
-// cgroup namespace), "" when the process has none (a host with v1 hierarchies only).
-func Cgroup2Path(pid uint32) (string, error) {
-	data, err := readBounded(Path(pid, "cgroup"), cgroupBytes)
-	if data == nil {
-		return "", fmt.Errorf("procfs: pid %d: %w", pid, err)
-	}
-	return parseCgroup2(data), err
-}
-
-// parseCgroup2 picks the "0::PATH" line's path of a /proc/PID/cgroup file.
-func parseCgroup2(data []byte) string {
-	for len(data) > 0 {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte("\n"))
-		if path, ok := bytes.CutPrefix(line, []byte("0::")); ok && len(path) > 0 && path[0] == '/' {
-			path, _ = bytes.CutSuffix(path, []byte(" (deleted)"))
-			return string(path)
-		}
-	}
-	return ""
+	return cg
 }

@@ -31,13 +31,13 @@ var cgroupCases = []struct{ file, want string }{
 
 func TestParseCgroup(t *testing.T) {
 	for _, c := range cgroupCases {
-		if got := parseCgroup([]byte(c.file)); got != c.want {
+		if got := parseCgroup([]byte(c.file)).Path; got != c.want {
 			t.Errorf("parseCgroup(%q) = %q, want %q", c.file, got, c.want)
 		}
 	}
 }
 
-func TestParseCgroup2(t *testing.T) {
+func TestParseCgroupV2(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
 		{"12:pids:/user.slice\n0::/system.slice/a.service\n", "/system.slice/a.service"},
 		{"0::/gone (deleted)\n", "/gone"},
@@ -45,8 +45,8 @@ func TestParseCgroup2(t *testing.T) {
 		{"1:name=systemd:/user.slice/x\n", ""}, // v1 only
 		{"0::relative\n", ""},
 	} {
-		if got := parseCgroup2([]byte(c.file)); got != c.want {
-			t.Errorf("parseCgroup2(%q) = %q, want %q", c.file, got, c.want)
+		if got := parseCgroup([]byte(c.file)).V2; got != c.want {
+			t.Errorf("parseCgroup(%q).V2 = %q, want %q", c.file, got, c.want)
 		}
 	}
 }
@@ -56,12 +56,12 @@ func TestCgroupPathSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := CgroupPath(uint32(os.Getpid()))
+	cg, err := ReadCgroup(uint32(os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got == "" || !strings.Contains(string(data), ":"+got+"\n") {
-		t.Errorf("CgroupPath = %q, not a path of\n%s", got, data)
+	if got := cg.Path; got == "" || !strings.Contains(string(data), ":"+got+"\n") {
+		t.Errorf("ReadCgroup: path %q, not a path of\n%s", got, data)
 	}
 }
 
@@ -70,9 +70,11 @@ func FuzzParseCgroup(f *testing.F) {
 		f.Add([]byte(c.file))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := parseCgroup(data)
-		if path != "" && (path[0] != '/' || strings.ContainsRune(path, '\n') || !strings.Contains(string(data), path)) {
-			t.Fatalf("parseCgroup(%q) = %q", data, path)
+		cg := parseCgroup(data)
+		for _, path := range []string{cg.Path, cg.V2} {
+			if path != "" && (path[0] != '/' || strings.ContainsRune(path, '\n') || !strings.Contains(string(data), path)) {
+				t.Fatalf("parseCgroup(%q) = %+v", data, cg)
+			}
 		}
 	})
 }

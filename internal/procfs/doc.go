@@ -8,8 +8,8 @@
 //	at, err := procfs.StartedAt(pid)
 //	maps, err := procfs.ReadMaps(pid)
 //	st, err := procfs.ReadStatus(pid) // st.UID, st.GID, st.NSpid
-//	cg, err := procfs.CgroupPath(pid)
-//	id := procfs.ContainerID(cg) // "" outside a container
+//	cg, err := procfs.ReadCgroup(pid)
+//	id := procfs.ContainerID(cg.Path) // "" outside a container
 //
 // /proc is read as hostile input: every read is bounded, lines that do not parse are
 // skipped, and a process that exits meanwhile makes the call fail with an error wrapping

@@ -155,17 +155,16 @@ func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
 			return false
 		}
 	}
-	if len(f.cgroups) > 0 {
-		path, _ := procfs.Cgroup2Path(pid)
-		if path == "" || !slices.ContainsFunc(f.cgroups, func(c cgroupDir) bool { return c.under(path) }) {
+	if len(f.cgroups) > 0 || len(f.containers) > 0 {
+		cg, _ := procfs.ReadCgroup(pid)
+		if len(f.cgroups) > 0 && (cg.V2 == "" || !slices.ContainsFunc(f.cgroups, func(c cgroupDir) bool { return c.under(cg.V2) })) {
 			return false
 		}
-	}
-	if len(f.containers) > 0 {
-		cg, _ := procfs.CgroupPath(pid)
-		id := procfs.ContainerID(cg)
-		if id == "" || !f.containerMatches(id) {
-			return false
+		if len(f.containers) > 0 {
+			id := procfs.ContainerID(cg.Path)
+			if id == "" || !f.containerMatches(id) {
+				return false
+			}
 		}
 	}
 	for i := range f.exclude {
