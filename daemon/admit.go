@@ -24,7 +24,10 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 		if d.cfg.GroupBy == GroupByContainer {
 			d.locked.targets[pid].container = d.parts.look.ProcessInfo(pid).ContainerID
 		}
-		d.publishLocked()
+		// Only the count of targets changed: the attribution's totals, which publishLocked
+		// sums over every target, wait for the next drain (admitting a storm of processes
+		// stays linear).
+		d.counted.activeTargets.Store(uint64(len(d.locked.targets)))
 	}
 	return image
 }
