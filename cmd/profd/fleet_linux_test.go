@@ -11,9 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pprofile"
-
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/internal/testenv/collector"
 )
@@ -38,10 +35,7 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("go build reestimate: %v\n%s", err, out)
 	}
 	hotC, _ := filepath.Abs("../../examples/workload/hot.c")
-	hotLL := filepath.Join(dir, "hot.ll")
-	if out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm", "-o", hotLL, hotC).CombinedOutput(); err != nil {
-		t.Fatalf("clang-14: %v\n%s", err, out)
-	}
+	ll := hotLL(t)
 	c := collector.Start(t)
 
 	const hosts = 3
@@ -55,7 +49,7 @@ func TestFleet(t *testing.T) {
 		if err := os.MkdirAll(jitdump, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		lli := exec.Command("lli-14", "-jit-kind=mcjit", hotLL, "200", "0")
+		lli := exec.Command("lli-14", "-jit-kind=mcjit", ll, "200", "0")
 		lli.Env = append(os.Environ(), "JITDUMPDIR="+jitdump, "PROFD_DIR="+fifo)
 		if err := lli.Start(); err != nil {
 			t.Fatal(err)
@@ -94,8 +88,15 @@ func TestFleet(t *testing.T) {
 
 	// The Collector has each host's process, its JIT functions named.
 	named := map[int64]map[string]bool{}
-	for _, pd := range c.Received(t) {
-		collectNamed(pd, named)
+	for _, iv := range otlpIntervals(t, c.Received(t)) {
+		if named[iv.pid] == nil {
+			named[iv.pid] = map[string]bool{}
+		}
+		for _, stack := range iv.stacks {
+			for _, name := range stack {
+				named[iv.pid][name] = true
+			}
+		}
 	}
 	for i, pid := range pids {
 		if !named[int64(pid)]["sieve"] {
@@ -127,34 +128,6 @@ func TestFleet(t *testing.T) {
 	for _, f := range []string{"sieve", "hash_words"} {
 		if !functionHasEntryCount(string(ir), f) {
 			t.Errorf("clang-14 -fprofile-sample-use gave @%s no function_entry_count", f)
-		}
-	}
-}
-
-// collectNamed adds, per process.pid of pd's resources, the names of the functions in its
-// samples' stacks.
-func collectNamed(pd pprofile.Profiles, named map[int64]map[string]bool) {
-	d := pd.Dictionary()
-	for _, rp := range pd.ResourceProfiles().All() {
-		pid, ok := rp.Resource().Attributes().Get("process.pid")
-		if !ok || pid.Type() != pcommon.ValueTypeInt {
-			continue
-		}
-		if named[pid.Int()] == nil {
-			named[pid.Int()] = map[string]bool{}
-		}
-		for _, sp := range rp.ScopeProfiles().All() {
-			for _, prof := range sp.Profiles().All() {
-				for _, s := range prof.Samples().All() {
-					stack := d.StackTable().At(int(s.StackIndex()))
-					for _, li := range stack.LocationIndices().All() {
-						for _, ln := range d.LocationTable().At(int(li)).Lines().All() {
-							f := d.FunctionTable().At(int(ln.FunctionIndex()))
-							named[pid.Int()][d.StringTable().At(int(f.NameStrindex()))] = true
-						}
-					}
-				}
-			}
 		}
 	}
 }

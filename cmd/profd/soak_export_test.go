@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -80,7 +79,7 @@ func TestSoakExport(t *testing.T) {
 		t.Logf("%6v  rss export %7d kB  plain %7d kB  cpu export %6.2f s  plain %6.2f s  load %s", p.at, p.rssKB, p.rssBaseKB,
 			float64(p.cpuExport)/1e9, float64(p.cpuBase)/1e9, loadAverage())
 	}
-	latency := scrapeLatencyMedian(t, metricsAddr)
+	latency, deliveries := latencyMedian(t, "http://"+metricsAddr+"/metrics")
 	for _, cmd := range []*exec.Cmd{exporting, plain} {
 		cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
@@ -94,8 +93,8 @@ func TestSoakExport(t *testing.T) {
 	baseMedians := minuteMedians(points, func(p point) (time.Duration, int) { return p.at, p.rssBaseKB })
 	intervals, _ := filepath.Glob(filepath.Join(base, "export", "out", "intervals", "*[0-9]Z.pb.gz"))
 	received := c.Received(t)
-	t.Logf("CPU: exporting %.2f s, not exporting %.2f s (ratio %.3f) over %v; RSS medians by minute %v kB exporting, %v kB not; %d interval files, %d requests at the Collector; median interval end to delivery %s",
-		float64(last.cpuExport)/1e9, float64(last.cpuBase)/1e9, ratio, duration, medians, baseMedians, len(intervals), len(received), latency)
+	t.Logf("CPU: exporting %.2f s, not exporting %.2f s (ratio %.3f) over %v; RSS medians by minute %v kB exporting, %v kB not; %d interval files, %d requests at the Collector; median interval end to delivery %.3f s (%d deliveries)",
+		float64(last.cpuExport)/1e9, float64(last.cpuBase)/1e9, ratio, duration, medians, baseMedians, len(intervals), len(received), latency, deliveries)
 	if ratio > 1.20 {
 		t.Errorf("the exporting profd used %.0f %% more CPU than the other (at most 20 %%)", (ratio-1)*100)
 	}
@@ -132,23 +131,4 @@ func minuteMedians[P any](points []P, at func(P) (time.Duration, int)) []int {
 		out = append(out, vs[len(vs)/2])
 	}
 	return out
-}
-
-// scrapeLatencyMedian reads profd_export_latency_seconds from the metrics at addr and
-// returns the bucket bound its median falls under.
-func scrapeLatencyMedian(t *testing.T, addr string) string {
-	t.Helper()
-	families := scrapeMetrics(t, "http://"+addr+"/metrics")
-	f := families["profd_export_latency_seconds"]
-	if f == nil || len(f.GetMetric()) == 0 {
-		return "unknown (no latency histogram)"
-	}
-	h := f.GetMetric()[0].GetHistogram()
-	half := h.GetSampleCount() / 2
-	for _, b := range h.GetBucket() {
-		if b.GetCumulativeCount() > half {
-			return fmt.Sprintf("≤ %gs (%d deliveries)", b.GetUpperBound(), h.GetSampleCount())
-		}
-	}
-	return fmt.Sprintf("above every bucket (%d deliveries)", h.GetSampleCount())
 }
