@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
@@ -390,6 +392,21 @@ func (p *perfRun) stacks(t testing.TB, pid int, jit bool) []perfStack {
 		t.Fatalf("perf recorded no call chains of pid %d", pid)
 	}
 	return stacks
+}
+
+// readPprofFile reads a pprof profile file back.
+func readPprofFile(t testing.TB, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
 }
 
 // readCapture reads a capture file back.

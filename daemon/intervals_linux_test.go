@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
@@ -44,15 +42,7 @@ func (e *recordingExporter) Close(context.Context) error {
 // and labels.
 func pprofSums(t testing.TB, path string) map[string][2]int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	p := readPprofFile(t, path)
 	sums := map[string][2]int64{}
 	for _, s := range p.Sample {
 		var b strings.Builder

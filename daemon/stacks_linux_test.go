@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
@@ -182,15 +180,7 @@ func pairOverlap(a, b map[[2]string]uint64) float64 {
 // with the functions chain, labelled with their thread and its name.
 func checkPprofChain(t *testing.T, path string, chain []string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readPprofFile(t, path)
 	for _, s := range p.Sample {
 		var names []string
 		for _, l := range s.Location {

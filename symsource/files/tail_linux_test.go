@@ -237,6 +237,14 @@ func startJitdumpMapper(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
 	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir())
+	startReady(t, cmd)
+	return cmd
+}
+
+// startReady starts cmd, which says "ready" on its standard output once set up, and
+// returns then; the test's cleanup ends it.
+func startReady(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -246,9 +254,8 @@ func startJitdumpMapper(t *testing.T) *exec.Cmd {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("helper: %q %v", line, err)
+		t.Fatalf("%s: %q %v", cmd.Args[0], line, err)
 	}
-	return cmd
 }
 
 // TestHelperMapsJitdump is not a test: run as a child (PROFD_FILES_HELPER=DIR), it writes
@@ -496,17 +503,7 @@ func TestTailLastReadIsBounded(t *testing.T) {
 // returns the child's pid (the process in the namespaces); the test's cleanup ends it.
 func startInNamespace(t *testing.T, cmd *exec.Cmd) uint32 {
 	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("unshare: %q %v", line, err)
-	}
+	startReady(t, cmd)
 	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
