@@ -42,20 +42,9 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 		}
 	}
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
-	// only against what came before. A source read to its end tells of the time it was
-	// read, less the moment a writer takes between a record's time and its write: samples
-	// before it wait for nothing more of this source (a JIT that wrote all its records at
-	// start, read after its first samples, has those named at the next drain, not at exit).
-	latest := latestTime(b.Events)
-	if b.CaughtUpNs > 0 {
-		latest = max(latest, b.CaughtUpNs-int64(recordWriteLag))
-	}
-	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latest)
+	// only against what came before.
+	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
 }
-
-// recordWriteLag bounds the time a JIT takes from stamping a record to writing it: records
-// read after a source was read to its end carry times at most this much before then.
-const recordWriteLag = 10 * time.Millisecond
 
 // queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the
 // records before it in its stream are applied by then. Callers hold d.mu.

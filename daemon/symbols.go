@@ -138,7 +138,7 @@ func (s *symbolStage) add(b jitmap.Batch) {
 		return
 	}
 	if n := s.allow(q, len(b.Events)); n < len(b.Events) {
-		b.Events, b.CaughtUpNs = b.Events[:n], 0 // what was dropped was not applied
+		b.Events = b.Events[:n]
 	}
 	// A full queue makes the source wait (its goroutine only) until the stage expires; the
 	// channel is not closed while a sender holds the read lock.

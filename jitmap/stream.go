@@ -16,9 +16,6 @@ type Batch struct {
 	Stream string
 	Events []Event
 	Errs   []error
-	// CaughtUpNs, when not 0, is a time (CLOCK_MONOTONIC) at which the source held nothing
-	// beyond these events: what its writer writes later, it writes after that time.
-	CaughtUpNs int64
 }
 
 // StreamCounts tallies what a Stream decoded.

@@ -24,10 +24,9 @@ type Event struct {
 
 // Collector gathers a source's events and errors. It is safe for concurrent use.
 type Collector struct {
-	mu       sync.Mutex
-	events   []Event
-	errs     []error
-	caughtUp int64 // the latest Batch.CaughtUpNs
+	mu     sync.Mutex
+	events []Event
+	errs   []error
 }
 
 // Handle is the source's handler.
@@ -38,14 +37,6 @@ func (c *Collector) Handle(b jitmap.Batch) {
 		c.events = append(c.events, Event{Pid: b.Pid, Source: b.Source, Event: ev})
 	}
 	c.errs = append(c.errs, b.Errs...)
-	c.caughtUp = max(c.caughtUp, b.CaughtUpNs)
-}
-
-// CaughtUpNs returns the latest time a batch said its source was read to its end at.
-func (c *Collector) CaughtUpNs() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.caughtUp
 }
 
 // Events returns the events so far.

@@ -399,10 +399,6 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 		f.counted = jitmap.StreamCounts{}
 	}
 	from := f.offset
-	// Each read's events are handed on after the next read: when that one finds the file's
-	// end, the batch says the file was read up to the time it began (Batch.CaughtUpNs).
-	var pending jitmap.Batch
-	defer func() { ft.deliver(f, pending) }()
 	for i := 0; last || i < maxReadsPerFile; i++ {
 		if last && (f.offset >= st.Size || ft.pastDeadline() || f.offset-from >= maxLastReadBytes) {
 			if left := st.Size - f.offset; left > 0 {
@@ -415,29 +411,15 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 			}
 			return grew
 		}
-		readNs := monotonicNs()
 		n, err := unix.Pread(f.fd, ft.buf, f.offset)
 		if n <= 0 || err != nil {
-			if n == 0 && err == nil {
-				pending.CaughtUpNs = readNs
-			}
 			return grew
 		}
 		grew = true
 		f.advance(ft.buf[:n])
-		ft.deliver(f, pending)
-		pending = f.stream.Write(ft.buf[:n])
+		ft.deliver(f, f.stream.Write(ft.buf[:n]))
 	}
 	return grew
-}
-
-// monotonicNs reads CLOCK_MONOTONIC, the clock of jitdump records and perf samples.
-func monotonicNs() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0 // cannot happen for CLOCK_MONOTONIC; 0 says nothing
-	}
-	return ts.Nano()
 }
 
 func (ft *Tailer) pastDeadline() bool {

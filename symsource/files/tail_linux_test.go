@@ -550,25 +550,3 @@ func TestTailCloseCutsNoRecord(t *testing.T) {
 		})
 	}
 }
-
-// TestTailCaughtUp: the batch of a file's last records says the file was read to its end,
-// at a time after they began to be written: samples before it wait for nothing more of it.
-func TestTailCaughtUp(t *testing.T) {
-	tmp := t.TempDir()
-	root := filepath.Join(tmp, "jd", ".debug", "jit")
-	s, c, _ := startTailer(t, Config{JitdumpDirs: []string{root}})
-	pid := uint32(os.Getpid())
-	addTarget(t, s, pid)
-	dir := filepath.Join(root, "llvm-IR-jit-20261126-abcdef")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writing := monotonicNs()
-	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid)), symtest.JitdumpStream(t, pid, "first", "second"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.WaitFor(t, "both records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
-	if got := c.CaughtUpNs(); got < writing {
-		t.Errorf("the records' batch says the file was read to its end at %d, before it was written (%d)", got, writing)
-	}
-}
