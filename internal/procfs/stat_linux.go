@@ -17,61 +17,69 @@ var ErrExited = errors.New("procfs: process exited")
 // clockTicksPerSecond is USER_HZ, the unit of /proc/PID/stat's times: 100 on Linux.
 const clockTicksPerSecond = 100
 
-// StartTicks returns field 22 of /proc/PID/stat: when process pid started, in clock ticks
-// since boot (CLOCK_BOOTTIME). A pid that comes back with another start is another process.
-func StartTicks(pid uint32) (uint64, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-		return 0, fmt.Errorf("procfs: pid %d: %w", pid, ErrExited)
-	}
-	const startField = 22 - 3 // fields after "pid (comm) "
-	if len(f) <= startField {
-		return 0, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	st, err := strconv.ParseUint(f[startField], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("procfs: /proc/%d/stat: start time: %w", pid, err)
-	}
-	return st, nil
-}
-
-// statFields returns the fields of /proc/PID/stat after "pid (comm) ": field n of proc(5)
-// is at index n-3.
-func statFields(pid uint32) ([]string, error) {
-	b, err := readBounded(Path(pid, "stat"), statBytes)
-	if err != nil {
-		return nil, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
-	if i < 0 || i+2 > len(s) {
-		return nil, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
-	}
-	return strings.Fields(s[i+2:]), nil
+// Stat is what profd reads of /proc/PID/stat (proc(5)), in one read.
+type Stat struct {
+	State byte   // field 3: R, S, D, Z (zombie), X (dead)...
+	Flags uint64 // field 9: the kernel's PF_* process flags
+	// Start is field 22: when the process started, in clock ticks since boot
+	// (CLOCK_BOOTTIME). A pid that comes back with another start is another process.
+	Start uint64
 }
 
 // pfKthread is the kernel's PF_KTHREAD process flag.
 const pfKthread = 0x00200000
 
-// KernelThread reports whether pid is a kernel thread (PF_KTHREAD in field 9 of
-// /proc/PID/stat): it has no user memory, so it runs no JIT code.
+// KernelThread reports whether the process is a kernel thread: it has no user memory, so it
+// runs no JIT code.
+func (s Stat) KernelThread() bool { return s.Flags&pfKthread != 0 }
+
+// Exited reports whether the process is a zombie (or dead): it has exited and not been
+// reaped yet.
+func (s Stat) Exited() bool { return s.State == 'Z' || s.State == 'X' }
+
+// ReadStat reads /proc/PID/stat once.
+func ReadStat(pid uint32) (Stat, error) {
+	b, err := readBounded(Path(pid, "stat"), statBytes)
+	if err != nil {
+		return Stat{}, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
+	if i < 0 || i+2 > len(s) {
+		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
+	}
+	// Fields after "pid (comm) ": field n of proc(5) is at index n-3.
+	const stateField, flagsField, startField = 3 - 3, 9 - 3, 22 - 3
+	f := strings.Fields(s[i+2:])
+	if len(f) <= startField || len(f[stateField]) != 1 {
+		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	st := Stat{State: f[stateField][0]}
+	if st.Flags, err = strconv.ParseUint(f[flagsField], 10, 64); err != nil {
+		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: flags: %w", pid, err)
+	}
+	if st.Start, err = strconv.ParseUint(f[startField], 10, 64); err != nil {
+		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: start time: %w", pid, err)
+	}
+	return st, nil
+}
+
+// StartTicks returns when process pid started (Stat.Start); a zombie's is ErrExited.
+func StartTicks(pid uint32) (uint64, error) {
+	st, err := ReadStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	if st.Exited() {
+		return 0, fmt.Errorf("procfs: pid %d: %w", pid, ErrExited)
+	}
+	return st.Start, nil
+}
+
+// KernelThread reports whether pid is a kernel thread (Stat.KernelThread).
 func KernelThread(pid uint32) (bool, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return false, err
-	}
-	const flagsField = 9 - 3
-	if len(f) <= flagsField {
-		return false, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	flags, err := strconv.ParseUint(f[flagsField], 10, 64)
-	if err != nil {
-		return false, fmt.Errorf("procfs: /proc/%d/stat: flags: %w", pid, err)
-	}
-	return flags&pfKthread != 0, nil
+	st, err := ReadStat(pid)
+	return st.KernelThread(), err
 }
 
 // StartedAt returns when process pid started, on the wall clock, to the clock tick (10 ms).

@@ -1,13 +1,17 @@
 package targets
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -188,5 +192,114 @@ func TestContainerPrefixAmbiguous(t *testing.T) {
 	}
 	if w := f.warnings(); len(w) != 0 {
 		t.Errorf("warned again: %q", w)
+	}
+}
+
+// With All and a uid filter, a process that changes its real user without an exec joins the
+// targets and leaves them at once, well before the scan's full check of it is due again: the
+// change-of-user notification has it checked.
+func TestAllUIDChangeWithoutExec(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perl"))
+	// Sets its real uid to each number it reads (its effective uid stays root, so it can go
+	// back), and says so.
+	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	setUID := func(uid string) {
+		t.Helper()
+		fmt.Fprintln(stdin, uid)
+		if !lines.Scan() || lines.Text() != "uid "+uid {
+			t.Fatalf("perl did not change its real uid to %s: %q", uid, lines.Text())
+		}
+	}
+	var r recorder
+	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{65534}}}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	if !w.execOK.Load() {
+		t.Skip("no exec notifications: targets are found by scans alone")
+	}
+	pid := cmd.Process.Pid
+	if slices.Contains(w.Targets(), uint32(pid)) {
+		t.Fatalf("root's perl is a target of --uid 65534")
+	}
+	setUID("65534")
+	// Scans come every 5 s: 2 s is the notification's doing.
+	waitFor(t, "perl, now of uid 65534, added", 2*time.Second, func() bool { return r.has(&r.added, pid) })
+	setUID("0")
+	waitFor(t, "perl, back to root, removed", 2*time.Second, func() bool { return r.has(&r.removed, pid) })
+}
+
+// With All and a cgroup filter, a process moved out of the cgroup leaves the targets at the
+// next scan, and one moved back joins them again: nothing notifies a move, so a scan reads
+// every process's cgroup even while it trusts its last full check of the rest.
+func TestAllCgroupMove(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	t.Parallel() // it waits for scans
+	mount, err := cgroup2Mount()
+	if err != nil {
+		t.Skip(err)
+	}
+	name := fmt.Sprintf("profd-test-%d", os.Getpid())
+	in, out := filepath.Join(mount, name+"-in"), filepath.Join(mount, name+"-out")
+	for _, dir := range []string{in, out} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
+		}
+		t.Cleanup(func() { os.Remove(dir) })
+	}
+	sleep := startSleep(t) // killed before the cgroups are removed
+	pid := sleep.Process.Pid
+	moveTo := func(dir string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moveTo(in)
+	var r recorder
+	var scans atomic.Int32
+	h := r.handler()
+	h.Scanned = func() { scans.Add(1) }
+	w, err := New(Config{All: true, Filter: Filter{Cgroups: []string{"/" + name + "-in"}}}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the sleep in the cgroup", func() bool { return slices.Contains(w.Targets(), uint32(pid)) })
+	within := 3 * (w.scanInterval() + time.Second)
+	// A new target is checked in full at the scan after the one that found it; from the
+	// next, that check is trusted.
+	waitFor(t, "two scans", 2*within, func() bool { return scans.Load() >= 3 })
+	moveTo(out)
+	waitFor(t, "the sleep moved out, removed", within, func() bool { return r.has(&r.removed, pid) })
+	moveTo(in)
+	waitFor(t, "the sleep moved back, a target again", within, func() bool { return slices.Contains(w.Targets(), uint32(pid)) })
+}
+
+// waitFor waits up to d for cond.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

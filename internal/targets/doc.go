@@ -12,9 +12,11 @@
 //
 // With Config.All every process is a target but kernel threads and profd itself, narrowed
 // by a Filter (cgroup v2 subtrees, container ids, real uids, excluded images; AND across
-// kinds, OR within one) and Images; each process is checked as it forks and execs and again
-// at every scan, and one that execs another executable is reported as removed and added
-// anew.
+// kinds, OR within one) and Images; each process is checked as it forks, execs and changes
+// user, and at the scans, and one that execs another executable is reported as removed and
+// added anew. While the notifications work, a scan trusts a process's last full check for
+// fullCheckEvery unless its start time or cgroup changed, so that it reads one file per
+// process (two with a cgroup filter).
 //
 // The daemon owns a Watcher; the sampler's tests use one too.
 //

@@ -12,7 +12,7 @@ import (
 // under a kilobyte of it, so thousands of events fit.
 const execSocketBytes = 4 << 20
 
-// execListener receives exec and fork notifications from the kernel's process-events
+// execListener receives exec, fork and change-of-user notifications from the kernel's process-events
 // connector (needs CAP_NET_ADMIN). Closing it unblocks read.
 type execListener struct {
 	f   *os.File
@@ -42,8 +42,8 @@ func listenExec() (*execListener, error) {
 	return &execListener{f: os.NewFile(uintptr(fd), "proc-connector"), buf: make([]byte, 1<<16)}, nil
 }
 
-// read blocks until a datagram arrives and returns the processes that exec'd or were forked. After Close it returns
-// an error wrapping os.ErrClosed.
+// read blocks until a datagram arrives and returns the processes that exec'd, were forked or
+// changed user (changedProcesses). After Close it returns an error wrapping os.ErrClosed.
 func (l *execListener) read() ([]uint32, error) {
 	n, err := l.f.Read(l.buf)
 	if err != nil {
@@ -52,7 +52,7 @@ func (l *execListener) read() ([]uint32, error) {
 		}
 		return nil, err
 	}
-	return newProcesses(l.buf[:n])
+	return changedProcesses(l.buf[:n])
 }
 
 func (l *execListener) Close() error { return l.f.Close() }

@@ -146,6 +146,10 @@ func (c cgroupDir) under(path string) bool {
 	return c.rel == "/" || path == c.rel || strings.HasPrefix(path, c.rel+"/")
 }
 
+// byCgroup reports whether the filter looks at processes' cgroups, which change without a
+// notification (a process moved to another cgroup).
+func (f *filter) byCgroup() bool { return len(f.cgroups) > 0 || len(f.containers) > 0 }
+
 // admits reports whether process pid (not a kernel thread, not profd: the caller checks)
 // passes the filter; exe is its executable's base name. The cheapest reads come first.
 func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
@@ -155,7 +159,7 @@ func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
 			return false
 		}
 	}
-	if len(f.cgroups) > 0 || len(f.containers) > 0 {
+	if f.byCgroup() {
 		cg, _ := procfs.ReadCgroup(pid)
 		if len(f.cgroups) > 0 && (cg.V2 == "" || !slices.ContainsFunc(f.cgroups, func(c cgroupDir) bool { return c.under(cg.V2) })) {
 			return false

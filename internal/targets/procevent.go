@@ -9,13 +9,15 @@ import (
 // The process-events connector (linux/connector.h, linux/cn_proc.h) delivers netlink messages:
 // nlmsghdr (16 bytes), cn_msg (20 bytes), then proc_event: u32 what, u32 cpu, u64 timestamp,
 // and for an exec, u32 process_pid, u32 process_tgid; for a fork, u32 parent_pid,
-// parent_tgid, child_pid, child_tgid.
+// parent_tgid, child_pid, child_tgid; for a change of user, u32 process_pid, process_tgid,
+// ruid, euid.
 const (
 	nlmsgHeaderBytes = 16
 	cnMsgBytes       = 20
 	procEventHead    = 16
 	procEventFork    = 0x00000001
 	procEventExec    = 0x00000002
+	procEventUID     = 0x00000004
 	cnIdxProc        = 1
 	cnValProc        = 1
 	nlmsgDone        = 3
@@ -25,11 +27,12 @@ const (
 // errBadProcEvent is wrapped by errors about connector messages that do not parse.
 var errBadProcEvent = errors.New("bad process event")
 
-// newProcesses returns the tgid of every exec event in a datagram from the connector, and of
-// every fork that made a process (not a thread: child pid == child tgid), in order. Other
+// changedProcesses returns the tgid of every exec and change-of-user event in a datagram from
+// the connector, and of every fork that made a process (not a thread: child pid == child
+// tgid), in order: the events that can make a process a target or stop it being one. Other
 // events are skipped; a message that does not fit is reported with its byte offset, and the
 // events before it are still returned.
-func newProcesses(buf []byte) ([]uint32, error) {
+func changedProcesses(buf []byte) ([]uint32, error) {
 	ne := binary.NativeEndian
 	var tgids []uint32
 	for off := 0; off < len(buf); {
@@ -46,7 +49,7 @@ func newProcesses(buf []byte) ([]uint32, error) {
 			ev := msg[cnMsgBytes:]
 			if idx == cnIdxProc && val == cnValProc {
 				switch what := ne.Uint32(ev); {
-				case what == procEventExec && len(ev) >= procEventHead+8:
+				case (what == procEventExec || what == procEventUID) && len(ev) >= procEventHead+8:
 					tgids = append(tgids, ne.Uint32(ev[procEventHead+4:]))
 				case what == procEventFork && len(ev) >= procEventHead+16:
 					if child := ne.Uint32(ev[procEventHead+8:]); child == ne.Uint32(ev[procEventHead+12:]) {

@@ -3,6 +3,7 @@ package targets
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,15 +52,16 @@ func TestNewProcesses(t *testing.T) {
 	buf = append(buf, forkMsg(42, 50, 50)...)          // a new process
 	buf = append(buf, forkMsg(42, 51, 42)...)          // a new thread of 42: skipped
 	buf = append(buf, procEventMsg(procEventExec, 44)...)
-	got, err := newProcesses(buf)
-	if err != nil || len(got) != 3 || got[0] != 42 || got[1] != 50 || got[2] != 44 {
-		t.Fatalf("newProcesses = %v, %v; want [42 50 44]", got, err)
+	buf = append(buf, procEventMsg(procEventUID, 45)...)
+	got, err := changedProcesses(buf)
+	if want := []uint32{42, 50, 44, 45}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("changedProcesses = %v, %v; want %v", got, err, want)
 	}
 
 	bad := append(procEventMsg(procEventExec, 7), 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	got, err = newProcesses(bad)
+	got, err = changedProcesses(bad)
 	if !errors.Is(err, errBadProcEvent) || !strings.Contains(err.Error(), "byte 60") || len(got) != 1 || got[0] != 7 {
-		t.Fatalf("newProcesses(bad) = %v, %v; want [7] and an error at byte 60", got, err)
+		t.Fatalf("changedProcesses(bad) = %v, %v; want [7] and an error at byte 60", got, err)
 	}
 }
 
@@ -71,13 +73,14 @@ func TestListenMessage(t *testing.T) {
 	}
 }
 
-func FuzzNewProcesses(f *testing.F) {
+func FuzzChangedProcesses(f *testing.F) {
 	f.Add(procEventMsg(procEventExec, 1))
 	f.Add(append(procEventMsg(procEventExec, 1), procEventMsg(2, 3)[:20]...))
 	f.Add([]byte{16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(forkMsg(1, 2, 2))
+	f.Add(procEventMsg(procEventUID, 3))
 	f.Fuzz(func(t *testing.T, buf []byte) {
-		tgids, err := newProcesses(buf)
+		tgids, err := changedProcesses(buf)
 		if len(tgids) > len(buf)/(nlmsgHeaderBytes+cnMsgBytes+procEventHead+8) {
 			t.Fatalf("%d tgids from %d bytes", len(tgids), len(buf))
 		}

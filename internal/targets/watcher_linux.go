@@ -25,6 +25,13 @@ const DefaultInterval = 100 * time.Millisecond
 // notification (ENOBUFS) starts a scan at once.
 const execScanInterval = 5 * time.Second
 
+// fullCheckEvery is how long a scan trusts a process's last full check (whether it is a
+// target) while exec notifications work and its start time and cgroup are unchanged: the
+// notifications report what else makes a process one (an exec, a fork, a change of user),
+// so a scan reads only its stat (and its cgroup, with a cgroup filter). A full check this
+// often catches what nothing reports (a process that joins another mount namespace).
+const fullCheckEvery = time.Minute
+
 // ErrNoProcess is returned by New for an explicit pid with no process.
 var ErrNoProcess = errors.New("no such process")
 
@@ -77,6 +84,10 @@ type Watcher struct {
 	current map[uint32]uint64 // pid -> start time (clock ticks since boot)
 	// exes holds, with All, the executable each target ran when it was checked last.
 	exes map[uint32]fileID
+	// checked holds, per process a scan checked in full, when it did: whether the process
+	// is a target (in current or not) stands until fullCheckEvery later, while exec
+	// notifications work and its start time and cgroup stay. A lost notification clears it.
+	checked map[uint32]checkedProc
 	// pinned holds the explicit pids and their start times, fixed by New: a pid that comes
 	// back with another start time is another process and no target. Read-only after New.
 	pinned map[uint32]uint64
@@ -107,7 +118,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -333,6 +344,9 @@ func (w *Watcher) execLoop(l *execListener) {
 			}
 		case errors.Is(err, errEventsLost):
 			w.log.Debug("targets: exec notifications lost, scanning /proc")
+			w.mu.Lock()
+			clear(w.checked) // what was lost may have changed any process
+			w.mu.Unlock()
 			w.Scan() // catch up at once
 			continue
 		case errors.Is(err, os.ErrClosed):
@@ -343,8 +357,10 @@ func (w *Watcher) execLoop(l *execListener) {
 			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "every", w.cfg.Interval, "err", err)
 			return
 		}
-		for _, pid := range tgids {
-			w.checkPid(pid)
+		for i, pid := range tgids {
+			if !slices.Contains(tgids[:i], pid) { // a setuid reports each of its threads
+				w.checkPid(pid)
+			}
 		}
 	}
 }
@@ -417,6 +433,14 @@ func (w *Watcher) Targets() []uint32 {
 	return out
 }
 
+// checkedProc is when a scan last checked a process in full (see Watcher.checked).
+type checkedProc struct {
+	kernel bool   // a kernel thread: never a target
+	start  uint64 // as startTime gives it
+	cgroup string // its cgroup v2 path, with a cgroup filter
+	at     time.Time
+}
+
 // Scan looks at /proc once and reports what changed since the previous scan. It walks
 // /proc without holding up exec notifications (a walk reads every process's executable,
 // which under a storm of processes takes long); what changed meanwhile is checked again.
@@ -427,22 +451,59 @@ func (w *Watcher) Scan() {
 			found[pid] = st
 		}
 	}
+	checked := map[uint32]checkedProc{}
+	var stood map[uint32]bool // targets whose last full check stands
 	if w.scans() {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			w.log.Warn("targets: list /proc", "err", err)
 		}
+		now, trust := time.Now(), w.execOK.Load()
 		for _, e := range entries {
 			n, err := strconv.ParseUint(e.Name(), 10, 32)
 			pid := uint32(n)
 			if err != nil || pid == w.self || found[pid] != 0 {
 				continue
 			}
-			if !w.matches(pid) {
+			w.mu.Lock()
+			last, ok := w.checked[pid]
+			w.mu.Unlock()
+			trusted := trust && ok && now.Sub(last.at) < fullCheckEvery
+			if trusted && last.kernel {
+				// A kernel thread's pid taken by a new process would have been notified.
+				checked[pid] = last
 				continue
 			}
-			if st, err := startTime(pid); err == nil {
-				found[pid] = st
+			st, err := procfs.ReadStat(pid)
+			if err != nil || st.Exited() {
+				continue
+			}
+			if st.KernelThread() {
+				checked[pid] = checkedProc{kernel: true, at: now}
+				continue
+			}
+			c := checkedProc{start: st.Start + 1, at: now}
+			if w.filter != nil && w.filter.byCgroup() {
+				cg, _ := procfs.ReadCgroup(pid)
+				c.cgroup = cg.Path
+			}
+			if trusted && last.start == c.start && last.cgroup == c.cgroup {
+				checked[pid] = last
+				w.mu.Lock()
+				target := w.current[pid] == c.start
+				w.mu.Unlock()
+				if target {
+					found[pid] = c.start
+					if stood == nil {
+						stood = map[uint32]bool{}
+					}
+					stood[pid] = true
+				}
+				continue
+			}
+			checked[pid] = c
+			if w.matches(pid) {
+				found[pid] = c.start
 			}
 		}
 	}
@@ -457,7 +518,7 @@ func (w *Watcher) Scan() {
 		switch {
 		case found[pid] != st:
 			changed = append(changed, pid)
-		case w.filter != nil:
+		case w.filter != nil && !stood[pid]:
 			if same == nil {
 				same = map[uint32]fileID{}
 			}
@@ -503,6 +564,12 @@ func (w *Watcher) Scan() {
 			}
 			w.noteExe(pid, e)
 		}
+	}
+	for _, pid := range changed {
+		delete(checked, pid) // checked in full again at the next scan
+	}
+	if w.scans() {
+		w.checked = checked
 	}
 	w.mu.Unlock()
 
@@ -571,7 +638,7 @@ func (w *Watcher) matches(pid uint32) bool {
 	}
 	exe := procfs.Exe(pid)
 	if w.filter != nil {
-		if kt, err := procfs.KernelThread(pid); err != nil || kt {
+		if st, err := procfs.ReadStat(pid); err != nil || st.KernelThread() {
 			return false
 		}
 		if !w.filter.admits(pid, exe, w.hostMounts) {
