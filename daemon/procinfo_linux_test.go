@@ -40,7 +40,7 @@ func TestProcessInfo(t *testing.T) {
 
 // TestContainerID runs a target in a cgroup v2 named as Docker's systemd driver names a
 // container's (docker-ID.scope): its capture has the cgroup and the container id, and its
-// pprof samples the container_id label.
+// pprof samples the container_id and cgroup labels.
 func TestContainerID(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
@@ -63,6 +63,9 @@ func TestContainerID(t *testing.T) {
 	for _, s := range prof.Sample {
 		if got := s.Label["container_id"]; len(got) != 1 || got[0] != id {
 			t.Fatalf("sample labelled container_id %q, want %s", got, id)
+		}
+		if got := s.Label["cgroup"]; len(got) != 1 || got[0] != p.CgroupPath {
+			t.Fatalf("sample labelled cgroup %q, want %s", got, p.CgroupPath)
 		}
 	}
 }

@@ -18,6 +18,7 @@ type Process struct {
 	ExecutableName string // process.executable.name
 	CommandLine    string // process.command_line
 	ContainerID    string // container.id
+	Cgroup         string // process.linux.cgroup: its cgroup's path
 	ServiceName    string // service.name; the executable's name when empty
 }
 
@@ -40,6 +41,7 @@ const (
 	attrExecutablePath = "process.executable.path"
 	attrCommandLine    = "process.command_line"
 	attrContainerID    = "container.id"
+	attrCgroup         = "process.linux.cgroup"
 	attrServiceName    = "service.name"
 	attrBuildIDGNU     = "process.executable.build_id.gnu"
 	attrThreadID       = "thread.id"
@@ -192,6 +194,7 @@ func setResource(m pcommon.Map, host string, pid int64, hasPid bool, procs map[i
 	put(attrExecutablePath, pr.ExecutablePath)
 	put(attrCommandLine, pr.CommandLine)
 	put(attrContainerID, pr.ContainerID)
+	put(attrCgroup, pr.Cgroup)
 	service := pr.ServiceName
 	if service == "" {
 		service = pr.ExecutableName

@@ -2,9 +2,11 @@
 // receiver, over OTLP/gRPC or OTLP/HTTP (protobuf, at /v1development/profiles).
 //
 // A Profile is a pprof profile as profd writes it (sample types samples/count and the
-// event, labels pid, tid, comm and event) with the processes its pids name. It is sent as
+// event, labels pid, tid, comm, event, cgroup and container_id) with the processes its pids
+// name. It is sent as
 // one resource per process (host.name, process.pid, process.executable.name and .path,
-// process.command_line, container.id, service.name), one OTLP profile per sample type,
+// process.command_line, process.linux.cgroup, container.id, service.name), one OTLP
+// profile per sample type,
 // frames with their names, mappings with process.executable.build_id.gnu, and the labels
 // but pid as sample attributes (tid as thread.id, comm as thread.name).
 //

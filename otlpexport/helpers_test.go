@@ -78,7 +78,7 @@ func testProfile(n int) Profile {
 		HostName: "host-a",
 		Processes: []Process{
 			{Pid: 101, ExecutablePath: "/usr/bin/lli-14", ExecutableName: "lli-14", CommandLine: "lli-14 prog.bc", ServiceName: "prog"},
-			{Pid: 202, ExecutablePath: "/usr/bin/lli-14", ExecutableName: "lli-14", ContainerID: "c0ffee"},
+			{Pid: 202, ExecutablePath: "/usr/bin/lli-14", ExecutableName: "lli-14", ContainerID: "c0ffee", Cgroup: "/system.slice/docker-c0ffee.scope"},
 			// 303 is unknown: process.pid only.
 		},
 	}
@@ -110,6 +110,7 @@ func pprofSummary(p Profile) summary {
 				for k, v := range map[string]string{
 					"process.executable.path": pr.ExecutablePath, "process.executable.name": pr.ExecutableName,
 					"process.command_line": pr.CommandLine, "container.id": pr.ContainerID,
+					"process.linux.cgroup": pr.Cgroup,
 				} {
 					if v != "" {
 						res = append(res, k+"="+v)

@@ -77,8 +77,8 @@ var gzipWriters = sync.Pool{New: func() any {
 // whose function is the object's symbol, with a location per sampled address and, where
 // the line table knows it, the source line; samples outside JIT code get one location per
 // (process, mapping) named after the mapping; each sample carries its process as the
-// numeric label "pid", the event as the label "event" and, for a process in a container,
-// its id as the label "container_id". A capture with stacks gives one
+// numeric label "pid", the event as the label "event", its process's cgroup as "cgroup"
+// and, for a process in a container, its id as "container_id". A capture with stacks gives one
 // sample per stack instead: its frames leaf first (a location per distinct frame, native
 // frames in their file's mapping, kernel frames in "[kernel]"), labelled also with the
 // thread ("tid") and its name ("comm"). It compresses at gzip.BestSpeed (a flush writes one per process);

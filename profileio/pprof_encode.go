@@ -165,7 +165,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 	if c.Meta.Event == "" {
 		labels.event = 0
 	}
-	labels.addContainers(e, c)
+	labels.addProcessLabels(e, c)
 	var locID, mappingID uint64
 	var locs, mappings []byte
 	// location appends a location in the current mapping with at most one line.

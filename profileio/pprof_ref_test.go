@@ -16,8 +16,8 @@ import (
 // whose function is the object's symbol, with a location per sampled address and, where
 // the line table knows it, the source line; samples outside JIT code get one location per
 // (process, mapping) named after the mapping. Each sample carries its process as the
-// numeric label "pid", the event as the label "event" and a container's id as
-// "container_id"; the samples of one process share their NumLabel map, and the
+// numeric label "pid", the event as the label "event", its process's cgroup as "cgroup"
+// and a container's id as "container_id"; the samples of one process share their NumLabel map, and the
 // profile's samples, locations and lines are allocated in bulk.
 func pprofProfile(c *Capture) *profile.Profile {
 	p := pprofHeader(c)
@@ -53,10 +53,15 @@ func pprofProfile(c *Capture) *profile.Profile {
 	p.Sample = make([]*profile.Sample, 0, nSamples)
 	p.Location = make([]*profile.Location, 0, nSamples)
 	pidLabels := map[uint32]map[string][]int64{}
-	containers := map[uint32]string{}
+	procLabels := map[uint32]map[string]string{}
 	for _, p := range c.Processes {
-		if p.ContainerID != "" {
-			containers[p.Pid] = p.ContainerID
+		for k, v := range map[string]string{"cgroup": p.CgroupPath, "container_id": p.ContainerID} {
+			if v != "" {
+				if procLabels[p.Pid] == nil {
+					procLabels[p.Pid] = map[string]string{}
+				}
+				procLabels[p.Pid][k] = v
+			}
 		}
 	}
 	var eventLabel map[string][]string
@@ -82,12 +87,14 @@ func pprofProfile(c *Capture) *profile.Profile {
 			pidLabels[pid] = labels
 		}
 		strLabels := eventLabel
-		if id := containers[pid]; id != "" {
+		if pl := procLabels[pid]; pl != nil {
 			strLabels = maps.Clone(eventLabel)
 			if strLabels == nil {
 				strLabels = map[string][]string{}
 			}
-			strLabels["container_id"] = []string{id}
+			for k, v := range pl {
+				strLabels[k] = []string{v}
+			}
 		}
 		samples[i] = profile.Sample{Location: sampleLocs[i : i+1 : i+1], Value: values[2*i : 2*i+2 : 2*i+2], NumLabel: labels, Label: strLabels}
 		p.Sample = append(p.Sample, &samples[i])

@@ -12,26 +12,37 @@ import (
 // name (0 leaves the event label out).
 type pprofLabelKeys struct {
 	pid, tid, comm, event, eventName uint64
-	// container is the key "container_id", containers the id of each process in one.
-	container  uint64
-	containers map[uint32]uint64
+	// process holds each process's string labels (processLabels), as key and value indices.
+	process map[uint32][][2]uint64
 }
 
-// addContainers notes the container ids of c's processes that have one.
-func (k *pprofLabelKeys) addContainers(e *pprofEncoder, c *Capture) {
+// addProcessLabels notes the labels of c's processes: "cgroup" where its cgroup is known,
+// "container_id" where that cgroup names a container.
+func (k *pprofLabelKeys) addProcessLabels(e *pprofEncoder, c *Capture) {
 	for _, p := range c.Processes {
-		if p.ContainerID == "" {
-			continue
+		for _, l := range processLabels(p) {
+			if k.process == nil {
+				k.process = map[uint32][][2]uint64{}
+			}
+			k.process[p.Pid] = append(k.process[p.Pid], [2]uint64{uint64(e.str(l[0])), uint64(e.str(l[1]))})
 		}
-		if k.containers == nil {
-			k.container, k.containers = uint64(e.str("container_id")), map[uint32]uint64{}
-		}
-		k.containers[p.Pid] = uint64(e.str(p.ContainerID))
 	}
 }
 
+// processLabels are the string labels of process p's samples, as key and value.
+func processLabels(p Process) [][2]string {
+	var out [][2]string
+	if p.CgroupPath != "" {
+		out = append(out, [2]string{"cgroup", p.CgroupPath})
+	}
+	if p.ContainerID != "" {
+		out = append(out, [2]string{"container_id", p.ContainerID})
+	}
+	return out
+}
+
 // append appends a sample's labels: "pid" and, for a known thread, "tid" (numeric), "comm"
-// (the thread's name), "event", and for a process in a container "container_id".
+// (the thread's name), "event", and its process's (processLabels).
 func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm string) []byte {
 	label := func(key uint64, str uint64, num int64) {
 		e.inner = appendPbVarint(e.inner[:0], 1, key)
@@ -49,8 +60,8 @@ func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm 
 	if k.event != 0 {
 		label(k.event, k.eventName, 0)
 	}
-	if id := k.containers[pid]; id != 0 {
-		label(k.container, id, 0)
+	for _, l := range k.process[pid] {
+		label(l[0], l[1], 0)
 	}
 	return b
 }

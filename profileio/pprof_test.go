@@ -157,26 +157,28 @@ func TestPprofStacks(t *testing.T) {
 }
 
 // TestPprofContainerLabel: the samples of a process in a container, leaves or stacks, carry
-// its id as the label "container_id"; the other processes' carry none.
+// its id as the label "container_id" and its cgroup as "cgroup"; the other processes' carry
+// neither.
 func TestPprofContainerLabel(t *testing.T) {
+	cgroup := "/system.slice/docker-" + testContainerID + ".scope"
 	for name, c := range map[string]*Capture{"stacks": expectedCapture(len(testCaptureSteps())), "leaves": leafCapture()} {
 		for i := range c.Processes {
-			c.Processes[i].ContainerID = ""
+			c.Processes[i].ContainerID, c.Processes[i].CgroupPath = "", ""
 			if c.Processes[i].Pid == 100 {
-				c.Processes[i].ContainerID = testContainerID
+				c.Processes[i].ContainerID, c.Processes[i].CgroupPath = testContainerID, cgroup
 			}
 		}
 		p := parsedPprof(t, c)
 		in, out := 0, 0
 		for _, s := range p.Sample {
-			got := s.Label["container_id"]
+			got, gotCgroup := s.Label["container_id"], s.Label["cgroup"]
 			switch {
-			case s.NumLabel["pid"][0] == 100 && slices.Equal(got, []string{testContainerID}):
+			case s.NumLabel["pid"][0] == 100 && slices.Equal(got, []string{testContainerID}) && slices.Equal(gotCgroup, []string{cgroup}):
 				in++
-			case s.NumLabel["pid"][0] != 100 && got == nil:
+			case s.NumLabel["pid"][0] != 100 && got == nil && gotCgroup == nil:
 				out++
 			default:
-				t.Errorf("%s: pid %d's sample labelled container_id %q", name, s.NumLabel["pid"][0], got)
+				t.Errorf("%s: pid %d's sample labelled container_id %q, cgroup %q", name, s.NumLabel["pid"][0], got, gotCgroup)
 			}
 		}
 		if in == 0 || name == "leaves" && out == 0 {

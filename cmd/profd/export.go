@@ -156,7 +156,7 @@ func (x *intervalExporter) processes(c *profileio.Capture) []otlpexport.Process 
 			name = filepath.Base(p.Executable)
 		}
 		op := otlpexport.Process{Pid: int(p.Pid), ExecutablePath: p.Executable, ExecutableName: name,
-			ContainerID: p.ContainerID, ServiceName: p.ServiceName}
+			ContainerID: p.ContainerID, Cgroup: p.CgroupPath, ServiceName: p.ServiceName}
 		if x.commandLine {
 			op.CommandLine = strings.Join(p.CommandLine, " ")
 		}

@@ -182,9 +182,9 @@ The LLVM profiles have no interval files: they stay cumulative (per flush with
 Every sample is in exactly one interval. --keep deletes the oldest past its limits (default
 24h,1GiB); nothing else in the directory is touched.
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
-tid, comm and event labels, and container_id for a process in a container (Docker,
-containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture also
-keeps each process's command line, cgroup and OpenTelemetry service name.
+tid, comm, event and cgroup labels, and container_id for a process in a container
+(Docker, containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture
+also keeps each process's command line and OpenTelemetry service name.
 
 Config file (--config FILE): a line per flag, its name without dashes as the key:
   # /etc/profd.conf
