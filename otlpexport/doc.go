@@ -3,12 +3,11 @@
 //
 // A Profile is a pprof profile as profd writes it (sample types samples/count and the
 // event, labels pid, tid, comm, event, cgroup and container_id) with the processes its pids
-// name. It is sent as
-// one resource per process (host.name, process.pid, process.executable.name and .path,
-// process.command_line, process.linux.cgroup, container.id, service.name), one OTLP
-// profile per sample type,
-// frames with their names, mappings with process.executable.build_id.gnu, and the labels
-// but pid as sample attributes (tid as thread.id, comm as thread.name).
+// name. It is sent as one resource per process (host.name, process.pid,
+// process.executable.name and .path, process.command_line, process.linux.cgroup,
+// container.id, service.name), one OTLP profile per sample type, frames with their names,
+// mappings with process.executable.build_id.gnu, and the labels but pid as sample
+// attributes (tid as thread.id, comm as thread.name).
 //
 //	cfg, err := otlpexport.ConfigFromEnv(otlpexport.Config{}, nil) // OTEL_EXPORTER_OTLP_*
 //	if err != nil { ... }
