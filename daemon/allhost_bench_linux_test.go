@@ -26,11 +26,17 @@ import (
 // their JIT code, the others idle after a millisecond of work (a host's daemons). bin/profd
 // (BPF back end) samples them for PROFD_BENCH_SECONDS (default 5), at 99 Hz and at 999 Hz,
 // either as `--all --uid 65534` or as `--pid` with every one of their pids; then `perf record
-// -a -g` runs at the same rate for the same time. Figures, per rate and mode:
+// -a -g` runs at the same rate for the same time. With PROFD_ALLHOST_RUNTIMES=1 the JITs are
+// real runtimes instead, a third each: node --perf-basic-prof (a perf map written as V8
+// compiles), java (HotSpot, which writes its perf map only at exit) and lli-14 (a jitdump),
+// each running its hot loop workload. PROFD_ALLHOST_WARMUP (seconds, default 1) is how long
+// profd runs after every target is sampled before its CPU is measured: a minute or more gives
+// the steady state, once the checks of processes for JIT files have backed off. Figures, per
+// rate and mode:
 //
 //   - cpu-ms/1k-samples: profd's CPU (all threads, schedstat) while sampling, once every
-//     target is sampled (its metrics say so) and a second more, per 1000 samples it counted
-//     meanwhile (its metrics);
+//     target is sampled (its metrics say so) and the warm-up more, per 1000 samples it
+//     counted meanwhile (its metrics);
 //   - cpu-ms/s: the same CPU per second;
 //   - rss-MB: profd's resident memory before it stops;
 //   - setup-s: from its start to every target's being sampled;
@@ -55,9 +61,14 @@ func BenchmarkAllHost(b *testing.B) {
 	// PROFD_ALLHOST_JITS=0 measures what --all itself costs: every process idle.
 	procs, jits := envInt("PROFD_ALLHOST_PROCS", 200, 1), envInt("PROFD_ALLHOST_JITS", 50, 0)
 	sampling := time.Duration(envInt("PROFD_BENCH_SECONDS", 5, 1)) * time.Second
+	warmUp := time.Duration(envInt("PROFD_ALLHOST_WARMUP", 1, 0)) * time.Second
 	testjit := reachableTestJIT(b)
 	spin, _ := buildAllSpin(b)
 	d := sharedDirs(b)
+	var runtimeJIT func(i int) *exec.Cmd
+	if os.Getenv("PROFD_ALLHOST_RUNTIMES") != "" {
+		runtimeJIT = runtimeJITs(b, filepath.Join(filepath.Dir(d.out), "runtimes"))
+	}
 	profd := filepath.Join(filepath.Dir(d.out), "profd")
 	if out, err := exec.Command("go", "build", "-o", profd, "../cmd/profd").CombinedOutput(); err != nil {
 		b.Fatalf("go build ../cmd/profd: %v\n%s", err, out)
@@ -65,12 +76,15 @@ func BenchmarkAllHost(b *testing.B) {
 	var pids []string
 	for i := 0; i < procs; i++ {
 		var cmd *exec.Cmd
-		if i < jits {
+		switch {
+		case i < jits && runtimeJIT != nil:
+			cmd = runtimeJIT(i)
+		case i < jits:
 			// Rounds of 20 ms per function, the FIFO reopened each round (each run of profd
 			// has it anew), waiting for it as long as the benchmark runs.
 			cmd = exec.Command(testjit, "-d", d.fifo, "-m", "20", "-r", "1000000", "-c", "-w", "3600000")
 			cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
-		} else {
+		default:
 			cmd = exec.Command(spin, "1", "3600000")
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
@@ -92,7 +106,7 @@ func BenchmarkAllHost(b *testing.B) {
 					} else {
 						args = append(args, "--pid", strings.Join(pids, ","))
 					}
-					r := measureProfd(b, sampling, len(pids), profd, args...)
+					r := measureProfd(b, warmUp, sampling, len(pids), profd, args...)
 					cpuMs += float64(r.cpuNs) / 1e6
 					secs += r.sampled.Seconds()
 					samples += float64(r.samples)
@@ -140,9 +154,9 @@ var summarySamples = regexp.MustCompile(`profd final flush #\d+: (\d+) samples`)
 var metricsAt = regexp.MustCompile(`profd: metrics at (http://\S+/metrics)`)
 
 // measureProfd runs profd with args, waits until its metrics count targets targets (its
-// setup: finding them, attaching, their first drains) and a second more, then reads its CPU
+// setup: finding them, attaching, their first drains) and warmUp more, then reads its CPU
 // over d, its resident memory, and the samples its final summary counts.
-func measureProfd(b *testing.B, d time.Duration, targets int, profd string, args ...string) profdFigures {
+func measureProfd(b *testing.B, warmUp, d time.Duration, targets int, profd string, args ...string) profdFigures {
 	b.Helper()
 	cmd := exec.Command(profd, append(args, "--metrics-addr", "127.0.0.1:0")...)
 	var stdout, stderr testenv.SyncBuffer
@@ -165,7 +179,7 @@ func measureProfd(b *testing.B, d time.Duration, targets int, profd string, args
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.setup = time.Since(started)
-	time.Sleep(time.Second) // the new targets' frequent drains end
+	time.Sleep(warmUp) // the new targets' frequent drains end
 	url := metricsAt.FindStringSubmatch(stdout.String())[1]
 	t0, cpu0, samples0 := time.Now(), threadsCPUNs(b, cmd.Process.Pid), metricSum(url, "profd_samples_total")
 	time.Sleep(d)
@@ -228,4 +242,50 @@ func vmRSS(pid uint32) int64 {
 		}
 	}
 	return 0
+}
+
+// runtimeJITs makes dir, which other users can read, with what BenchmarkAllHost's real JITs
+// run, and returns the command of the i-th: node, java and lli-14 in turn, each running its
+// hot loop for an hour.
+func runtimeJITs(b *testing.B, dir string) func(i int) *exec.Cmd {
+	testenv.Requires(b, testenv.Tool("node"), testenv.Tool("java"), testenv.Tool("javac"), testenv.Tool("lli-14"))
+	_, hotLL := workloads(b)
+	jitdumps := filepath.Join(dir, "jitdump")
+	classes := filepath.Join(dir, "classes")
+	for _, sub := range []string{dir, jitdumps, classes} {
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Chmod(jitdumps, 0o777); err != nil { // lli-14 writes its jitdump as nobody
+		b.Fatal(err)
+	}
+	copyFile := func(from, to string) {
+		data, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(to, data, 0o644)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	copyFile(runtimeWorkload("hot.js"), filepath.Join(dir, "hot.js"))
+	copyFile(hotLL, filepath.Join(dir, "hot.ll"))
+	if out, err := exec.Command("javac", "-d", classes, runtimeWorkload("Hot.java")).CombinedOutput(); err != nil {
+		b.Fatalf("javac: %v\n%s", err, out)
+	}
+	filepath.WalkDir(classes, func(p string, _ os.DirEntry, _ error) error { return os.Chmod(p, 0o755) })
+	return func(i int) *exec.Cmd {
+		switch i % 3 {
+		case 0:
+			return exec.Command("node", "--perf-basic-prof", filepath.Join(dir, "hot.js"), "3600")
+		case 1:
+			return exec.Command("java", "-Xmx64m", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
+				"-cp", classes, "Hot", "3600")
+		default:
+			cmd := exec.Command("lli-14", "-jit-kind=mcjit", filepath.Join(dir, "hot.ll"), "1000000000", "0")
+			cmd.Env = append(os.Environ(), "JITDUMPDIR="+jitdumps)
+			return cmd
+		}
+	}
 }
