@@ -58,23 +58,29 @@ func (w *Waiter) Wait(timeout time.Duration, ready func(fd uintptr) bool) error 
 		deadline = time.Now().Add(timeout)
 	}
 	if err := w.f.SetReadDeadline(deadline); err != nil {
-		return err
+		return w.closedErr(err)
 	}
 	if w.woken.Swap(false) { // a Wake before the deadline was set
 		return nil
 	}
 	rc, err := w.f.SyscallConn()
 	if err != nil {
-		return err
+		return w.closedErr(err)
 	}
 	err = rc.Read(func(fd uintptr) bool {
 		return w.woken.Load() || ready(fd)
 	})
 	w.woken.Store(false)
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil
-	case err != nil && w.closed.Load():
+	}
+	return w.closedErr(err)
+}
+
+// closedErr is err, or an error wrapping os.ErrClosed when Close was called (the file's
+// own error then says "use of closed file", which wraps nothing).
+func (w *Waiter) closedErr(err error) error {
+	if err != nil && w.closed.Load() {
 		return fmt.Errorf("fdwait: %s: %w", w.f.Name(), os.ErrClosed)
 	}
 	return err

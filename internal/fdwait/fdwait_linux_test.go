@@ -87,3 +87,13 @@ func TestWaitAfterClose(t *testing.T) {
 		t.Fatal("Close did not end the wait")
 	}
 }
+
+// TestWaitStartedAfterClose: a wait that starts once Close was called returns os.ErrClosed
+// too (a watcher closes a pidfd whose goroutine has not begun to wait yet).
+func TestWaitStartedAfterClose(t *testing.T) {
+	w, _ := newPipeWaiter(t)
+	w.Close()
+	if err := w.Wait(-1, Readable); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("wait after Close: %v, want os.ErrClosed", err)
+	}
+}
