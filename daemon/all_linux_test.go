@@ -277,7 +277,7 @@ func TestAllSymbolSources(t *testing.T) {
 		named += len(jitTotals(readCapture(t, path)))
 	}
 	if named == 0 {
-		t.Errorf("the JIT's captures name none of its functions")
+		t.Errorf("the JIT's captures name none of its functions\n%s\n%s", summary, r.logs.String())
 	}
 	if n := allSamples(t, d, "profd-allspin", plain.pid()); n <= 0 {
 		t.Errorf("the process with no JIT: %d samples, want some", n)

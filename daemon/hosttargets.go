@@ -52,6 +52,14 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 		d.exitedBeforeSetup(pid, err)
 		return
 	}
+	if was, now := d.parts.look.Executable(pid), procfs.ExePath(pid); now != was {
+		// It exec'd since it was added (a child between its fork, or setuid, and its exec):
+		// the watcher reports it removed and added anew, and that target gets the sources
+		// its new program asks for. Set up now, its FIFO would be made from the new
+		// program's environment and removed at the re-adding, under the JIT's feet.
+		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid, "was", was, "now", now)
+		return
+	}
 	h := &hostTarget{uid: st.UID, gid: st.GID, wait: sourceCheckEvery, checkedAt: time.Now()}
 	if d.checkSources(pid, image, h) {
 		d.host.waiting[pid] = h
@@ -63,6 +71,7 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
 	var started []string
 	if !h.fifoDone {
+		// An empty environment may be an exec's midst: read it again at the next check.
 		env, err := procfs.Environ(pid, "PROFD_DIR")
 		if err == nil {
 			h.fifoDone = true

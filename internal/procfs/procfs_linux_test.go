@@ -109,6 +109,16 @@ func TestEnviron(t *testing.T) {
 	if want := map[string]string{"JITDUMPDIR": "/x/y", "HOME": "/home/u"}; !reflect.DeepEqual(env, want) {
 		t.Errorf("Environ: %v, want %v", env, want)
 	}
+	// An empty environment is told apart: it is also what a process shows in an exec.
+	empty := exec.Command("sleep", "5")
+	empty.Env = []string{}
+	if err := empty.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { empty.Process.Kill(); empty.Wait() }()
+	if env, err := Environ(uint32(empty.Process.Pid), "HOME"); !errors.Is(err, ErrNoEnviron) || len(env) != 0 {
+		t.Errorf("Environ of a process with no environment: %v, %v; want ErrNoEnviron", env, err)
+	}
 	// A variable set twice takes its first value, as getenv does.
 	env = parseEnviron([]byte("X=1\x00noequals\x00X=2\x00"), []string{"X"})
 	if env["X"] != "1" {
