@@ -52,12 +52,12 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 		d.exitedBeforeSetup(pid, err)
 		return
 	}
-	if was, now := d.parts.look.Executable(pid), procfs.ExePath(pid); now != was {
-		// It exec'd since it was added (a child between its fork, or setuid, and its exec):
-		// the watcher reports it removed and added anew, and that target gets the sources
-		// its new program asks for. Set up now, its FIFO would be made from the new
-		// program's environment and removed at the re-adding, under the JIT's feet.
-		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid, "was", was, "now", now)
+	if !d.parts.watch.StillRuns(pid) {
+		// It exec'd since the watcher found it (a child between its fork, or setuid, and
+		// its exec): the watcher reports it removed and added anew, and that target gets
+		// the sources its new program asks for. Set up now, its FIFO would be made from the
+		// new program's environment and removed at the re-adding, under the JIT's feet.
+		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid)
 		return
 	}
 	h := &hostTarget{uid: st.UID, gid: st.GID, wait: sourceCheckEvery, checkedAt: time.Now()}

@@ -421,6 +421,24 @@ func (w *Watcher) report(added, removed []uint32) {
 	}
 }
 
+// StillRuns reports, with All, whether target pid still runs the executable the watcher saw
+// it run when it reported it; false means it has exec'd since, and its removal and its
+// adding anew are on their way (an exec notification, or the next scan). Without All, or
+// for a pid that is no target, it is true.
+func (w *Watcher) StillRuns(pid uint32) bool {
+	if w.filter == nil {
+		return true
+	}
+	w.mu.Lock()
+	seen, ok := w.exes[pid]
+	w.mu.Unlock()
+	if !ok {
+		return true
+	}
+	now, _, _ := statID(procfs.Path(pid, "exe"))
+	return now == seen
+}
+
 // Targets lists the current targets in increasing order.
 func (w *Watcher) Targets() []uint32 {
 	w.mu.Lock()
