@@ -11,6 +11,10 @@ import (
 // ends code.
 const endDrainGap = 20 * time.Millisecond
 
+// endReclaimGap is the least time between two of those drains that also let go of the code
+// that ended before them (reclaimLocked), whose cost grows with the code that ended.
+const endReclaimGap = 100 * time.Millisecond
+
 // applySymbols applies a batch of symbol events. It runs on the symbol stage's goroutines.
 // Counts keep the first and last time of their samples, so code that ends is told apart
 // from what comes after it at the same address without a drain; but a count whose samples
@@ -44,6 +48,11 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
 	// only against what came before.
 	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
+	// The code that ended before this batch's drain can go, as a drain tick would let it go
+	// once a second: a JIT that keeps replacing its code has it let go every few batches.
+	if drained && d.locked.drainedNs-d.locked.reclaimedNs >= int64(endReclaimGap) {
+		d.reclaimLocked(d.locked.drainedNs)
+	}
 }
 
 // queueFlushRequest queues a JIT's request for its profiles, for the flush goroutine; the

@@ -17,10 +17,11 @@ import (
 
 // TestChurnKeepsNoUnsampledCode: a JIT that keeps loading and unloading code that draws no
 // sample (50 000 functions of 256 bytes, each loaded and unloaded through the FIFO), with
-// 10 000 functions of 1 KiB left live and idle. After a flush the daemon holds none of the
-// ended functions (the map has only the live ones, and the next capture lists only them:
-// the attribution kept none), and no capture carries the code bytes or line tables of
-// functions that drew no sample.
+// 10 000 functions of 1 KiB left live and idle. The ended functions are let go as the
+// records come (the batches that end code drain, and let go what ended before), and after a
+// flush the daemon holds none of them (the map has only the live ones, and the next capture
+// lists only them: the attribution kept none); no capture carries the code bytes or line
+// tables of functions that drew no sample.
 func TestChurnKeepsNoUnsampledCode(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	const churned, live = 50000, 10000
@@ -51,18 +52,23 @@ func TestChurnKeepsNoUnsampledCode(t *testing.T) {
 	for i := range live {
 		load(churned+i, base+1<<24+uint64(i)*1024, 1024)
 	}
+	// The loads come after every unload in the stream.
 	waitFor(t, "the records applied", 20*time.Second, func() bool {
-		l, e := d.parts.jit.Counts(pid)
-		return l == live && e == churned
+		l, _ := d.parts.jit.Counts(pid)
+		return l == live && d.counted.loads.Load() == churned+live
 	})
+	if _, e := d.parts.jit.Counts(pid); e > churned/2 {
+		t.Errorf("the map holds %d of the %d ended functions before any flush, want most let go", e, churned)
+	}
 
 	capture := filepath.Join(d.cfg.OutDir, outputBase(image, pid, 1)+extension[FormatCapture])
-	// Every function is in the capture, by name and range; none drew a sample, so none
-	// carries code or lines: a few dozen bytes each, where their code alone is 22 MiB.
+	// The live functions and the ended ones not let go yet are in the capture, by name and
+	// range; none drew a sample, so none carries code or lines: a few dozen bytes each,
+	// where their code alone is 22 MiB.
 	d.flush(false)
 	c := readCapture(t, capture)
-	if len(c.Objects) != churned+live {
-		t.Fatalf("first capture: %d objects, want %d", len(c.Objects), churned+live)
+	if len(c.Objects) < live || len(c.Objects) > churned+live {
+		t.Fatalf("first capture: %d objects, want %d to %d", len(c.Objects), live, churned+live)
 	}
 	checkNoCode(t, "first capture", c.Objects)
 	if st, err := os.Stat(capture); err != nil || st.Size() > 64*(churned+live) {
