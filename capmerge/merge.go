@@ -56,9 +56,10 @@ type Options struct {
 type Merger struct {
 	opt      Options
 	inputs   []string
-	first    *profileio.Capture // meta and version only
-	seen     map[identity][]seenCapture
-	sameRun  [][2]string // inputs with one identity but other contents
+	first    *profileio.Capture     // meta and version only
+	firstOf  map[identity]string    // the first input of each identity
+	seen     map[seenCapture]string // the input of each identity and contents
+	sameRun  [][2]string            // inputs with one identity but other contents
 	byName   map[string]*nameEntry
 	variants []*variant
 	procs    []profileio.Process
@@ -96,8 +97,9 @@ type contents struct {
 	jit, outside, unnamed uint64
 }
 
+// seenCapture is what makes two captures the same capture given twice.
 type seenCapture struct {
-	input    string
+	id       identity
 	contents contents
 }
 
@@ -125,7 +127,8 @@ type stubKey struct {
 func New(opt Options) *Merger {
 	return &Merger{
 		opt:      opt,
-		seen:     map[identity][]seenCapture{},
+		firstOf:  map[identity]string{},
+		seen:     map[seenCapture]string{},
 		byName:   map[string]*nameEntry{},
 		seed:     maphash.MakeSeed(),
 		procOf:   map[procKey]uint32{},
@@ -144,14 +147,17 @@ func (m *Merger) Add(c *profileio.Capture, input string, weight float64) error {
 	if !(weight > 0) || math.IsInf(weight, 0) {
 		return fmt.Errorf("capmerge: %s: weight %v: %w", input, weight, ErrWeight)
 	}
-	if err := m.check(c, input); err != nil {
+	id := captureIdentity(c)
+	if err := m.check(c, id, input); err != nil {
 		return err
 	}
-	if id := captureIdentity(c); id.hasIdentity {
-		if prev := m.seen[id]; len(prev) > 0 {
-			m.sameRun = append(m.sameRun, [2]string{prev[0].input, input})
+	if id.hasIdentity {
+		if prev, ok := m.firstOf[id]; ok {
+			m.sameRun = append(m.sameRun, [2]string{prev, input})
+		} else {
+			m.firstOf[id] = input
 		}
-		m.seen[id] = append(m.seen[id], seenCapture{input, captureContents(c)})
+		m.seen[seenCapture{id, captureContents(c)}] = input
 	}
 	if m.first == nil {
 		m.first = &profileio.Capture{Version: c.Version, Meta: c.Meta}
@@ -207,15 +213,12 @@ func (m *Merger) Add(c *profileio.Capture, input string, weight float64) error {
 	return nil
 }
 
-// check refuses c when it cannot be merged with what was added before.
-func (m *Merger) check(c *profileio.Capture, input string) error {
-	if id := captureIdentity(c); id.hasIdentity {
-		have := captureContents(c)
-		for _, prev := range m.seen[id] {
-			if prev.contents == have {
-				return fmt.Errorf("capmerge: %s and %s: %w (host %q, started %s, pids %s, the same samples): give each capture once",
-					prev.input, input, ErrDuplicate, c.Meta.Host, c.Meta.StartTime.UTC().Format("2006-01-02T15:04:05.000000000Z"), id.pids)
-			}
+// check refuses c, of identity id, when it cannot be merged with what was added before.
+func (m *Merger) check(c *profileio.Capture, id identity, input string) error {
+	if id.hasIdentity {
+		if prev, ok := m.seen[seenCapture{id, captureContents(c)}]; ok {
+			return fmt.Errorf("capmerge: %s and %s: %w (host %q, started %s, pids %s, the same samples): give each capture once",
+				prev, input, ErrDuplicate, c.Meta.Host, c.Meta.StartTime.UTC().Format("2006-01-02T15:04:05.000000000Z"), id.pids)
 		}
 	}
 	if m.first == nil {

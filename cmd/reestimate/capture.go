@@ -26,16 +26,18 @@ func runCaptures(ctx context.Context, cfg *Config, sources []*source, first *sou
 	}
 	var cut int
 	var named, left uint64
+	warn := &warnings{w: os.Stderr, max: maxInputWarnings}
+	buf := first.r // one read buffer for every source, each read to its end before the next
 	for i, s := range sources {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("reestimate: stopped before %s: %w", s.name(), err)
 		}
 		if i > 0 {
-			if _, err := s.open(); err != nil {
+			if _, err := s.open(buf); err != nil {
 				return err
 			}
 		}
-		n, err := readCaptures(s, cfg.Salvage, func(c *profileio.Capture, name string) error {
+		n, err := readCaptures(s, cfg.Salvage, warn, func(c *profileio.Capture, name string) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("reestimate: stopped at %s: %w", name, err)
 			}
@@ -59,6 +61,7 @@ func runCaptures(ctx context.Context, cfg *Config, sources []*source, first *sou
 		}
 		cut += n
 	}
+	warn.summary(fmt.Sprintf("%d captures in all were damaged or cut short, each used up to there (--salvage)", cut))
 	c, sum := m.Result()
 	reportMerge(sum)
 	if len(cfg.Symbols) > 0 {

@@ -62,25 +62,34 @@ func expandInputs(inputs []string, weights []float64) ([]*source, error) {
 	return out, nil
 }
 
-// open opens the source for buffered reading.
-func (s *source) open() (*source, error) {
-	if s.path == "-" {
-		s.r = bufio.NewReaderSize(os.Stdin, 1<<16)
-		return s, nil
+// open opens the source for buffered reading, through buf (reset onto it) when not nil:
+// sources read one after another share one buffer, so that reading many small captures
+// neither allocates nor keeps a buffer per file.
+func (s *source) open(buf *bufio.Reader) (*source, error) {
+	var in io.Reader = os.Stdin
+	if s.path != "-" {
+		f, err := os.Open(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("reestimate: %w", err)
+		}
+		s.f, in = f, f
 	}
-	f, err := os.Open(s.path)
-	if err != nil {
-		return nil, fmt.Errorf("reestimate: %w", err)
+	if buf == nil {
+		buf = bufio.NewReaderSize(in, 1<<16)
+	} else {
+		buf.Reset(in)
 	}
-	s.f, s.r = f, bufio.NewReaderSize(f, 1<<16)
+	s.r = buf
 	return s, nil
 }
 
+// close closes the source's file and lets go of its reader; a source is read once.
 func (s *source) close() {
 	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
+	s.r = nil
 }
 
 // name is how messages call the source.
@@ -95,8 +104,9 @@ func (s *source) name() string {
 // use with a name for messages: the source's, and for the second and later captures of a
 // file of several (joined with cat) their place in it. A damaged capture, or one cut short,
 // is an error unless salvage; then its sections are used and the rest of the file, which
-// cannot be told apart from it, is left unread. It returns how many captures were cut.
-func readCaptures(s *source, salvage bool, use func(c *profileio.Capture, name string) error) (cut int, err error) {
+// cannot be told apart from it, is left unread, which it says through warn. It returns how
+// many captures were cut.
+func readCaptures(s *source, salvage bool, warn *warnings, use func(c *profileio.Capture, name string) error) (cut int, err error) {
 	cr := &countingReader{r: s.r}
 	for n := 1; ; n++ {
 		start := cr.n
@@ -123,11 +133,11 @@ func readCaptures(s *source, salvage bool, use func(c *profileio.Capture, name s
 		case rerr != nil && !salvage:
 			return cut, fmt.Errorf("%s: %w (--salvage uses the sections before the damage)", name, rerr)
 		case rerr != nil:
-			fmt.Fprintf(os.Stderr, "reestimate: %s: %v; using the sections before it (--salvage)\n", name, rerr)
+			warn.printf("reestimate: %s: %v; using the sections before it (--salvage)", name, rerr)
 		case c.End == nil && !salvage:
 			return cut, fmt.Errorf("%s: the capture ends at byte %d without its end section (its writer was killed, or is still writing): --salvage uses the sections it holds", name, cr.n)
 		case c.End == nil:
-			fmt.Fprintf(os.Stderr, "reestimate: %s: the capture ends at byte %d without its end section (its writer was killed?); using the sections before it (--salvage)\n", name, cr.n)
+			warn.printf("reestimate: %s: the capture ends at byte %d without its end section (its writer was killed?); using the sections before it (--salvage)", name, cr.n)
 		}
 		if rerr != nil || c.End == nil {
 			cut++
@@ -137,7 +147,7 @@ func readCaptures(s *source, salvage bool, use func(c *profileio.Capture, name s
 		}
 		if rerr != nil || c.End == nil {
 			if rest, _ := s.r.Peek(1); len(rest) > 0 {
-				fmt.Fprintf(os.Stderr, "reestimate: %s: the rest of the file after byte %d is not read: where a next capture starts cannot be told\n", s.name(), cr.n)
+				warn.printf("reestimate: %s: the rest of the file after byte %d is not read: where a next capture starts cannot be told", s.name(), cr.n)
 			}
 			return cut, nil
 		}
@@ -154,4 +164,33 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// warnings writes the warnings of the inputs to w, the first max of them, and counts the
+// rest: a directory of many damaged captures gives a few lines and a count, not a line
+// each.
+type warnings struct {
+	w       io.Writer
+	max     int
+	shown   int
+	dropped int
+}
+
+// maxInputWarnings bounds the warnings about single inputs written in full.
+const maxInputWarnings = 5
+
+func (ws *warnings) printf(format string, args ...any) {
+	if ws.shown >= ws.max {
+		ws.dropped++
+		return
+	}
+	ws.shown++
+	fmt.Fprintf(ws.w, format+"\n", args...)
+}
+
+// summary writes how many warnings were left out, if any; what says what they were.
+func (ws *warnings) summary(what string) {
+	if ws.dropped > 0 {
+		fmt.Fprintf(ws.w, "reestimate: … and %d more such warnings: %s\n", ws.dropped, what)
+	}
 }

@@ -20,7 +20,7 @@ func Run(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	opt := reestimate.Options{Solver: solvers[cfg.Solver]()}
-	first, err := sources[0].open()
+	first, err := sources[0].open(nil)
 	if err != nil {
 		return err
 	}
