@@ -30,7 +30,9 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 			p.unnamed.begin(first)
 		}
 	}
-	a.unnamedLastDrain = false
+	for _, p := range a.procs {
+		p.unnamedLastDrain = false
+	}
 	for k, c := range counts {
 		p := a.procs[k.PID]
 		if p == nil { // a process that exited and was removed: nothing to attribute to
@@ -55,7 +57,7 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 			mapping, mp = p.maps.lookup(k.IP) // mapped since the mappings were read, or in none
 		}
 		if JITMemory(mapping) {
-			a.unnamedLastDrain = true
+			p.unnamedLastDrain = true
 		}
 		if mp != nil && isNative(mp) && a.addNative(p, mp, k.IP, left) {
 			a.outsideSamples += left

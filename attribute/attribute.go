@@ -79,15 +79,23 @@ func (a *Counts) NameKept() {
 // (after that, waiting unnamed samples keep the drains frequent).
 const newTargetSpan = int64(500 * time.Millisecond)
 
+// unnamedDrainSpan is how long after a process's latest symbol record (or its adding) its
+// samples waiting unnamed keep the drains frequent. A JIT whose records come as it runs has
+// those samples split by the version of the code in short spans; one that has sent none for
+// this long (it has no symbol source, or a perf map without times, or writes its symbols as
+// it exits) has them drained once a second, as other samples are, not twenty times: a
+// process of it costs what any other does.
+const unnamedDrainSpan = int64(5 * time.Second)
+
 // DrainSoon reports whether samples should be drained again soon, so that a count spans
-// few versions of the code at its address: samples waited unnamed at the last Add, or a
-// process was added lately.
+// few versions of the code at its address: a process was added lately, or samples of a
+// process whose records came lately (unnamedDrainSpan) waited unnamed at the last Add.
 func (a *Counts) DrainSoon(nowNs int64) bool {
-	if a.unnamedLastDrain {
-		return true
-	}
 	for _, p := range a.procs {
 		if nowNs-p.addedNs < newTargetSpan {
+			return true
+		}
+		if p.unnamedLastDrain && nowNs-max(p.addedNs, p.recordsNs) < unnamedDrainSpan {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
@@ -227,5 +228,33 @@ func TestUnnamedWarningNamesTheFlag(t *testing.T) {
 		case flag == "" && strings.Contains(out, "hint="):
 			t.Errorf("%s: a hint for a JIT profd does not know:\n%s", image, out)
 		}
+	}
+}
+
+// TestDrainSoonWhileRecordsCome: samples waiting unnamed ask for frequent drains while their
+// process's symbol records come (or it was added lately), and not once none has come for
+// unnamedDrainSpan: a process without symbols, or whose symbols come only at its exit, is
+// drained as any other.
+func TestDrainSoonWhileRecordsCome(t *testing.T) {
+	a, _, pid := newTestCounts(t) // added at 0
+	const s = int64(time.Second)
+	unnamed := func(at int64) {
+		a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: anonBase + 0x100}: {N: 1, FirstNs: at, LastNs: at}})
+	}
+	unnamed(s)
+	if !a.DrainSoon(s) {
+		t.Error("samples waiting unnamed a second after the process was added: no frequent drains")
+	}
+	unnamed(6 * s)
+	if a.DrainSoon(6 * s) {
+		t.Error("samples waiting unnamed 6 s after the process was added, no record since: frequent drains")
+	}
+	a.RecordsApplied(pid, 1, 6*s)
+	if !a.DrainSoon(6*s + s/2) {
+		t.Error("samples waiting unnamed just after a record came: no frequent drains")
+	}
+	a.add(nil) // a drain with no samples waiting
+	if a.DrainSoon(6*s + s/2) {
+		t.Error("no samples waiting: frequent drains")
 	}
 }

@@ -26,6 +26,8 @@ type procCounts struct {
 	recordsNs int64
 	warned    bool  // the unnamed samples were warned about
 	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
+	// unnamedLastDrain: the last Add kept samples of it that no symbol named yet.
+	unnamedLastDrain bool
 }
 
 // Counts is the samples of every target process, attributed to the code they fell in:
@@ -39,8 +41,6 @@ type Counts struct {
 	log   *slog.Logger
 	// totals since New, for the counters line
 	jitSamples, outsideSamples uint64
-	// unnamedLastDrain: the last Add kept samples that no symbol named yet.
-	unnamedLastDrain bool
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.
