@@ -29,6 +29,9 @@ import (
 const (
 	tickMin = 250 * time.Millisecond
 	tickMax = time.Second
+	// lookEveryMax bounds a target's own back-off between looks (target.lookEvery); new
+	// files in the directories looked in already come sooner, through inotify.
+	lookEveryMax = 4 * time.Second
 )
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
@@ -225,15 +228,20 @@ func (ft *Tailer) look(t *target) bool {
 				ft.watch(t.hostPath(false, filepath.Dir(path)))
 			}
 		}
-		if newMaps {
-			t.mapsEvery = mapsEveryMin
-		} else {
-			t.mapsEvery = min(2*t.mapsEvery, mapsEveryMax)
-		}
+		t.mapsEvery = backOff(t.mapsEvery, mapsEveryMin, mapsEveryMax, newMaps)
 		t.nextMaps = now.Add(t.mapsEvery)
 		found = found || newMaps
 	}
 	return found
+}
+
+// backOff is the wait after one that was every: least after a look that found something,
+// else double (at least least), at most most.
+func backOff(every, least, most time.Duration, found bool) time.Duration {
+	if found {
+		return least
+	}
+	return min(max(2*every, least), most)
 }
 
 // try considers the files of t that place p's directory dir would hold, by name. It reports
@@ -525,10 +533,14 @@ func (ft *Tailer) run() {
 			// Events about other files (/tmp is busy) do not count as activity.
 			active = ft.handleInotify(evbuf)
 		}
-		looking := stopping || !time.Now().Before(nextLook)
+		now := time.Now()
+		looking := stopping || !now.Before(nextLook)
 		for _, t := range ft.targets {
-			if looking && ft.look(t) {
-				active = true
+			if looking && (stopping || !now.Before(t.nextLook)) {
+				found := ft.look(t)
+				active = active || found
+				t.lookEvery = backOff(t.lookEvery, tickMin, lookEveryMax, found)
+				t.nextLook = now.Add(t.lookEvery)
 			}
 			if ft.readAll(t, stopping) {
 				active = true

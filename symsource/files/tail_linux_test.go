@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -548,5 +549,23 @@ func TestTailCloseCutsNoRecord(t *testing.T) {
 				t.Errorf("errors %v, stats %+v: want no bad record and %d bytes unread", errs, st, partial)
 			}
 		})
+	}
+}
+
+// TestBackOff: looks that find nothing come twice as far apart each time, from the least
+// wait to the most; one that finds something brings the least back.
+func TestBackOff(t *testing.T) {
+	every := time.Duration(0) // a new target's
+	var got []time.Duration
+	for range 6 {
+		every = backOff(every, tickMin, lookEveryMax, false)
+		got = append(got, every)
+	}
+	want := []time.Duration{tickMin, 2 * tickMin, 4 * tickMin, 8 * tickMin, 16 * tickMin, lookEveryMax}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
+	if every = backOff(every, tickMin, lookEveryMax, true); every != tickMin {
+		t.Errorf("after a look that found a file: %v, want %v", every, tickMin)
 	}
 }

@@ -48,6 +48,12 @@ type target struct {
 	// while nothing new turns up.
 	nextMaps  time.Time
 	mapsEvery time.Duration
+	// Its places are looked in (Tailer.look) lookEvery apart, doubling from tickMin to
+	// lookEveryMax while nothing new turns up: a look lists and stats a jitdump
+	// directory's subdirectories, and one busy target must not have every other one looked
+	// for four times a second. Zero: look at the next tick.
+	nextLook  time.Time
+	lookEvery time.Duration
 	// envReads counts the reads of the environment that found neither variable: right after
 	// an exec the kernel may not have set it up yet, so a few looks read it again.
 	envReads int
