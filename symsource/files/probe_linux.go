@@ -39,7 +39,7 @@ func (ft *Tailer) Has(pid uint32) bool {
 			continue
 		}
 		dirs := []string{p.dir}
-		for _, sub := range t.subdirsSinceStart(p.host, p.dir) {
+		for _, sub := range t.subdirsSinceStart(&ft.subdirs, p.host, p.dir) {
 			dirs = append(dirs, filepath.Join(p.dir, sub))
 		}
 		for _, dir := range dirs {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -92,6 +91,8 @@ type Tailer struct {
 	targets map[uint32]*target
 	watches map[int32][]string // inotify watch → the directories (paths seen from profd) it is for
 	buf     []byte
+	// subdirs is shared by the looks (under mu) and Has (not): it has a lock of its own.
+	subdirs subdirCache
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
@@ -215,7 +216,7 @@ func (ft *Tailer) look(t *target) bool {
 		if !p.jitdump {
 			continue
 		}
-		for _, sub := range t.subdirsSinceStart(p.host, p.dir) {
+		for _, sub := range t.subdirsSinceStart(&ft.subdirs, p.host, p.dir) {
 			ft.watch(filepath.Join(dir, sub))
 			found = ft.try(t, p, filepath.Join(p.dir, sub)) || found
 		}
@@ -260,25 +261,17 @@ func (ft *Tailer) try(t *target, p place, dir string) bool {
 
 // subdirsSinceStart returns the names of the subdirectories of dir (in t's namespace unless
 // host) changed since t started (or all, when its start is unknown), and those a symlink
-// names, for open to judge.
-func (t *target) subdirsSinceStart(host bool, dir string) []string {
+// names, for open to judge. The listing comes through cache.
+func (t *target) subdirsSinceStart(cache *subdirCache, host bool, dir string) []string {
 	f := t.openDir(host, dir)
 	if f == nil {
 		return nil
 	}
 	defer f.Close()
-	entries, _ := f.ReadDir(-1)
 	var out []string
-	for _, e := range entries {
-		switch e.Type() {
-		case fs.ModeDir:
-			var st unix.Stat_t
-			if t.started.IsZero() || unix.Fstatat(int(f.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-				!time.Unix(st.Mtim.Unix()).Add(staleSlack).Before(t.started) {
-				out = append(out, e.Name())
-			}
-		case fs.ModeSymlink, fs.ModeIrregular:
-			out = append(out, e.Name())
+	for _, s := range cache.list(f) {
+		if t.started.IsZero() || s.mtime.IsZero() || !s.mtime.Add(staleSlack).Before(t.started) {
+			out = append(out, s.name)
 		}
 	}
 	return out
