@@ -72,7 +72,8 @@ bench-overhead: deps
 
 ## bench-all-host: --all against --pid over 200 processes (50 JITs) at 99 and 999 Hz: profd's CPU
 ##   per 1000 samples and RSS, and perf record -a -g's CPU (PROFD_ALLHOST_PROCS=200
-##   PROFD_ALLHOST_JITS=50 PROFD_BENCH_SECONDS=5; minutes)
+##   PROFD_ALLHOST_JITS=50 PROFD_BENCH_SECONDS=5 PROFD_ALLHOST_WARMUP=1;
+##   PROFD_ALLHOST_RUNTIMES=1: node, java and lli-14 as the JITs; minutes)
 bench-all-host: deps
 	PROFD_BENCH_ALLHOST=1 $(GO) test -run '^$$' -bench '^BenchmarkAllHost$$' -benchtime 1x -timeout 30m ./daemon
 
