@@ -455,7 +455,7 @@ func (w *Watcher) Targets() []uint32 {
 type checkedProc struct {
 	kernel bool   // a kernel thread: never a target
 	start  uint64 // as startTime gives it
-	cgroup string // its cgroup v2 path, with a cgroup filter
+	cgroup string // its cgroup (procfs.Cgroup.Path), with a cgroup filter
 	at     time.Time
 }
 
