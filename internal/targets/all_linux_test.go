@@ -31,6 +31,19 @@ func startSleepAs(t *testing.T, uid uint32) *exec.Cmd {
 	return cmd
 }
 
+// startAll starts a watcher of every process f admits, reporting to h; it is closed as the
+// test ends.
+func startAll(t *testing.T, f Filter, h Handler) *Watcher {
+	t.Helper()
+	w, err := New(Config{All: true, Filter: f}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	t.Cleanup(w.Close)
+	return w
+}
+
 // With All and a uid filter, a process of that real uid started before and one after
 // the watcher are targets; root's processes, kernel threads and the watcher's own process
 // are not.
@@ -39,12 +52,7 @@ func TestAllByUID(t *testing.T) {
 	before := startSleepAs(t, 65534)
 	rootSleep := startSleep(t)
 	var r recorder
-	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{65534}}}, r.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	defer w.Close()
+	w := startAll(t, Filter{UIDs: []uint32{65534}}, r.handler())
 	eventually(t, "nobody's earlier sleep", func() bool { return r.has(&r.added, before.Process.Pid) })
 	after := startSleepAs(t, 65534)
 	eventually(t, "nobody's later sleep", func() bool { return r.has(&r.added, after.Process.Pid) })
@@ -224,12 +232,7 @@ func TestAllUIDChangeWithoutExec(t *testing.T) {
 		}
 	}
 	var r recorder
-	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{65534}}}, r.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	defer w.Close()
+	w := startAll(t, Filter{UIDs: []uint32{65534}}, r.handler())
 	if !w.execOK.Load() {
 		t.Skip("no exec notifications: targets are found by scans alone")
 	}
@@ -275,12 +278,7 @@ func TestAllCgroupMove(t *testing.T) {
 	var scans atomic.Int32
 	h := r.handler()
 	h.Scanned = func() { scans.Add(1) }
-	w, err := New(Config{All: true, Filter: Filter{Cgroups: []string{"/" + name + "-in"}}}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	defer w.Close()
+	w := startAll(t, Filter{Cgroups: []string{"/" + name + "-in"}}, h)
 	eventually(t, "the sleep in the cgroup", func() bool { return slices.Contains(w.Targets(), uint32(pid)) })
 	within := 3 * (w.scanInterval() + time.Second)
 	// A new target is checked in full at the scan after the one that found it; from the
