@@ -3,6 +3,8 @@ package daemon
 import (
 	"bufio"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -238,14 +240,25 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
 	d := newDirs(t)
-	// Its JITDUMPDIR is the only sign of where the dump will be.
-	jit := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, testjit, "-o", filepath.Join(d.jitdump, ".debug", "jit", "testjit-late"),
-		"-m", "150", "-r", "2")
+	// Its JITDUMPDIR is the only sign of where the dump will be. It waits (-g) until perf
+	// and profd are both attached: its first function runs only 150 ms, which a profiler
+	// attached later than the other would miss.
+	cmd := exec.Command(testjit, "-o", filepath.Join(d.jitdump, ".debug", "jit", "testjit-late"), "-m", "150", "-r", "2", "-g")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+d.jitdump)
+	gate, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jit := startCmd(t, cmd)
 	var perf *perfRun
 	if perfAvailable() {
 		perf = startPerf(t, jit.pid(), 999)
 	}
 	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "profd to attach", 60*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", jit.pid()))
+	})
+	gate.Close()
 	jit.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))

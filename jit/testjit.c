@@ -8,7 +8,7 @@
  * address.
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
- *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-C N [-S BYTES]]
+ *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-g] [-C N [-S BYTES]]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase, in CPU time (default 200)
@@ -22,6 +22,8 @@
  *   -o OUTDIR   no FIFO: write the records to a jitdump file, OUTDIR/jit-PID.dump.partial,
  *               renamed to OUTDIR/jit-PID.dump at exit (a JIT whose symbols appear only when
  *               it is done); OUTDIR is made if need be
+ *   -g          print "waiting" and load and run nothing until a byte (or the end) comes on
+ *               stdin: profilers attached meanwhile see the whole run
  *   -C N        churn instead: each round loads N new functions of BYTES bytes each (code and a
  *               line table), unloads the N of the round before, and runs one of the new ones
  *               for MS ms, so that code keeps ending and most of it draws no sample; its loads
@@ -257,7 +259,8 @@ int main(int argc, char **argv)
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:C:S:")) != -1) {
+	int gate = 0;
+	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:gC:S:")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -269,10 +272,11 @@ int main(int argc, char **argv)
 		case 'a': again = 1; break;
 		case 'c': reopen = 1; break;
 		case 'o': out = optarg; break;
+		case 'g': gate = 1; break;
 		case 'C': churn = strtol(optarg, NULL, 10); break;
 		case 'S': churn_size = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-C N [-S BYTES]]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-g] [-C N [-S BYTES]]\n");
 			return 2;
 		}
 	}
@@ -306,6 +310,10 @@ int main(int argc, char **argv)
 			perror("testjit: calloc");
 			return 1;
 		}
+	}
+	if (gate) {
+		printf("waiting\n");
+		getchar();
 	}
 	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED) {
