@@ -343,6 +343,24 @@ func (ft *Tailer) unwatch(dir string) {
 	}
 }
 
+// olderThanProcess reports whether the file of t at key, with status st, was last written
+// before t started: an earlier process's that had the same pid (lli-14 leaves a
+// jit-PID.dump behind at every run, node a perf-PID.map), whose symbols would name the
+// target's code wrongly. It is noted (and logged once) so that it is looked at again when
+// it changes. Called with mu held.
+func (ft *Tailer) olderThanProcess(t *target, key, shown string, st unix.Stat_t) bool {
+	modified := time.Unix(st.Mtim.Unix())
+	if t.started.IsZero() || !modified.Add(staleSlack).Before(t.started) {
+		return false
+	}
+	if !t.stale[key] {
+		t.stale[key] = true
+		ft.log.Info("files: not tailing a file older than its process", "pid", t.pid, "file", shown,
+			"modified", modified, "process_started", t.started)
+	}
+	return true
+}
+
 // consider starts tailing path of t if it is not tailed yet, or tails it anew when the
 // file at path was replaced. It reports whether it started. Called with mu held.
 func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source) bool {
@@ -350,7 +368,12 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 	shown := t.hostPath(host, path)
 	fd, st, err := t.open(host, path)
 	if err != nil {
-		if !errors.Is(err, unix.ENOENT) && !t.refused[key] {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case st.Ino != 0 && ft.olderThanProcess(t, key, shown, st):
+			// An earlier process's with the same pid, perhaps of another user: not the
+			// target's, and no cause for a warning.
+		case !t.refused[key]:
 			t.refused[key] = true
 			ft.log.Warn("files: not tailing", "pid", t.pid, "file", shown, "err", err)
 		}
@@ -363,17 +386,8 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 		}
 		ft.closeFile(old, false) // replaced by another file: read from its start
 	}
-	// A file last written before the target started is an earlier process's that had the
-	// same pid (lli-14 leaves a jit-PID.dump behind at every run): its symbols would name
-	// the target's code wrongly. It is looked at again when it changes.
-	modified := time.Unix(st.Mtim.Unix())
-	if !t.started.IsZero() && modified.Add(staleSlack).Before(t.started) {
+	if ft.olderThanProcess(t, key, shown, st) {
 		unix.Close(fd)
-		if !t.stale[key] {
-			t.stale[key] = true
-			ft.log.Info("files: not tailing a file older than its process", "pid", t.pid, "file", shown,
-				"modified", modified, "process_started", t.started)
-		}
 		return false
 	}
 	delete(t.stale, key)

@@ -569,3 +569,31 @@ func TestBackOff(t *testing.T) {
 		t.Errorf("after a look that found a file: %v, want %v", every, tickMin)
 	}
 }
+
+// TestTailQuietOnEarlierProcessFile: a perf-PID.map of another user written before the
+// target started is an earlier process's with the same pid (node leaves its perf map
+// behind): it is not read, and said once at info level, not warned of.
+func TestTailQuietOnEarlierProcessFile(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	s, _, logs, pid, path := startPerfMapTailer(t) // runs as root
+	if err := os.WriteFile(path, []byte("1000 10 left_behind\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	addTarget(t, s, pid)
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a file older than the process was warned of:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "not tailing a file older than its process") {
+		t.Errorf("no line saying the file is older than its process:\n%s", logs)
+	}
+	if tailedFiles(s) != 0 {
+		t.Error("the earlier process's file is being tailed")
+	}
+}
