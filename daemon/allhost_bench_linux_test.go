@@ -90,6 +90,16 @@ func BenchmarkAllHost(b *testing.B) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
 		c := startCmd(b, cmd)
 		pids = append(pids, strconv.Itoa(c.pid()))
+		if i < jits && runtimeJIT != nil {
+			// What node and HotSpot leave in /tmp, killed: their perf map, their perf data.
+			pid := c.pid()
+			b.Cleanup(func() {
+				c.cmd.Process.Kill()
+				<-c.done
+				os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+				os.Remove(fmt.Sprintf("/tmp/hsperfdata_nobody/%d", pid))
+			})
+		}
 	}
 	time.Sleep(500 * time.Millisecond)
 	b.ResetTimer()
