@@ -500,7 +500,7 @@ func (w *Watcher) Scan() {
 				checked[pid] = checkedProc{kernel: true, at: now}
 				continue
 			}
-			c := checkedProc{start: st.Start + 1, at: now}
+			c := checkedProc{start: startOf(st), at: now}
 			if w.filter != nil && w.filter.byCgroup() {
 				cg, _ := procfs.ReadCgroup(pid)
 				c.cgroup = cg.Path
@@ -520,7 +520,7 @@ func (w *Watcher) Scan() {
 				continue
 			}
 			checked[pid] = c
-			if w.matches(pid) {
+			if w.matches(pid, st) {
 				found[pid] = c.start
 			}
 		}
@@ -627,11 +627,11 @@ func (w *Watcher) targetStart(pid uint32) uint64 {
 	if st, ok := w.pinnedAlive(pid); ok {
 		return st
 	}
-	if w.matches(pid) {
-		st, _ := startTime(pid)
-		return st
+	st, err := procfs.ReadStat(pid)
+	if err != nil || st.Exited() || !w.matches(pid, st) {
+		return 0
 	}
-	return 0
+	return startOf(st)
 }
 
 // pinnedAlive reports whether pid is an explicit target that still runs: the same process
@@ -648,17 +648,15 @@ func (w *Watcher) pinnedAlive(pid uint32) (uint64, bool) {
 	return st, true
 }
 
-// matches reports whether pid runs one of the images (image.runs); with All, whether it is
-// a process the filter admits (not a kernel thread) that runs one of the images if any.
-func (w *Watcher) matches(pid uint32) bool {
-	if pid == w.self {
+// matches reports whether process pid, whose stat is st, runs one of the images
+// (image.runs); with All, whether it is a process the filter admits that runs one of the
+// images if any. A kernel thread never matches.
+func (w *Watcher) matches(pid uint32, st procfs.Stat) bool {
+	if pid == w.self || st.KernelThread() {
 		return false
 	}
 	exe := procfs.Exe(pid)
 	if w.filter != nil {
-		if st, err := procfs.ReadStat(pid); err != nil || st.KernelThread() {
-			return false
-		}
 		if !w.filter.admits(pid, exe, w.hostMounts) {
 			return false
 		}
@@ -687,3 +685,6 @@ func startTime(pid uint32) (uint64, error) {
 	}
 	return st + 1, nil
 }
+
+// startOf is the start time of the process whose stat is st, as startTime gives it.
+func startOf(st procfs.Stat) uint64 { return st.Start + 1 }
