@@ -15,8 +15,8 @@
 // kinds, OR within one) and Images; each process is checked as it forks, execs and changes
 // user, and at the scans, and one that execs another executable is reported as removed and
 // added anew. While the notifications work, a scan trusts a process's last full check for
-// fullCheckEvery unless its start time or cgroup changed, so that it reads one file per
-// process (two with a cgroup filter).
+// fullCheckEvery: it lists /proc and reads nothing of a process checked since (but its
+// stat and cgroup with a cgroup filter, as nothing reports a move between cgroups).
 //
 // The daemon owns a Watcher; the sampler's tests use one too.
 //

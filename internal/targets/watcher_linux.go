@@ -26,11 +26,17 @@ const DefaultInterval = 100 * time.Millisecond
 const execScanInterval = 5 * time.Second
 
 // fullCheckEvery is how long a scan trusts a process's last full check (whether it is a
-// target) while exec notifications work and its start time and cgroup are unchanged: the
-// notifications report what else makes a process one (an exec, a fork, a change of user),
-// so a scan reads only its stat (and its cgroup, with a cgroup filter). A full check this
-// often catches what nothing reports (a process that joins another mount namespace).
-const fullCheckEvery = time.Minute
+// target) while exec notifications work: the notifications report what else makes a
+// process one (an exec, a fork, a change of user, an exit), so a scan reads nothing of it,
+// but, with a cgroup filter, its stat and its cgroup (a move between cgroups is reported by
+// nothing). With images (or excluded ones), a full check this often catches what nothing
+// reports (a process that joins another mount namespace, which an image's match depends
+// on); without, the notifications report every change a match depends on, and
+// fullCheckEveryNoImages is a safety net.
+const (
+	fullCheckEvery         = time.Minute
+	fullCheckEveryNoImages = 10 * time.Minute
+)
 
 // ErrNoProcess is returned by New for an explicit pid with no process.
 var ErrNoProcess = errors.New("no such process")
@@ -477,6 +483,11 @@ func (w *Watcher) Scan() {
 			w.log.Warn("targets: list /proc", "err", err)
 		}
 		now, trust := time.Now(), w.execOK.Load()
+		byCgroup := w.filter != nil && w.filter.byCgroup()
+		fullEvery := fullCheckEvery
+		if len(w.images) == 0 && (w.filter == nil || len(w.filter.exclude) == 0) {
+			fullEvery = fullCheckEveryNoImages
+		}
 		for _, e := range entries {
 			n, err := strconv.ParseUint(e.Name(), 10, 32)
 			pid := uint32(n)
@@ -486,10 +497,21 @@ func (w *Watcher) Scan() {
 			w.mu.Lock()
 			last, ok := w.checked[pid]
 			w.mu.Unlock()
-			trusted := trust && ok && now.Sub(last.at) < fullCheckEvery
-			if trusted && last.kernel {
-				// A kernel thread's pid taken by a new process would have been notified.
+			trusted := trust && ok && now.Sub(last.at) < fullEvery
+			if trusted && (last.kernel || !byCgroup) {
+				// The notifications report every change but a move between cgroups (a pid
+				// taken by a new process too): the targets they left stand, unread.
 				checked[pid] = last
+				w.mu.Lock()
+				st, target := w.current[pid]
+				w.mu.Unlock()
+				if target && !last.kernel {
+					found[pid] = st
+					if stood == nil {
+						stood = map[uint32]bool{}
+					}
+					stood[pid] = true
+				}
 				continue
 			}
 			st, err := procfs.ReadStat(pid)
@@ -501,7 +523,7 @@ func (w *Watcher) Scan() {
 				continue
 			}
 			c := checkedProc{start: startOf(st), at: now}
-			if w.filter != nil && w.filter.byCgroup() {
+			if byCgroup {
 				cg, _ := procfs.ReadCgroup(pid)
 				c.cgroup = cg.Path
 			}
