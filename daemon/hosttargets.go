@@ -10,6 +10,7 @@ import (
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/symsource/fifo"
+	"github.com/profd/profd/symsource/files"
 )
 
 // sourceCheckEvery bounds how often, with --all, the targets without symbol sources are
@@ -40,6 +41,19 @@ type hostTarget struct {
 	// wait is how long after its last check (at checkedAt) it is checked again.
 	wait      time.Duration
 	checkedAt time.Time
+	probe     *files.Probe // made at its first check for files
+}
+
+// hasFiles is files.Tailer.Has of target pid, through h's probe.
+func (h *hostTarget) hasFiles(ft *files.Tailer, pid uint32) bool {
+	if h.probe == nil {
+		p, err := ft.NewProbe(pid)
+		if err != nil {
+			return false
+		}
+		h.probe = p
+	}
+	return h.probe.Has()
 }
 
 // setUpHostTarget sets up --all target pid: its FIFO when its environment has PROFD_DIR
@@ -85,7 +99,7 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
 			}
 		}
 	}
-	if !h.files && d.parts.files.Has(pid) {
+	if !h.files && h.hasFiles(d.parts.files, pid) {
 		h.files = true
 		d.parts.symbols.addTarget(pid)
 		if err := d.parts.files.AddTarget(pid, h.uid); err != nil && !exited(err) {
@@ -142,7 +156,7 @@ func (d *daemonRun) lastSourceCheck(pid uint32) {
 		return
 	}
 	delete(d.host.waiting, pid)
-	if !h.files && d.parts.files.Has(pid) {
+	if !h.files && h.hasFiles(d.parts.files, pid) {
 		d.parts.symbols.addTarget(pid)
 		d.parts.files.AddTarget(pid, h.uid)
 	}

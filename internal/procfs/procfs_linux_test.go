@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,6 +198,31 @@ func TestMemTotal(t *testing.T) {
 	for _, bad := range []string{"MemFree: 5 kB\n", "MemTotal: x kB\n", "MemTotal: -4 kB\n"} {
 		if _, err := parseMemTotal([]byte(bad)); err == nil {
 			t.Errorf("parseMemTotal(%q): no error", bad)
+		}
+	}
+}
+
+func TestVMPages(t *testing.T) {
+	before, err := VMPages(uint32(os.Getpid()))
+	if err != nil || before == 0 {
+		t.Fatalf("VMPages(self) = %d, %v", before, err)
+	}
+	// A new mapping of 64 pages shows in the count.
+	size := 64 * os.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if after, err := VMPages(uint32(os.Getpid())); err != nil || after < before+64 {
+		t.Errorf("VMPages after mapping 64 pages = %d, %v; before %d", after, err, before)
+	}
+	if n, err := parseVMPages([]byte("1234 56 7 8 0 9 0\n")); err != nil || n != 1234 {
+		t.Errorf("parseVMPages = %d, %v", n, err)
+	}
+	for _, bad := range []string{"", "x 1 2", "-1 2 3"} {
+		if _, err := parseVMPages([]byte(bad)); err == nil {
+			t.Errorf("parseVMPages(%q): no error", bad)
 		}
 	}
 }

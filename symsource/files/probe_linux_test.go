@@ -1,8 +1,10 @@
 package files
 
 import (
+	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -41,5 +43,51 @@ func TestHas(t *testing.T) {
 	cmd := startJitdumpMapper(t)
 	if !s.Has(uint32(cmd.Process.Pid)) {
 		t.Error("no files found for a process that maps its jitdump")
+	}
+}
+
+// TestProbeRereadsMapsOnChange: a probe reads a process's maps again only when its address
+// space changed size, so asking again of a JIT that has mapped nothing new reads no maps,
+// and a jitdump mapped after the probe was made is found at the next ask.
+func TestProbeRereadsMapsOnChange(t *testing.T) {
+	s, _, _ := startTailer(t, Config{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
+	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+t.TempDir(), "PROFD_FILES_HELPER_LATE=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewReader(out)
+	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	pr, err := s.NewProbe(uint32(cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Has() {
+		t.Fatal("files found before the helper mapped its jitdump")
+	}
+	read := pr.t.mapsReadAt
+	if read.IsZero() {
+		t.Fatal("the first ask read no maps")
+	}
+	if pr.Has() || pr.t.mapsReadAt != read {
+		t.Errorf("the second ask, nothing mapped since, read the maps again (at %v, first at %v)", pr.t.mapsReadAt, read)
+	}
+	fmt.Fprintln(in, "map")
+	if line, err := lines.ReadString('\n'); err != nil || line != "mapped\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	if !pr.Has() {
+		t.Error("the jitdump mapped after the probe was made was not found")
 	}
 }

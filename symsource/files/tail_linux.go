@@ -205,25 +205,35 @@ func (ft *Tailer) dropTarget(t *target, cut bool) {
 // look watches t's directories and tries the names t's files would have in them and, for
 // jitdump directories, in each subdirectory changed since t started (a file t created
 // there changed it); and every jitdump file t maps (the maps at most every mapsEvery). It
-// never lists a whole directory's files: /tmp may hold many. It reports whether it found a
-// new file. Called with mu held.
+// never lists a whole directory's files: /tmp may hold many. A directory tried once since
+// its watch was added is not tried again while t has no refused file: the watch reports
+// what is made in it (a lost event, IN_Q_OVERFLOW, has every directory tried again). It
+// reports whether it found a new file. Called with mu held.
 func (ft *Tailer) look(t *target) bool {
 	found := t.readEnv()
+	tryIn := func(p place, dir, nsDir string) {
+		wd := ft.watch(dir)
+		if last, ok := t.tried[dir]; ok && last == wd && wd >= 0 && len(t.refused) == 0 {
+			return // a refused file is tried again: its owner or mode may change
+		}
+		found = ft.try(t, p, nsDir) || found
+		if wd >= 0 {
+			t.tried[dir] = wd
+		}
+	}
 	for _, p := range t.places {
 		dir := t.hostPath(p.host, p.dir)
-		ft.watch(dir)
-		found = ft.try(t, p, p.dir) || found
+		tryIn(p, dir, p.dir)
 		if !p.jitdump {
 			continue
 		}
 		for _, sub := range t.subdirsSinceStart(&ft.subdirs, p.host, p.dir) {
-			ft.watch(filepath.Join(dir, sub))
-			found = ft.try(t, p, filepath.Join(p.dir, sub)) || found
+			tryIn(p, filepath.Join(dir, sub), filepath.Join(p.dir, sub))
 		}
 	}
 	if now := time.Now(); !now.Before(t.nextMaps) {
 		newMaps := false
-		for _, path := range t.mappedJitdumps() {
+		for _, path := range t.mappedJitdumps(now) {
 			if ft.consider(t, false, path, codeobj.SourceJitdumpFile) {
 				newMaps = true
 				ft.watch(t.hostPath(false, filepath.Dir(path)))
@@ -301,26 +311,24 @@ func (t *target) openDir(host bool, dir string) *os.File {
 
 const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR
 
-// watch adds an inotify watch on dir (a path seen from profd) if it exists. Called with mu
-// held.
-func (ft *Tailer) watch(dir string) {
-	for _, dirs := range ft.watches {
+// watch adds an inotify watch on dir (a path seen from profd) if it exists, and returns
+// its watch descriptor, or -1 when dir has no watch. Called with mu held.
+func (ft *Tailer) watch(dir string) int32 {
+	for wd, dirs := range ft.watches {
 		if slices.Contains(dirs, dir) {
-			return
+			return wd
 		}
 	}
 	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), dir, dirEvents)
 	if err != nil {
-		return // not there yet: a later look tries again
+		return -1 // not there yet: a later look tries again
 	}
-	for _, d := range ft.watches[int32(wd)] {
-		if d == dir {
-			return
-		}
+	if !slices.Contains(ft.watches[int32(wd)], dir) {
+		// Two paths can name one directory (targets sharing a mount namespace): the kernel
+		// gives them one watch, which reports for both.
+		ft.watches[int32(wd)] = append(ft.watches[int32(wd)], dir)
 	}
-	// Two paths can name one directory (targets sharing a mount namespace): the kernel
-	// gives them one watch, which reports for both.
-	ft.watches[int32(wd)] = append(ft.watches[int32(wd)], dir)
+	return int32(wd)
 }
 
 // unwatch forgets dir, and removes its watch when no other path uses it. Called with mu
@@ -582,6 +590,15 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 			nameBytes := evbuf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			dirs := ft.watches[ev.Wd]
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				// Events were lost: every directory is tried again, at once.
+				for _, t := range ft.targets {
+					clear(t.tried)
+					t.nextLook = time.Time{}
+				}
+				found = true
+				continue
+			}
 			if ev.Mask&unix.IN_IGNORED != 0 {
 				delete(ft.watches, ev.Wd)
 				continue

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,11 +261,20 @@ func startReady(t *testing.T, cmd *exec.Cmd) {
 }
 
 // TestHelperMapsJitdump is not a test: run as a child (PROFD_FILES_HELPER=DIR), it writes
-// DIR/jit-PID.dump, maps it as a JIT does for perf, says "ready" and waits.
+// DIR/jit-PID.dump, maps it as a JIT does for perf, says "ready" and waits. With
+// PROFD_FILES_HELPER_LATE=1 it says "ready" first and maps the file after a line on its
+// standard input, then says "mapped".
 func TestHelperMapsJitdump(t *testing.T) {
 	dir := os.Getenv("PROFD_FILES_HELPER")
 	if dir == "" {
 		t.Skip("a helper process, not a test")
+	}
+	late := os.Getenv("PROFD_FILES_HELPER_LATE") == "1"
+	if late {
+		fmt.Println("ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pid := uint32(os.Getpid())
 	path := filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid))
@@ -278,7 +288,11 @@ func TestHelperMapsJitdump(t *testing.T) {
 	if _, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Println("ready")
+	if late {
+		fmt.Println("mapped")
+	} else {
+		fmt.Println("ready")
+	}
 	time.Sleep(time.Minute)
 }
 
@@ -596,4 +610,52 @@ func TestTailQuietOnEarlierProcessFile(t *testing.T) {
 	if tailedFiles(s) != 0 {
 		t.Error("the earlier process's file is being tailed")
 	}
+}
+
+// TestTailAfterLostEvents: a directory tried once under its watch is left to the watch;
+// when the watch's events overflow the kernel's queue, the file whose event was lost is
+// still found.
+func TestTailAfterLostEvents(t *testing.T) {
+	s, c, _, pid, path := startPerfMapTailer(t)
+	dir := filepath.Dir(path)
+	addTarget(t, s, pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		_, tried := s.targets[pid].tried[dir]
+		s.mu.Unlock()
+		if tried {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the perf-map directory was never tried")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	data, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || queue > 1<<20 {
+		t.Skipf("inotify queue of %q events", data)
+	}
+	// The Tailer reads its events with mu held: while the test holds it, the queue fills,
+	// and the perf map's creation is lost.
+	s.mu.Lock()
+	for i := 0; i <= queue; i++ {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("other-%d", i)))
+		if err != nil {
+			s.mu.Unlock()
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	err = os.WriteFile(path, []byte("1000 10 after_lost_events\n"), 0o644)
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wake()
+	c.WaitFor(t, "the perf map made after the queue overflowed", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
 }

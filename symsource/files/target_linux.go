@@ -44,10 +44,17 @@ type target struct {
 	files   map[string]*tailedFile // by key: "host:" or "ns:" and the path
 	refused map[string]bool        // paths refused, logged once each
 	stale   map[string]bool        // paths older than the process, logged once each
+	// tried holds, by directory (seen from profd), the inotify watch under which its names
+	// were last tried (Tailer.look).
+	tried map[string]int32
 	// Mapped jitdump files are found by reading /proc/PID/maps: mapsEvery apart, doubling
 	// while nothing new turns up.
 	nextMaps  time.Time
 	mapsEvery time.Duration
+	// mapsPages is the size of its address space, in pages, at the last read of its maps
+	// (at mapsReadAt).
+	mapsPages  uint64
+	mapsReadAt time.Time
 	// Its places are looked in (Tailer.look) lookEvery apart, doubling from tickMin to
 	// lookEveryMax while nothing new turns up: a look lists and stats a jitdump
 	// directory's subdirectories, and one busy target must not have every other one looked
@@ -65,13 +72,17 @@ const maxEnvReads = 8
 const (
 	mapsEveryMin = 250 * time.Millisecond
 	mapsEveryMax = 4 * time.Second
+	// mapsTrustMax is how long the size of a target's address space stands for its maps:
+	// while the size is unchanged, the maps are not read again, but at least this often
+	// (a jitdump mapped as another mapping of its size went is found this late).
+	mapsTrustMax = time.Minute
 )
 
 // newTarget reads what the Tailer needs of pid from /proc: its namespace pid, its root, and
 // the environment variables that say where its JIT writes jitdump files.
 func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	t := &target{pid: pid, nspid: pid, uid: uid, rootFd: -1, files: map[string]*tailedFile{},
-		refused: map[string]bool{}, stale: map[string]bool{}, mapsEvery: mapsEveryMin}
+		refused: map[string]bool{}, stale: map[string]bool{}, tried: map[string]int32{}, mapsEvery: mapsEveryMin}
 	st, err := procfs.ReadStatus(pid)
 	if err != nil {
 		return nil, err
@@ -81,18 +92,29 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	if at, err := procfs.StartedAt(pid); err == nil {
 		t.started = at
 	}
-	// O_PATH of the magic link is the process's root directory; opening files below it
-	// with RESOLVE_IN_ROOT keeps every lookup inside that root.
-	// A process that exited has no root: it is gone, not a target to look for files of.
-	if fd, err := unix.Open(procfs.Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		t.rootFd = fd
-	} else if _, gone := procfs.StartTicks(pid); gone != nil {
-		return nil, gone
+	if err := t.openRoot(); err != nil {
+		return nil, err
 	}
 	t.places = append(t.places, place{dir: "/tmp"}, place{dir: "/tmp/.debug/jit", jitdump: true})
 	t.places = append(t.places, extra...)
 	t.readEnv()
 	return t, nil
+}
+
+// openRoot opens t's root directory, unless it is open: O_PATH of the magic link is the
+// process's root directory, and opening files below it with RESOLVE_IN_ROOT keeps every
+// lookup inside that root. A process that exited has no root: it is gone (the error), not
+// a target to look for files of; a root that cannot be opened otherwise leaves rootFd -1.
+func (t *target) openRoot() error {
+	if t.rootFd >= 0 {
+		return nil
+	}
+	if fd, err := unix.Open(procfs.Root(t.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		t.rootFd = fd
+	} else if _, gone := procfs.StartTicks(t.pid); gone != nil {
+		return gone
+	}
+	return nil
 }
 
 // readEnv adds the jitdump directories t's environment names: $JITDUMPDIR/.debug/jit (LLVM
@@ -186,8 +208,15 @@ func (t *target) matches(p place, sub bool, name string) (codeobj.Source, bool) 
 }
 
 // mappedJitdumps returns the namespace paths of the jitdump files t maps (a JIT maps its
-// jitdump file so that perf sees it: perf finds them the same way), wherever they are.
-func (t *target) mappedJitdumps() []string {
+// jitdump file so that perf sees it: perf finds them the same way), wherever they are; or
+// none when its address space kept its size since the last read of its maps, less than
+// mapsTrustMax before now.
+func (t *target) mappedJitdumps(now time.Time) []string {
+	pages, err := procfs.VMPages(t.pid)
+	if err == nil && pages == t.mapsPages && now.Sub(t.mapsReadAt) < mapsTrustMax {
+		return nil
+	}
+	t.mapsPages, t.mapsReadAt = pages, now
 	maps, _ := procfs.ReadMaps(t.pid)
 	names := t.jitdumpName(false)
 	var out []string
