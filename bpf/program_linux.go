@@ -129,12 +129,14 @@ type Program struct {
 	readers         []shardReader // per shard's primary map, then per overflow map
 
 	// stacks: profd_sample_stacks is the program to attach; it counts into stackMap, made
-	// from stackSpec and replaced at each DrainStacks, read through stackKeys and stackVals.
-	stacks    bool
-	stackSpec *ebpf.MapSpec
-	stackMap  *ebpf.Map
-	stackKeys []profileStackKey
-	stackVals []Count
+	// from stackSpec and replaced at each DrainStacks by stackSpare (the map the drain
+	// before emptied) or a new one, read through stackKeys and stackVals.
+	stacks     bool
+	stackSpec  *ebpf.MapSpec
+	stackMap   *ebpf.Map
+	stackSpare *ebpf.Map
+	stackKeys  []profileStackKey
+	stackVals  []Count
 }
 
 // sampleKey is profile.c's struct sample_key.
@@ -371,8 +373,10 @@ func (p *Program) Close() error {
 	closeMaps(p.currentOverflow)
 	closeMaps(p.spare)
 	closeMaps(p.spareOverflow)
-	if p.stackMap != nil {
-		p.stackMap.Close()
+	for _, m := range []*ebpf.Map{p.stackMap, p.stackSpare} {
+		if m != nil {
+			m.Close()
+		}
 	}
 	if p.dump != nil {
 		p.dump.Close()

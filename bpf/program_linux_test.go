@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	perf "github.com/elastic/go-perf"
 	"golang.org/x/sys/unix"
 
@@ -260,4 +261,57 @@ func monotonicNs() uint64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
+}
+
+// Stack drains taken while samples keep arriving lose none and count none twice: each
+// drain reads and empties the map it replaced, which the next drain installs again.
+func TestDrainStacksWhileSampling(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF)
+	p := load(t, Config{Stacks: true})
+	evs := attach(t, p, 4000)
+	if err := p.AddTarget(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := spin(2, stop)
+	var sum uint64
+	maps := map[*ebpf.Map]bool{}
+	drain := func() {
+		if err := p.DrainStacks(func(s Stack, c Count) {
+			if s.Tgid != uint32(os.Getpid()) {
+				t.Errorf("stack of tgid %d, not a target", s.Tgid)
+			}
+			sum += c.N
+		}); err != nil {
+			t.Fatal(err)
+		}
+		maps[p.stackMap] = true
+	}
+	deadline := time.Now().Add(600 * time.Millisecond)
+	drains := 0
+	for time.Now().Before(deadline) {
+		drain()
+		drains++
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, ev := range evs {
+		ev.Disable()
+	}
+	close(stop)
+	wg.Wait()
+	drain()
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d drains over %d maps, %d samples; stats %+v", drains, len(maps), sum, st)
+	if st.Samples < 200 {
+		t.Fatalf("only %d samples of two spinning goroutines in 600 ms at 4 kHz", st.Samples)
+	}
+	if sum != st.Samples {
+		t.Errorf("drained %d stack counts, program took %d samples", sum, st.Samples)
+	}
+	if len(maps) != 2 {
+		t.Errorf("%d drains installed %d stack maps, not the same two in turn", drains+1, len(maps))
+	}
 }

@@ -50,13 +50,17 @@ func (k *profileStackKey) stack() Stack {
 		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0}
 }
 
-// newStackMap makes an empty stack counts map and installs it, returning the one it
-// replaced (nil at the first install). The update returns after an RCU grace period: no
-// program run still writes to the old map.
+// newStackMap installs an empty stack counts map (the spare the last drain emptied, else a
+// new one), returning the one it replaced (nil at the first install). The update returns
+// after an RCU grace period: no program run still writes to the old map.
 func (p *Program) newStackMap() (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(p.stackSpec)
-	if err != nil {
-		return nil, fmt.Errorf("bpf: create stack counts map: %w", err)
+	m := p.stackSpare
+	p.stackSpare = nil
+	if m == nil {
+		var err error
+		if m, err = ebpf.NewMap(p.stackSpec); err != nil {
+			return nil, fmt.Errorf("bpf: create stack counts map: %w", err)
+		}
 	}
 	if err := p.objs.StackCounts.Update(uint32(0), uint32(m.FD()), ebpf.UpdateAny); err != nil {
 		m.Close()
@@ -68,8 +72,10 @@ func (p *Program) newStackMap() (*ebpf.Map, error) {
 }
 
 // DrainStacks hands every stack counted since the previous DrainStacks to fn, once, as
-// Drain does the counts (a fresh map installed, the old one read). Without Config.Stacks
-// there are none.
+// Drain does the counts (an empty map installed, the old one read). The old map is read
+// and emptied in one pass where the kernel can (BPF_MAP_LOOKUP_AND_DELETE_BATCH), and kept
+// as the next empty one: making a map costs more than the few keys of a drain. Without
+// Config.Stacks there are none.
 func (p *Program) DrainStacks(fn func(s Stack, c Count)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,14 +89,16 @@ func (p *Program) DrainStacks(fn func(s Stack, c Count)) error {
 	if err != nil {
 		return fmt.Errorf("bpf: drain stacks: %w", err)
 	}
-	defer old.Close()
+	if old == nil {
+		return nil
+	}
 	if p.stackKeys == nil {
 		p.stackKeys = make([]profileStackKey, stackBatchEntries)
 		p.stackVals = make([]Count, stackBatchEntries)
 	}
 	var cursor ebpf.MapBatchCursor
 	for {
-		n, err := old.BatchLookup(&cursor, p.stackKeys, p.stackVals, nil)
+		n, err := old.BatchLookupAndDelete(&cursor, p.stackKeys, p.stackVals, nil)
 		for i := 0; i < n; i++ {
 			fn(p.stackKeys[i].stack(), p.stackVals[i])
 		}
@@ -98,14 +106,17 @@ func (p *Program) DrainStacks(fn func(s Stack, c Count)) error {
 		case err == nil:
 			continue
 		case errors.Is(err, ebpf.ErrKeyNotExist):
+			p.stackSpare = old // read to its end, and emptied
 			return nil
-		case errors.Is(err, ebpf.ErrNotSupported):
+		case errors.Is(err, ebpf.ErrNotSupported) && n == 0:
+			defer old.Close()
 			it := old.Iterate()
 			for it.Next(&p.stackKeys[0], &p.stackVals[0]) {
 				fn(p.stackKeys[0].stack(), p.stackVals[0])
 			}
 			return it.Err()
 		default:
+			old.Close()
 			return fmt.Errorf("bpf: drain stacks: %w", err)
 		}
 	}
