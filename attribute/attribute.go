@@ -66,9 +66,15 @@ func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
 // NameKept looks what every process keeps unnamed up again against the map as it is now:
 // its samples, as NameLate does, and the frames of its call chains that no code object named
 // yet (as Snapshot does). Then no code that ended before the last drain names anything kept:
-// the map may let it go (jitmap.Map.Reclaim).
+// the map may let it go (jitmap.Map.Reclaim). A process no symbol record came for since its
+// last look-up is skipped: what it keeps was looked up against the map as it is (a JIT
+// without records, whose samples stay unnamed, costs nothing at each drain).
 func (a *Counts) NameKept() {
 	for _, p := range a.procs {
+		if p.keptNamed == p.symbols {
+			continue
+		}
+		p.keptNamed = p.symbols
 		a.resolve(p, false)
 		p.stacks.resolve(a.jit, p.pid)
 	}

@@ -19,8 +19,9 @@ type procCounts struct {
 	stacks     stackCounts       // samples by thread and call chain (--stacks)
 	maps       procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
-	// the unnamed samples were last looked up again.
-	symbols, resolved uint64
+	// the unnamed samples were last looked up again, keptNamed when NameKept last looked up
+	// its samples and its call chains' frames.
+	symbols, resolved, keptNamed uint64
 	// recordsNs is the latest time the process's symbol records told of (a load, a move, an
 	// unload; a perf-map line's when it was read).
 	recordsNs int64

@@ -84,6 +84,7 @@ func TestNameKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	a.RecordsApplied(pid, 2, 3000)
 	a.NameKept()
 	jit.Reclaim(math.MaxInt64)
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
