@@ -75,13 +75,19 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 	}
 }
 
-// resolve is NameLate of p.
+// resolve looks p's unnamed samples up again: those taken before its records' latest
+// time, or all of them when final.
 func (a *Counts) resolve(p *procCounts, final bool) {
-	p.resolved = p.symbols
 	upTo := p.recordsNs
 	if final {
 		upTo = math.MaxInt64
 	}
+	a.resolveUpTo(p, upTo)
+}
+
+// resolveUpTo looks p's unnamed samples taken by upTo up again.
+func (a *Counts) resolveUpTo(p *procCounts, upTo int64) {
+	p.resolved = p.symbols
 	p.named.reserve(p.unnamed.entries)
 	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64) (uint64, int64, int64) {
 		return a.name(p, ip, n, first, last)

@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -117,12 +118,19 @@ func (a *Counts) Add(dr sampler.Drained) {
 // NameLate looks process pid's unnamed samples up again against the map as it is now: those
 // taken before the latest time its symbol records have reached (RecordsApplied: a record
 // that ends code comes after the records of that code in a stream, so the map may not yet
-// know that code at a later address ended), or all of them when final (no record will come
-// any more).
-func (a *Counts) NameLate(pid uint32, final bool) {
-	if p := a.procs[pid]; p != nil {
-		a.resolve(p, final)
+// know that code at a later address ended) or more than unnamedDrainSpan before nowNs (no
+// record has told otherwise for that long: the map names them as it names samples at
+// their drain), or all of them when final (no record will come any more).
+func (a *Counts) NameLate(pid uint32, nowNs int64, final bool) {
+	p := a.procs[pid]
+	if p == nil {
+		return
 	}
+	upTo := max(p.recordsNs, nowNs-unnamedDrainSpan)
+	if final {
+		upTo = math.MaxInt64
+	}
+	a.resolveUpTo(p, upTo)
 }
 
 // Reset forgets process pid's samples (a flush that starts a new interval) but not what

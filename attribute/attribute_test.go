@@ -258,3 +258,26 @@ func TestDrainSoonWhileRecordsCome(t *testing.T) {
 		t.Error("no samples waiting: frequent drains")
 	}
 }
+
+// TestNameLateAfterQuietSpan: samples that waited unnamed, taken after the latest time the
+// process's records told of, are named by the map as it is once no record has come for
+// unnamedDrainSpan after them (a JIT that wrote its records before profd read them and then
+// wrote none), not only at the final flush.
+func TestNameLateAfterQuietSpan(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	ip := uint64(anonBase + 0x100)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 4, FirstNs: 1_000_000, LastNs: 2_000_000}})
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "early", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}}); err != nil {
+		t.Fatal(err)
+	}
+	a.RecordsApplied(pid, 1, 500)
+	p := a.procs[pid]
+	a.NameLate(pid, 2_000_000+unnamedDrainSpan-1, false)
+	if got := samplesOf(p); got["early"] != 0 || p.unnamed.samples != 4 {
+		t.Fatalf("named %v, %d unnamed: within the span the samples wait", got, p.unnamed.samples)
+	}
+	a.NameLate(pid, 2_000_000+unnamedDrainSpan, false)
+	if got := samplesOf(p); got["early"] != 4 || p.unnamed.samples != 0 {
+		t.Errorf("named %v, %d unnamed: after the span, want early 4", got, p.unnamed.samples)
+	}
+}

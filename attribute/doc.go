@@ -11,7 +11,7 @@
 //	counts := attribute.New(jit, lookup, logger)
 //	image := counts.AddProcess(pid, nowNs) // before its samples are drained
 //	counts.Add(drained)                     // each sampler.Drained
-//	counts.NameLate(pid, false)             // after records that may name kept samples
+//	counts.NameLate(pid, nowNs, false)      // after records that may name kept samples
 //	snap := counts.Snapshot(pid, meta, end) // the capture, native frames not named yet
 //	complete, cut := snap.Name(ctx)         // outside the caller's lock: reads files' symbols
 //

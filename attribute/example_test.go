@@ -44,7 +44,7 @@ func Example() {
 	// records have reached (kept to the millisecond) are named.
 	jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: 0x7f0000002000, Size: 0x100, LoadNs: 50}})
 	counts.RecordsApplied(pid, 1, 5_000_000)
-	counts.NameLate(pid, false)
+	counts.NameLate(pid, 5_000_000, false)
 
 	snap := counts.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{})
 	snap.Name(context.Background())

@@ -64,7 +64,7 @@ func (d *daemonRun) flush(final bool) {
 	counts := d.locked.counts
 	for _, pid := range counts.Pids() {
 		// Records that came since may name samples that had no name at their drain.
-		counts.NameLate(pid, final)
+		counts.NameLate(pid, drainedNs, final)
 		if final {
 			counts.WarnUnnamed(pid, d.lookedFor(pid))
 		}
@@ -142,7 +142,7 @@ func (d *daemonRun) flushTargets() {
 		d.mu.Unlock()
 		return
 	}
-	d.drainLocked()
+	drainedNs := d.drainLocked()
 	meta := d.meta()
 	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
@@ -168,7 +168,7 @@ func (d *daemonRun) flushTargets() {
 		if !d.locked.counts.Has(pid) {
 			continue // it exited: its FIFOs are gone, there is no one to answer
 		}
-		d.locked.counts.NameLate(pid, false)
+		d.locked.counts.NameLate(pid, drainedNs, false)
 		work = append(work, d.snapshot(pid, meta, end, false))
 		if d.cfg.ResetOnFlush {
 			d.locked.counts.Reset(pid)

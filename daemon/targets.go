@@ -87,7 +87,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 			counts.RemoveProcess(pid)
 			delete(d.locked.targets, pid)
 		} else if counts.Has(pid) {
-			counts.NameLate(pid, true)
+			counts.NameLate(pid, now, true)
 			counts.WarnUnnamed(pid, looked[i])
 			d.locked.retired = append(d.locked.retired, d.snapshot(pid, meta, end, true))
 			counts.RemoveProcess(pid)
