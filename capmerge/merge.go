@@ -49,8 +49,9 @@ type Options struct {
 //   - samples outside any code by mapping name, pid 0;
 //   - call stacks by their frames (JIT frames by merged object and offset, others by
 //     function and mapping), pid, thread and address left out;
-//   - no unnamed samples: they are counted in the Summary (name them in each capture
-//     first);
+//   - no unnamed samples: those of a capture that the code objects another capture of
+//     the same process (profd run and pid) holds name by their address and time are
+//     named, the rest counted in the Summary (name them in each capture first);
 //   - the meta and version of the first capture; an end when every capture had one, with
 //     the lost samples summed.
 type Merger struct {
@@ -71,12 +72,16 @@ type Merger struct {
 	stacks   map[string]int
 	stackOut []profileio.StackSample
 	unnamed  uint64
-	end      *profileio.CaptureEnd
-	noEnd    bool
-	objects  int // code objects added
-	norm     []byte
-	calls    []uint64
-	seed     maphash.Seed
+	// live and pending keep, by process, where its code objects were and its unnamed
+	// counts, for the late names (late.go).
+	live    map[runPid][]liveObject
+	pending map[runPid][]pendingCount
+	end     *profileio.CaptureEnd
+	noEnd   bool
+	objects int // code objects added
+	norm    []byte
+	calls   []uint64
+	seed    maphash.Seed
 }
 
 // identity is what names a capture: the host and start of the profd run that wrote it and
@@ -188,6 +193,7 @@ func (m *Merger) Add(c *profileio.Capture, input string, weight float64) error {
 			}
 		}
 	}
+	m.keepForLateNames(c, id, merged, sc)
 	for _, u := range c.Unmapped {
 		m.unmapped[u.Mapping] = sampleprof.SatAdd(m.unmapped[u.Mapping], sc(u.Count))
 	}

@@ -19,8 +19,10 @@ type Summary struct {
 	// Variants lists, for every name with more than one code, each of its codes, the
 	// one with the most samples first; names in order.
 	Variants []Variant
-	// UnnamedSamples are the samples in JIT memory no symbol named, left out.
-	UnnamedSamples uint64
+	// UnnamedSamples are the samples in JIT memory no symbol named, left out; NamedLate
+	// those a capture held unnamed that the code another capture of the same process
+	// holds named (an interval that ended before its JIT's records came).
+	UnnamedSamples, NamedLate uint64
 	// SameRun lists pairs of inputs that are captures of the same processes of one profd
 	// run (host, start and pids) with other samples: intervals of --reset-on-flush, which
 	// add up, or successive flushes of a cumulative run, which count samples twice.
@@ -43,8 +45,12 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 		out.Version, out.Meta = m.first.Version, m.first.Meta
 	}
 	out.Processes = slices.Clone(m.procs)
+	extra, namedLate := m.lateNames()
 	for i, v := range m.variants {
 		o := &profileio.CaptureObject{ID: profileio.ObjectID(i), Pid: v.pid, Object: v.obj, Samples: v.samples}
+		if extra[v] != nil {
+			o.Samples = withExtra(v.samples, extra[v])
+		}
 		out.Objects = append(out.Objects, o)
 	}
 	for _, k := range m.stubList {
@@ -69,7 +75,7 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 		e := *m.end
 		out.End = &e
 	}
-	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed, SameRun: slices.Clone(m.sameRun)}
+	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed - min(namedLate, m.unnamed), NamedLate: namedLate, SameRun: slices.Clone(m.sameRun)}
 	for _, name := range slices.Sorted(maps.Keys(m.byName)) {
 		vs := m.byName[name].all
 		if len(vs) < 2 {

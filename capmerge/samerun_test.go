@@ -70,3 +70,66 @@ func BenchmarkMergeIntervals(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/merge")
 }
+
+// TestMergeNamesLateSamples: the first interval of a run holds unnamed the samples its JIT's
+// records came too late for; the second holds the code at their addresses. The merge names
+// them by that code, in proportion to the time each version was live; samples of another
+// run's process, or at an address no code of the process held, stay unnamed.
+func TestMergeNamesLateSamples(t *testing.T) {
+	const addr = 0x7f0000001000
+	first := run("h1", 100, 7, addr, nil)
+	first.Objects = nil
+	first.Unnamed = []profileio.UnnamedCount{
+		{Pid: 7, IP: addr + 9, FirstNs: 2000, LastNs: 3000, Count: 6},
+		{Pid: 7, IP: addr + 0x900000, FirstNs: 2000, LastNs: 3000, Count: 2}, // no code there
+	}
+	first.End.EndNs = 5000
+	second := run("h1", 100, 7, addr, []profileio.OffsetCount{{Offset: 9, Count: 4}})
+	second.Objects[0].Object.LoadNs = 1000
+	second.End.EndNs = 9000
+	other := run("h2", 100, 7, addr, nil) // the same pid, another run: names nothing
+	other.Objects = nil
+	other.Unnamed = []profileio.UnnamedCount{{Pid: 7, IP: addr + 9, FirstNs: 2000, LastNs: 3000, Count: 5}}
+
+	m := New(Options{})
+	for i, c := range []*profileio.Capture{first, second, other} {
+		if err := m.Add(c, fmt.Sprint(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged, sum := m.Result()
+	var f []profileio.OffsetCount
+	for _, o := range merged.Objects {
+		if o.Object.Name == "f" {
+			f = o.Samples
+		}
+	}
+	if len(f) != 1 || f[0] != (profileio.OffsetCount{Offset: 9, Count: 10}) {
+		t.Errorf("f's samples %v, want 10 at offset 9 (4 named, 6 named late)", f)
+	}
+	if sum.NamedLate != 6 || sum.UnnamedSamples != 7 {
+		t.Errorf("%d named late, %d unnamed; want 6 and 7", sum.NamedLate, sum.UnnamedSamples)
+	}
+
+	// Code replaced at the address halfway through the count's span: split by time.
+	replaced := run("h1", 100, 7, addr, nil)
+	replaced.Objects[0].Object.LoadNs, replaced.Objects[0].Object.UnloadNs = 1000, 2500
+	later := run("h1", 100, 7, addr, []profileio.OffsetCount{{Offset: 9, Count: 1}})
+	later.Objects[0].Object.Name = "f2"
+	later.Objects[0].Object.LoadNs = 2500
+	later.End.EndNs = 20000
+	m = New(Options{})
+	for i, c := range []*profileio.Capture{first, replaced, later} {
+		if err := m.Add(c, fmt.Sprint(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged, _ = m.Result()
+	got := map[string]uint64{}
+	for _, o := range merged.Objects {
+		got[o.Object.Name] += o.TotalSamples()
+	}
+	if got["f"] != 3 || got["f2"] != 4 {
+		t.Errorf("samples %v, want f 3 (half of 6) and f2 4 (1, and half of 6)", got)
+	}
+}

@@ -168,6 +168,9 @@ func reportMerge(s capmerge.Summary) {
 	}
 	fmt.Fprintf(os.Stderr, "reestimate: merged %d captures: %d code objects into %d (%d functions)%s\n",
 		s.Captures, s.InputObjects, s.Objects, s.Functions, variants)
+	if s.NamedLate > 0 {
+		fmt.Fprintf(os.Stderr, "reestimate: named %d samples a capture held unnamed by the code another capture of the same process has at their address (its JIT's records came after that capture's interval)\n", s.NamedLate)
+	}
 	for i, pair := range s.SameRun {
 		if i == maxSameRunPairs {
 			fmt.Fprintf(os.Stderr, "reestimate: … and %d more such pairs\n", len(s.SameRun)-i)
