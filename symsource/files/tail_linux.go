@@ -31,6 +31,10 @@ const (
 	// lookEveryMax bounds a target's own back-off between looks (target.lookEvery); new
 	// files in the directories looked in already come sooner, through inotify.
 	lookEveryMax = 4 * time.Second
+	// youngSpan: a process that started this recently is looked at every tickMin, backing
+	// off only after: a JIT makes its files as it starts (lli-14 its jitdump directory),
+	// often in directories that do not exist yet, which no watch reports.
+	youngSpan = 5 * time.Second
 )
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
@@ -244,6 +248,15 @@ func (ft *Tailer) look(t *target) bool {
 		found = found || newMaps
 	}
 	return found
+}
+
+// lookWait is how long after a look at now, which found a file or not, t is looked at
+// again: backOff from its last wait, but tickMin while it is young.
+func (t *target) lookWait(now time.Time, found bool) time.Duration {
+	if t.young(now) {
+		return tickMin
+	}
+	return backOff(t.lookEvery, tickMin, lookEveryMax, found)
 }
 
 // backOff is the wait after one that was every: least after a look that found something,
@@ -550,13 +563,15 @@ func (ft *Tailer) run() {
 		}
 		now := time.Now()
 		looking := stopping || !now.Before(nextLook)
+		young := false
 		for _, t := range ft.targets {
 			if looking && (stopping || !now.Before(t.nextLook)) {
 				found := ft.look(t)
 				active = active || found
-				t.lookEvery = backOff(t.lookEvery, tickMin, lookEveryMax, found)
+				t.lookEvery = t.lookWait(now, found)
 				t.nextLook = now.Add(t.lookEvery)
 			}
+			young = young || t.young(now)
 			if ft.readAll(t, stopping) {
 				active = true
 			}
@@ -566,7 +581,7 @@ func (ft *Tailer) run() {
 			return
 		}
 		if looking {
-			if active {
+			if active || young {
 				tick = tickMin
 			} else {
 				tick = min(2*tick, tickMax)

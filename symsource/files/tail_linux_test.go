@@ -582,6 +582,18 @@ func TestBackOff(t *testing.T) {
 	if every = backOff(every, tickMin, lookEveryMax, true); every != tickMin {
 		t.Errorf("after a look that found a file: %v, want %v", every, tickMin)
 	}
+	// A process that started less than youngSpan ago is looked at every tickMin.
+	now := time.Now()
+	tg := &target{started: now.Add(-youngSpan / 2), lookEvery: tickMin}
+	for range 6 {
+		tg.lookEvery = tg.lookWait(now, false)
+	}
+	if tg.lookEvery != tickMin {
+		t.Errorf("a young process's wait %v, want %v", tg.lookEvery, tickMin)
+	}
+	if w := tg.lookWait(now.Add(youngSpan), false); w != 2*tickMin {
+		t.Errorf("once it is no longer young: %v, want %v", w, 2*tickMin)
+	}
 }
 
 // TestTailQuietOnEarlierProcessFile: a perf-PID.map of another user written before the

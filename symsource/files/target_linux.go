@@ -101,6 +101,11 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	return t, nil
 }
 
+// young reports whether t's process started less than youngSpan before now.
+func (t *target) young(now time.Time) bool {
+	return !t.started.IsZero() && now.Sub(t.started) < youngSpan
+}
+
 // openRoot opens t's root directory, unless it is open: O_PATH of the magic link is the
 // process's root directory, and opening files below it with RESOLVE_IN_ROOT keeps every
 // lookup inside that root. A process that exited has no root: it is gone (the error), not
