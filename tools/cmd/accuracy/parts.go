@@ -26,9 +26,10 @@ type PartsScore struct {
 	// Merged and Whole are the repaired block overlaps of the merge and of the whole run.
 	Merged, Whole float64
 	// MergedSamples and WholeSamples are the JIT samples of the merged and of the whole
-	// capture; UnnamedParts the parts' samples in JIT memory no code object named, which
-	// the merge leaves out.
-	MergedSamples, WholeSamples, UnnamedParts uint64
+	// capture; UnnamedParts the parts' samples in JIT memory no code object of their part
+	// named, NamedLate those of them the merge named by another part's code (the rest it
+	// leaves out).
+	MergedSamples, WholeSamples, UnnamedParts, NamedLate uint64
 }
 
 // Mean is the parts' mean repaired block overlap.
@@ -45,7 +46,7 @@ func (s PartsScore) Mean() float64 {
 // SAMPLED/NAME.profd repaired.
 func runParts(ctx context.Context, cfg Config, w io.Writer) error {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | parts | JIT samples: merged / whole | unnamed in parts | parts repaired block: mean (min–max) | merged repaired block | whole repaired block | merged − parts' mean | merged − whole |")
+	fmt.Fprintln(w, "| workload | parts | JIT samples: merged / whole | unnamed in parts (named by the merge) | parts repaired block: mean (min–max) | merged repaired block | whole repaired block | merged − parts' mean | merged − whole |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	var sums [3]float64
 	for _, name := range cfg.Workloads {
@@ -75,8 +76,8 @@ func runParts(ctx context.Context, cfg Config, w io.Writer) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		mean := s.Mean()
-		fmt.Fprintf(w, "| %s | %d | %d / %d | %d | %s (%s–%s) | %s | %s | %s | %s |\n", name, len(s.Parts),
-			s.MergedSamples, s.WholeSamples, s.UnnamedParts, num(mean), num(slices.Min(s.Parts)), num(slices.Max(s.Parts)),
+		fmt.Fprintf(w, "| %s | %d | %d / %d | %d (%d) | %s (%s–%s) | %s | %s | %s | %s |\n", name, len(s.Parts),
+			s.MergedSamples, s.WholeSamples, s.UnnamedParts, s.NamedLate, num(mean), num(slices.Min(s.Parts)), num(slices.Max(s.Parts)),
 			num(s.Merged), num(s.Whole), signed(s.Merged-mean), signed(s.Merged-s.Whole))
 		if cfg.PerFunction {
 			for i, v := range s.Parts {
@@ -122,7 +123,7 @@ func scoreParts(cfg Config, exact *oracle.Result, whole *profileio.Capture, part
 		s.PartSamples = append(s.PartSamples, jit)
 	}
 	merged, sum := m.Result()
-	s.UnnamedParts = sum.UnnamedSamples
+	s.UnnamedParts, s.NamedLate = sum.UnnamedSamples+sum.NamedLate, sum.NamedLate
 	s.Merged = score(merged)
 	s.Whole = compare.Score(funcs, est).Blocks
 	s.MergedSamples, _ = merged.TotalSamples()

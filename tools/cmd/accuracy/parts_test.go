@@ -106,7 +106,7 @@ func TestRunParts(t *testing.T) {
 	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| w | 2 | 36 / 36 | 0 |", "| +0.000 |\n", "| · part 1 | | 3 |", "| · part 2 | | 33 |"} {
+	for _, want := range []string{"| w | 2 | 36 / 36 | 0 (0) |", "| +0.000 |\n", "| · part 1 | | 3 |", "| · part 2 | | 33 |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
