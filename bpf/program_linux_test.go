@@ -79,6 +79,31 @@ func load(t testing.TB, cfg Config) *Program {
 	return p
 }
 
+// drainWhileSpinning calls drain every 5 ms for 600 ms while the spinners run, stops the
+// events and the spinners, drains once more and returns how many drains came before that
+// last, and the program's stats.
+func drainWhileSpinning(t *testing.T, p *Program, evs []*perf.Event, stop chan struct{}, wg *sync.WaitGroup, drain func()) (int, Stats) {
+	t.Helper()
+	deadline := time.Now().Add(600 * time.Millisecond)
+	drains := 0
+	for time.Now().Before(deadline) {
+		drain()
+		drains++
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, ev := range evs {
+		ev.Disable()
+	}
+	close(stop)
+	wg.Wait()
+	drain()
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return drains, st
+}
+
 // Drains taken while samples keep arriving lose none and count none twice: their sum equals
 // the program's own count of samples taken; with each way of reading a map, and with
 // one-key primary maps, so that every key but one per shard goes through the overflow maps.
@@ -139,23 +164,7 @@ func testDrainWhileSampling(t *testing.T, method drainMethod, overflow bool) {
 		drainedBefore = start
 		overflowAtLeast += uint64(max(0, keys-before-len(p.primaryEntries)))
 	}
-	deadline := time.Now().Add(600 * time.Millisecond)
-	drains := 0
-	for time.Now().Before(deadline) {
-		drain()
-		drains++
-		time.Sleep(5 * time.Millisecond)
-	}
-	for _, ev := range evs {
-		ev.Disable()
-	}
-	close(stop)
-	wg.Wait()
-	drain()
-	st, err := p.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
+	drains, st := drainWhileSpinning(t, p, evs, stop, wg, drain)
 	t.Logf("%d drains, %d keys (≥ %d counts through overflow maps), %d samples; stats %+v", drains, keys, overflowAtLeast, sum, st)
 	if st.Samples < 200 {
 		t.Fatalf("only %d samples of two spinning goroutines in 600 ms at 4 kHz", st.Samples)
@@ -287,23 +296,7 @@ func TestDrainStacksWhileSampling(t *testing.T) {
 		}
 		maps[p.stackMap] = true
 	}
-	deadline := time.Now().Add(600 * time.Millisecond)
-	drains := 0
-	for time.Now().Before(deadline) {
-		drain()
-		drains++
-		time.Sleep(5 * time.Millisecond)
-	}
-	for _, ev := range evs {
-		ev.Disable()
-	}
-	close(stop)
-	wg.Wait()
-	drain()
-	st, err := p.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
+	drains, st := drainWhileSpinning(t, p, evs, stop, wg, drain)
 	t.Logf("%d drains over %d maps, %d samples; stats %+v", drains, len(maps), sum, st)
 	if st.Samples < 200 {
 		t.Fatalf("only %d samples of two spinning goroutines in 600 ms at 4 kHz", st.Samples)

@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,18 +56,7 @@ func TestProbeRereadsMapsOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewReader(out)
-	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("helper: %q %v", line, err)
-	}
+	lines := startReady(t, cmd)
 	pr, err := s.NewProbe(uint32(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)

@@ -244,8 +244,8 @@ func startJitdumpMapper(t *testing.T) *exec.Cmd {
 }
 
 // startReady starts cmd, which says "ready" on its standard output once set up, and
-// returns then; the test's cleanup ends it.
-func startReady(t *testing.T, cmd *exec.Cmd) {
+// returns then, with the rest of that output; the test's cleanup ends it.
+func startReady(t *testing.T, cmd *exec.Cmd) *bufio.Reader {
 	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -255,9 +255,11 @@ func startReady(t *testing.T, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+	lines := bufio.NewReader(out)
+	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("%s: %q %v", cmd.Args[0], line, err)
 	}
+	return lines
 }
 
 // TestHelperMapsJitdump is not a test: run as a child (PROFD_FILES_HELPER=DIR), it writes
