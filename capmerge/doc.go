@@ -6,8 +6,9 @@
 // by name and code (SameCode: the code compared instruction by instruction, with the
 // fields a JIT relocates masked), each with its samples summed by offset; native samples
 // by file (build-id, else path) and file offset; samples outside any code by mapping name;
-// call stacks by their frames. Inputs of different sampling or capture version, and the
-// same capture given twice, are refused.
+// call stacks by their frames; a capture's unnamed samples by the code another capture of
+// the same process holds at their address and time. Inputs of different sampling or
+// capture version, and the same capture given twice, are refused.
 //
 //	m := capmerge.New(capmerge.Options{})
 //	for _, in := range inputs {

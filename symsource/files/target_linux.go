@@ -74,7 +74,7 @@ const (
 	mapsEveryMax = 4 * time.Second
 	// mapsTrustMax is how long the size of a target's address space stands for its maps:
 	// while the size is unchanged, the maps are not read again, but at least this often
-	// (a jitdump mapped as another mapping of its size went is found this late).
+	// (a jitdump mapped just as another mapping of its size went away is found this late).
 	mapsTrustMax = time.Minute
 )
 
