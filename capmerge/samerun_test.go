@@ -133,3 +133,69 @@ func TestMergeNamesLateSamples(t *testing.T) {
 		t.Errorf("samples %v, want f 3 (half of 6) and f2 4 (1, and half of 6)", got)
 	}
 }
+
+// FuzzMergeLateNames: whatever the objects' places and times and the unnamed counts, the
+// merge names no more samples than were unnamed, each on an object at its address, and
+// gives the same result when asked twice.
+func FuzzMergeLateNames(f *testing.F) {
+	f.Add([]byte{0, 9, 1, 10, 3, 20, 6, 0, 40, 2, 5})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 255, 254})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const addr = 0x7f0000001000
+		next := func() uint64 {
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return uint64(b)
+		}
+		unnamed := run("h1", 100, 7, addr, nil)
+		unnamed.Objects = nil
+		var total uint64
+		for range next() % 8 {
+			u := profileio.UnnamedCount{Pid: 7, IP: addr + next()*4, FirstNs: int64(next() * 10), Count: next() + 1}
+			u.LastNs = u.FirstNs + int64(next()*10)
+			unnamed.Unnamed = append(unnamed.Unnamed, u)
+			total += u.Count
+		}
+		m := New(Options{})
+		if err := m.Add(unnamed, "u", 1); err != nil {
+			t.Fatal(err)
+		}
+		for i := range next() % 4 {
+			c := run("h1", 100, 7, addr+next()*8, []profileio.OffsetCount{{Offset: 0, Count: 1}})
+			o := &c.Objects[0].Object
+			o.Name = fmt.Sprintf("f%d", i)
+			o.LoadNs = int64(next() * 10)
+			if u := next(); u > 0 {
+				o.UnloadNs = o.LoadNs + int64(u*10)
+			}
+			c.End.EndNs = int64(1000 + i)
+			if err := m.Add(c, fmt.Sprint(i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		merged, sum := m.Result()
+		if sum.NamedLate+sum.UnnamedSamples != total {
+			t.Errorf("named %d + left %d, want the %d unnamed", sum.NamedLate, sum.UnnamedSamples, total)
+		}
+		var all uint64
+		for _, o := range merged.Objects {
+			for _, s := range o.Samples {
+				if s.Offset >= o.Object.Size {
+					t.Errorf("%s: samples at offset %#x, past its %#x bytes", o.Object.Name, s.Offset, o.Object.Size)
+				}
+				all += s.Count
+			}
+		}
+		again, sum2 := m.Result()
+		var all2 uint64
+		for _, o := range again.Objects {
+			all2 += o.TotalSamples()
+		}
+		if all2 != all || sum2.NamedLate != sum.NamedLate {
+			t.Errorf("asked again: %d samples, %d named late; first %d, %d", all2, sum2.NamedLate, all, sum.NamedLate)
+		}
+	})
+}
