@@ -284,6 +284,48 @@ func TestAllSymbolSources(t *testing.T) {
 	}
 }
 
+// TestAllShortJIT: with --all, a JIT that runs for about three seconds, less than the
+// period of the scans, has its jitdump found while it runs (the checks of a process without
+// symbol sources come as their waits end, not only after a scan): its samples are named.
+func TestAllShortJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("lli-14"))
+	_, hotLL := workloads(t)
+	d := sharedDirs(t)
+	base := filepath.Dir(d.out)
+	ir, jitdumps := filepath.Join(base, "hot.ll"), filepath.Join(base, "jitdump-short")
+	data, err := os.ReadFile(hotLL)
+	if err == nil {
+		err = os.WriteFile(ir, data, 0o644)
+	}
+	if err == nil {
+		err = os.Mkdir(jitdumps, 0o777)
+	}
+	if err == nil {
+		err = os.Chmod(jitdumps, 0o777) // lli-14 makes its jitdump there as the target's user
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRunAll(t, Config{UIDs: []uint32{targetUID}}, d)
+	cmd := exec.Command("lli-14", "-jit-kind=mcjit", ir, "300", "100")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+jitdumps)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
+	jit := startCmd(t, cmd)
+	jit.wait(t, 60*time.Second)
+	r.stop(t)
+	var named, unnamed uint64
+	for _, path := range pidCaptures(t, d, "lli", jit.pid()) {
+		c := readCapture(t, path)
+		n, _ := c.TotalSamples()
+		named += n
+		unnamed += c.UnnamedSamples()
+	}
+	t.Logf("%d samples in named JIT code, %d unnamed", named, unnamed)
+	if named == 0 || unnamed > named/10 {
+		t.Errorf("%d samples in named JIT code, %d unnamed: the jitdump was not read while the JIT ran\n%s\n%s", named, unnamed, r.summary.String(), r.logs.String())
+	}
+}
+
 // TestAllContainerGroup: profd --all --container PREFIX --group-by container writes one
 // output for the container's processes, container-<ID12>.<ext>, and profiles nothing outside it.
 func TestAllContainerGroup(t *testing.T) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"time"
 
 	"github.com/profd/profd/sampler"
 )
@@ -12,6 +13,15 @@ func (d *daemonRun) startChanges() {
 	d.changes.wg.Add(1)
 	go func() {
 		defer d.changes.wg.Done()
+		// With --all, the targets without symbol sources are checked as their waits end
+		// (a JIT that runs for a few seconds makes its files between two scans), and after
+		// each scan.
+		var due <-chan time.Time
+		if d.cfg.All {
+			t := time.NewTicker(sourceCheckEvery)
+			defer t.Stop()
+			due = t.C
+		}
 		for {
 			select {
 			case <-d.changes.stop:
@@ -19,6 +29,8 @@ func (d *daemonRun) startChanges() {
 			case <-d.changes.wake:
 				d.applyChanges()
 			case <-d.host.recheck:
+				d.recheckSources()
+			case <-due:
 				d.recheckSources()
 			}
 		}

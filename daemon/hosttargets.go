@@ -13,10 +13,11 @@ import (
 	"github.com/profd/profd/symsource/files"
 )
 
-// sourceCheckEvery bounds how often, with --all, the targets without symbol sources are
-// checked for them again (at the watcher's scans, at most this often). Each check of a
-// process that still has none doubles its own wait, up to sourceCheckMax: most processes
-// of a host never run a JIT, and a check reads their status, maps and environment. A JIT
+// sourceCheckEvery is how often, with --all, the targets without symbol sources are looked
+// over for those whose wait ended (and after each of the watcher's scans, at most this
+// often). Each check of a process that still has none doubles its own wait, up to
+// sourceCheckMax: most processes of a host never run a JIT, and a check stats where its
+// files would be (its maps only when they changed size, files.Probe). A JIT
 // that makes its files late is found within sourceCheckMax (its samples wait unnamed
 // meanwhile, and are named once its files are read), and at its exit.
 const (
