@@ -407,7 +407,7 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 		}
 		ft.closeFile(old, false) // replaced by another file: read from its start
 	}
-	if ft.olderThanProcess(t, key, shown, st) {
+	if ft.olderThanProcess(t, key, shown, st) || t.tails(st, key) {
 		unix.Close(fd)
 		return false
 	}

@@ -673,3 +673,39 @@ func TestTailAfterLostEvents(t *testing.T) {
 	s.wake()
 	c.WaitFor(t, "the perf map made after the queue overflowed", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
 }
+
+// TestTailOneFileOnce: a jitdump that one target's places name two ways (a JitdumpDirs
+// directory of profd's, and the same directory through the target's root, as its
+// JITDUMPDIR says), in a subdirectory made after the target was added as lli-14 makes it,
+// is read once.
+func TestTailOneFileOnce(t *testing.T) {
+	base := t.TempDir()
+	jit := filepath.Join(base, ".debug", "jit")
+	dumps := filepath.Join(jit, "llvm-IR-jit-1")
+	s, c, _ := startTailer(t, Config{JitdumpDirs: []string{jit}})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMapsJitdump$")
+	cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+dumps, "JITDUMPDIR="+base, "PROFD_FILES_HELPER_LATE=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := startReady(t, cmd)
+	pid := uint32(cmd.Process.Pid)
+	addTarget(t, s, pid)
+	time.Sleep(300 * time.Millisecond)
+	if err := os.MkdirAll(dumps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(in, "map")
+	if line, err := lines.ReadString('\n'); err != nil || line != "mapped\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	c.WaitFor(t, "the dump's records", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) >= 2 })
+	time.Sleep(time.Second) // the looks that would find it again
+	s.mu.Lock()
+	n := len(s.targets[pid].files)
+	s.mu.Unlock()
+	if loads := symtest.CountLoads(c.Events()); n != 1 || loads != 2 {
+		t.Errorf("%d files tailed, %d loads; want the one file, its 2 loads once", n, loads)
+	}
+}

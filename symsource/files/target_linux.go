@@ -101,6 +101,19 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	return t, nil
 }
 
+// tails reports whether t reads the file st describes under a key other than key already:
+// two of its places can name one directory (a JitdumpDirs directory that is also its
+// JITDUMPDIR's, seen from profd and through its root), and a file read twice would deliver
+// its records twice.
+func (t *target) tails(st unix.Stat_t, key string) bool {
+	for k, f := range t.files {
+		if k != key && f.dev == st.Dev && f.ino == st.Ino {
+			return true
+		}
+	}
+	return false
+}
+
 // young reports whether t's process started less than youngSpan before now.
 func (t *target) young(now time.Time) bool {
 	return !t.started.IsZero() && now.Sub(t.started) < youngSpan
