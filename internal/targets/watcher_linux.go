@@ -477,6 +477,13 @@ func (w *Watcher) Scan() {
 	}
 	checked := map[uint32]checkedProc{}
 	var stood map[uint32]bool // targets whose last full check stands
+	stand := func(pid uint32, start uint64) {
+		found[pid] = start
+		if stood == nil {
+			stood = map[uint32]bool{}
+		}
+		stood[pid] = true
+	}
 	if w.scans() {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
@@ -506,11 +513,7 @@ func (w *Watcher) Scan() {
 				st, target := w.current[pid]
 				w.mu.Unlock()
 				if target && !last.kernel {
-					found[pid] = st
-					if stood == nil {
-						stood = map[uint32]bool{}
-					}
-					stood[pid] = true
+					stand(pid, st)
 				}
 				continue
 			}
@@ -533,11 +536,7 @@ func (w *Watcher) Scan() {
 				target := w.current[pid] == c.start
 				w.mu.Unlock()
 				if target {
-					found[pid] = c.start
-					if stood == nil {
-						stood = map[uint32]bool{}
-					}
-					stood[pid] = true
+					stand(pid, c.start)
 				}
 				continue
 			}
