@@ -103,7 +103,7 @@ func withStderr(t *testing.T, f func()) string {
 }
 
 // rawTotal is the samples of a raw LLVM profile, its functions' totals summed.
-func rawTotal(t *testing.T, path string) uint64 {
+func rawTotal(t testing.TB, path string) uint64 {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -303,20 +303,7 @@ func BenchmarkMerge100kTiny(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	close(done)
 	peak := <-peakFDs
-	f, err := os.Open(out)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prof, err := profileio.ReadText(f)
-	f.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sum uint64
-	for _, fn := range prof.Functions {
-		sum += fn.TotalSamples
-	}
-	if sum != total {
+	if sum := rawTotal(b, out); sum != total {
 		b.Fatalf("the merged profile has %d samples, want %d", sum, total)
 	}
 	var ru syscall.Rusage
