@@ -2,6 +2,7 @@ package fifo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,5 +216,50 @@ func TestCreatePipeOwnedByTargetUser(t *testing.T) {
 	o.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65533, Gid: 65533}}
 	if err := o.Run(); err == nil {
 		t.Error("uid 65533 opened uid 65534's FIFO")
+	}
+}
+
+// TestCreatePipeAppearsOwned: a JIT polls for its FIFO and opens it as soon as the name
+// appears, so the name may never show a FIFO its user cannot open yet. A watcher stats the
+// names while FIFOs are made and removed again and again.
+func TestCreatePipeAppearsOwned(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const pids = 4
+	done := make(chan struct{})
+	bad := make(chan string, 1)
+	go func() {
+		defer close(bad)
+		var st unix.Stat_t
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			path := filepath.Join(d.Path(), fifoName(uint32(100+i%pids)))
+			if unix.Lstat(path, &st) == nil && (st.Uid != 65534 || st.Mode&0o7777 != 0o600) {
+				bad <- fmt.Sprintf("%s appeared with mode %#o uid %d", path, st.Mode&0o7777, st.Uid)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 20000; i++ {
+		p, err := d.createPipe(uint32(100+i%pids), 65534, 65534)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.remove()
+	}
+	close(done)
+	if msg, ok := <-bad; ok {
+		t.Error(msg)
+	}
+	if names, _ := filepath.Glob(filepath.Join(d.Path(), ".*")); len(names) != 0 {
+		t.Errorf("temporary names left: %v", names)
 	}
 }

@@ -67,28 +67,39 @@ func (d *Dir) createFIFO(name string, uid, gid, access int) (*pipe, error) {
 	case !errors.Is(err, unix.ENOENT):
 		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fstatat", err))
 	}
-	// mkfifoat fails with EEXIST on anything at the name, a dangling symlink included.
-	if err := unix.Mkfifoat(d.fd, name, 0o600); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("fifo: %s: appeared while being created: %w", path, ErrNotFIFO)
-		}
-		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("mkfifoat", err))
+	// The FIFO is made, opened and given to its user under a temporary name, then renamed
+	// into place: a JIT polling for its FIFO never finds one it may not open yet.
+	tmp := "." + name + ".new"
+	_ = unix.Unlinkat(d.fd, tmp, 0) // left by a profd that died here
+	if err := unix.Mkfifoat(d.fd, tmp, 0o600); err != nil {
+		return nil, fmt.Errorf("fifo: %s: %w", filepath.Join(d.path, tmp), os.NewSyscallError("mkfifoat", err))
 	}
-	d.created[name] = true
-	p := &pipe{dir: d, name: name, path: path, access: access, fd: -1}
+	p := &pipe{dir: d, name: tmp, path: path, access: access, fd: -1}
 	fd, err := p.open()
+	if err == nil {
+		p.fd = fd
+		err = owned(fd, path, uid, gid)
+	}
+	if err == nil {
+		// RENAME_NOREPLACE fails with EEXIST on anything at the name, a dangling symlink
+		// included; where the file system lacks it, only profd writes in its directory.
+		rerr := unix.Renameat2(d.fd, tmp, d.fd, name, unix.RENAME_NOREPLACE)
+		if errors.Is(rerr, unix.EINVAL) {
+			rerr = unix.Renameat(d.fd, tmp, d.fd, name)
+		}
+		if errors.Is(rerr, unix.EEXIST) {
+			err = fmt.Errorf("fifo: %s: appeared while being created: %w", path, ErrNotFIFO)
+		} else if rerr != nil {
+			err = fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("renameat2", rerr))
+		}
+	}
 	if err != nil {
+		p.close()
+		_ = unix.Unlinkat(d.fd, tmp, 0)
 		return nil, err
 	}
-	p.fd = fd
-	if err := unix.Fchown(fd, uid, gid); err != nil {
-		p.close()
-		return nil, fmt.Errorf("fifo: %s: owner %d:%d: %w", path, uid, gid, os.NewSyscallError("fchown", err))
-	}
-	if err := unix.Fchmod(fd, 0o600); err != nil {
-		p.close()
-		return nil, fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fchmod", err))
-	}
+	p.name = name
+	d.created[name] = true
 	// A bigger symbols pipe absorbs a JIT's bursts (a batch of compiled functions) while
 	// the reader is busy. Best effort: the limit is /proc/sys/fs/pipe-max-size for
 	// unprivileged users.
@@ -96,6 +107,17 @@ func (d *Dir) createFIFO(name string, uid, gid, access int) (*pipe, error) {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeBytes)
 	}
 	return p, nil
+}
+
+// owned gives the FIFO open at fd to uid:gid with mode 0600.
+func owned(fd int, path string, uid, gid int) error {
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return fmt.Errorf("fifo: %s: owner %d:%d: %w", path, uid, gid, os.NewSyscallError("fchown", err))
+	}
+	if err := unix.Fchmod(fd, 0o600); err != nil {
+		return fmt.Errorf("fifo: %s: %w", path, os.NewSyscallError("fchmod", err))
+	}
+	return nil
 }
 
 // open opens the FIFO relative to the directory descriptor without following a symlink,
