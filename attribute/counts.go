@@ -25,6 +25,7 @@ type sampleCounts struct {
 	objs   map[uint64]*codeobj.Object // by version: every object with samples
 	seen   versionSet                 // the versions in objs, told without a map lookup
 	named  uint64                     // samples in all
+	bytes  int64                      // the HeldBytes of objs, as they were added
 	spare  []keyCount                 // the radix sort's scratch
 }
 
@@ -41,6 +42,9 @@ func (c *sampleCounts) add(r jitmap.Ref, off, n uint64) bool {
 	if c.seen.insert(r.Version) {
 		if c.objs == nil {
 			c.objs = make(map[uint64]*codeobj.Object)
+		}
+		if _, had := c.objs[r.Version]; !had {
+			c.bytes += r.Obj.HeldBytes()
 		}
 		c.objs[r.Version] = r.Obj
 	}
@@ -100,9 +104,29 @@ func (c *sampleCounts) each(fn func(o *codeobj.Object, samples []profileio.Offse
 		for k := range samples {
 			samples[k] = profileio.OffsetCount{Offset: c.sorted[i+k].key & maxObjectOffset, Count: c.sorted[i+k].n}
 		}
-		fn(c.objs[v], samples)
+		if o := c.objs[v]; o != nil {
+			fn(o, samples)
+		}
 		i = j
 	}
+}
+
+// drop forgets the counts of the versions in gone and returns their samples.
+func (c *sampleCounts) drop(gone map[uint64]bool) uint64 {
+	c.compact()
+	var n uint64
+	kept := c.sorted[:0]
+	for _, kc := range c.sorted {
+		if gone[kc.key>>32] {
+			n += kc.n
+			continue
+		}
+		kept = append(kept, kc)
+	}
+	clear(c.sorted[len(kept):])
+	c.sorted = kept
+	c.named -= n
+	return n
 }
 
 // reset forgets every count.

@@ -29,6 +29,7 @@ type procCounts struct {
 	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
 	// unnamedLastDrain: the last Add kept samples of it that no symbol named yet.
 	unnamedLastDrain bool
+	look             boundLook // what the last count of its bytes found (Counts.Bound)
 }
 
 // Counts is the samples of every target process, attributed to the code they fell in:

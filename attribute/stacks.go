@@ -51,6 +51,10 @@ type stackCounts struct {
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
 	warned  bool
+	// objBytes are the HeldBytes of the code objects entries' frames are in, as they were
+	// named, once per version (objVersions): what the call chains keep alive (Counts.Bound).
+	objBytes    int64
+	objVersions map[uint64]bool
 }
 
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
@@ -79,6 +83,7 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 		lastNs: lastNs}
 	for _, f := range frames {
 		e.unnamed = e.unnamed || f.mapping == profileio.UnnamedMapping
+		sc.noteObject(f)
 	}
 	sc.entries = append(sc.entries, e)
 	sc.samples += n
@@ -129,11 +134,25 @@ func (sc *stackCounts) threadName(look Lookup, pid, tid uint32) string {
 	return name
 }
 
+// noteObject counts the bytes of f's code object, once per version.
+func (sc *stackCounts) noteObject(f stackFrame) {
+	if f.obj == nil || sc.objVersions[f.version] {
+		return
+	}
+	if sc.objVersions == nil {
+		sc.objVersions = map[uint64]bool{}
+	}
+	sc.objVersions[f.version] = true
+	sc.objBytes += f.obj.HeldBytes()
+}
+
 // reset forgets the counts, not the thread names.
 func (sc *stackCounts) reset() {
 	clear(sc.index)
 	sc.entries = nil
 	sc.samples, sc.dropped, sc.frames = 0, 0, 0
+	clear(sc.objVersions)
+	sc.objBytes = 0
 }
 
 // resolve names again the frames in JIT memory that had no code object when they were
@@ -161,6 +180,7 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 			}
 			if r := jit.Find(pid, f.addr, e.lastNs); r.Obj != nil {
 				*f = stackFrame{obj: r.Obj, version: r.Version, addr: f.addr, native: -1}
+				sc.noteObject(*f)
 			} else {
 				e.unnamed = true
 			}
@@ -271,4 +291,33 @@ func frameFunction(c *profileio.Capture, f profileio.Frame) string {
 		return c.Objects[f.Object].Object.Name
 	}
 	return f.Function
+}
+
+// objects calls fn with each code object the frames are in, once per version.
+func (sc *stackCounts) objects(fn func(o *codeobj.Object)) {
+	seen := map[uint64]bool{}
+	for i := range sc.entries {
+		for _, f := range sc.entries[i].frames {
+			if f.obj != nil && !seen[f.version] {
+				seen[f.version] = true
+				fn(f.obj)
+			}
+		}
+	}
+}
+
+// replace points the frames in JIT code of the versions in copies at those objects instead:
+// copies of objects that ended, with less of them kept (Counts.Bound).
+func (sc *stackCounts) replace(copies map[uint64]*codeobj.Object) {
+	if len(copies) == 0 {
+		return
+	}
+	for i := range sc.entries {
+		for j := range sc.entries[i].frames {
+			f := &sc.entries[i].frames[j]
+			if cp, ok := copies[f.version]; ok && f.obj != nil {
+				f.obj = cp
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,59 @@ func checkNoCode(t *testing.T, what string, objs []*profileio.CaptureObject) {
 	}
 	if with > 0 {
 		t.Errorf("%s: %d of %d functions that drew no sample carry code bytes or lines", what, with, len(objs))
+	}
+}
+
+// TestChurnOfSampledCodeStaysInBudget: a JIT that keeps loading, running and unloading big
+// functions (256 KiB, a new one run every round) draws samples in each: the attribution
+// keeps every sampled function for the cumulative profile, which the map's budget did not
+// see (a 1 MiB churn took root profd to 4 GB in a minute). With --max-symbol-mb 4 the final
+// capture holds at most that of code objects, the least sampled functions lose their code
+// first (their samples stay in them), no sample is lost, and one warning says so.
+func TestChurnOfSampledCodeStaysInBudget(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	const budget = 4 << 20
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-C", "2", "-S", "262144", "-m", "20", "-r", "150")
+	pid := jit.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatLLVMText, FormatCapture}, MaxSymbolBytes: budget})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+
+	c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
+	var held int64
+	var named, over, codeless, sampled uint64
+	for _, o := range c.Objects {
+		held += o.Object.HeldBytes()
+		n := o.TotalSamples()
+		named += n
+		if n > 0 {
+			sampled++
+			if o.Object.Code == nil {
+				codeless++
+			}
+		}
+	}
+	for _, u := range c.Unmapped {
+		if u.Mapping == profileio.OverBudgetMapping {
+			over += u.Count
+		}
+	}
+	t.Logf("%d sampled functions, %d without their code; %d samples named, %d over budget; objects hold %d bytes",
+		sampled, codeless, named, over, held)
+	if held > budget {
+		t.Errorf("the final capture's code objects hold %d bytes, over the budget of %d", held, budget)
+	}
+	if sampled < 30 || codeless == 0 {
+		t.Fatalf("%d sampled functions, %d of them without code: the churn did not pass the budget\n%s", sampled, codeless, r.logs.String())
+	}
+	// No sample lost: what the run counted in JIT code is in the capture, named or over budget.
+	if want := uint64(lastCounter(r.summary.String(), "samples ")); named+over != want {
+		t.Errorf("the capture holds %d samples in JIT code (%d named, %d over budget), the run counted %d", named+over, named, over, want)
+	}
+	if n := strings.Count(r.logs.String(), "sampled code that ended holds more than its budgets"); n != 1 {
+		t.Errorf("%d warnings that sampled code was let go, want 1\n%s", n, r.logs.String())
 	}
 }

@@ -80,6 +80,7 @@ type liveTarget struct {
 	uid        int           // its effective user, -1 when unknown: --group-by image's groups are per user
 	container  string        // the container its cgroup names, "" when none (--group-by container)
 	overBudget uint64        // loads refused past the target's symbol budgets
+	shed       bool          // sampled code that ended was let go past its budgets (warned)
 	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
 }
 

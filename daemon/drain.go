@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/profd/profd/attribute"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
 
@@ -62,10 +64,37 @@ func (d *daemonRun) drainLocked() int64 {
 // reclaimLocked lets go of the code that ended before the last drain, as the flush does,
 // once what the attribution keeps unnamed was looked up again (attribute.Counts.NameKept):
 // sampled objects are the attribution's own, so code that drew no sample costs nothing a
-// second after it ended, however far apart the flushes are. Callers hold d.mu.
+// second after it ended, however far apart the flushes are. What the attribution keeps of
+// sampled code that ended counts in the targets' budgets with what the map holds
+// (attribute.Counts.Bound). Callers hold d.mu.
 func (d *daemonRun) reclaimLocked(now int64) {
 	d.locked.reclaimedNs = now
 	d.locked.counts.NameKept()
 	d.parts.jit.Reclaim(d.locked.drainedNs)
+	d.boundLocked()
 	d.publishLocked()
+}
+
+// boundLocked keeps what the attribution holds of sampled code that ended within the
+// targets' budgets, with what the map holds. Callers hold d.mu.
+func (d *daemonRun) boundLocked() {
+	for _, s := range d.locked.counts.Bound(attribute.Budget{PerProcess: d.cfg.MaxSymbolBytes, Total: d.cfg.MaxMemoryBytes}) {
+		d.shedLocked(s)
+	}
+}
+
+// shedLocked logs, once per target, that what it kept of its sampled code that ended was
+// let go past its budgets; the rest at debug level. Callers hold d.mu.
+func (d *daemonRun) shedLocked(s attribute.Shed) {
+	attrs := []any{"pid", s.Pid, "image", d.locked.counts.Image(s.Pid), "code", s.Code, "line_tables", s.Lines,
+		"objects", s.Whole, "freed_mb", s.Bytes >> 20}
+	t := d.locked.targets[s.Pid]
+	if t == nil || t.shed {
+		d.log.Debug("profd: sampled code that ended let go past the budgets", attrs...)
+		return
+	}
+	t.shed = true
+	attrs = append(attrs, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20, "max_memory_mb", d.cfg.MaxMemoryBytes>>20,
+		"raise_with", "--max-symbol-mb, --max-memory-mb")
+	d.log.Warn("profd: the target's sampled code that ended holds more than its budgets allow: the code bytes of the least sampled are let go (their samples stay, not repaired), then their line tables, then the functions (their samples counted as "+profileio.OverBudgetMapping+")", attrs...)
 }

@@ -68,6 +68,9 @@ func (d *daemonRun) flush(final bool) {
 		if final {
 			counts.WarnUnnamed(pid, d.lookedFor(pid))
 		}
+	}
+	d.boundLocked() // the captures hold no more than the budgets allow
+	for _, pid := range counts.Pids() {
 		work = append(work, d.snapshot(pid, meta, end, final))
 		if final {
 			d.parts.jit.RemovePid(pid)
@@ -169,6 +172,12 @@ func (d *daemonRun) flushTargets() {
 			continue // it exited: its FIFOs are gone, there is no one to answer
 		}
 		d.locked.counts.NameLate(pid, drainedNs, false)
+	}
+	d.boundLocked()
+	for _, pid := range pids {
+		if !d.locked.counts.Has(pid) {
+			continue
+		}
 		work = append(work, d.snapshot(pid, meta, end, false))
 		if d.cfg.ResetOnFlush {
 			d.locked.counts.Reset(pid)

@@ -89,6 +89,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		} else if counts.Has(pid) {
 			counts.NameLate(pid, now, true)
 			counts.WarnUnnamed(pid, looked[i])
+			d.boundLocked()
 			d.locked.retired = append(d.locked.retired, d.snapshot(pid, meta, end, true))
 			counts.RemoveProcess(pid)
 			delete(d.locked.targets, pid)

@@ -127,6 +127,26 @@ func (m *Map) Find(pid uint32, ip uint64, atNs int64) Ref {
 	return r
 }
 
+// Holds reports whether the map still holds version of process pid's code at addr, live or
+// ended: once it does not, no lookup names anything by that version again.
+func (m *Map) Holds(pid uint32, addr, version uint64) bool {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if o := p.live.at(addr); o != nil && o.Version == version {
+		return true
+	}
+	for i := upperBound2(p.ended, addr) - 1; i >= 0 && p.ended[i].Addr == addr; i-- {
+		if p.ended[i].Version == version {
+			return true
+		}
+	}
+	return false
+}
+
 // changing drops the page index before the live objects change. Callers hold p.mu.
 func (p *procMap) changing() { p.pages.Store(nil) }
 

@@ -218,10 +218,16 @@ const KernelMapping = "[kernel]"
 // process's unnamed samples in JIT memory.
 const UnnamedMapping = "[unnamed JIT code]"
 
+// OverBudgetMapping names the samples outside JIT code that profd counted in JIT code it
+// had to let go of: code that ended, whose objects (names, code bytes, line tables) it could
+// not keep within its memory budgets.
+const OverBudgetMapping = "[ended JIT code over budget]"
+
 // outsideName is the function name the pprof profile and the reports give samples outside
-// named JIT code in mapping: UnnamedMapping itself, else "[outside JIT] mapping".
+// named JIT code in mapping: UnnamedMapping and OverBudgetMapping themselves, else
+// "[outside JIT] mapping".
 func outsideName(mapping string) string {
-	if mapping == UnnamedMapping {
+	if mapping == UnnamedMapping || mapping == OverBudgetMapping {
 		return mapping
 	}
 	return "[outside JIT] " + mapping
