@@ -12,6 +12,7 @@
 //	image := counts.AddProcess(pid, nowNs) // before its samples are drained
 //	counts.Add(drained)                     // each sampler.Drained
 //	counts.NameLate(pid, nowNs, false)      // after records that may name kept samples
+//	counts.Bound(budget)                    // after the map's Reclaim: kept code within budget
 //	snap := counts.Snapshot(pid, meta, end) // the capture, native frames not named yet
 //	complete, cut := snap.Name(ctx)         // outside the caller's lock: reads files' symbols
 //
