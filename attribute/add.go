@@ -210,8 +210,13 @@ func (a *Counts) addStacks(stacks []sampler.StackCount) {
 		if comm == "" {
 			comm = p.stacks.threadName(a.look, p.pid, s.TID)
 		}
-		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs) && !p.stacks.warned {
+		if !p.stacks.add(s.TID, comm, frames, s.Truncated, s.N, s.LastNs, &a.stackFrames) && !p.stacks.warned {
 			p.stacks.warned = true
+			if !a.stackFrames.room(len(frames)) {
+				a.log.Warn("profd: the targets' call chains together hold as many frames as profd counts (a quarter of --max-memory-mb); this target's new chains keep their leaf, not their callers",
+					"pid", p.pid, "image", p.image, "max_frames", a.stackFrames.max)
+				continue
+			}
 			a.log.Warn("profd: target's samples fell on more distinct call chains than profd counts; the rest keep their leaf, not their callers",
 				"pid", p.pid, "image", p.image, "max_stacks", maxStacks)
 		}

@@ -23,7 +23,23 @@ func (a *Counts) AddProcess(pid uint32, nowNs int64) (image string) {
 }
 
 // RemoveProcess forgets process pid and its samples.
-func (a *Counts) RemoveProcess(pid uint32) { delete(a.procs, pid) }
+func (a *Counts) RemoveProcess(pid uint32) {
+	if p := a.procs[pid]; p != nil {
+		a.stackFrames.take(-p.stacks.frames)
+		delete(a.procs, pid)
+	}
+}
+
+// stackFrameBytes is about what a frame of a counted call chain takes: the frame, its part of
+// the entry's key and of the capture's copy.
+const stackFrameBytes = 64
+
+// LimitStacks bounds the memory every process's call chains take together to about bytes
+// (0: no bound beyond each process's own); past it, a process's new chains keep their leaf
+// only, with one warning per process.
+func (a *Counts) LimitStacks(bytes int64) {
+	a.stackFrames.max = int(bytes / stackFrameBytes)
+}
 
 // Has reports whether process pid's samples are counted.
 func (a *Counts) Has(pid uint32) bool { return a.procs[pid] != nil }
@@ -144,7 +160,7 @@ func (a *Counts) Reset(pid uint32) {
 	clear(p.outside)
 	p.native.reset()
 	p.unnamed.reset()
-	p.stacks.reset()
+	p.stacks.reset(&a.stackFrames)
 }
 
 // unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed

@@ -43,6 +43,7 @@ type Counts struct {
 	log   *slog.Logger
 	// totals since New, for the counters line
 	jitSamples, outsideSamples uint64
+	stackFrames                frameBudget // every process's call chains' frames
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.

@@ -57,10 +57,24 @@ type stackCounts struct {
 	objVersions map[uint64]bool
 }
 
+// frameBudget is the frames every target's call chains may hold together (Counts.LimitStacks).
+type frameBudget struct {
+	used, max int
+}
+
+// room reports whether n more frames fit.
+func (b *frameBudget) room(n int) bool { return b == nil || b.max <= 0 || b.used+n <= b.max }
+
+func (b *frameBudget) take(n int) {
+	if b != nil {
+		b.used = max(0, b.used+n)
+	}
+}
+
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
-// when the target has maxStacks entries (or maxStackFrames frames) and this is not one of
-// them.
-func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64) bool {
+// when the target has maxStacks entries (or maxStackFrames frames), or every target together
+// as many frames as all allows, and this is not one of them.
+func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *frameBudget) bool {
 	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
 	sc.key = k
 	if i, ok := sc.index[string(k)]; ok {
@@ -70,11 +84,12 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 		sc.samples += n
 		return true
 	}
-	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > maxStackFrames {
+	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > maxStackFrames || !all.room(len(frames)) {
 		sc.dropped += n
 		return false
 	}
 	sc.frames += len(frames)
+	all.take(len(frames))
 	if sc.index == nil {
 		sc.index = map[string]int32{}
 	}
@@ -146,8 +161,9 @@ func (sc *stackCounts) noteObject(f stackFrame) {
 	sc.objBytes += f.obj.HeldBytes()
 }
 
-// reset forgets the counts, not the thread names.
-func (sc *stackCounts) reset() {
+// reset forgets the counts, not the thread names, giving their frames back to all.
+func (sc *stackCounts) reset(all *frameBudget) {
+	all.take(-sc.frames)
 	clear(sc.index)
 	sc.entries = nil
 	sc.samples, sc.dropped, sc.frames = 0, 0, 0

@@ -32,7 +32,7 @@ func TestStackCap(t *testing.T) {
 		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
 	}
 
-	p.stacks.reset()
+	p.stacks.reset(&a.stackFrames)
 	deep := make([]uint64, maxStackFrames/8)
 	for i := range deep {
 		deep[i] = uint64(i + 1)
@@ -62,5 +62,57 @@ func TestStackResolveKeepsUnnamedEntry(t *testing.T) {
 	}
 	if len(p.stacks.entries) != 1 || p.stacks.entries[0].n != 3 {
 		t.Errorf("%d entries, want one of 3 samples", len(p.stacks.entries))
+	}
+}
+
+// TestStacksBoundAcrossTargets: many processes, each under its own bound on call chains,
+// cannot add up past LimitStacks together: past it, their new chains are dropped (their
+// leaves stay counted), known ones still count, each process is warned about once, and a
+// process that goes gives its frames back.
+func TestStacksBoundAcrossTargets(t *testing.T) {
+	var logs strings.Builder
+	const procs, chains, depth = 8, 100, 10
+	pids := make([]uint32, procs)
+	for i := range pids {
+		pids[i] = uint32(testPid + i)
+	}
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), newFakeLookup(pids...), slog.New(slog.NewTextHandler(&logs, nil)))
+	// Room for the chains of three processes.
+	a.LimitStacks(3 * chains * depth * stackFrameBytes)
+	add := func(pid uint32) {
+		var stacks []sampler.StackCount
+		for i := 0; i < chains; i++ {
+			user := make([]uint64, depth)
+			for j := range user {
+				user[j] = uint64(0x1000*(j+1) + i)
+			}
+			stacks = append(stacks, sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: user, Count: sampler.Count{N: 1}})
+		}
+		a.addStacks(stacks)
+	}
+	for _, pid := range pids {
+		a.AddProcess(pid, 0)
+		add(pid)
+	}
+	var kept, dropped int
+	for _, pid := range pids {
+		kept += len(a.procs[pid].stacks.entries)
+		dropped += int(a.procs[pid].stacks.dropped)
+	}
+	if kept != 3*chains || dropped != (procs-3)*chains {
+		t.Errorf("%d chains kept, %d dropped; want %d kept", kept, dropped, 3*chains)
+	}
+	if n := strings.Count(logs.String(), "call chains together hold"); n != procs-3 {
+		t.Errorf("%d warnings, want one for each of the %d processes past the bound:\n%s", n, procs-3, logs.String())
+	}
+	add(pids[0]) // known chains still count
+	if p := a.procs[pids[0]]; p.stacks.samples != 2*chains {
+		t.Errorf("%d samples in the first process's chains, want %d", p.stacks.samples, 2*chains)
+	}
+	a.RemoveProcess(pids[0])
+	a.Reset(pids[1])
+	add(pids[procs-1])
+	if n := len(a.procs[pids[procs-1]].stacks.entries); n != chains {
+		t.Errorf("after two processes gave their frames back, the last has %d chains, want %d", n, chains)
 	}
 }
