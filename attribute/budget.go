@@ -21,10 +21,12 @@ type Budget struct {
 // Shed is what Bound let go of one process's sampled code that ended.
 type Shed struct {
 	Pid   uint32
-	Code  int   // objects whose code bytes were let go: their samples stay, unrepaired
-	Lines int   // objects whose line tables were let go as well
-	Whole int   // objects let go whole: their samples are counted outside JIT code since
-	Bytes int64 // what was let go
+	Code  int // objects whose code bytes were let go: their samples stay, unrepaired
+	Lines int // objects whose line tables were let go as well
+	Whole int // objects let go whole: their samples are counted outside JIT code since
+	// Chains is the call chains let go (BoundCapture): their samples stay at their leaves.
+	Chains int
+	Bytes  int64 // what was let go of code objects
 }
 
 // Bound brings the processes over b back under it, letting go of what they keep of sampled
@@ -223,5 +225,83 @@ func (a *Counts) shed(p *procCounts, ended []*codeobj.Object, want int64) Shed {
 		p.outside[profileio.OverBudgetMapping] += c.drop(gone)
 	}
 	p.stacks.replace(copies)
+	return s
+}
+
+// BoundCapture keeps what capture c holds of code objects within bytes (HeldBytes) and of
+// call chains within frames, as Bound keeps a live process's: the objects with the fewest
+// samples lose their code bytes first, then their line tables (every object and sample
+// stays); past frames, the chains with the fewest samples go (their samples stay counted
+// at their leaves). It is for what the daemon keeps of processes that exited, whose counts
+// are captures. Changed objects are replaced by changed copies. A limit of 0 sets none.
+func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
+	var s Shed
+	if c == nil {
+		return s
+	}
+	var held int64
+	for _, o := range c.Objects {
+		held += o.Object.HeldBytes()
+	}
+	if bytes > 0 && held > bytes {
+		order := make([]int, len(c.Objects))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int {
+			return cmp.Compare(c.Objects[x].TotalSamples(), c.Objects[y].TotalSamples())
+		})
+		strip := func(has func(o *codeobj.Object) bool, change func(o *codeobj.Object)) int {
+			n := 0
+			for _, i := range order {
+				if held <= bytes {
+					break
+				}
+				if !has(&c.Objects[i].Object) {
+					continue
+				}
+				cp := *c.Objects[i]
+				change(&cp.Object)
+				freed := c.Objects[i].Object.HeldBytes() - cp.Object.HeldBytes()
+				held -= freed
+				s.Bytes += freed
+				c.Objects[i] = &cp
+				n++
+			}
+			return n
+		}
+		s.Code = strip(func(o *codeobj.Object) bool { return o.Code != nil }, func(o *codeobj.Object) { o.Code = nil })
+		s.Lines = strip(func(o *codeobj.Object) bool { return o.Lines != nil }, func(o *codeobj.Object) { o.Lines = nil })
+	}
+	n := 0
+	for _, st := range c.Stacks {
+		n += len(st.Frames)
+	}
+	if frames > 0 && n > frames {
+		// The hottest chains stay, in their order.
+		order := make([]int, len(c.Stacks))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(c.Stacks[y].Count, c.Stacks[x].Count) })
+		keep := make([]bool, len(c.Stacks))
+		n = 0
+		for _, i := range order {
+			if n+len(c.Stacks[i].Frames) > frames {
+				continue
+			}
+			n += len(c.Stacks[i].Frames)
+			keep[i] = true
+		}
+		kept := make([]profileio.StackSample, 0, len(c.Stacks))
+		for i, st := range c.Stacks {
+			if keep[i] {
+				kept = append(kept, st)
+			} else {
+				s.Chains++
+			}
+		}
+		c.Stacks = kept
+	}
 	return s
 }

@@ -197,3 +197,44 @@ func TestBoundLetsGoOfCallersCode(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundCapture: a capture of processes that exited is kept within a budget as a live
+// process is: the least sampled objects lose their code, then their line tables, and past
+// the frames allowed the least sampled chains go; every object and sample stays.
+func TestBoundCapture(t *testing.T) {
+	const size = 1000
+	c := &profileio.Capture{}
+	for i := 0; i < 10; i++ {
+		o := codeobj.Object{Name: "f" + string(rune('a'+i)), Addr: uint64(i * size), Size: size, Code: make([]byte, size),
+			Lines: []codeobj.LineEntry{{Addr: uint64(i * size), File: "x.jit", Line: 1}}}
+		c.Objects = append(c.Objects, &profileio.CaptureObject{ID: profileio.ObjectID(i), Object: o,
+			Samples: []profileio.OffsetCount{{Offset: 0, Count: uint64(10 - i)}}}) // fa the hottest
+		c.Stacks = append(c.Stacks, profileio.StackSample{Frames: []profileio.Frame{{Object: profileio.ObjectID(i)}, {Object: 0}},
+			Count: uint64(10 - i)})
+	}
+	orig := c.Objects[9]
+	var held int64
+	for _, o := range c.Objects {
+		held += o.Object.HeldBytes()
+	}
+	s := BoundCapture(c, held-3*size, 8)
+	if s.Code != 3 || s.Lines != 0 || s.Chains != 6 {
+		t.Errorf("shed %+v, want the code of 3 objects and 6 chains", s)
+	}
+	for i, o := range c.Objects {
+		if want := i < 7; (o.Object.Code != nil) != want || o.TotalSamples() != uint64(10-i) {
+			t.Errorf("%s: code kept %v, %d samples; want %v, %d", o.Object.Name, o.Object.Code != nil, o.TotalSamples(), want, 10-i)
+		}
+	}
+	if orig.Object.Code == nil {
+		t.Errorf("the capture's object was changed in place, not replaced by a copy")
+	}
+	if len(c.Stacks) != 4 || c.Stacks[0].Count != 10 || c.Stacks[3].Count != 7 {
+		t.Errorf("chains kept %+v, want the four hottest in their order", c.Stacks)
+	}
+	// Tighter: code goes from every object, then line tables from the least sampled.
+	s = BoundCapture(c, int64(len(c.Objects))*(256+2)+2*(48+4), 0)
+	if s.Code != 7 || s.Lines == 0 || c.Objects[0].Object.Lines == nil || c.Objects[9].Object.Lines != nil {
+		t.Errorf("shed %+v; fa's lines %v, fj's %v", s, c.Objects[0].Object.Lines, c.Objects[9].Object.Lines)
+	}
+}

@@ -11,12 +11,12 @@ import (
 
 // maxStacks bounds the distinct (thread, call chain) entries counted per target, and
 // maxThreadNames the thread names kept per target; samples past maxStacks (or
-// maxStackFrames) keep their leaf counts but lose their chain, with one warning.
+// MaxStackFrames) keep their leaf counts but lose their chain, with one warning.
 const (
 	maxStacks      = 1 << 16
 	maxThreadNames = 1 << 16
-	// maxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
-	maxStackFrames = 1 << 20
+	// MaxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
+	MaxStackFrames = 1 << 20
 )
 
 // stackFrame is one frame of a counted call chain, named when it was drained: by the code
@@ -72,7 +72,7 @@ func (b *frameBudget) take(n int) {
 }
 
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
-// when the target has maxStacks entries (or maxStackFrames frames), or every target together
+// when the target has maxStacks entries (or MaxStackFrames frames), or every target together
 // as many frames as all allows, and this is not one of them.
 func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *frameBudget) bool {
 	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
@@ -84,7 +84,7 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 		sc.samples += n
 		return true
 	}
-	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > maxStackFrames || !all.room(len(frames)) {
+	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > MaxStackFrames || !all.room(len(frames)) {
 		sc.dropped += n
 		return false
 	}

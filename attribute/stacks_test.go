@@ -10,7 +10,7 @@ import (
 	"github.com/profd/profd/sampler"
 )
 
-// TestStackCap: a target's distinct chains past maxStacks, and frames past maxStackFrames,
+// TestStackCap: a target's distinct chains past maxStacks, and frames past MaxStackFrames,
 // are dropped and counted with one warning; the chains counted before stay, merged when
 // they repeat.
 func TestStackCap(t *testing.T) {
@@ -33,7 +33,7 @@ func TestStackCap(t *testing.T) {
 	}
 
 	p.stacks.reset(&a.stackFrames)
-	deep := make([]uint64, maxStackFrames/8)
+	deep := make([]uint64, MaxStackFrames/8)
 	for i := range deep {
 		deep[i] = uint64(i + 1)
 	}
@@ -41,7 +41,7 @@ func TestStackCap(t *testing.T) {
 		deep[0] = uint64(1000000 + i)
 		a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, User: deep, Count: sampler.Count{N: 1}}})
 	}
-	if p.stacks.frames > maxStackFrames || len(p.stacks.entries) != 8 || p.stacks.dropped != 2 {
+	if p.stacks.frames > MaxStackFrames || len(p.stacks.entries) != 8 || p.stacks.dropped != 2 {
 		t.Errorf("%d frames in %d chains, %d dropped", p.stacks.frames, len(p.stacks.entries), p.stacks.dropped)
 	}
 }

@@ -95,6 +95,7 @@ type flushState struct {
 	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
 	// by their group's base name, merged into their group's outputs at every flush.
 	exitedByGroup map[string][]pending
+	foldWarned    map[string]bool // groups whose exited processes' captures were let go of (warned)
 	// exitedSince: the groups, by base name, a process of which exited since their last
 	// flush; the final flush writes them even when none of their processes is left.
 	exitedSince map[string]bool
@@ -181,7 +182,8 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
-		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{}}
+		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
+		foldWarned: map[string]bool{}}
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

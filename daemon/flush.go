@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
@@ -129,6 +130,7 @@ func (d *daemonRun) flushRetired() {
 			base := d.groupBase(w.image, w.container, w.uid)
 			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 			d.flushing.exitedSince[base] = true
+			d.foldExited(base)
 		}
 		return
 	}
@@ -227,7 +229,7 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid, container: all[0].container}
 		var cs []*profileio.Capture
 		for i, w := range all {
-			g.pids = append(g.pids, w.pid)
+			g.pids = append(g.pids, w.members()...)
 			g.final = g.final && w.final
 			if i == 0 || w.firstNs < g.firstNs {
 				g.firstNs = w.firstNs
@@ -251,8 +253,47 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 				d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
 			}
 		}
+		d.foldExited(base)
 	}
 	return out
+}
+
+// foldExited merges the final captures of a group's processes that exited into one, kept
+// within the budgets of one target (--max-symbol-mb of code objects, as many call chain
+// frames as a target may hold): a group whose processes come and go (a database's
+// backends) would otherwise keep every one's capture, and merge them all again at each
+// flush, for the whole run. What is let go is logged once per group.
+func (d *daemonRun) foldExited(base string) {
+	exited := d.flushing.exitedByGroup[base]
+	if len(exited) < 2 {
+		return
+	}
+	f := pending{image: exited[0].image, base: base, final: true, named: true, uid: exited[0].uid,
+		container: exited[0].container, owner: exited[0].owner, pid: exited[0].pid, firstNs: exited[0].firstNs}
+	cs := make([]*profileio.Capture, len(exited))
+	for i, w := range exited {
+		f.pids = append(f.pids, w.members()...)
+		f.firstNs = min(f.firstNs, w.firstNs)
+		if w.owner != f.owner {
+			f.owner = outfile.WriterOwns
+		}
+		cs[i] = w.capture
+	}
+	f.capture = profileio.MergeCaptures(cs)
+	s := attribute.BoundCapture(f.capture, d.cfg.MaxSymbolBytes, attribute.MaxStackFrames)
+	d.flushing.exitedByGroup[base] = []pending{f}
+	if s.Code+s.Lines+s.Chains == 0 {
+		return
+	}
+	attrs := []any{"group", base, "processes", len(f.pids), "code", s.Code, "line_tables", s.Lines, "chains", s.Chains,
+		"freed_mb", s.Bytes >> 20}
+	if d.flushing.foldWarned[base] {
+		d.log.Debug("profd: exited processes' profiles let go past the budgets", attrs...)
+		return
+	}
+	d.flushing.foldWarned[base] = true
+	d.log.Warn("profd: the group's processes that exited hold more than one target's budgets: the code bytes of their least sampled functions are let go (their samples stay, not repaired), then line tables, then their least sampled call chains (their samples stay at the leaves)",
+		append(attrs, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20, "raise_with", "--max-symbol-mb")...)
 }
 
 // groupBase names the outputs of an image's group with --group-by image: "<image>" for

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,4 +64,58 @@ func TestGroupByImage(t *testing.T) {
 	}
 	checkEachSampled(t, jitTotals(c))
 	checkLLVMOutputsAt(t, filepath.Join(d.out, "testjit"), testjitFunctions)
+}
+
+// TestGroupFoldsExitedProcesses: with --group-by image, the processes of an image that come
+// and go (a database's backends) each leave a final capture the group's outputs keep for
+// the run. They are merged into one, within one target's budget: twelve JITs that each run
+// three functions of 128 KiB, with --max-symbol-mb at 512 KiB, leave a group capture that
+// holds every process and sample but at most that of code objects, with one warning.
+func TestGroupFoldsExitedProcesses(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	const budget, procs = 512 << 10, 12
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	image := "profd-fold-jit"
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", testjit, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		GroupBy: GroupByImage, Formats: []Format{FormatCapture}, MaxSymbolBytes: budget})
+	for range procs {
+		jit := startChild(t, nil, bin, "-d", d.fifo, "-w", "10000", "-C", "2", "-S", "131072", "-m", "30", "-r", "3")
+		jit.wait(t, 30*time.Second)
+		if !strings.Contains(jit.out.String(), "profd connected") {
+			t.Fatalf("a JIT was not profiled:\n%s", jit.out.String())
+		}
+	}
+	waitFor(t, "every JIT's exit", 10*time.Second, func() bool { return strings.Count(r.logs.String(), "profd: target exited") == procs })
+	r.stop(t)
+
+	c := readCapture(t, filepath.Join(d.out, image+extension[FormatCapture]))
+	var held int64
+	var named, codeless uint64
+	for _, o := range c.Objects {
+		held += o.Object.HeldBytes()
+		named += o.TotalSamples()
+		if o.TotalSamples() > 0 && o.Object.Code == nil {
+			codeless++
+		}
+	}
+	t.Logf("%d processes, %d objects (%d sampled without code) holding %d bytes, %d samples", len(c.Processes),
+		len(c.Objects), codeless, held, named)
+	if len(c.Processes) != procs {
+		t.Errorf("the group's capture has %d processes, want all %d", len(c.Processes), procs)
+	}
+	if held > budget || codeless == 0 {
+		t.Errorf("the group's capture holds %d bytes of code objects, %d sampled ones without code; want at most %d",
+			held, codeless, budget)
+	}
+	if want := uint64(lastCounter(r.summary.String(), "samples ")); named != want {
+		t.Errorf("the group's capture holds %d samples in JIT code, the run counted %d", named, want)
+	}
+	if n := strings.Count(r.logs.String(), "the group's processes that exited hold more"); n != 1 {
+		t.Errorf("%d warnings, want 1", n)
+	}
 }
