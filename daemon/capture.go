@@ -77,16 +77,21 @@ const cutWarnShare = 0.5
 func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 	d.flushing.mu.Lock()
 	defer d.flushing.mu.Unlock()
-	key := strconv.FormatUint(uint64(w.pid), 10)
-	if d.cfg.All {
-		key = "image:" + w.image
-	}
+	key := d.cutKey(w)
 	if d.flushing.cutWarned[key] || float64(cut) <= cutWarnShare*float64(complete+cut) {
 		return
 	}
 	d.flushing.cutWarned[key] = true
 	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
 		"pid", w.pid, "image", w.image, "cut", cut, "complete", complete)
+}
+
+// cutKey is what noteCut warns once for: a process, or with --all an image.
+func (d *daemonRun) cutKey(w pending) string {
+	if d.cfg.All {
+		return "image:" + w.image
+	}
+	return strconv.FormatUint(uint64(w.pid), 10)
 }
 
 func kernelRelease() string {

@@ -101,7 +101,8 @@ type flushState struct {
 	exitedSince map[string]bool
 
 	mu     sync.Mutex
-	latest map[string]procSummary // each output's last flush, by base name, for the summary
+	latest map[string]procSummary // each live output's last flush, by base name, for the summary
+	exited exitedSummary          // the final flushes of the processes that exited, added up
 	// wrote holds the paths of the LLVM profiles this run wrote that a later flush of their
 	// output may remove (removeStaleLLVM).
 	wrote map[string]bool

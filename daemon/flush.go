@@ -105,7 +105,11 @@ func (d *daemonRun) flush(final bool) {
 	d.writeAll(ctx, work, d.allFormats, requests)
 	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
-	writeSummary(d.out, n, final, slices.Collect(maps.Values(d.flushing.latest)), counters)
+	d.flushing.mu.Lock()
+	procs := append(slices.Collect(maps.Values(d.flushing.latest)), d.flushing.exited.summary())
+	trimmed := d.flushing.exited.trimmed
+	d.flushing.mu.Unlock()
+	writeSummary(d.out, n, final, procs, trimmed, counters)
 }
 
 // flushRetired writes the final profiles of the targets that exited since the last flush,
@@ -406,8 +410,20 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
 	jit, outside := w.capture.TotalSamples()
+	sum := procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
 	d.flushing.mu.Lock()
-	d.flushing.latest[w.base] = procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
+	if w.final && w.pids == nil {
+		// A process's own final profile: the summary adds it up with the others that exited,
+		// and nothing else of it is kept.
+		delete(d.flushing.latest, w.base)
+		d.flushing.exited.add(sum)
+		delete(d.flushing.noFunctionsLogged, w.pid)
+		if !d.cfg.All {
+			delete(d.flushing.cutWarned, d.cutKey(w))
+		}
+	} else {
+		d.flushing.latest[w.base] = sum
+	}
 	d.flushing.mu.Unlock()
 	res := fifo.FlushResult{NoData: noFunctions}
 	if !noFunctions {

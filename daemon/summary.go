@@ -19,10 +19,65 @@ type procSummary struct {
 // summaryTop is how many functions the summary lists.
 const summaryTop = 10
 
+// exitedKeep is how many JIT functions the summary keeps of the processes that exited, the
+// most sampled: a run of weeks profiles processes without end, and their final totals are
+// added up instead of kept one by one.
+const exitedKeep = 4096
+
+// exitedSummary is what the summary keeps of the processes that exited: their totals added
+// up, their JIT functions' by name, at most exitedKeep of them past each trim.
+type exitedSummary struct {
+	jit, outside, unnamed uint64
+	functions             map[string]uint64
+	trimmed               bool // functions were let go: the count of the others is a floor
+}
+
+// add adds the final totals of a process that exited.
+func (e *exitedSummary) add(p procSummary) {
+	e.jit += p.jit
+	e.outside += p.outside
+	e.unnamed += p.unnamed
+	if e.functions == nil {
+		e.functions = map[string]uint64{}
+	}
+	for _, t := range p.totals {
+		if t.JIT {
+			e.functions[t.Name] += t.Samples
+		}
+	}
+	if len(e.functions) <= 2*exitedKeep {
+		return
+	}
+	type fn struct {
+		name string
+		n    uint64
+	}
+	fns := make([]fn, 0, len(e.functions))
+	for name, n := range e.functions {
+		fns = append(fns, fn{name, n})
+	}
+	slices.SortFunc(fns, func(a, b fn) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.name, b.name)) })
+	clear(e.functions)
+	for _, f := range fns[:exitedKeep] {
+		e.functions[f.name] = f.n
+	}
+	e.trimmed = true
+}
+
+// summary is e as one procSummary.
+func (e *exitedSummary) summary() procSummary {
+	p := procSummary{jit: e.jit, outside: e.outside, unnamed: e.unnamed}
+	for name, n := range e.functions {
+		p.totals = append(p.totals, profileio.FunctionTotal{Name: name, Samples: n, JIT: true})
+	}
+	return p
+}
+
 // writeSummary prints one screen: the top JIT functions over the latest capture of every
 // process profiled in this run (exited ones included), with their shares of all samples,
-// and the counters.
-func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counters string) {
+// and the counters; trimmed: some functions of exited processes were let go
+// (exitedSummary), and the count of the others is a floor.
+func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, trimmed bool, counters string) {
 	type row struct {
 		name    string
 		samples uint64
@@ -62,7 +117,11 @@ func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, counte
 	}
 	for i, r := range rows {
 		if i == summaryTop {
-			fmt.Fprintf(&b, "  ... and %d more functions\n", len(rows)-summaryTop)
+			more := "more"
+			if trimmed {
+				more = "or more other"
+			}
+			fmt.Fprintf(&b, "  ... and %d %s functions\n", len(rows)-summaryTop, more)
 			break
 		}
 		fmt.Fprintf(&b, "  %8d  %7s  %s\n", r.samples, percent(r.samples, total), r.name)
