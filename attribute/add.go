@@ -140,10 +140,11 @@ func (a *Counts) addNative(p *procCounts, mp *Mapping, ip, n uint64) bool {
 		return a.nativeFull(p, n)
 	}
 	k := nativeKey{mapping: id, ip: ip}
-	if len(nc.counts) >= maxNativeAddresses {
-		if _, seen := nc.counts[k]; !seen {
+	if _, seen := nc.counts[k]; !seen {
+		if len(nc.counts) >= maxNativeAddresses || !a.nativeAddrs.room(1) {
 			return a.nativeFull(p, n)
 		}
+		a.nativeAddrs.take(1)
 	}
 	nc.counts[k] += n
 	return true
@@ -178,8 +179,9 @@ func (a *Counts) nativeFull(p *procCounts, n uint64) bool {
 	p.native.dropped += n
 	if !p.native.warned {
 		p.native.warned = true
-		a.log.Warn("profd: target's samples fell at more addresses of native code than profd counts one by one; the rest are counted by file only",
-			"pid", p.pid, "image", p.image, "max_addresses", maxNativeAddresses, "max_mappings", maxNativeMappings)
+		a.log.Warn("profd: target's samples fell at more addresses of native code than profd counts one by one (for it, or for every target together: a sixteenth of --max-memory-mb); the rest are counted by file only",
+			"pid", p.pid, "image", p.image, "max_addresses", maxNativeAddresses, "max_mappings", maxNativeMappings,
+			"max_addresses_all", a.nativeAddrs.max)
 	}
 	return false
 }

@@ -26,6 +26,7 @@ func (a *Counts) AddProcess(pid uint32, nowNs int64) (image string) {
 func (a *Counts) RemoveProcess(pid uint32) {
 	if p := a.procs[pid]; p != nil {
 		a.stackFrames.take(-p.stacks.frames)
+		a.nativeAddrs.take(-len(p.native.counts))
 		delete(a.procs, pid)
 	}
 }
@@ -39,6 +40,17 @@ const stackFrameBytes = 64
 // only, with one warning per process.
 func (a *Counts) LimitStacks(bytes int64) {
 	a.stackFrames.max = int(bytes / stackFrameBytes)
+}
+
+// nativeAddressBytes is about what an address of native code counted takes: its map entry,
+// and its part of the capture's copy.
+const nativeAddressBytes = 64
+
+// LimitNative bounds the memory every process's counts of native code by address take
+// together to about bytes (0: no bound beyond each process's own); past it, a process's
+// samples at new addresses are counted by file only, with one warning per process.
+func (a *Counts) LimitNative(bytes int64) {
+	a.nativeAddrs.max = int(bytes / nativeAddressBytes)
 }
 
 // Has reports whether process pid's samples are counted.
@@ -158,7 +170,7 @@ func (a *Counts) Reset(pid uint32) {
 	}
 	p.named.reset()
 	clear(p.outside)
-	p.native.reset()
+	p.native.reset(&a.nativeAddrs)
 	p.unnamed.reset()
 	p.stacks.reset(&a.stackFrames)
 }

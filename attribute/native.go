@@ -60,8 +60,9 @@ func (nm *nativeMapping) same(mp *Mapping) bool {
 	return nm.m.Offset == mp.Offset && nm.m.Path == mp.Path
 }
 
-// reset forgets the counts, not the mappings.
-func (nc *nativeCounts) reset() {
+// reset forgets the counts, not the mappings, giving their addresses back to all.
+func (nc *nativeCounts) reset(all *sharedBudget) {
+	all.take(-len(nc.counts))
 	clear(nc.counts)
 	nc.dropped = 0
 }

@@ -188,3 +188,52 @@ func BenchmarkAggregateNative(b *testing.B) {
 		})
 	}
 }
+
+// TestNativeBoundAcrossTargets: processes each under their own bound on native addresses
+// cannot add up past LimitNative together: past it, a process's samples at new addresses
+// are counted by file (none lost), with one warning per process, and a process that goes
+// gives its addresses back.
+func TestNativeBoundAcrossTargets(t *testing.T) {
+	var logs testenv.SyncBuffer
+	cache := elfsym.NewCache(elfsym.Config{})
+	defer cache.Close()
+	const procs, addrs = 4, 1000
+	look := newFakeLookup()
+	var code Mapping
+	pids := make([]uint32, procs)
+	for i := range pids {
+		pids[i] = uint32(testPid + i)
+		look.images[pids[i]] = "jit"
+		code = withNative(t, look, pids[i], cache)
+	}
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, slog.New(slog.NewTextHandler(&logs, nil)))
+	a.LimitNative(2 * addrs * nativeAddressBytes) // room for two processes' addresses
+	add := func(pid uint32) {
+		counts := map[sampler.Key]sampler.Count{}
+		for i := uint64(0); i < addrs; i++ {
+			counts[sampler.Key{PID: pid, IP: code.Start + i}] = sampler.Count{N: 1}
+		}
+		a.add(counts)
+	}
+	for _, pid := range pids {
+		a.AddProcess(pid, 0)
+		add(pid)
+	}
+	var kept, byFile uint64
+	for _, pid := range pids {
+		kept += uint64(len(a.procs[pid].native.counts))
+		byFile += a.procs[pid].outside[code.Path]
+	}
+	if kept != 2*addrs || kept+byFile != procs*addrs {
+		t.Errorf("%d addresses counted, %d samples by file; want %d and %d", kept, byFile, 2*addrs, (procs-2)*addrs)
+	}
+	if n := strings.Count(logs.String(), "more addresses of native code"); n != procs-2 {
+		t.Errorf("%d warnings, want %d", n, procs-2)
+	}
+	a.RemoveProcess(pids[0])
+	a.Reset(pids[procs-1])
+	add(pids[procs-1])
+	if n := len(a.procs[pids[procs-1]].native.counts); n != addrs {
+		t.Errorf("after a process gave its addresses back, the last one counts %d, want %d", n, addrs)
+	}
+}

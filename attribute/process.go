@@ -43,7 +43,8 @@ type Counts struct {
 	log   *slog.Logger
 	// totals since New, for the counters line
 	jitSamples, outsideSamples uint64
-	stackFrames                frameBudget // every process's call chains' frames
+	stackFrames                sharedBudget // every process's call chains' frames
+	nativeAddrs                sharedBudget // every process's addresses of native code
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.

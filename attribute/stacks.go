@@ -57,15 +57,17 @@ type stackCounts struct {
 	objVersions map[uint64]bool
 }
 
-// frameBudget is the frames every target's call chains may hold together (Counts.LimitStacks).
-type frameBudget struct {
+// sharedBudget is what every target together may hold of something counted one by one: the
+// frames of their call chains (Counts.LimitStacks), the addresses of native code they count
+// (Counts.LimitNative).
+type sharedBudget struct {
 	used, max int
 }
 
-// room reports whether n more frames fit.
-func (b *frameBudget) room(n int) bool { return b == nil || b.max <= 0 || b.used+n <= b.max }
+// room reports whether n more fit.
+func (b *sharedBudget) room(n int) bool { return b == nil || b.max <= 0 || b.used+n <= b.max }
 
-func (b *frameBudget) take(n int) {
+func (b *sharedBudget) take(n int) {
 	if b != nil {
 		b.used = max(0, b.used+n)
 	}
@@ -74,7 +76,7 @@ func (b *frameBudget) take(n int) {
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
 // when the target has maxStacks entries (or MaxStackFrames frames), or every target together
 // as many frames as all allows, and this is not one of them.
-func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *frameBudget) bool {
+func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *sharedBudget) bool {
 	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
 	sc.key = k
 	if i, ok := sc.index[string(k)]; ok {
@@ -162,7 +164,7 @@ func (sc *stackCounts) noteObject(f stackFrame) {
 }
 
 // reset forgets the counts, not the thread names, giving their frames back to all.
-func (sc *stackCounts) reset(all *frameBudget) {
+func (sc *stackCounts) reset(all *sharedBudget) {
 	all.take(-sc.frames)
 	clear(sc.index)
 	sc.entries = nil
