@@ -67,6 +67,7 @@ type sharedBudget struct {
 // room reports whether n more fit.
 func (b *sharedBudget) room(n int) bool { return b == nil || b.max <= 0 || b.used+n <= b.max }
 
+// take counts n more held (n < 0: given back).
 func (b *sharedBudget) take(n int) {
 	if b != nil {
 		b.used = max(0, b.used+n)
