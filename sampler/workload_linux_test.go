@@ -17,10 +17,12 @@ type lli struct {
 	done chan error
 }
 
-// startLLI runs `lli-14 -jit-kind=mcjit testdata/hotloop.ll args...` and kills it at cleanup.
+// startLLI runs `lli-14 -jit-kind=mcjit testdata/hotloop.ll args...`, its jitdump in a
+// directory of the test's, and kills it at cleanup.
 func startLLI(t testing.TB, args ...string) *lli {
 	t.Helper()
 	cmd := exec.Command("lli-14", append([]string{"-jit-kind=mcjit", "testdata/hotloop.ll"}, args...)...)
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+t.TempDir()) // its jitdump, else left in /tmp
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start lli-14: %v", err)
