@@ -70,7 +70,6 @@ func (a *Counts) Bound(b Budget) []Shed {
 	for _, h := range hs {
 		if totalOver || b.PerProcess > 0 && h.est > b.PerProcess {
 			h.ended, h.kept = a.endedSampled(h.p)
-			h.p.look = boundLook{mapB: h.mapB, kept: h.kept, bytes: h.p.keptBytes()}
 			looked = append(looked, h)
 			total += h.mapB + h.kept
 		} else {
@@ -104,7 +103,7 @@ func (a *Counts) Bound(b Budget) []Shed {
 	}
 	var sheds []Shed
 	for _, h := range hs {
-		h.p.look.kept, h.p.look.bytes = h.kept, h.p.keptBytes()
+		h.p.look = boundLook{mapB: h.mapB, kept: h.kept, bytes: h.p.keptBytes()}
 		if h.sheds.Bytes > 0 {
 			h.sheds.Pid = h.p.pid
 			sheds = append(sheds, h.sheds)
@@ -184,28 +183,14 @@ func (a *Counts) shed(p *procCounts, ended []*codeobj.Object, want int64) Shed {
 	// The copies, by version: the call chains' frames may hold another copy of an object
 	// (the map's ended one, by which a sample was named late), with the same code.
 	copies := map[uint64]*codeobj.Object{}
-	strip := func(keep func(o *codeobj.Object) bool, change func(o *codeobj.Object)) int {
-		n := 0
-		for i, o := range ended {
-			if s.Bytes >= want {
-				break
-			}
-			if keep(o) {
-				continue
-			}
-			cp := *o
-			change(&cp)
-			freed(o, o.HeldBytes()-cp.HeldBytes())
-			if _, counted := c.objs[o.Version]; counted {
-				c.objs[o.Version] = &cp
-			}
-			ended[i], copies[o.Version] = &cp, &cp
-			n++
+	s.Code, s.Lines = strip(ended, func() bool { return s.Bytes >= want }, func(i int, cp *codeobj.Object) {
+		o := ended[i]
+		freed(o, o.HeldBytes()-cp.HeldBytes())
+		if _, counted := c.objs[o.Version]; counted {
+			c.objs[o.Version] = cp
 		}
-		return n
-	}
-	s.Code = strip(func(o *codeobj.Object) bool { return o.Code == nil }, func(o *codeobj.Object) { o.Code = nil })
-	s.Lines = strip(func(o *codeobj.Object) bool { return o.Lines == nil }, func(o *codeobj.Object) { o.Lines = nil })
+		ended[i], copies[o.Version] = cp, cp
+	})
 	// Whole objects with samples: their samples leave the named counts for the outside
 	// ones; a call chain still names its frames in them (by name and range).
 	gone := map[uint64]bool{}
@@ -226,6 +211,32 @@ func (a *Counts) shed(p *procCounts, ended []*codeobj.Object, want int64) Shed {
 	}
 	p.stacks.replace(copies)
 	return s
+}
+
+// strip lets go of what objs (in the order they go) hold of code that ended, until enough:
+// their code bytes, then their line tables. An object changed is not changed in place:
+// replace is given its changed copy, to put where the object was (objs[i] included). It
+// returns how many objects lost their code bytes, and how many their line tables.
+func strip(objs []*codeobj.Object, enough func() bool, replace func(i int, cp *codeobj.Object)) (code, lines int) {
+	step := func(has func(o *codeobj.Object) bool, drop func(o *codeobj.Object)) int {
+		n := 0
+		for i, o := range objs {
+			if enough() {
+				break
+			}
+			if !has(o) {
+				continue
+			}
+			cp := *o
+			drop(&cp)
+			replace(i, &cp)
+			n++
+		}
+		return n
+	}
+	code = step(func(o *codeobj.Object) bool { return o.Code != nil }, func(o *codeobj.Object) { o.Code = nil })
+	lines = step(func(o *codeobj.Object) bool { return o.Lines != nil }, func(o *codeobj.Object) { o.Lines = nil })
+	return code, lines
 }
 
 // BoundCapture keeps what capture c holds of code objects within bytes (HeldBytes) and of
@@ -251,27 +262,19 @@ func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
 		slices.SortStableFunc(order, func(x, y int) int {
 			return cmp.Compare(c.Objects[x].TotalSamples(), c.Objects[y].TotalSamples())
 		})
-		strip := func(has func(o *codeobj.Object) bool, change func(o *codeobj.Object)) int {
-			n := 0
-			for _, i := range order {
-				if held <= bytes {
-					break
-				}
-				if !has(&c.Objects[i].Object) {
-					continue
-				}
-				cp := *c.Objects[i]
-				change(&cp.Object)
-				freed := c.Objects[i].Object.HeldBytes() - cp.Object.HeldBytes()
-				held -= freed
-				s.Bytes += freed
-				c.Objects[i] = &cp
-				n++
-			}
-			return n
+		objs := make([]*codeobj.Object, len(order))
+		for i, k := range order {
+			objs[i] = &c.Objects[k].Object
 		}
-		s.Code = strip(func(o *codeobj.Object) bool { return o.Code != nil }, func(o *codeobj.Object) { o.Code = nil })
-		s.Lines = strip(func(o *codeobj.Object) bool { return o.Lines != nil }, func(o *codeobj.Object) { o.Lines = nil })
+		s.Code, s.Lines = strip(objs, func() bool { return held <= bytes }, func(i int, cp *codeobj.Object) {
+			freed := objs[i].HeldBytes() - cp.HeldBytes()
+			held -= freed
+			s.Bytes += freed
+			co := *c.Objects[order[i]]
+			co.Object = *cp
+			c.Objects[order[i]] = &co
+			objs[i] = &co.Object
+		})
 	}
 	n := 0
 	for _, st := range c.Stacks {
