@@ -308,6 +308,7 @@ type perfSample struct {
 	ip     uint64
 	sym    string
 	dso    string
+	mapped string // in a recording perf inject --jit rewrote, the object before it did
 }
 
 // perfScriptLine is `perf script -F pid,time,ip,sym,dso --ns`: symbol names may hold spaces
@@ -340,6 +341,19 @@ func (p *perfRun) samples(t testing.TB, pid int, jit bool) []perfSample {
 	}
 	if len(ss) == 0 {
 		t.Fatalf("perf recorded no samples of pid %d", pid)
+	}
+	if jit {
+		// perf inject --jit lays each jitdump record's code over whatever was mapped at its
+		// address when the record is later than that mapping: V8's records of the builtins
+		// embedded in node's executable win or lose depending on whether perf attached
+		// before node wrote them. The recording as made says what was mapped.
+		mapped := map[[2]uint64]string{}
+		for _, r := range p.samples(t, pid, false) {
+			mapped[[2]uint64{uint64(r.timeNs), r.ip}] = r.dso
+		}
+		for i := range ss {
+			ss[i].mapped = mapped[[2]uint64{uint64(ss[i].timeNs), ss[i].ip}]
+		}
 	}
 	return ss
 }

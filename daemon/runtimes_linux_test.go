@@ -49,11 +49,18 @@ func profdTally(c *profileio.Capture) tally {
 // process's anonymous memory, its perf map, or a jitted-PID-N.so perf inject --jit made.
 var perfJITObject = regexp.MustCompile(`^(//anon|\[anon[^]]*\]|.*/perf-\d+\.map|.*/jitted-\d+-\d+\.so|/memfd:.*)$`)
 
+// nativeObject reports whether perf script's object is a file's code: a path that is not
+// JIT memory (profd names code in a file by the file's symbols, as perf does where no
+// jitdump record was laid over it).
+func nativeObject(dso string) bool {
+	return strings.HasPrefix(dso, "/") && !perfJITObject.MatchString(dso)
+}
+
 // perfTally sorts perf's samples the same way.
 func perfTally(ss []perfSample) tally {
 	tl := tally{total: uint64(len(ss)), funcs: map[string]uint64{}}
 	for _, s := range ss {
-		if !perfJITObject.MatchString(s.dso) {
+		if !perfJITObject.MatchString(s.dso) || nativeObject(s.mapped) {
 			continue
 		}
 		tl.jitMem++
