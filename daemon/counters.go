@@ -13,9 +13,12 @@ import (
 // and a nil *Counters reads as zero. Safe for concurrent use.
 type Counters struct {
 	mu   sync.RWMutex
-	run  *daemonRun // the run counting now
-	last Stats      // the last run's, once it ended
+	live statsReader // the run counting now
+	last Stats       // the last run's, once it ended
 }
+
+// statsReader is a run as Counters reads it.
+type statsReader interface{ stats() Stats }
 
 // Read returns the counters of the run going on, else those of the last run. It never
 // waits for the daemon's lock: what only the lock guards (the attribution's totals, the
@@ -26,33 +29,33 @@ func (c *Counters) Read() Stats {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.run != nil {
-		return c.run.stats()
+	if c.live != nil {
+		return c.live.stats()
 	}
 	return c.last
 }
 
 // attach makes d the run c reads, once its components are open.
-func (c *Counters) attach(d *daemonRun) {
+func (c *Counters) attach(d statsReader) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.run = d
+	c.live = d
 	c.mu.Unlock()
 }
 
 // detach keeps d's last counters, before its components are released.
-func (c *Counters) detach(d *daemonRun) {
+func (c *Counters) detach(d statsReader) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.run == d {
+	if c.live == d {
 		c.last = d.stats()
 		c.last.TargetsActive = 0 // the run ended: nothing is profiled any more
-		c.run = nil
+		c.live = nil
 	}
 }
 
@@ -97,38 +100,6 @@ type runCounters struct {
 	// Published under the daemon's lock after what they count changed (publishLocked): the
 	// attribution's totals and the live targets, which only the lock guards.
 	jitSamples, outsideSamples, unnamedSamples, activeTargets atomic.Uint64
-}
-
-// publishLocked makes the attribution's totals and the number of live targets readable
-// without the lock. Callers hold d.mu and call it after changing them.
-func (d *daemonRun) publishLocked() {
-	t := d.locked.counts.Totals()
-	d.counted.jitSamples.Store(t.JIT)
-	d.counted.outsideSamples.Store(t.Outside)
-	d.counted.unnamedSamples.Store(t.Unnamed)
-	d.counted.activeTargets.Store(uint64(len(d.locked.targets)))
-}
-
-// stats reads the run's counters: its own, its symbol stage's and its sampler's. It takes
-// no daemon lock; the components must be open.
-func (d *daemonRun) stats() Stats {
-	st := d.parts.smp.Stats()
-	sym := d.parts.symbols
-	return Stats{
-		JITSamples: d.counted.jitSamples.Load(), OutsideSamples: d.counted.outsideSamples.Load(),
-		UnnamedSamples: d.counted.unnamedSamples.Load(),
-		LostSamples:    st.Lost, DroppedSamples: st.Dropped, KernelSamples: st.Kernel,
-		SymbolsLoaded:     d.counted.loads.Load(),
-		SymbolsRefused:    d.counted.symErrs.Load() + sym.otherPidRecords(),
-		BadSymbolRecords:  sym.badRecords(),
-		SymbolsOverBudget: d.counted.symOverBudget.Load() + sym.overRate.Load(),
-		TargetsActive:     d.counted.activeTargets.Load(),
-		TargetsAdded:      d.tally.added.Load(), TargetsMissed: d.tally.missed.Load(),
-		TargetsExitedBeforeSetup: d.tally.exitedEarly.Load(),
-		Flushes:                  d.counted.flushes.Load(),
-		FlushSeconds:             d.counted.flushSeconds.Snapshot(),
-		OutputWriteErrors:        d.counted.writeErrors.Load(),
-	}
 }
 
 // FlushBuckets are the upper bounds of Stats.FlushSeconds: from a flush of a few small

@@ -24,6 +24,15 @@
 // and orders every drain with the records that end code; the captures are named and written
 // outside it. Run may be called more than once, one run at a time.
 //
+// Its files build on each other one way. At the bottom, the types of a run's parts, which
+// know nothing of the run: config.go, counters.go, export.go, queues.go, pending.go,
+// summary.go, hosttargets.go, intervalfiles.go (an interval's files, and --keep's account of
+// them), output.go, lookup_linux.go, symbols.go. Above them daemon.go: daemonRun, the
+// state each goroutine owns. Above that the run's methods: drains and admission (drain.go,
+// admit.go, capture.go, stats.go, reply.go), targets set up and retired (setup.go,
+// retire.go), intervals (intervals.go, retention.go), flushes (flush.go), the changes the
+// watcher queues (changes.go, apply.go), and Run (run.go) at the top.
+//
 // Config.Counters lets others read the run's counters while it runs (cmd/profd's metrics
 // server): the numbers its summary line shows, read without the daemon's lock.
 package daemon

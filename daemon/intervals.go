@@ -1,38 +1,11 @@
 package daemon
 
 import (
-	"errors"
-	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
 )
-
-// intervalFormats are the formats an interval's files are written in (those of them
-// --format asks for): the LLVM profiles keep their cumulative meaning.
-var intervalFormats = []Format{FormatPprof, FormatCapture}
-
-// intervalStamp is the layout of an interval's start in its files' names: UTC, to the
-// millisecond, sorting as the times do.
-const intervalStamp = "20060102T150405.000Z"
-
-// latestName is what replaces the start in the names of an output's latest interval's links.
-const latestName = "latest"
-
-// intervalState is what an output keeps between its intervals.
-type intervalState struct {
-	// when the next interval starts, CLOCK_MONOTONIC and wall time: the last one's end
-	startNs int64
-	start   time.Time
-	// base holds the counts of the output's capture at the last interval's end, subtracted
-	// from the next (cumulative profiles only).
-	base *profileio.Baseline
-}
 
 // endsInterval reports whether writing w ends an interval of its output: with
 // --flush-interval, the timer's flushes and the final flush (due), a process's own final
@@ -126,57 +99,4 @@ func (d *daemonRun) endInterval(w pending) {
 		d.cfg.Exporter.Export(iv)
 		d.flushing.exportMu.Unlock()
 	}
-}
-
-// intervalPath is the file of format f of base's interval starting at start, in dir.
-func intervalPath(dir, base string, start time.Time, f Format) string {
-	return filepath.Join(dir, base+"."+start.UTC().Format(intervalStamp)+extension[f])
-}
-
-// latestPath is the link to base's latest interval's file of format f, in dir.
-func latestPath(dir, base string, f Format) string {
-	return filepath.Join(dir, base+"."+latestName+extension[f])
-}
-
-// writeInterval writes iv's files in those of formats intervals are written in, each
-// atomically, mode 0600 and owned by owner, links each as its output's latest, and returns
-// the paths written and the errors (joined).
-func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Format) ([]string, error) {
-	var paths []string
-	var errs []error
-	for _, f := range intervalFormats {
-		if !slices.Contains(formats, f) {
-			continue
-		}
-		p := intervalPath(dir, iv.Base, iv.Start, f)
-		err := writeFormat(dir, iv.Base+"."+iv.Start.UTC().Format(intervalStamp), owner, f, iv.Capture, nil)
-		if err == nil {
-			err = outfile.Link(p, latestPath(dir, iv.Base, f))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("daemon: interval %s of %s: %w", iv.Start.UTC().Format(intervalStamp), iv.Base, err))
-			continue
-		}
-		paths = append(paths, p)
-	}
-	return paths, errors.Join(errs...)
-}
-
-// makeIntervalDir makes --out's interval directory as --out is made (mode 0711 when profd
-// makes it) and removes the temporary files a killed profd left there.
-func makeIntervalDir(out string, log *slog.Logger) error {
-	dir := filepath.Join(out, IntervalDir)
-	_, statErr := os.Stat(dir)
-	if err := os.MkdirAll(dir, outDirPerm); err != nil {
-		return fmt.Errorf("daemon: %w: %s cannot be made: %w", ErrConfig, dir, err)
-	}
-	if errors.Is(statErr, os.ErrNotExist) {
-		if err := os.Chmod(dir, outDirPerm); err != nil {
-			return fmt.Errorf("daemon: %s: %w", dir, err)
-		}
-	}
-	if n, bytes, err := outfile.RemoveStale(dir); n > 0 || err != nil {
-		log.Info("removed the temporary files of flushes a killed profd left", "dir", dir, "files", n, "bytes", bytes, "err", err)
-	}
-	return nil
 }

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/elfsym"
@@ -182,4 +185,10 @@ func (l *procLookup) owner(pid uint32) (uid, gid int, ok bool) {
 		return -1, -1, false
 	}
 	return st.UID, st.GID, true
+}
+
+// exited reports whether err says that a process is gone (or a zombie).
+func exited(err error) bool {
+	// A process that is exiting answers reads of its /proc files with ESRCH.
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, procfs.ErrExited) || errors.Is(err, syscall.ESRCH)
 }

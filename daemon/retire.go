@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/profd/profd/profileio"
+)
+
+// retireTargets runs when targets have exited. Their FIFOs are read to the end, their last
+// samples are drained (once for them all), and their final captures are taken and queued
+// for the next flush; then everything profd held for them is released. Called by
+// applyChanges, before a new process that reuses one of the pids is added.
+// Targets the sampler refused (missed) are dropped without a capture.
+func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
+	looked := make([][]string, len(pids))
+	for _, pid := range pids {
+		d.lastSourceCheck(pid)
+	}
+	for i, pid := range pids {
+		looked[i] = d.lookedFor(pid)
+		d.parts.fifo.RemoveTarget(pid)
+		d.parts.files.RemoveTarget(pid)
+		d.parts.symbols.removeTarget(pid)
+	}
+	d.mu.Lock()
+	d.drainLocked()
+	now := monotonicNs()
+	counts := d.locked.counts
+	st := d.parts.smp.Stats()
+	end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
+	meta := d.meta()
+	for i, pid := range pids {
+		if counts.Has(pid) && missed[pid] {
+			counts.RemoveProcess(pid)
+			delete(d.locked.targets, pid)
+		} else if counts.Has(pid) {
+			counts.NameLate(pid, now, true)
+			counts.WarnUnnamed(pid, looked[i])
+			d.boundLocked()
+			d.locked.retired = append(d.locked.retired, d.snapshot(pid, meta, end, true))
+			counts.RemoveProcess(pid)
+			delete(d.locked.targets, pid)
+		}
+		d.parts.jit.RemovePid(pid)
+		d.parts.look.forget(pid)
+		d.locked.flushQueue.Forget(pid) // its reply FIFO is gone: no one to answer
+	}
+	d.publishLocked()
+	d.mu.Unlock()
+	for _, pid := range pids {
+		d.replies.forget(pid)
+		d.parts.smp.RemoveTarget(pid)
+		d.log.Info("profd: target exited", "pid", pid)
+	}
+	select {
+	case d.wake.goneNote <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,214 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/symsource/fifo"
+)
+
+// setUpTarget starts reading the symbols of target pid: its symbol queue, its FIFO and its
+// files. Called by applyChanges.
+func (d *daemonRun) setUpTarget(pid uint32) {
+	image := d.admit(pid)
+	if d.cfg.All {
+		d.setUpHostTarget(pid, image)
+		return
+	}
+	d.parts.symbols.addTarget(pid)
+	st, err := procfs.ReadStatus(pid)
+	if err == nil {
+		_, err = procfs.StartTicks(pid) // a zombie has a status, and no root to look in
+	}
+	if err != nil {
+		d.exitedBeforeSetup(pid, err)
+		return
+	}
+	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: st.UID, GID: st.GID}); err != nil {
+		d.log.Warn("profd: no symbol FIFO for target; jitdump and perf-map files still read", "pid", pid, "err", err)
+	}
+	if err := d.parts.files.AddTarget(pid, st.UID); err != nil {
+		if exited(err) {
+			d.exitedBeforeSetup(pid, err)
+			return
+		}
+		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
+	}
+	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
+}
+
+// exitedBeforeSetup counts target pid, which exited before its symbol sources were set up
+// (err, when one says so): it is sampled, and has nothing to read symbols from.
+func (d *daemonRun) exitedBeforeSetup(pid uint32, err error) {
+	if err != nil && !exited(err) {
+		d.log.Warn("profd: no symbol FIFO or files for target", "pid", pid, "err", err)
+		return
+	}
+	d.tally.exitedEarly.Add(1)
+	d.log.Debug("profd: target exited before its symbol sources were set up", "pid", pid, "err", err)
+}
+
+// setUpHostTarget sets up --all target pid: its FIFO when its environment has PROFD_DIR
+// (the variable that leads profd_jit.h to profd), its file readers once it has a jitdump or
+// perf-map file (checked again at the watcher's scans and at its exit). Called by
+// setUpTarget.
+func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		d.exitedBeforeSetup(pid, err)
+		return
+	}
+	if !d.parts.watch.StillRuns(pid) {
+		// It exec'd since the watcher found it (a child between its fork, or setuid, and
+		// its exec): the watcher reports it removed and added anew, and that target gets
+		// the sources its new program asks for. Set up now, its FIFO would be made from the
+		// new program's environment and removed at the re-adding, under the JIT's feet.
+		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid)
+		return
+	}
+	h := &hostTarget{uid: st.UID, gid: st.GID, wait: sourceCheckEvery, checkedAt: time.Now()}
+	if d.checkSources(pid, image, h) {
+		d.host.waiting[pid] = h
+	}
+}
+
+// checkSources sets up what h still lacks of pid's symbol sources and reports whether
+// anything is left to check later.
+func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
+	var started []string
+	if !h.fifoDone {
+		// An empty environment may be an exec's midst: read it again at the next check.
+		env, err := procfs.Environ(pid, "PROFD_DIR")
+		if err == nil {
+			h.fifoDone = true
+			if _, ok := env["PROFD_DIR"]; ok {
+				d.parts.symbols.addTarget(pid)
+				if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: h.uid, GID: h.gid}); err != nil {
+					d.log.Warn("profd: no symbol FIFO for target", "pid", pid, "err", err)
+				} else {
+					started = append(started, "symbols FIFO "+d.parts.fifo.FIFOPath(pid))
+				}
+			}
+		}
+	}
+	if !h.files && h.hasFiles(d.parts.files, pid) {
+		h.files = true
+		d.parts.symbols.addTarget(pid)
+		if err := d.parts.files.AddTarget(pid, h.uid); err != nil && !exited(err) {
+			d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
+		} else if err == nil {
+			started = append(started, "jitdump and perf-map files")
+		}
+	}
+	if len(started) > 0 {
+		fmt.Fprintf(d.out, "profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
+	}
+	return !h.files || !h.fifoDone
+}
+
+// scanned is the watcher's Scanned handler: with --all, the change goroutine checks the
+// targets without symbol sources again.
+func (d *daemonRun) scanned() {
+	if !d.cfg.All {
+		return
+	}
+	select {
+	case d.host.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// recheckSources checks the waiting targets for symbol sources, at most every
+// sourceCheckEvery. Runs on the change goroutine.
+func (d *daemonRun) recheckSources() {
+	d.changes.applying.Lock()
+	defer d.changes.applying.Unlock()
+	if time.Since(d.host.lastCheck) < sourceCheckEvery {
+		return
+	}
+	now := time.Now()
+	d.host.lastCheck = now
+	for pid, h := range d.host.waiting {
+		if now.Sub(h.checkedAt) < h.wait {
+			continue
+		}
+		h.checkedAt, h.wait = now, min(2*h.wait, sourceCheckMax)
+		if !d.checkSources(pid, d.parts.look.Image(pid), h) {
+			delete(d.host.waiting, pid)
+		}
+	}
+}
+
+// lastSourceCheck looks, once more, for the files of exiting --all target pid that had
+// none (a perf map written at exit), so that its retirement reads them; and forgets it.
+// Called by retireTargets, under changes.applying.
+func (d *daemonRun) lastSourceCheck(pid uint32) {
+	h := d.host.waiting[pid]
+	if h == nil {
+		return
+	}
+	delete(d.host.waiting, pid)
+	if !h.files && h.hasFiles(d.parts.files, pid) {
+		d.parts.symbols.addTarget(pid)
+		d.parts.files.AddTarget(pid, h.uid)
+	}
+}
+
+// describeAll says what --all's filters select, for the start line.
+func (d *daemonRun) describeAll() string {
+	var parts []string
+	add := func(what string, vals []string) {
+		if len(vals) > 0 {
+			parts = append(parts, what+" "+strings.Join(vals, " or "))
+		}
+	}
+	add("in cgroup", d.cfg.Cgroups)
+	add("in container", d.cfg.Containers)
+	uids := make([]string, len(d.cfg.UIDs))
+	for i, u := range d.cfg.UIDs {
+		uids[i] = strconv.FormatUint(uint64(u), 10)
+	}
+	add("of uid", uids)
+	add("running", d.cfg.JITImages)
+	add("not running", d.cfg.ExcludeImages)
+	if len(parts) == 0 {
+		return " (but kernel threads and profd)"
+	}
+	return " " + strings.Join(parts, ", and ") + " (but kernel threads and profd)"
+}
+
+// dropUnsampled leaves out, with --all, the captures of processes that have drawn no sample
+// yet (most of a host's processes sleep; a shell's child between its fork and its exec):
+// they get no files. With --reset-on-flush every output is written, an empty interval too.
+func (d *daemonRun) dropUnsampled(work []pending) []pending {
+	if !d.cfg.All || d.cfg.ResetOnFlush {
+		return work
+	}
+	return slices.DeleteFunc(work, func(w pending) bool {
+		jit, outside := w.capture.TotalSamples()
+		return jit+outside == 0 && len(w.capture.Unnamed) == 0 && len(w.capture.Stacks) == 0
+	})
+}
+
+// lookedFor lists where target pid's symbols were looked for, for the warning about its
+// unnamed JIT samples: its FIFO and its files' places; with --all, only those set up.
+func (d *daemonRun) lookedFor(pid uint32) []string {
+	fifoPath := d.parts.fifo.FIFOPath(pid)
+	if !d.cfg.All {
+		return append([]string{fifoPath}, d.parts.files.Looked(pid)...)
+	}
+	var out []string
+	if _, err := os.Lstat(fifoPath); err == nil {
+		out = append(out, fifoPath)
+	}
+	out = append(out, d.parts.files.Looked(pid)...)
+	if len(out) == 0 {
+		out = append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
+	}
+	return out
+}
