@@ -262,6 +262,25 @@ func (c *Capture) TotalSamples() (jit, outside uint64) {
 	return jit, outside
 }
 
+// PidTotals sums each process's samples: in code objects, outside them, unnamed.
+func (c *Capture) PidTotals() map[uint32]uint64 {
+	t := map[uint32]uint64{}
+	add := func(pid uint32, n uint64) { t[pid] = sampleprof.SatAdd(t[pid], n) }
+	for _, o := range c.Objects {
+		add(o.Pid, o.TotalSamples())
+	}
+	for _, u := range c.Unmapped {
+		add(u.Pid, u.Count)
+	}
+	for _, u := range c.Unnamed {
+		add(u.Pid, u.Count)
+	}
+	for _, m := range c.Native {
+		add(m.Pid, m.TotalSamples())
+	}
+	return t
+}
+
 // nativeName is the function name the pprof profile and the reports give a native sample:
 // its symbol, else "[outside JIT] file" as for any mapping.
 func nativeName(m *NativeMapping, s NativeSample) string {
