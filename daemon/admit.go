@@ -12,15 +12,20 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 	image := d.locked.counts.AddProcess(pid, addedNs)
 	if d.locked.targets[pid] == nil {
 		// A later process of the same image and pid (a pid reused, or with --all the same
-		// process exec'ing the image again) gets files of its own.
-		key := outputBase(image, pid, 1)
-		d.locked.processes[key]++
+		// process exec'ing the image again) gets files of its own. A group's files are the
+		// group's: its processes are not counted, which a host's would be by the million.
+		n := 1
+		if d.cfg.GroupBy == GroupByProcess {
+			key := outputBase(image, pid, 1)
+			d.locked.processes[key]++
+			n = d.locked.processes[key]
+		}
 		// The owner is known before any flush can write the target's files.
 		owner, uid := outfile.WriterOwns, -1
 		if u, g, ok := d.parts.look.owner(pid); ok {
 			owner, uid = outputOwner(u, g), u
 		}
-		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, d.locked.processes[key]), owner: owner, uid: uid, addedNs: addedNs}
+		d.locked.targets[pid] = &liveTarget{base: outputBase(image, pid, n), owner: owner, uid: uid, addedNs: addedNs}
 		if d.cfg.GroupBy == GroupByContainer {
 			d.locked.targets[pid].container = d.parts.look.ProcessInfo(pid).ContainerID
 		}

@@ -60,9 +60,9 @@ type components struct {
 // targets, what waits for the next flush.
 type lockedState struct {
 	counts *attribute.Counts
-	// targets are the live targets' output names and budgets; processes counts the
-	// processes seen per output name (image and pid) in this run, so that a process that reuses a pid gets output
-	// files of its own.
+	// targets are the live targets' output names and budgets; processes counts, with
+	// --group-by process, the processes seen per output name (image and pid) in this run,
+	// so that a process that reuses a pid gets output files of its own.
 	targets   map[uint32]*liveTarget
 	processes map[string]int
 
@@ -94,7 +94,7 @@ type flushState struct {
 	finalBy, writeBy time.Time
 	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
 	// by their group's base name, merged into their group's outputs at every flush.
-	exitedByGroup map[string][]pending
+	exitedByGroup map[string]*exitedGroup
 	foldWarned    map[string]bool // groups whose exited processes' captures were let go of (warned)
 	// exitedSince: the groups, by base name, a process of which exited since their last
 	// flush; the final flush writes them even when none of their processes is left.
@@ -183,7 +183,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	// counts of native code by address a sixteenth.
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)
 	d.locked.counts.LimitNative(cfg.MaxMemoryBytes / 16)
-	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string][]pending{}, exitedSince: map[string]bool{},
+	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string]*exitedGroup{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
 		foldWarned: map[string]bool{}}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -103,6 +104,7 @@ func (d *daemonRun) flush(final bool) {
 		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
+	d.intervalsEnded(work)
 	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
 	d.flushing.mu.Lock()
@@ -132,7 +134,7 @@ func (d *daemonRun) flushRetired() {
 			d.name(w)
 			w.named = true
 			base := d.groupBase(w.image, w.container, w.uid)
-			d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
+			d.exitedGroup(base).add(w)
 			d.flushing.exitedSince[base] = true
 			d.foldExited(base)
 		}
@@ -200,6 +202,7 @@ func (d *daemonRun) flushTargets() {
 	d.writeAll(context.Background(), work, func(w pending) []Format {
 		return requestedFormats(d.cfg.Formats, requests, w.members())
 	}, requests)
+	d.intervalsEnded(work)
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
@@ -228,9 +231,18 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 	var out []pending
 	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
 		members := byGroup[base]
-		all := append(slices.Clone(d.flushing.exitedByGroup[base]), members...)
+		var past []pending
+		recent := members
+		if e := d.flushing.exitedByGroup[base]; e != nil {
+			if e.past != nil {
+				past = []pending{*e.past}
+			}
+			recent = append(slices.Clone(e.recent), members...)
+		}
+		all := append(past, recent...)
 		delete(d.flushing.exitedSince, base)
-		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid, container: all[0].container}
+		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid, container: all[0].container,
+			pids: []uint32{}}
 		var cs []*profileio.Capture
 		for i, w := range all {
 			g.pids = append(g.pids, w.members()...)
@@ -246,15 +258,25 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 				g.owner = outfile.WriterOwns
 			}
 		}
-		g.pid = g.pids[0]
+		if len(g.pids) > 0 {
+			g.pid = g.pids[0]
+		}
 		g.capture = profileio.MergeCaptures(cs)
+		if len(past) > 0 {
+			// An ended interval holds the samples of the processes in past: the next
+			// interval is taken of the others only.
+			g.sinceInterval = profileio.MergeCaptures(cs[1:])
+			if g.sinceInterval == nil {
+				g.sinceInterval = &profileio.Capture{Version: g.capture.Version, Meta: g.capture.Meta, End: g.capture.End}
+			}
+		}
 		out = append(out, g)
 		if d.cfg.ResetOnFlush {
 			delete(d.flushing.exitedByGroup, base)
 		}
 		for _, w := range members {
 			if w.final && !d.cfg.ResetOnFlush {
-				d.flushing.exitedByGroup[base] = append(d.flushing.exitedByGroup[base], w)
+				d.exitedGroup(base).add(w)
 			}
 		}
 		d.foldExited(base)
@@ -262,18 +284,81 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 	return out
 }
 
-// foldExited merges the final captures of a group's processes that exited into one, kept
-// within the budgets of one target (--max-symbol-mb of code objects, as many call chain
-// frames as a target may hold): a group whose processes come and go (a database's
-// backends) would otherwise keep every one's capture, and merge them all again at each
-// flush, for the whole run. What is let go is logged once per group.
-func (d *daemonRun) foldExited(base string) {
-	exited := d.flushing.exitedByGroup[base]
-	if len(exited) < 2 {
+// exitedGroup returns what group base keeps of its processes that exited, made the first
+// time.
+func (d *daemonRun) exitedGroup(base string) *exitedGroup {
+	e := d.flushing.exitedByGroup[base]
+	if e == nil {
+		e = &exitedGroup{}
+		d.flushing.exitedByGroup[base] = e
+	}
+	return e
+}
+
+// intervalsEnded notes, after work was written, the groups whose interval it ended: the
+// samples of their processes that exited are in an interval now, and go to the part of
+// their group that is kept folded (foldExited).
+func (d *daemonRun) intervalsEnded(work []pending) {
+	if d.cfg.GroupBy == GroupByProcess {
 		return
 	}
+	for _, w := range work {
+		if e := d.flushing.exitedByGroup[w.base]; w.interval && e != nil && len(e.recent) > 0 {
+			e.counted = len(e.recent)
+			d.foldExited(w.base)
+		}
+	}
+}
+
+// foldExited keeps what group base holds of its processes that exited within bounds: those
+// whose samples an ended interval holds (every one without --flush-interval) are merged into
+// its past, the others into one capture, each kept within the budgets of one target
+// (--max-symbol-mb of code objects, as many call chain frames as a target may hold). Past
+// maxExitedApart processes, the past keeps the most sampled apart and folds the others into
+// one (profileio.FoldProcesses): a group whose processes come and go (a database's
+// backends, a host's shells) would otherwise keep every one's capture, and merge them all
+// again at each flush, for the whole run. Their own profiles are in the interval files.
+func (d *daemonRun) foldExited(base string) {
+	e := d.flushing.exitedByGroup[base]
+	if e == nil {
+		return
+	}
+	if d.cfg.FlushInterval == 0 {
+		e.counted = len(e.recent)
+	}
+	if e.counted > 0 {
+		settled := e.recent[:e.counted]
+		if e.past != nil {
+			settled = append([]pending{*e.past}, settled...)
+		}
+		past := d.mergeExited(base, settled)
+		if d.foldApart(base, &past) && !e.noted {
+			e.noted = true
+			msg := "profd: the group's cumulative profile counts its processes that exited together, as one, but its most sampled ones"
+			if d.cfg.FlushInterval > 0 {
+				msg += ": each process's own samples are in its intervals"
+			}
+			d.log.Info(msg, "group", base, "apart", maxExitedApart/2, "pid", profileio.FoldedPid)
+		}
+		e.past = &past
+		e.recent = slices.Clone(e.recent[e.counted:])
+		e.counted = 0
+	}
+	if len(e.recent) >= 2 {
+		e.recent = []pending{d.mergeExited(base, e.recent)}
+	}
+}
+
+// maxExitedApart is how many processes that exited a group's past keeps apart before it
+// folds all but the most sampled half of them into one.
+const maxExitedApart = 64
+
+// mergeExited merges the captures of exited, processes of group base that exited, into
+// one, kept within the budgets of one target. What is let go is logged once per group.
+func (d *daemonRun) mergeExited(base string, exited []pending) pending {
 	f := pending{image: exited[0].image, base: base, final: true, named: true, uid: exited[0].uid,
-		container: exited[0].container, owner: exited[0].owner, pid: exited[0].pid, firstNs: exited[0].firstNs}
+		container: exited[0].container, owner: exited[0].owner, pid: exited[0].pid, firstNs: exited[0].firstNs,
+		pids: []uint32{}}
 	cs := make([]*profileio.Capture, len(exited))
 	for i, w := range exited {
 		f.pids = append(f.pids, w.members()...)
@@ -285,19 +370,40 @@ func (d *daemonRun) foldExited(base string) {
 	}
 	f.capture = profileio.MergeCaptures(cs)
 	s := attribute.BoundCapture(f.capture, d.cfg.MaxSymbolBytes, attribute.MaxStackFrames)
-	d.flushing.exitedByGroup[base] = []pending{f}
 	if s.Code+s.Lines+s.Chains == 0 {
-		return
+		return f
 	}
 	attrs := []any{"group", base, "processes", len(f.pids), "code", s.Code, "line_tables", s.Lines, "chains", s.Chains,
 		"freed_mb", s.Bytes >> 20}
 	if d.flushing.foldWarned[base] {
 		d.log.Debug("profd: exited processes' profiles let go past the budgets", attrs...)
-		return
+		return f
 	}
 	d.flushing.foldWarned[base] = true
 	d.log.Warn("profd: the group's processes that exited hold more than one target's budgets: the code bytes of their least sampled functions are let go (their samples stay, not repaired), then line tables, then their least sampled call chains (their samples stay at the leaves)",
 		append(attrs, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20, "raise_with", "--max-symbol-mb")...)
+	return f
+}
+
+// foldApart folds the processes of f, the past of group base, into one past
+// maxExitedApart, keeping the most sampled half apart; it reports whether it folded.
+func (d *daemonRun) foldApart(base string, f *pending) bool {
+	if len(f.pids) <= maxExitedApart {
+		return false
+	}
+	totals := f.capture.PidTotals()
+	apart := slices.Clone(f.pids)
+	slices.SortStableFunc(apart, func(a, b uint32) int { return cmp.Compare(totals[b], totals[a]) })
+	apart = apart[:maxExitedApart/2]
+	keep := make(map[uint32]bool, len(apart))
+	for _, pid := range apart {
+		keep[pid] = true
+	}
+	f.capture = profileio.FoldProcesses(f.capture, func(pid uint32) bool { return !keep[pid] },
+		profileio.Process{Command: f.image, ContainerID: f.container})
+	f.pids = apart
+	d.log.Debug("profd: exited processes folded", "group", base, "apart", len(apart))
+	return true
 }
 
 // groupBase names the outputs of an image's group with --group-by image: "<image>" for

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
 )
 
 // TestGroupByImage profiles two testjit processes with --group-by image: one output per
@@ -117,5 +118,57 @@ func TestGroupFoldsExitedProcesses(t *testing.T) {
 	}
 	if n := strings.Count(r.logs.String(), "the group's processes that exited hold more"); n != 1 {
 		t.Errorf("%d warnings, want 1", n)
+	}
+}
+
+// TestGroupFoldsManyExitedProcesses: a group whose processes come and go (a script's
+// shells, a database's backends) keeps the most sampled of those that exited apart in its
+// cumulative capture and counts the others together, under profileio.FoldedPid, so that
+// the capture stops growing with their number; no sample is lost, and every one is still
+// in exactly one interval: the group's intervals add up to its cumulative capture.
+func TestGroupFoldsManyExitedProcesses(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("bash"))
+	const procs, together = 2 * maxExitedApart, 4
+	d := newDirs(t)
+	image := "profd-fold-sh"
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
+		GroupBy: GroupByImage, FlushInterval: time.Second, Formats: []Format{FormatCapture}})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	for i := 0; i < procs; i += together {
+		var batch []*child
+		for range together {
+			batch = append(batch, startChild(t, nil, bin, "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"))
+		}
+		for _, c := range batch {
+			c.wait(t, 30*time.Second)
+		}
+	}
+	r.stop(t)
+
+	c := readCapture(t, filepath.Join(d.out, image+extension[FormatCapture]))
+	total := func(c *profileio.Capture) uint64 {
+		jit, outside := c.TotalSamples()
+		return jit + outside + c.UnnamedSamples()
+	}
+	folded := slices.ContainsFunc(c.Processes, func(p profileio.Process) bool { return p.Pid == profileio.FoldedPid })
+	added := strings.Count(r.logs.String(), "profd: target added")
+	t.Logf("%d processes added, %d in the group's capture, %d samples", added, len(c.Processes), total(c))
+	if added < procs/2 {
+		t.Fatalf("profd added %d of %d processes", added, procs)
+	}
+	if !folded || len(c.Processes) > added-maxExitedApart/2 {
+		t.Errorf("the group's capture has %d processes (folded ones among them: %v) of %d, want at most %d", len(c.Processes),
+			folded, added, added-maxExitedApart/2)
+	}
+	var intervals uint64
+	for _, p := range intervalFiles(t, d.out, image, FormatCapture) {
+		intervals += total(readCapture(t, p))
+	}
+	if intervals != total(c) {
+		t.Errorf("the group's intervals hold %d samples, its cumulative capture %d", intervals, total(c))
 	}
 }

@@ -34,10 +34,10 @@ func (d *daemonRun) takeInterval(w pending) (Interval, int64) {
 	}
 	var c *profileio.Capture
 	if d.cfg.ResetOnFlush {
-		cc := *w.capture // counted since the last flush, which ended the last interval
+		cc := *w.intervalCapture() // counted since the last flush, which ended the last interval
 		c = &cc
 	} else {
-		c = profileio.Delta(w.capture, base)
+		c = profileio.Delta(w.intervalCapture(), base)
 	}
 	c.Meta.StartNs, c.Meta.StartTime = startNs, start
 	end := time.Now()
@@ -50,7 +50,7 @@ func (d *daemonRun) takeInterval(w pending) (Interval, int64) {
 	final := w.final && (w.pids == nil || d.stopping())
 	next := &intervalState{startNs: endNs, start: end}
 	if !d.cfg.ResetOnFlush && !final {
-		next.base = profileio.NewBaseline(w.capture)
+		next.base = profileio.NewBaseline(w.intervalCapture())
 	}
 	d.flushing.mu.Lock()
 	if final {

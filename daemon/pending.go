@@ -31,6 +31,31 @@ type pending struct {
 	firstNs int64
 	// interval: writing it ends an interval of its output (endsInterval).
 	interval bool
+	// sinceInterval is a group's capture without the processes whose exit an ended
+	// interval holds: what its next interval is taken of. Nil: capture.
+	sinceInterval *profileio.Capture
+}
+
+// intervalCapture is what w's interval is taken of.
+func (w *pending) intervalCapture() *profileio.Capture {
+	if w.sinceInterval != nil {
+		return w.sinceInterval
+	}
+	return w.capture
+}
+
+// exitedGroup is what a group (--group-by image or container) keeps of its processes that
+// exited, for its cumulative outputs.
+type exitedGroup struct {
+	// recent are the final captures of those whose samples no ended interval holds yet
+	// (their last interval is their group's next); the first counted of them are in one
+	// now, and go to past (foldExited).
+	recent  []pending
+	counted int
+	// past is the others' captures merged into one, some of its processes folded into one
+	// past maxExitedApart; nil when none.
+	past  *pending
+	noted bool // the folding was logged
 }
 
 // members are the processes w's outputs cover.
@@ -40,3 +65,6 @@ func (w *pending) members() []uint32 {
 	}
 	return []uint32{w.pid}
 }
+
+// add keeps w, the final capture of a process of the group that exited.
+func (e *exitedGroup) add(w pending) { e.recent = append(e.recent, w) }
