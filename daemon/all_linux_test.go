@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
 
@@ -118,6 +121,7 @@ func startRunAll(t *testing.T, cfg Config, d dirs) *profdRun {
 	t.Helper()
 	cfg.All, cfg.Event, cfg.FreqHz, cfg.FifoDir, cfg.OutDir = true, "cpu-clock", 999, d.fifo, d.out
 	cfg.Formats = []Format{FormatCapture}
+	cfg.GroupBy = cmp.Or(cfg.GroupBy, GroupByProcess) // the tests look at each process's outputs
 	r := startRun(t, cfg)
 	waitFor(t, "profd to start", 10*time.Second, func() bool { return strings.Contains(r.summary.String(), "profiling every process") })
 	return r
@@ -388,5 +392,32 @@ func TestAllCgroupRemoved(t *testing.T) {
 	r.stop(t)
 	if n := strings.Count(r.logs.String(), "is gone (removed or renamed)"); n != 1 {
 		t.Errorf("%d warnings about the cgroup, want 1", n)
+	}
+}
+
+// TestAllGroupsByImage: --all without --group-by writes one output per image and user, not
+// one per process (a host's short-lived processes would each leave files of their own):
+// nobody's two processes of profd-allspin are in profd-allspin-uid65534.profd.
+func TestAllGroupsByImage(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	d := sharedDirs(t)
+	r := startRun(t, Config{All: true, UIDs: []uint32{targetUID}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo,
+		OutDir: d.out, Formats: []Format{FormatCapture}})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return strings.Contains(r.summary.String(), "profiling every process") })
+	a, b := startAsUser(t, targetUID, spin, "200", "0"), startAsUser(t, targetUID, spin, "200", "0")
+	a.wait(t, 60*time.Second)
+	b.wait(t, 60*time.Second)
+	r.stop(t)
+
+	group := filepath.Join(d.out, "profd-allspin-uid"+strconv.Itoa(targetUID)+extension[FormatCapture])
+	c := readCapture(t, group)
+	for _, pid := range []int{a.pid(), b.pid()} {
+		if !slices.ContainsFunc(c.Processes, func(p profileio.Process) bool { return int(p.Pid) == pid }) {
+			t.Errorf("%s does not hold pid %d", group, pid)
+		}
+		if paths := pidCaptures(t, d, "", pid); len(paths) > 0 {
+			t.Errorf("pid %d has outputs of its own: %v", pid, paths)
+		}
 	}
 }

@@ -64,7 +64,7 @@ type Config struct {
 	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
 	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
 	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
-	GroupBy       GroupBy       // one output per process (default) or per image
+	GroupBy       GroupBy       // one output per process (default; with All, per image), image or container
 	AllUsers      bool          // with GroupByImage: one group per image, whatever the users of its processes
 	Stacks        bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
 	KernelStacks  bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
@@ -204,7 +204,11 @@ func (c *Config) Validate() error {
 	}
 	switch c.GroupBy {
 	case "":
+		// A host's processes come and go by the thousand: each would leave files of its own.
 		c.GroupBy = GroupByProcess
+		if c.All {
+			c.GroupBy = GroupByImage
+		}
 	case GroupByProcess, GroupByImage, GroupByContainer:
 	default:
 		bad("--group-by %q: want process, image or container", c.GroupBy)
