@@ -204,9 +204,10 @@ func (c *Config) Validate() error {
 	}
 	switch c.GroupBy {
 	case "":
-		// A host's processes come and go by the thousand: each would leave files of its own.
 		c.GroupBy = GroupByProcess
 		if c.All {
+			// A host's processes come and go by the thousand: each would leave files of
+			// its own.
 			c.GroupBy = GroupByImage
 		}
 	case GroupByProcess, GroupByImage, GroupByContainer:
