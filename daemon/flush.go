@@ -98,7 +98,7 @@ func (d *daemonRun) flush(final bool) {
 		ctx, cancel = context.WithDeadline(ctx, d.flushing.writeBy)
 		defer cancel()
 	}
-	work = d.group(work, by, final)
+	work = d.group(work, by, due)
 	for i := range work {
 		work[i].nameBy = by
 		work[i].interval = d.endsInterval(work[i], due)
@@ -209,9 +209,10 @@ func (d *daemonRun) flushTargets() {
 // pending per image and user (per image with --all-users; with --group-by container, per
 // container, or image outside containers), merging its processes' captures
 // (their native and kernel frames named first) with the final captures of the group's
-// processes that exited earlier in the run. The final flush (final) also writes the groups
-// whose processes have all exited since their last flush.
-func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
+// processes that exited earlier in the run. A flush that ends intervals (due: the timer's,
+// the final one) also writes the groups whose processes have all exited since their last
+// flush: their interval holds those exits, which then join the group's past (foldExited).
+func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 	if d.cfg.GroupBy == GroupByProcess {
 		return work
 	}
@@ -224,7 +225,7 @@ func (d *daemonRun) group(work []pending, by time.Time, final bool) []pending {
 		byGroup[base] = append(byGroup[base], w)
 	}
 	for base := range d.flushing.exitedByGroup {
-		if _, ok := byGroup[base]; final && !ok && d.flushing.exitedSince[base] {
+		if _, ok := byGroup[base]; due && !ok && d.flushing.exitedSince[base] {
 			byGroup[base] = nil
 		}
 	}
