@@ -136,7 +136,7 @@ func (d *daemonRun) flushRetired() {
 			base := d.groupBase(w.image, w.container, w.uid)
 			d.exitedGroup(base).add(w)
 			d.flushing.exitedSince[base] = true
-			d.foldExited(base)
+			d.foldExited(base, false)
 		}
 		return
 	}
@@ -280,7 +280,7 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 				d.exitedGroup(base).add(w)
 			}
 		}
-		d.foldExited(base)
+		d.foldExited(base, false)
 	}
 	return out
 }
@@ -305,34 +305,31 @@ func (d *daemonRun) intervalsEnded(work []pending) {
 	}
 	for _, w := range work {
 		if e := d.flushing.exitedByGroup[w.base]; w.interval && e != nil && len(e.recent) > 0 {
-			e.counted = len(e.recent)
-			d.foldExited(w.base)
+			d.foldExited(w.base, true)
 		}
 	}
 }
 
-// foldExited keeps what group base holds of its processes that exited within bounds: those
-// whose samples an ended interval holds (every one without --flush-interval) are merged into
-// its past, the others into one capture, each kept within the budgets of one target
-// (--max-symbol-mb of code objects, as many call chain frames as a target may hold). Past
+// foldExited keeps what group base holds of its processes that exited within bounds: when an
+// interval that holds their samples just ended (settled), or always without
+// --flush-interval, they are merged into its past; else into one capture; each is kept
+// within the budgets of one target (--max-symbol-mb of code objects, as many call chain
+// frames as a target may hold). Past
 // maxExitedApart processes, the past keeps the most sampled apart and folds the others into
 // one (profileio.FoldProcesses): a group whose processes come and go (a database's
 // backends, a host's shells) would otherwise keep every one's capture, and merge them all
 // again at each flush, for the whole run. Their own profiles are in the interval files.
-func (d *daemonRun) foldExited(base string) {
+func (d *daemonRun) foldExited(base string, settled bool) {
 	e := d.flushing.exitedByGroup[base]
 	if e == nil {
 		return
 	}
-	if d.cfg.FlushInterval == 0 {
-		e.counted = len(e.recent)
-	}
-	if e.counted > 0 {
-		settled := e.recent[:e.counted]
+	if (settled || d.cfg.FlushInterval == 0) && len(e.recent) > 0 {
+		all := e.recent
 		if e.past != nil {
-			settled = append([]pending{*e.past}, settled...)
+			all = append([]pending{*e.past}, all...)
 		}
-		past := d.mergeExited(base, settled)
+		past := d.mergeExited(base, all)
 		if d.foldApart(base, &past) && !e.noted {
 			e.noted = true
 			msg := "profd: the group's cumulative profile counts its processes that exited together, as one, but its most sampled ones"
@@ -341,9 +338,7 @@ func (d *daemonRun) foldExited(base string) {
 			}
 			d.log.Info(msg, "group", base, "apart", maxExitedApart/2, "pid", profileio.FoldedPid)
 		}
-		e.past = &past
-		e.recent = slices.Clone(e.recent[e.counted:])
-		e.counted = 0
+		e.past, e.recent = &past, nil
 	}
 	if len(e.recent) >= 2 {
 		e.recent = []pending{d.mergeExited(base, e.recent)}

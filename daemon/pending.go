@@ -48,10 +48,9 @@ func (w *pending) intervalCapture() *profileio.Capture {
 // exited, for its cumulative outputs.
 type exitedGroup struct {
 	// recent are the final captures of those whose samples no ended interval holds yet
-	// (their last interval is their group's next); the first counted of them are in one
-	// now, and go to past (foldExited).
-	recent  []pending
-	counted int
+	// (their last interval is their group's next): they go to past once one does
+	// (foldExited).
+	recent []pending
 	// past is the others' captures merged into one, some of its processes folded into one
 	// past maxExitedApart; nil when none.
 	past  *pending
