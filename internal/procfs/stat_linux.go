@@ -48,8 +48,9 @@ func ReadStat(pid uint32) (Stat, error) {
 	if i < 0 || i+2 > len(s) {
 		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
 	}
-	// Fields after "pid (comm) ": field n of proc(5) is at index n-3.
-	const stateField, flagsField, startField = 3 - 3, 9 - 3, 22 - 3
+	// Fields after "pid (comm) ": field n of proc(5) is at index n-3 (state 3, flags 9,
+	// starttime 22).
+	const stateField, flagsField, startField = 0, 6, 19
 	f := strings.Fields(s[i+2:])
 	if len(f) <= startField || len(f[stateField]) != 1 {
 		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
