@@ -97,7 +97,8 @@ type flushState struct {
 	exitedByGroup map[string]*exitedGroup
 	foldWarned    map[string]bool // groups whose exited processes' captures were let go of (warned)
 	// exitedSince: the groups, by base name, a process of which exited since their last
-	// flush; the final flush writes them even when none of their processes is left.
+	// write that ended an interval (any write, without --flush-interval); a flush that ends
+	// intervals writes them even when none of their processes is left.
 	exitedSince map[string]bool
 
 	mu     sync.Mutex

@@ -104,7 +104,6 @@ func (d *daemonRun) flush(final bool) {
 		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
-	d.intervalsEnded(work)
 	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
 	d.flushing.mu.Lock()
@@ -202,7 +201,6 @@ func (d *daemonRun) flushTargets() {
 	d.writeAll(context.Background(), work, func(w pending) []Format {
 		return requestedFormats(d.cfg.Formats, requests, w.members())
 	}, requests)
-	d.intervalsEnded(work)
 }
 
 // group returns work as it is written: as it is per process, or with --group-by image one
@@ -211,7 +209,9 @@ func (d *daemonRun) flushTargets() {
 // (their native and kernel frames named first) with the final captures of the group's
 // processes that exited earlier in the run. A flush that ends intervals (due: the timer's,
 // the final one) also writes the groups whose processes have all exited since their last
-// flush: their interval holds those exits, which then join the group's past (foldExited).
+// flush. A write that ends a group's interval takes the interval of the processes that
+// exited since its last one, and its cumulative capture of its past, which they join first
+// (foldExited), so that no written capture keeps more than maxExitedApart of them apart.
 func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 	if d.cfg.GroupBy == GroupByProcess {
 		return work
@@ -232,22 +232,49 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 	var out []pending
 	for _, base := range slices.Sorted(maps.Keys(byGroup)) {
 		members := byGroup[base]
-		var past []pending
-		recent := members
+		var past *pending
+		rest := members // the group's processes whose samples no ended interval holds yet
 		if e := d.flushing.exitedByGroup[base]; e != nil {
-			if e.past != nil {
-				past = []pending{*e.past}
-			}
-			recent = append(slices.Clone(e.recent), members...)
+			past = e.past
+			rest = append(slices.Clone(e.recent), members...)
 		}
-		all := append(past, recent...)
-		delete(d.flushing.exitedSince, base)
-		g := pending{image: all[0].image, base: base, final: true, named: true, uid: all[0].uid, container: all[0].container,
-			pids: []uint32{}}
+		live := slices.DeleteFunc(slices.Clone(members), func(w pending) bool { return w.final })
+		ends := d.endsInterval(pending{final: len(live) == 0}, due)
+		if ends || d.cfg.FlushInterval == 0 {
+			delete(d.flushing.exitedSince, base) // this write holds every exit of the group
+		}
+		parts := rest
+		if past != nil {
+			parts = append([]pending{*past}, rest...)
+		}
+		if !d.cfg.ResetOnFlush {
+			// The members that exited join what the group keeps of its exits; when this
+			// write ends the group's interval, which holds their samples, its past.
+			for _, w := range members {
+				if w.final {
+					d.exitedGroup(base).add(w)
+				}
+			}
+			d.foldExited(base, ends)
+			e := d.flushing.exitedByGroup[base]
+			past, parts = nil, nil
+			if e != nil {
+				past = e.past
+				if past != nil {
+					parts = append(parts, *past)
+				}
+				parts = append(parts, e.recent...)
+			}
+			parts = append(parts, live...)
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		g := pending{image: parts[0].image, base: base, final: len(live) == 0, named: true, uid: parts[0].uid,
+			container: parts[0].container, pids: []uint32{}}
 		var cs []*profileio.Capture
-		for i, w := range all {
+		for i, w := range parts {
 			g.pids = append(g.pids, w.members()...)
-			g.final = g.final && w.final
 			if i == 0 || w.firstNs < g.firstNs {
 				g.firstNs = w.firstNs
 			}
@@ -263,11 +290,14 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 			g.pid = g.pids[0]
 		}
 		g.capture = profileio.MergeCaptures(cs)
-		if len(past) > 0 {
-			// An ended interval holds the samples of the processes in past: the next
-			// interval is taken of the others only.
-			g.sinceInterval = profileio.MergeCaptures(cs[1:])
-			if g.sinceInterval == nil {
+		if past != nil {
+			// The group's interval is taken of the processes whose samples no ended
+			// interval held before this write; an empty capture stands for none.
+			var rs []*profileio.Capture
+			for _, w := range rest {
+				rs = append(rs, w.capture)
+			}
+			if g.sinceInterval = profileio.MergeCaptures(rs); g.sinceInterval == nil {
 				g.sinceInterval = &profileio.Capture{Version: g.capture.Version, Meta: g.capture.Meta, End: g.capture.End}
 			}
 		}
@@ -275,12 +305,6 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 		if d.cfg.ResetOnFlush {
 			delete(d.flushing.exitedByGroup, base)
 		}
-		for _, w := range members {
-			if w.final && !d.cfg.ResetOnFlush {
-				d.exitedGroup(base).add(w)
-			}
-		}
-		d.foldExited(base, false)
 	}
 	return out
 }
@@ -296,29 +320,15 @@ func (d *daemonRun) exitedGroup(base string) *exitedGroup {
 	return e
 }
 
-// intervalsEnded notes, after work was written, the groups whose interval it ended: the
-// samples of their processes that exited are in an interval now, and go to the part of
-// their group that is kept folded (foldExited).
-func (d *daemonRun) intervalsEnded(work []pending) {
-	if d.cfg.GroupBy == GroupByProcess {
-		return
-	}
-	for _, w := range work {
-		if e := d.flushing.exitedByGroup[w.base]; w.interval && e != nil && len(e.recent) > 0 {
-			d.foldExited(w.base, true)
-		}
-	}
-}
-
-// foldExited keeps what group base holds of its processes that exited within bounds: when an
-// interval that holds their samples just ended (settled), or always without
+// foldExited keeps what group base holds of its processes that exited within bounds: when the
+// write of an interval that holds their samples ends it (settled), or always without
 // --flush-interval, they are merged into its past; else into one capture; each is kept
 // within the budgets of one target (--max-symbol-mb of code objects, as many call chain
-// frames as a target may hold). Past
-// maxExitedApart processes, the past keeps the most sampled apart and folds the others into
-// one (profileio.FoldProcesses): a group whose processes come and go (a database's
-// backends, a host's shells) would otherwise keep every one's capture, and merge them all
-// again at each flush, for the whole run. Their own profiles are in the interval files.
+// frames as a target may hold). Past maxExitedApart processes, the past keeps the most
+// sampled apart and folds the others into one (profileio.FoldProcesses): a group whose
+// processes come and go (a database's backends, a host's shells) would otherwise keep every
+// one's capture, and merge them all again at each flush, for the whole run. Their own
+// profiles are in the interval files.
 func (d *daemonRun) foldExited(base string, settled bool) {
 	e := d.flushing.exitedByGroup[base]
 	if e == nil {
