@@ -117,7 +117,7 @@ func nameCount(jit *jitmap.Map, pid uint32, ip, n uint64, first, last int64, nam
 
 // count adds n samples at ip to the object r of p.
 func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64) {
-	if !p.named.add(r, ip-r.Addr, n) {
+	if !p.named.add(p.same.canonical(a.jit, p.pid, r), ip-r.Addr, n) {
 		p.outside["[unknown]"] += n
 		a.outsideSamples += n
 		return
@@ -245,13 +245,26 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 		}
 	}
 	if r := a.jit.Find(p.pid, addr, ns); r.Obj != nil {
-		return stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
+		return a.jitFrame(p, r, addr)
 	}
 	f := stackFrame{addr: addr, native: -1, mapping: mapping}
 	if JITMemory(mapping) {
 		f.mapping = profileio.UnnamedMapping
 	}
 	return f
+}
+
+// jitFrame is the frame of addr in the code object r of p, named by the copy of r's code
+// that its samples count as (sameCode), at the same offset.
+func (a *Counts) jitFrame(p *procCounts, r jitmap.Ref, addr uint64) stackFrame {
+	c := p.same.canonical(a.jit, p.pid, r)
+	return stackFrame{obj: c.Obj, version: c.Version, addr: addr - r.Addr + c.Addr, native: -1}
+}
+
+// resolveStacks names again the frames of p's call chains that had no code object at their
+// drain (stackCounts.resolve).
+func (a *Counts) resolveStacks(p *procCounts) {
+	p.stacks.resolve(a.jit, p.pid, func(r jitmap.Ref, addr uint64) stackFrame { return a.jitFrame(p, r, addr) })
 }
 
 // jitStart reports whether a caller's return address ip is the first byte of a JIT code

@@ -105,7 +105,7 @@ func (a *Counts) NameKept() {
 		}
 		p.keptNamed = p.symbols
 		a.resolve(p, false)
-		p.stacks.resolve(a.jit, p.pid)
+		a.resolveStacks(p)
 	}
 }
 
@@ -173,6 +173,7 @@ func (a *Counts) Reset(pid uint32) {
 	p.native.reset(&a.nativeAddrs)
 	p.unnamed.reset()
 	p.stacks.reset(&a.stackFrames)
+	p.same = sameCode{}
 }
 
 // unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed

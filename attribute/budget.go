@@ -210,6 +210,7 @@ func (a *Counts) shed(p *procCounts, ended []*codeobj.Object, want int64) Shed {
 		p.outside[profileio.OverBudgetMapping] += c.drop(gone)
 	}
 	p.stacks.replace(copies)
+	p.same.forget(func(v uint64) bool { return gone[v] || copies[v] != nil })
 	return s
 }
 

@@ -17,6 +17,7 @@ type procCounts struct {
 	native     nativeCounts      // samples in native code, by mapping and address
 	unnamed    unnamedSamples    // samples in JIT memory no code object named yet
 	stacks     stackCounts       // samples by thread and call chain (--stacks)
+	same       sameCode          // which copy of a function emitted again its samples count as
 	maps       procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
 	// the unnamed samples were last looked up again, keptNamed when NameKept last looked up

@@ -181,7 +181,7 @@ func (sc *stackCounts) reset(all *sharedBudget) {
 // an entry of their own; outputs merge entries by frame. An entry no frame of which could be
 // named stays in the index, so that resolving often (the daemon's drain tick) does not
 // multiply entries.
-func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
+func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32, frame func(r jitmap.Ref, addr uint64) stackFrame) {
 	for i := range sc.entries {
 		e := &sc.entries[i]
 		if !e.unnamed || !anyNamed(jit, pid, e) {
@@ -198,7 +198,7 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 				continue
 			}
 			if r := jit.Find(pid, f.addr, e.lastNs); r.Obj != nil {
-				*f = stackFrame{obj: r.Obj, version: r.Version, addr: f.addr, native: -1}
+				*f = frame(r, f.addr)
 				sc.noteObject(*f)
 			} else {
 				e.unnamed = true

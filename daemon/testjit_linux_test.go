@@ -188,18 +188,20 @@ func TestFIFOWriterReopen(t *testing.T) {
 		t.Fatalf("testjit reopened %d times, want %d:\n%s", n, rounds-1, jit.out.String())
 	}
 	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
-	// Each round loads count_small anew at the same address: one code object per round,
-	// each with its own samples.
+	// Each round loads its functions anew, with the same code (count_medium moves once per
+	// round, its code unchanged): each function's copies are counted as one object, with
+	// every round's samples (80 ms of CPU a run, sampled at 999 Hz; count_medium runs twice).
 	sampled := map[string]int{}
 	for _, o := range c.Objects {
 		if len(o.Samples) > 0 {
 			sampled[o.Object.Name]++
 		}
 	}
-	// count_medium moves once per round: two objects per round.
-	for n, want := range map[string]int{"count_small": rounds, "count_medium": 2 * rounds, "count_large": rounds} {
-		if sampled[n] != want {
-			t.Errorf("%s: %d sampled code objects, want %d; objects %v", n, sampled[n], want, objectSummary(c))
+	totals := jitTotals(c)
+	for n, runs := range map[string]uint64{"count_small": rounds, "count_medium": 2 * rounds, "count_large": rounds} {
+		if sampled[n] != 1 || totals[n] < runs*40 {
+			t.Errorf("%s: %d sampled code objects with %d samples, want 1 with at least %d; objects %v", n, sampled[n],
+				totals[n], runs*40, objectSummary(c))
 		}
 	}
 	if got := lastCounter(r.summary.String(), "symbols "); got != rounds*3 {

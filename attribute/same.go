@@ -1,0 +1,138 @@
+package attribute
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+
+	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/jitmap"
+)
+
+// sameCode counts the copies of one function that a JIT emitted again, with the same name,
+// code bytes and line table (relative to their start), as the first of them that drew a
+// sample: a JIT that compiles the same code again and again (PostgreSQL compiles a query's
+// expressions anew at every execution; a JIT whose code cache is flushed, or that loads and
+// unloads a function as it is needed) would otherwise hold, count and write one object per
+// copy, and a target's cumulative profile would grow with every one of them. The counts and
+// call chains of a copy are those of the first, by offset; the first's address and load time
+// stand for every copy's. Code that differs in a byte (a relocated call, a constant) is
+// another object. It is not safe for concurrent use.
+type sameCode struct {
+	seed  maphash.Seed
+	first map[codeKey][]jitmap.Ref // the copies counted for themselves, by their code's key
+	own   map[uint64]bool          // their versions
+	to    map[uint64]copyOf        // copies counted as another, by version
+	// pruneAt is the size of to past which the copies the map no longer holds leave it.
+	pruneAt int
+}
+
+// codeKey tells the code of copies apart, but for a hash's collisions (sameCodeAs).
+type codeKey struct {
+	name string
+	size uint64
+	sum  uint64 // of the code bytes and the line table
+}
+
+// copyOf is a copy counted as another: that one, and where the copy is.
+type copyOf struct {
+	of   jitmap.Ref
+	addr uint64
+}
+
+// minPrune is the size of sameCode.to from which its entries for code that ended are let go.
+const minPrune = 1024
+
+// canonical returns the copy r's samples count as: r, or an earlier copy of the same code.
+// Objects without code bytes are their own (equal names and sizes say nothing of the code).
+func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.Ref {
+	if c, ok := s.to[r.Version]; ok {
+		return c.of
+	}
+	if r.Obj == nil || r.Obj.Code == nil || s.own[r.Version] {
+		return r
+	}
+	if s.first == nil {
+		s.seed = maphash.MakeSeed()
+		s.first, s.own = map[codeKey][]jitmap.Ref{}, map[uint64]bool{}
+	}
+	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, sum: s.sum(r.Obj)}
+	for _, c := range s.first[k] {
+		if sameCodeAs(c.Obj, r.Obj) {
+			if s.to == nil {
+				s.to = map[uint64]copyOf{}
+			}
+			s.to[r.Version] = copyOf{of: c, addr: r.Addr}
+			if len(s.to) >= max(minPrune, s.pruneAt) {
+				s.prune(jit, pid)
+			}
+			return c
+		}
+	}
+	s.first[k] = append(s.first[k], r)
+	s.own[r.Version] = true
+	return r
+}
+
+// sum hashes o's code bytes and line table, relative to its address.
+func (s *sameCode) sum(o *codeobj.Object) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.Write(o.Code)
+	for _, l := range o.Lines {
+		maphash.WriteComparable(&h, l.Addr-o.Addr)
+		h.WriteString(l.File)
+		maphash.WriteComparable(&h, l.Line)
+		maphash.WriteComparable(&h, l.Discriminator)
+	}
+	return h.Sum64()
+}
+
+// sameCodeAs reports whether b is a, emitted again: same name, code bytes, first line and
+// line table relative to its address.
+func sameCodeAs(a, b *codeobj.Object) bool {
+	if a.Name != b.Name || a.Size != b.Size || a.FirstLine != b.FirstLine || !bytes.Equal(a.Code, b.Code) ||
+		len(a.Lines) != len(b.Lines) {
+		return false
+	}
+	for i, l := range a.Lines {
+		m := b.Lines[i]
+		if l.Addr-a.Addr != m.Addr-b.Addr || l.File != m.File || l.Line != m.Line || l.Discriminator != m.Discriminator {
+			return false
+		}
+	}
+	return true
+}
+
+// prune lets go of the copies counted as another that the map no longer holds: no sample is
+// named by them again.
+func (s *sameCode) prune(jit *jitmap.Map, pid uint32) {
+	for v, c := range s.to {
+		if !jit.Holds(pid, c.addr, v) {
+			delete(s.to, v)
+		}
+	}
+	s.pruneAt = 2 * len(s.to)
+}
+
+// forget stops counting copies as the objects of versions gone (a budget let go of them, or
+// of their code bytes): later copies count for themselves.
+func (s *sameCode) forget(gone func(version uint64) bool) {
+	for k, rs := range s.first {
+		if rs = slices.DeleteFunc(rs, func(r jitmap.Ref) bool { return gone(r.Version) }); len(rs) == 0 {
+			delete(s.first, k)
+		} else {
+			s.first[k] = rs
+		}
+	}
+	for v := range s.own {
+		if gone(v) {
+			delete(s.own, v)
+		}
+	}
+	for v, c := range s.to {
+		if gone(c.of.Version) {
+			delete(s.to, v)
+		}
+	}
+}

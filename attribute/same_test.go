@@ -1,0 +1,156 @@
+package attribute
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
+)
+
+// copyAt is function name with code at addr, loaded at loadNs, with a line table of two
+// entries relative to addr.
+func copyAt(name string, code []byte, addr uint64, loadNs int64) codeobj.Object {
+	return codeobj.Object{Name: name, Addr: addr, Size: uint64(len(code)), Code: code, LoadNs: loadNs,
+		Lines: []codeobj.LineEntry{{Addr: addr, File: "q.sql", Line: 1}, {Addr: addr + 8, File: "q.sql", Line: 2}}}
+}
+
+func apply(t *testing.T, jit *jitmap.Map, evs ...jitmap.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := jit.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// objectsNamed returns c's objects named name that drew samples (a capture lists the live
+// objects too).
+func objectsNamed(c *profileio.Capture, name string) []*profileio.CaptureObject {
+	var out []*profileio.CaptureObject
+	for _, o := range c.Objects {
+		if o.Object.Name == name && o.TotalSamples() > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestSameCodeCountsAsOne: a JIT that emits a function again with the same code (a query's
+// expressions compiled anew at every execution) has its copies' samples and call chains
+// counted as the first copy's, by offset; code that differs, or another function's equal
+// code, stays apart.
+func TestSameCodeCountsAsOne(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	other := append(bytes.Repeat([]byte{0x90}, 0x3f), 0xc3)
+	first, again, changed, named := uint64(anonBase), uint64(anonBase+0x1000), uint64(anonBase+0x2000), uint64(anonBase+0x3000)
+	apply(t, jit,
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", code, first, 1_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_2", code, named, 1_000)})
+	a.add(map[sampler.Key]sampler.Count{
+		{PID: pid, IP: first + 8}: {N: 3, FirstNs: 2_000, LastNs: 3_000},
+		{PID: pid, IP: named + 8}: {N: 1, FirstNs: 2_000, LastNs: 3_000},
+	})
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "postgres", User: []uint64{first + 0x10},
+		Count: sampler.Count{N: 1, FirstNs: 3_000, LastNs: 3_000}}})
+	apply(t, jit,
+		&jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", code, again, 10_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", other, changed, 10_000)})
+	a.add(map[sampler.Key]sampler.Count{
+		{PID: pid, IP: again + 8}:    {N: 4, FirstNs: 20_000, LastNs: 30_000},
+		{PID: pid, IP: again + 0x20}: {N: 2, FirstNs: 20_000, LastNs: 30_000},
+		{PID: pid, IP: changed + 8}:  {N: 5, FirstNs: 20_000, LastNs: 30_000},
+	})
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "postgres", User: []uint64{again + 0x10},
+		Count: sampler.Count{N: 2, FirstNs: 20_000, LastNs: 30_000}}})
+
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	copies := objectsNamed(c, "evalexpr_0_1")
+	if len(copies) != 2 || len(objectsNamed(c, "evalexpr_0_2")) != 1 {
+		t.Fatalf("objects %d named evalexpr_0_1 (want 2: the copies of one code, the changed code), %d evalexpr_0_2 (want 1)",
+			len(copies), len(objectsNamed(c, "evalexpr_0_2")))
+	}
+	var same, diff *profileio.CaptureObject
+	for _, o := range copies {
+		if bytes.Equal(o.Object.Code, code) {
+			same = o
+		} else {
+			diff = o
+		}
+	}
+	if same == nil || diff == nil || same.Object.Addr != first {
+		t.Fatalf("copies %+v", copies)
+	}
+	want := []profileio.OffsetCount{{Offset: 8, Count: 7}, {Offset: 0x20, Count: 2}}
+	if len(same.Samples) != 2 || same.Samples[0] != want[0] || same.Samples[1] != want[1] {
+		t.Errorf("the copies' samples %v, want %v", same.Samples, want)
+	}
+	if diff.TotalSamples() != 5 {
+		t.Errorf("the changed code's samples %v, want 5 at 8", diff.Samples)
+	}
+	if len(c.Stacks) != 1 || c.Stacks[0].Count != 3 || c.Objects[c.Stacks[0].Frames[0].Object] != same ||
+		c.Stacks[0].Frames[0].Offset != 0x10 {
+		t.Errorf("stacks %+v, want one chain of 3 samples at offset 0x10 of the first copy", c.Stacks)
+	}
+}
+
+// TestSameCodeAfterBudget: once a budget let go of the first copy's code, a later copy of
+// the same code counts for itself, with its code.
+func TestSameCodeAfterBudget(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	first, again := uint64(anonBase), uint64(anonBase+0x1000)
+	o := copyAt("f", code, first, 1_000)
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: o})
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: first + 8}: {N: 3, FirstNs: 2_000, LastNs: 3_000}})
+	apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000})
+	jit.Reclaim(20_000)
+	if sheds := a.Bound(Budget{PerProcess: o.HeldBytes() - int64(len(code))}); len(sheds) != 1 || sheds[0].Code != 1 || sheds[0].Whole != 0 {
+		t.Fatalf("shed %+v, want the first copy's code only", sheds)
+	}
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 30_000)})
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: again + 8}: {N: 4, FirstNs: 40_000, LastNs: 50_000}})
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	copies := objectsNamed(c, "f")
+	if len(copies) != 2 {
+		t.Fatalf("%d objects named f, want 2", len(copies))
+	}
+	for _, o := range copies {
+		if o.Object.Addr == first && (o.TotalSamples() != 3 || o.Object.Code != nil) {
+			t.Errorf("the first copy: %d samples, code %v; want 3 samples, no code", o.TotalSamples(), o.Object.Code != nil)
+		}
+		if o.Object.Addr == again && (o.TotalSamples() != 4 || o.Object.Code == nil) {
+			t.Errorf("the later copy: %d samples, code %v; want 4 samples and its code", o.TotalSamples(), o.Object.Code != nil)
+		}
+	}
+}
+
+// TestSameCodeLetsGoOfEndedCopies: what is kept of the copies counted as another shrinks as
+// they end, so that it does not grow with every copy a JIT ever emitted.
+func TestSameCodeLetsGoOfEndedCopies(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	addr := uint64(anonBase)
+	const copies = 4 * minPrune
+	for i := range copies {
+		at := int64(i+1) * 1_000_000
+		apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, addr, at)})
+		a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: addr + 8}: {N: 1, FirstNs: at + 10, LastNs: at + 10}})
+		apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: addr, TimeNs: at + 500_000})
+		jit.Reclaim(at + 600_000)
+	}
+	p := a.procs[pid]
+	if got := samplesOf(p)["f"]; got != copies {
+		t.Errorf("%d samples of f, want %d", got, copies)
+	}
+	if n := len(p.named.objs); n != 1 {
+		t.Errorf("%d objects counted, want 1", n)
+	}
+	if n := len(p.same.to); n > minPrune {
+		t.Errorf("%d copies kept of %d that ended, want at most %d", n, copies, minPrune)
+	}
+}
