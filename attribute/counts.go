@@ -244,6 +244,22 @@ func (s *versionSet) insert(v uint64) bool {
 	return true
 }
 
+// has reports whether v is in the set (false once the set gave up).
+func (s *versionSet) has(v uint64) bool {
+	if s.full || v < s.base {
+		return false
+	}
+	i := (v - s.base) / 64
+	return i < uint64(len(s.bits)) && s.bits[i]&(1<<(v%64)) != 0
+}
+
+// remove takes v out of the set.
+func (s *versionSet) remove(v uint64) {
+	if s.has(v) {
+		s.bits[(v-s.base)/64] &^= 1 << (v % 64)
+	}
+}
+
 func (s *versionSet) giveUp() { *s = versionSet{full: true} }
 
 func (s *versionSet) clear() { *s = versionSet{bits: s.bits[:0]} }

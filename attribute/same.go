@@ -5,34 +5,40 @@ import (
 	"hash/maphash"
 	"slices"
 
+	"github.com/profd/profd/capmerge"
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
 )
 
 // sameCode counts the copies of one function that a JIT emitted again, with the same name,
-// code bytes and line table (relative to their start), as the first of them that drew a
-// sample: a JIT that compiles the same code again and again (PostgreSQL compiles a query's
-// expressions anew at every execution; a JIT whose code cache is flushed, or that loads and
-// unloads a function as it is needed) would otherwise hold, count and write one object per
-// copy, and a target's cumulative profile would grow with every one of them. The counts and
-// call chains of a copy are those of the first, by offset; the first's address and load time
-// stand for every copy's. Code that differs in a byte (a relocated call, a constant) is
-// another object. It is not safe for concurrent use.
+// code (capmerge.SameCode: equal but for the fields a JIT relocates) and line table
+// (relative to their start), as the first of them that drew a sample: a JIT that compiles
+// the same code again and again (a JIT whose code cache is flushed, or that loads and
+// unloads a function as it is needed, or moves it) would otherwise hold, count and write
+// one object per copy, and a target's cumulative profile would grow with every one of them.
+// The counts and call chains of a copy are those of the first, by offset; the first's
+// address and load time stand for every copy's. Code that differs otherwise (another
+// constant, another instruction) is another object. It is not safe for concurrent use.
 type sameCode struct {
 	seed  maphash.Seed
 	first map[codeKey][]jitmap.Ref // the copies counted for themselves, by their code's key
 	own   map[uint64]bool          // their versions
+	mine  versionSet               // the same, told without a map lookup while it can
 	to    map[uint64]copyOf        // copies counted as another, by version
 	// pruneAt is the size of to past which the copies the map no longer holds leave it.
 	pruneAt int
 }
 
-// codeKey tells the code of copies apart, but for a hash's collisions (sameCodeAs).
+// codeKey is what copies of one code share: their name, size and line table (hashed).
 type codeKey struct {
-	name string
-	size uint64
-	sum  uint64 // of the code bytes and the line table
+	name  string
+	size  uint64
+	lines uint64
 }
+
+// maxCodesPerKey bounds the codes kept for one key, so that a new copy is compared with a
+// few at most (a comparison of relocated code decodes both).
+const maxCodesPerKey = 4
 
 // copyOf is a copy counted as another: that one, and where the copy is.
 type copyOf struct {
@@ -46,6 +52,9 @@ const minPrune = 1024
 // canonical returns the copy r's samples count as: r, or an earlier copy of the same code.
 // Objects without code bytes are their own (equal names and sizes say nothing of the code).
 func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.Ref {
+	if s.mine.has(r.Version) {
+		return r
+	}
 	if c, ok := s.to[r.Version]; ok {
 		return c.of
 	}
@@ -56,7 +65,7 @@ func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.R
 		s.seed = maphash.MakeSeed()
 		s.first, s.own = map[codeKey][]jitmap.Ref{}, map[uint64]bool{}
 	}
-	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, sum: s.sum(r.Obj)}
+	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, lines: s.linesSum(r.Obj)}
 	for _, c := range s.first[k] {
 		if sameCodeAs(c.Obj, r.Obj) {
 			if s.to == nil {
@@ -69,16 +78,19 @@ func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.R
 			return c
 		}
 	}
-	s.first[k] = append(s.first[k], r)
+	if len(s.first[k]) < maxCodesPerKey {
+		s.first[k] = append(s.first[k], r)
+	}
 	s.own[r.Version] = true
+	s.mine.insert(r.Version)
 	return r
 }
 
-// sum hashes o's code bytes and line table, relative to its address.
-func (s *sameCode) sum(o *codeobj.Object) uint64 {
+// linesSum hashes o's first line and line table, relative to its address.
+func (s *sameCode) linesSum(o *codeobj.Object) uint64 {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
-	h.Write(o.Code)
+	maphash.WriteComparable(&h, o.FirstLine)
 	for _, l := range o.Lines {
 		maphash.WriteComparable(&h, l.Addr-o.Addr)
 		h.WriteString(l.File)
@@ -88,11 +100,10 @@ func (s *sameCode) sum(o *codeobj.Object) uint64 {
 	return h.Sum64()
 }
 
-// sameCodeAs reports whether b is a, emitted again: same name, code bytes, first line and
-// line table relative to its address.
+// sameCodeAs reports whether b is a, emitted again: same name, code (capmerge.SameCode),
+// first line and line table relative to its address.
 func sameCodeAs(a, b *codeobj.Object) bool {
-	if a.Name != b.Name || a.Size != b.Size || a.FirstLine != b.FirstLine || !bytes.Equal(a.Code, b.Code) ||
-		len(a.Lines) != len(b.Lines) {
+	if a.Name != b.Name || a.Size != b.Size || a.FirstLine != b.FirstLine || len(a.Lines) != len(b.Lines) {
 		return false
 	}
 	for i, l := range a.Lines {
@@ -101,7 +112,7 @@ func sameCodeAs(a, b *codeobj.Object) bool {
 			return false
 		}
 	}
-	return true
+	return bytes.Equal(a.Code, b.Code) || capmerge.SameCode(a.Code, a.Addr, b.Code, b.Addr)
 }
 
 // prune lets go of the copies counted as another that the map no longer holds: no sample is
@@ -128,6 +139,7 @@ func (s *sameCode) forget(gone func(version uint64) bool) {
 	for v := range s.own {
 		if gone(v) {
 			delete(s.own, v)
+			s.mine.remove(v)
 		}
 	}
 	for v, c := range s.to {

@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -152,5 +153,55 @@ func TestSameCodeLetsGoOfEndedCopies(t *testing.T) {
 	}
 	if n := len(p.same.to); n > minPrune {
 		t.Errorf("%d copies kept of %d that ended, want at most %d", n, copies, minPrune)
+	}
+}
+
+// TestVersionSetRemove: a version taken out is no longer in the set, its neighbours are.
+func TestVersionSetRemove(t *testing.T) {
+	var s versionSet
+	for _, v := range []uint64{100, 101, 164, 3} {
+		s.insert(v)
+	}
+	s.remove(101)
+	s.remove(7) // never in it
+	for v, want := range map[uint64]bool{100: true, 101: false, 164: true, 3: true, 7: false, 1 << 30: false} {
+		if s.has(v) != want {
+			t.Errorf("has(%d) = %v, want %v", v, !want, want)
+		}
+	}
+}
+
+// TestSameCodeRelocatedCopies: copies whose code differs only in what the JIT relocates (a
+// call to code outside the function, made from another address) count as one; a copy with
+// another constant stays apart.
+func TestSameCodeRelocatedCopies(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	const target = 0x400000
+	// callAt is "call target; mov eax, imm; nops" placed at addr.
+	callAt := func(addr uint64, imm byte) []byte {
+		code := binary.LittleEndian.AppendUint32([]byte{0xe8}, uint32(int32(int64(target)-int64(addr+5))))
+		code = append(code, 0xb8, imm, 0, 0, 0)
+		return append(code, bytes.Repeat([]byte{0x90}, 0x40-len(code))...)
+	}
+	first, moved, other := uint64(anonBase), uint64(anonBase+0x1230), uint64(anonBase+0x2000)
+	apply(t, jit,
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("h", callAt(first, 1), first, 1_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("h", callAt(moved, 1), moved, 1_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("h", callAt(other, 2), other, 1_000)})
+	if bytes.Equal(callAt(first, 1), callAt(moved, 1)) {
+		t.Fatal("the copies' bytes are equal: the test tells nothing")
+	}
+	a.add(map[sampler.Key]sampler.Count{
+		{PID: pid, IP: first + 0x10}: {N: 3, FirstNs: 2_000, LastNs: 3_000},
+		{PID: pid, IP: moved + 0x10}: {N: 4, FirstNs: 2_000, LastNs: 3_000},
+		{PID: pid, IP: other + 0x10}: {N: 5, FirstNs: 2_000, LastNs: 3_000},
+	})
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	got := map[uint64]uint64{}
+	for _, o := range objectsNamed(c, "h") {
+		got[o.Object.Addr] = o.TotalSamples()
+	}
+	if len(got) != 2 || got[first] != 7 || got[other] != 5 {
+		t.Errorf("samples by copy %v, want %#x: 7 (it and its relocated copy), %#x: 5", got, first, other)
 	}
 }
