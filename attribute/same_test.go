@@ -15,7 +15,7 @@ import (
 // entries relative to addr.
 func copyAt(name string, code []byte, addr uint64, loadNs int64) codeobj.Object {
 	return codeobj.Object{Name: name, Addr: addr, Size: uint64(len(code)), Code: code, LoadNs: loadNs,
-		Lines: []codeobj.LineEntry{{Addr: addr, File: "q.sql", Line: 1}, {Addr: addr + 8, File: "q.sql", Line: 2}}}
+		Lines: []codeobj.LineEntry{{Addr: addr, File: "f.js", Line: 1}, {Addr: addr + 8, File: "f.js", Line: 2}}}
 }
 
 func apply(t *testing.T, jit *jitmap.Map, evs ...jitmap.Event) {
@@ -39,41 +39,40 @@ func objectsNamed(c *profileio.Capture, name string) []*profileio.CaptureObject 
 	return out
 }
 
-// TestSameCodeCountsAsOne: a JIT that emits a function again with the same code (a query's
-// expressions compiled anew at every execution) has its copies' samples and call chains
-// counted as the first copy's, by offset; code that differs, or another function's equal
-// code, stays apart.
+// TestSameCodeCountsAsOne: a JIT that emits a function again with the same code (it
+// reloads what it unloaded) has its copies' samples and call chains counted as the first
+// copy's, by offset; code that differs, or another function's equal code, stays apart.
 func TestSameCodeCountsAsOne(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
 	code := bytes.Repeat([]byte{0x90}, 0x40)
 	other := append(bytes.Repeat([]byte{0x90}, 0x3f), 0xc3)
 	first, again, changed, named := uint64(anonBase), uint64(anonBase+0x1000), uint64(anonBase+0x2000), uint64(anonBase+0x3000)
 	apply(t, jit,
-		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", code, first, 1_000)},
-		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_2", code, named, 1_000)})
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("hot", code, first, 1_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("twin", code, named, 1_000)})
 	a.add(map[sampler.Key]sampler.Count{
 		{PID: pid, IP: first + 8}: {N: 3, FirstNs: 2_000, LastNs: 3_000},
 		{PID: pid, IP: named + 8}: {N: 1, FirstNs: 2_000, LastNs: 3_000},
 	})
-	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "postgres", User: []uint64{first + 0x10},
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "jit", User: []uint64{first + 0x10},
 		Count: sampler.Count{N: 1, FirstNs: 3_000, LastNs: 3_000}}})
 	apply(t, jit,
 		&jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000},
-		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", code, again, 10_000)},
-		&jitmap.CodeLoad{Pid: pid, Object: copyAt("evalexpr_0_1", other, changed, 10_000)})
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("hot", code, again, 10_000)},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("hot", other, changed, 10_000)})
 	a.add(map[sampler.Key]sampler.Count{
 		{PID: pid, IP: again + 8}:    {N: 4, FirstNs: 20_000, LastNs: 30_000},
 		{PID: pid, IP: again + 0x20}: {N: 2, FirstNs: 20_000, LastNs: 30_000},
 		{PID: pid, IP: changed + 8}:  {N: 5, FirstNs: 20_000, LastNs: 30_000},
 	})
-	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "postgres", User: []uint64{again + 0x10},
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "jit", User: []uint64{again + 0x10},
 		Count: sampler.Count{N: 2, FirstNs: 20_000, LastNs: 30_000}}})
 
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
-	copies := objectsNamed(c, "evalexpr_0_1")
-	if len(copies) != 2 || len(objectsNamed(c, "evalexpr_0_2")) != 1 {
-		t.Fatalf("objects %d named evalexpr_0_1 (want 2: the copies of one code, the changed code), %d evalexpr_0_2 (want 1)",
-			len(copies), len(objectsNamed(c, "evalexpr_0_2")))
+	copies := objectsNamed(c, "hot")
+	if len(copies) != 2 || len(objectsNamed(c, "twin")) != 1 {
+		t.Fatalf("objects %d named hot (want 2: the copies of one code, the changed code), %d twin (want 1)",
+			len(copies), len(objectsNamed(c, "twin")))
 	}
 	var same, diff *profileio.CaptureObject
 	for _, o := range copies {
