@@ -290,7 +290,7 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 			g.pid = g.pids[0]
 		}
 		g.capture = profileio.MergeCaptures(cs)
-		if past != nil {
+		if past != nil && d.cfg.FlushInterval > 0 {
 			// The group's interval is taken of the processes whose samples no ended
 			// interval held before this write; an empty capture stands for none.
 			var rs []*profileio.Capture
