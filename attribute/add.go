@@ -115,9 +115,14 @@ func nameCount(jit *jitmap.Map, pid uint32, ip, n uint64, first, last int64, nam
 	return left, lfirst, llast
 }
 
-// count adds n samples at ip to the object r of p.
+// count adds n samples at ip to the object r of p, or to the copy of its code they count as
+// (sameCode). A version the counts have seen is its own: a copy counted as another never is.
 func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64) {
-	if !p.named.add(p.same.canonical(a.jit, p.pid, r), ip-r.Addr, n) {
+	c := r
+	if !p.named.seen.has(r.Version) {
+		c = p.same.canonical(a.jit, p.pid, r)
+	}
+	if !p.named.add(c, ip-r.Addr, n) {
 		p.outside["[unknown]"] += n
 		a.outsideSamples += n
 		return

@@ -253,13 +253,6 @@ func (s *versionSet) has(v uint64) bool {
 	return i < uint64(len(s.bits)) && s.bits[i]&(1<<(v%64)) != 0
 }
 
-// remove takes v out of the set.
-func (s *versionSet) remove(v uint64) {
-	if s.has(v) {
-		s.bits[(v-s.base)/64] &^= 1 << (v % 64)
-	}
-}
-
 func (s *versionSet) giveUp() { *s = versionSet{full: true} }
 
 func (s *versionSet) clear() { *s = versionSet{bits: s.bits[:0]} }

@@ -23,7 +23,6 @@ type sameCode struct {
 	seed  maphash.Seed
 	first map[codeKey][]jitmap.Ref // the copies counted for themselves, by their code's key
 	own   map[uint64]bool          // their versions
-	mine  versionSet               // the same, told without a map lookup while it can
 	to    map[uint64]copyOf        // copies counted as another, by version
 	// pruneAt is the size of to past which the copies the map no longer holds leave it.
 	pruneAt int
@@ -52,9 +51,6 @@ const minPrune = 1024
 // canonical returns the copy r's samples count as: r, or an earlier copy of the same code.
 // Objects without code bytes are their own (equal names and sizes say nothing of the code).
 func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.Ref {
-	if s.mine.has(r.Version) {
-		return r
-	}
 	if c, ok := s.to[r.Version]; ok {
 		return c.of
 	}
@@ -82,7 +78,6 @@ func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.R
 		s.first[k] = append(s.first[k], r)
 	}
 	s.own[r.Version] = true
-	s.mine.insert(r.Version)
 	return r
 }
 
@@ -139,7 +134,6 @@ func (s *sameCode) forget(gone func(version uint64) bool) {
 	for v := range s.own {
 		if gone(v) {
 			delete(s.own, v)
-			s.mine.remove(v)
 		}
 	}
 	for v, c := range s.to {

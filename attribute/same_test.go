@@ -155,21 +155,6 @@ func TestSameCodeLetsGoOfEndedCopies(t *testing.T) {
 	}
 }
 
-// TestVersionSetRemove: a version taken out is no longer in the set, its neighbours are.
-func TestVersionSetRemove(t *testing.T) {
-	var s versionSet
-	for _, v := range []uint64{100, 101, 164, 3} {
-		s.insert(v)
-	}
-	s.remove(101)
-	s.remove(7) // never in it
-	for v, want := range map[uint64]bool{100: true, 101: false, 164: true, 3: true, 7: false, 1 << 30: false} {
-		if s.has(v) != want {
-			t.Errorf("has(%d) = %v, want %v", v, !want, want)
-		}
-	}
-}
-
 // TestSameCodeRelocatedCopies: copies whose code differs only in what the JIT relocates (a
 // call to code outside the function, made from another address) count as one; a copy with
 // another constant stays apart.
@@ -202,5 +187,22 @@ func TestSameCodeRelocatedCopies(t *testing.T) {
 	}
 	if len(got) != 2 || got[first] != 7 || got[other] != 5 {
 		t.Errorf("samples by copy %v, want %#x: 7 (it and its relocated copy), %#x: 5", got, first, other)
+	}
+}
+
+// TestVersionSetHas: has tells the versions inserted, and none once the set gave up.
+func TestVersionSetHas(t *testing.T) {
+	var s versionSet
+	for _, v := range []uint64{100, 164, 3} {
+		s.insert(v)
+	}
+	for v, want := range map[uint64]bool{100: true, 101: false, 164: true, 3: true, 7: false, 1 << 30: false} {
+		if s.has(v) != want {
+			t.Errorf("has(%d) = %v, want %v", v, !want, want)
+		}
+	}
+	s.insert(1 << 40) // past maxVersionSpan: the set gives up
+	if s.has(100) {
+		t.Error("a set that gave up has 100")
 	}
 }
