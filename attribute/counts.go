@@ -23,7 +23,7 @@ type sampleCounts struct {
 	sorted []keyCount                 // ascending unique keys
 	log    []keyCount                 // since the last compaction
 	objs   map[uint64]*codeobj.Object // by version: every object with samples
-	seen   versionSet                 // the versions in objs, told without a map lookup
+	seen   versionSet                 // the versions in objs, told mostly without a map lookup
 	named  uint64                     // samples in all
 	bytes  int64                      // the HeldBytes of objs, as they were added
 	spare  []keyCount                 // the radix sort's scratch
@@ -199,41 +199,51 @@ func radixSort(s, scratch []keyCount) {
 	}
 }
 
-// versionSet is a set of map versions as a bitmap from the lowest; versions are dense (a map
-// numbers its loads 1, 2, 3, ...), so a process's sampled objects take a few bits each.
-// Past maxVersionSpan it holds nothing and answers that every version is new, which costs
-// the caller a map lookup instead.
+// versionSet is a set of map versions: a bitmap from the lowest while they span at most
+// maxDenseSpan (a map numbers its loads 1, 2, 3, ..., so a process's sampled objects take a
+// few bits each), then blocks of blockVersions bits by the versions they hold, as the map
+// numbers every process's loads together: a process whose sampled code was loaded far apart
+// (a JIT that runs long beside one that loads a lot) holds a block per cluster of them, not
+// a bitmap of the whole span. The last block used is looked up without the map.
 type versionSet struct {
-	base uint64
-	bits []uint64
-	full bool
+	base    uint64
+	bits    []uint64                 // from base, while dense
+	blocks  map[uint64]*versionBlock // by version / blockVersions, once sparse
+	lastKey uint64
+	last    *versionBlock
 }
 
-const maxVersionSpan = 1 << 24
+type versionBlock [blockVersions / 64]uint64
 
-// insert adds v and reports whether it was new (always true once the set gave up).
+const (
+	maxDenseSpan  = 1 << 20
+	blockVersions = 512
+)
+
+// insert adds v and reports whether it was new.
 func (s *versionSet) insert(v uint64) bool {
-	if s.full {
+	if s.blocks != nil {
+		w, bit := s.word(v, true)
+		if *w&bit != 0 {
+			return false
+		}
+		*w |= bit
 		return true
 	}
 	if len(s.bits) == 0 {
 		s.base = v &^ 63
 	}
+	if lo, hi := min(s.base, v&^63), max(s.base+uint64(len(s.bits))*64, v&^63+64); hi-lo > maxDenseSpan {
+		s.spread()
+		return s.insert(v)
+	}
 	if v < s.base {
 		grow := int((s.base - v&^63) / 64)
-		if (len(s.bits)+grow)*64 > maxVersionSpan {
-			s.giveUp()
-			return true
-		}
 		s.bits = append(make([]uint64, grow, grow+len(s.bits)), s.bits...)
 		s.base = v &^ 63
 	}
 	i := (v - s.base) / 64
 	if i >= uint64(len(s.bits)) {
-		if i*64 >= maxVersionSpan {
-			s.giveUp()
-			return true
-		}
 		s.bits = append(s.bits, make([]uint64, int(i)+1-len(s.bits))...)
 	}
 	bit := uint64(1) << (v % 64)
@@ -244,15 +254,47 @@ func (s *versionSet) insert(v uint64) bool {
 	return true
 }
 
-// has reports whether v is in the set (false once the set gave up).
+// has reports whether v is in the set.
 func (s *versionSet) has(v uint64) bool {
-	if s.full || v < s.base {
+	if s.blocks != nil {
+		w, bit := s.word(v, false)
+		return w != nil && *w&bit != 0
+	}
+	if v < s.base {
 		return false
 	}
 	i := (v - s.base) / 64
 	return i < uint64(len(s.bits)) && s.bits[i]&(1<<(v%64)) != 0
 }
 
-func (s *versionSet) giveUp() { *s = versionSet{full: true} }
+// word returns the word of v's block that holds v's bit, and the bit; the block is made when
+// add is set, else a missing one gives nil.
+func (s *versionSet) word(v uint64, add bool) (*uint64, uint64) {
+	k := v / blockVersions
+	b := s.last
+	if b == nil || s.lastKey != k {
+		if b = s.blocks[k]; b == nil {
+			if !add {
+				return nil, 0
+			}
+			b = new(versionBlock)
+			s.blocks[k] = b
+		}
+		s.lastKey, s.last = k, b
+	}
+	return &b[v%blockVersions/64], 1 << (v % 64)
+}
+
+// spread moves the bitmap's versions into blocks.
+func (s *versionSet) spread() {
+	s.blocks = map[uint64]*versionBlock{}
+	for i, w := range s.bits {
+		if w != 0 {
+			p, _ := s.word(s.base+uint64(i)*64, true)
+			*p = w
+		}
+	}
+	s.bits, s.base = nil, 0
+}
 
 func (s *versionSet) clear() { *s = versionSet{bits: s.bits[:0]} }

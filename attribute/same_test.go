@@ -189,20 +189,3 @@ func TestSameCodeRelocatedCopies(t *testing.T) {
 		t.Errorf("samples by copy %v, want %#x: 7 (it and its relocated copy), %#x: 5", got, first, other)
 	}
 }
-
-// TestVersionSetHas: has tells the versions inserted, and none once the set gave up.
-func TestVersionSetHas(t *testing.T) {
-	var s versionSet
-	for _, v := range []uint64{100, 164, 3} {
-		s.insert(v)
-	}
-	for v, want := range map[uint64]bool{100: true, 101: false, 164: true, 3: true, 7: false, 1 << 30: false} {
-		if s.has(v) != want {
-			t.Errorf("has(%d) = %v, want %v", v, !want, want)
-		}
-	}
-	s.insert(1 << 40) // past maxVersionSpan: the set gives up
-	if s.has(100) {
-		t.Error("a set that gave up has 100")
-	}
-}
