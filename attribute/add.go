@@ -49,7 +49,7 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 			a.outsideSamples += c.N
 			continue
 		}
-		left, first, last := a.name(p, k.IP, c.N, c.FirstNs, c.LastNs)
+		left, first, last := a.name(p, k.IP, c.N, c.FirstNs, c.LastNs, false)
 		if left == 0 {
 			continue
 		}
@@ -89,15 +89,18 @@ func (a *Counts) resolve(p *procCounts, final bool) {
 func (a *Counts) resolveUpTo(p *procCounts, upTo int64) {
 	p.resolved = p.symbols
 	p.named.reserve(p.unnamed.entries)
-	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64) (uint64, int64, int64) {
-		return a.name(p, ip, n, first, last)
+	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64, shown bool) (uint64, int64, int64) {
+		return a.name(p, ip, n, first, last, shown)
 	})
 }
 
 // name counts n samples of p at ip, taken from first to last, for the code objects that
-// were at ip then, and returns how many no object named and when those were taken.
-func (a *Counts) name(p *procCounts, ip, n uint64, first, last int64) (left uint64, lfirst, llast int64) {
-	return nameCount(a.jit, p.pid, ip, n, first, last, func(r jitmap.Ref, n uint64) { a.count(p, r, ip, n) })
+// were at ip then, and returns how many no object named and when those were taken. Samples
+// that a capture listed unnamed (shown) count for the object that names them, never for an
+// earlier copy of its code (sameCode): an interval finds its share of the samples its
+// baseline had unnamed by their address (profileio.Delta).
+func (a *Counts) name(p *procCounts, ip, n uint64, first, last int64, shown bool) (left uint64, lfirst, llast int64) {
+	return nameCount(a.jit, p.pid, ip, n, first, last, func(r jitmap.Ref, n uint64) { a.count(p, r, ip, n, shown) })
 }
 
 // nameCount splits n samples of process pid at ip, taken from first to last, between the
@@ -115,11 +118,12 @@ func nameCount(jit *jitmap.Map, pid uint32, ip, n uint64, first, last int64, nam
 	return left, lfirst, llast
 }
 
-// count adds n samples at ip to the object r of p, or to the copy of its code they count as
-// (sameCode). A version the counts have seen is its own: a copy counted as another never is.
-func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64) {
+// count adds n samples at ip to the object r of p, or, unless a capture listed them unnamed
+// (shown), to the copy of its code they count as (sameCode). A version the counts have seen
+// is its own: a copy counted as another never is.
+func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64, shown bool) {
 	c := r
-	if !p.named.seen.has(r.Version) {
+	if !shown && !p.named.seen.has(r.Version) {
 		c = p.same.canonical(a.jit, p.pid, r)
 	}
 	if !p.named.add(c, ip-r.Addr, n) {
@@ -264,12 +268,6 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 func (a *Counts) jitFrame(p *procCounts, r jitmap.Ref, addr uint64) stackFrame {
 	c := p.same.canonical(a.jit, p.pid, r)
 	return stackFrame{obj: c.Obj, version: c.Version, addr: addr - r.Addr + c.Addr, native: -1}
-}
-
-// resolveStacks names again the frames of p's call chains that had no code object at their
-// drain (stackCounts.resolve).
-func (a *Counts) resolveStacks(p *procCounts) {
-	p.stacks.resolve(a.jit, p.pid, func(r jitmap.Ref, addr uint64) stackFrame { return a.jitFrame(p, r, addr) })
 }
 
 // jitStart reports whether a caller's return address ip is the first byte of a JIT code

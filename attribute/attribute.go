@@ -105,7 +105,7 @@ func (a *Counts) NameKept() {
 		}
 		p.keptNamed = p.symbols
 		a.resolve(p, false)
-		a.resolveStacks(p)
+		p.stacks.resolve(a.jit, p.pid)
 	}
 }
 

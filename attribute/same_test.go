@@ -175,8 +175,9 @@ func TestSameCodeRelocatedCopies(t *testing.T) {
 	if bytes.Equal(callAt(first, 1), callAt(moved, 1)) {
 		t.Fatal("the copies' bytes are equal: the test tells nothing")
 	}
+	// The first copy's samples first (one drain's counts come in no order).
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: first + 0x10}: {N: 3, FirstNs: 2_000, LastNs: 3_000}})
 	a.add(map[sampler.Key]sampler.Count{
-		{PID: pid, IP: first + 0x10}: {N: 3, FirstNs: 2_000, LastNs: 3_000},
 		{PID: pid, IP: moved + 0x10}: {N: 4, FirstNs: 2_000, LastNs: 3_000},
 		{PID: pid, IP: other + 0x10}: {N: 5, FirstNs: 2_000, LastNs: 3_000},
 	})
@@ -187,5 +188,56 @@ func TestSameCodeRelocatedCopies(t *testing.T) {
 	}
 	if len(got) != 2 || got[first] != 7 || got[other] != 5 {
 		t.Errorf("samples by copy %v, want %#x: 7 (it and its relocated copy), %#x: 5", got, first, other)
+	}
+}
+
+// TestSameCodeNamedLate: samples of a copy that a capture listed unnamed (drained before its
+// record came) count, once named, for the copy itself, not for the earlier copy of its code,
+// so that an interval taken after they were named finds them by their address in its
+// baseline, where they were unnamed, and does not count them again; those named before any
+// capture showed them count as the first copy.
+func TestSameCodeNamedLate(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	first, again := uint64(anonBase), uint64(anonBase+0x1000)
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, first, 1_000)})
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: first + 8}: {N: 3, FirstNs: 2_000, LastNs: 3_000}})
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: again + 8}: {N: 4, FirstNs: 20_000_000, LastNs: 30_000_000}})
+	p := a.procs[pid]
+	if p.unnamed.samples != 4 {
+		t.Fatalf("%d samples unnamed, want the copy's 4", p.unnamed.samples)
+	}
+	total := func(c *profileio.Capture) uint64 {
+		jit, outside := c.TotalSamples()
+		return jit + outside + c.UnnamedSamples()
+	}
+	before := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	base := profileio.NewBaseline(before)
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 10_000_000)})
+	a.resolve(p, true)
+	after := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	got := map[uint64]uint64{}
+	for _, o := range objectsNamed(after, "f") {
+		got[o.Object.Addr] = o.TotalSamples()
+	}
+	if got[first] != 3 || got[again] != 4 {
+		t.Errorf("samples by copy %v, want %#x: 3, %#x: 4 (named late, for itself)", got, first, again)
+	}
+	if d := profileio.Delta(after, base); total(d) != 0 {
+		t.Errorf("the interval after the naming holds %d samples, want none: nothing was sampled since", total(d))
+	}
+
+	// A copy whose samples are named before any capture listed them unnamed counts as the
+	// first copy, as if its record had come in time.
+	third := uint64(anonBase + 0x2000)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: third + 8}: {N: 5, FirstNs: 50_000_000, LastNs: 60_000_000}})
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, third, 40_000_000)})
+	a.resolve(p, true)
+	got = map[uint64]uint64{}
+	for _, o := range objectsNamed(a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture, "f") {
+		got[o.Object.Addr] = o.TotalSamples()
+	}
+	if got[first] != 8 || got[again] != 4 || len(got) != 2 {
+		t.Errorf("samples by copy %v, want %#x: 8 (with the third copy's 5), %#x: 4", got, first, again)
 	}
 }

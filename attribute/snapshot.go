@@ -76,7 +76,7 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 	})
 	s := &Snapshot{Capture: c, pid: p.pid, log: a.log, look: a.look}
 	c.Native, s.native = p.native.capture(p.pid)
-	a.resolveStacks(p)
+	p.stacks.resolve(a.jit, p.pid)
 	s.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
 	dropUnsampledCode(c)
 	return s

@@ -181,7 +181,7 @@ func (sc *stackCounts) reset(all *sharedBudget) {
 // an entry of their own; outputs merge entries by frame. An entry no frame of which could be
 // named stays in the index, so that resolving often (the daemon's drain tick) does not
 // multiply entries.
-func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32, frame func(r jitmap.Ref, addr uint64) stackFrame) {
+func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 	for i := range sc.entries {
 		e := &sc.entries[i]
 		if !e.unnamed || !anyNamed(jit, pid, e) {
@@ -198,7 +198,9 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32, frame func(r jitmap.
 				continue
 			}
 			if r := jit.Find(pid, f.addr, e.lastNs); r.Obj != nil {
-				*f = frame(r, f.addr)
+				// By the object itself, never an earlier copy of its code (sameCode), as
+				// samples named late are (Counts.name).
+				*f = stackFrame{obj: r.Obj, version: r.Version, addr: f.addr, native: -1}
 				sc.noteObject(*f)
 			} else {
 				e.unnamed = true

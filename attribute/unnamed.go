@@ -27,6 +27,9 @@ type unnamedSamples struct {
 type unnamedChunk struct {
 	baseNs  int64
 	entries []unnamedEntry
+	// shown: a capture listed its entries unnamed (list), so an interval's baseline may
+	// hold them so.
+	shown bool
 }
 
 // unnamedEntry is count samples at ip taken from baseNs+firstUs µs to spanMs ms later.
@@ -45,7 +48,7 @@ func (e *unnamedEntry) times(baseNs int64) (first, last int64) {
 // begin starts the chunk of one drain whose samples were all taken at or after baseNs.
 func (u *unnamedSamples) begin(baseNs int64) {
 	if n := len(u.chunks); n > 0 && len(u.chunks[n-1].entries) == 0 {
-		u.chunks[n-1].baseNs = baseNs
+		u.chunks[n-1].baseNs, u.chunks[n-1].shown = baseNs, false
 		return
 	}
 	u.chunks = append(u.chunks, unnamedChunk{baseNs: baseNs})
@@ -102,10 +105,10 @@ func exactCopy(s []unnamedEntry) []unnamedEntry {
 	return out
 }
 
-// resolve offers every entry whose samples were all taken by upTo to name, which returns
-// how many of them stay unnamed (and when those were taken); entries left with none are
-// dropped.
-func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last int64) (left uint64, lfirst, llast int64)) {
+// resolve offers every entry whose samples were all taken by upTo to name, with whether a
+// capture listed it unnamed, which returns how many of them stay unnamed (and when those
+// were taken); entries left with none are dropped.
+func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last int64, shown bool) (left uint64, lfirst, llast int64)) {
 	kept := u.chunks[:0]
 	u.entries, u.samples = 0, 0
 	for _, c := range u.chunks {
@@ -116,7 +119,7 @@ func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last
 				entries = append(entries, e)
 				continue
 			}
-			left, lfirst, llast := name(e.ip, uint64(e.count), first, last)
+			left, lfirst, llast := name(e.ip, uint64(e.count), first, last, c.shown)
 			if left == 0 {
 				continue
 			}
@@ -131,7 +134,7 @@ func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last
 			if cap(entries) > 2*len(entries) {
 				entries = exactCopy(entries)
 			}
-			kept = append(kept, unnamedChunk{baseNs: c.baseNs, entries: entries})
+			kept = append(kept, unnamedChunk{baseNs: c.baseNs, entries: entries, shown: c.shown})
 			u.entries += len(entries)
 			for _, e := range entries {
 				u.samples += uint64(e.count)
@@ -142,10 +145,13 @@ func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last
 	u.chunks = kept
 }
 
-// list returns the entries as a capture's unnamed counts of process pid.
+// list returns the entries as a capture's unnamed counts of process pid, and notes them
+// shown.
 func (u *unnamedSamples) list(pid uint32) []profileio.UnnamedCount {
 	out := make([]profileio.UnnamedCount, 0, u.entries)
-	for _, c := range u.chunks {
+	for i := range u.chunks {
+		c := &u.chunks[i]
+		c.shown = true
 		for _, e := range c.entries {
 			first, last := e.times(c.baseNs)
 			out = append(out, profileio.UnnamedCount{Pid: pid, IP: e.ip, FirstNs: first, LastNs: last, Count: uint64(e.count)})

@@ -189,19 +189,14 @@ func TestFIFOWriterReopen(t *testing.T) {
 	}
 	c := readCapture(t, outputPath(d, "testjit", jit.pid(), FormatCapture))
 	// Each round loads its functions anew, with the same code (count_medium moves once per
-	// round, its code unchanged): each function's copies are counted as one object, with
-	// every round's samples (80 ms of CPU a run, sampled at 999 Hz; count_medium runs twice).
-	sampled := map[string]int{}
-	for _, o := range c.Objects {
-		if len(o.Samples) > 0 {
-			sampled[o.Object.Name]++
-		}
-	}
+	// round): each function's samples of every round are named and counted (80 ms of CPU a
+	// run, sampled at 999 Hz; count_medium runs twice a round). Its copies count as one code
+	// object but those whose samples a flush listed unnamed before their record came
+	// (attribute's tests check which).
 	totals := jitTotals(c)
 	for n, runs := range map[string]uint64{"count_small": rounds, "count_medium": 2 * rounds, "count_large": rounds} {
-		if sampled[n] != 1 || totals[n] < runs*40 {
-			t.Errorf("%s: %d sampled code objects with %d samples, want 1 with at least %d; objects %v", n, sampled[n],
-				totals[n], runs*40, objectSummary(c))
+		if totals[n] < runs*40 {
+			t.Errorf("%s: %d samples, want at least %d; objects %v", n, totals[n], runs*40, objectSummary(c))
 		}
 	}
 	if got := lastCounter(r.summary.String(), "symbols "); got != rounds*3 {
