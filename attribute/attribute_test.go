@@ -281,3 +281,29 @@ func TestNameLateAfterQuietSpan(t *testing.T) {
 		t.Errorf("named %v, %d unnamed: after the span, want early 4", got, p.unnamed.samples)
 	}
 }
+
+// TestStackFrameAtCodeStartNamedLate: a caller's return address that is the first byte of a
+// JIT code object (a runtime's exit code at the bottom of a stack of its own) is named by
+// that object when its record comes after the chain was drained, as it is when the record
+// came first, not by the code just before it.
+func TestStackFrameAtCodeStartNamedLate(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	base := uint64(anonBase)
+	exit := base + 0x1000
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{base + 0x10, exit},
+		Count: sampler.Count{N: 3, FirstNs: 40_000_000, LastNs: 50_000_000}}})
+	for _, o := range []codeobj.Object{{Name: "work", Addr: base, Size: 0x100, LoadNs: 25_000_000},
+		{Name: "prologue", Addr: exit - 0x40, Size: 0x40, LoadNs: 25_000_000},
+		{Name: "normal_exit", Addr: exit, Size: 0x20, LoadNs: 25_000_000}} {
+		if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 || !c.Stacks[0].Frames[1].JIT() {
+		t.Fatalf("stacks %+v", c.Stacks)
+	}
+	if f := c.Stacks[0].Frames[1]; c.Objects[f.Object].Object.Name != "normal_exit" || f.Offset != 0 {
+		t.Errorf("the outermost frame is %s at %#x, want normal_exit at 0", c.Objects[f.Object].Object.Name, f.Offset)
+	}
+}

@@ -192,15 +192,16 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 			delete(sc.index, string(sc.key))
 		}
 		e.unnamed = false
+		leaf := userLeaf(e)
 		for j := range e.frames {
 			f := &e.frames[j]
 			if f.mapping != profileio.UnnamedMapping {
 				continue
 			}
-			if r := jit.Find(pid, f.addr, e.lastNs); r.Obj != nil {
+			if r, addr := lateRef(jit, pid, e, j, leaf); r.Obj != nil {
 				// By the object itself, never an earlier copy of its code (sameCode), as
 				// samples named late are (Counts.name).
-				*f = stackFrame{obj: r.Obj, version: r.Version, addr: f.addr, native: -1}
+				*f = stackFrame{obj: r.Obj, version: r.Version, addr: addr, native: -1}
 				sc.noteObject(*f)
 			} else {
 				e.unnamed = true
@@ -209,10 +210,39 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 	}
 }
 
+// userLeaf is the index of e's first frame outside the kernel.
+func userLeaf(e *stackEntry) int {
+	for j, f := range e.frames {
+		if f.mapping != profileio.KernelMapping {
+			return j
+		}
+	}
+	return len(e.frames)
+}
+
+// lateRef is the code object that names frame j of e now, by the code at its address when e
+// was last sampled, and the frame's address in it. A caller's frame was drained at its
+// return address − 1, as no object it knew began at the return address (Counts.jitStart):
+// one that begins there now (a runtime's exit code at the bottom of a stack of its own,
+// whose record came late) names it at that address, not the code before it.
+func lateRef(jit *jitmap.Map, pid uint32, e *stackEntry, j, leaf int) (jitmap.Ref, uint64) {
+	addr := e.frames[j].addr
+	if j > leaf {
+		if r := jit.Find(pid, addr+1, e.lastNs); r.Obj != nil && r.Obj.Addr == addr+1 {
+			return r, addr + 1
+		}
+	}
+	return jit.Find(pid, addr, e.lastNs), addr
+}
+
 // anyNamed reports whether a frame of e that no code object named at its drain has one now.
 func anyNamed(jit *jitmap.Map, pid uint32, e *stackEntry) bool {
-	for _, f := range e.frames {
-		if f.mapping == profileio.UnnamedMapping && jit.Find(pid, f.addr, e.lastNs).Obj != nil {
+	leaf := userLeaf(e)
+	for j, f := range e.frames {
+		if f.mapping != profileio.UnnamedMapping {
+			continue
+		}
+		if r, _ := lateRef(jit, pid, e, j, leaf); r.Obj != nil {
 			return true
 		}
 	}
