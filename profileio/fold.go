@@ -2,7 +2,6 @@ package profileio
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -85,13 +84,17 @@ func foldStacks(stacks []StackSample, folds func(pid uint32) bool) []StackSample
 			continue
 		}
 		st.Pid, st.Tid = FoldedPid, 0
-		key = append(key[:0], st.Comm...)
-		key = append(key, 0, map[bool]byte{false: 0, true: 1}[st.Cut])
+		key = appendString(key[:0], st.Comm)
+		cut := uint64(0)
+		if st.Cut {
+			cut = 1
+		}
+		key = appendUvarint(key, cut)
 		for _, f := range st.Frames {
-			key = binary.LittleEndian.AppendUint32(key, uint32(f.Object))
-			key = binary.LittleEndian.AppendUint64(key, f.Offset)
-			key = append(append(key, f.Function...), 0)
-			key = append(append(key, f.Mapping...), 0)
+			key = appendUvarint(key, uint64(f.Object))
+			key = appendUvarint(key, f.Offset)
+			key = appendString(key, f.Function)
+			key = appendString(key, f.Mapping)
 		}
 		if i, ok := at[string(key)]; ok {
 			out[i].Count = sampleprof.SatAdd(out[i].Count, st.Count)
