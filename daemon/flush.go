@@ -243,11 +243,13 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 		if ends || d.cfg.FlushInterval == 0 {
 			delete(d.flushing.exitedSince, base) // this write holds every exit of the group
 		}
-		parts := rest
-		if past != nil {
-			parts = append([]pending{*past}, rest...)
-		}
-		if !d.cfg.ResetOnFlush {
+		var parts []pending // what the group's capture merges
+		if d.cfg.ResetOnFlush {
+			parts = rest
+			if past != nil {
+				parts = append([]pending{*past}, rest...)
+			}
+		} else {
 			// The members that exited join what the group keeps of its exits; when this
 			// write ends the group's interval, which holds their samples, its past.
 			for _, w := range members {
@@ -256,9 +258,8 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 				}
 			}
 			d.foldExited(base, ends)
-			e := d.flushing.exitedByGroup[base]
-			past, parts = nil, nil
-			if e != nil {
+			past = nil
+			if e := d.flushing.exitedByGroup[base]; e != nil {
 				past = e.past
 				if past != nil {
 					parts = append(parts, *past)
