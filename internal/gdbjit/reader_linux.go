@@ -56,6 +56,7 @@ type objectKey struct{ entry, addr, size uint64 }
 
 type procState struct {
 	descAddr uint64 // 0: none found
+	noDesc   error  // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
 	objects  map[objectKey]jitmap.DebugInfo
 	keys     []objectKey      // the list as last walked
 	info     jitmap.DebugInfo // its objects' rows and subprograms, by address
@@ -103,10 +104,13 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 			return jitmap.DebugInfo{}, err
 		}
 		st = &procState{descAddr: addr, objects: map[objectKey]jitmap.DebugInfo{}}
+		if addr == 0 {
+			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
+		}
 		r.procs[pid] = st
 	}
 	if st.descAddr == 0 {
-		return jitmap.DebugInfo{}, fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
+		return jitmap.DebugInfo{}, st.noDesc
 	}
 	r.stats.Walks++
 	keys, err := r.walk(pid, st.descAddr)

@@ -111,10 +111,14 @@ func TestDebugLLI14(t *testing.T) {
 }
 
 // TestLinesNoDescriptor: a process without the GDB JIT interface (this test binary) is
-// told apart from a failure.
+// told apart from a failure, and asked again (once for each code load) it costs nothing.
 func TestLinesNoDescriptor(t *testing.T) {
 	r := NewReader(Options{})
-	if _, err := r.Debug(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
+	pid := uint32(os.Getpid())
+	if _, err := r.Debug(pid); !errors.Is(err, ErrNoDescriptor) {
 		t.Fatalf("error %v, want ErrNoDescriptor", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { r.Debug(pid) }); n != 0 {
+		t.Errorf("%v allocations to tell again that pid %d has no descriptor, want 0", n, pid)
 	}
 }
