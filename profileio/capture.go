@@ -223,11 +223,16 @@ const UnnamedMapping = "[unnamed JIT code]"
 // not keep within its memory budgets.
 const OverBudgetMapping = "[ended JIT code over budget]"
 
+// EndedMapping names the samples outside JIT code that profd counted in JIT code that ended
+// longer ago than a cumulative profile keeps it (profd's --keep-ended): each of them is in
+// the interval files of its time, by its function.
+const EndedMapping = "[ended JIT code, in the intervals]"
+
 // outsideName is the function name the pprof profile and the reports give samples outside
-// named JIT code in mapping: UnnamedMapping and OverBudgetMapping themselves, else
-// "[outside JIT] mapping".
+// named JIT code in mapping: UnnamedMapping, OverBudgetMapping and EndedMapping themselves,
+// else "[outside JIT] mapping".
 func outsideName(mapping string) string {
-	if mapping == UnnamedMapping || mapping == OverBudgetMapping {
+	if mapping == UnnamedMapping || mapping == OverBudgetMapping || mapping == EndedMapping {
 		return mapping
 	}
 	return "[outside JIT] " + mapping

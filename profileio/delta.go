@@ -115,7 +115,9 @@ func NewBaseline(c *Capture) *Baseline {
 // in none of its stacks left out, as a capture leaves out those of unsampled code).
 // Entries whose count is 0 in the delta are dropped. Samples a later capture names that
 // base had unnamed (a JIT's record came late) are taken from the object or the call chain
-// now naming them, so that each sample is counted once. A nil base subtracts nothing.
+// now naming them, so that each sample is counted once; so are those base had in an object
+// c no longer lists, whose code profd let go of and counts since under OverBudgetMapping or
+// EndedMapping. A nil base subtracts nothing.
 // c is not changed.
 func Delta(c *Capture, base *Baseline) *Capture {
 	if base == nil {
@@ -167,9 +169,29 @@ func Delta(c *Capture, base *Baseline) *Capture {
 			out.Native = append(out.Native, &nm)
 		}
 	}
+	// Samples base had in objects c no longer lists: profd let go of the objects (code that
+	// ended) and counts their samples since under OverBudgetMapping or EndedMapping.
+	listed := make(map[baseObjectKey]bool, len(c.Objects))
+	for _, o := range c.Objects {
+		listed[base.baseObjectKey(o)] = true
+	}
+	movedOut := map[uint32]uint64{}
+	for k, samples := range base.objects {
+		if !listed[k] {
+			for _, s := range samples {
+				movedOut[k.pid] += s.Count
+			}
+		}
+	}
 	usedUnmapped := map[baseUnmappedKey]uint64{}
 	for _, u := range c.Unmapped {
-		if u.Count = takeCount(u.Count, base.baseUnmappedKey(u), base.unmapped, usedUnmapped); u.Count > 0 {
+		u.Count = takeCount(u.Count, base.baseUnmappedKey(u), base.unmapped, usedUnmapped)
+		if u.Mapping == OverBudgetMapping || u.Mapping == EndedMapping {
+			take := min(u.Count, movedOut[u.Pid])
+			u.Count -= take
+			movedOut[u.Pid] -= take
+		}
+		if u.Count > 0 {
 			out.Unmapped = append(out.Unmapped, u)
 		}
 	}

@@ -253,3 +253,45 @@ func TestDeltaDropsUnsampledCode(t *testing.T) {
 		t.Errorf("a nil baseline subtracted something")
 	}
 }
+
+// TestDeltaEndedCodeLetGo: a later capture no longer lists an object whose code ended (profd
+// let go of it) and counts its samples under EndedMapping, its call chains' frames in it by
+// that mapping: the delta holds only the samples it took since, once.
+func TestDeltaEndedCodeLetGo(t *testing.T) {
+	for _, mapping := range []string{EndedMapping, OverBudgetMapping} {
+		f := codeobj.Object{Name: "f", Addr: 0x9000, Size: 0x100, LoadNs: 5, UnloadNs: 50, Version: 5, Code: make([]byte, 0x100)}
+		g := codeobj.Object{Name: "g", Addr: 0xa000, Size: 0x100, LoadNs: 5, Version: 6, Code: make([]byte, 0x100)}
+		a := &Capture{
+			Objects: []*CaptureObject{
+				{ID: 0, Pid: 1, Object: f, Samples: []OffsetCount{{0x10, 7}}},
+				{ID: 1, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 3}}},
+			},
+			Unmapped: []UnmappedCount{{Pid: 1, Mapping: "[heap]", Count: 4}},
+			Stacks: []StackSample{
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x10, Address: 0x9010}}, Count: 7},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 1, Offset: 0x10, Address: 0xa010}}, Count: 3},
+			},
+		}
+		// f drew 2 more samples before profd let go of it; g 2 more; the heap 1 more.
+		b := &Capture{
+			Objects:  []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 5}}}},
+			Unmapped: []UnmappedCount{{Pid: 1, Mapping: "[heap]", Count: 5}, {Pid: 1, Mapping: mapping, Count: 9}},
+			Stacks: []StackSample{
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: NoObject, Address: 0x9010, Mapping: mapping}}, Count: 9},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x10, Address: 0xa010}}, Count: 5},
+			},
+		}
+		d := Delta(b, NewBaseline(a))
+		got := countsOf(d)
+		want := map[string]uint64{
+			"obj 1 0xa000 5 g +0x10":                      2,
+			"unmapped 1 [heap]":                           1,
+			"unmapped 1 " + mapping:                       2,
+			"stack 1 1 t false [0x9010  " + mapping + "]": 2,
+			"stack 1 1 t false [g@0xa000 5 +0x10]":        2,
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: delta %v, want %v", mapping, got, want)
+		}
+	}
+}
