@@ -174,6 +174,7 @@ func (a *Counts) Reset(pid uint32) {
 	p.unnamed.reset()
 	p.stacks.reset(&a.stackFrames)
 	p.same = sameCode{}
+	clear(p.letGo)
 }
 
 // unnamedWarnShare is the share of a process's samples in JIT memory that must go unnamed

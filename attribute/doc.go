@@ -15,6 +15,7 @@
 //	counts.Bound(budget)                    // after the map's Reclaim: kept code within budget
 //	snap := counts.Snapshot(pid, meta, end) // the capture, native frames not named yet
 //	complete, cut := snap.Name(ctx)         // outside the caller's lock: reads files' symbols
+//	counts.ForgetEnded(pid, nowNs, keep)    // after a snapshot that ends an interval
 //
 // Samples in JIT memory that no code object names yet are kept, to be named when their
 // code's record arrives (NameLate); NameUnnamed names the unnamed counts of a capture the

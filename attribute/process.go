@@ -18,7 +18,10 @@ type procCounts struct {
 	unnamed    unnamedSamples    // samples in JIT memory no code object named yet
 	stacks     stackCounts       // samples by thread and call chain (--stacks)
 	same       sameCode          // which copy of a function emitted again its samples count as
-	maps       procMaps
+	// letGo is when ForgetEnded first saw that the map had let go of a sampled object, by
+	// version.
+	letGo map[uint64]int64
+	maps  procMaps
 	// symbols counts the symbol events applied for the process; resolved is its value when
 	// the unnamed samples were last looked up again, keptNamed when NameKept last looked up
 	// its samples and its call chains' frames.
