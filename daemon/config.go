@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +93,12 @@ type Config struct {
 	// flush): past any of its limits the oldest intervals are deleted, after each flush that
 	// wrote one. The zero value takes DefaultKeep; set, it needs FlushInterval.
 	Keep Retention
+	// KeepEnded is how long the cumulative outputs keep a function after its code ended
+	// (after the map let go of it: attribute.Counts.ForgetEnded), with FlushInterval and an
+	// interval format: the interval files hold it by name, and the cumulative outputs count
+	// its samples under profileio.EndedMapping since. 0 takes DefaultKeepEnded's;
+	// KeepAllEnded keeps every function for the whole run.
+	KeepEnded time.Duration
 	// Counters, when set, is where others read the run's counters while it runs (a
 	// metrics server) and after.
 	Counters *Counters
@@ -105,6 +113,16 @@ type Retention struct {
 
 // DefaultKeep is what --flush-interval keeps without --keep: a day, at most 1 GiB.
 var DefaultKeep = Retention{Age: 24 * time.Hour, Bytes: 1 << 30}
+
+// KeepAllEnded is the KeepEnded that keeps every function in the cumulative outputs.
+const KeepAllEnded time.Duration = math.MaxInt64
+
+// DefaultKeepEnded is KeepEnded's default for a flush interval: ten intervals, at least a
+// minute, so that a JIT that recompiles a function it unloaded, or reads its profile at a
+// tier-up, finds the copy before.
+func DefaultKeepEnded(flushInterval time.Duration) time.Duration {
+	return max(time.Minute, 10*flushInterval)
+}
 
 // IntervalDir is the directory under --out that holds the interval files.
 const IntervalDir = "intervals"
@@ -234,6 +252,7 @@ func (c *Config) Validate() error {
 	case c.Keep == Retention{} && c.FlushInterval > 0:
 		c.Keep = DefaultKeep
 	}
+	c.validateKeepEnded(bad)
 	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 || c.MaxMemoryBytes < 0 {
 		bad("--max-symbols, --max-symbol-mb, --max-memory-mb, --max-record-rate and --stop-timeout must not be negative")
 	}
@@ -245,6 +264,40 @@ func (c *Config) Validate() error {
 	c.MaxRecordRate = cmp.Or(c.MaxRecordRate, DefaultMaxRecordRate)
 	c.StopTimeout = cmp.Or(c.StopTimeout, DefaultStopTimeout)
 	return errors.Join(errs...)
+}
+
+// validateKeepEnded checks --keep-ended and sets its default: a function that ended leaves
+// the cumulative outputs only when interval files keep it.
+func (c *Config) validateKeepEnded(bad func(format string, args ...any)) {
+	kept := c.intervalFiles()
+	switch {
+	case c.KeepEnded < 0:
+		bad("--keep-ended must not be negative")
+	case c.KeepEnded != 0 && c.FlushInterval == 0:
+		bad("--keep-ended needs --flush-interval: without intervals the cumulative outputs are the only record of the code that ended")
+	case c.KeepEnded != 0 && c.KeepEnded != KeepAllEnded && c.ResetOnFlush:
+		bad("--keep-ended and --reset-on-flush exclude each other: with --reset-on-flush no output is cumulative")
+	case c.KeepEnded != 0 && c.KeepEnded != KeepAllEnded && !kept:
+		bad("--keep-ended needs pprof or capture in --format: their interval files keep what the cumulative outputs let go of")
+	case c.FlushInterval == 0 || !kept:
+		c.KeepEnded = KeepAllEnded
+	case c.KeepEnded == 0:
+		c.KeepEnded = DefaultKeepEnded(c.FlushInterval)
+	}
+}
+
+// intervalFiles reports whether an interval-ending flush writes interval files.
+func (c *Config) intervalFiles() bool {
+	return c.FlushInterval > 0 && slices.ContainsFunc(c.Formats, func(f Format) bool { return slices.Contains(intervalFormats, f) })
+}
+
+// forgetEnded reports whether the cumulative outputs let go of code that ended, and after how
+// long: with interval files, which keep it, and cumulative outputs.
+func (c *Config) forgetEnded() (time.Duration, bool) {
+	if !c.intervalFiles() || c.ResetOnFlush || c.KeepEnded == KeepAllEnded {
+		return 0, false
+	}
+	return cmp.Or(c.KeepEnded, DefaultKeepEnded(c.FlushInterval)), true
 }
 
 func knownFormat(f Format) bool {

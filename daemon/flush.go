@@ -72,6 +72,11 @@ func (d *daemonRun) flush(final bool) {
 		}
 	}
 	d.boundLocked() // the captures hold no more than the budgets allow
+	// After a capture that ends an interval, code that ended long enough ago leaves the
+	// cumulative counts: the interval files hold it.
+	keepEnded, forget := d.cfg.forgetEnded()
+	forget = forget && due && !final
+	var forgot attribute.Forgot
 	for _, pid := range counts.Pids() {
 		work = append(work, d.snapshot(pid, meta, end, final))
 		if final {
@@ -80,6 +85,16 @@ func (d *daemonRun) flush(final bool) {
 		if d.cfg.ResetOnFlush {
 			counts.Reset(pid)
 		}
+		if forget {
+			f := counts.ForgetEnded(pid, drainedNs, keepEnded)
+			forgot.Functions += f.Functions
+			forgot.Samples += f.Samples
+			forgot.Chains += f.Chains
+		}
+	}
+	if forgot.Functions > 0 || forgot.Chains > 0 {
+		d.log.Debug("profd: code that ended left the cumulative outputs (the interval files hold it)",
+			"functions", forgot.Functions, "samples", forgot.Samples, "call_chains", forgot.Chains)
 	}
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
 	// attribution: code that ended before it is no longer needed for lookups.

@@ -306,3 +306,75 @@ func TestIntervalsGroupExited(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalsKeepEnded: with --keep-ended the cumulative outputs of a JIT that keeps
+// loading new code, running it and unloading it keep the functions that ended lately only;
+// the others are in the interval files, by name, and the cumulative files count their
+// samples under profileio.EndedMapping, so that every sample is still in exactly one
+// interval: the intervals' totals are the cumulative capture's and pprof profile's.
+func TestIntervalsKeepEnded(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	// 30 rounds of 150 ms of CPU, each running one of 20 new functions and unloading the
+	// round before's: about 5 s.
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-C", "20", "-S", "256", "-m", "150", "-r", "30", "-w", "10000")
+	pid := jit.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		FlushInterval: time.Second, KeepEnded: time.Second, Stacks: true})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+
+	base := outputBase("testjit", uint32(pid), 1)
+	churned := func(c *profileio.Capture) map[string]bool {
+		names := map[string]bool{}
+		for _, o := range c.Objects {
+			if strings.HasPrefix(o.Object.Name, "churn_") && len(o.Samples) > 0 {
+				names[o.Object.Name] = true
+			}
+		}
+		return names
+	}
+	inIntervals := map[string]bool{}
+	var total uint64
+	for _, p := range intervalFiles(t, d.out, base, FormatCapture) {
+		c := readCapture(t, p)
+		maps.Copy(inIntervals, churned(c))
+		named, outside := c.TotalSamples()
+		total += named + outside + c.UnnamedSamples()
+	}
+	c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
+	kept := churned(c)
+	var ended uint64
+	for _, u := range c.Unmapped {
+		if u.Mapping == profileio.EndedMapping {
+			ended += u.Count
+		}
+	}
+	named, outside := c.TotalSamples()
+	if all := named + outside + c.UnnamedSamples(); total != all || total == 0 {
+		t.Errorf("the intervals hold %d samples, the cumulative capture %d", total, all)
+	}
+	if ended == 0 || len(kept) >= len(inIntervals) || len(inIntervals) < 10 {
+		t.Errorf("the cumulative capture keeps %d of the %d functions the intervals name, and counts %d samples under %s; want fewer, and more than 0",
+			len(kept), len(inIntervals), ended, profileio.EndedMapping)
+	}
+	for name := range kept {
+		if !inIntervals[name] {
+			t.Errorf("%s: in the cumulative capture, in no interval", name)
+		}
+	}
+	// The pprof profiles agree: the intervals' values sum to the cumulative profile's.
+	var got, want [2]int64
+	for _, p := range intervalFiles(t, d.out, base, FormatPprof) {
+		for _, v := range pprofSums(t, p) {
+			got[0], got[1] = got[0]+v[0], got[1]+v[1]
+		}
+	}
+	for _, v := range pprofSums(t, outputPath(d, "testjit", pid, FormatPprof)) {
+		want[0], want[1] = want[0]+v[0], want[1]+v[1]
+	}
+	if got != want {
+		t.Errorf("the interval pprof profiles hold %v in all, the cumulative one %v", got, want)
+	}
+}

@@ -48,10 +48,40 @@ func TestKeepUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--pid", self, "--keep", "24h"}, "--keep needs --flush-interval"},
 		{[]string{"--pid", self, "--flush-interval", "1s", "--keep", "lots"}, keepForms},
+		{[]string{"--pid", self, "--keep-ended", "10m"}, "--keep-ended needs --flush-interval"},
+		{[]string{"--pid", self, "--flush-interval", "1s", "--keep-ended", "soon"}, "want a duration such as 10m or 1d, or all"},
+		{[]string{"--pid", self, "--flush-interval", "1s", "--keep-ended", "0s"}, "want a duration such as 10m or 1d, or all"},
+		{[]string{"--pid", self, "--flush-interval", "1s", "--keep-ended", "1m", "--format", "llvm-text"}, "--keep-ended needs pprof or capture in --format"},
+		{[]string{"--pid", self, "--flush-interval", "1s", "--keep-ended", "1m", "--reset-on-flush"}, "--keep-ended and --reset-on-flush exclude each other"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(append(c.args, "--out", t.TempDir()), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("profd %q: exit %d, %q; want %d saying %q", c.args, code, stderr.String(), exitUsage, c.want)
+		}
+	}
+}
+
+// TestKeepEndedDefault: --flush-interval keeps a function that ended in the cumulative
+// outputs for ten intervals, at least a minute, unless no interval file would keep it.
+func TestKeepEndedDefault(t *testing.T) {
+	for _, c := range []struct {
+		interval time.Duration
+		formats  []daemon.Format
+		given    time.Duration
+		want     time.Duration
+	}{
+		{0, nil, 0, daemon.KeepAllEnded},
+		{time.Second, nil, 0, time.Minute},
+		{30 * time.Second, nil, 0, 5 * time.Minute},
+		{30 * time.Second, nil, 2 * time.Hour, 2 * time.Hour},
+		{30 * time.Second, nil, daemon.KeepAllEnded, daemon.KeepAllEnded},
+		{30 * time.Second, []daemon.Format{daemon.FormatLLVMText}, 0, daemon.KeepAllEnded},
+		{30 * time.Second, []daemon.Format{daemon.FormatCapture}, 0, 5 * time.Minute},
+	} {
+		cfg := daemon.Config{Pids: []uint32{uint32(os.Getpid())}, OutDir: t.TempDir(), FlushInterval: c.interval,
+			Formats: c.formats, KeepEnded: c.given}
+		if err := cfg.Validate(); err != nil || cfg.KeepEnded != c.want {
+			t.Errorf("--flush-interval %v --format %v --keep-ended %v: %v (%v), want %v", c.interval, c.formats, c.given, cfg.KeepEnded, err, c.want)
 		}
 	}
 }

@@ -180,7 +180,11 @@ request rewrite the cumulative files only (with --reset-on-flush every flush end
 The LLVM profiles have no interval files: they stay cumulative (per flush with
 --reset-on-flush).
 Every sample is in exactly one interval. --keep deletes the oldest past its limits (default
-24h,1GiB); nothing else in the directory is touched.
+24h,1GiB); nothing else in the directory is touched. The cumulative files keep a function
+whose code ended for --keep-ended (default 10 intervals, at least 1m); after that its
+interval files alone name it, and the cumulative files count its samples as
+"[ended JIT code, in the intervals]": a JIT that keeps loading new code and unloading it
+costs profd what it ran lately, not all it ever ran.
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
 tid, comm, event and cgroup labels, and container_id for a process in a container
 (Docker, containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture
@@ -251,7 +255,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	fs.BoolVar(&cfg.AllUsers, "all-users", false, "with --group-by image or container, one output per image or container whatever users its processes run as (<image>.<ext>, owned by root when they differ)")
 	fs.BoolVar(&cfg.Stacks, "stacks", true, "sample each sample's call chain by frame pointers, as perf record -g: pprof profiles get stacks and tid and comm labels, LLVM profiles call sites with their targets (code built without frame pointers gives chains cut short; profd says so once); --stacks=false samples leaves only")
 	fs.BoolVar(&cfg.KernelStacks, "kernel-stacks", false, "with --stacks, also sample the targets in kernel mode, kernel frames named from /proc/kallsyms")
-	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush (SIGUSR1's and a JIT's request's too) instead of writing cumulative profiles: every output, the LLVM profiles included, holds the last flush's interval only; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's. Without it the files in --out are cumulative, the LLVM profiles too (a JIT re-optimising wants everything so far), and only --flush-interval's interval files are per interval")
+	fs.BoolVar(&cfg.ResetOnFlush, "reset-on-flush", false, "start a new interval at each flush (SIGUSR1's and a JIT's request's too) instead of writing cumulative profiles: every output, the LLVM profiles included, holds the last flush's interval only; a flush whose interval ran no sampled JIT function writes no LLVM profile and removes the earlier interval's, so an output's files are always one flush's. Without it the files in --out are cumulative, the LLVM profiles too (a JIT re-optimising wants everything so far; with --flush-interval, but for code that ended longer ago than --keep-ended), and only --flush-interval's interval files are per interval")
 	fs.IntVar(&cfg.MaxSymbols, "max-symbols", daemon.DefaultMaxSymbols, "per target, the live JIT functions profd holds (`N`); past it the target's code loads are dropped and counted, with one warning")
 	fs.Func("max-symbol-mb", fmt.Sprintf("per target, the memory its functions' names, code bytes and line tables may hold (`MB`, default %d); code that ended is let go first (of code that drew samples, the code bytes of the least sampled: their samples stay), then loads are dropped and counted", daemon.DefaultMaxSymbolBytes>>20), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)
