@@ -182,3 +182,21 @@ func TestMergeNativeByBuildID(t *testing.T) {
 		t.Errorf("native sample %+v, want memcpy's 6 at file offset 0x2010", s)
 	}
 }
+
+// TestMergeListingIsNoCode: an interval in which a function drew no sample lists it by name
+// and range only; merged with the intervals that hold its code, it is not another code.
+func TestMergeListingIsNoCode(t *testing.T) {
+	m := New(Options{})
+	listed := run("h1", 100, 7, 0x7f0000001000, nil)
+	listed.Objects[0].Object.Code, listed.Objects[0].Object.Lines = nil, nil
+	sampled := run("h1", 100, 7, 0x7f0000001000, []profileio.OffsetCount{{Offset: 0, Count: 5}})
+	sampled.End.EndNs = 20
+	for i, c := range []*profileio.Capture{listed, sampled} {
+		if err := m.Add(c, string(rune('a'+i)), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, sum := m.Result(); len(sum.Variants) != 0 {
+		t.Errorf("variants %+v, want none: f has one code", sum.Variants)
+	}
+}

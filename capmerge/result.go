@@ -77,11 +77,12 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 	}
 	s := Summary{Captures: len(m.inputs), InputObjects: m.objects, Objects: len(m.variants), Functions: len(m.byName), UnnamedSamples: m.unnamed - min(namedLate, m.unnamed), NamedLate: namedLate, SameRun: slices.Clone(m.sameRun)}
 	for _, name := range slices.Sorted(maps.Keys(m.byName)) {
-		vs := m.byName[name].all
+		// An object without code bytes or samples only lists the function (an interval in
+		// which its code drew none): it is no code of its own.
+		vs := slices.DeleteFunc(slices.Clone(m.byName[name].all), func(v *variant) bool { return v.obj.Code == nil && v.total == 0 })
 		if len(vs) < 2 {
 			continue
 		}
-		vs = slices.Clone(vs)
 		slices.SortStableFunc(vs, func(a, b *variant) int { return cmp.Compare(b.total, a.total) })
 		for _, v := range vs {
 			r := Variant{Name: name, Size: v.obj.Size, Samples: v.total}
