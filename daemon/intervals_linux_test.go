@@ -311,8 +311,15 @@ func TestIntervalsGroupExited(t *testing.T) {
 // loading new code, running it and unloading it keep the functions that ended lately only;
 // the others are in the interval files, by name, and the cumulative files count their
 // samples under profileio.EndedMapping, so that every sample is still in exactly one
-// interval: the intervals' totals are the cumulative capture's and pprof profile's.
+// interval: the intervals' totals are the cumulative capture's and pprof profile's, for a
+// process's outputs and for its image's.
 func TestIntervalsKeepEnded(t *testing.T) {
+	for _, by := range []GroupBy{GroupByProcess, GroupByImage} {
+		t.Run(string(by), func(t *testing.T) { testIntervalsKeepEnded(t, by) })
+	}
+}
+
+func testIntervalsKeepEnded(t *testing.T, by GroupBy) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
 	d := newDirs(t)
@@ -321,11 +328,14 @@ func TestIntervalsKeepEnded(t *testing.T) {
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-C", "20", "-S", "256", "-m", "150", "-r", "30", "-w", "10000")
 	pid := jit.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		FlushInterval: time.Second, KeepEnded: time.Second, Stacks: true})
+		FlushInterval: time.Second, KeepEnded: time.Second, Stacks: true, GroupBy: by})
 	jit.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 
 	base := outputBase("testjit", uint32(pid), 1)
+	if by == GroupByImage {
+		base = "testjit"
+	}
 	churned := func(c *profileio.Capture) map[string]bool {
 		names := map[string]bool{}
 		for _, o := range c.Objects {
@@ -343,7 +353,7 @@ func TestIntervalsKeepEnded(t *testing.T) {
 		named, outside := c.TotalSamples()
 		total += named + outside + c.UnnamedSamples()
 	}
-	c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
+	c := readCapture(t, filepath.Join(d.out, base+extension[FormatCapture]))
 	kept := churned(c)
 	var ended uint64
 	for _, u := range c.Unmapped {
@@ -371,7 +381,7 @@ func TestIntervalsKeepEnded(t *testing.T) {
 			got[0], got[1] = got[0]+v[0], got[1]+v[1]
 		}
 	}
-	for _, v := range pprofSums(t, outputPath(d, "testjit", pid, FormatPprof)) {
+	for _, v := range pprofSums(t, filepath.Join(d.out, base+extension[FormatPprof])) {
 		want[0], want[1] = want[0]+v[0], want[1]+v[1]
 	}
 	if got != want {
