@@ -92,3 +92,36 @@ func TestForgetEnded(t *testing.T) {
 		t.Errorf("%d samples of old's new copy, want 4", got)
 	}
 }
+
+// TestForgetEndedKeepsCopiedCode: a function whose first copy ended stays while a later copy
+// that counts as it is live (a JIT that reloads the same code: its profile keeps its
+// history), and goes once every copy ended long enough ago.
+func TestForgetEndedKeepsCopiedCode(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	first, again := uint64(anonBase), uint64(anonBase+0x1000)
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, first, 1_000)})
+	a.Add(sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: first + 8}: {N: 5, FirstNs: 2_000, LastNs: 3_000}}})
+	apply(t, jit,
+		&jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000},
+		&jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 11_000)})
+	a.Add(sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: again + 8}: {N: 3, FirstNs: 12_000, LastNs: 13_000}}})
+	jit.Reclaim(20_000)
+	p := a.procs[pid]
+	for _, now := range []int64{30_000, 1_000_000} {
+		if f := a.ForgetEnded(pid, now, 0); f != (Forgot{}) {
+			t.Fatalf("at %d: forgot %+v of a function a live copy counts as", now, f)
+		}
+	}
+	if got := samplesOf(p)["f"]; got != 8 {
+		t.Errorf("%d samples of f, want its copies' 8", got)
+	}
+	apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: again, TimeNs: 2_000_000})
+	jit.Reclaim(2_100_000)
+	if f := a.ForgetEnded(pid, 2_200_000, 1_000_000); f.Functions != 0 {
+		t.Fatalf("forgot %+v as its last copy ended", f)
+	}
+	if f := a.ForgetEnded(pid, 3_300_000, 1_000_000); f.Functions != 1 || f.Samples != 8 {
+		t.Errorf("forgot %+v once every copy ended long enough ago, want 1 function and its 8 samples", f)
+	}
+}
