@@ -15,8 +15,9 @@ type Forgot struct {
 }
 
 // ForgetEnded lets go of process pid's code that the map let go of (it ended, and every
-// sample of its time was drained: no sample is named by it again), and of every copy of it
-// that counts as it, at least after before nowNs, as this method saw: its sampled objects leave the counts, their samples counted
+// sample of its time was drained: no sample is named by it again), with every copy of it
+// that counts as it and all sampled code of its name, at least after before nowNs, as this
+// method saw: its sampled objects leave the counts, their samples counted
 // since outside JIT code under profileio.EndedMapping, and the call chains' frames in it are
 // named by that mapping, at their addresses. Every sample stays counted, and an interval
 // (profileio.Delta) tells the ones it took since. Code is seen let go of at a call, so
@@ -35,21 +36,30 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 	if p.letGo == nil {
 		p.letGo = map[uint64]int64{}
 	}
-	// A function whose copies count as its first (sameCode) ended when its last copy did:
-	// the first ones of copies the map still holds stay, and are seen let go of anew.
+	// A function ended when its last code did: a copy that counts as its first (sameCode), or
+	// other code of its name that drew samples (a JIT that compiled it again), the map still
+	// holds keeps it, and it is seen let go of anew after.
+	c := &p.named
+	held := map[uint64]bool{}
+	live := map[string]bool{}
+	for v, o := range c.objs {
+		if a.jit.Holds(p.pid, o.Addr, v) {
+			held[v], live[o.Name] = true, true
+		}
+	}
 	copied := map[uint64]bool{}
-	for v, c := range p.same.to {
-		if !copied[c.of.Version] && a.jit.Holds(p.pid, c.addr, v) {
-			copied[c.of.Version] = true
+	for v, cp := range p.same.to {
+		if !copied[cp.of.Version] && a.jit.Holds(p.pid, cp.addr, v) {
+			copied[cp.of.Version] = true
 		}
 	}
 	verdict := map[uint64]bool{} // by version
 	ended := func(o *codeobj.Object, version uint64) bool {
 		v, ok := verdict[version]
 		if !ok {
-			if copied[version] {
+			if copied[version] || live[o.Name] {
 				delete(p.letGo, version)
-			} else if !a.jit.Holds(p.pid, o.Addr, version) {
+			} else if _, counted := c.objs[version]; counted && !held[version] || !counted && !a.jit.Holds(p.pid, o.Addr, version) {
 				at, seen := p.letGo[version]
 				if !seen {
 					at = nowNs
@@ -61,7 +71,6 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 		}
 		return v
 	}
-	c := &p.named
 	gone := map[uint64]bool{}
 	for v, o := range c.objs {
 		if ended(o, v) {

@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/profd/profd/jitmap"
@@ -93,14 +94,24 @@ func TestForgetEnded(t *testing.T) {
 	}
 }
 
-// TestForgetEndedKeepsCopiedCode: a function whose first copy ended stays while a later copy
-// that counts as it is live (a JIT that reloads the same code: its profile keeps its
-// history), and goes once every copy ended long enough ago.
+// TestForgetEndedKeepsCopiedCode: a function whose first code ended stays while a later copy
+// that counts as it (a JIT that reloads the same code), or other sampled code of its name
+// (a JIT that compiled it again), is live: its profile keeps its history; it goes once
+// every code of it ended long enough ago.
 func TestForgetEndedKeepsCopiedCode(t *testing.T) {
+	for _, recompiled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recompiled=%v", recompiled), func(t *testing.T) { testForgetEndedKeepsCopiedCode(t, recompiled) })
+	}
+}
+
+func testForgetEndedKeepsCopiedCode(t *testing.T, recompiled bool) {
 	a, jit, pid := newTestCounts(t)
 	code := bytes.Repeat([]byte{0x90}, 0x40)
 	first, again := uint64(anonBase), uint64(anonBase+0x1000)
 	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, first, 1_000)})
+	if recompiled {
+		code = bytes.Repeat([]byte{0xcc}, 0x40)
+	}
 	a.Add(sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: first + 8}: {N: 5, FirstNs: 2_000, LastNs: 3_000}}})
 	apply(t, jit,
 		&jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000},
@@ -121,7 +132,11 @@ func TestForgetEndedKeepsCopiedCode(t *testing.T) {
 	if f := a.ForgetEnded(pid, 2_200_000, 1_000_000); f.Functions != 0 {
 		t.Fatalf("forgot %+v as its last copy ended", f)
 	}
-	if f := a.ForgetEnded(pid, 3_300_000, 1_000_000); f.Functions != 1 || f.Samples != 8 {
-		t.Errorf("forgot %+v once every copy ended long enough ago, want 1 function and its 8 samples", f)
+	objects := 1 // the copy counts as the first
+	if recompiled {
+		objects = 2
+	}
+	if f := a.ForgetEnded(pid, 3_300_000, 1_000_000); f.Functions != objects || f.Samples != 8 {
+		t.Errorf("forgot %+v once every code of f ended long enough ago, want %d objects and their 8 samples", f, objects)
 	}
 }
