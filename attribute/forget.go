@@ -14,14 +14,15 @@ type Forgot struct {
 	Chains    int    // call chains with frames in code let go of, named by that mapping since
 }
 
-// ForgetEnded lets go of process pid's code that the map let go of (it ended, and every
-// sample of its time was drained: no sample is named by it again), with every copy of it
-// that counts as it and all sampled code of its name, at least after before nowNs, as this
-// method saw: its sampled objects leave the counts, their samples counted
-// since outside JIT code under profileio.EndedMapping, and the call chains' frames in it are
+// ForgetEnded lets go of process pid's functions whose code ended at least after before
+// nowNs: the map let go of their last code (it ended, and every sample of its time was
+// drained: no sample is named by it again), and no copy that counts as it (sameCode) and no
+// other code of their name that drew samples is live. ForgetEnded sees that at its calls,
+// so that calls at each interval's end let a function go between after and after plus an
+// interval. The functions' sampled objects leave the counts, their samples counted since
+// outside JIT code under profileio.EndedMapping, and the call chains' frames in them are
 // named by that mapping, at their addresses. Every sample stays counted, and an interval
-// (profileio.Delta) tells the ones it took since. Code is seen let go of at a call, so
-// calls at an interval's end let it go after at least after and at most one interval more.
+// (profileio.Delta) tells the ones it took since.
 //
 // It is for a cumulative profile kept beside interval files, after a capture that ends an
 // interval: those files hold each function let go of, by name, so that the cumulative
@@ -40,11 +41,16 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 	// other code of its name that drew samples (a JIT that compiled it again), the map still
 	// holds keeps it, and it is seen let go of anew after.
 	c := &p.named
-	held := map[uint64]bool{}
-	live := map[string]bool{}
+	unheld := map[uint64]bool{} // counted objects the map let go of
+	names := map[string]bool{}  // theirs: true once held code of the name is found
 	for v, o := range c.objs {
-		if a.jit.Holds(p.pid, o.Addr, v) {
-			held[v], live[o.Name] = true, true
+		if !a.jit.Holds(p.pid, o.Addr, v) {
+			unheld[v], names[o.Name] = true, false
+		}
+	}
+	for v, o := range c.objs {
+		if _, ok := names[o.Name]; ok && !unheld[v] {
+			names[o.Name] = true
 		}
 	}
 	copied := map[uint64]bool{}
@@ -57,9 +63,9 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 	ended := func(o *codeobj.Object, version uint64) bool {
 		v, ok := verdict[version]
 		if !ok {
-			if copied[version] || live[o.Name] {
+			if copied[version] || names[o.Name] {
 				delete(p.letGo, version)
-			} else if _, counted := c.objs[version]; counted && !held[version] || !counted && !a.jit.Holds(p.pid, o.Addr, version) {
+			} else if _, counted := c.objs[version]; counted && unheld[version] || !counted && !a.jit.Holds(p.pid, o.Addr, version) {
 				at, seen := p.letGo[version]
 				if !seen {
 					at = nowNs
