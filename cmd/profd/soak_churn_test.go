@@ -183,8 +183,16 @@ func TestSoakChurn(t *testing.T) {
 				}
 			}
 		}
+		var ended uint64
+		for _, u := range c.Unmapped {
+			if u.Mapping == profileio.EndedMapping {
+				ended += u.Count
+			}
+		}
+		jit, outside := c.TotalSamples()
 		st, _ := os.Stat(capture)
-		t.Logf("final capture of the churning JIT: %d bytes, %d objects, %d of them never sampled", st.Size(), len(c.Objects), idle)
+		t.Logf("final capture of the churning JIT: %d bytes, %d objects, %d of them never sampled; %d samples, %d of them of functions let go of (%s)",
+			st.Size(), len(c.Objects), idle, jit+outside, ended, profileio.EndedMapping)
 		if idleWithCode > 0 {
 			t.Errorf("the churning JIT's final capture carries the code or lines of %d of its %d functions that drew no sample", idleWithCode, idle)
 		}
