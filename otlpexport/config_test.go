@@ -176,14 +176,15 @@ func escapeHeader(s string) string {
 	return b.String()
 }
 
-// FuzzRetryAfter checks that a server's Retry-After never makes a negative wait.
+// FuzzRetryAfter checks that a server's Retry-After never makes a negative wait, nor one
+// past maxServerWait.
 func FuzzRetryAfter(f *testing.F) {
-	for _, s := range []string{"", "1", "120", "-5", "Wed, 21 Oct 2015 07:28:00 GMT", "soon", "99999999999999999999"} {
+	for _, s := range []string{"", "1", "120", "-5", "Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 01 Jan 2100 00:00:00 GMT", "soon", "99999999999999999999", "9227000000"} {
 		f.Add(s)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
-		if d := retryAfter(s, now); d < 0 {
+		if d := retryAfter(s, now); d < 0 || d > maxServerWait {
 			t.Fatalf("%q: wait %v", s, d)
 		}
 	})

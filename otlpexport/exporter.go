@@ -376,8 +376,8 @@ func (e *Exporter) run() {
 			wait := jitter(backoff)
 			backoff = min(backoff*2, e.cfg.MaxBackoff)
 			cut := closing
-			if se.retryAfter > wait { // the server's delay is waited, at the close too
-				wait, cut = se.retryAfter, nil
+			if ra := min(se.retryAfter, maxServerWait); ra > wait { // the server's delay is waited, at the close too
+				wait, cut = ra, nil
 			}
 			t := time.NewTimer(wait)
 			select {
@@ -392,6 +392,11 @@ func (e *Exporter) run() {
 		}
 	}
 }
+
+// maxServerWait bounds the delay a server asks for before a retry (HTTP's Retry-After,
+// gRPC's RetryInfo): a server that asks for days, or for more than a time.Duration holds,
+// does not stop the export for longer.
+const maxServerWait = time.Hour
 
 // jitter is d scaled by a random factor in [0.5, 1.5).
 func jitter(d time.Duration) time.Duration {
