@@ -21,8 +21,8 @@ type Forgot struct {
 // so that calls at each interval's end let a function go between after and after plus an
 // interval. The functions' sampled objects leave the counts, their samples counted since
 // outside JIT code under profileio.EndedMapping, and the call chains' frames in them are
-// named by that mapping, at their addresses. Every sample stays counted, and an interval
-// (profileio.Delta) tells the ones it took since.
+// named by that mapping, at no address (chains alike merge). Every sample stays counted,
+// and an interval (profileio.Delta) tells the ones it took since.
 //
 // It is for a cumulative profile kept beside interval files, after a capture that ends an
 // interval: those files hold each function let go of, by name, so that the cumulative
@@ -91,7 +91,7 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 		p.outside[profileio.EndedMapping] += f.Samples
 		p.same.forget(func(v uint64) bool { return gone[v] })
 	}
-	f.Chains = p.stacks.forget(ended)
+	f.Chains = p.stacks.forget(ended, &a.stackFrames)
 	// What was let go of now, or by a budget since (Bound), is seen no more.
 	for v := range p.letGo {
 		if forgot, looked := verdict[v]; forgot || !looked {
@@ -102,35 +102,76 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 }
 
 // forget names the frames in code objects that ended (Counts.ForgetEnded) by
-// profileio.EndedMapping, at their addresses, and lets go of the objects. An entry renamed
-// leaves the index, as one named late does (resolve): outputs merge entries by frame. It
-// returns how many entries it renamed.
-func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool) int {
-	n := 0
+// profileio.EndedMapping, at no address, lets go of the objects, and merges the entries that
+// become alike (an index entry for each), so that the chains of functions let go of cost
+// one entry per caller and thread, not one per sampled address. Entries outside the index
+// (named late: resolve) stay so unless they merge. It returns how many entries it renamed.
+func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool, all *sharedBudget) int {
+	var renamed []int
 	for i := range sc.entries {
 		e := &sc.entries[i]
-		var key []byte
+		hit := false
 		for j := range e.frames {
 			f := &e.frames[j]
 			if f.obj == nil || !ended(f.obj, f.version) {
 				continue
 			}
-			if key == nil {
-				key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
-				sc.key = key
+			if !hit {
+				sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
+				if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
+					delete(sc.index, string(sc.key))
+				}
+				hit = true
 			}
 			if sc.objVersions[f.version] {
 				delete(sc.objVersions, f.version)
 				sc.objBytes = max(0, sc.objBytes-f.obj.HeldBytes())
 			}
-			*f = stackFrame{addr: f.addr, native: -1, mapping: profileio.EndedMapping}
+			*f = stackFrame{native: -1, mapping: profileio.EndedMapping}
 		}
-		if key != nil {
-			if j, ok := sc.index[string(key)]; ok && int(j) == i {
-				delete(sc.index, string(key))
-			}
-			n++
+		if hit {
+			renamed = append(renamed, i)
 		}
 	}
-	return n
+	if len(renamed) == 0 {
+		return 0
+	}
+	// Each renamed entry joins the indexed entry alike, or is indexed itself.
+	if sc.index == nil {
+		sc.index = map[string]int32{}
+	}
+	merged := make([]bool, len(sc.entries))
+	for _, i := range renamed {
+		e := &sc.entries[i]
+		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
+		if j, ok := sc.index[string(sc.key)]; ok {
+			into := &sc.entries[j]
+			into.n += e.n
+			into.lastNs = max(into.lastNs, e.lastNs)
+			into.unnamed = into.unnamed || e.unnamed
+			merged[i] = true
+			continue
+		}
+		sc.index[string(sc.key)] = int32(i)
+	}
+	// The merged entries leave; the index follows the others to their new places.
+	at := make([]int32, len(sc.entries))
+	kept := sc.entries[:0]
+	gone := 0
+	for i, e := range sc.entries {
+		if merged[i] {
+			gone += len(e.frames)
+			continue
+		}
+		at[i] = int32(len(kept))
+		kept = append(kept, e)
+	}
+	clear(sc.entries[len(kept):])
+	sc.entries = kept
+	for k, i := range sc.index {
+		sc.index[k] = at[i]
+	}
+	sc.frames -= gone
+	all.take(-gone)
+	return len(renamed)
 }

@@ -12,8 +12,8 @@ import (
 
 // TestForgetEnded: code that ended before the time given and that the map let go of leaves
 // the counts, its samples counted under EndedMapping and its call chains' frames named by
-// it at their addresses; live code, and code that ended after, stay; no sample is lost; a
-// copy of a function let go of counts for itself.
+// it at no address, chains that became alike merged; live code, and code that ended after,
+// stay; no sample is lost; a copy of a function let go of counts for itself.
 func TestForgetEnded(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
 	code := bytes.Repeat([]byte{0x90}, 0x40)
@@ -29,7 +29,8 @@ func TestForgetEnded(t *testing.T) {
 			{PID: pid, IP: live + 8}:   {N: 2, FirstNs: 2_000, LastNs: 3_000},
 		},
 		Stacks: []sampler.StackCount{
-			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 8, live + 0x20}, Count: sampler.Count{N: 5, FirstNs: 2_000, LastNs: 3_000}},
+			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 8, live + 0x20}, Count: sampler.Count{N: 3, FirstNs: 2_000, LastNs: 3_000}},
+			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 0x10, live + 0x20}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 3_000}},
 			{PID: pid, TID: pid, Comm: "t", User: []uint64{live + 8}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 3_000}},
 		},
 	})
@@ -50,8 +51,17 @@ func TestForgetEnded(t *testing.T) {
 	}
 	jit.Reclaim(60_000)
 	f := a.ForgetEnded(pid, 70_000, 20_000)
-	if f.Functions != 1 || f.Samples != 5 || f.Chains != 1 {
-		t.Errorf("forgot %+v, want old's 1 function, 5 samples, 1 chain", f)
+	if f.Functions != 1 || f.Samples != 5 || f.Chains != 2 {
+		t.Errorf("forgot %+v, want old's 1 function, 5 samples, 2 chains", f)
+	}
+	if n := len(p.stacks.entries); n != 2 {
+		t.Errorf("%d call chain entries, want 2: old's two chains through live are one now", n)
+	}
+	// The index found the entries where they moved: live's chain counts on in its entry.
+	a.Add(sampler.Drained{Stacks: []sampler.StackCount{
+		{PID: pid, TID: pid, Comm: "t", User: []uint64{live + 8}, Count: sampler.Count{N: 1, FirstNs: 4_000, LastNs: 4_000}}}})
+	if n := len(p.stacks.entries); n != 2 {
+		t.Errorf("%d call chain entries after one more sample of live's chain, want 2", n)
 	}
 	if got := samplesOf(p); got["old"] != 0 || got["recent"] != 3 || got["live"] != 2 {
 		t.Errorf("named samples %v, want recent 3, live 2", got)
@@ -69,6 +79,13 @@ func TestForgetEnded(t *testing.T) {
 	if jitN, outside := c.TotalSamples(); ended != 5 || jitN+outside != 10 {
 		t.Errorf("%d samples under %s, %d in all; want 5 and 10", ended, profileio.EndedMapping, jitN+outside)
 	}
+	var stacked uint64
+	for _, st := range c.Stacks {
+		stacked += st.Count
+	}
+	if stacked != 8 {
+		t.Errorf("%d samples in call chains, want 8", stacked)
+	}
 	for _, o := range c.Objects {
 		if o.Object.Name == "old" {
 			t.Errorf("the capture lists old: %+v", o)
@@ -80,9 +97,9 @@ func TestForgetEnded(t *testing.T) {
 			frames = st.Frames
 		}
 	}
-	if len(frames) != 2 || frames[0].JIT() || frames[0].Mapping != profileio.EndedMapping || frames[0].Address != old+8 ||
+	if len(frames) != 2 || frames[0].JIT() || frames[0].Mapping != profileio.EndedMapping || frames[0].Address != 0 ||
 		!frames[1].JIT() || c.Objects[frames[1].Object].Object.Name != "live" {
-		t.Errorf("the chain through old: frames %+v, want old's by %s at %#x, then live's", frames, profileio.EndedMapping, old+8)
+		t.Errorf("the chains through old: frames %+v, want old's by %s at no address, then live's", frames, profileio.EndedMapping)
 	}
 
 	// The same code emitted again counts for itself: its first copy is gone.

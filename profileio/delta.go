@@ -52,6 +52,7 @@ type baseUnnamedKey struct {
 type stackBase struct {
 	addrs uint64 // stackAddrKey
 	count uint64
+	pid   uint32
 }
 
 // Bytes estimates the memory the baseline holds: map entries and sampled offsets.
@@ -67,7 +68,7 @@ func (b *Baseline) Bytes() int64 {
 	n += int64(len(b.native)) * (40 + 8) * 4 / 3
 	n += int64(len(b.unmapped)) * (16 + 8) * 4 / 3
 	n += int64(len(b.unnamed)) * (32 + 8) * 4 / 3
-	n += int64(len(b.stacks)) * (8 + 16) * 4 / 3
+	n += int64(len(b.stacks)) * (8 + 24) * 4 / 3
 	return n
 }
 
@@ -101,7 +102,7 @@ func NewBaseline(c *Capture) *Baseline {
 		st := &c.Stacks[i]
 		k := b.stackKey(c, st, &scratch)
 		e := b.stacks[k]
-		e.addrs = b.stackAddrKey(st, &scratch)
+		e.addrs, e.pid = b.stackAddrKey(st, &scratch), st.Pid
 		e.count += st.Count
 		b.stacks[k] = e
 	}
@@ -207,7 +208,9 @@ func Delta(c *Capture, base *Baseline) *Capture {
 }
 
 // deltaStacks is c's stacks less base's: by their whole key first, then what base counted
-// under chains renamed since (a frame named late) by their frames' addresses.
+// under chains renamed since (a frame named late) by their frames' addresses, then what is
+// left of a process's from its chains with frames in code profd let go of (EndedMapping's,
+// at no address, so that such chains merge).
 func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	if c.Stacks == nil {
 		return nil
@@ -225,17 +228,34 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 		used[k] += take
 		counts[i] = st.Count - take
 	}
-	renamed := map[uint64]uint64{}
+	type pidAddrs struct {
+		pid   uint32
+		addrs uint64
+	}
+	renamed := map[pidAddrs]uint64{}
 	for k, e := range base.stacks {
 		if left := e.count - used[k]; left > 0 {
-			renamed[e.addrs] += left
+			renamed[pidAddrs{e.pid, e.addrs}] += left
 		}
 	}
 	for i := range c.Stacks {
-		if n := renamed[addrs[i]]; n > 0 && counts[i] > 0 {
+		k := pidAddrs{c.Stacks[i].Pid, addrs[i]}
+		if n := renamed[k]; n > 0 && counts[i] > 0 {
 			take := min(n, counts[i])
 			counts[i] -= take
-			renamed[addrs[i]] = n - take
+			renamed[k] = n - take
+		}
+	}
+	letGo := map[uint32]uint64{}
+	for k, n := range renamed {
+		letGo[k.pid] += n
+	}
+	for i := range c.Stacks {
+		st := &c.Stacks[i]
+		if n := letGo[st.Pid]; n > 0 && counts[i] > 0 && slices.ContainsFunc(st.Frames, func(f Frame) bool { return f.Mapping == EndedMapping }) {
+			take := min(n, counts[i])
+			counts[i] -= take
+			letGo[st.Pid] = n - take
 		}
 	}
 	out := []StackSample{}

@@ -255,40 +255,48 @@ func TestDeltaDropsUnsampledCode(t *testing.T) {
 }
 
 // TestDeltaEndedCodeLetGo: a later capture no longer lists an object whose code ended (profd
-// let go of it) and counts its samples under EndedMapping, its call chains' frames in it by
-// that mapping: the delta holds only the samples it took since, once.
+// let go of it) and counts its samples under EndedMapping (or OverBudgetMapping), and its
+// call chains' frames in it by EndedMapping at no address, chains that became alike merged:
+// the delta holds only the samples it took since, once.
 func TestDeltaEndedCodeLetGo(t *testing.T) {
 	for _, mapping := range []string{EndedMapping, OverBudgetMapping} {
 		f := codeobj.Object{Name: "f", Addr: 0x9000, Size: 0x100, LoadNs: 5, UnloadNs: 50, Version: 5, Code: make([]byte, 0x100)}
 		g := codeobj.Object{Name: "g", Addr: 0xa000, Size: 0x100, LoadNs: 5, Version: 6, Code: make([]byte, 0x100)}
 		a := &Capture{
 			Objects: []*CaptureObject{
-				{ID: 0, Pid: 1, Object: f, Samples: []OffsetCount{{0x10, 7}}},
+				{ID: 0, Pid: 1, Object: f, Samples: []OffsetCount{{0x10, 4}, {0x20, 3}}},
 				{ID: 1, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 3}}},
 			},
 			Unmapped: []UnmappedCount{{Pid: 1, Mapping: "[heap]", Count: 4}},
 			Stacks: []StackSample{
-				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x10, Address: 0x9010}}, Count: 7},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x10, Address: 0x9010}, {Object: 1, Offset: 0x10, Address: 0xa010}}, Count: 4},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x20, Address: 0x9020}, {Object: 1, Offset: 0x10, Address: 0xa010}}, Count: 3},
 				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 1, Offset: 0x10, Address: 0xa010}}, Count: 3},
+				// Another process's chain at the same addresses, not let go of.
+				{Pid: 2, Tid: 2, Comm: "t", Frames: []Frame{{Object: NoObject, Address: 0x9010, Mapping: "[anon]"}}, Count: 1},
 			},
 		}
-		// f drew 2 more samples before profd let go of it; g 2 more; the heap 1 more.
+		// f drew 2 more samples (at +0x10) before profd let go of it; g 2 more; the heap 1
+		// more; the other process 1 more.
+		ended := Frame{Object: NoObject, Mapping: EndedMapping}
 		b := &Capture{
 			Objects:  []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 5}}}},
 			Unmapped: []UnmappedCount{{Pid: 1, Mapping: "[heap]", Count: 5}, {Pid: 1, Mapping: mapping, Count: 9}},
 			Stacks: []StackSample{
-				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: NoObject, Address: 0x9010, Mapping: mapping}}, Count: 9},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{ended, {Object: 0, Offset: 0x10, Address: 0xa010}}, Count: 9},
 				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{{Object: 0, Offset: 0x10, Address: 0xa010}}, Count: 5},
+				{Pid: 2, Tid: 2, Comm: "t", Frames: []Frame{{Object: NoObject, Address: 0x9010, Mapping: "[anon]"}}, Count: 2},
 			},
 		}
 		d := Delta(b, NewBaseline(a))
 		got := countsOf(d)
 		want := map[string]uint64{
-			"obj 1 0xa000 5 g +0x10":                      2,
-			"unmapped 1 [heap]":                           1,
-			"unmapped 1 " + mapping:                       2,
-			"stack 1 1 t false [0x9010  " + mapping + "]": 2,
-			"stack 1 1 t false [g@0xa000 5 +0x10]":        2,
+			"obj 1 0xa000 5 g +0x10": 2,
+			"unmapped 1 [heap]":      1,
+			"unmapped 1 " + mapping:  2,
+			"stack 1 1 t false [0x0  " + EndedMapping + "] [g@0xa000 5 +0x10]": 2,
+			"stack 1 1 t false [g@0xa000 5 +0x10]":                             2,
+			"stack 2 2 t false [0x9010  [anon]]":                               1,
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: delta %v, want %v", mapping, got, want)
