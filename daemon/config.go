@@ -96,8 +96,9 @@ type Config struct {
 	// KeepEnded is how long the cumulative outputs keep a function after its code ended
 	// (after the map let go of it: attribute.Counts.ForgetEnded), with FlushInterval and an
 	// interval format: the interval files hold it by name, and the cumulative outputs count
-	// its samples under profileio.EndedMapping since. 0 takes DefaultKeepEnded's;
-	// KeepAllEnded keeps every function for the whole run.
+	// its samples under profileio.EndedMapping since. Validate sets it: 0 takes
+	// DefaultKeepEnded's, and without interval files, or with ResetOnFlush, it is
+	// KeepAllEnded, which keeps every function for the whole run.
 	KeepEnded time.Duration
 	// Counters, when set, is where others read the run's counters while it runs (a
 	// metrics server) and after.
@@ -267,9 +268,9 @@ func (c *Config) Validate() error {
 }
 
 // validateKeepEnded checks --keep-ended and sets its default: a function that ended leaves
-// the cumulative outputs only when interval files keep it.
+// the cumulative outputs only when interval files keep it, and there are cumulative outputs.
 func (c *Config) validateKeepEnded(bad func(format string, args ...any)) {
-	kept := c.intervalFiles()
+	kept := c.FlushInterval > 0 && slices.ContainsFunc(c.Formats, func(f Format) bool { return slices.Contains(intervalFormats, f) })
 	switch {
 	case c.KeepEnded < 0:
 		bad("--keep-ended must not be negative")
@@ -279,25 +280,11 @@ func (c *Config) validateKeepEnded(bad func(format string, args ...any)) {
 		bad("--keep-ended and --reset-on-flush exclude each other: with --reset-on-flush no output is cumulative")
 	case c.KeepEnded != 0 && c.KeepEnded != KeepAllEnded && !kept:
 		bad("--keep-ended needs pprof or capture in --format: their interval files keep what the cumulative outputs let go of")
-	case c.FlushInterval == 0 || !kept:
+	case !kept || c.ResetOnFlush:
 		c.KeepEnded = KeepAllEnded
 	case c.KeepEnded == 0:
 		c.KeepEnded = DefaultKeepEnded(c.FlushInterval)
 	}
-}
-
-// intervalFiles reports whether an interval-ending flush writes interval files.
-func (c *Config) intervalFiles() bool {
-	return c.FlushInterval > 0 && slices.ContainsFunc(c.Formats, func(f Format) bool { return slices.Contains(intervalFormats, f) })
-}
-
-// forgetEnded reports whether the cumulative outputs let go of code that ended, and after how
-// long: with interval files, which keep it, and cumulative outputs.
-func (c *Config) forgetEnded() (time.Duration, bool) {
-	if !c.intervalFiles() || c.ResetOnFlush || c.KeepEnded == KeepAllEnded {
-		return 0, false
-	}
-	return cmp.Or(c.KeepEnded, DefaultKeepEnded(c.FlushInterval)), true
 }
 
 func knownFormat(f Format) bool {

@@ -74,8 +74,7 @@ func (d *daemonRun) flush(final bool) {
 	d.boundLocked() // the captures hold no more than the budgets allow
 	// After a capture that ends an interval, code that ended long enough ago leaves the
 	// cumulative counts: the interval files hold it.
-	keepEnded, forget := d.cfg.forgetEnded()
-	forget = forget && due && !final
+	forget := due && !final && d.cfg.KeepEnded > 0 && d.cfg.KeepEnded != KeepAllEnded
 	var forgot attribute.Forgot
 	for _, pid := range counts.Pids() {
 		work = append(work, d.snapshot(pid, meta, end, final))
@@ -86,7 +85,7 @@ func (d *daemonRun) flush(final bool) {
 			counts.Reset(pid)
 		}
 		if forget {
-			f := counts.ForgetEnded(pid, drainedNs, keepEnded)
+			f := counts.ForgetEnded(pid, drainedNs, d.cfg.KeepEnded)
 			forgot.Functions += f.Functions
 			forgot.Samples += f.Samples
 			forgot.Chains += f.Chains

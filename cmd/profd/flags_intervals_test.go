@@ -67,21 +67,23 @@ func TestKeepEndedDefault(t *testing.T) {
 	for _, c := range []struct {
 		interval time.Duration
 		formats  []daemon.Format
+		reset    bool
 		given    time.Duration
 		want     time.Duration
 	}{
-		{0, nil, 0, daemon.KeepAllEnded},
-		{time.Second, nil, 0, time.Minute},
-		{30 * time.Second, nil, 0, 5 * time.Minute},
-		{30 * time.Second, nil, 2 * time.Hour, 2 * time.Hour},
-		{30 * time.Second, nil, daemon.KeepAllEnded, daemon.KeepAllEnded},
-		{30 * time.Second, []daemon.Format{daemon.FormatLLVMText}, 0, daemon.KeepAllEnded},
-		{30 * time.Second, []daemon.Format{daemon.FormatCapture}, 0, 5 * time.Minute},
+		{0, nil, false, 0, daemon.KeepAllEnded},
+		{time.Second, nil, false, 0, time.Minute},
+		{30 * time.Second, nil, false, 0, 5 * time.Minute},
+		{30 * time.Second, nil, false, 2 * time.Hour, 2 * time.Hour},
+		{30 * time.Second, nil, false, daemon.KeepAllEnded, daemon.KeepAllEnded},
+		{30 * time.Second, []daemon.Format{daemon.FormatLLVMText}, false, 0, daemon.KeepAllEnded},
+		{30 * time.Second, []daemon.Format{daemon.FormatCapture}, false, 0, 5 * time.Minute},
+		{30 * time.Second, nil, true, 0, daemon.KeepAllEnded}, // no output is cumulative
 	} {
 		cfg := daemon.Config{Pids: []uint32{uint32(os.Getpid())}, OutDir: t.TempDir(), FlushInterval: c.interval,
-			Formats: c.formats, KeepEnded: c.given}
+			Formats: c.formats, ResetOnFlush: c.reset, KeepEnded: c.given}
 		if err := cfg.Validate(); err != nil || cfg.KeepEnded != c.want {
-			t.Errorf("--flush-interval %v --format %v --keep-ended %v: %v (%v), want %v", c.interval, c.formats, c.given, cfg.KeepEnded, err, c.want)
+			t.Errorf("--flush-interval %v --format %v --reset-on-flush=%v --keep-ended %v: %v (%v), want %v", c.interval, c.formats, c.reset, c.given, cfg.KeepEnded, err, c.want)
 		}
 	}
 }
