@@ -15,7 +15,7 @@ type Forgot struct {
 }
 
 // ForgetEnded lets go of process pid's functions whose code ended at least after before
-// nowNs: the map let go of their last code (it ended, and every sample of its time was
+// nowNs (after, a duration): the map let go of their last code (it ended, and every sample of its time was
 // drained: no sample is named by it again), and no copy that counts as it (sameCode) and no
 // other code of their name that drew samples is live. ForgetEnded sees that at its calls,
 // so that calls at each interval's end let a function go between after and after plus an
@@ -59,13 +59,21 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 			copied[cp.of.Version] = true
 		}
 	}
+	// letGo: the map let go of the object (for an object in a chain alone, asked now).
+	letGo := func(o *codeobj.Object, version uint64) bool {
+		if _, counted := c.objs[version]; counted {
+			return unheld[version]
+		}
+		return !a.jit.Holds(p.pid, o.Addr, version)
+	}
 	verdict := map[uint64]bool{} // by version
 	ended := func(o *codeobj.Object, version uint64) bool {
 		v, ok := verdict[version]
 		if !ok {
-			if copied[version] || names[o.Name] {
+			switch {
+			case copied[version] || names[o.Name]:
 				delete(p.letGo, version)
-			} else if _, counted := c.objs[version]; counted && unheld[version] || !counted && !a.jit.Holds(p.pid, o.Addr, version) {
+			case letGo(o, version):
 				at, seen := p.letGo[version]
 				if !seen {
 					at = nowNs
