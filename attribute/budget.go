@@ -24,7 +24,8 @@ type Shed struct {
 	Code  int // objects whose code bytes were let go: their samples stay, unrepaired
 	Lines int // objects whose line tables were let go as well
 	Whole int // objects let go whole: their samples are counted outside JIT code since
-	// Chains is the call chains let go (BoundCapture): their samples stay at their leaves.
+	// Chains is the call chains whose callers were let go (BoundCapture): their samples stay
+	// under their leaves.
 	Chains int
 	Bytes  int64 // what was let go of code objects
 }
@@ -243,8 +244,8 @@ func strip(objs []*codeobj.Object, enough func() bool, replace func(i int, cp *c
 // BoundCapture keeps what capture c holds of code objects within bytes (HeldBytes) and of
 // call chains within frames, as Bound keeps a live process's: the objects with the fewest
 // samples lose their code bytes first, then their line tables (every object and sample
-// stays); past frames, the chains with the fewest samples go (their samples stay counted
-// at their leaves). It is for what the daemon keeps of processes that exited, whose counts
+// stays); past frames, the chains with the fewest samples lose their callers (their samples
+// stay in the chains, under their leaves: profileio.LeafChains). It is for what the daemon keeps of processes that exited, whose counts
 // are captures. Changed objects are replaced by changed copies. A limit of 0 sets none.
 func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
 	var s Shed
@@ -282,7 +283,8 @@ func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
 		n += len(st.Frames)
 	}
 	if frames > 0 && n > frames {
-		// The hottest chains stay, in their order.
+		// The hottest chains stay, in their order, in three quarters of frames; the others'
+		// samples stay under their leaves (profileio.LeafChains), in the last quarter.
 		order := make([]int, len(c.Stacks))
 		for i := range order {
 			order[i] = i
@@ -291,21 +293,23 @@ func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
 		keep := make([]bool, len(c.Stacks))
 		n = 0
 		for _, i := range order {
-			if n+len(c.Stacks[i].Frames) > frames {
+			if n+len(c.Stacks[i].Frames) > frames-frames/4 {
 				continue
 			}
 			n += len(c.Stacks[i].Frames)
 			keep[i] = true
 		}
 		kept := make([]profileio.StackSample, 0, len(c.Stacks))
+		var gone []profileio.StackSample
 		for i, st := range c.Stacks {
 			if keep[i] {
 				kept = append(kept, st)
 			} else {
+				gone = append(gone, st)
 				s.Chains++
 			}
 		}
-		c.Stacks = kept
+		c.Stacks = append(kept, profileio.LeafChains(gone, frames/8)...)
 	}
 	return s
 }

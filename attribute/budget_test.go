@@ -1,6 +1,7 @@
 package attribute
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -200,7 +201,8 @@ func TestBoundLetsGoOfCallersCode(t *testing.T) {
 
 // TestBoundCapture: a capture of processes that exited is kept within a budget as a live
 // process is: the least sampled objects lose their code, then their line tables, and past
-// the frames allowed the least sampled chains go; every object and sample stays.
+// the frames allowed the least sampled chains lose their callers; every object and sample
+// stays, in the chains too.
 func TestBoundCapture(t *testing.T) {
 	const size = 1000
 	c := &profileio.Capture{}
@@ -218,8 +220,8 @@ func TestBoundCapture(t *testing.T) {
 		held += o.Object.HeldBytes()
 	}
 	s := BoundCapture(c, held-3*size, 8)
-	if s.Code != 3 || s.Lines != 0 || s.Chains != 6 {
-		t.Errorf("shed %+v, want the code of 3 objects and 6 chains", s)
+	if s.Code != 3 || s.Lines != 0 || s.Chains != 7 {
+		t.Errorf("shed %+v, want the code of 3 objects and 7 chains", s)
 	}
 	for i, o := range c.Objects {
 		if want := i < 7; (o.Object.Code != nil) != want || o.TotalSamples() != uint64(10-i) {
@@ -229,8 +231,14 @@ func TestBoundCapture(t *testing.T) {
 	if orig.Object.Code == nil {
 		t.Errorf("the capture's object was changed in place, not replaced by a copy")
 	}
-	if len(c.Stacks) != 4 || c.Stacks[0].Count != 10 || c.Stacks[3].Count != 7 {
-		t.Errorf("chains kept %+v, want the four hottest in their order", c.Stacks)
+	// Three quarters of 8 frames keep the three hottest chains; the last quarter the
+	// hottest leaf of the others, and one chain for the rest.
+	notKept := profileio.Frame{Object: profileio.NoObject, Mapping: profileio.CallersNotKeptMapping}
+	want := []profileio.StackSample{c.Stacks[0], c.Stacks[1], c.Stacks[2],
+		{Frames: []profileio.Frame{{Object: 3}, notKept}, Cut: true, Count: 7},
+		{Frames: []profileio.Frame{notKept}, Cut: true, Count: 6 + 5 + 4 + 3 + 2 + 1}}
+	if !reflect.DeepEqual(c.Stacks, want) || c.Stacks[0].Count != 10 || c.Stacks[2].Count != 8 {
+		t.Errorf("chains %+v,\nwant the three hottest in their order, then the others' samples under their leaves:\n%+v", c.Stacks, want)
 	}
 	// Tighter: code goes from every object, then line tables from the least sampled.
 	s = BoundCapture(c, int64(len(c.Objects))*(256+2)+2*(48+4), 0)

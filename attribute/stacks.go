@@ -11,13 +11,20 @@ import (
 
 // maxStacks bounds the distinct (thread, call chain) entries counted per target, and
 // maxThreadNames the thread names kept per target; samples past maxStacks (or
-// MaxStackFrames) keep their leaf counts but lose their chain, with one warning.
+// MaxStackFrames) keep their leaf but lose their callers, with one warning.
 const (
 	maxStacks      = 1 << 16
 	maxThreadNames = 1 << 16
 	// MaxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
 	MaxStackFrames = 1 << 20
+	// maxLeafStacks bounds the entries, beyond maxStacks, of samples whose chain was not
+	// kept: one per leaf, its callers profileio.CallersNotKeptMapping. Past it such
+	// samples share one entry of that frame alone.
+	maxLeafStacks = maxStacks / 4
 )
+
+// callersNotKept is the caller frame of the samples whose chain was not kept.
+var callersNotKept = stackFrame{native: -1, mapping: profileio.CallersNotKeptMapping}
 
 // stackFrame is one frame of a counted call chain, named when it was drained: by the code
 // object at its address then, else by the native mapping or the mapping it is in.
@@ -76,27 +83,44 @@ func (b *sharedBudget) take(n int) {
 
 // add counts n samples of thread tid with frames, the last taken at lastNs; it reports false
 // when the target has maxStacks entries (or MaxStackFrames frames), or every target together
-// as many frames as all allows, and this is not one of them.
+// as many frames as all allows, and this is not one of them: the samples then count under
+// their leaf with the callers not kept (addLeaf), so that every sample stays in the chains.
 func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *sharedBudget) bool {
-	k := stackKey(sc.key[:0], tid, comm, frames, truncated)
-	sc.key = k
-	if i, ok := sc.index[string(k)]; ok {
-		e := &sc.entries[i]
-		e.n += n
-		e.lastNs = max(e.lastNs, lastNs)
-		sc.samples += n
+	if sc.count(tid, comm, frames, truncated, n, lastNs) {
 		return true
 	}
 	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > MaxStackFrames || !all.room(len(frames)) {
 		sc.dropped += n
+		sc.addLeaf(frames, n, lastNs, all)
 		return false
 	}
+	sc.insert(tid, comm, frames, truncated, n, lastNs, all)
+	return true
+}
+
+// count adds n samples, the last at lastNs, to the entry of (tid, comm, frames, truncated)
+// if there is one, and reports whether there was.
+func (sc *stackCounts) count(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64) bool {
+	sc.key = stackKey(sc.key[:0], tid, comm, frames, truncated)
+	i, ok := sc.index[string(sc.key)]
+	if !ok {
+		return false
+	}
+	e := &sc.entries[i]
+	e.n += n
+	e.lastNs = max(e.lastNs, lastNs)
+	sc.samples += n
+	return true
+}
+
+// insert adds the entry of the key count made last, whatever the bounds.
+func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, truncated bool, n uint64, lastNs int64, all *sharedBudget) {
 	sc.frames += len(frames)
 	all.take(len(frames))
 	if sc.index == nil {
 		sc.index = map[string]int32{}
 	}
-	sc.index[string(k)] = int32(len(sc.entries))
+	sc.index[string(sc.key)] = int32(len(sc.entries))
 	e := stackEntry{tid: tid, comm: comm, frames: append([]stackFrame(nil), frames...), truncated: truncated, n: n,
 		lastNs: lastNs}
 	for _, f := range frames {
@@ -105,7 +129,27 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 	}
 	sc.entries = append(sc.entries, e)
 	sc.samples += n
-	return true
+}
+
+// addLeaf counts n samples whose chain frames was not kept under its leaf, its callers
+// callersNotKept, in no thread: an entry per leaf up to maxLeafStacks entries past
+// maxStacks, then one of callersNotKept alone. These entries stand outside the bounds on
+// chains, which they keep (the most frames they hold is twice maxLeafStacks, plus one).
+func (sc *stackCounts) addLeaf(frames []stackFrame, n uint64, lastNs int64, all *sharedBudget) {
+	if len(frames) > 0 {
+		leaf := []stackFrame{frames[0], callersNotKept}
+		if sc.count(0, "", leaf, true, n, lastNs) {
+			return
+		}
+		if len(sc.entries) < maxStacks+maxLeafStacks {
+			sc.insert(0, "", leaf, true, n, lastNs, all)
+			return
+		}
+	}
+	alone := []stackFrame{callersNotKept}
+	if !sc.count(0, "", alone, true, n, lastNs) {
+		sc.insert(0, "", alone, true, n, lastNs, all)
+	}
 }
 
 // stackKey appends what tells entries apart: the thread, its name, and each frame's code
@@ -320,16 +364,19 @@ func ThreadStart(function string) bool {
 
 // markCut marks the stacks whose outermost frame is not where a thread starts: their
 // chains stopped at a frame without a frame pointer. It returns the samples with complete
-// chains and with cut ones.
+// chains and with cut ones; those whose callers were not kept are neither.
 func markCut(c *profileio.Capture) (complete, cut uint64) {
 	for i := range c.Stacks {
 		st := &c.Stacks[i]
-		if n := len(st.Frames); n == 0 || !ThreadStart(frameFunction(c, st.Frames[n-1])) {
+		n := len(st.Frames)
+		if n == 0 || !ThreadStart(frameFunction(c, st.Frames[n-1])) {
 			st.Cut = true
 		}
-		if st.Cut {
+		switch {
+		case n > 0 && st.Frames[n-1].Mapping == profileio.CallersNotKeptMapping:
+		case st.Cut:
 			cut += st.Count
-		} else {
+		default:
 			complete += st.Count
 		}
 	}

@@ -7,12 +7,13 @@ import (
 
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
 
 // TestStackCap: a target's distinct chains past maxStacks, and frames past MaxStackFrames,
-// are dropped and counted with one warning; the chains counted before stay, merged when
-// they repeat.
+// lose their callers, with one warning: their samples count under their leaves, the chains
+// counted before stay, merged when they repeat.
 func TestStackCap(t *testing.T) {
 	var logs testenv.SyncBuffer
 	pid := uint32(testPid)
@@ -25,8 +26,20 @@ func TestStackCap(t *testing.T) {
 	}
 	a.addStacks(stacks)
 	a.addStacks(stacks[:10]) // known chains still count
-	if len(p.stacks.entries) != maxStacks || p.stacks.dropped != 2*100 || p.stacks.samples != 2*maxStacks+2*10 {
-		t.Errorf("%d chains, %d dropped, %d samples", len(p.stacks.entries), p.stacks.dropped, p.stacks.samples)
+	if len(p.stacks.entries) != maxStacks+100 || p.stacks.dropped != 2*100 || p.stacks.samples != 2*maxStacks+2*100+2*10 {
+		t.Errorf("%d chains, %d without their callers, %d samples", len(p.stacks.entries), p.stacks.dropped, p.stacks.samples)
+	}
+	var n uint64
+	for _, e := range p.stacks.entries {
+		n += e.n
+	}
+	if n != 2*(maxStacks+100)+2*10 {
+		t.Errorf("the chains hold %d samples, want every one of the %d counted", n, 2*(maxStacks+100)+2*10)
+	}
+	for i, e := range p.stacks.entries[maxStacks:] {
+		if len(e.frames) != 2 || e.frames[1] != callersNotKept || e.frames[0].addr != uint64(maxStacks+i) || e.n != 2 || !e.truncated {
+			t.Fatalf("chain %d past the bound: %+v, want its leaf and %q", maxStacks+i, e, profileio.CallersNotKeptMapping)
+		}
 	}
 	if n := strings.Count(logs.String(), "more distinct call chains"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
@@ -41,8 +54,21 @@ func TestStackCap(t *testing.T) {
 		deep[0] = uint64(1000000 + i)
 		a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, User: deep, Count: sampler.Count{N: 1}}})
 	}
-	if p.stacks.frames > MaxStackFrames || len(p.stacks.entries) != 8 || p.stacks.dropped != 2 {
-		t.Errorf("%d frames in %d chains, %d dropped", p.stacks.frames, len(p.stacks.entries), p.stacks.dropped)
+	if p.stacks.frames > MaxStackFrames+2*2 || len(p.stacks.entries) != 8+2 || p.stacks.dropped != 2 {
+		t.Errorf("%d frames in %d chains, %d without their callers", p.stacks.frames, len(p.stacks.entries), p.stacks.dropped)
+	}
+
+	// Past maxLeafStacks leaves, the samples share one entry.
+	p.stacks.reset(&a.stackFrames)
+	stacks = stacks[:0]
+	for i := 0; i < maxStacks+maxLeafStacks+10; i++ {
+		stacks = append(stacks, sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: []uint64{uint64(i), 0x10}, Count: sampler.Count{N: 1}})
+	}
+	a.addStacks(stacks)
+	last := p.stacks.entries[len(p.stacks.entries)-1]
+	if len(p.stacks.entries) != maxStacks+maxLeafStacks+1 || len(last.frames) != 1 || last.frames[0] != callersNotKept || last.n != 10 {
+		t.Errorf("%d chains, the last %+v; want %d, the last %d samples under %q alone", len(p.stacks.entries), last,
+			maxStacks+maxLeafStacks+1, 10, profileio.CallersNotKeptMapping)
 	}
 }
 
@@ -96,11 +122,15 @@ func TestStacksBoundAcrossTargets(t *testing.T) {
 	}
 	var kept, dropped int
 	for _, pid := range pids {
-		kept += len(a.procs[pid].stacks.entries)
+		for _, e := range a.procs[pid].stacks.entries {
+			if e.frames[len(e.frames)-1] != callersNotKept {
+				kept++
+			}
+		}
 		dropped += int(a.procs[pid].stacks.dropped)
 	}
 	if kept != 3*chains || dropped != (procs-3)*chains {
-		t.Errorf("%d chains kept, %d dropped; want %d kept", kept, dropped, 3*chains)
+		t.Errorf("%d chains kept, %d without their callers; want %d kept", kept, dropped, 3*chains)
 	}
 	if n := strings.Count(logs.String(), "call chains together hold"); n != procs-3 {
 		t.Errorf("%d warnings, want one for each of the %d processes past the bound:\n%s", n, procs-3, logs.String())
@@ -112,7 +142,7 @@ func TestStacksBoundAcrossTargets(t *testing.T) {
 	a.RemoveProcess(pids[0])
 	a.Reset(pids[1])
 	add(pids[procs-1])
-	if n := len(a.procs[pids[procs-1]].stacks.entries); n != chains {
-		t.Errorf("after two processes gave their frames back, the last has %d chains, want %d", n, chains)
+	if n := len(a.procs[pids[procs-1]].stacks.entries); n != chains+chains {
+		t.Errorf("after two processes gave their frames back, the last has %d chains, want its %d and the %d it had without their callers", n, chains, chains)
 	}
 }

@@ -228,11 +228,18 @@ const OverBudgetMapping = "[ended JIT code over budget]"
 // the interval files of its time, by its function.
 const EndedMapping = "[ended JIT code, in the intervals]"
 
+// CallersNotKeptMapping is the caller's frame, at no address, of the samples whose call
+// chain profd could not keep (a target's, or every target's, bound on chains was reached):
+// each such chain is its leaf and this frame, so that the samples stay in every output
+// built from the chains, under the function they ran.
+const CallersNotKeptMapping = "[callers not kept: more call chains than profd keeps]"
+
 // outsideName is the function name the pprof profile and the reports give samples outside
-// named JIT code in mapping: UnnamedMapping, OverBudgetMapping and EndedMapping themselves,
-// else "[outside JIT] mapping".
+// named JIT code in mapping: UnnamedMapping, OverBudgetMapping, EndedMapping and
+// CallersNotKeptMapping themselves, else "[outside JIT] mapping".
 func outsideName(mapping string) string {
-	if mapping == UnnamedMapping || mapping == OverBudgetMapping || mapping == EndedMapping {
+	switch mapping {
+	case UnnamedMapping, OverBudgetMapping, EndedMapping, CallersNotKeptMapping:
 		return mapping
 	}
 	return "[outside JIT] " + mapping

@@ -209,8 +209,7 @@ func Delta(c *Capture, base *Baseline) *Capture {
 
 // deltaStacks is c's stacks less base's: by their whole key first, then what base counted
 // under chains renamed since (a frame named late) by their frames' addresses, then what is
-// left of a process's from its chains with frames in code profd let go of (EndedMapping's,
-// at no address, so that such chains merge).
+// left of a process's from its chains that profd let go of in part (letGoFrame).
 func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	if c.Stacks == nil {
 		return nil
@@ -252,7 +251,7 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	}
 	for i := range c.Stacks {
 		st := &c.Stacks[i]
-		if n := letGo[st.Pid]; n > 0 && counts[i] > 0 && slices.ContainsFunc(st.Frames, func(f Frame) bool { return f.Mapping == EndedMapping }) {
+		if n := letGo[st.Pid]; n > 0 && counts[i] > 0 && slices.ContainsFunc(st.Frames, letGoFrame) {
 			take := min(n, counts[i])
 			counts[i] -= take
 			letGo[st.Pid] = n - take
@@ -266,6 +265,13 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 		}
 	}
 	return out
+}
+
+// letGoFrame reports whether f stands, at no address, for what profd let go of in a chain:
+// frames in code that ended (EndedMapping), so that such chains merge, or callers not kept
+// (CallersNotKeptMapping), where a chain past a bound counts.
+func letGoFrame(f Frame) bool {
+	return f.Mapping == EndedMapping || f.Mapping == CallersNotKeptMapping
 }
 
 // takeCount is count less what is left of base[k] (used[k] of it taken already), noting
