@@ -237,3 +237,36 @@ func TestNativeBoundAcrossTargets(t *testing.T) {
 		t.Errorf("after a process gave its addresses back, the last one counts %d, want %d", n, addrs)
 	}
 }
+
+// BenchmarkSnapshotNativeChains is a flush's snapshot of a target whose call chains run
+// through native code: 50 000 chains of 20 frames each in its executable (a runtime's
+// compiler and collector threads), named with the file's symbols.
+func BenchmarkSnapshotNativeChains(b *testing.B) {
+	cache := elfsym.NewCache(elfsym.Config{})
+	defer cache.Close()
+	look := newFakeLookup(testPid)
+	code := withNative(b, look, testPid, cache)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	pid := uint32(testPid)
+	a.AddProcess(pid, 0)
+	const chains, depth = 50000, 20
+	stacks := make([]sampler.StackCount, chains)
+	for i := range stacks {
+		user := make([]uint64, depth)
+		for j := range user {
+			user[j] = code.Start + uint64(i*depth+j)*16
+		}
+		stacks[i] = sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: user, Count: sampler.Count{N: 1}}
+	}
+	a.addStacks(stacks)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{})
+		s.Name(context.Background())
+		if len(s.Capture.Stacks) != chains {
+			b.Fatalf("%d chains, want %d", len(s.Capture.Stacks), chains)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/snapshot")
+}

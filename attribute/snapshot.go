@@ -21,8 +21,10 @@ type Snapshot struct {
 	log     *slog.Logger
 	look    Lookup
 	native  []*elfsym.File // the symbols of each of Capture.Native's files; nil where none
-	// stackNative are the native frames of Capture.Stacks, named with native's samples.
-	stackNative []stackRef
+	// stackNative are the native frames of Capture.Stacks, in stackMappings (the target's
+	// native mappings when it was taken), named with native's samples.
+	stackNative   []stackRef
+	stackMappings []nativeMapping
 }
 
 // Snapshot takes process pid's capture: every code object the map knows for it plus sampled
@@ -78,6 +80,7 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 	c.Native, s.native = p.native.capture(p.pid)
 	p.stacks.resolve(a.jit, p.pid)
 	s.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
+	s.stackMappings = p.native.mappings // appended to only: what it holds now stays
 	dropUnsampledCode(c)
 	return s
 }
@@ -151,8 +154,9 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		}
 	}
 	for _, r := range s.stackNative {
-		if tab := table(r.mapping.syms, r.mapping.m.Path); tab != nil {
-			r.frame.Function = name(tab, r.frame.Address-r.mapping.m.Start+r.mapping.m.Offset)
+		m := &s.stackMappings[r.native]
+		if tab := table(m.syms, m.m.Path); tab != nil {
+			r.frame.Function = name(tab, r.frame.Address-m.m.Start+m.m.Offset)
 		}
 	}
 	s.nameKernel()

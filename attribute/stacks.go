@@ -294,10 +294,10 @@ func anyNamed(jit *jitmap.Map, pid uint32, e *stackEntry) bool {
 }
 
 // stackRef is a native frame of a capture's stacks waiting for its name: the frame, and the
-// target's native mapping it is in.
+// index of the target's native mapping it is in.
 type stackRef struct {
-	frame   *profileio.Frame
-	mapping nativeMapping
+	frame  *profileio.Frame
+	native int32
 }
 
 // capture adds the stacks to c, whose objects are the target's: frames in objects c does
@@ -329,9 +329,8 @@ func (sc *stackCounts) capture(c *profileio.Capture, pid uint32, native []native
 				}
 				*fr = profileio.Frame{Object: id, Offset: f.addr - f.obj.Addr, Address: f.addr}
 			case f.native >= 0:
-				m := native[f.native]
-				*fr = profileio.Frame{Object: profileio.NoObject, Address: f.addr, Mapping: m.m.Path}
-				refs = append(refs, stackRef{frame: fr, mapping: m})
+				*fr = profileio.Frame{Object: profileio.NoObject, Address: f.addr, Mapping: native[f.native].m.Path}
+				refs = append(refs, stackRef{frame: fr, native: f.native})
 			default:
 				*fr = profileio.Frame{Object: profileio.NoObject, Address: f.addr, Mapping: f.mapping}
 			}
