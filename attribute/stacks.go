@@ -131,10 +131,10 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 	sc.samples += n
 }
 
-// addLeaf counts n samples whose chain frames was not kept under its leaf, its callers
-// callersNotKept, in no thread: an entry per leaf up to maxLeafStacks entries past
-// maxStacks, then one of callersNotKept alone. These entries stand outside the bounds on
-// chains, which they keep (the most frames they hold is twice maxLeafStacks, plus one).
+// addLeaf counts n samples of chain frames, which was not kept, under the chain's leaf with
+// callersNotKept as its caller, in no thread: an entry per leaf up to maxLeafStacks entries
+// past maxStacks, then one of callersNotKept alone. These entries are not held to the
+// bounds on chains but to their own: 2*maxLeafStacks+1 frames at most.
 func (sc *stackCounts) addLeaf(frames []stackFrame, n uint64, lastNs int64, all *sharedBudget) {
 	if len(frames) > 0 {
 		leaf := []stackFrame{frames[0], callersNotKept}
