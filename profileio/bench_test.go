@@ -187,3 +187,40 @@ func BenchmarkWritePprof(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWritePprofStacks writes the pprof profile of a capture with 50 000 call chains of
+// 20 frames, 3 JIT frames over native ones (a runtime's threads), as a flush does.
+func BenchmarkWritePprofStacks(b *testing.B) {
+	c := &Capture{Meta: testCaptureMeta()}
+	for i := 0; i < 100; i++ {
+		c.Objects = append(c.Objects, &CaptureObject{ID: ObjectID(i), Pid: 1,
+			Object: codeobj.Object{Name: fmt.Sprintf("jit_fn_%d", i), Addr: 0x7f0000000000 + uint64(i)*4096, Size: 4096}})
+	}
+	c.Native = []*NativeMapping{{Pid: 1, Start: 0x400000, Limit: 0x2400000, File: "/usr/bin/node"}}
+	fns := make([]string, 5000)
+	for i := range fns {
+		fns[i] = fmt.Sprintf("v8::internal::Fn%d", i)
+	}
+	for i := 0; i < 50000; i++ {
+		st := StackSample{Pid: 1, Tid: uint32(1 + i%8), Comm: "node", Count: uint64(1 + i%5)}
+		for j := 0; j < 20; j++ {
+			if j < 3 {
+				o := (i + j) % 100
+				st.Frames = append(st.Frames, Frame{Object: ObjectID(o), Offset: uint64(i % 512), Address: c.Objects[o].Object.Addr + uint64(i%512)})
+				continue
+			}
+			addr := uint64((i*7+j*131)%20000) * 16 // 20 000 return addresses in 5 000 functions
+			st.Frames = append(st.Frames, Frame{Object: NoObject, Address: 0x400000 + addr,
+				Function: fns[addr/64], Mapping: "/usr/bin/node"})
+		}
+		c.Stacks = append(c.Stacks, st)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := WritePprof(io.Discard, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/profile")
+}

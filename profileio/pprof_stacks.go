@@ -87,18 +87,26 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		addr    uint64
 		fn, mpg string
 	}
-	frames := map[frameKey][]int{} // the (stack, frame) positions of each distinct frame
+	ids := map[frameKey]int32{} // each distinct frame's index in order
 	var order []frameKey
-	for i, st := range c.Stacks {
-		for j, f := range st.Frames {
+	n := 0
+	for _, st := range c.Stacks {
+		n += len(st.Frames)
+	}
+	frames := make([]int32, 0, n) // the stacks' frames in turn, by index in order
+	for _, st := range c.Stacks {
+		for _, f := range st.Frames {
 			k := frameKey{obj: f.Object, addr: f.Address}
 			if !f.JIT() {
 				k.pid, k.fn, k.mpg = st.Pid, f.Function, f.Mapping
 			}
-			if _, ok := frames[k]; !ok {
+			id, ok := ids[k]
+			if !ok {
+				id = int32(len(order))
+				ids[k] = id
 				order = append(order, k)
 			}
-			frames[k] = append(frames[k], i<<16|j)
+			frames = append(frames, id)
 		}
 	}
 	// Group frames by mapping: JIT objects by ID, native frames by the process's mapping of
@@ -121,9 +129,9 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		}
 		return nil
 	}
-	byMapping := map[mappingKey][]frameKey{}
+	byMapping := map[mappingKey][]int32{}
 	var mappingOrder []mappingKey
-	for _, k := range order {
+	for id, k := range order {
 		mk := mappingKey{obj: k.obj}
 		if k.obj == NoObject {
 			mk.pid, mk.name = k.pid, k.mpg
@@ -134,15 +142,12 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		if _, ok := byMapping[mk]; !ok {
 			mappingOrder = append(mappingOrder, mk)
 		}
-		byMapping[mk] = append(byMapping[mk], k)
+		byMapping[mk] = append(byMapping[mk], int32(id))
 	}
 	slices.SortStableFunc(mappingOrder, func(a, b mappingKey) int {
 		return cmp.Or(cmp.Compare(a.obj, b.obj), cmp.Compare(a.pid, b.pid))
 	})
-	locIDs := make([][]uint64, len(c.Stacks))
-	for i, st := range c.Stacks {
-		locIDs[i] = make([]uint64, len(st.Frames))
-	}
+	locations := make([]uint64, len(order)) // each distinct frame's location ID
 	for _, mk := range mappingOrder {
 		switch {
 		case mk.obj != NoObject:
@@ -153,23 +158,26 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		default:
 			enc.mapping(0, 0, 0, mk.name, "", mk.name == KernelMapping, false)
 		}
-		for _, k := range byMapping[mk] {
-			var id uint64
+		for _, id := range byMapping[mk] {
+			k := order[id]
 			if k.obj != NoObject {
-				id = enc.jitLocation(&c.Objects[k.obj].Object, k.addr)
-			} else {
-				name := k.fn
-				if name == "" {
-					name = outsideName(k.mpg)
-				}
-				id = enc.location(k.addr, enc.functionID(name), 0)
+				locations[id] = enc.jitLocation(&c.Objects[k.obj].Object, k.addr)
+				continue
 			}
-			for _, pos := range frames[k] {
-				locIDs[pos>>16][pos&0xffff] = id
+			name := k.fn
+			if name == "" {
+				name = outsideName(k.mpg)
 			}
+			locations[id] = enc.location(k.addr, enc.functionID(name), 0)
 		}
 	}
-	for i, st := range c.Stacks {
-		enc.sample(locIDs[i], st.Count, st.Pid, st.Tid, st.Comm)
+	var locIDs []uint64
+	for _, st := range c.Stacks {
+		locIDs = locIDs[:0]
+		for _, id := range frames[:len(st.Frames)] {
+			locIDs = append(locIDs, locations[id])
+		}
+		frames = frames[len(st.Frames):]
+		enc.sample(locIDs, st.Count, st.Pid, st.Tid, st.Comm)
 	}
 }
