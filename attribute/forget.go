@@ -12,6 +12,9 @@ type Forgot struct {
 	Functions int    // sampled objects let go of
 	Samples   uint64 // their samples, counted under profileio.EndedMapping since
 	Chains    int    // call chains with frames in code let go of, named by that mapping since
+	// Stale is the call chains not sampled within after: their samples count under their
+	// leaves, profileio.CallersInIntervalsMapping their callers.
+	Stale int
 }
 
 // ForgetEnded lets go of process pid's functions whose code ended at least after before
@@ -21,8 +24,10 @@ type Forgot struct {
 // so that calls at each interval's end let a function go between after and after plus an
 // interval. The functions' sampled objects leave the counts, their samples counted since
 // outside JIT code under profileio.EndedMapping, and the call chains' frames in them are
-// named by that mapping, at no address (chains alike merge). Every sample stays counted,
-// and an interval (profileio.Delta) tells the ones it took since.
+// named by that mapping, at no address (chains alike merge). Call chains not sampled
+// within after keep their leaf alone, their callers profileio.CallersInIntervalsMapping
+// (such chains merge too). Every sample stays counted, and an interval (profileio.Delta)
+// tells the ones it took since.
 //
 // It is for a cumulative profile kept beside interval files, after a capture that ends an
 // interval: those files hold each function let go of, by name, so that the cumulative
@@ -100,6 +105,7 @@ func (a *Counts) ForgetEnded(pid uint32, nowNs int64, after time.Duration) Forgo
 		p.same.forget(func(v uint64) bool { return gone[v] })
 	}
 	f.Chains = p.stacks.forget(ended, &a.stackFrames)
+	f.Stale = p.stacks.forgetStale(nowNs-after.Nanoseconds(), &a.stackFrames)
 	// What was let go of now, or by a budget since (Bound), is seen no more.
 	for v := range p.letGo {
 		if forgot, looked := verdict[v]; forgot || !looked {
@@ -141,8 +147,57 @@ func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool
 			renamed = append(renamed, i)
 		}
 	}
+	sc.merge(renamed, all)
+	return len(renamed)
+}
+
+// callersInIntervals is the caller frame of the samples of chains not sampled lately.
+var callersInIntervals = stackFrame{native: -1, mapping: profileio.CallersInIntervalsMapping}
+
+// forgetStale turns each entry last sampled before beforeNs into its leaf and
+// callersInIntervals, in no thread, and merges the entries that become alike, so that a
+// target's chains are those it ran lately: a runtime whose threads keep drawing new chains
+// (a compiler's) does not fill maxStacks with chains of long ago, after which its new ones
+// would lose their callers in every output. Entries that hold a leaf alone already are left
+// as they are. It returns how many entries it changed.
+func (sc *stackCounts) forgetStale(beforeNs int64, all *sharedBudget) int {
+	var changed []int
+	freed := 0
+	for i := range sc.entries {
+		e := &sc.entries[i]
+		if e.lastNs >= beforeNs || len(e.frames) == 0 || letGo(e.frames[len(e.frames)-1]) {
+			continue
+		}
+		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
+		if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
+			delete(sc.index, string(sc.key))
+		}
+		freed += len(e.frames) - 2
+		e.frames = []stackFrame{e.frames[0], callersInIntervals}
+		e.tid, e.comm, e.truncated = 0, "", true
+		e.unnamed = e.frames[0].mapping == profileio.UnnamedMapping
+		changed = append(changed, i)
+	}
+	sc.frames -= freed
+	all.take(-freed)
+	sc.merge(changed, all)
+	return len(changed)
+}
+
+// letGo reports whether f stands for callers or code let go of (profileio's letGoFrame).
+func letGo(f stackFrame) bool {
+	switch f.mapping {
+	case profileio.EndedMapping, profileio.CallersNotKeptMapping, profileio.CallersInIntervalsMapping:
+		return true
+	}
+	return false
+}
+
+// merge indexes the entries renamed (taken out of the index), each joining the indexed
+// entry alike if there is one, and compacts the entries.
+func (sc *stackCounts) merge(renamed []int, all *sharedBudget) {
 	if len(renamed) == 0 {
-		return 0
+		return
 	}
 	// Each renamed entry joins the indexed entry alike, or is indexed itself.
 	if sc.index == nil {
@@ -181,5 +236,4 @@ func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool
 	}
 	sc.frames -= gone
 	all.take(-gone)
-	return len(renamed)
 }

@@ -12,8 +12,9 @@ import (
 
 // TestForgetEnded: code that ended before the time given and that the map let go of leaves
 // the counts, its samples counted under EndedMapping and its call chains' frames named by
-// it at no address, chains that became alike merged; live code, and code that ended after,
-// stay; no sample is lost; a copy of a function let go of counts for itself.
+// it at no address, chains that became alike merged, and chains not sampled since keep
+// their leaf alone; live code, code that ended after, and chains sampled since stay; no
+// sample is lost; a copy of a function let go of counts for itself.
 func TestForgetEnded(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
 	code := bytes.Repeat([]byte{0x90}, 0x40)
@@ -29,9 +30,9 @@ func TestForgetEnded(t *testing.T) {
 			{PID: pid, IP: live + 8}:   {N: 2, FirstNs: 2_000, LastNs: 3_000},
 		},
 		Stacks: []sampler.StackCount{
-			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 8, live + 0x20}, Count: sampler.Count{N: 3, FirstNs: 2_000, LastNs: 3_000}},
-			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 0x10, live + 0x20}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 3_000}},
-			{PID: pid, TID: pid, Comm: "t", User: []uint64{live + 8}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 3_000}},
+			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 8, live + 0x20}, Count: sampler.Count{N: 3, FirstNs: 2_000, LastNs: 9_000}},
+			{PID: pid, TID: pid, Comm: "t", User: []uint64{old + 0x10, live + 0x20}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 9_000}},
+			{PID: pid, TID: pid, Comm: "t", User: []uint64{live + 8}, Count: sampler.Count{N: 2, FirstNs: 2_000, LastNs: 60_000}},
 		},
 	})
 	apply(t, jit,
@@ -42,17 +43,17 @@ func TestForgetEnded(t *testing.T) {
 
 	// Not let go of while the map holds it (a late record may still name samples by it), nor
 	// before it was seen let go of for the time asked.
-	if f := a.ForgetEnded(pid, 20_000, 0); f != (Forgot{}) {
+	if f := a.ForgetEnded(pid, 20_000, 15_000); f != (Forgot{}) {
 		t.Fatalf("forgot %+v of code the map holds", f)
 	}
-	jit.Reclaim(30_000)
-	if f := a.ForgetEnded(pid, 30_000, 20_000); f != (Forgot{}) {
+	jit.Reclaim(20_000)
+	if f := a.ForgetEnded(pid, 28_000, 20_000); f != (Forgot{}) {
 		t.Fatalf("forgot %+v of code let go of just now", f)
 	}
 	jit.Reclaim(60_000)
 	f := a.ForgetEnded(pid, 70_000, 20_000)
-	if f.Functions != 1 || f.Samples != 5 || f.Chains != 2 {
-		t.Errorf("forgot %+v, want old's 1 function, 5 samples, 2 chains", f)
+	if f.Functions != 1 || f.Samples != 5 || f.Chains != 2 || f.Stale != 1 {
+		t.Errorf("forgot %+v, want old's 1 function, 5 samples, 2 chains, and 1 chain not sampled since 50 000", f)
 	}
 	if n := len(p.stacks.entries); n != 2 {
 		t.Errorf("%d call chain entries, want 2: old's two chains through live are one now", n)
@@ -98,8 +99,9 @@ func TestForgetEnded(t *testing.T) {
 		}
 	}
 	if len(frames) != 2 || frames[0].JIT() || frames[0].Mapping != profileio.EndedMapping || frames[0].Address != 0 ||
-		!frames[1].JIT() || c.Objects[frames[1].Object].Object.Name != "live" {
-		t.Errorf("the chains through old: frames %+v, want old's by %s at no address, then live's", frames, profileio.EndedMapping)
+		frames[1].JIT() || frames[1].Mapping != profileio.CallersInIntervalsMapping || frames[1].Address != 0 {
+		t.Errorf("the chains through old: frames %+v, want old's by %s at no address, then %s", frames, profileio.EndedMapping,
+			profileio.CallersInIntervalsMapping)
 	}
 
 	// The same code emitted again counts for itself: its first copy is gone.
@@ -155,5 +157,52 @@ func testForgetEndedKeepsCopiedCode(t *testing.T, recompiled bool) {
 	}
 	if f := a.ForgetEnded(pid, 3_300_000, 1_000_000); f.Functions != objects || f.Samples != 8 {
 		t.Errorf("forgot %+v once every code of f ended long enough ago, want %d objects and their 8 samples", f, objects)
+	}
+}
+
+// TestForgetStaleChains: call chains not sampled within the time given keep their leaf
+// alone, CallersInIntervalsMapping their caller, in no thread, alike ones merged and their
+// frames given back; chains sampled since stay whole; no sample is lost, and a chain let go
+// of that is sampled again is counted whole anew.
+func TestForgetStaleChains(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	code := bytes.Repeat([]byte{0x90}, 0x40)
+	fn := uint64(anonBase)
+	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("fn", code, fn, 1_000)})
+	chain := func(tid uint32, caller uint64, n uint64, lastNs int64) sampler.StackCount {
+		return sampler.StackCount{PID: pid, TID: tid, Comm: "t", User: []uint64{fn + 8, caller, 0x1000},
+			Count: sampler.Count{N: n, FirstNs: 2_000, LastNs: lastNs}}
+	}
+	a.Add(sampler.Drained{Stacks: []sampler.StackCount{
+		chain(pid, 0x2000, 3, 5_000), chain(pid+1, 0x3000, 2, 6_000), // not sampled since
+		chain(pid, 0x4000, 4, 60_000),
+	}})
+	p := a.procs[pid]
+	frames := a.stackFrames.used
+	f := a.ForgetEnded(pid, 70_000, 20_000)
+	if f.Stale != 2 || f.Functions != 0 || f.Chains != 0 {
+		t.Errorf("forgot %+v, want 2 stale chains", f)
+	}
+	if len(p.stacks.entries) != 2 || p.stacks.frames != 3+2 || a.stackFrames.used != frames-9+5 {
+		t.Errorf("%d entries of %d frames (%d shared), want the recent chain's 3 frames and one merged entry of 2",
+			len(p.stacks.entries), p.stacks.frames, a.stackFrames.used)
+	}
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	var total uint64
+	var stale *profileio.StackSample
+	for i, st := range c.Stacks {
+		total += st.Count
+		if len(st.Frames) == 2 && st.Frames[1].Mapping == profileio.CallersInIntervalsMapping {
+			stale = &c.Stacks[i]
+		}
+	}
+	if total != 9 || stale == nil || stale.Count != 5 || stale.Tid != 0 || !stale.Frames[0].JIT() ||
+		c.Objects[stale.Frames[0].Object].Object.Name != "fn" {
+		t.Errorf("chains %+v (%d samples), want fn's 5 samples not sampled since under its leaf and %s, 9 in all",
+			c.Stacks, total, profileio.CallersInIntervalsMapping)
+	}
+	a.Add(sampler.Drained{Stacks: []sampler.StackCount{chain(pid, 0x2000, 1, 80_000)}})
+	if n := len(p.stacks.entries); n != 3 || len(p.stacks.entries[2].frames) != 3 {
+		t.Errorf("%d entries, want the chain sampled again whole in an entry of its own", n)
 	}
 }

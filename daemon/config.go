@@ -96,7 +96,8 @@ type Config struct {
 	// KeepEnded is how long the cumulative outputs keep a function after its code ended
 	// (after the map let go of it: attribute.Counts.ForgetEnded), with FlushInterval and an
 	// interval format: the interval files hold it by name, and the cumulative outputs count
-	// its samples under profileio.EndedMapping since. Validate sets it: 0 takes
+	// its samples under profileio.EndedMapping since; call chains not sampled as long keep
+	// their leaf alone (profileio.CallersInIntervalsMapping). Validate sets it: 0 takes
 	// DefaultKeepEnded's, and without interval files, or with ResetOnFlush, it is
 	// KeepAllEnded, which keeps every function for the whole run.
 	KeepEnded time.Duration

@@ -72,8 +72,8 @@ func (d *daemonRun) flush(final bool) {
 		}
 	}
 	d.boundLocked() // the captures hold no more than the budgets allow
-	// After a capture that ends an interval, code that ended long enough ago leaves the
-	// cumulative counts: the interval files hold it.
+	// After a capture that ends an interval, code that ended long enough ago, and call
+	// chains not sampled as long, leave the cumulative counts: the interval files hold them.
 	forget := due && !final && d.cfg.KeepEnded > 0 && d.cfg.KeepEnded != KeepAllEnded
 	var forgot attribute.Forgot
 	for _, pid := range counts.Pids() {
@@ -89,11 +89,12 @@ func (d *daemonRun) flush(final bool) {
 			forgot.Functions += f.Functions
 			forgot.Samples += f.Samples
 			forgot.Chains += f.Chains
+			forgot.Stale += f.Stale
 		}
 	}
-	if forgot.Functions > 0 || forgot.Chains > 0 {
-		d.log.Debug("profd: code that ended left the cumulative outputs (the interval files hold it)",
-			"functions", forgot.Functions, "samples", forgot.Samples, "call_chains", forgot.Chains)
+	if forgot.Functions > 0 || forgot.Chains > 0 || forgot.Stale > 0 {
+		d.log.Debug("profd: code that ended, and call chains not sampled lately, left the cumulative outputs (the interval files hold them)",
+			"functions", forgot.Functions, "samples", forgot.Samples, "call_chains", forgot.Chains, "stale_call_chains", forgot.Stale)
 	}
 	// Every sample taken before the drain is attributed, and sampled objects are kept by the
 	// attribution: code that ended before it is no longer needed for lookups.

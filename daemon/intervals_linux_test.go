@@ -374,6 +374,18 @@ func testIntervalsKeepEnded(t *testing.T, by GroupBy) {
 			t.Errorf("%s: in the cumulative capture, in no interval", name)
 		}
 	}
+	// The chains of the rounds long past keep their leaf alone, and still every sample.
+	var chained, stale uint64
+	for _, st := range c.Stacks {
+		chained += st.Count
+		if n := len(st.Frames); n > 0 && st.Frames[n-1].Mapping == profileio.CallersInIntervalsMapping {
+			stale += st.Count
+		}
+	}
+	if all := named + outside + c.UnnamedSamples(); chained != all || stale == 0 {
+		t.Errorf("the cumulative capture's chains hold %d of its %d samples, %d of them under %s; want all, some",
+			chained, all, stale, profileio.CallersInIntervalsMapping)
+	}
 	// The pprof profiles agree: the intervals' values sum to the cumulative profile's.
 	var got, want [2]int64
 	for _, p := range intervalFiles(t, d.out, base, FormatPprof) {

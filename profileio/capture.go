@@ -234,12 +234,19 @@ const EndedMapping = "[ended JIT code, in the intervals]"
 // built from the chains, under the function they ran.
 const CallersNotKeptMapping = "[callers not kept: more call chains than profd keeps]"
 
+// CallersInIntervalsMapping is the caller's frame, at no address, of the samples whose call
+// chain was sampled last longer ago than a cumulative profile keeps it (profd's
+// --keep-ended): each chain is its leaf and this frame, and is whole in the interval files
+// of its time.
+const CallersInIntervalsMapping = "[callers in the intervals]"
+
 // outsideName is the function name the pprof profile and the reports give samples outside
-// named JIT code in mapping: UnnamedMapping, OverBudgetMapping, EndedMapping and
-// CallersNotKeptMapping themselves, else "[outside JIT] mapping".
+// named JIT code in mapping: UnnamedMapping, OverBudgetMapping, EndedMapping,
+// CallersNotKeptMapping and CallersInIntervalsMapping themselves, else "[outside JIT]
+// mapping".
 func outsideName(mapping string) string {
 	switch mapping {
-	case UnnamedMapping, OverBudgetMapping, EndedMapping, CallersNotKeptMapping:
+	case UnnamedMapping, OverBudgetMapping, EndedMapping, CallersNotKeptMapping, CallersInIntervalsMapping:
 		return mapping
 	}
 	return "[outside JIT] " + mapping

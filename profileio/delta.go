@@ -269,9 +269,14 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 
 // letGoFrame reports whether f stands, at no address, for what profd let go of in a chain:
 // frames in code that ended (EndedMapping), so that such chains merge, or callers not kept
-// (CallersNotKeptMapping), where a chain past a bound counts.
+// (CallersNotKeptMapping, CallersInIntervalsMapping), where a chain past a bound or not
+// sampled lately counts.
 func letGoFrame(f Frame) bool {
-	return f.Mapping == EndedMapping || f.Mapping == CallersNotKeptMapping
+	switch f.Mapping {
+	case EndedMapping, CallersNotKeptMapping, CallersInIntervalsMapping:
+		return true
+	}
+	return false
 }
 
 // takeCount is count less what is left of base[k] (used[k] of it taken already), noting

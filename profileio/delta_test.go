@@ -304,32 +304,33 @@ func TestDeltaEndedCodeLetGo(t *testing.T) {
 	}
 }
 
-// TestDeltaCallersLetGo: chains whose callers were let go since the baseline (LeafChains)
-// are not new samples: an interval counts what they drew since, once.
+// TestDeltaCallersLetGo: chains whose callers were let go since the baseline (past a bound,
+// LeafChains; or not sampled lately) are not new samples: an interval counts what they
+// drew since, once.
 func TestDeltaCallersLetGo(t *testing.T) {
-	g := codeobj.Object{Name: "g", Addr: 0xa000, Size: 0x100, LoadNs: 5, Version: 6, Code: make([]byte, 0x100)}
-	leaf := Frame{Object: 0, Offset: 0x10, Address: 0xa010}
-	a := &Capture{
-		Objects: []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 10}}}},
-		Stacks: []StackSample{
-			{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{leaf, {Object: NoObject, Address: 0x401000, Mapping: "/bin/x"}}, Count: 6},
-			{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{leaf, {Object: NoObject, Address: 0x402000, Mapping: "/bin/x"}}, Count: 4},
-		},
-	}
-	// The first chain drew 1 more sample, then both lost their callers; the leaf drew 2
-	// more whose chains were not kept.
-	b := &Capture{
-		Objects: []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 13}}}},
-		Stacks:  LeafChains([]StackSample{{Pid: 1, Tid: 1, Comm: "t", Frames: a.Stacks[0].Frames, Count: 7}, a.Stacks[1]}, 10),
-	}
-	b.Stacks[0].Count += 2
-	d := Delta(b, NewBaseline(a))
-	got := countsOf(d)
-	want := map[string]uint64{
-		"obj 1 0xa000 5 g +0x10": 3,
-		"stack 1 0  true [g@0xa000 5 +0x10] [0x0  " + CallersNotKeptMapping + "]": 3,
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("delta %v, want %v", got, want)
+	for _, mapping := range []string{CallersNotKeptMapping, CallersInIntervalsMapping} {
+		g := codeobj.Object{Name: "g", Addr: 0xa000, Size: 0x100, LoadNs: 5, Version: 6, Code: make([]byte, 0x100)}
+		leaf := Frame{Object: 0, Offset: 0x10, Address: 0xa010}
+		a := &Capture{
+			Objects: []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 10}}}},
+			Stacks: []StackSample{
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{leaf, {Object: NoObject, Address: 0x401000, Mapping: "/bin/x"}}, Count: 6},
+				{Pid: 1, Tid: 1, Comm: "t", Frames: []Frame{leaf, {Object: NoObject, Address: 0x402000, Mapping: "/bin/x"}}, Count: 4},
+			},
+		}
+		// The first chain drew 1 more sample, then both lost their callers; the leaf drew 2
+		// more whose chains were not kept.
+		b := &Capture{
+			Objects: []*CaptureObject{{ID: 0, Pid: 1, Object: g, Samples: []OffsetCount{{0x10, 13}}}},
+			Stacks:  []StackSample{{Pid: 1, Frames: []Frame{leaf, {Object: NoObject, Mapping: mapping}}, Cut: true, Count: 7 + 4 + 2}},
+		}
+		got := countsOf(Delta(b, NewBaseline(a)))
+		want := map[string]uint64{
+			"obj 1 0xa000 5 g +0x10":                                    3,
+			"stack 1 0  true [g@0xa000 5 +0x10] [0x0  " + mapping + "]": 3,
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: delta %v, want %v", mapping, got, want)
+		}
 	}
 }

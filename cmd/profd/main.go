@@ -183,8 +183,9 @@ Every sample is in exactly one interval. --keep deletes the oldest past its limi
 24h,1GiB); nothing else in the directory is touched. The cumulative files keep a function
 whose code ended for --keep-ended (default 10 intervals, at least 1m); after that its
 interval files alone name it, and the cumulative files count its samples as
-"[ended JIT code, in the intervals]": a JIT that keeps loading new code and unloading it
-costs profd what it ran lately, not all it ever ran.
+"[ended JIT code, in the intervals]", and a call chain not sampled as long keeps its leaf
+alone, its callers "[callers in the intervals]": a JIT that keeps loading new code and
+unloading it costs profd what it ran lately, not all it ever ran.
 The pprof profile has each sample's call chain (go tool pprof -traces FILE) and its pid,
 tid, comm, event and cgroup labels, and container_id for a process in a container
 (Docker, containerd, CRI-O, Podman) (go tool pprof -tagfocus comm=NAME FILE). The capture
