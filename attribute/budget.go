@@ -245,8 +245,9 @@ func strip(objs []*codeobj.Object, enough func() bool, replace func(i int, cp *c
 // call chains within frames, as Bound keeps a live process's: the objects with the fewest
 // samples lose their code bytes first, then their line tables (every object and sample
 // stays); past frames, the chains with the fewest samples lose their callers (their samples
-// stay in the chains, under their leaves: profileio.LeafChains). It is for what the daemon keeps of processes that exited, whose counts
-// are captures. Changed objects are replaced by changed copies. A limit of 0 sets none.
+// stay in the chains, under their leaves: profileio.LeafChains). It is for what the daemon
+// keeps of processes that exited, whose counts are captures. Changed objects are replaced by
+// changed copies. A limit of 0 sets none.
 func BoundCapture(c *profileio.Capture, bytes int64, frames int) Shed {
 	var s Shed
 	if c == nil {

@@ -155,27 +155,33 @@ func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool
 var callersInIntervals = stackFrame{native: -1, mapping: profileio.CallersInIntervalsMapping}
 
 // forgetStale turns each entry last sampled before beforeNs into its leaf and
-// callersInIntervals, in no thread, and merges the entries that become alike, so that a
-// target's chains are those it ran lately: a runtime whose threads keep drawing new chains
-// (a compiler's) does not fill maxStacks with chains of long ago, after which its new ones
-// would lose their callers in every output. Entries that hold a leaf alone already are left
-// as they are. It returns how many entries it changed.
+// callersInIntervals, in no thread (past maxLeafStacks such entries, callersInIntervals
+// alone), and merges the entries that become alike, so that a target's chains are those it
+// ran lately: a runtime whose threads keep drawing new chains (a compiler's) does not fill
+// maxStacks with chains of long ago, after which its new ones would lose their callers in
+// every output. Entries that hold a leaf alone already are left as they are. It returns how
+// many entries it changed.
 func (sc *stackCounts) forgetStale(beforeNs int64, all *sharedBudget) int {
 	var changed []int
 	freed := 0
 	for i := range sc.entries {
 		e := &sc.entries[i]
-		if e.lastNs >= beforeNs || len(e.frames) == 0 || letGo(e.frames[len(e.frames)-1]) {
+		if e.lastNs >= beforeNs || len(e.frames) == 0 || leafEntry(e) {
 			continue
 		}
 		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
 		if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
 			delete(sc.index, string(sc.key))
 		}
-		freed += len(e.frames) - 2
-		e.frames = []stackFrame{e.frames[0], callersInIntervals}
+		frames := []stackFrame{e.frames[0], callersInIntervals}
+		if sc.leaves >= maxLeafStacks {
+			frames = frames[1:]
+		}
+		freed += len(e.frames) - len(frames)
+		sc.leaves++ // merge counts them again
+		e.frames = frames
 		e.tid, e.comm, e.truncated = 0, "", true
-		e.unnamed = e.frames[0].mapping == profileio.UnnamedMapping
+		e.unnamed = frames[0].mapping == profileio.UnnamedMapping
 		changed = append(changed, i)
 	}
 	sc.frames -= freed
@@ -231,6 +237,12 @@ func (sc *stackCounts) merge(renamed []int, all *sharedBudget) {
 	}
 	clear(sc.entries[len(kept):])
 	sc.entries = kept
+	sc.leaves = 0
+	for i := range sc.entries {
+		if leafEntry(&sc.entries[i]) {
+			sc.leaves++
+		}
+	}
 	for k, i := range sc.index {
 		sc.index[k] = at[i]
 	}

@@ -206,3 +206,44 @@ func TestForgetStaleChains(t *testing.T) {
 		t.Errorf("%d entries, want the chain sampled again whole in an entry of its own", n)
 	}
 }
+
+// TestForgetStaleMakesRoom: chains let go of leave room for new ones: a target that filled
+// maxStacks with chains not sampled since counts its next chain whole, and leaves past
+// maxLeafStacks share one entry.
+func TestForgetStaleMakesRoom(t *testing.T) {
+	a, _, pid := newTestCounts(t)
+	var stacks []sampler.StackCount
+	for i := range maxStacks + 10 {
+		stacks = append(stacks, sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: []uint64{0x1000 + uint64(i), 0x10},
+			Count: sampler.Count{N: 1, FirstNs: 1_000, LastNs: 1_000}})
+	}
+	a.Add(sampler.Drained{Stacks: stacks})
+	p := a.procs[pid]
+	if p.stacks.dropped != 10 {
+		t.Fatalf("%d samples without their callers, want 10", p.stacks.dropped)
+	}
+	a.ForgetEnded(pid, 100_000, 10_000)
+	a.Add(sampler.Drained{Stacks: []sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{0x1000, 0x20},
+		Count: sampler.Count{N: 1, FirstNs: 200_000, LastNs: 200_000}}}})
+	last := p.stacks.entries[len(p.stacks.entries)-1]
+	if p.stacks.dropped != 10 || len(last.frames) != 2 || last.frames[1].addr != 0x20-1 {
+		t.Errorf("the new chain: %+v (%d samples without their callers); want it whole", last, p.stacks.dropped)
+	}
+	// maxLeafStacks entries of a leaf, and one of the callers' frame alone for the rest.
+	alone := 0
+	for _, e := range p.stacks.entries {
+		if len(e.frames) == 1 && e.frames[0] == callersInIntervals {
+			alone++
+		}
+	}
+	if p.stacks.leaves != maxLeafStacks+1 || alone != 1 || len(p.stacks.entries) != maxLeafStacks+2 {
+		t.Errorf("%d leaf entries (%d of the frame alone) of %d, want %d (1)", p.stacks.leaves, alone, len(p.stacks.entries), maxLeafStacks+1)
+	}
+	var n uint64
+	for _, e := range p.stacks.entries {
+		n += e.n
+	}
+	if n != maxStacks+10+1 {
+		t.Errorf("the chains hold %d samples, want %d", n, maxStacks+10+1)
+	}
+}

@@ -17,10 +17,10 @@ const (
 	maxThreadNames = 1 << 16
 	// MaxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
 	MaxStackFrames = 1 << 20
-	// maxLeafStacks bounds the entries, beyond maxStacks, of samples whose chain was not
-	// kept: one per leaf, its callers profileio.CallersNotKeptMapping. Past it such
-	// samples share one entry of that frame alone.
-	maxLeafStacks = maxStacks / 4
+	// maxLeafStacks bounds, beside maxStacks, the entries of a leaf whose callers were let
+	// go (its last frame one of letGo's: a chain past the bounds, or not sampled lately).
+	// Past it, such samples share an entry of that frame alone.
+	maxLeafStacks = maxStacks
 )
 
 // callersNotKept is the caller frame of the samples whose chain was not kept.
@@ -55,6 +55,7 @@ type stackCounts struct {
 	key     []byte            // stackKey's scratch
 	comms   map[uint32]string // thread names the lookup gave, by tid
 	frames  int               // in entries
+	leaves  int               // entries whose callers were let go (leafEntry)
 	samples uint64            // in entries
 	dropped uint64            // samples past maxStacks
 	warned  bool
@@ -89,7 +90,7 @@ func (sc *stackCounts) add(tid uint32, comm string, frames []stackFrame, truncat
 	if sc.count(tid, comm, frames, truncated, n, lastNs) {
 		return true
 	}
-	if len(sc.entries) >= maxStacks || sc.frames+len(frames) > MaxStackFrames || !all.room(len(frames)) {
+	if len(sc.entries)-sc.leaves >= maxStacks || sc.frames+len(frames) > MaxStackFrames || !all.room(len(frames)) {
 		sc.dropped += n
 		sc.addLeaf(frames, n, lastNs, all)
 		return false
@@ -127,21 +128,30 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 		e.unnamed = e.unnamed || f.mapping == profileio.UnnamedMapping
 		sc.noteObject(f)
 	}
+	if leafEntry(&e) {
+		sc.leaves++
+	}
 	sc.entries = append(sc.entries, e)
 	sc.samples += n
 }
 
+// leafEntry reports whether e holds a leaf whose callers were let go: its last frame stands
+// for them (letGo).
+func leafEntry(e *stackEntry) bool {
+	return len(e.frames) > 0 && letGo(e.frames[len(e.frames)-1])
+}
+
 // addLeaf counts n samples of chain frames, which was not kept, under the chain's leaf with
-// callersNotKept as its caller, in no thread: an entry per leaf up to maxLeafStacks entries
-// past maxStacks, then one of callersNotKept alone. These entries are not held to the
-// bounds on chains but to their own: 2*maxLeafStacks+1 frames at most.
+// callersNotKept as its caller, in no thread: an entry per leaf up to maxLeafStacks, then
+// one of callersNotKept alone. These entries are not held to the bounds on chains but to
+// their own: 2*maxLeafStacks+1 frames at most.
 func (sc *stackCounts) addLeaf(frames []stackFrame, n uint64, lastNs int64, all *sharedBudget) {
 	if len(frames) > 0 {
 		leaf := []stackFrame{frames[0], callersNotKept}
 		if sc.count(0, "", leaf, true, n, lastNs) {
 			return
 		}
-		if len(sc.entries) < maxStacks+maxLeafStacks {
+		if sc.leaves < maxLeafStacks {
 			sc.insert(0, "", leaf, true, n, lastNs, all)
 			return
 		}
@@ -213,7 +223,7 @@ func (sc *stackCounts) reset(all *sharedBudget) {
 	all.take(-sc.frames)
 	clear(sc.index)
 	sc.entries = nil
-	sc.samples, sc.dropped, sc.frames = 0, 0, 0
+	sc.samples, sc.dropped, sc.frames, sc.leaves = 0, 0, 0, 0
 	clear(sc.objVersions)
 	sc.objBytes = 0
 }
