@@ -190,15 +190,6 @@ func (sc *stackCounts) forgetStale(beforeNs int64, all *sharedBudget) int {
 	return len(changed)
 }
 
-// letGo reports whether f stands for callers or code let go of (profileio's letGoFrame).
-func letGo(f stackFrame) bool {
-	switch f.mapping {
-	case profileio.EndedMapping, profileio.CallersNotKeptMapping, profileio.CallersInIntervalsMapping:
-		return true
-	}
-	return false
-}
-
 // merge indexes the entries renamed (taken out of the index), each joining the indexed
 // entry alike if there is one, and compacts the entries.
 func (sc *stackCounts) merge(renamed []int, all *sharedBudget) {

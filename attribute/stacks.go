@@ -18,7 +18,7 @@ const (
 	// MaxStackFrames bounds the frames those entries hold in all (about 48 bytes each).
 	MaxStackFrames = 1 << 20
 	// maxLeafStacks bounds, beside maxStacks, the entries of a leaf whose callers were let
-	// go (its last frame one of letGo's: a chain past the bounds, or not sampled lately).
+	// go (leafEntry: a chain past the bounds, or not sampled lately).
 	// Past it, such samples share an entry of that frame alone.
 	maxLeafStacks = maxStacks
 )
@@ -136,9 +136,9 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 }
 
 // leafEntry reports whether e holds a leaf whose callers were let go: its last frame stands
-// for them (letGo).
+// for them (profileio.LetGoMapping).
 func leafEntry(e *stackEntry) bool {
-	return len(e.frames) > 0 && letGo(e.frames[len(e.frames)-1])
+	return len(e.frames) > 0 && profileio.LetGoMapping(e.frames[len(e.frames)-1].mapping)
 }
 
 // addLeaf counts n samples of chain frames, which was not kept, under the chain's leaf with

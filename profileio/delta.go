@@ -267,12 +267,15 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	return out
 }
 
-// letGoFrame reports whether f stands, at no address, for what profd let go of in a chain:
-// frames in code that ended (EndedMapping), so that such chains merge, or callers not kept
-// (CallersNotKeptMapping, CallersInIntervalsMapping), where a chain past a bound or not
-// sampled lately counts.
-func letGoFrame(f Frame) bool {
-	switch f.Mapping {
+// letGoFrame reports whether f stands for what profd let go of in a chain (LetGoMapping).
+func letGoFrame(f Frame) bool { return LetGoMapping(f.Mapping) }
+
+// LetGoMapping reports whether a chain's frame in mapping stands, at no address, for what
+// profd let go of: frames in code that ended (EndedMapping), so that such chains merge, or
+// callers not kept (CallersNotKeptMapping, CallersInIntervalsMapping), where a chain past a
+// bound or not sampled lately counts.
+func LetGoMapping(mapping string) bool {
+	switch mapping {
 	case EndedMapping, CallersNotKeptMapping, CallersInIntervalsMapping:
 		return true
 	}
