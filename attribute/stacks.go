@@ -136,9 +136,9 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 }
 
 // leafEntry reports whether e holds a leaf whose callers were let go: its last frame stands
-// for them (profileio.LetGoMapping).
+// for them (profileio.CallersLetGoMapping).
 func leafEntry(e *stackEntry) bool {
-	return len(e.frames) > 0 && profileio.LetGoMapping(e.frames[len(e.frames)-1].mapping)
+	return len(e.frames) > 0 && profileio.CallersLetGoMapping(e.frames[len(e.frames)-1].mapping)
 }
 
 // addLeaf counts n samples of chain frames, which was not kept, under the chain's leaf with
@@ -382,7 +382,7 @@ func markCut(c *profileio.Capture) (complete, cut uint64) {
 			st.Cut = true
 		}
 		switch {
-		case n > 0 && st.Frames[n-1].Mapping == profileio.CallersNotKeptMapping:
+		case n > 0 && profileio.CallersLetGoMapping(st.Frames[n-1].Mapping):
 		case st.Cut:
 			cut += st.Count
 		default:

@@ -146,3 +146,19 @@ func TestStacksBoundAcrossTargets(t *testing.T) {
 		t.Errorf("after two processes gave their frames back, the last has %d chains, want its %d and the %d it had without their callers", n, chains, chains)
 	}
 }
+
+// TestMarkCutCallersLetGo: chains whose callers profd let go of (past a bound, or not
+// sampled lately) are neither complete nor cut by a missing frame pointer.
+func TestMarkCutCallersLetGo(t *testing.T) {
+	leaf := profileio.Frame{Object: profileio.NoObject, Address: 0x1010, Function: "work", Mapping: "/bin/x"}
+	start := profileio.Frame{Object: profileio.NoObject, Address: 0x1000, Function: "_start", Mapping: "/bin/x"}
+	c := &profileio.Capture{Stacks: []profileio.StackSample{
+		{Frames: []profileio.Frame{leaf, start}, Count: 1},
+		{Frames: []profileio.Frame{leaf}, Count: 2},
+		{Frames: []profileio.Frame{leaf, {Object: profileio.NoObject, Mapping: profileio.CallersNotKeptMapping}}, Count: 4},
+		{Frames: []profileio.Frame{leaf, {Object: profileio.NoObject, Mapping: profileio.CallersInIntervalsMapping}}, Count: 8},
+	}}
+	if complete, cut := markCut(c); complete != 1 || cut != 2 {
+		t.Errorf("%d complete, %d cut; want 1 and 2", complete, cut)
+	}
+}

@@ -272,14 +272,16 @@ func letGoFrame(f Frame) bool { return LetGoMapping(f.Mapping) }
 
 // LetGoMapping reports whether a chain's frame in mapping stands, at no address, for what
 // profd let go of: frames in code that ended (EndedMapping), so that such chains merge, or
-// callers not kept (CallersNotKeptMapping, CallersInIntervalsMapping), where a chain past a
-// bound or not sampled lately counts.
+// callers (CallersLetGoMapping).
 func LetGoMapping(mapping string) bool {
-	switch mapping {
-	case EndedMapping, CallersNotKeptMapping, CallersInIntervalsMapping:
-		return true
-	}
-	return false
+	return mapping == EndedMapping || CallersLetGoMapping(mapping)
+}
+
+// CallersLetGoMapping reports whether a chain's frame in mapping stands for the callers
+// profd let go of, under the chain's leaf: CallersNotKeptMapping (a chain past a bound) or
+// CallersInIntervalsMapping (a chain not sampled lately).
+func CallersLetGoMapping(mapping string) bool {
+	return mapping == CallersNotKeptMapping || mapping == CallersInIntervalsMapping
 }
 
 // takeCount is count less what is left of base[k] (used[k] of it taken already), noting

@@ -31,7 +31,7 @@ func LeafChains(stacks []StackSample, max int) []StackSample {
 	var out []StackSample
 	rest := map[uint32]int{} // index in out of a process's chain of notKept alone
 	for i, k := range order {
-		if i < max && k.leaf.Mapping != CallersNotKeptMapping && k.leaf.Mapping != CallersInIntervalsMapping {
+		if i < max && !CallersLetGoMapping(k.leaf.Mapping) {
 			out = append(out, StackSample{Pid: k.pid, Frames: []Frame{k.leaf, notKept}, Cut: true, Count: counts[k]})
 			continue
 		}
