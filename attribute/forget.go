@@ -131,10 +131,7 @@ func (sc *stackCounts) forget(ended func(o *codeobj.Object, version uint64) bool
 				continue
 			}
 			if !hit {
-				sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
-				if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
-					delete(sc.index, string(sc.key))
-				}
+				sc.unindex(i)
 				hit = true
 			}
 			if sc.objVersions[f.version] {
@@ -169,10 +166,7 @@ func (sc *stackCounts) forgetStale(beforeNs int64, all *sharedBudget) int {
 		if e.lastNs >= beforeNs || len(e.frames) == 0 || leafEntry(e) {
 			continue
 		}
-		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
-		if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
-			delete(sc.index, string(sc.key))
-		}
+		sc.unindex(i)
 		frames := []stackFrame{e.frames[0], callersInIntervals}
 		if sc.leaves >= maxLeafStacks {
 			frames = frames[1:]

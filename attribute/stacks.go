@@ -135,6 +135,16 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 	sc.samples += n
 }
 
+// unindex takes entry i out of the index, if the index has it (an entry named late may have
+// left it already), before its frames change.
+func (sc *stackCounts) unindex(i int) {
+	e := &sc.entries[i]
+	sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
+	if k, ok := sc.index[string(sc.key)]; ok && int(k) == i {
+		delete(sc.index, string(sc.key))
+	}
+}
+
 // leafEntry reports whether e holds a leaf whose callers were let go: its last frame stands
 // for them (profileio.CallersLetGoMapping).
 func leafEntry(e *stackEntry) bool {
@@ -241,10 +251,7 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 		if !e.unnamed || !anyNamed(jit, pid, e) {
 			continue
 		}
-		sc.key = stackKey(sc.key[:0], e.tid, e.comm, e.frames, e.truncated)
-		if j, ok := sc.index[string(sc.key)]; ok && int(j) == i {
-			delete(sc.index, string(sc.key))
-		}
+		sc.unindex(i)
 		e.unnamed = false
 		leaf := userLeaf(e)
 		for j := range e.frames {
