@@ -515,16 +515,6 @@ func compareShares(t testing.TB, profd, perf map[string]uint64, names []string, 
 	}
 }
 
-// fdCount counts this process's open file descriptors.
-func fdCount(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // sortedNames returns m's keys, most samples first.
 func sortedNames(m map[string]uint64) []string {
 	names := make([]string, 0, len(m))

@@ -22,7 +22,7 @@ func TestStopWritesFinalAndLeavesNothing(t *testing.T) {
 	testjit, _ := workloads(t)
 	d := newDirs(t)
 	runtime.GC()
-	fdsBefore, goroutinesBefore := fdCount(t), runtime.NumGoroutine()
+	fdsBefore, goroutinesBefore := testenv.OpenFDs(t), runtime.NumGoroutine()
 
 	jit := startChild(t, nil, testjit, "-d", d.fifo, "-m", "300", "-w", "10000")
 	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
@@ -51,14 +51,8 @@ func TestStopWritesFinalAndLeavesNothing(t *testing.T) {
 		t.Errorf("testjit did not finish its run without profd:\n%s", jit.out.String())
 	}
 
-	if fds := fdCount(t); fds != fdsBefore {
-		ents, _ := os.ReadDir("/proc/self/fd")
-		var links []string
-		for _, e := range ents {
-			l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-			links = append(links, e.Name()+"->"+l)
-		}
-		t.Errorf("%d file descriptors open after the run, %d before: %v", fds, fdsBefore, links)
+	if leaked := testenv.OpenFDs(t).NewSince(fdsBefore); len(leaked) > 0 {
+		t.Errorf("file descriptors open after the run, not before: %v", leaked)
 	}
 	var n int
 	end := time.Now().Add(3 * time.Second)

@@ -12,15 +12,6 @@ import (
 	"github.com/profd/profd/internal/testenv"
 )
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(entries)
-}
-
 // Close releases every fd (perf events, rings, BPF program and maps) and stops every
 // goroutine, for each back end and mode.
 func TestCloseReleasesEverything(t *testing.T) {
@@ -30,7 +21,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		{Backend: BackendRing, RingMode: RingPerCPU},
 		{Backend: BackendRing, RingMode: RingPerThread},
 	} {
-		fds, goroutines := openFDs(t), runtime.NumGoroutine()
+		fds, goroutines := testenv.OpenFDs(t), runtime.NumGoroutine()
 		cfg.Event = "cpu-clock"
 		s, err := New(cfg)
 		if err != nil {
@@ -42,8 +33,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if open := openFDs(t); open <= fds {
-			t.Fatalf("%s/%s: %d fds open while sampling, %d before: the test sees nothing", cfg.Backend, cfg.RingMode, open, fds)
+		if len(testenv.OpenFDs(t).NewSince(fds)) == 0 {
+			t.Fatalf("%s/%s: no fd opened for sampling: the test sees nothing", cfg.Backend, cfg.RingMode)
 		}
 		time.Sleep(50 * time.Millisecond)
 		if _, err := s.Drain(); err != nil {
@@ -52,8 +43,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatalf("%s/%s: close: %v", cfg.Backend, cfg.RingMode, err)
 		}
-		if after := openFDs(t); after != fds {
-			t.Errorf("%s/%s: %d fds before, %d after Close", cfg.Backend, cfg.RingMode, fds, after)
+		if leaked := testenv.OpenFDs(t).NewSince(fds); len(leaked) > 0 {
+			t.Errorf("%s/%s: open after Close, not before New: %v", cfg.Backend, cfg.RingMode, leaked)
 		}
 		deadline := time.Now().Add(2 * time.Second)
 		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {

@@ -24,6 +24,7 @@ func TestPinnedPidNotReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Close()
 	w.Scan()
 	if !r.has(&r.added, pid) {
 		t.Fatalf("pid %d not added", pid)

@@ -89,6 +89,7 @@ func TestExplicitPID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Close()
 	w.Scan()
 	if got := w.Targets(); !slices.Equal(got, []uint32{uint32(p.Process.Pid)}) {
 		t.Fatalf("Targets() = %v, want [%d]", got, p.Process.Pid)
@@ -157,14 +158,7 @@ func TestSeveralImages(t *testing.T) {
 // An explicit pid's exit is reported at once, through its pidfd, with no /proc scan in
 // between (the interval is an hour), and its file descriptors go at Close.
 func TestPinnedExitWithoutScans(t *testing.T) {
-	fds := func() int {
-		entries, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(entries)
-	}
-	before := fds()
+	before := testenv.OpenFDs(t)
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -182,8 +176,8 @@ func TestPinnedExitWithoutScans(t *testing.T) {
 	eventually(t, "the explicit pid removed after it was killed", func() bool { return r.has(&r.removed, cmd.Process.Pid) })
 	w.Close()
 	cmd.Wait()
-	if after := fds(); after != before {
-		t.Errorf("%d open fds after Close, %d before New", after, before)
+	if leaked := testenv.OpenFDs(t).NewSince(before); len(leaked) > 0 {
+		t.Errorf("open after Close, not before New: %v", leaked)
 	}
 }
 
