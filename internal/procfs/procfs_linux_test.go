@@ -74,6 +74,22 @@ func TestReadStatus(t *testing.T) {
 	if _, ok := parseStatus([]byte("Uid:\tx\nGid:\t5\t6\n")); ok {
 		t.Error("parseStatus accepted a bad Uid line")
 	}
+	// SIGQUIT is 3 (bit 2), SIGTERM 15 (bit 14).
+	if st, _ := parseStatus([]byte("Uid:\t1\t2\t3\t4\nGid:\t5\t6\t7\t8\nSigCgt:\t0000000000000004\n")); !st.Catches(int(syscall.SIGQUIT)) || st.Catches(int(syscall.SIGTERM)) || st.Catches(0) || st.Catches(65) {
+		t.Errorf("parseStatus: caught %#x", st.Caught)
+	}
+	// The Go runtime catches SIGQUIT (it prints the goroutines); sleep does not.
+	if !st.Catches(int(syscall.SIGQUIT)) {
+		t.Errorf("the test process does not catch SIGQUIT: SigCgt %#x", st.Caught)
+	}
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if st, err := ReadStatus(uint32(cmd.Process.Pid)); err != nil || st.Catches(int(syscall.SIGQUIT)) {
+		t.Errorf("sleep's status: %v, SigCgt %#x: want SIGQUIT not caught", err, st.Caught)
+	}
 }
 
 func TestEnviron(t *testing.T) {

@@ -15,12 +15,17 @@ type Status struct {
 	// the pid profd knows it by) to its own (the last, the pid it knows itself by: the one
 	// in /tmp/perf-PID.map and jit-PID.dump names).
 	NSpid []uint32
+	// Caught is the signals the process has handlers for (SigCgt): bit n-1 for signal n.
+	Caught uint64
 }
+
+// Catches reports whether the process has a handler for signal sig.
+func (s Status) Catches(sig int) bool { return sig >= 1 && sig <= 64 && s.Caught&(1<<(sig-1)) != 0 }
 
 // OwnPid is the pid the process has in its own pid namespace.
 func (s Status) OwnPid() uint32 { return s.NSpid[len(s.NSpid)-1] }
 
-// ReadStatus reads pid's owner and namespace pids.
+// ReadStatus reads pid's owner, namespace pids and caught signals.
 func ReadStatus(pid uint32) (Status, error) {
 	data, err := readBounded(Path(pid, "status"), statusBytes)
 	if err != nil {
@@ -66,6 +71,10 @@ func parseStatus(data []byte) (Status, bool) {
 				if id, err := strconv.Atoi(string(f)); err == nil && id >= 0 {
 					st.Groups = append(st.Groups, id)
 				}
+			}
+		case "SigCgt":
+			if len(fields) > 0 {
+				st.Caught, _ = strconv.ParseUint(string(fields[0]), 16, 64)
 			}
 		case "NSpid":
 			st.NSpid = st.NSpid[:0]

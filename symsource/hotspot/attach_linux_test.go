@@ -1,0 +1,302 @@
+package hotspot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
+)
+
+// hotClasses compiles profd's Java workload into a directory of its own.
+func hotClasses(t *testing.T) string {
+	t.Helper()
+	testenv.Requires(t, testenv.Tool("java"), testenv.Tool("javac"))
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "workloads", "runtimes", "Hot.java")
+	dir := t.TempDir()
+	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// startJava runs Hot for 30 s with the JVM options given, once it catches SIGQUIT (it has
+// set its signal handlers), or at once when it never will (-Xrs: then after a second). The
+// JVM's stdout is returned as it fills (a thread dump goes there).
+func startJava(t *testing.T, classes string, opts ...string) (*exec.Cmd, *testenv.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command("java", append(opts, "-cp", classes, "Hot", "30")...)
+	var out testenv.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+	})
+	deadline := time.Now().Add(time.Second)
+	if !strings.Contains(strings.Join(opts, " "), "-Xrs") {
+		deadline = time.Now().Add(20 * time.Second)
+	}
+	for time.Now().Before(deadline) {
+		if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cmd, &out
+}
+
+// alive reports whether cmd's process is still running (not a zombie).
+func alive(cmd *exec.Cmd) bool {
+	st, err := procfs.ReadStat(uint32(cmd.Process.Pid))
+	return err == nil && !st.Exited()
+}
+
+// A running JVM started without any flag is asked for its perf map: it starts its attach
+// listener at the signal, writes the map with its compiled methods, and answers again
+// without another signal; the trigger file is gone afterwards.
+func TestWritePerfMap(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	java, out := startJava(t, hotClasses(t))
+	pid := uint32(java.Process.Pid)
+	if ok, err := IsHotSpot(pid); !ok || err != nil {
+		t.Fatalf("IsHotSpot(java) = %v, %v", ok, err)
+	}
+	time.Sleep(2 * time.Second) // C1 and C2 compile Hot's methods
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	signalled, err := WritePerfMap(ctx, pid, true)
+	if err != nil || !signalled {
+		t.Fatalf("WritePerfMap: signalled %v, %v\njava:\n%s", signalled, err, out.String())
+	}
+	mapPath := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	first, err := os.ReadFile(mapPath)
+	if err != nil || !bytes.Contains(first, []byte("Hot.mixInts")) {
+		t.Fatalf("%s after WritePerfMap (%v) lacks Hot.mixInts:\n%.2000s", mapPath, err, first)
+	}
+	if _, err := os.Lstat(fmt.Sprintf("/tmp/.attach_pid%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the trigger file is left behind: %v", err)
+	}
+	os.Remove(mapPath)
+	if signalled, err := WritePerfMap(ctx, pid, true); err != nil || signalled {
+		t.Fatalf("second WritePerfMap: signalled %v, %v", signalled, err)
+	}
+	if _, err := os.Stat(mapPath); err != nil {
+		t.Errorf("the map was not written again: %v", err)
+	}
+	if strings.Contains(out.String(), "Full thread dump") {
+		t.Errorf("the JVM printed a thread dump:\n%.2000s", out.String())
+	}
+	if !alive(java) {
+		t.Errorf("the JVM exited:\n%s", out.String())
+	}
+}
+
+// A JVM with -Xrs has no SIGQUIT handler, and starts its attach listener at startup: it is
+// asked without a signal, which would kill it.
+func TestReducedSignals(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	java, out := startJava(t, hotClasses(t), "-Xrs")
+	pid := uint32(java.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var signalled bool
+	var err error
+	for range 50 { // the listener starts as the JVM does
+		if signalled, err = WritePerfMap(ctx, pid, true); !errors.Is(err, ErrNoHandler) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || signalled {
+		t.Errorf("WritePerfMap of a -Xrs JVM: signalled %v, %v", signalled, err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/tmp/perf-%d.map", pid)); err != nil {
+		t.Errorf("no map: %v", err)
+	}
+	if !alive(java) {
+		t.Errorf("the JVM exited:\n%s", out.String())
+	}
+}
+
+// A process without an attach socket that does not catch SIGQUIT is not signalled: sleep,
+// which the signal would kill. The trigger file made for it is removed.
+func TestNoSignalWithoutHandler(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sleep := exec.Command("sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	pid := sleep.Process.Pid
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	signalled, err := WritePerfMap(ctx, uint32(pid), true)
+	if !errors.Is(err, ErrNoHandler) || signalled {
+		t.Errorf("WritePerfMap of sleep: signalled %v, %v; want ErrNoHandler", signalled, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !alive(sleep) {
+		t.Errorf("sleep exited")
+	}
+	if _, err := os.Lstat(fmt.Sprintf("/tmp/.attach_pid%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the trigger file is left behind: %v", err)
+	}
+}
+
+// A JVM whose attach mechanism is disabled prints a thread dump at SIGQUIT and starts no
+// listener: the Asker signals it once, whatever the rounds, and warns once.
+func TestAskerSignalsOnce(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	java, out := startJava(t, hotClasses(t), "-XX:+DisableAttachMechanism")
+	var logs testenv.SyncBuffer
+	a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	pid := uint32(java.Process.Pid)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if wrote := a.Ask(ctx, []uint32{pid}); len(wrote) != 0 {
+			t.Errorf("Ask: %v wrote maps", wrote)
+		}
+		cancel()
+	}
+	time.Sleep(200 * time.Millisecond) // the dump is printed
+	if n := strings.Count(out.String(), "Full thread dump"); n != 1 {
+		t.Errorf("%d thread dumps, want 1:\n%.3000s", n, out.String())
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	if !alive(java) {
+		t.Errorf("the JVM exited:\n%s", out.String())
+	}
+}
+
+// The Asker leaves alone a process that does not run HotSpot: sleep, which SIGQUIT would
+// kill.
+func TestAskerNotHotSpot(t *testing.T) {
+	sleep := exec.Command("sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	var logs testenv.SyncBuffer
+	a := NewAsker(slog.New(slog.NewTextHandler(&logs, nil)))
+	if wrote := a.Ask(context.Background(), []uint32{uint32(sleep.Process.Pid)}); len(wrote) != 0 {
+		t.Errorf("Ask(sleep) wrote %v", wrote)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !alive(sleep) || logs.String() != "" {
+		t.Errorf("sleep alive %v, logs %q", alive(sleep), logs.String())
+	}
+	if len(a.procs) != 1 {
+		t.Errorf("%d processes known, want 1", len(a.procs))
+	}
+	a.Ask(context.Background(), nil)
+	if len(a.procs) != 0 {
+		t.Errorf("%d processes known after they left the targets", len(a.procs))
+	}
+}
+
+// The attach socket must be served by the JVM itself: one in its /tmp that another process
+// listens on (the JVM's user can make one) gets no request, nor does a symlink to one.
+func TestSocketOfAnotherProcess(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sleep := exec.Command("sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	pid := sleep.Process.Pid
+	sock := fmt.Sprintf("/tmp/.java_pid%d", pid)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		got <- b[:n]
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := WritePerfMap(ctx, uint32(pid), false); err == nil || !strings.Contains(err.Error(), "not the JVM") {
+		t.Errorf("WritePerfMap to a socket of the test process: %v", err)
+	}
+	select {
+	case b := <-got:
+		if len(b) > 0 {
+			t.Errorf("the impostor got a request: %q", b)
+		}
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	os.Remove(sock)
+	if err := os.Symlink("/run/no-such-socket", sock); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(sock)
+	if _, err := WritePerfMap(ctx, uint32(pid), false); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("WritePerfMap through a symlink: %v", err)
+	}
+}
+
+func TestCheckReply(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		ok    bool
+	}{
+		{"0\n", true},
+		{"0\n42:\nCommand executed successfully\n", true},
+		{"-1\njava.lang.IllegalArgumentException: Unknown diagnostic command\n", false},
+		{"", false},
+		{"1", false},
+	} {
+		err := checkReply(1, []byte(tc.reply))
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrRefused)) {
+			t.Errorf("checkReply(%q) = %v", tc.reply, err)
+		}
+	}
+	if err := checkReply(1, []byte("-1\nUnknown diagnostic command\n")); !strings.Contains(err.Error(), "Unknown diagnostic command") {
+		t.Errorf("the error does not quote the JVM: %v", err)
+	}
+}
+
+// A reply is whatever the socket's peer sends: any bytes give a bounded error or success.
+func FuzzCheckReply(f *testing.F) {
+	f.Add([]byte("0\n"))
+	f.Add([]byte("-1\njava.lang.IllegalArgumentException: Unknown diagnostic command\n"))
+	f.Add([]byte("\xff\xfe\n\x00"))
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		err := checkReply(1, reply)
+		if err == nil && !bytes.HasPrefix(bytes.TrimLeft(reply, " \t"), []byte("0")) {
+			t.Errorf("checkReply(%q) succeeded", reply)
+		}
+		if err != nil && len(err.Error()) > 400 {
+			t.Errorf("an error of %d bytes", len(err.Error()))
+		}
+	})
+}
