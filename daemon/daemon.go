@@ -42,6 +42,8 @@ type daemonRun struct {
 	counted runCounters
 	// host: with --all, the targets whose symbol sources are not all set up.
 	host hostTargets
+	// java asks the JVMs among the targets for their perf maps (--java-perfmap).
+	java javaMaps
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released

@@ -63,6 +63,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 
 	d.wake.flushWG.Add(1)
 	go d.flushLoop()
+	d.startJavaMaps()
 
 	var flushTick, deadline <-chan time.Time
 	if cfg.FlushInterval > 0 {
@@ -115,6 +116,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
 	d.flushing.writeBy = stopped.Add(d.cfg.StopTimeout * 9 / 10)
 	d.parts.symbols.expireAt(symbolsBy)
+	d.stopJavaMaps(stopped.Add(d.cfg.StopTimeout / 5))
 	close(d.wake.flushReq)
 	d.wake.flushWG.Wait()
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the

@@ -278,6 +278,48 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
 }
 
+// TestJavaPerfMapAsked: with JavaPerfMapEvery, profd asks a JVM started without any flag
+// for its perf map itself, so the intervals written while it runs name its compiled methods
+// (without the asks every one of their samples in JIT memory is unnamed until a map comes),
+// and the final profile names them as perf does with the map the JVM last wrote.
+func TestJavaPerfMapAsked(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
+	classes := javaClasses(t)
+	d := newDirs(t)
+	cmd := exec.Command("java", "-cp", classes, "Hot", "5", "wait")
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java := startCmd(t, cmd)
+	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+	perf := startPerf(t, java.pid(), 999)
+	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		FlushInterval: 2 * time.Second, JavaPerfMapEvery: time.Second, Formats: []Format{FormatCapture}})
+	waitFor(t, "profd to attach", 60*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", java.pid()))
+	})
+	start.Write([]byte{1})
+	start.Close()
+	java.wait(t, 60*time.Second)
+	c := finalCapture(t, r, d, "java", java.pid())
+	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, java.pid(), false)))
+
+	// An interval the JVM ran through, from the second on (the first began before Hot's
+	// work, and before the JVM compiled it), not the last (its exit's).
+	ivs := intervalFiles(t, d.out, fmt.Sprintf("java-%d", java.pid()), FormatCapture)
+	if len(ivs) < 3 {
+		t.Fatalf("%d intervals: %v", len(ivs), ivs)
+	}
+	for _, path := range ivs[1 : len(ivs)-1] {
+		tl := profdTally(readCapture(t, path))
+		if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {
+			t.Errorf("%s: %d of %d samples in JIT memory named, %d of them Hot.mixInts; want nearly all named\nlogs:\n%s",
+				filepath.Base(path), tl.named, tl.jitMem, tl.funcs["int Hot.mixInts(int)"], r.logs.String())
+		}
+	}
+}
+
 // TestNodeInContainer: node --perf-basic-prof in its own mount and pid namespaces with a
 // private /tmp writes /tmp/perf-1.map there; profd reads it through the process's root,
 // under the pid it has inside. perf report does not find that map: for the comparison the

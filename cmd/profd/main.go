@@ -126,6 +126,7 @@ Examples:
   profd --pid 1234 --out /tmp/prof                  # profile one process until Ctrl-C
   profd --jit-image lli-14 --duration 30s           # every lli-14 process, now and later
   profd --pid 1234 --format llvm-text,pprof --flush-interval 10s
+  profd --jit-image java --java-perfmap 30s         # every JVM, its methods named while it runs
   kill -USR1 $(cat /run/profd/profd.pid)            # ask for a flush (what a JIT runtime does)
   profd --config /etc/profd.conf --duration 1m      # flags from a file; the command line wins
   profd --all --cgroup /system.slice/myapp.service  # every process of a systemd service
@@ -250,6 +251,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	})
 	fs.StringVar(&cfg.FifoDir, "fifo-dir", "", "private `DIR` for profd.pid and the <pid>.map FIFOs JITs write symbols to (default /run/profd as root, else $XDG_RUNTIME_DIR/profd)")
 	fs.StringVar(&cfg.JitdumpDir, "jitdump-dir", "", "also look for jitdump files under `DIR`/.debug/jit/ (profd already looks where each target's JITDUMPDIR and HOME say, in /tmp, and at the dumps it maps, inside its mount namespace)")
+	fs.DurationVar(&cfg.JavaPerfMapEvery, "java-perfmap", 0, "every `D` (e.g. 30s), ask each target that runs HotSpot (JDK 17 or later) to write its perf map, as jcmd PID Compiler.perfmap does, and once more as profd stops, so that its compiled methods are named while it runs (HotSpot writes its map only when asked); a JVM without an attach listener is sent SIGQUIT once to start it, never one that does not catch the signal. 0, the default, never asks")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", 0, "also flush every `D` (e.g. 30s; at least 1s), each such flush ending an interval whose pprof profile and capture are kept in --out/"+daemon.IntervalDir+" (see --keep); 0 flushes only on request, SIGUSR1 and at exit")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after `D` (e.g. 1m); 0 runs until SIGTERM/SIGINT or every target has exited")
 	fs.StringVar((*string)(&cfg.GroupBy), "group-by", "", "what one output covers: process (<image>-<pid>.<ext>), image (every process of the image and user profiled in the run, e.g. all backends of a server, exited ones included: <image>.<ext> for root's processes, <image>-uid<UID>.<ext> for another user's) or container (every process of a container and user: container-<ID12>.<ext>, container-<ID12>-uid<UID>.<ext>; a process in no container is grouped by its image) (default process; image with --all, whose short-lived processes would each leave files of their own)")

@@ -145,6 +145,8 @@ func TestErrorPaths(t *testing.T) {
 		{"period below the kernel's", []string{"--pid", self, "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
 		{"zero memory budget", []string{"--pid", self, "--max-memory-mb", "0"}, exitUsage, `invalid value "0" for flag -max-memory-mb: want a number of megabytes`},
 		{"flush interval too short", []string{"--pid", self, "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
+		{"java perf map interval too short", []string{"--pid", self, "--java-perfmap", "100ms"}, exitUsage, "--java-perfmap 100ms: want at least 1s"},
+		{"java perf map interval negative", []string{"--pid", self, "--java-perfmap", "-1s"}, exitUsage, "--java-perfmap -1s: want at least 1s"},
 		{"freq above the kernel's", []string{"--pid", self, "--freq", strconv.FormatUint(maxFreq+1, 10)}, exitUsage, "perf_event_max_sample_rate"},
 		{"fifo dir under a world-writable parent", []string{"--pid", self, "--fifo-dir", filepath.Join(openParent, "fifo")}, exitUsage, "--fifo-dir DIR picks another directory"},
 		{"fifo dir in /proc", []string{"--pid", self, "--fifo-dir", "/proc/profd-fifo"}, exitUsage, "--fifo-dir DIR picks another directory"},
