@@ -211,7 +211,7 @@ func TestDataMappingNeverHoldsSamples(t *testing.T) {
 // TestUnnamedWarningNamesTheFlag: the warning about samples no symbol named says, for the
 // runtimes people run, which flag makes the JIT write its symbols.
 func TestUnnamedWarningNamesTheFlag(t *testing.T) {
-	for image, flag := range map[string]string{"node": "--perf-basic-prof", "java": "-XX:+DumpPerfMapAtExit", "beam.smp": "+JPperf map",
+	for image, flag := range map[string]string{"node": "--perf-basic-prof", "java": "--java-perfmap", "beam.smp": "+JPperf map",
 		"postgres": "jit_profiling_support", "lli": "-jit-kind=mcjit", "myjit": ""} {
 		look := newFakeLookup(testPid)
 		look.images[testPid] = image
