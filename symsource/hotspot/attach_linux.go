@@ -117,8 +117,12 @@ func open(pid uint32) (*attachment, error) {
 	return &attachment{pid: pid, ownPid: st.OwnPid(), uid: st.UID, start: start, tmp: tmp}, nil
 }
 
-func (a *attachment) socketName() string  { return ".java_pid" + strconv.FormatUint(uint64(a.ownPid), 10) }
-func (a *attachment) triggerName() string { return ".attach_pid" + strconv.FormatUint(uint64(a.ownPid), 10) }
+func (a *attachment) socketName() string {
+	return ".java_pid" + strconv.FormatUint(uint64(a.ownPid), 10)
+}
+func (a *attachment) triggerName() string {
+	return ".attach_pid" + strconv.FormatUint(uint64(a.ownPid), 10)
+}
 
 // connect connects to the JVM's attach socket: a socket of the JVM's user (or root) in its
 // /tmp, whose listener is the JVM itself. An error wrapping unix.ENOENT says there is none.
