@@ -117,9 +117,13 @@ func open(pid uint32) (*attachment, error) {
 	return &attachment{pid: pid, ownPid: st.OwnPid(), uid: st.UID, start: start, tmp: tmp}, nil
 }
 
+// socketName is the name of the JVM's attach socket in its /tmp.
 func (a *attachment) socketName() string {
 	return ".java_pid" + strconv.FormatUint(uint64(a.ownPid), 10)
 }
+
+// triggerName is the name of the file in its /tmp that makes the JVM start its listener at
+// SIGQUIT.
 func (a *attachment) triggerName() string {
 	return ".attach_pid" + strconv.FormatUint(uint64(a.ownPid), 10)
 }
