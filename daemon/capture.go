@@ -68,8 +68,13 @@ func (d *daemonRun) name(w pending) {
 }
 
 // cutWarnShare is the share of a target's stack samples whose chains must be cut for one
-// warning about it.
-const cutWarnShare = 0.5
+// warning about it, and cutWarnMin how many at least: a process that ran a few
+// milliseconds (under --all, a host's shells and short commands) says little about its
+// frame pointers, and would make a warning of every program the host ran.
+const (
+	cutWarnShare = 0.5
+	cutWarnMin   = 100
+)
 
 // noteCut logs, once per target (with --all, once per image: a host runs many programs
 // built without frame pointers), that most of its call chains stop short of where its
@@ -78,7 +83,7 @@ func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 	d.flushing.mu.Lock()
 	defer d.flushing.mu.Unlock()
 	key := d.cutKey(w)
-	if d.flushing.cutWarned[key] || float64(cut) <= cutWarnShare*float64(complete+cut) {
+	if d.flushing.cutWarned[key] || cut < cutWarnMin || float64(cut) <= cutWarnShare*float64(complete+cut) {
 		return
 	}
 	d.flushing.cutWarned[key] = true

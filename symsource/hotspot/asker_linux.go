@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/profd/profd/internal/procfs"
 )
@@ -17,6 +18,11 @@ type Asker struct {
 	log   *slog.Logger
 	procs map[uint32]*jvm
 }
+
+// youngJVM is the age below which a JVM that does not catch SIGQUIT is taken to be starting
+// (it sets its handlers as it does) rather than to run with -Xrs: it is asked again without a
+// warning.
+const youngJVM = 10 * time.Second
 
 // jvm is what an Asker knows of one process.
 type jvm struct {
@@ -58,6 +64,10 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 		}
 		if ctx.Err() != nil { // cut short by the caller: the JVM is not to blame
 			a.log.Debug("profd: asking the JVM for its perf map cut short", "pid", pid, "err", err)
+			continue
+		}
+		if started, _ := procfs.StartedAt(pid); errors.Is(err, ErrNoHandler) && time.Since(started) < youngJVM {
+			a.log.Debug("profd: the JVM does not catch SIGQUIT yet", "pid", pid)
 			continue
 		}
 		// A JVM that refused is asked no more; one without a listener is looked at again
