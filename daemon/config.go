@@ -61,18 +61,18 @@ type Config struct {
 	Backend       sampler.Backend // how samples reach the daemon; "auto" or "": BPF where it loads, else perf ring buffers
 	OutDir        string
 	Formats       []Format
-	FifoDir       string // "" picks /run/profd as root, else $XDG_RUNTIME_DIR/profd
-	JitdumpDir    string // a JITDUMPDIR to search besides each target's own: <dir>/.debug/jit
+	FifoDir       string        // "" picks /run/profd as root, else $XDG_RUNTIME_DIR/profd
+	JitdumpDir    string        // a JITDUMPDIR to search besides each target's own: <dir>/.debug/jit
+	FlushInterval time.Duration // 0: flush only on SIGUSR1 and at exit
+	Duration      time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
+	ResetOnFlush  bool          // each flush starts a new interval instead of accumulating
+	GroupBy       GroupBy       // one output per process (default; with All, per image), image or container
+	AllUsers      bool          // with GroupByImage: one group per image, whatever the users of its processes
+	Stacks        bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
+	KernelStacks  bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
 	// JavaPerfMapEvery is how often the targets that run HotSpot are asked to write their
 	// perf maps (package hotspot), and they are asked once more at the stop; 0: never.
 	JavaPerfMapEvery time.Duration
-	FlushInterval    time.Duration // 0: flush only on SIGUSR1 and at exit
-	Duration         time.Duration // 0: run until SIGTERM/SIGINT or every target has exited
-	ResetOnFlush     bool          // each flush starts a new interval instead of accumulating
-	GroupBy          GroupBy       // one output per process (default; with All, per image), image or container
-	AllUsers         bool          // with GroupByImage: one group per image, whatever the users of its processes
-	Stacks           bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
-	KernelStacks     bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
 
 	// Per-target budgets. Past them a target's symbol records are dropped and counted, with
 	// one warning; what it sent before and every other target stay intact. 0 takes the
