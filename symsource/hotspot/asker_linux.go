@@ -70,9 +70,9 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 			a.log.Debug("profd: the JVM does not catch SIGQUIT yet", "pid", pid)
 			continue
 		}
-		// A JVM that refused is asked no more; one without a listener is looked at again
-		// (a busy JVM starts its listener late), never signalled again.
-		j.done = errors.Is(err, ErrRefused)
+		// A JVM that refused, or cannot be asked, is asked no more; one without a listener
+		// is looked at again (a busy JVM starts its listener late), never signalled again.
+		j.done = errors.Is(err, ErrRefused) || errors.Is(err, ErrUserNamespace)
 		if !j.warned {
 			j.warned = true
 			a.log.Warn("profd: cannot ask the JVM for its perf map as jcmd PID Compiler.perfmap does; its compiled code stays unnamed until it writes one",

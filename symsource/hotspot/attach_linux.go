@@ -26,6 +26,11 @@ var ErrNoListener = errors.New("no attach listener")
 // it has not set its handlers yet.
 var ErrNoHandler = errors.New("SIGQUIT not caught")
 
+// ErrUserNamespace: the JVM runs in a user namespace of its own (a rootless container),
+// where profd's root is nobody: the JVM would refuse its connection, and take the trigger
+// file for a stranger's (printing a thread dump at SIGQUIT). It is not asked.
+var ErrUserNamespace = errors.New("in a user namespace of its own")
+
 // ErrRefused: the JVM answered the request with an error (one older than JDK 17 has no
 // Compiler.perfmap).
 var ErrRefused = errors.New("the JVM refused the request")
@@ -103,6 +108,15 @@ func open(pid uint32) (*attachment, error) {
 	start, err := procfs.StartTicks(pid)
 	if err != nil {
 		return nil, err
+	}
+	own, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		return nil, err
+	}
+	if theirs, err := os.Readlink(procfs.Path(pid, "ns/user")); err != nil {
+		return nil, err
+	} else if theirs != own {
+		return nil, fmt.Errorf("hotspot: pid %d: %w", pid, ErrUserNamespace)
 	}
 	root, err := unix.Open(procfs.Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -300,3 +300,31 @@ func FuzzCheckReply(f *testing.F) {
 		}
 	})
 }
+
+// A process in a user namespace of its own is not asked: profd's root is nobody there.
+// The trigger file would be a stranger's to it, and SIGQUIT not what it expects.
+func TestUserNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := uint32(cmd.Process.Pid)
+	var err error
+	for range 100 { // unshare execs sleep once the namespace is made
+		if procfs.Exe(pid) == "sleep" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err = WritePerfMap(context.Background(), pid, true); !errors.Is(err, ErrUserNamespace) {
+		t.Errorf("WritePerfMap in another user namespace: %v, want ErrUserNamespace", err)
+	}
+	if _, err := os.Lstat(fmt.Sprintf("/tmp/.attach_pid%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a trigger file was made: %v", err)
+	}
+	if !alive(cmd) {
+		t.Errorf("the process exited")
+	}
+}
