@@ -17,12 +17,15 @@ import (
 type Asker struct {
 	log   *slog.Logger
 	procs map[uint32]*jvm
+	young time.Duration // youngJVM
 }
 
-// youngJVM is the age below which a JVM that does not catch SIGQUIT is taken to be starting
-// (it sets its handlers as it does) rather than to run with -Xrs: it is asked again without a
-// warning.
-const youngJVM = 10 * time.Second
+// youngJVM is the age below which a JVM is not signalled, only asked when its listener is
+// there already: a JVM still starting sets its SIGQUIT handler a moment before it removes
+// any stale socket of its pid, and signalled in between it would start its listener and
+// then remove the listener's socket; it is signalled only once. The two are milliseconds
+// apart in a start that takes a fraction of a second.
+const youngJVM = 2 * time.Second
 
 // jvm is what an Asker knows of one process.
 type jvm struct {
@@ -34,7 +37,7 @@ type jvm struct {
 
 // NewAsker returns an Asker that logs to logger.
 func NewAsker(logger *slog.Logger) *Asker {
-	return &Asker{log: logger, procs: make(map[uint32]*jvm)}
+	return &Asker{log: logger, procs: make(map[uint32]*jvm), young: youngJVM}
 }
 
 // Ask asks each HotSpot JVM among pids to write its perf map, one after another, until ctx
@@ -52,7 +55,9 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 		if j == nil || j.done {
 			continue
 		}
-		signalled, err := WritePerfMap(ctx, pid, !j.signalled)
+		started, _ := procfs.StartedAt(pid)
+		young := time.Since(started) < a.young
+		signalled, err := WritePerfMap(ctx, pid, !j.signalled && !young)
 		j.signalled = j.signalled || signalled
 		if err == nil {
 			wrote = append(wrote, pid)
@@ -66,8 +71,8 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 			a.log.Debug("profd: asking the JVM for its perf map cut short", "pid", pid, "err", err)
 			continue
 		}
-		if started, _ := procfs.StartedAt(pid); errors.Is(err, ErrNoHandler) && time.Since(started) < youngJVM {
-			a.log.Debug("profd: the JVM does not catch SIGQUIT yet", "pid", pid)
+		if young { // not signalled: asked again at the next round
+			a.log.Debug("profd: a young JVM without an attach listener; asking it later", "pid", pid, "err", err)
 			continue
 		}
 		// A JVM that refused, or cannot be asked, is asked no more; one without a listener

@@ -74,7 +74,8 @@ type attachment struct {
 // socket of its attach listener, which it is signalled to start when it has none (once:
 // signalled reports whether it was), and only when mayStart. It returns when the JVM has
 // written the map, or when ctx is done. pid must be a HotSpot JVM (IsHotSpot): another
-// process that catches SIGQUIT may do anything with it.
+// process that catches SIGQUIT may do anything with it; and one that has run a while: a JVM
+// signalled in the midst of its start may start its listener and remove its socket.
 //
 // Every path is looked up inside the JVM's root without following symlinks, and the
 // socket's peer must be the process itself, so neither a symlink nor a socket another

@@ -48,6 +48,7 @@ func startJava(t *testing.T, classes string, opts ...string) (*exec.Cmd, *testen
 		cmd.Process.Kill()
 		cmd.Wait()
 		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", pid)) // a killed JVM leaves its socket
 	})
 	deadline := time.Now().Add(time.Second)
 	if !strings.Contains(strings.Join(opts, " "), "-Xrs") {
@@ -105,6 +106,28 @@ func TestWritePerfMap(t *testing.T) {
 	}
 	if !alive(java) {
 		t.Errorf("the JVM exited:\n%s", out.String())
+	}
+}
+
+// A JVM that started a moment ago is not signalled; once it has run a while, it is.
+func TestAskerYoungJVM(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	java, out := startJava(t, hotClasses(t))
+	pid := uint32(java.Process.Pid)
+	a := NewAsker(slog.New(slog.DiscardHandler))
+	a.young = time.Hour
+	if wrote := a.Ask(context.Background(), []uint32{pid}); len(wrote) != 0 || a.procs[pid].signalled {
+		t.Fatalf("a young JVM: wrote %v, signalled %v", wrote, a.procs[pid].signalled)
+	}
+	if _, err := os.Lstat(fmt.Sprintf("/tmp/.java_pid%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a young JVM started its listener: %v", err)
+	}
+	time.Sleep(youngJVM)
+	a.young = youngJVM
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if wrote := a.Ask(ctx, []uint32{pid}); len(wrote) != 1 || !a.procs[pid].signalled {
+		t.Errorf("a JVM of %v: wrote %v, signalled %v\njava:\n%s", youngJVM, wrote, a.procs[pid].signalled, out.String())
 	}
 }
 
@@ -168,6 +191,7 @@ func TestAskerSignalsOnce(t *testing.T) {
 	var logs testenv.SyncBuffer
 	a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	pid := uint32(java.Process.Pid)
+	time.Sleep(a.young)
 	for range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if wrote := a.Ask(ctx, []uint32{pid}); len(wrote) != 0 {
