@@ -25,15 +25,19 @@ func (d *daemonRun) startJavaMaps() {
 	d.java = javaMaps{asker: hotspot.NewAsker(d.log), stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(d.java.done)
-		t := time.NewTicker(d.cfg.JavaPerfMapEvery)
+		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
-			d.askJVMs(ctx, time.Now().Add(d.cfg.JavaPerfMapEvery))
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
+			next := time.Now().Add(d.cfg.JavaPerfMapEvery)
+			if again := d.askJVMs(ctx, next); again > 0 && again < d.cfg.JavaPerfMapEvery {
+				next = time.Now().Add(again) // a JVM too young to be signalled yet
+			}
+			t.Reset(time.Until(next))
 		}
 	}()
 }
@@ -50,14 +54,15 @@ func (d *daemonRun) stopJavaMaps(by time.Time) {
 	d.askJVMs(context.Background(), by)
 }
 
-// askJVMs asks every target's JVM, until by. With --all, a target whose files were not read
+// askJVMs asks every target's JVM, until by, and returns how soon one too young to be
+// signalled may be asked (hotspot.Asker.Ask). With --all, a target whose files were not read
 // yet is checked for them at once when its JVM wrote its map.
-func (d *daemonRun) askJVMs(ctx context.Context, by time.Time) {
+func (d *daemonRun) askJVMs(ctx context.Context, by time.Time) time.Duration {
 	ctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
-	wrote := d.java.asker.Ask(ctx, d.parts.watch.Targets())
+	wrote, again := d.java.asker.Ask(ctx, d.parts.watch.Targets())
 	if !d.cfg.All || len(wrote) == 0 {
-		return
+		return again
 	}
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
@@ -66,4 +71,5 @@ func (d *daemonRun) askJVMs(ctx context.Context, by time.Time) {
 			delete(d.host.waiting, pid)
 		}
 	}
+	return again
 }

@@ -42,10 +42,9 @@ func NewAsker(logger *slog.Logger) *Asker {
 
 // Ask asks each HotSpot JVM among pids to write its perf map, one after another, until ctx
 // is done, and forgets the processes not among pids. It returns the pids whose JVMs wrote
-// their maps.
-func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
+// their maps, and how soon one that was too young to be signalled may be (0 when none).
+func (a *Asker) Ask(ctx context.Context, pids []uint32) (wrote []uint32, again time.Duration) {
 	keep := make(map[uint32]bool, len(pids))
-	var wrote []uint32
 	for _, pid := range pids {
 		keep[pid] = true
 		if ctx.Err() != nil {
@@ -71,8 +70,11 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 			a.log.Debug("profd: asking the JVM for its perf map cut short", "pid", pid, "err", err)
 			continue
 		}
-		if young { // not signalled: asked again at the next round
+		if young { // not signalled: asked again once it is old enough
 			a.log.Debug("profd: a young JVM without an attach listener; asking it later", "pid", pid, "err", err)
+			if wait := a.young - time.Since(started); again == 0 || wait < again {
+				again = max(wait, 10*time.Millisecond)
+			}
 			continue
 		}
 		// A JVM that refused, or cannot be asked, is asked no more; one without a listener
@@ -91,7 +93,7 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) []uint32 {
 			delete(a.procs, pid)
 		}
 	}
-	return wrote
+	return wrote, again
 }
 
 // lookup returns what is known of pid, checking whether it runs HotSpot the first time

@@ -6,5 +6,6 @@
 // code; package files reads the map the JVM writes.
 //
 //	a := hotspot.NewAsker(logger)
-//	wrote := a.Ask(ctx, targets) // the pids whose JVMs wrote their maps
+//	wrote, again := a.Ask(ctx, targets) // whose JVMs wrote their maps; when to ask again
+//	                                     // for a JVM too young to be signalled (0: none)
 package hotspot
