@@ -42,17 +42,6 @@ func writeFIFO(path string, data []byte) error {
 	return nil
 }
 
-// startSleeper starts a process that only sleeps: a target whose symbols the test writes.
-func startSleeper(t testing.TB) *exec.Cmd {
-	t.Helper()
-	c := exec.Command("sleep", "600")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	return c
-}
-
 // startTestjit starts the project's test JIT writing its symbols to the FIFO in fifoDir.
 func startTestjit(t testing.TB, fifoDir string) *exec.Cmd {
 	t.Helper()
@@ -75,7 +64,7 @@ func BenchmarkSymbolIngest(b *testing.B) {
 		base := b.TempDir()
 		fifoDir := filepath.Join(base, "fifo")
 		jit := startTestjit(b, fifoDir)
-		target := startSleeper(b)
+		target := testenv.Sleeper(b)
 		p := startBenchProfd(b, "--pid", strconv.Itoa(jit.Process.Pid)+","+strconv.Itoa(target.Process.Pid),
 			"--event", "cpu-clock", "--fifo-dir", fifoDir, "--out", base)
 		p.waitUntil(b, "attach", func(p *benchProfd) bool { return p.attached })
@@ -113,7 +102,7 @@ func BenchmarkStopWithHostilePipe(b *testing.B) {
 		base := b.TempDir()
 		fifoDir := filepath.Join(base, "fifo")
 		jit := startTestjit(b, fifoDir)
-		target := startSleeper(b)
+		target := testenv.Sleeper(b)
 		pid := target.Process.Pid
 		mapPath := "/tmp/perf-" + strconv.Itoa(pid) + ".map"
 		if err := os.WriteFile(mapPath, symtest.PerfMapLines(100000, 1024), 0o644); err != nil {

@@ -74,22 +74,11 @@ func exitCode(t *testing.T, profd string, args ...string) (int, string) {
 	return 0, ""
 }
 
-// sleeper starts a process to be profd's target; the test's cleanup ends it.
-func sleeper(t *testing.T) *exec.Cmd {
-	t.Helper()
-	target := exec.Command("sleep", "600")
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
-	return target
-}
-
 // TestOutMade: a missing --out is made, parents and all, as the README's example expects.
 func TestOutMade(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	profd, _ := binaries(t)
-	target := sleeper(t)
+	target := testenv.Sleeper(t)
 	out := filepath.Join(t.TempDir(), "a", "b")
 	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--out", out, "--duration", "500ms",
 		"--fifo-dir", filepath.Join(t.TempDir(), "fifo"), "--event", "cpu-clock")
@@ -301,7 +290,7 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 func TestFifoDirInUse(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	profd, _ := binaries(t)
-	target := sleeper(t)
+	target := testenv.Sleeper(t)
 	fifoDir, out := filepath.Join(t.TempDir(), "fifo"), t.TempDir()
 	first := exec.Command(profd, "--pid", strconv.Itoa(target.Process.Pid), "--fifo-dir", fifoDir, "--out", out, "--event", "cpu-clock")
 	if err := first.Start(); err != nil {
@@ -336,7 +325,7 @@ func fileExistsT(path string) bool {
 func TestOutInUse(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	profd, _ := binaries(t)
-	target := sleeper(t)
+	target := testenv.Sleeper(t)
 	out := t.TempDir()
 	stale := filepath.Join(out, ".sleep-1.prof.txt.tmp-2718281")
 	if err := os.WriteFile(stale, []byte("half a profile"), 0o644); err != nil {

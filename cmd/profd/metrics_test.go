@@ -97,7 +97,7 @@ func TestMetricsAddrInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	target := sleeper(t)
+	target := testenv.Sleeper(t)
 	code, out := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--out", t.TempDir(),
 		"--fifo-dir", filepath.Join(t.TempDir(), "fifo"), "--metrics-addr", ln.Addr().String())
 	if code != exitUsage || !strings.Contains(out, "address already in use") || !strings.Contains(out, "--metrics-addr") {

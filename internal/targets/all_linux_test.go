@@ -50,7 +50,7 @@ func startAll(t *testing.T, f Filter, h Handler) *Watcher {
 func TestAllByUID(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	before := startSleepAs(t, 65534)
-	rootSleep := startSleep(t)
+	rootSleep := testenv.Sleeper(t)
 	var r recorder
 	w := startAll(t, Filter{UIDs: []uint32{65534}}, r.handler())
 	eventually(t, "nobody's earlier sleep", func() bool { return r.has(&r.added, before.Process.Pid) })
@@ -69,7 +69,7 @@ func TestAllByUID(t *testing.T) {
 // (reported as removed while it still runs).
 func TestAllExcludeImage(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sleep := startSleep(t)
+	sleep := testenv.Sleeper(t)
 	sh := exec.Command("sh", "-c", "sleep 0.3; exec sleep 30")
 	var r recorder
 	w, err := New(Config{All: true, Filter: Filter{ExcludeImages: []string{"sleep"}}}, r.handler())
@@ -143,7 +143,7 @@ func TestCheckContainer(t *testing.T) {
 // Images with All narrow it: only their processes are targets.
 func TestAllWithImages(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sleep := startSleep(t)
+	sleep := testenv.Sleeper(t)
 	var r recorder
 	w, err := New(Config{All: true, Images: []string{"sleep"}, Interval: 20 * time.Millisecond}, r.handler())
 	if err != nil {
@@ -265,7 +265,7 @@ func TestAllCgroupMove(t *testing.T) {
 		}
 		t.Cleanup(func() { os.Remove(dir) })
 	}
-	sleep := startSleep(t) // killed before the cgroups are removed
+	sleep := testenv.Sleeper(t) // killed before the cgroups are removed
 	pid := sleep.Process.Pid
 	moveTo := func(dir string) {
 		t.Helper()

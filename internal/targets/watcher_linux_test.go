@@ -45,20 +45,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func startSleep(t *testing.T) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
-}
-
 // An image watcher finds a process running before it starts and one started after, and
 // drops each when it exits (even before it is reaped).
 func TestImageFoundBeforeAndAfter(t *testing.T) {
-	before := startSleep(t)
+	before := testenv.Sleeper(t)
 	var r recorder
 	w, err := New(Config{Images: []string{"sleep"}, Interval: 20 * time.Millisecond}, r.handler())
 	if err != nil {
@@ -68,7 +58,7 @@ func TestImageFoundBeforeAndAfter(t *testing.T) {
 	defer w.Close()
 	eventually(t, "the earlier sleep", func() bool { return r.has(&r.added, before.Process.Pid) })
 
-	after := startSleep(t)
+	after := testenv.Sleeper(t)
 	eventually(t, "the later sleep", func() bool { return r.has(&r.added, after.Process.Pid) })
 	if !slices.Contains(w.Targets(), uint32(after.Process.Pid)) {
 		t.Errorf("Targets() = %v lacks %d", w.Targets(), after.Process.Pid)
@@ -83,7 +73,7 @@ func TestImageFoundBeforeAndAfter(t *testing.T) {
 
 // Explicit pids are targets whatever they run; a missing one is an error.
 func TestExplicitPID(t *testing.T) {
-	p := startSleep(t)
+	p := testenv.Sleeper(t)
 	var r recorder
 	w, err := New(Config{PIDs: []uint32{uint32(p.Process.Pid)}, Images: []string{"no-such-image"}}, r.handler())
 	if err != nil {
@@ -121,13 +111,13 @@ func TestImageFoundOnExec(t *testing.T) {
 	if w.execs == nil {
 		t.Fatal("root, but no exec notifications")
 	}
-	p := startSleep(t)
+	p := testenv.Sleeper(t)
 	eventually(t, "the sleep, by its exec", func() bool { return r.has(&r.added, p.Process.Pid) })
 }
 
 // Several image names: a process of each is a target, a process of neither is not.
 func TestSeveralImages(t *testing.T) {
-	sleeper := startSleep(t)
+	sleeper := testenv.Sleeper(t)
 	tailer := exec.Command("tail", "-f", "/dev/null")
 	if err := tailer.Start(); err != nil {
 		t.Fatal(err)
@@ -185,7 +175,7 @@ func TestPinnedExitWithoutScans(t *testing.T) {
 // between, and a process started later is still found by its exec (as root).
 func TestImageExitWithoutScans(t *testing.T) {
 	for _, scanOnly := range []bool{true, false} {
-		before := startSleep(t)
+		before := testenv.Sleeper(t)
 		var r recorder
 		w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour, ScanOnly: scanOnly}, r.handler())
 		if err != nil {
@@ -196,7 +186,7 @@ func TestImageExitWithoutScans(t *testing.T) {
 		before.Process.Kill()
 		eventually(t, "its exit reported", func() bool { return r.has(&r.removed, before.Process.Pid) })
 		if !scanOnly && os.Geteuid() == 0 {
-			after := startSleep(t)
+			after := testenv.Sleeper(t)
 			eventually(t, "a process started later found by its exec", func() bool { return r.has(&r.added, after.Process.Pid) })
 			after.Process.Kill()
 			eventually(t, "its exit reported", func() bool { return r.has(&r.removed, after.Process.Pid) })

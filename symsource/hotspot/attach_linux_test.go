@@ -162,11 +162,7 @@ func TestReducedSignals(t *testing.T) {
 // which the signal would kill. The trigger file made for it is removed.
 func TestNoSignalWithoutHandler(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sleep := exec.Command("sleep", "30")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	sleep := testenv.Sleeper(t)
 	pid := sleep.Process.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -214,11 +210,7 @@ func TestAskerSignalsOnce(t *testing.T) {
 // The Asker leaves alone a process that does not run HotSpot: sleep, which SIGQUIT would
 // kill.
 func TestAskerNotHotSpot(t *testing.T) {
-	sleep := exec.Command("sleep", "30")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	sleep := testenv.Sleeper(t)
 	var logs testenv.SyncBuffer
 	a := NewAsker(slog.New(slog.NewTextHandler(&logs, nil)))
 	if wrote, _ := a.Ask(context.Background(), []uint32{uint32(sleep.Process.Pid)}); len(wrote) != 0 {
@@ -241,11 +233,7 @@ func TestAskerNotHotSpot(t *testing.T) {
 // listens on (the JVM's user can make one) gets no request, nor does a symlink to one.
 func TestSocketOfAnotherProcess(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sleep := exec.Command("sleep", "30")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	sleep := testenv.Sleeper(t)
 	pid := sleep.Process.Pid
 	sock := fmt.Sprintf("/tmp/.java_pid%d", pid)
 	l, err := net.Listen("unix", sock)
