@@ -320,6 +320,37 @@ func TestJavaPerfMapAsked(t *testing.T) {
 	}
 }
 
+// TestJavaPerfMapAskedAtStop: profd asks the JVMs once more as it stops, so the final
+// profiles name the methods compiled since the last time. The JVM is asked once early (the
+// interval is an hour) and starts its work only after that map was read: only the ask at
+// the stop can name Hot's methods.
+func TestJavaPerfMapAskedAtStop(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	classes := javaClasses(t)
+	d := newDirs(t)
+	cmd := exec.Command("java", "-cp", classes, "Hot", "30", "wait")
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	java := startCmd(t, cmd)
+	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		JavaPerfMapEvery: time.Hour, Formats: []Format{FormatCapture}})
+	waitFor(t, "the JVM's first map read", 30*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "files: tailing")
+	})
+	start.Write([]byte{1})
+	start.Close()
+	time.Sleep(3 * time.Second) // HotSpot compiles Hot's methods
+	r.stop(t)
+	tl := profdTally(readCapture(t, outputPath(d, "java", java.pid(), FormatCapture)))
+	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {
+		t.Errorf("final capture: %d of %d samples in JIT memory named, %d of them Hot.mixInts; want nearly all named\nlogs:\n%s",
+			tl.named, tl.jitMem, tl.funcs["int Hot.mixInts(int)"], r.logs.String())
+	}
+}
+
 // TestNodeInContainer: node --perf-basic-prof in its own mount and pid namespaces with a
 // private /tmp writes /tmp/perf-1.map there; profd reads it through the process's root,
 // under the pid it has inside. perf report does not find that map: for the comparison the
