@@ -334,7 +334,10 @@ func TestJavaPerfMapAskedAtStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	java := startCmd(t, cmd)
-	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+	t.Cleanup(func() { // a JVM killed at the test's end would leave its socket
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
+	})
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		JavaPerfMapEvery: time.Hour, Formats: []Format{FormatCapture}})
 	waitFor(t, "the JVM's first map read", 30*time.Second, func() bool {
