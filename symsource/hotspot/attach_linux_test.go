@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +339,55 @@ func TestUserNamespace(t *testing.T) {
 	}
 	if !alive(cmd) {
 		t.Errorf("the process exited")
+	}
+}
+
+// A JVM in a container (its own mount and pid namespaces, a private /tmp, profd's user
+// namespace) is asked through its root, by the pid it has there: its socket and its map are
+// /tmp/.java_pid1 and /tmp/perf-1.map in its /tmp.
+func TestContainer(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	// The classes must outlive the private /tmp mounted over the test's temporary directory.
+	dir, err := os.MkdirTemp("/var/tmp", "profd-hotspot-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if out, err := exec.Command("cp", "-r", hotClasses(t)+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+		`mount -t tmpfs none /tmp && exec java -cp "$1" Hot 30`, "sh", dir)
+	var out testenv.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var pid uint32
+	deadline := time.Now().Add(20 * time.Second)
+	for pid == 0 && time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		var p uint32
+		if _, err := fmt.Sscan(string(b), &p); err == nil {
+			if ok, _ := IsHotSpot(p); ok {
+				pid = p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatalf("no JVM in the namespace:\n%s", out.String())
+	}
+	t.Cleanup(func() { syscall.Kill(int(pid), syscall.SIGKILL) }) // before unshare's, which waits for it
+	time.Sleep(youngJVM)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if signalled, err := WritePerfMap(ctx, pid, true); err != nil || !signalled {
+		t.Fatalf("WritePerfMap: signalled %v, %v\njava:\n%s", signalled, err, out.String())
+	}
+	m, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/tmp/perf-1.map", pid))
+	if err != nil || !bytes.Contains(m, []byte("Hot.")) {
+		t.Errorf("the container's /tmp/perf-1.map (%v) names no Hot method:\n%.1000s", err, m)
 	}
 }
