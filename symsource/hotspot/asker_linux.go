@@ -79,7 +79,7 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) (wrote []uint32, again t
 		}
 		// A JVM that refused, or cannot be asked, is asked no more; one without a listener
 		// is looked at again (a busy JVM starts its listener late), never signalled again.
-		j.done = errors.Is(err, ErrRefused) || errors.Is(err, ErrUserNamespace)
+		j.done = errors.Is(err, ErrRefused) || errors.Is(err, ErrUserNamespace) || errors.Is(err, ErrAttachDisabled)
 		if !j.warned {
 			j.warned = true
 			a.log.Warn("profd: cannot ask the JVM for its perf map as jcmd PID Compiler.perfmap does; its compiled code stays unnamed until it writes one",

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +30,10 @@ var ErrNoHandler = errors.New("SIGQUIT not caught")
 // file for a stranger's (printing a thread dump at SIGQUIT). It is not asked.
 var ErrUserNamespace = errors.New("in a user namespace of its own")
 
+// ErrAttachDisabled: the JVM was started with -XX:+DisableAttachMechanism: it has no attach
+// listener, and prints a thread dump at SIGQUIT. It is not signalled.
+var ErrAttachDisabled = errors.New("attach mechanism disabled (-XX:+DisableAttachMechanism)")
+
 // ErrRefused: the JVM answered the request with an error (one older than JDK 17 has no
 // Compiler.perfmap).
 var ErrRefused = errors.New("the JVM refused the request")
@@ -45,18 +48,13 @@ const (
 	listenerPoll = 20 * time.Millisecond
 )
 
-// IsHotSpot reports whether process pid runs HotSpot: whether it maps libjvm.so.
+// IsHotSpot reports whether process pid runs HotSpot (isHotSpot).
 func IsHotSpot(pid uint32) (bool, error) {
 	maps, err := procfs.ReadMaps(pid)
 	if err != nil && !errors.Is(err, procfs.ErrTooLarge) {
 		return false, err
 	}
-	for _, m := range maps {
-		if filepath.Base(m.Path) == "libjvm.so" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return isHotSpot(maps), nil
 }
 
 // attachment is what one request needs of the JVM: its /tmp, through its root, and who it
@@ -220,7 +218,8 @@ func (a *attachment) startListener(ctx context.Context) (bool, error) {
 }
 
 // signal sends SIGQUIT to the JVM, through a pidfd opened while its start time is the one
-// read, and only while it catches the signal.
+// read, and only while it catches the signal and its options do not disable its attach
+// mechanism.
 func (a *attachment) signal() error {
 	pidfd, err := unix.PidfdOpen(int(a.pid), 0)
 	if err != nil {
@@ -232,6 +231,9 @@ func (a *attachment) signal() error {
 	}
 	if st, err := procfs.ReadStatus(a.pid); err != nil || !st.Catches(int(unix.SIGQUIT)) {
 		return fmt.Errorf("hotspot: pid %d: not signalled, it would die of it: %w", a.pid, ErrNoHandler)
+	}
+	if attachDisabled(a.pid) {
+		return fmt.Errorf("hotspot: pid %d: not signalled: %w", a.pid, ErrAttachDisabled)
 	}
 	if err := unix.PidfdSendSignal(pidfd, unix.SIGQUIT, nil, 0); err != nil {
 		return fmt.Errorf("hotspot: pid %d: %w", a.pid, os.NewSyscallError("pidfd_send_signal", err))

@@ -181,30 +181,81 @@ func TestNoSignalWithoutHandler(t *testing.T) {
 }
 
 // A JVM whose attach mechanism is disabled prints a thread dump at SIGQUIT and starts no
-// listener: the Asker signals it once, whatever the rounds, and warns once.
-func TestAskerSignalsOnce(t *testing.T) {
+// listener. Disabled by its options (here its command line), it is not signalled at all;
+// disabled where profd does not look (a flags file), it is signalled once, whatever the
+// rounds. Either way profd warns once.
+func TestAskerAttachDisabled(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	java, out := startJava(t, hotClasses(t), "-XX:+DisableAttachMechanism")
-	var logs testenv.SyncBuffer
-	a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	pid := uint32(java.Process.Pid)
-	time.Sleep(a.young)
-	for range 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if wrote, _ := a.Ask(ctx, []uint32{pid}); len(wrote) != 0 {
-			t.Errorf("Ask: %v wrote maps", wrote)
+	classes := hotClasses(t)
+	flags := filepath.Join(t.TempDir(), "flags")
+	if err := os.WriteFile(flags, []byte("+DisableAttachMechanism\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opt   string
+		dumps int
+	}{{"-XX:+DisableAttachMechanism", 0}, {"-XX:Flags=" + flags, 1}} {
+		java, out := startJava(t, classes, tc.opt)
+		var logs testenv.SyncBuffer
+		a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		pid := uint32(java.Process.Pid)
+		time.Sleep(a.young)
+		for range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if wrote, _ := a.Ask(ctx, []uint32{pid}); len(wrote) != 0 {
+				t.Errorf("%s: Ask: %v wrote maps", tc.opt, wrote)
+			}
+			cancel()
 		}
-		cancel()
+		time.Sleep(200 * time.Millisecond) // the dump is printed
+		if n := strings.Count(out.String(), "Full thread dump"); n != tc.dumps {
+			t.Errorf("%s: %d thread dumps, want %d:\n%.3000s", tc.opt, n, tc.dumps, out.String())
+		}
+		if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+			t.Errorf("%s: %d warnings, want 1:\n%s", tc.opt, n, logs.String())
+		}
+		if !alive(java) {
+			t.Errorf("%s: the JVM exited:\n%s", tc.opt, out.String())
+		}
 	}
-	time.Sleep(200 * time.Millisecond) // the dump is printed
-	if n := strings.Count(out.String(), "Full thread dump"); n != 1 {
-		t.Errorf("%d thread dumps, want 1:\n%.3000s", n, out.String())
+}
+
+// Which mappings are HotSpot's, and which options disable its attach mechanism.
+func TestHotSpotAndOptions(t *testing.T) {
+	maps := func(paths ...string) []procfs.Mapping {
+		var ms []procfs.Mapping
+		for _, p := range paths {
+			ms = append(ms, procfs.Mapping{Path: p})
+		}
+		return ms
 	}
-	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	for _, tc := range []struct {
+		maps []procfs.Mapping
+		want bool
+	}{
+		{maps("/usr/bin/java", "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"), true},
+		{maps("/usr/bin/java", "/opt/openj9/lib/default/libjvm.so", "/opt/openj9/lib/default/libj9vm29.so"), false},
+		{maps("/usr/bin/node", "/usr/lib/libjvmti.so"), false},
+		{nil, false},
+	} {
+		if got := isHotSpot(tc.maps); got != tc.want {
+			t.Errorf("isHotSpot(%v) = %v", tc.maps, got)
+		}
 	}
-	if !alive(java) {
-		t.Errorf("the JVM exited:\n%s", out.String())
+	on, off := "-XX:+DisableAttachMechanism", "-XX:-DisableAttachMechanism"
+	for _, tc := range []struct {
+		lists [][]string
+		want  bool
+	}{
+		{[][]string{nil, nil, {"java", "Hot"}, nil}, false},
+		{[][]string{{on}, nil, {"java", "Hot"}, nil}, true},
+		{[][]string{{on}, nil, {"java", off, "Hot"}, nil}, false},
+		{[][]string{nil, nil, {"java", off, on, "Hot"}, {off}}, false},
+		{[][]string{nil, {on}, {"java"}, nil}, true},
+	} {
+		if got := disablesAttach(tc.lists...); got != tc.want {
+			t.Errorf("disablesAttach(%v) = %v", tc.lists, got)
+		}
 	}
 }
 
