@@ -16,8 +16,9 @@ import (
 	"github.com/profd/profd/internal/procfs"
 )
 
-// ErrNoListener: the JVM has no attach listener and did not start one when signalled (it
-// was started with -XX:+DisableAttachMechanism, or was too busy to answer in time).
+// ErrNoListener: the JVM has no attach listener and did not start one when signalled: its
+// attach mechanism is disabled where profd does not look (a flags file), or it was too busy
+// to answer in time.
 var ErrNoListener = errors.New("no attach listener")
 
 // ErrNoHandler: the JVM has no attach listener and no handler for SIGQUIT, whose default
@@ -267,16 +268,18 @@ func checkReply(pid uint32, reply []byte) error {
 		return nil
 	}
 	first, _, _ := bytes.Cut(rest, []byte("\n"))
-	msg := strings.ToValidUTF8(string(bytes.TrimSpace(first)), "?")
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
-	return fmt.Errorf("hotspot: pid %d: result %q: %s: %w", pid, truncate(code, 16), msg, ErrRefused)
+	return fmt.Errorf("hotspot: pid %d: result %q: %s: %w", pid, truncate(code, 16), truncate(bytes.TrimSpace(first), 200), ErrRefused)
 }
 
+// truncate is at most n bytes of b as valid UTF-8, "..." marking a cut.
 func truncate(b []byte, n int) string {
-	if len(b) > n {
+	cut := len(b) > n
+	if cut {
 		b = b[:n]
 	}
-	return strings.ToValidUTF8(string(b), "?")
+	s := strings.ToValidUTF8(string(b), "?")
+	if cut {
+		s += "..."
+	}
+	return s
 }

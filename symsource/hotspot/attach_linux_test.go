@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
@@ -356,11 +357,12 @@ func FuzzCheckReply(f *testing.F) {
 	f.Add([]byte("\xff\xfe\n\x00"))
 	f.Fuzz(func(t *testing.T, reply []byte) {
 		err := checkReply(1, reply)
-		if err == nil && !bytes.HasPrefix(bytes.TrimLeft(reply, " \t"), []byte("0")) {
-			t.Errorf("checkReply(%q) succeeded", reply)
+		first, _, _ := bytes.Cut(reply, []byte("\n"))
+		if f := bytes.Fields(first); (err == nil) != (len(f) == 1 && string(f[0]) == "0") {
+			t.Errorf("checkReply(%q) = %v: the first line's one word is the result, 0 success", reply, err)
 		}
-		if err != nil && len(err.Error()) > 400 {
-			t.Errorf("an error of %d bytes", len(err.Error()))
+		if err != nil && (len(err.Error()) > 400 || !utf8.ValidString(err.Error())) {
+			t.Errorf("an error of %d bytes, valid UTF-8 %v", len(err.Error()), utf8.ValidString(err.Error()))
 		}
 	})
 }
