@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -419,5 +420,29 @@ func TestAllGroupsByImage(t *testing.T) {
 		if paths := pidCaptures(t, d, "", pid); len(paths) > 0 {
 			t.Errorf("pid %d has outputs of its own: %v", pid, paths)
 		}
+	}
+}
+
+// TestAllJavaPerfMap: with --all and --java-perfmap, a JVM started during the run is asked
+// for its perf map once it is two seconds old, not at the next period (an hour here): a
+// JVM that runs for seconds has its methods named.
+func TestAllJavaPerfMap(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	classes := javaClasses(t)
+	d := sharedDirs(t)
+	r := startRunAll(t, Config{JITImages: []string{"java"}, JavaPerfMapEvery: time.Hour}, d)
+	java := startCmd(t, exec.Command("java", "-cp", classes, "Hot", "6"))
+	t.Cleanup(func() { // a JVM killed at the test's end would leave its socket
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
+	})
+	java.wait(t, 60*time.Second)
+	r.stop(t)
+	var named uint64
+	for _, path := range pidCaptures(t, d, "java", java.pid()) {
+		named += jitTotals(readCapture(t, path))["int Hot.mixInts(int)"]
+	}
+	if named == 0 {
+		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", java.pid()), r.logs.String())
 	}
 }

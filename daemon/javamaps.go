@@ -8,13 +8,18 @@ import (
 )
 
 // javaMaps asks the HotSpot JVMs among the targets for their perf maps every
-// cfg.JavaPerfMapEvery (package hotspot), on a goroutine of its own, and once more as profd
-// stops: HotSpot writes its map only when asked, and package files reads it then.
+// cfg.JavaPerfMapEvery, a new one once it is two seconds old (package hotspot), on a
+// goroutine of its own, and once more as profd stops: HotSpot writes its map only when
+// asked, and package files reads it then.
 type javaMaps struct {
 	asker *hotspot.Asker
 	stop  context.CancelFunc
 	done  chan struct{}
 }
+
+// javaMapsTick is how often the asking goroutine looks for JVMs due: a new one is asked
+// within it of being old enough to be signalled, whatever the period.
+const javaMapsTick = time.Second
 
 // startJavaMaps starts asking, when cfg.JavaPerfMapEvery is set.
 func (d *daemonRun) startJavaMaps() {
@@ -22,47 +27,43 @@ func (d *daemonRun) startJavaMaps() {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	d.java = javaMaps{asker: hotspot.NewAsker(d.log), stop: stop, done: make(chan struct{})}
+	d.java = javaMaps{asker: hotspot.NewAsker(d.log, d.cfg.JavaPerfMapEvery), stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(d.java.done)
-		t := time.NewTimer(0)
+		t := time.NewTicker(min(javaMapsTick, d.cfg.JavaPerfMapEvery))
 		defer t.Stop()
 		for {
+			d.askJVMs(ctx, time.Now().Add(d.cfg.JavaPerfMapEvery), false)
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			next := time.Now().Add(d.cfg.JavaPerfMapEvery)
-			if again := d.askJVMs(ctx, next); again > 0 && again < d.cfg.JavaPerfMapEvery {
-				next = time.Now().Add(again) // a JVM too young to be signalled yet
-			}
-			t.Reset(time.Until(next))
 		}
 	}()
 }
 
-// stopJavaMaps stops the asking goroutine and asks once more, until by, so that the final
-// profiles name what the JVMs compiled since the last time. Called at the stop, while the
-// watcher and the files' readers still run.
+// stopJavaMaps stops the asking goroutine and asks every JVM once more, until by, so that
+// the final profiles name what they compiled since the last time. Called at the stop,
+// while the watcher and the files' readers still run.
 func (d *daemonRun) stopJavaMaps(by time.Time) {
 	if d.java.asker == nil {
 		return
 	}
 	d.java.stop()
 	<-d.java.done
-	d.askJVMs(context.Background(), by)
+	d.askJVMs(context.Background(), by, true)
 }
 
-// askJVMs asks every target's JVM, until by, and returns how soon one too young to be
-// signalled may be asked (hotspot.Asker.Ask). With --all, a target whose files were not read
-// yet is checked for them at once when its JVM wrote its map.
-func (d *daemonRun) askJVMs(ctx context.Context, by time.Time) time.Duration {
+// askJVMs asks the targets' JVMs that are due (all: every one), until by. With --all, a
+// target whose files were not read yet is checked for them at once when its JVM wrote its
+// map.
+func (d *daemonRun) askJVMs(ctx context.Context, by time.Time, all bool) {
 	ctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
-	wrote, again := d.java.asker.Ask(ctx, d.parts.watch.Targets())
+	wrote := d.java.asker.Ask(ctx, d.parts.watch.Targets(), all)
 	if !d.cfg.All || len(wrote) == 0 {
-		return again
+		return
 	}
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
@@ -71,5 +72,4 @@ func (d *daemonRun) askJVMs(ctx context.Context, by time.Time) time.Duration {
 			delete(d.host.waiting, pid)
 		}
 	}
-	return again
 }

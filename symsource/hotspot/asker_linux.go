@@ -9,13 +9,15 @@ import (
 	"github.com/profd/profd/internal/procfs"
 )
 
-// Asker asks the HotSpot JVMs among a changing set of processes for their perf maps. It
-// remembers, per process, whether it runs HotSpot and whether it was signalled: a JVM is
-// sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump for
-// each), and one that refused the request is asked no more. It is not safe for concurrent
-// use.
+// Asker asks the HotSpot JVMs among a changing set of processes for their perf maps, each
+// once every period, a new one as soon as it is old enough to be signalled. It remembers,
+// per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
+// is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
+// for each), and one that refused the request is asked no more. It is not safe for
+// concurrent use.
 type Asker struct {
 	log   *slog.Logger
+	every time.Duration
 	procs map[uint32]*jvm
 	young time.Duration // youngJVM
 }
@@ -30,34 +32,38 @@ const youngJVM = 2 * time.Second
 // jvm is what an Asker knows of one process.
 type jvm struct {
 	start     uint64 // its start time: a reused pid is another process
+	started   time.Time
+	next      time.Time // when it is due
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
 }
 
-// NewAsker returns an Asker that logs to logger.
-func NewAsker(logger *slog.Logger) *Asker {
-	return &Asker{log: logger, procs: make(map[uint32]*jvm), young: youngJVM}
+// NewAsker returns an Asker that asks each JVM every period, and logs to logger.
+func NewAsker(logger *slog.Logger, every time.Duration) *Asker {
+	return &Asker{log: logger, every: every, procs: make(map[uint32]*jvm), young: youngJVM}
 }
 
-// Ask asks each HotSpot JVM among pids to write its perf map, one after another, until ctx
-// is done, and forgets the processes not among pids. It returns the pids whose JVMs wrote
-// their maps, and how soon one that was too young to be signalled may be (0 when none).
-func (a *Asker) Ask(ctx context.Context, pids []uint32) (wrote []uint32, again time.Duration) {
+// Ask asks each HotSpot JVM among pids that is due (every one, with all) to write its perf
+// map, one after another, until ctx is done, and forgets the processes not among pids. It
+// returns the pids whose JVMs wrote their maps. Calling it often costs little: a JVM not
+// due, or a process known not to run HotSpot, is not looked at.
+func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint32) {
 	keep := make(map[uint32]bool, len(pids))
+	now := time.Now()
 	for _, pid := range pids {
 		keep[pid] = true
-		if ctx.Err() != nil {
+		if j := a.procs[pid]; ctx.Err() != nil || j != nil && (j.done || !all && now.Before(j.next)) {
 			continue
 		}
 		j := a.lookup(pid)
 		if j == nil || j.done {
 			continue
 		}
-		started, _ := procfs.StartedAt(pid)
-		young := time.Since(started) < a.young
+		young := time.Since(j.started) < a.young
 		signalled, err := WritePerfMap(ctx, pid, !j.signalled && !young)
 		j.signalled = j.signalled || signalled
+		j.next = time.Now().Add(a.every)
 		if err == nil {
 			wrote = append(wrote, pid)
 			continue
@@ -68,13 +74,12 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) (wrote []uint32, again t
 		}
 		if ctx.Err() != nil { // cut short by the caller: the JVM is not to blame
 			a.log.Debug("profd: asking the JVM for its perf map cut short", "pid", pid, "err", err)
+			j.next = time.Time{}
 			continue
 		}
 		if young { // not signalled: asked again once it is old enough
 			a.log.Debug("profd: a young JVM without an attach listener; asking it later", "pid", pid, "err", err)
-			if wait := a.young - time.Since(started); again == 0 || wait < again {
-				again = max(wait, 10*time.Millisecond)
-			}
+			j.next = j.started.Add(a.young)
 			continue
 		}
 		// A JVM that refused, or cannot be asked, is asked no more; one without a listener
@@ -93,7 +98,7 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32) (wrote []uint32, again t
 			delete(a.procs, pid)
 		}
 	}
-	return wrote, again
+	return wrote
 }
 
 // lookup returns what is known of pid, checking whether it runs HotSpot the first time
@@ -110,7 +115,8 @@ func (a *Asker) lookup(pid uint32) *jvm {
 	if err != nil {
 		a.log.Debug("profd: cannot tell whether the target runs HotSpot", "pid", pid, "err", err)
 	}
-	j := &jvm{start: start, done: !hotspot}
+	started, _ := procfs.StartedAt(pid)
+	j := &jvm{start: start, started: started, done: !hotspot}
 	a.procs[pid] = j
 	return j
 }

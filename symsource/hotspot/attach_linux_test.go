@@ -111,25 +111,40 @@ func TestWritePerfMap(t *testing.T) {
 	}
 }
 
-// A JVM that started a moment ago is not signalled; once it has run a while, it is.
-func TestAskerYoungJVM(t *testing.T) {
+// A JVM that started a moment ago is not signalled, and is due again once it is old
+// enough; one asked is not due again before the period is over, but when all are asked.
+func TestAskerSchedule(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	java, out := startJava(t, hotClasses(t))
 	pid := uint32(java.Process.Pid)
-	a := NewAsker(slog.New(slog.DiscardHandler))
+	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
 	a.young = time.Hour
-	if wrote, again := a.Ask(context.Background(), []uint32{pid}); len(wrote) != 0 || a.procs[pid].signalled || again < 50*time.Minute {
-		t.Fatalf("a young JVM: wrote %v, signalled %v, ask again in %v", wrote, a.procs[pid].signalled, again)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 || a.procs[pid].signalled {
+		t.Fatalf("a young JVM: wrote %v, signalled %v", wrote, a.procs[pid].signalled)
 	}
 	if _, err := os.Lstat(fmt.Sprintf("/tmp/.java_pid%d", pid)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a young JVM started its listener: %v", err)
+	}
+	if j := a.procs[pid]; !j.next.Equal(j.started.Add(a.young)) {
+		t.Errorf("a young JVM is due at %v, want when it is %v old (%v)", j.next, a.young, j.started.Add(a.young))
 	}
 	time.Sleep(youngJVM)
 	a.young = youngJVM
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if wrote, again := a.Ask(ctx, []uint32{pid}); len(wrote) != 1 || !a.procs[pid].signalled || again != 0 {
-		t.Errorf("a JVM of %v: wrote %v, signalled %v, ask again in %v\njava:\n%s", youngJVM, wrote, a.procs[pid].signalled, again, out.String())
+	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 || !a.procs[pid].signalled {
+		t.Fatalf("a JVM of %v: wrote %v, signalled %v\njava:\n%s", youngJVM, wrote, a.procs[pid].signalled, out.String())
+	}
+	mapPath := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	os.Remove(mapPath)
+	if wrote := a.Ask(ctx, []uint32{pid}, false); len(wrote) != 0 {
+		t.Errorf("asked again within the period: wrote %v", wrote)
+	}
+	if _, err := os.Stat(mapPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the map was written again within the period: %v", err)
+	}
+	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 {
+		t.Errorf("asking all: wrote %v", wrote)
 	}
 }
 
@@ -198,12 +213,12 @@ func TestAskerAttachDisabled(t *testing.T) {
 	}{{"-XX:+DisableAttachMechanism", 0}, {"-XX:Flags=" + flags, 1}} {
 		java, out := startJava(t, classes, tc.opt)
 		var logs testenv.SyncBuffer
-		a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		a := NewAsker(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), time.Hour)
 		pid := uint32(java.Process.Pid)
 		time.Sleep(a.young)
 		for range 3 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			if wrote, _ := a.Ask(ctx, []uint32{pid}); len(wrote) != 0 {
+			if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 0 {
 				t.Errorf("%s: Ask: %v wrote maps", tc.opt, wrote)
 			}
 			cancel()
@@ -265,8 +280,8 @@ func TestHotSpotAndOptions(t *testing.T) {
 func TestAskerNotHotSpot(t *testing.T) {
 	sleep := testenv.Sleeper(t)
 	var logs testenv.SyncBuffer
-	a := NewAsker(slog.New(slog.NewTextHandler(&logs, nil)))
-	if wrote, _ := a.Ask(context.Background(), []uint32{uint32(sleep.Process.Pid)}); len(wrote) != 0 {
+	a := NewAsker(slog.New(slog.NewTextHandler(&logs, nil)), time.Hour)
+	if wrote := a.Ask(context.Background(), []uint32{uint32(sleep.Process.Pid)}, true); len(wrote) != 0 {
 		t.Errorf("Ask(sleep) wrote %v", wrote)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -276,7 +291,7 @@ func TestAskerNotHotSpot(t *testing.T) {
 	if len(a.procs) != 1 {
 		t.Errorf("%d processes known, want 1", len(a.procs))
 	}
-	a.Ask(context.Background(), nil)
+	a.Ask(context.Background(), nil, true)
 	if len(a.procs) != 0 {
 		t.Errorf("%d processes known after they left the targets", len(a.procs))
 	}

@@ -6,7 +6,7 @@
 // names the samples of a running JVM's compiled code; package files reads the map the JVM
 // writes.
 //
-//	a := hotspot.NewAsker(logger)
-//	wrote, again := a.Ask(ctx, targets) // whose JVMs wrote their maps; when to ask again
-//	                                     // for a JVM too young to be signalled (0: none)
+//	a := hotspot.NewAsker(logger, 30*time.Second)
+//	wrote := a.Ask(ctx, targets, false) // every second: the JVMs due; the pids whose JVMs wrote maps
+//	a.Ask(ctx, targets, true)           // at the stop: every JVM
 package hotspot
