@@ -216,18 +216,31 @@ func javaClasses(t *testing.T) string {
 	return dir
 }
 
-// startJavaProfiled starts java with args (ending in Hot's arguments), perf record and a
-// profd run on it, and lets Hot start its work ("wait") once both are attached: each
-// method's share moves as HotSpot replaces C1's code with C2's, so profilers attached one
-// after the other while it ran would compare different spans.
-func startJavaProfiled(t *testing.T, d dirs, args ...string) (*child, *perfRun, *profdRun) {
+// startJavaWaiting starts java with args (ending in Hot's arguments) and "wait": Hot starts
+// its work once a byte comes on start. The test's cleanup removes what the JVM leaves in
+// /tmp (its map, and its attach socket when killed).
+func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command("java", append(args, "wait")...)
 	start, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	java := startCmd(t, cmd)
+	java = startCmd(t, cmd)
+	t.Cleanup(func() {
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
+	})
+	return java, start
+}
+
+// startJavaProfiled starts java with args (ending in Hot's arguments), perf record and a
+// profd run on it, and lets Hot start its work ("wait") once both are attached: each
+// method's share moves as HotSpot replaces C1's code with C2's, so profilers attached one
+// after the other while it ran would compare different spans.
+func startJavaProfiled(t *testing.T, d dirs, args ...string) (*child, *perfRun, *profdRun) {
+	t.Helper()
+	java, start := startJavaWaiting(t, args...)
 	perf := startPerf(t, java.pid(), 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "profd to attach", 60*time.Second, func() bool {
@@ -252,7 +265,6 @@ func TestJavaPerfMapAtExit(t *testing.T) {
 	if !strings.Contains(strings.Join(hot, " "), "Hot.mixInts") {
 		t.Errorf("Hot.mixInts is not among the hot functions %v", hot)
 	}
-	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
 }
 
 // TestJavaPerfMapTwice: jcmd PID Compiler.perfmap writes the perf map anew each time it is
@@ -275,7 +287,6 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	if n := strings.Count(r.logs.String(), "files: tailing"); n == 0 {
 		t.Errorf("the perf map was never read:\n%s", r.logs.String())
 	}
-	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
 }
 
 // TestJavaPerfMapAsked: with JavaPerfMapEvery, profd asks a JVM started without any flag
@@ -286,13 +297,7 @@ func TestJavaPerfMapAsked(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
 	classes := javaClasses(t)
 	d := newDirs(t)
-	cmd := exec.Command("java", "-cp", classes, "Hot", "5", "wait")
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	java := startCmd(t, cmd)
-	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
+	java, start := startJavaWaiting(t, "-cp", classes, "Hot", "5")
 	perf := startPerf(t, java.pid(), 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		FlushInterval: 2 * time.Second, JavaPerfMapEvery: time.Second, Formats: []Format{FormatCapture}})
@@ -328,16 +333,7 @@ func TestJavaPerfMapAskedAtStop(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	classes := javaClasses(t)
 	d := newDirs(t)
-	cmd := exec.Command("java", "-cp", classes, "Hot", "30", "wait")
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	java := startCmd(t, cmd)
-	t.Cleanup(func() { // a JVM killed at the test's end would leave its socket
-		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
-		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
-	})
+	java, start := startJavaWaiting(t, "-cp", classes, "Hot", "30")
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		JavaPerfMapEvery: time.Hour, Formats: []Format{FormatCapture}})
 	waitFor(t, "the JVM's first map read", 30*time.Second, func() bool {
