@@ -267,14 +267,11 @@ func deltaStacks(c *Capture, base *Baseline) []StackSample {
 	return out
 }
 
-// letGoFrame reports whether f stands for what profd let go of in a chain (LetGoMapping).
-func letGoFrame(f Frame) bool { return LetGoMapping(f.Mapping) }
-
-// LetGoMapping reports whether a chain's frame in mapping stands, at no address, for what
-// profd let go of: frames in code that ended (EndedMapping), so that such chains merge, or
-// callers (CallersLetGoMapping).
-func LetGoMapping(mapping string) bool {
-	return mapping == EndedMapping || CallersLetGoMapping(mapping)
+// letGoFrame reports whether f stands, at no address, for what profd let go of in a chain:
+// frames in code that ended (EndedMapping), so that such chains merge, or callers
+// (CallersLetGoMapping).
+func letGoFrame(f Frame) bool {
+	return f.Mapping == EndedMapping || CallersLetGoMapping(f.Mapping)
 }
 
 // CallersLetGoMapping reports whether a chain's frame in mapping stands for the callers
