@@ -428,7 +428,7 @@ func TestAllGroupsByImage(t *testing.T) {
 // JVM that runs for seconds has its methods named.
 func TestAllJavaPerfMap(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
-	classes := javaClasses(t)
+	classes := testenv.JavaClasses(t)
 	d := sharedDirs(t)
 	r := startRunAll(t, Config{JITImages: []string{"java"}, JavaPerfMapEvery: time.Hour}, d)
 	java := startCmd(t, exec.Command("java", "-cp", classes, "Hot", "6"))

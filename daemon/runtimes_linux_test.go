@@ -205,17 +205,6 @@ func TestNodePerfProfInPidNamespace(t *testing.T) {
 	}
 }
 
-// javaClasses compiles workloads/runtimes/Hot.java into a directory of its own.
-func javaClasses(t *testing.T) string {
-	t.Helper()
-	testenv.Requires(t, testenv.Tool("java"), testenv.Tool("javac"))
-	dir := t.TempDir()
-	if out, err := exec.Command("javac", "-d", dir, runtimeWorkload("Hot.java")).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	return dir
-}
-
 // startJavaWaiting starts java with args (ending in Hot's arguments) and "wait": Hot starts
 // its work once a byte comes on start. The test's cleanup removes what the JVM leaves in
 // /tmp (its map, and its attach socket when killed).
@@ -256,7 +245,7 @@ func startJavaProfiled(t *testing.T, d dirs, args ...string) (*child, *perfRun, 
 // and is named at the final flush.
 func TestJavaPerfMapAtExit(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
-	classes := javaClasses(t)
+	classes := testenv.JavaClasses(t)
 	d := newDirs(t)
 	java, perf, r := startJavaProfiled(t, d, "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp", classes, "Hot", "4")
 	java.wait(t, 60*time.Second)
@@ -271,7 +260,7 @@ func TestJavaPerfMapAtExit(t *testing.T) {
 // asked; the second, longer one is read from its start, and the methods of both are named.
 func TestJavaPerfMapTwice(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("jcmd"))
-	classes := javaClasses(t)
+	classes := testenv.JavaClasses(t)
 	d := newDirs(t)
 	// The first dump names what HotSpot had compiled by then; the second, what it compiled
 	// since as well.
@@ -295,7 +284,7 @@ func TestJavaPerfMapTwice(t *testing.T) {
 // and the final profile names them as perf does with the map the JVM last wrote.
 func TestJavaPerfMapAsked(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"))
-	classes := javaClasses(t)
+	classes := testenv.JavaClasses(t)
 	d := newDirs(t)
 	java, start := startJavaWaiting(t, "-cp", classes, "Hot", "5")
 	perf := startPerf(t, java.pid(), 999)
@@ -331,7 +320,7 @@ func TestJavaPerfMapAsked(t *testing.T) {
 // the stop can name Hot's methods.
 func TestJavaPerfMapAskedAtStop(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	classes := javaClasses(t)
+	classes := testenv.JavaClasses(t)
 	d := newDirs(t)
 	java, start := startJavaWaiting(t, "-cp", classes, "Hot", "30")
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,19 +19,6 @@ import (
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
-
-// hotClasses compiles profd's Java workload into a directory of its own.
-func hotClasses(t *testing.T) string {
-	t.Helper()
-	testenv.Requires(t, testenv.Tool("java"), testenv.Tool("javac"))
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "..", "workloads", "runtimes", "Hot.java")
-	dir := t.TempDir()
-	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	return dir
-}
 
 // startJava runs Hot for 30 s with the JVM options given, once it catches SIGQUIT (it has
 // set its signal handlers), or at once when it never will (-Xrs: then after a second). The
@@ -76,7 +62,7 @@ func alive(cmd *exec.Cmd) bool {
 // without another signal; the trigger file is gone afterwards.
 func TestWritePerfMap(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	java, out := startJava(t, hotClasses(t))
+	java, out := startJava(t, testenv.JavaClasses(t))
 	pid := uint32(java.Process.Pid)
 	if ok, err := IsHotSpot(pid); !ok || err != nil {
 		t.Fatalf("IsHotSpot(java) = %v, %v", ok, err)
@@ -115,7 +101,7 @@ func TestWritePerfMap(t *testing.T) {
 // enough; one asked is not due again before the period is over, but when all are asked.
 func TestAskerSchedule(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	java, out := startJava(t, hotClasses(t))
+	java, out := startJava(t, testenv.JavaClasses(t))
 	pid := uint32(java.Process.Pid)
 	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
 	a.young = time.Hour
@@ -152,7 +138,7 @@ func TestAskerSchedule(t *testing.T) {
 // asked without a signal, which would kill it.
 func TestReducedSignals(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	java, out := startJava(t, hotClasses(t), "-Xrs")
+	java, out := startJava(t, testenv.JavaClasses(t), "-Xrs")
 	pid := uint32(java.Process.Pid)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -202,7 +188,7 @@ func TestNoSignalWithoutHandler(t *testing.T) {
 // rounds. Either way profd warns once.
 func TestAskerAttachDisabled(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	classes := hotClasses(t)
+	classes := testenv.JavaClasses(t)
 	flags := filepath.Join(t.TempDir(), "flags")
 	if err := os.WriteFile(flags, []byte("+DisableAttachMechanism\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -421,7 +407,7 @@ func TestContainer(t *testing.T) {
 		t.Skip(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if out, err := exec.Command("cp", "-r", hotClasses(t)+"/.", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", testenv.JavaClasses(t)+"/.", dir).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v\n%s", err, out)
 	}
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
