@@ -61,7 +61,7 @@ func (d *daemonRun) name(w pending) {
 	if by.IsZero() {
 		by = time.Now().Add(nativeWait)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), by)
+	ctx, cancel := context.WithDeadline(d.flushing.ctx, by)
 	defer cancel()
 	complete, cut := w.snap.Name(ctx)
 	d.noteCut(w, complete, cut)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"sync"
@@ -91,9 +92,15 @@ type liveTarget struct {
 // what they share is under mu.
 type flushState struct {
 	// finalBy is when the final flush stops waiting for files' symbols, and writeBy when it
-	// stops converting captures to LLVM profiles (set at the stop, before the final flush, on
-	// the goroutine that runs it; read by the final flush only).
+	// stops converting captures to LLVM profiles (set at the stop, after the flushing
+	// goroutine ended, on the goroutine that runs the final flush).
 	finalBy, writeBy time.Time
+	// ctx bounds the flushing goroutine's waits for files' symbols and its LLVM conversions:
+	// at the stop, Run cancels it (cut) once a flush still running has had its share of the
+	// stop timeout, then, the goroutine ended, sets it to one that is never cancelled: the
+	// final flush's bounds are finalBy and writeBy.
+	ctx context.Context
+	cut context.CancelFunc
 	// exitedByGroup: with --group-by image, the final captures of the processes that exited,
 	// by their group's base name, merged into their group's outputs at every flush.
 	exitedByGroup map[string]*exitedGroup
@@ -190,6 +197,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
 		foldWarned: map[string]bool{}}
+	d.flushing.ctx, d.flushing.cut = context.WithCancel(context.Background())
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}
 	d.replies.failed = map[uint32]bool{}

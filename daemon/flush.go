@@ -107,7 +107,7 @@ func (d *daemonRun) flush(final bool) {
 
 	work = d.dropUnsampled(work)
 	by := d.nameDeadline(final)
-	ctx := context.Background()
+	ctx := d.flushing.ctx
 	if final && !d.flushing.writeBy.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d.flushing.writeBy)
@@ -154,7 +154,7 @@ func (d *daemonRun) flushRetired() {
 		}
 		return
 	}
-	d.writeAll(context.Background(), work, d.allFormats, nil)
+	d.writeAll(d.flushing.ctx, work, d.allFormats, nil)
 }
 
 // flushTargets writes the outputs of the targets that asked for them through their FIFO
@@ -213,7 +213,7 @@ func (d *daemonRun) flushTargets() {
 		work[i].nameBy = by
 		work[i].interval = d.endsInterval(work[i], false) // with --reset-on-flush only
 	}
-	d.writeAll(context.Background(), work, func(w pending) []Format {
+	d.writeAll(d.flushing.ctx, work, func(w pending) []Format {
 		return requestedFormats(d.cfg.Formats, requests, w.members())
 	}, requests)
 }
@@ -504,8 +504,11 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		d.flushing.noFunctionsLogged[w.pid] = true
 		d.log.Info("profd: "+err.Error(), "pid", w.pid)
 	case noFunctions:
-	case errors.Is(err, errStopped):
+	case errors.Is(err, errStopped) && w.final:
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
+	case errors.Is(err, errStopped):
+		// Cut by the stop: the final flush writes this output's LLVM profiles.
+		d.log.Debug("profd: flush: the stop came first; the final flush makes the LLVM profiles", "pid", w.pid)
 	case err != nil:
 		d.counted.writeErrors.Add(1)
 		// A full or broken --out fails every flush alike: one line per episode.

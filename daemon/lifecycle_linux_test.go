@@ -159,3 +159,46 @@ func TestFinalFlushKeepsTheStopTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestStopCutsARunningFlush: a flush running when the stop comes has two fifths of the
+// stop timeout to make its LLVM profiles. With 100 ms, it is cut: it writes its capture and
+// pprof profile without them, and the final flush, given time, makes them. With an hour it
+// makes them itself.
+func TestStopCutsARunningFlush(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	for _, stopTimeout := range []time.Duration{100 * time.Millisecond, time.Hour} {
+		var logs testenv.SyncBuffer
+		d := newBenchDaemon(t, 10000, &logs) // a flush of 10 000 functions takes some 300 ms
+		d.cfg.StopTimeout = stopTimeout
+		pid := uint32(os.Getpid())
+		base := filepath.Join(d.cfg.OutDir, outputBase(d.locked.counts.Image(pid), pid, 1))
+		d.wake.flushWG.Add(1)
+		go d.flushLoop()
+		d.requestFlush()
+		waitFor(t, "the flush to start", 10*time.Second, func() bool { return d.counted.flushes.Load() == 1 })
+		d.endFlushing(time.Now())
+		cut := stopTimeout < time.Hour
+		for _, f := range AllFormats {
+			llvm := f == FormatLLVMText || f == FormatLLVMExtBinary
+			if got, want := fileExists(base+extension[f]), !cut || !llvm; got != want {
+				t.Errorf("stop timeout %v: the running flush wrote %s %v, want %v", stopTimeout, f, got, want)
+			}
+		}
+		if said := strings.Contains(logs.String(), "the stop timeout passed"); said {
+			t.Errorf("stop timeout %v: a live output's cut LLVM profiles were warned about; the final flush makes them:\n%s", stopTimeout, logs.String())
+		}
+		if !cut {
+			continue
+		}
+		d.flushing.writeBy = time.Now().Add(time.Hour)
+		d.flush(true)
+		if want := "objects=10000 reestimated=10000 "; !strings.Contains(logs.String(), want) {
+			t.Errorf("the final flush after the cut: log lacks %q:\n%s", want, logs.String())
+		}
+		for _, f := range []Format{FormatLLVMText, FormatLLVMExtBinary} {
+			if !fileExists(base + extension[f]) {
+				t.Errorf("the final flush after the cut did not write %s", f)
+			}
+		}
+	}
+}

@@ -113,12 +113,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// Symbols sent before the stop are read and applied until 60% of the stop timeout,
 	// whatever a target keeps sending; the rest of it is the final flush's.
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
-	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
-	d.flushing.writeBy = stopped.Add(d.cfg.StopTimeout * 9 / 10)
 	d.parts.symbols.expireAt(symbolsBy)
 	d.stopJavaMaps(stopped.Add(d.cfg.StopTimeout / 5))
-	close(d.wake.flushReq)
-	d.wake.flushWG.Wait()
+	d.endFlushing(stopped)
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
 	// symbol stage applies it), then flush everything one last time.
 	d.parts.watch.Close()
@@ -133,6 +130,21 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
 	cfg.Counters.detach(d)
 	return d.closeAll()
+}
+
+// endFlushing ends the flushing goroutine at the stop, which came at stopped, and sets the
+// final flush's bounds. A flush still running has until two fifths of the stop timeout to
+// name its frames and make its LLVM profiles; past that it writes the rest without them:
+// the final flush makes them for the outputs it writes, and says which others it left out.
+func (d *daemonRun) endFlushing(stopped time.Time) {
+	cut := time.AfterFunc(time.Until(stopped.Add(d.cfg.StopTimeout*2/5)), d.flushing.cut)
+	close(d.wake.flushReq)
+	d.wake.flushWG.Wait()
+	cut.Stop()
+	d.flushing.cut()
+	d.flushing.ctx = context.Background()
+	d.flushing.finalBy = stopped.Add(d.cfg.StopTimeout * 4 / 5)
+	d.flushing.writeBy = stopped.Add(d.cfg.StopTimeout * 9 / 10)
 }
 
 // closeExporter gives the exporter, if any, until by to send what it holds.
