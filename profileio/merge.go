@@ -10,7 +10,9 @@ import (
 // profile for every process of an image): their processes, objects (renumbered in order),
 // samples and stacks side by side; the meta of the first; the latest end, with the most
 // lost samples (a daemon's count covers all its targets). The captures are not changed
-// but share their objects' code and line tables with the result.
+// but share with the result their objects' code and line tables, and the frames of the
+// call chains that keep their object numbers (the first capture's, and those without a JIT
+// frame): a merged capture is read, never changed in place.
 func MergeCaptures(cs []*Capture) *Capture {
 	if len(cs) == 0 {
 		return nil
@@ -28,13 +30,15 @@ func MergeCaptures(cs []*Capture) *Capture {
 		out.Unnamed = append(out.Unnamed, c.Unnamed...)
 		out.Native = append(out.Native, c.Native...)
 		for _, st := range c.Stacks {
-			frames := slices.Clone(st.Frames)
-			for i := range frames {
-				if frames[i].JIT() {
-					frames[i].Object += base
+			if base > 0 && slices.ContainsFunc(st.Frames, Frame.JIT) {
+				frames := slices.Clone(st.Frames)
+				for i := range frames {
+					if frames[i].JIT() {
+						frames[i].Object += base
+					}
 				}
+				st.Frames = frames
 			}
-			st.Frames = frames
 			out.Stacks = append(out.Stacks, st)
 		}
 		if e := c.End; e != nil {
