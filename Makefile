@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 15m
 LLVM_CONFIG ?= llvm-config-14
 CXX_REOPT ?= clang++-14
 
-.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead bench-all-host soak soak-churn soak-export soak-export-down fuzz generate generate-check demo accuracy accuracy-merge pgo-demo clean
+.PHONY: all build tools reopt reopt-demo test test-race deps vet fmt-check lint bench bench-report bench-overhead bench-all-host soak soak-churn soak-export soak-export-down host-trial fuzz generate generate-check demo accuracy accuracy-merge pgo-demo clean
 
 all: build
 
@@ -102,6 +102,12 @@ soak-export: deps
 ##   10m): RSS within --otlp-queue-mb 8 + 64 MB, one warning, sampling unaffected (not in `make test`)
 soak-export-down: deps
 	PROFD_SOAK_EXPORT_DOWN=1 PROFD_SOAK_DURATION=$(EXPORTTIME) $(GO) test -count=1 -run '^TestExportNoCollector$$' -v -timeout 60m ./cmd/profd
+
+## host-trial: profd --all for HOSTTIME (default 3m) beside node, a JVM, Erlang and a shell
+##   loop at once; prints profd's CPU, RSS and peak live heap, its stop time and what it named
+HOSTTIME ?= 3m
+host-trial: deps build
+	scripts/host-trial.sh $(HOSTTIME)
 
 ## fuzz: run every Fuzz target for FUZZTIME each (long runs: FUZZTIME=10m)
 fuzz:
