@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,8 +61,35 @@ func TestTripCounts(t *testing.T) {
 	d := newDirs(t)
 	lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, "lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ir)
 	pid := lli.pid()
+	// lli loads LLVM and compiles the IR, registering its object with the GDB JIT interface
+	// as it writes its jitdump records (long_trips, short_trips, main), then runs long_trips
+	// for a few tenths of a second and short_trips. Held (SIGSTOP) at its start until profd
+	// samples it, and once it runs main until profd has read its code loads, it neither runs
+	// before profd samples it nor exits before profd reads its debug objects: on a loaded
+	// machine (the race detector) profd otherwise starts late enough to miss most of
+	// long_trips, and reads the debug objects of a process that has exited.
+	sendSignal(t, pid, syscall.SIGSTOP)
+	counters := &Counters{}
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FreqHz: 20000, FifoDir: d.fifo,
-		JitdumpDir: d.jitdump, OutDir: d.out})
+		JitdumpDir: d.jitdump, OutDir: d.out, Counters: counters})
+	waitFor(t, "profd to sample lli", 30*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), `msg="profd: target added" pid=`+strconv.Itoa(pid)+" ")
+	})
+	sendSignal(t, pid, syscall.SIGCONT)
+	waitFor(t, "lli's jitdump record of main", 30*time.Second, func() bool {
+		dumps, _ := filepath.Glob(filepath.Join(d.jitdump, ".debug", "jit", "*", "jit-"+strconv.Itoa(pid)+".dump"))
+		for _, p := range dumps {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("main\x00")) {
+				return true
+			}
+		}
+		return false
+	})
+	compiled := onCPU(t, pid)
+	waitFor(t, "lli to run main", 30*time.Second, func() bool { return onCPU(t, pid) > compiled+20*time.Millisecond })
+	sendSignal(t, pid, syscall.SIGSTOP)
+	waitFor(t, "profd to read lli's code loads", 30*time.Second, func() bool { return counters.Read().SymbolsLoaded >= 3 })
+	sendSignal(t, pid, syscall.SIGCONT)
 	lli.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 	c := readCapture(t, outputPath(d, "lli", pid, FormatCapture))
@@ -202,4 +230,26 @@ func blockFrequencies(out string) map[string][]irBlockFreq {
 		}
 	}
 	return freqs
+}
+
+// sendSignal sends sig to pid.
+func sendSignal(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("%v to %d: %v", sig, pid, err)
+	}
+}
+
+// onCPU is how long process pid has run (/proc/PID/schedstat).
+func onCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		t.Fatalf("process %d: %v (it exited before profd read its code loads)", pid, err)
+	}
+	ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		t.Fatalf("/proc/%d/schedstat: %v", pid, err)
+	}
+	return time.Duration(ns)
 }
