@@ -134,8 +134,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 
 // endFlushing ends the flushing goroutine at the stop, which came at stopped, and sets the
 // final flush's bounds. A flush still running has until two fifths of the stop timeout to
-// name its frames and make its LLVM profiles; past that it writes the rest without them:
-// the final flush makes them for the outputs it writes, and says which others it left out.
+// name its frames and make its LLVM profiles; past that it writes the rest without them.
+// The final flush makes them again for the outputs it writes; those of processes that
+// exited, which no later flush writes, are named in a warning.
 func (d *daemonRun) endFlushing(stopped time.Time) {
 	cut := time.AfterFunc(time.Until(stopped.Add(d.cfg.StopTimeout*2/5)), d.flushing.cut)
 	close(d.wake.flushReq)
