@@ -87,7 +87,13 @@ func WritePprof(w io.Writer, c *Capture) error {
 	zw := gzipWriters.Get().(*gzip.Writer)
 	zw.Reset(w)
 	defer func() { zw.Reset(io.Discard); gzipWriters.Put(zw) }()
-	if _, err := zw.Write(marshalCapturePprof(nil, c)); err != nil {
+	var err error
+	marshalCapturePprof(func(b []byte) {
+		if err == nil {
+			_, err = zw.Write(b)
+		}
+	}, c)
+	if err != nil {
 		return fmt.Errorf("profileio: write pprof: %w", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -99,7 +105,9 @@ func WritePprof(w io.Writer, c *Capture) error {
 // Pprof is c's pprof profile as WritePprof writes it, parsed: what an exporter converts to
 // another format.
 func Pprof(c *Capture) (*profile.Profile, error) {
-	p, err := profile.ParseUncompressed(marshalCapturePprof(nil, c))
+	var b []byte
+	marshalCapturePprof(func(part []byte) { b = append(b, part...) }, c)
+	p, err := profile.ParseUncompressed(b)
 	if err != nil {
 		return nil, fmt.Errorf("profileio: pprof: %w", err)
 	}

@@ -3,7 +3,6 @@ package profileio
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -132,13 +131,27 @@ func (e *pprofEncoder) stringTable(b []byte) []byte {
 	return b
 }
 
-// marshalCapturePprof appends c's profile.proto encoding to b, built straight from c
-// without a *profile.Profile in between, which would allocate per location and line.
-func marshalCapturePprof(b []byte, c *Capture) []byte {
+// pprofChunk is how much of a profile's encoding marshalCapturePprof holds before it
+// hands it on.
+const pprofChunk = 256 << 10
+
+// marshalCapturePprof encodes c's profile.proto, built straight from c without a
+// *profile.Profile in between, which would allocate per location and line, and hands the
+// encoding to write in pieces of about pprofChunk bytes as it goes: a profile's fields may
+// come in any order, so its samples, mappings and locations are written as they are made,
+// and only its functions and strings are held to the end.
+func marshalCapturePprof(write func([]byte), c *Capture) {
 	e := newPprofEncoder()
 	h := pprofHeader(c)
 	period := h.Period
-	b = e.profileFields(b, h)
+	b := e.profileFields(nil, h)
+	field := func(num int, msg []byte) {
+		b = appendPbBytes(b, num, msg)
+		if len(b) >= pprofChunk {
+			write(b)
+			b = b[:0]
+		}
+	}
 
 	type funcKey struct{ name, file string }
 	type function struct {
@@ -167,7 +180,6 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 	}
 	labels.addProcessLabels(e, c)
 	var locID, mappingID uint64
-	var locs, mappings []byte
 	// location appends a location in the current mapping with at most one line.
 	location := func(addr, fn uint64, line int64) uint64 {
 		locID++
@@ -177,7 +189,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbVarint(e.msg, 2, mappingID)
 		e.msg = appendPbVarint(e.msg, 3, addr)
 		e.msg = appendPbBytes(e.msg, 4, e.inner)
-		locs = appendPbBytes(locs, pbProfileLocation, e.msg)
+		field(pbProfileLocation, e.msg)
 		return locID
 	}
 	// sample appends a sample of n at the locations ids (leaf first), labelled with its
@@ -189,7 +201,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.inner = binary.AppendUvarint(e.inner, uint64(v*period))
 		e.msg = appendPbBytes(e.msg, 2, e.inner)
 		e.msg = labels.append(e, e.msg, pid, tid, comm)
-		b = appendPbBytes(b, pbProfileSample, e.msg)
+		field(pbProfileSample, e.msg)
 	}
 	mapping := func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) {
 		mappingID++
@@ -202,7 +214,7 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbBool(e.msg, 7, hasFunctions)
 		e.msg = appendPbBool(e.msg, 8, hasLines)
 		e.msg = appendPbBool(e.msg, 9, hasLines)
-		mappings = appendPbBytes(mappings, pbProfileMapping, e.msg)
+		field(pbProfileMapping, e.msg)
 	}
 	// jitLocation is the location of addr in JIT code object co: its function and line.
 	jitLocation := func(co *codeobj.Object, addr uint64) uint64 {
@@ -243,15 +255,6 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		})
 	} else {
 		outside := c.outsideCounts()
-		n := len(outside)
-		for _, o := range c.Objects {
-			n += len(o.Samples)
-		}
-		for _, m := range c.Native {
-			n += len(m.Samples)
-		}
-		b = slices.Grow(b, 40*n)
-		locs = make([]byte, 0, 24*n)
 		var id [1]uint64
 		for _, o := range c.Objects {
 			if len(o.Samples) == 0 {
@@ -283,8 +286,6 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 			sample(id[:], u.Count, u.Pid, 0, "")
 		}
 	}
-	b = append(b, mappings...)
-	b = append(b, locs...)
 	for i, f := range funcs {
 		e.msg = appendPbVarint(e.msg[:0], 1, uint64(i+1))
 		name := uint64(e.str(f.name))
@@ -292,9 +293,9 @@ func marshalCapturePprof(b []byte, c *Capture) []byte {
 		e.msg = appendPbVarint(e.msg, 3, name)
 		e.msg = appendPbVarint(e.msg, 4, uint64(e.str(f.file)))
 		e.msg = appendPbVarint(e.msg, 5, uint64(f.startLine))
-		b = appendPbBytes(b, pbProfileFunction, e.msg)
+		field(pbProfileFunction, e.msg)
 	}
-	return e.stringTable(b)
+	write(e.stringTable(b))
 }
 
 // mainProcess is the first of c's processes whose executable is known, nil when none is.

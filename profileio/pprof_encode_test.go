@@ -69,13 +69,13 @@ func TestMarshalPprofMatchesPprofPackage(t *testing.T) {
 	}
 }
 
-// manyProcessCapture has several processes, objects with and without line tables (and
+// manyProcessCapture has several processes, objects (n) with and without line tables (and
 // samples before the first line), objects without samples, a function split over files,
 // and samples outside JIT code out of pid order.
-func manyProcessCapture() *Capture {
+func manyProcessCapture(n int) *Capture {
 	c := leafCapture()
 	c.Objects = nil
-	for i := 0; i < 40; i++ {
+	for i := 0; i < n; i++ {
 		addr := 0x7f0000000000 + uint64(i)*0x1000
 		o := &CaptureObject{ID: ObjectID(i), Pid: uint32(100 + i%3),
 			Object: codeobj.Object{Name: fmt.Sprintf("fn%d", i%25), Addr: addr, Size: 256}}
@@ -98,7 +98,9 @@ func manyProcessCapture() *Capture {
 
 // WritePprof's direct encoding parses to pprofProfile(c) as the pprof package writes it.
 func TestWritePprofMatchesPprofProfile(t *testing.T) {
-	for name, c := range map[string]*Capture{"fixture": leafCapture(), "many": manyProcessCapture()} {
+	for name, c := range map[string]*Capture{"fixture": leafCapture(), "many": manyProcessCapture(40),
+		// an encoding of about ten times pprofChunk, written piece by piece
+		"large": manyProcessCapture(5000)} {
 		var gz bytes.Buffer
 		if err := WritePprof(&gz, c); err != nil {
 			t.Fatal(err)
