@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,11 +22,7 @@ import (
 func TestFlushRequests(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	d := newDirs(t)
-	target := exec.Command("sleep", "600")
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	target := testenv.Sleeper(t)
 	pid := uint32(target.Process.Pid)
 	r := startRun(t, Config{Pids: []uint32{pid}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "the target's FIFOs", 10*time.Second, func() bool {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,11 +24,7 @@ func TestHostileTarget(t *testing.T) {
 	testjit, _ := workloads(t)
 	d := newDirs(t)
 
-	sleeper := exec.Command("sleep", "600")
-	if err := sleeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	sleeper := testenv.Sleeper(t)
 	hostile := sleeper.Process.Pid
 	mapPath := "/tmp/perf-" + strconv.Itoa(hostile) + ".map"
 	if err := os.WriteFile(mapPath, symtest.PerfMapLines(100000, 4096), 0o644); err != nil {

@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -36,11 +35,7 @@ func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("filling the tmpfs: %v, want ENOSPC", err)
 	}
-	target := exec.Command("sleep", "600")
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	target := testenv.Sleeper(t)
 	var c Counters
 	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second, Counters: &c})
