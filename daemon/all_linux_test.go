@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,10 +431,7 @@ func TestAllJavaPerfMap(t *testing.T) {
 	d := sharedDirs(t)
 	r := startRunAll(t, Config{JITImages: []string{"java"}, JavaPerfMapEvery: time.Hour}, d)
 	java := startCmd(t, exec.Command("java", "-cp", classes, "Hot", "6"))
-	t.Cleanup(func() { // a JVM killed at the test's end would leave its socket
-		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
-		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
-	})
+	t.Cleanup(func() { testenv.RemoveJVMFiles(java.pid()) })
 	java.wait(t, 60*time.Second)
 	r.stop(t)
 	var named uint64

@@ -216,10 +216,7 @@ func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.Write
 		t.Fatal(err)
 	}
 	java = startCmd(t, cmd)
-	t.Cleanup(func() {
-		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", java.pid()))
-		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", java.pid()))
-	})
+	t.Cleanup(func() { testenv.RemoveJVMFiles(java.pid()) })
 	return java, start
 }
 

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -19,4 +21,11 @@ func JavaClasses(t testing.TB) string {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	return dir
+}
+
+// RemoveJVMFiles removes what a JVM of process pid leaves in /tmp: its perf map, and its
+// attach socket when it was killed.
+func RemoveJVMFiles(pid int) {
+	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+	os.Remove(fmt.Sprintf("/tmp/.java_pid%d", pid))
 }

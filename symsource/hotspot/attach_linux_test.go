@@ -35,8 +35,7 @@ func startJava(t *testing.T, classes string, opts ...string) (*exec.Cmd, *testen
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
-		os.Remove(fmt.Sprintf("/tmp/.java_pid%d", pid)) // a killed JVM leaves its socket
+		testenv.RemoveJVMFiles(int(pid))
 	})
 	deadline := time.Now().Add(time.Second)
 	if !strings.Contains(strings.Join(opts, " "), "-Xrs") {
