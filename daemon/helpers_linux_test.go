@@ -154,6 +154,16 @@ func (r *profdRun) stop(t testing.TB) {
 	}
 }
 
+// waitAdded waits until run has added target pid (its sampler samples it), at most
+// timeout.
+func (r *profdRun) waitAdded(t testing.TB, pid int, timeout time.Duration) {
+	t.Helper()
+	added := `msg="profd: target added" pid=` + strconv.Itoa(pid) + " "
+	waitFor(t, "profd to add target "+strconv.Itoa(pid), timeout, func() bool {
+		return strings.Contains(r.logs.String(), added)
+	})
+}
+
 func (r *profdRun) running() bool {
 	select {
 	case <-r.done:

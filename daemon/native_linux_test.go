@@ -59,9 +59,7 @@ func TestNativeSymbols(t *testing.T) {
 	} else {
 		t.Log("perf not on PATH: shares are not compared")
 	}
-	waitFor(t, "profd to attach", 60*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", pid))
-	})
+	r.waitAdded(t, pid, 60*time.Second)
 	start.Write([]byte{1})
 	start.Close()
 	w.wait(t, 180*time.Second)

@@ -229,9 +229,7 @@ func startJavaProfiled(t *testing.T, d dirs, args ...string) (*child, *perfRun, 
 	java, start := startJavaWaiting(t, args...)
 	perf := startPerf(t, java.pid(), 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
-	waitFor(t, "profd to attach", 60*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", java.pid()))
-	})
+	r.waitAdded(t, java.pid(), 60*time.Second)
 	start.Write([]byte{1})
 	start.Close()
 	return java, perf, r
@@ -287,9 +285,7 @@ func TestJavaPerfMapAsked(t *testing.T) {
 	perf := startPerf(t, java.pid(), 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(java.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		FlushInterval: 2 * time.Second, JavaPerfMapEvery: time.Second, Formats: []Format{FormatCapture}})
-	waitFor(t, "profd to attach", 60*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", java.pid()))
-	})
+	r.waitAdded(t, java.pid(), 60*time.Second)
 	start.Write([]byte{1})
 	start.Close()
 	java.wait(t, 60*time.Second)

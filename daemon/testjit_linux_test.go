@@ -252,9 +252,7 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 		perf = startPerf(t, jit.pid(), 999)
 	}
 	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
-	waitFor(t, "profd to attach", 60*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target added\" pid=%d", jit.pid()))
-	})
+	r.waitAdded(t, jit.pid(), 60*time.Second)
 	gate.Close()
 	jit.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)

@@ -72,9 +72,7 @@ func TestTripCounts(t *testing.T) {
 	counters := &Counters{}
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FreqHz: 20000, FifoDir: d.fifo,
 		JitdumpDir: d.jitdump, OutDir: d.out, Counters: counters})
-	waitFor(t, "profd to sample lli", 30*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), `msg="profd: target added" pid=`+strconv.Itoa(pid)+" ")
-	})
+	r.waitAdded(t, pid, 30*time.Second)
 	sendSignal(t, pid, syscall.SIGCONT)
 	waitFor(t, "lli's jitdump record of main", 30*time.Second, func() bool {
 		dumps, _ := filepath.Glob(filepath.Join(d.jitdump, ".debug", "jit", "*", "jit-"+strconv.Itoa(pid)+".dump"))
