@@ -208,7 +208,7 @@ func (a *Counts) WarnUnnamed(pid uint32, looked []string) {
 // (docs/howto): the warning about unnamed samples names the flag to add.
 var symbolHints = map[string]string{
 	"node":     "run node with --perf-basic-prof (a perf map) or --perf-prof (a jitdump)",
-	"java":     "run profd with --java-perfmap 30s (it asks the JVM for its perf map), or java with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or run jcmd PID Compiler.perfmap while it runs",
+	"java":     "run profd with --java-perfmap 30s (it asks the JVM for its perf map, and warns when it cannot), or java with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or run jcmd PID Compiler.perfmap while it runs",
 	"beam.smp": "run erl with +JPperf map (or dump, or true)",
 	"postgres": "set jit_profiling_support = on, with a jitdump directory the server may write ($JITDUMPDIR/.debug/jit, else /tmp/.debug/jit)",
 	"lli":      "run lli-14 with -jit-kind=mcjit (it writes a jitdump under $JITDUMPDIR/.debug/jit)",

@@ -442,3 +442,36 @@ func TestAllJavaPerfMap(t *testing.T) {
 		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", java.pid()), r.logs.String())
 	}
 }
+
+// TestAllJavaPerfMapAfterExec: under --all, a JVM that a launcher script starts with `exec
+// java` after running a while (as the scripts of many servers do) is asked for its perf map
+// once it is two seconds old, although the same process was looked at before the exec, when
+// it ran the shell and no JVM.
+func TestAllJavaPerfMapAfterExec(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	classes := testenv.JavaClasses(t)
+	name := "profd-test-" + randomHex(6)
+	cg := testCgroup(t, name)
+	d := newDirs(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunAll(t, Config{Cgroups: []string{"/" + name}, JavaPerfMapEvery: time.Hour}, d)
+	launcher := startCmdInCgroup(t, int(cg.Fd()), "sh", "-c", `read x <"$0"; exec java -cp "$1" Hot 6`, ready, classes)
+	t.Cleanup(func() { testenv.RemoveJVMFiles(launcher.pid()) })
+	r.waitAdded(t, launcher.pid(), 10*time.Second)
+	time.Sleep(3 * javaMapsTick) // the shell is looked at, and is no JVM
+	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	launcher.wait(t, 60*time.Second)
+	r.stop(t)
+	var named uint64
+	for _, path := range pidCaptures(t, d, "java", launcher.pid()) {
+		named += jitTotals(readCapture(t, path))["int Hot.mixInts(int)"]
+	}
+	if named == 0 {
+		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", launcher.pid()), r.logs.String())
+	}
+}

@@ -109,6 +109,7 @@ func (d *daemonRun) addTarget(pid uint32) {
 		return
 	}
 	d.parts.look.remember(pid) // its names, before it can exit
+	d.renewJVM(pid)
 	d.tally.added.Add(1)
 	if d.cfg.All { // a FIFO only for some (setUpHostTarget)
 		d.log.Info("profd: target added", "pid", pid, "image", d.parts.look.Image(pid))

@@ -16,6 +16,7 @@ import (
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 	"github.com/profd/profd/symsource/files"
+	"github.com/profd/profd/symsource/hotspot"
 )
 
 // daemonRun is one profd run. Its fields are grouped by who owns them.
@@ -204,5 +205,8 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.counted.flushSeconds = NewDurationHistogram(FlushBuckets)
 	d.changes.init()
 	d.host = hostTargets{waiting: map[uint32]*hostTarget{}, recheck: make(chan struct{}, 1)}
+	if cfg.JavaPerfMapEvery > 0 { // before the watcher starts: addTarget renews its targets
+		d.java.asker = hotspot.NewAsker(logger, cfg.JavaPerfMapEvery)
+	}
 	return d
 }

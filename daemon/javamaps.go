@@ -21,13 +21,14 @@ type javaMaps struct {
 // within it of being old enough to be signalled, whatever the period.
 const javaMapsTick = time.Second
 
-// startJavaMaps starts asking, when cfg.JavaPerfMapEvery is set.
+// startJavaMaps starts asking, when cfg.JavaPerfMapEvery is set (newDaemonRun made the
+// asker).
 func (d *daemonRun) startJavaMaps() {
-	if d.cfg.JavaPerfMapEvery <= 0 {
+	if d.java.asker == nil {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	d.java = javaMaps{asker: hotspot.NewAsker(d.log, d.cfg.JavaPerfMapEvery), stop: stop, done: make(chan struct{})}
+	d.java.stop, d.java.done = stop, make(chan struct{})
 	go func() {
 		defer close(d.java.done)
 		t := time.NewTicker(min(javaMapsTick, d.cfg.JavaPerfMapEvery))
@@ -53,6 +54,15 @@ func (d *daemonRun) stopJavaMaps(by time.Time) {
 	d.java.stop()
 	<-d.java.done
 	d.askJVMs(context.Background(), by, true)
+}
+
+// renewJVM tells the asker that target pid was added: a process that exec'd (under --all, a
+// launcher script that runs `exec java`) is added anew, and may run HotSpot now. Called on
+// the watcher's goroutine.
+func (d *daemonRun) renewJVM(pid uint32) {
+	if d.java.asker != nil {
+		d.java.asker.Renew(pid)
+	}
 }
 
 // askJVMs asks the targets' JVMs that are due (all: every one), until by. With --all, a

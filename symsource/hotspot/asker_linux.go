@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/profd/profd/internal/procfs"
@@ -13,13 +14,16 @@ import (
 // once every period, a new one as soon as it is old enough to be signalled. It remembers,
 // per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
 // is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
-// for each), and one that refused the request is asked no more. It is not safe for
+// for each), and one that refused the request is asked no more. Only Renew is safe for
 // concurrent use.
 type Asker struct {
 	log   *slog.Logger
 	every time.Duration
 	procs map[uint32]*jvm
 	young time.Duration // youngJVM
+
+	renewMu sync.Mutex
+	renewed map[uint32]bool // Renew's, taken by the next Ask
 }
 
 // youngJVM is the age below which a JVM is not signalled, only asked when its listener is
@@ -33,15 +37,40 @@ const youngJVM = 2 * time.Second
 type jvm struct {
 	start     uint64 // its start time: a reused pid is another process
 	started   time.Time
+	hotspot   bool
 	next      time.Time // when it is due
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
+	renewed   bool // Renew was called: what it runs is looked at again
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
 func NewAsker(logger *slog.Logger, every time.Duration) *Asker {
-	return &Asker{log: logger, every: every, procs: make(map[uint32]*jvm), young: youngJVM}
+	return &Asker{log: logger, every: every, procs: make(map[uint32]*jvm), young: youngJVM,
+		renewed: make(map[uint32]bool)}
+}
+
+// Renew tells the Asker that process pid may run another program than when it was last
+// looked at: it exec'd (a launcher script's `exec java`), or a new process took the pid.
+// The next Ask looks at it again, even if it was known not to run HotSpot, and a JVM it
+// exec'd is young from then on. Renew may be called while Ask runs.
+func (a *Asker) Renew(pid uint32) {
+	a.renewMu.Lock()
+	a.renewed[pid] = true
+	a.renewMu.Unlock()
+}
+
+// takeRenewed marks the processes Renew named since the last call.
+func (a *Asker) takeRenewed() {
+	a.renewMu.Lock()
+	defer a.renewMu.Unlock()
+	for pid := range a.renewed {
+		if j := a.procs[pid]; j != nil {
+			j.renewed = true
+		}
+	}
+	clear(a.renewed)
 }
 
 // Ask asks each HotSpot JVM among pids that is due (every one, with all) to write its perf
@@ -49,15 +78,16 @@ func NewAsker(logger *slog.Logger, every time.Duration) *Asker {
 // returns the pids whose JVMs wrote their maps. Calling it often costs little: a JVM not
 // due, or a process known not to run HotSpot, is not looked at.
 func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint32) {
+	a.takeRenewed()
 	keep := make(map[uint32]bool, len(pids))
 	now := time.Now()
 	for _, pid := range pids {
 		keep[pid] = true
-		if j := a.procs[pid]; ctx.Err() != nil || j != nil && (j.done || !all && now.Before(j.next)) {
+		if j := a.procs[pid]; ctx.Err() != nil || j != nil && !j.renewed && (j.done || !all && now.Before(j.next)) {
 			continue
 		}
 		j := a.lookup(pid)
-		if j == nil || j.done {
+		if j == nil || j.done || !all && now.Before(j.next) { // renewed, and still the JVM it was
 			continue
 		}
 		young := time.Since(j.started) < a.young
@@ -101,22 +131,31 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 	return wrote
 }
 
-// lookup returns what is known of pid, checking whether it runs HotSpot the first time
-// (and after its pid was reused); nil when it exited.
+// lookup returns what is known of pid, checking whether it runs HotSpot the first time,
+// after its pid was reused and after Renew; nil when it exited.
 func (a *Asker) lookup(pid uint32) *jvm {
 	start, err := procfs.StartTicks(pid)
 	if err != nil {
 		return nil
 	}
-	if j := a.procs[pid]; j != nil && j.start == start {
-		return j
+	old := a.procs[pid]
+	same := old != nil && old.start == start
+	if same && !old.renewed {
+		return old
 	}
 	hotspot, err := IsHotSpot(pid)
 	if err != nil {
 		a.log.Debug("profd: cannot tell whether the target runs HotSpot", "pid", pid, "err", err)
 	}
+	if same && old.hotspot && hotspot { // still the JVM it was, as far as can be told
+		old.renewed = false
+		return old
+	}
 	started, _ := procfs.StartedAt(pid)
-	j := &jvm{start: start, started: started, done: !hotspot}
+	if same { // it exec'd: the JVM it runs now started then, not with the process
+		started = time.Now()
+	}
+	j := &jvm{start: start, started: started, hotspot: hotspot, done: !hotspot}
 	a.procs[pid] = j
 	return j
 }

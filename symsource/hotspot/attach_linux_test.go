@@ -133,6 +133,63 @@ func TestAskerSchedule(t *testing.T) {
 	}
 }
 
+// A process known not to run HotSpot that execs a JVM (a launcher script's `exec java`)
+// is looked at again after Renew, and its JVM is young from then, not from the process's
+// start: it is not signalled at once, and is asked once it is old enough.
+func TestAskerRenew(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	classes := testenv.JavaClasses(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out testenv.SyncBuffer
+	launcher := exec.Command("sh", "-c", `read x <"$0"; exec java -cp "$1" Hot 30`, ready, classes)
+	launcher.Stdout, launcher.Stderr = &out, &out
+	if err := launcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(launcher.Process.Pid)
+	t.Cleanup(func() {
+		launcher.Process.Kill()
+		launcher.Wait()
+		testenv.RemoveJVMFiles(int(pid))
+	})
+	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
+	time.Sleep(100 * time.Millisecond) // the shell runs
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 || !a.procs[pid].done {
+		t.Fatalf("the shell: wrote %v, known not to be HotSpot %v", wrote, a.procs[pid].done)
+	}
+	execAt := time.Now()
+	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the JVM set no SIGQUIT handler in 20 s\n%s", out.String())
+		}
+	}
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
+		t.Fatalf("asked the shell's pid without Renew: wrote %v", wrote)
+	}
+	a.Renew(pid)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
+		t.Fatalf("the JVM just exec'd: wrote %v", wrote)
+	}
+	if j := a.procs[pid]; j.done || j.signalled || j.started.Before(execAt) {
+		t.Fatalf("the JVM just exec'd: not asked again %v, signalled %v, young from %v (exec at %v)", j.done, j.signalled, j.started, execAt)
+	}
+	time.Sleep(youngJVM)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 {
+		t.Errorf("the JVM %v after its exec: wrote %v\njava:\n%s", youngJVM, wrote, out.String())
+	}
+}
+
 // A JVM with -Xrs has no SIGQUIT handler, and starts its attach listener at startup: it is
 // asked without a signal, which would kill it.
 func TestReducedSignals(t *testing.T) {
