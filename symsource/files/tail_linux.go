@@ -214,6 +214,7 @@ func (ft *Tailer) dropTarget(t *target, cut bool) {
 // what is made in it (a lost event, IN_Q_OVERFLOW, has every directory tried again). It
 // reports whether it found a new file. Called with mu held.
 func (ft *Tailer) look(t *target) bool {
+	_ = t.openRoot() // if it failed before; a process gone has nothing more to find
 	found := t.readEnv()
 	tryIn := func(p place, dir, nsDir string) {
 		wd := ft.watch(dir)
@@ -390,7 +391,7 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 	fd, st, err := t.open(host, path)
 	if err != nil {
 		switch {
-		case errors.Is(err, unix.ENOENT):
+		case errors.Is(err, unix.ENOENT), errors.Is(err, errNoRoot): // looked for again later
 		case st.Ino != 0 && ft.olderThanProcess(t, key, shown, st):
 			// An earlier process's with the same pid, perhaps of another user: not the
 			// target's, and no cause for a warning.

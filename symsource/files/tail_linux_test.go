@@ -709,3 +709,40 @@ func TestTailOneFileOnce(t *testing.T) {
 		t.Errorf("%d files tailed, %d loads; want the one file, its 2 loads once", n, loads)
 	}
 }
+
+// TestTailQuietWithoutRoot: while a target's root directory cannot be opened (the kernel
+// lets go of it as the process begins to exit), the files in its namespace are not looked
+// at, and not warned of as refused: they are looked for again.
+func TestTailQuietWithoutRoot(t *testing.T) {
+	s, _, logs := startTailer(t, Config{})
+	pid := uint32(testenv.Sleeper(t).Process.Pid)
+	path := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	if err := os.WriteFile(path, []byte("1000 10 f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	tgt, err := newTarget(pid, os.Geteuid(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt.close() // as if its root could not be opened
+	s.mu.Lock()
+	found := s.consider(tgt, false, path, codeobj.SourcePerfMapFile)
+	s.mu.Unlock()
+	if found || len(tgt.refused) != 0 || strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("without its root: tailing %v, refused %v, logs:\n%s", found, tgt.refused, logs)
+	}
+	if err := tgt.openRoot(); err != nil || tgt.rootFd < 0 {
+		t.Fatalf("its root opened again: %v", err)
+	}
+	s.mu.Lock()
+	found = s.consider(tgt, false, path, codeobj.SourcePerfMapFile)
+	for _, f := range tgt.files {
+		s.closeFile(f, false)
+	}
+	s.mu.Unlock()
+	tgt.close()
+	if !found {
+		t.Errorf("with its root open again, its perf map is not read\n%s", logs)
+	}
+}

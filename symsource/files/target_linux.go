@@ -121,16 +121,24 @@ func (t *target) young(now time.Time) bool {
 
 // openRoot opens t's root directory, unless it is open: O_PATH of the magic link is the
 // process's root directory, and opening files below it with RESOLVE_IN_ROOT keeps every
-// lookup inside that root. A process that exited has no root: it is gone (the error), not
-// a target to look for files of; a root that cannot be opened otherwise leaves rootFd -1.
+// lookup inside that root. A process that exited, or is exiting, has no root: it is gone
+// (the error), not a target to look for files of. A root that cannot be opened otherwise
+// (profd may not look into the process, which would have refused its sampling first) leaves
+// rootFd -1, and the files in t's namespace are not looked for.
 func (t *target) openRoot() error {
 	if t.rootFd >= 0 {
 		return nil
 	}
-	if fd, err := unix.Open(procfs.Root(t.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+	fd, err := unix.Open(procfs.Root(t.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
 		t.rootFd = fd
-	} else if _, gone := procfs.StartTicks(t.pid); gone != nil {
-		return gone
+	case errors.Is(err, unix.ENOENT): // the kernel let go of its root as it began to exit
+		return fmt.Errorf("files: %s: %w", procfs.Root(t.pid), os.NewSyscallError("open", err))
+	default:
+		if _, gone := procfs.StartTicks(t.pid); gone != nil {
+			return gone
+		}
 	}
 	return nil
 }
@@ -266,7 +274,7 @@ func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 		fd, err = unix.Openat2(t.rootFd, strings.TrimPrefix(path, "/"), &unix.OpenHow{Flags: uint64(flags),
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
 	default:
-		return -1, st, fmt.Errorf("files: %s: the process's root is not open: %w", path, ErrNotRegular)
+		return -1, st, fmt.Errorf("files: %s: %w", path, errNoRoot)
 	}
 	if errors.Is(err, unix.ELOOP) {
 		return -1, st, fmt.Errorf("files: %s: a symlink, not followed: %w", path, ErrNotRegular)
