@@ -42,7 +42,8 @@ type jvm struct {
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
-	renewed   bool // Renew was called: what it runs is looked at again
+	renewed   bool // Renew was called: what it runs is looked at again at once
+	unsure    bool // too young to tell: looked at again when due
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
@@ -87,7 +88,7 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 			continue
 		}
 		j := a.lookup(pid)
-		if j == nil || j.done || !all && now.Before(j.next) { // renewed, and still the JVM it was
+		if j == nil || j.done || !j.hotspot || !all && now.Before(j.next) {
 			continue
 		}
 		young := time.Since(j.started) < a.young
@@ -132,7 +133,8 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 }
 
 // lookup returns what is known of pid, checking whether it runs HotSpot the first time,
-// after its pid was reused and after Renew; nil when it exited.
+// after its pid was reused, after Renew, and once more when the first look came too early
+// to tell; nil when it exited.
 func (a *Asker) lookup(pid uint32) *jvm {
 	start, err := procfs.StartTicks(pid)
 	if err != nil {
@@ -140,7 +142,7 @@ func (a *Asker) lookup(pid uint32) *jvm {
 	}
 	old := a.procs[pid]
 	same := old != nil && old.start == start
-	if same && !old.renewed {
+	if same && !old.renewed && !old.unsure {
 		return old
 	}
 	hotspot, err := IsHotSpot(pid)
@@ -152,10 +154,17 @@ func (a *Asker) lookup(pid uint32) *jvm {
 		return old
 	}
 	started, _ := procfs.StartedAt(pid)
-	if same { // it exec'd: the JVM it runs now started then, not with the process
-		started = time.Now()
-	}
 	j := &jvm{start: start, started: started, hotspot: hotspot, done: !hotspot}
+	switch {
+	case same && hotspot:
+		// A JVM where the last look found none (the process exec'd, or was too young to
+		// tell) started since then, not with the process: it is young from now.
+		j.started = time.Now()
+	case !hotspot && time.Since(started) < a.young:
+		// The java launcher maps libjvm.so some milliseconds after its exec: a process this
+		// young is looked at again once it is old enough.
+		j.done, j.unsure, j.next = false, true, started.Add(a.young)
+	}
 	a.procs[pid] = j
 	return j
 }

@@ -133,11 +133,10 @@ func TestAskerSchedule(t *testing.T) {
 	}
 }
 
-// A process known not to run HotSpot that execs a JVM (a launcher script's `exec java`)
-// is looked at again after Renew, and its JVM is young from then, not from the process's
-// start: it is not signalled at once, and is asked once it is old enough.
-func TestAskerRenew(t *testing.T) {
-	testenv.Requires(t, testenv.Root)
+// startLauncher starts a shell that execs a JVM running Hot when execJava is called, as a
+// launcher script does; it is killed when the test ends.
+func startLauncher(t *testing.T) (pid uint32, execJava func()) {
+	t.Helper()
 	classes := testenv.JavaClasses(t)
 	ready := filepath.Join(t.TempDir(), "ready")
 	if err := syscall.Mkfifo(ready, 0o600); err != nil {
@@ -149,29 +148,43 @@ func TestAskerRenew(t *testing.T) {
 	if err := launcher.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := uint32(launcher.Process.Pid)
+	pid = uint32(launcher.Process.Pid)
 	t.Cleanup(func() {
 		launcher.Process.Kill()
 		launcher.Wait()
 		testenv.RemoveJVMFiles(int(pid))
 	})
+	return pid, func() {
+		t.Helper()
+		if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the JVM set no SIGQUIT handler in 20 s\n%s", out.String())
+			}
+		}
+	}
+}
+
+// A process known not to run HotSpot that execs a JVM (a launcher script's `exec java`)
+// is looked at again after Renew, and its JVM is young from then, not from the process's
+// start: it is not signalled at once, and is asked once it is old enough.
+func TestAskerRenew(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	pid, execJava := startLauncher(t)
 	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
-	time.Sleep(100 * time.Millisecond) // the shell runs
+	a.young = 50 * time.Millisecond
+	time.Sleep(2 * a.young)
 	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 || !a.procs[pid].done {
 		t.Fatalf("the shell: wrote %v, known not to be HotSpot %v", wrote, a.procs[pid].done)
 	}
+	a.young = youngJVM
 	execAt := time.Now()
-	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the JVM set no SIGQUIT handler in 20 s\n%s", out.String())
-		}
-	}
+	execJava()
 	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
 		t.Fatalf("asked the shell's pid without Renew: wrote %v", wrote)
 	}
@@ -179,14 +192,46 @@ func TestAskerRenew(t *testing.T) {
 	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
 		t.Fatalf("the JVM just exec'd: wrote %v", wrote)
 	}
-	if j := a.procs[pid]; j.done || j.signalled || j.started.Before(execAt) {
-		t.Fatalf("the JVM just exec'd: not asked again %v, signalled %v, young from %v (exec at %v)", j.done, j.signalled, j.started, execAt)
+	if j := a.procs[pid]; j.done || !j.hotspot || j.signalled || j.started.Before(execAt) {
+		t.Fatalf("the JVM just exec'd: not asked again %v, HotSpot %v, signalled %v, young from %v (exec at %v)",
+			j.done, j.hotspot, j.signalled, j.started, execAt)
 	}
 	time.Sleep(youngJVM)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 {
-		t.Errorf("the JVM %v after its exec: wrote %v\njava:\n%s", youngJVM, wrote, out.String())
+		t.Errorf("the JVM %v after its exec: wrote %v", youngJVM, wrote)
+	}
+}
+
+// A process too young to tell whether it runs HotSpot (the java launcher maps libjvm.so
+// milliseconds after its exec) is looked at again once it is old enough; a JVM found then
+// is young from then, and asked once it is old enough.
+func TestAskerYoungProcessLookedAtAgain(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	pid, execJava := startLauncher(t)
+	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, false); len(wrote) != 0 {
+		t.Fatalf("the young shell: wrote %v", wrote)
+	}
+	if j := a.procs[pid]; j.done || j.hotspot {
+		t.Fatalf("the young shell: not looked at again %v, HotSpot %v", j.done, j.hotspot)
+	}
+	execJava()
+	time.Sleep(time.Until(a.procs[pid].next))
+	seen := time.Now()
+	if wrote := a.Ask(context.Background(), []uint32{pid}, false); len(wrote) != 0 {
+		t.Fatalf("a JVM just seen: wrote %v", wrote)
+	}
+	if j := a.procs[pid]; j.done || !j.hotspot || j.signalled || j.started.Before(seen) {
+		t.Fatalf("a JVM just seen: not asked again %v, HotSpot %v, signalled %v, young from %v (seen at %v)",
+			j.done, j.hotspot, j.signalled, j.started, seen)
+	}
+	time.Sleep(time.Until(a.procs[pid].next))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if wrote := a.Ask(ctx, []uint32{pid}, false); len(wrote) != 1 {
+		t.Errorf("the JVM, %v after it was seen: wrote %v", youngJVM, wrote)
 	}
 }
 
@@ -318,15 +363,20 @@ func TestHotSpotAndOptions(t *testing.T) {
 }
 
 // The Asker leaves alone a process that does not run HotSpot: sleep, which SIGQUIT would
-// kill.
+// kill. Once it is old enough to tell, it is not looked at again.
 func TestAskerNotHotSpot(t *testing.T) {
 	sleep := testenv.Sleeper(t)
 	var logs testenv.SyncBuffer
 	a := NewAsker(slog.New(slog.NewTextHandler(&logs, nil)), time.Hour)
-	if wrote := a.Ask(context.Background(), []uint32{uint32(sleep.Process.Pid)}, true); len(wrote) != 0 {
+	a.young = 50 * time.Millisecond
+	pid := uint32(sleep.Process.Pid)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
 		t.Errorf("Ask(sleep) wrote %v", wrote)
 	}
 	time.Sleep(100 * time.Millisecond)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, false); len(wrote) != 0 || !a.procs[pid].done {
+		t.Errorf("Ask(sleep) once it is %v old: wrote %v, known not to be HotSpot %v", a.young, wrote, a.procs[pid].done)
+	}
 	if !alive(sleep) || logs.String() != "" {
 		t.Errorf("sleep alive %v, logs %q", alive(sleep), logs.String())
 	}
