@@ -67,7 +67,8 @@ func (pr *Probe) Has() bool {
 			continue
 		}
 		dirs := []string{p.dir}
-		for _, sub := range t.subdirsSinceStart(&pr.ft.subdirs, p.host, p.dir) {
+		subs, _ := t.subdirsChanged(&pr.ft.subdirs, p.host, p.dir)
+		for _, sub := range subs {
 			dirs = append(dirs, filepath.Join(p.dir, sub))
 		}
 		for _, dir := range dirs {

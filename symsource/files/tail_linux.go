@@ -97,6 +97,8 @@ type Tailer struct {
 	buf     []byte
 	// subdirs is shared by the looks (under mu) and Has (not): it has a lock of its own.
 	subdirs subdirCache
+	// largeDirs holds the jitdump directories too large to list, warned of once each.
+	largeDirs map[string]bool
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
@@ -116,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Tailer, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ft := &Tailer{cfg: cfg, log: logger, done: make(chan struct{}), targets: map[uint32]*target{},
-		watches: map[int32][]string{}, buf: make([]byte, cfg.ReadBufferBytes)}
+		watches: map[int32][]string{}, largeDirs: map[string]bool{}, buf: make([]byte, cfg.ReadBufferBytes)}
 	for _, d := range cfg.JitdumpDirs {
 		ft.extra = append(ft.extra, place{host: true, dir: filepath.Clean(d), jitdump: true})
 	}
@@ -207,12 +209,13 @@ func (ft *Tailer) dropTarget(t *target, cut bool) {
 }
 
 // look watches t's directories and tries the names t's files would have in them and, for
-// jitdump directories, in each subdirectory changed since t started (a file t created
-// there changed it); and every jitdump file t maps (the maps at most every mapsEvery). It
-// never lists a whole directory's files: /tmp may hold many. A directory tried once since
-// its watch was added is not tried again while t has no refused file: the watch reports
-// what is made in it (a lost event, IN_Q_OVERFLOW, has every directory tried again). It
-// reports whether it found a new file. Called with mu held.
+// jitdump directories, in each subdirectory changed since its last look (a file t created
+// there changed it; subdirectories are listed, not watched: a directory may hold thousands,
+// one per JIT process that ever ran); and every jitdump file t maps (the maps at most every
+// mapsEvery). It never lists a whole directory's files: /tmp may hold many. A directory
+// tried once since its watch was added is not tried again while t has no refused file: the
+// watch reports what is made in it (a lost event, IN_Q_OVERFLOW, has every directory tried
+// again). It reports whether it found a new file. Called with mu held.
 func (ft *Tailer) look(t *target) bool {
 	_ = t.openRoot() // if it failed before; a process gone has nothing more to find
 	found := t.readEnv()
@@ -232,8 +235,14 @@ func (ft *Tailer) look(t *target) bool {
 		if !p.jitdump {
 			continue
 		}
-		for _, sub := range t.subdirsSinceStart(&ft.subdirs, p.host, p.dir) {
-			tryIn(p, filepath.Join(dir, sub), filepath.Join(p.dir, sub))
+		subs, truncated := t.subdirsChanged(&ft.subdirs, p.host, p.dir)
+		for _, sub := range subs {
+			found = ft.try(t, p, filepath.Join(p.dir, sub)) || found
+		}
+		if truncated && !ft.largeDirs[dir] {
+			ft.largeDirs[dir] = true
+			ft.log.Warn("files: a jitdump directory holds too many entries to list: the jitdump files in its subdirectories are found only when their processes map them",
+				"dir", dir, "listed", maxSubdirEntries)
 		}
 	}
 	if now := time.Now(); !now.Before(t.nextMaps) {
@@ -283,23 +292,42 @@ func (ft *Tailer) try(t *target, p place, dir string) bool {
 	return found
 }
 
-// subdirsSinceStart returns the names of the subdirectories of dir (in t's namespace unless
-// host) changed since t started (or all, when its start is unknown), and those a symlink
-// names, for open to judge. The listing comes through cache.
-func (t *target) subdirsSinceStart(cache *subdirCache, host bool, dir string) []string {
+// subdirsChanged returns the names of the subdirectories of dir (in t's namespace unless
+// host), and of the symlinks in it, that t may have made its jitdump in and that changed
+// since the listing t saw last (the first time: since t started, or all when its start is
+// unknown): a JIT makes its jitdump's directory and file after it starts, which moves the
+// directory's time. Each is so tried about once, however many a directory holds. Only
+// entries of t's user or root are: another user's directory cannot be where t made its
+// file. truncated reports a directory too large to list whole. The listing comes through
+// cache.
+func (t *target) subdirsChanged(cache *subdirCache, host bool, dir string) (names []string, truncated bool) {
 	f := t.openDir(host, dir)
 	if f == nil {
-		return nil
+		return nil, false
 	}
 	defer f.Close()
-	var out []string
-	for _, s := range cache.list(f) {
-		if t.started.IsZero() || s.mtime.IsZero() || !s.mtime.Add(staleSlack).Before(t.started) {
-			out = append(out, s.name)
+	l := cache.list(f)
+	key := keyOf(host, dir)
+	since, slack := t.listed[key], listedSlack
+	if since.IsZero() {
+		since, slack = t.started, staleSlack
+	}
+	t.listed[key] = l.taken
+	for _, s := range l.subs {
+		if s.uid != uint32(t.uid) && s.uid != 0 {
+			continue
+		}
+		if since.IsZero() || !s.mtime.Add(slack).Before(since) {
+			names = append(names, s.name)
 		}
 	}
-	return out
+	return names, l.truncated
 }
+
+// listedSlack is how much older than a listing a subdirectory's time may be and still have
+// changed after it: a directory's time comes from the kernel's coarse clock, a jiffy
+// behind.
+const listedSlack = 50 * time.Millisecond
 
 // openDir opens directory dir (in t's namespace, inside its root, unless host), or returns
 // nil.
@@ -592,8 +620,9 @@ func (ft *Tailer) run() {
 	}
 }
 
-// handleInotify reacts to directory events: a new subdirectory of a jitdump directory is
-// watched and searched, a new file (or a file skipped as stale that changed) is considered.
+// handleInotify reacts to directory events: a new subdirectory of a jitdump directory has
+// its targets looked at soon, a new file (or a file skipped as stale that changed) is
+// considered.
 // Called with mu held.
 func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 	for {
@@ -639,17 +668,13 @@ func (ft *Tailer) dirEvent(dir, name string, created, isDir bool) (found bool) {
 			pdir := t.hostPath(p.host, p.dir)
 			switch {
 			case dir == pdir && isDir && p.jitdump && created:
-				ft.watch(filepath.Join(dir, name))
-				found = ft.try(t, p, filepath.Join(p.dir, name)) || found
+				// Its jitdump may follow in it: t is looked at at the next tick, and the
+				// listing then shows what changed.
+				t.nextLook = time.Time{}
 			case isDir:
 			case dir == pdir:
 				if src, ok := t.matches(p, false, name); ok && (created || t.stale[keyOf(p.host, filepath.Join(p.dir, name))]) {
 					found = ft.consider(t, p.host, filepath.Join(p.dir, name), src) || found
-				}
-			case p.jitdump && filepath.Dir(dir) == pdir:
-				sub := filepath.Join(p.dir, filepath.Base(dir), name)
-				if src, ok := t.matches(p, true, name); ok && (created || t.stale[keyOf(p.host, sub)]) {
-					found = ft.consider(t, p.host, sub, src) || found
 				}
 			}
 		}

@@ -746,3 +746,37 @@ func TestTailQuietWithoutRoot(t *testing.T) {
 		t.Errorf("with its root open again, its perf map is not read\n%s", logs)
 	}
 }
+
+// TestTailManySubdirs: a jitdump directory of many subdirectories (one per JIT process that
+// ever ran there) costs no inotify watch each, and a jitdump made in a new one is read.
+func TestTailManySubdirs(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "jd", ".debug", "jit")
+	for i := range 500 {
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("llvm-IR-jit-old-%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, c, logs := startTailer(t, Config{JitdumpDirs: []string{root}})
+	pid := uint32(os.Getpid())
+	addTarget(t, s, pid)
+	for i := range 500 { // made while the target runs: the subdirectories of other processes
+		if err := os.Mkdir(filepath.Join(root, fmt.Sprintf("llvm-IR-jit-new-%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := filepath.Join(root, "llvm-IR-jit-mine")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(sub, fmt.Sprintf("jit-%d.dump", pid))
+	if err := os.WriteFile(path, symtest.JitdumpStream(t, pid, "f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor(t, "the record", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
+	s.mu.Lock()
+	watches := len(s.watches)
+	s.mu.Unlock()
+	if watches > 8 {
+		t.Errorf("%d inotify watches for a target's places and 1 001 subdirectories\n%s", watches, logs)
+	}
+}

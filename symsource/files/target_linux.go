@@ -47,6 +47,9 @@ type target struct {
 	// tried holds, by directory (seen from profd), the inotify watch under which its names
 	// were last tried (Tailer.look).
 	tried map[string]int32
+	// listed holds, by jitdump directory (its key), when the listing of its subdirectories
+	// t saw last was taken (target.subdirsChanged).
+	listed map[string]time.Time
 	// Mapped jitdump files are found by reading /proc/PID/maps: mapsEvery apart, doubling
 	// while nothing new turns up.
 	nextMaps  time.Time
@@ -82,7 +85,7 @@ const (
 // the environment variables that say where its JIT writes jitdump files.
 func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	t := &target{pid: pid, nspid: pid, uid: uid, rootFd: -1, files: map[string]*tailedFile{},
-		refused: map[string]bool{}, stale: map[string]bool{}, tried: map[string]int32{}, mapsEvery: mapsEveryMin}
+		refused: map[string]bool{}, stale: map[string]bool{}, tried: map[string]int32{}, listed: map[string]time.Time{}, mapsEvery: mapsEveryMin}
 	st, err := procfs.ReadStatus(pid)
 	if err != nil {
 		return nil, err
