@@ -35,6 +35,8 @@ const (
 	// off only after: a JIT makes its files as it starts (lli-14 its jitdump directory),
 	// often in directories that do not exist yet, which no watch reports.
 	youngSpan = 5 * time.Second
+	// eventGap is the least time between two reads of inotify events.
+	eventGap = 20 * time.Millisecond
 )
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
@@ -99,6 +101,7 @@ type Tailer struct {
 	subdirs subdirCache
 	// largeDirs holds the jitdump directories too large to list, warned of once each.
 	largeDirs map[string]bool
+	events    uint64 // inotify events read
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
@@ -221,8 +224,8 @@ func (ft *Tailer) look(t *target) bool {
 	found := t.readEnv()
 	tryIn := func(p place, dir, nsDir string) {
 		wd := ft.watch(dir)
-		if last, ok := t.tried[dir]; ok && last == wd && wd >= 0 && len(t.refused) == 0 {
-			return // a refused file is tried again: its owner or mode may change
+		if last, ok := t.tried[dir]; ok && last == wd && wd >= 0 && len(t.refused) == 0 && len(t.stale) == 0 {
+			return // a refused file is tried again (its owner or mode may change), a stale one (it may be written)
 		}
 		found = ft.try(t, p, nsDir) || found
 		if wd >= 0 {
@@ -351,7 +354,10 @@ func (t *target) openDir(host bool, dir string) *os.File {
 	return os.NewFile(uintptr(fd), dir)
 }
 
-const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ONLYDIR
+// dirEvents are what a directory's watch reports: entries made in it. Not writes: /tmp sees
+// every write of every program that keeps a file there, and a target's files are read at
+// each tick (tickMin while they grow).
+const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR
 
 // watch adds an inotify watch on dir (a path seen from profd) if it exists, and returns
 // its watch descriptor, or -1 when dir has no watch. Called with mu held.
@@ -592,6 +598,9 @@ func (ft *Tailer) run() {
 		}
 		now := time.Now()
 		looking := stopping || !now.Before(nextLook)
+		// Files are read at ticks, at a wake (a new target) and when an event started one,
+		// not at every event: a busy /tmp must not set the pace of every target's reads.
+		reading := looking || !events || active
 		young := false
 		for _, t := range ft.targets {
 			if looking && (stopping || !now.Before(t.nextLook)) {
@@ -601,13 +610,19 @@ func (ft *Tailer) run() {
 				t.nextLook = now.Add(t.lookEvery)
 			}
 			young = young || t.young(now)
-			if ft.readAll(t, stopping) {
+			if reading && ft.readAll(t, stopping) {
 				active = true
 			}
 		}
 		ft.mu.Unlock()
 		if stopping {
 			return
+		}
+		if events {
+			// Events are taken eventGap apart, in batches: a program making files in /tmp
+			// as fast as it can must not have profd wake for each. (Waiting on the
+			// descriptor would wake the poller at each.)
+			time.Sleep(eventGap)
 		}
 		if looking {
 			if active || young {
@@ -634,6 +649,7 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&evbuf[off]))
 			nameBytes := evbuf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
+			ft.events++
 			dirs := ft.watches[ev.Wd]
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				// Events were lost: every directory is tried again, at once.
@@ -649,12 +665,13 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 				continue
 			}
 			name := strings.TrimRight(string(nameBytes), "\x00")
-			if name == "" {
-				continue
+			isDir := ev.Mask&unix.IN_ISDIR != 0
+			if name == "" || !isDir && !strings.HasPrefix(name, "perf-") && !strings.HasPrefix(name, "jit-") {
+				continue // no target's file: /tmp is busy
 			}
 			created := ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0
 			for _, dir := range dirs {
-				found = ft.dirEvent(dir, name, created, ev.Mask&unix.IN_ISDIR != 0) || found
+				found = ft.dirEvent(dir, name, created, isDir) || found
 			}
 		}
 	}

@@ -780,3 +780,36 @@ func TestTailManySubdirs(t *testing.T) {
 		t.Errorf("%d inotify watches for a target's places and 1 001 subdirectories\n%s", watches, logs)
 	}
 }
+
+// TestTailQuietOnBusyTmp: writes to other files in a directory looked in (/tmp is busy)
+// raise no events, and files made there that are no target's are passed over.
+func TestTailQuietOnBusyTmp(t *testing.T) {
+	s, c, _, pid, path := startPerfMapTailer(t)
+	addTarget(t, s, pid)
+	dir := filepath.Dir(path)
+	var logs [2]*os.File // written in turn: the kernel merges repeated events of one file
+	for i := range logs {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("busy%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		logs[i] = f
+	}
+	s.mu.Lock()
+	before := s.events
+	s.mu.Unlock()
+	for i := range 2000 {
+		logs[i%2].Write([]byte("a line of a log\n"))
+	}
+	if err := os.WriteFile(path, []byte("1000 10 f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor(t, "the perf map's line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
+	s.mu.Lock()
+	events := s.events - before
+	s.mu.Unlock()
+	if events > 10 {
+		t.Errorf("%d inotify events for 2 000 writes to two other files and one perf map made", events)
+	}
+}
