@@ -636,9 +636,7 @@ func (ft *Tailer) run() {
 }
 
 // handleInotify reacts to directory events: a new subdirectory of a jitdump directory has
-// its targets looked at soon, a new file (or a file skipped as stale that changed) is
-// considered.
-// Called with mu held.
+// its targets looked at soon, a new file is considered. Called with mu held.
 func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 	for {
 		n, err := unix.Read(ft.inotify.Fd(), evbuf)
@@ -669,28 +667,27 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 			if name == "" || !isDir && !strings.HasPrefix(name, "perf-") && !strings.HasPrefix(name, "jit-") {
 				continue // no target's file: /tmp is busy
 			}
-			created := ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0
 			for _, dir := range dirs {
-				found = ft.dirEvent(dir, name, created, isDir) || found
+				found = ft.dirEvent(dir, name, isDir) || found
 			}
 		}
 	}
 }
 
-// dirEvent handles name appearing or changing in the watched directory dir (seen from
-// profd). It reports whether it started tailing a file. Called with mu held.
-func (ft *Tailer) dirEvent(dir, name string, created, isDir bool) (found bool) {
+// dirEvent handles name made in the watched directory dir (seen from profd). It reports
+// whether it started tailing a file. Called with mu held.
+func (ft *Tailer) dirEvent(dir, name string, isDir bool) (found bool) {
 	for _, t := range ft.targets {
 		for _, p := range t.places {
 			pdir := t.hostPath(p.host, p.dir)
 			switch {
-			case dir == pdir && isDir && p.jitdump && created:
+			case dir == pdir && isDir && p.jitdump:
 				// Its jitdump may follow in it: t is looked at at the next tick, and the
 				// listing then shows what changed.
 				t.nextLook = time.Time{}
 			case isDir:
 			case dir == pdir:
-				if src, ok := t.matches(p, false, name); ok && (created || t.stale[keyOf(p.host, filepath.Join(p.dir, name))]) {
+				if src, ok := t.matches(p, name); ok {
 					found = ft.consider(t, p.host, filepath.Join(p.dir, name), src) || found
 				}
 			}

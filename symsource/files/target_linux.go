@@ -214,18 +214,15 @@ func (t *target) jitdumpName(host bool) []string {
 	return names
 }
 
-// matches tells whether name, in a directory of place p (sub: one level down), is one of
-// t's files, and its kind.
-func (t *target) matches(p place, sub bool, name string) (codeobj.Source, bool) {
+// matches tells whether name, in the directory of place p, is one of t's files, and its
+// kind.
+func (t *target) matches(p place, name string) (codeobj.Source, bool) {
 	if p.jitdump {
 		for _, n := range t.jitdumpName(p.host) {
 			if name == n {
 				return codeobj.SourceJitdumpFile, true
 			}
 		}
-		return 0, false
-	}
-	if sub {
 		return 0, false
 	}
 	for _, n := range t.perfMapName(p.host) {

@@ -9,4 +9,5 @@
 //	a := hotspot.NewAsker(logger, 30*time.Second)
 //	wrote := a.Ask(ctx, targets, false) // every second: the JVMs due; the pids whose JVMs wrote maps
 //	a.Ask(ctx, targets, true)           // at the stop: every JVM
+//	a.Renew(pid)                        // from any goroutine: pid exec'd, perhaps into a JVM
 package hotspot
