@@ -25,6 +25,7 @@ type tailedFile struct {
 	tail    []byte // the file's bytes just before offset, up to tailBytes
 	stream  *jitmap.Stream
 	counted jitmap.StreamCounts // what of stream's counts Stats holds
+	wd      int32               // the inotify watch of its writes; -1: none
 }
 
 // rewritten reports whether the file no longer holds what was read of it: it is shorter

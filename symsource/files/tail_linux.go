@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,7 +102,9 @@ type Tailer struct {
 	subdirs subdirCache
 	// largeDirs holds the jitdump directories too large to list, warned of once each.
 	largeDirs map[string]bool
-	events    uint64 // inotify events read
+	// fileWatches counts, by inotify watch, the tailed files it watches the writes of.
+	fileWatches map[int32]int
+	events      uint64 // inotify events read
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
@@ -121,7 +124,8 @@ func Start(ctx context.Context, cfg Config) (*Tailer, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ft := &Tailer{cfg: cfg, log: logger, done: make(chan struct{}), targets: map[uint32]*target{},
-		watches: map[int32][]string{}, largeDirs: map[string]bool{}, buf: make([]byte, cfg.ReadBufferBytes)}
+		watches: map[int32][]string{}, largeDirs: map[string]bool{}, fileWatches: map[int32]int{},
+		buf: make([]byte, cfg.ReadBufferBytes)}
 	for _, d := range cfg.JitdumpDirs {
 		ft.extra = append(ft.extra, place{host: true, dir: filepath.Clean(d), jitdump: true})
 	}
@@ -192,7 +196,7 @@ func (ft *Tailer) RemoveTarget(pid uint32) {
 	if t == nil {
 		return
 	}
-	t.nextMaps = time.Time{}
+	t.nextMaps, t.ending = time.Time{}, true
 	ft.look(t)
 	ft.readAll(t, true)
 	ft.dropTarget(t, false)
@@ -302,16 +306,23 @@ func (ft *Tailer) try(t *target, p place, dir string) bool {
 // directory's time. Each is so tried about once, however many a directory holds. Only
 // entries of t's user or root are: another user's directory cannot be where t made its
 // file. truncated reports a directory too large to list whole. The listing comes through
-// cache.
+// cache, but for the last look at an ending target, which lists anew and takes every
+// subdirectory changed since it started (a JIT that writes its dump as it exits).
 func (t *target) subdirsChanged(cache *subdirCache, host bool, dir string) (names []string, truncated bool) {
 	f := t.openDir(host, dir)
 	if f == nil {
 		return nil, false
 	}
 	defer f.Close()
-	l := cache.list(f)
 	key := keyOf(host, dir)
 	since, slack := t.listed[key], listedSlack
+	var l subdirListing
+	if t.ending {
+		l = listSubdirs(f, time.Now())
+		since = time.Time{}
+	} else {
+		l = cache.list(f)
+	}
 	if since.IsZero() {
 		since, slack = t.started, staleSlack
 	}
@@ -448,10 +459,24 @@ func (ft *Tailer) consider(t *target, host bool, path string, src codeobj.Source
 	}
 	delete(t.stale, key)
 	ft.stats.Files++
-	t.files[key] = &tailedFile{key: key, path: shown, src: src, fd: fd, dev: st.Dev, ino: st.Ino,
-		stream: jitmap.NewStream(t.pid, src, shown, t.decoderOptions(ft.cfg.Decoder))}
+	f := &tailedFile{key: key, path: shown, src: src, fd: fd, dev: st.Dev, ino: st.Ino,
+		stream: jitmap.NewStream(t.pid, src, shown, t.decoderOptions(ft.cfg.Decoder)), wd: -1}
+	ft.watchWrites(f)
+	t.files[key] = f
 	ft.log.Info("files: tailing", "pid", t.pid, "file", shown)
 	return true
+}
+
+// watchWrites adds an inotify watch of f's writes (through the descriptor profd opened, so
+// that it is f's), so that what a JIT appends is read at once, not at the next tick. Called
+// with mu held.
+func (ft *Tailer) watchWrites(f *tailedFile) {
+	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), "/proc/self/fd/"+strconv.Itoa(f.fd), unix.IN_MODIFY)
+	if err != nil {
+		return // read at the ticks
+	}
+	f.wd = int32(wd)
+	ft.fileWatches[f.wd]++
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
@@ -528,6 +553,12 @@ func (ft *Tailer) closeFile(f *tailedFile, cut bool) {
 	} else {
 		ft.deliver(f, f.stream.Finish())
 	}
+	if n, ok := ft.fileWatches[f.wd]; ok { // one file may be tailed for two targets
+		if ft.fileWatches[f.wd] = n - 1; n <= 1 {
+			delete(ft.fileWatches, f.wd)
+			_, _ = unix.InotifyRmWatch(ft.inotify.Fd(), uint32(f.wd))
+		}
+	}
 	unix.Close(f.fd)
 	for _, t := range ft.targets {
 		if t.files[f.key] == f {
@@ -592,15 +623,16 @@ func (ft *Tailer) run() {
 		stopping := ft.quit.Load()
 		ft.mu.Lock()
 		active := false
+		wrote := false
 		if events {
 			// Events about other files (/tmp is busy) do not count as activity.
-			active = ft.handleInotify(evbuf)
+			active, wrote = ft.handleInotify(evbuf)
 		}
 		now := time.Now()
 		looking := stopping || !now.Before(nextLook)
-		// Files are read at ticks, at a wake (a new target) and when an event started one,
-		// not at every event: a busy /tmp must not set the pace of every target's reads.
-		reading := looking || !events || active
+		// Files are read at ticks, at a wake (a new target), when an event started one and
+		// when one was written; not at events of other files.
+		reading := looking || !events || active || wrote
 		young := false
 		for _, t := range ft.targets {
 			if looking && (stopping || !now.Before(t.nextLook)) {
@@ -635,9 +667,10 @@ func (ft *Tailer) run() {
 	}
 }
 
-// handleInotify reacts to directory events: a new subdirectory of a jitdump directory has
-// its targets looked at soon, a new file is considered. Called with mu held.
-func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
+// handleInotify reacts to inotify events: a new subdirectory of a jitdump directory has its
+// targets looked at soon, a new file is considered (found: one was started), a write to a
+// tailed file has the files read now (wrote). Called with mu held.
+func (ft *Tailer) handleInotify(evbuf []byte) (found, wrote bool) {
 	for {
 		n, err := unix.Read(ft.inotify.Fd(), evbuf)
 		if n <= 0 || err != nil {
@@ -658,8 +691,13 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found bool) {
 				found = true
 				continue
 			}
-			if ev.Mask&unix.IN_IGNORED != 0 {
+			if ev.Mask&unix.IN_IGNORED != 0 { // removed, or its file or directory is gone
 				delete(ft.watches, ev.Wd)
+				delete(ft.fileWatches, ev.Wd)
+				continue
+			}
+			if ft.fileWatches[ev.Wd] > 0 { // a tailed file was written: read now
+				wrote = true
 				continue
 			}
 			name := strings.TrimRight(string(nameBytes), "\x00")

@@ -782,7 +782,8 @@ func TestTailManySubdirs(t *testing.T) {
 }
 
 // TestTailQuietOnBusyTmp: writes to other files in a directory looked in (/tmp is busy)
-// raise no events, and files made there that are no target's are passed over.
+// raise no events, and files made there that are no target's are passed over; writes to a
+// file tailed do, until it is no longer tailed.
 func TestTailQuietOnBusyTmp(t *testing.T) {
 	s, c, _, pid, path := startPerfMapTailer(t)
 	addTarget(t, s, pid)
@@ -811,5 +812,53 @@ func TestTailQuietOnBusyTmp(t *testing.T) {
 	s.mu.Unlock()
 	if events > 10 {
 		t.Errorf("%d inotify events for 2 000 writes to two other files and one perf map made", events)
+	}
+	// The perf map's own writes are watched, so that they are read at once.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write([]byte("2000 10 g\n"))
+	c.WaitFor(t, "the appended line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
+	s.mu.Lock()
+	written, watched := s.events-before-events, len(s.fileWatches)
+	s.mu.Unlock()
+	if written == 0 || watched != 1 {
+		t.Errorf("the perf map's write raised %d events; %d files' writes watched, want 1", written, watched)
+	}
+	s.RemoveTarget(pid)
+	s.mu.Lock()
+	watched = len(s.fileWatches)
+	s.mu.Unlock()
+	if watched != 0 {
+		t.Errorf("%d files' writes watched after the target's removal", watched)
+	}
+}
+
+// TestTailDumpWrittenAtExit: a jitdump written, as its target ends, in a subdirectory looked
+// in before is read at the target's removal, whatever listing was taken of it lately.
+func TestTailDumpWrittenAtExit(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "jit")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, c, logs := startTailer(t, Config{JitdumpDirs: []string{root}})
+	pid := uint32(testenv.Sleeper(t).Process.Pid)
+	time.Sleep(10 * time.Millisecond) // the subdirectory is made after the target started
+	sub := filepath.Join(root, "testjit-late")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * listedSlack)
+	addTarget(t, s, pid)
+	time.Sleep(2 * tickMin) // looked in, and listed
+	path := filepath.Join(sub, fmt.Sprintf("jit-%d.dump", pid))
+	if err := os.WriteFile(path, symtest.JitdumpStream(t, pid, "at_exit"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.RemoveTarget(pid)
+	if got := symtest.Describe(c.Events()); got != "load:at_exit " {
+		t.Errorf("events %q after the target's removal\n%s", got, logs)
 	}
 }

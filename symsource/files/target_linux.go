@@ -50,6 +50,7 @@ type target struct {
 	// listed holds, by jitdump directory (its key), when the listing of its subdirectories
 	// t saw last was taken (target.subdirsChanged).
 	listed map[string]time.Time
+	ending bool // its last look (Tailer.RemoveTarget)
 	// Mapped jitdump files are found by reading /proc/PID/maps: mapsEvery apart, doubling
 	// while nothing new turns up.
 	nextMaps  time.Time
