@@ -434,12 +434,18 @@ func TestAllJavaPerfMap(t *testing.T) {
 	t.Cleanup(func() { testenv.RemoveJVMFiles(java.pid()) })
 	java.wait(t, 60*time.Second)
 	r.stop(t)
+	checkHotNamed(t, r, d, java.pid())
+}
+
+// checkHotNamed checks that the captures of JVM pid, which ran Hot, name its methods.
+func checkHotNamed(t *testing.T, r *profdRun, d dirs, pid int) {
+	t.Helper()
 	var named uint64
-	for _, path := range pidCaptures(t, d, "java", java.pid()) {
+	for _, path := range pidCaptures(t, d, "java", pid) {
 		named += jitTotals(readCapture(t, path))["int Hot.mixInts(int)"]
 	}
 	if named == 0 {
-		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", java.pid()), r.logs.String())
+		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", pid), r.logs.String())
 	}
 }
 
@@ -467,11 +473,5 @@ func TestAllJavaPerfMapAfterExec(t *testing.T) {
 	}
 	launcher.wait(t, 60*time.Second)
 	r.stop(t)
-	var named uint64
-	for _, path := range pidCaptures(t, d, "java", launcher.pid()) {
-		named += jitTotals(readCapture(t, path))["int Hot.mixInts(int)"]
-	}
-	if named == 0 {
-		t.Errorf("the JVM's captures %v name no sample Hot.mixInts\n%s", pidCaptures(t, d, "java", launcher.pid()), r.logs.String())
-	}
+	checkHotNamed(t, r, d, launcher.pid())
 }

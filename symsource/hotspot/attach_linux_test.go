@@ -26,28 +26,43 @@ import (
 func startJava(t *testing.T, classes string, opts ...string) (*exec.Cmd, *testenv.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command("java", append(opts, "-cp", classes, "Hot", "30")...)
+	out := startJVMCmd(t, cmd)
+	wait := time.Second
+	if !strings.Contains(strings.Join(opts, " "), "-Xrs") {
+		wait = 20 * time.Second
+	}
+	catchesQuit(uint32(cmd.Process.Pid), wait)
+	return cmd, out
+}
+
+// startJVMCmd starts cmd, a JVM or what becomes one, with its output returned as it fills;
+// the test's end kills it and removes the files its JVM leaves in /tmp.
+func startJVMCmd(t *testing.T, cmd *exec.Cmd) *testenv.SyncBuffer {
+	t.Helper()
 	var out testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := uint32(cmd.Process.Pid)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		testenv.RemoveJVMFiles(int(pid))
+		testenv.RemoveJVMFiles(cmd.Process.Pid)
 	})
-	deadline := time.Now().Add(time.Second)
-	if !strings.Contains(strings.Join(opts, " "), "-Xrs") {
-		deadline = time.Now().Add(20 * time.Second)
-	}
-	for time.Now().Before(deadline) {
+	return &out
+}
+
+// catchesQuit reports whether process pid catches SIGQUIT (a JVM has set its signal
+// handlers) within wait.
+func catchesQuit(pid uint32, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
 		if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
-			break
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
-	return cmd, &out
 }
 
 // alive reports whether cmd's process is still running (not a zombie).
@@ -142,30 +157,16 @@ func startLauncher(t *testing.T) (pid uint32, execJava func()) {
 	if err := syscall.Mkfifo(ready, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out testenv.SyncBuffer
 	launcher := exec.Command("sh", "-c", `read x <"$0"; exec java -cp "$1" Hot 30`, ready, classes)
-	launcher.Stdout, launcher.Stderr = &out, &out
-	if err := launcher.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := startJVMCmd(t, launcher)
 	pid = uint32(launcher.Process.Pid)
-	t.Cleanup(func() {
-		launcher.Process.Kill()
-		launcher.Wait()
-		testenv.RemoveJVMFiles(int(pid))
-	})
 	return pid, func() {
 		t.Helper()
 		if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if st, err := procfs.ReadStatus(pid); err == nil && st.Catches(3) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the JVM set no SIGQUIT handler in 20 s\n%s", out.String())
-			}
+		if !catchesQuit(pid, 20*time.Second) {
+			t.Fatalf("the JVM set no SIGQUIT handler in 20 s\n%s", out.String())
 		}
 	}
 }
@@ -189,18 +190,26 @@ func TestAskerRenew(t *testing.T) {
 		t.Fatalf("asked the shell's pid without Renew: wrote %v", wrote)
 	}
 	a.Renew(pid)
-	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
-		t.Fatalf("the JVM just exec'd: wrote %v", wrote)
+	checkYoungThenAsked(t, a, pid, execAt, true)
+}
+
+// checkYoungThenAsked asks pid, a JVM the asker finds now, started since: it is young
+// from then, so neither asked nor signalled, and asked once it is old enough.
+func checkYoungThenAsked(t *testing.T, a *Asker, pid uint32, since time.Time, all bool) {
+	t.Helper()
+	if wrote := a.Ask(context.Background(), []uint32{pid}, all); len(wrote) != 0 {
+		t.Fatalf("a JVM just found: wrote %v", wrote)
 	}
-	if j := a.procs[pid]; j.done || !j.hotspot || j.signalled || j.started.Before(execAt) {
-		t.Fatalf("the JVM just exec'd: not asked again %v, HotSpot %v, signalled %v, young from %v (exec at %v)",
-			j.done, j.hotspot, j.signalled, j.started, execAt)
+	j := a.procs[pid]
+	if j.done || !j.hotspot || j.signalled || j.started.Before(since) {
+		t.Fatalf("a JVM just found: not asked again %v, HotSpot %v, signalled %v, young from %v (started since %v)",
+			j.done, j.hotspot, j.signalled, j.started, since)
 	}
-	time.Sleep(youngJVM)
+	time.Sleep(time.Until(j.next))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 {
-		t.Errorf("the JVM %v after its exec: wrote %v", youngJVM, wrote)
+	if wrote := a.Ask(ctx, []uint32{pid}, all); len(wrote) != 1 {
+		t.Errorf("the JVM, %v after it was found: wrote %v", a.young, wrote)
 	}
 }
 
@@ -219,20 +228,7 @@ func TestAskerYoungProcessLookedAtAgain(t *testing.T) {
 	}
 	execJava()
 	time.Sleep(time.Until(a.procs[pid].next))
-	seen := time.Now()
-	if wrote := a.Ask(context.Background(), []uint32{pid}, false); len(wrote) != 0 {
-		t.Fatalf("a JVM just seen: wrote %v", wrote)
-	}
-	if j := a.procs[pid]; j.done || !j.hotspot || j.signalled || j.started.Before(seen) {
-		t.Fatalf("a JVM just seen: not asked again %v, HotSpot %v, signalled %v, young from %v (seen at %v)",
-			j.done, j.hotspot, j.signalled, j.started, seen)
-	}
-	time.Sleep(time.Until(a.procs[pid].next))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if wrote := a.Ask(ctx, []uint32{pid}, false); len(wrote) != 1 {
-		t.Errorf("the JVM, %v after it was seen: wrote %v", youngJVM, wrote)
-	}
+	checkYoungThenAsked(t, a, pid, time.Now(), false)
 }
 
 // A JVM with -Xrs has no SIGQUIT handler, and starts its attach listener at startup: it is
