@@ -1,9 +1,12 @@
 // Package fdwait waits for a file descriptor to become readable without holding a thread:
 // the descriptor is registered with the Go runtime's network poller, so a goroutine that
 // waits costs no thread, no timer and no polling (a goroutine blocked in poll(2) instead
-// keeps the runtime's monitor thread waking every 20 µs until it takes the P back).
+// keeps the runtime's monitor thread waking every 20 µs until it takes the P back). The
+// poller wakes at every edge of the descriptor, so a descriptor that can become readable
+// tens of thousands of times a second (an inotify descriptor watching /tmp) is better
+// waited for in poll(2).
 //
-//	w, err := fdwait.New(fd, "inotify") // takes fd over; Close closes it
+//	w, err := fdwait.New(fd, "pidfd") // takes fd over; Close closes it
 //	err = w.Wait(time.Second, func(fd uintptr) bool { return readable(fd) })
 //	w.Wake() // from another goroutine: the wait returns now
 //

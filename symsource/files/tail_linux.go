@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/fdwait"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -88,7 +87,7 @@ type Tailer struct {
 	log   *slog.Logger
 	extra []place
 
-	inotify  *fdwait.Waiter // the inotify descriptor
+	inotify  *eventWaiter // the inotify descriptor
 	quit     atomic.Bool
 	deadline atomic.Int64  // unix ns after which the last reads at Close stop; 0: none
 	done     chan struct{} // closed when run returns
@@ -132,12 +131,9 @@ func Start(ctx context.Context, cfg Config) (*Tailer, error) {
 	for _, d := range cfg.PerfMapDirs {
 		ft.extra = append(ft.extra, place{host: true, dir: filepath.Clean(d)})
 	}
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return nil, fmt.Errorf("files: %w", os.NewSyscallError("inotify_init1", err))
-	}
-	if ft.inotify, err = fdwait.New(fd, "inotify"); err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+	var err error
+	if ft.inotify, err = newEventWaiter(); err != nil {
+		return nil, err
 	}
 	go func() {
 		defer close(ft.done)
@@ -611,11 +607,7 @@ func (ft *Tailer) run() {
 		if any {
 			timeout = max(time.Until(nextLook), 0)
 		}
-		events := false
-		err := ft.inotify.Wait(timeout, func(fd uintptr) bool {
-			events = fdwait.Readable(fd)
-			return events
-		})
+		events, err := ft.inotify.Wait(timeout)
 		if err != nil {
 			ft.log.Error("files: tailer stopped", "err", err)
 			return
@@ -652,8 +644,7 @@ func (ft *Tailer) run() {
 		}
 		if events {
 			// Events are taken eventGap apart, in batches: a program making files in /tmp
-			// as fast as it can must not have profd wake for each. (Waiting on the
-			// descriptor would wake the poller at each.)
+			// as fast as it can must not have profd wake for each.
 			time.Sleep(eventGap)
 		}
 		if looking {
