@@ -716,11 +716,12 @@ func TestTailOneFileOnce(t *testing.T) {
 func TestTailQuietWithoutRoot(t *testing.T) {
 	s, _, logs := startTailer(t, Config{})
 	pid := uint32(testenv.Sleeper(t).Process.Pid)
-	path := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	// A path in the target's namespace (it shares the test's), not in /tmp, where a file
+	// of the target's pid may be another test's process's once the target is gone.
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("perf-%d.map", pid))
 	if err := os.WriteFile(path, []byte("1000 10 f\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(path) })
 	tgt, err := newTarget(pid, os.Geteuid(), nil)
 	if err != nil {
 		t.Fatal(err)
