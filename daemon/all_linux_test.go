@@ -431,7 +431,7 @@ func TestAllJavaPerfMap(t *testing.T) {
 	d := sharedDirs(t)
 	r := startRunAll(t, Config{JITImages: []string{"java"}, JavaPerfMapEvery: time.Hour}, d)
 	java := startCmd(t, exec.Command("java", "-cp", classes, "Hot", "6"))
-	t.Cleanup(func() { testenv.RemoveJVMFiles(java.pid()) })
+	t.Cleanup(java.removeRuntimeFiles)
 	java.wait(t, 60*time.Second)
 	r.stop(t)
 	checkHotNamed(t, r, d, java.pid())
@@ -465,7 +465,7 @@ func TestAllJavaPerfMapAfterExec(t *testing.T) {
 	}
 	r := startRunAll(t, Config{Cgroups: []string{"/" + name}, JavaPerfMapEvery: time.Hour}, d)
 	launcher := startCmdInCgroup(t, int(cg.Fd()), "sh", "-c", `read x <"$0"; exec java -cp "$1" Hot 6`, ready, classes)
-	t.Cleanup(func() { testenv.RemoveJVMFiles(launcher.pid()) })
+	t.Cleanup(launcher.removeRuntimeFiles)
 	r.waitAdded(t, launcher.pid(), 10*time.Second)
 	time.Sleep(3 * javaMapsTick) // the shell is looked at, and is no JVM
 	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {

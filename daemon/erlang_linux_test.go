@@ -31,7 +31,7 @@ func startErlang(t *testing.T, d dirs, mode string, secs int) (*child, *profdRun
 	cmd := exec.Command("erl", "+JPperf", mode, "-noshell", "-pa", erlangHot(t), "-s", "hot", "main", fmt.Sprint(secs))
 	cmd.Dir = t.TempDir() // +JPperf dump writes jit-PID.dump there
 	beam := startCmd(t, cmd)
-	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", beam.pid())) })
+	t.Cleanup(beam.removeRuntimeFiles)
 	r := startRun(t, Config{Pids: []uint32{uint32(beam.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	return beam, r
 }

@@ -197,6 +197,7 @@ type child struct {
 	out     testenv.SyncBuffer
 	done    chan struct{}
 	err     error
+	ended   time.Time // when Wait returned; read after done is closed
 }
 
 func startChild(t testing.TB, env []string, argv ...string) *child {
@@ -219,6 +220,7 @@ func startCmd(t testing.TB, cmd *exec.Cmd) *child {
 	go func() {
 		defer close(c.done)
 		c.err = c.cmd.Wait()
+		c.ended = time.Now()
 	}()
 	t.Cleanup(func() {
 		c.cmd.Process.Kill()
@@ -228,6 +230,20 @@ func startCmd(t testing.TB, cmd *exec.Cmd) *child {
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// endedAt is when c was seen to exit; zero while it runs.
+func (c *child) endedAt() time.Time {
+	select {
+	case <-c.done:
+		return c.ended
+	default:
+		return time.Time{}
+	}
+}
+
+// removeRuntimeFiles removes what the JIT runtime c ran leaves in /tmp, but what a later
+// process of its pid wrote (testenv.RemoveRuntimeFiles).
+func (c *child) removeRuntimeFiles() { testenv.RemoveRuntimeFiles(c.pid(), c.endedAt()) }
 
 func (c *child) wait(t testing.TB, timeout time.Duration) {
 	t.Helper()

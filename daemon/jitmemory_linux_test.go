@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,7 +22,7 @@ func TestSharedAnonymousJITMemory(t *testing.T) {
 	d := newDirs(t)
 	w := startCmd(t, exec.Command(exe, "3"))
 	pid := w.pid()
-	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) })
+	t.Cleanup(w.removeRuntimeFiles)
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatPprof, FormatCapture}, Stacks: true})
 	w.wait(t, 30*time.Second)

@@ -145,7 +145,7 @@ func TestNodePerfBasicProf(t *testing.T) {
 	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	node.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "node", node.pid())
-	defer os.Remove(fmt.Sprintf("/tmp/perf-%d.map", node.pid()))
+	defer node.removeRuntimeFiles()
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
 	// The main thread's: perf record -p follows the threads there when it starts.
 	compareStacksWithPerf(t, c, perf.stacks(t, node.pid(), false), node.pid())
@@ -216,7 +216,7 @@ func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.Write
 		t.Fatal(err)
 	}
 	java = startCmd(t, cmd)
-	t.Cleanup(func() { testenv.RemoveJVMFiles(java.pid()) })
+	t.Cleanup(java.removeRuntimeFiles)
 	return java, start
 }
 
@@ -350,7 +350,7 @@ func TestNodeInContainer(t *testing.T) {
 	perf := startPerf(t, pid, 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	hostMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
-	defer os.Remove(hostMap)
+	defer func() { testenv.RemoveRuntimeFiles(pid, container.endedAt()) }()
 	for running := true; running; {
 		select {
 		case <-container.done:

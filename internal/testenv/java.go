@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // JavaClasses compiles profd's Java workload, workloads/runtimes/Hot.java, into a directory
@@ -23,9 +24,18 @@ func JavaClasses(t testing.TB) string {
 	return dir
 }
 
-// RemoveJVMFiles removes what a JVM of process pid leaves in /tmp: its perf map, and its
-// attach socket when it was killed.
-func RemoveJVMFiles(pid int) {
-	os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
-	os.Remove(fmt.Sprintf("/tmp/.java_pid%d", pid))
+// RemoveJVMFiles removes what a JVM of process pid, killed or reaped a moment ago, leaves
+// in /tmp: its perf map, and its attach socket when it was killed.
+func RemoveJVMFiles(pid int) { RemoveRuntimeFiles(pid, time.Time{}) }
+
+// RemoveRuntimeFiles removes what a JIT runtime of process pid leaves in /tmp (a perf map, a
+// JVM's attach socket), but a file written after ended, when the process was seen to exit
+// (zero: it runs, or was reaped a moment ago): its pid may be another process's by then
+// (tests running beside this one start thousands), and the file that process's.
+func RemoveRuntimeFiles(pid int, ended time.Time) {
+	for _, path := range []string{fmt.Sprintf("/tmp/perf-%d.map", pid), fmt.Sprintf("/tmp/.java_pid%d", pid)} {
+		if st, err := os.Lstat(path); err == nil && (ended.IsZero() || !st.ModTime().After(ended)) {
+			os.Remove(path)
+		}
+	}
 }
