@@ -29,7 +29,7 @@ type Probe struct {
 
 // NewProbe reads what a Probe keeps of process pid; the error is that of a process gone.
 func (ft *Tailer) NewProbe(pid uint32) (*Probe, error) {
-	t, err := newTarget(pid, 0, ft.extra)
+	t, err := newTarget(pid, -1, ft.extra) // its own user: whose subdirectories it may have made
 	if err != nil {
 		return nil, err
 	}

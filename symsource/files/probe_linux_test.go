@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
 )
 
 // TestHas: a process has files once its perf map is in a perf-map directory, once its
@@ -102,5 +104,37 @@ func TestProbeRereadsMapsOnChange(t *testing.T) {
 	}
 	if !pr.Has() {
 		t.Error("the jitdump mapped after the probe was made was not found")
+	}
+}
+
+// TestHasOfAnotherUser: a process of another user than profd's has files once its jitdump
+// is in a subdirectory of a jitdump directory that it, as that user, made.
+func TestHasOfAnotherUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	jd := t.TempDir()
+	s, _, _ := startTailer(t, Config{JitdumpDirs: []string{jd}})
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	time.Sleep(10 * time.Millisecond) // its subdirectory is made after it started
+	sub := filepath.Join(jd, "llvm-IR-jit-nobody")
+	dump := filepath.Join(sub, fmt.Sprintf("jit-%d.dump", pid))
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dump, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{sub, dump} {
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.Has(uint32(pid)) {
+		t.Error("no files found for a process of uid 65534 with its jitdump one level down a jitdump directory")
 	}
 }

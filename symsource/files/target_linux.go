@@ -83,7 +83,8 @@ const (
 )
 
 // newTarget reads what the Tailer needs of pid from /proc: its namespace pid, its root, and
-// the environment variables that say where its JIT writes jitdump files.
+// the environment variables that say where its JIT writes jitdump files. Its user is uid,
+// or, when uid < 0, the process's effective user.
 func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	t := &target{pid: pid, nspid: pid, uid: uid, rootFd: -1, files: map[string]*tailedFile{},
 		refused: map[string]bool{}, stale: map[string]bool{}, tried: map[string]int32{}, listed: map[string]time.Time{}, mapsEvery: mapsEveryMin}
@@ -93,6 +94,9 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 	}
 	t.nspid = st.OwnPid()
 	t.gids = append([]int{st.GID}, st.Groups...)
+	if uid < 0 {
+		t.uid = st.UID
+	}
 	if at, err := procfs.StartedAt(pid); err == nil {
 		t.started = at
 	}
