@@ -216,16 +216,16 @@ func (ft *Tailer) dropTarget(t *target, cut bool) {
 // there changed it; subdirectories are listed, not watched: a directory may hold thousands,
 // one per JIT process that ever ran); and every jitdump file t maps (the maps at most every
 // mapsEvery). It never lists a whole directory's files: /tmp may hold many. A directory
-// tried once since its watch was added is not tried again while t has no refused file: the
-// watch reports what is made in it (a lost event, IN_Q_OVERFLOW, has every directory tried
-// again). It reports whether it found a new file. Called with mu held.
+// tried once since its watch was added is not tried again while t has no refused or stale
+// file: the watch reports what is made in it (a lost event, IN_Q_OVERFLOW, has every
+// directory tried again). It reports whether it found a new file. Called with mu held.
 func (ft *Tailer) look(t *target) bool {
 	_ = t.openRoot() // if it failed before; a process gone has nothing more to find
 	found := t.readEnv()
 	tryIn := func(p place, dir, nsDir string) {
 		wd := ft.watch(dir)
 		if last, ok := t.tried[dir]; ok && last == wd && wd >= 0 && len(t.refused) == 0 && len(t.stale) == 0 {
-			return // a refused file is tried again (its owner or mode may change), a stale one (it may be written)
+			return // a refused file's owner or mode may change, a stale one be written anew
 		}
 		found = ft.try(t, p, nsDir) || found
 		if wd >= 0 {
@@ -362,8 +362,8 @@ func (t *target) openDir(host bool, dir string) *os.File {
 }
 
 // dirEvents are what a directory's watch reports: entries made in it. Not writes: /tmp sees
-// every write of every program that keeps a file there, and a target's files are read at
-// each tick (tickMin while they grow).
+// every write of every program that keeps a file there; each file tailed has a watch of its
+// own writes (watchWrites).
 const dirEvents = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR
 
 // watch adds an inotify watch on dir (a path seen from profd) if it exists, and returns
