@@ -205,8 +205,12 @@ func TestNodePerfProfInPidNamespace(t *testing.T) {
 	}
 }
 
-// startJavaWaiting starts java with args (ending in Hot's arguments) and "wait": Hot starts
-// its work once a byte comes on start. The test's cleanup removes what the JVM leaves in
+// startJavaWaiting starts java with args (ending in Hot's arguments) and "wait", and returns
+// once Hot waits: it starts its work once a byte comes on start. perf record -p follows the
+// threads there when it reads the process's task list, and the threads they start once its
+// events are open; a JVM's threads all descend from the thread the launcher starts in its
+// first milliseconds, so a perf that read the list just before that thread began, on a busy
+// machine, recorded nothing of the JVM. The test's cleanup removes what the JVM leaves in
 // /tmp (its map, and its attach socket when killed).
 func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.WriteCloser) {
 	t.Helper()
@@ -217,6 +221,14 @@ func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.Write
 	}
 	java = startCmd(t, cmd)
 	t.Cleanup(java.removeRuntimeFiles)
+	waitFor(t, "Hot to wait", 60*time.Second, func() bool {
+		select {
+		case <-java.done:
+			t.Fatalf("java ended before Hot waited: %v\n%s", java.err, java.out.String())
+		default:
+		}
+		return strings.Contains(java.out.String(), "waiting")
+	})
 	return java, start
 }
 

@@ -1,9 +1,9 @@
 // A CPU-bound Java workload for profd's tests: three methods of different cost, called in a
 // loop for the number of seconds given (default 3). HotSpot compiles them with C1 and C2;
 // -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map. With a
-// second argument "wait" it starts only once a byte arrives on stdin, so that profilers
-// attached one after the other sample the same span (the methods' shares change as HotSpot
-// moves them from C1's code to C2's). Each method runs 25 times in a row: one call takes
+// second argument "wait" it prints "waiting" and starts only once a byte arrives on stdin,
+// so that profilers attached one after the other sample the same span (the methods' shares
+// change as HotSpot moves them from C1's code to C2's). Each method runs 25 times in a row: one call takes
 // about a millisecond, and a program that moved from one to the next every millisecond or
 // so would keep step with a sampler firing every 1.001 ms (999 Hz), which then sees mostly
 // one phase of it.
@@ -35,6 +35,8 @@ public class Hot {
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
         if (args.length > 1 && args[1].equals("wait")) {
+            System.out.println("waiting");
+            System.out.flush();
             System.in.read();
         }
         long end = System.nanoTime() + (long) (seconds * 1e9);
