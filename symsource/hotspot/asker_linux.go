@@ -3,9 +3,12 @@ package hotspot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/procfs"
 )
@@ -14,8 +17,9 @@ import (
 // once every period, a new one as soon as it is old enough to be signalled. It remembers,
 // per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
 // is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
-// for each), and one that refused the request is asked no more. Only Renew is safe for
-// concurrent use.
+// for each), and one that refused the request is asked no more. A process found not to run
+// HotSpot is looked at again when it runs another executable (checked once a period, or at
+// once after Renew). Only Renew is safe for concurrent use.
 type Asker struct {
 	log   *slog.Logger
 	every time.Duration
@@ -42,8 +46,35 @@ type jvm struct {
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
-	renewed   bool // Renew was called: what it runs is looked at again at once
-	unsure    bool // too young to tell: looked at again when due
+	renewed   bool  // Renew was called: what it runs is looked at again at once
+	unsure    bool  // too young to tell: looked at again when due
+	exe       exeID // the executable it ran when found not to run HotSpot
+}
+
+// exeID identifies the executable a process runs, whatever its path: a process that exec'd
+// another program has another.
+type exeID struct{ dev, ino uint64 }
+
+// exeOf returns the identity of process pid's executable; zero when it cannot be read (a
+// kernel thread, an exited process).
+func exeOf(pid uint32) exeID {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
+		return exeID{}
+	}
+	return exeID{dev: st.Dev, ino: st.Ino}
+}
+
+// execed reports whether j, a process found not to run HotSpot, runs another executable
+// now: a launcher that ran `exec java` after it was looked at. Without --all profd is told
+// of no exec (Renew), so this is how a --pid target that became a JVM is found. It looks
+// once a period.
+func (a *Asker) execed(pid uint32, j *jvm, now time.Time) bool {
+	if !j.done || j.hotspot || now.Before(j.next) {
+		return false
+	}
+	j.next = now.Add(a.every)
+	return exeOf(pid) != j.exe
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
@@ -77,15 +108,22 @@ func (a *Asker) takeRenewed() {
 // Ask asks each HotSpot JVM among pids that is due (every one, with all) to write its perf
 // map, one after another, until ctx is done, and forgets the processes not among pids. It
 // returns the pids whose JVMs wrote their maps. Calling it often costs little: a JVM not
-// due, or a process known not to run HotSpot, is not looked at.
+// due is not looked at, nor a process known not to run HotSpot but for its executable once
+// a period.
 func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint32) {
 	a.takeRenewed()
 	keep := make(map[uint32]bool, len(pids))
 	now := time.Now()
 	for _, pid := range pids {
 		keep[pid] = true
-		if j := a.procs[pid]; ctx.Err() != nil || j != nil && !j.renewed && (j.done || !all && now.Before(j.next)) {
+		if ctx.Err() != nil {
 			continue
+		}
+		if j := a.procs[pid]; j != nil && !j.renewed {
+			j.renewed = a.execed(pid, j, now)
+			if !j.renewed && (j.done || !all && now.Before(j.next)) {
+				continue
+			}
 		}
 		j := a.lookup(pid)
 		if j == nil || j.done || !j.hotspot || !all && now.Before(j.next) {
@@ -155,6 +193,9 @@ func (a *Asker) lookup(pid uint32) *jvm {
 	}
 	started, _ := procfs.StartedAt(pid)
 	j := &jvm{start: start, started: started, hotspot: hotspot, done: !hotspot}
+	if !hotspot {
+		j.exe, j.next = exeOf(pid), time.Now().Add(a.every)
+	}
 	switch {
 	case same && hotspot:
 		// A JVM where the last look found none (the process exec'd, or was too young to

@@ -193,6 +193,30 @@ func TestAskerRenew(t *testing.T) {
 	checkYoungThenAsked(t, a, pid, execAt, true)
 }
 
+// A process known not to run HotSpot that execs a JVM is found without Renew (profd is told
+// of no exec of a --pid target) once its period has passed, by its new executable, and its
+// JVM is young from then. Before then it is not looked at.
+func TestAskerExecWithoutRenew(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	pid, execJava := startLauncher(t)
+	a := NewAsker(slog.New(slog.DiscardHandler), 500*time.Millisecond)
+	a.young = 50 * time.Millisecond
+	time.Sleep(2 * a.young)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, false); len(wrote) != 0 || !a.procs[pid].done {
+		t.Fatalf("the shell: wrote %v, known not to be HotSpot %v", wrote, a.procs[pid].done)
+	}
+	a.young = youngJVM
+	execAt := time.Now()
+	execJava()
+	if j := a.procs[pid]; time.Now().Before(j.next) {
+		if a.Ask(context.Background(), []uint32{pid}, false); a.procs[pid] != j || !j.done {
+			t.Fatalf("looked at the shell's pid again within its period")
+		}
+		time.Sleep(time.Until(j.next))
+	}
+	checkYoungThenAsked(t, a, pid, execAt, false)
+}
+
 // checkYoungThenAsked asks pid, a JVM the asker finds now, started since: it is young
 // from then, so neither asked nor signalled, and asked once it is old enough.
 func checkYoungThenAsked(t *testing.T, a *Asker, pid uint32, since time.Time, all bool) {
