@@ -200,11 +200,13 @@ func (s *symbolStage) applyQueue(q *symbolQueue) {
 			continue
 		}
 		s.report(q, b)
+		var loads []*jitmap.CodeLoad
 		for _, ev := range b.Events {
 			if load, ok := ev.(*jitmap.CodeLoad); ok {
-				s.enrich.Load(load)
+				loads = append(loads, load)
 			}
 		}
+		s.enrich.Load(loads...)
 		if len(b.Events) > 0 {
 			s.apply(b)
 		}

@@ -4,7 +4,7 @@
 // debug object the JIT registered with the GDB JIT interface, package internal/gdbjit).
 //
 //	e := enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: log})
-//	e.Load(load) // before the load is applied; may wait up to 55 ms for a debug object
+//	e.Load(loads...) // before they are applied; may wait up to 55 ms for a debug object
 //	e.Forget(pid) // when the process is gone
 //
 // It runs on the daemon's symbol stage, never on a reader of a FIFO or file: Load may wait
@@ -83,14 +83,19 @@ func (e *Enricher) Stats() Stats {
 		DiscriminatedLoads: e.discriminated.Load()}
 }
 
-// Load fills in load's missing code bytes and its line entries' discriminators, as
-// configured. It changes load in place.
-func (e *Enricher) Load(load *jitmap.CodeLoad) {
-	if e.opts.ReadCode && load.Object.Code == nil {
-		e.fillCode(load)
+// Load fills in the missing code bytes of loads and their line entries' discriminators, as
+// configured. It changes the loads in place. The code of many loads of one process is read
+// with one system call.
+func (e *Enricher) Load(loads ...*jitmap.CodeLoad) {
+	if e.opts.ReadCode {
+		e.fillCode(loads)
 	}
-	if e.debug != nil && len(load.Object.Lines) > 0 {
-		e.fillDiscriminators(load)
+	if e.debug != nil {
+		for _, load := range loads {
+			if len(load.Object.Lines) > 0 {
+				e.fillDiscriminators(load)
+			}
+		}
 	}
 }
 
@@ -102,19 +107,36 @@ func (e *Enricher) Forget(pid uint32) {
 	e.missed.Delete(pid)
 }
 
-func (e *Enricher) fillCode(load *jitmap.CodeLoad) {
-	o := &load.Object
-	if o.Size == 0 || o.Size > uint64(e.opts.MaxCodeBytes) {
-		return
+// fillCode reads the code bytes of those of loads that came without them, the loads of each
+// run of one process together.
+func (e *Enricher) fillCode(loads []*jitmap.CodeLoad) {
+	var ranges []procmem.Range
+	var of []*jitmap.CodeLoad
+	for i, load := range loads {
+		if o := &load.Object; o.Code == nil && o.Size > 0 && o.Size <= uint64(e.opts.MaxCodeBytes) {
+			ranges = append(ranges, procmem.Range{Addr: o.Addr, Buf: make([]byte, o.Size)})
+			of = append(of, load)
+		}
+		if len(of) > 0 && (i == len(loads)-1 || loads[i+1].Pid != of[0].Pid) {
+			e.readCode(of, ranges)
+			ranges, of = ranges[:0], of[:0]
+		}
 	}
-	code, err := procmem.Read(load.Pid, o.Addr, int(o.Size))
-	if err != nil {
-		e.codeReadErrors.Add(1)
-		e.log.Debug("enrich: code bytes not readable", "pid", load.Pid, "name", o.Name, "addr", o.Addr, "size", o.Size, "err", err)
-		return
+}
+
+// readCode reads ranges, the code of loads of one process, and gives each load its bytes.
+func (e *Enricher) readCode(loads []*jitmap.CodeLoad, ranges []procmem.Range) {
+	procmem.ReadEach(loads[0].Pid, ranges)
+	for i, r := range ranges {
+		o := &loads[i].Object
+		if r.Err != nil {
+			e.codeReadErrors.Add(1)
+			e.log.Debug("enrich: code bytes not readable", "pid", loads[i].Pid, "name", o.Name, "addr", o.Addr, "size", o.Size, "err", r.Err)
+			continue
+		}
+		e.codeReads.Add(1)
+		o.Code = r.Buf
 	}
-	e.codeReads.Add(1)
-	o.Code = code
 }
 
 // debugRetries are the waits before each further look for a code load's debug object: a JIT

@@ -42,7 +42,7 @@ func TestReadCodeOfThisProcess(t *testing.T) {
 }
 
 // TestReadCodeOfOtherProcess reads the code of another live process's executable mapping
-// and checks it against /proc/PID/mem.
+// and checks it against /proc/PID/mem, among loads of this process and an unreadable one.
 func TestReadCodeOfOtherProcess(t *testing.T) {
 	cmd := exec.Command("sleep", "10")
 	if err := cmd.Start(); err != nil {
@@ -69,18 +69,32 @@ func TestReadCodeOfOtherProcess(t *testing.T) {
 	if text == nil {
 		t.Fatal("no executable file mapping in sleep")
 	}
-	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: text.Start, Size: 64}}
-	New(Options{ReadCode: true}).Load(load)
+	// The loads of two processes, in runs: each is read from its own.
+	self := uint32(os.Getpid())
+	code := []byte{0x55, 0x48, 0x89, 0xe5, 0x31, 0xc0, 0x5d, 0xc3}
+	at := func(pid uint32, addr, size uint64) *jitmap.CodeLoad {
+		return &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: addr, Size: size}}
+	}
+	mine := uint64(uintptr(unsafe.Pointer(&code[0])))
+	loads := []*jitmap.CodeLoad{at(pid, text.Start, 64), at(pid, 8, 16), at(pid, text.Start+64, 32),
+		at(self, mine, 8), at(self, mine+2, 4), at(pid, text.Start+16, 16)}
+	e := New(Options{ReadCode: true})
+	e.Load(loads...)
 	mem, err := os.Open(procfs.Path(pid, "mem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	want := make([]byte, 64)
+	want := make([]byte, 96)
 	if _, err := mem.ReadAt(want, int64(text.Start)); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(load.Object.Code, want) {
-		t.Errorf("code %x, /proc/PID/mem has %x", load.Object.Code, want)
+	for i, w := range [][]byte{want[:64], nil, want[64:96], code, code[2:6], want[16:32]} {
+		if got := loads[i].Object.Code; !bytes.Equal(got, w) || (w == nil) != (got == nil) {
+			t.Errorf("load %d (pid %d %#x+%d): code %x, want %x", i, loads[i].Pid, loads[i].Object.Addr, loads[i].Object.Size, got, w)
+		}
+	}
+	if st := e.Stats(); st.CodeReads != 5 || st.CodeReadErrors != 1 {
+		t.Errorf("stats %+v, want 5 code reads and 1 failure", st)
 	}
 }
