@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/symtest"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -90,6 +94,72 @@ func BenchmarkSymbolIngest(b *testing.B) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		b.ReportMetric(records/time.Since(start).Seconds(), "records/s")
+	}
+}
+
+// BenchmarkPerfMapIngest measures profd's CPU per perf-map line it applies: a 200 000-line
+// /tmp/perf-PID.map over 2 000 addresses of a live target's mapped code (profd reads each
+// line's code bytes from the process, as for a JIT's), written at once, as profd meets the
+// map of a JIT that ran long before it started.
+func BenchmarkPerfMapIngest(b *testing.B) {
+	testenv.Requires(b, testenv.Root)
+	const lines, addrs = 200000, 2000
+	for i := 0; i < b.N; i++ {
+		base := b.TempDir()
+		target := testenv.Sleeper(b)
+		pid := target.Process.Pid
+		text := largestText(b, uint32(pid))
+		step := max(1, (text.End-text.Start-64)/addrs)
+		var m bytes.Buffer
+		for l := range lines {
+			fmt.Fprintf(&m, "%x 40 LazyCompile:*fn%d /app/module%d.js:%d\n", text.Start+uint64(l%addrs)*step, l, l%500, l%9000)
+		}
+		mapPath := fmt.Sprintf("/tmp/perf-%d.map", pid)
+		b.Cleanup(func() { os.Remove(mapPath) })
+		p := startBenchProfd(b, "--pid", strconv.Itoa(pid), "--event", "cpu-clock", "--fifo-dir", filepath.Join(base, "fifo"),
+			"--out", base, "--max-record-rate", "100000000")
+		p.waitUntil(b, "attach", func(p *benchProfd) bool { return p.attached })
+		start, cpu0 := time.Now(), cpuNs(b, p.cmd.Process.Pid)
+		if err := os.WriteFile(mapPath, m.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for p.flush(b); ; p.flush(b) {
+			p.mu.Lock()
+			done := p.symbols >= lines
+			p.mu.Unlock()
+			if done {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		cpu := cpuNs(b, p.cmd.Process.Pid) - cpu0
+		b.ReportMetric(float64(cpu)/1e3/lines, "cpu-us/line")
+		b.ReportMetric(lines/time.Since(start).Seconds(), "lines/s")
+	}
+}
+
+// largestText is the largest executable file mapping of process pid (its C library's, for
+// a sleep), once the process has one of 64 KiB (a process just started may not have
+// exec'd yet).
+func largestText(b *testing.B, pid uint32) procfs.Mapping {
+	b.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		maps, err := procfs.ReadMaps(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var text procfs.Mapping
+		for _, m := range maps {
+			if m.Executable() && strings.HasPrefix(m.Path, "/") && m.End-m.Start > text.End-text.Start {
+				text = m
+			}
+		}
+		if text.End-text.Start >= 1<<16 {
+			return text
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("no executable mapping of 64 KiB in %d: %+v", pid, maps)
+		}
 	}
 }
 
