@@ -218,7 +218,7 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if d.cfg.JitdumpDir != "" {
 		jitdumpDirs = append(jitdumpDirs, filepath.Join(d.cfg.JitdumpDir, ".debug", "jit"))
 	}
-	d.parts.files, err = files.Start(ctx, files.Config{Handler: d.parts.symbols.add, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
+	d.parts.files, err = files.Start(ctx, files.Config{Handler: d.parts.symbols.addPaced, Ready: d.parts.symbols.ready, Logger: d.log, JitdumpDirs: jitdumpDirs, Decoder: decoder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

@@ -25,7 +25,10 @@ const maxLoggedBadRecords = 10
 // reader or another target.
 //
 // Each target may send rate records per second, saving up to burst: past that, its
-// records are dropped and counted, with one warning. Once the stage expires (the daemon is
+// records are dropped and counted, with one warning. Files are not cut so: their reader
+// asks ready before each read and leaves what the allowance does not cover in the file for
+// later (a perf map written long before profd started is read at the budget's pace), and
+// their batches, addPaced's, may overrun it by one read. Once the stage expires (the daemon is
 // stopping and its deadline for symbols passed), what is queued or still sent is dropped
 // and counted instead of applied.
 type symbolStage struct {
@@ -62,6 +65,7 @@ type symbolQueue struct {
 	tokens   float64
 	lastNs   int64
 	warned   bool
+	paced    bool // ready said no once: logged
 }
 
 // newSymbolStage makes the stage; rate and burst bound each target's records (0: no bound).
@@ -128,16 +132,45 @@ func (s *symbolStage) close() {
 	}
 }
 
-// add queues b for its target; the sources' handler. A batch of a target that has no queue
-// (it was removed) is dropped.
-func (s *symbolStage) add(b jitmap.Batch) {
+// add queues b for its target, cut at the target's allowance; the FIFOs' handler. A batch
+// of a target that has no queue (it was removed) is dropped.
+func (s *symbolStage) add(b jitmap.Batch) { s.queue(b, false) }
+
+// addPaced queues b whole, taking it from the allowance; the files' handler (their reader
+// asks ready first).
+func (s *symbolStage) addPaced(b jitmap.Batch) { s.queue(b, true) }
+
+// ready reports whether target pid has allowance left for another read of its files; the
+// first time it has not, that is logged.
+func (s *symbolStage) ready(pid uint32) bool {
+	s.mu.Lock()
+	q := s.queues[pid]
+	s.mu.Unlock()
+	if q == nil || s.rate <= 0 {
+		return true
+	}
+	q.budgetMu.Lock()
+	defer q.budgetMu.Unlock()
+	s.refill(q)
+	if q.tokens > 0 {
+		return true
+	}
+	if !q.paced {
+		q.paced = true
+		s.log.Info("profd: target's symbol files hold more records than its budget lets through at once; reading them at its pace",
+			"pid", pid, "records_per_s", s.rate, "raise_with", "--max-record-rate")
+	}
+	return false
+}
+
+func (s *symbolStage) queue(b jitmap.Batch, paced bool) {
 	s.mu.Lock()
 	q := s.queues[b.Pid]
 	s.mu.Unlock()
 	if q == nil {
 		return
 	}
-	if n := s.allow(q, len(b.Events)); n < len(b.Events) {
+	if n := s.allow(q, len(b.Events), paced); n < len(b.Events) {
 		b.Events = b.Events[:n]
 	}
 	// A full queue makes the source wait (its goroutine only) until the stage expires; the
@@ -154,17 +187,20 @@ func (s *symbolStage) add(b jitmap.Batch) {
 }
 
 // allow takes n records from q's allowance and returns how many of them it had; the rest
-// are counted as over the rate, and the first time a target passes it is logged.
-func (s *symbolStage) allow(q *symbolQueue, n int) int {
+// are counted as over the rate, and the first time a target passes it is logged. paced
+// records are all taken, the allowance going below zero if need be.
+func (s *symbolStage) allow(q *symbolQueue, n int, paced bool) int {
 	if s.rate <= 0 || n == 0 {
 		return n
 	}
 	q.budgetMu.Lock()
 	defer q.budgetMu.Unlock()
-	now := monotonicNs()
-	q.tokens = min(s.burst, q.tokens+float64(now-q.lastNs)/1e9*s.rate)
-	q.lastNs = now
-	ok := min(n, int(q.tokens))
+	s.refill(q)
+	if paced {
+		q.tokens -= float64(n)
+		return n
+	}
+	ok := min(n, max(0, int(q.tokens)))
 	q.tokens -= float64(ok)
 	if ok < n {
 		s.overRate.Add(uint64(n - ok))
@@ -175,6 +211,14 @@ func (s *symbolStage) allow(q *symbolQueue, n int) int {
 		}
 	}
 	return ok
+}
+
+// refill adds to q's allowance what the time since the last refill earned. Called with
+// q.budgetMu held.
+func (s *symbolStage) refill(q *symbolQueue) {
+	now := monotonicNs()
+	q.tokens = min(s.burst, q.tokens+float64(now-q.lastNs)/1e9*s.rate)
+	q.lastNs = now
 }
 
 // otherPidRecords is how many records named a process other than their stream's.

@@ -276,7 +276,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 		cfg.MaxMemoryBytes = mb << 20
 		return nil
 	})
-	fs.IntVar(&cfg.MaxRecordRate, "max-record-rate", daemon.DefaultMaxRecordRate, "per target, the symbol records per second profd applies (`N`; 10 s worth may come at once); the excess is dropped and counted, with one warning")
+	fs.IntVar(&cfg.MaxRecordRate, "max-record-rate", daemon.DefaultMaxRecordRate, "per target, the symbol records per second profd applies (`N`; 10 s worth may come at once); the excess is dropped and counted, with one warning (perf maps and jitdump files are read at that pace instead, nothing dropped)")
 	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", daemon.DefaultStopTimeout, "when stopping, write the final profiles within `D` whatever targets still send: a flush already running makes LLVM profiles until 40% of it, symbols not read by 60% of it are counted and logged, and the final LLVM profiles not made by 90% of it are left out and named (their captures are written: reestimate makes them)")
 	fs.BoolVar(&lo.json, "log-json", false, "write logs as JSON lines instead of text")
 	fs.Func("log-level", "log `LEVEL`: debug, info, warn or error (default info)", func(s string) error {

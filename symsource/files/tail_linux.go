@@ -56,6 +56,11 @@ type Config struct {
 	// Handler receives what each read decoded; it is called from the Tailer's one goroutine.
 	// It must not call the Tailer's methods. Required.
 	Handler func(jitmap.Batch)
+	// Ready reports whether target pid's files may be read now (its record budget); nil:
+	// always. A file is read while it says yes, and what is left stays in the file for the
+	// next wake-up, a tickMin later; the last reads at a target's end or at Close do not ask.
+	// It is called from the Tailer's goroutine and must not call the Tailer's methods.
+	Ready func(pid uint32) bool
 	// Logger gets the files tailed, refused or skipped; nil discards them.
 	Logger *slog.Logger
 	// JitdumpDirs are directories of profd's (not the targets') file system where JITs write
@@ -476,10 +481,11 @@ func (ft *Tailer) watchWrites(f *tailedFile) {
 }
 
 // readFile decodes what was appended to f since the last read and reports whether there
-// was any: at most maxReadsPerFile reads, or, when last (the target ended, or the Tailer
-// closes), up to the file's size now (a file that keeps growing is not followed), the
-// deadline Close set, or maxLastReadBytes, whichever comes first. A file written anew from its start is decoded again from there as
-// a new stream: entries it no longer lists keep naming the samples of their time.
+// was any, or more than Config.Ready let it read: at most maxReadsPerFile reads, or, when
+// last (the target ended, or the Tailer closes), up to the file's size now (a file that
+// keeps growing is not followed), the deadline Close set, or maxLastReadBytes, whichever
+// comes first. A file written anew from its start is decoded again from there as a new
+// stream: entries it no longer lists keep naming the samples of their time.
 func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 	var st unix.Stat_t
 	if err := unix.Fstat(f.fd, &st); err == nil && f.rewritten(st.Size, ft.buf) {
@@ -498,10 +504,18 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 				why := "the stop deadline passed with a symbol file not read to its end"
 				if !ft.pastDeadline() {
 					why = "a symbol file grew by more than profd reads at its target's end"
+					if ft.quit.Load() {
+						why = "a symbol file held more than profd reads at the stop"
+					}
 				}
 				ft.log.Warn("files: "+why, "pid", t.pid, "file", f.path, "bytes_left", left, "bytes_read", f.offset-from)
 			}
 			return grew
+		}
+		if !last && ft.cfg.Ready != nil && !ft.cfg.Ready(t.pid) {
+			// Its budget is spent: read on at the next wake-up, which comes a tickMin later
+			// while there is more to read (active).
+			return grew || f.offset < st.Size
 		}
 		n, err := unix.Pread(f.fd, ft.buf, f.offset)
 		if n <= 0 || err != nil {
