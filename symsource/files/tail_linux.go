@@ -40,7 +40,7 @@ const (
 )
 
 // maxReadsPerFile bounds the reads one file gets per wake-up, so one busy writer cannot
-// starve the others.
+// starve the others; a file that had more is read again eventGap later.
 const maxReadsPerFile = 16
 
 // maxLastReadBytes bounds the last read of a file, at its target's end or at Close: what a
@@ -109,6 +109,8 @@ type Tailer struct {
 	// fileWatches counts, by inotify watch, the tailed files it watches the writes of.
 	fileWatches map[int32]int
 	events      uint64 // inotify events read
+	// backlog is set when a file had more to read than maxReadsPerFile reads took.
+	backlog bool
 }
 
 // staleSlack is how much older than its process a file may look and still be read: the
@@ -525,6 +527,7 @@ func (ft *Tailer) readFile(t *target, f *tailedFile, last bool) (grew bool) {
 		f.advance(ft.buf[:n])
 		ft.deliver(f, f.stream.Write(ft.buf[:n]))
 	}
+	ft.backlog = ft.backlog || f.offset < st.Size
 	return grew
 }
 
@@ -615,11 +618,14 @@ func (ft *Tailer) run() {
 	nextLook := time.Now()
 	for {
 		ft.mu.Lock()
-		any := len(ft.targets) > 0
+		any, backlog := len(ft.targets) > 0, ft.backlog
 		ft.mu.Unlock()
 		timeout := time.Duration(-1) // none
 		if any {
 			timeout = max(time.Until(nextLook), 0)
+		}
+		if backlog { // a file had more to read than one round takes
+			timeout = min(timeout, eventGap)
 		}
 		events, err := ft.inotify.Wait(timeout)
 		if err != nil {
@@ -640,6 +646,9 @@ func (ft *Tailer) run() {
 		// when one was written; not at events of other files.
 		reading := looking || !events || active || wrote
 		young := false
+		if reading {
+			ft.backlog = false
+		}
 		for _, t := range ft.targets {
 			if looking && (stopping || !now.Before(t.nextLook)) {
 				found := ft.look(t)
