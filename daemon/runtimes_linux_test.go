@@ -189,7 +189,7 @@ func TestNodePerfProfInPidNamespace(t *testing.T) {
 			if private {
 				script = `mount -t tmpfs none "$1" && ` + script
 			}
-			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh", dir, runtimeWorkload("hot.js"))
+			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script, "sh", dir, runtimeWorkload("hot.js"))
 			container := startCmd(t, cmd)
 			pid := nodeInNamespace(t, container)
 			container.wait(t, 60*time.Second)
@@ -353,7 +353,7 @@ func TestNodeInContainer(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"), testenv.Tool("unshare"))
 	d := newDirs(t)
 	// The script is read before the private /tmp hides it (the tree may live under /tmp).
-	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 		`s=$(cat "$1") && mount -t tmpfs none /tmp && printf '%s\n' "$s" >/tmp/hot.js && exec node --perf-basic-prof /tmp/hot.js 4`,
 		"sh", runtimeWorkload("hot.js"))
 	cmd.Dir = t.TempDir() // V8 writes its logs there

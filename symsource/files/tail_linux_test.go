@@ -349,7 +349,7 @@ func TestTailPerfMapRewritten(t *testing.T) {
 func TestTailInOtherNamespace(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
 	s, c, _ := startTailer(t, Config{})
-	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 		`mount -t tmpfs none /tmp && echo "7f0000001000 40 in_container" > /tmp/perf-$$.map && echo ready && exec sleep 60`)
 	inner := startInNamespace(t, cmd)
 	// A decoy under the host pid in the host's /tmp: not the container's map.
@@ -418,7 +418,7 @@ func TestTailJitdumpInPidNamespace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, c, _ := startTailer(t, Config{})
-			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 				tc.setup+`exec "$0" -test.run='^TestHelperMapsJitdump$'`, os.Args[0])
 			cmd.Env = append(os.Environ(), "PROFD_FILES_HELPER="+tc.dir)
 			pid := startInNamespace(t, cmd)
@@ -516,8 +516,10 @@ func TestTailLastReadIsBounded(t *testing.T) {
 	}
 }
 
-// startInNamespace starts cmd, an unshare --fork whose child says "ready" once set up, and
-// returns the child's pid (the process in the namespaces); the test's cleanup ends it.
+// startInNamespace starts cmd, an unshare --fork --kill-child whose child says "ready" once
+// set up, and returns the child's pid (the process in the namespaces); the test's cleanup
+// kills unshare, and the kernel the child with it (without --kill-child the child would
+// outlive the test).
 func startInNamespace(t *testing.T, cmd *exec.Cmd) uint32 {
 	t.Helper()
 	startReady(t, cmd)

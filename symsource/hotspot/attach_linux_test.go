@@ -536,7 +536,7 @@ func TestContainer(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", testenv.JavaClasses(t)+"/.", dir).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v\n%s", err, out)
 	}
-	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 		`mount -t tmpfs none /tmp && exec java -cp "$1" Hot 30`, "sh", dir)
 	var out testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
