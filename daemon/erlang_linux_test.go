@@ -29,9 +29,9 @@ func erlangHot(t *testing.T) string {
 func startErlang(t *testing.T, d dirs, mode string, secs int) (*child, *profdRun) {
 	t.Helper()
 	cmd := exec.Command("erl", "+JPperf", mode, "-noshell", "-pa", erlangHot(t), "-s", "hot", "main", fmt.Sprint(secs))
-	cmd.Dir = t.TempDir() // +JPperf dump writes jit-PID.dump there
+	cmd.Dir = t.TempDir() // an erl_crash.dump, if any
 	beam := startCmd(t, cmd)
-	t.Cleanup(beam.removeRuntimeFiles)
+	t.Cleanup(beam.removeRuntimeFiles) // +JPperf dump writes /tmp/jit-PID.dump, and it stays
 	r := startRun(t, Config{Pids: []uint32{uint32(beam.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	return beam, r
 }
