@@ -4,7 +4,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
+
+// FileID identifies a file whatever its path: its device and inode.
+type FileID struct{ Dev, Ino uint64 }
+
+// ExeID is the identity of pid's executable (a process that exec'd another program has
+// another); zero when it cannot be read, e.g. a kernel thread or a process that has exited.
+func ExeID(pid uint32) FileID {
+	var st syscall.Stat_t
+	if err := syscall.Stat(Path(pid, "exe"), &st); err != nil {
+		return FileID{}
+	}
+	return FileID{Dev: st.Dev, Ino: st.Ino}
+}
 
 // Exe is the base name of pid's executable ("" when it cannot be read, e.g. a kernel
 // thread or a process that has exited).

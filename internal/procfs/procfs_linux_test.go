@@ -242,3 +242,21 @@ func TestVMPages(t *testing.T) {
 		}
 	}
 }
+
+// ExeID names the file this test binary is, and nothing for a pid no process has.
+func TestExeID(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(exe, &st); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ExeID(uint32(os.Getpid())), (FileID{Dev: st.Dev, Ino: st.Ino}); got != want || got == (FileID{}) {
+		t.Errorf("ExeID(self) = %+v, want %+v", got, want)
+	}
+	if got := ExeID(1 << 30); got != (FileID{}) {
+		t.Errorf("ExeID of no process = %+v, want zero", got)
+	}
+}

@@ -23,7 +23,7 @@ type image struct {
 }
 
 // fileID identifies a file whatever its path: a process of the image runs this file.
-type fileID struct{ dev, ino uint64 }
+type fileID = procfs.FileID
 
 // resolveImage resolves arg: an absolute path to its file, a base name through PATH (as a
 // shell would run it). A name PATH lacks is matched by the base name of processes'
@@ -57,7 +57,7 @@ func statID(path string) (fileID, uint32, bool) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return fileID{}, 0, false
 	}
-	return fileID{dev: st.Dev, ino: st.Ino}, st.Uid, true
+	return fileID{Dev: st.Dev, Ino: st.Ino}, st.Uid, true
 }
 
 // runs reports whether process pid runs im. A resolved image matches the process that runs

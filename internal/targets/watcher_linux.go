@@ -441,8 +441,7 @@ func (w *Watcher) StillRuns(pid uint32) bool {
 	if !ok {
 		return true
 	}
-	now, _, _ := statID(procfs.Path(pid, "exe"))
-	return now == seen
+	return procfs.ExeID(pid) == seen
 }
 
 // Targets lists the current targets in increasing order.
@@ -631,8 +630,7 @@ func (w *Watcher) exeID(pid uint32, st uint64) fileID {
 	if w.filter == nil || st == 0 {
 		return fileID{}
 	}
-	id, _, _ := statID(procfs.Path(pid, "exe"))
-	return id
+	return procfs.ExeID(pid)
 }
 
 // noteExe records target pid's executable, with All. Called with mu held.

@@ -3,12 +3,9 @@ package hotspot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/procfs"
 )
@@ -46,23 +43,9 @@ type jvm struct {
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
-	renewed   bool  // Renew was called: what it runs is looked at again at once
-	unsure    bool  // too young to tell: looked at again when due
-	exe       exeID // the executable it ran when found not to run HotSpot
-}
-
-// exeID identifies the executable a process runs, whatever its path: a process that exec'd
-// another program has another.
-type exeID struct{ dev, ino uint64 }
-
-// exeOf returns the identity of process pid's executable; zero when it cannot be read (a
-// kernel thread, an exited process).
-func exeOf(pid uint32) exeID {
-	var st unix.Stat_t
-	if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
-		return exeID{}
-	}
-	return exeID{dev: st.Dev, ino: st.Ino}
+	renewed   bool          // Renew was called: what it runs is looked at again at once
+	unsure    bool          // too young to tell: looked at again when due
+	exe       procfs.FileID // the executable it ran when found not to run HotSpot
 }
 
 // execed reports whether j, a process found not to run HotSpot, runs another executable
@@ -74,7 +57,7 @@ func (a *Asker) execed(pid uint32, j *jvm, now time.Time) bool {
 		return false
 	}
 	j.next = now.Add(a.every)
-	return exeOf(pid) != j.exe
+	return procfs.ExeID(pid) != j.exe
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
@@ -194,7 +177,7 @@ func (a *Asker) lookup(pid uint32) *jvm {
 	started, _ := procfs.StartedAt(pid)
 	j := &jvm{start: start, started: started, hotspot: hotspot, done: !hotspot}
 	if !hotspot {
-		j.exe, j.next = exeOf(pid), time.Now().Add(a.every)
+		j.exe, j.next = procfs.ExeID(pid), time.Now().Add(a.every)
 	}
 	switch {
 	case same && hotspot:
