@@ -124,10 +124,11 @@ func (d *daemonRun) scanned() {
 }
 
 // recheckSources checks the waiting targets for symbol sources, about every
-// sourceCheckEvery and never twice within half of it. Runs on the change goroutine. A wait that ends within half a tick of
-// now counts as ended: the ticker comes every sourceCheckEvery, a little after the last
-// check's time, and a strict comparison would put every check off by a whole tick (a JIT
-// that runs for two seconds was then looked at only as it started).
+// sourceCheckEvery and never twice within half of it. Runs on the change goroutine. A wait
+// that ends within half a tick of now counts as ended: the ticker comes every
+// sourceCheckEvery, a little after the last check's time, and a strict comparison would
+// put every check off by a whole tick (a JIT that runs for two seconds was then looked at
+// only as it started).
 func (d *daemonRun) recheckSources() {
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()

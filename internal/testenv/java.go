@@ -29,9 +29,10 @@ func JavaClasses(t testing.TB) string {
 func RemoveJVMFiles(pid int) { RemoveRuntimeFiles(pid, time.Time{}) }
 
 // RemoveRuntimeFiles removes what a JIT runtime of process pid leaves in /tmp (a perf map, a
-// JVM's attach socket, the BEAM's jitdump), but a file written after ended, when the process was seen to exit
-// (zero: it runs, or was reaped a moment ago): its pid may be another process's by then
-// (tests running beside this one start thousands), and the file that process's.
+// JVM's attach socket, the BEAM's jitdump), but a file written after ended, when the
+// process was seen to exit (zero: it runs, or was reaped a moment ago): its pid may be
+// another process's by then (tests running beside this one start thousands), and the file
+// that process's.
 func RemoveRuntimeFiles(pid int, ended time.Time) {
 	for _, path := range []string{fmt.Sprintf("/tmp/perf-%d.map", pid), fmt.Sprintf("/tmp/.java_pid%d", pid),
 		fmt.Sprintf("/tmp/jit-%d.dump", pid)} {
