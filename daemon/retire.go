@@ -3,6 +3,7 @@ package daemon
 import (
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/profileio"
 )
 
@@ -50,7 +51,12 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	for _, pid := range pids {
 		d.replies.forget(pid)
 		d.parts.smp.RemoveTarget(pid)
-		d.log.Info("profd: target exited", "pid", pid)
+		if _, err := procfs.StartTicks(pid); err == nil {
+			// An exec, or with --all a process that left the filter: the watcher said which.
+			d.log.Info("profd: target retired; its process runs on", "pid", pid)
+		} else {
+			d.log.Info("profd: target exited", "pid", pid)
+		}
 	}
 	select {
 	case d.wake.goneNote <- struct{}{}:

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,6 +342,45 @@ func TestJavaPerfMapAskedAtStop(t *testing.T) {
 	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {
 		t.Errorf("final capture: %d of %d samples in JIT memory named, %d of them Hot.mixInts; want nearly all named\nlogs:\n%s",
 			tl.named, tl.jitMem, tl.funcs["int Hot.mixInts(int)"], r.logs.String())
+	}
+}
+
+// TestPidExecNode: profd --pid of a launcher script that execs node after a while (as the
+// scripts of many servers do) profiles node as a target of its own from the exec on: profd
+// goes on through the exec, node's outputs are named for node and name its functions from
+// the perf map it writes, and profd stops by itself when node exits.
+func TestPidExecNode(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"))
+	d := newDirs(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `read x <"$0"; exec node --perf-basic-prof "$1" 3`, ready, runtimeWorkload("hot.js"))
+	cmd.Dir = t.TempDir() // V8 writes its logs there
+	launcher := startCmd(t, cmd)
+	t.Cleanup(launcher.removeRuntimeFiles)
+	pid := launcher.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}})
+	r.waitAdded(t, pid, 10*time.Second)
+	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	launcher.wait(t, 60*time.Second)
+	tl := profdTally(finalCapture(t, r, d, "node", pid))
+	var mix uint64
+	for name, n := range tl.funcs {
+		if strings.Contains(name, "mixInts") {
+			mix += n
+		}
+	}
+	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || mix == 0 {
+		t.Errorf("node's final capture: %d of %d samples in JIT memory named, %d of them mixInts; want nearly all named\nlogs:\n%s",
+			tl.named, tl.jitMem, mix, r.logs.String())
+	}
+	if n := strings.Count(r.logs.String(), `msg="profd: target added" pid=`+strconv.Itoa(pid)+" "); n != 2 {
+		t.Errorf("pid %d added %d times, want twice (the shell, then node)", pid, n)
 	}
 }
 

@@ -217,7 +217,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 	// Errors are reported once, by the caller; the usage text only on --help.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678)", func(s string) error {
+	fs.Func("pid", "target process ids, comma-separated or repeated (`PIDS`, e.g. 1234,5678). profd stops once every one has exited (but with --jit-image). One that execs another program (a launcher script's exec java) is a target anew from the exec, with outputs named for its new image (<image>-<pid>.<ext>); what it ran before keeps its own", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			pid, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
 			if err != nil {

@@ -8,7 +8,10 @@
 // backend, runs its parent's image); the scan runs every Interval (default 100 ms) without
 // these notifications and every 5 s with them (at once when the kernel reports lost ones). It
 // reports each process once when it appears and once when it goes (exit, or an exec to
-// another image), by pid and start time, so a reused pid is a new target.
+// another image), by pid and start time, so a reused pid is a new target. An explicit pid
+// that execs another executable is reported gone and found anew (seen at its exec with the
+// notifications, else by a look at the explicit pids every Interval), so that each target
+// runs one executable.
 //
 // With Config.All every process is a target but kernel threads and profd itself, narrowed
 // by a Filter (cgroup v2 subtrees, container ids, real uids, excluded images; AND across

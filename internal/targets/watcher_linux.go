@@ -15,8 +15,9 @@ import (
 	"github.com/profd/profd/internal/procfs"
 )
 
-// DefaultInterval is how often /proc is scanned for image targets (explicit pids are
-// watched through pidfds and need no scan).
+// DefaultInterval is how often /proc is scanned for image targets, and the explicit pids are
+// looked at for an exec, without exec notifications (their exits are watched through
+// pidfds).
 const DefaultInterval = 100 * time.Millisecond
 
 // execScanInterval is how often /proc is scanned for image targets while exec notifications
@@ -47,7 +48,9 @@ var ErrKernelThread = errors.New("a kernel thread, which runs no user code")
 
 // Config says which processes are targets.
 type Config struct {
-	PIDs []uint32 // explicit targets (all their threads)
+	// PIDs are explicit targets (all their threads). One that execs another executable is
+	// reported removed and added anew, as with All, so that each target runs one executable.
+	PIDs []uint32
 	// Images are executables, by absolute path or by a name resolved through PATH at New (see
 	// resolveImage); a process is a target when it runs one of them.
 	Images []string
@@ -60,9 +63,9 @@ type Config struct {
 	All      bool
 	Filter   Filter
 	Interval time.Duration // 0 means DefaultInterval
-	// ScanOnly turns off exec notifications. Without it, an image watcher also listens to
-	// the kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only)
-	// and checks each process the moment it execs.
+	// ScanOnly turns off exec notifications. Without it, the watcher also listens to the
+	// kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only) and
+	// checks each process (explicit pids alone, without images or All) the moment it execs.
 	ScanOnly bool
 	Logger   *slog.Logger
 }
@@ -88,7 +91,8 @@ type Watcher struct {
 
 	mu      sync.Mutex
 	current map[uint32]uint64 // pid -> start time (clock ticks since boot)
-	// exes holds, with All, the executable each target ran when it was checked last.
+	// exes holds, with All and for explicit pids, the executable each target ran when it
+	// was checked last.
 	exes map[uint32]fileID
 	// checked holds, per process a scan checked in full, when it did: whether the process
 	// is a target (in current or not) stands until fullCheckEvery later, while exec
@@ -226,17 +230,20 @@ func (w *Watcher) unwatchTarget(pid uint32) {
 	}
 }
 
-// Start scans once at once; then it scans every Interval, until ctx is done or Close,
-// when there are images to find, All, or explicit pids without pidfds; it scans again whenever
-// an explicit pid's process exits; with an image and exec notifications, it also checks
-// each process as it execs.
+// Start scans once at once; then it scans every Interval, until ctx is done or Close (every
+// execScanInterval while exec notifications work); it scans again whenever an explicit
+// pid's process exits; with exec notifications, it also checks each process (with images
+// or All) or each explicit pid as it execs.
 func (w *Watcher) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	if w.scans() && !w.cfg.ScanOnly {
+	if !w.cfg.ScanOnly {
 		l, err := listenExec()
-		if err != nil {
+		switch {
+		case err != nil && w.scans():
 			w.log.Info("targets: no exec notifications, scanning /proc only", "every", w.cfg.Interval, "err", err)
-		} else {
+		case err != nil:
+			w.log.Debug("targets: no exec notifications, looking for the explicit pids' execs", "every", w.cfg.Interval, "err", err)
+		default:
 			w.execs = l
 			w.execOK.Store(true)
 			w.wg.Add(1)
@@ -259,9 +266,6 @@ func (w *Watcher) Start(ctx context.Context) {
 			go w.exitLoop(ctx, pid, e, func() bool { _, alive := w.pinnedAlive(pid); return alive })
 		}
 	}
-	if !w.scans() && !w.scanPinned {
-		return // nothing to scan for: the explicit pids' exits are watched
-	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -283,7 +287,8 @@ func (w *Watcher) Start(ctx context.Context) {
 func (w *Watcher) scans() bool { return len(w.cfg.Images) > 0 || w.cfg.All }
 
 // scanInterval is Interval, or execScanInterval while exec notifications work (when no
-// explicit pid needs polling).
+// explicit pid needs polling). Without images or All, a scan looks at the explicit pids
+// alone: whether each still runs, and the executable it runs.
 func (w *Watcher) scanInterval() time.Duration {
 	if w.execOK.Load() && !w.scanPinned {
 		return max(execScanInterval, w.cfg.Interval)
@@ -364,6 +369,9 @@ func (w *Watcher) execLoop(l *execListener) {
 			return
 		}
 		for i, pid := range tgids {
+			if _, pinned := w.pinned[pid]; !pinned && !w.scans() {
+				continue // only explicit pids are targets
+			}
 			if !slices.Contains(tgids[:i], pid) { // a setuid reports each of its threads
 				w.checkPid(pid)
 			}
@@ -372,7 +380,8 @@ func (w *Watcher) execLoop(l *execListener) {
 }
 
 // checkPid looks at pid alone: it reports pid if it has just exec'd the image or been
-// forked by a process of it, and drops it if it exec'd away from it or exited.
+// forked by a process of it, and drops it if it exec'd away from it or exited. A target that
+// exec'd another executable (with All, or an explicit pid) is reported removed and added.
 func (w *Watcher) checkPid(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
@@ -396,19 +405,25 @@ func (w *Watcher) checkPid(pid uint32) {
 		w.noteExe(pid, exe)
 	}
 	w.mu.Unlock()
+	var added, removed []uint32
 	if had {
-		w.report(nil, []uint32{pid})
+		removed = []uint32{pid}
 	}
 	if st != 0 {
-		w.report([]uint32{pid}, nil)
+		added = []uint32{pid}
 	}
+	w.report(added, removed)
 }
 
-// report hands removals, then additions, to the handler. Called with scanMu held.
+// report hands removals, then additions (sorted), to the handler. Called with scanMu held.
 func (w *Watcher) report(added, removed []uint32) {
 	for _, pid := range removed {
 		w.unwatchTarget(pid)
-		w.log.Info("targets: process gone", "pid", pid)
+		if _, again := slices.BinarySearch(added, pid); again && w.execIsChange(pid) {
+			w.log.Info("targets: process exec'd another executable, a target anew", "pid", pid)
+		} else {
+			w.log.Info("targets: process gone", "pid", pid)
+		}
 		if w.handler.Removed != nil {
 			w.handler.Removed(pid)
 		}
@@ -427,14 +442,11 @@ func (w *Watcher) report(added, removed []uint32) {
 	}
 }
 
-// StillRuns reports, with All, whether target pid still runs the executable the watcher saw
-// it run when it reported it; false means it has exec'd since, and its removal and its
-// adding anew are on their way (an exec notification, or the next scan). Without All, or
-// for a pid that is no target, it is true.
+// StillRuns reports, with All or for an explicit pid, whether target pid still runs the
+// executable the watcher saw it run when it reported it; false means it has exec'd since,
+// and its removal and its adding anew are on their way (an exec notification, or the next
+// scan). For any other pid it is true.
 func (w *Watcher) StillRuns(pid uint32) bool {
-	if w.filter == nil {
-		return true
-	}
 	w.mu.Lock()
 	seen, ok := w.exes[pid]
 	w.mu.Unlock()
@@ -551,12 +563,12 @@ func (w *Watcher) Scan() {
 	// exec notification since, and one it found may have exited since.
 	w.mu.Lock()
 	var changed []uint32
-	var same map[uint32]fileID // with All: targets the walk found unchanged, by executable
+	var same map[uint32]fileID // targets the walk found unchanged whose exec is a change
 	for pid, st := range w.current {
 		switch {
 		case found[pid] != st:
 			changed = append(changed, pid)
-		case w.filter != nil && !stood[pid]:
+		case w.execIsChange(pid) && !stood[pid]:
 			if same == nil {
 				same = map[uint32]fileID{}
 			}
@@ -625,17 +637,26 @@ func (w *Watcher) Scan() {
 	}
 }
 
-// exeID is, with All, the executable target pid (of start time st) runs; zero otherwise.
+// execIsChange reports whether target pid that execs another executable is another target:
+// with All, and for an explicit pid. (An image target that execs another image is another
+// target too, by matching no more.)
+func (w *Watcher) execIsChange(pid uint32) bool {
+	_, pinned := w.pinned[pid]
+	return w.filter != nil || pinned
+}
+
+// exeID is the executable target pid (of start time st) runs, when its exec is a change
+// (execIsChange); zero otherwise.
 func (w *Watcher) exeID(pid uint32, st uint64) fileID {
-	if w.filter == nil || st == 0 {
+	if st == 0 || !w.execIsChange(pid) {
 		return fileID{}
 	}
 	return procfs.ExeID(pid)
 }
 
-// noteExe records target pid's executable, with All. Called with mu held.
+// noteExe records target pid's executable when its exec is a change. Called with mu held.
 func (w *Watcher) noteExe(pid uint32, id fileID) {
-	if w.filter != nil {
+	if w.execIsChange(pid) {
 		w.exes[pid] = id
 	}
 }

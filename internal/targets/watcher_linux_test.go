@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -285,5 +287,67 @@ func TestImageByFileNotName(t *testing.T) {
 	}
 	if _, err := New(Config{Images: []string{copyDir + "/no-such-jit"}}, Handler{}); !errors.Is(err, ErrNoImage) {
 		t.Errorf("an image path naming no file: %v, want ErrNoImage", err)
+	}
+}
+
+// An explicit pid that execs another executable is reported removed and added anew, and stays
+// a target: seen at its exec with exec notifications (as root), by the look at the explicit
+// pids every Interval without them.
+func TestPinnedExec(t *testing.T) {
+	for _, scanOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "notified", true: "scanned"}[scanOnly], func(t *testing.T) {
+			if !scanOnly && os.Geteuid() != 0 {
+				t.Skip("exec notifications need CAP_NET_ADMIN")
+			}
+			sh := exec.Command("sh", "-c", "read x; exec sleep 30")
+			in, err := sh.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sh.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+			pid := sh.Process.Pid
+			var r recorder
+			interval := time.Hour // no scan but the first: the exec is seen by its notification
+			if scanOnly {
+				interval = 20 * time.Millisecond
+			}
+			w, err := New(Config{PIDs: []uint32{uint32(pid)}, Interval: interval, ScanOnly: scanOnly}, r.handler())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Start(context.Background())
+			defer w.Close()
+			if !scanOnly && w.execs == nil {
+				t.Fatal("root, but no exec notifications")
+			}
+			eventually(t, "the shell added", func() bool { return r.has(&r.added, pid) })
+			if !w.StillRuns(uint32(pid)) {
+				t.Errorf("StillRuns(%d) = false before its exec", pid)
+			}
+			in.Write([]byte("go\n"))
+			eventually(t, "the shell, exec'd into sleep, removed and added anew", func() bool {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return len(r.added) == 2
+			})
+			r.mu.Lock()
+			added, removed := slices.Clone(r.added), slices.Clone(r.removed)
+			r.mu.Unlock()
+			if !slices.Equal(removed, []uint32{uint32(pid)}) || !slices.Equal(added, []uint32{uint32(pid), uint32(pid)}) {
+				t.Errorf("added %v, removed %v; want the pid added, removed and added", added, removed)
+			}
+			if got := w.Targets(); !slices.Equal(got, []uint32{uint32(pid)}) {
+				t.Errorf("Targets() = %v after the exec, want [%d]", got, pid)
+			}
+			if exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); !strings.HasSuffix(exe, "/sleep") {
+				t.Fatalf("the process runs %q, not sleep", exe)
+			}
+			if !w.StillRuns(uint32(pid)) {
+				t.Errorf("StillRuns(%d) = false after it was added anew", pid)
+			}
+		})
 	}
 }
