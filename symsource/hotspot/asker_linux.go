@@ -14,9 +14,8 @@ import (
 // once every period, a new one as soon as it is old enough to be signalled. It remembers,
 // per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
 // is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
-// for each), and one that refused the request is asked no more. A process found not to run
-// HotSpot is looked at again when it runs another executable (checked once a period, or at
-// once after Renew). Only Renew is safe for concurrent use.
+// for each), and one that refused the request is asked no more. Only Renew is safe for
+// concurrent use.
 type Asker struct {
 	log   *slog.Logger
 	every time.Duration
@@ -43,21 +42,8 @@ type jvm struct {
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
-	renewed   bool          // Renew was called: what it runs is looked at again at once
-	unsure    bool          // too young to tell: looked at again when due
-	exe       procfs.FileID // the executable it ran when found not to run HotSpot
-}
-
-// execed reports whether j, a process found not to run HotSpot, runs another executable
-// now: a launcher that ran `exec java` after it was looked at. Without --all profd is told
-// of no exec (Renew), so this is how a --pid target that became a JVM is found. It looks
-// once a period.
-func (a *Asker) execed(pid uint32, j *jvm, now time.Time) bool {
-	if !j.done || j.hotspot || now.Before(j.next) {
-		return false
-	}
-	j.next = now.Add(a.every)
-	return procfs.ExeID(pid) != j.exe
+	renewed   bool // Renew was called: what it runs is looked at again at once
+	unsure    bool // too young to tell: looked at again when due
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
@@ -91,22 +77,15 @@ func (a *Asker) takeRenewed() {
 // Ask asks each HotSpot JVM among pids that is due (every one, with all) to write its perf
 // map, one after another, until ctx is done, and forgets the processes not among pids. It
 // returns the pids whose JVMs wrote their maps. Calling it often costs little: a JVM not
-// due is not looked at, nor a process known not to run HotSpot but for its executable once
-// a period.
+// due, or a process known not to run HotSpot, is not looked at.
 func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint32) {
 	a.takeRenewed()
 	keep := make(map[uint32]bool, len(pids))
 	now := time.Now()
 	for _, pid := range pids {
 		keep[pid] = true
-		if ctx.Err() != nil {
+		if j := a.procs[pid]; ctx.Err() != nil || j != nil && !j.renewed && (j.done || !all && now.Before(j.next)) {
 			continue
-		}
-		if j := a.procs[pid]; j != nil && !j.renewed {
-			j.renewed = a.execed(pid, j, now)
-			if !j.renewed && (j.done || !all && now.Before(j.next)) {
-				continue
-			}
 		}
 		j := a.lookup(pid)
 		if j == nil || j.done || !j.hotspot || !all && now.Before(j.next) {
@@ -176,9 +155,6 @@ func (a *Asker) lookup(pid uint32) *jvm {
 	}
 	started, _ := procfs.StartedAt(pid)
 	j := &jvm{start: start, started: started, hotspot: hotspot, done: !hotspot}
-	if !hotspot {
-		j.exe, j.next = procfs.ExeID(pid), time.Now().Add(a.every)
-	}
 	switch {
 	case same && hotspot:
 		// A JVM where the last look found none (the process exec'd, or was too young to

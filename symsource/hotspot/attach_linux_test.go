@@ -171,50 +171,26 @@ func startLauncher(t *testing.T) (pid uint32, execJava func()) {
 	}
 }
 
-// shellThenJava starts a launcher (startLauncher), has an asker that asks every period
-// (every one, with all) find that it does not run HotSpot, then has it exec the JVM, and
-// returns the asker, the process and when the exec came.
-func shellThenJava(t *testing.T, every time.Duration, all bool) (a *Asker, pid uint32, execAt time.Time) {
-	t.Helper()
-	pid, execJava := startLauncher(t)
-	a = NewAsker(slog.New(slog.DiscardHandler), every)
-	a.young = 50 * time.Millisecond
-	time.Sleep(2 * a.young)
-	if wrote := a.Ask(context.Background(), []uint32{pid}, all); len(wrote) != 0 || !a.procs[pid].done {
-		t.Fatalf("the shell: wrote %v, known not to be HotSpot %v", wrote, a.procs[pid].done)
-	}
-	a.young = youngJVM
-	execAt = time.Now()
-	execJava()
-	return a, pid, execAt
-}
-
 // A process known not to run HotSpot that execs a JVM (a launcher script's `exec java`)
 // is looked at again after Renew, and its JVM is young from then, not from the process's
 // start: it is not signalled at once, and is asked once it is old enough.
 func TestAskerRenew(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	a, pid, execAt := shellThenJava(t, time.Hour, true)
+	pid, execJava := startLauncher(t)
+	a := NewAsker(slog.New(slog.DiscardHandler), time.Hour)
+	a.young = 50 * time.Millisecond
+	time.Sleep(2 * a.young)
+	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 || !a.procs[pid].done {
+		t.Fatalf("the shell: wrote %v, known not to be HotSpot %v", wrote, a.procs[pid].done)
+	}
+	a.young = youngJVM
+	execAt := time.Now()
+	execJava()
 	if wrote := a.Ask(context.Background(), []uint32{pid}, true); len(wrote) != 0 {
 		t.Fatalf("asked the shell's pid without Renew: wrote %v", wrote)
 	}
 	a.Renew(pid)
 	checkYoungThenAsked(t, a, pid, execAt, true)
-}
-
-// A process known not to run HotSpot that execs a JVM is found without Renew (profd is told
-// of no exec of a --pid target) once its period has passed, by its new executable, and its
-// JVM is young from then. Before then it is not looked at.
-func TestAskerExecWithoutRenew(t *testing.T) {
-	testenv.Requires(t, testenv.Root)
-	a, pid, execAt := shellThenJava(t, 500*time.Millisecond, false)
-	if j := a.procs[pid]; time.Now().Before(j.next) {
-		if a.Ask(context.Background(), []uint32{pid}, false); a.procs[pid] != j || !j.done {
-			t.Fatalf("looked at the shell's pid again within its period")
-		}
-		time.Sleep(time.Until(j.next))
-	}
-	checkYoungThenAsked(t, a, pid, execAt, false)
 }
 
 // checkYoungThenAsked asks pid, a JVM the asker finds now, started since: it is young
