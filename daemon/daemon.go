@@ -46,6 +46,8 @@ type daemonRun struct {
 	host hostTargets
 	// java asks the JVMs among the targets for their perf maps (--java-perfmap).
 	java javaMaps
+	// notes bounds the lines that say a target came or went.
+	notes targetNotes
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -43,7 +42,7 @@ func (d *daemonRun) setUpTarget(pid uint32) {
 		}
 		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
 	}
-	fmt.Fprintf(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
+	d.printTarget("profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
 }
 
 // exitedBeforeSetup counts target pid, which exited before its symbol sources were set up
@@ -111,7 +110,7 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
 		}
 	}
 	if len(started) > 0 {
-		fmt.Fprintf(d.out, "profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
+		d.printTarget("profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
 	}
 	return !h.files || !h.fifoDone
 }

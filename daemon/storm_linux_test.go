@@ -167,7 +167,7 @@ type stormResult struct {
 	warnings []string
 }
 
-var addedLine = regexp.MustCompile(`time=(\S+) level=INFO msg="profd: target added" pid=(\d+) `)
+var addedLine = regexp.MustCompile(`time=(\S+) level=(?:INFO|DEBUG) msg="profd: target added" pid=(\d+) `)
 
 // stormRun runs profd on a storm of perSecond processes a second for dur, stops it, and
 // reads what it wrote of each process.

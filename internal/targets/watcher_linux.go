@@ -416,13 +416,15 @@ func (w *Watcher) checkPid(pid uint32) {
 }
 
 // report hands removals, then additions (sorted), to the handler. Called with scanMu held.
+// Its lines are at Debug level: a host's process storm would flood the log, and the handler
+// says what became of each target.
 func (w *Watcher) report(added, removed []uint32) {
 	for _, pid := range removed {
 		w.unwatchTarget(pid)
 		if _, again := slices.BinarySearch(added, pid); again && w.execIsChange(pid) {
-			w.log.Info("targets: process exec'd another executable, a target anew", "pid", pid)
+			w.log.Debug("targets: process exec'd another executable, a target anew", "pid", pid)
 		} else {
-			w.log.Info("targets: process gone", "pid", pid)
+			w.log.Debug("targets: process gone", "pid", pid)
 		}
 		if w.handler.Removed != nil {
 			w.handler.Removed(pid)
@@ -435,7 +437,7 @@ func (w *Watcher) report(added, removed []uint32) {
 			w.mu.Unlock()
 			w.watchTarget(pid, st)
 		}
-		w.log.Info("targets: process found", "pid", pid)
+		w.log.Debug("targets: process found", "pid", pid)
 		if w.handler.Added != nil {
 			w.handler.Added(pid)
 		}
