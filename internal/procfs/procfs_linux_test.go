@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -151,6 +152,40 @@ func TestReadBoundedTooLarge(t *testing.T) {
 	data, err := readBounded(path, 10)
 	if len(data) != 10 || !errors.Is(err, ErrTooLarge) {
 		t.Errorf("readBounded: %d bytes, %v", len(data), err)
+	}
+}
+
+// readBounded reads a file whole, however its size stands to its bound and to the reads it
+// takes, and a file at its bound is not too large.
+func TestReadBoundedWhole(t *testing.T) {
+	for _, size := range []int{0, 1, 4095, 4096, 4097, 100 << 10} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i * 7)
+		}
+		path := t.TempDir() + "/f"
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{size, size + 1, 1 << 20} {
+			got, err := readBounded(path, limit)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("size %d, limit %d: %d bytes, %v", size, limit, len(got), err)
+			}
+		}
+	}
+	if _, err := readBounded(t.TempDir()+"/none", 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// BenchmarkReadStatus reads /proc/self/status, as profd reads each target's when it adds it.
+func BenchmarkReadStatus(b *testing.B) {
+	pid := uint32(os.Getpid())
+	for b.Loop() {
+		if _, err := ReadStatus(pid); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

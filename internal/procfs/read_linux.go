@@ -3,9 +3,11 @@ package procfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // Bounds of what one read of a /proc file may return; the kernel writes these files, but
@@ -31,19 +33,35 @@ func Path(pid uint32, name string) string {
 func Root(pid uint32) string { return Path(pid, "root") }
 
 // readBounded reads at most limit bytes of path. A larger file yields its first limit
-// bytes and an error wrapping ErrTooLarge.
+// bytes and an error wrapping ErrTooLarge. It reads with plain system calls: os.Open
+// offers each file to the runtime's poller, which refuses /proc files after four fcntl
+// calls and an epoll_ctl, and a storm of short processes has hundreds of them read a
+// second. Errors are *os.PathError, as os.Open's.
 func readBounded(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
+	defer unix.Close(fd)
+	data := make([]byte, 0, min(limit+1, 4<<10))
+	for len(data) <= limit {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, min(cap(data), limit+1-len(data)))
+		}
+		n, err := unix.Read(fd, data[len(data):cap(data)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return data, nil
+		}
+		data = data[:len(data)+n]
 	}
-	if len(data) > limit {
-		return data[:limit], fmt.Errorf("procfs: %s: %w (%d bytes)", path, ErrTooLarge, limit)
-	}
-	return data, nil
+	return data[:limit], fmt.Errorf("procfs: %s: %w (%d bytes)", path, ErrTooLarge, limit)
 }
