@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profileio"
@@ -99,10 +101,12 @@ func (d *daemonRun) cutKey(w pending) string {
 	return strconv.FormatUint(uint64(w.pid), 10)
 }
 
-func kernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
+// kernelRelease is the running kernel's release, as uname -r prints it, read once: every
+// target's capture carries it, and a storm of short processes retires hundreds a second.
+var kernelRelease = sync.OnceValue(func() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
-}
+	return unix.ByteSliceToString(u.Release[:])
+})

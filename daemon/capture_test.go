@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,16 @@ func TestCutWarning(t *testing.T) {
 		if n := warnings(); n != want {
 			t.Errorf("all=%v: %d warnings after another process of the image, want %d:\n%s", all, n, want, logs.String())
 		}
+	}
+}
+
+// kernelRelease is the release the kernel gives in /proc, as uname -r prints it.
+func TestKernelRelease(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Skip(err)
+	}
+	if got, want := kernelRelease(), strings.TrimSpace(string(b)); got != want || got == "" {
+		t.Errorf("kernelRelease() = %q, want %q", got, want)
 	}
 }

@@ -12,7 +12,8 @@ import (
 // sourceCheckMax: most processes of a host never run a JIT, and a check stats where its
 // files would be (its maps only when they changed size, files.Probe). A JIT
 // that makes its files late is found within sourceCheckMax (its samples wait unnamed
-// meanwhile, and are named once its files are read), and at its exit.
+// meanwhile, and are named once its files are read), and at its exit. A process younger
+// than sourceCheckEvery when it is added has its files looked for first at its first check.
 const (
 	sourceCheckEvery = time.Second
 	sourceCheckMax   = 32 * time.Second

@@ -78,7 +78,7 @@ func (d *daemonRun) askJVMs(ctx context.Context, by time.Time, all bool) {
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
 	for _, pid := range wrote {
-		if h := d.host.waiting[pid]; h != nil && !d.checkSources(pid, d.parts.look.Image(pid), h) {
+		if h := d.host.waiting[pid]; h != nil && !d.checkSources(pid, d.parts.look.Image(pid), h, true) {
 			delete(d.host.waiting, pid)
 		}
 	}

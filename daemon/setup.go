@@ -76,14 +76,20 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 		return
 	}
 	h := &hostTarget{uid: st.UID, gid: st.GID, wait: sourceCheckEvery, checkedAt: time.Now()}
-	if d.checkSources(pid, image, h) {
+	// A process younger than a check's wait (found at its fork or exec) has made no files
+	// yet, but for stale ones of its pid's last process: its files are looked for at its
+	// next check or its exit, whichever comes first. A storm's processes mostly end first,
+	// and are looked at once, not twice. Its FIFO cannot wait: its JIT opens it as it starts.
+	started, err := procfs.StartedAt(pid)
+	young := err == nil && time.Since(started) < sourceCheckEvery
+	if d.checkSources(pid, image, h, !young) {
 		d.host.waiting[pid] = h
 	}
 }
 
-// checkSources sets up what h still lacks of pid's symbol sources and reports whether
-// anything is left to check later.
-func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
+// checkSources sets up what h still lacks of pid's symbol sources (its files only with
+// withFiles) and reports whether anything is left to check later.
+func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget, withFiles bool) bool {
 	var started []string
 	if !h.fifoDone {
 		// An empty environment may be an exec's midst: read it again at the next check.
@@ -100,7 +106,7 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget) bool {
 			}
 		}
 	}
-	if !h.files && h.hasFiles(d.parts.files, pid) {
+	if withFiles && !h.files && h.hasFiles(d.parts.files, pid) {
 		h.files = true
 		d.parts.symbols.addTarget(pid)
 		if err := d.parts.files.AddTarget(pid, h.uid); err != nil && !exited(err) {
@@ -147,7 +153,7 @@ func (d *daemonRun) recheckSources() {
 			continue
 		}
 		h.checkedAt, h.wait = now, min(2*h.wait, sourceCheckMax)
-		if !d.checkSources(pid, d.parts.look.Image(pid), h) {
+		if !d.checkSources(pid, d.parts.look.Image(pid), h, true) {
 			delete(d.host.waiting, pid)
 		}
 	}
