@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/sampler"
 )
@@ -313,4 +315,44 @@ func BenchmarkForkStorm(b *testing.B) {
 			b.ReportMetric(percentile(attach, 0.9), "exec-added-p90-ms")
 		})
 	}
+}
+
+// BenchmarkAllChurn is profd --all (the default --group-by image) beside a shell loop of
+// short processes, /bin/true as fast as the shell starts them (each a fork and an exec: two
+// targets), for 10 s: the daemon's CPU for each target it added and retired
+// (cpu-ms/target), and the targets a second. It is what a host's build or script storm
+// costs profd.
+func BenchmarkAllChurn(b *testing.B) {
+	testenv.Requires(b, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	const dur = 10 * time.Second
+	var cpu time.Duration
+	targets := 0
+	for b.Loop() {
+		d := newDirs(b)
+		loop := startChild(b, nil, "sh", "-c", "while :; do /bin/true; done")
+		time.Sleep(100 * time.Millisecond)
+		before := selfCPU(b)
+		r := startRun(b, Config{All: true, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
+			Formats: []Format{FormatCapture}, GroupBy: GroupByImage, Duration: dur})
+		r.wait(b, dur+30*time.Second)
+		cpu += selfCPU(b) - before
+		loop.cmd.Process.Kill()
+		<-loop.done
+		n := lastCounter(r.summary.String(), "; targets ")
+		if n < 100 {
+			b.Fatalf("%d targets in %v: the loop did not run\n%s", n, dur, r.summary.String())
+		}
+		targets += n
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(targets), "cpu-ms/target")
+	b.ReportMetric(float64(targets)/float64(b.N)/dur.Seconds(), "targets/s")
+}
+
+// selfCPU is the CPU time the test's process has used, user and system.
+func selfCPU(b testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
