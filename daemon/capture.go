@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -93,12 +94,13 @@ func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 		"pid", w.pid, "image", w.image, "cut", cut, "complete", complete)
 }
 
-// cutKey is what noteCut warns once for: a process, or with --all an image.
+// cutKey is what noteCut warns once for: an explicit --pid's process, else an image
+// (--jit-image and --all find many processes of one image, built alike).
 func (d *daemonRun) cutKey(w pending) string {
-	if d.cfg.All {
-		return "image:" + w.image
+	if slices.Contains(d.cfg.Pids, w.pid) {
+		return strconv.FormatUint(uint64(w.pid), 10)
 	}
-	return strconv.FormatUint(uint64(w.pid), 10)
+	return "image:" + w.image
 }
 
 // kernelRelease is the running kernel's release, as uname -r prints it, read once: every

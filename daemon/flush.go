@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -502,7 +503,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
-		d.log.Info("profd: "+err.Error(), "pid", w.pid)
+		d.noteTarget("profd: "+err.Error(), "pid", w.pid) // once a target, so as bounded
 	case noFunctions:
 	case errors.Is(err, errStopped) && w.final:
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
@@ -522,7 +523,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		delete(d.flushing.writeFailing, w.base)
 		d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
 	}
-	if w.final && w.pids == nil {
+	if w.ownFinal() {
 		delete(d.flushing.writeFailing, w.base) // the process's last flush
 	}
 	d.flushing.mu.Unlock()
@@ -533,24 +534,32 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 			cut += st.Count
 		}
 	}
-	d.log.Info("profd: flushed", "pid", w.pid, "final", w.final, "files", paths,
+	flushed := []any{"pid", w.pid, "final", w.final, "files", paths,
 		"objects", cst.Objects, "reestimated", cst.Reestimated, "cached", cst.Cached, "raw_no_code", cst.RawNoCode,
 		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable,
-		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start))
+		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start)}
+	switch {
+	case w.ownFinal(): // one of the lines of its process's going
+		d.noteTarget("profd: flushed", flushed...)
+	case w.quiet:
+		d.log.Debug("profd: flushed", flushed...)
+	default:
+		d.log.Info("profd: flushed", flushed...)
+	}
 	if cst.FirstError != nil {
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
 	}
 	jit, outside := w.capture.TotalSamples()
 	sum := procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}
 	d.flushing.mu.Lock()
-	if w.final && w.pids == nil {
+	if w.ownFinal() {
 		// A process's own final profile: the summary adds it up with the others that exited,
 		// and nothing else of it is kept.
 		delete(d.flushing.latest, w.base)
 		d.flushing.exited.add(sum)
 		delete(d.flushing.noFunctionsLogged, w.pid)
-		if !d.cfg.All {
-			delete(d.flushing.cutWarned, d.cutKey(w))
+		if slices.Contains(d.cfg.Pids, w.pid) {
+			delete(d.flushing.cutWarned, d.cutKey(w)) // an image's stands
 		}
 	} else {
 		d.flushing.latest[w.base] = sum
@@ -583,6 +592,7 @@ func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(p
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	intervals := false
+	shown, quiet := markQuiet(work)
 	for _, w := range work {
 		intervals = intervals || w.interval
 		sem <- struct{}{}
@@ -593,6 +603,9 @@ func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(p
 		}()
 	}
 	wg.Wait()
+	if quiet > 0 {
+		d.log.Info(fmt.Sprintf("profd: flushed %d outputs; the lines of %d of them are at debug level (--log-level debug)", shown+quiet, quiet))
+	}
 	if intervals {
 		d.applyRetention()
 	}
@@ -601,6 +614,27 @@ func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(p
 		d.log.Warn("profd: the stop timeout passed before these outputs' LLVM profiles were made; their captures and pprof profiles are written, and reestimate CAPTURE makes the LLVM profiles from them",
 			"outputs", cut, "stop_timeout", d.cfg.StopTimeout)
 	}
+}
+
+// outputLinesPerFlush is how many outputs a flush logs at Info level, one line each ("profd:
+// flushed"); the lines of the rest are at Debug, after one line that says so. A process's
+// own final profile is one of the lines of its going (targetNotes).
+const outputLinesPerFlush = 30
+
+// markQuiet marks quiet the outputs of work past the first outputLinesPerFlush, but
+// processes' own final profiles, and returns how many are shown and how many quiet.
+func markQuiet(work []pending) (shown, quiet int) {
+	for i := range work {
+		switch {
+		case work[i].ownFinal():
+		case shown < outputLinesPerFlush:
+			shown++
+		default:
+			work[i].quiet = true
+			quiet++
+		}
+	}
+	return shown, quiet
 }
 
 // allFormats is every configured format, for writeAll.
@@ -636,7 +670,7 @@ func (d *daemonRun) repairCache(w pending) *profgen.RepairCache {
 	d.flushing.mu.Lock()
 	defer d.flushing.mu.Unlock()
 	rc := d.flushing.repairCaches[w.base]
-	if w.final && w.pids == nil {
+	if w.ownFinal() {
 		delete(d.flushing.repairCaches, w.base)
 		return rc
 	}

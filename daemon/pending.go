@@ -31,10 +31,15 @@ type pending struct {
 	firstNs int64
 	// interval: writing it ends an interval of its output (endsInterval).
 	interval bool
+	// quiet: the line that says it was written is at Debug level (writeAll).
+	quiet bool
 	// sinceInterval is a group's capture without the processes whose exit an ended
 	// interval holds: what its next interval is taken of. Nil: capture.
 	sinceInterval *profileio.Capture
 }
+
+// ownFinal reports whether w is a process's own final profile (not a group's).
+func (w *pending) ownFinal() bool { return w.final && w.pids == nil }
 
 // intervalCapture is what w's interval is taken of.
 func (w *pending) intervalCapture() *profileio.Capture {

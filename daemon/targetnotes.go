@@ -14,7 +14,8 @@ import (
 const targetNotesPerMinute = 30
 
 // targetNotes bounds the lines that say a target came or went: "target added", "target
-// exited" in the log, "attached to pid" in the summary. While targets are few (explicit
+// exited", its final profile's "flushed" and its "no JIT function" in the log, "attached
+// to pid" in the summary. While targets are few (explicit
 // pids, the JITs of a --jit-image) each has its lines; a storm of processes under --all or
 // --jit-image (a shell loop, a PostgreSQL backend per connection) would write thousands a
 // minute, which an operator's journal keeps for weeks and rate-limits away with the lines
@@ -50,7 +51,7 @@ func (d *daemonRun) noteTarget(msg string, args ...any) {
 	if ok, ranOut := d.notes.log.take(time.Now()); !ok {
 		level = slog.LevelDebug
 		if ranOut {
-			d.log.Info(fmt.Sprintf("profd: more than %d targets came or went in the last minute: the rest of this minute's are logged at debug level (--log-level debug); each flush's counters line counts them", targetNotesPerMinute))
+			d.log.Info(fmt.Sprintf("profd: more than %d lines on targets' coming and going in the last minute: the rest of this minute's are at debug level (--log-level debug); each flush's counters line counts the targets", targetNotesPerMinute))
 		}
 	}
 	d.log.Log(context.Background(), level, msg, args...)

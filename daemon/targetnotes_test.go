@@ -52,3 +52,21 @@ func TestNoteBudgetMinutes(t *testing.T) {
 		t.Errorf("a minute after the minute began: not within the allowance")
 	}
 }
+
+// A flush of many outputs logs the first outputLinesPerFlush at Info level and the rest at
+// Debug; processes' own final profiles are left to targetNotes.
+func TestMarkQuiet(t *testing.T) {
+	work := make([]pending, outputLinesPerFlush+10)
+	for i := range 5 {
+		work[i*7].final = true // a process's own final profile
+	}
+	shown, quiet := markQuiet(work)
+	if shown != outputLinesPerFlush || quiet != 5 {
+		t.Errorf("%d outputs, 5 of them processes' final profiles: %d shown, %d quiet; want %d and 5", len(work), shown, quiet, outputLinesPerFlush)
+	}
+	for i, w := range work {
+		if w.quiet && (w.ownFinal() || i < outputLinesPerFlush) {
+			t.Errorf("output %d (a final profile: %v) marked quiet", i, w.ownFinal())
+		}
+	}
+}
