@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"time"
 
 	"github.com/profd/profd/internal/procfs"
@@ -11,14 +12,23 @@ import (
 // samples are drained (once for them all), and their final captures are taken and queued
 // for the next flush; then everything profd held for them is released. Called by
 // applyChanges, before a new process that reuses one of the pids is added.
-// Targets the sampler refused (missed) are dropped without a capture.
+// Targets the sampler refused (missed) are dropped without a capture. An explicit pid that
+// exec'd another program (execedPids) keeps its FIFO, its symbol queue and its code: they
+// are the process's, and the JIT the exec started may have opened the FIFO and sent its
+// first records already. Its counts and outputs end; its files are looked for anew.
 func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	looked := make([][]string, len(pids))
 	for _, pid := range pids {
 		d.lastSourceCheck(pid)
 	}
+	execed := d.execedPids(pids)
 	for i, pid := range pids {
 		looked[i] = d.lookedFor(pid)
+		if execed[pid] {
+			d.parts.files.RemoveTarget(pid)
+			d.parts.symbols.forgetProgram(pid)
+			continue
+		}
 		d.parts.fifo.RemoveTarget(pid)
 		d.parts.files.RemoveTarget(pid)
 		d.parts.symbols.removeTarget(pid)
@@ -42,9 +52,11 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 			counts.RemoveProcess(pid)
 			delete(d.locked.targets, pid)
 		}
-		d.parts.jit.RemovePid(pid)
+		if !execed[pid] {
+			d.parts.jit.RemovePid(pid)
+		}
 		d.parts.look.forget(pid)
-		d.locked.flushQueue.Forget(pid) // its reply FIFO is gone: no one to answer
+		d.locked.flushQueue.Forget(pid) // the program that asked is gone: no one to answer
 	}
 	d.publishLocked()
 	d.mu.Unlock()
@@ -62,4 +74,26 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	case d.wake.goneNote <- struct{}{}:
 	default:
 	}
+}
+
+// execedPids returns those of pids that are explicit pids the watcher has as targets again:
+// they exec'd another program, and are retired only to be added anew.
+func (d *daemonRun) execedPids(pids []uint32) map[uint32]bool {
+	var out map[uint32]bool
+	var current []uint32
+	for _, pid := range pids {
+		if !slices.Contains(d.cfg.Pids, pid) {
+			continue
+		}
+		if current == nil {
+			current = d.parts.watch.Targets()
+		}
+		if _, ok := slices.BinarySearch(current, pid); ok {
+			if out == nil {
+				out = map[uint32]bool{}
+			}
+			out[pid] = true
+		}
+	}
+	return out
 }

@@ -384,6 +384,43 @@ func TestPidExecNode(t *testing.T) {
 	}
 }
 
+// TestPidExecFIFOJIT: profd --pid of a shell that execs a JIT speaking profd's FIFO: the
+// JIT opens the FIFO as it starts, within a millisecond of the exec, which is before profd
+// has seen the exec. The FIFO is the process's and stays through the exec (the same file),
+// so the JIT's records reach the target it runs as, and its outputs name its functions.
+// When the exec retired the FIFO with the shell's target, 2 of 5 runs lost every symbol.
+func TestPidExecFIFOJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	launcher := startCmd(t, exec.Command("sh", "-c", `read x <"$0"; exec "$1" -d "$2" -m 1500 -w 3000`, ready, testjit, d.fifo))
+	pid := launcher.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}})
+	r.waitAdded(t, pid, 10*time.Second)
+	fifoPath := filepath.Join(d.fifo, strconv.Itoa(pid)+".map")
+	var before syscall.Stat_t
+	waitFor(t, "the shell's FIFO", 10*time.Second, func() bool { return syscall.Stat(fifoPath, &before) == nil })
+	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the JIT to connect", 10*time.Second, func() bool { return strings.Contains(launcher.out.String(), "profd connected") })
+	var after syscall.Stat_t
+	if err := syscall.Stat(fifoPath, &after); err != nil || after.Ino != before.Ino {
+		t.Errorf("the FIFO was made anew through the exec (inode %d, then %d, %v)", before.Ino, after.Ino, err)
+	}
+	launcher.wait(t, 30*time.Second)
+	tl := profdTally(finalCapture(t, r, d, "testjit", pid))
+	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["count_medium"] == 0 {
+		t.Errorf("the JIT's final capture: %d of %d samples in JIT memory named, %d of them count_medium; want nearly all named\n%s\nlogs:\n%s",
+			tl.named, tl.jitMem, tl.funcs["count_medium"], launcher.out.String(), r.logs.String())
+	}
+}
+
 // TestNodeInContainer: node --perf-basic-prof in its own mount and pid namespaces with a
 // private /tmp writes /tmp/perf-1.map there; profd reads it through the process's root,
 // under the pid it has inside. perf report does not find that map: for the comparison the

@@ -19,10 +19,6 @@ func (d *daemonRun) setUpTarget(pid uint32) {
 		d.setUpHostTarget(pid, image)
 		return
 	}
-	if !d.parts.watch.StillRuns(pid) {
-		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid)
-		return
-	}
 	d.parts.symbols.addTarget(pid)
 	st, err := procfs.ReadStatus(pid)
 	if err == nil {
@@ -71,7 +67,6 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 		// its exec): the watcher reports it removed and added anew, and that target gets
 		// the sources its new program asks for. Set up now, its FIFO would be made from the
 		// new program's environment and removed at the re-adding, under the JIT's feet.
-		// (So with an explicit pid, in setUpTarget.)
 		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid)
 		return
 	}

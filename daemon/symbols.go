@@ -119,6 +119,11 @@ func (s *symbolStage) removeTarget(pid uint32) {
 	s.enrich.Forget(pid)
 }
 
+// forgetProgram drops what the stage keeps of the program target pid ran before an exec
+// (what enrich read of its memory), keeping its queue: the records of the program it runs
+// now come through it.
+func (s *symbolStage) forgetProgram(pid uint32) { s.enrich.Forget(pid) }
+
 // close stops every queue after applying what it holds.
 func (s *symbolStage) close() {
 	s.mu.Lock()
