@@ -388,7 +388,6 @@ func TestPidExecNode(t *testing.T) {
 // JIT opens the FIFO as it starts, within a millisecond of the exec, which is before profd
 // has seen the exec. The FIFO is the process's and stays through the exec (the same file),
 // so the JIT's records reach the target it runs as, and its outputs name its functions.
-// When the exec retired the FIFO with the shell's target, 2 of 5 runs lost every symbol.
 func TestPidExecFIFOJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	testjit, _ := workloads(t)

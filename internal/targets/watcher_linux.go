@@ -640,8 +640,8 @@ func (w *Watcher) Scan() {
 }
 
 // execIsChange reports whether target pid that execs another executable is another target:
-// with All, and for an explicit pid. (An image target that execs another image is another
-// target too, by matching no more.)
+// with All, and for an explicit pid. (An image target that execs an executable of no image
+// is dropped, matching no more; one that execs another image stays the same target.)
 func (w *Watcher) execIsChange(pid uint32) bool {
 	_, pinned := w.pinned[pid]
 	return w.filter != nil || pinned
