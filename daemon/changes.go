@@ -112,9 +112,9 @@ func (d *daemonRun) addTarget(pid uint32) {
 	d.renewJVM(pid)
 	d.tally.added.Add(1)
 	if d.cfg.All { // a FIFO only for some (setUpHostTarget)
-		d.noteTarget("profd: target added", "pid", pid, "image", d.parts.look.Image(pid))
+		d.notes.logTarget(d.log, "profd: target added", "pid", pid, "image", d.parts.look.Image(pid))
 	} else {
-		d.noteTarget("profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
+		d.notes.logTarget(d.log, "profd: target added", "pid", pid, "image", d.parts.look.Image(pid), "fifo", d.parts.fifo.FIFOPath(pid))
 	}
 	select {
 	case d.wake.addedNote <- struct{}{}:

@@ -29,6 +29,10 @@ const (
 // AllFormats lists every output format, in the order --format documents them.
 var AllFormats = []Format{FormatLLVMText, FormatLLVMExtBinary, FormatPprof, FormatCapture}
 
+// intervalFormats are the formats an interval's files are written in (those of them
+// --format asks for): the LLVM profiles keep their cumulative meaning.
+var intervalFormats = []Format{FormatPprof, FormatCapture}
+
 // GroupBy is what one output file covers.
 type GroupBy string
 

@@ -160,6 +160,16 @@ type wakeups struct {
 	flushWG     sync.WaitGroup
 }
 
+// javaMaps asks the HotSpot JVMs among the targets for their perf maps every
+// cfg.JavaPerfMapEvery, a new one once it is two seconds old (package hotspot), on a
+// goroutine of its own, and once more as profd stops: HotSpot writes its map only when
+// asked, and package files reads it then (javamaps.go).
+type javaMaps struct {
+	asker *hotspot.Asker
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
 // replyLog remembers the targets whose flush replies failed, so that each is logged once;
 // the goroutines that reply share it under its lock.
 type replyLog struct {

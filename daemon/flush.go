@@ -503,7 +503,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
-		d.noteTarget("profd: "+err.Error(), "pid", w.pid) // once a target, so as bounded
+		d.notes.logTarget(d.log, "profd: "+err.Error(), "pid", w.pid) // once a target, so as bounded
 	case noFunctions:
 	case errors.Is(err, errStopped) && w.final:
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
@@ -540,7 +540,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start)}
 	switch {
 	case w.ownFinal(): // one of the lines of its process's going
-		d.noteTarget("profd: flushed", flushed...)
+		d.notes.logTarget(d.log, "profd: flushed", flushed...)
 	case w.quiet:
 		d.log.Debug("profd: flushed", flushed...)
 	default:

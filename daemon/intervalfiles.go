@@ -16,10 +16,6 @@ import (
 	"github.com/profd/profd/profileio"
 )
 
-// intervalFormats are the formats an interval's files are written in (those of them
-// --format asks for): the LLVM profiles keep their cumulative meaning.
-var intervalFormats = []Format{FormatPprof, FormatCapture}
-
 // intervalStamp is the layout of an interval's start in its files' names: UTC, to the
 // millisecond, sorting as the times do.
 const intervalStamp = "20060102T150405.000Z"

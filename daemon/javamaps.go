@@ -3,19 +3,7 @@ package daemon
 import (
 	"context"
 	"time"
-
-	"github.com/profd/profd/symsource/hotspot"
 )
-
-// javaMaps asks the HotSpot JVMs among the targets for their perf maps every
-// cfg.JavaPerfMapEvery, a new one once it is two seconds old (package hotspot), on a
-// goroutine of its own, and once more as profd stops: HotSpot writes its map only when
-// asked, and package files reads it then.
-type javaMaps struct {
-	asker *hotspot.Asker
-	stop  context.CancelFunc
-	done  chan struct{}
-}
 
 // javaMapsTick is how often the asking goroutine looks for JVMs due: a new one is asked
 // within it of being old enough to be signalled, whatever the period.
@@ -56,9 +44,9 @@ func (d *daemonRun) stopJavaMaps(by time.Time) {
 	d.askJVMs(context.Background(), by, true)
 }
 
-// renewJVM tells the asker that target pid was added: a process that exec'd (under --all, a
-// launcher script that runs `exec java`) is added anew, and may run HotSpot now. Called on
-// the watcher's goroutine.
+// renewJVM tells the asker that target pid was added: a process that exec'd (a launcher
+// script that runs `exec java`) is added anew, and may run HotSpot now. Called on the
+// watcher's goroutine.
 func (d *daemonRun) renewJVM(pid uint32) {
 	if d.java.asker != nil {
 		d.java.asker.Renew(pid)

@@ -65,9 +65,9 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.parts.smp.RemoveTarget(pid)
 		if _, err := procfs.StartTicks(pid); err == nil {
 			// An exec, or with --all a process that left the filter: the watcher said which.
-			d.noteTarget("profd: target retired; its process runs on", "pid", pid)
+			d.notes.logTarget(d.log, "profd: target retired; its process runs on", "pid", pid)
 		} else {
-			d.noteTarget("profd: target exited", "pid", pid)
+			d.notes.logTarget(d.log, "profd: target exited", "pid", pid)
 		}
 	}
 	select {

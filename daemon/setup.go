@@ -38,7 +38,7 @@ func (d *daemonRun) setUpTarget(pid uint32) {
 		}
 		d.log.Warn("profd: jitdump and perf-map files of target not read", "pid", pid, "err", err)
 	}
-	d.printTarget("profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
+	d.notes.printTarget(d.out, "profd: attached to pid %d (%s), symbols FIFO %s\n", pid, image, d.parts.fifo.FIFOPath(pid))
 }
 
 // exitedBeforeSetup counts target pid, which exited before its symbol sources were set up
@@ -111,7 +111,7 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget, withFi
 		}
 	}
 	if len(started) > 0 {
-		d.printTarget("profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
+		d.notes.printTarget(d.out, "profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
 	}
 	return !h.files || !h.fifoDone
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -45,25 +46,27 @@ func (b *noteBudget) take(now time.Time) (ok, ranOut bool) {
 	return b.n <= targetNotesPerMinute, b.n == targetNotesPerMinute+1
 }
 
-// noteTarget logs msg about a target at Info level, or at Debug past the minute's allowance.
-func (d *daemonRun) noteTarget(msg string, args ...any) {
+// logTarget logs msg about a target to log at Info level, or at Debug past the minute's
+// allowance.
+func (t *targetNotes) logTarget(log *slog.Logger, msg string, args ...any) {
 	level := slog.LevelInfo
-	if ok, ranOut := d.notes.log.take(time.Now()); !ok {
+	if ok, ranOut := t.log.take(time.Now()); !ok {
 		level = slog.LevelDebug
 		if ranOut {
-			d.log.Info(fmt.Sprintf("profd: more than %d lines on targets' coming and going in the last minute: the rest of this minute's are at debug level (--log-level debug); each flush's counters line counts the targets", targetNotesPerMinute))
+			log.Info(fmt.Sprintf("profd: more than %d lines on targets' coming and going in the last minute: the rest of this minute's are at debug level (--log-level debug); each flush's counters line counts the targets", targetNotesPerMinute))
 		}
 	}
-	d.log.Log(context.Background(), level, msg, args...)
+	log.Log(context.Background(), level, msg, args...)
 }
 
-// printTarget writes a line about a target to the summary, but past the minute's allowance.
-func (d *daemonRun) printTarget(format string, args ...any) {
-	ok, ranOut := d.notes.out.take(time.Now())
+// printTarget writes a line about a target to out (the summary), but past the minute's
+// allowance.
+func (t *targetNotes) printTarget(out io.Writer, format string, args ...any) {
+	ok, ranOut := t.out.take(time.Now())
 	switch {
 	case ok:
-		fmt.Fprintf(d.out, format, args...)
+		fmt.Fprintf(out, format, args...)
 	case ranOut:
-		fmt.Fprintf(d.out, "profd: more than %d targets set up in the last minute: the rest of this minute's are not listed\n", targetNotesPerMinute)
+		fmt.Fprintf(out, "profd: more than %d targets set up in the last minute: the rest of this minute's are not listed\n", targetNotesPerMinute)
 	}
 }

@@ -13,11 +13,12 @@ import (
 // are at Debug level, every one of them.
 func TestTargetNotesBounded(t *testing.T) {
 	var logs, out bytes.Buffer
-	d := &daemonRun{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), out: &out}
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var notes targetNotes
 	const storm = 1000
 	for pid := range storm {
-		d.noteTarget("profd: target added", "pid", pid)
-		d.printTarget("profd: attached to pid %d\n", pid)
+		notes.logTarget(log, "profd: target added", "pid", pid)
+		notes.printTarget(&out, "profd: attached to pid %d\n", pid)
 	}
 	info := strings.Count(logs.String(), `level=INFO msg="profd: target added"`)
 	debug := strings.Count(logs.String(), `level=DEBUG msg="profd: target added"`)
