@@ -1,7 +1,8 @@
 ; profd test workload: a hot loop run under lli-14 -jit-kind=mcjit.
 ;   lli-14 -jit-kind=mcjit hotloop.ll MILLISECONDS [THREADS [DELAY_MS]]
 ; With THREADS = 0 (the default) main spins for MILLISECONDS; otherwise main sleeps DELAY_MS,
-; then starts THREADS threads that each spin for MILLISECONDS, and joins them.
+; then starts THREADS threads that each spin for MILLISECONDS, and joins them. A spin lasts
+; MILLISECONDS of its thread's CPU time, however long a busy machine makes that take.
 
 %struct.timespec = type { i64, i64 }
 
@@ -14,10 +15,11 @@ declare i32 @pthread_join(i64, i8**)
 @spin_ms = global i64 0
 @sink = global i64 0
 
-define i64 @now_ms() {
+; cpu_ms is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in milliseconds.
+define i64 @cpu_ms() {
 entry:
   %ts = alloca %struct.timespec
-  %r = call i32 @clock_gettime(i32 1, %struct.timespec* %ts)
+  %r = call i32 @clock_gettime(i32 3, %struct.timespec* %ts)
   %sp = getelementptr %struct.timespec, %struct.timespec* %ts, i32 0, i32 0
   %np = getelementptr %struct.timespec, %struct.timespec* %ts, i32 0, i32 1
   %s = load i64, i64* %sp
@@ -28,10 +30,11 @@ entry:
   ret i64 %ms
 }
 
-; spin runs a two-way branching loop in chunks of 100000 iterations until spin_ms have passed.
+; spin runs a two-way branching loop in chunks of 100000 iterations until its thread has run
+; for spin_ms.
 define i64 @spin(i64 %seed) {
 entry:
-  %start = call i64 @now_ms()
+  %start = call i64 @cpu_ms()
   %dur = load i64, i64* @spin_ms
   %end = add i64 %start, %dur
   br label %outer
@@ -63,7 +66,7 @@ inner.latch:
   br i1 %done, label %outer.latch, label %inner
 
 outer.latch:
-  %t = call i64 @now_ms()
+  %t = call i64 @cpu_ms()
   %more = icmp slt i64 %t, %end
   br i1 %more, label %outer, label %exit
 
