@@ -475,3 +475,48 @@ func TestAllJavaPerfMapAfterExec(t *testing.T) {
 	r.stop(t)
 	checkHotNamed(t, r, d, launcher.pid())
 }
+
+// TestAllExecFIFOJIT: under --all, a shell whose environment has PROFD_DIR gets a FIFO, and
+// execs a JIT that opens it as it starts, before profd has seen the exec. The FIFO is the
+// process's and stays through the exec (the same file), so the JIT's records reach the
+// target it runs as, and its captures name its functions.
+func TestAllExecFIFOJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	testjit, _ := workloads(t)
+	name := "profd-test-" + randomHex(6)
+	cg := testCgroup(t, name)
+	d := newDirs(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
+	cmd := exec.Command("sh", "-c", `read x <"$0"; exec "$1" -d "$2" -m 1500 -w 3000`, ready, testjit, d.fifo)
+	cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+	launcher := startCmd(t, cmd)
+	pid := launcher.pid()
+	fifoPath := filepath.Join(d.fifo, strconv.Itoa(pid)+".map")
+	var before syscall.Stat_t
+	waitFor(t, "the shell's FIFO", 10*time.Second, func() bool { return syscall.Stat(fifoPath, &before) == nil })
+	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the JIT to connect", 10*time.Second, func() bool { return strings.Contains(launcher.out.String(), "profd connected") })
+	var after syscall.Stat_t
+	if err := syscall.Stat(fifoPath, &after); err != nil || after.Ino != before.Ino {
+		t.Errorf("the FIFO was made anew through the exec (inode %d, then %d, %v)", before.Ino, after.Ino, err)
+	}
+	launcher.wait(t, 30*time.Second)
+	r.stop(t)
+	var tl tally
+	for _, path := range pidCaptures(t, d, "testjit", pid) {
+		c := profdTally(readCapture(t, path))
+		tl.jitMem += c.jitMem
+		tl.named += c.named
+	}
+	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 {
+		t.Errorf("the JIT's captures: %d of %d samples in JIT memory named; want nearly all\n%s\nlogs:\n%s",
+			tl.named, tl.jitMem, launcher.out.String(), r.logs.String())
+	}
+}

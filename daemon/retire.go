@@ -12,10 +12,10 @@ import (
 // samples are drained (once for them all), and their final captures are taken and queued
 // for the next flush; then everything profd held for them is released. Called by
 // applyChanges, before a new process that reuses one of the pids is added.
-// Targets the sampler refused (missed) are dropped without a capture. An explicit pid that
-// exec'd another program (execedPids) keeps its FIFO, its symbol queue and its code: they
-// are the process's, and the JIT the exec started may have opened the FIFO and sent its
-// first records already. Its counts and outputs end; its files are looked for anew.
+// Targets the sampler refused (missed) are dropped without a capture. A target that exec'd
+// another program (execedPids) keeps its FIFO, its symbol queue and its code: they are the
+// process's, and the JIT the exec started may have opened the FIFO and sent its first
+// records already. Its counts and outputs end; its files are looked for anew.
 func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	looked := make([][]string, len(pids))
 	for _, pid := range pids {
@@ -76,19 +76,13 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	}
 }
 
-// execedPids returns those of pids that are explicit pids the watcher has as targets again:
-// they exec'd another program, and are retired only to be added anew.
+// execedPids returns those of pids that the watcher has as targets again: they exec'd
+// another program (an explicit pid, or any process under --all), and are retired only to
+// be added anew.
 func (d *daemonRun) execedPids(pids []uint32) map[uint32]bool {
 	var out map[uint32]bool
-	var current []uint32
 	for _, pid := range pids {
-		if !slices.Contains(d.cfg.Pids, pid) {
-			continue
-		}
-		if current == nil {
-			current = d.parts.watch.Targets()
-		}
-		if _, ok := slices.BinarySearch(current, pid); ok {
+		if (d.cfg.All || slices.Contains(d.cfg.Pids, pid)) && d.parts.watch.IsTarget(pid) {
 			if out == nil {
 				out = map[uint32]bool{}
 			}

@@ -64,9 +64,9 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 	}
 	if !d.parts.watch.StillRuns(pid) {
 		// It exec'd since the watcher found it (a child between its fork, or setuid, and
-		// its exec): the watcher reports it removed and added anew, and that target gets
-		// the sources its new program asks for. Set up now, its FIFO would be made from the
-		// new program's environment and removed at the re-adding, under the JIT's feet.
+		// its exec): the watcher reports it removed and added anew, and the re-adding sets
+		// up the sources its new program asks for, within milliseconds (a JIT that finds no
+		// FIFO yet retries, docs/jit-runtime.md). Set up now, it would be set up twice.
 		d.log.Debug("profd: target exec'd before its setup; set up as it is added anew", "pid", pid)
 		return
 	}

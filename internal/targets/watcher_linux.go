@@ -470,6 +470,15 @@ func (w *Watcher) Targets() []uint32 {
 	return out
 }
 
+// IsTarget reports whether pid is a target now. A handler that is told of a removal can so
+// tell an exec, whose adding anew the watcher has noted already, from an exit.
+func (w *Watcher) IsTarget(pid uint32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.current[pid]
+	return ok
+}
+
 // checkedProc is when a scan last checked a process in full (see Watcher.checked).
 type checkedProc struct {
 	kernel bool   // a kernel thread: never a target
