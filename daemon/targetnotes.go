@@ -16,13 +16,13 @@ const targetNotesPerMinute = 30
 
 // targetNotes bounds the lines that say a target came or went: "target added", "target
 // exited", its final profile's "flushed" and its "no JIT function" in the log, "attached
-// to pid" in the summary. While targets are few (explicit
-// pids, the JITs of a --jit-image) each has its lines; a storm of processes under --all or
-// --jit-image (a shell loop, a PostgreSQL backend per connection) would write thousands a
-// minute, which an operator's journal keeps for weeks and rate-limits away with the lines
-// that matter. Past targetNotesPerMinute in a minute, the rest of the minute's log lines
-// are at Debug level only and its summary lines are left out, each after one line that
-// says so; the counters line of each flush counts every target added.
+// to pid" in the summary. While targets are few (explicit pids, the JITs of a --jit-image)
+// each has its lines; a storm of processes under --all or --jit-image (a shell loop, a
+// PostgreSQL backend per connection) would write thousands a minute, which an operator's
+// journal keeps for weeks and rate-limits away with the lines that matter. Past
+// targetNotesPerMinute in a minute, the rest of the minute's log lines are at Debug level
+// only and its summary lines are left out, each after one line that says so; the counters
+// line of each flush counts every target added.
 type targetNotes struct {
 	log, out noteBudget
 }
