@@ -503,7 +503,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	switch {
 	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
 		d.flushing.noFunctionsLogged[w.pid] = true
-		d.notes.logTarget(d.log, "profd: "+err.Error(), "pid", w.pid) // once a target, so as bounded
+		d.notes.logTarget(d.log, "profd: "+err.Error(), "pid", w.pid) // once per target: one of its lines
 	case noFunctions:
 	case errors.Is(err, errStopped) && w.final:
 		d.flushing.stopCut = append(d.flushing.stopCut, w.base)
