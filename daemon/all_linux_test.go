@@ -459,10 +459,7 @@ func TestAllJavaPerfMapAfterExec(t *testing.T) {
 	name := "profd-test-" + randomHex(6)
 	cg := testCgroup(t, name)
 	d := newDirs(t)
-	ready := filepath.Join(t.TempDir(), "ready")
-	if err := syscall.Mkfifo(ready, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ready := readyFIFO(t)
 	r := startRunAll(t, Config{Cgroups: []string{"/" + name}, JavaPerfMapEvery: time.Hour}, d)
 	launcher := startCmdInCgroup(t, int(cg.Fd()), "sh", "-c", `read x <"$0"; exec java -cp "$1" Hot 6`, ready, classes)
 	t.Cleanup(launcher.removeRuntimeFiles)
@@ -486,27 +483,14 @@ func TestAllExecFIFOJIT(t *testing.T) {
 	name := "profd-test-" + randomHex(6)
 	cg := testCgroup(t, name)
 	d := newDirs(t)
-	ready := filepath.Join(t.TempDir(), "ready")
-	if err := syscall.Mkfifo(ready, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ready := readyFIFO(t)
 	r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
 	cmd := exec.Command("sh", "-c", `read x <"$0"; exec "$1" -d "$2" -m 1500 -w 3000`, ready, testjit, d.fifo)
 	cmd.Env = append(os.Environ(), "PROFD_DIR="+d.fifo)
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	launcher := startCmd(t, cmd)
 	pid := launcher.pid()
-	fifoPath := filepath.Join(d.fifo, strconv.Itoa(pid)+".map")
-	var before syscall.Stat_t
-	waitFor(t, "the shell's FIFO", 10*time.Second, func() bool { return syscall.Stat(fifoPath, &before) == nil })
-	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the JIT to connect", 10*time.Second, func() bool { return strings.Contains(launcher.out.String(), "profd connected") })
-	var after syscall.Stat_t
-	if err := syscall.Stat(fifoPath, &after); err != nil || after.Ino != before.Ino {
-		t.Errorf("the FIFO was made anew through the exec (inode %d, then %d, %v)", before.Ino, after.Ino, err)
-	}
+	execFIFOJIT(t, launcher, ready, filepath.Join(d.fifo, strconv.Itoa(pid)+".map"))
 	launcher.wait(t, 30*time.Second)
 	r.stop(t)
 	var tl tally

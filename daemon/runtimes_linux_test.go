@@ -352,10 +352,7 @@ func TestJavaPerfMapAskedAtStop(t *testing.T) {
 func TestPidExecNode(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("node"))
 	d := newDirs(t)
-	ready := filepath.Join(t.TempDir(), "ready")
-	if err := syscall.Mkfifo(ready, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ready := readyFIFO(t)
 	cmd := exec.Command("sh", "-c", `read x <"$0"; exec node --perf-basic-prof "$1" 3`, ready, runtimeWorkload("hot.js"))
 	cmd.Dir = t.TempDir() // V8 writes its logs there
 	launcher := startCmd(t, cmd)
@@ -392,16 +389,36 @@ func TestPidExecFIFOJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	testjit, _ := workloads(t)
 	d := newDirs(t)
-	ready := filepath.Join(t.TempDir(), "ready")
-	if err := syscall.Mkfifo(ready, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ready := readyFIFO(t)
 	launcher := startCmd(t, exec.Command("sh", "-c", `read x <"$0"; exec "$1" -d "$2" -m 1500 -w 3000`, ready, testjit, d.fifo))
 	pid := launcher.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatCapture}})
 	r.waitAdded(t, pid, 10*time.Second)
-	fifoPath := filepath.Join(d.fifo, strconv.Itoa(pid)+".map")
+	execFIFOJIT(t, launcher, ready, filepath.Join(d.fifo, strconv.Itoa(pid)+".map"))
+	launcher.wait(t, 30*time.Second)
+	tl := profdTally(finalCapture(t, r, d, "testjit", pid))
+	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["count_medium"] == 0 {
+		t.Errorf("the JIT's final capture: %d of %d samples in JIT memory named, %d of them count_medium; want nearly all named\n%s\nlogs:\n%s",
+			tl.named, tl.jitMem, tl.funcs["count_medium"], launcher.out.String(), r.logs.String())
+	}
+}
+
+// readyFIFO makes a FIFO a launcher script reads a line from before it execs its program.
+func readyFIFO(t *testing.T) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ready
+}
+
+// execFIFOJIT has launcher, a shell waiting for a line on ready, exec a JIT that speaks
+// profd's FIFO, and checks that the JIT connects to the FIFO at fifoPath, the same file the
+// shell had before the exec.
+func execFIFOJIT(t *testing.T, launcher *child, ready, fifoPath string) {
+	t.Helper()
 	var before syscall.Stat_t
 	waitFor(t, "the shell's FIFO", 10*time.Second, func() bool { return syscall.Stat(fifoPath, &before) == nil })
 	if err := os.WriteFile(ready, []byte("go\n"), 0o600); err != nil {
@@ -411,12 +428,6 @@ func TestPidExecFIFOJIT(t *testing.T) {
 	var after syscall.Stat_t
 	if err := syscall.Stat(fifoPath, &after); err != nil || after.Ino != before.Ino {
 		t.Errorf("the FIFO was made anew through the exec (inode %d, then %d, %v)", before.Ino, after.Ino, err)
-	}
-	launcher.wait(t, 30*time.Second)
-	tl := profdTally(finalCapture(t, r, d, "testjit", pid))
-	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["count_medium"] == 0 {
-		t.Errorf("the JIT's final capture: %d of %d samples in JIT memory named, %d of them count_medium; want nearly all named\n%s\nlogs:\n%s",
-			tl.named, tl.jitMem, tl.funcs["count_medium"], launcher.out.String(), r.logs.String())
 	}
 }
 
