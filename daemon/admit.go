@@ -19,6 +19,7 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 			key := outputBase(image, pid, 1)
 			d.locked.processes[key]++
 			n = d.locked.processes[key]
+			d.noteManyProcessesLocked()
 		}
 		// The owner is known before any flush can write the target's files.
 		owner, uid := outfile.WriterOwns, -1
@@ -35,6 +36,21 @@ func (d *daemonRun) admitLocked(pid uint32, addedNs int64) string {
 		d.counted.activeTargets.Store(uint64(len(d.locked.targets)))
 	}
 	return image
+}
+
+// manyProcesses is how many processes with outputs of their own (--group-by process) a run
+// admits before it warns that they add up (noteManyProcessesLocked).
+const manyProcesses = 1000
+
+// noteManyProcessesLocked warns, once, when the run has admitted manyProcesses processes
+// under --group-by process: each that draws samples leaves its own files in --out for good,
+// and the run remembers each, so a --jit-image with a process per connection grows without
+// bound. Callers hold d.mu.
+func (d *daemonRun) noteManyProcessesLocked() {
+	if len(d.locked.processes) == manyProcesses {
+		d.log.Warn("profd: many processes profiled with --group-by process: each that draws samples leaves files of its own in --out, and profd keeps about 60 bytes for each until it stops; --group-by image writes one set of files per image and user",
+			"processes", manyProcesses)
+	}
 }
 
 // outputOwner is who a target's output files belong to: the target's (effective) user and

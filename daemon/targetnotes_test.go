@@ -71,3 +71,19 @@ func TestMarkQuiet(t *testing.T) {
 		}
 	}
 }
+
+// Under --group-by process, the run warns once when it has admitted manyProcesses
+// processes, each with outputs of its own.
+func TestManyProcessesWarnedOnce(t *testing.T) {
+	var logs bytes.Buffer
+	d := &daemonRun{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	d.locked.processes = map[string]int{}
+	warnings := func() int { return strings.Count(logs.String(), "many processes profiled") }
+	for i := range 3 * manyProcesses {
+		d.locked.processes[outputBase("postgres", uint32(i+1), 1)]++
+		d.noteManyProcessesLocked()
+		if want := min(1, (i+1)/manyProcesses); warnings() != want {
+			t.Fatalf("after %d processes: %d warnings, want %d", i+1, warnings(), want)
+		}
+	}
+}
