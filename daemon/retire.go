@@ -63,8 +63,14 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	for _, pid := range pids {
 		d.replies.forget(pid)
 		d.parts.smp.RemoveTarget(pid)
-		if _, err := procfs.StartTicks(pid); err == nil {
-			// An exec, or with --all a process that left the filter: the watcher said which.
+		// An exec, or a process that left the targets (--all's filter, --jit-image's images)
+		// while it runs on: the watcher said which.
+		runsOn := execed[pid]
+		if !runsOn {
+			_, err := procfs.StartTicks(pid)
+			runsOn = err == nil
+		}
+		if runsOn {
 			d.notes.logTarget(d.log, "profd: target retired; its process runs on", "pid", pid)
 		} else {
 			d.notes.logTarget(d.log, "profd: target exited", "pid", pid)
