@@ -195,8 +195,12 @@ func (w *Watcher) closeExits() {
 }
 
 // watchTarget watches the exit of image target pid, found with start time st. Called with
-// scanMu held, after Start.
+// scanMu held, after Start; after Close has begun it watches nothing (Close has swept the
+// pidfds, and a new one would keep its wait, and Close, waiting until the process exits).
 func (w *Watcher) watchTarget(pid uint32, st uint64) {
+	if w.ctx.Err() != nil {
+		return
+	}
 	e, err := watchExit(pid)
 	if err != nil {
 		w.log.Debug("targets: no pidfd; its exit is seen by a scan", "pid", pid, "err", err)
@@ -299,6 +303,9 @@ func (w *Watcher) scanInterval() time.Duration {
 // Close stops the watcher. It reports no removals: the caller is shutting down.
 func (w *Watcher) Close() {
 	w.cancel()
+	// A scan or check under way may still find targets: the pidfds are swept once it is
+	// done, and those after it see the context done (watchTarget).
+	w.scanMu.Lock()
 	w.closeExits() // unblocks exitLoop
 	w.mu.Lock()
 	for pid, e := range w.targetExits {
@@ -306,6 +313,7 @@ func (w *Watcher) Close() {
 		delete(w.targetExits, pid)
 	}
 	w.mu.Unlock()
+	w.scanMu.Unlock()
 	w.wg.Wait()
 }
 

@@ -351,3 +351,39 @@ func TestPinnedExec(t *testing.T) {
 		})
 	}
 }
+
+// A check that finds a target while Close runs watches no exit: Close sweeps the pidfds
+// after it, and returns without waiting for the process to exit.
+func TestCloseDuringCheck(t *testing.T) {
+	var r recorder
+	w, err := New(Config{Images: []string{"sleep"}, Interval: time.Hour, ScanOnly: true}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	p := testenv.Sleeper(t)
+	pid := uint32(p.Process.Pid)
+	st, err := startTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wg.Add(1) // a check under way, on one of the watcher's goroutines
+	w.scanMu.Lock()
+	closed := make(chan struct{})
+	go func() {
+		w.Close()
+		close(closed)
+	}()
+	<-w.ctx.Done()
+	time.Sleep(50 * time.Millisecond) // what Close does without waiting for the check
+	w.watchTarget(pid, st)            // the check finds the sleeper
+	w.scanMu.Unlock()
+	w.wg.Done()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		p.Process.Kill()
+		<-closed
+		t.Fatal("Close waited for a target found during it to exit")
+	}
+}
