@@ -108,7 +108,8 @@ func (d *daemonRun) addTarget(pid uint32) {
 		}
 		return
 	}
-	d.parts.look.remember(pid) // its names, before it can exit
+	start, _ := d.parts.watch.StartOf(pid)
+	d.parts.look.remember(pid, start) // its names, before it can exit
 	d.renewJVM(pid)
 	d.tally.added.Add(1)
 	if d.cfg.All { // a FIFO only for some (setUpHostTarget)

@@ -38,6 +38,9 @@ type procNames struct {
 	image, executable string
 	uid, gid          int
 	info              attribute.ProcessInfo
+	// start is the process's start time as the watcher gave it (targets.Watcher.StartOf):
+	// which process of the pid these names are of.
+	start uint64
 }
 
 func newProcLookup(log *slog.Logger) *procLookup {
@@ -47,9 +50,10 @@ func newProcLookup(log *slog.Logger) *procLookup {
 // close stops the symbol cache's reading.
 func (l *procLookup) close() { l.syms.Close() }
 
-// remember reads pid's names now, for Image and Executable until forget.
-func (l *procLookup) remember(pid uint32) {
-	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1}
+// remember reads pid's names now, for Image and Executable until forget; start is the
+// process's start time (Started).
+func (l *procLookup) remember(pid uint32, start uint64) {
+	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1, start: start}
 	if st, err := procfs.ReadStatus(pid); err == nil {
 		n.uid, n.gid = st.UID, st.GID
 	}
@@ -74,6 +78,12 @@ func (l *procLookup) remembered(pid uint32) (procNames, bool) {
 	defer l.namesMu.Unlock()
 	n, ok := l.arrived[pid]
 	return n, ok
+}
+
+// Started is the start time remember was given for pid, false if it has none.
+func (l *procLookup) Started(pid uint32) (uint64, bool) {
+	n, ok := l.remembered(pid)
+	return n.start, ok
 }
 
 // Image is pid's image name: as remember read it, else read now.

@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -80,4 +84,38 @@ func startWithPid(t *testing.T, pid int, argv ...string) *child {
 	}
 	t.Skipf("could not get pid %d again", pid)
 	return nil
+}
+
+// A retired pid is taken for an exec (its FIFO, symbol queue and code kept for the program
+// it runs now) only when the watcher has it as a target again as the same process: a
+// later process that reuses the pid starts anew, with none of them.
+func TestExecedPidsSameProcess(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	child := testenv.Sleeper(t)
+	pid := uint32(child.Process.Pid)
+	d := newTestRun(t, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d.cfg.Pids = []uint32{pid}
+	w, err := targets.New(targets.Config{PIDs: d.cfg.Pids, Interval: time.Hour}, targets.Handler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	t.Cleanup(w.Close)
+	d.parts.watch = w
+	start, ok := w.StartOf(pid)
+	if !ok {
+		t.Fatalf("the watcher has no start time of target %d", pid)
+	}
+	d.parts.look.remember(pid, start)
+	if got := d.execedPids([]uint32{pid}); !got[pid] {
+		t.Errorf("the same process: execedPids = %v, want %d in it", got, pid)
+	}
+	d.parts.look.remember(pid, start-1) // the names of an earlier process of the pid
+	if got := d.execedPids([]uint32{pid}); got[pid] {
+		t.Errorf("a process that reused the pid: execedPids = %v, want %d not in it", got, pid)
+	}
+	d.parts.look.forget(pid)
+	if got := d.execedPids([]uint32{pid}); got[pid] {
+		t.Errorf("a pid never added: execedPids = %v, want %d not in it", got, pid)
+	}
 }

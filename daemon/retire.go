@@ -82,13 +82,18 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	}
 }
 
-// execedPids returns those of pids that the watcher has as targets again: they exec'd
-// another program (an explicit pid, or any process under --all), and are retired only to
-// be added anew.
+// execedPids returns those of pids that the watcher has as targets again, as the same
+// process (its start time): they exec'd another program (an explicit pid, or any process
+// under --all), and are retired only to be added anew. A later process that reuses a pid
+// is another start time, and not among them.
 func (d *daemonRun) execedPids(pids []uint32) map[uint32]bool {
 	var out map[uint32]bool
 	for _, pid := range pids {
-		if (d.cfg.All || slices.Contains(d.cfg.Pids, pid)) && d.parts.watch.IsTarget(pid) {
+		if !d.cfg.All && !slices.Contains(d.cfg.Pids, pid) {
+			continue
+		}
+		now, target := d.parts.watch.StartOf(pid)
+		if was, known := d.parts.look.Started(pid); target && known && now == was {
 			if out == nil {
 				out = map[uint32]bool{}
 			}

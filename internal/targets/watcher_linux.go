@@ -478,13 +478,15 @@ func (w *Watcher) Targets() []uint32 {
 	return out
 }
 
-// IsTarget reports whether pid is a target now. A handler that is told of a removal can so
-// tell an exec, whose adding anew the watcher has noted already, from an exit.
-func (w *Watcher) IsTarget(pid uint32) bool {
+// StartOf returns target pid's start time (in clock ticks since boot, as /proc/PID/stat
+// gives it), and false if pid is not a target now. A handler that is told of a removal can
+// so tell an exec, whose adding anew the watcher has noted already with the same start
+// time, from an exit, and from a later process that reuses the pid (another start time).
+func (w *Watcher) StartOf(pid uint32) (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, ok := w.current[pid]
-	return ok
+	st, ok := w.current[pid]
+	return st, ok
 }
 
 // checkedProc is when a scan last checked a process in full (see Watcher.checked).
