@@ -433,7 +433,7 @@ func (d *daemonRun) foldApart(base string, f *pending) bool {
 // root's processes, or every user's with allUsers; "<image>-uid<UID>" for another user's
 // (uid < 0: unknown, taken as root's).
 func groupBase(image string, uid int, allUsers bool) string {
-	base := outfile.SafeName(image, 0)
+	base := outfile.SafeName(image, imageNameBytes)
 	if !allUsers && uid > 0 {
 		base += "-uid" + strconv.Itoa(uid)
 	}

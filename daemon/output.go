@@ -25,11 +25,16 @@ var extension = map[Format]string{
 	FormatCapture:       ".profd",
 }
 
+// imageNameBytes is the most of an image's name its output files' names take: an
+// executable's name may be 255 bytes, and a file name beside it with an output's extension
+// and the temporary name it is written under must stay within the file system's 255.
+const imageNameBytes = 100
+
 // outputBase is "<image>-<pid>" for the first process of a pid in a run and
 // "<image>-<pid>.<n>" for the nth (a pid reused while profd runs), with anything but
 // [A-Za-z0-9._-] in the image name replaced.
 func outputBase(image string, pid uint32, n int) string {
-	base := outfile.SafeName(image, 0) + "-" + strconv.FormatUint(uint64(pid), 10)
+	base := outfile.SafeName(image, imageNameBytes) + "-" + strconv.FormatUint(uint64(pid), 10)
 	if n > 1 {
 		base += "." + strconv.Itoa(n)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/profd/profd/profileio"
 )
@@ -124,10 +126,33 @@ func writeSummary(w io.Writer, n uint64, final bool, procs []procSummary, trimme
 			fmt.Fprintf(&b, "  ... and %d %s functions\n", len(rows)-summaryTop, more)
 			break
 		}
-		fmt.Fprintf(&b, "  %8d  %7s  %s\n", r.samples, percent(r.samples, total), r.name)
+		fmt.Fprintf(&b, "  %8d  %7s  %s\n", r.samples, percent(r.samples, total), shown(r.name))
 	}
 	fmt.Fprintf(&b, "  %s\n", counters)
 	w.Write([]byte(b.String()))
+}
+
+// shownBytes is the most of a name a line of the summary shows.
+const shownBytes = 200
+
+// shown is a name a target chose (a JIT function's, an executable's) as the summary and
+// its lines show it: its control characters and invalid bytes as U+FFFD, so that it cannot
+// end the line or move a terminal's cursor, cut to shownBytes with an ellipsis.
+func shown(name string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(name, string(utf8.RuneError)))
+	if len(clean) <= shownBytes {
+		return clean
+	}
+	cut := shownBytes
+	for cut > 0 && !utf8.RuneStart(clean[cut]) {
+		cut--
+	}
+	return clean[:cut] + "…"
 }
 
 func percent(part, whole uint64) string {

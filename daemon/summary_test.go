@@ -38,3 +38,44 @@ func TestExitedSummaryBounded(t *testing.T) {
 		t.Errorf("summary:\n%s", out.String())
 	}
 }
+
+// TestSummaryShowsNamesSafely: a JIT function's name is the target's to choose; in the
+// summary it cannot start a line of its own, move a terminal's cursor or fill the screen.
+func TestSummaryShowsNamesSafely(t *testing.T) {
+	long := strings.Repeat("é", 1000)
+	p := procSummary{jit: 3, totals: []profileio.FunctionTotal{
+		{Name: "f\nprofd flush #9: 0 samples", Samples: 1, JIT: true},
+		{Name: "g\x1b[2J\x00\xff", Samples: 1, JIT: true},
+		{Name: long, Samples: 1, JIT: true},
+	}}
+	var out strings.Builder
+	writeSummary(&out, 1, false, []procSummary{p}, false, "counters")
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want 6 (the head, the column names, three functions, the counters):\n%q", len(lines), out.String())
+	}
+	for _, l := range lines {
+		for _, r := range l {
+			if r < 0x20 || r == 0x7f {
+				t.Errorf("line %q holds control character %#x", l, r)
+			}
+		}
+		if len(l) > 400 {
+			t.Errorf("a line of %d bytes, want at most 400", len(l))
+		}
+	}
+	if !strings.Contains(out.String(), strings.Repeat("é", 50)) || strings.Count(out.String(), "\uFFFD") < 4 {
+		t.Errorf("summary:\n%q", out.String())
+	}
+}
+
+// TestOutputBaseFitsName: an executable's name may be 255 bytes; the outputs' names (and
+// the temporary names they are written under) must still fit the file system's 255.
+func TestOutputBaseFitsName(t *testing.T) {
+	image := strings.Repeat("x", 255)
+	for _, base := range []string{outputBase(image, 4194304, 99), groupBase(image, 65534, false)} {
+		if n := len(base) + len(".prof.extbinary") + len(".tmp-18446744073709551615") + 1; n > 255 {
+			t.Errorf("output base %q: a temporary file name of %d bytes", base, n)
+		}
+	}
+}

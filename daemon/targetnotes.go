@@ -60,11 +60,16 @@ func (t *targetNotes) logTarget(log *slog.Logger, msg string, args ...any) {
 }
 
 // printTarget writes a line about a target to out (the summary), but past the minute's
-// allowance.
+// allowance. Its string arguments are shown as names a target chose are (shown).
 func (t *targetNotes) printTarget(out io.Writer, format string, args ...any) {
 	ok, ranOut := t.out.take(time.Now())
 	switch {
 	case ok:
+		for i, a := range args {
+			if s, isString := a.(string); isString {
+				args[i] = shown(s)
+			}
+		}
 		fmt.Fprintf(out, format, args...)
 	case ranOut:
 		fmt.Fprintf(out, "profd: more than %d targets set up in the last minute: the rest of this minute's are not listed\n", targetNotesPerMinute)
