@@ -63,7 +63,7 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 			a.outsideSamples += left
 			continue
 		}
-		if !JITMemory(mapping) || !p.unnamed.add(k.IP, left, first, last) {
+		if !JITMemory(mapping) || !a.addUnnamed(p, k.IP, left, first, last) {
 			p.outside[mapping] += left
 			a.outsideSamples += left
 		}
@@ -89,6 +89,8 @@ func (a *Counts) resolve(p *procCounts, final bool) {
 func (a *Counts) resolveUpTo(p *procCounts, upTo int64) {
 	p.resolved = p.symbols
 	p.named.reserve(p.unnamed.entries)
+	before := p.unnamed.entries
+	defer func() { a.unnamedEntries.take(p.unnamed.entries - before) }()
 	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64, shown bool) (uint64, int64, int64) {
 		return a.name(p, ip, n, first, last, shown)
 	})
@@ -132,6 +134,21 @@ func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64, shown bool) {
 		return
 	}
 	a.jitSamples += n
+}
+
+// addUnnamed keeps n samples of p at ip in JIT memory that no symbol names yet, taken from
+// first to last; it reports false, warning once for p, when p keeps maxUnnamedEntries or
+// every target together as many as LimitUnnamed allows: the caller counts them by mapping.
+func (a *Counts) addUnnamed(p *procCounts, ip, n uint64, first, last int64) bool {
+	if p.unnamed.add(ip, n, first, last, &a.unnamedEntries) {
+		return true
+	}
+	if !p.unnamedFullWarned {
+		p.unnamedFullWarned = true
+		a.log.Warn("profd: target's samples in JIT memory that no symbol names yet are more than profd keeps (for it, or for every target together: a sixteenth of --max-memory-mb); the rest are counted by mapping, unnamed for good",
+			"pid", p.pid, "image", p.image, "max_entries", maxUnnamedEntries, "max_entries_all", a.unnamedEntries.max)
+	}
+	return false
 }
 
 // addNative counts n samples at ip in mp, opening mp's file for its symbols the first time the

@@ -27,6 +27,7 @@ func (a *Counts) RemoveProcess(pid uint32) {
 	if p := a.procs[pid]; p != nil {
 		a.stackFrames.take(-p.stacks.frames)
 		a.nativeAddrs.take(-len(p.native.counts))
+		a.unnamedEntries.take(-p.unnamed.entries)
 		delete(a.procs, pid)
 	}
 }
@@ -51,6 +52,13 @@ const nativeAddressBytes = 64
 // samples at new addresses are counted by file only, with one warning per process.
 func (a *Counts) LimitNative(bytes int64) {
 	a.nativeAddrs.max = int(bytes / nativeAddressBytes)
+}
+
+// LimitUnnamed bounds the memory every process's samples in JIT memory that no symbol
+// names yet take together to about bytes (0: no bound beyond each process's own); past it,
+// a process's further ones are counted by mapping, with one warning per process.
+func (a *Counts) LimitUnnamed(bytes int64) {
+	a.unnamedEntries.max = int(bytes / unnamedEntryBytes)
 }
 
 // Has reports whether process pid's samples are counted.
@@ -171,7 +179,7 @@ func (a *Counts) Reset(pid uint32) {
 	p.named.reset()
 	clear(p.outside)
 	p.native.reset(&a.nativeAddrs)
-	p.unnamed.reset()
+	p.unnamed.reset(&a.unnamedEntries)
 	p.stacks.reset(&a.stackFrames)
 	p.same = sameCode{}
 	clear(p.letGo)

@@ -98,7 +98,7 @@ func TestCountSplitAtCodeChange(t *testing.T) {
 func TestUnnamedBound(t *testing.T) {
 	var u unnamedSamples
 	u.begin(1000)
-	if !u.add(0x10, 200_000, 1000, 5_000_000) || u.entries != 4 || u.samples != 200_000 {
+	if !u.add(0x10, 200_000, 1000, 5_000_000, nil) || u.entries != 4 || u.samples != 200_000 {
 		t.Fatalf("a count of 200000: %d entries, %d samples", u.entries, u.samples)
 	}
 	list := u.list(7)
@@ -106,9 +106,9 @@ func TestUnnamedBound(t *testing.T) {
 		t.Errorf("entries %+v", list)
 	}
 	for u.entries < maxUnnamedEntries {
-		u.add(0x20, 1, 2000, 2000)
+		u.add(0x20, 1, 2000, 2000, nil)
 	}
-	if u.add(0x30, 3, 2000, 2000) || u.dropped != 3 {
+	if u.add(0x30, 3, 2000, 2000, nil) || u.dropped != 3 {
 		t.Errorf("over the bound: kept, or dropped %d", u.dropped)
 	}
 }
@@ -305,5 +305,68 @@ func TestStackFrameAtCodeStartNamedLate(t *testing.T) {
 	}
 	if f := c.Stacks[0].Frames[1]; c.Objects[f.Object].Object.Name != "normal_exit" || f.Offset != 0 {
 		t.Errorf("the outermost frame is %s at %#x, want normal_exit at 0", c.Objects[f.Object].Object.Name, f.Offset)
+	}
+}
+
+// TestUnnamedBoundAcrossTargets: processes each under their own bound on samples waiting
+// unnamed cannot add up past LimitUnnamed together: past it, a process's further ones are
+// counted by mapping (none lost), with one warning per process, and a process that goes
+// gives its entries back.
+func TestUnnamedBoundAcrossTargets(t *testing.T) {
+	const procs, addrs = 4, 1000
+	pids := make([]uint32, procs)
+	for i := range pids {
+		pids[i] = uint32(testPid + i)
+	}
+	look := newFakeLookup(pids...)
+	var logs strings.Builder
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, slog.New(slog.NewTextHandler(&logs, nil)))
+	a.LimitUnnamed(2 * addrs * unnamedEntryBytes) // room for two processes' entries
+	add := func(pid uint32) {
+		counts := map[sampler.Key]sampler.Count{}
+		for i := uint64(0); i < addrs; i++ {
+			counts[sampler.Key{PID: pid, IP: anonBase + 16*i}] = sampler.Count{N: 1, FirstNs: 1, LastNs: 2}
+		}
+		a.add(counts)
+	}
+	for _, pid := range pids {
+		a.AddProcess(pid, 0)
+		add(pid)
+	}
+	var kept, byMapping uint64
+	for _, pid := range pids {
+		p := a.procs[pid]
+		kept += p.unnamed.samples
+		for _, n := range p.outside {
+			byMapping += n
+		}
+	}
+	if kept != 2*addrs || kept+byMapping != procs*addrs {
+		t.Errorf("%d samples kept unnamed, %d by mapping; want %d and %d", kept, byMapping, 2*addrs, (procs-2)*addrs)
+	}
+	if n := strings.Count(logs.String(), "that no symbol names yet are more than profd keeps"); n != procs-2 {
+		t.Errorf("%d warnings, want %d:\n%s", n, procs-2, logs.String())
+	}
+	a.RemoveProcess(pids[0])
+	a.Reset(pids[procs-1])
+	add(pids[procs-1])
+	if n := a.procs[pids[procs-1]].unnamed.entries; n != addrs {
+		t.Errorf("after a process gave its entries back, the last one keeps %d, want %d", n, addrs)
+	}
+	// Entries a later symbol names are given back too.
+	before := a.unnamedEntries.used
+	if err := a.jit.Apply(&jitmap.CodeLoad{Pid: pids[1], Object: codeobj.Object{Name: "f", Addr: anonBase, Size: 16 * addrs}}); err != nil {
+		t.Fatal(err)
+	}
+	a.NameLate(pids[1], 3, true)
+	if a.procs[pids[1]].unnamed.entries != 0 || a.unnamedEntries.used != before-addrs {
+		t.Errorf("named late: the process keeps %d entries, %d taken in all; want 0 and %d", a.procs[pids[1]].unnamed.entries,
+			a.unnamedEntries.used, before-addrs)
+	}
+	for _, pid := range pids[1:] {
+		a.RemoveProcess(pid)
+	}
+	if a.unnamedEntries.used != 0 {
+		t.Errorf("no process left, %d entries still taken", a.unnamedEntries.used)
 	}
 }

@@ -29,8 +29,11 @@ type procCounts struct {
 	// recordsNs is the latest time the process's symbol records told of (a load, a move, an
 	// unload; a perf-map line's when it was read).
 	recordsNs int64
-	warned    bool  // the unnamed samples were warned about
-	addedNs   int64 // when the target was added (CLOCK_MONOTONIC)
+	warned    bool // the unnamed samples were warned about
+	// unnamedFullWarned: samples waiting unnamed were counted by mapping past the bounds
+	// (warned).
+	unnamedFullWarned bool
+	addedNs           int64 // when the target was added (CLOCK_MONOTONIC)
 	// unnamedLastDrain: the last Add kept samples of it that no symbol named yet.
 	unnamedLastDrain bool
 	look             boundLook // what the last count of its bytes found (Counts.Bound)
@@ -49,6 +52,7 @@ type Counts struct {
 	jitSamples, outsideSamples uint64
 	stackFrames                sharedBudget // every process's call chains' frames
 	nativeAddrs                sharedBudget // every process's addresses of native code
+	unnamedEntries             sharedBudget // every process's entries of samples waiting unnamed
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.

@@ -67,7 +67,7 @@ type stackCounts struct {
 
 // sharedBudget is what every target together may hold of something counted one by one: the
 // frames of their call chains (Counts.LimitStacks), the addresses of native code they count
-// (Counts.LimitNative).
+// (Counts.LimitNative), the entries of their samples waiting unnamed (Counts.LimitUnnamed).
 type sharedBudget struct {
 	used, max int
 }

@@ -12,6 +12,9 @@ import (
 // beyond it, further unnamed samples are counted as outside JIT code and dropped.
 const maxUnnamedEntries = 1 << 20
 
+// unnamedEntryBytes is what an entry of the unnamed samples takes (Counts.LimitUnnamed).
+const unnamedEntryBytes = 16
+
 // unnamedSamples holds a process's samples in JIT memory that no code object named yet:
 // the JIT's record of their code may come later (a perf map written at exit, a jitdump file
 // found late, a FIFO record still in flight). Each entry keeps the address, how many
@@ -54,9 +57,10 @@ func (u *unnamedSamples) begin(baseNs int64) {
 	u.chunks = append(u.chunks, unnamedChunk{baseNs: baseNs})
 }
 
-// add keeps n samples at ip taken from first to last, in the current chunk. It reports
-// false when they are over the bound and were not kept.
-func (u *unnamedSamples) add(ip, n uint64, first, last int64) bool {
+// add keeps n samples at ip taken from first to last, in the current chunk, each entry
+// taken from all too (every process's entries). It reports false when they are over the
+// process's bound or all's and were not kept.
+func (u *unnamedSamples) add(ip, n uint64, first, last int64, all *sharedBudget) bool {
 	if len(u.chunks) == 0 {
 		u.begin(first)
 	}
@@ -68,13 +72,14 @@ func (u *unnamedSamples) add(ip, n uint64, first, last int64) bool {
 	firstUs := uint32((first - c.baseNs) / 1000)
 	spanMs := uint16(min((max(last-first, 0)+999_999)/1e6, math.MaxUint16))
 	for n > 0 {
-		if u.entries >= maxUnnamedEntries {
+		if u.entries >= maxUnnamedEntries || !all.room(1) {
 			u.dropped += n
 			return false
 		}
 		k := min(n, math.MaxUint16)
 		c.entries = append(c.entries, unnamedEntry{ip: ip, firstUs: firstUs, spanMs: spanMs, count: uint16(k)})
 		u.entries++
+		all.take(1)
 		u.samples += k
 		n -= k
 	}
@@ -160,7 +165,8 @@ func (u *unnamedSamples) list(pid uint32) []profileio.UnnamedCount {
 	return out
 }
 
-// reset forgets every entry (--reset-on-flush).
-func (u *unnamedSamples) reset() {
+// reset forgets every entry (--reset-on-flush), giving them back to all.
+func (u *unnamedSamples) reset(all *sharedBudget) {
+	all.take(-u.entries)
 	*u = unnamedSamples{}
 }

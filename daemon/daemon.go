@@ -203,9 +203,10 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
 		processes: map[string]int{}}
 	// Every target's call chains together take at most a quarter of --max-memory-mb, their
-	// counts of native code by address a sixteenth.
+	// counts of native code by address a sixteenth, their samples waiting unnamed a sixteenth.
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)
 	d.locked.counts.LimitNative(cfg.MaxMemoryBytes / 16)
+	d.locked.counts.LimitUnnamed(cfg.MaxMemoryBytes / 16)
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string]*exitedGroup{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
