@@ -15,8 +15,10 @@
 // format (the jitdump magic in either byte order, else perf-map text), and a session that
 // follows another with no end-of-file seen in between is recognised by its header. Bad
 // records come in the batch's Errs with their byte offsets; records naming another process
-// are dropped and counted. Reads are bounded (Config.ReadBufferBytes) and so is the
-// decoder's buffer (Config.Decoder).
+// are dropped and counted. Each FIFO's reader waits on the runtime's network poller
+// (package fdwait), so an idle FIFO holds no thread, and takes a read buffer
+// (Config.ReadBufferBytes, which bounds a read) from a pool only while there are bytes to
+// read. The decoder's buffer is bounded too (Config.Decoder).
 //
 //	srv, err := fifo.Start(ctx, fifo.Config{
 //		Handler: func(b jitmap.Batch) { stage.Add(b) }, // b.Events, b.Errs of target b.Pid

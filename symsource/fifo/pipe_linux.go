@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/fdwait"
 )
 
 // pipeBytes is the capacity profd asks for each FIFO.
@@ -20,8 +24,8 @@ func replyName(pid uint32) string { return fmt.Sprintf("%d.reply", pid) }
 
 // pipe is profd's end of one target's FIFO: the read end of its symbols FIFO, or both ends
 // of its reply FIFO (so replies wait in the pipe until the JIT reads them). Its descriptor
-// is non-blocking; reads wait in poll(2) together with a wake descriptor, so Close unblocks
-// them.
+// is non-blocking. The read end is waited for on the runtime's network poller (package
+// fdwait), so an idle FIFO holds no thread; stop ends the wait.
 type pipe struct {
 	dir      *Dir
 	name     string
@@ -29,6 +33,12 @@ type pipe struct {
 	access   int // unix.O_RDONLY or unix.O_RDWR
 	fd       int
 	dev, ino uint64
+
+	// w waits on fd, the read end; nil for a reply FIFO. A reopen replaces it: mu orders
+	// that against stop, so a stop wakes the new Waiter or the reader sees stopped first.
+	mu      sync.Mutex
+	w       *fdwait.Waiter
+	stopped atomic.Bool
 }
 
 // createPipe makes the symbols FIFO <dir>/<pid>.map owned by uid:gid with mode 0600 and
@@ -79,6 +89,12 @@ func (d *Dir) createFIFO(name string, uid, gid, access int) (*pipe, error) {
 	if err == nil {
 		p.fd = fd
 		err = owned(fd, path, uid, gid)
+	}
+	if err == nil && access == unix.O_RDONLY {
+		if p.w, err = fdwait.New(fd, path); err != nil {
+			p.fd = -1 // closed by New
+			err = fmt.Errorf("fifo: %w", err)
+		}
 	}
 	if err == nil {
 		// RENAME_NOREPLACE fails with EEXIST on anything at the name, a dangling symlink
@@ -148,41 +164,62 @@ func (p *pipe) open() (int, error) {
 }
 
 // reopen replaces the read end after the last writer closed: a fresh read end reports no
-// hang-up until a new writer has come and gone, so poll sleeps instead of spinning on EOF.
-// The new end is opened before the old one closes, so bytes a new writer already sent stay.
+// hang-up until a new writer has come and gone, so the poller sleeps instead of waking on
+// EOF again and again. The new end is opened before the old one closes, so bytes a new
+// writer already sent stay; it gets a Waiter of its own.
 func (p *pipe) reopen() error {
 	fd, err := p.open()
 	if err != nil {
 		return err
 	}
-	unix.Close(p.fd)
-	p.fd = fd
+	w, err := fdwait.New(fd, p.path)
+	if err != nil {
+		return fmt.Errorf("fifo: %w", err)
+	}
+	p.mu.Lock()
+	old := p.w
+	p.w, p.fd = w, fd
+	p.mu.Unlock()
+	old.Close()
 	return nil
 }
 
-// errWoken: the wake descriptor fired (the Server is closing).
+// errWoken: stop was called (the target is removed or the Server is closing).
 var errWoken = errors.New("woken")
 
-// read waits for bytes, end of a writer's stream (eof), or the wake descriptor. It returns
-// n > 0 with data, or eof after the last writer closed (the pipe has been reopened for the
-// next writer by then).
-func (p *pipe) read(buf []byte, wakeFd int) (n int, eof bool, err error) {
-	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(wakeFd), Events: unix.POLLIN}}
+// stop makes the reader's current wait, and every later one, return errWoken.
+func (p *pipe) stop() {
+	p.stopped.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w != nil {
+		p.w.Wake()
+	}
+}
+
+// wait waits on the runtime's poller, holding no thread, until the read end has bytes or
+// its last writer closed, or stop was called (errWoken). Only the reader calls wait, read
+// and reopen.
+func (p *pipe) wait() error {
+	// The reader is the only goroutine that replaces p.w, so it reads it without mu. A stop
+	// that woke the Waiter a reopen replaced happened before that reopen took mu: seen here.
+	if p.stopped.Load() {
+		return errWoken
+	}
+	if err := p.w.Wait(-1, fdwait.Readable); err != nil {
+		return fmt.Errorf("fifo: %s: %w", p.path, err)
+	}
+	if p.stopped.Load() {
+		return errWoken
+	}
+	return nil
+}
+
+// read reads what the read end holds without waiting. It returns n > 0 with data, eof after
+// the last writer closed (the pipe has been reopened for the next writer by then), or
+// neither when there is nothing to read now.
+func (p *pipe) read(buf []byte) (n int, eof bool, err error) {
 	for {
-		fds[0].Revents, fds[1].Revents = 0, 0
-		_, err := unix.Poll(fds, -1)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return 0, false, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("poll", err))
-		}
-		if fds[1].Revents != 0 {
-			return 0, false, errWoken
-		}
-		if fds[0].Revents == 0 {
-			continue
-		}
 		n, err := unix.Read(p.fd, buf)
 		switch {
 		case err == nil && n > 0:
@@ -192,20 +229,27 @@ func (p *pipe) read(buf []byte, wakeFd int) (n int, eof bool, err error) {
 				return 0, true, err
 			}
 			return 0, true, nil
-		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
+		case errors.Is(err, unix.EAGAIN):
+			return 0, false, nil
 		default:
 			return 0, false, fmt.Errorf("fifo: %s: %w", p.path, os.NewSyscallError("read", err))
 		}
 	}
 }
 
-// close closes the read end; the Dir removes the FIFO itself.
+// close closes the pipe's descriptor (and its Waiter); the Dir removes the FIFO itself.
 func (p *pipe) close() {
-	if p.fd >= 0 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.w != nil:
+		p.w.Close()
+	case p.fd >= 0:
 		unix.Close(p.fd)
-		p.fd = -1
 	}
+	p.w, p.fd = nil, -1
 }
 
 // remove closes the read end and unlinks the FIFO.

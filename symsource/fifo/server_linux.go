@@ -3,10 +3,8 @@ package fifo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +29,8 @@ type Config struct {
 	Handler func(jitmap.Batch)
 	// Logger gets lifecycle lines; nil discards them.
 	Logger *slog.Logger
-	// ReadBufferBytes bounds one read; 0 means DefaultReadBufferBytes.
+	// ReadBufferBytes bounds one read; 0 means DefaultReadBufferBytes. A FIFO holds a
+	// buffer of this size only while it has bytes to read.
 	ReadBufferBytes int
 	// Decoder tunes the jitmap decoders (bounds, the clock stamping perf-map loads).
 	Decoder jitmap.DecoderOptions
@@ -55,6 +54,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	dir    *Dir
+	bufs   sync.Pool       // *[]byte of ReadBufferBytes, taken while a FIFO has bytes to read
 	ctx    context.Context // cancelled by Close or the caller's context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -75,7 +75,6 @@ type target struct {
 	pipe    *pipe
 	replyMu sync.Mutex
 	reply   *pipe // nil once removed
-	wakeFd  int   // eventfd: readable means stop
 	done    chan struct{}
 	stream  *jitmap.Stream      // the current writer session's; the reader goroutine's
 	counted jitmap.StreamCounts // what of stream's counts the totals hold
@@ -102,6 +101,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: logger, dir: dir, targets: map[uint32]*target{}}
+	s.bufs.New = func() any {
+		b := make([]byte, cfg.ReadBufferBytes)
+		return &b
+	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.ctx = ctx
 	s.wg.Add(1)
@@ -149,13 +152,7 @@ func (s *Server) AddTarget(pid uint32, owner Owner) error {
 		p.remove()
 		return err
 	}
-	wakeFd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		p.remove()
-		reply.remove()
-		return fmt.Errorf("fifo: pid %d: %w", pid, os.NewSyscallError("eventfd", err))
-	}
-	t := &target{pid: pid, pipe: p, reply: reply, wakeFd: wakeFd, done: make(chan struct{})}
+	t := &target{pid: pid, pipe: p, reply: reply, done: make(chan struct{})}
 	s.targets[pid] = t
 	// The first session begins here, not in the goroutine, so that Stats counts it when
 	// AddTarget returns: a later change of Sessions then means a session ended.
@@ -178,14 +175,13 @@ func (s *Server) RemoveTarget(pid uint32) {
 	if !ok {
 		return
 	}
-	wake(t.wakeFd)
+	t.pipe.stop()
 	<-t.done
 	s.mu.Lock()
 	delete(s.targets, pid)
 	s.mu.Unlock()
 	t.pipe.remove()
 	t.dropReply(true)
-	unix.Close(t.wakeFd)
 }
 
 // dropReply closes the reply FIFO (and unlinks it when remove), under replyMu so that no
@@ -209,7 +205,7 @@ func (s *Server) stopAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range s.targets {
-		wake(t.wakeFd)
+		t.pipe.stop()
 	}
 }
 
@@ -236,27 +232,22 @@ func (s *Server) Close() error {
 	for pid, t := range s.targets {
 		t.pipe.close()
 		t.dropReply(false)
-		unix.Close(t.wakeFd)
 		delete(s.targets, pid)
 	}
 	s.mu.Unlock()
 	return s.dir.Close()
 }
 
-// readLoop reads one target's FIFO until woken, one stream per writer session.
+// readLoop reads one target's FIFO until stopped, one stream per writer session. While the
+// FIFO is idle it waits on the runtime's poller and holds no buffer.
 func (s *Server) readLoop(t *target) {
-	buf := make([]byte, s.cfg.ReadBufferBytes)
 	for {
-		n, eof, err := t.pipe.read(buf, t.wakeFd)
-		if n > 0 {
-			s.deliver(t, t.stream.Write(buf[:n]))
-		}
-		if eof {
-			s.endSession(t)
-			s.newSession(t)
+		err := t.pipe.wait()
+		if err == nil {
+			err = s.readReady(t)
 		}
 		if errors.Is(err, errWoken) {
-			s.drain(t, buf)
+			s.drain(t)
 			return
 		}
 		if err != nil {
@@ -267,18 +258,47 @@ func (s *Server) readLoop(t *target) {
 	}
 }
 
+// readReady reads and decodes what the FIFO holds, with a buffer from the pool that goes
+// back before the next wait, until a read comes up short, the writer session ends, or the
+// reader is stopped (errWoken: a writer that keeps writing does not hold it).
+func (s *Server) readReady(t *target) error {
+	buf := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(buf)
+	for {
+		if t.pipe.stopped.Load() {
+			return errWoken
+		}
+		n, eof, err := t.pipe.read(*buf)
+		if n > 0 {
+			s.deliver(t, t.stream.Write((*buf)[:n]))
+		}
+		if eof {
+			s.endSession(t)
+			s.newSession(t)
+		}
+		// A short read emptied the pipe: the wait's first look tells whether more came.
+		if err != nil || eof || n < len(*buf) {
+			return err
+		}
+	}
+}
+
 // drain decodes what the FIFO holds when the reader is told to stop, so nothing a JIT
 // already sent is lost: the bytes in the pipe then (a writer that keeps writing is not
 // followed), until the deadline CloseBy set. What it leaves is counted and logged.
-func (s *Server) drain(t *target, buf []byte) {
+func (s *Server) drain(t *target) {
 	left := queued(t.pipe.fd)
-	for left > 0 && !s.pastDeadline() {
-		n, err := unix.Read(t.pipe.fd, buf[:min(len(buf), left)])
-		if n <= 0 || err != nil {
-			break
+	if left > 0 {
+		buf := s.bufs.Get().(*[]byte)
+		defer s.bufs.Put(buf)
+		for left > 0 && !s.pastDeadline() {
+			n, err := unix.Read(t.pipe.fd, (*buf)[:min(len(*buf), left)])
+			if n <= 0 || err != nil {
+				break
+			}
+			left -= n
+			s.deliver(t, t.stream.Write((*buf)[:n]))
 		}
-		left -= n
-		s.deliver(t, t.stream.Write(buf[:n]))
 	}
 	// The writer may be mid-record where reading stopped: what the stream holds of it is
 	// unread, not a bad record.
@@ -329,9 +349,3 @@ func (s *Server) newSession(t *target) {
 
 // endSession ends the writer session: a partial record is reported.
 func (s *Server) endSession(t *target) { s.deliver(t, t.stream.Finish()) }
-
-// wake makes an eventfd readable for good.
-func wake(fd int) {
-	var one = [8]byte{1}
-	_, _ = unix.Write(fd, one[:])
-}

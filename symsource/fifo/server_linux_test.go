@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -346,9 +348,9 @@ func TestTestJIT(t *testing.T) {
 	}
 }
 
-// TestReaderSleepsBetweenWriters: after a writer closes, the reader waits for the next one in
-// poll(2) instead of spinning on end-of-file: the process uses next to no CPU meanwhile (a
-// reader spinning on poll's POLLHUP would take most of a core).
+// TestReaderSleepsBetweenWriters: after a writer closes, the reader waits for the next one
+// instead of spinning on end-of-file: the process uses next to no CPU meanwhile (a reader
+// woken again and again by the hang-up would take most of a core).
 func TestReaderSleepsBetweenWriters(t *testing.T) {
 	s, c, _ := startServer(t, Config{})
 	pid := uint32(os.Getpid())
@@ -368,6 +370,120 @@ func TestReaderSleepsBetweenWriters(t *testing.T) {
 	if used := processCPU(t) - before; used > idle/5 {
 		t.Errorf("the process used %v of CPU in %v with no writer", used, idle)
 	}
+}
+
+// TestIdleFIFOsHoldNoThreads: readers wait on the runtime's poller, so hundreds of idle
+// FIFOs add next to no threads (a reader blocked in poll(2) would hold one each, and a user
+// starting processes could take profd past the runtime's limit of 10 000) and no read
+// buffers; records written to every FIFO, in two writer sessions, still arrive.
+func TestIdleFIFOsHoldNoThreads(t *testing.T) {
+	const targets = 300
+	s, c, logs := startServer(t, Config{})
+	threadsBefore, heapBefore := processThreads(t), heapAlloc()
+	for i := range targets {
+		if err := s.AddTarget(uint32(100000+i), testOwner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for session := 1; session <= 2; session++ {
+		for i := range targets {
+			w := openWriter(t, s.FIFOPath(uint32(100000+i)))
+			fmt.Fprintf(w, "%x 10 f%d_%d\n", 0x1000+i, i, session)
+			w.Close()
+		}
+		c.WaitFor(t, fmt.Sprintf("session %d's line from every FIFO", session), func(evs []symtest.Event) bool {
+			return symtest.CountLoads(evs) == session*targets
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // every reader back to waiting
+	threads, heap := processThreads(t)-threadsBefore, int64(heapAlloc())-int64(heapBefore)
+	t.Logf("%d idle FIFOs: %d more threads, %d KiB more heap", targets, threads, heap>>10)
+	if threads >= targets/10 {
+		t.Errorf("%d idle FIFOs took %d more threads", targets, threads)
+	}
+	if heap >= targets*DefaultReadBufferBytes/4 {
+		t.Errorf("%d idle FIFOs hold %d KiB more heap: read buffers kept while idle?", targets, heap>>10)
+	}
+	perPid := map[uint32]int{}
+	for _, e := range c.Events() {
+		perPid[e.Pid]++
+	}
+	for i := range targets {
+		if n := perPid[uint32(100000+i)]; n != 2 {
+			t.Fatalf("pid %d: %d loads, want 2\n%s", 100000+i, n, logs)
+		}
+	}
+	if st := s.Stats(); st.BadRecords != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestStopBeforeReopen: a stop that woke the read end's Waiter just before a reopen replaced
+// it (a new descriptor, so a new Waiter) still ends the next wait.
+func TestStopBeforeReopen(t *testing.T) {
+	d, err := OpenDir(privateDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.createPipe(81, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	w := openWriter(t, p.path)
+	w.Write([]byte("x"))
+	w.Close()
+	if err := p.wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	buf := make([]byte, 16)
+	if n, eof, err := p.read(buf); n != 1 || eof || err != nil {
+		t.Fatalf("read %d, eof %v, %v: want the byte written", n, eof, err)
+	}
+	if n, eof, err := p.read(buf); n != 0 || !eof || err != nil {
+		t.Fatalf("read %d, eof %v, %v: want the end of the session", n, eof, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errWoken) {
+			t.Errorf("wait after a stop and a reopen: %v, want errWoken", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop was lost with the Waiter the reopen replaced")
+	}
+}
+
+// processThreads is the test process's thread count (Threads: in /proc/self/status).
+func processThreads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads: line in /proc/self/status")
+	return 0
+}
+
+// heapAlloc is the heap in use after a collection; two let go of what sync.Pools hold.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // processCPU is the user and system CPU time the test process has used.
