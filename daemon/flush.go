@@ -120,6 +120,9 @@ func (d *daemonRun) flush(final bool) {
 		work[i].interval = d.endsInterval(work[i], due)
 	}
 	d.writeAll(ctx, work, d.allFormats, requests)
+	if forget {
+		d.settleGroups(time.Now())
+	}
 	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
 	d.flushing.mu.Lock()
@@ -255,6 +258,9 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 			rest = append(slices.Clone(e.recent), members...)
 		}
 		live := slices.DeleteFunc(slices.Clone(members), func(w pending) bool { return w.final })
+		if e := d.flushing.exitedByGroup[base]; e != nil && len(live) > 0 {
+			e.idleSince = time.Time{}
+		}
 		ends := d.endsInterval(pending{final: len(live) == 0}, due)
 		if ends || d.cfg.FlushInterval == 0 {
 			delete(d.flushing.exitedSince, base) // this write holds every exit of the group
@@ -321,9 +327,45 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 		out = append(out, g)
 		if d.cfg.ResetOnFlush {
 			delete(d.flushing.exitedByGroup, base)
+		} else if e := d.flushing.exitedByGroup[base]; e != nil && len(live) == 0 && e.idleSince.IsZero() {
+			e.idleSince = time.Now()
 		}
 	}
 	return out
+}
+
+// settleGroups lets go of the groups whose processes have all been gone for --keep-ended
+// and whose last interval is written: what the run keeps of their exited processes, their
+// interval's baseline, their repair cache and their summary line (added up with the
+// processes that exited). The cumulative outputs have let go of their functions by then
+// (the interval files hold them); their files stay as the last write left them, and a
+// process of the group found later starts them anew. Without it a host whose groups come
+// and go (containers of jobs, each its own group) keeps every one's for the whole run.
+func (d *daemonRun) settleGroups(now time.Time) {
+	if d.cfg.KeepEnded <= 0 || d.cfg.KeepEnded == KeepAllEnded {
+		return
+	}
+	for base, e := range d.flushing.exitedByGroup {
+		if e.idleSince.IsZero() || now.Sub(e.idleSince) < d.cfg.KeepEnded || d.flushing.exitedSince[base] {
+			continue
+		}
+		delete(d.flushing.exitedByGroup, base)
+		delete(d.flushing.foldWarned, base)
+		d.flushing.mu.Lock()
+		if sum, ok := d.flushing.latest[base]; ok {
+			d.flushing.exited.add(sum)
+			delete(d.flushing.latest, base)
+		}
+		delete(d.flushing.intervals, base)
+		delete(d.flushing.intervalFailing, base)
+		delete(d.flushing.repairCaches, base)
+		delete(d.flushing.writeFailing, base)
+		for _, f := range d.cfg.Formats {
+			delete(d.flushing.wrote, filepath.Join(d.cfg.OutDir, base+extension[f]))
+		}
+		d.flushing.mu.Unlock()
+		d.log.Debug("profd: a group whose processes all exited was let go", "group", base, "idle", now.Sub(e.idleSince).Round(time.Second))
+	}
 }
 
 // exitedGroup returns what group base keeps of its processes that exited, made the first

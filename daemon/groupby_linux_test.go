@@ -197,3 +197,53 @@ func TestGroupFoldsManyExitedProcesses(t *testing.T) {
 		t.Errorf("the group's intervals hold %d samples, its cumulative capture %d", intervals, total(c))
 	}
 }
+
+// TestGroupSettles: with --flush-interval, a group whose processes have all been gone for
+// --keep-ended is let go of once its last interval is written (its files stay), so that a
+// host whose groups come and go does not keep each for the whole run; a process of the
+// group found later starts its cumulative outputs anew, and its samples are in the intervals.
+func TestGroupSettles(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("bash"))
+	d := newDirs(t)
+	image := "profd-settle-sh"
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
+		GroupBy: GroupByImage, FlushInterval: time.Second, KeepEnded: 2 * time.Second, Formats: []Format{FormatCapture}})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	busy := "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"
+	first := startChild(t, nil, bin, "-c", busy)
+	first.wait(t, 30*time.Second)
+	waitFor(t, "the group let go of", 30*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "a group whose processes all exited was let go")
+	})
+	if !strings.Contains(r.logs.String(), "group="+image) {
+		t.Fatalf("another group let go of:\n%s", r.logs.String())
+	}
+	second := startChild(t, nil, bin, "-c", busy)
+	second.wait(t, 30*time.Second)
+	waitFor(t, "the second process retired", 10*time.Second, func() bool {
+		return strings.Count(r.logs.String(), `msg="profd: target exited"`) == 2
+	})
+	r.stop(t)
+
+	c := readCapture(t, filepath.Join(d.out, image+extension[FormatCapture]))
+	var pids []uint32
+	for _, p := range c.Processes {
+		pids = append(pids, p.Pid)
+	}
+	if !slices.Equal(pids, []uint32{uint32(second.pid())}) {
+		t.Errorf("the group's cumulative capture holds processes %v, want the later one alone (%d)", pids, second.pid())
+	}
+	seen := map[uint32]bool{}
+	for _, p := range intervalFiles(t, d.out, image, FormatCapture) {
+		for _, proc := range readCapture(t, p).Processes {
+			seen[proc.Pid] = true
+		}
+	}
+	if !seen[uint32(first.pid())] || !seen[uint32(second.pid())] {
+		t.Errorf("the intervals hold processes %v, want both %d and %d", seen, first.pid(), second.pid())
+	}
+}

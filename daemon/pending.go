@@ -60,6 +60,9 @@ type exitedGroup struct {
 	// past maxExitedApart; nil when none.
 	past  *pending
 	noted bool // the folding was logged
+	// idleSince is when a write of the group last found none of its processes alive (zero
+	// while one is): settleGroups lets it go once it has been so for --keep-ended.
+	idleSince time.Time
 }
 
 // members are the processes w's outputs cover.

@@ -28,7 +28,7 @@ func registerIntervalFlags(fs *flag.FlagSet, cfg *daemon.Config) {
 		return nil
 	})
 	fs.Func("keep-ended", "with --flush-interval, how long (`D`, e.g. 10m or 1d, or all) the cumulative outputs keep a JIT function after its last code ended (while a copy of it or other code of its name that drew samples is live, it stays); then it is in the interval files only (by name, with its code), and the cumulative outputs count its samples as "+
-		`"`+profileio.EndedMapping+`"`+"; a call chain not sampled as long keeps its leaf there, its callers "+`"`+profileio.CallersInIntervalsMapping+`"`+". So a JIT that keeps running new code and unloading it costs profd memory and flush time for what it ran lately, not for all it ever ran. Default 10 intervals, at least 1m; all keeps every function for the whole run (the default without pprof or capture in --format, whose interval files hold what is let go of)", func(s string) error {
+		`"`+profileio.EndedMapping+`"`+"; a call chain not sampled as long keeps its leaf there, its callers "+`"`+profileio.CallersInIntervalsMapping+`"`+". So a JIT that keeps running new code and unloading it costs profd memory and flush time for what it ran lately, not for all it ever ran; a --group-by group whose processes have all been gone as long is let go of (its files stay; a later process of it starts them anew). Default 10 intervals, at least 1m; all keeps every function for the whole run (the default without pprof or capture in --format, whose interval files hold what is let go of)", func(s string) error {
 		if s == "all" {
 			cfg.KeepEnded = daemon.KeepAllEnded
 			return nil
