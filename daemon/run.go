@@ -117,10 +117,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.stopJavaMaps(stopped.Add(d.cfg.StopTimeout / 5))
 	d.endFlushing(stopped)
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
-	// symbol stage applies it), then flush everything one last time.
+	// symbol stage applies it), then flush everything one last time; the FIFOs stay until
+	// closeAll, so that the final flush answers the flush requests still pending.
 	d.parts.watch.Close()
 	d.stopChanges()
-	d.parts.fifo.CloseBy(symbolsBy)
+	d.parts.fifo.StopReading(symbolsBy)
 	d.parts.files.CloseBy(symbolsBy)
 	d.parts.symbols.close()
 	d.logStopLosses()

@@ -263,3 +263,48 @@ func TestCreatePipeAppearsOwned(t *testing.T) {
 		t.Errorf("temporary names left: %v", names)
 	}
 }
+
+// TestAddTargetAnewForOtherOwner: a process that exec'd another program keeps its FIFOs
+// (the same files) when its user is the same; when it changed users before the exec, its
+// FIFOs are made anew for the new user, and the last user can no longer write into them.
+func TestAddTargetAnewForOtherOwner(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	s, _, _ := startServer(t, Config{})
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid, Owner{UID: 65534, GID: 65534}); err != nil {
+		t.Fatal(err)
+	}
+	w := openWriter(t, s.FIFOPath(pid)) // a writer of the first program
+	defer w.Close()
+	links := func() uint64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Fstat(int(w.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Nlink
+	}
+	if err := s.AddTarget(pid, Owner{UID: 65534, GID: 65534}); err != nil || links() != 1 {
+		t.Fatalf("added again for the same user: %v, %d links to the FIFO, want it kept", err, links())
+	}
+	if err := s.AddTarget(pid, Owner{UID: 65533, GID: 65533}); err != nil {
+		t.Fatal(err)
+	}
+	if n := links(); n != 0 {
+		t.Errorf("after the user changed, the last user's FIFO has %d links, want it removed", n)
+	}
+	for _, path := range []string{s.FIFOPath(pid), s.ReplyPath(pid)} {
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 65533 || st.Gid != 65533 {
+			t.Errorf("%s: uid %d gid %d after the user changed, want 65533", path, st.Uid, st.Gid)
+		}
+	}
+	o := exec.Command("/bin/sh", "-c", `exec 3>"$1"`, "sh", s.FIFOPath(pid))
+	o.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := o.Run(); err == nil {
+		t.Error("the last user opened the new user's FIFO")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,5 +109,37 @@ func TestReplyFIFORefusesPlantedFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep" {
 		t.Errorf("the symlink's target changed: %q", b)
+	}
+}
+
+// TestReplyAfterStopReading: once the readers stop (a daemon's stop), the FIFOs stay, and a
+// reply still reaches the JIT, until Close removes them.
+func TestReplyAfterStopReading(t *testing.T) {
+	s, _, _ := startServer(t, Config{})
+	pid := uint32(os.Getpid())
+	if err := s.AddTarget(pid, testOwner); err != nil {
+		t.Fatal(err)
+	}
+	s.StopReading(time.Time{})
+	if err := s.AddTarget(pid+1, testOwner); !errors.Is(err, ErrClosed) {
+		t.Errorf("a target added after the readers stopped: %v, want ErrClosed", err)
+	}
+	if err := s.Reply(pid, FlushReply{ID: 3, Paths: []string{"/out/a.profd"}}); err != nil {
+		t.Fatalf("a reply after the readers stopped: %v", err)
+	}
+	fd, err := unix.Open(s.ReplyPath(pid), unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	if n, err := unix.Read(fd, buf); err != nil || n < 24 || binary.NativeEndian.Uint64(buf[8:]) != 3 {
+		t.Fatalf("read %d bytes (%v), want the reply to request 3", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.ReplyPath(pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reply FIFO left behind by Close: %v", err)
 	}
 }

@@ -72,6 +72,7 @@ type Server struct {
 // target is one process's FIFO and the goroutine reading it.
 type target struct {
 	pid     uint32
+	owner   Owner
 	pipe    *pipe
 	replyMu sync.Mutex
 	reply   *pipe // nil once removed
@@ -131,8 +132,18 @@ func (s *Server) Stats() Stats {
 }
 
 // AddTarget creates the FIFOs of process pid, owned by owner (its symbols FIFO, which it
-// writes and profd reads, and its reply FIFO, the other way), and starts reading.
+// writes and profd reads, and its reply FIFO, the other way), and starts reading. For a pid
+// that has them already (a process that exec'd another program) it keeps them, and the
+// stream its new program may have begun in them, when owner is theirs; else it removes them
+// (as RemoveTarget) and makes them anew for owner: a process that changed its user before
+// the exec cannot open the last user's FIFOs, and the last user must not write into its.
 func (s *Server) AddTarget(pid uint32, owner Owner) error {
+	s.mu.Lock()
+	had, ok := s.targets[pid]
+	s.mu.Unlock()
+	if ok && had.owner != owner {
+		s.RemoveTarget(pid)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Checked under mu: stopAll, which wakes every reader once the context is done, takes mu
@@ -152,7 +163,7 @@ func (s *Server) AddTarget(pid uint32, owner Owner) error {
 		p.remove()
 		return err
 	}
-	t := &target{pid: pid, pipe: p, reply: reply, done: make(chan struct{})}
+	t := &target{pid: pid, owner: owner, pipe: p, reply: reply, done: make(chan struct{})}
 	s.targets[pid] = t
 	// The first session begins here, not in the goroutine, so that Stats counts it when
 	// AddTarget returns: a later change of Sessions then means a session ended.
@@ -212,8 +223,20 @@ func (s *Server) stopAll() {
 // CloseBy is Close with a deadline: readers stop decoding what their FIFOs hold at
 // deadline (what is left is counted in Stats.Unread and logged).
 func (s *Server) CloseBy(deadline time.Time) error {
-	s.deadline.Store(deadline.UnixNano())
+	s.StopReading(deadline)
 	return s.Close()
+}
+
+// StopReading stops every reader and waits for them, as Close does (each first decodes
+// what its FIFO holds, until deadline), but keeps the FIFOs: Reply answers the flush
+// requests they sent until Close. AddTarget refuses new targets from then on. A zero
+// deadline sets none.
+func (s *Server) StopReading(deadline time.Time) {
+	if !deadline.IsZero() {
+		s.deadline.Store(deadline.UnixNano())
+	}
+	s.cancel()
+	s.wg.Wait()
 }
 
 // Close stops every reader, waits for them (each first decodes what its FIFO holds), and
