@@ -14,9 +14,11 @@ func (d *daemonRun) endsInterval(w pending, due bool) bool {
 	return d.cfg.FlushInterval > 0 && (due || w.final || d.cfg.ResetOnFlush)
 }
 
-// wallTime is the wall time of ns on the monotonic clock.
+// wallTime is the wall time of ns on the monotonic clock, by the wall clock as it is now:
+// an interval that starts at ns and ends now is as long on both clocks, even when the wall
+// clock was stepped since profd started (a host whose clock is set after boot).
 func (d *daemonRun) wallTime(ns int64) time.Time {
-	return d.startTime.Add(time.Duration(ns - d.startNs))
+	return time.Now().Add(-time.Duration(monotonicNs() - ns))
 }
 
 // takeInterval is the interval w's capture ends: the samples since its output's last

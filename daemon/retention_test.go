@@ -101,3 +101,14 @@ func TestRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestWallTimeAfterClockStep: an output's first interval starts at a time on the monotonic
+// clock, named by the wall clock as it is when the interval ends, so that a clock stepped
+// since profd started (set after boot) neither moves the start a day away nor after the end.
+func TestWallTimeAfterClockStep(t *testing.T) {
+	d := &daemonRun{startNs: monotonicNs(), startTime: time.Now().Add(-48 * time.Hour)} // stepped 48 h since
+	ns := monotonicNs() - int64(time.Second)
+	if got, want := d.wallTime(ns), time.Now().Add(-time.Second); got.Sub(want).Abs() > time.Minute {
+		t.Errorf("the wall time of a second ago is %v, want about %v", got, want)
+	}
+}
