@@ -54,7 +54,8 @@ type Decoder struct {
 	off      int64  // stream offset of the first byte not yet decoded (pending[0])
 	pending  []byte // a partial record or line carried between Writes
 	dead     error
-	leftover []byte // after dead: the bytes from its offset to the end of the last Write
+	leftover []byte // after dead: the bytes from its offset on that it held (after Write, to its end)
+	leftTail int    // after dead, in write: how many bytes at the end of its p follow leftover
 
 	events []Event
 	errs   []error
@@ -108,6 +109,26 @@ func (d *Decoder) JitdumpHeader() (h JitdumpHeader, ok bool) { return d.jd.heade
 // Write decodes p, which continues the stream, and returns the events and errors it completed.
 // p is not retained. After a fatal error Write returns nothing.
 func (d *Decoder) Write(p []byte) (events []Event, errs []error) {
+	events, errs = d.write(p)
+	if d.leftTail > 0 {
+		d.leftover = append(d.leftover, p[len(p)-d.leftTail:]...)
+		d.leftTail = 0
+	}
+	return events, errs
+}
+
+// rest is Leftover for a Stream, after write(p): the bytes the Decoder held, then the end of
+// p, which it does not copy (a stream of back-to-back sessions would copy what follows each
+// of them). held is at most a record header's 16 bytes (limitTake keeps it so), but after
+// Finish the partial record.
+func (d *Decoder) rest(p []byte) (held, tail []byte) {
+	held, tail = d.leftover, p[len(p)-d.leftTail:]
+	d.leftover, d.leftTail = nil, 0
+	return held, tail
+}
+
+// write is Write but for the bytes of p after a fatal error, which it keeps in place (rest).
+func (d *Decoder) write(p []byte) (events []Event, errs []error) {
 	d.events, d.errs = nil, nil
 	if d.dead != nil || len(p) == 0 {
 		return nil, nil
@@ -176,7 +197,7 @@ func (d *Decoder) feed(p []byte) {
 		if len(d.pending) == 0 {
 			n := d.consume(p)
 			if d.dead != nil {
-				d.leave(p[n:], nil)
+				d.leave(nil, p[n:])
 				return
 			}
 			d.pending = append(d.pending, p[n:]...)
@@ -185,15 +206,13 @@ func (d *Decoder) feed(p []byte) {
 		}
 		var take int
 		if d.format == FormatPerfMap {
-			take = len(p)
-			if i := bytes.IndexByte(p, '\n'); i >= 0 {
-				take = i + 1
-			}
+			take = d.lineTake(p)
 		} else {
 			take = min(d.jd.need(d)-len(d.pending), len(p))
 			if take <= 0 {
 				take = len(p) // cannot happen while need is right; never spin
 			}
+			take = d.limitTake(p[:take])
 		}
 		d.pending = append(d.pending, p[:take]...)
 		p = p[take:]
@@ -207,9 +226,55 @@ func (d *Decoder) feed(p []byte) {
 	}
 }
 
-// leave keeps a and b, the bytes from a fatal error's offset on, for Leftover.
+// lineTake returns how many bytes of p the partial line in d.pending takes: those up to its
+// newline, included, or fewer (limitTake). It reads growing windows of p (firstWindow), so
+// that its cost is that of the bytes it takes.
+func (d *Decoder) lineTake(p []byte) int {
+	for w := firstWindow; ; w *= 2 {
+		win := p[:min(w, len(p))]
+		take := len(win)
+		if i := bytes.IndexByte(win, '\n'); i >= 0 {
+			take = i + 1
+		}
+		if n := d.limitTake(win[:take]); n < take || take < len(win) || len(win) == len(p) {
+			return n
+		}
+	}
+}
+
+// limitTake returns how many bytes of q, which the partial record or line in d.pending is
+// about to take, to take: all of them, or those up to the end of the first 12 bytes of a
+// jitdump header that cuts the unit short (consume finds it and the decoder ends there; a
+// perf-map line's first 4 bytes may be a header's magic). The bytes from the header on are
+// then a few of the Decoder's and the rest of the p being written, which the Stream decodes
+// in place (rest) instead of a copy of them.
+func (d *Decoder) limitTake(q []byte) int {
+	b := d.pending
+	switch {
+	case d.format == FormatPerfMap:
+		from := 1 // a header at the line's start is told by its magic alone
+		if d.pm.discarding {
+			from = 0 // b is the end of a line
+		} else if len(b) < len(magicLittle) {
+			return min(len(q), len(magicLittle)-len(b))
+		}
+		line := bytes.TrimSuffix(q, []byte{'\n'})
+		if k := sessionAcross(b, line, from, magicLittle, magicBig); k >= 0 {
+			return k + sessionProbe - len(b)
+		}
+	case d.jd.headerDone && len(b) >= jitdumpRecHeaderSize:
+		if k := sessionAcross(b, q, 1, d.jd.sessionPrefix()); k >= 0 {
+			return k + sessionProbe - len(b)
+		}
+	}
+	return len(q)
+}
+
+// leave keeps a and b, the bytes from a fatal error's offset on, for Leftover: a, which the
+// Decoder held, copied, and b, the end of the p being written, as its length (see rest).
 func (d *Decoder) leave(a, b []byte) {
-	d.leftover = append(append(make([]byte, 0, len(a)+len(b)), a...), b...)
+	d.leftover = append([]byte(nil), a...)
+	d.leftTail = len(b)
 	d.pending = nil
 }
 

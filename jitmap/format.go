@@ -78,22 +78,62 @@ func sessionAt(b []byte) bool {
 // first 12 bytes lie in b[from:end], or -1. Looking only inside b[:end] keeps the answer
 // independent of what follows end (how a stream was split into reads).
 func indexSession(b []byte, from, end int) int {
-	b = b[:min(end, len(b))]
-	best := -1
-	for _, m := range [][]byte{magicLittle, magicBig} {
-		for i := from; i < len(b); {
-			k := bytes.Index(b[i:], m)
-			if k < 0 {
-				break
-			}
-			if sessionAt(b[i+k:]) {
-				if best < 0 || i+k < best {
-					best = i + k
+	return indexSessionOf(b[:min(end, len(b))], from, magicLittle, magicBig)
+}
+
+// firstWindow is the first window of the searches that look at growing windows of their
+// input (each twice the last): a search for the first of several things would otherwise read
+// all of its input for one that is not there, and a stream of sessions searches the rest of
+// a read once a session.
+const firstWindow = 256
+
+// indexSessionOf returns the index of the first plausible jitdump header whose first 12 bytes
+// lie in b[from:] and whose first bytes are one of prefixes, or -1. Its cost is that of the
+// bytes up to the header (firstWindow).
+func indexSessionOf(b []byte, from int, prefixes ...[]byte) int {
+	for w := firstWindow; ; w *= 2 {
+		end := len(b)
+		if from < len(b)-w {
+			end = from + w
+		}
+		// A header that begins before another begins before its prefix ends: the first one
+		// whose prefix ends inside b[:end] is the first in b.
+		best := -1
+		for _, m := range prefixes {
+			for i := from; i < end; {
+				k := bytes.Index(b[i:end], m)
+				if k < 0 {
+					break
 				}
-				break
+				if sessionAt(b[i+k:]) {
+					if best < 0 || i+k < best {
+						best = i + k
+					}
+					break
+				}
+				i += k + 1
 			}
-			i += k + 1
+		}
+		if best >= 0 || end == len(b) {
+			return best
 		}
 	}
-	return best
+}
+
+// sessionAcross is indexSessionOf on a followed by b, without joining them, for the headers
+// that begin at or after from and end in b: those within a are the caller's to have looked
+// for. It returns an index in a‖b, or -1.
+func sessionAcross(a, b []byte, from int, prefixes ...[]byte) int {
+	if start := max(from, len(a)-(sessionProbe-1)); start < len(a) {
+		var w [2 * (sessionProbe - 1)]byte
+		n := copy(w[:], a[start:])
+		n += copy(w[n:], b)
+		if k := indexSessionOf(w[:n], 0, prefixes...); k >= 0 && start+k < len(a) {
+			return start + k
+		}
+	}
+	if k := indexSessionOf(b, max(from-len(a), 0), prefixes...); k >= 0 {
+		return len(a) + k
+	}
+	return -1
 }

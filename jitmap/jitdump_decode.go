@@ -20,6 +20,17 @@ type jitdumpState struct {
 	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
 	// CODE_LOAD that follows them; addresses still carry any writer bias.
 	debug map[uint64][]codeobj.LineEntry
+	// searched is how many bytes of the partial record the last consumeJitdump ended in were
+	// searched for a jitdump header (the record is searched again only where it grew).
+	searched int
+}
+
+// sessionPrefix is the first 8 bytes of a jitdump header in the stream's byte order.
+func (j *jitdumpState) sessionPrefix() []byte {
+	if j.be {
+		return sessionBig
+	}
+	return sessionLittle
 }
 
 func (j *jitdumpState) u32(b []byte) uint32 {
@@ -88,6 +99,7 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 				Flags:       j.u64(rest[32:]),
 			}
 			j.headerDone = true
+			j.searched = 0
 			n += int(size)
 			d.off += int64(size)
 			continue
@@ -109,20 +121,35 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 			return n
 		}
 		if len(rest) < int(size) {
+			// A header in the part of the record there is cuts it short as it would the
+			// whole record (sessionInRecord finds the same one first), and the session that
+			// begins there is not held back until the record's length has arrived: a record
+			// that claims MaxRecordBytes would otherwise be buffered, and so copied, by every
+			// session that begins inside it.
+			if k := indexSessionOf(rest, max(1, j.searched-(sessionProbe-1)), j.sessionPrefix()); k > 0 {
+				return d.cutRecord(id, n, k)
+			}
+			j.searched = len(rest)
 			return n
 		}
+		j.searched = 0
 		if k := sessionInRecord(rest[:size], j.be); k > 0 {
-			// A writer died mid-record and the next one's header took the rest of its
-			// length: the record is cut short, and a session begins at k.
-			d.report(id, ErrTruncated)
-			d.off += int64(k)
-			d.kill(0, ErrNewSession)
-			return n + k
+			return d.cutRecord(id, n, k)
 		}
 		d.jitdumpRecord(id, rest[:size])
 		n += int(size)
 		d.off += int64(size)
 	}
+}
+
+// cutRecord ends the decoder at a jitdump header k bytes into the record of the given id at
+// b[n:] (b as consumeJitdump has it): a writer died mid-record and the next one's header took
+// the rest of its length. The record is reported cut short; it returns the bytes consumed.
+func (d *Decoder) cutRecord(id uint32, n, k int) int {
+	d.report(id, ErrTruncated)
+	d.off += int64(k)
+	d.kill(0, ErrNewSession)
+	return n + k
 }
 
 // jitdumpRecord decodes one complete record (header included).
@@ -342,15 +369,8 @@ func sessionInRecord(rec []byte, be bool) int {
 	if be {
 		needle = sessionBig
 	}
-	for i := 1; i < len(rec); {
-		k := bytes.Index(rec[i:], needle)
-		if k < 0 {
-			break
-		}
-		if i+k+sessionProbe <= len(rec) && sessionAt(rec[i+k:]) {
-			return i + k
-		}
-		i += k + 1
+	if k := indexSessionOf(rec, 1, needle); k >= 0 {
+		return k
 	}
 	for k := max(1, len(rec)-(sessionProbe-1)); k+len(magicLittle) <= len(rec); k++ {
 		if isMagic(rec[k:]) {

@@ -19,15 +19,14 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 			d.kill(0, ErrNewSession)
 			return n
 		}
-		i := bytes.IndexByte(rest, '\n')
+		i, k := d.nextLine(rest)
 		line := rest
 		if i >= 0 {
 			line = rest[:i]
 		}
 		// A jitdump header inside a line: the writer died mid-line and another began a
-		// session; the line so far is cut short. (A header holds NUL bytes and text does
-		// not, so most lines are passed over at once.)
-		if k := d.sessionInLine(rest, len(line)); k >= 0 {
+		// session; the line so far is cut short.
+		if k >= 0 {
 			if !d.pm.discarding {
 				d.report(0, fmt.Errorf("%w: cut short by a new session", ErrBadLine))
 			}
@@ -59,8 +58,28 @@ func (d *Decoder) consumePerfMap(b []byte) int {
 	}
 }
 
+// nextLine finds the end of the line rest begins with: i, the index of its newline (-1: none
+// yet), and k, where a jitdump header inside it begins (sessionInLine; -1: none). It reads
+// growing windows of rest (firstWindow), so that its cost is that of the bytes up to the
+// first of the two, not of all of rest: a line cut short by a session may be the whole rest
+// of a read, and so the line of every session in it.
+func (d *Decoder) nextLine(rest []byte) (i, k int) {
+	for w := firstWindow; ; w *= 2 {
+		win := rest[:min(w, len(rest))]
+		i = bytes.IndexByte(win, '\n')
+		end := i
+		if i < 0 {
+			end = len(win)
+		}
+		if k = d.sessionInLine(win, end); i >= 0 || k >= 0 || len(win) == len(rest) {
+			return i, k
+		}
+	}
+}
+
 // sessionInLine returns where a jitdump header begins in rest[:end], a line (or what is
-// there of it), or -1. A header at the line's start is consumePerfMap's; while discarding,
+// there of it), or -1. (A header holds NUL bytes and text does not, so most lines are passed
+// over at once.) A header at the line's start is consumePerfMap's; while discarding,
 // rest starts mid-line.
 func (d *Decoder) sessionInLine(rest []byte, end int) int {
 	if bytes.IndexByte(rest[:end], 0) < 0 {

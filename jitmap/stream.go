@@ -125,52 +125,78 @@ func (st *Stream) batch(events []Event, errs []error) Batch {
 
 // decode feeds p to the decoder (and, when finish, ends it), starting a new decoder where
 // a decoder gives up at the start of another session, or looking for the next header.
+// The bytes after the place a decoder gave up are decoded where they are, so that however
+// many sessions p holds, each byte is decoded about once.
 func (st *Stream) decode(p []byte, finish bool) (events []Event, errs []error) {
+	// held: bytes from where a decoder gave up that it had buffered, which come before p
+	// (a few, since limitTake; after Finish, the partial record, when p is empty).
+	var held []byte
 	for {
+		if len(p) == 0 {
+			p, held = held, nil
+		}
 		if st.dec == nil {
-			if p = st.look(p); st.dec == nil {
+			if held, p = st.look(held, p); st.dec == nil {
 				return events, errs
 			}
 		}
-		last := len(p) == 0
+		in := held
+		if len(in) == 0 {
+			in = p
+		}
 		var evs []Event
 		var es []error
 		switch {
-		case !last:
-			evs, es = st.dec.Write(p)
+		case len(in) > 0:
+			evs, es = st.dec.write(in)
 		case finish:
 			evs, es = st.dec.Finish()
 		default:
 			return events, errs
 		}
-		p = nil
 		events = append(events, evs...)
 		de := fatalError(es)
 		if de == nil {
 			errs = append(errs, st.rebase(es)...)
-			if last {
+			switch {
+			case len(in) == 0:
 				return events, errs
+			case len(held) > 0:
+				held = nil
+			default:
+				p = nil
 			}
 			continue
 		}
-		// The decoder gave up at stream offset at; the bytes from there on are rest.
+		// The decoder gave up at stream offset at; the bytes from there on are held, then p.
 		at, from := st.base+de.Offset, st.dec.Format()
-		rest := st.dec.Leftover()
-		newSession := at > st.base && len(rest) > 0 &&
-			(errors.Is(de, ErrNewSession) || isMagic(rest) || (from == FormatJitdump && looksLikeText(rest)))
+		a, b := st.dec.rest(in)
+		if len(held) > 0 {
+			held = append(a, b...) // a few bytes: in is held
+		} else {
+			held, p = a, b
+		}
+		var first [jitdumpRecHeaderSize]byte // what isMagic and looksLikeText read of them
+		n := copy(first[:], held)
+		head := first[:n+copy(first[n:], p)]
+		newSession := at > st.base && len(head) > 0 &&
+			(errors.Is(de, ErrNewSession) || isMagic(head) || (from == FormatJitdump && looksLikeText(head)))
 		if newSession {
 			errs = append(errs, st.rebase(withoutError(es, de))...)
 			st.restart(at)
 			st.counts.Restarts++
-			p = rest
 			continue
 		}
 		errs = append(errs, st.rebase(es)...)
 		// Lost: look for a jitdump header after the byte the decoder choked on.
 		st.dec, st.carry, st.lostAt = nil, st.carry[:0], at+1
-		if len(rest) > 0 {
+		switch {
+		case len(held) > 0:
 			st.counts.Skipped++
-			p = rest[1:]
+			held = held[1:]
+		case len(p) > 0:
+			st.counts.Skipped++
+			p = p[1:]
 		}
 	}
 }
@@ -181,31 +207,54 @@ func (st *Stream) restart(at int64) {
 	st.base = at
 }
 
-// look searches p, which follows the bytes kept in carry, for a jitdump header. It starts
-// a decoder there and returns the bytes from it, or keeps the last bytes (a header may
-// begin in them) and returns nil.
-func (st *Stream) look(p []byte) []byte {
-	buf := append(st.carry, p...)
-	if i := indexMagic(buf); i >= 0 {
-		st.counts.Skipped += uint64(i)
-		st.restart(st.lostAt + int64(i))
-		st.carry = nil
-		return buf[i:]
+// look searches held then p, which follow the bytes kept in carry, for a jitdump header. It
+// starts a decoder there and returns the bytes from it, in held (a few bytes) and p, or
+// keeps the last bytes (a header may begin in them) and returns none. It copies only carry
+// and held: p may be the rest of a long read.
+func (st *Stream) look(held, p []byte) ([]byte, []byte) {
+	few := append(st.carry, held...)
+	// A magic that begins in few may end in p's first 3 bytes.
+	w := append(few[:len(few):len(few)], p[:min(len(p), len(magicLittle)-1)]...)
+	if i := indexMagic(w); i >= 0 && i < len(few) {
+		st.found(i)
+		return few[i:], p
 	}
-	keep := min(len(buf), len(magicLittle)-1)
-	st.counts.Skipped += uint64(len(buf) - keep)
-	st.lostAt += int64(len(buf) - keep)
-	st.carry = append(make([]byte, 0, len(magicLittle)), buf[len(buf)-keep:]...)
-	return nil
+	if i := indexMagic(p); i >= 0 {
+		st.found(len(few) + i)
+		return nil, p[i:]
+	}
+	n := len(few) + len(p)
+	keep := min(n, len(magicLittle)-1)
+	st.counts.Skipped += uint64(n - keep)
+	st.lostAt += int64(n - keep)
+	carry := make([]byte, 0, len(magicLittle))
+	if k := keep - len(p); k > 0 {
+		carry = append(carry, few[len(few)-k:]...)
+	}
+	st.carry = append(carry, p[len(p)-min(len(p), keep):]...)
+	return nil, nil
+}
+
+// found starts a decoder at the header i bytes after the stream offset lostAt.
+func (st *Stream) found(i int) {
+	st.counts.Skipped += uint64(i)
+	st.restart(st.lostAt + int64(i))
+	st.carry = nil
 }
 
 // indexMagic returns the index of the first jitdump magic in b, in either byte order, or -1.
+// Its cost is that of the bytes up to the magic (firstWindow).
 func indexMagic(b []byte) int {
-	i, j := bytes.Index(b, magicLittle), bytes.Index(b, magicBig)
-	if i < 0 || (j >= 0 && j < i) {
-		return j
+	for w := firstWindow; ; w *= 2 {
+		win := b[:min(w, len(b))]
+		i, j := bytes.Index(win, magicLittle), bytes.Index(win, magicBig)
+		if i < 0 || (j >= 0 && j < i) {
+			i = j
+		}
+		if i >= 0 || len(win) == len(b) {
+			return i
+		}
 	}
-	return i
 }
 
 // looksLikeText reports whether b begins as perf-map text would: printable ASCII and blanks

@@ -15,7 +15,8 @@ import (
 
 // fuzzSeeds are streams a FIFO reader sees: a jitdump stream as profd_jit.h writes it (every
 // record type), perf-map text with bad lines, a writer restart mid-stream, a big-endian
-// header, a truncated record and a record whose length lies.
+// header, a truncated record, a record whose length lies, and sessions that each end where
+// the next begins (inside a record that claims the most runFuzz allows, inside a line).
 func fuzzSeeds(f *testing.F) [][]byte {
 	var b bytes.Buffer
 	w, err := jitdumptest.NewWriter(&b, jitmap.JitdumpHeader{Pid: 7, ElfMach: 62, TimestampNs: 5})
@@ -42,6 +43,9 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	text := []byte("1000 10 a\n2000 10 b\n")
 	garbage := bytes.Repeat([]byte{0xfe, 0x00}, 20)
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	hdr := jd[:jitdumpHeaderBytes]
+	claim := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, jitmap.JitdumpCodeLoad), 4096)
+	claim = binary.LittleEndian.AppendUint64(claim, 1)
 	return [][]byte{
 		cat(jd, text, jd),                   // sessions in both formats, no end of file between
 		cat(text[:13], jd),                  // a line cut short by a new session
@@ -54,6 +58,10 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		lying,
 		[]byte("1000 10 a\n0x2000 0x20 b c\nnot a line\n\n3000 zz bad\n4000 1 tail-without-newline"),
 		[]byte("JiT"),
+		cat(hdr, hdr, hdr, hdr),
+		cat(hdr, claim, hdr, claim, hdr, claim, jd),
+		cat(hdr, claim, be.Bytes()[:jitdumpHeaderBytes], hdr, jd),
+		cat(text[:13], hdr, text[:13], hdr, text),
 	}
 }
 
@@ -184,6 +192,26 @@ func TestStreamSessions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStreamSessionInPartialRecord: a session that begins inside a record that claims more
+// than has arrived (its writer died there) is decoded when its bytes arrive, not once the
+// record's length has (which may never come, and would have every session in it decode the
+// bytes anew); the record is reported cut short, and Cut leaves only the new session's.
+func TestStreamSessionInPartialRecord(t *testing.T) {
+	big := jitdumpSession(t, 300, "b1", "b2")
+	data := append(append([]byte(nil), big[:len(big)-300]...), jitdumpSession(t, 2, "s1", "s2")...)
+	st := jitmap.NewStream(7, codeobj.SourceFIFO, "test", jitmap.DecoderOptions{})
+	b := st.Write(data)
+	if got := strings.Join(loadNames(b.Events), " "); got != "b1 s1 s2" {
+		t.Errorf("loads %q, want b1 s1 s2", got)
+	}
+	if len(b.Errs) != 1 || !errors.Is(b.Errs[0], jitmap.ErrTruncated) {
+		t.Errorf("errors %v, want the record cut short", b.Errs)
+	}
+	if n := st.Cut(); n != 0 {
+		t.Errorf("Cut left %d bytes, want none", n)
 	}
 }
 
