@@ -206,8 +206,10 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log}),
-		d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
+	// Code bytes are read within what the symbol budgets leave a target: read before a batch
+	// is applied, they would otherwise be made for every load a perf map asks for.
+	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log,
+		Room: d.parts.jit.Room}), d.applySymbols, d.log, d.cfg.MaxRecordRate, d.cfg.MaxRecordRate*recordBurstSeconds)
 	decoder := jitmap.DecoderOptions{Now: monotonicNs}
 	d.parts.fifo, err = fifo.Start(ctx, fifo.Config{Dir: d.cfg.FifoDir, Handler: d.parts.symbols.add, Logger: d.log, Decoder: decoder})
 	if err != nil {

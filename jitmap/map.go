@@ -41,8 +41,8 @@ type MapOptions struct {
 // unloaded, moved, or its addresses reused.
 //
 // Concurrency: Apply, Reclaim and RemovePid may be called from any goroutines (they take one
-// writer lock); Lookup, Objects, Pids and Counts are safe at the same time as them and as each
-// other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
+// writer lock); Lookup, Objects, Pids, Counts and Room are safe at the same time as them and as
+// each other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
 // copy with UnloadNs set, so a *codeobj.Object a reader holds never changes under it. Callers
 // must not modify them either.
 //
@@ -66,6 +66,7 @@ type Map struct {
 type procMap struct {
 	mu          sync.RWMutex
 	held        int64 // HeldBytes of live and ended
+	endedHeld   int64 // HeldBytes of ended, which a load may reclaim
 	live        liveIndex
 	ended       []*codeobj.Object // by Addr
 	endedMaxLen uint64            // the largest Size in ended: how far back a lookup scans
@@ -473,6 +474,7 @@ func (m *Map) end(p *procMap, old *codeobj.Object, atNs int64) {
 	i := upperBound2(p.ended, ended.Addr)
 	p.ended = slices.Insert(p.ended, i, &ended)
 	p.endedMaxLen = max(p.endedMaxLen, ended.Size)
+	p.endedHeld += ended.HeldBytes()
 	if len(p.ended) > m.opts.MaxEndedPerPid {
 		times := make([]int64, len(p.ended))
 		for i, o := range p.ended {
@@ -493,6 +495,7 @@ func (p *procMap) reclaim(beforeNs int64) int {
 			maxLen = max(maxLen, o.Size)
 		} else {
 			p.held -= o.HeldBytes()
+			p.endedHeld -= o.HeldBytes()
 		}
 	}
 	n := len(p.ended) - len(kept)
@@ -570,6 +573,42 @@ func (m *Map) HeldBytes(pid uint32) int64 {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.held
+}
+
+// Room returns how many more bytes pid's objects may hold before a load is refused past
+// MaxBytesPerPid or MaxBytes (its fair share of MaxBytes, or what the live objects of all
+// processes leave of it, the larger), its ended objects let go as a load lets them go;
+// math.MaxInt64 when neither bounds it. A caller that makes what loads will hold before
+// applying them (code bytes read from the process) makes no more than that.
+func (m *Map) Room(pid uint32) int64 {
+	procs := *m.procs.Load()
+	var held, live int64
+	n := len(procs)
+	if p := procs[pid]; p != nil {
+		p.mu.RLock()
+		held, live = p.held, p.held-p.endedHeld
+		p.mu.RUnlock()
+	} else {
+		n++
+	}
+	room := int64(math.MaxInt64)
+	if limit := m.opts.MaxBytesPerPid; limit > 0 {
+		room = limit - live
+	}
+	if limit := m.opts.MaxBytes; limit > 0 {
+		shared := limit/int64(n) - held
+		if shared < room {
+			var total int64
+			for _, q := range procs {
+				q.mu.RLock()
+				total += q.held - q.endedHeld
+				q.mu.RUnlock()
+			}
+			shared = max(shared, limit-total)
+		}
+		room = min(room, shared)
+	}
+	return max(room, 0)
 }
 
 // Counts returns how many live and ended objects the Map holds for pid.

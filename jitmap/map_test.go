@@ -598,3 +598,60 @@ func TestMapMemoryBudget(t *testing.T) {
 		t.Errorf("%d bytes held, budget %d", held, 10*per)
 	}
 }
+
+// TestMapRoom: whatever a history of loads, moves, unloads and reclaims left, Room is what
+// a load may hold under both budgets: a load of Room bytes more is applied, one of a byte
+// more is refused.
+func TestMapRoom(t *testing.T) {
+	opts := MapOptions{MaxEndedPerPid: 20, MaxBytesPerPid: 6000, MaxBytes: 12000}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var history []Event
+	replay := func() *Map {
+		m := NewMap(opts)
+		for _, ev := range history {
+			if r, ok := ev.(reclaimAt); ok {
+				m.Reclaim(int64(r))
+				continue
+			}
+			_ = m.Apply(ev)
+		}
+		return m
+	}
+	for i := range 600 {
+		pid, addr, at := uint32(rng.IntN(3)+1), uint64(rng.IntN(16))*0x100, int64(i+1)
+		switch rng.IntN(5) {
+		case 0, 1:
+			history = append(history, &CodeLoad{Pid: pid, Object: codeobj.Object{Name: fmt.Sprint("f", i), Addr: addr,
+				Size: 0x80, Code: make([]byte, rng.IntN(600)), LoadNs: at}})
+		case 2:
+			history = append(history, &CodeMove{Pid: pid, TimeNs: at, OldAddr: addr, NewAddr: uint64(rng.IntN(16)) * 0x100})
+		case 3:
+			history = append(history, &CodeUnload{Pid: pid, TimeNs: at, Addr: addr})
+		case 4:
+			history = append(history, reclaimAt(at-int64(rng.IntN(100))))
+		}
+		if i%25 != 0 {
+			continue
+		}
+		for pid := uint32(1); pid <= 4; pid++ { // 4: a process the Map does not hold yet
+			room := replay().Room(pid)
+			for _, more := range []int64{room, room + 1} {
+				ld := &CodeLoad{Pid: pid, Object: codeobj.Object{Name: "probe", Addr: 0x10000, Size: 0x80, LoadNs: int64(i + 2)}}
+				fixed := ld.Object.HeldBytes()
+				if more < fixed {
+					continue // no load holds so little
+				}
+				ld.Object.Code = make([]byte, more-fixed)
+				err := replay().Apply(ld)
+				if fits := more == room; fits != (err == nil) {
+					t.Fatalf("after event %d: pid %d: Room %d; a load of %d bytes: %v", i, pid, room, more, err)
+				}
+			}
+		}
+	}
+}
+
+// reclaimAt stands in a history for a call of Reclaim.
+type reclaimAt int64
+
+func (reclaimAt) isEvent() {}

@@ -15,6 +15,7 @@ package enrich
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,12 +29,23 @@ import (
 // code is read from the process.
 const DefaultMaxCodeBytes = 1 << 20
 
+// DefaultMaxLoadCodeBytes is Options.MaxLoadCodeBytes's default. A call of Load is a batch,
+// one read of a perf map: some 4 000 lines that may each ask for DefaultMaxCodeBytes.
+const DefaultMaxLoadCodeBytes = 64 << 20
+
 // Options say what an Enricher fills in.
 type Options struct {
 	// ReadCode reads the code bytes of loads that came without them (perf-map lines).
 	ReadCode bool
 	// MaxCodeBytes bounds ReadCode per symbol; 0 means DefaultMaxCodeBytes.
 	MaxCodeBytes int
+	// MaxLoadCodeBytes bounds ReadCode per call of Load, over all its loads; 0 means
+	// DefaultMaxLoadCodeBytes.
+	MaxLoadCodeBytes int
+	// Room, when set, says how many more bytes process pid's symbols may hold before its
+	// loads are refused (jitmap.Map.Room): ReadCode reads no more of pid's code per call of
+	// Load, since a load holding more would be refused, code bytes and all.
+	Room func(pid uint32) int64
 	// ReadDiscriminators gives the line entries of loads the discriminators of the
 	// process's GDB JIT debug objects. Processes without __jit_debug_descriptor are left
 	// alone.
@@ -46,6 +58,9 @@ type Options struct {
 type Stats struct {
 	CodeReads      uint64 // loads whose code bytes were read from the process
 	CodeReadErrors uint64 // ... and those whose bytes could not be read
+	// CodeNotRead counts loads whose code was not read: it would have passed
+	// MaxLoadCodeBytes or the process's Room.
+	CodeNotRead uint64
 	// DiscriminatedLoads counts loads whose line entries took discriminators.
 	DiscriminatedLoads uint64
 }
@@ -59,13 +74,16 @@ type Enricher struct {
 	// retries: later loads of theirs look once and do not wait.
 	missed sync.Map
 
-	codeReads, codeReadErrors, discriminated atomic.Uint64
+	codeReads, codeReadErrors, codeNotRead, discriminated atomic.Uint64
 }
 
 // New returns an Enricher.
 func New(opts Options) *Enricher {
 	if opts.MaxCodeBytes <= 0 {
 		opts.MaxCodeBytes = DefaultMaxCodeBytes
+	}
+	if opts.MaxLoadCodeBytes <= 0 {
+		opts.MaxLoadCodeBytes = DefaultMaxLoadCodeBytes
 	}
 	e := &Enricher{opts: opts, log: opts.Logger}
 	if e.log == nil {
@@ -80,12 +98,13 @@ func New(opts Options) *Enricher {
 // Stats returns the counters.
 func (e *Enricher) Stats() Stats {
 	return Stats{CodeReads: e.codeReads.Load(), CodeReadErrors: e.codeReadErrors.Load(),
-		DiscriminatedLoads: e.discriminated.Load()}
+		CodeNotRead: e.codeNotRead.Load(), DiscriminatedLoads: e.discriminated.Load()}
 }
 
 // Load fills in the missing code bytes of loads and their line entries' discriminators, as
 // configured. It changes the loads in place. The code of many loads of one process is read
-// with one system call.
+// with one system call, of the first loads in their order that MaxLoadCodeBytes and the
+// process's Room leave room for.
 func (e *Enricher) Load(loads ...*jitmap.CodeLoad) {
 	if e.opts.ReadCode {
 		e.fillCode(loads)
@@ -108,20 +127,44 @@ func (e *Enricher) Forget(pid uint32) {
 }
 
 // fillCode reads the code bytes of those of loads that came without them, the loads of each
-// run of one process together.
+// run of one process together. The buffers are made before the budgets are applied (when the
+// batch is), so their bytes are bounded here: MaxLoadCodeBytes in all, and a process's Room.
+// A load left without code bytes is applied all the same and names its samples; only what
+// reads its code goes without (profgen writes its counts unrepaired, and identical copies of
+// the code are not told to be one).
 func (e *Enricher) fillCode(loads []*jitmap.CodeLoad) {
 	var ranges []procmem.Range
 	var of []*jitmap.CodeLoad
+	left, room := int64(e.opts.MaxLoadCodeBytes), int64(-1) // room: of the run's process; -1: not asked
 	for i, load := range loads {
 		if o := &load.Object; o.Code == nil && o.Size > 0 && o.Size <= uint64(e.opts.MaxCodeBytes) {
-			ranges = append(ranges, procmem.Range{Addr: o.Addr, Buf: make([]byte, o.Size)})
-			of = append(of, load)
+			if room < 0 {
+				room = e.room(load.Pid)
+			}
+			if size := int64(o.Size); size <= min(left, room) {
+				left, room = left-size, room-size
+				ranges = append(ranges, procmem.Range{Addr: o.Addr, Buf: make([]byte, o.Size)})
+				of = append(of, load)
+			} else {
+				e.codeNotRead.Add(1)
+			}
 		}
-		if len(of) > 0 && (i == len(loads)-1 || loads[i+1].Pid != of[0].Pid) {
-			e.readCode(of, ranges)
-			ranges, of = ranges[:0], of[:0]
+		if i == len(loads)-1 || loads[i+1].Pid != load.Pid {
+			if len(of) > 0 {
+				e.readCode(of, ranges)
+				ranges, of = ranges[:0], of[:0]
+			}
+			room = -1
 		}
 	}
+}
+
+// room is how many more bytes Options.Room gives pid's symbols.
+func (e *Enricher) room(pid uint32) int64 {
+	if e.opts.Room == nil {
+		return math.MaxInt64
+	}
+	return max(e.opts.Room(pid), 0)
 }
 
 // readCode reads ranges, the code of loads of one process, and gives each load its bytes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -96,5 +97,59 @@ func TestReadCodeOfOtherProcess(t *testing.T) {
 	}
 	if st := e.Stats(); st.CodeReads != 5 || st.CodeReadErrors != 1 {
 		t.Errorf("stats %+v, want 5 code reads and 1 failure", st)
+	}
+}
+
+// TestReadCodeBounded: a batch of loads that ask for much code (a 64 KiB read of a perf map
+// holds some 4 000 lines of up to 1 MiB each) makes buffers for no more than
+// MaxLoadCodeBytes, and for no more than the process's Room; the first loads in their order
+// get their code, the others none, and are counted.
+func TestReadCodeBounded(t *testing.T) {
+	const n, size = 2048, 64 << 10 // 128 MiB asked for
+	code := bytes.Repeat([]byte{0x90, 0xc3}, size/2)
+	pid := uint32(os.Getpid())
+	batch := func() []*jitmap.CodeLoad {
+		loads := make([]*jitmap.CodeLoad, n)
+		for i := range loads {
+			loads[i] = &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f",
+				Addr: uint64(uintptr(unsafe.Pointer(&code[0]))), Size: size}}
+		}
+		return loads
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		bytes int64 // of code read
+	}{
+		{"per call", Options{ReadCode: true}, DefaultMaxLoadCodeBytes},
+		{"per call, set", Options{ReadCode: true, MaxLoadCodeBytes: 4 << 20}, 4 << 20},
+		{"the process's room", Options{ReadCode: true, Room: func(p uint32) int64 {
+			if p != pid {
+				t.Errorf("Room(%d), want Room(%d)", p, pid)
+			}
+			return 1<<20 + size/2
+		}}, 1 << 20},
+		{"no room", Options{ReadCode: true, Room: func(uint32) int64 { return -1 }}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, loads := New(tc.opts), batch()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			e.Load(loads...)
+			runtime.ReadMemStats(&after)
+			// The loads' buffers, and what reading them takes besides (1 MiB is ample).
+			if got := int64(after.TotalAlloc - before.TotalAlloc); got > tc.bytes+1<<20 {
+				t.Errorf("Load allocated %d bytes for %d loads of %d bytes, want at most %d of code", got, n, size, tc.bytes)
+			}
+			read := int(tc.bytes / size)
+			for i, load := range loads {
+				if got, want := load.Object.Code != nil, i < read; got != want || got && !bytes.Equal(load.Object.Code, code) {
+					t.Fatalf("load %d: %d code bytes, want them read: %v", i, len(load.Object.Code), want)
+				}
+			}
+			if st := e.Stats(); st.CodeReads != uint64(read) || st.CodeNotRead != uint64(n-read) || st.CodeReadErrors != 0 {
+				t.Errorf("stats %+v, want %d code reads and %d not read", st, read, n-read)
+			}
+		})
 	}
 }
