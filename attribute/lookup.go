@@ -14,7 +14,7 @@ type Lookup interface {
 	// it returns nil and an error.
 	Mappings(pid uint32) ([]Mapping, error)
 	// OpenSymbols starts reading the symbols of the file mapping m of process pid holds,
-	// in the background; nil when the file cannot be opened.
+	// in the background; nil when the file cannot be opened, or is not the one m maps.
 	OpenSymbols(pid uint32, m Mapping) *elfsym.File
 	// ThreadName is the name of thread tid of process pid.
 	ThreadName(pid, tid uint32) string
@@ -41,6 +41,9 @@ type Mapping struct {
 	// for anonymous memory.
 	Path       string
 	Executable bool
+	// Dev and Inode identify the mapped file (st_dev and st_ino), zero when not known: a
+	// file opened by Path later must be this one.
+	Dev, Inode uint64
 }
 
 // find returns the mapping of maps (ascending by start) that addr lies in.

@@ -2,11 +2,8 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -33,10 +30,11 @@ type procLookup struct {
 }
 
 // procNames are a process's image name and executable path, its effective user and
-// group (uid -1: unknown), and where it runs and who it is.
+// group (uid -1: unknown) and its supplementary groups, and where it runs and who it is.
 type procNames struct {
 	image, executable string
 	uid, gid          int
+	groups            []int
 	info              attribute.ProcessInfo
 	// start is the process's start time as the watcher gave it (targets.Watcher.StartOf):
 	// which process of the pid these names are of.
@@ -55,7 +53,7 @@ func (l *procLookup) close() { l.syms.Close() }
 func (l *procLookup) remember(pid uint32, start uint64) {
 	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1, start: start}
 	if st, err := procfs.ReadStatus(pid); err == nil {
-		n.uid, n.gid = st.UID, st.GID
+		n.uid, n.gid, n.groups = st.UID, st.GID, st.Groups
 	}
 	n.info = l.readProcessInfo(pid)
 	l.namesMu.Lock()
@@ -138,27 +136,39 @@ func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 	}
 	out := make([]attribute.Mapping, len(maps))
 	for i, m := range maps {
-		out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: m.Executable()}
+		id := m.ID()
+		out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: m.Executable(),
+			Dev: id.Dev, Inode: id.Ino}
 	}
 	return out, err
 }
 
-// OpenSymbols opens the file of m as the process maps it (through /proc/PID/map_files,
-// which reaches a file deleted or replaced since it was mapped; else through the process's
-// root, its symbolic links resolved inside it) and hands it to the symbol cache, which reads
-// it in the background.
+// OpenSymbols opens the file of m as the process maps it (procfs.OpenMapped: through
+// /proc/PID/map_files, else by its path through the process's root if the file there is
+// still the one mapped) and hands it to the symbol cache, which reads it in the background,
+// with its debug file if the process's user may read one. It is called under the run's
+// lock: the open does not block, whatever the process put at the path.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
-	root := procfs.Root(pid)
-	f, err := os.Open(procfs.Path(pid, fmt.Sprintf("map_files/%x-%x", m.Start, m.End)))
-	if err != nil {
-		f, err = os.OpenInRoot(root, strings.TrimPrefix(m.Path, "/"))
-	}
+	f, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, procfs.FileID{Dev: m.Dev, Ino: m.Inode})
 	if err != nil {
 		l.log.Debug("profd: native code's file cannot be opened; its samples are named by the file only",
 			"pid", pid, "file", m.Path, "err", err)
 		return nil
 	}
-	return l.syms.Open(f, root, m.Path)
+	return l.syms.Open(f, procfs.Root(pid), m.Path, l.cred(pid))
+}
+
+// cred is pid's effective user and groups, as remember read them, else read now; an unknown
+// user (uid -1) may read nothing.
+func (l *procLookup) cred(pid uint32) procfs.Cred {
+	if n, found := l.remembered(pid); found && n.uid >= 0 {
+		return procfs.Cred{UID: n.uid, Groups: append([]int{n.gid}, n.groups...)}
+	}
+	st, err := procfs.ReadStatus(pid)
+	if err != nil {
+		return procfs.Cred{UID: -1}
+	}
+	return st.Cred()
 }
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/profd/profd/internal/procfs"
 )
 
 // Config configures a Cache. Zero fields take the defaults.
@@ -107,9 +109,11 @@ func (c *Cache) Close() {
 // Open returns the table of file, which the cache now owns (it is closed when read, or
 // at once when the cache has its table already). root is the directory the process sees
 // as / (its /proc/PID/root), where debug files are looked for; path is the file's path
-// under it, for its .gnu_debuglink. Open costs a fstat; the reading happens on the cache's
-// goroutine.
-func (c *Cache) Open(file *os.File, root, path string) *File {
+// under it, for its .gnu_debuglink; reader is the process's user, who must be able to read
+// a debug file for it to be read (the table goes into outputs that user reads, and is
+// shared with every process that maps the file). Open costs a fstat; the reading happens
+// on the cache's goroutine.
+func (c *Cache) Open(file *os.File, root, path string, reader procfs.Cred) *File {
 	key, err := statOf(file)
 	if err != nil {
 		file.Close()
@@ -144,7 +148,7 @@ func (c *Cache) Open(file *os.File, root, path string) *File {
 			return
 		}
 		defer func() { <-c.one }()
-		f.table, f.err = c.load(file, key, root, path)
+		f.table, f.err = c.load(file, key, root, path, reader)
 	}()
 	return f
 }
@@ -156,7 +160,7 @@ func failed(err error) *File {
 }
 
 // load reads file's table, or takes the one of another file with its build-id.
-func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, error) {
+func (c *Cache) load(file *os.File, key statKey, root, path string, reader procfs.Cred) (*Table, error) {
 	ef, err := openELF(file, key.size)
 	if err != nil {
 		return nil, fmt.Errorf("elfsym: %s: %w", path, err)
@@ -174,7 +178,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 	var errs []error
 	if ef.hasSymtab() {
 		errs = append(errs, b.addSymbols(ef, elf.SHT_SYMTAB, ""))
-	} else if dbg, from := c.findDebug(ef, id, root, path); dbg != nil {
+	} else if dbg, from := c.findDebug(ef, id, root, path, reader); dbg != nil {
 		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
 		dbg.file.Close()
 	}

@@ -1,11 +1,14 @@
 package elfsym
 
 import (
+	"errors"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path"
-	"strings"
+
+	"github.com/profd/profd/internal/procfs"
 )
 
 // debugFile is a separate debug file opened for its .symtab.
@@ -17,12 +20,18 @@ type debugFile struct {
 // debugDir is where distributions install separate debug files.
 const debugDir = "/usr/lib/debug"
 
+// maxHashedBytes bounds a debug file hashed whole for its .gnu_debuglink CRC: the DWARF of a
+// large program fits, a sparse file of terabytes does not.
+const maxHashedBytes = 256 << 20
+
 // findDebug looks for the separate debug file of ef (the file at p in the process's file
 // system, under root): by build-id, then by .gnu_debuglink next to the file, in its .debug
-// directory and under debugDir. A candidate whose build-id differs from the file's is
-// refused (it belongs to another build); without a build-id, the debuglink's CRC-32 must
-// match. It returns the file and its path, or nil.
-func (c *Cache) findDebug(ef *elfFile, id, root, p string) (*debugFile, string) {
+// directory and under debugDir. The process names these paths (its file's debuglink, its
+// directories, its links), so a candidate is opened as procfs.OpenFile does, and refused
+// unless reader may read it. A candidate whose build-id differs from the file's is refused
+// (it belongs to another build); without a build-id, the debuglink's CRC-32 must match, and
+// a candidate over maxHashedBytes is refused. It returns the file and its path, or nil.
+func (c *Cache) findDebug(ef *elfFile, id, root, p string, reader procfs.Cred) (*debugFile, string) {
 	var candidates []string
 	if len(id) > 2 {
 		candidates = append(candidates, path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
@@ -32,12 +41,19 @@ func (c *Cache) findDebug(ef *elfFile, id, root, p string) (*debugFile, string) 
 		dir := path.Dir(p)
 		candidates = append(candidates, path.Join(dir, link), path.Join(dir, ".debug", link), path.Join(debugDir, dir, link))
 	}
+	want := procfs.Want{Reader: &reader}
+	if id == "" {
+		want.MaxBytes = maxHashedBytes // a candidate is hashed whole
+	}
 	for _, cand := range candidates {
 		if cand == path.Clean(p) {
 			continue
 		}
-		f, err := openInRoot(root, cand)
+		f, err := procfs.OpenFile(root, cand, want)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				c.cfg.Logger.Warn("elfsym: debug file refused", "file", p, "debug_file", cand, "err", err)
+			}
 			continue
 		}
 		key, err := statOf(f)
@@ -73,14 +89,4 @@ func crcMatches(f *os.File, size int64, want uint32) bool {
 		return false
 	}
 	return h.Sum32() == want
-}
-
-// openInRoot opens p as a process whose root directory is root sees it: symbolic links
-// are resolved inside root (a container's absolute link does not reach the host's files).
-// An empty root is the file system's own.
-func openInRoot(root, p string) (*os.File, error) {
-	if root == "" {
-		return os.Open(p)
-	}
-	return os.OpenInRoot(root, strings.TrimPrefix(p, "/"))
 }

@@ -1,11 +1,13 @@
 // Package elfsym names addresses in the ELF files a process maps: its executable and
 // shared libraries, from their .symtab and .dynsym and from separate debug files (found by
 // build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink), read through a root
-// directory so that a process in a container is named from its own files.
+// directory so that a process in a container is named from its own files, and only those
+// its user may read (a process names the paths a debug file is looked for at).
 //
 //	cache := elfsym.NewCache(elfsym.Config{Logger: logger})
 //	defer cache.Close()
-//	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres")
+//	st, err := procfs.ReadStatus(1234) // its user, st.Cred()
+//	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres", st.Cred())
 //	t, err := f.Wait(ctx)            // loaded in the background, once per file
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //

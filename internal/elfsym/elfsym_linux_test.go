@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
@@ -96,7 +98,7 @@ func nameInProcess(t *testing.T, c *Cache, pid uint32, addr uint64) (string, *Ta
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := c.Open(f, root, m.Path).Wait(context.Background())
+	tab, err := c.Open(f, root, m.Path, procfs.Cred{}).Wait(context.Background())
 	if err != nil {
 		t.Fatalf("%s: %v", m.Path, err)
 	}
@@ -214,6 +216,13 @@ func install(t *testing.T, src, root, dst string) {
 // the unstripped build, taken from the debug file).
 func lookupIn(t *testing.T, root, p, debug, fn string, logs io.Writer) (string, *Table) {
 	t.Helper()
+	return lookupAs(t, newTestCache(t, logs), root, p, debug, fn, procfs.Cred{})
+}
+
+// lookupAs is lookupIn through c for a process of reader's user; the file's table must be
+// read within 10 s.
+func lookupAs(t *testing.T, c *Cache, root, p, debug, fn string, reader procfs.Cred) (string, *Table) {
+	t.Helper()
 	df, err := elf.Open(debug)
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +242,9 @@ func lookupIn(t *testing.T, root, p, debug, fn string, logs io.Writer) (string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := newTestCache(t, logs).Open(f, root, p).Wait(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tab, err := c.Open(f, root, p, reader).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,6 +344,111 @@ func TestDebugFiles(t *testing.T) {
 	})
 }
 
+// TestDebugFilesRefused: the debug file paths a process names (its file's debuglink, its
+// directories) lead to no FIFO, which would hold the cache's one load forever, to no file its
+// user may not read, and to no file too large to hash.
+func TestDebugFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	prog, debug := stripped(t, dir, "dl", "none")
+	run(t, "objcopy", "--add-gnu-debuglink="+debug, prog)
+	name := filepath.Base(debug)
+	t.Run("FIFO", func(t *testing.T) {
+		root := t.TempDir()
+		install(t, prog, root, "/usr/bin/dl")
+		fifo := root + "/usr/bin/" + name
+		if err := unix.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		c := newTestCache(t, &logs)
+		t.Cleanup(func() { // lets a blocked open go on, before the cache's Close waits for it
+			if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+				unix.Close(fd)
+			}
+		})
+		if got, _ := lookupAs(t, c, root, "/usr/bin/dl", debug, "hot", procfs.Cred{}); got == "hot" {
+			t.Errorf("hot named from a FIFO")
+		}
+		if !strings.Contains(logs.String(), "debug file refused") {
+			t.Errorf("no log line about the FIFO:\n%s", logs.String())
+		}
+	})
+	t.Run("not the user's to read", func(t *testing.T) {
+		testenv.Requires(t, testenv.Root) // a file another user may not read
+		root := t.TempDir()
+		install(t, prog, root, "/usr/bin/dl")
+		// The process links its debuglink's name to a root-only file: root's copy of the
+		// debug file.
+		secret := filepath.Join(t.TempDir(), name)
+		install(t, debug, "", secret)
+		if err := os.Chmod(secret, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, root+"/usr/bin/"+name); err != nil {
+			t.Fatal(err)
+		}
+		user := procfs.Cred{UID: 4242, Groups: []int{4242}}
+		if got, _ := lookupAs(t, newTestCache(t, nil), "", root+"/usr/bin/dl", debug, "hot", user); got == "hot" {
+			t.Errorf("hot named from a debug file the process's user may not read")
+		}
+		if got, _ := lookupAs(t, newTestCache(t, nil), "", root+"/usr/bin/dl", debug, "hot", procfs.Cred{}); got != "hot" {
+			t.Errorf("root's process: hot named %q", got)
+		}
+	})
+	t.Run("too large to hash", func(t *testing.T) {
+		root := t.TempDir()
+		install(t, prog, root, "/usr/bin/dl")
+		install(t, debug, root, "/usr/bin/"+name)
+		if err := os.Truncate(root+"/usr/bin/"+name, 1<<40); err != nil { // a sparse terabyte
+			t.Skipf("a sparse file of 1 TiB: %v", err)
+		}
+		var logs bytes.Buffer
+		if got, _ := lookupIn(t, root, "/usr/bin/dl", debug, "hot", &logs); got == "hot" {
+			t.Errorf("hot named from a debug file of 1 TiB")
+		}
+		if !strings.Contains(logs.String(), "debug file refused") {
+			t.Errorf("no log line about the debug file too large:\n%s", logs.String())
+		}
+	})
+}
+
+// TestParseBound: debug/elf reads no more than maxParseBytes of a file whose section names
+// claim more, in a sparse file.
+func TestParseBound(t *testing.T) {
+	dir := t.TempDir()
+	data := must(os.ReadFile(build(t, dir, "prog", "testdata/prog.c")))
+	ef := must(elf.NewFile(bytes.NewReader(data)))
+	shstrndx := int(ef.ByteOrder.Uint16(data[0x3e:]))
+	hdr := shdrOffset(t, data, ef, ef.Sections[shstrndx])
+	const claimed = 4 * maxParseBytes
+	ef.ByteOrder.PutUint64(data[hdr+24:], uint64(len(data)))
+	ef.ByteOrder.PutUint64(data[hdr+32:], claimed)
+	r := &countingReader{r: bytes.NewReader(data), size: int64(len(data)) + claimed}
+	if _, err := openELF(r, r.size); !errors.Is(err, ErrNotELF) {
+		t.Errorf("section names of %d bytes: %v, want ErrNotELF", claimed, err)
+	}
+	if r.read > maxParseBytes {
+		t.Errorf("%d bytes read to parse the file, want at most %d", r.read, maxParseBytes)
+	}
+}
+
+// countingReader reads r, zeros past its end up to size, and counts the bytes read.
+type countingReader struct {
+	r          *bytes.Reader
+	size, read int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= c.size {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), c.size-off)]
+	clear(p)
+	c.r.ReadAt(p, off)
+	c.read += int64(len(p))
+	return len(p), nil
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -394,7 +510,7 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	cp := filepath.Join(dir, "copy")
 	install(t, prog, "", cp)
 	f := must(os.Open(cp))
-	if tab, err := c.Open(f, "", cp).Wait(context.Background()); err != nil || tab != first {
+	if tab, err := c.Open(f, "", cp, procfs.Cred{}).Wait(context.Background()); err != nil || tab != first {
 		t.Errorf("a copy with the same build-id: %p %v, want %p", tab, err, first)
 	}
 }
@@ -412,7 +528,7 @@ func TestChangedWhileRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestCache(t, nil)
-	if _, err := c.load(f, key, "", prog); !errors.Is(err, ErrChanged) {
+	if _, err := c.load(f, key, "", prog, procfs.Cred{}); !errors.Is(err, ErrChanged) {
 		t.Errorf("a file that changed while read: %v", err)
 	}
 }
@@ -447,7 +563,7 @@ func TestCaps(t *testing.T) {
 	var logs bytes.Buffer
 	c := NewCache(Config{Options: Options{MaxSymbols: 1000}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer c.Close()
-	tab, err = c.Open(must(os.Open(big)), "", big).Wait(context.Background())
+	tab, err = c.Open(must(os.Open(big)), "", big, procfs.Cred{}).Wait(context.Background())
 	if err != nil || !tab.Capped {
 		t.Errorf("10^7 entries: capped %v, %v", tab != nil && tab.Capped, err)
 	}
@@ -523,7 +639,7 @@ func ExampleCache() {
 	}
 	c := NewCache(Config{})
 	defer c.Close()
-	tab, err := c.Open(f, root, "/usr/bin/prog").Wait(context.Background())
+	tab, err := c.Open(f, root, "/usr/bin/prog", procfs.Cred{}).Wait(context.Background())
 	if err != nil {
 		return
 	}

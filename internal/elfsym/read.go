@@ -37,6 +37,9 @@ const (
 	maxNoteBytes          = 64 << 10 // a note section or segment
 	maxDebuglinkBytes     = 4 << 10
 	symbolChunkEntries    = 4096 // symbol entries read at once
+	// maxParseBytes bounds what debug/elf reads to parse a file: it reads the program and
+	// section headers and the section names whole, which a sparse file may make terabytes.
+	maxParseBytes = 64 << 20
 )
 
 // ErrNotELF: the file is not an ELF file profd can read.
@@ -74,19 +77,36 @@ type elfFile struct {
 	size int64
 }
 
-// openELF parses r's headers (size bytes). debug/elf bounds its own reads; a panic in it
-// on a damaged file is turned into ErrNotELF.
+// openELF parses r's headers (size bytes), debug/elf reading at most maxParseBytes of it;
+// a panic in it on a damaged file is turned into ErrNotELF.
 func openELF(r io.ReaderAt, size int64) (ef *elfFile, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ef, err = nil, fmt.Errorf("%w: %v", ErrNotELF, p)
 		}
 	}()
-	f, err := elf.NewFile(r)
+	f, err := elf.NewFile(&boundedReader{r: r, left: maxParseBytes})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
 	}
 	return &elfFile{f: f, r: r, size: size}, nil
+}
+
+// errParseBound: debug/elf would read more than maxParseBytes to parse a file.
+var errParseBound = fmt.Errorf("elfsym: headers and section names exceed %d bytes", maxParseBytes)
+
+// boundedReader reads from r until left bytes have been read, then fails.
+type boundedReader struct {
+	r    io.ReaderAt
+	left int64
+}
+
+func (b *boundedReader) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, errParseBound
+	}
+	b.left -= int64(len(p))
+	return b.r.ReadAt(p, off)
 }
 
 // section returns the bytes of s that lie in the file, at most limit of them; a section

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"sort"
 	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mapping is one line of /proc/PID/maps: "start-end perms offset dev inode [path]".
@@ -19,6 +22,18 @@ type Mapping struct {
 
 // Executable reports whether the mapping may hold code.
 func (m *Mapping) Executable() bool { return len(m.Perms) >= 3 && m.Perms[2] == 'x' }
+
+// ID is the identity of the mapped file, its device and inode as the line gives them; zero
+// when the line names none (anonymous memory, the kernel's areas).
+func (m *Mapping) ID() FileID {
+	major, minor, ok := strings.Cut(m.Dev, ":")
+	maj, err1 := strconv.ParseUint(major, 16, 32)
+	mnr, err2 := strconv.ParseUint(minor, 16, 32)
+	if !ok || err1 != nil || err2 != nil || m.Inode == 0 {
+		return FileID{}
+	}
+	return FileID{Dev: unix.Mkdev(uint32(maj), uint32(mnr)), Ino: m.Inode}
+}
 
 // Anonymous reports whether the mapping is backed by no file and no special kernel area:
 // where JITs put their code.

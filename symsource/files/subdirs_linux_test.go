@@ -145,3 +145,34 @@ func TestSubdirListingBounded(t *testing.T) {
 		t.Errorf("listing of %d subdirectories: %d listed, truncated %v; want %d, truncated", maxSubdirEntries+10, len(l.subs), l.truncated, maxSubdirEntries)
 	}
 }
+
+// TestSubdirsOfFIFO: a FIFO where a host jitdump directory should be (a target may make
+// DIR/.debug/jit when it may write DIR) is no directory to list, and does not block the look.
+func TestSubdirsOfFIFO(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "jit")
+	if err := unix.Mkfifo(dir, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := newTarget(uint32(os.Getpid()), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.close()
+	done := make(chan []string, 1)
+	go func() {
+		names, _ := tgt.subdirsChanged(&subdirCache{}, true, dir)
+		done <- names
+	}()
+	select {
+	case names := <-done:
+		if len(names) != 0 {
+			t.Errorf("a FIFO listed: %v", names)
+		}
+	case <-time.After(5 * time.Second):
+		if fd, err := unix.Open(dir, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			defer unix.Close(fd)
+		}
+		<-done
+		t.Fatal("the look blocked for 5 s")
+	}
+}

@@ -347,14 +347,15 @@ func (t *target) subdirsChanged(cache *subdirCache, host bool, dir string) (name
 const listedSlack = 50 * time.Millisecond
 
 // openDir opens directory dir (in t's namespace, inside its root, unless host), or returns
-// nil.
+// nil. O_DIRECTORY refuses anything else before it is opened: a FIFO a target put there
+// would block the open.
 func (t *target) openDir(host bool, dir string) *os.File {
 	if host {
-		f, err := os.Open(dir)
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil
 		}
-		return f
+		return os.NewFile(uintptr(fd), dir)
 	}
 	if t.rootFd < 0 {
 		return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -306,19 +305,12 @@ func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 	return fd, st, nil
 }
 
-// mayRead reports whether t's user may read a file of status st, by its mode bits: profd
-// reads as root, and must not put in a target's outputs, which its user reads, lines of a
-// file that user could not read (a root-only file bind-mounted over its perf map).
+// mayRead reports whether t's user may read a file of status st, by its mode bits
+// (procfs.Cred.MayRead): profd reads as root, and must not put in a target's outputs, which
+// its user reads, lines of a file that user could not read (a root-only file bind-mounted
+// over its perf map).
 func (t *target) mayRead(st *unix.Stat_t) bool {
-	switch {
-	case t.uid == 0:
-		return true
-	case st.Uid == uint32(t.uid):
-		return st.Mode&0o400 != 0
-	case slices.Contains(t.gids, int(st.Gid)):
-		return st.Mode&0o040 != 0
-	}
-	return st.Mode&0o004 != 0
+	return procfs.Cred{UID: t.uid, Groups: t.gids}.MayRead(st)
 }
 
 // looked lists where the Tailer looks for t's files.

@@ -1,0 +1,146 @@
+package procfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors of OpenFile and OpenMapped besides the system's, which come as *os.SyscallError.
+var (
+	ErrNotRegular  = errors.New("procfs: not a regular file")
+	ErrNotReadable = errors.New("procfs: the process's user may not read the file")
+	ErrReplaced    = errors.New("procfs: not the file the process maps")
+)
+
+// Cred is whom profd reads a file for when a process names it: the process's effective
+// user and groups. The zero Cred is root's.
+type Cred struct {
+	UID    int   // -1: unknown, who may read nothing
+	Groups []int // its effective group and its supplementary groups
+}
+
+// Cred is the effective user and groups s names.
+func (s Status) Cred() Cred {
+	return Cred{UID: s.UID, Groups: append([]int{s.GID}, s.Groups...)}
+}
+
+// MayRead reports whether c's user may read a file of status st, by its mode bits: profd
+// reads as root, and must not put into the outputs a process's user reads anything of a
+// file that user could not read.
+func (c Cred) MayRead(st *unix.Stat_t) bool {
+	switch {
+	case c.UID == 0:
+		return true
+	case c.UID < 0:
+		return false
+	case st.Uid == uint32(c.UID):
+		return st.Mode&0o400 != 0
+	case slices.Contains(c.Groups, int(st.Gid)):
+		return st.Mode&0o040 != 0
+	}
+	return st.Mode&0o004 != 0
+}
+
+// Want is what OpenFile asks of a file besides being a regular one.
+type Want struct {
+	ID       FileID // this file and no other (ErrReplaced); zero: any
+	Reader   *Cred  // a file this user may read (ErrNotReadable); nil: any
+	MaxBytes int64  // at most this many bytes (ErrTooLarge), for a file read whole; 0: any
+}
+
+// openFlags open a file a process controls for reading: non-blocking, so that a FIFO or a
+// device put where a file was expected cannot hang profd in open(2).
+const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+
+// maxOpenTries bounds the opens of one file that an interruption or a race makes fail.
+const maxOpenTries = 8
+
+// OpenFile opens path, which a process names and may have made hostile, for reading as the
+// process sees it from root (its /proc/PID/root, or a directory standing for it; "" is
+// profd's own /): symbolic links are resolved inside root, magic links (/proc/PID/fd/N)
+// refused. It does not block, and refuses anything but a regular file (ErrNotRegular) and
+// a file want does not accept.
+func OpenFile(root, path string, want Want) (*os.File, error) {
+	name := root + path
+	if root == "" {
+		root = "/"
+	}
+	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("procfs: %s: %w", root, os.NewSyscallError("open", err))
+	}
+	defer unix.Close(dir)
+	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(dir, strings.TrimPrefix(path, "/"), &how)
+	// EAGAIN: a rename in the root raced the lookup. A process renaming in a loop gets its
+	// file refused, not profd held in the loop.
+	for tries := 1; (err == unix.EINTR || err == unix.EAGAIN) && tries < maxOpenTries; tries++ {
+		fd, err = unix.Openat2(dir, strings.TrimPrefix(path, "/"), &how)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("procfs: %s: %w", name, os.NewSyscallError("openat2", err))
+	}
+	return checked(fd, name, want)
+}
+
+// OpenMapped opens the file pid maps from start to end, which pid names path (in its mount
+// namespace) and /proc/PID/maps identifies as id, for reading: through
+// /proc/PID/map_files/START-END, which reaches the file as mapped even when it has been
+// deleted or replaced; else (the mapping was split or unmapped since, or profd may not use
+// map_files) by path through pid's root, refused (ErrReplaced) unless it is file id: the
+// process may have moved a FIFO or another user's file over the path. It does not block,
+// and refuses anything but a regular file (ErrNotRegular): a mapped device, say.
+func OpenMapped(pid uint32, start, end uint64, path string, id FileID) (*os.File, error) {
+	mapped := Path(pid, fmt.Sprintf("map_files/%x-%x", start, end))
+	fd, err := unix.Open(mapped, openFlags, 0)
+	for tries := 1; err == unix.EINTR && tries < maxOpenTries; tries++ {
+		fd, err = unix.Open(mapped, openFlags, 0)
+	}
+	if err == nil {
+		return checked(fd, mapped, Want{})
+	}
+	if id == (FileID{}) {
+		return nil, fmt.Errorf("procfs: %s: %w, and %s cannot be told to be the file mapped: %w",
+			mapped, os.NewSyscallError("open", err), path, ErrReplaced)
+	}
+	return OpenFile(Root(pid), path, Want{ID: id})
+}
+
+// checked refuses fd, a file opened by openFlags as name, unless it is a regular file that
+// want accepts (fd is then closed), or returns it as an *os.File.
+func checked(fd int, name string, want Want) (*os.File, error) {
+	var st unix.Stat_t
+	err := unix.Fstat(fd, &st)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("procfs: %s: %w", name, os.NewSyscallError("fstat", err))
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		err = fmt.Errorf("procfs: %s: type %#o: %w", name, st.Mode&unix.S_IFMT, ErrNotRegular)
+	case want.ID != (FileID{}) && (uint64(st.Dev) != want.ID.Dev || st.Ino != want.ID.Ino):
+		err = fmt.Errorf("procfs: %s: device %#x inode %d, mapped %#x inode %d: %w",
+			name, st.Dev, st.Ino, want.ID.Dev, want.ID.Ino, ErrReplaced)
+	case want.Reader != nil && !want.Reader.MayRead(&st):
+		err = fmt.Errorf("procfs: %s: owner uid %d, mode %#o, the process's uid %d: %w",
+			name, st.Uid, st.Mode&0o777, want.Reader.UID, ErrNotReadable)
+	case want.MaxBytes > 0 && st.Size > want.MaxBytes:
+		err = fmt.Errorf("procfs: %s: %d bytes: %w (%d bytes)", name, st.Size, ErrTooLarge, want.MaxBytes)
+	}
+	if err == nil {
+		// A regular file's reads do not heed O_NONBLOCK; without it, os.NewFile does not offer
+		// the file to the runtime's poller, which would refuse it.
+		err = unix.SetNonblock(fd, false)
+		if err != nil {
+			err = fmt.Errorf("procfs: %s: %w", name, os.NewSyscallError("fcntl", err))
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
