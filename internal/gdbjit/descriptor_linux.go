@@ -3,7 +3,7 @@ package gdbjit
 import (
 	"debug/elf"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -28,15 +28,16 @@ type symbolInfo struct {
 
 // candidate is a mapped file that could export the descriptor.
 type candidate struct {
-	key   fileKey
-	path  string
-	start uint64 // address of the mapping at file offset 0
+	key        fileKey
+	id         procfs.FileID
+	path       string
+	start, end uint64 // the mapping at file offset 0
 }
 
 // candidates lists the files of pid's mappings at file offset 0 that are the executable or a
-// libLLVM library.
+// libLLVM library (deleted or not: lookupSymbol opens the one mapped).
 func candidates(pid uint32) ([]candidate, error) {
-	exe, _ := os.Readlink(procfs.Path(pid, "exe"))
+	exe := procfs.ExePath(pid)
 	maps, err := procfs.ReadMaps(pid)
 	if maps == nil && err != nil {
 		return nil, fmt.Errorf("gdbjit: pid %d: %w", pid, err)
@@ -55,19 +56,29 @@ func candidates(pid uint32) ([]candidate, error) {
 			continue
 		}
 		seen[k] = true
-		out = append(out, candidate{key: k, path: m.Path, start: m.Start})
+		out = append(out, candidate{key: k, id: m.ID(), path: m.Path, start: m.Start, end: m.End})
 	}
 	return out, nil
 }
 
-// lookupSymbol reads the descriptor's symbol from the ELF file at path (through the
-// process's root, so a target in another mount namespace is read right).
-func lookupSymbol(pid uint32, path string) (symbolInfo, error) {
-	f, err := elf.Open(procfs.Root(pid) + path)
+// maxSymbolReadBytes bounds what is read of one candidate file for its dynamic symbols:
+// debug/elf reads headers, symbol and string tables whole, and a sparse file may make them
+// terabytes. libLLVM-14's take 4 MiB.
+const maxSymbolReadBytes = 64 << 20
+
+// lookupSymbol reads the descriptor's symbol from the ELF file c, as pid maps it
+// (procfs.OpenMapped: the open does not block, and a file put at its path since is refused),
+// reading at most maxSymbolReadBytes of it.
+func lookupSymbol(pid uint32, c candidate) (symbolInfo, error) {
+	file, err := procfs.OpenMapped(pid, c.start, c.end, c.path, c.id)
 	if err != nil {
-		return symbolInfo{}, fmt.Errorf("gdbjit: %s: %w", path, err)
+		return symbolInfo{}, fmt.Errorf("gdbjit: %w", err)
 	}
-	defer f.Close()
+	defer file.Close()
+	f, err := elf.NewFile(&boundedReader{r: file, left: maxSymbolReadBytes})
+	if err != nil {
+		return symbolInfo{}, fmt.Errorf("gdbjit: %s: %w", c.path, err)
+	}
 	var info symbolInfo
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -77,7 +88,7 @@ func lookupSymbol(pid uint32, path string) (symbolInfo, error) {
 	}
 	syms, err := f.DynamicSymbols()
 	if err != nil {
-		return info, nil // no dynamic symbols: not exported here
+		return info, nil // no dynamic symbols (or too many to read): not exported here
 	}
 	for _, s := range syms {
 		if s.Name == descriptorSymbol && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
@@ -86,4 +97,21 @@ func lookupSymbol(pid uint32, path string) (symbolInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// errReadBound: a candidate file would be read past maxSymbolReadBytes.
+var errReadBound = fmt.Errorf("gdbjit: more than %d bytes of the file read for its dynamic symbols", maxSymbolReadBytes)
+
+// boundedReader reads from r until left bytes have been read, then fails.
+type boundedReader struct {
+	r    io.ReaderAt
+	left int64
+}
+
+func (b *boundedReader) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, errReadBound
+	}
+	b.left -= int64(len(p))
+	return b.r.ReadAt(p, off)
 }

@@ -20,9 +20,11 @@
 //	r.Forget(pid) // when the process is gone
 //
 // The descriptor is looked up in the dynamic symbols of the process's executable and of the
-// libraries it maps whose file name starts with "libLLVM"; processes without one get
-// ErrNoDescriptor. Everything read from the process is untrusted: the list walk is bounded
-// (entries, object sizes, cycles) and objects are decoded by jitmap's bounded decoder.
+// libraries it maps whose file name starts with "libLLVM", each opened as it is mapped
+// (procfs.OpenMapped) and read up to a bound; processes without one get ErrNoDescriptor.
+// Everything read from the process is untrusted: the list walk is bounded (entries, object
+// sizes, cycles), so are the bytes one walk reads and the decoded objects kept (for each
+// process and for all), and objects are decoded by jitmap's bounded decoder.
 // Reading needs ptrace-attach rights over the process (root, or the same user without Yama).
 //
 // A Reader is safe for concurrent use.

@@ -15,6 +15,20 @@ import (
 const (
 	DefaultMaxEntries     = 1 << 16  // list entries walked per read
 	DefaultMaxObjectBytes = 64 << 20 // largest debug object read
+	// DefaultMaxReadBytes bounds the objects' bytes one walk reads: four of the largest.
+	DefaultMaxReadBytes = 256 << 20
+	// DefaultMaxHeldBytes and DefaultMaxHeldBytesPerProcess bound the decoded rows and
+	// subprograms a Reader keeps, for every process together and for one: a process's
+	// objects may keep about a million rows (each held twice, in its object and in the
+	// process's merged lists), as many as one object may have (jitmap.DefaultMaxDebugRows).
+	DefaultMaxHeldBytes           = 256 << 20
+	DefaultMaxHeldBytesPerProcess = 64 << 20
+)
+
+// Estimates of the memory a decoded object holds (heldBytes).
+const (
+	rowBytes        = 32 // a codeobj.LineEntry; its file name is shared with the object's other rows
+	subprogramBytes = 16 // a jitmap.SubprogramRow
 )
 
 const (
@@ -27,6 +41,13 @@ type Options struct {
 	MaxEntries     int    // 0: DefaultMaxEntries
 	MaxObjectBytes uint64 // 0: DefaultMaxObjectBytes
 	MaxRows        int    // per object; 0: jitmap.DefaultMaxDebugRows
+	// MaxReadBytes bounds the bytes of the objects one walk reads (those past it are read by
+	// later walks), at least MaxObjectBytes; 0: DefaultMaxReadBytes.
+	MaxReadBytes uint64
+	// MaxHeldBytes and MaxHeldBytesPerProcess bound the memory of the decoded objects kept,
+	// for every process together and for one (an object past either is kept empty);
+	// 0: DefaultMaxHeldBytes, DefaultMaxHeldBytesPerProcess.
+	MaxHeldBytes, MaxHeldBytesPerProcess int64
 }
 
 // Stats counts a Reader's work since it was made.
@@ -35,6 +56,8 @@ type Stats struct {
 	Objects     uint64 // debug objects read and decoded
 	BadObjects  uint64 // objects that could not be read or decoded (skipped)
 	CachedReads uint64 // objects found in the cache instead of read again
+	Deferred    uint64 // objects left to a later walk: their walk had read MaxReadBytes
+	Dropped     uint64 // objects decoded but kept empty: past MaxHeldBytes or MaxHeldBytesPerProcess
 }
 
 // Reader reads processes' GDB JIT debug objects, caching per process the descriptor's
@@ -46,6 +69,7 @@ type Reader struct {
 	mu    sync.Mutex
 	files map[fileKey]symbolInfo // per mapped file: does it export the descriptor
 	procs map[uint32]*procState
+	held  int64 // heldBytes of every process's objects
 	stats Stats
 
 	// read is procmem.Read; tests may wrap it.
@@ -58,8 +82,9 @@ type procState struct {
 	descAddr uint64 // 0: none found
 	noDesc   error  // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
 	objects  map[objectKey]jitmap.DebugInfo
-	keys     []objectKey      // the list as last walked
+	keys     []objectKey      // the list as last walked, nil when that walk left objects unread
 	info     jitmap.DebugInfo // its objects' rows and subprograms, by address
+	held     int64            // heldBytes of its objects
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -69,6 +94,16 @@ func NewReader(opts Options) *Reader {
 	}
 	if opts.MaxObjectBytes == 0 {
 		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxReadBytes == 0 {
+		opts.MaxReadBytes = DefaultMaxReadBytes
+	}
+	opts.MaxReadBytes = max(opts.MaxReadBytes, opts.MaxObjectBytes) // else a large object is never read
+	if opts.MaxHeldBytes <= 0 {
+		opts.MaxHeldBytes = DefaultMaxHeldBytes
+	}
+	if opts.MaxHeldBytesPerProcess <= 0 {
+		opts.MaxHeldBytesPerProcess = DefaultMaxHeldBytesPerProcess
 	}
 	return &Reader{opts: opts, files: map[fileKey]symbolInfo{}, procs: map[uint32]*procState{}, read: procmem.Read}
 }
@@ -84,16 +119,21 @@ func (r *Reader) Stats() Stats {
 // be reused).
 func (r *Reader) Forget(pid uint32) {
 	r.mu.Lock()
-	delete(r.procs, pid)
+	if st := r.procs[pid]; st != nil {
+		r.held -= st.held
+		delete(r.procs, pid)
+	}
 	r.mu.Unlock()
 }
 
 // Debug walks pid's list of registered debug objects and returns the line rows and the
 // subprograms of all of them, each sorted by address. The slices are shared with later calls
 // that find the same list: callers must not modify them. Objects that cannot be read or
-// decoded are skipped (and counted in Stats.BadObjects); an error means the list itself could
-// not be walked: ErrNoDescriptor (remembered for pid until Forget), ErrBadList, or a read
-// error from the process.
+// decoded are skipped (and counted in Stats.BadObjects), and so are, for this call, those
+// past the walk's MaxReadBytes (Stats.Deferred: a later call reads them) and, for as long as
+// they are listed, those past the held bounds (Stats.Dropped). An error means the list itself
+// could not be walked: ErrNoDescriptor (remembered for pid until Forget), ErrBadList, or a
+// read error from the process.
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -123,21 +163,46 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	}
 	live := make(map[objectKey]jitmap.DebugInfo, len(keys))
 	var info jitmap.DebugInfo
+	readLeft, deferred := r.opts.MaxReadBytes, false
+	others, held := r.held-st.held, int64(0)
 	for _, k := range keys {
 		obj, cached := st.objects[k]
-		if cached {
+		switch {
+		case cached:
 			r.stats.CachedReads++
-		} else {
+		case r.readable(k) && k.size > readLeft:
+			r.stats.Deferred++
+			deferred = true
+			continue
+		default:
+			if r.readable(k) {
+				readLeft -= k.size
+			}
 			obj = r.readObject(pid, k)
+			if n := heldBytes(obj); n > 0 && (held+n > r.opts.MaxHeldBytesPerProcess || others+held+n > r.opts.MaxHeldBytes) {
+				r.stats.Dropped++
+				obj = jitmap.DebugInfo{}
+			}
 		}
+		held += heldBytes(obj)
 		live[k] = obj
 		info.Lines = append(info.Lines, obj.Lines...)
 		info.Subprograms = append(info.Subprograms, obj.Subprograms...)
 	}
 	sort.SliceStable(info.Lines, func(i, j int) bool { return info.Lines[i].Addr < info.Lines[j].Addr })
 	sort.SliceStable(info.Subprograms, func(i, j int) bool { return info.Subprograms[i].LowPC < info.Subprograms[j].LowPC })
-	st.objects, st.keys, st.info = live, keys, info
+	if deferred {
+		keys = nil // the next walk reads on, whether the list changed or not
+	}
+	r.held += held - st.held
+	st.objects, st.keys, st.info, st.held = live, keys, info, held
 	return info, nil
+}
+
+// heldBytes estimates the memory a decoded object holds: its rows and subprograms, and their
+// copies in its process's merged lists.
+func heldBytes(obj jitmap.DebugInfo) int64 {
+	return 2 * (int64(len(obj.Lines))*rowBytes + int64(len(obj.Subprograms))*subprogramBytes)
 }
 
 // findDescriptor finds the descriptor's address in pid, 0 if none of its candidate files
@@ -150,7 +215,7 @@ func (r *Reader) findDescriptor(pid uint32) (uint64, error) {
 	for _, c := range cands {
 		info, known := r.files[c.key]
 		if !known {
-			if info, err = lookupSymbol(pid, c.path); err != nil {
+			if info, err = lookupSymbol(pid, c); err != nil {
 				continue // unreadable (gone, or another namespace's file): not this one
 			}
 			r.files[c.key] = info
@@ -192,9 +257,13 @@ func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
 	return keys, nil
 }
 
+// readable reports whether k's object is one readObject reads: neither empty nor over
+// MaxObjectBytes.
+func (r *Reader) readable(k objectKey) bool { return k.size != 0 && k.size <= r.opts.MaxObjectBytes }
+
 // readObject reads and decodes one debug object; nothing when it cannot.
 func (r *Reader) readObject(pid uint32, k objectKey) jitmap.DebugInfo {
-	if k.size == 0 || k.size > r.opts.MaxObjectBytes {
+	if !r.readable(k) {
 		r.stats.BadObjects++
 		return jitmap.DebugInfo{}
 	}
