@@ -16,7 +16,7 @@ import (
 // Config configures a Cache. Zero fields take the defaults.
 type Config struct {
 	Options      // what is read of each file
-	MaxFiles int // files a Cache holds tables of (DefaultMaxFiles)
+	MaxFiles int // files a Cache holds tables of at once (DefaultMaxFiles); past it, about half are let go
 	Logger   *slog.Logger
 }
 
@@ -37,7 +37,7 @@ func (c Config) withDefaults() Config {
 // Errors a File's Wait returns.
 var (
 	ErrChanged   = errors.New("elfsym: file changed while it was read")
-	ErrCacheFull = errors.New("elfsym: cache holds as many files as it may")
+	ErrCacheFull = errors.New("elfsym: cache holds as many files as it may, all of them loading")
 	ErrClosed    = errors.New("elfsym: cache closed")
 )
 
@@ -45,6 +45,15 @@ var (
 type statKey struct {
 	dev, ino      uint64
 	size, ctimeNs int64
+	uid           uint32 // the file's owner: whose table a build-id's shares (buildKey)
+}
+
+// buildKey is whose table of a build-id another file with that build-id may take: a file of
+// the same owner. A user who writes an ELF file with the build-id of a system library's,
+// and other symbols, must not name the library's code in other users' profiles.
+type buildKey struct {
+	id  string
+	uid uint32
 }
 
 func statOf(f *os.File) (statKey, error) {
@@ -57,7 +66,7 @@ func statOf(f *os.File) (statKey, error) {
 		return statKey{}, fmt.Errorf("elfsym: %s: no stat", f.Name())
 	}
 	return statKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
-		ctimeNs: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, nil
+		ctimeNs: st.Ctim.Sec*1e9 + st.Ctim.Nsec, uid: st.Uid}, nil
 }
 
 // File is a file's table on its way: Wait returns it once it is loaded.
@@ -89,15 +98,14 @@ type Cache struct {
 
 	mu      sync.Mutex
 	byStat  map[statKey]*File
-	byBuild map[string]*Table
-	full    bool // the full cache was logged
+	byBuild map[buildKey]*Table
 }
 
 // NewCache makes an empty cache.
 func NewCache(cfg Config) *Cache {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cache{cfg: cfg.withDefaults(), ctx: ctx, cancel: cancel, one: make(chan struct{}, 1),
-		byStat: map[statKey]*File{}, byBuild: map[string]*Table{}}
+		byStat: map[statKey]*File{}, byBuild: map[buildKey]*Table{}}
 }
 
 // Close stops loading and waits for the loads under way; their Files fail with ErrClosed.
@@ -125,13 +133,8 @@ func (c *Cache) Open(file *os.File, root, path string, reader procfs.Cred) *File
 		file.Close()
 		return f
 	}
-	if len(c.byStat) >= c.cfg.MaxFiles {
+	if len(c.byStat) >= c.cfg.MaxFiles && !c.evictLocked() {
 		file.Close()
-		if !c.full {
-			c.full = true
-			c.cfg.Logger.Warn("elfsym: the symbol cache is full; files seen from now on are not named",
-				"files", len(c.byStat))
-		}
 		return failed(ErrCacheFull)
 	}
 	f := &File{done: make(chan struct{})}
@@ -153,6 +156,28 @@ func (c *Cache) Open(file *os.File, root, path string, reader procfs.Cred) *File
 	return f
 }
 
+// evictLocked lets go of about half the loaded tables when the cache holds MaxFiles, the
+// ones a map's order gives, and of the tables by build-id (what a process's counts hold of
+// them stays theirs); a table let go is loaded again when a file of it is opened again. A run of weeks on a host that
+// keeps running new programs so keeps naming them. It reports false when every file is
+// still loading. Callers hold mu.
+func (c *Cache) evictLocked() bool {
+	n := 0
+	for k, f := range c.byStat {
+		select {
+		case <-f.done:
+		default:
+			continue // loading: its goroutine and its caller hold it
+		}
+		delete(c.byStat, k)
+		if n++; n >= c.cfg.MaxFiles/2 {
+			break
+		}
+	}
+	clear(c.byBuild)
+	return n > 0
+}
+
 func failed(err error) *File {
 	f := &File{done: make(chan struct{}), err: err}
 	close(f.done)
@@ -168,7 +193,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string, reader procf
 	id := ef.buildID()
 	if id != "" {
 		c.mu.Lock()
-		t := c.byBuild[id]
+		t := c.byBuild[buildKey{id, key.uid}]
 		c.mu.Unlock()
 		if t != nil {
 			return t, nil
@@ -193,7 +218,10 @@ func (c *Cache) load(file *os.File, key statKey, root, path string, reader procf
 	}
 	if id != "" {
 		c.mu.Lock()
-		c.byBuild[id] = t
+		if len(c.byBuild) >= c.cfg.MaxFiles {
+			clear(c.byBuild) // those tables stay with the files that hold them
+		}
+		c.byBuild[buildKey{id, key.uid}] = t
 		c.mu.Unlock()
 	}
 	return t, errors.Join(errs...)

@@ -647,3 +647,48 @@ func ExampleCache() {
 		fmt.Println(Demangle(name))
 	}
 }
+
+// TestBuildIDSharedByOwner: a file takes the table of another file with its build-id only
+// when both have one owner: a user's file that claims a system library's build-id (and has
+// symbols of its choosing) is read for itself, and names nothing of the library's.
+func TestBuildIDSharedByOwner(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	dir := t.TempDir()
+	prog := build(t, dir, "prog", "testdata/prog.c")
+	c := newTestCache(t, nil)
+	first, err := c.Open(must(os.Open(prog)), "", prog, procfs.Cred{}).Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "mine")
+	install(t, prog, "", mine)
+	if err := os.Chown(mine, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := c.Open(must(os.Open(mine)), "", mine, procfs.Cred{UID: 65534}).Wait(context.Background())
+	if err != nil || tab == first {
+		t.Errorf("another owner's file with the build-id: table %p (%v), want one of its own, not %p", tab, err, first)
+	}
+}
+
+// TestCacheLetsGo: past MaxFiles, the cache lets go of loaded tables to load new files'
+// (a run of weeks keeps meeting new programs), and holds no more than MaxFiles.
+func TestCacheLetsGo(t *testing.T) {
+	dir := t.TempDir()
+	prog := build(t, dir, "prog", "testdata/prog.c")
+	c := NewCache(Config{MaxFiles: 4})
+	t.Cleanup(c.Close)
+	for i := range 10 {
+		p := filepath.Join(dir, "copy"+strconv.Itoa(i))
+		install(t, prog, "", p)
+		if _, err := c.Open(must(os.Open(p)), "", p, procfs.Cred{}).Wait(context.Background()); err != nil {
+			t.Fatalf("file %d: %v", i, err)
+		}
+		c.mu.Lock()
+		n := len(c.byStat)
+		c.mu.Unlock()
+		if n > 4 {
+			t.Fatalf("after file %d the cache holds %d files, want at most 4", i, n)
+		}
+	}
+}
