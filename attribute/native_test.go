@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/elfsym"
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profileio"
@@ -39,7 +38,7 @@ func withNative(t testing.TB, f *fakeLookup, pid uint32, cache *elfsym.Cache) Ma
 			t.Error(err)
 			return nil
 		}
-		return cache.Open(file, "/", m.Path, procfs.Cred{})
+		return cache.Open(file, "/", m.Path)
 	}
 	return m
 }
@@ -126,7 +125,7 @@ func TestSnapshotNamesNativeAndKernelFrames(t *testing.T) {
 			t.Error(err)
 			return nil
 		}
-		return cache.Open(file, "/", m.Path, procfs.Cred{})
+		return cache.Open(file, "/", m.Path)
 	}
 	look.kernel[0xffffffff81000010] = "do_syscall_64"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -30,11 +30,10 @@ type procLookup struct {
 }
 
 // procNames are a process's image name and executable path, its effective user and
-// group (uid -1: unknown) and its supplementary groups, and where it runs and who it is.
+// group (uid -1: unknown), and where it runs and who it is.
 type procNames struct {
 	image, executable string
 	uid, gid          int
-	groups            []int
 	info              attribute.ProcessInfo
 	// start is the process's start time as the watcher gave it (targets.Watcher.StartOf):
 	// which process of the pid these names are of.
@@ -53,7 +52,7 @@ func (l *procLookup) close() { l.syms.Close() }
 func (l *procLookup) remember(pid uint32, start uint64) {
 	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1, start: start}
 	if st, err := procfs.ReadStatus(pid); err == nil {
-		n.uid, n.gid, n.groups = st.UID, st.GID, st.Groups
+		n.uid, n.gid = st.UID, st.GID
 	}
 	n.info = l.readProcessInfo(pid)
 	l.namesMu.Lock()
@@ -146,8 +145,8 @@ func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 // OpenSymbols opens the file of m as the process maps it (procfs.OpenMapped: through
 // /proc/PID/map_files, else by its path through the process's root if the file there is
 // still the one mapped) and hands it to the symbol cache, which reads it in the background,
-// with its debug file if the process's user may read one. It is called under the run's
-// lock: the open does not block, whatever the process put at the path.
+// with its debug file if every user may read one. It is called under the run's lock: the
+// open does not block, whatever the process put at the path.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	f, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, procfs.FileID{Dev: m.Dev, Ino: m.Inode})
 	if err != nil {
@@ -155,20 +154,7 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 			"pid", pid, "file", m.Path, "err", err)
 		return nil
 	}
-	return l.syms.Open(f, procfs.Root(pid), m.Path, l.cred(pid))
-}
-
-// cred is pid's effective user and groups, as remember read them, else read now; an unknown
-// user (uid -1) may read nothing.
-func (l *procLookup) cred(pid uint32) procfs.Cred {
-	if n, found := l.remembered(pid); found && n.uid >= 0 {
-		return procfs.Cred{UID: n.uid, Groups: append([]int{n.gid}, n.groups...)}
-	}
-	st, err := procfs.ReadStatus(pid)
-	if err != nil {
-		return procfs.Cred{UID: -1}
-	}
-	return st.Cred()
+	return l.syms.Open(f, procfs.Root(pid), m.Path)
 }
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/profd/profd/internal/procfs"
 )
 
 // bigELF is the largest ELF file of those profd is most often asked to name on these
@@ -28,7 +26,7 @@ func BenchmarkLookup(b *testing.B) {
 	path := bigELF(b)
 	c := NewCache(Config{})
 	defer c.Close()
-	tab, err := c.Open(must(os.Open(path)), "", path, procfs.Cred{}).Wait(context.Background())
+	tab, err := c.Open(must(os.Open(path)), "", path).Wait(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +74,7 @@ func BenchmarkColdFile(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				c := NewCache(Config{})
-				tab, err = c.Open(must(os.Open(path)), "", path, procfs.Cred{}).Wait(context.Background())
+				tab, err = c.Open(must(os.Open(path)), "", path).Wait(context.Background())
 				c.Close()
 				if err != nil {
 					b.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-
-	"github.com/profd/profd/internal/procfs"
 )
 
 // Config configures a Cache. Zero fields take the defaults.
@@ -117,11 +115,9 @@ func (c *Cache) Close() {
 // Open returns the table of file, which the cache now owns (it is closed when read, or
 // at once when the cache has its table already). root is the directory the process sees
 // as / (its /proc/PID/root), where debug files are looked for; path is the file's path
-// under it, for its .gnu_debuglink; reader is the process's user, who must be able to read
-// a debug file for it to be read (the table goes into outputs that user reads, and is
-// shared with every process that maps the file). Open costs a fstat; the reading happens
-// on the cache's goroutine.
-func (c *Cache) Open(file *os.File, root, path string, reader procfs.Cred) *File {
+// under it, for its .gnu_debuglink. Open costs a fstat; the reading happens on the cache's
+// goroutine.
+func (c *Cache) Open(file *os.File, root, path string) *File {
 	key, err := statOf(file)
 	if err != nil {
 		file.Close()
@@ -151,7 +147,7 @@ func (c *Cache) Open(file *os.File, root, path string, reader procfs.Cred) *File
 			return
 		}
 		defer func() { <-c.one }()
-		f.table, f.err = c.load(file, key, root, path, reader)
+		f.table, f.err = c.load(file, key, root, path)
 	}()
 	return f
 }
@@ -185,7 +181,7 @@ func failed(err error) *File {
 }
 
 // load reads file's table, or takes the one of another file with its build-id.
-func (c *Cache) load(file *os.File, key statKey, root, path string, reader procfs.Cred) (*Table, error) {
+func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, error) {
 	ef, err := openELF(file, key.size)
 	if err != nil {
 		return nil, fmt.Errorf("elfsym: %s: %w", path, err)
@@ -203,7 +199,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string, reader procf
 	var errs []error
 	if ef.hasSymtab() {
 		errs = append(errs, b.addSymbols(ef, elf.SHT_SYMTAB, ""))
-	} else if dbg, from := c.findDebug(ef, id, root, path, reader); dbg != nil {
+	} else if dbg, from := c.findDebug(ef, id, root, path); dbg != nil {
 		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
 		dbg.file.Close()
 	}

@@ -28,10 +28,11 @@ const maxHashedBytes = 256 << 20
 // system, under root): by build-id, then by .gnu_debuglink next to the file, in its .debug
 // directory and under debugDir. The process names these paths (its file's debuglink, its
 // directories, its links), so a candidate is opened as procfs.OpenFile does, and refused
-// unless reader may read it. A candidate whose build-id differs from the file's is refused
+// unless every user may read it: the table goes into the outputs of every process that maps
+// the file, which their users read. A candidate whose build-id differs from the file's is refused
 // (it belongs to another build); without a build-id, the debuglink's CRC-32 must match, and
 // a candidate over maxHashedBytes is refused. It returns the file and its path, or nil.
-func (c *Cache) findDebug(ef *elfFile, id, root, p string, reader procfs.Cred) (*debugFile, string) {
+func (c *Cache) findDebug(ef *elfFile, id, root, p string) (*debugFile, string) {
 	var candidates []string
 	if len(id) > 2 {
 		candidates = append(candidates, path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
@@ -41,7 +42,7 @@ func (c *Cache) findDebug(ef *elfFile, id, root, p string, reader procfs.Cred) (
 		dir := path.Dir(p)
 		candidates = append(candidates, path.Join(dir, link), path.Join(dir, ".debug", link), path.Join(debugDir, dir, link))
 	}
-	want := procfs.Want{Reader: &reader}
+	want := procfs.Want{Reader: &procfs.Everyone}
 	if id == "" {
 		want.MaxBytes = maxHashedBytes // a candidate is hashed whole
 	}

@@ -1,18 +1,18 @@
 // Package elfsym names addresses in the ELF files a process maps: its executable and
 // shared libraries, from their .symtab and .dynsym and from separate debug files (found by
 // build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink), read through a root
-// directory so that a process in a container is named from its own files, and only those
-// its user may read (a process names the paths a debug file is looked for at).
+// directory so that a process in a container is named from its own files; debug files only
+// when every user may read them (a process names the paths a debug file is looked for at,
+// and a file's table is shared by every process that maps it).
 //
 //	cache := elfsym.NewCache(elfsym.Config{Logger: logger})
 //	defer cache.Close()
-//	st, err := procfs.ReadStatus(1234) // its user, st.Cred()
-//	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres", st.Cred())
+//	f := cache.Open(file, "/proc/1234/root", "/usr/lib/postgresql/15/bin/postgres")
 //	t, err := f.Wait(ctx)            // loaded in the background, once per file
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //
-// A Table is read once per file (by build-id, else by device, inode, size and time of
-// change) and shared by every process that maps it; looking an address up is a binary
+// A Table is read once per file (by build-id among the files of one owner, else by device,
+// inode, size and time of change) and shared by every process that maps it; looking an address up is a binary
 // search that allocates nothing. ELF files are hostile input: reads are bounded, the
 // symbols kept per file are capped, and a file that changes while it is read is refused.
 //

@@ -24,10 +24,12 @@ type Cred struct {
 	Groups []int // its effective group and its supplementary groups
 }
 
-// Cred is the effective user and groups s names.
-func (s Status) Cred() Cred {
-	return Cred{UID: s.UID, Groups: append([]int{s.GID}, s.Groups...)}
-}
+// everyoneUID is Everyone's UID.
+const everyoneUID = -2
+
+// Everyone stands for every user at once: it may read a file whose mode lets others read
+// it, as what is read for one process is shared with every user's.
+var Everyone = Cred{UID: everyoneUID}
 
 // MayRead reports whether c's user may read a file of status st, by its mode bits: profd
 // reads as root, and must not put into the outputs a process's user reads anything of a
@@ -36,6 +38,8 @@ func (c Cred) MayRead(st *unix.Stat_t) bool {
 	switch {
 	case c.UID == 0:
 		return true
+	case c.UID == everyoneUID:
+		return st.Mode&0o004 != 0
 	case c.UID < 0:
 		return false
 	case st.Uid == uint32(c.UID):

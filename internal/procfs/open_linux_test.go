@@ -149,6 +149,8 @@ func TestMayRead(t *testing.T) {
 		{0o604, Cred{UID: other}, true},
 		{0o044, Cred{UID: owner, Groups: []int{group}}, false}, // the owner's own bits count
 		{0o644, Cred{UID: -1}, false},                          // an unknown user
+		{0o640, Everyone, false},                               // not others'
+		{0o604, Everyone, true},
 	} {
 		st := unix.Stat_t{Uid: owner, Gid: group, Mode: unix.S_IFREG | c.mode}
 		if got := c.cred.MayRead(&st); got != c.ok {
