@@ -123,8 +123,8 @@ type flushState struct {
 	writeFailing map[string]bool
 	// repairCaches: each output's repaired functions, by base name (repairCache).
 	repairCaches map[string]*profgen.RepairCache
-	// noFunctionsLogged: processes whose missing LLVM profiles were logged.
-	noFunctionsLogged map[uint32]bool
+	// noFunctionsLogged: outputs, by base name, whose missing LLVM profiles were logged.
+	noFunctionsLogged map[string]bool
 	// cutWarned: processes (by pid; with --all, images) whose cut call chains were warned about.
 	cutWarned map[string]bool
 	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
@@ -208,7 +208,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked.counts.LimitNative(cfg.MaxMemoryBytes / 16)
 	d.locked.counts.LimitUnnamed(cfg.MaxMemoryBytes / 16)
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string]*exitedGroup{}, exitedSince: map[string]bool{},
-		noFunctionsLogged: map[uint32]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
+		noFunctionsLogged: map[string]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
 		foldWarned: map[string]bool{}}
 	d.flushing.ctx, d.flushing.cut = context.WithCancel(context.Background())

@@ -360,6 +360,7 @@ func (d *daemonRun) settleGroups(now time.Time) {
 		delete(d.flushing.intervalFailing, base)
 		delete(d.flushing.repairCaches, base)
 		delete(d.flushing.writeFailing, base)
+		delete(d.flushing.noFunctionsLogged, base)
 		for _, f := range d.cfg.Formats {
 			delete(d.flushing.wrote, filepath.Join(d.cfg.OutDir, base+extension[f]))
 		}
@@ -543,8 +544,8 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		}
 	}
 	switch {
-	case noFunctions && !d.flushing.noFunctionsLogged[w.pid]:
-		d.flushing.noFunctionsLogged[w.pid] = true
+	case noFunctions && !d.flushing.noFunctionsLogged[w.base]:
+		d.flushing.noFunctionsLogged[w.base] = true
 		d.notes.logTarget(d.log, "profd: "+err.Error(), "pid", w.pid) // once per target: one of its lines
 	case noFunctions:
 	case errors.Is(err, errStopped) && w.final:
@@ -599,7 +600,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 		// and nothing else of it is kept.
 		delete(d.flushing.latest, w.base)
 		d.flushing.exited.add(sum)
-		delete(d.flushing.noFunctionsLogged, w.pid)
+		delete(d.flushing.noFunctionsLogged, w.base)
 		if slices.Contains(d.cfg.Pids, w.pid) {
 			delete(d.flushing.cutWarned, d.cutKey(w)) // an image's stands
 		}
