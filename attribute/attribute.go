@@ -206,6 +206,11 @@ func (a *Counts) WarnUnnamed(pid uint32, looked []string) {
 	}
 	p.warned = true
 	attrs := []any{"pid", p.pid, "image", p.image, "unnamed", unnamed, "named", named, "looked", looked}
+	if named > 0 {
+		// The JIT writes its symbols, and profd read them: no flag is missing.
+		a.log.Warn("profd: some samples in JIT memory have no symbol, though the JIT's symbols were read: code it does not name (stubs, trampolines), or whose record had not come when the profile was written", attrs...)
+		return
+	}
 	if hint, ok := symbolHints[p.image]; ok {
 		attrs = append(attrs, "hint", hint)
 	}

@@ -231,6 +231,26 @@ func TestUnnamedWarningNamesTheFlag(t *testing.T) {
 	}
 }
 
+// TestUnnamedWarningWhenSymbolsCame: a JIT whose symbols named most of its samples writes
+// them already; the warning about the rest names no flag to add.
+func TestUnnamedWarningWhenSymbolsCame(t *testing.T) {
+	look := newFakeLookup(testPid)
+	look.images[testPid] = "node"
+	var logs strings.Builder
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: testPid, Object: codeobj.Object{Name: "f", Addr: anonBase, Size: 0x10}}); err != nil {
+		t.Fatal(err)
+	}
+	a := New(jit, look, slog.New(slog.NewTextHandler(&logs, nil)))
+	a.AddProcess(testPid, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: anonBase + 0x8}: {N: 900, FirstNs: 1, LastNs: 2},
+		{PID: testPid, IP: anonBase + 0x100}: {N: 50, FirstNs: 1, LastNs: 2}})
+	a.WarnUnnamed(testPid, []string{"/tmp/perf-4242.map"})
+	if out := logs.String(); !strings.Contains(out, "though the JIT's symbols were read") || strings.Contains(out, "hint=") {
+		t.Errorf("the warning:\n%s", out)
+	}
+}
+
 // TestDrainSoonWhileRecordsCome: samples waiting unnamed ask for frequent drains while their
 // process's symbol records come (or it was added lately), and not once none has come for
 // unnamedDrainSpan: a process without symbols, or whose symbols come only at its exit, is

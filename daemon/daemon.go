@@ -129,6 +129,9 @@ type flushState struct {
 	cutWarned map[string]bool
 	// stopCut: the outputs whose LLVM profiles the stop timeout left out, this flush.
 	stopCut []string
+	// looked: where each live target's symbols were looked for, noted at the stop before
+	// the symbol sources close, for the final flush's warnings (keepLooked).
+	looked map[uint32][]string
 	// intervals: what each output, by base name, keeps from one interval to the next.
 	intervals map[string]*intervalState
 	// intervalFailing: outputs, by base name, whose last interval files failed and were logged.

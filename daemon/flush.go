@@ -69,7 +69,11 @@ func (d *daemonRun) flush(final bool) {
 		// Records that came since may name samples that had no name at their drain.
 		counts.NameLate(pid, drainedNs, final)
 		if final {
-			counts.WarnUnnamed(pid, d.lookedFor(pid))
+			looked, ok := d.flushing.looked[pid]
+			if !ok {
+				looked = d.lookedFor(pid)
+			}
+			counts.WarnUnnamed(pid, looked)
 		}
 	}
 	d.boundLocked() // the captures hold no more than the budgets allow

@@ -121,6 +121,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	// closeAll, so that the final flush answers the flush requests still pending.
 	d.parts.watch.Close()
 	d.stopChanges()
+	d.keepLooked()
 	d.parts.fifo.StopReading(symbolsBy)
 	d.parts.files.CloseBy(symbolsBy)
 	d.parts.symbols.close()

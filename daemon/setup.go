@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -221,4 +222,17 @@ func (d *daemonRun) lookedFor(pid uint32) []string {
 		out = append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
 	}
 	return out
+}
+
+// keepLooked notes, at the stop, where each live target's symbols were looked for: the
+// final flush warns about unnamed samples after the symbol sources are closed, when they
+// no longer tell.
+func (d *daemonRun) keepLooked() {
+	d.mu.Lock()
+	pids := slices.Collect(maps.Keys(d.locked.targets))
+	d.mu.Unlock()
+	d.flushing.looked = make(map[uint32][]string, len(pids))
+	for _, pid := range pids {
+		d.flushing.looked[pid] = d.lookedFor(pid)
+	}
 }

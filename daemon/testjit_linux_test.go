@@ -274,6 +274,28 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 	}
 }
 
+// TestUnnamedWarnedAtStop: a JIT that still runs when profd stops is warned about by the
+// final flush, after the symbol sources closed: the warning still says where profd looked.
+func TestUnnamedWarnedAtStop(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	jit := startChild(t, nil, testjit, "-d", filepath.Join(d.out, "nowhere"), "-m", "100", "-r", "100")
+	r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	waitFor(t, "samples of the JIT", 30*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "profd: target added")
+	})
+	time.Sleep(time.Second)
+	r.stop(t)
+	logs := r.logs.String()
+	if n := strings.Count(logs, "samples in JIT memory have no symbol"); n != 1 {
+		t.Fatalf("%d warnings about unnamed samples, want 1:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, fmt.Sprintf("perf-%d.map", jit.pid())) {
+		t.Errorf("the final warning does not say where profd looked:\n%s", logs)
+	}
+}
+
 // TestUnnamedWarnedOnce: testjit announces its code nowhere profd looks; its samples stay
 // unnamed, one warning (not one per sample or flush) says how many and where profd looked,
 // the summary shows the named share, and the capture keeps the samples for reestimate
