@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -48,6 +49,53 @@ func (c Cred) MayRead(st *unix.Stat_t) bool {
 		return st.Mode&0o040 != 0
 	}
 	return st.Mode&0o004 != 0
+}
+
+// AsUser calls open on an OS thread of its own whose file-system user and groups are c's
+// (setfsuid, setfsgid and setgroups change that thread alone), so that the kernel checks
+// the file open opens, and every directory on its way, with c's rights and not profd's. The
+// thread is not given back to the runtime: it ends with the call. Root's Cred calls open as
+// it is; one without a user or groups opens nothing (ErrNotReadable). Groups[0] is the
+// file-system group.
+func (c Cred) AsUser(open func() (int, error)) (int, error) {
+	switch {
+	case c.UID == 0:
+		return open()
+	case c.UID < 0 || len(c.Groups) == 0:
+		return -1, ErrNotReadable
+	}
+	type result struct {
+		fd  int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread keeps c's rights, and ends here
+		if err := c.become(); err != nil {
+			done <- result{-1, err}
+			return
+		}
+		fd, err := open()
+		done <- result{fd, err}
+	}()
+	r := <-done
+	return r.fd, r.err
+}
+
+// become gives the calling thread c's file-system user and groups, and checks that it has
+// them (setfsuid and setfsgid report no failure).
+func (c Cred) become() error {
+	if err := unix.Setgroups(c.Groups); err != nil {
+		return fmt.Errorf("procfs: %w", os.NewSyscallError("setgroups", err))
+	}
+	unix.SetfsgidRetGid(c.Groups[0])
+	unix.SetfsuidRetUid(c.UID)
+	gid, _ := unix.SetfsgidRetGid(-1) // an invalid id changes nothing, and returns the current one
+	uid, _ := unix.SetfsuidRetUid(-1)
+	if uid != c.UID || gid != c.Groups[0] {
+		return fmt.Errorf("procfs: file-system user %d group %d, want %d and %d: %w", uid, gid, c.UID, c.Groups[0], ErrNotReadable)
+	}
+	return nil
 }
 
 // Want is what OpenFile asks of a file besides being a regular one.

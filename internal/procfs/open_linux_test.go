@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -299,5 +300,53 @@ func TestMappingID(t *testing.T) {
 	}
 	if got := maps[1].ID(); got != (FileID{}) {
 		t.Errorf("[stack]: ID %+v, want none", got)
+	}
+}
+
+// TestAsUser: a file opened as a user is checked with that user's rights, directories on
+// its way included; the rights stay on the thread that opened it, not on the caller's.
+func TestAsUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	base := t.TempDir()
+	for _, d := range []string{base, filepath.Dir(base)} { // the test's directories, 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(base, "root-only")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	writeFile(t, path, "x", 0o644)
+	open := func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0) }
+	nobody := Cred{UID: 65534, Groups: []int{65534}}
+	if fd, err := nobody.AsUser(open); !errors.Is(err, unix.EACCES) {
+		if err == nil {
+			unix.Close(fd)
+		}
+		t.Errorf("a file in a directory only root may search, as uid 65534: %v, want EACCES", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := nobody.AsUser(open)
+	if err != nil {
+		t.Fatalf("once the directory is searchable: %v", err)
+	}
+	unix.Close(fd)
+	for range 20 { // whichever thread the caller runs on next, it is still root's
+		runtime.Gosched()
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := Cred{}.AsUser(open)
+		if err != nil {
+			t.Fatalf("as root after: %v", err)
+		}
+		unix.Close(fd)
+	}
+	if _, err := (Cred{UID: -1}).AsUser(open); !errors.Is(err, ErrNotReadable) {
+		t.Errorf("an unknown user: %v, want ErrNotReadable", err)
 	}
 }

@@ -445,17 +445,28 @@ func TestTailRefusesFileItsUserCannotRead(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("7f0000001000 40 root_only_line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ name, script string }{
+	// Root's file every user may read, in a directory only root may search.
+	hidden := filepath.Join(t.TempDir(), "root-only-dir")
+	if err := os.Mkdir(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "map"), []byte("7f0000001000 40 root_only_line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	become := ` && echo ready && exec setpriv --reuid=` + fmt.Sprint(nobody) + ` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`
+	for _, tc := range []struct{ name, script, refusal string }{
 		// The root-only file itself where the map belongs.
-		{"root-only file", `cp -p "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` + fmt.Sprint(nobody) +
-			` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+		{"root-only file", `cp -p "$1" /tmp/perf-$$.map` + become, "may not read it"},
 		// The user's own map, with a root-only file bind-mounted over it in its mount namespace.
-		{"bind mount", `touch /tmp/perf-$$.map && chown ` + fmt.Sprint(nobody) + ` /tmp/perf-$$.map && mount --bind "$1" /tmp/perf-$$.map && echo ready && exec setpriv --reuid=` +
-			fmt.Sprint(nobody) + ` --regid=` + fmt.Sprint(nobody) + ` --clear-groups sleep 60`},
+		{"bind mount", `touch /tmp/perf-$$.map && chown ` + fmt.Sprint(nobody) + ` /tmp/perf-$$.map && mount --bind "$1" /tmp/perf-$$.map` +
+			become, "may not read it"},
+		// A map every user may read, in a /tmp only root may search (a directory of root's
+		// mounted there, as a root JIT's jitdump under HOME=/root would be reached).
+		{"root-only directory", `cp -p "$2/map" "$2/perf-$$.map" && mount --bind "$2" /tmp` + become, "cannot reach it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, c, logs := startTailer(t, Config{})
-			cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", tc.script, "sh", secret)
+			cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", tc.script, "sh", secret, hidden)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -478,9 +489,9 @@ func TestTailRefusesFileItsUserCannotRead(t *testing.T) {
 			if err := s.AddTarget(pid, nobody); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(2 * time.Second); !strings.Contains(logs.String(), "may not read it"); time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(2 * time.Second); !strings.Contains(logs.String(), tc.refusal); time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Errorf("no log line refusing the root-only file:\n%s", logs)
+					t.Errorf("no log line refusing the root-only file (%q):\n%s", tc.refusal, logs)
 					break
 				}
 			}

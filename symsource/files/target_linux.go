@@ -268,18 +268,10 @@ func (t *target) mappedJitdumps(now time.Time) []string {
 // and a device or a FIFO must not block it.
 func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	var fd int
-	var err error
-	switch {
-	case host:
-		fd, err = unix.Open(path, flags, 0)
-	case t.rootFd >= 0:
-		fd, err = unix.Openat2(t.rootFd, strings.TrimPrefix(path, "/"), &unix.OpenHow{Flags: uint64(flags),
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
-	default:
+	if !host && t.rootFd < 0 {
 		return -1, st, fmt.Errorf("files: %s: %w", path, errNoRoot)
 	}
+	fd, err := t.openAs(host, path, procfs.Cred{})
 	if errors.Is(err, unix.ELOOP) {
 		return -1, st, fmt.Errorf("files: %s: a symlink, not followed: %w", path, ErrNotRegular)
 	}
@@ -302,7 +294,35 @@ func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 		unix.Close(fd)
 		return -1, st, fmt.Errorf("files: %s: the target's user (uid %d) may not read it (owner uid %d, mode %#o): %w", path, t.uid, st.Uid, st.Mode&0o777, ErrNotReadable)
 	}
+	if st.Uid == 0 && t.uid != 0 {
+		// Root's file, that the target's user may read: but may it reach it? A directory on
+		// the way may be root's alone (a target in namespaces of its own whose pid is a root
+		// JIT's, with HOME=/root, names that JIT's jitdump). Opened again with its rights.
+		unix.Close(fd)
+		fd, err = t.openAs(host, path, procfs.Cred{UID: t.uid, Groups: t.gids})
+		if err != nil {
+			return -1, st, fmt.Errorf("files: %s: the target's user (uid %d) cannot reach it: %w (%w)", path, t.uid, ErrNotReadable, err)
+		}
+		var again unix.Stat_t
+		if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+			unix.Close(fd)
+			return -1, st, fmt.Errorf("files: %s: replaced while opened: %w", path, ErrNotRegular)
+		}
+	}
 	return fd, st, nil
+}
+
+// openAs opens path (in t's namespace unless host) as open describes, with who's rights
+// (procfs.Cred.AsUser).
+func (t *target) openAs(host bool, path string, who procfs.Cred) (int, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	return who.AsUser(func() (int, error) {
+		if host {
+			return unix.Open(path, flags, 0)
+		}
+		return unix.Openat2(t.rootFd, strings.TrimPrefix(path, "/"), &unix.OpenHow{Flags: uint64(flags),
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	})
 }
 
 // mayRead reports whether t's user may read a file of status st, by its mode bits
