@@ -81,6 +81,9 @@ type Stats struct {
 	Files     uint64 // files decoded (a file written anew counts again)
 	Rewritten uint64 // files seen written anew from their start
 	Unread    uint64 // bytes of files not read at a target's end or at Close, the deadline past
+	// InotifyEvents are the inotify events read: what watching the targets' directories
+	// (/tmp, jitdump directories) costs, whoever writes in them.
+	InotifyEvents uint64
 	jitmap.StreamCounts
 }
 
@@ -108,7 +111,6 @@ type Tailer struct {
 	largeDirs map[string]bool
 	// fileWatches counts, by inotify watch, the tailed files it watches the writes of.
 	fileWatches map[int32]int
-	events      uint64 // inotify events read
 	// backlog is set when a file had more to read than maxReadsPerFile reads took.
 	backlog bool
 }
@@ -695,7 +697,7 @@ func (ft *Tailer) handleInotify(evbuf []byte) (found, wrote bool) {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&evbuf[off]))
 			nameBytes := evbuf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
-			ft.events++
+			ft.stats.InotifyEvents++
 			dirs := ft.watches[ev.Wd]
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				// Events were lost: every directory is tried again, at once.

@@ -811,9 +811,7 @@ func TestTailQuietOnBusyTmp(t *testing.T) {
 		defer f.Close()
 		logs[i] = f
 	}
-	s.mu.Lock()
-	before := s.events
-	s.mu.Unlock()
+	before := s.Stats().InotifyEvents
 	for i := range 2000 {
 		logs[i%2].Write([]byte("a line of a log\n"))
 	}
@@ -821,9 +819,7 @@ func TestTailQuietOnBusyTmp(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitFor(t, "the perf map's line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 1 })
-	s.mu.Lock()
-	events := s.events - before
-	s.mu.Unlock()
+	events := s.Stats().InotifyEvents - before
 	if events > 10 {
 		t.Errorf("%d inotify events for 2 000 writes to two other files and one perf map made", events)
 	}
@@ -836,7 +832,7 @@ func TestTailQuietOnBusyTmp(t *testing.T) {
 	f.Write([]byte("2000 10 g\n"))
 	c.WaitFor(t, "the appended line", func(evs []symtest.Event) bool { return symtest.CountLoads(evs) == 2 })
 	s.mu.Lock()
-	written, watched := s.events-before-events, len(s.fileWatches)
+	written, watched := s.stats.InotifyEvents-before-events, len(s.fileWatches)
 	s.mu.Unlock()
 	if written == 0 || watched != 1 {
 		t.Errorf("the perf map's write raised %d events; %d files' writes watched, want 1", written, watched)
