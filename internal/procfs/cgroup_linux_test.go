@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"reflect"
@@ -99,6 +100,37 @@ func TestCommandLine(t *testing.T) {
 	}
 	if want := cmd.Args; !reflect.DeepEqual(got, want) {
 		t.Errorf("CommandLine = %q, want %q", got, want)
+	}
+}
+
+// TestCommandLineBounded: a command line of many arguments or many bytes (the process's to
+// choose, megabytes of it) is kept to commandLineArgs arguments and commandLineBytes, with
+// an error saying it was cut; so is a service name, dropped past serviceNameBytes.
+func TestCommandLineBounded(t *testing.T) {
+	args := []string{"5"}
+	for range 2000 {
+		args = append(args, "x")
+	}
+	long := strings.Repeat("s", 64<<10)
+	cmd := exec.Command("sleep", append(args, long)...)
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME="+long)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := uint32(cmd.Process.Pid)
+	var got []string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 || got[0] != "sleep"; time.Sleep(time.Millisecond) {
+		if got, err = CommandLine(pid); time.Now().After(deadline) {
+			t.Fatalf("the child did not exec sleep within 10 s: %q", got)
+		}
+	}
+	if n := len(strings.Join(got, "\x00")); len(got) > commandLineArgs || n > commandLineBytes || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d arguments, %d bytes (%v); want at most %d and %d, and ErrTooLarge", len(got), n, err, commandLineArgs, commandLineBytes)
+	}
+	if name, err := ServiceName(pid); name != "" || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a service name of 64 KiB: %d bytes kept (%v), want none and ErrTooLarge", len(name), err)
 	}
 }
 

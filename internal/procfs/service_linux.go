@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -14,8 +15,16 @@ func ServiceName(pid uint32) (string, error) {
 	if env == nil {
 		return "", err
 	}
-	return serviceName(env["OTEL_SERVICE_NAME"], env["OTEL_RESOURCE_ATTRIBUTES"]), err
+	name := serviceName(env["OTEL_SERVICE_NAME"], env["OTEL_RESOURCE_ATTRIBUTES"])
+	if len(name) > serviceNameBytes {
+		return "", fmt.Errorf("procfs: pid %d: a service name of %d bytes: %w", pid, len(name), ErrTooLarge)
+	}
+	return name, err
 }
+
+// serviceNameBytes bounds a service name profd keeps for a target, and puts in every
+// profile of it: a process's environment is its own to fill.
+const serviceNameBytes = 256
 
 // serviceName picks the name from the values of OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES (the last service.name there; one that does not decode is
