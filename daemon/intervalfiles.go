@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/profd/profd/internal/outfile"
@@ -137,7 +138,7 @@ func readIntervalSets(dir string) (sets []intervalSet, latest map[string][]strin
 		}
 		s.files = append(s.files, e.Name())
 		if info, ierr := e.Info(); ierr == nil {
-			s.bytes += info.Size()
+			s.bytes += diskBytes(info)
 		}
 	}
 	for _, s := range byKey {
@@ -146,6 +147,22 @@ func readIntervalSets(dir string) (sets []intervalSet, latest map[string][]strin
 	slices.SortFunc(sets, compareIntervalSets)
 	return sets, latest, nil
 }
+
+// diskBytes is what an interval file takes on disk: its size, or the blocks it holds when
+// it holds fewer by more than sparseSlack. The file is its target's user's, who may
+// truncate it to a terabyte of nothing: --keep's byte limit, counting that, would delete
+// every other output's intervals. (A small file may hold no block of its own: its data
+// inline in its inode.)
+func diskBytes(info os.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && info.Size() > st.Blocks*512+sparseSlack {
+		return st.Blocks * 512
+	}
+	return info.Size()
+}
+
+// sparseSlack is how much larger than its blocks a file may be before diskBytes counts its
+// blocks instead of its size.
+const sparseSlack = 1 << 20
 
 // compareIntervalSets orders intervals oldest first, then by base.
 func compareIntervalSets(a, b intervalSet) int {

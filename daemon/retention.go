@@ -16,7 +16,7 @@ func (d *daemonRun) noteInterval(base string, start time.Time, formats []Format,
 	for _, p := range paths {
 		set.files = append(set.files, filepath.Base(p))
 		if info, err := os.Stat(p); err == nil {
-			set.bytes += info.Size()
+			set.bytes += diskBytes(info)
 		}
 	}
 	for _, f := range intervalFormats {

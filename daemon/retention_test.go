@@ -81,6 +81,22 @@ func TestRetention(t *testing.T) {
 		})
 	}
 
+	// A file its target's user truncated to a terabyte of nothing (it is theirs) counts as the
+	// blocks it holds: the byte limit deletes none of the other intervals for it.
+	t.Run("sparse", func(t *testing.T) {
+		out := setup(t)
+		dir := filepath.Join(out, IntervalDir)
+		if err := os.Truncate(intervalPath(dir, "a-1", at(10), FormatPprof), 1<<40); err != nil {
+			t.Skipf("a sparse file of 1 TiB: %v", err)
+		}
+		before := left(t, out)
+		d := &daemonRun{cfg: Config{OutDir: out, Keep: Retention{Bytes: 64 << 10}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		d.applyRetention()
+		if got := left(t, out); !slices.Equal(got, before) {
+			t.Errorf("left\n%q\nwant all of\n%q", got, before)
+		}
+	})
+
 	// Between readings of the directory, the intervals a flush notes count as those read.
 	t.Run("noted", func(t *testing.T) {
 		out := setup(t)
