@@ -72,7 +72,11 @@ func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Forma
 // makes it) and removes the temporary files a killed profd left there.
 func makeIntervalDir(out string, log *slog.Logger) error {
 	dir := filepath.Join(out, IntervalDir)
-	_, statErr := os.Stat(dir)
+	st, statErr := os.Lstat(dir)
+	if statErr == nil && !st.IsDir() {
+		// profd writes, links and deletes files in it as root: not through a link.
+		return fmt.Errorf("daemon: %w: %s is %s, not a directory; remove it", ErrConfig, dir, st.Mode().Type())
+	}
 	if err := os.MkdirAll(dir, outDirPerm); err != nil {
 		return fmt.Errorf("daemon: %w: %s cannot be made: %w", ErrConfig, dir, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profgen"
@@ -167,17 +168,24 @@ func checkWritable(dir string) error {
 // outDirPerm is the mode of an --out profd makes.
 const outDirPerm = 0o711
 
-// warnOutMode says once, at start, what an existing --out's mode lets other users do to the
-// outputs: profd never changes it.
+// warnOutMode says once, at start, what an existing --out's owner and mode let other users
+// do to the outputs: profd never changes them.
 func warnOutMode(dir string, log *slog.Logger) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return
 	}
+	owner := -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
 	switch mode := st.Mode(); {
 	case mode&0o002 != 0 && mode&os.ModeSticky == 0:
 		log.Warn("profd: --out is world-writable without the sticky bit: any user may delete or replace the profiles in it; give profd a directory only it writes",
 			"out", dir, "mode", fmt.Sprintf("%#o", mode.Perm()))
+	case owner >= 0 && owner != os.Geteuid() || mode&0o020 != 0:
+		log.Warn("profd: --out belongs to another user, or its group may write it: they may replace the profiles in it, and what profd writes and deletes there (a link in place of its intervals directory); give profd a directory only it writes",
+			"out", dir, "owner_uid", owner, "mode", fmt.Sprintf("%#o", mode.Perm()))
 	case mode&0o001 == 0:
 		log.Info("profd: --out is not searchable by other users: a target's user cannot read the profiles it is sent the paths of",
 			"out", dir, "mode", fmt.Sprintf("%#o", mode.Perm()))
