@@ -45,6 +45,9 @@ const (
 // ErrNotELF: the file is not an ELF file profd can read.
 var ErrNotELF = errors.New("elfsym: not an ELF file")
 
+// ErrTooLarge: reading the file needed more bytes than NewFile was allowed.
+var ErrTooLarge = errors.New("elfsym: the file's tables are larger than profd reads")
+
 // sttGNUIFunc is STT_GNU_IFUNC: a function whose address a resolver picks at load time.
 const sttGNUIFunc = elf.SymType(10)
 
@@ -77,33 +80,42 @@ type elfFile struct {
 	size int64
 }
 
-// openELF parses r's headers (size bytes), debug/elf reading at most maxParseBytes of it;
-// a panic in it on a damaged file is turned into ErrNotELF.
-func openELF(r io.ReaderAt, size int64) (ef *elfFile, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ef, err = nil, fmt.Errorf("%w: %v", ErrNotELF, p)
-		}
-	}()
-	f, err := elf.NewFile(&boundedReader{r: r, left: maxParseBytes})
+// openELF parses r's headers (size bytes), debug/elf reading at most maxParseBytes of it
+// (NewFile).
+func openELF(r io.ReaderAt, size int64) (*elfFile, error) {
+	f, err := NewFile(r, maxParseBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+		return nil, err
 	}
 	return &elfFile{f: f, r: r, size: size}, nil
 }
 
-// errParseBound: debug/elf would read more than maxParseBytes to parse a file.
-var errParseBound = fmt.Errorf("elfsym: headers and section names exceed %d bytes", maxParseBytes)
+// NewFile is debug/elf's NewFile over r, a file a process maps: every read of r through
+// the file it returns (its headers, the data of its sections) counts against maxBytes, past
+// which reads fail, since debug/elf reads tables whole and a sparse file may make them
+// terabytes. A panic of debug/elf on a damaged file is returned as ErrNotELF.
+func NewFile(r io.ReaderAt, maxBytes int64) (f *elf.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, fmt.Errorf("%w: %v", ErrNotELF, p)
+		}
+	}()
+	f, err = elf.NewFile(&boundedReader{r: r, left: maxBytes, max: maxBytes})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotELF, err)
+	}
+	return f, nil
+}
 
-// boundedReader reads from r until left bytes have been read, then fails.
+// boundedReader reads from r until max bytes have been read (left are left), then fails.
 type boundedReader struct {
-	r    io.ReaderAt
-	left int64
+	r         io.ReaderAt
+	left, max int64
 }
 
 func (b *boundedReader) ReadAt(p []byte, off int64) (int, error) {
 	if int64(len(p)) > b.left {
-		return 0, errParseBound
+		return 0, fmt.Errorf("elfsym: more than %d bytes of the file read: %w", b.max, ErrTooLarge)
 	}
 	b.left -= int64(len(p))
 	return b.r.ReadAt(p, off)

@@ -3,10 +3,10 @@ package gdbjit
 import (
 	"debug/elf"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -75,7 +75,7 @@ func lookupSymbol(pid uint32, c candidate) (symbolInfo, error) {
 		return symbolInfo{}, fmt.Errorf("gdbjit: %w", err)
 	}
 	defer file.Close()
-	f, err := elf.NewFile(&boundedReader{r: file, left: maxSymbolReadBytes})
+	f, err := elfsym.NewFile(file, maxSymbolReadBytes)
 	if err != nil {
 		return symbolInfo{}, fmt.Errorf("gdbjit: %s: %w", c.path, err)
 	}
@@ -86,7 +86,7 @@ func lookupSymbol(pid uint32, c candidate) (symbolInfo, error) {
 			break
 		}
 	}
-	syms, err := f.DynamicSymbols()
+	syms, err := dynamicSymbols(f)
 	if err != nil {
 		return info, nil // no dynamic symbols (or too many to read): not exported here
 	}
@@ -99,19 +99,12 @@ func lookupSymbol(pid uint32, c candidate) (symbolInfo, error) {
 	return info, nil
 }
 
-// errReadBound: a candidate file would be read past maxSymbolReadBytes.
-var errReadBound = fmt.Errorf("gdbjit: more than %d bytes of the file read for its dynamic symbols", maxSymbolReadBytes)
-
-// boundedReader reads from r until left bytes have been read, then fails.
-type boundedReader struct {
-	r    io.ReaderAt
-	left int64
-}
-
-func (b *boundedReader) ReadAt(p []byte, off int64) (int, error) {
-	if int64(len(p)) > b.left {
-		return 0, errReadBound
-	}
-	b.left -= int64(len(p))
-	return b.r.ReadAt(p, off)
+// dynamicSymbols is f's DynamicSymbols, a panic of debug/elf on a damaged file an error.
+func dynamicSymbols(f *elf.File) (syms []elf.Symbol, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			syms, err = nil, fmt.Errorf("gdbjit: dynamic symbols: %v", p)
+		}
+	}()
+	return f.DynamicSymbols()
 }
