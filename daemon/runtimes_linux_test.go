@@ -576,7 +576,8 @@ func TestPostgresJIT(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perf"), testenv.Tool("llvm-profdata-14"))
 	pg := startPostgres(t)
 	d := newDirs(t)
-	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
+	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true,
+		ResetOnFlush: true})
 	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
 	s := pg.session(t)
 	backend, err := strconv.Atoi(s.query(t, "select pg_backend_pid();"))
@@ -584,6 +585,16 @@ func TestPostgresJIT(t *testing.T) {
 		t.Fatal(err)
 	}
 	perf := startPerf(t, backend, 999, "-g")
+	// profd has sampled the backend since its fork (its start-up: catalogs, allocations),
+	// perf from here: a flush (SIGUSR1) starts profd's counts anew, so that both hold the
+	// same span.
+	flushed := strings.Count(r.logs.String(), `msg="profd: counters"`)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the flush that starts profd's span", 10*time.Second, func() bool {
+		return strings.Count(r.logs.String(), `msg="profd: counters"`) > flushed
+	})
 	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
 	s.query(t, "select sum(x % 13 * 5 + x % 3) from generate_series(1::bigint, 10000000) x where x % 7 <> 3;")
 	io.WriteString(s.in, "\\q\n")
