@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/profd/profd/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -172,15 +173,20 @@ func (d *Dir) readPidFile() (int, bool) {
 	return pid, true
 }
 
-// sameProgram reports whether pid is alive and runs a program with our name, so a stale
-// pid file left by a crash (its pid since reused by something else) does not lock us out.
+// sameProgram reports whether pid is alive, runs a program with our name and is our user's,
+// so a stale pid file left by a crash (its pid since reused by something else) does not
+// lock us out: not even by a user who got the pid and named a process of theirs as we are.
 func sameProgram(pid int) bool {
 	other, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil {
 		return false
 	}
 	self, err := os.ReadFile("/proc/self/comm")
-	return err == nil && string(other) == string(self)
+	if err != nil || string(other) != string(self) {
+		return false
+	}
+	st, err := procfs.ReadStatus(uint32(pid))
+	return err == nil && st.UID == os.Geteuid()
 }
 
 // Path is the directory's path.

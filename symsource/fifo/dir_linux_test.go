@@ -131,6 +131,51 @@ func TestOpenDirRefusesDirOfLiveProfd(t *testing.T) {
 	}
 }
 
+// TestOpenDirTakesStalePidOfOtherUser: a stale profd.pid whose pid another user's process
+// got, named as profd is, does not keep profd out of its directory.
+func TestOpenDirTakesStalePidOfOtherUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	path := privateDir(t)
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	os.MkdirAll(path, 0o711)
+	// sleep, under this binary's name (its comm), where uid 65534 may run it.
+	bin := filepath.Join(t.TempDir(), filepath.Base(os.Args[0]))
+	for _, dir := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(bin))} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("cp", "/bin/sleep", bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	sleeper := exec.Command(bin, "60")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.ReadFile("/proc/self/comm")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", sleeper.Process.Pid)); string(comm) == string(self) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the sleeper's comm is %q, want %q", comm, self)
+		}
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	if err := os.WriteFile(filepath.Join(path, "profd.pid"), []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err = OpenDir(path)
+	if err != nil {
+		t.Fatalf("OpenDir with the stale pid of another user's process of the same name: %v", err)
+	}
+	d.Close()
+}
+
 // TestHelperSleep is a process of the test binary's name for TestOpenDirRefusesDirOfLiveProfd.
 func TestHelperSleep(t *testing.T) {
 	if os.Getenv("PROFD_FIFO_SLEEP") == "" {
