@@ -61,6 +61,15 @@ func (a *Counts) LimitUnnamed(bytes int64) {
 	a.unnamedEntries.max = int(bytes / unnamedEntryBytes)
 }
 
+// ForgetIdleMappings lets go of the mappings cached of the processes that drew no sample
+// since the last call (each reads them again at its next sample): call it every few tens
+// of seconds.
+func (a *Counts) ForgetIdleMappings() {
+	for _, p := range a.procs {
+		p.maps.forgetIdle()
+	}
+}
+
 // Has reports whether process pid's samples are counted.
 func (a *Counts) Has(pid uint32) bool { return a.procs[pid] != nil }
 

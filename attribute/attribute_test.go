@@ -390,3 +390,32 @@ func TestUnnamedBoundAcrossTargets(t *testing.T) {
 		t.Errorf("no process left, %d entries still taken", a.unnamedEntries.used)
 	}
 }
+
+// TestForgetIdleMappings: the mappings of a process that drew no sample since the last call
+// are let go of, and read again at its next sample, which is named as before; those of a
+// process that drew one stay.
+func TestForgetIdleMappings(t *testing.T) {
+	pids := []uint32{testPid, testPid + 1}
+	look := newFakeLookup(pids...)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	for _, pid := range pids {
+		a.AddProcess(pid, 0)
+		a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: anonBase + 0x10}: {N: 1, FirstNs: 1, LastNs: 2}})
+	}
+	read := look.mapsRead
+	a.ForgetIdleMappings() // both were looked in: both kept
+	a.add(map[sampler.Key]sampler.Count{{PID: pids[0], IP: anonBase + 0x20}: {N: 1, FirstNs: 3, LastNs: 4}})
+	a.ForgetIdleMappings() // the second was not looked in since
+	if a.procs[pids[0]].maps.mappings == nil || a.procs[pids[1]].maps.mappings != nil {
+		t.Fatalf("kept: sampled %v, idle %v; want the sampled one's alone", a.procs[pids[0]].maps.mappings != nil,
+			a.procs[pids[1]].maps.mappings != nil)
+	}
+	if look.mapsRead != read {
+		t.Errorf("%d reads of the mappings while the cache held them", look.mapsRead-read)
+	}
+	a.add(map[sampler.Key]sampler.Count{{PID: pids[1], IP: anonBase + 0x30}: {N: 1, FirstNs: 5, LastNs: 6}})
+	if look.mapsRead != read+1 || a.procs[pids[1]].unnamed.samples != 2 {
+		t.Errorf("the idle one's next sample: %d reads, %d samples unnamed in JIT memory; want 1 and 2",
+			look.mapsRead-read, a.procs[pids[1]].unnamed.samples)
+	}
+}

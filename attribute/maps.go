@@ -9,6 +9,17 @@ type procMaps struct {
 	look     Lookup
 	mappings []Mapping // ascending start
 	gone     bool
+	used     bool // looked in since forgetIdle last ran
+}
+
+// forgetIdle lets go of the cached mappings unless a lookup used them since the last call:
+// a process that draws no sample (most of a host's, under --all) keeps none, where a JIT
+// runtime's may be thousands; its next sample reads them again.
+func (m *procMaps) forgetIdle() {
+	if !m.used {
+		m.mappings = nil
+	}
+	m.used = false
 }
 
 // lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
@@ -16,6 +27,7 @@ type procMaps struct {
 // process may have mapped it since). It returns "[unknown]" and nil when the process is
 // gone or ip is in no mapping.
 func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
+	m.used = true
 	mp, ok := find(m.mappings, ip)
 	if (!ok || !mayRun(mp)) && !m.gone {
 		maps, err := m.look.Mappings(m.pid)
@@ -36,6 +48,7 @@ func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 // in no mapping at all. A mapping that cannot have run the code is none: the cached
 // mappings are older than the sample.
 func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
+	m.used = true
 	mp, ok := find(m.mappings, ip)
 	if ok && !mayRun(mp) {
 		return "[unknown]", nil

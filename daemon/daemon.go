@@ -72,9 +72,10 @@ type lockedState struct {
 	targets   map[uint32]*liveTarget
 	processes map[string]int
 
-	drainedNs   int64     // when the last drain began
-	reclaimedNs int64     // when the drains last let ended code go (reclaimLocked)
-	retired     []pending // final captures of exited targets, for the next flush
+	drainedNs    int64     // when the last drain began
+	reclaimedNs  int64     // when the drains last let ended code go (reclaimLocked)
+	mapsForgotNs int64     // when the attribution last let go of idle targets' mappings (drainTick)
+	retired      []pending // final captures of exited targets, for the next flush
 	// flushQueue holds the JITs' own flush requests not yet answered.
 	flushQueue fifo.FlushQueue
 }

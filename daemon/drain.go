@@ -40,11 +40,19 @@ func (d *daemonRun) drainTick() time.Duration {
 	if now-d.locked.reclaimedNs >= int64(drainEvery) {
 		d.reclaimLocked(now)
 	}
+	if now-d.locked.mapsForgotNs >= int64(mapsIdleEvery) {
+		d.locked.counts.ForgetIdleMappings()
+		d.locked.mapsForgotNs = now
+	}
 	if soon {
 		return unnamedDrainEvery
 	}
 	return max(time.Duration(d.locked.drainedNs+int64(drainEvery)-now), unnamedDrainEvery)
 }
+
+// mapsIdleEvery is how often the attribution lets go of the mappings of the targets that
+// drew no sample since the last time.
+const mapsIdleEvery = 30 * time.Second
 
 // drainLocked moves the sampler's counts into the attribution and returns a time no sample
 // still in the sampler was taken before. Callers hold d.mu.
