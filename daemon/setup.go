@@ -76,8 +76,12 @@ func (d *daemonRun) setUpHostTarget(pid uint32, image string) {
 	// yet, but for stale ones of its pid's last process: its files are looked for at its
 	// next check or its exit, whichever comes first. A storm's processes mostly end first,
 	// and are looked at once, not twice. Its FIFO cannot wait: its JIT opens it as it starts.
-	started, err := procfs.StartedAt(pid)
-	young := err == nil && time.Since(started) < sourceCheckEvery
+	// Its start is the watcher's, which the adding kept (no /proc read).
+	young := false
+	if ticks, ok := d.parts.look.Started(pid); ok {
+		started, err := procfs.TicksTime(ticks)
+		young = err == nil && time.Since(started) < sourceCheckEvery
+	}
 	if d.checkSources(pid, image, h, !young) {
 		d.host.waiting[pid] = h
 	}

@@ -89,6 +89,12 @@ func StartedAt(pid uint32) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	return TicksTime(ticks)
+}
+
+// TicksTime is the wall time of ticks, clock ticks since boot as /proc/PID/stat counts a
+// process's start (StartTicks).
+func TicksTime(ticks uint64) (time.Time, error) {
 	var boot unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot); err != nil {
 		return time.Time{}, os.NewSyscallError("clock_gettime", err)

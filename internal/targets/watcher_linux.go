@@ -486,7 +486,10 @@ func (w *Watcher) StartOf(pid uint32) (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st, ok := w.current[pid]
-	return st, ok
+	if !ok {
+		return 0, false
+	}
+	return st - 1, true // startTime's one
 }
 
 // checkedProc is when a scan last checked a process in full (see Watcher.checked).
