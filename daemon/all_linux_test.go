@@ -504,3 +504,36 @@ func TestAllExecFIFOJIT(t *testing.T) {
 			tl.named, tl.jitMem, launcher.out.String(), r.logs.String())
 	}
 }
+
+// TestAllTargetsPerUser: with --all and --max-targets-per-user 2, a user's third and fourth
+// processes are not profiled while its first two run, with one warning and the counters
+// saying two wait; when one of the first two exits, the oldest waiting one is profiled.
+func TestAllTargetsPerUser(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	const uid = 54324 // a user no other test runs as
+	d := sharedDirs(t)
+	counters := &Counters{}
+	r := startRunAll(t, Config{UIDs: []uint32{uid}, MaxTargetsPerUser: 2, Counters: counters}, d)
+	var sleeps []*child
+	for i := range 4 {
+		sleeps = append(sleeps, startAsUser(t, uid, "/bin/sleep", "60"))
+		if i < 2 {
+			r.waitAdded(t, sleeps[i].pid(), 10*time.Second)
+		}
+	}
+	waitFor(t, "two processes waiting", 10*time.Second, func() bool { return counters.Read().TargetsWaiting == 2 })
+	for _, c := range sleeps[2:] {
+		if strings.Contains(r.logs.String(), `msg="profd: target added" pid=`+strconv.Itoa(c.pid())+" ") {
+			t.Fatalf("pid %d, the user's third or fourth process, was profiled", c.pid())
+		}
+	}
+	sleeps[0].cmd.Process.Kill()
+	r.waitAdded(t, sleeps[2].pid(), 10*time.Second)
+	if n := counters.Read().TargetsWaiting; n != 1 {
+		t.Errorf("%d processes waiting after one took the room, want 1", n)
+	}
+	r.stop(t)
+	if n := strings.Count(r.logs.String(), "reach --max-targets-per-user"); n != 1 {
+		t.Errorf("%d warnings of the user's bound, want 1\n%s", n, r.logs.String())
+	}
+}

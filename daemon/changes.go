@@ -124,6 +124,25 @@ func (d *daemonRun) addTarget(pid uint32) {
 	d.changes.push(targetChange{pid: pid})
 }
 
+// targetWaits runs on the watcher's goroutine when a process begins to wait past
+// --max-targets-per-user (perUser) or --max-targets: it warns once for each user, and once
+// for all, that processes go unprofiled until targets leave.
+func (d *daemonRun) targetWaits(pid, uid uint32, perUser bool) {
+	switch {
+	case perUser && !d.tally.waitWarned[uid]:
+		if d.tally.waitWarned == nil {
+			d.tally.waitWarned = map[uint32]bool{}
+		}
+		d.tally.waitWarned[uid] = true
+		d.log.Warn("profd: a user's processes reach --max-targets-per-user: its further processes are not profiled until some of its profiled ones exit (the counters line counts those waiting)",
+			"uid", uid, "pid", pid, "max_targets_per_user", d.cfg.MaxTargetsPerUser, "raise_with", "--max-targets-per-user")
+	case !perUser && !d.tally.totalWarned:
+		d.tally.totalWarned = true
+		d.log.Warn("profd: the processes profiled reach --max-targets: further processes are not profiled until profiled ones exit (the counters line counts those waiting)",
+			"uid", uid, "pid", pid, "max_targets", d.cfg.MaxTargets, "raise_with", "--max-targets, --max-memory-mb")
+	}
+}
+
 // removeTarget runs on the watcher's goroutine when a target exits: it queues the
 // target's retirement (retireTargets).
 func (d *daemonRun) removeTarget(pid uint32) {

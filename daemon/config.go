@@ -88,6 +88,12 @@ type Config struct {
 	// targets that hold the most, beyond their share, have their loads dropped, with one
 	// warning naming each. 0 takes DefaultMaxMemory's.
 	MaxMemoryBytes int64
+	// MaxTargets bounds how many processes found by --all or --jit-image are profiled at
+	// once, MaxTargetsPerUser how many of one real user's: past either a process waits,
+	// unread and unsampled, for a target to leave (targets.Config.MaxTargets). Explicit
+	// --pid targets are not counted. 0 takes DefaultMaxTargets' and a quarter of it; set,
+	// they need All or JITImages.
+	MaxTargets, MaxTargetsPerUser int
 	// StopTimeout bounds the time from the stop (signal, --duration, last target gone) to
 	// the final profiles: symbols not read and applied by 60% of it are counted and logged,
 	// the rest is the final flush's. 0 takes the default.
@@ -163,6 +169,17 @@ func DefaultMaxMemory() int64 {
 		return lo
 	}
 	return min(max(total/8, lo), hi)
+}
+
+// targetCostBytes is what DefaultMaxTargets allows each target of --max-memory-mb: a
+// target's own state (its exit watch, counts, names and, with PROFD_DIR, a FIFO and its
+// reader) costs profd 20 to 40 kB of memory, beside the symbols --max-memory-mb bounds.
+const targetCostBytes = 64 << 10
+
+// DefaultMaxTargets is the default of Config.MaxTargets: one target for each 64 KiB of
+// maxMemory (Config.MaxMemoryBytes), 4 096 at 256 MiB.
+func DefaultMaxTargets(maxMemory int64) int {
+	return int(min(maxMemory/targetCostBytes, math.MaxInt32))
 }
 
 // ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.
@@ -271,8 +288,18 @@ func (c *Config) Validate() error {
 	if c.MaxSymbols < 0 || c.MaxSymbolBytes < 0 || c.MaxRecordRate < 0 || c.StopTimeout < 0 || c.MaxMemoryBytes < 0 {
 		bad("--max-symbols, --max-symbol-mb, --max-memory-mb, --max-record-rate and --stop-timeout must not be negative")
 	}
+	switch scans := c.All || len(c.JITImages) > 0; {
+	case c.MaxTargets < 0 || c.MaxTargetsPerUser < 0:
+		bad("--max-targets and --max-targets-per-user must not be negative")
+	case !scans && (c.MaxTargets != 0 || c.MaxTargetsPerUser != 0):
+		bad("--max-targets and --max-targets-per-user bound the processes --all and --jit-image find: give one of them (--pid targets are never refused)")
+	}
 	if c.MaxMemoryBytes == 0 {
 		c.MaxMemoryBytes = DefaultMaxMemory()
+	}
+	if c.All || len(c.JITImages) > 0 {
+		c.MaxTargets = cmp.Or(c.MaxTargets, DefaultMaxTargets(c.MaxMemoryBytes))
+		c.MaxTargetsPerUser = cmp.Or(c.MaxTargetsPerUser, max(c.MaxTargets/4, 1))
 	}
 	c.MaxSymbols = cmp.Or(c.MaxSymbols, DefaultMaxSymbols)
 	c.MaxSymbolBytes = cmp.Or(c.MaxSymbolBytes, DefaultMaxSymbolBytes)

@@ -54,7 +54,7 @@ func (c *Counters) detach(d statsReader) {
 	defer c.mu.Unlock()
 	if c.live == d {
 		c.last = d.stats()
-		c.last.TargetsActive = 0 // the run ended: nothing is profiled any more
+		c.last.TargetsActive, c.last.TargetsWaiting = 0, 0 // the run ended: nothing is profiled any more
 		c.live = nil
 	}
 }
@@ -77,6 +77,7 @@ type Stats struct {
 	TargetsAdded             uint64 // processes made targets
 	TargetsMissed            uint64 // processes found that exited before they could be added
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
+	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
 
 	Flushes           uint64    // flushes of every output begun (SIGUSR1, --flush-interval, the final one): the summary's flush number
 	FlushSeconds      Histogram // how long each of those that finished took, its outputs written
@@ -85,10 +86,10 @@ type Stats struct {
 
 // summary is the counters as the summary line at each flush shows them.
 func (s Stats) summary() string {
-	return fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, exited before symbol setup %d); flush %d",
+	return fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, exited before symbol setup %d, waiting %d); flush %d",
 		s.JITSamples, s.OutsideSamples, s.UnnamedSamples, s.LostSamples, s.DroppedSamples, s.KernelSamples,
 		s.SymbolsLoaded, s.SymbolsRefused, s.BadSymbolRecords, s.SymbolsOverBudget,
-		s.TargetsAdded, s.TargetsMissed, s.TargetsExitedBeforeSetup, s.Flushes)
+		s.TargetsAdded, s.TargetsMissed, s.TargetsExitedBeforeSetup, s.TargetsWaiting, s.Flushes)
 }
 
 // runCounters are what a run counts that others read without its lock; each is written

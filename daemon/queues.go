@@ -39,6 +39,11 @@ type targetCounts struct {
 	missed atomic.Uint64
 	// exitedEarly: added processes that exited before their symbol sources were set up.
 	exitedEarly atomic.Uint64
+	// waitWarned holds the users warned of for reaching --max-targets-per-user, and
+	// totalWarned whether --max-targets was; only the watcher's handler (targetWaits)
+	// touches them.
+	waitWarned  map[uint32]bool
+	totalWarned bool
 }
 
 func (q *changeQueue) init() {

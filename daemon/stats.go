@@ -15,6 +15,10 @@ func (d *daemonRun) publishLocked() {
 func (d *daemonRun) stats() Stats {
 	st := d.parts.smp.Stats()
 	sym := d.parts.symbols
+	var waiting int
+	if d.parts.watch != nil { // a run made up of some parts (benchmarks) has none
+		waiting = d.parts.watch.Waiting()
+	}
 	return Stats{
 		JITSamples: d.counted.jitSamples.Load(), OutsideSamples: d.counted.outsideSamples.Load(),
 		UnnamedSamples: d.counted.unnamedSamples.Load(),
@@ -26,6 +30,7 @@ func (d *daemonRun) stats() Stats {
 		TargetsActive:     d.counted.activeTargets.Load(),
 		TargetsAdded:      d.tally.added.Load(), TargetsMissed: d.tally.missed.Load(),
 		TargetsExitedBeforeSetup: d.tally.exitedEarly.Load(),
+		TargetsWaiting:           uint64(waiting),
 		Flushes:                  d.counted.flushes.Load(),
 		FlushSeconds:             d.counted.flushSeconds.Snapshot(),
 		OutputWriteErrors:        d.counted.writeErrors.Load(),

@@ -276,6 +276,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 		cfg.MaxMemoryBytes = mb << 20
 		return nil
 	})
+	fs.IntVar(&cfg.MaxTargets, "max-targets", 0, "with --all or --jit-image, the processes profiled at once (`N`, default one for each 64 KB of --max-memory-mb: "+strconv.Itoa(daemon.DefaultMaxTargets(daemon.DefaultMaxMemory()))+" here); each costs profd 20 to 40 kB. Past it further processes wait, unsampled, and are profiled, oldest first, as profiled ones exit; one warning says so and the counters line counts them. --pid targets are not counted")
+	fs.IntVar(&cfg.MaxTargetsPerUser, "max-targets-per-user", 0, "with --all or --jit-image, the processes of one (real) user profiled at once (`N`, default a quarter of --max-targets), so that no user's processes crowd out the others'; past it the user's further processes wait, as past --max-targets, with one warning for each user")
 	fs.IntVar(&cfg.MaxRecordRate, "max-record-rate", daemon.DefaultMaxRecordRate, "per target, the symbol records per second profd applies (`N`; 10 s worth may come at once); the excess is dropped and counted, with one warning (perf maps and jitdump files are read at that pace instead, nothing dropped)")
 	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", daemon.DefaultStopTimeout, "when stopping, write the final profiles within `D` whatever targets still send: a flush already running makes LLVM profiles until 40% of it, symbols not read by 60% of it are counted and logged, and the final LLVM profiles not made by 90% of it are left out and named (their captures are written: reestimate makes them)")
 	fs.BoolVar(&lo.json, "log-json", false, "write logs as JSON lines instead of text")

@@ -132,6 +132,8 @@ func TestErrorPaths(t *testing.T) {
 		{"bad event", []string{"--pid", self, "--event", "bogus"}, exitUsage, `--event "bogus": not an event profd knows; want cycles`},
 		{"zero freq", []string{"--pid", self, "--freq", "0"}, exitUsage, "--freq 0: want samples per second"},
 		{"period below the kernel's", []string{"--pid", self, "--period", "1"}, exitUsage, "--period 1: want at least " + strconv.FormatUint(sampler.MinPeriod(), 10)},
+		{"negative target bound", []string{"--all", "--max-targets-per-user", "-1"}, exitUsage, "--max-targets and --max-targets-per-user must not be negative"},
+		{"target bound without --all", []string{"--pid", self, "--max-targets", "10"}, exitUsage, "bound the processes --all and --jit-image find"},
 		{"zero memory budget", []string{"--pid", self, "--max-memory-mb", "0"}, exitUsage, `invalid value "0" for flag -max-memory-mb: want a number of megabytes`},
 		{"flush interval too short", []string{"--pid", self, "--flush-interval", "1ns"}, exitUsage, "--flush-interval 1ns: want at least 1s"},
 		{"java perf map interval too short", []string{"--pid", self, "--java-perfmap", "100ms"}, exitUsage, "--java-perfmap 100ms: want at least 1s"},

@@ -21,6 +21,11 @@
 // fullCheckEvery: it lists /proc and reads nothing of a process checked since (but its
 // stat and cgroup with a cgroup filter, as nothing reports a move between cgroups).
 //
+// Config.MaxTargets and MaxPerUser bound the targets found by scanning, in all and per real
+// user: a process past either waits, neither reported nor watched nor read again by scans,
+// and is checked again, oldest first, when a target of its user (or any, past MaxTargets)
+// leaves (bound.go).
+//
 // The daemon owns a Watcher; the sampler's tests use one too.
 //
 //	w, err := targets.New(targets.Config{PIDs: []int{1234}, Images: []string{"lli"}}, targets.Handler{

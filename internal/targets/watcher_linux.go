@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,13 @@ type Config struct {
 	All      bool
 	Filter   Filter
 	Interval time.Duration // 0 means DefaultInterval
+	// MaxTargets bounds how many processes found by scanning (Images, All) are targets at
+	// once, and MaxPerUser how many of them one real user's processes may be (0: no bound):
+	// each target costs the daemon memory, and a user may start as many processes as the
+	// host allows. A process past either waits: it is not reported, watched or read again by
+	// scans, and is checked again, oldest first, when a target of its user (or, past
+	// MaxTargets, any target) leaves. Explicit PIDs are neither bounded nor counted.
+	MaxTargets, MaxPerUser int
 	// ScanOnly turns off exec notifications. Without it, the watcher also listens to the
 	// kernel's process-events connector (needs CAP_NET_ADMIN; otherwise it scans only) and
 	// checks each process (explicit pids alone, without images or All) the moment it execs.
@@ -76,6 +84,9 @@ type Handler struct {
 	Removed func(pid uint32)
 	// Scanned runs after each scan of /proc has reported what it found.
 	Scanned func()
+	// Waiting is told of each process that begins to wait past Config.MaxPerUser (perUser)
+	// or MaxTargets: its pid and real user.
+	Waiting func(pid, uid uint32, perUser bool)
 }
 
 // Watcher tracks the target set.
@@ -105,6 +116,9 @@ type Watcher struct {
 	// could not be opened (Linux before 5.10), so that explicit pids are polled as well.
 	exits      map[uint32]*exitWatch
 	scanPinned bool
+	// bound counts the targets found by scanning against Config.MaxTargets and MaxPerUser,
+	// and holds the processes waiting past them.
+	bound *bound
 
 	// scanMu: one scan's reports or one pid's check at a time, so handlers run one at a
 	// time (a scan's walk of /proc runs outside it).
@@ -129,7 +143,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
 		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
-		targetExits: make(map[uint32]*exitWatch), cancel: func() {}}
+		targetExits: make(map[uint32]*exitWatch), cancel: func() {}, bound: newBound(cfg.MaxTargets, cfg.MaxPerUser)}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
 		if err != nil {
@@ -390,25 +404,63 @@ func (w *Watcher) execLoop(l *execListener) {
 // checkPid looks at pid alone: it reports pid if it has just exec'd the image or been
 // forked by a process of it, and drops it if it exec'd away from it or exited. A target that
 // exec'd another executable (with All, or an explicit pid) is reported removed and added.
+// What a removal leaves room for is checked next (offer).
 func (w *Watcher) checkPid(pid uint32) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	if pid == w.self {
 		return
 	}
+	w.offer(w.checkOne(pid))
+}
+
+// checkOne is checkPid's look at pid. It returns the user whose bound it left room under,
+// if any. Called with scanMu held.
+func (w *Watcher) checkOne(pid uint32) []uint32 {
 	st := w.targetStart(pid)
 	exe := w.exeID(pid, st)
+	uid, counted := w.userOf(pid, st)
 	w.mu.Lock()
 	old, had := w.current[pid]
-	switch {
-	case had && old == st && w.exes[pid] == exe:
+	if had && old == st && w.exes[pid] == exe {
+		prev, was := w.bound.owner[pid]
+		if !counted || was && prev == uid {
+			w.mu.Unlock()
+			return nil
+		}
+		// Its user changed: it is counted again, under its new user, and leaves the
+		// targets if that one has no room.
+		ok, perUser, began := w.bound.admit(pid, st, uid)
+		if !ok {
+			delete(w.current, pid)
+			delete(w.exes, pid)
+		}
 		w.mu.Unlock()
-		return
-	case had:
+		if !ok {
+			w.report(nil, []uint32{pid})
+			w.waits(pid, uid, perUser, began)
+		}
+		if !was {
+			return nil
+		}
+		return []uint32{prev}
+	}
+	var freed []uint32
+	if had {
 		delete(w.current, pid)
 		delete(w.exes, pid)
+		if u, ok := w.bound.release(pid); ok {
+			freed = []uint32{u}
+		}
 	}
-	if st != 0 {
+	ok, perUser, began := true, false, false
+	switch {
+	case st == 0:
+		w.bound.forget(pid)
+	case counted:
+		ok, perUser, began = w.bound.admit(pid, st, uid)
+	}
+	if st != 0 && ok {
 		w.current[pid] = st
 		w.noteExe(pid, exe)
 	}
@@ -417,10 +469,66 @@ func (w *Watcher) checkPid(pid uint32) {
 	if had {
 		removed = []uint32{pid}
 	}
-	if st != 0 {
+	if st != 0 && ok {
 		added = []uint32{pid}
 	}
 	w.report(added, removed)
+	if !ok {
+		w.waits(pid, uid, perUser, began)
+	}
+	return freed
+}
+
+// noUser is the real user a process is counted under when its status cannot be read (it
+// has most likely exited, and is about to be removed).
+const noUser = ^uint32(0)
+
+// userOf returns process pid's real user, and whether the process counts against the bounds:
+// there are some, it is a candidate (st, its start time, is not 0) and no explicit pid.
+func (w *Watcher) userOf(pid uint32, st uint64) (uint32, bool) {
+	if st == 0 || !w.bound.on() {
+		return 0, false
+	}
+	if _, pinned := w.pinned[pid]; pinned {
+		return 0, false
+	}
+	s, err := procfs.ReadStatus(pid)
+	if err != nil || s.RealUID < 0 {
+		return noUser, true
+	}
+	return uint32(s.RealUID), true
+}
+
+// offer checks the processes waiting for room while the bounds leave some: first those of
+// each user in uids (a target of theirs left), then those waiting for room among all
+// targets. Called with scanMu held.
+func (w *Watcher) offer(uids []uint32) {
+	for len(uids) > 0 {
+		w.mu.Lock()
+		pid, ok := w.bound.next(uids[0])
+		w.mu.Unlock()
+		if !ok {
+			uids = uids[1:]
+			continue
+		}
+		uids = append(uids, w.checkOne(pid)...)
+	}
+}
+
+// waits tells the handler that process pid, of real user uid, began to wait past a bound.
+// Called with scanMu held.
+func (w *Watcher) waits(pid, uid uint32, perUser, began bool) {
+	w.log.Debug("targets: process waits for room among the targets", "pid", pid, "uid", uid, "per_user", perUser)
+	if began && w.handler.Waiting != nil {
+		w.handler.Waiting(pid, uid, perUser)
+	}
+}
+
+// Waiting is how many processes wait past Config.MaxTargets or MaxPerUser.
+func (w *Watcher) Waiting() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.bound.waiting)
 }
 
 // report hands removals, then additions (sorted), to the handler. Called with scanMu held.
@@ -512,6 +620,7 @@ func (w *Watcher) Scan() {
 	}
 	checked := map[uint32]checkedProc{}
 	var stood map[uint32]bool // targets whose last full check stands
+	walked := false           // /proc was listed whole
 	stand := func(pid uint32, start uint64) {
 		found[pid] = start
 		if stood == nil {
@@ -524,6 +633,7 @@ func (w *Watcher) Scan() {
 		if err != nil {
 			w.log.Warn("targets: list /proc", "err", err)
 		}
+		walked = err == nil
 		now, trust := time.Now(), w.execOK.Load()
 		byCgroup := w.filter != nil && w.filter.byCgroup()
 		fullEvery := fullCheckEvery
@@ -576,6 +686,12 @@ func (w *Watcher) Scan() {
 				continue
 			}
 			checked[pid] = c
+			w.mu.Lock()
+			wt, waits := w.bound.waiting[pid]
+			w.mu.Unlock()
+			if waits && wt.start == c.start {
+				continue // checked in full when there is room for it (offer)
+			}
 			if w.matches(pid, st) {
 				found[pid] = c.start
 			}
@@ -611,33 +727,63 @@ func (w *Watcher) Scan() {
 		}
 	}
 	exes := map[uint32]fileID{}
+	uids := map[uint32]uint32{} // the real users of those that count against the bounds
 	for _, pid := range changed {
 		if st := w.targetStart(pid); st != 0 {
 			found[pid] = st
 			exes[pid] = w.exeID(pid, st)
+			if uid, counted := w.userOf(pid, st); counted {
+				uids[pid] = uid
+			}
 		} else {
 			delete(found, pid)
 		}
 	}
 	w.mu.Lock()
-	var added, removed []uint32
+	var added, removed, freed []uint32
+	type waited struct {
+		pid, uid       uint32
+		perUser, began bool
+	}
+	var waiting []waited
 	for pid, st := range w.current {
 		if e, ok := exes[pid]; found[pid] != st || ok && e != w.exes[pid] {
 			removed = append(removed, pid)
 			delete(w.current, pid)
 			delete(w.exes, pid)
+			if uid, ok := w.bound.release(pid); ok {
+				freed = append(freed, uid)
+			}
 		}
 	}
-	for pid, st := range found {
+	var fresh []uint32
+	for pid := range found {
 		if _, ok := w.current[pid]; !ok {
-			added = append(added, pid)
-			w.current[pid] = st
-			e, ok := exes[pid]
-			if !ok {
-				e = w.exeID(pid, st)
-			}
-			w.noteExe(pid, e)
+			fresh = append(fresh, pid)
 		}
+	}
+	// The oldest first: under a bound, a user's long-running processes are profiled
+	// before the newest.
+	slices.SortFunc(fresh, func(a, b uint32) int { return cmp.Or(cmp.Compare(found[a], found[b]), cmp.Compare(a, b)) })
+	for _, pid := range fresh {
+		st := found[pid]
+		if uid, counted := uids[pid]; counted {
+			if ok, perUser, began := w.bound.admit(pid, st, uid); !ok {
+				waiting = append(waiting, waited{pid, uid, perUser, began})
+				continue
+			}
+		}
+		added = append(added, pid)
+		w.current[pid] = st
+		e, ok := exes[pid]
+		if !ok {
+			e = w.exeID(pid, st)
+		}
+		w.noteExe(pid, e)
+	}
+	if w.scans() && walked {
+		// Those that wait and have left since are let go (offer would find them gone).
+		w.bound.prune(func(pid uint32) (uint64, bool) { c, ok := checked[pid]; return c.start, ok && !c.kernel })
 	}
 	for _, pid := range changed {
 		delete(checked, pid) // checked in full again at the next scan
@@ -650,6 +796,10 @@ func (w *Watcher) Scan() {
 	slices.Sort(removed)
 	slices.Sort(added)
 	w.report(added, removed)
+	for _, p := range waiting {
+		w.waits(p.pid, p.uid, p.perUser, p.began)
+	}
+	w.offer(freed)
 	w.scanMu.Unlock()
 	if w.filter != nil {
 		for _, msg := range w.filter.warnings() {

@@ -1,0 +1,185 @@
+package targets
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// Users no other test or process of this machine runs as.
+const (
+	boundUserA = 54321
+	boundUserB = 54322
+	boundUserC = 54323
+)
+
+// waitRecorder collects what a bounded Watcher reports, the processes that wait too.
+type waitRecorder struct {
+	recorder
+	wmu     sync.Mutex
+	waiting map[uint32]bool // pid -> waits past its user's bound
+}
+
+func (r *waitRecorder) handler() Handler {
+	h := r.recorder.handler()
+	h.Waiting = func(pid, uid uint32, perUser bool) {
+		r.wmu.Lock()
+		defer r.wmu.Unlock()
+		if r.waiting == nil {
+			r.waiting = map[uint32]bool{}
+		}
+		r.waiting[pid] = perUser
+	}
+	return h
+}
+
+func (r *waitRecorder) waits(pid int) (perUser, ok bool) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	perUser, ok = r.waiting[uint32(pid)]
+	return perUser, ok
+}
+
+// startBounded starts a watcher of the processes of users, bounded so.
+func startBounded(t *testing.T, users []uint32, maxTargets, maxPerUser int, h Handler) *Watcher {
+	t.Helper()
+	w, err := New(Config{All: true, Filter: Filter{UIDs: users}, MaxTargets: maxTargets, MaxPerUser: maxPerUser}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	t.Cleanup(w.Close)
+	return w
+}
+
+// Processes past a user's bound and past the bound of all targets wait: they are neither
+// reported nor watched, and are taken, oldest first, as targets leave: first those of the
+// leaving target's user, then those waiting for room among all.
+func TestAllBounds(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	var r waitRecorder
+	w := startBounded(t, []uint32{boundUserA, boundUserB}, 3, 2, r.handler())
+	a := []*exec.Cmd{startSleepAs(t, boundUserA), startSleepAs(t, boundUserA)}
+	for _, c := range a {
+		eventually(t, "user A's first sleeps added", func() bool { return r.has(&r.added, c.Process.Pid) })
+	}
+	a3 := startSleepAs(t, boundUserA)
+	eventually(t, "user A's third sleep waiting", func() bool { _, ok := r.waits(a3.Process.Pid); return ok })
+	b1 := startSleepAs(t, boundUserB)
+	eventually(t, "user B's first sleep added", func() bool { return r.has(&r.added, b1.Process.Pid) })
+	b2 := startSleepAs(t, boundUserB)
+	eventually(t, "user B's second sleep waiting", func() bool { _, ok := r.waits(b2.Process.Pid); return ok })
+	if perUser, _ := r.waits(a3.Process.Pid); !perUser {
+		t.Errorf("user A's third sleep waits for room among all; want: behind its user's bound")
+	}
+	if perUser, _ := r.waits(b2.Process.Pid); perUser {
+		t.Errorf("user B's second sleep waits behind its user's bound; want: for room among all")
+	}
+	if n := w.Waiting(); n != 2 {
+		t.Errorf("Waiting() = %d, want 2", n)
+	}
+	w.mu.Lock()
+	watched := w.targetExits[uint32(a3.Process.Pid)] != nil || w.targetExits[uint32(b2.Process.Pid)] != nil
+	w.mu.Unlock()
+	if watched {
+		t.Errorf("a waiting process has an exit watch")
+	}
+	if r.has(&r.added, a3.Process.Pid) || r.has(&r.added, b2.Process.Pid) {
+		t.Fatalf("a waiting process was reported")
+	}
+
+	// User A's target leaves: its own waiting process takes the room.
+	a[0].Process.Kill()
+	a[0].Wait()
+	eventually(t, "user A's third sleep added", func() bool { return r.has(&r.added, a3.Process.Pid) })
+	if r.has(&r.added, b2.Process.Pid) {
+		t.Fatalf("user B's waiting sleep was added with user A's taking the room")
+	}
+	// User A's next leaves no one of A waiting: the room goes to B's.
+	a[1].Process.Kill()
+	a[1].Wait()
+	eventually(t, "user B's second sleep added", func() bool { return r.has(&r.added, b2.Process.Pid) })
+	if n := w.Waiting(); n != 0 {
+		t.Errorf("Waiting() = %d with none waiting", n)
+	}
+	w.mu.Lock()
+	watched = w.targetExits[uint32(b2.Process.Pid)] != nil
+	w.mu.Unlock()
+	if !watched {
+		t.Errorf("a process added after waiting has no exit watch")
+	}
+}
+
+// A waiting process that exits is let go of by the next scan, not offered room it cannot take.
+func TestAllBoundsLetGoOfExited(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	var r waitRecorder
+	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{boundUserA}}, MaxPerUser: 1, ScanOnly: true, Interval: 20 * time.Millisecond}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	t.Cleanup(w.Close)
+	first := startSleepAs(t, boundUserA)
+	eventually(t, "the first sleep added", func() bool { return r.has(&r.added, first.Process.Pid) })
+	second := startSleepAs(t, boundUserA)
+	eventually(t, "the second sleep waiting", func() bool { _, ok := r.waits(second.Process.Pid); return ok })
+	second.Process.Kill()
+	second.Wait()
+	eventually(t, "the exited sleep let go of", func() bool { return w.Waiting() == 0 })
+}
+
+// A target whose real user changes to one whose bound is reached leaves the targets and
+// waits; it comes back when that user's target leaves.
+func TestAllBoundsUserChange(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("perl"))
+	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	setUID := func(uid int) {
+		t.Helper()
+		fmt.Fprintln(stdin, uid)
+		if want := fmt.Sprint("uid ", uid); !lines.Scan() || lines.Text() != want {
+			t.Fatalf("perl did not change its real uid to %d: %q", uid, lines.Text())
+		}
+	}
+	var r waitRecorder
+	w := startBounded(t, []uint32{boundUserA, boundUserC}, 0, 1, r.handler())
+	if !w.execOK.Load() {
+		t.Skip("no exec notifications: a change of user is seen by the full checks alone")
+	}
+	sleep := startSleepAs(t, boundUserA)
+	eventually(t, "user A's sleep added", func() bool { return r.has(&r.added, sleep.Process.Pid) })
+	pid := cmd.Process.Pid
+	setUID(boundUserC)
+	eventually(t, "perl, of user C, added", func() bool { return r.has(&r.added, pid) })
+	setUID(boundUserA)
+	eventually(t, "perl, now of user A, waiting", func() bool { _, ok := r.waits(pid); return ok })
+	if !r.has(&r.removed, pid) || slices.Contains(w.Targets(), uint32(pid)) {
+		t.Fatalf("perl, past user A's bound, is still a target")
+	}
+	r.mu.Lock()
+	r.added = nil
+	r.mu.Unlock()
+	sleep.Process.Kill()
+	sleep.Wait()
+	eventually(t, "perl added when user A's sleep left", func() bool { return r.has(&r.added, pid) })
+}
