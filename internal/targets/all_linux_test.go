@@ -31,11 +31,45 @@ func startSleepAs(t *testing.T, uid uint32) *exec.Cmd {
 	return cmd
 }
 
+// startUIDChanger starts, as root, a process that sets its real uid to what setUID says
+// (its effective uid stays root, so it can go back), without an exec; the test's cleanup
+// kills it.
+func startUIDChanger(t *testing.T) (pid int, setUID func(uid int)) {
+	t.Helper()
+	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	return cmd.Process.Pid, func(uid int) {
+		t.Helper()
+		fmt.Fprintln(stdin, uid)
+		if want := fmt.Sprint("uid ", uid); !lines.Scan() || lines.Text() != want {
+			t.Fatalf("perl did not change its real uid to %d: %q", uid, lines.Text())
+		}
+	}
+}
+
 // startAll starts a watcher of every process f admits, reporting to h; it is closed as the
 // test ends.
 func startAll(t *testing.T, f Filter, h Handler) *Watcher {
 	t.Helper()
-	w, err := New(Config{All: true, Filter: f}, h)
+	return startWatcher(t, Config{All: true, Filter: f}, h)
+}
+
+// startWatcher starts a watcher of cfg, reporting to h; it is closed as the test ends.
+func startWatcher(t *testing.T, cfg Config, h Handler) *Watcher {
+	t.Helper()
+	w, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,42 +242,19 @@ func TestContainerPrefixAmbiguous(t *testing.T) {
 // change-of-user notification has it checked.
 func TestAllUIDChangeWithoutExec(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perl"))
-	// Sets its real uid to each number it reads (its effective uid stays root, so it can go
-	// back), and says so.
-	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	setUID := func(uid string) {
-		t.Helper()
-		fmt.Fprintln(stdin, uid)
-		if !lines.Scan() || lines.Text() != "uid "+uid {
-			t.Fatalf("perl did not change its real uid to %s: %q", uid, lines.Text())
-		}
-	}
+	pid, setUID := startUIDChanger(t)
 	var r recorder
 	w := startAll(t, Filter{UIDs: []uint32{65534}}, r.handler())
 	if !w.execOK.Load() {
 		t.Skip("no exec notifications: targets are found by scans alone")
 	}
-	pid := cmd.Process.Pid
 	if slices.Contains(w.Targets(), uint32(pid)) {
 		t.Fatalf("root's perl is a target of --uid 65534")
 	}
-	setUID("65534")
+	setUID(65534)
 	// Scans come every 5 s: 2 s is the notification's doing.
 	waitFor(t, "perl, now of uid 65534, added", 2*time.Second, func() bool { return r.has(&r.added, pid) })
-	setUID("0")
+	setUID(0)
 	waitFor(t, "perl, back to root, removed", 2*time.Second, func() bool { return r.has(&r.removed, pid) })
 }
 

@@ -1,9 +1,6 @@
 package targets
 
 import (
-	"bufio"
-	"context"
-	"fmt"
 	"os/exec"
 	"slices"
 	"sync"
@@ -50,13 +47,7 @@ func (r *waitRecorder) waits(pid int) (perUser, ok bool) {
 // startBounded starts a watcher of the processes of users, bounded so.
 func startBounded(t *testing.T, users []uint32, maxTargets, maxPerUser int, h Handler) *Watcher {
 	t.Helper()
-	w, err := New(Config{All: true, Filter: Filter{UIDs: users}, MaxTargets: maxTargets, MaxPerUser: maxPerUser}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	t.Cleanup(w.Close)
-	return w
+	return startWatcher(t, Config{All: true, Filter: Filter{UIDs: users}, MaxTargets: maxTargets, MaxPerUser: maxPerUser}, h)
 }
 
 // Processes past a user's bound and past the bound of all targets wait: they are neither
@@ -121,12 +112,7 @@ func TestAllBounds(t *testing.T) {
 func TestAllBoundsLetGoOfExited(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	var r waitRecorder
-	w, err := New(Config{All: true, Filter: Filter{UIDs: []uint32{boundUserA}}, MaxPerUser: 1, ScanOnly: true, Interval: 20 * time.Millisecond}, r.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	t.Cleanup(w.Close)
+	w := startWatcher(t, Config{All: true, Filter: Filter{UIDs: []uint32{boundUserA}}, MaxPerUser: 1, ScanOnly: true, Interval: 20 * time.Millisecond}, r.handler())
 	first := startSleepAs(t, boundUserA)
 	eventually(t, "the first sleep added", func() bool { return r.has(&r.added, first.Process.Pid) })
 	second := startSleepAs(t, boundUserA)
@@ -140,27 +126,7 @@ func TestAllBoundsLetGoOfExited(t *testing.T) {
 // waits; it comes back when that user's target leaves.
 func TestAllBoundsUserChange(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("perl"))
-	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	setUID := func(uid int) {
-		t.Helper()
-		fmt.Fprintln(stdin, uid)
-		if want := fmt.Sprint("uid ", uid); !lines.Scan() || lines.Text() != want {
-			t.Fatalf("perl did not change its real uid to %d: %q", uid, lines.Text())
-		}
-	}
+	pid, setUID := startUIDChanger(t)
 	var r waitRecorder
 	w := startBounded(t, []uint32{boundUserA, boundUserC}, 0, 1, r.handler())
 	if !w.execOK.Load() {
@@ -168,7 +134,6 @@ func TestAllBoundsUserChange(t *testing.T) {
 	}
 	sleep := startSleepAs(t, boundUserA)
 	eventually(t, "user A's sleep added", func() bool { return r.has(&r.added, sleep.Process.Pid) })
-	pid := cmd.Process.Pid
 	setUID(boundUserC)
 	eventually(t, "perl, of user C, added", func() bool { return r.has(&r.added, pid) })
 	setUID(boundUserA)
