@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/sampler"
@@ -176,10 +178,24 @@ func DefaultMaxMemory() int64 {
 // reader) costs profd 20 to 40 kB of memory, beside the symbols --max-memory-mb bounds.
 const targetCostBytes = 64 << 10
 
+// fdsPerTarget is what DefaultMaxTargets allows each target of the descriptors profd may
+// open (its exit watch's pidfd, and a FIFO's three), and reservedFDs what it keeps for the
+// rest (the sampler, outputs, symbol files, the exporter).
+const (
+	fdsPerTarget = 4
+	reservedFDs  = 256
+)
+
 // DefaultMaxTargets is the default of Config.MaxTargets: one target for each 64 KiB of
-// maxMemory (Config.MaxMemoryBytes), 4 096 at 256 MiB.
+// maxMemory (Config.MaxMemoryBytes), 4 096 at 256 MiB, within the descriptors profd may
+// open (RLIMIT_NOFILE, which Go raises to its hard limit at start: 524 288 under systemd).
 func DefaultMaxTargets(maxMemory int64) int {
-	return int(min(maxMemory/targetCostBytes, math.MaxInt32))
+	n := maxMemory / targetCostBytes
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && lim.Cur != unix.RLIM_INFINITY && lim.Cur < math.MaxInt32 {
+		n = min(n, (max(int64(lim.Cur)-reservedFDs, 0))/fdsPerTarget)
+	}
+	return int(max(min(n, math.MaxInt32), 1))
 }
 
 // ErrConfig marks an invalid configuration; errors.Is(err, ErrConfig) tells a usage error.
