@@ -148,3 +148,20 @@ func TestAllBoundsUserChange(t *testing.T) {
 	sleep.Wait()
 	eventually(t, "perl added when user A's sleep left", func() bool { return r.has(&r.added, pid) })
 }
+
+// A process in a user namespace that a user made counts under that user's bound, whatever
+// user it runs as: a rootless container's processes, mapped to a user's subordinate ids,
+// are the user's.
+func TestAllBoundsUserNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	const mapped = boundUserA + 70 // the namespace's root, as the host sees it
+	var r waitRecorder
+	w := startBounded(t, []uint32{boundUserA, mapped}, 0, 1, r.handler())
+	sleep := startSleepAs(t, boundUserA)
+	eventually(t, "user A's sleep added", func() bool { return r.has(&r.added, sleep.Process.Pid) })
+	pid := testenv.InUserNamespaceOf(t, boundUserA, mapped)
+	w.checkPid(uint32(pid)) // as its exec's notification, or a scan, has it checked
+	if _, ok := r.waits(pid); !ok || r.has(&r.added, pid) {
+		t.Fatalf("the sleep in user A's namespace, running as %d, was added beside user A's", mapped)
+	}
+}

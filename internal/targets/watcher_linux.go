@@ -65,7 +65,8 @@ type Config struct {
 	Filter   Filter
 	Interval time.Duration // 0 means DefaultInterval
 	// MaxTargets bounds how many processes found by scanning (Images, All) are targets at
-	// once, and MaxPerUser how many of them one real user's processes may be (0: no bound):
+	// once, and MaxPerUser how many of them one real user's processes may be (0: no bound;
+	// a process in a user namespace a user made counts as that user's, see userOf):
 	// each target costs the daemon memory, and a user may start as many processes as the
 	// host allows. A process past either waits: it is not reported, watched or read again by
 	// scans, and is checked again, oldest first, when a target of its user (or, past
@@ -483,14 +484,20 @@ func (w *Watcher) checkOne(pid uint32) []uint32 {
 // has most likely exited, and is about to be removed).
 const noUser = ^uint32(0)
 
-// userOf returns process pid's real user, and whether the process counts against the bounds:
-// there are some, it is a candidate (st, its start time, is not 0) and no explicit pid.
+// userOf returns the user process pid is counted under, and whether the process counts
+// against the bounds: there are some, it is a candidate (st, its start time, is not 0) and
+// no explicit pid. That user is its real user but in a user namespace a user made (not
+// root): that user's (procfs.UserNamespaceOwner), so that the ids a rootless container
+// maps its processes to, tens of thousands of a user's, count as the user's one.
 func (w *Watcher) userOf(pid uint32, st uint64) (uint32, bool) {
 	if st == 0 || !w.bound.on() {
 		return 0, false
 	}
 	if _, pinned := w.pinned[pid]; pinned {
 		return 0, false
+	}
+	if owner, ok := procfs.UserNamespaceOwner(pid); ok && owner != 0 {
+		return owner, true
 	}
 	s, err := procfs.ReadStatus(pid)
 	if err != nil || s.RealUID < 0 {
