@@ -31,10 +31,27 @@ func (d *daemonRun) requestFlush() {
 	}
 }
 
+// requestPause is how many times as long as the last flush that answered JITs' requests
+// the next waits after it, at most: a JIT that asks again at once (or many that take turns)
+// keeps profd flushing for them a quarter of the time, not all of it. A JIT that pauses
+// that long between its requests (a re-optimising JIT runs its code in between) is
+// answered at once.
+const requestPause = 3
+
 // flushLoop is the flushing goroutine: it runs the flushes asked for (requestFlush) and
-// answers the JITs' flush requests until Run closes flushReq.
+// answers the JITs' flush requests until Run closes flushReq, those that come within
+// requestPause times the last such flush's time after it once that pause has passed.
 func (d *daemonRun) flushLoop() {
 	defer d.wake.flushWG.Done()
+	var pausedUntil time.Time
+	var paused <-chan time.Time // the pause's end, while requests wait for it
+	answer := func() {
+		paused = nil
+		start := time.Now()
+		d.flushTargets()
+		end := time.Now()
+		pausedUntil = end.Add(requestPause * end.Sub(start))
+	}
 	for {
 		select {
 		case _, ok := <-d.wake.flushReq:
@@ -43,7 +60,15 @@ func (d *daemonRun) flushLoop() {
 			}
 			d.flush(false)
 		case <-d.wake.targetFlush:
-			d.flushTargets()
+			switch wait := time.Until(pausedUntil); {
+			case paused != nil: // they wait with those already waiting
+			case wait > 0:
+				paused = time.After(wait)
+			default:
+				answer()
+			}
+		case <-paused:
+			answer()
 		case <-d.wake.retiredFlush:
 			d.flushRetired()
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
 	"github.com/profd/profd/symsource/files"
+	"golang.org/x/sys/unix"
 )
 
 // emitFunction writes a function of real x86-64 code with a loop, a branch inside it and
@@ -228,35 +230,97 @@ func (j *jitEnd) next(t testing.TB) flushReply {
 	}
 }
 
+// askingJIT makes the process itself a target of d with a FIFO, starts d's flushing
+// goroutine, and returns the JIT's end of the FIFOs.
+func askingJIT(tb testing.TB, d *daemonRun) *jitEnd {
+	tb.Helper()
+	pid := uint32(os.Getpid())
+	d.parts.symbols.addTarget(pid)
+	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
+		tb.Fatal(err)
+	}
+	d.wake.flushWG.Add(1)
+	go d.flushLoop()
+	tb.Cleanup(func() { close(d.wake.flushReq); d.wake.flushWG.Wait() })
+	return openJITEnd(tb, d.parts.fifo.Dir(), pid)
+}
+
+// TestFlushRequestsPaced: a JIT that asks for its profiles again as soon as it has them is
+// answered after a pause of requestPause times the last flush's time. Each flush's whole
+// time is at least its write's (its "took"), so five requests in a row take at least four
+// times the first four writes' time and the last's, however loaded the machine.
+func TestFlushRequestsPaced(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	var logs testenv.SyncBuffer
+	d := newBenchDaemon(t, 300, &logs)
+	pid := uint32(os.Getpid())
+	j := askingJIT(t, d)
+	start := time.Now()
+	for i := uint64(1); i <= 5; i++ {
+		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: i, Formats: fifo.FlushLLVMExtBinary}); err != nil {
+			t.Fatal(err)
+		}
+		if r := j.next(t); r.id != i || r.status != 0 {
+			t.Fatalf("reply %+v to request %d", r, i)
+		}
+	}
+	total := time.Since(start)
+	var took []time.Duration
+	for _, m := range regexp.MustCompile(`msg="profd: flushed" .* took=(\S+)`).FindAllStringSubmatch(logs.String(), -1) {
+		dur, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, dur)
+	}
+	if len(took) != 5 {
+		t.Fatalf("%d flushes logged for 5 requests:\n%s", len(took), logs.String())
+	}
+	want := took[4]
+	for _, d := range took[:4] {
+		want += (1 + requestPause) * d
+	}
+	if total < want {
+		t.Errorf("5 requests in a row answered in %v, want at least %v (writes took %v)", total, want, took)
+	}
+}
+
 // BenchmarkFlushRequestReply is a JIT's flush request through its FIFO answered on its reply
 // FIFO with the path of its profile, for a target with 1000 sampled functions: the time from
 // the request's write to the reply's read, asking for the LLVM ext-binary profile (what a
-// re-optimising JIT reads) and for every output.
+// re-optimising JIT reads) and for every output. The JIT asks again as soon as it has its
+// answer ("at-once": profd pauses between such flushes, requestPause), or after four times
+// as long as its last answer took ("paused", as a JIT that runs its code in between):
+// cpu-cores is the CPU the process (profd's flushes, mostly) spent meanwhile, per second.
 func BenchmarkFlushRequestReply(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		formats uint32
 		paths   int
-	}{{"llvm-extbinary", fifo.FlushLLVMExtBinary, 1}, {"all", 0, len(AllFormats)}} {
-		b.Run(c.name, func(b *testing.B) { benchFlushRequestReply(b, c.formats, c.paths) })
+		pause   bool
+	}{
+		{"llvm-extbinary/at-once", fifo.FlushLLVMExtBinary, 1, false},
+		{"llvm-extbinary/paused", fifo.FlushLLVMExtBinary, 1, true},
+		{"all/at-once", 0, len(AllFormats), false},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchFlushRequestReply(b, c.formats, c.paths, c.pause) })
 	}
 }
 
-func benchFlushRequestReply(b *testing.B, formats uint32, paths int) {
+func benchFlushRequestReply(b *testing.B, formats uint32, paths int, pause bool) {
 	testenv.Requires(b, testenv.Root)
 	d := newBenchDaemon(b, 1000, io.Discard)
 	pid := uint32(os.Getpid())
-	d.parts.symbols.addTarget(pid)
-	if err := d.parts.fifo.AddTarget(pid, fifo.Owner{UID: os.Geteuid(), GID: os.Getegid()}); err != nil {
-		b.Fatal(err)
-	}
-	d.wake.flushWG.Add(1)
-	go d.flushLoop()
-	b.Cleanup(func() { close(d.wake.flushReq); d.wake.flushWG.Wait() })
-	j := openJITEnd(b, d.parts.fifo.Dir(), pid)
+	j := askingJIT(b, d)
 	lat := make([]time.Duration, 0, b.N)
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &before)
+	began := time.Now()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if pause && i > 0 {
+			time.Sleep(4 * lat[i-1])
+		}
 		start := time.Now()
 		if err := j.w.FlushRequest(&jitmap.FlushRequest{Pid: pid, Tid: pid, ID: uint64(i + 1), Formats: formats}); err != nil {
 			b.Fatal(err)
@@ -268,6 +332,10 @@ func benchFlushRequestReply(b *testing.B, formats uint32, paths int) {
 		}
 	}
 	b.StopTimer()
+	wall := time.Since(began)
+	unix.Getrusage(unix.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
