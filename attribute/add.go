@@ -32,6 +32,7 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 	}
 	for _, p := range a.procs {
 		p.unnamedLastDrain = false
+		p.maps.read = false
 	}
 	for k, c := range counts {
 		p := a.procs[k.PID]

@@ -419,3 +419,30 @@ func TestForgetIdleMappings(t *testing.T) {
 			look.mapsRead-read, a.procs[pids[1]].unnamed.samples)
 	}
 }
+
+// TestMappingsReadOnceADrain: samples at a thousand addresses in no mapping (code that was
+// mapped, run and unmapped before the drain) have the mappings read once in that drain, not
+// once each; the next drain reads them again, and a sample in memory mapped since is named
+// by it.
+func TestMappingsReadOnceADrain(t *testing.T) {
+	look := newFakeLookup(testPid)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	a.AddProcess(testPid, 0)
+	const gone = 0x100000000000 // unmapped before the drain
+	counts := map[sampler.Key]sampler.Count{}
+	for i := range uint64(1000) {
+		counts[sampler.Key{PID: testPid, IP: gone + i*64}] = sampler.Count{N: 1, FirstNs: 1, LastNs: 2}
+	}
+	a.add(counts)
+	if look.mapsRead != 1 {
+		t.Fatalf("the mappings read %d times for one drain's samples in no mapping, want once", look.mapsRead)
+	}
+	if got := a.procs[testPid].outside["[unknown]"]; got != 1000 {
+		t.Errorf("%d samples counted in no mapping, want 1000", got)
+	}
+	look.mappings[testPid] = append([]Mapping{{Start: gone, End: gone + 1<<20, Path: "/memfd:jit"}}, look.mappings[testPid]...) // ascending
+	a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: gone + 8}: {N: 1, FirstNs: 3, LastNs: 4}})
+	if look.mapsRead != 2 || a.procs[testPid].unnamed.samples != 1 {
+		t.Errorf("the next drain: %d reads, %d samples unnamed in JIT memory; want 2 and 1", look.mapsRead, a.procs[testPid].unnamed.samples)
+	}
+}

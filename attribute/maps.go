@@ -10,6 +10,11 @@ type procMaps struct {
 	mappings []Mapping // ascending start
 	gone     bool
 	used     bool // looked in since forgetIdle last ran
+	// read: the mappings were read during the drain being attributed (add clears it at
+	// each). Every sample of a drain was taken before it, so a second read would find no
+	// mapping the first did not: a process that maps code, runs it and unmaps it, again
+	// and again, would otherwise have them read once for each address it ran.
+	read bool
 }
 
 // forgetIdle lets go of the cached mappings unless a lookup used them since the last call:
@@ -23,19 +28,19 @@ func (m *procMaps) forgetIdle() {
 }
 
 // lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
-// returns it, asking for the mappings again once when ip is in none of the cached ones (the
-// process may have mapped it since). It returns "[unknown]" and nil when the process is
-// gone or ip is in no mapping.
+// returns it, asking for the mappings again when ip is in none of the cached ones (the
+// process may have mapped it since), once a drain. It returns "[unknown]" and nil when the
+// process is gone or ip is in no mapping.
 func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 	m.used = true
 	mp, ok := find(m.mappings, ip)
-	if (!ok || !mayRun(mp)) && !m.gone {
+	if (!ok || !mayRun(mp)) && !m.gone && !m.read {
 		maps, err := m.look.Mappings(m.pid)
 		if maps == nil && err != nil {
 			m.gone = true
 			return "[unknown]", nil
 		}
-		m.mappings = maps
+		m.mappings, m.read = maps, true
 		mp, ok = find(m.mappings, ip)
 	}
 	if ok && !mayRun(mp) {

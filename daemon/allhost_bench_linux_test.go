@@ -48,20 +48,10 @@ func BenchmarkAllHost(b *testing.B) {
 		b.Skip("set PROFD_BENCH_ALLHOST=1 (make bench-all-host): starts hundreds of processes")
 	}
 	testenv.Requires(b, testenv.Root, testenv.Tool("go"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
-	envInt := func(name string, def, least int) int {
-		if v := os.Getenv(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < least {
-				b.Fatalf("%s=%q: want an integer, at least %d", name, v, least)
-			}
-			return n
-		}
-		return def
-	}
 	// PROFD_ALLHOST_JITS=0 measures what --all itself costs: every process idle.
-	procs, jits := envInt("PROFD_ALLHOST_PROCS", 200, 1), envInt("PROFD_ALLHOST_JITS", 50, 0)
-	sampling := time.Duration(envInt("PROFD_BENCH_SECONDS", 5, 1)) * time.Second
-	warmUp := time.Duration(envInt("PROFD_ALLHOST_WARMUP", 1, 0)) * time.Second
+	procs, jits := envInt(b, "PROFD_ALLHOST_PROCS", 200, 1), envInt(b, "PROFD_ALLHOST_JITS", 50, 0)
+	sampling := time.Duration(envInt(b, "PROFD_BENCH_SECONDS", 5, 1)) * time.Second
+	warmUp := time.Duration(envInt(b, "PROFD_ALLHOST_WARMUP", 1, 0)) * time.Second
 	testjit := reachableTestJIT(b)
 	spin, _ := buildAllSpin(b)
 	d := sharedDirs(b)

@@ -32,14 +32,7 @@ import (
 func BenchmarkDaemonVsPerf(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("perf"), testenv.Tool("go"),
 		testenv.BPF, testenv.PerfEvent("cpu-clock"))
-	seconds := 5
-	if v := os.Getenv("PROFD_BENCH_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("PROFD_BENCH_SECONDS=%q: want a positive integer", v)
-		}
-		seconds = n
-	}
+	seconds := envInt(b, "PROFD_BENCH_SECONDS", 5, 1)
 	sampling := time.Duration(seconds) * time.Second
 	dir := b.TempDir()
 	profd := filepath.Join(dir, "profd")

@@ -583,3 +583,16 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// envInt is the integer in the environment variable name, at least least; def when unset.
+func envInt(tb testing.TB, name string, def, least int) int {
+	tb.Helper()
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < least {
+			tb.Fatalf("%s=%q: want an integer, at least %d", name, v, least)
+		}
+		return n
+	}
+	return def
+}
