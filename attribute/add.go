@@ -127,7 +127,7 @@ func nameCount(jit *jitmap.Map, pid uint32, ip, n uint64, first, last int64, nam
 func (a *Counts) count(p *procCounts, r jitmap.Ref, ip, n uint64, shown bool) {
 	c := r
 	if !shown && !p.named.seen.has(r.Version) {
-		c = p.same.canonical(a.jit, p.pid, r)
+		c = p.same.canonical(a.jit, p.pid, r, &a.sameCodeBytes)
 	}
 	if !p.named.add(c, ip-r.Addr, n) {
 		p.outside["[unknown]"] += n
@@ -284,7 +284,7 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 // jitFrame is the frame of addr in the code object r of p, named by the copy of r's code
 // that its samples count as (sameCode), at the same offset.
 func (a *Counts) jitFrame(p *procCounts, r jitmap.Ref, addr uint64) stackFrame {
-	c := p.same.canonical(a.jit, p.pid, r)
+	c := p.same.canonical(a.jit, p.pid, r, &a.sameCodeBytes)
 	return stackFrame{obj: c.Obj, version: c.Version, addr: addr - r.Addr + c.Addr, native: -1}
 }
 

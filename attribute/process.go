@@ -53,6 +53,7 @@ type Counts struct {
 	stackFrames                sharedBudget // every process's call chains' frames
 	nativeAddrs                sharedBudget // every process's addresses of native code
 	unnamedEntries             sharedBudget // every process's entries of samples waiting unnamed
+	sameCodeBytes              byteRate     // every process's code decoded to find copies (sameCode)
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.
@@ -61,5 +62,6 @@ func New(jit *jitmap.Map, look Lookup, log *slog.Logger) *Counts {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Counts{procs: make(map[uint32]*procCounts), jit: jit, look: look, log: log}
+	return &Counts{procs: make(map[uint32]*procCounts), jit: jit, look: look, log: log,
+		sameCodeBytes: byteRate{perSecond: sameCodeBytesPerSecond}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"slices"
+	"time"
 
 	"github.com/profd/profd/capmerge"
 	"github.com/profd/profd/codeobj"
@@ -28,16 +29,49 @@ type sameCode struct {
 	pruneAt int
 }
 
-// codeKey is what copies of one code share: their name, size and line table (hashed).
+// codeKey is what copies of one code share: their name, size, line table and code's normal
+// form (capmerge.Normalize: equal exactly when the codes are the same), the last two hashed.
+// A new object's code is so decoded once, and compared in full only with a copy it
+// almost surely is.
 type codeKey struct {
 	name  string
 	size  uint64
 	lines uint64
+	code  uint64
 }
 
 // maxCodesPerKey bounds the codes kept for one key, so that a new copy is compared with a
 // few at most (a comparison of relocated code decodes both).
 const maxCodesPerKey = 4
+
+// maxSameCodeBytes is the largest object whose copies are looked for, and
+// sameCodeBytesPerSecond how much code all targets' new objects may have decoded for it a
+// second (a second's worth at once): decoding takes about a millisecond per 12 KiB, under
+// the run's lock, and a target could otherwise emit new large code faster than profd
+// decodes it. Past either an object is its own; a JIT seldom emits a function that large
+// again, or that much code again within seconds.
+const (
+	maxSameCodeBytes       = 64 << 10
+	sameCodeBytesPerSecond = 1 << 20
+)
+
+// byteRate is a budget of bytes a second, a second's worth at most banked.
+type byteRate struct {
+	perSecond int64
+	left      int64
+	at        time.Time
+}
+
+// take reports whether n bytes are within the budget at now, and takes them if so.
+func (r *byteRate) take(n int, now time.Time) bool {
+	r.left = min(r.left+int64(min(now.Sub(r.at).Seconds(), 1)*float64(r.perSecond)), r.perSecond)
+	r.at = now
+	if int64(n) > r.left {
+		return false
+	}
+	r.left -= int64(n)
+	return true
+}
 
 // copyOf is a copy counted as another: that one, and where the copy is.
 type copyOf struct {
@@ -50,7 +84,9 @@ const minPrune = 1024
 
 // canonical returns the copy r's samples count as: r, or an earlier copy of the same code.
 // Objects without code bytes are their own (equal names and sizes say nothing of the code).
-func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.Ref {
+// Code decoded to find copies is taken from budget (sameCodeBytesPerSecond); past it, or
+// past maxSameCodeBytes, r is its own.
+func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref, budget *byteRate) jitmap.Ref {
 	if c, ok := s.to[r.Version]; ok {
 		return c.of
 	}
@@ -61,7 +97,11 @@ func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref) jitmap.R
 		s.seed = maphash.MakeSeed()
 		s.first, s.own = map[codeKey][]jitmap.Ref{}, map[uint64]bool{}
 	}
-	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, lines: s.linesSum(r.Obj)}
+	if len(r.Obj.Code) > maxSameCodeBytes || !budget.take(len(r.Obj.Code), time.Now()) {
+		s.own[r.Version] = true
+		return r
+	}
+	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, lines: s.linesSum(r.Obj), code: s.codeSum(r.Obj)}
 	for _, c := range s.first[k] {
 		if sameCodeAs(c.Obj, r.Obj) {
 			if s.to == nil {
@@ -93,6 +133,11 @@ func (s *sameCode) linesSum(o *codeobj.Object) uint64 {
 		maphash.WriteComparable(&h, l.Discriminator)
 	}
 	return h.Sum64()
+}
+
+// codeSum hashes o's code in its normal form (capmerge.Normalize).
+func (s *sameCode) codeSum(o *codeobj.Object) uint64 {
+	return maphash.Bytes(s.seed, capmerge.Normalize(nil, o.Code, o.Addr, nil))
 }
 
 // sameCodeAs reports whether b is a, emitted again: same name, code (capmerge.SameCode),

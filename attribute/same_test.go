@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
@@ -239,5 +240,70 @@ func TestSameCodeNamedLate(t *testing.T) {
 	}
 	if got[first] != 8 || got[again] != 4 || len(got) != 2 {
 		t.Errorf("samples by copy %v, want %#x: 8 (with the third copy's 5), %#x: 4", got, first, again)
+	}
+}
+
+// BenchmarkSameCodeNewVersions is a target that emits, again and again, new code of the
+// largest size whose copies are looked for, under one name and line table (each differs in
+// one constant, so no copy is another's): the time a new version's first sample takes to be
+// told apart from the four copies kept for the key.
+func BenchmarkSameCodeNewVersions(b *testing.B) {
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	var s sameCode
+	unbounded := byteRate{perSecond: 1 << 50}
+	// mov eax, imm32 over and over: 5-byte instructions, each one decoded.
+	code := bytes.Repeat([]byte{0xb8, 1, 0, 0, 0}, maxSameCodeBytes/5)
+	b.SetBytes(int64(len(code)))
+	b.ResetTimer()
+	for i := range b.N {
+		c := bytes.Clone(code)
+		binary.LittleEndian.PutUint32(c[len(c)-4:], uint32(i))
+		o := copyAt("f", c, anonBase+uint64(i)<<20, 1)
+		if r := s.canonical(jit, testPid, jitmap.Ref{Obj: &o, Version: uint64(i + 1), Addr: o.Addr}, &unbounded); r.Obj != &o {
+			b.Fatalf("version %d counted as another copy", i+1)
+		}
+	}
+}
+
+// TestSameCodeDecodingBounded: copies are looked for only among objects no larger than
+// maxSameCodeBytes, and within sameCodeBytesPerSecond of code decoded: past either a copy
+// is its own, so that a target emitting large new code fast cannot keep profd decoding.
+func TestSameCodeDecodingBounded(t *testing.T) {
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	var s sameCode
+	budget := byteRate{perSecond: sameCodeBytesPerSecond}
+	version := uint64(0)
+	canonical := func(code []byte) jitmap.Ref {
+		version++
+		o := copyAt("f", code, anonBase+version<<24, 1)
+		return s.canonical(jit, testPid, jitmap.Ref{Obj: &o, Version: version, Addr: o.Addr}, &budget)
+	}
+	small := bytes.Repeat([]byte{0x90}, 0x40)
+	if first, again := canonical(small), canonical(bytes.Clone(small)); again.Version != first.Version {
+		t.Fatalf("a small copy counted as its own (version %d, want %d)", again.Version, first.Version)
+	}
+	large := bytes.Repeat([]byte{0x90}, maxSameCodeBytes+1)
+	canonical(large)
+	if r := canonical(bytes.Clone(large)); r.Version != version {
+		t.Errorf("a copy of code larger than %d bytes was looked for", maxSameCodeBytes)
+	}
+	budget.left, budget.at = 0, time.Now() // this second's decoding spent
+	if r := canonical(bytes.Clone(small)); r.Version != version {
+		t.Errorf("a copy was looked for past the second's budget of decoding")
+	}
+}
+
+// byteRate banks at most a second's worth, and gives back a second's worth a second.
+func TestByteRate(t *testing.T) {
+	r := byteRate{perSecond: 1000}
+	now := time.Now()
+	if !r.take(1000, now) || r.take(1, now) {
+		t.Fatalf("a fresh budget of 1000 a second: want 1000 bytes and not one more")
+	}
+	if r.take(600, now.Add(500*time.Millisecond)) || !r.take(500, now.Add(500*time.Millisecond)) {
+		t.Errorf("half a second later: want 500 bytes, not 600")
+	}
+	if r.take(1001, now.Add(time.Hour)) || !r.take(1000, now.Add(time.Hour)) {
+		t.Errorf("an hour later: want a second's worth banked, no more")
 	}
 }
