@@ -142,3 +142,31 @@ func BenchmarkStreamRestarts(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFindMissAmongEnded: a lookup that no object answers, in a process whose map holds
+// 60 000 small ended objects below the address and one ended object that claimed a vast size
+// (a perf-map line may say any size): what a target can make each of its samples' and
+// frames' lookups cost.
+func BenchmarkFindMissAmongEnded(b *testing.B) {
+	m := jitmap.NewMap(jitmap.MapOptions{})
+	const base = 0x7f0000000000
+	load := func(addr, size uint64, at int64) {
+		if err := m.Apply(&jitmap.CodeLoad{Pid: 1, Object: codeobj.Object{Name: "f", Addr: addr, Size: size, LoadNs: at}}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Apply(&jitmap.CodeUnload{Pid: 1, Addr: addr, TimeNs: at + 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	load(base-0x1000, 1<<40, 10) // ended long before the lookups' time
+	for i := range uint64(60_000) {
+		load(base+i*0x100, 0x80, int64(100+2*i))
+	}
+	ip := uint64(base + 60_000*0x100 + 0x10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := m.Lookup(1, ip, 1<<40); ok {
+			b.Fatal("a lookup past every object found one")
+		}
+	}
+}

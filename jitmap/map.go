@@ -151,11 +151,19 @@ func (m *Map) Holds(pid uint32, addr, version uint64) bool {
 // changing drops the page index before the live objects change. Callers hold p.mu.
 func (p *procMap) changing() { p.pages.Store(nil) }
 
+// maxEndedScan bounds the ended objects a lookup that no live object answers looks at,
+// from the nearest below its address down: those that can hold it are the ones within the
+// longest ended object's size, and a target (a perf-map line may give any size) could
+// otherwise have every lookup of its samples and frames look at all of them. The versions of
+// one address are many only where a JIT reuses it within the second before they are
+// reclaimed.
+const maxEndedScan = 1024
+
 func (p *procMap) lookup(ip uint64, atNs int64) Ref {
 	if r := p.live.find(ip, atNs); r.Obj != nil {
 		return r
 	}
-	for i := upperBound2(p.ended, ip) - 1; i >= 0; i-- {
+	for i, n := upperBound2(p.ended, ip)-1, 0; i >= 0 && n < maxEndedScan; i, n = i-1, n+1 {
 		o := p.ended[i]
 		if ip-o.Addr >= p.endedMaxLen {
 			break
