@@ -630,15 +630,18 @@ func (m *Map) Counts(pid uint32) (live, ended int) {
 	return p.live.n, len(p.ended)
 }
 
-// Ends reports whether applying ev would end live code of its process: an unload, a move, or
-// a load over a live range that is not a duplicate of what is there. A caller that keeps
-// only the first and last time of the samples at an address between drains drains before
-// applying such an event, so that one drain's samples at an address seldom span more than
-// two versions of its code.
+// Ends reports whether applying ev would end live code of its process: an unload or a move
+// of live code, or a load over a live range that is not a duplicate of what is there. A
+// caller that keeps only the first and last time of the samples at an address between
+// drains drains before applying such an event, so that one drain's samples at an address
+// seldom span more than two versions of its code. An unload or move of code that is not
+// live (Apply refuses it) ends nothing, and asks for no drain.
 func (m *Map) Ends(ev Event) bool {
 	switch ev := ev.(type) {
-	case *CodeMove, *CodeUnload:
-		return true
+	case *CodeMove:
+		return m.liveAt(ev.Pid, ev.OldAddr)
+	case *CodeUnload:
+		return m.liveAt(ev.Pid, ev.Addr)
 	case *CodeLoad:
 		p := (*m.procs.Load())[ev.Pid]
 		if p == nil || ev.Object.Size == 0 {
@@ -653,6 +656,17 @@ func (m *Map) Ends(ev Event) bool {
 		return len(p.live.overlapping(nil, o.Addr, o.Size)) > 0
 	}
 	return false
+}
+
+// liveAt reports whether process pid has a live object at addr.
+func (m *Map) liveAt(pid uint32, addr uint64) bool {
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.live.at(addr) != nil
 }
 
 // Share is part of a count of samples that one object (or none: Ref.Obj nil) owned.

@@ -387,6 +387,8 @@ func TestMapLoadOfUnknownTime(t *testing.T) {
 		t.Errorf("after the line was read again: %v %v", o, ok)
 	}
 }
+
+// TestMapEnds: which events end live code, and so ask a caller to drain first.
 func TestMapEnds(t *testing.T) {
 	m := NewMap(MapOptions{})
 	load := func(name string, addr, size uint64, at int64) *CodeLoad {
@@ -412,6 +414,10 @@ func TestMapEnds(t *testing.T) {
 		{"other pid", &CodeLoad{Pid: 8, Object: codeobj.Object{Name: "g", Addr: 0x1000, Size: 0x100}}, false},
 		{"unload", &CodeUnload{Pid: 7, Addr: 0x1000, TimeNs: 30}, true},
 		{"move", &CodeMove{Pid: 7, OldAddr: 0x1000, NewAddr: 0x3000, Size: 0x100, TimeNs: 30}, true},
+		// Apply refuses these: a target sending them at every batch would force a drain each.
+		{"unload of no live code", &CodeUnload{Pid: 7, Addr: 0x2000, TimeNs: 30}, false},
+		{"move of no live code", &CodeMove{Pid: 7, OldAddr: 0x1010, NewAddr: 0x3000, TimeNs: 30}, false},
+		{"unload in another pid", &CodeUnload{Pid: 8, Addr: 0x1000, TimeNs: 30}, false},
 		{"end of stream", &StreamEnd{}, false},
 	}
 	for _, c := range cases {
