@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
@@ -63,6 +64,8 @@ type Stats struct {
 	CodeNotRead uint64
 	// DiscriminatedLoads counts loads whose line entries took discriminators.
 	DiscriminatedLoads uint64
+	// DebugWalks counts the walks of processes' lists of GDB JIT debug objects.
+	DebugWalks uint64
 }
 
 // Enricher fills in code loads.
@@ -97,8 +100,12 @@ func New(opts Options) *Enricher {
 
 // Stats returns the counters.
 func (e *Enricher) Stats() Stats {
-	return Stats{CodeReads: e.codeReads.Load(), CodeReadErrors: e.codeReadErrors.Load(),
+	st := Stats{CodeReads: e.codeReads.Load(), CodeReadErrors: e.codeReadErrors.Load(),
 		CodeNotRead: e.codeNotRead.Load(), DiscriminatedLoads: e.discriminated.Load()}
+	if e.debug != nil {
+		st.DebugWalks = e.debug.Stats().Walks
+	}
+	return st
 }
 
 // Load fills in the missing code bytes of loads and their line entries' discriminators, as
@@ -110,9 +117,10 @@ func (e *Enricher) Load(loads ...*jitmap.CodeLoad) {
 		e.fillCode(loads)
 	}
 	if e.debug != nil {
+		walked := map[uint32]jitmap.DebugInfo{}
 		for _, load := range loads {
 			if len(load.Object.Lines) > 0 {
-				e.fillDiscriminators(load)
+				e.fillDiscriminators(load, walked)
 			}
 		}
 	}
@@ -189,26 +197,31 @@ var debugRetries = []time.Duration{5 * time.Millisecond, 50 * time.Millisecond}
 // fillDiscriminators gives a load's line entries the discriminators of the process's GDB JIT
 // debug object for the same code (LLVM's MCJIT registers one per object it loads; its DWARF
 // line table is the jitdump's plus discriminators), and the load its function's declared
-// line from the object's subprogram at its address. A process whose debug objects once
-// failed to cover a load even after the waits is not waited for again.
-func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad) {
+// line from the object's subprogram at its address. walked holds what the batch's earlier
+// loads found of each process: the process's list of debug objects is walked again only
+// when that does not cover the load, so a batch costs one walk of a long list, not one a
+// load. A process whose debug objects once failed to cover a load even after the waits is
+// not waited for again, nor walked again in the batch.
+func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad, walked map[uint32]jitmap.DebugInfo) {
 	o := &load.Object
+	if info, ok := walked[load.Pid]; ok {
+		if e.mergeDebug(o, info) {
+			return
+		}
+		if _, missed := e.missed.Load(load.Pid); missed {
+			return
+		}
+	}
 	for try := 0; ; try++ {
 		info, err := e.debug.Debug(load.Pid)
-		rows := info.Lines
 		if err != nil {
 			if !errors.Is(err, gdbjit.ErrNoDescriptor) {
 				e.log.Debug("enrich: GDB JIT debug objects not readable", "pid", load.Pid, "err", err)
 			}
 			return
 		}
-		if jitmap.Covers(o, rows) {
-			if jitmap.MergeDiscriminators(o, rows) > 0 {
-				e.discriminated.Add(1)
-			}
-			if o.FirstLine == 0 {
-				o.FirstLine = jitmap.FirstLineAt(info.Subprograms, o.Addr)
-			}
+		walked[load.Pid] = info
+		if e.mergeDebug(o, info) {
 			return
 		}
 		if _, missed := e.missed.Load(load.Pid); missed {
@@ -221,4 +234,19 @@ func (e *Enricher) fillDiscriminators(load *jitmap.CodeLoad) {
 		}
 		time.Sleep(debugRetries[try])
 	}
+}
+
+// mergeDebug gives o the discriminators and first line of info when info's rows cover its
+// code, and reports whether they do.
+func (e *Enricher) mergeDebug(o *codeobj.Object, info jitmap.DebugInfo) bool {
+	if !jitmap.Covers(o, info.Lines) {
+		return false
+	}
+	if jitmap.MergeDiscriminators(o, info.Lines) > 0 {
+		e.discriminated.Add(1)
+	}
+	if o.FirstLine == 0 {
+		o.FirstLine = jitmap.FirstLineAt(info.Subprograms, o.Addr)
+	}
+	return true
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -151,5 +154,53 @@ func TestReadCodeBounded(t *testing.T) {
 				t.Errorf("stats %+v, want %d code reads and %d not read", st, read, n-read)
 			}
 		})
+	}
+}
+
+// TestDebugListWalkedOnceABatch: the code loads of one batch from a JIT that registers its
+// objects with the GDB JIT interface (lli-14's MCJIT) take their discriminators from one
+// walk of the process's list, not one a load: a target's list may be 65 536 entries long.
+func TestDebugListWalkedOnceABatch(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	dir := t.TempDir()
+	ll := filepath.Join(dir, "matmul.ll")
+	if out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm", "../../workloads/matmul.c", "-o", ll).CombinedOutput(); err != nil {
+		t.Fatalf("clang-14: %v\n%s", err, out)
+	}
+	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ll, "400", "1000")
+	cmd.Env = append(os.Environ(), "JITDUMPDIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Its code loads with lines, decoded twice: a batch of several loads of the process
+	// (lli-14 writes one for matmul's module).
+	var loads []*jitmap.CodeLoad
+	for deadline := time.Now().Add(20 * time.Second); len(loads) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("lli-14 wrote no code load with lines in 20 s")
+		}
+		dumps, _ := filepath.Glob(filepath.Join(dir, ".debug", "jit", "*", "jit-*.dump"))
+		if len(dumps) != 1 {
+			continue
+		}
+		b, err := os.ReadFile(dumps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			evs, _ := jitmap.NewDecoder(uint32(cmd.Process.Pid), codeobj.SourceJitdumpFile, jitmap.DecoderOptions{}).Write(b)
+			for _, ev := range evs {
+				if l, ok := ev.(*jitmap.CodeLoad); ok && len(l.Object.Lines) > 0 {
+					loads = append(loads, l)
+				}
+			}
+		}
+	}
+	e := New(Options{ReadDiscriminators: true})
+	e.Load(loads...)
+	if st := e.Stats(); st.DebugWalks != 1 || st.DiscriminatedLoads == 0 {
+		t.Errorf("%d loads: %d walks of the debug objects, %d loads given discriminators; want 1 walk, some loads",
+			len(loads), st.DebugWalks, st.DiscriminatedLoads)
 	}
 }
