@@ -161,18 +161,8 @@ func TestReadCodeBounded(t *testing.T) {
 // objects with the GDB JIT interface (lli-14's MCJIT) take their discriminators from one
 // walk of the process's list, not one a load: a target's list may be 65 536 entries long.
 func TestDebugListWalkedOnceABatch(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
-	dir := t.TempDir()
-	ll := filepath.Join(dir, "matmul.ll")
-	if out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm", "../../workloads/matmul.c", "-o", ll).CombinedOutput(); err != nil {
-		t.Fatalf("clang-14: %v\n%s", err, out)
-	}
-	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ll, "400", "1000")
-	cmd.Env = append(os.Environ(), "JITDUMPDIR="+dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	testenv.Requires(t, testenv.Root)
+	cmd, dir := testenv.MatmulMCJIT(t, "../..")
 	// Its code loads with lines, decoded twice: a batch of several loads of the process
 	// (lli-14 writes one for matmul's module).
 	var loads []*jitmap.CodeLoad

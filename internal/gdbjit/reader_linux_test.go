@@ -3,7 +3,6 @@ package gdbjit
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,26 +11,6 @@ import (
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 )
-
-// startLLI compiles ../../workloads/matmul.c to IR as scripts/pgo-demo.sh does and starts
-// lli-14 -jit-kind=mcjit on it with a jitdump, long enough to be read while it runs.
-func startLLI(t *testing.T) (*exec.Cmd, string) {
-	t.Helper()
-	dir := t.TempDir()
-	ll := filepath.Join(dir, "matmul.ll")
-	out, err := exec.Command("clang-14", "-O2", "-g", "-fdebug-info-for-profiling", "-S", "-emit-llvm",
-		"../../workloads/matmul.c", "-o", ll).CombinedOutput()
-	if err != nil {
-		t.Fatalf("clang-14: %v\n%s", err, out)
-	}
-	cmd := exec.Command("lli-14", "-jit-kind=mcjit", "-mcpu=x86-64", ll, "400", "1000")
-	cmd.Env = append(os.Environ(), "JITDUMPDIR="+dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, dir
-}
 
 // jitdumpObjects decodes the jitdump lli-14 writes, waiting for its first code load.
 func jitdumpObjects(t *testing.T, dir string, pid int) []codeobj.Object {
@@ -67,7 +46,7 @@ func jitdumpObjects(t *testing.T, dir string, pid int) []codeobj.Object {
 // merging gives loop code discriminators.
 func TestDebugLLI14(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
-	cmd, dir := startLLI(t)
+	cmd, dir := testenv.MatmulMCJIT(t, "../..")
 	objs := jitdumpObjects(t, dir, cmd.Process.Pid)
 	r := NewReader(Options{})
 	info, err := r.Debug(uint32(cmd.Process.Pid))
