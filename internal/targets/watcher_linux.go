@@ -86,7 +86,7 @@ type Handler struct {
 	// Scanned runs after each scan of /proc has reported what it found.
 	Scanned func()
 	// Waiting is told of each process that begins to wait past Config.MaxPerUser (perUser)
-	// or MaxTargets: its pid and real user.
+	// or MaxTargets: its pid and the user it counts under (userOf).
 	Waiting func(pid, uid uint32, perUser bool)
 }
 
@@ -522,8 +522,8 @@ func (w *Watcher) offer(uids []uint32) {
 	}
 }
 
-// waits tells the handler that process pid, of real user uid, began to wait past a bound.
-// Called with scanMu held.
+// waits tells the handler that process pid, counted under user uid, began to wait past a
+// bound. Called with scanMu held.
 func (w *Watcher) waits(pid, uid uint32, perUser, began bool) {
 	w.log.Debug("targets: process waits for room among the targets", "pid", pid, "uid", uid, "per_user", perUser)
 	if began && w.handler.Waiting != nil {
