@@ -101,9 +101,10 @@ func (s *sameCode) canonical(jit *jitmap.Map, pid uint32, r jitmap.Ref, budget *
 		s.own[r.Version] = true
 		return r
 	}
-	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, lines: s.linesSum(r.Obj), code: s.codeSum(r.Obj)}
+	norm := capmerge.Normalize(nil, r.Obj.Code, r.Obj.Addr, nil)
+	k := codeKey{name: r.Obj.Name, size: r.Obj.Size, lines: s.linesSum(r.Obj), code: maphash.Bytes(s.seed, norm)}
 	for _, c := range s.first[k] {
-		if sameCodeAs(c.Obj, r.Obj) {
+		if sameCodeAs(c.Obj, r.Obj, norm) {
 			if s.to == nil {
 				s.to = map[uint64]copyOf{}
 			}
@@ -135,14 +136,10 @@ func (s *sameCode) linesSum(o *codeobj.Object) uint64 {
 	return h.Sum64()
 }
 
-// codeSum hashes o's code in its normal form (capmerge.Normalize).
-func (s *sameCode) codeSum(o *codeobj.Object) uint64 {
-	return maphash.Bytes(s.seed, capmerge.Normalize(nil, o.Code, o.Addr, nil))
-}
-
-// sameCodeAs reports whether b is a, emitted again: same name, code (capmerge.SameCode),
-// first line and line table relative to its address.
-func sameCodeAs(a, b *codeobj.Object) bool {
+// sameCodeAs reports whether b is a, emitted again: same name, code (capmerge.SameCode:
+// equal normal forms; bNorm is b's, made once by the caller), first line and line table
+// relative to its address.
+func sameCodeAs(a, b *codeobj.Object, bNorm []byte) bool {
 	if a.Name != b.Name || a.Size != b.Size || a.FirstLine != b.FirstLine || len(a.Lines) != len(b.Lines) {
 		return false
 	}
@@ -152,7 +149,7 @@ func sameCodeAs(a, b *codeobj.Object) bool {
 			return false
 		}
 	}
-	return bytes.Equal(a.Code, b.Code) || capmerge.SameCode(a.Code, a.Addr, b.Code, b.Addr)
+	return bytes.Equal(a.Code, b.Code) || bytes.Equal(capmerge.Normalize(nil, a.Code, a.Addr, nil), bNorm)
 }
 
 // prune lets go of the copies counted as another that the map no longer holds: no sample is
