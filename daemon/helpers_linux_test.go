@@ -270,27 +270,83 @@ func perfAvailable() bool {
 }
 
 // startPerf records pid at freqHz with the clock jitdump records use, with perf record's
-// extra arguments (-g: call chains). perf
-// attaches by itself in the background; ready waits until it writes its data file.
+// extra arguments (-g: call chains), and returns once perf's events are enabled. perf record
+// -p reads the process's mappings, then enables its events: it opens them disabled here and
+// is told to enable them through its control FIFO, whose acknowledgement says it has. What
+// the process maps between the two perf never learns of (see waitCodeMapped).
 func startPerf(t testing.TB, pid int, freqHz int, extra ...string) *perfRun {
 	t.Helper()
-	data := filepath.Join(t.TempDir(), "perf.data")
+	dir := t.TempDir()
+	data, ctl, ack := filepath.Join(dir, "perf.data"), filepath.Join(dir, "ctl"), filepath.Join(dir, "ack")
+	for _, fifo := range []string{ctl, ack} {
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p := &perfRun{data: data}
 	args := append([]string{"perf", "record", "-q", "-k", "mono", "-e", "cpu-clock:u",
-		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data}, extra...)
+		"-F", strconv.Itoa(freqHz), "-p", strconv.Itoa(pid), "-o", data,
+		"-D", "-1", "--control", "fifo:" + ctl + "," + ack}, extra...)
 	p.child = startChild(t, nil, args...)
-	// perf writes its file's header once its events are open. A machine busy with other
-	// tests' I/O has taken over 10 s to get there; a perf that exits first says why.
-	waitFor(t, "perf record to start", 60*time.Second, func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("perf record ended before it started recording: %v\n%s", p.err, p.out.String())
-		default:
+	// Opened for reading and writing, a FIFO's open does not wait for perf's.
+	ctlFile, err := os.OpenFile(ctl, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctlFile.Close()
+	ackFile, err := os.OpenFile(ack, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ackFile.Close()
+	if _, err := ctlFile.WriteString("enable\n"); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(ackFile).ReadString('\n')
+		if err == nil && line != "ack\n" {
+			err = fmt.Errorf("perf answered %q", line)
 		}
-		st, err := os.Stat(data)
-		return err == nil && st.Size() > 0
-	})
+		acked <- err
+	}()
+	// A machine busy with other tests' I/O has taken over 10 s to get there.
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatalf("perf record's control FIFO: %v", err)
+		}
+	case <-p.done:
+		t.Fatalf("perf record ended before it started recording: %v\n%s", p.err, p.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("perf record did not enable its events in 60 s\n%s", p.out.String())
+	}
 	return p
+}
+
+// waitCodeMapped waits until pid has mapped anonymous executable memory (a JIT's code) and,
+// with dump, a jitdump file. Runtimes map them early in their start-up, about when perf
+// would attach, and a mapping made while perf starts is one it never learns of: every sample
+// there would have no object.
+func waitCodeMapped(t testing.TB, pid int, dump bool) {
+	t.Helper()
+	dumpName := regexp.MustCompile(`/jit-\d+\.dump$`)
+	waitFor(t, "the JIT's code mapped", 30*time.Second, func() bool {
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if err != nil {
+			t.Fatalf("pid %d: %v", pid, err)
+		}
+		anon, dumped := false, !dump
+		for _, line := range strings.Split(string(maps), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 5 || f[1][2] != 'x' {
+				continue
+			}
+			anon = anon || len(f) == 5 && f[4] == "0"
+			dumped = dumped || len(f) > 5 && dumpName.MatchString(f[5])
+		}
+		return anon && dumped
+	})
 }
 
 // finish waits for perf to end (it ends with its target) or stops it with SIGINT.

@@ -26,10 +26,11 @@ import (
 
 // tally is what a profiler made of one run's samples of one process.
 type tally struct {
-	total  uint64            // every user-space sample of the process
-	jitMem uint64            // samples in JIT memory (anonymous or JIT-file-backed code)
-	named  uint64            // of those, samples a JIT symbol named
-	funcs  map[string]uint64 // named JIT samples by function
+	total       uint64            // every user-space sample of the process
+	jitMem      uint64            // samples in JIT memory (anonymous or JIT-file-backed code)
+	named       uint64            // of those, samples a JIT symbol named
+	funcs       map[string]uint64 // named JIT samples by function
+	perfObjects map[string]uint64 // perf's only: samples by the object perf script gave
 }
 
 // profdTally reads a capture: named samples are its code objects', samples in JIT memory
@@ -59,8 +60,9 @@ func nativeObject(dso string) bool {
 
 // perfTally sorts perf's samples the same way.
 func perfTally(ss []perfSample) tally {
-	tl := tally{total: uint64(len(ss)), funcs: map[string]uint64{}}
+	tl := tally{total: uint64(len(ss)), funcs: map[string]uint64{}, perfObjects: map[string]uint64{}}
 	for _, s := range ss {
+		tl.perfObjects[s.dso]++
 		if !perfJITObject.MatchString(s.dso) || nativeObject(s.mapped) {
 			continue
 		}
@@ -83,7 +85,7 @@ func compareWithPerf(t *testing.T, profd, perf tally) []string {
 	t.Logf("profd: %d samples, %d in JIT memory, %.1f%% of them named; perf: %d samples, %d in JIT memory, %.1f%% named",
 		profd.total, profd.jitMem, profdNamed, perf.total, perf.jitMem, perfNamed)
 	if perf.jitMem < 200 || perfNamed < 50 {
-		t.Fatalf("perf saw too little named JIT code to compare with: %d samples in JIT memory, %.1f%% named", perf.jitMem, perfNamed)
+		t.Fatalf("perf saw too little named JIT code to compare with: %d samples in JIT memory, %.1f%% named; perf's samples by object: %v", perf.jitMem, perfNamed, perf.perfObjects)
 	}
 	if profdNamed < 0.95*perfNamed {
 		t.Errorf("profd named %.1f%% of the samples in JIT memory, perf %.1f%%: want at least 95 %% of perf's share", profdNamed, perfNamed)
@@ -142,6 +144,7 @@ func TestNodePerfBasicProf(t *testing.T) {
 	cmd := exec.Command("node", "--perf-basic-prof", runtimeWorkload("hot.js"), "4")
 	cmd.Dir = t.TempDir() // V8 writes its logs there
 	node := startCmd(t, cmd)
+	waitCodeMapped(t, node.pid(), false)
 	perf := startPerf(t, node.pid(), 999, "-g")
 	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
 	node.wait(t, 60*time.Second)
@@ -164,6 +167,7 @@ func TestNodePerfProf(t *testing.T) {
 	cmd := exec.Command("node", "--perf-prof", runtimeWorkload("hot.js"), "4")
 	cmd.Dir = t.TempDir()
 	node := startCmd(t, cmd)
+	waitCodeMapped(t, node.pid(), true)
 	perf := startPerf(t, node.pid(), 999)
 	node.wait(t, 60*time.Second)
 	waitFor(t, "node's final profile", 20*time.Second, func() bool {
@@ -446,6 +450,7 @@ func TestNodeInContainer(t *testing.T) {
 	cmd.Dir = t.TempDir() // V8 writes its logs there
 	container := startCmd(t, cmd)
 	pid := nodeInNamespace(t, container)
+	waitCodeMapped(t, pid, false)
 	perf := startPerf(t, pid, 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	hostMap := fmt.Sprintf("/tmp/perf-%d.map", pid)
