@@ -79,22 +79,29 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 // resolve looks p's unnamed samples up again: those taken before its records' latest
 // time, or all of them when final.
 func (a *Counts) resolve(p *procCounts, final bool) {
-	upTo := p.recordsNs
-	if final {
-		upTo = math.MaxInt64
-	}
-	a.resolveUpTo(p, upTo)
+	a.resolveUpTo(p, p.recordsNs, final)
 }
 
-// resolveUpTo looks p's unnamed samples taken by upTo up again.
-func (a *Counts) resolveUpTo(p *procCounts, upTo int64) {
+// resolveUpTo looks p's unnamed samples taken by upTo up again, or by the latest bound
+// they were looked up to before if that is later: those were offered then, and need looking
+// up again only where records touched the map since. The final look-up (no record will
+// come any more) offers every sample.
+func (a *Counts) resolveUpTo(p *procCounts, upTo int64, final bool) {
 	p.resolved = p.symbols
+	since := p.lookedUpTo
+	upTo = max(upTo, since)
+	if final {
+		since, upTo = math.MinInt64, math.MaxInt64
+	}
+	p.touched.settle()
 	p.named.reserve(p.unnamed.entries)
 	before := p.unnamed.entries
 	defer func() { a.unnamedEntries.take(p.unnamed.entries - before) }()
-	p.unnamed.resolve(upTo, func(ip, n uint64, first, last int64, shown bool) (uint64, int64, int64) {
+	p.unnamed.resolve(upTo, since, &p.touched, func(ip, n uint64, first, last int64, shown bool) (uint64, int64, int64) {
 		return a.name(p, ip, n, first, last, shown)
 	})
+	p.lookedUpTo = upTo
+	p.touched.reset()
 }
 
 // name counts n samples of p at ip, taken from first to last, for the code objects that

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/sampler"
 )
 
@@ -16,7 +17,7 @@ func (a *Counts) AddProcess(pid uint32, nowNs int64) (image string) {
 	p := a.procs[pid]
 	if p == nil {
 		p = &procCounts{pid: pid, image: a.look.Image(pid), executable: a.look.Executable(pid), info: a.look.ProcessInfo(pid),
-			outside: make(map[string]uint64), maps: procMaps{pid: pid, look: a.look}, addedNs: nowNs}
+			outside: make(map[string]uint64), maps: procMaps{pid: pid, look: a.look}, addedNs: nowNs, lookedUpTo: math.MinInt64}
 		a.procs[pid] = p
 	}
 	return p.image
@@ -99,13 +100,34 @@ func (a *Counts) Totals() Totals {
 	return t
 }
 
-// RecordsApplied notes that n symbol records of process pid were applied to the map, the
-// latest telling of latestNs: samples they may name are looked up again at the next Add,
-// and NameLate names those taken before latestNs.
-func (a *Counts) RecordsApplied(pid uint32, n uint64, latestNs int64) {
-	if p := a.procs[pid]; p != nil {
-		p.symbols += n
-		p.recordsNs = max(p.recordsNs, latestNs)
+// RecordsApplied notes that process pid's symbol events were applied to the map: samples
+// at the addresses they load or move code to are looked up again at the next Add, and
+// NameLate names those taken before the latest time they tell of.
+func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
+	p := a.procs[pid]
+	if p == nil {
+		return
+	}
+	p.symbols += uint64(len(events))
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			p.touched.add(ev.Object.Addr, ev.Object.Size)
+			p.recordsNs = max(p.recordsNs, ev.Object.LoadNs)
+		case *jitmap.CodeMove:
+			size := ev.Size
+			if size == 0 { // the moved code's size: the map has it, if it took the move
+				if r := a.jit.Find(pid, ev.NewAddr, ev.TimeNs); r.Obj != nil && r.Addr == ev.NewAddr {
+					size = r.Obj.Size
+				}
+			}
+			p.touched.add(ev.NewAddr, size)
+			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+		case *jitmap.CodeUnload:
+			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+		case *jitmap.StreamEnd:
+			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+		}
 	}
 }
 
@@ -171,11 +193,7 @@ func (a *Counts) NameLate(pid uint32, nowNs int64, final bool) {
 	if p == nil {
 		return
 	}
-	upTo := max(p.recordsNs, nowNs-unnamedDrainSpan)
-	if final {
-		upTo = math.MaxInt64
-	}
-	a.resolveUpTo(p, upTo)
+	a.resolveUpTo(p, max(p.recordsNs, nowNs-unnamedDrainSpan), final)
 }
 
 // Reset forgets process pid's samples (a flush that starts a new interval) but not what

@@ -269,7 +269,7 @@ func TestDrainSoonWhileRecordsCome(t *testing.T) {
 	if a.DrainSoon(6 * s) {
 		t.Error("samples waiting unnamed 6 s after the process was added, no record since: frequent drains")
 	}
-	a.RecordsApplied(pid, 1, 6*s)
+	a.RecordsApplied(pid, []jitmap.Event{&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: anonBase + 0x1000, Size: 0x10, LoadNs: 6 * s}}})
 	if !a.DrainSoon(6*s + s/2) {
 		t.Error("samples waiting unnamed just after a record came: no frequent drains")
 	}
@@ -287,10 +287,11 @@ func TestNameLateAfterQuietSpan(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
 	ip := uint64(anonBase + 0x100)
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 4, FirstNs: 1_000_000, LastNs: 2_000_000}})
-	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "early", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}}); err != nil {
+	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "early", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}}
+	if err := jit.Apply(load); err != nil {
 		t.Fatal(err)
 	}
-	a.RecordsApplied(pid, 1, 500)
+	a.RecordsApplied(pid, []jitmap.Event{load})
 	p := a.procs[pid]
 	a.NameLate(pid, 2_000_000+unnamedDrainSpan-1, false)
 	if got := samplesOf(p); got["early"] != 0 || p.unnamed.samples != 4 {

@@ -40,10 +40,16 @@ func Example() {
 	}})
 	fmt.Printf("%+v\n", counts.Totals())
 
-	// The late record, then the samples waiting for it: those taken before the time the
-	// records have reached (kept to the millisecond) are named.
-	jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: 0x7f0000002000, Size: 0x100, LoadNs: 50}})
-	counts.RecordsApplied(pid, 1, 5_000_000)
+	// The late record and the stream's end at 5 ms, then the samples waiting for it: those
+	// taken before the time the records have reached (kept to the millisecond) are named.
+	records := []jitmap.Event{
+		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late", Addr: 0x7f0000002000, Size: 0x100, LoadNs: 50}},
+		&jitmap.StreamEnd{TimeNs: 5_000_000},
+	}
+	for _, ev := range records {
+		jit.Apply(ev)
+	}
+	counts.RecordsApplied(pid, records)
 	counts.NameLate(pid, 5_000_000, false)
 
 	snap := counts.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{})

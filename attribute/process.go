@@ -29,7 +29,11 @@ type procCounts struct {
 	// recordsNs is the latest time the process's symbol records told of (a load, a move, an
 	// unload; a perf-map line's when it was read).
 	recordsNs int64
-	warned    bool // the unnamed samples were warned about
+	// lookedUpTo is the latest bound the unnamed samples were looked up again to
+	// (resolveUpTo); touched is where records loaded or moved code since.
+	lookedUpTo int64
+	touched    touchedRanges
+	warned     bool // the unnamed samples were warned about
 	// unnamedFullWarned: samples waiting unnamed were counted by mapping past the bounds
 	// (warned).
 	unnamedFullWarned bool

@@ -29,6 +29,7 @@ type unnamedSamples struct {
 
 type unnamedChunk struct {
 	baseNs  int64
+	lastNs  int64 // no entry's samples were taken after it
 	entries []unnamedEntry
 	// shown: a capture listed its entries unnamed (list), so an interval's baseline may
 	// hold them so.
@@ -78,6 +79,8 @@ func (u *unnamedSamples) add(ip, n uint64, first, last int64, all *sharedBudget)
 		}
 		k := min(n, math.MaxUint16)
 		c.entries = append(c.entries, unnamedEntry{ip: ip, firstUs: firstUs, spanMs: spanMs, count: uint16(k)})
+		_, elast := c.entries[len(c.entries)-1].times(c.baseNs)
+		c.lastNs = max(c.lastNs, elast)
 		u.entries++
 		all.take(1)
 		u.samples += k
@@ -110,44 +113,54 @@ func exactCopy(s []unnamedEntry) []unnamedEntry {
 	return out
 }
 
-// resolve offers every entry whose samples were all taken by upTo to name, with whether a
-// capture listed it unnamed, which returns how many of them stay unnamed (and when those
-// were taken); entries left with none are dropped.
-func (u *unnamedSamples) resolve(upTo int64, name func(ip, n uint64, first, last int64, shown bool) (left uint64, lfirst, llast int64)) {
+// resolve offers entries to name, with whether a capture listed them unnamed; name returns
+// how many of an entry's samples stay unnamed (and when those were taken), and entries left
+// with none are dropped. Offered are the entries whose samples were all taken by upTo, of
+// those taken by since (offered before, or looked up when kept) only the ones at addresses
+// touched since: the map names nothing else it did not name then. The touched ranges are
+// settled.
+func (u *unnamedSamples) resolve(upTo, since int64, touched *touchedRanges, name func(ip, n uint64, first, last int64, shown bool) (left uint64, lfirst, llast int64)) {
 	kept := u.chunks[:0]
-	u.entries, u.samples = 0, 0
 	for _, c := range u.chunks {
-		entries := c.entries[:0]
-		for _, e := range c.entries {
-			first, last := e.times(c.baseNs)
-			if last > upTo {
-				entries = append(entries, e)
-				continue
-			}
-			left, lfirst, llast := name(e.ip, uint64(e.count), first, last, c.shown)
-			if left == 0 {
-				continue
-			}
-			e.count = uint16(left)
-			if lfirst != first || llast != last {
-				e.firstUs = uint32(max(lfirst-c.baseNs, 0) / 1000)
-				e.spanMs = uint16(min((max(llast-lfirst, 0)+999_999)/1e6, math.MaxUint16))
-			}
-			entries = append(entries, e)
+		if c.lastNs > since || touched.hits(c.entries) {
+			c = u.resolveChunk(c, upTo, since, touched, name)
 		}
-		if len(entries) > 0 {
-			if cap(entries) > 2*len(entries) {
-				entries = exactCopy(entries)
-			}
-			kept = append(kept, unnamedChunk{baseNs: c.baseNs, entries: entries, shown: c.shown})
-			u.entries += len(entries)
-			for _, e := range entries {
-				u.samples += uint64(e.count)
-			}
+		if len(c.entries) > 0 {
+			kept = append(kept, c)
 		}
 	}
 	clear(u.chunks[len(kept):])
 	u.chunks = kept
+}
+
+// resolveChunk is resolve's work on one chunk: it returns the chunk with what stays unnamed.
+func (u *unnamedSamples) resolveChunk(c unnamedChunk, upTo, since int64, touched *touchedRanges, name func(ip, n uint64, first, last int64, shown bool) (left uint64, lfirst, llast int64)) unnamedChunk {
+	entries := c.entries[:0]
+	u.entries -= len(c.entries)
+	for _, e := range c.entries {
+		first, last := e.times(c.baseNs)
+		if last > upTo || last <= since && !touched.contains(e.ip) {
+			entries = append(entries, e)
+			continue
+		}
+		left, lfirst, llast := name(e.ip, uint64(e.count), first, last, c.shown)
+		u.samples -= uint64(e.count) - left
+		if left == 0 {
+			continue
+		}
+		e.count = uint16(left)
+		if lfirst != first || llast != last {
+			e.firstUs = uint32(max(lfirst-c.baseNs, 0) / 1000)
+			e.spanMs = uint16(min((max(llast-lfirst, 0)+999_999)/1e6, math.MaxUint16))
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) > 0 && cap(entries) > 2*len(entries) {
+		entries = exactCopy(entries)
+	}
+	c.entries = entries
+	u.entries += len(entries)
+	return c
 }
 
 // list returns the entries as a capture's unnamed counts of process pid, and notes them

@@ -47,7 +47,7 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 	}
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
 	// only against what came before.
-	d.locked.counts.RecordsApplied(b.Pid, uint64(len(b.Events)), latestTime(b.Events))
+	d.locked.counts.RecordsApplied(b.Pid, b.Events)
 	// The code that ended before this batch's drain can go, as a drain tick would let it go
 	// once a second: a JIT that keeps replacing its code has it let go every few batches.
 	if drained && d.locked.drainedNs-d.locked.reclaimedNs >= int64(endReclaimGap) {
@@ -92,22 +92,4 @@ func (d *daemonRun) overBudget(pid uint32, err error) {
 	d.log.Warn("profd: target holds as many symbols as its budget allows; its further code loads are dropped and counted",
 		"pid", pid, "max_symbols", d.cfg.MaxSymbols, "max_symbol_mb", d.cfg.MaxSymbolBytes>>20,
 		"raise_with", "--max-symbols, --max-symbol-mb", "err", err)
-}
-
-// latestTime is the latest time events tell of.
-func latestTime(events []jitmap.Event) int64 {
-	var t int64
-	for _, ev := range events {
-		switch ev := ev.(type) {
-		case *jitmap.CodeLoad:
-			t = max(t, ev.Object.LoadNs)
-		case *jitmap.CodeMove:
-			t = max(t, ev.TimeNs)
-		case *jitmap.CodeUnload:
-			t = max(t, ev.TimeNs)
-		case *jitmap.StreamEnd:
-			t = max(t, ev.TimeNs)
-		}
-	}
-	return t
 }
