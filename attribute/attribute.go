@@ -101,8 +101,9 @@ func (a *Counts) Totals() Totals {
 }
 
 // RecordsApplied notes that process pid's symbol events were applied to the map: samples
-// at the addresses they load or move code to are looked up again at the next Add, and
-// NameLate names those taken before the latest time they tell of.
+// and call chains' frames at the addresses they load or move code to are looked up again
+// (at the next Add, NameKept or Snapshot), and NameLate names the samples taken before the
+// latest time they tell of. Code put in the map without it names nothing kept.
 func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
 	p := a.procs[pid]
 	if p == nil {
@@ -113,6 +114,7 @@ func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
 		switch ev := ev.(type) {
 		case *jitmap.CodeLoad:
 			p.touched.add(ev.Object.Addr, ev.Object.Size)
+			p.stacks.touched.add(ev.Object.Addr, ev.Object.Size)
 			p.recordsNs = max(p.recordsNs, ev.Object.LoadNs)
 		case *jitmap.CodeMove:
 			size := ev.Size
@@ -122,6 +124,7 @@ func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
 				}
 			}
 			p.touched.add(ev.NewAddr, size)
+			p.stacks.touched.add(ev.NewAddr, size)
 			p.recordsNs = max(p.recordsNs, ev.TimeNs)
 		case *jitmap.CodeUnload:
 			p.recordsNs = max(p.recordsNs, ev.TimeNs)

@@ -24,6 +24,17 @@ func newTestCounts(t testing.TB) (*Counts, *jitmap.Map, uint32) {
 	return a, jit, testPid
 }
 
+// applyRecords applies events to jit and tells a, as the daemon does with each batch.
+func applyRecords(t testing.TB, a *Counts, jit *jitmap.Map, pid uint32, events ...jitmap.Event) {
+	t.Helper()
+	for _, ev := range events {
+		if err := jit.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.RecordsApplied(pid, events)
+}
+
 func samplesOf(p *procCounts) map[string]uint64 {
 	out := map[string]uint64{}
 	p.named.each(func(o *codeobj.Object, samples []profileio.OffsetCount) {
@@ -161,9 +172,7 @@ func TestStackFramesNamedLate(t *testing.T) {
 		Count: sampler.Count{N: 3, FirstNs: 40_000_000, LastNs: 50_000_000}}})
 	for _, o := range []codeobj.Object{{Name: "callee", Addr: base, Size: 0x100, LoadNs: 25_000_000},
 		{Name: "caller", Addr: base + 0x1000, Size: 0x100, LoadNs: 25_000_000}} {
-		if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: o}); err != nil {
-			t.Fatal(err)
-		}
+		applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: o})
 	}
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 {
@@ -316,9 +325,7 @@ func TestStackFrameAtCodeStartNamedLate(t *testing.T) {
 	for _, o := range []codeobj.Object{{Name: "work", Addr: base, Size: 0x100, LoadNs: 25_000_000},
 		{Name: "prologue", Addr: exit - 0x40, Size: 0x40, LoadNs: 25_000_000},
 		{Name: "normal_exit", Addr: exit, Size: 0x20, LoadNs: 25_000_000}} {
-		if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: o}); err != nil {
-			t.Fatal(err)
-		}
+		applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: o})
 	}
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 || !c.Stacks[0].Frames[1].JIT() {

@@ -45,6 +45,8 @@ type stackEntry struct {
 	n         uint64
 	lastNs    int64 // when its last sample was taken
 	unnamed   bool  // a frame in JIT memory had no code object at its drain
+	// lo and hi bound the addresses of those frames, for touchedFrame.
+	lo, hi uint64
 }
 
 // stackCounts counts a target's samples by thread and call chain. It is not safe for
@@ -63,6 +65,9 @@ type stackCounts struct {
 	// named, once per version (objVersions): what the call chains keep alive (Counts.Bound).
 	objBytes    int64
 	objVersions map[uint64]bool
+	// touched is where symbol records loaded or moved code since the last resolve: only
+	// there can a frame no object named be named.
+	touched touchedRanges
 }
 
 // sharedBudget is what every target together may hold of something counted one by one: the
@@ -125,7 +130,12 @@ func (sc *stackCounts) insert(tid uint32, comm string, frames []stackFrame, trun
 	e := stackEntry{tid: tid, comm: comm, frames: append([]stackFrame(nil), frames...), truncated: truncated, n: n,
 		lastNs: lastNs}
 	for _, f := range frames {
-		e.unnamed = e.unnamed || f.mapping == profileio.UnnamedMapping
+		if f.mapping == profileio.UnnamedMapping {
+			if !e.unnamed {
+				e.lo, e.hi = f.addr, f.addr
+			}
+			e.unnamed, e.lo, e.hi = true, min(e.lo, f.addr), max(e.hi, f.addr)
+		}
 		sc.noteObject(f)
 	}
 	if leafEntry(&e) {
@@ -240,15 +250,21 @@ func (sc *stackCounts) reset(all *sharedBudget) {
 
 // resolve names again the frames in JIT memory that had no code object when they were
 // drained (a JIT's record that came later, a perf map written at exit), by the code at
-// their address when their chain was last sampled. An entry named this way leaves the index:
-// later samples of the same addresses, unnamed at their drain, may be of other code, and get
-// an entry of their own; outputs merge entries by frame. An entry no frame of which could be
-// named stays in the index, so that resolving often (the daemon's drain tick) does not
-// multiply entries.
+// their address when their chain was last sampled. Only frames at addresses touched since
+// the last resolve are looked up: a frame was looked up when it was drained, and the map
+// names nothing new anywhere else. An entry named this way leaves the index: later samples
+// of the same addresses, unnamed at their drain, may be of other code, and get an entry of
+// their own; outputs merge entries by frame. An entry no frame of which could be named stays
+// in the index, so that resolving often (the daemon's drain tick) does not multiply entries.
 func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
+	if sc.touched.none() {
+		return
+	}
+	sc.touched.settle()
+	defer sc.touched.reset()
 	for i := range sc.entries {
 		e := &sc.entries[i]
-		if !e.unnamed || !anyNamed(jit, pid, e) {
+		if !e.unnamed || !sc.touchedFrame(e) || !anyNamed(jit, pid, e) {
 			continue
 		}
 		sc.unindex(i)
@@ -270,6 +286,23 @@ func (sc *stackCounts) resolve(jit *jitmap.Map, pid uint32) {
 		}
 	}
 }
+
+// touchedFrame reports whether a frame of e that no code object named is at an address
+// touched since the last resolve (or, for a caller's, the return address after it: lateRef).
+func (sc *stackCounts) touchedFrame(e *stackEntry) bool {
+	if !sc.touched.meets(e.lo, satInc(e.hi)) {
+		return false
+	}
+	for _, f := range e.frames {
+		if f.mapping == profileio.UnnamedMapping && sc.touched.meets(f.addr, satInc(f.addr)) {
+			return true
+		}
+	}
+	return false
+}
+
+// satInc is a+1, or a at the top of the address space.
+func satInc(a uint64) uint64 { return a + min(^a, 1) }
 
 // userLeaf is the index of e's first frame outside the kernel.
 func userLeaf(e *stackEntry) int {

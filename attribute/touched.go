@@ -61,12 +61,25 @@ func (t *touchedRanges) settle() {
 }
 
 // contains reports whether ip was touched. The ranges are settled.
-func (t *touchedRanges) contains(ip uint64) bool {
+func (t *touchedRanges) contains(ip uint64) bool { return t.meets(ip, ip) }
+
+// meets reports whether an address from lo to hi, both included, was touched. The ranges
+// are settled.
+func (t *touchedRanges) meets(lo, hi uint64) bool {
 	if t.all {
 		return true
 	}
-	i := sort.Search(len(t.ranges), func(i int) bool { return t.ranges[i].end > ip })
-	return i < len(t.ranges) && t.ranges[i].start <= ip
+	// The first range that ends past lo.
+	i, j := 0, len(t.ranges)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if t.ranges[h].end > lo {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	return i < len(t.ranges) && t.ranges[i].start <= hi
 }
 
 // hits reports whether any of entries, sorted by address, lies in a touched range. The

@@ -6,19 +6,9 @@ import (
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
+	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/sampler"
 )
-
-// applyRecords applies events to jit and tells a, as the daemon does with each batch.
-func applyRecords(t testing.TB, a *Counts, jit *jitmap.Map, pid uint32, events ...jitmap.Event) {
-	t.Helper()
-	for _, ev := range events {
-		if err := jit.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.RecordsApplied(pid, events)
-}
 
 // TestUnnamedLookedUpWhereTouched: once looked up, an unnamed sample is looked up again only
 // where a later record loaded or moved code. Code put in the map without a record told of
@@ -156,4 +146,69 @@ func BenchmarkUnnamedAfterRecord(b *testing.B) {
 		a.add(nil)
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/drain")
+}
+
+// TestStackFramesLookedUpWhereTouched: a call chain's frames no object named are looked up
+// again only where a record loaded or moved code since the last look. Code put in the map
+// without a record told of (which the daemon never does) shows which were.
+func TestStackFramesLookedUpWhereTouched(t *testing.T) {
+	a, jit, pid := newTestCounts(t)
+	untold, told := uint64(anonBase+0x100), uint64(anonBase+0x10100)
+	chains := []sampler.StackCount{
+		{PID: pid, TID: pid, Comm: "t", User: []uint64{untold}, Count: sampler.Count{N: 2, FirstNs: 1000, LastNs: 2000}},
+		{PID: pid, TID: pid, Comm: "t", User: []uint64{told}, Count: sampler.Count{N: 3, FirstNs: 1000, LastNs: 2000}},
+	}
+	a.addStacks(chains)
+	leaves := func() map[string]uint64 {
+		out := map[string]uint64{}
+		c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+		for _, s := range c.Stacks {
+			if f := s.Frames[0]; f.JIT() {
+				out[c.Objects[f.Object].Object.Name] += s.Count
+			}
+		}
+		return out
+	}
+	if err := jit.Apply(&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "untold", Addr: untold, Size: 0x10, LoadNs: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "told", Addr: told, Size: 0x10, LoadNs: 1}})
+	a.NameKept()
+	if got := leaves(); got["told"] != 3 || got["untold"] != 0 {
+		t.Errorf("leaves named %v: want told's 3, untold's chain still unnamed", got)
+	}
+	applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "other", Addr: untold, Size: 0x10, LoadNs: 3000}})
+	if got := leaves(); got["untold"] != 2 {
+		t.Errorf("leaves named %v after a record at untold's address: want untold's 2", got)
+	}
+}
+
+// BenchmarkNameKeptChains is a target with 65 536 call chains of 16 frames each no object
+// named, that sends a record of code elsewhere before each look-up (NameKept, as after a
+// drain that ends code).
+func BenchmarkNameKeptChains(b *testing.B) {
+	const chains, depth = 1 << 16, 16
+	a, jit, pid := newTestCounts(b)
+	a.LimitStacks(0)
+	var stacks []sampler.StackCount
+	for c := range chains {
+		user := make([]uint64, depth)
+		for f := range user {
+			user[f] = uint64(anonBase) + uint64(c*depth+f)*64 + 8
+		}
+		stacks = append(stacks, sampler.StackCount{PID: pid, TID: pid, Comm: "t", User: user, Count: sampler.Count{N: 1, FirstNs: 1000, LastNs: 2000}})
+	}
+	a.addStacks(stacks)
+	if n := len(a.procs[pid].stacks.entries); n != chains {
+		b.Fatalf("%d chains kept, want %d", n, chains)
+	}
+	far := uint64(anonBase) + 1<<31 // above every frame
+	runtime.GC()
+	b.ResetTimer()
+	for i := range b.N {
+		applyRecords(b, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "f", Addr: far + uint64(i)*64, Size: 64,
+			LoadNs: 3000 + int64(i)}})
+		a.NameKept()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/look-up")
 }
