@@ -102,7 +102,14 @@ func (t *touchedRanges) hits(entries []unnamedEntry) bool {
 	return false
 }
 
-// reset forgets every range, keeping the array.
+// reset forgets every range, keeping the array unless it grew past keptRanges.
 func (t *touchedRanges) reset() {
 	t.ranges, t.all, t.sorted = t.ranges[:0], false, true
+	if cap(t.ranges) > keptRanges {
+		t.ranges = nil
+	}
 }
+
+// keptRanges is the most ranges whose array reset keeps: a process whose records touched
+// many ranges once does not hold them for good.
+const keptRanges = 64
