@@ -1,7 +1,9 @@
 package attribute
 
 import (
+	"cmp"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -211,4 +213,27 @@ func BenchmarkNameKeptChains(b *testing.B) {
 		a.NameKept()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/look-up")
+}
+
+// TestSealSortsEveryChunkOfADrain: a drain whose samples span more time than a chunk holds
+// (over an hour) has two chunks; both are sorted by address, as hits needs.
+func TestSealSortsEveryChunkOfADrain(t *testing.T) {
+	var u unnamedSamples
+	u.begin(0)
+	const hour = int64(3600e9)
+	for i, at := range []int64{0, 0, 2 * hour, 2 * hour} {
+		ip := uint64(0x1000 - i*0x100) // descending
+		if !u.add(ip, 1, at, at, nil) {
+			t.Fatal("not kept")
+		}
+	}
+	u.seal()
+	if len(u.chunks) != 2 {
+		t.Fatalf("%d chunks, want 2", len(u.chunks))
+	}
+	for i, c := range u.chunks {
+		if !c.sealed || !slices.IsSortedFunc(c.entries, func(a, b unnamedEntry) int { return cmp.Compare(a.ip, b.ip) }) {
+			t.Errorf("chunk %d: sealed %v, entries %+v", i, c.sealed, c.entries)
+		}
+	}
 }

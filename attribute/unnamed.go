@@ -34,6 +34,8 @@ type unnamedChunk struct {
 	// shown: a capture listed its entries unnamed (list), so an interval's baseline may
 	// hold them so.
 	shown bool
+	// sealed: its entries are sorted by address (seal).
+	sealed bool
 }
 
 // unnamedEntry is count samples at ip taken from baseNs+firstUs µs to spanMs ms later.
@@ -52,7 +54,7 @@ func (e *unnamedEntry) times(baseNs int64) (first, last int64) {
 // begin starts the chunk of one drain whose samples were all taken at or after baseNs.
 func (u *unnamedSamples) begin(baseNs int64) {
 	if n := len(u.chunks); n > 0 && len(u.chunks[n-1].entries) == 0 {
-		u.chunks[n-1].baseNs, u.chunks[n-1].shown = baseNs, false
+		u.chunks[n-1] = unnamedChunk{baseNs: baseNs}
 		return
 	}
 	u.chunks = append(u.chunks, unnamedChunk{baseNs: baseNs})
@@ -89,20 +91,21 @@ func (u *unnamedSamples) add(ip, n uint64, first, last int64, all *sharedBudget)
 	return true
 }
 
-// seal ends the current chunk: its entries are sorted by address, so that looking them up
-// again walks the map's index in order, and get an array of their own size (a drain appends
-// them one by one, and the slack of the array they grew in would stay held).
+// seal ends the chunks begun since the last seal (a drain's, usually one): their entries are
+// sorted by address, so that looking them up again walks the map's index in order and finds
+// those in a range at once (touchedRanges.hits), and get an array of their own size (a drain
+// appends them one by one, and the slack of the array they grew in would stay held).
 func (u *unnamedSamples) seal() {
-	if n := len(u.chunks); n > 0 {
-		c := &u.chunks[n-1]
-		if len(c.entries) == 0 {
-			u.chunks = u.chunks[:n-1]
-			return
-		}
+	if n := len(u.chunks); n > 0 && len(u.chunks[n-1].entries) == 0 {
+		u.chunks = u.chunks[:n-1]
+	}
+	for i := len(u.chunks) - 1; i >= 0 && !u.chunks[i].sealed; i-- {
+		c := &u.chunks[i]
 		slices.SortFunc(c.entries, func(a, b unnamedEntry) int { return cmp.Compare(a.ip, b.ip) })
 		if cap(c.entries) > len(c.entries)+len(c.entries)/16 {
 			c.entries = exactCopy(c.entries)
 		}
+		c.sealed = true
 	}
 }
 
