@@ -11,6 +11,7 @@
 //	counts := attribute.New(jit, lookup, logger)
 //	image := counts.AddProcess(pid, nowNs) // before its samples are drained
 //	counts.Add(drained)                     // each sampler.Drained
+//	counts.RecordsApplied(pid, events)      // after each batch of symbol events the map took
 //	counts.NameLate(pid, nowNs, false)      // after records that may name kept samples
 //	counts.Bound(budget)                    // after the map's Reclaim: kept code within budget
 //	snap := counts.Snapshot(pid, meta, end) // the capture, native frames not named yet
@@ -18,8 +19,9 @@
 //	counts.ForgetEnded(pid, nowNs, keep)    // after a snapshot that ends an interval
 //
 // Samples in JIT memory that no code object names yet are kept, to be named when their
-// code's record arrives (NameLate); NameUnnamed names the unnamed counts of a capture the
-// same way, against symbols found afterwards.
+// code's record arrives (NameLate); they are looked up again only where the records told of
+// (RecordsApplied) put code. NameUnnamed names the unnamed counts of a capture the same way,
+// against symbols found afterwards.
 //
 // Counts is not safe for concurrent use: its caller serialises every call (the daemon
 // holds its lock). A Snapshot belongs to its caller; Snapshot.Name may run concurrently with
