@@ -58,6 +58,7 @@ func TestStacksLLI(t *testing.T) {
 			pid := lli.pid()
 			var perf *perfRun
 			if perfAvailable() {
+				waitCodeMapped(t, pid, true)
 				perf = startPerf(t, pid, 999, "-g")
 			}
 			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: backend, FifoDir: d.fifo,

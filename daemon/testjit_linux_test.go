@@ -149,7 +149,11 @@ func TestJITKilledMidRun(t *testing.T) {
 	waitFor(t, "the victim to run count_small", 10*time.Second, func() bool {
 		return strings.Contains(victim.out.String(), "load count_medium")
 	})
-	time.Sleep(400 * time.Millisecond)
+	// 400 ms of the victim's CPU time, however busy the machine.
+	mark := testenv.UserCPU(t, victim.pid())
+	waitFor(t, "the victim to run for 400 ms of CPU time", 60*time.Second, func() bool {
+		return testenv.UserCPU(t, victim.pid())-mark >= 400*time.Millisecond
+	})
 	victim.cmd.Process.Signal(syscall.SIGKILL)
 	<-victim.done
 	waitFor(t, "the victim's final profile", 10*time.Second, func() bool {
