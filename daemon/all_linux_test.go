@@ -135,7 +135,8 @@ func TestAllUIDAndExcludeImage(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, spin2 := buildAllSpin(t)
 	d := sharedDirs(t)
-	before := startAsUser(t, targetUID, spin, "300", "3000")
+	// It spins long enough to be running once profd is, however slow profd's start.
+	before := startAsUser(t, targetUID, spin, "2000", "1000")
 	root := startCmd(t, exec.Command(spin, "300", "3000"))
 	excluded := startAsUser(t, targetUID, spin2, "300", "3000")
 	asleep := startAsUser(t, targetUID, "/bin/sleep", "30")

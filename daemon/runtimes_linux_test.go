@@ -315,12 +315,20 @@ func TestJavaPerfMapAsked(t *testing.T) {
 	if len(ivs) < 3 {
 		t.Fatalf("%d intervals: %v", len(ivs), ivs)
 	}
+	judged := 0
 	for _, path := range ivs[1 : len(ivs)-1] {
 		tl := profdTally(readCapture(t, path))
-		if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {
+		if tl.jitMem < 50 { // too few to judge: a busy machine gave the JVM little of it
+			continue
+		}
+		judged++
+		if tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {
 			t.Errorf("%s: %d of %d samples in JIT memory named, %d of them Hot.mixInts; want nearly all named\nlogs:\n%s",
 				filepath.Base(path), tl.named, tl.jitMem, tl.funcs["int Hot.mixInts(int)"], r.logs.String())
 		}
+	}
+	if judged == 0 {
+		t.Errorf("none of the intervals %v had 50 samples in JIT memory", ivs[1:len(ivs)-1])
 	}
 }
 
@@ -340,7 +348,11 @@ func TestJavaPerfMapAskedAtStop(t *testing.T) {
 	})
 	start.Write([]byte{1})
 	start.Close()
-	time.Sleep(3 * time.Second) // HotSpot compiles Hot's methods
+	// HotSpot compiles Hot's methods: 2 s of the JVM's CPU time, however busy the machine.
+	mark := testenv.UserCPU(t, java.pid())
+	waitFor(t, "the JVM to run for 2 s of CPU time", 25*time.Second, func() bool {
+		return testenv.UserCPU(t, java.pid())-mark >= 2*time.Second
+	})
 	r.stop(t)
 	tl := profdTally(readCapture(t, outputPath(d, "java", java.pid(), FormatCapture)))
 	if tl.jitMem < 200 || tl.named < tl.jitMem*9/10 || tl.funcs["int Hot.mixInts(int)"] == 0 {

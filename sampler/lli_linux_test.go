@@ -29,7 +29,8 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 	waitForJIT(t, l.pid())
 
 	backends := []Backend{BackendBPF, BackendRing}
-	// sample runs both back ends on lli at once for 1.5 s and returns their per-address counts.
+	// sample runs both back ends on lli at once for 1.5 s of lli's CPU time (however busy the
+	// machine) and returns their per-address counts.
 	sample := func() ([]map[uint64]uint64, []Stats) {
 		var samplers []Sampler
 		for _, b := range backends {
@@ -47,7 +48,12 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(1500 * time.Millisecond)
+		for mark, end := testenv.UserCPU(t, l.pid()), time.Now().Add(30*time.Second); testenv.UserCPU(t, l.pid())-mark < 1500*time.Millisecond; {
+			if time.Now().After(end) {
+				t.Fatal("lli did not run for 1.5 s of CPU time in 30 s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		dist := make([]map[uint64]uint64, len(samplers))
 		stats := make([]Stats, len(samplers))
 		for i, s := range samplers {
@@ -88,7 +94,7 @@ func TestBackendsAgreeOnLLI(t *testing.T) {
 		st := stats[i]
 		t.Logf("%s: %d samples, %d in JIT code, %d addresses; stats %+v", backends[i], n, inJIT, len(c), st)
 		if n < 100 {
-			t.Fatalf("%s: only %d samples of a spinning lli in 1.5 s at 999 Hz", backends[i], n)
+			t.Fatalf("%s: only %d samples of lli's 1.5 s of CPU time at 999 Hz", backends[i], n)
 		}
 		if frac := float64(inJIT) / float64(n); frac < 0.9 {
 			t.Errorf("%s: %.3f of samples in JIT code, want >= 0.9", backends[i], frac)
