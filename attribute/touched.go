@@ -7,7 +7,8 @@ import (
 )
 
 // maxTouchedRanges bounds the ranges a process's records touched between two look-ups of
-// its unnamed samples; past it every sample is looked up again, as if all were touched.
+// its unnamed samples, once merged where they meet; past it every sample is looked up again,
+// as if all were touched.
 const maxTouchedRanges = 4096
 
 // touchedRanges is where a process's symbol records loaded or moved code since its unnamed
@@ -29,8 +30,11 @@ func (t *touchedRanges) add(start, size uint64) {
 		return
 	}
 	if len(t.ranges) == maxTouchedRanges {
-		t.all, t.ranges = true, nil
-		return
+		// A JIT's code is mostly laid out end to end: merged, its ranges may be few.
+		if t.settle(); len(t.ranges) > maxTouchedRanges/2 {
+			t.all, t.ranges = true, nil
+			return
+		}
 	}
 	end := start + size
 	if end < start {

@@ -109,6 +109,14 @@ func TestTouchedRanges(t *testing.T) {
 	if !tr.none() || tr.contains(0x100) {
 		t.Error("reset kept a range")
 	}
+	for i := range 3 * maxTouchedRanges { // end to end: they merge into one
+		tr.add(uint64(i)*0x10, 0x10)
+	}
+	tr.settle()
+	if tr.all || len(tr.ranges) != 1 || tr.ranges[0] != (addrRange{0, 3 * maxTouchedRanges * 0x10}) {
+		t.Fatalf("ranges laid end to end: all %v, ranges %+v", tr.all, tr.ranges[:min(len(tr.ranges), 3)])
+	}
+	tr.reset()
 	for i := range maxTouchedRanges + 1 {
 		tr.add(uint64(i)*0x100, 0x10)
 	}
