@@ -136,17 +136,42 @@ func finalCapture(t *testing.T, r *profdRun, d dirs, image string, pid int) *pro
 	return readCapture(t, outputPath(d, image, pid, FormatCapture))
 }
 
+// startNodeWaiting starts node with flag on 4 s of hot.js (in a directory of its own, where
+// V8 writes its logs), and returns once hot.js waits: a byte on start begins its work, so that
+// profilers attached one after the other see the same span (V8 names each tier of a
+// function apart, and the first tiers run only in the first tens of milliseconds).
+func startNodeWaiting(t *testing.T, flag string) (node *child, start io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command("node", flag, runtimeWorkload("hot.js"), "4", "wait")
+	cmd.Dir = t.TempDir()
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node = startCmd(t, cmd)
+	waitFor(t, "hot.js to wait", 60*time.Second, func() bool {
+		select {
+		case <-node.done:
+			t.Fatalf("node ended before hot.js waited: %v\n%s", node.err, node.out.String())
+		default:
+		}
+		return strings.Contains(node.out.String(), "waiting")
+	})
+	return node, start
+}
+
 // TestNodePerfBasicProf: node --perf-basic-prof writes /tmp/perf-PID.map as V8 compiles;
 // profiled by --pid with --stacks, against perf record -g.
 func TestNodePerfBasicProf(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("node"), testenv.Tool("perf"))
 	d := newDirs(t)
-	cmd := exec.Command("node", "--perf-basic-prof", runtimeWorkload("hot.js"), "4")
-	cmd.Dir = t.TempDir() // V8 writes its logs there
-	node := startCmd(t, cmd)
+	node, start := startNodeWaiting(t, "--perf-basic-prof")
 	waitCodeMapped(t, node.pid(), false)
 	perf := startPerf(t, node.pid(), 999, "-g")
 	r := startRun(t, Config{Pids: []uint32{uint32(node.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out, Stacks: true})
+	r.waitAdded(t, node.pid(), 60*time.Second)
+	start.Write([]byte{1})
+	start.Close()
 	node.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "node", node.pid())
 	defer node.removeRuntimeFiles()
@@ -164,11 +189,12 @@ func TestNodePerfProf(t *testing.T) {
 	d := newDirs(t)
 	r := startRun(t, Config{JITImages: []string{"node"}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
 	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
-	cmd := exec.Command("node", "--perf-prof", runtimeWorkload("hot.js"), "4")
-	cmd.Dir = t.TempDir()
-	node := startCmd(t, cmd)
+	node, start := startNodeWaiting(t, "--perf-prof")
 	waitCodeMapped(t, node.pid(), true)
 	perf := startPerf(t, node.pid(), 999)
+	r.waitAdded(t, node.pid(), 60*time.Second)
+	start.Write([]byte{1})
+	start.Close()
 	node.wait(t, 60*time.Second)
 	waitFor(t, "node's final profile", 20*time.Second, func() bool {
 		return fileExists(outputPath(d, "node", node.pid(), FormatCapture)) && strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", node.pid()))

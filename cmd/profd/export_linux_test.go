@@ -37,7 +37,7 @@ import (
 var lliHotFunctions = []string{"sieve", "hash_words", "sort_ints", "matmul"}
 
 // nodeHotFunctions are workloads/runtimes/hot.js's functions, as V8's perf map names them
-// (inside a longer name: "JS:*mixInts /path/hot.js:10:17").
+// (inside a longer name: "JS:*mixInts /path/hot.js:11:17").
 var nodeHotFunctions = []string{"mixInts", "sumSquares", "sortChunk"}
 
 var (

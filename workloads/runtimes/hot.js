@@ -1,5 +1,6 @@
 // A CPU-bound JavaScript workload for profd's tests: three functions of different cost,
-// called in a loop for the number of seconds given (default 3). V8 compiles them with its
+// called in a loop for the seconds of CPU time given (default 3; node's, so a busy machine
+// takes longer and is sampled as often as an idle one). V8 compiles them with its
 // optimising JIT; node --perf-basic-prof or --perf-prof tells perf (and profd) their names.
 // Each function runs 25 times in a row: one call takes about a millisecond, and a program
 // that moved from one to the next every millisecond or so would keep step with a sampler
@@ -31,12 +32,26 @@ function sortChunk(n) {
   return a[n >> 1];
 }
 
-const seconds = Number(process.argv[2] || 3);
-const end = Date.now() + seconds * 1000;
-let acc = 0;
-while (Date.now() < end) {
-  for (let k = 0; k < 25; k++) acc ^= mixInts(300000);
-  for (let k = 0; k < 25; k++) acc ^= sumSquares(150000);
-  for (let k = 0; k < 25; k++) acc ^= sortChunk(2000);
+function run(seconds) {
+  const endUs = process.cpuUsage().user + seconds * 1e6;
+  let acc = 0;
+  while (process.cpuUsage().user < endUs) {
+    for (let k = 0; k < 25; k++) acc ^= mixInts(300000);
+    for (let k = 0; k < 25; k++) acc ^= sumSquares(150000);
+    for (let k = 0; k < 25; k++) acc ^= sortChunk(2000);
+  }
+  console.log('done', acc);
 }
-console.log('done', acc);
+
+// hot.js SECONDS wait: print "waiting" and start once a byte comes on stdin, so that
+// profilers attached one after the other see the same span.
+const seconds = Number(process.argv[2] || 3);
+if (process.argv[3] === 'wait') {
+  console.log('waiting');
+  process.stdin.once('data', () => {
+    process.stdin.destroy();
+    run(seconds);
+  });
+} else {
+  run(seconds);
+}
