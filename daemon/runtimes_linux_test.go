@@ -144,20 +144,29 @@ func startNodeWaiting(t *testing.T, flag string) (node *child, start io.WriteClo
 	t.Helper()
 	cmd := exec.Command("node", flag, runtimeWorkload("hot.js"), "4", "wait")
 	cmd.Dir = t.TempDir()
+	return startWaiting(t, cmd)
+}
+
+// startWaiting starts cmd, a workload given the argument "wait", and returns once it prints
+// "waiting": a byte on start begins its work. The files a runtime leaves (a perf map, an
+// attach socket) are removed at the test's end.
+func startWaiting(t *testing.T, cmd *exec.Cmd) (c *child, start io.WriteCloser) {
+	t.Helper()
 	start, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	node = startCmd(t, cmd)
-	waitFor(t, "hot.js to wait", 60*time.Second, func() bool {
+	c = startCmd(t, cmd)
+	t.Cleanup(c.removeRuntimeFiles)
+	waitFor(t, "the workload to wait", 60*time.Second, func() bool {
 		select {
-		case <-node.done:
-			t.Fatalf("node ended before hot.js waited: %v\n%s", node.err, node.out.String())
+		case <-c.done:
+			t.Fatalf("%s ended before it waited: %v\n%s", cmd.Path, c.err, c.out.String())
 		default:
 		}
-		return strings.Contains(node.out.String(), "waiting")
+		return strings.Contains(c.out.String(), "waiting")
 	})
-	return node, start
+	return c, start
 }
 
 // TestNodePerfBasicProf: node --perf-basic-prof writes /tmp/perf-PID.map as V8 compiles;
@@ -174,7 +183,6 @@ func TestNodePerfBasicProf(t *testing.T) {
 	start.Close()
 	node.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "node", node.pid())
-	defer node.removeRuntimeFiles()
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
 	// The main thread's: perf record -p follows the threads there when it starts.
 	compareStacksWithPerf(t, c, perf.stacks(t, node.pid(), false), node.pid())
@@ -245,22 +253,7 @@ func TestNodePerfProfInPidNamespace(t *testing.T) {
 // /tmp (its map, and its attach socket when killed).
 func startJavaWaiting(t *testing.T, args ...string) (java *child, start io.WriteCloser) {
 	t.Helper()
-	cmd := exec.Command("java", append(args, "wait")...)
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	java = startCmd(t, cmd)
-	t.Cleanup(java.removeRuntimeFiles)
-	waitFor(t, "Hot to wait", 60*time.Second, func() bool {
-		select {
-		case <-java.done:
-			t.Fatalf("java ended before Hot waited: %v\n%s", java.err, java.out.String())
-		default:
-		}
-		return strings.Contains(java.out.String(), "waiting")
-	})
-	return java, start
+	return startWaiting(t, exec.Command("java", append(args, "wait")...))
 }
 
 // startJavaProfiled starts java with args (ending in Hot's arguments), perf record and a
