@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
 )
@@ -332,18 +333,16 @@ func waitCodeMapped(t testing.TB, pid int, dump bool) {
 	t.Helper()
 	dumpName := regexp.MustCompile(`/jit-\d+\.dump$`)
 	waitFor(t, "the JIT's code mapped", 30*time.Second, func() bool {
-		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		maps, err := procfs.ReadMaps(uint32(pid))
 		if err != nil {
 			t.Fatalf("pid %d: %v", pid, err)
 		}
 		anon, dumped := false, !dump
-		for _, line := range strings.Split(string(maps), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 5 || f[1][2] != 'x' {
-				continue
+		for _, m := range maps {
+			if m.Executable() {
+				anon = anon || m.Anonymous()
+				dumped = dumped || dumpName.MatchString(m.Path)
 			}
-			anon = anon || len(f) == 5 && f[4] == "0"
-			dumped = dumped || len(f) > 5 && dumpName.MatchString(f[5])
 		}
 		return anon && dumped
 	})

@@ -19,16 +19,6 @@ func monotonicNs(t testing.TB) uint64 {
 	return uint64(ts.Nano())
 }
 
-// userTimeNs is utime of every thread of pid, from /proc/PID/stat.
-func userTimeNs(t testing.TB, pid int) uint64 {
-	t.Helper()
-	ns, err := cpuTimeNs(pid, false)
-	if err != nil {
-		t.Fatalf("cpu time of %d: %v", pid, err)
-	}
-	return ns
-}
-
 // Threads a target starts after sampling began are sampled: every back end counts about as
 // many samples as the target's user CPU time calls for at 999 Hz.
 func TestThreadsStartedAfterAttach(t *testing.T) {
@@ -54,7 +44,7 @@ func TestThreadsStartedAfterAttach(t *testing.T) {
 		}
 		samplers = append(samplers, s)
 	}
-	startNs := userTimeNs(t, l.pid())
+	startNs := uint64(testenv.UserCPU(t, l.pid()))
 	l.wait(t)
 	usedNs := uint64(l.cmd.ProcessState.UserTime().Nanoseconds()) - startNs
 	want := float64(usedNs) / 1e9 * DefaultFreqHz

@@ -1,14 +1,12 @@
 package sampler
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/profd/profd/internal/procfs"
 )
 
 // lli is a running lli-14 with testdata/hotloop.ll.
@@ -57,27 +55,14 @@ type addrRange struct{ lo, hi uint64 }
 
 // anonExec lists pid's anonymous executable mappings (where MCJIT puts code).
 func anonExec(pid int) ([]addrRange, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	maps, err := procfs.ReadMaps(uint32(pid))
 	var out []addrRange
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || len(fields) > 5 || !strings.Contains(fields[1], "x") {
-			continue
+	for _, m := range maps {
+		if m.Executable() && m.Anonymous() {
+			out = append(out, addrRange{m.Start, m.End})
 		}
-		lo, hi, _ := strings.Cut(fields[0], "-")
-		l, err1 := strconv.ParseUint(lo, 16, 64)
-		h, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("maps line %q", sc.Text())
-		}
-		out = append(out, addrRange{l, h})
 	}
-	return out, sc.Err()
+	return out, err
 }
 
 // waitForJIT waits until pid has an anonymous executable mapping, i.e. MCJIT emitted code.
@@ -138,24 +123,4 @@ func overlap(a, b map[uint64]uint64) float64 {
 		s += min(float64(na)/ta, float64(b[ip])/tb)
 	}
 	return s
-}
-
-// cpuTimeNs is the user (and with system, also system) CPU time of every thread of pid,
-// from /proc/PID/stat.
-func cpuTimeNs(pid int, system bool) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	rest := s[strings.LastIndexByte(s, ')')+2:]
-	f := strings.Fields(rest)
-	// after "(comm) ": state is field 3, utime 14, stime 15 -> indexes 11, 12 here.
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	var st uint64
-	if system {
-		st, _ = strconv.ParseUint(f[12], 10, 64)
-	}
-	const clkTck = 100 // USER_HZ on Linux
-	return (ut + st) * (1e9 / clkTck), nil
 }
