@@ -296,11 +296,7 @@ func TestNameLateAfterQuietSpan(t *testing.T) {
 	a, jit, pid := newTestCounts(t)
 	ip := uint64(anonBase + 0x100)
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: ip}: {N: 4, FirstNs: 1_000_000, LastNs: 2_000_000}})
-	load := &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "early", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}}
-	if err := jit.Apply(load); err != nil {
-		t.Fatal(err)
-	}
-	a.RecordsApplied(pid, []jitmap.Event{load})
+	applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "early", Addr: ip - 0x100, Size: 0x200, LoadNs: 500}})
 	p := a.procs[pid]
 	a.NameLate(pid, 2_000_000+unnamedDrainSpan-1, false)
 	if got := samplesOf(p); got["early"] != 0 || p.unnamed.samples != 4 {

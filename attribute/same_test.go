@@ -214,9 +214,7 @@ func TestSameCodeNamedLate(t *testing.T) {
 	}
 	before := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	base := profileio.NewBaseline(before)
-	load := &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 10_000_000)}
-	apply(t, jit, load)
-	a.RecordsApplied(pid, []jitmap.Event{load})
+	applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 10_000_000)})
 	a.resolve(p, true)
 	after := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	got := map[uint64]uint64{}
@@ -234,9 +232,7 @@ func TestSameCodeNamedLate(t *testing.T) {
 	// first copy, as if its record had come in time.
 	third := uint64(anonBase + 0x2000)
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: third + 8}: {N: 5, FirstNs: 50_000_000, LastNs: 60_000_000}})
-	load = &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, third, 40_000_000)}
-	apply(t, jit, load)
-	a.RecordsApplied(pid, []jitmap.Event{load})
+	applyRecords(t, a, jit, pid, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, third, 40_000_000)})
 	a.resolve(p, true)
 	got = map[uint64]uint64{}
 	for _, o := range objectsNamed(a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture, "f") {

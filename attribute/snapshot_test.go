@@ -76,16 +76,9 @@ func TestNameKept(t *testing.T) {
 		Stacks: []sampler.StackCount{{PID: pid, TID: pid, Comm: "t", User: []uint64{leaf, caller + 1},
 			Count: sampler.Count{N: 2, FirstNs: 1000, LastNs: 2000}}},
 	})
-	events := []jitmap.Event{
+	applyRecords(t, a, jit, pid,
 		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late_caller", Addr: caller, Size: 0x10, LoadNs: 500}},
-		&jitmap.CodeUnload{Pid: pid, Addr: caller, TimeNs: 3000},
-	}
-	for _, ev := range events {
-		if err := jit.Apply(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.RecordsApplied(pid, events)
+		&jitmap.CodeUnload{Pid: pid, Addr: caller, TimeNs: 3000})
 	a.NameKept()
 	jit.Reclaim(math.MaxInt64)
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
