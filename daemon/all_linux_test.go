@@ -424,8 +424,9 @@ func TestAllGroupsByImage(t *testing.T) {
 }
 
 // TestAllJavaPerfMap: with --all and --java-perfmap, a JVM started during the run is asked
-// for its perf map once it is two seconds old, not at the next period (an hour here): a
-// JVM that runs for seconds has its methods named.
+// for its perf map once it is two seconds old and each time its age doubles, not at the
+// next period (an hour here): a JVM that runs for seconds has its methods named, however
+// late it compiles them.
 func TestAllJavaPerfMap(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	classes := testenv.JavaClasses(t)

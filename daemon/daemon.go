@@ -165,7 +165,7 @@ type wakeups struct {
 }
 
 // javaMaps asks the HotSpot JVMs among the targets for their perf maps every
-// cfg.JavaPerfMapEvery, a new one once it is two seconds old (package hotspot), on a
+// cfg.JavaPerfMapEvery, a new one at 2, 4, 8, ... seconds of age (package hotspot), on a
 // goroutine of its own, and once more as profd stops: HotSpot writes its map only when
 // asked, and package files reads it then (javamaps.go).
 type javaMaps struct {

@@ -295,10 +295,14 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	d := newDirs(t)
 	// The first dump names what HotSpot had compiled by then; the second, what it compiled
 	// since as well.
+	// The JVM's CPU time marks the moments, however busy the machine: Hot's thread runs for
+	// 5 s of it, and the JVM's other threads add theirs.
 	java, perf, r := startJavaProfiled(t, d, "-cp", classes, "Hot", "5")
-	started := time.Now()
+	mark := testenv.UserCPU(t, java.pid())
 	for _, at := range []time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond} {
-		time.Sleep(at - time.Since(started))
+		waitFor(t, fmt.Sprintf("the JVM to run for %v of CPU time", at), 60*time.Second, func() bool {
+			return testenv.UserCPU(t, java.pid())-mark >= at
+		})
 		jcmdPerfMap(t, java.pid())
 	}
 	java.wait(t, 60*time.Second)

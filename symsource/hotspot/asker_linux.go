@@ -11,7 +11,8 @@ import (
 )
 
 // Asker asks the HotSpot JVMs among a changing set of processes for their perf maps, each
-// once every period, a new one as soon as it is old enough to be signalled. It remembers,
+// once every period, a new one as soon as it is old enough to be signalled and then each
+// time its age doubles, until that is the period. It remembers,
 // per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
 // is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
 // for each), and one that refused the request is asked no more. Only Renew is safe for
@@ -94,7 +95,7 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 		young := time.Since(j.started) < a.young
 		signalled, err := WritePerfMap(ctx, pid, !j.signalled && !young)
 		j.signalled = j.signalled || signalled
-		j.next = time.Now().Add(a.every)
+		j.next = a.due(j, time.Now())
 		if err == nil {
 			wrote = append(wrote, pid)
 			continue
@@ -130,6 +131,16 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 		}
 	}
 	return wrote
+}
+
+// due returns when j, asked at now, is due again: once it is twice as old as now, while
+// that is within the period. A JVM compiles most of its hot code in its first seconds or
+// minutes, each method once it has run enough: asked only every period, a JVM that started
+// during the run would have that code unnamed for the whole first period, and one that runs
+// for less than a period would have it named only by its exit's flush, if ever. Asking at
+// 2, 4, 8, ... seconds of age names it early at the cost of a few asks more per JVM.
+func (a *Asker) due(j *jvm, now time.Time) time.Time {
+	return now.Add(min(a.every, max(a.young, now.Sub(j.started))))
 }
 
 // lookup returns what is known of pid, checking whether it runs HotSpot the first time,

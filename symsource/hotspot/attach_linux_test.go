@@ -112,7 +112,8 @@ func TestWritePerfMap(t *testing.T) {
 }
 
 // A JVM that started a moment ago is not signalled, and is due again once it is old
-// enough; one asked is not due again before the period is over, but when all are asked.
+// enough; one asked is due again at twice its age (within the period), not before, but
+// when all are asked.
 func TestAskerSchedule(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	java, out := startJava(t, testenv.JavaClasses(t))
@@ -134,6 +135,11 @@ func TestAskerSchedule(t *testing.T) {
 	defer cancel()
 	if wrote := a.Ask(ctx, []uint32{pid}, true); len(wrote) != 1 || !a.procs[pid].signalled {
 		t.Fatalf("a JVM of %v: wrote %v, signalled %v\njava:\n%s", youngJVM, wrote, a.procs[pid].signalled, out.String())
+	}
+	// Asked at its age, it is due again at twice that age, not at the period's end.
+	now := time.Now()
+	if j := a.procs[pid]; j.next.Sub(now) <= 0 || j.next.Sub(now) > now.Sub(j.started) {
+		t.Errorf("a JVM of %v asked is due in %v, want within its age", now.Sub(j.started), j.next.Sub(now))
 	}
 	mapPath := fmt.Sprintf("/tmp/perf-%d.map", pid)
 	os.Remove(mapPath)

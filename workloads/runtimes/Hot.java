@@ -1,12 +1,13 @@
 // A CPU-bound Java workload for profd's tests: three methods of different cost, called in a
-// loop for the number of seconds given (default 3). HotSpot compiles them with C1 and C2;
-// -XX:+DumpPerfMapAtExit or jcmd PID Compiler.perfmap writes /tmp/perf-PID.map. With a
-// second argument "wait" it prints "waiting" and starts only once a byte arrives on stdin,
-// so that profilers attached one after the other sample the same span (the methods' shares
-// change as HotSpot moves them from C1's code to C2's). Each method runs 25 times in a row: one call takes
-// about a millisecond, and a program that moved from one to the next every millisecond or
-// so would keep step with a sampler firing every 1.001 ms (999 Hz), which then sees mostly
-// one phase of it.
+// loop for the number of seconds of its CPU time given (default 3): on a busy machine it
+// runs longer, not less. HotSpot compiles them with C1 and C2; -XX:+DumpPerfMapAtExit or
+// jcmd PID Compiler.perfmap writes /tmp/perf-PID.map. With a second argument "wait" it
+// prints "waiting" and starts only once a byte arrives on stdin, so that profilers attached
+// one after the other sample the same span (the methods' shares change as HotSpot moves
+// them from C1's code to C2's). Each method runs 25 times in a row: one call takes about a
+// millisecond, and a program that moved from one to the next every millisecond or so would
+// keep step with a sampler firing every 1.001 ms (999 Hz), which then sees mostly one phase
+// of it.
 public class Hot {
     static int mixInts(int n) {
         int h = 0x12345678;
@@ -34,14 +35,15 @@ public class Hot {
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
         if (args.length > 1 && args[1].equals("wait")) {
             System.out.println("waiting");
             System.out.flush();
             System.in.read();
         }
-        long end = System.nanoTime() + (long) (seconds * 1e9);
+        long end = cpu.getCurrentThreadCpuTime() + (long) (seconds * 1e9);
         long acc = 0;
-        while (System.nanoTime() < end) {
+        while (cpu.getCurrentThreadCpuTime() < end) {
             for (int k = 0; k < 25; k++) acc ^= mixInts(300000);
             for (int k = 0; k < 25; k++) acc ^= sumSquares(150000);
             for (int k = 0; k < 25; k++) acc ^= sortChunk(2000);
