@@ -160,7 +160,7 @@ func TestAllBoundsUserNamespace(t *testing.T) {
 	sleep := startSleepAs(t, boundUserA)
 	eventually(t, "user A's sleep added", func() bool { return r.has(&r.added, sleep.Process.Pid) })
 	pid := testenv.InUserNamespaceOf(t, boundUserA, mapped)
-	w.checkPid(uint32(pid)) // as its exec's notification, or a scan, has it checked
+	w.checkPid(uint32(pid), 0) // as its exec's notification, or a scan, has it checked
 	if _, ok := r.waits(pid); !ok || r.has(&r.added, pid) {
 		t.Fatalf("the sleep in user A's namespace, running as %d, was added beside user A's", mapped)
 	}

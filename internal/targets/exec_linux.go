@@ -44,7 +44,7 @@ func listenExec() (*execListener, error) {
 
 // read blocks until a datagram arrives and returns the processes that exec'd, were forked or
 // changed user (changedProcesses). After Close it returns an error wrapping os.ErrClosed.
-func (l *execListener) read() ([]uint32, error) {
+func (l *execListener) read() ([]procChange, error) {
 	n, err := l.f.Read(l.buf)
 	if err != nil {
 		if errors.Is(err, unix.ENOBUFS) {

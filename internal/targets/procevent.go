@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // The process-events connector (linux/connector.h, linux/cn_proc.h) delivers netlink messages:
@@ -27,14 +28,22 @@ const (
 // errBadProcEvent is wrapped by errors about connector messages that do not parse.
 var errBadProcEvent = errors.New("bad process event")
 
+// procChange is a process event that can make a process a target or stop it being one: the
+// process's tgid and, for an exec, the time the kernel stamped it with (CLOCK_MONOTONIC,
+// ns; 0 for a fork or a change of user).
+type procChange struct {
+	tgid   uint32
+	execNs int64
+}
+
 // changedProcesses returns the tgid of every exec and change-of-user event in a datagram from
 // the connector, and of every fork that made a process (not a thread: child pid == child
 // tgid), in order: the events that can make a process a target or stop it being one. Other
 // events are skipped; a message that does not fit is reported with its byte offset, and the
 // events before it are still returned.
-func changedProcesses(buf []byte) ([]uint32, error) {
+func changedProcesses(buf []byte) ([]procChange, error) {
 	ne := binary.NativeEndian
-	var tgids []uint32
+	var tgids []procChange
 	for off := 0; off < len(buf); {
 		if len(buf)-off < nlmsgHeaderBytes {
 			return tgids, fmt.Errorf("targets: process event at byte %d: %w: %d bytes left", off, errBadProcEvent, len(buf)-off)
@@ -49,11 +58,14 @@ func changedProcesses(buf []byte) ([]uint32, error) {
 			ev := msg[cnMsgBytes:]
 			if idx == cnIdxProc && val == cnValProc {
 				switch what := ne.Uint32(ev); {
-				case (what == procEventExec || what == procEventUID) && len(ev) >= procEventHead+8:
-					tgids = append(tgids, ne.Uint32(ev[procEventHead+4:]))
+				case what == procEventExec && len(ev) >= procEventHead+8:
+					ns := int64(min(ne.Uint64(ev[8:]), math.MaxInt64))
+					tgids = append(tgids, procChange{ne.Uint32(ev[procEventHead+4:]), ns})
+				case what == procEventUID && len(ev) >= procEventHead+8:
+					tgids = append(tgids, procChange{tgid: ne.Uint32(ev[procEventHead+4:])})
 				case what == procEventFork && len(ev) >= procEventHead+16:
 					if child := ne.Uint32(ev[procEventHead+8:]); child == ne.Uint32(ev[procEventHead+12:]) {
-						tgids = append(tgids, child)
+						tgids = append(tgids, procChange{tgid: child})
 					}
 				}
 			}

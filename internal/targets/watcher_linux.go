@@ -106,6 +106,9 @@ type Watcher struct {
 	// exes holds, with All and for explicit pids, the executable each target ran when it
 	// was checked last.
 	exes map[uint32]fileID
+	// execNs holds, per target that exec'd another executable (and was reported removed and
+	// added anew for it), when the exec notification said it did; ExecedAt's.
+	execNs map[uint32]int64
 	// checked holds, per process a scan checked in full, when it did: whether the process
 	// is a target (in current or not) stands until fullCheckEvery later, while exec
 	// notifications work and its start time and cgroup stay. A lost notification clears it.
@@ -143,7 +146,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}, bound: newBound(cfg.MaxTargets, cfg.MaxPerUser)}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -352,7 +355,7 @@ func (w *Watcher) exitLoop(ctx context.Context, pid uint32, e *exitWatch, alive 
 		}
 	}
 	for ctx.Err() == nil { // Close reports no removals
-		w.checkPid(pid)
+		w.checkPid(pid, 0)
 		if !alive() {
 			return
 		}
@@ -368,7 +371,7 @@ func (w *Watcher) execLoop(l *execListener) {
 	defer w.wg.Done()
 	badLogged := false
 	for {
-		tgids, err := l.read()
+		changes, err := l.read()
 		switch {
 		case err == nil:
 		case errors.Is(err, errBadProcEvent):
@@ -391,33 +394,43 @@ func (w *Watcher) execLoop(l *execListener) {
 			w.log.Warn("targets: exec notifications stopped, scanning /proc only", "every", w.cfg.Interval, "err", err)
 			return
 		}
-		for i, pid := range tgids {
+		for i, c := range changes {
+			pid := c.tgid
 			if _, pinned := w.pinned[pid]; !pinned && !w.scans() {
 				continue // only explicit pids are targets
 			}
-			if !slices.Contains(tgids[:i], pid) { // a setuid reports each of its threads
-				w.checkPid(pid)
+			same := func(o procChange) bool { return o.tgid == pid }
+			if slices.ContainsFunc(changes[:i], same) {
+				continue // checked already: a setuid reports each of its threads
 			}
+			var execNs int64 // the last exec among them
+			for _, o := range changes[i:] {
+				if same(o) {
+					execNs = max(execNs, o.execNs)
+				}
+			}
+			w.checkPid(pid, execNs)
 		}
 	}
 }
 
 // checkPid looks at pid alone: it reports pid if it has just exec'd the image or been
 // forked by a process of it, and drops it if it exec'd away from it or exited. A target that
-// exec'd another executable (with All, or an explicit pid) is reported removed and added.
-// What a removal leaves room for is checked next (offer).
-func (w *Watcher) checkPid(pid uint32) {
+// exec'd another executable (with All, or an explicit pid) is reported removed and added;
+// execNs, when not 0, is when an exec notification said it exec'd (ExecedAt). What a
+// removal leaves room for is checked next (offer).
+func (w *Watcher) checkPid(pid uint32, execNs int64) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	if pid == w.self {
 		return
 	}
-	w.offer(w.checkOne(pid))
+	w.offer(w.checkOne(pid, execNs))
 }
 
 // checkOne is checkPid's look at pid. It returns the user whose bound it left room under,
 // if any. Called with scanMu held.
-func (w *Watcher) checkOne(pid uint32) []uint32 {
+func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 	st := w.targetStart(pid)
 	exe := w.exeID(pid, st)
 	uid, counted := w.userOf(pid, st)
@@ -435,6 +448,7 @@ func (w *Watcher) checkOne(pid uint32) []uint32 {
 		if !ok {
 			delete(w.current, pid)
 			delete(w.exes, pid)
+			delete(w.execNs, pid)
 		}
 		w.mu.Unlock()
 		if !ok {
@@ -464,6 +478,11 @@ func (w *Watcher) checkOne(pid uint32) []uint32 {
 	if st != 0 && ok {
 		w.current[pid] = st
 		w.noteExe(pid, exe)
+	}
+	if had && old == st && st != 0 && ok && execNs != 0 {
+		w.execNs[pid] = execNs // the same process, another executable: a target anew
+	} else {
+		delete(w.execNs, pid)
 	}
 	w.mu.Unlock()
 	var added, removed []uint32
@@ -518,7 +537,7 @@ func (w *Watcher) offer(uids []uint32) {
 			uids = uids[1:]
 			continue
 		}
-		uids = append(uids, w.checkOne(pid)...)
+		uids = append(uids, w.checkOne(pid, 0)...)
 	}
 }
 
@@ -605,6 +624,18 @@ func (w *Watcher) StartOf(pid uint32) (uint64, bool) {
 		return 0, false
 	}
 	return st - 1, true // startTime's one
+}
+
+// ExecedAt returns, for a target that exec'd another executable and was reported removed
+// and added anew for it (with All, or an explicit pid), when it exec'd: the time the kernel's
+// exec notification carries (CLOCK_MONOTONIC, ns). It returns false when no notification
+// told it (a scan found the exec) or pid is no such target. A handler told of the removal
+// can so end what the process's old program left (its JIT code) at the moment it ended.
+func (w *Watcher) ExecedAt(pid uint32) (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ns, ok := w.execNs[pid]
+	return ns, ok
 }
 
 // checkedProc is when a scan last checked a process in full (see Watcher.checked).
@@ -758,6 +789,7 @@ func (w *Watcher) Scan() {
 			removed = append(removed, pid)
 			delete(w.current, pid)
 			delete(w.exes, pid)
+			delete(w.execNs, pid) // the scan cannot tell when
 			if uid, ok := w.bound.release(pid); ok {
 				freed = append(freed, uid)
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // recorder collects what a Watcher reports.
@@ -292,7 +293,7 @@ func TestImageByFileNotName(t *testing.T) {
 
 // An explicit pid that execs another executable is reported removed and added anew, and stays
 // a target: seen at its exec with exec notifications (as root), by the look at the explicit
-// pids every Interval without them.
+// pids every Interval without them. With notifications, ExecedAt says when it exec'd.
 func TestPinnedExec(t *testing.T) {
 	for _, scanOnly := range []bool{false, true} {
 		t.Run(map[bool]string{false: "notified", true: "scanned"}[scanOnly], func(t *testing.T) {
@@ -327,6 +328,7 @@ func TestPinnedExec(t *testing.T) {
 			if !w.StillRuns(uint32(pid)) {
 				t.Errorf("StillRuns(%d) = false before its exec", pid)
 			}
+			before := monotonicNs(t)
 			in.Write([]byte("go\n"))
 			eventually(t, "the shell, exec'd into sleep, removed and added anew", func() bool {
 				r.mu.Lock()
@@ -347,6 +349,10 @@ func TestPinnedExec(t *testing.T) {
 			}
 			if !w.StillRuns(uint32(pid)) {
 				t.Errorf("StillRuns(%d) = false after it was added anew", pid)
+			}
+			at, ok := w.ExecedAt(uint32(pid))
+			if after := monotonicNs(t); scanOnly && ok || !scanOnly && (!ok || at < before || at > after) {
+				t.Errorf("ExecedAt(%d) = %d, %v; want the exec's time, between %d and %d, from its notification only", pid, at, ok, before, after)
 			}
 		})
 	}
@@ -386,4 +392,14 @@ func TestCloseDuringCheck(t *testing.T) {
 		<-closed
 		t.Fatal("Close waited for a target found during it to exit")
 	}
+}
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of exec notifications' times.
+func monotonicNs(t *testing.T) int64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts.Nano()
 }
