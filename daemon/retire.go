@@ -13,9 +13,11 @@ import (
 // for the next flush; then everything profd held for them is released. Called by
 // applyChanges, before a new process that reuses one of the pids is added.
 // Targets the sampler refused (missed) are dropped without a capture. A target that exec'd
-// another program (execedPids) keeps its FIFO, its symbol queue and its code: they are the
-// process's, and the JIT the exec started may have opened the FIFO and sent its first
-// records already. Its counts and outputs end; its files are looked for anew.
+// another program (execedPids) keeps its FIFO, its symbol queue and its code map: they are
+// the process's, and the JIT the exec started may have opened the FIFO and sent its first
+// records already. The old program's code ends at the exec, when the exec's notification
+// said when that was (endProgramsLocked). Its counts and outputs end; its files are looked for
+// anew.
 func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	looked := make([][]string, len(pids))
 	for _, pid := range pids {
@@ -34,6 +36,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.parts.symbols.removeTarget(pid)
 	}
 	d.mu.Lock()
+	d.endProgramsLocked(execed)
 	d.drainLocked()
 	now := monotonicNs()
 	counts := d.locked.counts
@@ -79,6 +82,25 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	select {
 	case d.wake.goneNote <- struct{}{}:
 	default:
+	}
+}
+
+// endProgramsLocked ends, in the code map, the code of the programs the execed targets ran
+// before their exec, at the exec's time: a sample of the new program at an address the old
+// one's JIT used is not named by the old one's code. Without the exec's time (a scan found
+// the exec, not its notification) the old code stays live until records replace it.
+// Callers hold d.mu, and drain after it: samples taken since the exec are named against the
+// code as it is.
+func (d *daemonRun) endProgramsLocked(execed map[uint32]bool) {
+	for pid := range execed {
+		at, ok := d.parts.watch.ExecedAt(pid)
+		if !ok {
+			d.log.Debug("profd: target exec'd at a time unknown; its old program's code stays live", "pid", pid)
+			continue
+		}
+		if n := d.parts.jit.EndProgram(pid, at); n > 0 {
+			d.log.Debug("profd: target exec'd; its old program's code ended", "pid", pid, "objects", n)
+		}
 	}
 }
 

@@ -278,6 +278,42 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 	}
 }
 
+// TestExecEndsOldCode: a JIT, profiled by its pid, execs another program with its code
+// still loaded (as a JIT's process that execs does: no record unloads it). The new program
+// runs code at the same addresses and tells profd nothing of it. Its samples there are not
+// named by the old program's code, which ended at the exec (the time the kernel's exec
+// notification carries); the old program's are named by it.
+func TestExecEndsOldCode(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	// The new program is testjit under another name, so that its outputs are apart.
+	newjit := filepath.Join(t.TempDir(), "newjit")
+	if b, err := os.ReadFile(testjit); err != nil || os.WriteFile(newjit, b, 0o755) != nil {
+		t.Fatalf("copying testjit: %v", err)
+	}
+	d := newDirs(t)
+	const at = "7e5a00000000" // both programs' code space
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-A", at, "-m", "300",
+		"-X", newjit, "-A", at, "-d", filepath.Join(d.out, "nowhere"), "-m", "500")
+	pid := jit.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
+		t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
+	}
+	old := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
+	if old.jitMem < 200 || old.named < old.jitMem*9/10 {
+		t.Errorf("the old program: %d of %d samples in JIT memory named, want nearly all", old.named, old.jitMem)
+	}
+	c := readCapture(t, outputPath(d, "newjit", pid, FormatCapture))
+	if tl := profdTally(c); tl.jitMem < 500 || tl.named != 0 {
+		t.Errorf("the new program: %d of %d samples in JIT memory named (%v), want none of at least 500\nlogs:\n%s",
+			tl.named, tl.jitMem, tl.funcs, r.logs.String())
+	}
+}
+
 // TestUnnamedWarnedAtStop: a JIT that still runs when profd stops is warned about by the
 // final flush, after the symbol sources closed: the warning still says where profd looked.
 func TestUnnamedWarnedAtStop(t *testing.T) {

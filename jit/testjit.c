@@ -9,6 +9,7 @@
  *
  *   cc -O1 -std=c99 -D_GNU_SOURCE -o testjit jit/testjit.c
  *   testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-g] [-C N [-S BYTES]]
+ *           [-A ADDR] [-X PROGRAM [ARG...]]
  *
  *   -d DIR      profd's FIFO directory (default: as profd_jit_default_dir)
  *   -m MS       how long each function runs in each phase, in CPU time (default 200)
@@ -29,6 +30,10 @@
  *               for MS ms, so that code keeps ending and most of it draws no sample; its loads
  *               and unloads are not printed, each round's run is, and "churned LOADS" at the end
  *   -S BYTES    with -C, each function's size (default 64, at least 32)
+ *   -A ADDR     map the code at address ADDR (hex), as a JIT that reserves its code space at
+ *               a fixed address does
+ *   -X          once count_small and count_medium have run, exec the PROGRAM that follows the
+ *               options, their code still loaded, as a program that execs another does
  *
  * Each event is printed on stdout as one line:
  *   load NAME ADDR SIZE INDEX | unload NAME ADDR INDEX | move NAME OLD NEW SIZE INDEX |
@@ -259,8 +264,9 @@ int main(int argc, char **argv)
 	uint64_t give_up;
 	struct timespec ten_ms = {0, 10000000};
 
-	int gate = 0;
-	while ((opt = getopt(argc, argv, "d:m:r:w:fFRaco:gC:S:")) != -1) {
+	int gate = 0, exec_after = 0;
+	void *at = NULL;
+	while ((opt = getopt(argc, argv, "+d:m:r:w:fFRaco:gC:S:A:X")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'm': ms = strtol(optarg, NULL, 10); break;
@@ -275,10 +281,16 @@ int main(int argc, char **argv)
 		case 'g': gate = 1; break;
 		case 'C': churn = strtol(optarg, NULL, 10); break;
 		case 'S': churn_size = strtol(optarg, NULL, 10); break;
+		case 'A': at = (void *)(uintptr_t)strtoull(optarg, NULL, 16); break;
+		case 'X': exec_after = 1; break;
 		default:
-			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-g] [-C N [-S BYTES]]\n");
+			fprintf(stderr, "usage: testjit [-d DIR] [-m MS] [-r ROUNDS] [-w WAIT_MS] [-f | -F] [-R] [-a] [-c] [-o OUTDIR] [-g] [-C N [-S BYTES]] [-A ADDR] [-X PROGRAM [ARG...]]\n");
 			return 2;
 		}
+	}
+	if (exec_after && optind >= argc) {
+		fprintf(stderr, "testjit: -X wants the program to exec after the options\n");
+		return 2;
 	}
 	if (churn < 0 || churn_size < 32) {
 		fprintf(stderr, "testjit: -C wants N >= 0, -S at least 32 bytes\n");
@@ -315,8 +327,9 @@ int main(int argc, char **argv)
 		printf("waiting\n");
 		getchar();
 	}
-	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (region == MAP_FAILED) {
+	region = mmap(at, region_size, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | (at != NULL ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+	if (region == MAP_FAILED || (at != NULL && region != at)) {
 		perror("testjit: mmap");
 		return 1;
 	}
@@ -340,6 +353,12 @@ int main(int argc, char **argv)
 		load(&medium, region + 0x400);
 		run(&small, ms);
 		run(&medium, ms);
+		if (exec_after) {
+			printf("exec %s\n", argv[optind]);
+			execvp(argv[optind], &argv[optind]);
+			perror("testjit: exec");
+			return 1;
+		}
 		/* Reuse: count_small goes, count_large takes its address. */
 		unload(&small);
 		load(&large, region);

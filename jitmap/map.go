@@ -40,9 +40,9 @@ type MapOptions struct {
 // address range, so that a sample (pid, ip, time) can be named even after its code was
 // unloaded, moved, or its addresses reused.
 //
-// Concurrency: Apply, Reclaim and RemovePid may be called from any goroutines (they take one
-// writer lock); Lookup, Objects, Pids, Counts and Room are safe at the same time as them and as
-// each other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
+// Concurrency: Apply, EndProgram, Reclaim and RemovePid may be called from any goroutines
+// (they take one writer lock); Lookup, Objects, Pids, Counts and Room are safe at the same
+// time as them and as each other. Objects handed out are immutable snapshots: when an object ends, the Map stores a
 // copy with UnloadNs set, so a *codeobj.Object a reader holds never changes under it. Callers
 // must not modify them either.
 //
@@ -523,6 +523,31 @@ func (m *Map) Reclaim(beforeNs int64) int {
 		n += p.reclaim(beforeNs)
 		p.mu.Unlock()
 	}
+	return n
+}
+
+// EndProgram ends, at atNs, every live object of process pid loaded before atNs, and
+// returns how many it ended: the process exec'd another program at atNs, and the code of
+// the one it ran is gone, though no record says so. Objects loaded at atNs or later (the new
+// program's, told before the exec was) stay live.
+func (m *Map) EndProgram(pid uint32, atNs int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := (*m.procs.Load())[pid]
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m.tmp = p.live.all(m.tmp[:0])
+	n := 0
+	for _, o := range m.tmp {
+		if o.LoadNs < atNs {
+			m.end(p, o, atNs)
+			n++
+		}
+	}
+	clear(m.tmp)
 	return n
 }
 

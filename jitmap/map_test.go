@@ -37,6 +37,35 @@ func wantName(t *testing.T, m *Map, pid uint32, ip uint64, at int64, want string
 	}
 }
 
+// EndProgram ends, at an exec's time, the code the process's old program loaded (with a
+// time or without), and leaves the code loaded after it, and other processes' code, live.
+func TestMapEndProgram(t *testing.T) {
+	m := NewMap(MapOptions{})
+	mustApply(t, m,
+		load(1, "a", 0x1000, 0x100, 10),
+		&CodeLoad{Pid: 1, Object: codeobj.Object{Name: "b", Addr: 0x2000, Size: 0x100}, TimeUnknown: true},
+		load(1, "c", 0x3000, 0x100, 150), // the new program's, told before the exec was
+		load(2, "x", 0x1000, 0x100, 10))
+	if n := m.EndProgram(1, 100); n != 2 {
+		t.Errorf("EndProgram ended %d objects, want 2", n)
+	}
+	if n := m.EndProgram(3, 100); n != 0 {
+		t.Errorf("EndProgram of a process the map does not hold ended %d objects", n)
+	}
+	wantName(t, m, 1, 0x1010, 50, "a")
+	wantName(t, m, 1, 0x1010, 120, "")
+	wantName(t, m, 1, 0x2010, 50, "b")
+	wantName(t, m, 1, 0x2010, 120, "")
+	wantName(t, m, 1, 0x3010, 200, "c")
+	wantName(t, m, 2, 0x1010, 120, "x")
+	mustApply(t, m, load(1, "d", 0x1000, 0x100, 130))
+	wantName(t, m, 1, 0x1010, 140, "d")
+	wantName(t, m, 1, 0x1010, 50, "a")
+	if live, ended := m.Counts(1); live != 2 || ended != 2 {
+		t.Errorf("Counts(1) = %d live, %d ended; want 2 and 2", live, ended)
+	}
+}
+
 func TestMapTimeVersions(t *testing.T) {
 	m := NewMap(MapOptions{})
 	mustApply(t, m,
