@@ -60,6 +60,7 @@ type symbolQueue struct {
 	done    chan struct{}
 	logged  int  // the queue's goroutine's
 	otherOK bool // a record of another process was logged; the queue's goroutine's
+	archOK  bool // a jitdump with cycle-counter times was logged; the queue's goroutine's
 
 	budgetMu sync.Mutex // the sources' goroutines share the allowance
 	tokens   float64
@@ -266,6 +267,14 @@ func (s *symbolStage) applyQueue(q *symbolQueue) {
 func (s *symbolStage) report(q *symbolQueue, b jitmap.Batch) {
 	bad, other := 0, 0
 	for _, err := range b.Errs {
+		if errors.Is(err, jitmap.ErrArchTimestamps) { // not a bad record: its records are read
+			if !q.archOK {
+				q.archOK = true
+				s.log.Warn("profd: a jitdump with cycle-counter times (its JIT runs with JITDUMP_USE_ARCH_TIMESTAMP=1): profd times its records as it reads them, so a sample is named by the code at its address when the record was read; run the JIT without JITDUMP_USE_ARCH_TIMESTAMP for its exact times",
+					"pid", b.Pid, "source", b.Source.String(), "stream", b.Stream)
+			}
+			continue
+		}
 		if errors.Is(err, jitmap.ErrPidMismatch) {
 			other++
 			if !q.otherOK {

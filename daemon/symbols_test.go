@@ -107,3 +107,23 @@ func TestSymbolStageCountsOtherProcessRecords(t *testing.T) {
 		t.Errorf("%d warnings, want 1:\n%s", n, logs)
 	}
 }
+
+// TestSymbolStageWarnsArchTimestamps: a jitdump with cycle-counter times is warned about once
+// per target, and is no bad record.
+func TestSymbolStageWarnsArchTimestamps(t *testing.T) {
+	logs := &testenv.SyncBuffer{}
+	s := newSymbolStage(enrich.New(enrich.Options{}), func(jitmap.Batch) {}, slog.New(slog.NewTextHandler(logs, nil)), 0, 0)
+	s.addTarget(1)
+	for range 3 { // a session, and two more after restarts of the JIT's writer
+		b := batchOf(1, 1)
+		b.Errs = []error{&jitmap.DecodeError{Format: jitmap.FormatJitdump, Err: jitmap.ErrArchTimestamps}}
+		s.add(b)
+	}
+	s.close()
+	if n := s.badRecords(); n != 0 {
+		t.Errorf("%d bad records, want none", n)
+	}
+	if n := strings.Count(logs.String(), "a jitdump with cycle-counter times"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs)
+	}
+}

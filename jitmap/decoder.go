@@ -16,7 +16,8 @@ const (
 // DecoderOptions tunes a Decoder. The zero value is usable.
 type DecoderOptions struct {
 	// Now returns CLOCK_MONOTONIC nanoseconds; it stamps perf-map loads (perf-map lines carry no
-	// time). nil leaves their LoadNs 0 ("live since always").
+	// time) and the records of a jitdump whose times are cycle-counter values
+	// (ErrArchTimestamps). nil leaves their times 0 (a load "live since always").
 	Now func() int64
 	// MaxRecordBytes bounds a jitdump header or record, and so the Decoder's buffer. A larger
 	// claim is a fatal *DecodeError (ErrRecordTooLarge, ErrStreamDead): a length that large
@@ -313,6 +314,15 @@ func (d *Decoder) consume(b []byte) int {
 }
 
 func (d *Decoder) emit(ev Event) { d.events = append(d.events, ev) }
+
+// now is DecoderOptions.Now's reading, 0 without it: the time of a record that carries none
+// sample times can be compared with.
+func (d *Decoder) now() int64 {
+	if d.opts.Now == nil {
+		return 0
+	}
+	return d.opts.Now()
+}
 
 // report records a non-fatal error for the unit at d.off.
 func (d *Decoder) report(id uint32, err error) {

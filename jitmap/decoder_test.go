@@ -127,6 +127,44 @@ func TestJitdumpRoundTrip(t *testing.T) {
 	}
 }
 
+// A jitdump whose header says its times are cycle-counter values (perf's Java agent with
+// JITDUMP_USE_ARCH_TIMESTAMP=1) is decoded with each record timed by Now as it is decoded,
+// its loads taken as perf-map lines are, and one error, at the header, says so.
+func TestJitdumpArchTimestamps(t *testing.T) {
+	const pid = 4242
+	written := sampleEvents(pid)
+	h := jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 77, Flags: jitmap.JitdumpFlagArchTimestamp}
+	stream := writeStream(t, h, false, written, nil)
+	const now = 9000 // far from the times written
+	d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{Now: func() int64 { return now }})
+	got, errs := d.Write(stream)
+	if len(errs) != 1 || !errors.Is(errs[0], jitmap.ErrArchTimestamps) {
+		t.Fatalf("errors %v, want one ErrArchTimestamps", errs)
+	}
+	if de := (*jitmap.DecodeError)(nil); !errors.As(errs[0], &de) || de.Offset != 0 || de.Fatal() {
+		t.Errorf("%v: want a non-fatal error at the header (offset 0)", errs[0])
+	}
+	want := sampleEvents(pid)
+	for _, ev := range want {
+		const at = now
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			ev.TimeUnknown, ev.Object.LoadNs = true, at
+		case *jitmap.CodeMove:
+			ev.TimeNs = at
+		case *jitmap.CodeUnload:
+			ev.TimeNs = at
+		case *jitmap.FlushRequest:
+			ev.TimeNs = at
+		case *jitmap.StreamEnd:
+			ev.TimeNs = at
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded:\n got %s\nwant %s", dump(got), dump(want))
+	}
+}
+
 func dump(evs []jitmap.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {

@@ -35,6 +35,12 @@ var (
 	ErrBudget = errors.New("over the process's symbol budget")
 	// ErrUnknownCode: a move or unload names code the Map does not hold live.
 	ErrUnknownCode = errors.New("no live code object there")
+	// ErrArchTimestamps: a jitdump header says its record times are the machine's cycle
+	// counter (JitdumpFlagArchTimestamp: perf's Java agent run with
+	// JITDUMP_USE_ARCH_TIMESTAMP=1), which sample times cannot be compared with. Reported once,
+	// for the header; the records are decoded, each timed as it is decoded
+	// (DecoderOptions.Now) and each load taken as a perf-map line is (CodeLoad.TimeUnknown).
+	ErrArchTimestamps = errors.New("record times are cycle-counter values, not CLOCK_MONOTONIC: records are timed as they are read")
 )
 
 // DecodeError reports one bad record or line of a stream. Offset is the stream byte offset of

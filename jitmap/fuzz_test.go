@@ -2,6 +2,7 @@ package jitmap_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -11,8 +12,13 @@ import (
 	"github.com/profd/profd/jitmap/jitdumptest"
 )
 
-// FuzzJitdumpDecoder feeds arbitrary records after a valid header. Whatever the bytes: no
-// panic, the buffer stays bounded, a split anywhere decodes the same, and what decodes
+// archSplit is the bit of FuzzJitdumpDecoder's split that gives its stream's header
+// JitdumpFlagArchTimestamp.
+const archSplit = 1 << 15
+
+// FuzzJitdumpDecoder feeds arbitrary records after a valid header, with or without
+// JitdumpFlagArchTimestamp. Whatever the bytes: no panic, the buffer stays bounded, a split
+// anywhere decodes the same, loads have no time with the flag only, and what decodes
 // re-encodes (jitdumptest.Writer) to a stream that decodes to the same events.
 func FuzzJitdumpDecoder(f *testing.F) {
 	for _, be := range []bool{false, true} {
@@ -23,11 +29,18 @@ func FuzzJitdumpDecoder(f *testing.F) {
 			_ = w.WriteEvent(ev)
 		}
 		f.Add(be, buf.Bytes()[jitdumpHeaderBytes:], uint16(100))
+		f.Add(be, buf.Bytes()[jitdumpHeaderBytes:], uint16(archSplit|100))
 	}
 	const maxRecord = 1 << 12
+	// split's top bit sets the header's JitdumpFlagArchTimestamp; the rest is where to split.
 	f.Fuzz(func(t *testing.T, bigEndian bool, records []byte, split uint16) {
+		var flags uint64
+		if split&archSplit != 0 {
+			flags = jitmap.JitdumpFlagArchTimestamp
+		}
+		split &^= archSplit
 		var hdr bytes.Buffer
-		if _, err := jitdumptest.NewWriter(&hdr, jitmap.JitdumpHeader{BigEndian: bigEndian, Pid: 3}); err != nil {
+		if _, err := jitdumptest.NewWriter(&hdr, jitmap.JitdumpHeader{BigEndian: bigEndian, Pid: 3, Flags: flags}); err != nil {
 			t.Fatal(err)
 		}
 		stream := append(hdr.Bytes(), records...)
@@ -49,14 +62,22 @@ func FuzzJitdumpDecoder(f *testing.F) {
 				t.Fatalf("error %v: not a *jitmap.DecodeError with an offset in the stream", err)
 			}
 		}
+		for _, ev := range evs {
+			if load, ok := ev.(*jitmap.CodeLoad); ok && load.TimeUnknown != (flags != 0) {
+				t.Fatalf("a load's time unknown %v, with header flags %#x", load.TimeUnknown, flags)
+			}
+		}
 		var re bytes.Buffer
-		w, _ := jitdumptest.NewWriter(&re, jitmap.JitdumpHeader{BigEndian: !bigEndian, Pid: 3})
+		w, _ := jitdumptest.NewWriter(&re, jitmap.JitdumpHeader{BigEndian: !bigEndian, Pid: 3, Flags: flags})
 		for _, ev := range evs {
 			if err := w.WriteEvent(ev); err != nil {
 				t.Fatalf("re-encode %s: %v", dump([]jitmap.Event{ev}), err)
 			}
 		}
 		again, aerrs := jitmap.NewDecoder(0, codeobj.SourceFIFO, jitmap.DecoderOptions{}).Write(re.Bytes())
+		if flags != 0 && len(aerrs) > 0 && errors.Is(aerrs[0], jitmap.ErrArchTimestamps) {
+			aerrs = aerrs[1:]
+		}
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-encoded stream decodes differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}

@@ -17,6 +17,8 @@ type jitdumpState struct {
 	headerDone bool
 	be         bool
 	header     JitdumpHeader
+	// archTime: the header has JitdumpFlagArchTimestamp; records are timed as decoded.
+	archTime bool
 	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
 	// CODE_LOAD that follows them; addresses still carry any writer bias.
 	debug map[uint64][]codeobj.LineEntry
@@ -98,6 +100,10 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 				TimestampNs: int64(j.u64(rest[24:])),
 				Flags:       j.u64(rest[32:]),
 			}
+			if j.header.Flags&JitdumpFlagArchTimestamp != 0 {
+				j.archTime = true
+				d.report(0, ErrArchTimestamps)
+			}
 			j.headerDone = true
 			j.searched = 0
 			n += int(size)
@@ -156,6 +162,9 @@ func (d *Decoder) cutRecord(id uint32, n, k int) int {
 func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
 	j := &d.jd
 	ts := int64(j.u64(rec[8:]))
+	if j.archTime {
+		ts = d.now()
+	}
 	body := rec[jitdumpRecHeaderSize:]
 	switch id {
 	case JitdumpCodeLoad:
@@ -261,8 +270,9 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 		return
 	}
 	ev := &CodeLoad{
-		Pid: pid,
-		Tid: j.u32(body[4:]),
+		Pid:         pid,
+		Tid:         j.u32(body[4:]),
+		TimeUnknown: j.archTime,
 		Object: codeobj.Object{
 			Name:      string(rest[:nul]),
 			Addr:      addr,

@@ -39,9 +39,10 @@ const (
 // (it accounts for an ELF header that `perf inject` puts before the code).
 const llvm14DebugBias = 0x40
 
-// JitdumpHeader is a jitdump stream's file header. Record times are passed on as written: when
-// Flags has JitdumpFlagArchTimestamp they are cycle-counter values, not CLOCK_MONOTONIC ns, and
-// the caller must convert them or not compare them with sample times.
+// JitdumpHeader is a jitdump stream's file header. Record times are passed on as written,
+// but when Flags has JitdumpFlagArchTimestamp: they are cycle-counter values then, not
+// CLOCK_MONOTONIC ns, and the Decoder times the records as it decodes them
+// (ErrArchTimestamps).
 type JitdumpHeader struct {
 	BigEndian   bool
 	Version     uint32

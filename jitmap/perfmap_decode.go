@@ -119,15 +119,11 @@ func (d *Decoder) perfMapLine(line []byte) {
 		d.report(0, fmt.Errorf("%w: range %#x+%#x wraps", ErrBadLine, start, size))
 		return
 	}
-	var now int64
-	if d.opts.Now != nil {
-		now = d.opts.Now()
-	}
 	d.emit(&CodeLoad{Pid: d.pid, TimeUnknown: true, Object: codeobj.Object{
 		Name:   string(name),
 		Addr:   start,
 		Size:   size,
-		LoadNs: now,
+		LoadNs: d.now(),
 		Source: d.src,
 	}})
 }
