@@ -60,7 +60,7 @@ type symbolQueue struct {
 	done    chan struct{}
 	logged  int  // the queue's goroutine's
 	otherOK bool // a record of another process was logged; the queue's goroutine's
-	archOK  bool // a jitdump with cycle-counter times was logged; the queue's goroutine's
+	clockOK bool // a jitdump of another clock was logged; the queue's goroutine's
 
 	budgetMu sync.Mutex // the sources' goroutines share the allowance
 	tokens   float64
@@ -267,11 +267,12 @@ func (s *symbolStage) applyQueue(q *symbolQueue) {
 func (s *symbolStage) report(q *symbolQueue, b jitmap.Batch) {
 	bad, other := 0, 0
 	for _, err := range b.Errs {
-		if errors.Is(err, jitmap.ErrArchTimestamps) { // not a bad record: its records are read
-			if !q.archOK {
-				q.archOK = true
-				s.log.Warn("profd: a jitdump with cycle-counter times (its JIT runs with JITDUMP_USE_ARCH_TIMESTAMP=1): profd times its records as it reads them, so a sample is named by the code at its address when the record was read; run the JIT without JITDUMP_USE_ARCH_TIMESTAMP for its exact times",
-					"pid", b.Pid, "source", b.Source.String(), "stream", b.Stream)
+		if errors.Is(err, jitmap.ErrArchTimestamps) || errors.Is(err, jitmap.ErrClockAhead) {
+			// Not a bad record: the records are read, timed as they are read.
+			if !q.clockOK {
+				q.clockOK = true
+				s.log.Warn("profd: symbol records timed by another clock than CLOCK_MONOTONIC (cycle counts with JITDUMP_USE_ARCH_TIMESTAMP=1, or a clock ahead of it): profd times them as it reads them, so a sample is named by the code at its address when the record was read; a JIT that writes CLOCK_MONOTONIC times has its samples named exactly",
+					"pid", b.Pid, "source", b.Source.String(), "stream", b.Stream, "err", err)
 			}
 			continue
 		}

@@ -108,22 +108,22 @@ func TestSymbolStageCountsOtherProcessRecords(t *testing.T) {
 	}
 }
 
-// TestSymbolStageWarnsArchTimestamps: a jitdump with cycle-counter times is warned about once
-// per target, and is no bad record.
-func TestSymbolStageWarnsArchTimestamps(t *testing.T) {
+// TestSymbolStageWarnsOtherClock: a jitdump with cycle-counter times, or one timed ahead of
+// CLOCK_MONOTONIC, is warned about once per target, and is no bad record.
+func TestSymbolStageWarnsOtherClock(t *testing.T) {
 	logs := &testenv.SyncBuffer{}
 	s := newSymbolStage(enrich.New(enrich.Options{}), func(jitmap.Batch) {}, slog.New(slog.NewTextHandler(logs, nil)), 0, 0)
 	s.addTarget(1)
-	for range 3 { // a session, and two more after restarts of the JIT's writer
-		b := batchOf(1, 1)
-		b.Errs = []error{&jitmap.DecodeError{Format: jitmap.FormatJitdump, Err: jitmap.ErrArchTimestamps}}
+	for _, err := range []error{jitmap.ErrArchTimestamps, jitmap.ErrClockAhead, jitmap.ErrArchTimestamps} {
+		b := batchOf(1, 1) // a session, and more after restarts of the JIT's writer
+		b.Errs = []error{&jitmap.DecodeError{Format: jitmap.FormatJitdump, Err: err}}
 		s.add(b)
 	}
 	s.close()
 	if n := s.badRecords(); n != 0 {
 		t.Errorf("%d bad records, want none", n)
 	}
-	if n := strings.Count(logs.String(), "a jitdump with cycle-counter times"); n != 1 {
+	if n := strings.Count(logs.String(), "symbol records timed by another clock"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, logs)
 	}
 }

@@ -146,22 +146,85 @@ func TestJitdumpArchTimestamps(t *testing.T) {
 	}
 	want := sampleEvents(pid)
 	for _, ev := range want {
-		const at = now
-		switch ev := ev.(type) {
-		case *jitmap.CodeLoad:
-			ev.TimeUnknown, ev.Object.LoadNs = true, at
-		case *jitmap.CodeMove:
-			ev.TimeNs = at
-		case *jitmap.CodeUnload:
-			ev.TimeNs = at
-		case *jitmap.FlushRequest:
-			ev.TimeNs = at
-		case *jitmap.StreamEnd:
-			ev.TimeNs = at
-		}
+		setTime(ev, now)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded:\n got %s\nwant %s", dump(got), dump(want))
+	}
+}
+
+// A jitdump whose records are timed ahead of CLOCK_MONOTONIC (a JIT that writes
+// CLOCK_REALTIME) is decoded as written up to the first record timed more than a second
+// after Now, and from that record on timed by Now, its loads without a time; one error, at
+// that record, says so.
+func TestJitdumpClockAhead(t *testing.T) {
+	const pid, now = 4242, 3500 // the sample events' times go 1000 ... 5000
+	for _, tc := range []struct {
+		name   string
+		ahead  int64 // how far the records' times are moved
+		from   int   // the first event moved
+		wantAt int   // the first event timed by Now; -1: none
+	}{
+		{"on time", 0, 0, -1},
+		{"within a second", 999_000_000, 0, -1},
+		{"ahead", 1 << 60, 0, 0},
+		{"ahead from the move on", 1 << 40, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			written := sampleEvents(pid)
+			moveTimes(written[tc.from:], tc.ahead)
+			stream := writeStream(t, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid}, false, written, nil)
+			d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{Now: func() int64 { return now }})
+			got, errs := d.Write(stream)
+			want := sampleEvents(pid)
+			moveTimes(want[tc.from:], tc.ahead)
+			if tc.wantAt >= 0 {
+				for _, ev := range want[tc.wantAt:] {
+					setTime(ev, now)
+				}
+			}
+			if tc.wantAt < 0 && len(errs) > 0 || tc.wantAt >= 0 && (len(errs) != 1 || !errors.Is(errs[0], jitmap.ErrClockAhead)) {
+				t.Fatalf("errors %v", errs)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded:\n got %s\nwant %s", dump(got), dump(want))
+			}
+		})
+	}
+}
+
+// moveTimes adds d to the time of each of evs.
+func moveTimes(evs []jitmap.Event, d int64) {
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case *jitmap.CodeLoad:
+			ev.Object.LoadNs += d
+		case *jitmap.CodeMove:
+			ev.TimeNs += d
+		case *jitmap.CodeUnload:
+			ev.TimeNs += d
+		case *jitmap.FlushRequest:
+			ev.TimeNs += d
+		case *jitmap.StreamEnd:
+			ev.TimeNs += d
+		}
+	}
+}
+
+// setTime gives ev time at, as a decoder that times records as it reads them does (a load
+// then has no time of its own).
+func setTime(ev jitmap.Event, at int64) {
+	switch ev := ev.(type) {
+	case *jitmap.CodeLoad:
+		ev.TimeUnknown, ev.Object.LoadNs = true, at
+	case *jitmap.CodeMove:
+		ev.TimeNs = at
+	case *jitmap.CodeUnload:
+		ev.TimeNs = at
+	case *jitmap.FlushRequest:
+		ev.TimeNs = at
+	case *jitmap.StreamEnd:
+		ev.TimeNs = at
 	}
 }
 

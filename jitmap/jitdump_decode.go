@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 )
@@ -17,8 +18,9 @@ type jitdumpState struct {
 	headerDone bool
 	be         bool
 	header     JitdumpHeader
-	// archTime: the header has JitdumpFlagArchTimestamp; records are timed as decoded.
-	archTime bool
+	// readTime: records are timed as they are decoded, their own times being of another
+	// clock (ErrArchTimestamps, ErrClockAhead).
+	readTime bool
 	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
 	// CODE_LOAD that follows them; addresses still carry any writer bias.
 	debug map[uint64][]codeobj.LineEntry
@@ -101,7 +103,7 @@ func (d *Decoder) consumeJitdump(b []byte) int {
 				Flags:       j.u64(rest[32:]),
 			}
 			if j.header.Flags&JitdumpFlagArchTimestamp != 0 {
-				j.archTime = true
+				j.readTime = true
 				d.report(0, ErrArchTimestamps)
 			}
 			j.headerDone = true
@@ -158,13 +160,34 @@ func (d *Decoder) cutRecord(id uint32, n, k int) int {
 	return n + k
 }
 
+// maxClockAheadNs is how far after the moment it is decoded a record's time may be: a record
+// is written before it is read, so a time past that is of another clock.
+const maxClockAheadNs = int64(time.Second)
+
+// recordTime returns the time to give a record of the given id that carries ts: ts, or the
+// moment it is decoded when the session's times are of another clock. The first record of
+// a session timed past maxClockAheadNs from now says its clock is another (ErrClockAhead).
+func (d *Decoder) recordTime(id uint32, ts int64) int64 {
+	j := &d.jd
+	if !j.readTime && d.opts.Now != nil {
+		switch id {
+		case JitdumpCodeLoad, JitdumpCodeMove, JitdumpCodeClose, JitdumpProfdCodeUnload, JitdumpProfdFlushRequest:
+			if now := d.opts.Now(); ts > now && ts-now > maxClockAheadNs {
+				j.readTime = true
+				d.report(id, fmt.Errorf("%w (%v ahead)", ErrClockAhead, time.Duration(ts-now)))
+			}
+		}
+	}
+	if j.readTime {
+		return d.now()
+	}
+	return ts
+}
+
 // jitdumpRecord decodes one complete record (header included).
 func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
 	j := &d.jd
-	ts := int64(j.u64(rec[8:]))
-	if j.archTime {
-		ts = d.now()
-	}
+	ts := d.recordTime(id, int64(j.u64(rec[8:])))
 	body := rec[jitdumpRecHeaderSize:]
 	switch id {
 	case JitdumpCodeLoad:
@@ -272,7 +295,7 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 	ev := &CodeLoad{
 		Pid:         pid,
 		Tid:         j.u32(body[4:]),
-		TimeUnknown: j.archTime,
+		TimeUnknown: j.readTime,
 		Object: codeobj.Object{
 			Name:      string(rest[:nul]),
 			Addr:      addr,
