@@ -16,8 +16,8 @@ import (
 // another program (execedPids) keeps its FIFO, its symbol queue and its code map: they are
 // the process's, and the JIT the exec started may have opened the FIFO and sent its first
 // records already. The old program's code ends at the exec, when the exec's notification
-// said when that was (endProgramsLocked). Its counts and outputs end; its files are looked for
-// anew.
+// said when that was (endProgramsLocked). Its counts and outputs end; its files are looked
+// for anew.
 func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	looked := make([][]string, len(pids))
 	for _, pid := range pids {

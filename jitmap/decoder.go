@@ -15,9 +15,10 @@ const (
 
 // DecoderOptions tunes a Decoder. The zero value is usable.
 type DecoderOptions struct {
-	// Now returns CLOCK_MONOTONIC nanoseconds; it stamps perf-map loads (perf-map lines carry no
-	// time) and the records of a jitdump whose times are cycle-counter values
-	// (ErrArchTimestamps). nil leaves their times 0 (a load "live since always").
+	// Now returns CLOCK_MONOTONIC nanoseconds; it stamps perf-map loads (perf-map lines carry
+	// no time) and the records of a jitdump whose times are of another clock
+	// (ErrArchTimestamps, ErrClockAhead, which it tells). nil leaves their times 0 (a load
+	// "live since always"), and a jitdump's times are then taken as written.
 	Now func() int64
 	// MaxRecordBytes bounds a jitdump header or record, and so the Decoder's buffer. A larger
 	// claim is a fatal *DecodeError (ErrRecordTooLarge, ErrStreamDead): a length that large
@@ -315,8 +316,8 @@ func (d *Decoder) consume(b []byte) int {
 
 func (d *Decoder) emit(ev Event) { d.events = append(d.events, ev) }
 
-// now is DecoderOptions.Now's reading, 0 without it: the time of a record that carries none
-// sample times can be compared with.
+// now is DecoderOptions.Now's reading, 0 without it: the time given to a record whose own
+// time, if any, cannot be compared with sample times.
 func (d *Decoder) now() int64 {
 	if d.opts.Now == nil {
 		return 0

@@ -12,11 +12,10 @@ import (
 
 // Asker asks the HotSpot JVMs among a changing set of processes for their perf maps, each
 // once every period, a new one as soon as it is old enough to be signalled and then each
-// time its age doubles, until that is the period. It remembers,
-// per process, whether it runs HotSpot, when it is due and whether it was signalled: a JVM
-// is sent SIGQUIT at most once (one whose attach mechanism is disabled prints a thread dump
-// for each), and one that refused the request is asked no more. Only Renew is safe for
-// concurrent use.
+// time its age doubles, until that is the period. It remembers, per process, whether it
+// runs HotSpot, when it is due and whether it was signalled: a JVM is sent SIGQUIT at most
+// once (one whose attach mechanism is disabled prints a thread dump for each), and one that
+// refused the request is asked no more. Only Renew is safe for concurrent use.
 type Asker struct {
 	log   *slog.Logger
 	every time.Duration
