@@ -294,9 +294,8 @@ func TestJavaPerfMapTwice(t *testing.T) {
 	classes := testenv.JavaClasses(t)
 	d := newDirs(t)
 	// The first dump names what HotSpot had compiled by then; the second, what it compiled
-	// since as well.
-	// The JVM's CPU time marks the moments, however busy the machine: Hot's thread runs for
-	// 5 s of it, and the JVM's other threads add theirs.
+	// since as well. The JVM's CPU time marks their moments, however busy the machine: Hot's
+	// thread runs for 5 s of it, and the JVM's other threads add theirs.
 	java, perf, r := startJavaProfiled(t, d, "-cp", classes, "Hot", "5")
 	mark := testenv.UserCPU(t, java.pid())
 	for _, at := range []time.Duration{1500 * time.Millisecond, 3500 * time.Millisecond} {
