@@ -145,9 +145,7 @@ func TestJitdumpArchTimestamps(t *testing.T) {
 		t.Errorf("%v: want a non-fatal error at the header (offset 0)", errs[0])
 	}
 	want := sampleEvents(pid)
-	for _, ev := range want {
-		setTime(ev, now)
-	}
+	retime(want, readAt(now), true)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded:\n got %s\nwant %s", dump(got), dump(want))
 	}
@@ -172,16 +170,14 @@ func TestJitdumpClockAhead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			written := sampleEvents(pid)
-			moveTimes(written[tc.from:], tc.ahead)
+			retime(written[tc.from:], later(tc.ahead), false)
 			stream := writeStream(t, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid}, false, written, nil)
 			d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{Now: func() int64 { return now }})
 			got, errs := d.Write(stream)
 			want := sampleEvents(pid)
-			moveTimes(want[tc.from:], tc.ahead)
+			retime(want[tc.from:], later(tc.ahead), false)
 			if tc.wantAt >= 0 {
-				for _, ev := range want[tc.wantAt:] {
-					setTime(ev, now)
-				}
+				retime(want[tc.wantAt:], readAt(now), true)
 			}
 			if tc.wantAt < 0 && len(errs) > 0 || tc.wantAt >= 0 && (len(errs) != 1 || !errors.Is(errs[0], jitmap.ErrClockAhead)) {
 				t.Fatalf("errors %v", errs)
@@ -193,40 +189,29 @@ func TestJitdumpClockAhead(t *testing.T) {
 	}
 }
 
-// moveTimes adds d to the time of each of evs.
-func moveTimes(evs []jitmap.Event, d int64) {
+// retime gives each of evs the time at returns for its own. With unknown, its loads have
+// no time of their own, as a decoder that times records as it reads them has them.
+func retime(evs []jitmap.Event, at func(int64) int64, unknown bool) {
 	for _, ev := range evs {
 		switch ev := ev.(type) {
 		case *jitmap.CodeLoad:
-			ev.Object.LoadNs += d
+			ev.Object.LoadNs, ev.TimeUnknown = at(ev.Object.LoadNs), unknown
 		case *jitmap.CodeMove:
-			ev.TimeNs += d
+			ev.TimeNs = at(ev.TimeNs)
 		case *jitmap.CodeUnload:
-			ev.TimeNs += d
+			ev.TimeNs = at(ev.TimeNs)
 		case *jitmap.FlushRequest:
-			ev.TimeNs += d
+			ev.TimeNs = at(ev.TimeNs)
 		case *jitmap.StreamEnd:
-			ev.TimeNs += d
+			ev.TimeNs = at(ev.TimeNs)
 		}
 	}
 }
 
-// setTime gives ev time at, as a decoder that times records as it reads them does (a load
-// then has no time of its own).
-func setTime(ev jitmap.Event, at int64) {
-	switch ev := ev.(type) {
-	case *jitmap.CodeLoad:
-		ev.TimeUnknown, ev.Object.LoadNs = true, at
-	case *jitmap.CodeMove:
-		ev.TimeNs = at
-	case *jitmap.CodeUnload:
-		ev.TimeNs = at
-	case *jitmap.FlushRequest:
-		ev.TimeNs = at
-	case *jitmap.StreamEnd:
-		ev.TimeNs = at
-	}
-}
+// later returns a retime function that adds d; readAt, one that gives every event the time
+// at.
+func later(d int64) func(int64) int64   { return func(t int64) int64 { return t + d } }
+func readAt(at int64) func(int64) int64 { return func(int64) int64 { return at } }
 
 func dump(evs []jitmap.Event) string {
 	var b strings.Builder
