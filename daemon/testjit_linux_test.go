@@ -282,7 +282,7 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 // still loaded (as a JIT's process that execs does: no record unloads it). The new program
 // runs code at the same addresses and tells profd nothing of it. Its samples there are not
 // named by the old program's code, which ended at the exec (the time the kernel's exec
-// notification carries); the old program's are named by it.
+// notification carries); the old program's own are named by it.
 func TestExecEndsOldCode(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
@@ -303,12 +303,16 @@ func TestExecEndsOldCode(t *testing.T) {
 	if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
 		t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
 	}
+	// The old program's capture also holds the new program's samples until profd retired
+	// it (unnamed, a busy machine's few tens of milliseconds): its ~600 ms of loops count.
 	old := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
-	if old.jitMem < 200 || old.named < old.jitMem*9/10 {
-		t.Errorf("the old program: %d of %d samples in JIT memory named, want nearly all", old.named, old.jitMem)
+	if old.named < 300 || old.funcs["count_small"] == 0 || old.funcs["count_medium"] == 0 {
+		t.Errorf("the old program: %d of %d samples in JIT memory named (%v), want its 600 ms of loops", old.named, old.jitMem, old.funcs)
 	}
 	c := readCapture(t, outputPath(d, "newjit", pid, FormatCapture))
-	if tl := profdTally(c); tl.jitMem < 500 || tl.named != 0 {
+	tl := profdTally(c)
+	t.Logf("old program: %d of %d samples in JIT memory named; new program: %d of %d", old.named, old.jitMem, tl.named, tl.jitMem)
+	if tl.jitMem < 500 || tl.named != 0 {
 		t.Errorf("the new program: %d of %d samples in JIT memory named (%v), want none of at least 500\nlogs:\n%s",
 			tl.named, tl.jitMem, tl.funcs, r.logs.String())
 	}
