@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/jitmap"
@@ -18,8 +19,9 @@ const archSplit = 1 << 15
 
 // FuzzJitdumpDecoder feeds arbitrary records after a valid header, with or without
 // JitdumpFlagArchTimestamp. Whatever the bytes: no panic, the buffer stays bounded, a split
-// anywhere decodes the same, loads have no time with the flag only, and what decodes
-// re-encodes (jitdumptest.Writer) to a stream that decodes to the same events.
+// anywhere decodes the same, loads have no time with the flag only, what decodes re-encodes
+// (jitdumptest.Writer) to a stream that decodes to the same events, and given a clock the
+// decoder times no record more than a second past it.
 func FuzzJitdumpDecoder(f *testing.F) {
 	for _, be := range []bool{false, true} {
 		var buf bytes.Buffer
@@ -81,7 +83,39 @@ func FuzzJitdumpDecoder(f *testing.F) {
 		if len(aerrs) > 0 || !reflect.DeepEqual(again, evs) {
 			t.Fatalf("re-encoded stream decodes differently (%v):\n%s\nvs\n%s", aerrs, dump(again), dump(evs))
 		}
+
+		// With a clock, no record is timed more than a second after it is decoded, and a
+		// split anywhere decodes the same.
+		const now = 1 << 40
+		clocked := jitmap.DecoderOptions{MaxRecordBytes: maxRecord, Now: func() int64 { return now }}
+		cevs, cerrs := decodeChunks(t, 0, codeobj.SourceFIFO, clocked, stream)
+		for _, ev := range cevs {
+			if at := eventTime(ev); at > now+int64(time.Second) {
+				t.Fatalf("%s timed %d, past the decoder's clock %d by more than a second", dump([]jitmap.Event{ev}), at, now)
+			}
+		}
+		sevs, serrs = decodeChunks(t, 0, codeobj.SourceFIFO, clocked, stream, cut)
+		if !reflect.DeepEqual(cevs, sevs) || fmt.Sprint(cerrs) != fmt.Sprint(serrs) {
+			t.Fatalf("with a clock, split at %d differs:\n%s\n%v\nvs\n%s\n%v", cut, dump(cevs), cerrs, dump(sevs), serrs)
+		}
 	})
+}
+
+// eventTime is the time ev carries.
+func eventTime(ev jitmap.Event) int64 {
+	switch ev := ev.(type) {
+	case *jitmap.CodeLoad:
+		return ev.Object.LoadNs
+	case *jitmap.CodeMove:
+		return ev.TimeNs
+	case *jitmap.CodeUnload:
+		return ev.TimeNs
+	case *jitmap.FlushRequest:
+		return ev.TimeNs
+	case *jitmap.StreamEnd:
+		return ev.TimeNs
+	}
+	return 0
 }
 
 // FuzzPerfMapDecoder: any text decodes without panic, the same at any split, every load is
