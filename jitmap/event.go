@@ -12,9 +12,9 @@ type CodeLoad struct {
 	Pid, Tid uint32
 	Object   codeobj.Object
 	// TimeUnknown says the record carries no time sample times can be compared with (a
-	// perf-map line, a jitdump with cycle-counter times): Object.LoadNs is when it was
-	// read, and the code may have been there since long before (a perf map written at exit
-	// names code that ran all along). See Map.Apply.
+	// perf-map line, a jitdump of another clock): Object.LoadNs is when it was read, and the
+	// code may have been there since long before (a perf map written at exit names code that
+	// ran all along). See Map.Apply.
 	TimeUnknown bool
 }
 

@@ -40,7 +40,7 @@ const (
 const llvm14DebugBias = 0x40
 
 // JitdumpHeader is a jitdump stream's file header. Record times are passed on as written,
-// but when Flags has JitdumpFlagArchTimestamp: they are cycle-counter values then, not
+// except when Flags has JitdumpFlagArchTimestamp: they are cycle-counter values then, not
 // CLOCK_MONOTONIC ns, and the Decoder times the records as it decodes them
 // (ErrArchTimestamps).
 type JitdumpHeader struct {
