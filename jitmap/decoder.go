@@ -27,6 +27,10 @@ type DecoderOptions struct {
 	// MaxLineBytes bounds a perf-map line; longer lines are reported and skipped.
 	// 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// ClockOffsetNs is how far the stream's process's CLOCK_MONOTONIC is ahead of the
+	// Decoder's (Now's): its time namespace's offset (procfs.MonotonicOffset). It is taken
+	// off every jitdump record's time. 0: the same clock.
+	ClockOffsetNs int64
 	// NamespacePid is the stream's process's pid in its own pid namespace, when that is not
 	// the pid the Decoder was made for: a JIT in a container writes that pid in its jitdump
 	// records, and records carrying it are the process's (given the Decoder's pid). 0: none.

@@ -189,6 +189,21 @@ func TestJitdumpClockAhead(t *testing.T) {
 	}
 }
 
+// A jitdump of a process whose clock is ahead of the decoder's (a time namespace of its own)
+// is decoded in the decoder's clock: ClockOffsetNs is taken off every record's time, and
+// records that are on time then are not taken for a clock ahead.
+func TestJitdumpClockOffset(t *testing.T) {
+	const pid, offset, now = 4242, int64(100_000e9), 6000 // the records: 1000 ... 5000 + offset
+	written := sampleEvents(pid)
+	retime(written, later(offset), false)
+	stream := writeStream(t, jitmap.JitdumpHeader{Version: 1, ElfMach: 62, Pid: pid}, false, written, nil)
+	opts := jitmap.DecoderOptions{Now: func() int64 { return now }, ClockOffsetNs: offset}
+	got, errs := jitmap.NewDecoder(pid, codeobj.SourceFIFO, opts).Write(stream)
+	if want := sampleEvents(pid); len(errs) > 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("errors %v; decoded:\n got %s\nwant %s", errs, dump(got), dump(want))
+	}
+}
+
 // retime gives each of evs the time at returns for its own. With unknown, its loads have
 // no time of their own, as a decoder that times records as it reads them has them.
 func retime(evs []jitmap.Event, at func(int64) int64, unknown bool) {

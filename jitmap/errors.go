@@ -42,9 +42,9 @@ var (
 	// (DecoderOptions.Now) and each load taken as a perf-map line is (CodeLoad.TimeUnknown).
 	ErrArchTimestamps = errors.New("record times are cycle-counter values, not CLOCK_MONOTONIC: records are timed as they are read")
 	// ErrClockAhead: a jitdump record is timed more than a second after the moment it is
-	// decoded (DecoderOptions.Now): its JIT's clock is not CLOCK_MONOTONIC (CLOCK_REALTIME,
-	// say, or a process in a time namespace of its own). Reported once per session, at that
-	// record; from it on, the session's records are timed as with ErrArchTimestamps.
+	// decoded (DecoderOptions.Now, after ClockOffsetNs): its JIT's clock is not
+	// CLOCK_MONOTONIC (CLOCK_REALTIME, say). Reported once per session, at that record; from
+	// it on, the session's records are timed as with ErrArchTimestamps.
 	ErrClockAhead = errors.New("record timed ahead of CLOCK_MONOTONIC: from here on, records are timed as they are read")
 )
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -164,11 +165,13 @@ func (d *Decoder) cutRecord(id uint32, n, k int) int {
 // is written before it is read, so a time past that is of another clock.
 const maxClockAheadNs = int64(time.Second)
 
-// recordTime returns the time to give a record of the given id that carries ts: ts, or the
-// moment it is decoded when the session's times are of another clock. The first record of
+// recordTime returns the time to give a record of the given id that carries ts: ts in the
+// Decoder's clock (less ClockOffsetNs), or the moment it is decoded when the session's
+// times are of another clock. The first record of
 // a session timed past maxClockAheadNs from now says its clock is another (ErrClockAhead).
 func (d *Decoder) recordTime(id uint32, ts int64) int64 {
 	j := &d.jd
+	ts = subSaturated(ts, d.opts.ClockOffsetNs)
 	if !j.readTime && d.opts.Now != nil {
 		switch id {
 		case JitdumpCodeLoad, JitdumpCodeMove, JitdumpCodeClose, JitdumpProfdCodeUnload, JitdumpProfdFlushRequest:
@@ -182,6 +185,18 @@ func (d *Decoder) recordTime(id uint32, ts int64) int64 {
 		return d.now()
 	}
 	return ts
+}
+
+// subSaturated is a-b, held within int64.
+func subSaturated(a, b int64) int64 {
+	r := a - b
+	switch {
+	case b > 0 && r > a:
+		return math.MinInt64
+	case b < 0 && r < a:
+		return math.MaxInt64
+	}
+	return r
 }
 
 // jitdumpRecord decodes one complete record (header included).
