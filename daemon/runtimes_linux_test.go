@@ -230,7 +230,7 @@ func TestNodePerfProfInPidNamespace(t *testing.T) {
 			}
 			cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script, "sh", dir, runtimeWorkload("hot.js"))
 			container := startCmd(t, cmd)
-			pid := nodeInNamespace(t, container)
+			pid := inNamespace(t, container, "node")
 			container.wait(t, 60*time.Second)
 			waitFor(t, "node's final profile", 20*time.Second, func() bool {
 				return fileExists(outputPath(d, "node", pid, FormatCapture)) && strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", pid))
@@ -483,7 +483,7 @@ func TestNodeInContainer(t *testing.T) {
 		"sh", runtimeWorkload("hot.js"))
 	cmd.Dir = t.TempDir() // V8 writes its logs there
 	container := startCmd(t, cmd)
-	pid := nodeInNamespace(t, container)
+	pid := inNamespace(t, container, "node")
 	waitCodeMapped(t, pid, false)
 	perf := startPerf(t, pid, 999)
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
@@ -504,17 +504,17 @@ func TestNodeInContainer(t *testing.T) {
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, pid, false)))
 }
 
-// nodeInNamespace waits for node to run as the child of unshare --fork, container, and
-// returns its pid.
-func nodeInNamespace(t *testing.T, container *child) int {
+// inNamespace waits for the executable named exe to run as the child of unshare --fork,
+// container, and returns its pid.
+func inNamespace(t *testing.T, container *child, exe string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, "node in its namespace", 10*time.Second, func() bool {
+	waitFor(t, exe+" in its namespace", 10*time.Second, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", container.pid(), container.pid()))
 		if err == nil {
 			fmt.Sscan(string(b), &pid)
 		}
-		return pid != 0 && readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == "node"
+		return pid != 0 && readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == exe
 	})
 	return pid
 }

@@ -318,6 +318,53 @@ func TestExecEndsOldCode(t *testing.T) {
 	}
 }
 
+// TestTimeNamespace: testjit in a time namespace whose CLOCK_MONOTONIC is more than a day
+// ahead of the host's reuses an address (count_small, then count_large) and tells profd
+// through its FIFO, or through a jitdump it writes only as it exits. profd takes the
+// namespace's offset off the records' times, so each sample is named by the code that ran
+// at its time. (Taken as the records of a clock ahead, they would be timed as read: at the
+// exit, for the jitdump, and count_large's samples named count_small.)
+func TestTimeNamespace(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("unshare"))
+	if _, err := os.Stat("/proc/self/timens_offsets"); err != nil {
+		t.Skipf("no time namespaces: %v", err)
+	}
+	testjit, _ := workloads(t)
+	for _, tc := range []struct {
+		name string
+		args func(d dirs) []string
+	}{
+		{"fifo", func(d dirs) []string { return []string{"-d", d.fifo, "-w", "10000"} }},
+		{"jitdump at exit", func(d dirs) []string {
+			return []string{"-o", filepath.Join(d.jitdump, ".debug", "jit", "testjit-ns")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDirs(t)
+			args := append([]string{"--fork", "--time", "--monotonic", "100000", testjit, "-m", "150", "-r", "2", "-g"}, tc.args(d)...)
+			cmd := exec.Command("unshare", args...)
+			cmd.Env = append(os.Environ(), "JITDUMPDIR="+d.jitdump)
+			gate, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			container := startCmd(t, cmd)
+			pid := inNamespace(t, container, "testjit")
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+			r.waitAdded(t, pid, 60*time.Second)
+			gate.Close()
+			container.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
+			checkEachSampled(t, jitTotals(c))
+			checkFewUnnamed(t, c)
+			if strings.Contains(r.logs.String(), "another clock") {
+				t.Errorf("the records were taken as of another clock:\n%s", r.logs.String())
+			}
+		})
+	}
+}
+
 // TestUnnamedWarnedAtStop: a JIT that still runs when profd stops is warned about by the
 // final flush, after the symbol sources closed: the warning still says where profd looked.
 func TestUnnamedWarnedAtStop(t *testing.T) {

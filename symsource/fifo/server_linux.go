@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -79,6 +80,7 @@ type target struct {
 	done    chan struct{}
 	stream  *jitmap.Stream      // the current writer session's; the reader goroutine's
 	counted jitmap.StreamCounts // what of stream's counts the totals hold
+	decoder jitmap.DecoderOptions
 }
 
 // Start opens the FIFO directory and starts the Server. Cancelling ctx stops every reader
@@ -163,7 +165,12 @@ func (s *Server) AddTarget(pid uint32, owner Owner) error {
 		p.remove()
 		return err
 	}
-	t := &target{pid: pid, owner: owner, pipe: p, reply: reply, done: make(chan struct{})}
+	t := &target{pid: pid, owner: owner, pipe: p, reply: reply, done: make(chan struct{}), decoder: s.cfg.Decoder}
+	// A process in a time namespace of its own stamps its records with that namespace's
+	// clock.
+	if off, err := procfs.MonotonicOffset(pid); err == nil {
+		t.decoder.ClockOffsetNs = off
+	}
 	s.targets[pid] = t
 	// The first session begins here, not in the goroutine, so that Stats counts it when
 	// AddTarget returns: a later change of Sessions then means a session ended.
@@ -366,7 +373,7 @@ func (s *Server) deliver(t *target, b jitmap.Batch) {
 
 func (s *Server) newSession(t *target) {
 	s.sessions.Add(1)
-	t.stream = jitmap.NewStream(t.pid, codeobj.SourceFIFO, t.pipe.path, s.cfg.Decoder)
+	t.stream = jitmap.NewStream(t.pid, codeobj.SourceFIFO, t.pipe.path, t.decoder)
 	t.counted = jitmap.StreamCounts{}
 }
 

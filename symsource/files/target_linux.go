@@ -67,6 +67,9 @@ type target struct {
 	// envReads counts the reads of the environment that found neither variable: right after
 	// an exec the kernel may not have set it up yet, so a few looks read it again.
 	envReads int
+	// clockOffset is how far its CLOCK_MONOTONIC is ahead of profd's (a time namespace of
+	// its own): its jitdump records carry its clock's times.
+	clockOffset int64
 }
 
 // maxEnvReads bounds how often a target's environment is read while it names no directory.
@@ -92,6 +95,7 @@ func newTarget(pid uint32, uid int, extra []place) (*target, error) {
 		return nil, err
 	}
 	t.nspid = st.OwnPid()
+	t.clockOffset, _ = procfs.MonotonicOffset(pid) // 0 if it cannot be read: profd's clock
 	t.gids = append([]int{st.GID}, st.Groups...)
 	if uid < 0 {
 		t.uid = st.UID
@@ -347,10 +351,12 @@ func (t *target) looked() []string {
 }
 
 // decoderOptions are opts for a stream of t's: a process in a pid namespace of its own
-// writes that namespace's pid in its jitdump records.
+// writes that namespace's pid in its jitdump records, one in a time namespace of its own
+// that namespace's times.
 func (t *target) decoderOptions(opts jitmap.DecoderOptions) jitmap.DecoderOptions {
 	if t.nspid != t.pid {
 		opts.NamespacePid = t.nspid
 	}
+	opts.ClockOffsetNs = t.clockOffset
 	return opts
 }
