@@ -167,8 +167,8 @@ const maxClockAheadNs = int64(time.Second)
 
 // recordTime returns the time to give a record of the given id that carries ts: ts in the
 // Decoder's clock (less ClockOffsetNs), or the moment it is decoded when the session's
-// times are of another clock. The first record of
-// a session timed past maxClockAheadNs from now says its clock is another (ErrClockAhead).
+// times are of another clock. The first record of a session timed past maxClockAheadNs
+// from now says its clock is another (ErrClockAhead).
 func (d *Decoder) recordTime(id uint32, ts int64) int64 {
 	j := &d.jd
 	ts = subSaturated(ts, d.opts.ClockOffsetNs)

@@ -78,9 +78,9 @@ type target struct {
 	replyMu sync.Mutex
 	reply   *pipe // nil once removed
 	done    chan struct{}
-	stream  *jitmap.Stream      // the current writer session's; the reader goroutine's
-	counted jitmap.StreamCounts // what of stream's counts the totals hold
-	decoder jitmap.DecoderOptions
+	stream  *jitmap.Stream        // the current writer session's; the reader goroutine's
+	counted jitmap.StreamCounts   // what of stream's counts the totals hold
+	decoder jitmap.DecoderOptions // its streams': the server's, with its clock's offset
 }
 
 // Start opens the FIFO directory and starts the Server. Cancelling ctx stops every reader
