@@ -2,12 +2,12 @@ package procfs
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // timensBytes bounds the read of /proc/PID/timens_offsets: a line per clock.
@@ -19,21 +19,30 @@ const timensBytes = 1 << 10
 // restored elsewhere) stamps its records with its namespace's clock; its times minus the
 // offset are the caller's. 0 on a kernel without time namespaces.
 func MonotonicOffset(pid uint32) (int64, error) {
-	own, err := readBounded("/proc/self/timens_offsets", timensBytes)
+	own, err := ownMonotonicOffset()
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil // no time namespaces
 	}
-	theirs, terr := readBounded(Path(pid, "timens_offsets"), timensBytes)
-	if err = cmp.Or(err, terr); err != nil {
-		return 0, fmt.Errorf("procfs: %w", err)
-	}
-	a, err := parseMonotonicOffset(theirs)
 	if err != nil {
 		return 0, err
 	}
-	b, err := parseMonotonicOffset(own)
-	return a - b, err
+	data, err := readBounded(Path(pid, "timens_offsets"), timensBytes)
+	if err != nil {
+		return 0, fmt.Errorf("procfs: %w", err)
+	}
+	theirs, err := parseMonotonicOffset(data)
+	return theirs - own, err
 }
+
+// ownMonotonicOffset is the caller's own offset, read once: a process's time namespace
+// changes only at an exec.
+var ownMonotonicOffset = sync.OnceValues(func() (int64, error) {
+	data, err := readBounded("/proc/self/timens_offsets", timensBytes)
+	if err != nil {
+		return 0, err
+	}
+	return parseMonotonicOffset(data)
+})
 
 // parseMonotonicOffset reads the monotonic line of a timens_offsets file: "monotonic SECS
 // NANOS" (the clock may be given by its id, 1). A file without one has no offset.
