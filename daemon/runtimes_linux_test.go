@@ -508,14 +508,12 @@ func TestNodeInContainer(t *testing.T) {
 // container, and returns its pid.
 func inNamespace(t *testing.T, container *child, exe string) int {
 	t.Helper()
-	var pid int
-	waitFor(t, exe+" in its namespace", 10*time.Second, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", container.pid(), container.pid()))
-		if err == nil {
-			fmt.Sscan(string(b), &pid)
-		}
-		return pid != 0 && readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == exe
+	pid := testenv.ChildOf(container.pid(), 10*time.Second, func(pid int) bool {
+		return readlinkBase(fmt.Sprintf("/proc/%d/exe", pid)) == exe
 	})
+	if pid == 0 {
+		t.Fatalf("%s did not run in its namespace in 10 s", exe)
+	}
 	return pid
 }
 

@@ -3,8 +3,6 @@ package procfs
 import (
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,13 +24,7 @@ func TestMonotonicOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var pid uint32
-	for end := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(Path(uint32(cmd.Process.Pid), "task/"+strconv.Itoa(cmd.Process.Pid)+"/children"))
-		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil {
-			pid = uint32(n)
-		}
-	}
+	pid := uint32(testenv.ChildOf(cmd.Process.Pid, 10*time.Second, nil))
 	if pid == 0 {
 		t.Fatal("unshare started no child in 10 s")
 	}

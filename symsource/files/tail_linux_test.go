@@ -534,15 +534,11 @@ func TestTailLastReadIsBounded(t *testing.T) {
 func startInNamespace(t *testing.T, cmd *exec.Cmd) uint32 {
 	t.Helper()
 	startReady(t, cmd)
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
+	pid := testenv.ChildOf(cmd.Process.Pid, 0, nil)
+	if pid == 0 {
+		t.Fatalf("unshare has no child")
 	}
-	var pid uint32
-	if _, err := fmt.Sscan(string(children), &pid); err != nil {
-		t.Fatalf("children of unshare: %q", children)
-	}
-	return pid
+	return uint32(pid)
 }
 
 // TestTailCloseCutsNoRecord: a jitdump file whose live JIT is mid-record when the Tailer

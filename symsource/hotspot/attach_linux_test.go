@@ -526,18 +526,10 @@ func TestContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var pid uint32
-	deadline := time.Now().Add(20 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-		var p uint32
-		if _, err := fmt.Sscan(string(b), &p); err == nil {
-			if ok, _ := IsHotSpot(p); ok {
-				pid = p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	pid := uint32(testenv.ChildOf(cmd.Process.Pid, 20*time.Second, func(p int) bool {
+		ok, _ := IsHotSpot(uint32(p))
+		return ok
+	}))
 	if pid == 0 {
 		t.Fatalf("no JVM in the namespace:\n%s", out.String())
 	}
