@@ -24,6 +24,22 @@ type Stat struct {
 	// Start is field 22: when the process started, in clock ticks since boot
 	// (CLOCK_BOOTTIME). A pid that comes back with another start is another process.
 	Start uint64
+	// Parent is field 4: the process that forked it (or the one it was handed to when that
+	// one exited).
+	Parent uint32
+	// StartCode and StartStack (fields 26 and 28) are where the program's text and main
+	// stack begin: chosen at random at each exec, copied by a fork. 0 when the reader may not
+	// see them, and for a kernel thread.
+	StartCode, StartStack uint64
+}
+
+// ForkCopy reports whether child's address space is parent's as copied by a fork, not one
+// an exec made since: the program's text and stack where the parent has them. With address
+// space randomisation off (sysctl kernel.randomize_va_space=0), an exec of the parent's
+// executable looks the same.
+func ForkCopy(child, parent Stat) bool {
+	return child.StartCode != 0 && child.StartStack != 0 &&
+		child.StartCode == parent.StartCode && child.StartStack == parent.StartStack
 }
 
 // pfKthread is the kernel's PF_KTHREAD process flag.
@@ -43,24 +59,42 @@ func ReadStat(pid uint32) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
-	if i < 0 || i+2 > len(s) {
-		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: no command field", pid)
+	st, err := parseStat(string(b))
+	if err != nil {
+		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: %w", pid, err)
 	}
-	// Fields after "pid (comm) ": field n of proc(5) is at index n-3 (state 3, flags 9,
-	// starttime 22).
-	const stateField, flagsField, startField = 0, 6, 19
+	return st, nil
+}
+
+// parseStat parses a /proc/PID/stat line. The command (field 2) is the process's to choose,
+// spaces and parentheses included: the fields are counted from its last ')'.
+func parseStat(s string) (Stat, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return Stat{}, errors.New("no command field")
+	}
+	// Fields after "pid (comm) ": field n of proc(5) is at index n-3 (state 3, ppid 4,
+	// flags 9, starttime 22, startcode 26, startstack 28).
+	const stateField, parentField, flagsField, startField, codeField, stackField = 0, 1, 6, 19, 23, 25
 	f := strings.Fields(s[i+2:])
 	if len(f) <= startField || len(f[stateField]) != 1 {
-		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: %d fields", pid, len(f)+2)
+		return Stat{}, fmt.Errorf("%d fields", len(f)+2)
 	}
 	st := Stat{State: f[stateField][0]}
+	parent, err := strconv.ParseUint(f[parentField], 10, 32)
+	if err != nil {
+		return Stat{}, fmt.Errorf("parent: %w", err)
+	}
+	st.Parent = uint32(parent)
 	if st.Flags, err = strconv.ParseUint(f[flagsField], 10, 64); err != nil {
-		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: flags: %w", pid, err)
+		return Stat{}, fmt.Errorf("flags: %w", err)
 	}
 	if st.Start, err = strconv.ParseUint(f[startField], 10, 64); err != nil {
-		return Stat{}, fmt.Errorf("procfs: /proc/%d/stat: start time: %w", pid, err)
+		return Stat{}, fmt.Errorf("start time: %w", err)
+	}
+	if len(f) > stackField { // kernels of this century have them
+		st.StartCode, _ = strconv.ParseUint(f[codeField], 10, 64)
+		st.StartStack, _ = strconv.ParseUint(f[stackField], 10, 64)
 	}
 	return st, nil
 }

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 // TestStartedAt checks a child started now against the clock, and this process (started
@@ -63,4 +66,76 @@ func TestKernelThread(t *testing.T) {
 			t.Errorf("KernelThread(%d) = %v, %v; want %v", pid, got, err, want)
 		}
 	}
+}
+
+// TestForkCopy: a subshell is a fork of its shell that does not exec, so it runs in a copy
+// of the shell's address space; the sleep the subshell starts execs, and does not.
+func TestForkCopy(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "(sleep 30; :) & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	shell := cmd.Process.Pid
+	subshell := testenv.ChildOf(shell, 5*time.Second, nil)
+	sleep := testenv.ChildOf(subshell, 5*time.Second, func(pid int) bool { return Comm(uint32(pid)) == "sleep" })
+	stat := func(pid int) Stat {
+		st, err := ReadStat(uint32(pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	sh, sub, sl := stat(shell), stat(subshell), stat(sleep)
+	if sub.Parent != uint32(shell) || sl.Parent != uint32(subshell) {
+		t.Errorf("parents %d and %d, want %d and %d", sub.Parent, sl.Parent, shell, subshell)
+	}
+	if !ForkCopy(sub, sh) {
+		t.Errorf("the subshell (%+v) is no fork copy of its shell (%+v)", sub, sh)
+	}
+	if ForkCopy(sl, sub) {
+		t.Errorf("sleep (%+v) is a fork copy of the subshell (%+v)", sl, sub)
+	}
+	self := stat(os.Getpid())
+	if ForkCopy(sh, self) {
+		t.Errorf("the shell this test started (%+v) is a fork copy of the test (%+v)", sh, self)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "7 (a) b) (c) S 3 7 7 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 12345 1000 10 18446744073709551615 94179747590144 94179750000000 140730754169744 0 0"
+	st, err := parseStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stat{State: 'S', Parent: 3, Flags: 4194560, Start: 12345, StartCode: 94179747590144, StartStack: 140730754169744}
+	if st != want {
+		t.Errorf("parseStat = %+v, want %+v", st, want)
+	}
+	// A kernel too old to show where the code and stack begin: no fork copy of anything.
+	if st, err := parseStat(line[:strings.Index(line, " 18446744073709551615")]); err != nil || st.StartCode != 0 || ForkCopy(st, st) {
+		t.Errorf("without startcode: %+v, %v", st, err)
+	}
+	for _, bad := range []string{"7 (a", "7 (a) S", "7 (a) S x 7 7 0 -1 1 1 2 3 4 5 6 7 8 20 0 1 0 1", "7 (a) SS 3 7 7 0 -1 1 1 2 3 4 5 6 7 8 20 0 1 0 1"} {
+		if _, err := parseStat(bad); err == nil {
+			t.Errorf("parseStat(%q) took it", bad)
+		}
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add("7 (a) b) (c) S 3 7 7 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 12345 1000 10 18446744073709551615 94179747590144 94179750000000 140730754169744 0 0")
+	f.Add("1 ()) R 0 1 1 0 -1 2 0 0 0 0 0 0 0 0 20 0 1 0 1")
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := parseStat(s)
+		if err != nil {
+			return
+		}
+		if strings.LastIndexByte(s, ')') < 0 {
+			t.Fatalf("accepted %+v from %q", st, s)
+		}
+		if ForkCopy(st, st) != (st.StartCode != 0 && st.StartStack != 0) {
+			t.Fatalf("ForkCopy of itself: %+v", st)
+		}
+	})
 }
