@@ -40,9 +40,12 @@ type MapOptions struct {
 // address range, so that a sample (pid, ip, time) can be named even after its code was
 // unloaded, moved, or its addresses reused.
 //
-// Concurrency: Apply, EndProgram, Reclaim and RemovePid may be called from any goroutines
-// (they take one writer lock); Lookup, Objects, Pids, Counts and Room are safe at the same
-// time as them and as each other. Objects handed out are immutable snapshots: when an
+// A process forked from another runs the code it inherited as well as its own (Inherit):
+// its look-ups fall back to the other's code.
+//
+// Concurrency: Apply, EndProgram, Inherit, Reclaim and RemovePid may be called from any
+// goroutines (they take one writer lock); Lookup, Objects, Pids, Counts and Room are safe at
+// the same time as them and as each other. Objects handed out are immutable snapshots: when an
 // object ends, the Map stores a copy with UnloadNs set, so a *codeobj.Object a reader holds
 // never changes under it. Callers must not modify them either.
 //
@@ -59,6 +62,9 @@ type Map struct {
 	procs atomic.Pointer[map[uint32]*procMap] // copy on write, read without locks
 	tmp   []*codeobj.Object
 	loads uint64 // the last Version given
+	// inherits links each process forked from another to it, by child (Inherit); copy on
+	// write under mu, read without locks.
+	inherits atomic.Pointer[map[uint32]inheritance]
 }
 
 // procMap is one process's objects: the live ones in an index, the ended ones in a slice
@@ -85,6 +91,7 @@ func NewMap(opts MapOptions) *Map {
 	}
 	m := &Map{opts: opts}
 	m.procs.Store(&map[uint32]*procMap{})
+	m.inherits.Store(&map[uint32]inheritance{})
 	return m
 }
 
@@ -104,12 +111,20 @@ func (m *Map) Lookup(pid uint32, ip uint64, atNs int64) (obj *codeobj.Object, ok
 	return r.Obj, r.Obj != nil
 }
 
-// Find is Lookup answering with a Ref; Ref.Obj is nil when no object owned ip at atNs.
+// Find is Lookup answering with a Ref; Ref.Obj is nil when no object owned ip at atNs. Code
+// of pid's own answers first, then code it inherited (Inherit).
 func (m *Map) Find(pid uint32, ip uint64, atNs int64) Ref {
-	p := (*m.procs.Load())[pid]
-	if p == nil {
-		return Ref{}
+	procs := *m.procs.Load()
+	if p := procs[pid]; p != nil {
+		if r := p.find(ip, atNs); r.Obj != nil {
+			return r
+		}
 	}
+	return m.inherited(procs, pid, ip, atNs)
+}
+
+// find looks ip up at atNs among p's own objects.
+func (p *procMap) find(ip uint64, atNs int64) Ref {
 	pages := p.pages.Load()
 	if pages != nil {
 		if r := pages.find(ip, atNs); r.Obj != nil {
@@ -129,12 +144,18 @@ func (m *Map) Find(pid uint32, ip uint64, atNs int64) Ref {
 }
 
 // Holds reports whether the map still holds version of process pid's code at addr, live or
-// ended: once it does not, no lookup names anything by that version again.
+// ended, its own or inherited: once it does not, no lookup names anything by that version
+// again.
 func (m *Map) Holds(pid uint32, addr, version uint64) bool {
-	p := (*m.procs.Load())[pid]
-	if p == nil {
-		return false
+	procs := *m.procs.Load()
+	if p := procs[pid]; p != nil && p.holds(addr, version) {
+		return true
 	}
+	return m.holdsInherited(procs, pid, addr, version)
+}
+
+// holds is Holds for p's own objects.
+func (p *procMap) holds(addr, version uint64) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if o := p.live.at(addr); o != nil && o.Version == version {
@@ -529,10 +550,12 @@ func (m *Map) Reclaim(beforeNs int64) int {
 // EndProgram ends, at atNs, every live object of process pid loaded before atNs, and
 // returns how many it ended: the process exec'd another program at atNs, and the code of
 // the one it ran is gone, though no record says so. Objects loaded at atNs or later (the new
-// program's, told before the exec was) stay live.
+// program's, told before the exec was) stay live. The code it inherited (Inherit) names
+// nothing it runs from atNs on.
 func (m *Map) EndProgram(pid uint32, atNs int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.endInheritance(pid, atNs)
 	p := (*m.procs.Load())[pid]
 	if p == nil {
 		return 0
@@ -551,10 +574,12 @@ func (m *Map) EndProgram(pid uint32, atNs int64) int {
 	return n
 }
 
-// RemovePid forgets a process (after it exited and its last samples were resolved).
+// RemovePid forgets a process (after it exited and its last samples were resolved), and
+// what it inherited and what others inherited from it (Inherit).
 func (m *Map) RemovePid(pid uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.forgetInheritance(pid)
 	cur := *m.procs.Load()
 	if cur[pid] == nil {
 		return
