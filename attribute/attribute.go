@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/profd/profd/jitmap"
@@ -103,19 +104,36 @@ func (a *Counts) Totals() Totals {
 // RecordsApplied notes that process pid's symbol events were applied to the map: samples
 // and call chains' frames at the addresses they load or move code to are looked up again
 // (at the next Add, NameKept or Snapshot), and NameLate names the samples taken before the
-// latest time they tell of. Code put in the map without it names nothing kept.
+// latest time they tell of. Code put in the map without it names nothing kept. The same
+// holds for the processes that inherited pid's code (jitmap.Map.Inherit): what pid's
+// records tell of may name their samples too.
 func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
-	p := a.procs[pid]
-	if p == nil {
+	var told []*procCounts
+	if p := a.procs[pid]; p != nil {
+		told = append(told, p)
+	}
+	for _, h := range a.jit.Heirs(pid) {
+		if p := a.procs[h]; p != nil {
+			told = append(told, p)
+		}
+	}
+	if len(told) == 0 {
 		return
 	}
-	p.symbols += uint64(len(events))
+	for _, p := range told {
+		p.symbols += uint64(len(events))
+	}
+	touch := func(addr, size uint64, ns int64) {
+		for _, p := range told {
+			p.touched.add(addr, size)
+			p.stacks.touched.add(addr, size)
+			p.recordsNs = max(p.recordsNs, ns)
+		}
+	}
 	for _, ev := range events {
 		switch ev := ev.(type) {
 		case *jitmap.CodeLoad:
-			p.touched.add(ev.Object.Addr, ev.Object.Size)
-			p.stacks.touched.add(ev.Object.Addr, ev.Object.Size)
-			p.recordsNs = max(p.recordsNs, ev.Object.LoadNs)
+			touch(ev.Object.Addr, ev.Object.Size, ev.Object.LoadNs)
 		case *jitmap.CodeMove:
 			size := ev.Size
 			if size == 0 { // the moved code's size: the map has it, if it took the move
@@ -123,14 +141,30 @@ func (a *Counts) RecordsApplied(pid uint32, events []jitmap.Event) {
 					size = r.Obj.Size
 				}
 			}
-			p.touched.add(ev.NewAddr, size)
-			p.stacks.touched.add(ev.NewAddr, size)
-			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+			touch(ev.NewAddr, size, ev.TimeNs)
 		case *jitmap.CodeUnload:
-			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+			touch(0, 0, ev.TimeNs)
 		case *jitmap.StreamEnd:
-			p.recordsNs = max(p.recordsNs, ev.TimeNs)
+			touch(0, 0, ev.TimeNs)
 		}
+	}
+}
+
+// Inherit notes that process child runs in a copy of parent's address space (it was
+// forked from it and has not exec'd since) and makes the map name child's samples by
+// parent's code where child's own does not (jitmap.Map.Inherit): what child keeps unnamed is
+// looked up again, and parent's records name child's samples as they come (RecordsApplied).
+func (a *Counts) Inherit(child, parent uint32) {
+	a.jit.Inherit(child, parent)
+	p := a.procs[child]
+	if p == nil {
+		return
+	}
+	p.symbols++
+	p.touched.touchAll()
+	p.stacks.touched.touchAll()
+	if q := a.procs[parent]; q != nil {
+		p.recordsNs = max(p.recordsNs, q.recordsNs)
 	}
 }
 
@@ -241,7 +275,7 @@ func (a *Counts) WarnUnnamed(pid uint32, looked []string) {
 		a.log.Warn("profd: some samples in JIT memory have no symbol, though the JIT's symbols were read: code it does not name (stubs, trampolines), or whose record had not come when the profile was written", attrs...)
 		return
 	}
-	if hint, ok := symbolHints[p.image]; ok {
+	if hint, ok := symbolHint(p.image); ok {
 		attrs = append(attrs, "hint", hint)
 	}
 	a.log.Warn("profd: samples in JIT memory have no symbol; the JIT's symbols were not found where profd looked", attrs...)
@@ -255,4 +289,17 @@ var symbolHints = map[string]string{
 	"beam.smp": "run erl with +JPperf map (or dump, or true)",
 	"postgres": "set jit_profiling_support = on, with a jitdump directory the server may write ($JITDUMPDIR/.debug/jit, else /tmp/.debug/jit)",
 	"lli":      "run lli-14 with -jit-kind=mcjit (it writes a jitdump under $JITDUMPDIR/.debug/jit)",
+	"php":      "set opcache.jit_debug=0x10 (a perf map) or 0x20 (a jitdump) where opcache.jit is on, in php.ini or with -d",
+}
+
+// symbolHint is the hint for image: its own, or that of the name it begins with and
+// versions follow (php8.2, php-fpm8.2).
+func symbolHint(image string) (string, bool) {
+	if hint, ok := symbolHints[image]; ok {
+		return hint, true
+	}
+	if strings.HasPrefix(image, "php") {
+		return symbolHints["php"], true
+	}
+	return "", false
 }

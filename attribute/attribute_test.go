@@ -221,7 +221,8 @@ func TestDataMappingNeverHoldsSamples(t *testing.T) {
 // runtimes people run, which flag makes the JIT write its symbols.
 func TestUnnamedWarningNamesTheFlag(t *testing.T) {
 	for image, flag := range map[string]string{"node": "--perf-basic-prof", "java": "--java-perfmap", "beam.smp": "+JPperf map",
-		"postgres": "jit_profiling_support", "lli": "-jit-kind=mcjit", "myjit": ""} {
+		"postgres": "jit_profiling_support", "lli": "-jit-kind=mcjit", "php8.2": "opcache.jit_debug", "php-fpm8.2": "opcache.jit_debug",
+		"myjit": ""} {
 		look := newFakeLookup(testPid)
 		look.images[testPid] = image
 		var logs strings.Builder
@@ -448,5 +449,68 @@ func TestMappingsReadOnceADrain(t *testing.T) {
 	a.add(map[sampler.Key]sampler.Count{{PID: testPid, IP: gone + 8}: {N: 1, FirstNs: 3, LastNs: 4}})
 	if look.mapsRead != 2 || a.procs[testPid].unnamed.samples != 1 {
 		t.Errorf("the next drain: %d reads, %d samples unnamed in JIT memory; want 2 and 1", look.mapsRead, a.procs[testPid].unnamed.samples)
+	}
+}
+
+// TestInheritedCode: a child forked from a JIT runs code its parent's records describe
+// (PHP's workers write to the perf map their master opened). Its samples waiting unnamed are
+// named when the parent's records come, and its capture holds that code with its samples.
+func TestInheritedCode(t *testing.T) {
+	const parent, child = testPid, testPid + 1
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	a := New(jit, newFakeLookup(parent, child), nil)
+	a.AddProcess(parent, 0)
+	a.AddProcess(child, 0)
+	jit.Inherit(child, parent)
+	ip := uint64(anonBase + 0x100)
+	a.add(map[sampler.Key]sampler.Count{{PID: child, IP: ip}: {N: 9, FirstNs: 1_000_000, LastNs: 2_000_000}})
+	if a.procs[child].unnamed.samples != 9 {
+		t.Fatalf("%d samples waiting unnamed, want 9", a.procs[child].unnamed.samples)
+	}
+	// A perf map's line, read at 5 ms: there since the last code at its range ended.
+	applyRecords(t, a, jit, parent, &jitmap.CodeLoad{Pid: parent, Object: codeobj.Object{Name: "trace", Addr: anonBase, Size: 0x200, LoadNs: 5_000_000}, TimeUnknown: true})
+	a.NameKept()
+	a.add(map[sampler.Key]sampler.Count{{PID: child, IP: ip + 8}: {N: 4, FirstNs: 6_000_000, LastNs: 7_000_000}})
+	if got := samplesOf(a.procs[child]); got["trace"] != 13 || a.procs[child].unnamed.samples != 0 {
+		t.Errorf("child's samples named %v, %d waiting; want trace 13", got, a.procs[child].unnamed.samples)
+	}
+	snap := a.Snapshot(child, profileio.CaptureMeta{}, profileio.CaptureEnd{})
+	var found bool
+	for _, o := range snap.Capture.Objects {
+		if o.Object.Name == "trace" {
+			found = true
+			if o.Pid != child || o.TotalSamples() != 13 {
+				t.Errorf("child's capture: trace of pid %d with %d samples, want %d and 13", o.Pid, o.TotalSamples(), child)
+			}
+		}
+	}
+	if !found {
+		t.Error("child's capture has no object for the parent's code it ran")
+	}
+	a.ForgetEnded(child, 8_000_000, 0)
+	if got := samplesOf(a.procs[child]); got["trace"] != 13 {
+		t.Errorf("after ForgetEnded: %v, want trace 13 (the parent's code is live)", got)
+	}
+}
+
+// TestInheritLate: a child whose samples waited unnamed before profd linked it to its
+// parent (found first at a scan) has them named by the code the parent already had.
+func TestInheritLate(t *testing.T) {
+	const parent, child = testPid, testPid + 1
+	jit := jitmap.NewMap(jitmap.MapOptions{})
+	a := New(jit, newFakeLookup(parent, child), nil)
+	a.AddProcess(parent, 0)
+	a.AddProcess(child, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: child, IP: anonBase + 0x10}: {N: 6, FirstNs: 1_000_000, LastNs: 2_000_000}})
+	a.NameKept()
+	applyRecords(t, a, jit, parent, &jitmap.CodeLoad{Pid: parent, Object: codeobj.Object{Name: "trace", Addr: anonBase, Size: 0x200, LoadNs: 5_000_000}, TimeUnknown: true})
+	a.NameKept()
+	if a.procs[child].unnamed.samples != 6 {
+		t.Fatalf("%d samples waiting unnamed before the link, want 6", a.procs[child].unnamed.samples)
+	}
+	a.Inherit(child, parent)
+	a.NameKept()
+	if got := samplesOf(a.procs[child]); got["trace"] != 6 {
+		t.Errorf("after the link: %v, %d waiting; want trace 6", got, a.procs[child].unnamed.samples)
 	}
 }

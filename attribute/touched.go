@@ -32,7 +32,7 @@ func (t *touchedRanges) add(start, size uint64) {
 	if len(t.ranges) == maxTouchedRanges {
 		// A JIT's code is mostly laid out end to end: merged, its ranges may be few.
 		if t.settle(); len(t.ranges) > maxTouchedRanges/2 {
-			t.all, t.ranges = true, nil
+			t.touchAll()
 			return
 		}
 	}
@@ -43,6 +43,9 @@ func (t *touchedRanges) add(start, size uint64) {
 	t.ranges = append(t.ranges, addrRange{start, end})
 	t.sorted = false
 }
+
+// touchAll marks every address touched.
+func (t *touchedRanges) touchAll() { t.all, t.ranges = true, nil }
 
 // none reports whether nothing was touched.
 func (t *touchedRanges) none() bool { return !t.all && len(t.ranges) == 0 }
