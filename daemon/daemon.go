@@ -71,6 +71,9 @@ type lockedState struct {
 	// so that a process that reuses a pid gets output files of its own.
 	targets   map[uint32]*liveTarget
 	processes map[string]int
+	// orphans holds, by parent, the targets forked from a process that was no target when
+	// they were set up, so that they inherit its code once it is (inheritCode).
+	orphans map[uint32][]uint32
 
 	drainedNs    int64     // when the last drain began
 	reclaimedNs  int64     // when the drains last let ended code go (reclaimLocked)
@@ -89,6 +92,8 @@ type liveTarget struct {
 	overBudget uint64        // loads refused past the target's symbol budgets
 	shed       bool          // sampled code that ended was let go past its budgets (warned)
 	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
+	forkedFrom uint32        // the process whose address space it runs a copy of, 0 when none (inheritCode)
+	inherits   bool          // it looks up forkedFrom's code (once that is a target)
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final
@@ -205,7 +210,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
-		processes: map[string]int{}}
+		processes: map[string]int{}, orphans: map[uint32][]uint32{}}
 	// Every target's call chains together take at most a quarter of --max-memory-mb, their
 	// counts of native code by address a sixteenth, their samples waiting unnamed a sixteenth.
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)

@@ -98,7 +98,7 @@ func (d *daemonRun) flush(final bool) {
 			if !ok {
 				looked = d.lookedFor(pid)
 			}
-			counts.WarnUnnamed(pid, looked)
+			counts.WarnUnnamed(pid, d.withParentLocked(pid, looked))
 		}
 	}
 	d.boundLocked() // the captures hold no more than the budgets allow
@@ -106,11 +106,9 @@ func (d *daemonRun) flush(final bool) {
 	// chains not sampled as long, leave the cumulative counts: the interval files hold them.
 	forget := due && !final && d.cfg.KeepEnded > 0 && d.cfg.KeepEnded != KeepAllEnded
 	var forgot attribute.Forgot
-	for _, pid := range counts.Pids() {
+	pids := counts.Pids()
+	for _, pid := range pids {
 		work = append(work, d.snapshot(pid, meta, end, final))
-		if final {
-			d.parts.jit.RemovePid(pid)
-		}
 		if d.cfg.ResetOnFlush {
 			counts.Reset(pid)
 		}
@@ -120,6 +118,11 @@ func (d *daemonRun) flush(final bool) {
 			forgot.Samples += f.Samples
 			forgot.Chains += f.Chains
 			forgot.Stale += f.Stale
+		}
+	}
+	if final { // after every snapshot: a child's may name frames by its parent's code
+		for _, pid := range pids {
+			d.parts.jit.RemovePid(pid)
 		}
 	}
 	if forgot.Functions > 0 || forgot.Chains > 0 || forgot.Stale > 0 {

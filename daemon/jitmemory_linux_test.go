@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,4 +46,85 @@ func TestSharedAnonymousJITMemory(t *testing.T) {
 	if named < 500 || outside > named/10 {
 		t.Errorf("shared_jit_loop: %d samples named, %d filed under /dev/zero; want the loop's ~3 s of CPU named\nlogs:\n%s", named, outside, r.logs.String())
 	}
+}
+
+// TestForkedWorkersInheritCode: a JIT server forks two workers after it compiled (forkjit.c):
+// one runs the parent's code, the other compiles into memory they share and names its code
+// in the perf map it inherited, the parent's. Each worker's samples are named by the code its
+// parent's perf map describes, whether profd sees the workers forked (--jit-image, from
+// before the start) or finds them running (--pid, the workers given before their parent).
+// Without their parent profiled, the warning about their unnamed samples names it.
+func TestForkedWorkersInheritCode(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
+	exe := filepath.Join(t.TempDir(), "forkjit")
+	if out, err := exec.Command("cc", "-O1", "-o", exe, "testdata/forkjit.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	check := func(t *testing.T, d dirs, r *profdRun, parent int, workers []int) {
+		named := map[string]uint64{}
+		for _, pid := range workers {
+			c := readCapture(t, outputPath(d, "forkjit", pid, FormatCapture))
+			tl := profdTally(c)
+			t.Logf("worker %d: %d of %d samples in JIT memory named: %v", pid, tl.named, tl.jitMem, tl.funcs)
+			for name, n := range tl.funcs {
+				named[name] += n
+			}
+		}
+		if named["inherited_loop"] < 500 || named["worker_loop"] < 500 {
+			t.Errorf("the workers' samples named %v; want each loop's 2 s of CPU time\nlogs:\n%s", named, r.logs.String())
+		}
+	}
+	t.Run("forked", func(t *testing.T) {
+		d := newDirs(t)
+		r := startRun(t, Config{JITImages: []string{exe}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+			Formats: []Format{FormatCapture}})
+		w := startCmd(t, exec.Command(exe, "2"))
+		t.Cleanup(w.removeRuntimeFiles)
+		workers := forkjitWorkers(t, w.pid())
+		w.wait(t, 90*time.Second) // 2 s of CPU each: longer on a busy machine
+		r.stop(t)
+		check(t, d, r, w.pid(), workers)
+	})
+	t.Run("found running", func(t *testing.T) {
+		d := newDirs(t)
+		w := startCmd(t, exec.Command(exe, "3"))
+		t.Cleanup(w.removeRuntimeFiles)
+		workers := forkjitWorkers(t, w.pid())
+		r := startRun(t, Config{Pids: []uint32{uint32(workers[0]), uint32(workers[1]), uint32(w.pid())}, Event: "cpu-clock",
+			FifoDir: d.fifo, OutDir: d.out, Formats: []Format{FormatCapture}})
+		w.wait(t, 90*time.Second)
+		r.wait(t, 30*time.Second)
+		check(t, d, r, w.pid(), workers)
+	})
+	t.Run("parent not profiled", func(t *testing.T) {
+		d := newDirs(t)
+		w := startCmd(t, exec.Command(exe, "1"))
+		t.Cleanup(w.removeRuntimeFiles)
+		workers := forkjitWorkers(t, w.pid())
+		r := startRun(t, Config{Pids: []uint32{uint32(workers[1])}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+			Formats: []Format{FormatCapture}})
+		w.wait(t, 90*time.Second)
+		r.wait(t, 30*time.Second)
+		want := fmt.Sprintf("not in the files of pid %d, the process it was forked from", w.pid())
+		if !strings.Contains(r.logs.String(), want) {
+			t.Errorf("no warning names the parent (%q):\n%s", want, r.logs.String())
+		}
+	})
+}
+
+// forkjitWorkers waits for forkjit (pid) to fork its two workers and returns their pids.
+func forkjitWorkers(t *testing.T, pid int) []int {
+	t.Helper()
+	var workers []int
+	waitFor(t, "forkjit's workers", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		workers = workers[:0]
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				workers = append(workers, n)
+			}
+		}
+		return len(workers) == 2
+	})
+	return workers
 }

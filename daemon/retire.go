@@ -44,17 +44,20 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	end := profileio.CaptureEnd{EndNs: now, EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}
 	meta := d.meta()
 	for i, pid := range pids {
+		d.forgetOrphanLocked(pid)
 		if counts.Has(pid) && missed[pid] {
 			counts.RemoveProcess(pid)
 			delete(d.locked.targets, pid)
 		} else if counts.Has(pid) {
 			counts.NameLate(pid, now, true)
-			counts.WarnUnnamed(pid, looked[i])
+			counts.WarnUnnamed(pid, d.withParentLocked(pid, looked[i]))
 			d.boundLocked()
 			d.locked.retired = append(d.locked.retired, d.snapshot(pid, meta, end, true))
 			counts.RemoveProcess(pid)
 			delete(d.locked.targets, pid)
 		}
+	}
+	for _, pid := range pids { // after every snapshot: a child's may name frames by its parent's code
 		if !execed[pid] {
 			d.parts.jit.RemovePid(pid)
 		}

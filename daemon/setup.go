@@ -16,6 +16,7 @@ import (
 // files. Called by applyChanges.
 func (d *daemonRun) setUpTarget(pid uint32) {
 	image := d.admit(pid)
+	d.inheritCode(pid)
 	if d.cfg.All {
 		d.setUpHostTarget(pid, image)
 		return

@@ -102,6 +102,15 @@ var howtoPages = []howtoPage{
 			`samples in JIT memory have no symbol`, `0\.0% of the samples in JIT memory named`},
 	},
 	{
+		file:      "php.md",
+		needs:     []testenv.Need{testenv.Tool("php"), testenv.Tool("cgi-fcgi"), phpFPM},
+		workloads: []string{"workloads/runtimes/hot.php"},
+		same:      "JIT$mixInts",
+		// The command line's summary and top; PHP-FPM's: the workers' samples named.
+		want: []string{`(?m)^\s+\d+\s+\d+\.\d%\s+JIT\$mixInts$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+JIT\$sumSquares$`,
+			`(?s)processes of \S*php-fpm.*\nprofd final flush #1: \d+ samples, (?:9\d|100)\.\d% in JIT code\n`},
+	},
+	{
 		file:      "c-header.md",
 		needs:     []testenv.Need{testenv.Tool("cc"), amd64},
 		workloads: []string{"jit/profd_jit.h"},
@@ -330,6 +339,14 @@ func compareShares(t *testing.T, out, fn string) {
 	if math.Abs(profdShare-perfShare) > sharePoints {
 		t.Errorf("%s: profd gives %.1f%% of the samples, perf %.1f%%: more than %d points apart", fn, profdShare, perfShare, sharePoints)
 	}
+}
+
+// phpFPM: the page's second half runs PHP-FPM.
+func phpFPM() string {
+	if m, _ := filepath.Glob("/usr/sbin/php-fpm*"); len(m) == 0 {
+		return "PHP-FPM (/usr/sbin/php-fpm*)"
+	}
+	return ""
 }
 
 // amd64: the example JIT's machine code is x86-64.

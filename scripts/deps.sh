@@ -37,6 +37,9 @@ needs=(
 	runuser:util-linux
 	erl:erlang-base
 	erlc:erlang-base
+	php:php8.2-cli
+	/usr/sbin/php-fpm*:php8.2-fpm
+	cgi-fcgi:libfcgi-bin
 )
 
 missing=()

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/profd/profd/internal/procfs"
+)
+
+// inheritCode links target pid to the target it was forked from, when it runs in a copy of
+// that one's address space (it has not exec'd since: procfs.ForkCopy), so that the code the
+// parent's JIT described names pid's samples too (attribute.Counts.Inherit): a server that
+// forks its workers after its JIT compiled, or whose workers compile into memory they share
+// and write their symbols to the file their parent opened (PHP-FPM's opcache JIT). A parent
+// that is no target yet (a scan found the children first) is linked when it is set up; one
+// that never is names nothing. It also links the targets set up before pid that were forked
+// from it. Called by setUpTarget, after pid was admitted.
+func (d *daemonRun) inheritCode(pid uint32) {
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
+		return
+	}
+	var forked bool
+	if st.Parent > 1 {
+		parent, err := procfs.ReadStat(st.Parent)
+		forked = err == nil && procfs.ForkCopy(st, parent)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.locked.targets[pid]
+	if t == nil {
+		return
+	}
+	if forked {
+		t.forkedFrom = st.Parent
+		if d.locked.targets[st.Parent] != nil {
+			d.locked.counts.Inherit(pid, st.Parent)
+			t.inherits = true
+		} else {
+			d.locked.orphans[st.Parent] = append(d.locked.orphans[st.Parent], pid)
+		}
+	}
+	for _, child := range d.locked.orphans[pid] {
+		if c := d.locked.targets[child]; c != nil && c.forkedFrom == pid {
+			d.locked.counts.Inherit(child, pid)
+			c.inherits = true
+		}
+	}
+	delete(d.locked.orphans, pid)
+}
+
+// forgetOrphanLocked drops retiring target pid from the children waiting for their parent
+// to be set up. Callers hold d.mu.
+func (d *daemonRun) forgetOrphanLocked(pid uint32) {
+	t := d.locked.targets[pid]
+	if t == nil || t.forkedFrom == 0 {
+		return
+	}
+	waiting := d.locked.orphans[t.forkedFrom]
+	for i, c := range waiting {
+		if c == pid {
+			waiting = append(waiting[:i], waiting[i+1:]...)
+			break
+		}
+	}
+	if len(waiting) == 0 {
+		delete(d.locked.orphans, t.forkedFrom)
+	} else {
+		d.locked.orphans[t.forkedFrom] = waiting
+	}
+}
+
+// withParentLocked is looked, where target pid's symbols were looked for, and, when pid was
+// forked from a process that was never profiled, that process: its JIT may name pid's code
+// in files of its own, which profd reads only for targets. Callers hold d.mu.
+func (d *daemonRun) withParentLocked(pid uint32, looked []string) []string {
+	t := d.locked.targets[pid]
+	if t == nil || t.forkedFrom == 0 || t.inherits {
+		return looked
+	}
+	return append(slices.Clip(looked), fmt.Sprintf("not in the files of pid %d, the process it was forked from and runs code of, which is not profiled (profile it too: --pid, or a filter it passes)", t.forkedFrom))
+}
