@@ -52,8 +52,9 @@ func TestSharedAnonymousJITMemory(t *testing.T) {
 // one runs the parent's code, the other compiles into memory they share and names its code
 // in the perf map it inherited, the parent's. Each worker's samples are named by the code its
 // parent's perf map describes, whether profd sees the workers forked (--jit-image, from
-// before the start) or finds them running (--pid, the workers given before their parent).
-// Without their parent profiled, the warning about their unnamed samples names it.
+// before the start), finds them running (--pid), or profiles their parent only later (--all
+// --cgroup, the parent moved into the cgroup after its workers). Without their parent
+// profiled, the warning about their unnamed samples names it.
 func TestForkedWorkersInheritCode(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
 	exe := filepath.Join(t.TempDir(), "forkjit")
@@ -71,7 +72,7 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 			}
 		}
 		if named["inherited_loop"] < 500 || named["worker_loop"] < 500 {
-			t.Errorf("the workers' samples named %v; want each loop's 2 s of CPU time\nlogs:\n%s", named, r.logs.String())
+			t.Errorf("the workers' samples named %v; want each loop's seconds of CPU time\nlogs:\n%s", named, r.logs.String())
 		}
 	}
 	t.Run("forked", func(t *testing.T) {
@@ -94,6 +95,29 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 			FifoDir: d.fifo, OutDir: d.out, Formats: []Format{FormatCapture}})
 		w.wait(t, 90*time.Second)
 		r.wait(t, 30*time.Second)
+		check(t, d, r, w.pid(), workers)
+	})
+	t.Run("parent profiled later", func(t *testing.T) {
+		name := "profd-test-" + randomHex(6)
+		cg := testCgroup(t, name)
+		move := func(pid int) {
+			if err := os.WriteFile(filepath.Join(cg.Name(), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := newDirs(t)
+		w := startCmd(t, exec.Command(exe, "7")) // longer than a scan's period
+
+		t.Cleanup(w.removeRuntimeFiles)
+		workers := forkjitWorkers(t, w.pid())
+		move(workers[0])
+		move(workers[1])
+		r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
+		r.waitAdded(t, workers[1], 10*time.Second)
+		move(w.pid()) // found at the next scan
+		r.waitAdded(t, w.pid(), 30*time.Second)
+		w.wait(t, 90*time.Second)
+		r.stop(t)
 		check(t, d, r, w.pid(), workers)
 	})
 	t.Run("parent not profiled", func(t *testing.T) {
