@@ -107,6 +107,16 @@ func (d *daemonRun) endProgramsLocked(execed map[uint32]bool) {
 	}
 }
 
+// programEnded runs on the watcher's goroutine when target pid, which stays the same
+// target, exec'd at atNs (its image again, or an executable its exec is no change for): the
+// code its old program ran, its own and what it inherited, ends in the map then, so that
+// samples of the new program at the old one's addresses are not named by it.
+func (d *daemonRun) programEnded(pid uint32, atNs int64) {
+	if n := d.parts.jit.EndProgram(pid, atNs); n > 0 {
+		d.log.Debug("profd: target exec'd; its old program's code ended", "pid", pid, "objects", n)
+	}
+}
+
 // execedPids returns those of pids that the watcher has as targets again, as the same
 // process (its start time): they exec'd another program (an explicit pid, or any process
 // under --all), and are retired only to be added anew. A later process that reuses a pid

@@ -191,7 +191,8 @@ func (d *daemonRun) open(ctx context.Context) error {
 	d.parts.watch, err = targets.New(targets.Config{PIDs: d.cfg.Pids, Images: d.cfg.JITImages, Logger: d.log,
 		All: d.cfg.All, Filter: targets.Filter{Cgroups: d.cfg.Cgroups, Containers: d.cfg.Containers, UIDs: d.cfg.UIDs,
 			ExcludeImages: d.cfg.ExcludeImages}, MaxTargets: d.cfg.MaxTargets, MaxPerUser: d.cfg.MaxTargetsPerUser},
-		targets.Handler{Added: d.addTarget, Removed: d.removeTarget, Scanned: d.scanned, Waiting: d.targetWaits})
+		targets.Handler{Added: d.addTarget, Removed: d.removeTarget, Scanned: d.scanned, Waiting: d.targetWaits,
+			Execed: d.programEnded})
 	if errors.Is(err, targets.ErrNoProcess) {
 		return fmt.Errorf("daemon: %w: %w", ErrNoTarget, err)
 	}

@@ -318,6 +318,34 @@ func TestExecEndsOldCode(t *testing.T) {
 	}
 }
 
+// TestExecSameEndsOldCode: testjit, by its pid, execs itself again (the same executable,
+// so the same target and outputs) with its code still loaded at a fixed address; the new
+// program runs code there and sends no record. Its samples stay unnamed: the exec's
+// notification ends the old program's code. (Named by it, the capture's named share would
+// be most of its samples in JIT memory, not the old program's ~600 ms of loops.)
+func TestExecSameEndsOldCode(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	testjit, _ := workloads(t)
+	d := newDirs(t)
+	const at = "7e5b00000000"
+	jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-A", at, "-m", "300",
+		"-X", testjit, "-A", at, "-d", filepath.Join(d.out, "nowhere"), "-m", "500")
+	pid := jit.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}})
+	jit.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
+		t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
+	}
+	tl := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
+	t.Logf("%d of %d samples in JIT memory named: %v", tl.named, tl.jitMem, tl.funcs)
+	if tl.named < 300 || tl.jitMem-tl.named < 1000 || 2*tl.named > tl.jitMem {
+		t.Errorf("%d of %d samples in JIT memory named (%v); want the old program's ~600 ms of loops named, the new one's ~2 s not\nlogs:\n%s",
+			tl.named, tl.jitMem, tl.funcs, r.logs.String())
+	}
+}
+
 // TestTimeNamespace: testjit in a time namespace whose CLOCK_MONOTONIC is more than a day
 // ahead of the host's reuses an address (count_small, then count_large) and tells profd
 // through its FIFO, or through a jitdump it writes only as it exits. profd takes the

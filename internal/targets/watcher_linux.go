@@ -88,6 +88,12 @@ type Handler struct {
 	// Waiting is told of each process that begins to wait past Config.MaxPerUser (perUser)
 	// or MaxTargets: its pid and the user it counts under (userOf).
 	Waiting func(pid, uid uint32, perUser bool)
+	// Execed is told of each exec a notification reports of a target that stays the same
+	// target (one that execs its image again, or an executable its exec is no change for):
+	// its pid and the exec's time (CLOCK_MONOTONIC ns). What the old program ran is gone
+	// from then on. (An exec that makes a target anew is reported removed and added, and
+	// ExecedAt tells its time.)
+	Execed func(pid uint32, atNs int64)
 }
 
 // Watcher tracks the target set.
@@ -440,6 +446,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		prev, was := w.bound.owner[pid]
 		if !counted || was && prev == uid {
 			w.mu.Unlock()
+			w.execed(pid, execNs)
 			return nil
 		}
 		// Its user changed: it is counted again, under its new user, and leaves the
@@ -454,6 +461,8 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		if !ok {
 			w.report(nil, []uint32{pid})
 			w.waits(pid, uid, perUser, began)
+		} else {
+			w.execed(pid, execNs)
 		}
 		if !was {
 			return nil
@@ -497,6 +506,15 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		w.waits(pid, uid, perUser, began)
 	}
 	return freed
+}
+
+// execed tells the handler that target pid, which stays the same target, exec'd at execNs
+// (0: it did not, the notification was a fork's or a change of user's). Called with scanMu
+// held.
+func (w *Watcher) execed(pid uint32, execNs int64) {
+	if execNs != 0 && w.handler.Execed != nil {
+		w.handler.Execed(pid, execNs)
+	}
 }
 
 // noUser is the real user a process is counted under when its status cannot be read (it
