@@ -44,10 +44,11 @@ type MapOptions struct {
 // its look-ups fall back to the other's code.
 //
 // Concurrency: Apply, EndProgram, Inherit, Reclaim and RemovePid may be called from any
-// goroutines (they take one writer lock); Lookup, Objects, Pids, Counts and Room are safe at
-// the same time as them and as each other. Objects handed out are immutable snapshots: when an
-// object ends, the Map stores a copy with UnloadNs set, so a *codeobj.Object a reader holds
-// never changes under it. Callers must not modify them either.
+// goroutines (they take one writer lock); Lookup, Objects, Pids, Counts, Room, Inherits and
+// Heirs are safe at the same time as them and as each other. Objects handed out are
+// immutable snapshots: when an object ends, the Map stores a copy with UnloadNs set, so a
+// *codeobj.Object a reader holds never changes under it. Callers must not modify them
+// either.
 //
 // Speed: a lookup of live code reads a page index (map_pages.go) without locks; after a
 // change the index is rebuilt once lookups have paid for it, and until then lookups take the

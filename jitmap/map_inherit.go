@@ -1,6 +1,9 @@
 package jitmap
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // inheritance is a process's link to the process it was forked from (Map.Inherit).
 type inheritance struct {
@@ -49,29 +52,18 @@ func (m *Map) Heirs(pid uint32) []uint32 {
 		return nil
 	}
 	var heirs []uint32
-	seen := map[uint32]bool{pid: true}
 	next := []uint32{pid}
 	for depth := 0; depth < maxInheritance && len(next) > 0; depth++ {
 		cur := next
 		next = nil
 		for child, l := range links {
-			if !seen[child] && containsPid(cur, l.parent) {
-				seen[child] = true
+			if child != pid && !slices.Contains(heirs, child) && slices.Contains(cur, l.parent) {
 				heirs = append(heirs, child)
 				next = append(next, child)
 			}
 		}
 	}
 	return heirs
-}
-
-func containsPid(pids []uint32, pid uint32) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // inherited looks ip up at atNs in the code pid inherited, following its links back;
