@@ -452,16 +452,22 @@ func TestMappingsReadOnceADrain(t *testing.T) {
 	}
 }
 
+// newParentAndChild makes counts with two processes, a parent and a child, not linked yet.
+func newParentAndChild() (a *Counts, jit *jitmap.Map, parent, child uint32) {
+	parent, child = testPid, testPid+1
+	jit = jitmap.NewMap(jitmap.MapOptions{})
+	a = New(jit, newFakeLookup(parent, child), nil)
+	a.AddProcess(parent, 0)
+	a.AddProcess(child, 0)
+	return a, jit, parent, child
+}
+
 // TestInheritedCode: a child forked from a JIT runs code its parent's records describe
 // (PHP's workers write to the perf map their master opened). Its samples waiting unnamed are
 // named when the parent's records come, and its capture holds that code with its samples.
 func TestInheritedCode(t *testing.T) {
-	const parent, child = testPid, testPid + 1
-	jit := jitmap.NewMap(jitmap.MapOptions{})
-	a := New(jit, newFakeLookup(parent, child), nil)
-	a.AddProcess(parent, 0)
-	a.AddProcess(child, 0)
-	jit.Inherit(child, parent)
+	a, jit, parent, child := newParentAndChild()
+	a.Inherit(child, parent)
 	ip := uint64(anonBase + 0x100)
 	a.add(map[sampler.Key]sampler.Count{{PID: child, IP: ip}: {N: 9, FirstNs: 1_000_000, LastNs: 2_000_000}})
 	if a.procs[child].unnamed.samples != 9 {
@@ -496,11 +502,7 @@ func TestInheritedCode(t *testing.T) {
 // TestInheritLate: a child whose samples waited unnamed before profd linked it to its
 // parent (found first at a scan) has them named by the code the parent already had.
 func TestInheritLate(t *testing.T) {
-	const parent, child = testPid, testPid + 1
-	jit := jitmap.NewMap(jitmap.MapOptions{})
-	a := New(jit, newFakeLookup(parent, child), nil)
-	a.AddProcess(parent, 0)
-	a.AddProcess(child, 0)
+	a, jit, parent, child := newParentAndChild()
 	a.add(map[sampler.Key]sampler.Count{{PID: child, IP: anonBase + 0x10}: {N: 6, FirstNs: 1_000_000, LastNs: 2_000_000}})
 	a.NameKept()
 	applyRecords(t, a, jit, parent, &jitmap.CodeLoad{Pid: parent, Object: codeobj.Object{Name: "trace", Addr: anonBase, Size: 0x200, LoadNs: 5_000_000}, TimeUnknown: true})

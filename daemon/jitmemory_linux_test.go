@@ -79,18 +79,14 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 		d := newDirs(t)
 		r := startRun(t, Config{JITImages: []string{exe}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 			Formats: []Format{FormatCapture}})
-		w := startCmd(t, exec.Command(exe, "2"))
-		t.Cleanup(w.removeRuntimeFiles)
-		workers := forkjitWorkers(t, w.pid())
+		w, workers := startForkjit(t, exe, "2")
 		w.wait(t, 90*time.Second) // 2 s of CPU each: longer on a busy machine
 		r.stop(t)
 		check(t, d, r, w.pid(), workers)
 	})
 	t.Run("found running", func(t *testing.T) {
 		d := newDirs(t)
-		w := startCmd(t, exec.Command(exe, "3"))
-		t.Cleanup(w.removeRuntimeFiles)
-		workers := forkjitWorkers(t, w.pid())
+		w, workers := startForkjit(t, exe, "3")
 		r := startRun(t, Config{Pids: []uint32{uint32(workers[0]), uint32(workers[1]), uint32(w.pid())}, Event: "cpu-clock",
 			FifoDir: d.fifo, OutDir: d.out, Formats: []Format{FormatCapture}})
 		w.wait(t, 90*time.Second)
@@ -106,10 +102,7 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 			}
 		}
 		d := newDirs(t)
-		w := startCmd(t, exec.Command(exe, "7")) // longer than a scan's period
-
-		t.Cleanup(w.removeRuntimeFiles)
-		workers := forkjitWorkers(t, w.pid())
+		w, workers := startForkjit(t, exe, "7") // longer than a scan's period
 		move(workers[0])
 		move(workers[1])
 		r := startRunAll(t, Config{Cgroups: []string{"/" + name}}, d)
@@ -122,9 +115,7 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 	})
 	t.Run("parent not profiled", func(t *testing.T) {
 		d := newDirs(t)
-		w := startCmd(t, exec.Command(exe, "1"))
-		t.Cleanup(w.removeRuntimeFiles)
-		workers := forkjitWorkers(t, w.pid())
+		w, workers := startForkjit(t, exe, "1")
 		r := startRun(t, Config{Pids: []uint32{uint32(workers[1])}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 			Formats: []Format{FormatCapture}})
 		w.wait(t, 90*time.Second)
@@ -136,9 +127,13 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 	})
 }
 
-// forkjitWorkers waits for forkjit (pid) to fork its two workers and returns their pids.
-func forkjitWorkers(t *testing.T, pid int) []int {
+// startForkjit starts forkjit (exe) for secs of CPU time per worker, waits for it to fork
+// its two workers and returns it and their pids.
+func startForkjit(t *testing.T, exe, secs string) (*child, []int) {
 	t.Helper()
+	w := startCmd(t, exec.Command(exe, secs))
+	t.Cleanup(w.removeRuntimeFiles)
+	pid := w.pid()
 	var workers []int
 	waitFor(t, "forkjit's workers", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
@@ -150,5 +145,5 @@ func forkjitWorkers(t *testing.T, pid int) []int {
 		}
 		return len(workers) == 2
 	})
-	return workers
+	return w, workers
 }

@@ -278,72 +278,63 @@ func TestLateDumpWithAddressReuse(t *testing.T) {
 	}
 }
 
-// TestExecEndsOldCode: a JIT, profiled by its pid, execs another program with its code
-// still loaded (as a JIT's process that execs does: no record unloads it). The new program
-// runs code at the same addresses and tells profd nothing of it. Its samples there are not
-// named by the old program's code, which ended at the exec (the time the kernel's exec
-// notification carries); the old program's own are named by it.
+// TestExecEndsOldCode: a JIT, profiled by its pid, execs a program with its code still
+// loaded (as a JIT's process that execs does: no record unloads it). The new program runs
+// code at the same addresses and tells profd nothing of it. Its samples there are not named
+// by the old program's code, which ended at the exec (the time the kernel's exec
+// notification carries); the old program's own are named by it. The new program is another
+// executable (a target anew, with outputs of its own), or the same one again (the same
+// target and outputs).
 func TestExecEndsOldCode(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
-	// The new program is testjit under another name, so that its outputs are apart.
-	newjit := filepath.Join(t.TempDir(), "newjit")
-	if b, err := os.ReadFile(testjit); err != nil || os.WriteFile(newjit, b, 0o755) != nil {
-		t.Fatalf("copying testjit: %v", err)
+	// run runs testjit, which execs exe, under profd; the new program sends no record.
+	run := func(t *testing.T, exe string) (dirs, int, *profdRun) {
+		d := newDirs(t)
+		const at = "7e5a00000000" // both programs' code space
+		jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-A", at, "-m", "300",
+			"-X", exe, "-A", at, "-d", filepath.Join(d.out, "nowhere"), "-m", "500")
+		r := startRun(t, Config{Pids: []uint32{uint32(jit.pid())}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+			Formats: []Format{FormatCapture}})
+		jit.wait(t, 60*time.Second)
+		r.wait(t, 30*time.Second)
+		if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
+			t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
+		}
+		return d, jit.pid(), r
 	}
-	d := newDirs(t)
-	const at = "7e5a00000000" // both programs' code space
-	jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-A", at, "-m", "300",
-		"-X", newjit, "-A", at, "-d", filepath.Join(d.out, "nowhere"), "-m", "500")
-	pid := jit.pid()
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatCapture}})
-	jit.wait(t, 60*time.Second)
-	r.wait(t, 30*time.Second)
-	if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
-		t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
-	}
-	// The old program's capture also holds the new program's samples until profd retired
-	// it (unnamed, a busy machine's few tens of milliseconds): its ~600 ms of loops count.
-	old := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
-	if old.named < 300 || old.funcs["count_small"] == 0 || old.funcs["count_medium"] == 0 {
-		t.Errorf("the old program: %d of %d samples in JIT memory named (%v), want its 600 ms of loops", old.named, old.jitMem, old.funcs)
-	}
-	c := readCapture(t, outputPath(d, "newjit", pid, FormatCapture))
-	tl := profdTally(c)
-	t.Logf("old program: %d of %d samples in JIT memory named; new program: %d of %d", old.named, old.jitMem, tl.named, tl.jitMem)
-	if tl.jitMem < 500 || tl.named != 0 {
-		t.Errorf("the new program: %d of %d samples in JIT memory named (%v), want none of at least 500\nlogs:\n%s",
-			tl.named, tl.jitMem, tl.funcs, r.logs.String())
-	}
-}
-
-// TestExecSameEndsOldCode: testjit, by its pid, execs itself again (the same executable,
-// so the same target and outputs) with its code still loaded at a fixed address; the new
-// program runs code there and sends no record. Its samples stay unnamed: the exec's
-// notification ends the old program's code. (Named by it, the capture's named share would
-// be most of its samples in JIT memory, not the old program's ~600 ms of loops.)
-func TestExecSameEndsOldCode(t *testing.T) {
-	testenv.Requires(t, testenv.Root)
-	testjit, _ := workloads(t)
-	d := newDirs(t)
-	const at = "7e5b00000000"
-	jit := startChild(t, nil, testjit, "-d", d.fifo, "-w", "10000", "-A", at, "-m", "300",
-		"-X", testjit, "-A", at, "-d", filepath.Join(d.out, "nowhere"), "-m", "500")
-	pid := jit.pid()
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatCapture}})
-	jit.wait(t, 60*time.Second)
-	r.wait(t, 30*time.Second)
-	if !strings.Contains(jit.out.String(), "profd connected") || !strings.Contains(jit.out.String(), "exec ") {
-		t.Fatalf("testjit did not connect, or did not exec:\n%s", jit.out.String())
-	}
-	tl := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
-	t.Logf("%d of %d samples in JIT memory named: %v", tl.named, tl.jitMem, tl.funcs)
-	if tl.named < 300 || tl.jitMem-tl.named < 1000 || 2*tl.named > tl.jitMem {
-		t.Errorf("%d of %d samples in JIT memory named (%v); want the old program's ~600 ms of loops named, the new one's ~2 s not\nlogs:\n%s",
-			tl.named, tl.jitMem, tl.funcs, r.logs.String())
-	}
+	t.Run("another executable", func(t *testing.T) {
+		// The new program is testjit under another name, so that its outputs are apart.
+		newjit := filepath.Join(t.TempDir(), "newjit")
+		if b, err := os.ReadFile(testjit); err != nil || os.WriteFile(newjit, b, 0o755) != nil {
+			t.Fatalf("copying testjit: %v", err)
+		}
+		d, pid, r := run(t, newjit)
+		// The old program's capture also holds the new program's samples until profd
+		// retired it (unnamed, a busy machine's few tens of milliseconds): its ~600 ms of
+		// loops count.
+		old := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
+		if old.named < 300 || old.funcs["count_small"] == 0 || old.funcs["count_medium"] == 0 {
+			t.Errorf("the old program: %d of %d samples in JIT memory named (%v), want its 600 ms of loops", old.named, old.jitMem, old.funcs)
+		}
+		tl := profdTally(readCapture(t, outputPath(d, "newjit", pid, FormatCapture)))
+		t.Logf("old program: %d of %d samples in JIT memory named; new program: %d of %d", old.named, old.jitMem, tl.named, tl.jitMem)
+		if tl.jitMem < 500 || tl.named != 0 {
+			t.Errorf("the new program: %d of %d samples in JIT memory named (%v), want none of at least 500\nlogs:\n%s",
+				tl.named, tl.jitMem, tl.funcs, r.logs.String())
+		}
+	})
+	t.Run("the same executable", func(t *testing.T) {
+		// One capture holds both programs: named by the old code, the new program's
+		// samples would make most of it named, not the old program's ~600 ms of loops.
+		d, pid, r := run(t, testjit)
+		tl := profdTally(readCapture(t, outputPath(d, "testjit", pid, FormatCapture)))
+		t.Logf("%d of %d samples in JIT memory named: %v", tl.named, tl.jitMem, tl.funcs)
+		if tl.named < 300 || tl.jitMem-tl.named < 1000 || 2*tl.named > tl.jitMem {
+			t.Errorf("%d of %d samples in JIT memory named (%v); want the old program's ~600 ms of loops named, the new one's ~2 s not\nlogs:\n%s",
+				tl.named, tl.jitMem, tl.funcs, r.logs.String())
+		}
+	})
 }
 
 // TestTimeNamespace: testjit in a time namespace whose CLOCK_MONOTONIC is more than a day

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -298,14 +299,11 @@ func TestImageByFileNotName(t *testing.T) {
 	}
 }
 
-// An explicit pid that execs another executable is reported removed and added anew, and stays
-// a target: seen at its exec with exec notifications (as root), by the look at the explicit
-// pids every Interval without them. With notifications, ExecedAt says when it exec'd.
-// TestPinnedExecSame: an explicit pid that execs its own executable again stays the same
-// target (nothing is removed or added), and the handler is told when it exec'd.
-func TestPinnedExecSame(t *testing.T) {
-	testenv.Requires(t, testenv.Root) // exec notifications
-	sh := exec.Command("sh", "-c", `read x; exec sh -c "sleep 30; :"`)
+// startShell starts sh -c script, killed when the test ends, and returns its pid and its
+// standard input: a script that reads a line first waits for the test's word to go on.
+func startShell(t *testing.T, script string) (int, io.Writer) {
+	t.Helper()
+	sh := exec.Command("sh", "-c", script)
 	in, err := sh.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +312,14 @@ func TestPinnedExecSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
-	pid := sh.Process.Pid
+	return sh.Process.Pid, in
+}
+
+// TestPinnedExecSame: an explicit pid that execs its own executable again stays the same
+// target (nothing is removed or added), and the handler is told when it exec'd.
+func TestPinnedExecSame(t *testing.T) {
+	testenv.Requires(t, testenv.Root) // exec notifications
+	pid, in := startShell(t, `read x; exec sh -c "sleep 30; :"`)
 	var r recorder
 	w, err := New(Config{PIDs: []uint32{uint32(pid)}, Interval: time.Hour}, r.handler())
 	if err != nil {
@@ -341,22 +346,16 @@ func TestPinnedExecSame(t *testing.T) {
 	}
 }
 
+// An explicit pid that execs another executable is reported removed and added anew, and stays
+// a target: seen at its exec with exec notifications (as root), by the look at the explicit
+// pids every Interval without them. With notifications, ExecedAt says when it exec'd.
 func TestPinnedExec(t *testing.T) {
 	for _, scanOnly := range []bool{false, true} {
 		t.Run(map[bool]string{false: "notified", true: "scanned"}[scanOnly], func(t *testing.T) {
 			if !scanOnly && os.Geteuid() != 0 {
 				t.Skip("exec notifications need CAP_NET_ADMIN")
 			}
-			sh := exec.Command("sh", "-c", "read x; exec sleep 30")
-			in, err := sh.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sh.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
-			pid := sh.Process.Pid
+			pid, in := startShell(t, "read x; exec sleep 30")
 			var r recorder
 			interval := time.Hour // no scan but the first: the exec is seen by its notification
 			if scanOnly {
