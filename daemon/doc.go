@@ -30,7 +30,7 @@
 // them), output.go, lookup_linux.go, symbols.go. Above them daemon.go: daemonRun, the
 // state each goroutine owns. Above that the run's methods: drains and admission (drain.go,
 // admit.go, capture.go, stats.go, reply.go), targets set up and retired (setup.go,
-// retire.go), intervals (intervals.go, retention.go), flushes (flush.go), the changes the
+// inherit.go, retire.go), intervals (intervals.go, retention.go), flushes (flush.go), the changes the
 // watcher queues (changes.go, apply.go), and Run (run.go) at the top.
 //
 // Config.Counters lets others read the run's counters while it runs (cmd/profd's metrics
