@@ -92,6 +92,7 @@ func (d *daemonRun) addTarget(pid uint32) {
 	if d.changes.retiring(pid) {
 		d.applyChanges()
 	}
+	d.endLingeringPid(pid)
 	// The pid is an arrival until its counts exist; a drain makes the counts of arrivals
 	// first: samples of a pid without counts are strays of a process already retired (see
 	// attribute.Counts.AddProcess).

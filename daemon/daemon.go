@@ -74,6 +74,9 @@ type lockedState struct {
 	// orphans holds, by parent, the targets forked from a process that was no target when
 	// they were set up, so that they inherit its code once it is (inheritCode).
 	orphans map[uint32][]uint32
+	// lingering holds the exited targets whose code, files and symbol queue stay for the
+	// targets that inherited their code (lingers).
+	lingering map[uint32]bool
 
 	drainedNs    int64     // when the last drain began
 	reclaimedNs  int64     // when the drains last let ended code go (reclaimLocked)
@@ -210,7 +213,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
-		processes: map[string]int{}, orphans: map[uint32][]uint32{}}
+		processes: map[string]int{}, orphans: map[uint32][]uint32{}, lingering: map[uint32]bool{}}
 	// Every target's call chains together take at most a quarter of --max-memory-mb, their
 	// counts of native code by address a sixteenth, their samples waiting unnamed a sixteenth.
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)

@@ -80,3 +80,62 @@ func (d *daemonRun) withParentLocked(pid uint32, looked []string) []string {
 	}
 	return append(slices.Clip(looked), fmt.Sprintf("not in the files of pid %d, the process it was forked from and runs code of, which is not profiled (profile it too: --pid, or a filter it passes)", t.forkedFrom))
 }
+
+// lingers returns those of pids, exiting targets, whose code targets that are not among
+// them still run and look up (jitmap.Map.Heirs): a server's launcher that opened the JIT's
+// perf map and exited once it had forked the master (PHP-FPM run as a daemon). Such a
+// target's outputs end as any other's, but its symbol queue, its files and its code map
+// stay while those run (endLingering), so that what they compile and write to its files
+// names their samples.
+func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bool {
+	var out map[uint32]bool
+	for _, pid := range pids {
+		if execed[pid] {
+			continue
+		}
+		for _, h := range d.parts.jit.Heirs(pid) {
+			if !slices.Contains(pids, h) {
+				if out == nil {
+					out = map[uint32]bool{}
+				}
+				out[pid] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// heirlessLocked returns the lingering processes (lingers) no target looks up the code of
+// any more, and forgets them as lingering. Callers hold d.mu.
+func (d *daemonRun) heirlessLocked() []uint32 {
+	var out []uint32
+	for pid := range d.locked.lingering {
+		if len(d.parts.jit.Heirs(pid)) == 0 {
+			out = append(out, pid)
+			delete(d.locked.lingering, pid)
+		}
+	}
+	return out
+}
+
+// endLingering releases what a lingering process (lingers) kept for its heirs: its files,
+// its symbol queue and its code map. Called when its last heir retired, or before a new
+// process that reuses its pid is added.
+func (d *daemonRun) endLingering(pid uint32) {
+	d.parts.files.RemoveTarget(pid)
+	d.parts.symbols.removeTarget(pid)
+	d.parts.jit.RemovePid(pid)
+	d.log.Debug("profd: the code of an exited target, kept for the processes that inherited it, let go", "pid", pid)
+}
+
+// endLingeringPid ends lingering process pid now, if it is one: a new process has its pid.
+func (d *daemonRun) endLingeringPid(pid uint32) {
+	d.mu.Lock()
+	was := d.locked.lingering[pid]
+	delete(d.locked.lingering, pid)
+	d.mu.Unlock()
+	if was {
+		d.endLingering(pid)
+	}
+}

@@ -84,6 +84,43 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 		r.stop(t)
 		check(t, d, r, w.pid(), workers)
 	})
+	t.Run("daemon", func(t *testing.T) {
+		// The process that opened the perf map exits once it forked the server: its code
+		// and files stay for the workers, and go once they have exited.
+		d := newDirs(t)
+		r := startRun(t, Config{JITImages: []string{exe}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+			Formats: []Format{FormatCapture}})
+		// The launcher lives a tenth of a second: profd must be watching.
+		waitFor(t, "profd to start", 10*time.Second, func() bool { return strings.Contains(r.summary.String(), "watching for processes") })
+		w := startCmd(t, exec.Command(exe, "2", "daemon"))
+		t.Cleanup(w.removeRuntimeFiles)
+		server := testenv.ChildOf(w.pid(), 5*time.Second, nil)
+		if server == 0 {
+			t.Fatal("forkjit forked no server")
+		}
+		workers := forkjitWorkers(t, server)
+		w.wait(t, 10*time.Second)
+		waitFor(t, "the server's exit", 90*time.Second, func() bool {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", server))
+			return err != nil
+		})
+		defer func() {
+			if t.Failed() {
+				t.Log(r.logs.String())
+			}
+		}()
+		waitFor(t, "the server retired", 10*time.Second, func() bool {
+			return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target exited\" pid=%d\n", server))
+		})
+		r.stop(t)
+		check(t, d, r, server, workers)
+		for _, want := range []string{"kept for the processes that inherited them\" pid=" + strconv.Itoa(w.pid()),
+			"kept for the processes that inherited it, let go\" pid=" + strconv.Itoa(w.pid())} {
+			if !strings.Contains(r.logs.String(), want) {
+				t.Errorf("no log line %q: the launcher's code not kept, or not let go", want)
+			}
+		}
+	})
 	t.Run("found running", func(t *testing.T) {
 		d := newDirs(t)
 		w, workers := startForkjit(t, exe, "3")
@@ -133,7 +170,13 @@ func startForkjit(t *testing.T, exe, secs string) (*child, []int) {
 	t.Helper()
 	w := startCmd(t, exec.Command(exe, secs))
 	t.Cleanup(w.removeRuntimeFiles)
-	pid := w.pid()
+	return w, forkjitWorkers(t, w.pid())
+}
+
+// forkjitWorkers waits for forkjit's server (pid) to fork its two workers and returns
+// their pids.
+func forkjitWorkers(t *testing.T, pid int) []int {
+	t.Helper()
 	var workers []int
 	waitFor(t, "forkjit's workers", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
@@ -145,5 +188,5 @@ func startForkjit(t *testing.T, exe, secs string) (*child, []int) {
 		}
 		return len(workers) == 2
 	})
-	return w, workers
+	return workers
 }

@@ -24,6 +24,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.lastSourceCheck(pid)
 	}
 	execed := d.execedPids(pids)
+	lingers := d.lingers(pids, execed)
 	for i, pid := range pids {
 		looked[i] = d.lookedFor(pid)
 		if execed[pid] {
@@ -32,6 +33,9 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 			continue
 		}
 		d.parts.fifo.RemoveTarget(pid)
+		if lingers[pid] {
+			continue // its files go on naming its heirs' code (endLingering)
+		}
 		d.parts.files.RemoveTarget(pid)
 		d.parts.symbols.removeTarget(pid)
 	}
@@ -58,14 +62,21 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		}
 	}
 	for _, pid := range pids { // after every snapshot: a child's may name frames by its parent's code
-		if !execed[pid] {
+		if lingers[pid] {
+			d.locked.lingering[pid] = true
+			d.log.Debug("profd: target exited; its code and files are kept for the processes that inherited them", "pid", pid)
+		} else if !execed[pid] {
 			d.parts.jit.RemovePid(pid)
 		}
 		d.parts.look.forget(pid)
 		d.locked.flushQueue.Forget(pid) // the program that asked is gone: no one to answer
 	}
+	ended := d.heirlessLocked()
 	d.publishLocked()
 	d.mu.Unlock()
+	for _, pid := range ended {
+		d.endLingering(pid)
+	}
 	for _, pid := range pids {
 		d.replies.forget(pid)
 		d.parts.smp.RemoveTarget(pid)

@@ -5,7 +5,9 @@
 // runs inherited_loop, its copy of the parent's code. The second compiles worker_loop into
 // the shared page and names it in the perf map it inherited (the parent's file, named by the
 // parent's pid), then runs it. Each worker runs for the seconds of CPU time the argument
-// gives; the parent waits for them.
+// gives; the parent waits for them. With a second argument "daemon", it runs as a daemon
+// does: the process that opened the perf map forks the server and exits, a tenth of a second
+// later, leaving the map named by its own pid.
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,17 @@ int main(int argc, char **argv) {
 	memcpy(private, loop, sizeof loop);
 	fprintf(perfmap, "%lx %zx inherited_loop\n", (unsigned long)private, sizeof loop);
 	fflush(perfmap);
+	if (argc > 2 && strcmp(argv[2], "daemon") == 0) {
+		pid_t server = fork();
+		if (server < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (server > 0) {
+			usleep(100000);
+			return 0;
+		}
+	}
 	pid_t workers[2];
 	for (int i = 0; i < 2; i++) {
 		workers[i] = fork();
