@@ -48,6 +48,9 @@ type daemonRun struct {
 	java javaMaps
 	// notes bounds the lines that say a target came or went.
 	notes targetNotes
+	// lingering holds the exited targets whose code, files and symbol queue stay for the
+	// targets that inherited their code (lingers).
+	lingering lingerSet
 }
 
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
@@ -74,9 +77,6 @@ type lockedState struct {
 	// orphans holds, by parent, the targets forked from a process that was no target when
 	// they were set up, so that they inherit its code once it is (inheritCode).
 	orphans map[uint32][]uint32
-	// lingering holds the exited targets whose code, files and symbol queue stay for the
-	// targets that inherited their code (lingers).
-	lingering map[uint32]bool
 
 	drainedNs    int64     // when the last drain began
 	reclaimedNs  int64     // when the drains last let ended code go (reclaimLocked)
@@ -213,7 +213,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 		MaxBytes: cfg.MaxMemoryBytes})
 	d.parts.look = newProcLookup(logger)
 	d.locked = lockedState{counts: attribute.New(d.parts.jit, d.parts.look, logger), targets: map[uint32]*liveTarget{},
-		processes: map[string]int{}, orphans: map[uint32][]uint32{}, lingering: map[uint32]bool{}}
+		processes: map[string]int{}, orphans: map[uint32][]uint32{}}
 	// Every target's call chains together take at most a quarter of --max-memory-mb, their
 	// counts of native code by address a sixteenth, their samples waiting unnamed a sixteenth.
 	d.locked.counts.LimitStacks(cfg.MaxMemoryBytes / 4)

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/profd/profd/internal/procfs"
 )
@@ -106,17 +107,49 @@ func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bo
 	return out
 }
 
-// heirlessLocked returns the lingering processes (lingers) no target looks up the code of
-// any more, and forgets them as lingering. Callers hold d.mu.
-func (d *daemonRun) heirlessLocked() []uint32 {
+// lingerSet holds the exited targets kept for their heirs (lingers). It has a lock of its
+// own, so that adding a target, on the watcher's goroutine, never waits for the daemon's.
+type lingerSet struct {
+	mu   sync.Mutex
+	pids map[uint32]bool
+}
+
+func (s *lingerSet) add(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pids == nil {
+		s.pids = map[uint32]bool{}
+	}
+	s.pids[pid] = true
+}
+
+// take removes pid and reports whether it was there.
+func (s *lingerSet) take(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.pids[pid]
+	delete(s.pids, pid)
+	return was
+}
+
+// takeUnless removes and returns the pids for which keep is false.
+func (s *lingerSet) takeUnless(keep func(pid uint32) bool) []uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []uint32
-	for pid := range d.locked.lingering {
-		if len(d.parts.jit.Heirs(pid)) == 0 {
+	for pid := range s.pids {
+		if !keep(pid) {
 			out = append(out, pid)
-			delete(d.locked.lingering, pid)
+			delete(s.pids, pid)
 		}
 	}
 	return out
+}
+
+// heirless returns the lingering processes (lingers) no target looks up the code of any
+// more, and forgets them as lingering.
+func (d *daemonRun) heirless() []uint32 {
+	return d.lingering.takeUnless(func(pid uint32) bool { return len(d.parts.jit.Heirs(pid)) > 0 })
 }
 
 // endLingering releases what a lingering process (lingers) kept for its heirs: its files,
@@ -131,11 +164,7 @@ func (d *daemonRun) endLingering(pid uint32) {
 
 // endLingeringPid ends lingering process pid now, if it is one: a new process has its pid.
 func (d *daemonRun) endLingeringPid(pid uint32) {
-	d.mu.Lock()
-	was := d.locked.lingering[pid]
-	delete(d.locked.lingering, pid)
-	d.mu.Unlock()
-	if was {
+	if d.lingering.take(pid) {
 		d.endLingering(pid)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,41 +85,64 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 		r.stop(t)
 		check(t, d, r, w.pid(), workers)
 	})
-	t.Run("daemon", func(t *testing.T) {
-		// The process that opened the perf map exits once it forked the server: its code
-		// and files stay for the workers, and go once they have exited.
-		d := newDirs(t)
-		r := startRun(t, Config{JITImages: []string{exe}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+	// daemon runs forkjit as a daemon, for secs of CPU time per worker, under profd
+	// --jit-image, and returns once the launcher exited.
+	daemon := func(t *testing.T, secs string) (d dirs, r *profdRun, launcher, server int, workers []int) {
+		d = newDirs(t)
+		r = startRun(t, Config{JITImages: []string{exe}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 			Formats: []Format{FormatCapture}})
 		// The launcher lives a tenth of a second: profd must be watching.
 		waitFor(t, "profd to start", 10*time.Second, func() bool { return strings.Contains(r.summary.String(), "watching for processes") })
-		w := startCmd(t, exec.Command(exe, "2", "daemon"))
+		w := startCmd(t, exec.Command(exe, secs, "daemon"))
 		t.Cleanup(w.removeRuntimeFiles)
-		server := testenv.ChildOf(w.pid(), 5*time.Second, nil)
+		server = testenv.ChildOf(w.pid(), 5*time.Second, nil)
 		if server == 0 {
 			t.Fatal("forkjit forked no server")
 		}
-		workers := forkjitWorkers(t, server)
+		t.Cleanup(func() { syscall.Kill(-server, syscall.SIGKILL) }) // its session's group: it and its workers
+		workers = forkjitWorkers(t, server)
 		w.wait(t, 10*time.Second)
+		return d, r, w.pid(), server, workers
+	}
+	// kept and letGo are the log lines that say the launcher's code was kept and let go.
+	kept := func(launcher int) string {
+		return "kept for the processes that inherited them\" pid=" + strconv.Itoa(launcher) + "\n"
+	}
+	letGo := func(launcher int) string {
+		return "kept for the processes that inherited it, let go\" pid=" + strconv.Itoa(launcher) + "\n"
+	}
+	t.Run("daemon", func(t *testing.T) {
+		// The process that opened the perf map exits once it forked the server: its code
+		// and files stay for the workers, and go once they have exited.
+		d, r, launcher, server, workers := daemon(t, "2")
 		waitFor(t, "the server's exit", 90*time.Second, func() bool {
 			_, err := os.Stat(fmt.Sprintf("/proc/%d", server))
 			return err != nil
 		})
-		defer func() {
-			if t.Failed() {
-				t.Log(r.logs.String())
-			}
-		}()
-		waitFor(t, "the server retired", 10*time.Second, func() bool {
-			return strings.Contains(r.logs.String(), fmt.Sprintf("msg=\"profd: target exited\" pid=%d\n", server))
-		})
+		waitFor(t, "the launcher's code let go", 10*time.Second, func() bool { return strings.Contains(r.logs.String(), letGo(launcher)) })
 		r.stop(t)
 		check(t, d, r, server, workers)
-		for _, want := range []string{"kept for the processes that inherited them\" pid=" + strconv.Itoa(w.pid()),
-			"kept for the processes that inherited it, let go\" pid=" + strconv.Itoa(w.pid())} {
-			if !strings.Contains(r.logs.String(), want) {
-				t.Errorf("no log line %q: the launcher's code not kept, or not let go", want)
-			}
+		if !strings.Contains(r.logs.String(), kept(launcher)) {
+			t.Errorf("no log line %q: the launcher's code not kept", kept(launcher))
+		}
+	})
+	t.Run("daemon's pid reused", func(t *testing.T) {
+		// A new process takes the pid of the launcher while its server's workers still run:
+		// the launcher's code and files are let go before the new process is added, which
+		// gets outputs of its own.
+		d, r, launcher, server, _ := daemon(t, "3")
+		waitFor(t, "the launcher kept", 10*time.Second, func() bool { return strings.Contains(r.logs.String(), kept(launcher)) })
+		reused := startWithPid(t, launcher, exe, "0") // its workers exit at once
+		reused.wait(t, 10*time.Second)
+		if !strings.Contains(r.logs.String(), letGo(launcher)) {
+			t.Errorf("the launcher's code not let go before its pid was taken again\nlogs:\n%s", r.logs.String())
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", server)); err != nil {
+			t.Errorf("the old server exited before its launcher's pid was reused: %v", err)
+		}
+		r.stop(t)
+		if !fileExists(strings.TrimSuffix(outputPath(d, "forkjit", launcher, FormatCapture), ".profd") + ".2.profd") {
+			t.Errorf("no outputs of their own for the process that took the launcher's pid")
 		}
 	})
 	t.Run("found running", func(t *testing.T) {

@@ -63,7 +63,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	}
 	for _, pid := range pids { // after every snapshot: a child's may name frames by its parent's code
 		if lingers[pid] {
-			d.locked.lingering[pid] = true
+			d.lingering.add(pid)
 			d.log.Debug("profd: target exited; its code and files are kept for the processes that inherited them", "pid", pid)
 		} else if !execed[pid] {
 			d.parts.jit.RemovePid(pid)
@@ -71,7 +71,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.parts.look.forget(pid)
 		d.locked.flushQueue.Forget(pid) // the program that asked is gone: no one to answer
 	}
-	ended := d.heirlessLocked()
+	ended := d.heirless()
 	d.publishLocked()
 	d.mu.Unlock()
 	for _, pid := range ended {

@@ -6,9 +6,11 @@
 // the shared page and names it in the perf map it inherited (the parent's file, named by the
 // parent's pid), then runs it. Each worker runs for the seconds of CPU time the argument
 // gives; the parent waits for them. With a second argument "daemon", it runs as a daemon
-// does: the process that opened the perf map forks the server and exits, a tenth of a second
-// later, leaving the map named by its own pid.
+// does: the process that opened the perf map forks the server, which starts a session of
+// its own and lets its standard streams go, and exits a tenth of a second later, leaving
+// the map named by its own pid.
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,13 @@ int main(int argc, char **argv) {
 			usleep(100000);
 			return 0;
 		}
+		/* As a daemon does: a session of its own (the launcher's pid is free once it
+		 * exits), its standard streams let go. */
+		setsid();
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
 	}
 	pid_t workers[2];
 	for (int i = 0; i < 2; i++) {
