@@ -3,7 +3,6 @@ package daemon
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/profd/profd/internal/procfs"
 )
@@ -102,45 +101,6 @@ func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bo
 				out[pid] = true
 				break
 			}
-		}
-	}
-	return out
-}
-
-// lingerSet holds the exited targets kept for their heirs (lingers). It has a lock of its
-// own, so that adding a target, on the watcher's goroutine, never waits for the daemon's.
-type lingerSet struct {
-	mu   sync.Mutex
-	pids map[uint32]bool
-}
-
-func (s *lingerSet) add(pid uint32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pids == nil {
-		s.pids = map[uint32]bool{}
-	}
-	s.pids[pid] = true
-}
-
-// take removes pid and reports whether it was there.
-func (s *lingerSet) take(pid uint32) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	was := s.pids[pid]
-	delete(s.pids, pid)
-	return was
-}
-
-// takeUnless removes and returns the pids for which keep is false.
-func (s *lingerSet) takeUnless(keep func(pid uint32) bool) []uint32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []uint32
-	for pid := range s.pids {
-		if !keep(pid) {
-			out = append(out, pid)
-			delete(s.pids, pid)
 		}
 	}
 	return out

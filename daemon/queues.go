@@ -120,3 +120,42 @@ func (a *arrivals) take(pid uint32) (int64, bool) {
 	delete(a.addNs, pid)
 	return ns, true
 }
+
+// lingerSet holds the exited targets kept for their heirs (lingers). It has a lock of its
+// own, so that adding a target, on the watcher's goroutine, never waits for the daemon's.
+type lingerSet struct {
+	mu   sync.Mutex
+	pids map[uint32]bool
+}
+
+func (s *lingerSet) add(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pids == nil {
+		s.pids = map[uint32]bool{}
+	}
+	s.pids[pid] = true
+}
+
+// take removes pid and reports whether it was there.
+func (s *lingerSet) take(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.pids[pid]
+	delete(s.pids, pid)
+	return was
+}
+
+// takeUnless removes and returns the pids for which keep is false.
+func (s *lingerSet) takeUnless(keep func(pid uint32) bool) []uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []uint32
+	for pid := range s.pids {
+		if !keep(pid) {
+			out = append(out, pid)
+			delete(s.pids, pid)
+		}
+	}
+	return out
+}
