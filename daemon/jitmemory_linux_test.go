@@ -132,14 +132,16 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 		// gets outputs of its own.
 		d, r, launcher, server, _ := daemon(t, "3")
 		waitFor(t, "the launcher kept", 10*time.Second, func() bool { return strings.Contains(r.logs.String(), kept(launcher)) })
-		reused := startWithPid(t, launcher, exe, "0") // its workers exit at once
-		reused.wait(t, 10*time.Second)
+		reused := startWithPid(t, launcher, exe, "1")
+		added := `msg="profd: target added" pid=` + strconv.Itoa(launcher) + " "
+		waitFor(t, "the new process added", 10*time.Second, func() bool { return strings.Count(r.logs.String(), added) == 2 })
 		if !strings.Contains(r.logs.String(), letGo(launcher)) {
 			t.Errorf("the launcher's code not let go before its pid was taken again\nlogs:\n%s", r.logs.String())
 		}
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", server)); err != nil {
 			t.Errorf("the old server exited before its launcher's pid was reused: %v", err)
 		}
+		reused.wait(t, 60*time.Second)
 		r.stop(t)
 		if !fileExists(strings.TrimSuffix(outputPath(d, "forkjit", launcher, FormatCapture), ".profd") + ".2.profd") {
 			t.Errorf("no outputs of their own for the process that took the launcher's pid")
