@@ -20,10 +20,12 @@ func (d *daemonRun) inheritCode(pid uint32) {
 	if err != nil {
 		return
 	}
-	var forked bool
-	if st.Parent > 1 {
+	// The fork's notification names the parent even after it exited (a daemon's launcher
+	// may be gone by now, its child handed to init); a scan's find has its parent read.
+	from, forked := d.parts.watch.ForkedFrom(pid)
+	if !forked && st.Parent > 1 {
 		parent, err := procfs.ReadStat(st.Parent)
-		forked = err == nil && procfs.ForkCopy(st, parent)
+		from, forked = st.Parent, err == nil && procfs.ForkCopy(st, parent)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -32,12 +34,12 @@ func (d *daemonRun) inheritCode(pid uint32) {
 		return
 	}
 	if forked {
-		t.forkedFrom = st.Parent
-		if d.locked.targets[st.Parent] != nil {
-			d.locked.counts.Inherit(pid, st.Parent)
+		t.forkedFrom = from
+		if d.locked.targets[from] != nil || d.lingering.has(from) {
+			d.locked.counts.Inherit(pid, from)
 			t.inherits = true
 		} else {
-			d.locked.orphans[st.Parent] = append(d.locked.orphans[st.Parent], pid)
+			d.locked.orphans[from] = append(d.locked.orphans[from], pid)
 		}
 	}
 	for _, child := range d.locked.orphans[pid] {
@@ -82,25 +84,23 @@ func (d *daemonRun) withParentLocked(pid uint32, looked []string) []string {
 }
 
 // lingers returns those of pids, exiting targets, whose code targets that are not among
-// them still run and look up (jitmap.Map.Heirs): a server's launcher that opened the JIT's
-// perf map and exited once it had forked the master (PHP-FPM run as a daemon). Such a
-// target's outputs end as any other's, but its symbol queue, its files and its code map
-// stay while those run (endLingering), so that what they compile and write to its files
-// names their samples.
+// them still run and look up (jitmap.Map.Heirs), or will once set up (forked from it, by
+// the watcher's notifications): a server's launcher that opened the JIT's perf map and
+// exited once it had forked the master (PHP-FPM run as a daemon). Such a target's outputs
+// end as any other's, but its symbol queue, its files and its code map stay while those
+// run (endLingering), so that what they compile and write to its files names their samples.
 func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bool {
 	var out map[uint32]bool
 	for _, pid := range pids {
 		if execed[pid] {
 			continue
 		}
-		for _, h := range d.parts.jit.Heirs(pid) {
-			if !slices.Contains(pids, h) {
-				if out == nil {
-					out = map[uint32]bool{}
-				}
-				out[pid] = true
-				break
+		heirs := slices.ContainsFunc(d.parts.jit.Heirs(pid), func(h uint32) bool { return !slices.Contains(pids, h) })
+		if heirs || d.parts.watch.HasForked(pid) {
+			if out == nil {
+				out = map[uint32]bool{}
 			}
+			out[pid] = true
 		}
 	}
 	return out
@@ -109,7 +109,9 @@ func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bo
 // heirless returns the lingering processes (lingers) no target looks up the code of any
 // more, and forgets them as lingering.
 func (d *daemonRun) heirless() []uint32 {
-	return d.lingering.takeUnless(func(pid uint32) bool { return len(d.parts.jit.Heirs(pid)) > 0 })
+	return d.lingering.takeUnless(func(pid uint32) bool {
+		return len(d.parts.jit.Heirs(pid)) > 0 || d.parts.watch.HasForked(pid)
+	})
 }
 
 // endLingering releases what a lingering process (lingers) kept for its heirs: its files,

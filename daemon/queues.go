@@ -137,6 +137,13 @@ func (s *lingerSet) add(pid uint32) {
 	s.pids[pid] = true
 }
 
+// has reports whether pid is in the set.
+func (s *lingerSet) has(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pids[pid]
+}
+
 // take removes pid and reports whether it was there.
 func (s *lingerSet) take(pid uint32) bool {
 	s.mu.Lock()

@@ -30,15 +30,17 @@ var errBadProcEvent = errors.New("bad process event")
 
 // procChange is a process event that can make a process a target or stop it being one: the
 // process's tgid and, for an exec, the time the kernel stamped it with (CLOCK_MONOTONIC,
-// ns; 0 for a fork or a change of user).
+// ns; 0 for a fork or a change of user); for a fork, the process that forked it (its
+// parent's tgid; 0 otherwise).
 type procChange struct {
 	tgid   uint32
 	execNs int64
+	parent uint32
 }
 
 // changedProcesses returns the tgid of every exec (with its time) and change-of-user event in
 // a datagram from the connector, and of every fork that made a process (not a thread: child
-// pid == child tgid), in order: the events that can make a process a target or stop it
+// pid == child tgid; with its parent), in order: the events that can make a process a target or stop it
 // being one. Other events are skipped; a message that does not fit is reported with its
 // byte offset, and the events before it are still returned.
 func changedProcesses(buf []byte) ([]procChange, error) {
@@ -60,12 +62,12 @@ func changedProcesses(buf []byte) ([]procChange, error) {
 				switch what := ne.Uint32(ev); {
 				case what == procEventExec && len(ev) >= procEventHead+8:
 					ns := int64(min(ne.Uint64(ev[8:]), math.MaxInt64))
-					tgids = append(tgids, procChange{ne.Uint32(ev[procEventHead+4:]), ns})
+					tgids = append(tgids, procChange{tgid: ne.Uint32(ev[procEventHead+4:]), execNs: ns})
 				case what == procEventUID && len(ev) >= procEventHead+8:
 					tgids = append(tgids, procChange{tgid: ne.Uint32(ev[procEventHead+4:])})
 				case what == procEventFork && len(ev) >= procEventHead+16:
 					if child := ne.Uint32(ev[procEventHead+8:]); child == ne.Uint32(ev[procEventHead+12:]) {
-						tgids = append(tgids, procChange{tgid: child})
+						tgids = append(tgids, procChange{tgid: child, parent: ne.Uint32(ev[procEventHead+4:])})
 					}
 				}
 			}

@@ -58,14 +58,14 @@ func TestNewProcesses(t *testing.T) {
 	buf = append(buf, procEventMsg(procEventUID, 45, 1003)...)
 	buf = append(buf, procEventMsg(procEventExec, 46, 1<<63)...) // past int64: the latest time there is
 	got, err := changedProcesses(buf)
-	want := []procChange{{42, 1000}, {tgid: 50}, {44, 1002}, {tgid: 45}, {46, math.MaxInt64}}
+	want := []procChange{{tgid: 42, execNs: 1000}, {tgid: 50, parent: 42}, {tgid: 44, execNs: 1002}, {tgid: 45}, {tgid: 46, execNs: math.MaxInt64}}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("changedProcesses = %v, %v; want %v", got, err, want)
 	}
 
 	bad := append(procEventMsg(procEventExec, 7, 5), 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	got, err = changedProcesses(bad)
-	if !errors.Is(err, errBadProcEvent) || !strings.Contains(err.Error(), "byte 60") || !slices.Equal(got, []procChange{{7, 5}}) {
+	if !errors.Is(err, errBadProcEvent) || !strings.Contains(err.Error(), "byte 60") || !slices.Equal(got, []procChange{{tgid: 7, execNs: 5}}) {
 		t.Fatalf("changedProcesses(bad) = %v, %v; want [{7 5}] and an error at byte 60", got, err)
 	}
 }
@@ -90,8 +90,8 @@ func FuzzChangedProcesses(f *testing.F) {
 			t.Fatalf("%d tgids from %d bytes", len(tgids), len(buf))
 		}
 		for _, c := range tgids {
-			if c.execNs < 0 {
-				t.Fatalf("exec time %d", c.execNs)
+			if c.execNs < 0 || c.execNs != 0 && c.parent != 0 {
+				t.Fatalf("exec time %d, parent %d", c.execNs, c.parent)
 			}
 		}
 		if err != nil && !errors.Is(err, errBadProcEvent) {

@@ -115,6 +115,9 @@ type Watcher struct {
 	// execNs holds, per target that exec'd another executable (and was reported removed and
 	// added anew for it), when the exec notification said it did; ExecedAt's.
 	execNs map[uint32]int64
+	// forkedFrom holds, per target a fork notification made one, the process that forked
+	// it, until a notification says it exec'd; ForkedFrom's.
+	forkedFrom map[uint32]uint32
 	// checked holds, per process a scan checked in full, when it did: whether the process
 	// is a target (in current or not) stands until fullCheckEvery later, while exec
 	// notifications work and its start time and cgroup stay. A lost notification clears it.
@@ -152,7 +155,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), forkedFrom: make(map[uint32]uint32), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}, bound: newBound(cfg.MaxTargets, cfg.MaxPerUser)}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -410,12 +413,18 @@ func (w *Watcher) execLoop(l *execListener) {
 				continue // checked already: a setuid reports each of its threads
 			}
 			var execNs int64 // the last exec among them
+			var parent uint32
 			for _, o := range changes[i:] {
 				if same(o) {
 					execNs = max(execNs, o.execNs)
+					parent = max(parent, o.parent)
 				}
 			}
+			// The fork's parent is noted before the check reports the target, whose set-up
+			// may ask for it at once, and dropped after it if the process is no target.
+			w.noteFork(pid, parent, execNs)
 			w.checkPid(pid, execNs)
+			w.noteFork(pid, 0, 0)
 		}
 	}
 }
@@ -456,6 +465,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 			delete(w.current, pid)
 			delete(w.exes, pid)
 			delete(w.execNs, pid)
+			delete(w.forkedFrom, pid)
 		}
 		w.mu.Unlock()
 		if !ok {
@@ -473,6 +483,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 	if had {
 		delete(w.current, pid)
 		delete(w.exes, pid)
+		delete(w.forkedFrom, pid)
 		if u, ok := w.bound.release(pid); ok {
 			freed = []uint32{u}
 		}
@@ -644,6 +655,47 @@ func (w *Watcher) StartOf(pid uint32) (uint64, bool) {
 	return st - 1, true // startTime's one
 }
 
+// noteFork notes the process that forked pid (parent, from a fork's notification), until
+// an exec's notification (execNs) says pid runs another program or pid is no target.
+func (w *Watcher) noteFork(pid, parent uint32, execNs int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case execNs != 0:
+		delete(w.forkedFrom, pid)
+	case parent != 0:
+		w.forkedFrom[pid] = parent
+	default:
+		if _, target := w.current[pid]; !target {
+			delete(w.forkedFrom, pid)
+		}
+	}
+}
+
+// HasForked reports whether a target was forked from parent (ForkedFrom): its set-up may be
+// on its way, after parent exited.
+func (w *Watcher) HasForked(parent uint32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.forkedFrom {
+		if p == parent {
+			return true
+		}
+	}
+	return false
+}
+
+// ForkedFrom returns the process target pid was forked from, when a fork's notification
+// made it a target and no exec's notification has come for it since: it runs a copy of that
+// process's address space, though the process may have exited since (its parent is then
+// another). Not known for a target a scan found.
+func (w *Watcher) ForkedFrom(pid uint32) (uint32, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	parent, ok := w.forkedFrom[pid]
+	return parent, ok
+}
+
 // ExecedAt returns, for a target that exec'd another executable and was reported removed
 // and added anew for it (with All, or an explicit pid), when it exec'd: the time the kernel's
 // exec notification carries (CLOCK_MONOTONIC, ns). It returns false when no notification
@@ -808,6 +860,7 @@ func (w *Watcher) Scan() {
 			delete(w.current, pid)
 			delete(w.exes, pid)
 			delete(w.execNs, pid) // the scan cannot tell when
+			delete(w.forkedFrom, pid)
 			if uid, ok := w.bound.release(pid); ok {
 				freed = append(freed, uid)
 			}

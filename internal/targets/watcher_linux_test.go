@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,6 +297,63 @@ func TestImageByFileNotName(t *testing.T) {
 	}
 	if _, err := New(Config{Images: []string{copyDir + "/no-such-jit"}}, Handler{}); !errors.Is(err, ErrNoImage) {
 		t.Errorf("an image path naming no file: %v, want ErrNoImage", err)
+	}
+}
+
+// TestForkedFrom: a process of an image forks a child that does not exec (a subshell): the
+// fork's notification makes it a target, and ForkedFrom names the shell even after the
+// shell exited; the shell is no target forked from anything.
+func TestForkedFrom(t *testing.T) {
+	testenv.Requires(t, testenv.Root) // exec notifications
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	shell := filepath.Join(t.TempDir(), "profd-forked-sh")
+	if out, err := exec.Command("cp", "-L", sh, shell).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	var r recorder
+	w, err := New(Config{Images: []string{shell}, Interval: time.Hour}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	cmd := exec.Command(shell, "-c", "read x; (sleep 30; :) & exit 0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the subshell and its sleep, ended as a group
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	eventually(t, "the shell added", func() bool { return r.has(&r.added, pid) })
+	in.Write([]byte("go\n"))
+	cmd.Wait()
+	var sub int
+	eventually(t, "the subshell added", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.added { // the first after the shell: the subshell's own child comes later
+			if int(p) != pid {
+				sub = int(p)
+				break
+			}
+		}
+		return sub != 0
+	})
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	if parent, ok := w.ForkedFrom(uint32(sub)); !ok || parent != uint32(pid) {
+		t.Errorf("ForkedFrom(subshell) = %d, %v; want the shell, %d", parent, ok, pid)
+	}
+	if !w.HasForked(uint32(pid)) {
+		t.Error("HasForked(shell) = false")
+	}
+	if _, ok := w.ForkedFrom(uint32(pid)); ok {
+		t.Error("the shell, exec'd by the test, is said to be forked from something")
 	}
 }
 
