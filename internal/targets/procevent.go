@@ -40,9 +40,9 @@ type procChange struct {
 
 // changedProcesses returns the tgid of every exec (with its time) and change-of-user event in
 // a datagram from the connector, and of every fork that made a process (not a thread: child
-// pid == child tgid; with its parent), in order: the events that can make a process a target or stop it
-// being one. Other events are skipped; a message that does not fit is reported with its
-// byte offset, and the events before it are still returned.
+// pid == child tgid; with its parent), in order: the events that can make a process a
+// target or stop it being one. Other events are skipped; a message that does not fit is
+// reported with its byte offset, and the events before it are still returned.
 func changedProcesses(buf []byte) ([]procChange, error) {
 	ne := binary.NativeEndian
 	var tgids []procChange
