@@ -58,13 +58,7 @@ func (d *daemonRun) forgetOrphanLocked(pid uint32) {
 	if t == nil || t.forkedFrom == 0 {
 		return
 	}
-	waiting := d.locked.orphans[t.forkedFrom]
-	for i, c := range waiting {
-		if c == pid {
-			waiting = append(waiting[:i], waiting[i+1:]...)
-			break
-		}
-	}
+	waiting := slices.DeleteFunc(d.locked.orphans[t.forkedFrom], func(c uint32) bool { return c == pid })
 	if len(waiting) == 0 {
 		delete(d.locked.orphans, t.forkedFrom)
 	} else {
@@ -92,11 +86,7 @@ func (d *daemonRun) withParentLocked(pid uint32, looked []string) []string {
 func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bool {
 	var out map[uint32]bool
 	for _, pid := range pids {
-		if execed[pid] {
-			continue
-		}
-		heirs := slices.ContainsFunc(d.parts.jit.Heirs(pid), func(h uint32) bool { return !slices.Contains(pids, h) })
-		if heirs || d.parts.watch.HasForked(pid) {
+		if !execed[pid] && d.hasHeirs(pid, pids) {
 			if out == nil {
 				out = map[uint32]bool{}
 			}
@@ -106,17 +96,32 @@ func (d *daemonRun) lingers(pids []uint32, execed map[uint32]bool) map[uint32]bo
 	return out
 }
 
-// heirless returns the lingering processes (lingers) no target looks up the code of any
-// more, and forgets them as lingering.
-func (d *daemonRun) heirless() []uint32 {
-	return d.lingering.takeUnless(func(pid uint32) bool {
-		return len(d.parts.jit.Heirs(pid)) > 0 || d.parts.watch.HasForked(pid)
-	})
+// endHeirless ends the lingering processes (lingers) no target looks up the code of any
+// more (endLingering). A process lingering for another that lingered (a launcher for its
+// server, which lingered for its workers) is let go once that one is: the links to it go
+// with that one's code map.
+func (d *daemonRun) endHeirless() {
+	for {
+		ended := d.lingering.takeUnless(func(pid uint32) bool { return d.hasHeirs(pid, nil) })
+		if len(ended) == 0 {
+			return
+		}
+		for _, pid := range ended {
+			d.endLingering(pid)
+		}
+	}
+}
+
+// hasHeirs reports whether targets other than leaving look up pid's code (jitmap.Map.Heirs)
+// or were forked from it and will once set up (the watcher's notifications tell).
+func (d *daemonRun) hasHeirs(pid uint32, leaving []uint32) bool {
+	return slices.ContainsFunc(d.parts.jit.Heirs(pid), func(h uint32) bool { return !slices.Contains(leaving, h) }) ||
+		d.parts.watch.HasForked(pid)
 }
 
 // endLingering releases what a lingering process (lingers) kept for its heirs: its files,
-// its symbol queue and its code map. Called when its last heir retired, or before a new
-// process that reuses its pid is added.
+// its symbol queue and its code map. Called when its last heir retired (endHeirless), or
+// before a new process that reuses its pid is added (endLingeringPid).
 func (d *daemonRun) endLingering(pid uint32) {
 	d.parts.files.RemoveTarget(pid)
 	d.parts.symbols.removeTarget(pid)
@@ -125,8 +130,10 @@ func (d *daemonRun) endLingering(pid uint32) {
 }
 
 // endLingeringPid ends lingering process pid now, if it is one: a new process has its pid.
+// Those that lingered for it alone go too.
 func (d *daemonRun) endLingeringPid(pid uint32) {
 	if d.lingering.take(pid) {
 		d.endLingering(pid)
+		d.endHeirless()
 	}
 }

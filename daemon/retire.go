@@ -71,12 +71,9 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 		d.parts.look.forget(pid)
 		d.locked.flushQueue.Forget(pid) // the program that asked is gone: no one to answer
 	}
-	ended := d.heirless()
 	d.publishLocked()
 	d.mu.Unlock()
-	for _, pid := range ended {
-		d.endLingering(pid)
-	}
+	d.endHeirless()
 	for _, pid := range pids {
 		d.replies.forget(pid)
 		d.parts.smp.RemoveTarget(pid)
@@ -112,16 +109,15 @@ func (d *daemonRun) endProgramsLocked(execed map[uint32]bool) {
 			d.log.Debug("profd: target exec'd at a time unknown; its old program's code stays live", "pid", pid)
 			continue
 		}
-		if n := d.parts.jit.EndProgram(pid, at); n > 0 {
-			d.log.Debug("profd: target exec'd; its old program's code ended", "pid", pid, "objects", n)
-		}
+		d.programEnded(pid, at)
 	}
 }
 
-// programEnded runs on the watcher's goroutine when target pid, which stays the same
-// target, exec'd at atNs (its image again, or an executable its exec is no change for): the
-// code its old program ran, its own and what it inherited, ends in the map then, so that
-// samples of the new program at the old one's addresses are not named by it.
+// programEnded ends in the map, at atNs, the code target pid's old program ran, its own and
+// what it inherited: pid exec'd then, and samples of the new program at the old one's
+// addresses are not named by it. It runs on the watcher's goroutine for a target that stays
+// the same target (it exec'd its image again, or an executable its exec is no change for),
+// and from endProgramsLocked for one that is a target anew.
 func (d *daemonRun) programEnded(pid uint32, atNs int64) {
 	if n := d.parts.jit.EndProgram(pid, atNs); n > 0 {
 		d.log.Debug("profd: target exec'd; its old program's code ended", "pid", pid, "objects", n)
