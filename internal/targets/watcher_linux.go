@@ -424,7 +424,7 @@ func (w *Watcher) execLoop(l *execListener) {
 			// may ask for it at once, and dropped after it if the process is no target.
 			w.noteFork(pid, parent, execNs)
 			w.checkPid(pid, execNs)
-			w.noteFork(pid, 0, 0)
+			w.keepForkOfTarget(pid)
 		}
 	}
 }
@@ -655,8 +655,8 @@ func (w *Watcher) StartOf(pid uint32) (uint64, bool) {
 	return st - 1, true // startTime's one
 }
 
-// noteFork notes the process that forked pid (parent, from a fork's notification), until
-// an exec's notification (execNs) says pid runs another program or pid is no target.
+// noteFork notes the process that forked pid (parent, from a fork's notification; 0: no
+// fork), or forgets it when an exec's notification (execNs) says pid runs another program.
 func (w *Watcher) noteFork(pid, parent uint32, execNs int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -665,10 +665,15 @@ func (w *Watcher) noteFork(pid, parent uint32, execNs int64) {
 		delete(w.forkedFrom, pid)
 	case parent != 0:
 		w.forkedFrom[pid] = parent
-	default:
-		if _, target := w.current[pid]; !target {
-			delete(w.forkedFrom, pid)
-		}
+	}
+}
+
+// keepForkOfTarget forgets the process that forked pid unless pid is a target.
+func (w *Watcher) keepForkOfTarget(pid uint32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, target := w.current[pid]; !target {
+		delete(w.forkedFrom, pid)
 	}
 }
 

@@ -320,15 +320,7 @@ func TestForkedFrom(t *testing.T) {
 	}
 	w.Start(context.Background())
 	defer w.Close()
-	cmd := exec.Command(shell, "-c", "read x; (sleep 30; :) & exit 0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the subshell and its sleep, ended as a group
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in := startShell(t, shell, "read x; (sleep 30; :) & exit 0")
 	pid := cmd.Process.Pid
 	eventually(t, "the shell added", func() bool { return r.has(&r.added, pid) })
 	in.Write([]byte("go\n"))
@@ -345,7 +337,6 @@ func TestForkedFrom(t *testing.T) {
 		}
 		return sub != 0
 	})
-	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 	if parent, ok := w.ForkedFrom(uint32(sub)); !ok || parent != uint32(pid) {
 		t.Errorf("ForkedFrom(subshell) = %d, %v; want the shell, %d", parent, ok, pid)
 	}
@@ -357,11 +348,13 @@ func TestForkedFrom(t *testing.T) {
 	}
 }
 
-// startShell starts sh -c script, killed when the test ends, and returns its pid and its
-// standard input: a script that reads a line first waits for the test's word to go on.
-func startShell(t *testing.T, script string) (int, io.Writer) {
+// startShell starts shell -c script in a process group of its own, which is killed when the
+// test ends (the shell and what it started), and returns it and its standard input: a script
+// that reads a line first waits for the test's word to go on.
+func startShell(t *testing.T, shell, script string) (*exec.Cmd, io.Writer) {
 	t.Helper()
-	sh := exec.Command("sh", "-c", script)
+	sh := exec.Command(shell, "-c", script)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := sh.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -369,15 +362,16 @@ func startShell(t *testing.T, script string) (int, io.Writer) {
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
-	return sh.Process.Pid, in
+	t.Cleanup(func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL); sh.Wait() })
+	return sh, in
 }
 
 // TestPinnedExecSame: an explicit pid that execs its own executable again stays the same
 // target (nothing is removed or added), and the handler is told when it exec'd.
 func TestPinnedExecSame(t *testing.T) {
 	testenv.Requires(t, testenv.Root) // exec notifications
-	pid, in := startShell(t, `read x; exec sh -c "sleep 30; :"`)
+	sh, in := startShell(t, "sh", `read x; exec sh -c "sleep 30; :"`)
+	pid := sh.Process.Pid
 	var r recorder
 	w, err := New(Config{PIDs: []uint32{uint32(pid)}, Interval: time.Hour}, r.handler())
 	if err != nil {
@@ -413,7 +407,8 @@ func TestPinnedExec(t *testing.T) {
 			if !scanOnly && os.Geteuid() != 0 {
 				t.Skip("exec notifications need CAP_NET_ADMIN")
 			}
-			pid, in := startShell(t, "read x; exec sleep 30")
+			sh, in := startShell(t, "sh", "read x; exec sleep 30")
+			pid := sh.Process.Pid
 			var r recorder
 			interval := time.Hour // no scan but the first: the exec is seen by its notification
 			if scanOnly {
