@@ -1,0 +1,44 @@
+package cfi
+
+import (
+	"debug/elf"
+	"testing"
+)
+
+// FuzzRead feeds Read arbitrary section bytes: it must not panic, allocate beyond its
+// bounds or return rows out of order.
+func FuzzRead(f *testing.F) {
+	if ef, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6"); err == nil {
+		if s := ef.Section(".eh_frame"); s != nil {
+			if data, err := s.Data(); err == nil {
+				f.Add(data[:min(len(data), 512)], s.Addr)
+			}
+		}
+		ef.Close()
+	}
+	// A CIE ("zR", pcrel sdata4) and an FDE with advance, def_cfa_offset, offset,
+	// remember/restore and an expression.
+	f.Add([]byte{
+		0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b,
+		0x0c, 0x07, 0x08, 0x90, 0x01, 0, 0,
+		0x1c, 0, 0, 0, 0x1c, 0, 0, 0, 0xe8, 0xff, 0xff, 0xff, 0x20, 0, 0, 0, 0,
+		0x41, 0x0e, 0x10, 0x86, 0x02, 0x0a, 0x42, 0x0d, 0x06, 0x0b, 0x0f, 0x01, 0x30, 0x2e, 0x08, 0, 0,
+		0, 0, 0, 0,
+	}, uint64(0x1000))
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
+		tab, _ := Read(data, addr)
+		if tab.Len() > MaxRows+len(data) {
+			t.Fatalf("%d rows from %d bytes", tab.Len(), len(data))
+		}
+		for i := 1; i < len(tab.rows); i++ {
+			if tab.rows[i].PC <= tab.rows[i-1].PC {
+				t.Fatalf("row %d at %#x after %#x", i, tab.rows[i].PC, tab.rows[i-1].PC)
+			}
+		}
+		for _, r := range tab.rows {
+			if got, ok := tab.Find(r.PC); ok != (r.CFA != RegNone) || ok && got != r {
+				t.Fatalf("Find(%#x) = %+v, %v; the row is %+v", r.PC, got, ok, r)
+			}
+		}
+	})
+}

@@ -1,0 +1,694 @@
+package cfi
+
+import (
+	"cmp"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// MaxRows bounds the rows kept of one file (24 bytes each); the largest shared libraries
+// in common use have a few hundred thousand.
+const MaxRows = 1 << 21
+
+// maxStateDepth bounds DW_CFA_remember_state's stack.
+const maxStateDepth = 64
+
+// ErrMalformed: some entries of the section could not be read; the table holds the others.
+var ErrMalformed = errors.New("cfi: malformed frame information")
+
+// ErrTooLarge: the section describes more rows than MaxRows; the table holds the first.
+var ErrTooLarge = errors.New("cfi: more frame information than profd keeps")
+
+// DWARF register numbers of x86-64.
+const (
+	dwarfBP = 6
+	dwarfSP = 7
+)
+
+// Call frame instructions (DWARF 4, section 6.4.2, and GNU extensions).
+const (
+	cfaAdvanceLoc        = 0x40 // high two bits
+	cfaOffset            = 0x80
+	cfaRestore           = 0xc0
+	cfaNop               = 0x00
+	cfaSetLoc            = 0x01
+	cfaAdvanceLoc1       = 0x02
+	cfaAdvanceLoc2       = 0x03
+	cfaAdvanceLoc4       = 0x04
+	cfaOffsetExtended    = 0x05
+	cfaRestoreExtended   = 0x06
+	cfaUndefined         = 0x07
+	cfaSameValue         = 0x08
+	cfaRegister          = 0x09
+	cfaRememberState     = 0x0a
+	cfaRestoreState      = 0x0b
+	cfaDefCFA            = 0x0c
+	cfaDefCFARegister    = 0x0d
+	cfaDefCFAOffset      = 0x0e
+	cfaDefCFAExpression  = 0x0f
+	cfaExpression        = 0x10
+	cfaOffsetExtendedSF  = 0x11
+	cfaDefCFASF          = 0x12
+	cfaDefCFAOffsetSF    = 0x13
+	cfaValOffset         = 0x14
+	cfaValOffsetSF       = 0x15
+	cfaValExpression     = 0x16
+	cfaGNUWindowSave     = 0x2d
+	cfaGNUArgsSize       = 0x2e
+	cfaGNUNegOffsetExtSF = 0x2f
+)
+
+// Pointer encodings (DW_EH_PE_*).
+const (
+	peAbsptr  = 0x00
+	peULEB128 = 0x01
+	peUdata2  = 0x02
+	peUdata4  = 0x03
+	peUdata8  = 0x04
+	peSLEB128 = 0x09
+	peSdata2  = 0x0a
+	peSdata4  = 0x0b
+	peSdata8  = 0x0c
+	pePCRel   = 0x10
+	peOmit    = 0xff
+)
+
+// ruleKind is what a register's rule is, as far as an unwinder cares.
+type ruleKind uint8
+
+const (
+	ruleSame      ruleKind = iota // unspecified or DW_CFA_same_value
+	ruleUndefined                 // DW_CFA_undefined
+	ruleOffset                    // saved at CFA+off
+	ruleOther                     // another register, an expression, a value rule
+)
+
+type regRule struct {
+	kind ruleKind
+	off  int64
+}
+
+// state is the rule set while a CIE's and an FDE's instructions run.
+type state struct {
+	cfaReg  uint64
+	cfaOff  int64
+	cfaExpr bool
+	bp, ra  regRule
+}
+
+// cie is what an FDE takes from its common information entry.
+type cie struct {
+	codeAlign uint64
+	dataAlign int64
+	raReg     uint64
+	ptrEnc    byte
+	hasAug    bool // 'z': FDEs carry augmentation data to skip
+	initial   state
+}
+
+// fdeRows is the rows of one frame description, covering [begin, end).
+type fdeRows struct {
+	begin, end uint64
+	rows       []Row
+}
+
+// Read parses the .eh_frame section data loaded at virtual address addr. Entries it cannot
+// read are left out and the error wraps ErrMalformed (with the first one's offset); the
+// table holds the rest.
+func Read(data []byte, addr uint64) (*Table, error) {
+	p := parser{data: data, addr: addr, cies: map[int]*cie{}}
+	p.entries()
+	return p.table(), p.err
+}
+
+type parser struct {
+	data  []byte
+	addr  uint64
+	cies  map[int]*cie
+	fdes  []fdeRows
+	total int
+	err   error
+}
+
+// fail notes the first malformed entry.
+func (p *parser) fail(off int, err error) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%w: entry at %#x: %w", ErrMalformed, off, err)
+	}
+}
+
+// entries walks the section's CIEs and FDEs until its end or a zero terminator.
+func (p *parser) entries() {
+	for off := 0; off+4 <= len(p.data); {
+		n := uint64(binary.LittleEndian.Uint32(p.data[off:]))
+		start := off + 4
+		if n == 0 {
+			return
+		}
+		if n == 0xffffffff {
+			if start+8 > len(p.data) {
+				p.fail(off, errTruncated)
+				return
+			}
+			n = binary.LittleEndian.Uint64(p.data[start:])
+			start += 8
+		}
+		if n < 4 || n > uint64(len(p.data)-start) {
+			p.fail(off, errTruncated)
+			return
+		}
+		end := start + int(n)
+		id := binary.LittleEndian.Uint32(p.data[start:])
+		var err error
+		if id == 0 {
+			err = p.cie(off, start+4, end)
+		} else {
+			err = p.fde(start, int(id), start+4, end)
+		}
+		if errors.Is(err, ErrTooLarge) {
+			p.err = err
+			return
+		}
+		if err != nil {
+			p.fail(off, err)
+		}
+		off = end
+	}
+}
+
+var errTruncated = errors.New("runs past its end")
+
+// cie reads the common information entry at off whose fields start at pos.
+func (p *parser) cie(off, pos, end int) error {
+	r := reader{b: p.data[:end], pos: pos}
+	version := r.byte()
+	aug := r.cstring()
+	if r.err != nil {
+		return r.err
+	}
+	if version != 1 && version != 3 && version != 4 {
+		return fmt.Errorf("version %d", version)
+	}
+	if len(aug) > 0 && aug[0] != 'z' {
+		return fmt.Errorf("augmentation %q", aug)
+	}
+	if version == 4 {
+		r.byte() // address size
+		r.byte() // segment selector size
+	}
+	c := &cie{codeAlign: r.uleb(), dataAlign: r.sleb()}
+	if version == 1 {
+		c.raReg = uint64(r.byte())
+	} else {
+		c.raReg = r.uleb()
+	}
+	if len(aug) > 0 {
+		c.hasAug = true
+		augLen := r.uleb()
+		if augLen > uint64(end-r.pos) {
+			return errTruncated
+		}
+		augEnd := r.pos + int(augLen)
+		for _, a := range aug[1:] {
+			switch a {
+			case 'R':
+				c.ptrEnc = r.byte()
+			case 'P':
+				r.pointer(r.byte(), p.addr)
+			case 'L':
+				r.byte()
+			case 'S', 'B', 'G':
+			default:
+				return fmt.Errorf("augmentation %q", aug)
+			}
+		}
+		r.pos = augEnd
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if c.codeAlign == 0 {
+		return errors.New("code alignment 0")
+	}
+	c.initial = state{ra: regRule{kind: ruleUndefined}}
+	if err := run(r.b[r.pos:end], p.addr+uint64(r.pos), c, &c.initial, nil); err != nil {
+		return err
+	}
+	p.cies[off] = c
+	return nil
+}
+
+// fde reads the frame description entry whose CIE pointer is at idPos (pointing idBack
+// bytes back) and whose fields start at pos.
+func (p *parser) fde(idPos, idBack, pos, end int) error {
+	c, ok := p.cies[idPos-idBack]
+	if !ok {
+		return fmt.Errorf("no CIE at %#x", idPos-idBack)
+	}
+	r := reader{b: p.data[:end], pos: pos}
+	begin := r.pointer(c.ptrEnc, p.addr)
+	size := r.pointer(c.ptrEnc&0x0f, p.addr)
+	if c.hasAug {
+		n := r.uleb()
+		if n > uint64(end-r.pos) {
+			return errTruncated
+		}
+		r.pos += int(n)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if size == 0 || begin+size < begin {
+		return nil // an empty range describes no code
+	}
+	f := fdeRows{begin: begin, end: begin + size}
+	st := c.initial
+	loc := begin
+	// A row is emitted as the location advances past it: the rule from loc on is st then.
+	emit := func(next uint64) error {
+		if next == loc {
+			return nil // no instruction between: the later rule wins
+		}
+		if p.total >= MaxRows {
+			return ErrTooLarge
+		}
+		f.rows = append(f.rows, st.row(loc))
+		p.total++
+		loc = next
+		return nil
+	}
+	if err := run(r.b[r.pos:end], p.addr+uint64(r.pos), c, &st, &location{loc: &loc, emit: emit}); err != nil {
+		return err
+	}
+	if p.total >= MaxRows {
+		return ErrTooLarge
+	}
+	f.rows = append(f.rows, st.row(loc))
+	p.total++
+	p.fdes = append(p.fdes, f)
+	return nil
+}
+
+// location is an FDE's current address while its instructions run: advancing it emits the
+// row of the address left.
+type location struct {
+	loc  *uint64
+	emit func(next uint64) error
+}
+
+// row is the rule st gives for the addresses from pc on.
+func (st state) row(pc uint64) Row {
+	r := Row{PC: pc, CFA: RegUnknown}
+	if !st.cfaExpr && st.cfaOff == int64(int32(st.cfaOff)) {
+		switch st.cfaReg {
+		case dwarfSP:
+			r.CFA = RegSP
+		case dwarfBP:
+			r.CFA = RegBP
+		}
+	}
+	r.CFAOffset = int32(st.cfaOff)
+	switch {
+	case st.ra.kind == ruleUndefined:
+		r.RAOffset = 0
+	case st.ra.kind == ruleOffset && st.ra.off != 0 && st.ra.off == int64(int32(st.ra.off)):
+		r.RAOffset = int32(st.ra.off)
+	default:
+		r.CFA = RegUnknown
+	}
+	switch {
+	case st.bp.kind == ruleSame:
+		r.BP = BPSame
+	case st.bp.kind == ruleOffset && st.bp.off == int64(int32(st.bp.off)):
+		r.BP, r.BPOffset = BPSaved, int32(st.bp.off)
+	default:
+		r.BP = BPUnknown
+	}
+	if r.CFA == RegUnknown {
+		return Row{PC: pc, CFA: RegUnknown}
+	}
+	return r
+}
+
+// run interprets call frame instructions ins, loaded at insAddr, changing st; at is nil for
+// a CIE's initial instructions, whose location does not advance.
+func run(ins []byte, insAddr uint64, c *cie, st *state, at *location) error {
+	r := reader{b: ins}
+	var saved []state
+	advance := func(delta uint64) error {
+		if at == nil {
+			return nil
+		}
+		next := *at.loc + delta*c.codeAlign
+		if next < *at.loc {
+			return errors.New("location overflows")
+		}
+		return at.emit(next)
+	}
+	rule := func(reg uint64, rr regRule) {
+		switch reg {
+		case dwarfBP:
+			st.bp = rr
+		case c.raReg:
+			st.ra = rr
+		}
+	}
+	restore := func(reg uint64) {
+		switch reg {
+		case dwarfBP:
+			st.bp = c.initial.bp
+		case c.raReg:
+			st.ra = c.initial.ra
+		}
+	}
+	for r.pos < len(r.b) && r.err == nil {
+		op := r.byte()
+		switch op & 0xc0 {
+		case cfaAdvanceLoc:
+			if err := advance(uint64(op & 0x3f)); err != nil {
+				return err
+			}
+			continue
+		case cfaOffset:
+			rule(uint64(op&0x3f), regRule{kind: ruleOffset, off: int64(r.uleb()) * c.dataAlign})
+			continue
+		case cfaRestore:
+			restore(uint64(op & 0x3f))
+			continue
+		}
+		switch op {
+		case cfaNop, cfaGNUWindowSave:
+		case cfaSetLoc:
+			next := r.pointer(c.ptrEnc, insAddr)
+			if at == nil || r.err != nil {
+				continue
+			}
+			if next < *at.loc {
+				return errors.New("set_loc moves back")
+			}
+			if err := at.emit(next); err != nil {
+				return err
+			}
+		case cfaAdvanceLoc1:
+			if err := advance(uint64(r.byte())); err != nil {
+				return err
+			}
+		case cfaAdvanceLoc2:
+			if err := advance(uint64(r.u16())); err != nil {
+				return err
+			}
+		case cfaAdvanceLoc4:
+			if err := advance(uint64(r.u32())); err != nil {
+				return err
+			}
+		case cfaOffsetExtended:
+			reg := r.uleb()
+			rule(reg, regRule{kind: ruleOffset, off: int64(r.uleb()) * c.dataAlign})
+		case cfaOffsetExtendedSF:
+			reg := r.uleb()
+			rule(reg, regRule{kind: ruleOffset, off: r.sleb() * c.dataAlign})
+		case cfaGNUNegOffsetExtSF:
+			reg := r.uleb()
+			rule(reg, regRule{kind: ruleOffset, off: -int64(r.uleb()) * c.dataAlign})
+		case cfaRestoreExtended:
+			restore(r.uleb())
+		case cfaUndefined:
+			rule(r.uleb(), regRule{kind: ruleUndefined})
+		case cfaSameValue:
+			rule(r.uleb(), regRule{kind: ruleSame})
+		case cfaRegister:
+			reg := r.uleb()
+			r.uleb()
+			rule(reg, regRule{kind: ruleOther})
+		case cfaRememberState:
+			if len(saved) >= maxStateDepth {
+				return errors.New("remembered states nest too deep")
+			}
+			saved = append(saved, *st)
+		case cfaRestoreState:
+			if len(saved) == 0 {
+				return errors.New("restore_state without remember_state")
+			}
+			// The CFA rule is not part of the remembered state's registers, but GCC and
+			// LLVM emit remember/restore around epilogues expecting it restored too, as
+			// every unwinder in use does.
+			*st = saved[len(saved)-1]
+			saved = saved[:len(saved)-1]
+		case cfaDefCFA:
+			st.cfaReg, st.cfaOff, st.cfaExpr = r.uleb(), int64(r.uleb()), false
+		case cfaDefCFASF:
+			st.cfaReg, st.cfaOff, st.cfaExpr = r.uleb(), r.sleb()*c.dataAlign, false
+		case cfaDefCFARegister:
+			st.cfaReg, st.cfaExpr = r.uleb(), false
+		case cfaDefCFAOffset:
+			st.cfaOff = int64(r.uleb())
+		case cfaDefCFAOffsetSF:
+			st.cfaOff = r.sleb() * c.dataAlign
+		case cfaDefCFAExpression:
+			r.block()
+			st.cfaExpr = true
+		case cfaExpression, cfaValExpression:
+			reg := r.uleb()
+			r.block()
+			rule(reg, regRule{kind: ruleOther})
+		case cfaValOffset, cfaValOffsetSF:
+			reg := r.uleb()
+			if op == cfaValOffset {
+				r.uleb()
+			} else {
+				r.sleb()
+			}
+			rule(reg, regRule{kind: ruleOther})
+		case cfaGNUArgsSize:
+			r.uleb()
+		default:
+			return fmt.Errorf("call frame instruction %#x", op)
+		}
+	}
+	return r.err
+}
+
+// table merges the FDEs' rows by address. Where two descriptions overlap, the one that
+// starts first is kept; a gap between descriptions is a row of RegNone.
+func (p *parser) table() *Table {
+	slices.SortStableFunc(p.fdes, func(a, b fdeRows) int { return cmp.Compare(a.begin, b.begin) })
+	rows := make([]Row, 0, p.total+len(p.fdes))
+	var end uint64
+	for i, f := range p.fdes {
+		if i > 0 && f.begin < end {
+			continue
+		}
+		if i > 0 && f.begin > end {
+			rows = append(rows, Row{PC: end})
+		}
+		for _, r := range f.rows {
+			if r.PC >= f.end {
+				break
+			}
+			if n := len(rows); n > 0 && rows[n-1].PC == r.PC {
+				rows = rows[:n-1]
+			}
+			if n := len(rows); n > 0 && sameRule(rows[n-1], r) {
+				continue
+			}
+			rows = append(rows, r)
+		}
+		end = f.end
+	}
+	if len(p.fdes) > 0 {
+		rows = append(rows, Row{PC: end})
+	}
+	return &Table{rows: slices.Clip(rows)}
+}
+
+// sameRule reports whether two rows give the same rule.
+func sameRule(a, b Row) bool {
+	a.PC = b.PC
+	return a == b
+}
+
+// reader reads DWARF's encodings from b, noting the first read past its end in err.
+type reader struct {
+	b   []byte
+	pos int
+	err error
+}
+
+func (r *reader) need(n int) bool {
+	if r.err != nil {
+		return false
+	}
+	if n > len(r.b)-r.pos {
+		r.err = errTruncated
+		return false
+	}
+	return true
+}
+
+func (r *reader) byte() byte {
+	if !r.need(1) {
+		return 0
+	}
+	r.pos++
+	return r.b[r.pos-1]
+}
+
+func (r *reader) u16() uint16 {
+	if !r.need(2) {
+		return 0
+	}
+	r.pos += 2
+	return binary.LittleEndian.Uint16(r.b[r.pos-2:])
+}
+
+func (r *reader) u32() uint32 {
+	if !r.need(4) {
+		return 0
+	}
+	r.pos += 4
+	return binary.LittleEndian.Uint32(r.b[r.pos-4:])
+}
+
+func (r *reader) u64() uint64 {
+	if !r.need(8) {
+		return 0
+	}
+	r.pos += 8
+	return binary.LittleEndian.Uint64(r.b[r.pos-8:])
+}
+
+func (r *reader) uleb() uint64 {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		b := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		if shift < 64 {
+			v |= uint64(b&0x7f) << shift
+		}
+		if b&0x80 == 0 {
+			return v
+		}
+		if shift > 70 {
+			r.err = errors.New("LEB128 too long")
+			return 0
+		}
+	}
+}
+
+func (r *reader) sleb() int64 {
+	var v int64
+	var shift uint
+	for {
+		b := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		if shift < 64 {
+			v |= int64(b&0x7f) << shift
+		}
+		shift += 7
+		if b&0x80 == 0 {
+			if shift < 64 && b&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
+		if shift > 70 {
+			r.err = errors.New("LEB128 too long")
+			return 0
+		}
+	}
+}
+
+func (r *reader) cstring() string {
+	for i := r.pos; i < len(r.b); i++ {
+		if r.b[i] == 0 {
+			s := string(r.b[r.pos:i])
+			r.pos = i + 1
+			return s
+		}
+	}
+	r.err = errTruncated
+	return ""
+}
+
+// block skips a ULEB128-sized block (a DWARF expression).
+func (r *reader) block() {
+	n := r.uleb()
+	if r.err == nil && n > uint64(len(r.b)-r.pos) {
+		r.err = errTruncated
+		return
+	}
+	r.pos += int(n)
+}
+
+// pointer reads a pointer in encoding enc; pc-relative ones are relative to the field's
+// own address in a section loaded at addr.
+func (r *reader) pointer(enc byte, addr uint64) uint64 {
+	if enc == peOmit {
+		return 0
+	}
+	field := addr + uint64(r.pos)
+	var v uint64
+	switch enc & 0x0f {
+	case peAbsptr, peUdata8, peSdata8:
+		v = r.u64()
+	case peULEB128:
+		v = r.uleb()
+	case peSLEB128:
+		v = uint64(r.sleb())
+	case peUdata2:
+		v = uint64(r.u16())
+	case peSdata2:
+		v = uint64(int64(int16(r.u16())))
+	case peUdata4:
+		v = uint64(r.u32())
+	case peSdata4:
+		v = uint64(int64(int32(r.u32())))
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("pointer encoding %#x", enc)
+		}
+		return 0
+	}
+	switch enc & 0x70 {
+	case 0:
+	case pePCRel:
+		v += field
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("pointer encoding %#x", enc)
+		}
+	}
+	return v
+}
+
+// maxSectionBytes bounds the .eh_frame section read of one file.
+const maxSectionBytes = 256 << 20
+
+// ReadELF reads the .eh_frame section of f; a file without one has an empty table.
+func ReadELF(f *elf.File) (*Table, error) {
+	s := f.Section(".eh_frame")
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return &Table{}, nil
+	}
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("cfi: %v: %w", f.Machine, ErrNotSupported)
+	}
+	if s.Size > maxSectionBytes {
+		return nil, fmt.Errorf("cfi: .eh_frame of %d bytes: %w", s.Size, ErrTooLarge)
+	}
+	data, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("cfi: .eh_frame: %w", err)
+	}
+	return Read(data, s.Addr)
+}
+
+// ErrNotSupported: the file is for a machine this package does not unwind.
+var ErrNotSupported = errors.New("cfi: machine not supported")

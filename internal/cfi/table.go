@@ -1,0 +1,60 @@
+package cfi
+
+import "sort"
+
+// Reg is what a CFA rule is based on.
+type Reg uint8
+
+const (
+	// RegNone: no frame information covers the address.
+	RegNone Reg = iota
+	// RegSP: the CFA is the stack pointer plus CFAOffset.
+	RegSP
+	// RegBP: the CFA is the frame pointer plus CFAOffset.
+	RegBP
+	// RegUnknown: a rule this package does not follow (an expression, another register):
+	// unwinding stops here.
+	RegUnknown
+)
+
+// BPRule is where the caller's frame pointer is.
+type BPRule uint8
+
+const (
+	// BPSame: the frame pointer still holds the caller's (not saved, or not changed yet).
+	BPSame BPRule = iota
+	// BPSaved: the caller's frame pointer was saved at CFA+BPOffset.
+	BPSaved
+	// BPUnknown: a rule this package does not follow; the caller's frame pointer is lost.
+	BPUnknown
+)
+
+// Row is the rule for the addresses from PC up to the next row's.
+type Row struct {
+	PC        uint64
+	CFAOffset int32
+	// RAOffset: the return address was saved at CFA+RAOffset; 0 when the frame has none
+	// (the outermost frame of a thread, which marks its return address undefined).
+	RAOffset int32
+	BPOffset int32 // with BPSaved
+	CFA      Reg
+	BP       BPRule
+}
+
+// Table is the rows of one file, ascending by PC.
+type Table struct {
+	rows []Row
+}
+
+// Len is how many rows the table holds.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Find returns the rule for the instruction at pc (a virtual address of the file); false
+// when no frame description covers pc.
+func (t *Table) Find(pc uint64) (Row, bool) {
+	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].PC > pc }) - 1
+	if i < 0 || t.rows[i].CFA == RegNone {
+		return Row{}, false
+	}
+	return t.rows[i], true
+}
