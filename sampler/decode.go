@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/profd/profd/internal/unwind"
 )
 
 // Perf record types and header bits the ring back end decodes (linux/perf_event.h).
@@ -35,17 +38,64 @@ const (
 // maxKernelFrames is the most kernel frames a stack keeps.
 const maxKernelFrames = 64
 
+// userRegsMask is PERF_SAMPLE_REGS_USER's registers with Config.Unwind: x86-64's BP, SP
+// and IP (enum perf_event_x86_regs), which a sample then carries in that order.
+const userRegsMask = 1<<6 | 1<<7 | 1<<8
+
+// userStack is what a sample carries for Config.Unwind: the user registers (abi 0 when the
+// thread had no user context) and the copy of its stack.
+type userStack struct {
+	abi   uint64
+	regs  unwind.Regs
+	stack []byte
+}
+
+// decodeUserStack decodes PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER at the start of
+// b, bounding every size by b.
+func decodeUserStack(b []byte) (userStack, error) {
+	ne := binary.NativeEndian
+	var u userStack
+	if len(b) < 8 {
+		return u, fmt.Errorf("%w: no user registers in %d bytes", ErrBadRecord, len(b))
+	}
+	u.abi, b = ne.Uint64(b), b[8:]
+	if u.abi != 0 {
+		if len(b) < 24 {
+			return u, fmt.Errorf("%w: user registers in %d bytes, want 24", ErrBadRecord, len(b))
+		}
+		u.regs = unwind.Regs{BP: ne.Uint64(b), SP: ne.Uint64(b[8:]), IP: ne.Uint64(b[16:])}
+		b = b[24:]
+	}
+	if len(b) < 8 {
+		return u, fmt.Errorf("%w: no user stack size in %d bytes", ErrBadRecord, len(b))
+	}
+	size, b := ne.Uint64(b), b[8:]
+	if size == 0 {
+		return u, nil
+	}
+	if size > uint64(len(b)) || uint64(len(b))-size < 8 {
+		return u, fmt.Errorf("%w: user stack of %d bytes in %d", ErrBadRecord, size, len(b))
+	}
+	dyn := ne.Uint64(b[size:])
+	u.stack = b[:min(dyn, size)]
+	return u, nil
+}
+
 // aggregate turns decoded records into counts. It is not safe for concurrent use.
 type aggregate struct {
 	counts map[Key]Count
 	// stacks: samples carry a callchain (PERF_SAMPLE_CALLCHAIN after PERIOD); kernel: keep
 	// the kernel frames of kernel-mode samples, which otherwise only count as Kernel.
 	stacks, kernel bool
-	stackIndex     map[string]int // by pid, tid and the callchain's bytes
-	stackCounts    []StackCount
-	key            []byte              // stack's scratch
-	targets        map[uint32]struct{} // samples of other pids count as Outside
-	stats          Stats
+	// unwind, with stacks: samples also carry user registers and stack, from which it
+	// walks the user chain in place of the callchain's.
+	unwind      *unwind.Unwinder
+	frames      []uint64       // unwind's scratch
+	stackIndex  map[string]int // by pid, tid and the callchain's bytes
+	stackCounts []StackCount
+	key         []byte              // stack's scratch
+	targets     map[uint32]struct{} // samples of other pids count as Outside
+	stats       Stats
 }
 
 func newAggregate() *aggregate {
@@ -62,14 +112,21 @@ func (a *aggregate) take() Drained {
 }
 
 // stack counts a sample of pid, tid at timeNs with the callchain chain (its bytes: u64 nr
-// then nr entries, already bounded by the caller).
-func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMode bool) error {
+// then nr entries, already bounded by the caller) and, when unwound is not nil, the user
+// frames unwound in place of the chain's.
+func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMode bool, unwound []uint64) error {
 	ne := binary.NativeEndian
 	nr := int(ne.Uint64(chain))
 	ips := chain[8 : 8+8*nr]
 	// The key: pid, tid, then the entries (a map lookup by string(b) does not allocate).
 	k := ne.AppendUint32(ne.AppendUint32(a.key[:0], pid), tid)
 	k = append(k, ips...)
+	if unwound != nil {
+		k = ne.AppendUint64(k, callchainContextMax) // not an address: where unwound frames begin
+		for _, ip := range unwound {
+			k = ne.AppendUint64(k, ip)
+		}
+	}
 	a.key = k
 	if i, ok := a.stackIndex[string(k)]; ok {
 		a.stackCounts[i].add(1, timeNs, timeNs)
@@ -86,6 +143,7 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 			user = false
 		case ip >= callchainContextMax: // guest contexts: not profd's
 			user = false
+		case user && unwound != nil:
 		case user && len(st.User) < MaxStackFrames:
 			st.User = append(st.User, ip)
 		case user:
@@ -97,12 +155,16 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 			st.Truncated = true
 		}
 	}
+	if unwound != nil {
+		st.User = slices.Clone(unwound)
+		st.Truncated = len(unwound) >= MaxStackFrames
+	}
 	if len(st.User) == 0 && len(st.Kernel) == 0 {
 		return fmt.Errorf("%w: callchain of %d entries has no frame", ErrBadRecord, nr)
 	}
 	// The kernel stops at MaxStackFrames (its perf_event_max_stack) frames, kernel and user
 	// together: a chain that long was most likely cut.
-	if frames := countFrames(ips, nr); frames >= MaxStackFrames {
+	if frames := countFrames(ips, nr); unwound == nil && frames >= MaxStackFrames {
 		st.Truncated = true
 	}
 	st.add(1, timeNs, timeNs)
@@ -135,11 +197,23 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 			if len(rest) < 8 {
 				return fmt.Errorf("%w: sample body is %d bytes, want a callchain after %d", ErrBadRecord, len(body), sampleBodyBytes)
 			}
-			if nr := ne.Uint64(rest); nr == 0 || nr > uint64(len(rest)-8)/8 {
+			nr := ne.Uint64(rest)
+			if nr == 0 || nr > uint64(len(rest)-8)/8 {
 				return fmt.Errorf("%w: callchain of %d entries in %d bytes", ErrBadRecord, nr, len(rest)-8)
 			}
+			var unwound []uint64
+			if a.unwind != nil {
+				us, err := decodeUserStack(rest[8+8*nr:])
+				if err != nil {
+					return err
+				}
+				if us.abi != 0 {
+					a.frames = a.unwind.Unwind(pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
+					unwound = a.frames
+				}
+			}
 			if !kernelMode || a.kernel {
-				if err := a.stack(pid, ne.Uint32(body[12:]), timeNs, rest, kernelMode); err != nil {
+				if err := a.stack(pid, ne.Uint32(body[12:]), timeNs, rest, kernelMode, unwound); err != nil {
 					return err
 				}
 			}

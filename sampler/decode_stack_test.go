@@ -132,3 +132,25 @@ func FuzzDecodeCallchain(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeUserStack: user registers and stack of any bytes decode without a panic, the
+// stack within them.
+func FuzzDecodeUserStack(f *testing.F) {
+	ne := binary.NativeEndian
+	seed := ne.AppendUint64(nil, 2)
+	seed = ne.AppendUint64(ne.AppendUint64(ne.AppendUint64(seed, 0x7ffd0010), 0x7ffd0000), 0x401000)
+	seed = ne.AppendUint64(seed, 16)
+	seed = append(seed, make([]byte, 16)...)
+	seed = ne.AppendUint64(seed, 8)
+	f.Add(seed)
+	f.Add(ne.AppendUint64(ne.AppendUint64(nil, 0), 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := decodeUserStack(b)
+		if err == nil && len(u.stack) > len(b) {
+			t.Fatalf("a stack of %d bytes from %d", len(u.stack), len(b))
+		}
+		if err != nil && !errors.Is(err, ErrBadRecord) {
+			t.Fatalf("error %v does not wrap ErrBadRecord", err)
+		}
+	})
+}

@@ -113,6 +113,11 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 			a.SampleMaxStack = MaxStackFrames
 			a.Options.ExcludeKernelCallchain = !cfg.KernelStacks
 		}
+		if cfg.Stacks && cfg.Unwind != nil {
+			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
+			a.SampleRegistersUser = userRegsMask
+			a.SampleStackUser = cfg.StackBytes
+		}
 		a.Options.UseClockID = true
 		a.ClockID = unix.CLOCK_MONOTONIC
 	}

@@ -58,6 +58,9 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		if mode == RingPerThread {
 			pages = defaultThreadPages
 		}
+		if cfg.Unwind != nil && cfg.Stacks {
+			pages *= unwindRingFactor // a sample is some 16 KiB, not 100 bytes
+		}
 	}
 	if pages&(pages-1) != 0 {
 		return nil, fmt.Errorf("sampler: ring pages %d: not a power of two", pages)
@@ -69,6 +72,9 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		expired: expired, cancel: cancel,
 	}
 	s.agg.stacks, s.agg.kernel = cfg.Stacks, cfg.Stacks && cfg.KernelStacks
+	if cfg.Stacks {
+		s.agg.unwind = cfg.Unwind
+	}
 	cpus, err := onlineCPUs()
 	if err != nil {
 		cancel()
@@ -252,6 +258,9 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 		s.readRingLocked(ev)
 	}
 	delete(s.agg.targets, pid)
+	if s.agg.unwind != nil {
+		s.agg.unwind.Forget(pid)
+	}
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/profd/profd/internal/unwind"
 )
 
 // Sampler samples the target processes with one perf event. Methods are safe for concurrent
@@ -58,11 +60,18 @@ const (
 // Default values of Config fields left zero. DefaultFreqHz is odd, so that sampling does
 // not beat with the target's own timers.
 const (
-	DefaultEvent       = "cycles"
-	DefaultFreqHz      = 999
-	DefaultRingPages   = 64
-	DefaultPollEvery   = time.Second
-	FallbackEvent      = "cpu-clock"
+	DefaultEvent     = "cycles"
+	DefaultFreqHz    = 999
+	DefaultRingPages = 64
+	DefaultPollEvery = time.Second
+	FallbackEvent    = "cpu-clock"
+	// DefaultStackBytes is the user stack copied per sample with Config.Unwind: some fifty
+	// frames of an interpreter's, as perf's default of 8 KiB reaches some twenty-five.
+	DefaultStackBytes = 16 << 10
+	// MaxStackBytes: a perf record is at most 64 KiB, the stack copy included.
+	MaxStackBytes = 60 << 10
+	// unwindRingFactor is how much larger a ring is by default with Config.Unwind.
+	unwindRingFactor   = 8
 	defaultThreadPages = 8
 )
 
@@ -81,6 +90,11 @@ type Config struct {
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
 	Stacks        bool          // also count each sample's thread and call chain (Drained.Stacks)
 	KernelStacks  bool          // with Stacks and IncludeKernel: kernel frames of kernel-mode samples
+	// Unwind, with Stacks on the ring back end, walks each sample's user call chain from a
+	// copy of its stack (StackBytes of it) and registers by the frame information of the
+	// code on it, instead of the kernel's walk by frame pointers.
+	Unwind     *unwind.Unwinder
+	StackBytes uint32 // with Unwind: bytes of the user stack copied per sample; default DefaultStackBytes
 	// FixedInterval keeps a timer event's (cpu-clock, task-clock) interval fixed, as perf
 	// does, instead of varying it (see JitterEvery).
 	FixedInterval bool
@@ -172,6 +186,10 @@ func (c Config) withDefaults() Config {
 	if c.FreqHz == 0 && c.Period == 0 {
 		c.FreqHz = DefaultFreqHz
 	}
+	if c.Unwind != nil && c.StackBytes == 0 {
+		c.StackBytes = DefaultStackBytes
+	}
+	c.StackBytes = min(c.StackBytes, MaxStackBytes) &^ 7
 	if c.PollEvery <= 0 {
 		c.PollEvery = DefaultPollEvery
 	}

@@ -1,0 +1,14 @@
+// Package unwind walks a sampled user stack: from the registers and the copy of the stack
+// a perf sample carries (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER), it finds each
+// caller's return address by the call frame information of the file the code lies in
+// (package cfi), else by the frame pointer, as JIT code keeps one. So a chain goes on
+// through code built without frame pointers, where the kernel's walk stops.
+//
+//	u := unwind.New(unwind.Config{Logger: logger})
+//	frames := u.Unwind(pid, unwind.Regs{IP: ip, SP: sp, BP: bp}, stack, 127, nil)
+//	u.Forget(pid) // when the process is no longer sampled
+//
+// An Unwinder reads a process's mappings at its first sample and again for an address in
+// none of them; each mapped file's frame information once, shared by every process that
+// maps it, within a bound. Unwinder is safe for concurrent use.
+package unwind

@@ -1,0 +1,263 @@
+package unwind
+
+import (
+	"debug/elf"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/profd/profd/internal/cfi"
+	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/procfs"
+)
+
+// Config configures New. Zero fields take the defaults.
+type Config struct {
+	// MaxTableBytes bounds the frame information held for all files together
+	// (DefaultMaxTableBytes); a file past it is walked by frame pointers, with one warning.
+	MaxTableBytes int64
+	Logger        *slog.Logger
+}
+
+// DefaultMaxTableBytes is the default of Config.MaxTableBytes: the frame information of a
+// few hundred shared libraries (libc's is 0.8 MB, LLVM's 23 MB).
+const DefaultMaxTableBytes = 256 << 20
+
+// rowBytes is what one table row costs.
+const rowBytes = 24
+
+// maxParseBytes bounds what is read of one file's headers and .eh_frame.
+const maxParseBytes = 512 << 20
+
+// refreshEvery is how often a process's mappings may be read again for an address in none of
+// them (a library it loaded since): a walk through a corrupt frame pointer asks for one at
+// every sample.
+const refreshEvery = 100 * time.Millisecond
+
+// Unwinder walks the sampled stacks of many processes, reading each process's mappings and
+// each mapped file's frame information once (files by device and inode, shared by every
+// process that maps them). It is safe for concurrent use.
+type Unwinder struct {
+	cfg   Config
+	mu    sync.Mutex
+	procs map[uint32]*process
+	files map[procfs.FileID]*file
+	bytes int64
+	over  bool // the one warning about MaxTableBytes was given
+}
+
+// file is one mapped file's frame information.
+type file struct {
+	table *cfi.Table // nil when it could not be read
+	loads []elf.Prog // PT_LOAD headers, for the bias of a mapping
+	users int        // processes whose mappings hold it
+	bytes int64
+}
+
+// process is one process's executable mappings, ascending by start.
+type process struct {
+	pid     uint32
+	maps    []mapping
+	readAt  time.Time
+	holding []procfs.FileID
+}
+
+type mapping struct {
+	start, end uint64
+	code       Code
+	ok         bool // code holds frame information
+}
+
+// New returns an Unwinder.
+func New(cfg Config) *Unwinder {
+	if cfg.MaxTableBytes <= 0 {
+		cfg.MaxTableBytes = DefaultMaxTableBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Unwinder{cfg: cfg, procs: map[uint32]*process{}, files: map[procfs.FileID]*file{}}
+}
+
+// Unwind appends to frames the call chain of a sample of process pid (see Walk).
+func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames []uint64) []uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, ok := u.procs[pid]
+	if !ok {
+		p = &process{pid: pid}
+		u.procs[pid] = p
+		u.refresh(p)
+	}
+	return Walk(regs, stack, finder{u, p}, max, frames)
+}
+
+// Forget lets go of process pid's mappings, and of the files no other process maps.
+func (u *Unwinder) Forget(pid uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p, ok := u.procs[pid]; ok {
+		u.release(p)
+		delete(u.procs, pid)
+	}
+}
+
+// TableBytes is the memory the frame information held takes.
+func (u *Unwinder) TableBytes() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.bytes
+}
+
+// finder looks addresses up in one process's mappings, reading them again (at most every
+// refreshEvery) for an address in none.
+type finder struct {
+	u *Unwinder
+	p *process
+}
+
+func (f finder) Find(pc uint64) (Code, bool) {
+	m, ok := f.p.find(pc)
+	if !ok && time.Since(f.p.readAt) >= refreshEvery {
+		f.u.refresh(f.p)
+		m, ok = f.p.find(pc)
+	}
+	if !ok || !m.ok {
+		return Code{}, false
+	}
+	return m.code, true
+}
+
+func (p *process) find(pc uint64) (*mapping, bool) {
+	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].end > pc })
+	if i < len(p.maps) && p.maps[i].start <= pc {
+		return &p.maps[i], true
+	}
+	return nil, false
+}
+
+// refresh reads p's mappings again, and the frame information of files it maps first.
+func (u *Unwinder) refresh(p *process) {
+	p.readAt = time.Now()
+	maps, err := procfs.ReadMaps(p.pid)
+	if maps == nil && err != nil {
+		return // gone: the mappings held walk what was sampled before
+	}
+	held := p.holding
+	p.maps, p.holding = p.maps[:0], nil
+	for i := range maps {
+		m := &maps[i]
+		if !m.Executable() {
+			continue
+		}
+		out := mapping{start: m.Start, end: m.End}
+		if id := m.ID(); id != (procfs.FileID{}) && !m.Anonymous() {
+			f := u.open(p.pid, m, id)
+			if bias, ok := biasOf(f.loads, m); ok && f.table != nil {
+				out.code, out.ok = Code{Table: f.table, Bias: bias}, true
+			}
+			f.users++
+			p.holding = append(p.holding, id)
+		}
+		p.maps = append(p.maps, out)
+	}
+	for _, id := range held {
+		u.drop(id)
+	}
+}
+
+// release lets go of the files p holds.
+func (u *Unwinder) release(p *process) {
+	for _, id := range p.holding {
+		u.drop(id)
+	}
+	p.holding, p.maps = nil, nil
+}
+
+func (u *Unwinder) drop(id procfs.FileID) {
+	if f, ok := u.files[id]; ok {
+		if f.users--; f.users <= 0 {
+			u.bytes -= f.bytes
+			delete(u.files, id)
+		}
+	}
+}
+
+// open returns the frame information of the file m maps (id), reading it the first time; a
+// file that cannot be read is remembered as such (nil table) while a process maps it.
+func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
+	if f, ok := u.files[id]; ok {
+		return f
+	}
+	f := &file{}
+	u.files[id] = f
+	if u.bytes >= u.cfg.MaxTableBytes {
+		u.warnOver(m.Path)
+		return f
+	}
+	t, loads, err := read(pid, m, id)
+	if err != nil {
+		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
+	}
+	if t == nil {
+		return f
+	}
+	size := int64(t.Len()) * rowBytes
+	if u.bytes+size > u.cfg.MaxTableBytes {
+		u.warnOver(m.Path)
+		return f
+	}
+	f.table, f.loads, f.bytes = t, loads, size
+	u.bytes += size
+	return f
+}
+
+func (u *Unwinder) warnOver(path string) {
+	if !u.over {
+		u.over = true
+		u.cfg.Logger.Warn("unwind: frame information past its bound; files mapped from now on are walked by frame pointers",
+			"bound_mb", u.cfg.MaxTableBytes>>20, "file", path)
+	}
+}
+
+// read reads the frame information and load segments of the file pid maps at m.
+func read(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []elf.Prog, error) {
+	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	ef, err := elfsym.NewFile(fd, maxParseBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ef.Close()
+	t, err := cfi.ReadELF(ef)
+	if t == nil {
+		return nil, nil, err
+	}
+	var loads []elf.Prog
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			loads = append(loads, *p)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("unwind: %s: %w", m.Path, err)
+	}
+	return t, loads, err
+}
+
+// biasOf is how far the file was moved in mapping m: run-time address minus virtual
+// address, from the load segment that holds m's file offset.
+func biasOf(loads []elf.Prog, m *procfs.Mapping) (uint64, bool) {
+	for _, p := range loads {
+		alignedOff := p.Off &^ (max(p.Align, 1) - 1)
+		if alignedOff <= m.Offset && m.Offset < p.Off+p.Filesz {
+			return m.Start - m.Offset - (p.Vaddr - p.Off), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,135 @@
+package sampler
+
+import (
+	"context"
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/internal/unwind"
+)
+
+// TestUnwindWithoutFramePointers: testdata/nofp.c, built without frame pointers, spends its
+// time in leaf called by middle, outer and main. The ring back end with Unwind gives most
+// samples the whole chain, main and libc's start among it; the kernel's walk by frame
+// pointers, on the same program, reaches main in almost none.
+func TestUnwindWithoutFramePointers(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.PerfEvent("cpu-clock"))
+	exe := filepath.Join(t.TempDir(), "nofp")
+	if out, err := exec.Command("cc", "-O2", "-fomit-frame-pointer", "-no-pie", "-o", exe, "testdata/nofp.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	syms := functionRanges(t, exe, "leaf", "middle", "outer", "main")
+	cmd := exec.Command(exe, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	pid := uint32(cmd.Process.Pid)
+
+	sample := func(cfg Config) []StackCount {
+		cfg.Backend, cfg.RingMode, cfg.Event, cfg.Stacks = BackendRing, RingPerCPU, "cpu-clock", true
+		s := newTestSampler(t, cfg)
+		defer s.Close()
+		if err := s.AddTarget(pid); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		d, err := s.Drain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []StackCount
+		for _, st := range d.Stacks {
+			if st.PID == pid {
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	// whole counts the samples in leaf whose chain goes on through middle, outer and main.
+	whole := func(stacks []StackCount) (n, all uint64) {
+		for _, st := range stacks {
+			if len(st.User) == 0 || !syms["leaf"].has(st.User[0]) {
+				continue
+			}
+			all += st.N
+			want := []string{"middle", "outer", "main"}
+			for _, ip := range st.User[1:] {
+				if len(want) > 0 && syms[want[0]].has(ip-1) {
+					want = want[1:]
+				}
+			}
+			if len(want) == 0 {
+				n += st.N
+			}
+		}
+		return n, all
+	}
+
+	u := unwind.New(unwind.Config{})
+	withCFI := sample(Config{Unwind: u})
+	byFP := sample(Config{})
+	n, all := whole(withCFI)
+	fpN, fpAll := whole(byFP)
+	t.Logf("chains through main: %d of %d samples in leaf unwound, %d of %d by frame pointers; frame information held %d kB",
+		n, all, fpN, fpAll, u.TableBytes()>>10)
+	if all < 300 || fpAll < 300 {
+		t.Fatalf("too few samples in leaf: %d and %d", all, fpAll)
+	}
+	if float64(n) < 0.9*float64(all) {
+		t.Errorf("unwound: %d of %d samples in leaf reach main, want 90 %%", n, all)
+	}
+	if float64(fpN) > 0.1*float64(fpAll) {
+		t.Errorf("by frame pointers: %d of %d samples in leaf reach main: the program was meant to keep none", fpN, fpAll)
+	}
+	// Past main, libc's own code (a shared library, moved when mapped) is unwound too.
+	libc := 0
+	for _, st := range withCFI {
+		for _, ip := range st.User {
+			if !syms["main"].has(ip-1) && !syms["leaf"].has(ip) && !syms["middle"].has(ip-1) && !syms["outer"].has(ip-1) && ip > 0x7f0000000000 {
+				libc++
+				break
+			}
+		}
+	}
+	if libc == 0 {
+		t.Error("no unwound chain goes past main into libc")
+	}
+}
+
+func (r addrRange) has(ip uint64) bool { return r.lo <= ip && ip < r.hi }
+
+// functionRanges reads the address ranges of the named functions from exe's symbols.
+func functionRanges(t *testing.T, exe string, names ...string) map[string]addrRange {
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]addrRange{}
+	for _, s := range syms {
+		for _, n := range names {
+			if s.Name == n && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				out[n] = addrRange{s.Value, s.Value + s.Size}
+			}
+		}
+	}
+	if len(out) != len(names) {
+		t.Fatalf("%s: found %v of %s", exe, out, strings.Join(names, ", "))
+	}
+	return out
+}
