@@ -90,7 +90,12 @@ func (d *daemonRun) noteCut(w pending, complete, cut uint64) {
 		return
 	}
 	d.flushing.cutWarned[key] = true
-	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
+	if d.cfg.Unwind == UnwindDWARF {
+		d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code with neither frame information (.eh_frame) nor frame pointers on the way, or stacks deeper than the copy of each sample's",
+			"pid", w.pid, "image", w.image, "cut", cut, "complete", complete)
+		return
+	}
+	d.log.Warn("profd: most of the target's call chains stop before the function its thread started in: code without frame pointers on the way (--unwind dwarf walks it by its .eh_frame; or build it with them: C, C++: -fno-omit-frame-pointer; node: --interpreted-frames-native-stack; Java: -XX:+PreserveFramePointer)",
 		"pid", w.pid, "image", w.image, "cut", cut, "complete", complete)
 }
 

@@ -47,6 +47,17 @@ const (
 	GroupByContainer GroupBy = "container"
 )
 
+// Unwind is how the user part of a call chain is walked.
+type Unwind string
+
+const (
+	// UnwindFP: by frame pointers, by the kernel, as perf record -g.
+	UnwindFP Unwind = "fp"
+	// UnwindDWARF: by each file's .eh_frame from a copy of the stack per sample, in profd
+	// (package unwind), as perf record --call-graph dwarf; the ring back end only.
+	UnwindDWARF Unwind = "dwarf"
+)
+
 // Config is everything a profd run needs; cmd/profd fills it from flags.
 type Config struct {
 	Pids      []uint32 // explicit targets
@@ -76,6 +87,7 @@ type Config struct {
 	AllUsers      bool          // with GroupByImage: one group per image, whatever the users of its processes
 	Stacks        bool          // sample call chains (frame pointers): pprof stacks, call sites in LLVM profiles
 	KernelStacks  bool          // with Stacks: also sample kernel mode, with kernel frames named from /proc/kallsyms
+	Unwind        Unwind        // with Stacks: how user call chains are walked; "": UnwindFP
 	// JavaPerfMapEvery is how often the targets that run HotSpot are asked to write their
 	// perf maps (package hotspot), and they are asked once more at the stop; 0: never.
 	JavaPerfMapEvery time.Duration
@@ -243,6 +255,21 @@ func (c *Config) Validate() error {
 	case sampler.BackendAuto, sampler.BackendBPF, sampler.BackendRing:
 	default:
 		bad("--backend %q: want auto, bpf or ring", c.Backend)
+	}
+	switch c.Unwind {
+	case "":
+		c.Unwind = UnwindFP
+	case UnwindFP:
+	case UnwindDWARF:
+		switch {
+		case !c.Stacks:
+			bad("--unwind dwarf needs --stacks")
+		case c.Backend == sampler.BackendBPF:
+			bad("--unwind dwarf needs the ring back end (--backend ring, or auto): the BPF back end counts chains the kernel walked by frame pointers")
+		}
+		c.Backend = sampler.BackendRing
+	default:
+		bad("--unwind %q: want fp or dwarf", c.Unwind)
 	}
 	if len(c.Formats) == 0 {
 		c.Formats = AllFormats

@@ -15,6 +15,7 @@ import (
 
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/targets"
+	"github.com/profd/profd/internal/unwind"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/sampler"
 	"github.com/profd/profd/symsource/fifo"
@@ -202,9 +203,13 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	var unwinder *unwind.Unwinder
+	if d.cfg.Unwind == UnwindDWARF {
+		unwinder = unwind.New(unwind.Config{Logger: d.log})
+	}
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
-		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks})
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: unwinder})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

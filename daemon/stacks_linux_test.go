@@ -426,3 +426,71 @@ int main(void) { sink = down(10000); return 0; }
 		})
 	}
 }
+
+// TestUnwindDWARF profiles a program built without frame pointers, three calls deep, with
+// --unwind dwarf and with the default walk by frame pointers: unwound by its .eh_frame,
+// most of its chains reach main and the C library's start and are not marked cut; by frame
+// pointers, almost none reach main.
+func TestUnwindDWARF(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("gcc"))
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "nofp.c"), filepath.Join(dir, "nofp")
+	prog := `volatile unsigned long sink;
+__attribute__((noinline)) unsigned long leaf(unsigned long n) {
+	for (int i = 0; i < 4000; i++) n = n * 6364136223846793005UL + i;
+	return n;
+}
+__attribute__((noinline)) unsigned long middle(unsigned long n) {
+	volatile char pad[64]; pad[0] = n; unsigned long s = 0;
+	for (int i = 0; i < 100; i++) s += leaf(n + i + pad[0]);
+	return s;
+}
+int main(void) { for (long i = 0; i < 6000; i++) sink += middle(i); return 0; }
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAll([]string{"gcc", "-O2", "-fomit-frame-pointer", "-o", bin, src}); err != nil {
+		t.Fatal(err)
+	}
+	for _, unwind := range []Unwind{UnwindDWARF, UnwindFP} {
+		t.Run(string(unwind), func(t *testing.T) {
+			d := newDirs(t)
+			p := startChild(t, nil, bin)
+			r := startRun(t, Config{Pids: []uint32{uint32(p.pid())}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+				OutDir: d.out, Formats: []Format{FormatCapture, FormatPprof}, Stacks: true, Unwind: unwind})
+			p.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "nofp", p.pid(), FormatCapture))
+			var all, toMain, whole uint64
+			for _, st := range c.Stacks {
+				if len(st.Frames) == 0 || st.Frames[0].Function != "leaf" {
+					continue
+				}
+				all += st.Count
+				for i, f := range st.Frames {
+					if f.Function == "main" && i >= 2 && st.Frames[i-1].Function == "middle" {
+						toMain += st.Count
+						if !st.Cut {
+							whole += st.Count
+						}
+					}
+				}
+			}
+			t.Logf("%s: %d samples in leaf, %d of them reach main, %d not cut", unwind, all, toMain, whole)
+			if all < 300 {
+				t.Fatalf("%d samples in leaf", all)
+			}
+			switch unwind {
+			case UnwindDWARF:
+				if float64(whole) < 0.9*float64(all) {
+					t.Errorf("%d of %d chains reach main and the thread's start", whole, all)
+				}
+			default:
+				if float64(toMain) > 0.1*float64(all) {
+					t.Errorf("by frame pointers %d of %d chains reach main: the program was meant to keep none", toMain, all)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/testenv"
+	"github.com/profd/profd/internal/unwind"
 )
 
 func rusageSelfNs(b *testing.B) int64 {
@@ -31,11 +32,19 @@ func rusageSelfNs(b *testing.B) int64 {
 // BenchmarkDaemonCPU is the sampler's own CPU time (reader goroutine, drains, aggregation)
 // per 1000 samples of a spinning lli-14 at 999 Hz, draining every 100 ms (ten times as often
 // as the daemon; BenchmarkDaemonVsPerf in package daemon measures the whole daemon).
-// One iteration is one drain interval.
+// One iteration is one drain interval. The -stacks variants sample call chains by frame
+// pointers; -unwind walks them by .eh_frame from a copy of the stack (Config.Unwind).
 func BenchmarkDaemonCPU(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
-	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread}} {
+	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread},
+		{Backend: BackendRing, RingMode: RingPerCPU, Stacks: true}, {Backend: BackendRing, RingMode: RingPerCPU, Stacks: true, Unwind: unwind.New(unwind.Config{})}} {
 		name := strings.TrimSuffix(string(cfg.Backend)+"-"+string(cfg.RingMode), "-")
+		switch {
+		case cfg.Unwind != nil:
+			name += "-unwind"
+		case cfg.Stacks:
+			name += "-stacks"
+		}
 		b.Run(name, func(b *testing.B) {
 			l := startLLI(b, "600000")
 			waitForJIT(b, l.pid())
