@@ -11,6 +11,7 @@ import (
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/internal/targets"
+	"github.com/profd/profd/internal/unwind"
 	"github.com/profd/profd/jitmap"
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/sampler"
@@ -59,6 +60,7 @@ type components struct {
 	jit     *jitmap.Map // the targets' code, versioned by time
 	look    *procLookup // what attribution reads of processes: /proc, files' symbols, kallsyms
 	smp     sampler.Sampler
+	unwind  *unwind.Unwinder // --unwind dwarf: walks the sampler's user stacks
 	fifo    *fifo.Server
 	files   *files.Tailer
 	symbols *symbolStage

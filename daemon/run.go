@@ -203,13 +203,12 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	var unwinder *unwind.Unwinder
 	if d.cfg.Unwind == UnwindDWARF {
-		unwinder = unwind.New(unwind.Config{Logger: d.log})
+		d.parts.unwind = unwind.New(unwind.Config{Logger: d.log})
 	}
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
-		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: unwinder})
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -282,10 +281,14 @@ func (d *daemonRun) closeAll() error {
 	if d.parts.look != nil {
 		d.parts.look.close()
 	}
+	var err error
 	if d.parts.smp != nil {
-		return d.parts.smp.Close()
+		err = d.parts.smp.Close()
 	}
-	return nil
+	if d.parts.unwind != nil {
+		d.parts.unwind.Close()
+	}
+	return err
 }
 
 // targetsGone asks for the final profiles of exited targets (and of nothing else: a flush

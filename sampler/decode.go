@@ -42,6 +42,10 @@ const maxKernelFrames = 64
 // and IP (enum perf_event_x86_regs), which a sample then carries in that order.
 const userRegsMask = 1<<6 | 1<<7 | 1<<8
 
+// regsABI64 is PERF_SAMPLE_REGS_ABI_64: the sampled thread ran 64-bit code. A 32-bit
+// process's chain is the kernel's: its registers and frame information are another ABI's.
+const regsABI64 = 2
+
 // userStack is what a sample carries for Config.Unwind: the user registers (abi 0 when the
 // thread had no user context) and the copy of its stack.
 type userStack struct {
@@ -207,7 +211,7 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 				if err != nil {
 					return err
 				}
-				if us.abi != 0 {
+				if us.abi == regsABI64 {
 					a.frames = a.unwind.Unwind(pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
 					unwound = a.frames
 				}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/internal/unwind"
 )
@@ -77,6 +78,7 @@ func TestUnwindWithoutFramePointers(t *testing.T) {
 	}
 
 	u := unwind.New(unwind.Config{})
+	t.Cleanup(u.Close)
 	withCFI := sample(Config{Unwind: u})
 	byFP := sample(Config{})
 	n, all := whole(withCFI)
@@ -104,6 +106,77 @@ func TestUnwindWithoutFramePointers(t *testing.T) {
 	}
 	if libc == 0 {
 		t.Error("no unwound chain goes past main into libc")
+	}
+}
+
+// TestUnwindVDSO: the same program reading the clock in a loop is sampled mostly in the
+// vDSO, which no file holds (the kernel builds it with frame pointers): its chains go on by
+// frame pointer to libc's clock_gettime, and by libc's frame information to clockloop and
+// main.
+func TestUnwindVDSO(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.PerfEvent("cpu-clock"))
+	exe := filepath.Join(t.TempDir(), "nofp")
+	if out, err := exec.Command("cc", "-O2", "-fomit-frame-pointer", "-no-pie", "-o", exe, "testdata/nofp.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	syms := functionRanges(t, exe, "clockloop", "main")
+	cmd := exec.Command(exe, "30", "clock")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	pid := uint32(cmd.Process.Pid)
+	var vdso addrRange
+	time.Sleep(100 * time.Millisecond)
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if m.Path == "[vdso]" {
+			vdso = addrRange{m.Start, m.End}
+		}
+	}
+	if vdso.hi == 0 {
+		t.Fatal("the program maps no vdso")
+	}
+	u := unwind.New(unwind.Config{})
+	t.Cleanup(u.Close)
+	s := newTestSampler(t, Config{Backend: BackendRing, RingMode: RingPerCPU, Event: "cpu-clock", Stacks: true, Unwind: u})
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d, err := s.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inVDSO, whole uint64
+	for _, st := range d.Stacks {
+		if st.PID != pid || len(st.User) == 0 || !vdso.has(st.User[0]) {
+			continue
+		}
+		inVDSO += st.N
+		loop := false
+		for _, ip := range st.User[1:] {
+			loop = loop || syms["clockloop"].has(ip-1)
+			if loop && syms["main"].has(ip-1) {
+				whole += st.N
+				break
+			}
+		}
+	}
+	t.Logf("%d samples in the vdso, %d of them reach clockloop and main", inVDSO, whole)
+	if inVDSO < 100 {
+		t.Fatalf("%d samples in the vdso", inVDSO)
+	}
+	if float64(whole) < 0.9*float64(inVDSO) {
+		t.Errorf("%d of %d samples in the vdso reach clockloop and main", whole, inVDSO)
 	}
 }
 

@@ -7,8 +7,10 @@
 //	u := unwind.New(unwind.Config{Logger: logger})
 //	frames := u.Unwind(pid, unwind.Regs{IP: ip, SP: sp, BP: bp}, stack, 127, nil)
 //	u.Forget(pid) // when the process is no longer sampled
+//	u.Close()     // waits for the files being read
 //
 // An Unwinder reads a process's mappings at its first sample and again for an address in
-// none of them; each mapped file's frame information once, shared by every process that
-// maps it, within a bound. Unwinder is safe for concurrent use.
+// none of them; each mapped file's frame information once, in the background (until then
+// its code is walked by frame pointers), shared by every process that maps it, within a
+// bound. Unwinder is safe for concurrent use.
 package unwind

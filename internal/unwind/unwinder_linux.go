@@ -46,11 +46,16 @@ type Unwinder struct {
 	files map[procfs.FileID]*file
 	bytes int64
 	over  bool // the one warning about MaxTableBytes was given
+	// loading counts the files being read; oneLoad lets one read at a time.
+	loading sync.WaitGroup
+	oneLoad chan struct{}
+	closed  bool
 }
 
-// file is one mapped file's frame information.
+// file is one mapped file's frame information, read in the background: until it is (or
+// when it cannot be), table is nil and the file's code is walked by frame pointers.
 type file struct {
-	table *cfi.Table // nil when it could not be read
+	table *cfi.Table
 	loads []elf.Prog // PT_LOAD headers, for the bias of a mapping
 	users int        // processes whose mappings hold it
 	bytes int64
@@ -65,9 +70,10 @@ type process struct {
 }
 
 type mapping struct {
-	start, end uint64
-	code       Code
-	ok         bool // code holds frame information
+	start, end, offset uint64
+	f                  *file // nil: anonymous memory (JIT code), or a file not read
+	bias               uint64
+	biased             bool // bias is known (f's table is read)
 }
 
 // New returns an Unwinder.
@@ -78,7 +84,7 @@ func New(cfg Config) *Unwinder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Unwinder{cfg: cfg, procs: map[uint32]*process{}, files: map[procfs.FileID]*file{}}
+	return &Unwinder{cfg: cfg, procs: map[uint32]*process{}, files: map[procfs.FileID]*file{}, oneLoad: make(chan struct{}, 1)}
 }
 
 // Unwind appends to frames the call chain of a sample of process pid (see Walk).
@@ -124,10 +130,18 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		f.u.refresh(f.p)
 		m, ok = f.p.find(pc)
 	}
-	if !ok || !m.ok {
+	if !ok || m.f == nil || m.f.table == nil {
 		return Code{}, false
 	}
-	return m.code, true
+	if !m.biased {
+		mp := procfs.Mapping{Start: m.start, Offset: m.offset}
+		if m.bias, ok = biasOf(m.f.loads, &mp); !ok {
+			m.f = nil // no load segment holds it: not code the file describes
+			return Code{}, false
+		}
+		m.biased = true
+	}
+	return Code{Table: m.f.table, Bias: m.bias}, true
 }
 
 func (p *process) find(pc uint64) (*mapping, bool) {
@@ -152,13 +166,10 @@ func (u *Unwinder) refresh(p *process) {
 		if !m.Executable() {
 			continue
 		}
-		out := mapping{start: m.Start, end: m.End}
+		out := mapping{start: m.Start, end: m.End, offset: m.Offset}
 		if id := m.ID(); id != (procfs.FileID{}) && !m.Anonymous() {
-			f := u.open(p.pid, m, id)
-			if bias, ok := biasOf(f.loads, m); ok && f.table != nil {
-				out.code, out.ok = Code{Table: f.table, Bias: bias}, true
-			}
-			f.users++
+			out.f = u.open(p.pid, m, id)
+			out.f.users++
 			p.holding = append(p.holding, id)
 		}
 		p.maps = append(p.maps, out)
@@ -185,33 +196,58 @@ func (u *Unwinder) drop(id procfs.FileID) {
 	}
 }
 
-// open returns the frame information of the file m maps (id), reading it the first time; a
-// file that cannot be read is remembered as such (nil table) while a process maps it.
+// open returns the file m maps (id), starting to read its frame information the first time:
+// in the background, one file at a time, so that the reader of the samples does not wait
+// (libLLVM's takes a quarter of a second). A file that cannot be read is remembered as such
+// (nil table) while a process maps it.
 func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
 	if f, ok := u.files[id]; ok {
 		return f
 	}
 	f := &file{}
 	u.files[id] = f
+	if u.closed {
+		return f
+	}
 	if u.bytes >= u.cfg.MaxTableBytes {
 		u.warnOver(m.Path)
 		return f
 	}
-	t, loads, err := read(pid, m, id)
+	u.loading.Add(1)
+	go u.load(f, pid, *m, id)
+	return f
+}
+
+// load reads f's frame information and hands it over, unless the file was let go of
+// meanwhile or the bound is reached.
+func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID) {
+	defer u.loading.Done()
+	u.oneLoad <- struct{}{}
+	t, loads, err := read(pid, &m, id)
+	<-u.oneLoad
 	if err != nil {
 		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
 	}
-	if t == nil {
-		return f
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if t == nil || u.files[id] != f {
+		return
 	}
 	size := int64(t.Len()) * rowBytes
 	if u.bytes+size > u.cfg.MaxTableBytes {
 		u.warnOver(m.Path)
-		return f
+		return
 	}
 	f.table, f.loads, f.bytes = t, loads, size
 	u.bytes += size
-	return f
+}
+
+// Close waits for the frame information being read; later files are not read.
+func (u *Unwinder) Close() {
+	u.mu.Lock()
+	u.closed = true
+	u.mu.Unlock()
+	u.loading.Wait()
 }
 
 func (u *Unwinder) warnOver(path string) {

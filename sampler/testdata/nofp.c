@@ -1,6 +1,7 @@
 /* Three functions deep, built without frame pointers: the kernel's walk by frame pointers
  * stops at the sampled one; a walk by .eh_frame reaches main and libc's start. Runs for
- * argv[1] seconds. */
+ * argv[1] seconds; with a second argument, "clock", it reads the clock in a loop instead
+ * (clockloop, called from main), so that most samples fall in the vDSO. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,8 +33,23 @@ __attribute__((noinline)) uint64_t outer(uint64_t n) {
 	return s;
 }
 
+__attribute__((noinline)) uint64_t clockloop(double secs) {
+	struct timespec start, now;
+	uint64_t n = 0;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		n++;
+	} while ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 < secs);
+	return n;
+}
+
 int main(int argc, char **argv) {
 	double secs = argc > 1 ? atof(argv[1]) : 2;
+	if (argc > 2) {
+		sink = clockloop(secs);
+		return 0;
+	}
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {

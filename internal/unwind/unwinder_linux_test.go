@@ -1,0 +1,72 @@
+package unwind
+
+import (
+	"bytes"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
+)
+
+// startSleep starts a dynamically linked program that does nothing, and waits until it maps
+// libc.
+func startSleep(t *testing.T) uint32 {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := uint32(cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		maps, _ := procfs.ReadMaps(pid)
+		for _, m := range maps {
+			if strings.Contains(m.Path, "libc.so") {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep (pid %d) mapped no libc in 10 s", pid)
+		}
+	}
+}
+
+// TestUnwinderFiles: a process's first walk reads the frame information of the files it
+// maps (libc's among them), which Forget lets go of with the last process that maps them;
+// past MaxTableBytes none is held and one warning says so.
+func TestUnwinderFiles(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	a, b := startSleep(t), startSleep(t)
+
+	u := New(Config{})
+	u.Unwind(a, Regs{IP: 1}, nil, 1, nil)
+	u.Unwind(b, Regs{IP: 1}, nil, 1, nil)
+	u.Close() // waits for the files being read
+	held := u.TableBytes()
+	if held < 100<<10 {
+		t.Fatalf("%d bytes of frame information held for two processes mapping libc", held)
+	}
+	u.Forget(a)
+	if got := u.TableBytes(); got != held {
+		t.Errorf("after one of two processes was let go: %d bytes held, want %d", got, held)
+	}
+	u.Forget(b)
+	if got := u.TableBytes(); got != 0 {
+		t.Errorf("after both were let go: %d bytes held", got)
+	}
+
+	var log bytes.Buffer
+	small := New(Config{MaxTableBytes: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	small.Unwind(a, Regs{IP: 1}, nil, 1, nil)
+	small.Unwind(b, Regs{IP: 1}, nil, 1, nil)
+	small.Close()
+	if got := small.TableBytes(); got > 1 {
+		t.Errorf("past a bound of 1 byte: %d bytes held", got)
+	}
+	if n := strings.Count(log.String(), "past its bound"); n != 1 {
+		t.Errorf("%d warnings about the bound, want 1:\n%s", n, log.String())
+	}
+}
