@@ -96,7 +96,30 @@ type state struct {
 	cfaReg  uint64
 	cfaOff  int64
 	cfaExpr bool
-	bp, ra  regRule
+	// cfaPLT is the threshold byte of a PLT entry's expression (cfaExpr is set too).
+	cfaPLT int64
+	bp, ra regRule
+}
+
+// pltExpression is the CFA expression GNU ld writes for .plt entries, but for the byte
+// marked 0xff: DW_OP_lit11 (the push after the 6-byte jmp) or DW_OP_lit10.
+// DW_OP_breg7 (rsp) 8; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_litN; DW_OP_ge;
+// DW_OP_lit3; DW_OP_shl; DW_OP_plus.
+var pltExpression = []byte{0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0xff, 0x2a, 0x33, 0x24, 0x22}
+
+// pltThreshold returns N when expr is pltExpression with DW_OP_litN, N in 0..15.
+func pltThreshold(expr []byte) (int64, bool) {
+	if len(expr) != len(pltExpression) {
+		return 0, false
+	}
+	for i, b := range pltExpression {
+		switch {
+		case b == 0xff && expr[i] >= 0x30 && expr[i] <= 0x3f:
+		case b != expr[i]:
+			return 0, false
+		}
+	}
+	return int64(expr[6] - 0x30), true
 }
 
 // cie is what an FDE takes from its common information entry.
@@ -302,6 +325,9 @@ type location struct {
 // row is the rule st gives for the addresses from pc on.
 func (st state) row(pc uint64) Row {
 	r := Row{PC: pc, CFA: RegUnknown}
+	if st.cfaExpr && st.cfaPLT > 0 {
+		r.CFA, r.CFAOffset = RegPLT, int32(st.cfaPLT)
+	}
 	if !st.cfaExpr && st.cfaOff == int64(int32(st.cfaOff)) {
 		switch st.cfaReg {
 		case dwarfSP:
@@ -309,8 +335,8 @@ func (st state) row(pc uint64) Row {
 		case dwarfBP:
 			r.CFA = RegBP
 		}
+		r.CFAOffset = int32(st.cfaOff)
 	}
-	r.CFAOffset = int32(st.cfaOff)
 	switch {
 	case st.ra.kind == ruleUndefined:
 		r.RAOffset = 0
@@ -448,8 +474,11 @@ func run(ins []byte, insAddr uint64, c *cie, st *state, at *location) error {
 		case cfaDefCFAOffsetSF:
 			st.cfaOff = r.sleb() * c.dataAlign
 		case cfaDefCFAExpression:
-			r.block()
-			st.cfaExpr = true
+			expr := r.block()
+			st.cfaExpr, st.cfaPLT = true, 0
+			if n, ok := pltThreshold(expr); ok && n > 0 {
+				st.cfaPLT = n
+			}
 		case cfaExpression, cfaValExpression:
 			reg := r.uleb()
 			r.block()
@@ -617,14 +646,17 @@ func (r *reader) cstring() string {
 	return ""
 }
 
-// block skips a ULEB128-sized block (a DWARF expression).
-func (r *reader) block() {
+// block reads a ULEB128-sized block (a DWARF expression).
+func (r *reader) block() []byte {
 	n := r.uleb()
 	if r.err == nil && n > uint64(len(r.b)-r.pos) {
 		r.err = errTruncated
-		return
+	}
+	if r.err != nil {
+		return nil
 	}
 	r.pos += int(n)
+	return r.b[r.pos-int(n) : r.pos]
 }
 
 // pointer reads a pointer in encoding enc; pc-relative ones are relative to the field's

@@ -199,7 +199,7 @@ func TestReadAgainstReadelf(t *testing.T) {
 			if len(rows) == 0 {
 				t.Fatalf("readelf printed no rows for %s", path)
 			}
-			bad, unknown := 0, 0
+			bad, unknown, plt := 0, 0, 0
 			for _, r := range rows {
 				want := wantRow(t, r)
 				got, ok := tab.Find(r.pc)
@@ -213,6 +213,10 @@ func TestReadAgainstReadelf(t *testing.T) {
 				got.PC = 0
 				if want.CFA == RegUnknown {
 					unknown++
+				}
+				if got.CFA == RegPLT && r.cfa == "exp" && r.ra == "c-8" {
+					plt++
+					continue // readelf shows the expression as exp: TestPLT checks it
 				}
 				if got != want && !(r.bp == "u" && got.BP == BPUnknown && sameButBP(got, want)) {
 					bad++
@@ -229,7 +233,7 @@ func TestReadAgainstReadelf(t *testing.T) {
 			if bad > 0 {
 				t.Fatalf("%d of %d rows differ from readelf's", bad, len(rows))
 			}
-			t.Logf("%d rows as readelf reads them (%d it cannot follow either), %d in the table", len(rows), unknown, tab.Len())
+			t.Logf("%d rows as readelf reads them (%d expressions, %d of them a PLT's), %d in the table", len(rows), unknown, plt, tab.Len())
 		})
 	}
 }
@@ -283,4 +287,33 @@ func coveredBy(t *testing.T, pc uint64) bool {
 		}
 	}
 	return false
+}
+
+// TestPLT: libc's .plt is described by GNU ld's expression, read as RegPLT: the CFA is the
+// stack pointer plus 8 in an entry's first 11 bytes (before its push), plus 16 after.
+func TestPLT(t *testing.T) {
+	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	plt := f.Section(".plt")
+	if plt == nil {
+		t.Fatal("libc has no .plt")
+	}
+	tab, err := ReadELF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := plt.Addr + 16 // past PLT0
+	row, ok := tab.Find(entry)
+	if !ok || row.CFA != RegPLT || row.CFAOffset != 11 || row.RAOffset != -8 {
+		t.Fatalf("the rule at .plt+16: %+v, %v; want RegPLT after byte 11, the return address at CFA-8", row, ok)
+	}
+	const sp = 0x7ffd0000
+	for _, tc := range []struct{ off, cfa uint64 }{{0, sp + 8}, {6, sp + 8}, {11, sp + 16}, {15, sp + 16}} {
+		if got := row.PLTCFA(entry+tc.off, sp); got != tc.cfa {
+			t.Errorf("CFA at byte %d of an entry: %#x, want %#x", tc.off, got, tc.cfa)
+		}
+	}
 }

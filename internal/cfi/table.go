@@ -15,7 +15,19 @@ const (
 	// RegUnknown: a rule this package does not follow (an expression, another register):
 	// unwinding stops here.
 	RegUnknown
+	// RegPLT: a lazy-binding PLT entry's rule, the expression the GNU linker writes for
+	// .plt: the CFA is the stack pointer plus 8, and 8 more from the entry's byte
+	// CFAOffset on (16-byte entries, past the push of the relocation index). See PLTCFA.
+	RegPLT
 )
+
+// PLTCFA is the CFA of a RegPLT row's rule at pc with stack pointer sp.
+func (r Row) PLTCFA(pc, sp uint64) uint64 {
+	if pc&15 >= uint64(r.CFAOffset) {
+		return sp + 16
+	}
+	return sp + 8
+}
 
 // BPRule is where the caller's frame pointer is.
 type BPRule uint8

@@ -10,7 +10,7 @@
 //	u.Close()     // waits for the files being read
 //
 // An Unwinder reads a process's mappings at its first sample and again for an address in
-// none of them; each mapped file's frame information once, in the background (until then
-// its code is walked by frame pointers), shared by every process that maps it, within a
-// bound. Unwinder is safe for concurrent use.
+// none of them; the frame information of each file a walk first passes through once, in
+// the background (until then its code is walked by frame pointers), shared by every
+// process that maps it, within a bound. Unwinder is safe for concurrent use.
 package unwind

@@ -63,15 +63,17 @@ type file struct {
 
 // process is one process's executable mappings, ascending by start.
 type process struct {
-	pid     uint32
-	maps    []mapping
-	readAt  time.Time
-	holding []procfs.FileID
+	pid    uint32
+	maps   []mapping
+	readAt time.Time
+	files  map[procfs.FileID]*file // the files walks of this process needed, each counted once
 }
 
 type mapping struct {
 	start, end, offset uint64
-	f                  *file // nil: anonymous memory (JIT code), or a file not read
+	path               string
+	id                 procfs.FileID // zero: anonymous memory (JIT code)
+	f                  *file         // nil until a walk first needs it
 	bias               uint64
 	biased             bool // bias is known (f's table is read)
 }
@@ -93,7 +95,7 @@ func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames [
 	defer u.mu.Unlock()
 	p, ok := u.procs[pid]
 	if !ok {
-		p = &process{pid: pid}
+		p = &process{pid: pid, files: map[procfs.FileID]*file{}}
 		u.procs[pid] = p
 		u.refresh(p)
 	}
@@ -130,7 +132,13 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		f.u.refresh(f.p)
 		m, ok = f.p.find(pc)
 	}
-	if !ok || m.f == nil || m.f.table == nil {
+	if !ok || m.id == (procfs.FileID{}) {
+		return Code{}, false
+	}
+	if m.f == nil {
+		m.f = f.u.need(f.p, m)
+	}
+	if m.f.table == nil {
 		return Code{}, false
 	}
 	if !m.biased {
@@ -159,8 +167,8 @@ func (u *Unwinder) refresh(p *process) {
 	if maps == nil && err != nil {
 		return // gone: the mappings held walk what was sampled before
 	}
-	held := p.holding
-	p.maps, p.holding = p.maps[:0], nil
+	p.maps = p.maps[:0]
+	mapped := map[procfs.FileID]bool{}
 	for i := range maps {
 		m := &maps[i]
 		if !m.Executable() {
@@ -168,23 +176,37 @@ func (u *Unwinder) refresh(p *process) {
 		}
 		out := mapping{start: m.Start, end: m.End, offset: m.Offset}
 		if id := m.ID(); id != (procfs.FileID{}) && !m.Anonymous() {
-			out.f = u.open(p.pid, m, id)
-			out.f.users++
-			p.holding = append(p.holding, id)
+			out.path, out.id, out.f = m.Path, id, p.files[id]
+			mapped[id] = true
 		}
 		p.maps = append(p.maps, out)
 	}
-	for _, id := range held {
-		u.drop(id)
+	for id := range p.files {
+		if !mapped[id] {
+			u.drop(id)
+			delete(p.files, id)
+		}
 	}
+}
+
+// need returns the file m maps for a walk of p, starting to read it the first time any
+// process needs it: files no walk passes through are never read.
+func (u *Unwinder) need(p *process, m *mapping) *file {
+	if f, ok := p.files[m.id]; ok {
+		return f
+	}
+	f := u.open(p.pid, &procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Path: m.path}, m.id)
+	f.users++
+	p.files[m.id] = f
+	return f
 }
 
 // release lets go of the files p holds.
 func (u *Unwinder) release(p *process) {
-	for _, id := range p.holding {
+	for id := range p.files {
 		u.drop(id)
 	}
-	p.holding, p.maps = nil, nil
+	p.files, p.maps = nil, nil
 }
 
 func (u *Unwinder) drop(id procfs.FileID) {

@@ -12,9 +12,9 @@ import (
 	"github.com/profd/profd/internal/testenv"
 )
 
-// startSleep starts a dynamically linked program that does nothing, and waits until it maps
-// libc.
-func startSleep(t *testing.T) uint32 {
+// startSleep starts a dynamically linked program that does nothing, waits until it maps
+// libc, and returns its pid and an address in libc's code.
+func startSleep(t *testing.T) (uint32, uint64) {
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -24,8 +24,8 @@ func startSleep(t *testing.T) uint32 {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		maps, _ := procfs.ReadMaps(pid)
 		for _, m := range maps {
-			if strings.Contains(m.Path, "libc.so") {
-				return pid
+			if strings.Contains(m.Path, "libc.so") && m.Executable() {
+				return pid, m.Start + 0x100
 			}
 		}
 		if time.Now().After(deadline) {
@@ -34,16 +34,21 @@ func startSleep(t *testing.T) uint32 {
 	}
 }
 
-// TestUnwinderFiles: a process's first walk reads the frame information of the files it
-// maps (libc's among them), which Forget lets go of with the last process that maps them;
+// TestUnwinderFiles: a walk reads the frame information of the files it passes through
+// (libc's), and of no other; Forget lets go of it with the last process that needed it;
 // past MaxTableBytes none is held and one warning says so.
 func TestUnwinderFiles(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	a, b := startSleep(t), startSleep(t)
+	a, inA := startSleep(t)
+	b, inB := startSleep(t)
 
 	u := New(Config{})
-	u.Unwind(a, Regs{IP: 1}, nil, 1, nil)
-	u.Unwind(b, Regs{IP: 1}, nil, 1, nil)
+	u.Unwind(a, Regs{IP: 1}, nil, 2, nil) // in no file: nothing to read
+	if got := u.TableBytes(); got != 0 {
+		t.Fatalf("a walk through no file read %d bytes of frame information", got)
+	}
+	u.Unwind(a, Regs{IP: inA}, nil, 2, nil)
+	u.Unwind(b, Regs{IP: inB}, nil, 2, nil)
 	u.Close() // waits for the files being read
 	held := u.TableBytes()
 	if held < 100<<10 {
@@ -60,8 +65,8 @@ func TestUnwinderFiles(t *testing.T) {
 
 	var log bytes.Buffer
 	small := New(Config{MaxTableBytes: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	small.Unwind(a, Regs{IP: 1}, nil, 1, nil)
-	small.Unwind(b, Regs{IP: 1}, nil, 1, nil)
+	small.Unwind(a, Regs{IP: inA}, nil, 2, nil)
+	small.Unwind(b, Regs{IP: inB}, nil, 2, nil)
 	small.Close()
 	if got := small.TableBytes(); got > 1 {
 		t.Errorf("past a bound of 1 byte: %d bytes held", got)

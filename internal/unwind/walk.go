@@ -62,6 +62,8 @@ func Walk(regs Regs, stack []byte, find Finder, max int, frames []uint64) []uint
 			switch row.CFA {
 			case cfi.RegSP:
 				cfa = sp + uint64(int64(row.CFAOffset))
+			case cfi.RegPLT:
+				cfa = row.PLTCFA(pc, sp)
 			default:
 				cfa = bp + uint64(int64(row.CFAOffset))
 			}

@@ -116,3 +116,34 @@ func FuzzWalk(f *testing.F) {
 		}
 	})
 }
+
+// TestWalkPLT: a sample in a PLT entry of libc (a call on its way to another library) is
+// walked by the linker's rule for .plt: the return address is at the stack pointer before
+// the entry's push, 8 bytes above it after.
+func TestWalkPLT(t *testing.T) {
+	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plt := f.Section(".plt")
+	f.Close()
+	if plt == nil {
+		t.Fatal("libc has no .plt")
+	}
+	tab := libcTable(t)
+	const bias = 0x7f0000000000
+	sp := uint64(0x7ffd00001000)
+	stack := make([]byte, 64)
+	binary.LittleEndian.PutUint64(stack[0:], 0x10001111) // the caller's return address
+	binary.LittleEndian.PutUint64(stack[8:], 0x10002222) // above it once the entry pushed
+	entry := plt.Addr + 32 + bias
+	for _, tc := range []struct {
+		off uint64
+		ra  uint64
+	}{{0, 0x10001111}, {6, 0x10001111}, {11, 0x10002222}} {
+		got := Walk(Regs{IP: entry + tc.off, SP: sp}, stack, libc{tab, bias, bias}, 2, nil)
+		if len(got) != 2 || got[1] != tc.ra {
+			t.Errorf("byte %d of a PLT entry: frames %#x, want the return address %#x", tc.off, got, tc.ra)
+		}
+	}
+}
