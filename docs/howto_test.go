@@ -42,12 +42,16 @@ type howtoPage struct {
 	needs     []testenv.Need
 	workloads []string // files copied into the page's directory, relative to the repository
 	// setup prepares what the page assumes an operator has (a database server) and returns
-	// extra environment for the script.
+	// extra environment for the script (a PATH it returns comes after profd's directory).
 	setup func(t *testing.T, dir string) []string
 	want  []string // regular expressions the script's output must match
 	// same names the hot function whose share the page's first go tool pprof -top and perf
 	// report (in that order) must give within sharePoints.
 	same string
+	// inclusive: same's shares are inclusive ones, go tool pprof -top -cum's cum% and perf
+	// report --children's first column: for a function that is only ever a caller (and
+	// same is a prefix of the name, up to a colon: Python's names end in a file's path).
+	inclusive bool
 }
 
 var howtoPages = []howtoPage{
@@ -109,6 +113,19 @@ var howtoPages = []howtoPage{
 		// The command line's summary and top; PHP-FPM's: the workers' samples named.
 		want: []string{`(?m)^\s+\d+\s+\d+\.\d%\s+JIT\$mixInts$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+JIT\$sumSquares$`,
 			`(?s)processes of \S*php-fpm.*\nprofd final flush #1: \d+ samples, (?:9\d|100)\.\d% in JIT code\n`},
+	},
+	{
+		file:      "python.md",
+		needs:     []testenv.Need{python312},
+		setup:     pythonOnPath,
+		workloads: []string{"workloads/runtimes/hot.py"},
+		same:      "py::mix_ints",
+		inclusive: true,
+		// Inclusive shares named in pprof and perf; without --unwind dwarf, no Python
+		// function on any chain, and the warning that says why.
+		want: []string{`(?m)^\s+\S+\s+\S+%\s+\S+%\s+\S+\s+(?:1\d|[2-9]\d)\.\d+%\s+py::sum_squares:\S*hot\.py$`,
+			`(?m)^\s+(?:1\d|[2-9]\d)\.\d+%\s+\S+%\s+\[\.\] py::sum_squares:\S*hot\.py`,
+			`(?m)^Python functions on the chains by frame pointers: 0$`, `--unwind dwarf walks it by its \.eh_frame`},
 	},
 	{
 		file:      "c-header.md",
@@ -269,10 +286,18 @@ func runPage(t *testing.T, bin string, p howtoPage) {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "PROFD_DIR="+fifoDir)
+	// profd's directory stays first on PATH, before any a page's setup puts there.
+	env, path := append(os.Environ(), "PROFD_DIR="+fifoDir), os.Getenv("PATH")
 	if p.setup != nil {
-		env = append(env, p.setup(t, dir)...)
+		for _, kv := range p.setup(t, dir) {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+				continue
+			}
+			env = append(env, kv)
+		}
 	}
+	env = append(env, "PATH="+bin+":"+path)
 	ctx, cancel := context.WithTimeout(context.Background(), howtoTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", scriptPrologue+script)
@@ -311,18 +336,22 @@ func runPage(t *testing.T, bin string, p howtoPage) {
 		t.Logf("output:\n%s", out.String())
 	}
 	if p.same != "" {
-		compareShares(t, out.String(), p.same)
+		compareShares(t, out.String(), p.same, p.inclusive)
 	}
 }
 
 // compareShares finds fn's share in the first perf report line naming it and its flat share
-// in the last go tool pprof -top line naming it before that (the same run's), and holds them
-// to sharePoints.
-func compareShares(t *testing.T, out, fn string) {
+// (with inclusive, its cumulative one) in the last go tool pprof -top line naming it before
+// that (the same run's), and holds them to sharePoints.
+func compareShares(t *testing.T, out, fn string, inclusive bool) {
 	t.Helper()
 	name := regexp.QuoteMeta(fn)
 	perf := regexp.MustCompile(`(?m)^\s+(\d+\.\d+)%\s+\[\.\]\s+` + name + `(?:\s|$)`)
 	pprof := regexp.MustCompile(`(?m)^\s*\S+\s+(\d+(?:\.\d+)?)%\s+\S+%\s+\S+\s+\S+%\s+` + name + `(?:\s|$)`)
+	if inclusive {
+		perf = regexp.MustCompile(`(?m)^\s+(\d+\.\d+)%\s+\d+\.\d+%\s+\[\.\]\s+` + name + `(?::\S*)?(?:\s|$)`)
+		pprof = regexp.MustCompile(`(?m)^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+(\d+(?:\.\d+)?)%\s+` + name + `(?::\S*)?(?:\s|$)`)
+	}
 	n := perf.FindStringSubmatchIndex(out)
 	if n == nil {
 		t.Errorf("no perf report line names %s", fn)
@@ -347,6 +376,45 @@ func phpFPM() string {
 		return "PHP-FPM (/usr/sbin/php-fpm*)"
 	}
 	return ""
+}
+
+// python312 finds a Python 3.12 or later (-X perf), on PATH or among pyenv's versions.
+func python312() string {
+	if pythonDir() == "" {
+		return "Python 3.12 or later (python3.12 or python3.13 on PATH or under ~/.pyenv/versions)"
+	}
+	return ""
+}
+
+// pythonDir is the directory of the python3.12 (else python3.13) python312 found, "" when none.
+func pythonDir() string {
+	for _, name := range []string{"python3.12", "python3.13"} {
+		if p, err := exec.LookPath(name); err == nil && exec.Command(p, "-c", "").Run() == nil {
+			return filepath.Dir(p)
+		}
+		home, _ := os.UserHomeDir()
+		if m, _ := filepath.Glob(filepath.Join(home, ".pyenv/versions/3.1[23].*/bin", name)); len(m) > 0 {
+			return filepath.Dir(m[len(m)-1])
+		}
+	}
+	return ""
+}
+
+// pythonOnPath puts the Python python312 found first on the page's PATH, as python3.12.
+func pythonOnPath(t *testing.T, dir string) []string {
+	py := pythonDir()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(py, "python3.12")
+	if _, err := os.Stat(target); err != nil {
+		target = filepath.Join(py, "python3.13")
+	}
+	if err := os.Symlink(target, filepath.Join(bin, "python3.12")); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
 }
 
 // amd64: the example JIT's machine code is x86-64.
