@@ -19,44 +19,9 @@ import (
 // samples the whole chain, main and libc's start among it; the kernel's walk by frame
 // pointers, on the same program, reaches main in almost none.
 func TestUnwindWithoutFramePointers(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.PerfEvent("cpu-clock"))
-	exe := filepath.Join(t.TempDir(), "nofp")
-	if out, err := exec.Command("cc", "-O2", "-fomit-frame-pointer", "-no-pie", "-o", exe, "testdata/nofp.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	exe, pid := startNoFP(t, "30")
 	syms := functionRanges(t, exe, "leaf", "middle", "outer", "main")
-	cmd := exec.Command(exe, "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	pid := uint32(cmd.Process.Pid)
-
-	sample := func(cfg Config) []StackCount {
-		cfg.Backend, cfg.RingMode, cfg.Event, cfg.Stacks = BackendRing, RingPerCPU, "cpu-clock", true
-		s := newTestSampler(t, cfg)
-		defer s.Close()
-		if err := s.AddTarget(pid); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(1500 * time.Millisecond)
-		d, err := s.Drain()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []StackCount
-		for _, st := range d.Stacks {
-			if st.PID == pid {
-				out = append(out, st)
-			}
-		}
-		return out
-	}
+	sample := func(cfg Config) []StackCount { return sampleStacks(t, pid, cfg) }
 	// whole counts the samples in leaf whose chain goes on through middle, outer and main.
 	whole := func(stacks []StackCount) (n, all uint64) {
 		for _, st := range stacks {
@@ -114,20 +79,8 @@ func TestUnwindWithoutFramePointers(t *testing.T) {
 // frame pointer to libc's clock_gettime, and by libc's frame information to clockloop and
 // main.
 func TestUnwindVDSO(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.PerfEvent("cpu-clock"))
-	exe := filepath.Join(t.TempDir(), "nofp")
-	if out, err := exec.Command("cc", "-O2", "-fomit-frame-pointer", "-no-pie", "-o", exe, "testdata/nofp.c").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	exe, pid := startNoFP(t, "30", "clock")
 	syms := functionRanges(t, exe, "clockloop", "main")
-	cmd := exec.Command(exe, "30", "clock")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	pid := uint32(cmd.Process.Pid)
 	var vdso addrRange
 	time.Sleep(100 * time.Millisecond)
 	maps, err := procfs.ReadMaps(pid)
@@ -144,21 +97,9 @@ func TestUnwindVDSO(t *testing.T) {
 	}
 	u := unwind.New(unwind.Config{})
 	t.Cleanup(u.Close)
-	s := newTestSampler(t, Config{Backend: BackendRing, RingMode: RingPerCPU, Event: "cpu-clock", Stacks: true, Unwind: u})
-	if err := s.AddTarget(pid); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	d, err := s.Drain()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var inVDSO, whole uint64
-	for _, st := range d.Stacks {
-		if st.PID != pid || len(st.User) == 0 || !vdso.has(st.User[0]) {
+	for _, st := range sampleStacks(t, pid, Config{Unwind: u}) {
+		if len(st.User) == 0 || !vdso.has(st.User[0]) {
 			continue
 		}
 		inVDSO += st.N
@@ -178,6 +119,49 @@ func TestUnwindVDSO(t *testing.T) {
 	if float64(whole) < 0.9*float64(inVDSO) {
 		t.Errorf("%d of %d samples in the vdso reach clockloop and main", whole, inVDSO)
 	}
+}
+
+// startNoFP builds testdata/nofp.c without frame pointers and runs it with args.
+func startNoFP(t *testing.T, args ...string) (exe string, pid uint32) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.PerfEvent("cpu-clock"))
+	exe = filepath.Join(t.TempDir(), "nofp")
+	if out, err := exec.Command("cc", "-O2", "-fomit-frame-pointer", "-no-pie", "-o", exe, "testdata/nofp.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return exe, uint32(cmd.Process.Pid)
+}
+
+// sampleStacks samples pid's call chains for 1.5 s with the ring back end per CPU (cfg's
+// Unwind, if any) and returns them.
+func sampleStacks(t *testing.T, pid uint32, cfg Config) []StackCount {
+	cfg.Backend, cfg.RingMode, cfg.Event, cfg.Stacks = BackendRing, RingPerCPU, "cpu-clock", true
+	s := newTestSampler(t, cfg)
+	defer s.Close()
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d, err := s.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []StackCount
+	for _, st := range d.Stacks {
+		if st.PID == pid {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 func (r addrRange) has(ip uint64) bool { return r.lo <= ip && ip < r.hi }
