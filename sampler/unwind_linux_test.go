@@ -44,6 +44,7 @@ func TestUnwindWithoutFramePointers(t *testing.T) {
 
 	u := unwind.New(unwind.Config{})
 	t.Cleanup(u.Close)
+	sample(Config{Unwind: u}) // the files' frame information read: the chains before are cut
 	withCFI := sample(Config{Unwind: u})
 	byFP := sample(Config{})
 	n, all := whole(withCFI)
@@ -97,6 +98,7 @@ func TestUnwindVDSO(t *testing.T) {
 	}
 	u := unwind.New(unwind.Config{})
 	t.Cleanup(u.Close)
+	sampleStacks(t, pid, Config{Unwind: u}) // the files' frame information read
 	var inVDSO, whole uint64
 	for _, st := range sampleStacks(t, pid, Config{Unwind: u}) {
 		if len(st.User) == 0 || !vdso.has(st.User[0]) {
