@@ -32,8 +32,9 @@ func rusageSelfNs(b *testing.B) int64 {
 // BenchmarkDaemonCPU is the sampler's own CPU time (reader goroutine, drains, aggregation)
 // per 1000 samples of a spinning lli-14 at 999 Hz, draining every 100 ms (ten times as often
 // as the daemon; BenchmarkDaemonVsPerf in package daemon measures the whole daemon).
-// One iteration is one drain interval. The -stacks variants sample call chains by frame
-// pointers; -unwind walks them by .eh_frame from a copy of the stack (Config.Unwind).
+// One iteration is one drain interval, after a second's samples not counted. The -stacks
+// variants sample call chains by frame pointers; -unwind walks them by .eh_frame from a copy
+// of the stack (Config.Unwind).
 func BenchmarkDaemonCPU(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread},
@@ -53,6 +54,12 @@ func BenchmarkDaemonCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			if err := s.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			// A second's samples first, not counted: -unwind reads the frame information of
+			// the files its walks pass through (libLLVM's, a quarter of a second) then.
+			time.Sleep(time.Second)
+			if _, err := s.Drain(); err != nil {
 				b.Fatal(err)
 			}
 			var samples uint64
