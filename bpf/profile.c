@@ -189,6 +189,22 @@ int profd_sample(struct perf_event_ctx *ctx)
 	return 0;
 }
 
+// The ring back end's filter (the sampler attaches it to its per-CPU events when it
+// loads): a sample of a process that is not a target makes the program return 0, and the
+// kernel then writes nothing to the ring, so that no other process's registers, call chain
+// or stack (16 KiB a sample with --unwind dwarf) is copied for profd to throw away. Only
+// `targets` and `stats` are loaded with it.
+SEC("perf_event")
+int profd_ring_filter(struct perf_event_ctx *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!bpf_map_lookup_elem(&targets, &tgid)) {
+		bump(STAT_OUTSIDE);
+		return 0;
+	}
+	return 1;
+}
+
 // Call stacks (the loader attaches profd_sample_stacks instead of profd_sample when asked
 // for them): each sample is counted per (tgid, tid, thread name, user frames, kernel frames)
 // in the hash map in slot 0 of stack_counts, which the loader swaps at each drain as it

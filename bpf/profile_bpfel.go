@@ -35,6 +35,7 @@ const (
 	profileMapStats              = "stats"
 	profileMapTargets            = "targets"
 	profileProgProfdDump         = "profd_dump"
+	profileProgProfdRingFilter   = "profd_ring_filter"
 	profileProgProfdSample       = "profd_sample"
 	profileProgProfdSampleStacks = "profd_sample_stacks"
 	profileVarKernelStacks       = "kernel_stacks"
@@ -83,6 +84,7 @@ type profileSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
 	ProfdDump         *ebpf.ProgramSpec `ebpf:"profd_dump"`
+	ProfdRingFilter   *ebpf.ProgramSpec `ebpf:"profd_ring_filter"`
 	ProfdSample       *ebpf.ProgramSpec `ebpf:"profd_sample"`
 	ProfdSampleStacks *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
 }
@@ -154,6 +156,7 @@ type profileVariables struct {
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
 	ProfdDump         *ebpf.Program `ebpf:"profd_dump"`
+	ProfdRingFilter   *ebpf.Program `ebpf:"profd_ring_filter"`
 	ProfdSample       *ebpf.Program `ebpf:"profd_sample"`
 	ProfdSampleStacks *ebpf.Program `ebpf:"profd_sample_stacks"`
 }
@@ -161,6 +164,7 @@ type profilePrograms struct {
 func (p *profilePrograms) Close() error {
 	return _ProfileClose(
 		p.ProfdDump,
+		p.ProfdRingFilter,
 		p.ProfdSample,
 		p.ProfdSampleStacks,
 	)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	perf "github.com/elastic/go-perf"
+	"github.com/profd/profd/bpf"
 )
 
 // ringSampler reads perf ring buffers and aggregates in the daemon. In per-CPU mode it opens
@@ -29,12 +30,14 @@ type ringSampler struct {
 	agg      *aggregate
 	waiter   *ringWaiter // wakes readLoop when a ring is half full
 	cpuRings []*perf.Event
-	threads  map[uint32]*threadEvents // per-thread mode: by target pid
-	cpus     []int
-	raw      perf.RawRecord
-	started  bool
-	closed   bool
-	badLog   bool // a bad record was logged already
+	// filter, in per-CPU mode where it loads, keeps other processes' samples out of the rings.
+	filter  *bpf.RingFilter
+	threads map[uint32]*threadEvents // per-thread mode: by target pid
+	cpus    []int
+	raw     perf.RawRecord
+	started bool
+	closed  bool
+	badLog  bool // a bad record was logged already
 
 	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
 	cancel  context.CancelFunc
@@ -87,10 +90,16 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	}
 	switch mode {
 	case RingPerCPU:
+		if s.filter, err = bpf.LoadRingFilter(); err != nil {
+			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
+		}
 		for _, cpu := range cpus {
 			ev, err := s.openEvent(perf.AllThreads, cpu, false)
 			if err == nil {
 				err = s.mapRing(ev)
+			}
+			if err == nil {
+				err = s.attachFilter(ev)
 			}
 			if err != nil {
 				s.Close()
@@ -119,6 +128,26 @@ func (s *ringSampler) openEvent(pid, cpu int, inherit bool) (*perf.Event, error)
 		return nil, fmt.Errorf("event %s: %w", s.choice.Used, err)
 	}
 	return ev, nil
+}
+
+// attachFilter attaches the filter to ev, a per-CPU event. Where the kernel refuses it on
+// the first event, the rings go unfiltered; ev is closed when it refuses it on a later one.
+func (s *ringSampler) attachFilter(ev *perf.Event) error {
+	if s.filter == nil {
+		return nil
+	}
+	err := ev.SetBPF(uint32(s.filter.FD()))
+	switch {
+	case err == nil:
+		return nil
+	case len(s.cpuRings) == 0:
+		s.log.Debug("sampler: the kernel refuses the rings' filter; other processes' samples are read and skipped", "err", err)
+		s.filter.Close()
+		s.filter = nil
+		return nil
+	}
+	ev.Close()
+	return fmt.Errorf("attach filter: %w", err)
 }
 
 // mapRing maps ev's ring, closing ev when that fails.
@@ -227,6 +256,11 @@ func (s *ringSampler) AddTarget(pid uint32) error {
 	if s.closed {
 		return ErrClosed
 	}
+	if s.filter != nil {
+		if err := s.filter.AddTarget(pid); err != nil {
+			return fmt.Errorf("sampler: %w", err)
+		}
+	}
 	s.agg.targets[pid] = struct{}{}
 	if s.mode != RingPerThread {
 		return nil
@@ -258,8 +292,15 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 		s.readRingLocked(ev)
 	}
 	delete(s.agg.targets, pid)
+	var err error
+	if s.filter != nil {
+		err = s.filter.RemoveTarget(pid)
+	}
 	if s.agg.unwind != nil {
 		s.agg.unwind.Forget(pid)
+	}
+	if err != nil {
+		return fmt.Errorf("sampler: %w", err)
 	}
 	return nil
 }
@@ -277,7 +318,13 @@ func (s *ringSampler) Drain() (Drained, error) {
 func (s *ringSampler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.agg.stats
+	st := s.agg.stats
+	if s.filter != nil {
+		if n, err := s.filter.Outside(); err == nil {
+			st.Outside += n // kept out of the rings by the filter
+		}
+	}
+	return st
 }
 
 func (s *ringSampler) Event() EventChoice { return s.choice }
@@ -304,7 +351,12 @@ func (s *ringSampler) Close() error {
 	for _, te := range s.threads {
 		te.close()
 	}
-	s.cpuRings, s.threads = nil, nil
+	if s.filter != nil {
+		if err := s.filter.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cpuRings, s.threads, s.filter = nil, nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sampler: close: %w", err)
 	}

@@ -192,3 +192,49 @@ func functionRanges(t *testing.T, exe string, names ...string) map[string]addrRa
 	}
 	return out
 }
+
+// TestRingFilter: with the filter in the kernel, a busy process that is not a target never
+// reaches the per-CPU rings (the reader sees none of its samples), and the filter counts
+// them as Outside.
+func TestRingFilter(t *testing.T) {
+	_, target := startNoFP(t, "30")
+	_, other := startNoFP(t, "30")
+	u := unwind.New(unwind.Config{})
+	t.Cleanup(u.Close)
+	s := newTestSampler(t, Config{Backend: BackendRing, RingMode: RingPerCPU, Event: "cpu-clock", Stacks: true, Unwind: u})
+	rs := s.(*ringSampler)
+	if rs.filter == nil {
+		t.Fatal("the rings' filter did not load (as root, where BPF works)")
+	}
+	if err := s.AddTarget(target); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d, err := s.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine, others uint64
+	for k, c := range d.Counts {
+		switch k.PID {
+		case target:
+			mine += c.N
+		case other:
+			others += c.N
+		}
+	}
+	rs.mu.Lock()
+	read := rs.agg.stats.Outside
+	rs.mu.Unlock()
+	st := s.Stats()
+	t.Logf("target %d samples; the other's: %d counted, %d read from the rings, %d kept out by the filter", mine, others, read, st.Outside-read)
+	if mine < 300 || others != 0 {
+		t.Fatalf("target %d samples, the other process %d", mine, others)
+	}
+	if read != 0 || st.Outside < 300 {
+		t.Errorf("%d samples of other processes read from the rings, %d kept out", read, st.Outside-read)
+	}
+}
