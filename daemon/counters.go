@@ -54,7 +54,8 @@ func (c *Counters) detach(d statsReader) {
 	defer c.mu.Unlock()
 	if c.live == d {
 		c.last = d.stats()
-		c.last.TargetsActive, c.last.TargetsWaiting = 0, 0 // the run ended: nothing is profiled any more
+		// The run ended: nothing is profiled any more, nor held to walk its stacks.
+		c.last.TargetsActive, c.last.TargetsWaiting, c.last.UnwindTableBytes = 0, 0, 0
 		c.live = nil
 	}
 }
@@ -78,6 +79,8 @@ type Stats struct {
 	TargetsMissed            uint64 // processes found that exited before they could be added
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
 	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
+
+	UnwindTableBytes uint64 // now: the frame information --unwind dwarf holds
 
 	Flushes           uint64    // flushes of every output begun (SIGUSR1, --flush-interval, the final one): the summary's flush number
 	FlushSeconds      Histogram // how long each of those that finished took, its outputs written

@@ -19,6 +19,10 @@ func (d *daemonRun) stats() Stats {
 	if d.parts.watch != nil { // a run made up of some parts (benchmarks) has none
 		waiting = d.parts.watch.Waiting()
 	}
+	var unwindBytes uint64
+	if d.parts.unwind != nil {
+		unwindBytes = uint64(d.parts.unwind.TableBytes())
+	}
 	return Stats{
 		JITSamples: d.counted.jitSamples.Load(), OutsideSamples: d.counted.outsideSamples.Load(),
 		UnnamedSamples: d.counted.unnamedSamples.Load(),
@@ -31,6 +35,7 @@ func (d *daemonRun) stats() Stats {
 		TargetsAdded:      d.tally.added.Load(), TargetsMissed: d.tally.missed.Load(),
 		TargetsExitedBeforeSetup: d.tally.exitedEarly.Load(),
 		TargetsWaiting:           uint64(waiting),
+		UnwindTableBytes:         unwindBytes,
 		Flushes:                  d.counted.flushes.Load(),
 		FlushSeconds:             d.counted.flushSeconds.Snapshot(),
 		OutputWriteErrors:        d.counted.writeErrors.Load(),

@@ -63,6 +63,8 @@ var daemonMetrics = []daemonMetric{
 		func(s daemon.Stats) uint64 { return s.TargetsExitedBeforeSetup }},
 	{desc("targets_waiting", "Processes not profiled now: past --max-targets or --max-targets-per-user, they wait for profiled ones to exit."), gauge, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsWaiting }},
+	{desc("unwind_table_bytes", "The frame information (.eh_frame) of the files --unwind dwarf walks through, in memory now (at most 256 MB)."), gauge, nil,
+		func(s daemon.Stats) uint64 { return s.UnwindTableBytes }},
 	{desc("flushes_total", "Flushes of every output begun (SIGUSR1, --flush-interval, the final one); profd_flush_duration_seconds counts those finished."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.Flushes }},
 	{desc("output_write_errors_total", "Outputs a flush could not write (a full or unwritable --out)."), counter, nil,

@@ -21,7 +21,7 @@ var testStats = daemon.Stats{
 	JITSamples: 101, OutsideSamples: 102, UnnamedSamples: 103, LostSamples: 104, DroppedSamples: 105, KernelSamples: 106,
 	SymbolsLoaded: 107, SymbolsRefused: 108, BadSymbolRecords: 109, SymbolsOverBudget: 110,
 	TargetsActive: 1, TargetsAdded: 111, TargetsMissed: 112, TargetsExitedBeforeSetup: 113,
-	TargetsWaiting: 116, Flushes: 114, OutputWriteErrors: 115,
+	TargetsWaiting: 116, Flushes: 114, OutputWriteErrors: 115, UnwindTableBytes: 117,
 	FlushSeconds: daemon.Histogram{UpperBoundsSeconds: []float64{0.1, 1}, Cumulative: []uint64{3, 5}, Count: 6, SumSeconds: 9.5},
 }
 
@@ -108,6 +108,7 @@ func TestServesTheDaemonsCounters(t *testing.T) {
 		{"profd_targets_missed_total", nil, dto.MetricType_COUNTER, 112},
 		{"profd_targets_exited_before_setup_total", nil, dto.MetricType_COUNTER, 113},
 		{"profd_targets_waiting", nil, dto.MetricType_GAUGE, 116},
+		{"profd_unwind_table_bytes", nil, dto.MetricType_GAUGE, 117},
 		{"profd_flushes_total", nil, dto.MetricType_COUNTER, 114},
 		{"profd_output_write_errors_total", nil, dto.MetricType_COUNTER, 115},
 		{"profd_export_queued_intervals", nil, dto.MetricType_GAUGE, 201},
