@@ -46,6 +46,7 @@ type Unwinder struct {
 	files map[procfs.FileID]*file
 	bytes int64
 	over  bool // the one warning about MaxTableBytes was given
+	swept time.Time
 	// loading counts the files being read; oneLoad lets one read at a time.
 	loading sync.WaitGroup
 	oneLoad chan struct{}
@@ -55,11 +56,18 @@ type Unwinder struct {
 // file is one mapped file's frame information, read in the background: until it is (or
 // when it cannot be), table is nil and the file's code is walked by frame pointers.
 type file struct {
-	table *cfi.Table
-	loads []elf.Prog // PT_LOAD headers, for the bias of a mapping
-	users int        // processes whose mappings hold it
-	bytes int64
+	table     *cfi.Table
+	loads     []elf.Prog // PT_LOAD headers, for the bias of a mapping
+	users     int        // processes whose walks passed through it
+	idleSince time.Time  // with users 0: since when
+	bytes     int64
 }
+
+// keepIdle is how long a file's frame information is kept once no process holds it: a
+// server that forks a process per connection (PostgreSQL) or per request maps the same files
+// in each, and each would otherwise have them read anew, its first samples walked by frame
+// pointers meanwhile.
+const keepIdle = time.Minute
 
 // process is one process's executable mappings, ascending by start.
 type process struct {
@@ -93,6 +101,7 @@ func New(cfg Config) *Unwinder {
 func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames []uint64) []uint64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.sweep(time.Now())
 	p, ok := u.procs[pid]
 	if !ok {
 		p = &process{pid: pid, files: map[procfs.FileID]*file{}}
@@ -102,7 +111,8 @@ func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames [
 	return Walk(regs, stack, finder{u, p}, max, frames)
 }
 
-// Forget lets go of process pid's mappings, and of the files no other process maps.
+// Forget lets go of process pid's mappings, and of its hold on the files its walks passed
+// through (kept a minute longer for the processes to come, or until room is wanted).
 func (u *Unwinder) Forget(pid uint32) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -209,13 +219,48 @@ func (u *Unwinder) release(p *process) {
 	p.files, p.maps = nil, nil
 }
 
+// drop lets go of one process's hold on file id; the file's frame information is kept
+// keepIdle longer, or until room is wanted.
 func (u *Unwinder) drop(id procfs.FileID) {
 	if f, ok := u.files[id]; ok {
 		if f.users--; f.users <= 0 {
+			f.users, f.idleSince = 0, time.Now()
+		}
+	}
+}
+
+// sweep lets go of the files no process has held for keepIdle, at most once a second.
+func (u *Unwinder) sweep(now time.Time) {
+	if now.Sub(u.swept) < time.Second {
+		return
+	}
+	u.swept = now
+	for id, f := range u.files {
+		if f.users == 0 && now.Sub(f.idleSince) >= keepIdle {
 			u.bytes -= f.bytes
 			delete(u.files, id)
 		}
 	}
+}
+
+// makeRoom lets go of files no process holds, the longest idle first, until size more
+// bytes fit within MaxTableBytes; false when they do not.
+func (u *Unwinder) makeRoom(size int64) bool {
+	for u.bytes+size > u.cfg.MaxTableBytes {
+		var oldestID procfs.FileID
+		var oldest *file
+		for id, f := range u.files {
+			if f.users == 0 && f.bytes > 0 && (oldest == nil || f.idleSince.Before(oldest.idleSince)) {
+				oldestID, oldest = id, f
+			}
+		}
+		if oldest == nil {
+			return false
+		}
+		u.bytes -= oldest.bytes
+		delete(u.files, oldestID)
+	}
+	return true
 }
 
 // open returns the file m maps (id), starting to read its frame information the first time:
@@ -231,7 +276,7 @@ func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
 	if u.closed {
 		return f
 	}
-	if u.bytes >= u.cfg.MaxTableBytes {
+	if !u.makeRoom(1) {
 		u.warnOver(m.Path)
 		return f
 	}
@@ -256,7 +301,7 @@ func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID)
 		return
 	}
 	size := int64(t.Len()) * rowBytes
-	if u.bytes+size > u.cfg.MaxTableBytes {
+	if !u.makeRoom(size) {
 		u.warnOver(m.Path)
 		return
 	}

@@ -35,8 +35,9 @@ func startSleep(t *testing.T) (uint32, uint64) {
 }
 
 // TestUnwinderFiles: a walk reads the frame information of the files it passes through
-// (libc's), and of no other; Forget lets go of it with the last process that needed it;
-// past MaxTableBytes none is held and one warning says so.
+// (libc's), and of no other; a process started after the last that needed it was let go
+// finds it read, and it is let go a minute after; past MaxTableBytes none is held and one
+// warning says so.
 func TestUnwinderFiles(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	a, inA := startSleep(t)
@@ -59,8 +60,19 @@ func TestUnwinderFiles(t *testing.T) {
 		t.Errorf("after one of two processes was let go: %d bytes held, want %d", got, held)
 	}
 	u.Forget(b)
+	if got := u.TableBytes(); got != held {
+		t.Errorf("just after both were let go: %d bytes held, want %d kept for the processes to come", got, held)
+	}
+	// A process started later (as a server forks one per connection) finds libc's read.
+	c, inC := startSleep(t)
+	u.Unwind(c, Regs{IP: 1}, nil, 2, nil)
+	if code, ok := (finder{u, u.procs[c]}).Find(inC); !ok || code.Table == nil {
+		t.Errorf("a process started after the others were let go has no frame information for libc")
+	}
+	u.Forget(c)
+	u.sweep(time.Now().Add(keepIdle + time.Second))
 	if got := u.TableBytes(); got != 0 {
-		t.Errorf("after both were let go: %d bytes held", got)
+		t.Errorf("%v after the last process was let go: %d bytes held", keepIdle, got)
 	}
 
 	var log bytes.Buffer
@@ -73,5 +85,30 @@ func TestUnwinderFiles(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "past its bound"); n != 1 {
 		t.Errorf("%d warnings about the bound, want 1:\n%s", n, log.String())
+	}
+}
+
+// TestMakeRoom: room for new frame information is made by letting go of files no process
+// holds, the longest idle first, never of held ones.
+func TestMakeRoom(t *testing.T) {
+	u := New(Config{MaxTableBytes: 100})
+	now := time.Now()
+	u.files = map[procfs.FileID]*file{
+		{Ino: 1}: {bytes: 40, idleSince: now.Add(-3 * time.Second)},
+		{Ino: 2}: {bytes: 30, idleSince: now.Add(-time.Second)},
+		{Ino: 3}: {bytes: 20, users: 1},
+	}
+	u.bytes = 90
+	if !u.makeRoom(40) {
+		t.Fatal("no room made for 40 bytes with 70 idle")
+	}
+	if _, ok := u.files[procfs.FileID{Ino: 1}]; ok || u.bytes != 50 {
+		t.Errorf("after making room for 40: %d bytes held, the longest idle file kept: %v", u.bytes, ok)
+	}
+	if u.makeRoom(90) {
+		t.Error("room made for 90 bytes where only 30 were idle")
+	}
+	if _, ok := u.files[procfs.FileID{Ino: 3}]; !ok {
+		t.Error("a file a process holds was let go")
 	}
 }
