@@ -37,8 +37,8 @@ const maxParseBytes = 512 << 20
 const refreshEvery = 100 * time.Millisecond
 
 // Unwinder walks the sampled stacks of many processes, reading each process's mappings and
-// each mapped file's frame information once (files by device and inode, shared by every
-// process that maps them). It is safe for concurrent use.
+// the frame information of each file a walk passes through once (files by device and
+// inode, shared by every process that maps them). It is safe for concurrent use.
 type Unwinder struct {
 	cfg   Config
 	mu    sync.Mutex
@@ -61,7 +61,12 @@ type file struct {
 	users     int        // processes whose walks passed through it
 	idleSince time.Time  // with users 0: since when
 	bytes     int64
+	loading   bool      // being read
+	failedAt  time.Time // when the last read failed (or found no room)
 }
+
+// retryEvery is how long after a failed read a file's frame information is tried again.
+const retryEvery = 10 * time.Second
 
 // keepIdle is how long a file's frame information is kept once no process holds it: a
 // server that forks a process per connection (PostgreSQL) or per request maps the same files
@@ -149,6 +154,7 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		m.f = f.u.need(f.p, m)
 	}
 	if m.f.table == nil {
+		f.u.read(m.f, f.p.pid, &procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Path: m.path}, m.id)
 		return Code{}, false
 	}
 	if !m.biased {
@@ -170,7 +176,7 @@ func (p *process) find(pc uint64) (*mapping, bool) {
 	return nil, false
 }
 
-// refresh reads p's mappings again, and the frame information of files it maps first.
+// refresh reads p's mappings again, and lets go of the files it no longer maps.
 func (u *Unwinder) refresh(p *process) {
 	p.readAt = time.Now()
 	maps, err := procfs.ReadMaps(p.pid)
@@ -263,26 +269,34 @@ func (u *Unwinder) makeRoom(size int64) bool {
 	return true
 }
 
-// open returns the file m maps (id), starting to read its frame information the first time:
-// in the background, one file at a time, so that the reader of the samples does not wait
-// (libLLVM's takes a quarter of a second). A file that cannot be read is remembered as such
-// (nil table) while a process maps it.
+// open returns the file m maps (id), starting to read its frame information (see read).
 func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
-	if f, ok := u.files[id]; ok {
-		return f
+	f, ok := u.files[id]
+	if !ok {
+		f = &file{}
+		u.files[id] = f
 	}
-	f := &file{}
-	u.files[id] = f
-	if u.closed {
-		return f
+	u.read(f, pid, m, id)
+	return f
+}
+
+// read starts reading f's frame information, through process pid's mapping m, unless it is
+// read or being read, or its last read failed less than retryEvery ago (the process it was
+// read through may have exited first: another's walk tries again). Files are read in the
+// background, one at a time, so that the reader of the samples does not wait (libLLVM's
+// takes a quarter of a second).
+func (u *Unwinder) read(f *file, pid uint32, m *procfs.Mapping, id procfs.FileID) {
+	if f.table != nil || f.loading || u.closed || !f.failedAt.IsZero() && time.Since(f.failedAt) < retryEvery {
+		return
 	}
 	if !u.makeRoom(1) {
 		u.warnOver(m.Path)
-		return f
+		f.failedAt = time.Now()
+		return
 	}
+	f.loading = true
 	u.loading.Add(1)
 	go u.load(f, pid, *m, id)
-	return f
 }
 
 // load reads f's frame information and hands it over, unless the file was let go of
@@ -290,19 +304,26 @@ func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
 func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID) {
 	defer u.loading.Done()
 	u.oneLoad <- struct{}{}
-	t, loads, err := read(pid, &m, id)
+	t, loads, err := readFile(pid, &m, id)
 	<-u.oneLoad
 	if err != nil {
 		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if t == nil || u.files[id] != f {
+	f.loading = false
+	if u.files[id] != f {
 		return
 	}
-	size := int64(t.Len()) * rowBytes
-	if !u.makeRoom(size) {
-		u.warnOver(m.Path)
+	size := int64(0)
+	if t != nil {
+		size = int64(t.Len()) * rowBytes
+	}
+	if t == nil || !u.makeRoom(size) {
+		if t != nil {
+			u.warnOver(m.Path)
+		}
+		f.failedAt = time.Now()
 		return
 	}
 	f.table, f.loads, f.bytes = t, loads, size
@@ -325,8 +346,8 @@ func (u *Unwinder) warnOver(path string) {
 	}
 }
 
-// read reads the frame information and load segments of the file pid maps at m.
-func read(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []elf.Prog, error) {
+// readFile reads the frame information and load segments of the file pid maps at m.
+func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []elf.Prog, error) {
 	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
 	if err != nil {
 		return nil, nil, err

@@ -112,3 +112,31 @@ func TestMakeRoom(t *testing.T) {
 		t.Error("a file a process holds was let go")
 	}
 }
+
+// TestUnwinderRetry: a file whose read failed (the process it was read through exited
+// first) is read again through another process's walk once retryEvery has passed, not
+// before.
+func TestUnwinderRetry(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	a, inA := startSleep(t)
+	maps, err := procfs.ReadMaps(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := procfs.Find(maps, inA)
+	u := New(Config{})
+	failed := &file{failedAt: time.Now(), users: 1} // held by the process that exited
+	u.files[m.ID()] = failed
+	u.Unwind(a, Regs{IP: inA}, nil, 2, nil)
+	if failed.loading {
+		t.Fatal("a file whose read failed just now is read again at once")
+	}
+	u.mu.Lock()
+	failed.failedAt = time.Now().Add(-retryEvery - time.Second)
+	u.mu.Unlock()
+	u.Unwind(a, Regs{IP: inA}, nil, 2, nil)
+	u.Close()
+	if failed.table == nil || u.TableBytes() == 0 {
+		t.Errorf("a file whose read failed %v ago is not read again: %d bytes held", retryEvery, u.TableBytes())
+	}
+}
