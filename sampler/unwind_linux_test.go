@@ -146,6 +146,19 @@ func sampleStacks(t *testing.T, pid uint32, cfg Config) []StackCount {
 	cfg.Backend, cfg.RingMode, cfg.Event, cfg.Stacks = BackendRing, RingPerCPU, "cpu-clock", true
 	s := newTestSampler(t, cfg)
 	defer s.Close()
+	d := sampleFor(t, s, pid)
+	var out []StackCount
+	for _, st := range d.Stacks {
+		if st.PID == pid {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// sampleFor starts s on target pid and drains what it took in 1.5 s.
+func sampleFor(t *testing.T, s Sampler, pid uint32) Drained {
+	t.Helper()
 	if err := s.AddTarget(pid); err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +170,7 @@ func sampleStacks(t *testing.T, pid uint32, cfg Config) []StackCount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []StackCount
-	for _, st := range d.Stacks {
-		if st.PID == pid {
-			out = append(out, st)
-		}
-	}
-	return out
+	return d
 }
 
 func (r addrRange) has(ip uint64) bool { return r.lo <= ip && ip < r.hi }
@@ -206,17 +213,7 @@ func TestRingFilter(t *testing.T) {
 	if rs.filter == nil {
 		t.Fatal("the rings' filter did not load (as root, where BPF works)")
 	}
-	if err := s.AddTarget(target); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	d, err := s.Drain()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := sampleFor(t, s, target)
 	var mine, others uint64
 	for k, c := range d.Counts {
 		switch k.PID {
