@@ -123,10 +123,16 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 	nr := int(ne.Uint64(chain))
 	ips := chain[8 : 8+8*nr]
 	// The key: pid, tid, then the entries (a map lookup by string(b) does not allocate).
+	// Unwound, the user frames are the unwinder's, not the kernel's walk by frame pointers
+	// (through code without them, a different stray address at each sample).
 	k := ne.AppendUint32(ne.AppendUint32(a.key[:0], pid), tid)
-	k = append(k, ips...)
-	if unwound != nil {
-		k = ne.AppendUint64(k, callchainContextMax) // not an address: where unwound frames begin
+	if unwound == nil {
+		k = append(k, ips...)
+	} else {
+		for i := 0; i < nr && ne.Uint64(ips[8*i:]) != callchainUser; i++ {
+			k = append(k, ips[8*i:8*i+8]...)
+		}
+		k = ne.AppendUint64(k, callchainUser)
 		for _, ip := range unwound {
 			k = ne.AppendUint64(k, ip)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/profd/profd/internal/unwind"
 )
 
 // chainRec is a sample record with a callchain of entries (markers included).
@@ -153,4 +155,47 @@ func FuzzDecodeUserStack(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrBadRecord", err)
 		}
 	})
+}
+
+// TestUnwoundStackKey: unwound, two samples with the same registers and stack are one
+// chain, whatever the kernel's walk by frame pointers found (through code without frame
+// pointers, a stray address each time); kernel frames still tell chains apart.
+func TestUnwoundStackKey(t *testing.T) {
+	a := newAggregate()
+	a.stacks, a.kernel = true, true
+	a.unwind = unwind.New(unwind.Config{})
+	t.Cleanup(a.unwind.Close)
+	a.targets[10] = struct{}{}
+	ne := binary.NativeEndian
+	// A frame-pointer walk: BP points at a saved BP of 0 and a return address.
+	stack := make([]byte, 64)
+	ne.PutUint64(stack[16:], 0)
+	ne.PutUint64(stack[24:], 0x4005)
+	rec := func(misc uint16, entries ...uint64) []byte {
+		body := sampleRec(10, 11, 0x1000, 5, 1, misc)[recordHeaderBytes:]
+		body = ne.AppendUint64(body, uint64(len(entries)))
+		for _, e := range entries {
+			body = ne.AppendUint64(body, e)
+		}
+		body = ne.AppendUint64(body, regsABI64)
+		body = ne.AppendUint64(ne.AppendUint64(ne.AppendUint64(body, 0x7000+16), 0x7000), 0x1000) // BP, SP, IP
+		body = ne.AppendUint64(body, uint64(len(stack)))
+		body = append(body, stack...)
+		body = ne.AppendUint64(body, uint64(len(stack)))
+		return rec(recordSample, misc, body)
+	}
+	var stream []byte
+	stream = append(stream, rec(miscUser, callchainUser, 0x1000, 0xdead01)...)
+	stream = append(stream, rec(miscUser, callchainUser, 0x1000, 0xdead02, 0xdead03)...)
+	stream = append(stream, rec(miscKernel, callchainKernel, 0xffffffff81000010, callchainUser, 0x1000, 0xdead04)...)
+	if err := a.decodeStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	d := a.take()
+	if len(d.Stacks) != 2 {
+		t.Fatalf("%d chains, want 2 (one user-mode, one with kernel frames): %+v", len(d.Stacks), d.Stacks)
+	}
+	if st := d.Stacks[0]; st.N != 2 || !reflect.DeepEqual(st.User, []uint64{0x1000, 0x4005}) {
+		t.Errorf("the user-mode chain: %d samples, frames %#x; want 2 and the unwound [0x1000 0x4005]", st.N, st.User)
+	}
 }
