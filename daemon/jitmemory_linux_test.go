@@ -133,6 +133,7 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 		d, r, launcher, server, _ := daemon(t, "3")
 		waitFor(t, "the launcher kept", 10*time.Second, func() bool { return strings.Contains(r.logs.String(), kept(launcher)) })
 		reused := startWithPid(t, launcher, exe, "1")
+		t.Cleanup(reused.removeRuntimeFiles) // it writes a perf map of its own, under that pid
 		added := `msg="profd: target added" pid=` + strconv.Itoa(launcher) + " "
 		waitFor(t, "the new process added", 10*time.Second, func() bool { return strings.Count(r.logs.String(), added) == 2 })
 		if !strings.Contains(r.logs.String(), letGo(launcher)) {
