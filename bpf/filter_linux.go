@@ -41,35 +41,14 @@ func LoadRingFilter() (*RingFilter, error) {
 func (f *RingFilter) FD() int { return f.objs.ProfdRingFilter.FD() }
 
 // AddTarget lets the samples of process tgid (all its threads) through.
-func (f *RingFilter) AddTarget(tgid uint32) error {
-	if err := f.objs.Targets.Update(tgid, uint8(1), ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("bpf: add target %d: %w", tgid, err)
-	}
-	return nil
-}
+func (f *RingFilter) AddTarget(tgid uint32) error { return addTarget(f.objs.Targets, tgid) }
 
 // RemoveTarget stops letting tgid's samples through; not an error for a tgid that is not a
 // target.
-func (f *RingFilter) RemoveTarget(tgid uint32) error {
-	err := f.objs.Targets.Delete(tgid)
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("bpf: remove target %d: %w", tgid, err)
-	}
-	return nil
-}
+func (f *RingFilter) RemoveTarget(tgid uint32) error { return removeTarget(f.objs.Targets, tgid) }
 
 // Outside is how many samples of other processes the filter has kept from the rings.
-func (f *RingFilter) Outside() (uint64, error) {
-	var perCPU []uint64
-	if err := f.objs.Stats.Lookup(uint32(statOutside), &perCPU); err != nil {
-		return 0, fmt.Errorf("bpf: read filter stats: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
-	}
-	return n, nil
-}
+func (f *RingFilter) Outside() (uint64, error) { return sumStat(f.objs.Stats, statOutside) }
 
 // Close releases the program and its maps.
 func (f *RingFilter) Close() error {

@@ -316,8 +316,11 @@ func (p *Program) FD() int {
 }
 
 // AddTarget makes the program count samples of process tgid (all its threads).
-func (p *Program) AddTarget(tgid uint32) error {
-	if err := p.objs.Targets.Update(tgid, uint8(1), ebpf.UpdateAny); err != nil {
+func (p *Program) AddTarget(tgid uint32) error { return addTarget(p.objs.Targets, tgid) }
+
+// addTarget puts tgid in a program's targets map.
+func addTarget(targets *ebpf.Map, tgid uint32) error {
+	if err := targets.Update(tgid, uint8(1), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("bpf: add target %d: %w", tgid, err)
 	}
 	return nil
@@ -325,8 +328,12 @@ func (p *Program) AddTarget(tgid uint32) error {
 
 // RemoveTarget stops counting tgid. Counts already taken stay until drained. Removing a tgid
 // that is not a target is not an error.
-func (p *Program) RemoveTarget(tgid uint32) error {
-	err := p.objs.Targets.Delete(tgid)
+func (p *Program) RemoveTarget(tgid uint32) error { return removeTarget(p.objs.Targets, tgid) }
+
+// removeTarget takes tgid out of a program's targets map; not an error for a tgid that is
+// not there.
+func removeTarget(targets *ebpf.Map, tgid uint32) error {
+	err := targets.Delete(tgid)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpf: remove target %d: %w", tgid, err)
 	}
@@ -348,9 +355,12 @@ func (p *Program) Stats() (Stats, error) {
 }
 
 // stat sums one counter over the CPUs.
-func (p *Program) stat(i uint32) (uint64, error) {
+func (p *Program) stat(i uint32) (uint64, error) { return sumStat(p.objs.Stats, i) }
+
+// sumStat sums counter i of a program's per-CPU stats map over the CPUs.
+func sumStat(stats *ebpf.Map, i uint32) (uint64, error) {
 	var perCPU []uint64
-	if err := p.objs.Stats.Lookup(i, &perCPU); err != nil {
+	if err := stats.Lookup(i, &perCPU); err != nil {
 		return 0, fmt.Errorf("bpf: read stat %d: %w", i, err)
 	}
 	var sum uint64
