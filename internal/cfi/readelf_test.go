@@ -254,9 +254,10 @@ func TestGaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := readelfRows(t, "/lib/x86_64-linux-gnu/libc.so.6")
 	covered := map[uint64]bool{}
 	var ends []uint64
-	for _, r := range readelfRows(t, "/lib/x86_64-linux-gnu/libc.so.6") {
+	for _, r := range rows {
 		covered[r.begin] = true
 		ends = append(ends, r.end)
 	}
@@ -265,7 +266,7 @@ func TestGaps(t *testing.T) {
 		if covered[e] {
 			continue
 		}
-		if row, ok := tab.Find(e); ok && !coveredBy(t, e) {
+		if row, ok := tab.Find(e); ok && !coveredBy(rows, e) {
 			t.Fatalf("%#x, past a description's end, has a rule %+v", e, row)
 		}
 		gaps++
@@ -278,10 +279,10 @@ func TestGaps(t *testing.T) {
 	}
 }
 
-// coveredBy reports whether some description other than the one ending at pc covers pc
-// (descriptions are not always sorted or disjoint); the check above is of gaps.
-func coveredBy(t *testing.T, pc uint64) bool {
-	for _, r := range readelfRows(t, "/lib/x86_64-linux-gnu/libc.so.6") {
+// coveredBy reports whether some description of rows other than the one ending at pc
+// covers pc (descriptions are not always sorted or disjoint); the check above is of gaps.
+func coveredBy(rows []readelfRow, pc uint64) bool {
+	for _, r := range rows {
 		if r.begin <= pc && pc < r.end {
 			return true
 		}
