@@ -91,6 +91,11 @@ type mapping struct {
 	biased             bool // bias is known (f's table is read)
 }
 
+// source is the line of the process's maps m was made from, as far as reading its file needs.
+func (m *mapping) source() *procfs.Mapping {
+	return &procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Path: m.path}
+}
+
 // New returns an Unwinder.
 func New(cfg Config) *Unwinder {
 	if cfg.MaxTableBytes <= 0 {
@@ -154,12 +159,11 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		m.f = f.u.need(f.p, m)
 	}
 	if m.f.table == nil {
-		f.u.read(m.f, f.p.pid, &procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Path: m.path}, m.id)
+		f.u.read(m.f, f.p.pid, m.source(), m.id)
 		return Code{}, false
 	}
 	if !m.biased {
-		mp := procfs.Mapping{Start: m.start, Offset: m.offset}
-		if m.bias, ok = biasOf(m.f.loads, &mp); !ok {
+		if m.bias, ok = biasOf(m.f.loads, m.source()); !ok {
 			m.f = nil // no load segment holds it: not code the file describes
 			return Code{}, false
 		}
@@ -211,7 +215,7 @@ func (u *Unwinder) need(p *process, m *mapping) *file {
 	if f, ok := p.files[m.id]; ok {
 		return f
 	}
-	f := u.open(p.pid, &procfs.Mapping{Start: m.start, End: m.end, Offset: m.offset, Path: m.path}, m.id)
+	f := u.open(p.pid, m.source(), m.id)
 	f.users++
 	p.files[m.id] = f
 	return f
