@@ -380,21 +380,21 @@ func phpFPM() string {
 
 // python312 finds a Python 3.12 or later (-X perf), on PATH or among pyenv's versions.
 func python312() string {
-	if pythonDir() == "" {
+	if pythonPath() == "" {
 		return "Python 3.12 or later (python3.12 or python3.13 on PATH or under ~/.pyenv/versions)"
 	}
 	return ""
 }
 
-// pythonDir is the directory of the python3.12 (else python3.13) python312 found, "" when none.
-func pythonDir() string {
+// pythonPath is the python3.12 (else python3.13) python312 found, "" when none.
+func pythonPath() string {
 	for _, name := range []string{"python3.12", "python3.13"} {
 		if p, err := exec.LookPath(name); err == nil && exec.Command(p, "-c", "").Run() == nil {
-			return filepath.Dir(p)
+			return p
 		}
 		home, _ := os.UserHomeDir()
 		if m, _ := filepath.Glob(filepath.Join(home, ".pyenv/versions/3.1[23].*/bin", name)); len(m) > 0 {
-			return filepath.Dir(m[len(m)-1])
+			return m[len(m)-1]
 		}
 	}
 	return ""
@@ -402,16 +402,11 @@ func pythonDir() string {
 
 // pythonOnPath puts the Python python312 found first on the page's PATH, as python3.12.
 func pythonOnPath(t *testing.T, dir string) []string {
-	py := pythonDir()
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(py, "python3.12")
-	if _, err := os.Stat(target); err != nil {
-		target = filepath.Join(py, "python3.13")
-	}
-	if err := os.Symlink(target, filepath.Join(bin, "python3.12")); err != nil {
+	if err := os.Symlink(pythonPath(), filepath.Join(bin, "python3.12")); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
