@@ -116,6 +116,16 @@ static __always_inline void bump(__u32 index)
 		*v += 1; // per-CPU slot: no other writer
 }
 
+// is_target reports whether tgid is a target process, counting the sample in STAT_OUTSIDE
+// when it is not.
+static __always_inline int is_target(__u32 tgid)
+{
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		return 1;
+	bump(STAT_OUTSIDE);
+	return 0;
+}
+
 // add counts one sample at now_ns in v. last_ns is a plain store: two CPUs
 // counting the same key at once leave one of their times, either of which is
 // a time the key was sampled at.
@@ -159,10 +169,8 @@ SEC("perf_event")
 int profd_sample(struct perf_event_ctx *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&targets, &tgid)) {
-		bump(STAT_OUTSIDE);
+	if (!is_target(tgid))
 		return 0;
-	}
 	if ((ctx->regs.cs & 3) == 0) {
 		bump(STAT_KERNEL);
 		return 0;
@@ -197,12 +205,7 @@ int profd_sample(struct perf_event_ctx *ctx)
 SEC("perf_event")
 int profd_ring_filter(struct perf_event_ctx *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&targets, &tgid)) {
-		bump(STAT_OUTSIDE);
-		return 0;
-	}
-	return 1;
+	return is_target(bpf_get_current_pid_tgid() >> 32);
 }
 
 // Call stacks (the loader attaches profd_sample_stacks instead of profd_sample when asked
@@ -258,10 +261,8 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!bpf_map_lookup_elem(&targets, &tgid)) {
-		bump(STAT_OUTSIDE);
+	if (!is_target(tgid))
 		return 0;
-	}
 	int kernel_mode = (ctx->regs.cs & 3) == 0;
 	if (kernel_mode && !kernel_stacks) {
 		bump(STAT_KERNEL);
