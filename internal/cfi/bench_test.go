@@ -12,7 +12,7 @@ func BenchmarkReadELF(b *testing.B) {
 	path := "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
 	f, err := elf.Open(path)
 	if err != nil {
-		path = "/lib/x86_64-linux-gnu/libc.so.6"
+		path = libcPath
 		if f, err = elf.Open(path); err != nil {
 			b.Fatal(err)
 		}
@@ -32,15 +32,7 @@ func BenchmarkReadELF(b *testing.B) {
 
 // BenchmarkFind is one look-up in libc's table.
 func BenchmarkFind(b *testing.B) {
-	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	t, err := ReadELF(f)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, t := readLibc(b)
 	pcs := make([]uint64, 1024)
 	for i := range pcs {
 		pcs[i] = t.rows[(i*7919)%len(t.rows)].PC + 1

@@ -8,7 +8,7 @@ import (
 // FuzzRead feeds Read arbitrary section bytes: it must not panic, allocate beyond its
 // bounds or return rows out of order.
 func FuzzRead(f *testing.F) {
-	if ef, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6"); err == nil {
+	if ef, err := elf.Open(libcPath); err == nil {
 		if s := ef.Section(".eh_frame"); s != nil {
 			if data, err := s.Data(); err == nil {
 				f.Add(data[:min(len(data), 512)], s.Addr)

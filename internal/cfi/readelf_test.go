@@ -139,12 +139,30 @@ func wantRow(t *testing.T, r readelfRow) Row {
 	return w
 }
 
+// libcPath is this machine's C library, which every test here reads.
+const libcPath = "/lib/x86_64-linux-gnu/libc.so.6"
+
+// readLibc opens the C library (closed when the test ends) and reads its table.
+func readLibc(tb testing.TB) (*elf.File, *Table) {
+	tb.Helper()
+	f, err := elf.Open(libcPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	tab, err := ReadELF(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f, tab
+}
+
 // oracleFiles are real ELF files of this machine, built by different compilers and
 // options, and a program built here without frame pointers.
 func oracleFiles(t *testing.T) []string {
 	var files []string
 	for _, pattern := range []string{
-		"/lib/x86_64-linux-gnu/libc.so.6",
+		libcPath,
 		"/lib/x86_64-linux-gnu/libstdc++.so.6",
 		"/lib/x86_64-linux-gnu/libm.so.6",
 		"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1",
@@ -245,16 +263,8 @@ func sameButBP(a, b Row) bool {
 
 // TestGaps: an address between two frame descriptions, or past the last, has no rule.
 func TestGaps(t *testing.T) {
-	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tab, err := ReadELF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := readelfRows(t, "/lib/x86_64-linux-gnu/libc.so.6")
+	_, tab := readLibc(t)
+	rows := readelfRows(t, libcPath)
 	covered := map[uint64]bool{}
 	var ends []uint64
 	for _, r := range rows {
@@ -293,18 +303,10 @@ func coveredBy(rows []readelfRow, pc uint64) bool {
 // TestPLT: libc's .plt is described by GNU ld's expression, read as RegPLT: the CFA is the
 // stack pointer plus 8 in an entry's first 11 bytes (before its push), plus 16 after.
 func TestPLT(t *testing.T) {
-	f, err := elf.Open("/lib/x86_64-linux-gnu/libc.so.6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, tab := readLibc(t)
 	plt := f.Section(".plt")
 	if plt == nil {
 		t.Fatal("libc has no .plt")
-	}
-	tab, err := ReadELF(f)
-	if err != nil {
-		t.Fatal(err)
 	}
 	entry := plt.Addr + 16 // past PLT0
 	row, ok := tab.Find(entry)
