@@ -115,6 +115,10 @@ type Watcher struct {
 	// execNs holds, per target that exec'd another executable (and was reported removed and
 	// added anew for it), when the exec notification said it did; ExecedAt's.
 	execNs map[uint32]int64
+	// addedNs holds, per target, a CLOCK_MONOTONIC time before the watcher read the state it
+	// added the target in: an exec notification stamped earlier is of an exec that state
+	// includes (late, as notifications may be under load), not a change since.
+	addedNs map[uint32]int64
 	// forkedFrom holds, per target a fork notification made one, the process that forked
 	// it, until a notification says it exec'd; ForkedFrom's.
 	forkedFrom map[uint32]uint32
@@ -155,7 +159,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), forkedFrom: make(map[uint32]uint32), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), addedNs: make(map[uint32]int64), forkedFrom: make(map[uint32]uint32), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}, bound: newBound(cfg.MaxTargets, cfg.MaxPerUser)}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -446,11 +450,19 @@ func (w *Watcher) checkPid(pid uint32, execNs int64) {
 // checkOne is checkPid's look at pid. It returns the user whose bound it left room under,
 // if any. Called with scanMu held.
 func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
+	readNs := clockNs()
 	st := w.targetStart(pid)
 	exe := w.exeID(pid, st)
 	uid, counted := w.userOf(pid, st)
 	w.mu.Lock()
 	old, had := w.current[pid]
+	if had && execNs != 0 && execNs < w.addedNs[pid] {
+		// The target was added in a state read after this exec: the notification comes late.
+		// Compared with the process now, it would report a later exec (whose own notification
+		// is on its way) as this one, and that one as an exec that changes nothing.
+		w.mu.Unlock()
+		return nil
+	}
 	if had && old == st && w.exes[pid] == exe {
 		prev, was := w.bound.owner[pid]
 		if !counted || was && prev == uid {
@@ -463,6 +475,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		ok, perUser, began := w.bound.admit(pid, st, uid)
 		if !ok {
 			delete(w.current, pid)
+			delete(w.addedNs, pid)
 			delete(w.exes, pid)
 			delete(w.execNs, pid)
 			delete(w.forkedFrom, pid)
@@ -482,6 +495,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 	var freed []uint32
 	if had {
 		delete(w.current, pid)
+		delete(w.addedNs, pid)
 		delete(w.exes, pid)
 		delete(w.forkedFrom, pid)
 		if u, ok := w.bound.release(pid); ok {
@@ -497,6 +511,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 	}
 	if st != 0 && ok {
 		w.current[pid] = st
+		w.addedNs[pid] = readNs
 		w.noteExe(pid, exe)
 	}
 	if had && old == st && st != 0 && ok && execNs != 0 {
@@ -725,6 +740,7 @@ type checkedProc struct {
 // /proc without holding up exec notifications (a walk reads every process's executable,
 // which under a storm of processes takes long); what changed meanwhile is checked again.
 func (w *Watcher) Scan() {
+	scanNs := clockNs() // before any state is read
 	found := make(map[uint32]uint64)
 	for pid := range w.pinned {
 		if st, ok := w.pinnedAlive(pid); ok {
@@ -863,6 +879,7 @@ func (w *Watcher) Scan() {
 		if e, ok := exes[pid]; found[pid] != st || ok && e != w.exes[pid] {
 			removed = append(removed, pid)
 			delete(w.current, pid)
+			delete(w.addedNs, pid)
 			delete(w.exes, pid)
 			delete(w.execNs, pid) // the scan cannot tell when
 			delete(w.forkedFrom, pid)
@@ -890,6 +907,7 @@ func (w *Watcher) Scan() {
 		}
 		added = append(added, pid)
 		w.current[pid] = st
+		w.addedNs[pid] = scanNs
 		e, ok := exes[pid]
 		if !ok {
 			e = w.exeID(pid, st)

@@ -398,6 +398,47 @@ func TestPinnedExecSame(t *testing.T) {
 	}
 }
 
+// TestLateExecNotification: a notification of an exec from before the target was added (the
+// process's start, told late under load) changes nothing, though the process has exec'd
+// again since: that later exec, told with its own time, is the removal and the adding.
+func TestLateExecNotification(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	early := monotonicNs(t) // before the shell is found: its own exec's time, or earlier
+	sh, in := startShell(t, "sh", "read x; exec sleep 30")
+	pid := uint32(sh.Process.Pid)
+	var r recorder
+	// Scans only: the test delivers the notifications itself, in the order load can bring.
+	w, err := New(Config{PIDs: []uint32{pid}, Interval: time.Hour, ScanOnly: true}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the shell added", func() bool { return r.has(&r.added, int(pid)) })
+	in.Write([]byte("go\n"))
+	eventually(t, "the shell exec'd into sleep", func() bool {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return strings.HasSuffix(exe, "/sleep")
+	})
+	later := monotonicNs(t)
+	w.checkPid(pid, early)
+	r.mu.Lock()
+	added, removed, execed := len(r.added), len(r.removed), len(r.execed)
+	r.mu.Unlock()
+	if added != 1 || removed != 0 || execed != 0 {
+		t.Fatalf("a notification from before the adding: added %d times, removed %d, told of %d execs; want nothing", added, removed, execed)
+	}
+	w.checkPid(pid, later)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.added) != 2 || len(r.removed) != 1 || len(r.execed) != 0 {
+		t.Errorf("the exec's own notification: added %v, removed %v, execs told %v; want a removal and an adding", r.added, r.removed, r.execed)
+	}
+	if at, ok := w.ExecedAt(pid); !ok || at != later {
+		t.Errorf("ExecedAt(%d) = %d, %v; want %d", pid, at, ok, later)
+	}
+}
+
 // An explicit pid that execs another executable is reported removed and added anew, and stays
 // a target: seen at its exec with exec notifications (as root), by the look at the explicit
 // pids every Interval without them. With notifications, ExecedAt says when it exec'd.
