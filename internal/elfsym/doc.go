@@ -11,6 +11,9 @@
 //	t, err := f.Wait(ctx)            // loaded in the background, once per file
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //
+// LookupDynamic goes the other way, from a name to a file's dynamic symbol, through its
+// .gnu.hash table as the dynamic linker does.
+//
 // A Table is read once per file (by build-id among the files of one owner, else by device,
 // inode, size and time of change) and shared by every process that maps it; looking an address up is a binary
 // search that allocates nothing. ELF files are hostile input: reads are bounded, the

@@ -62,8 +62,8 @@ func candidates(pid uint32) ([]candidate, error) {
 }
 
 // maxSymbolReadBytes bounds what is read of one candidate file for its dynamic symbols:
-// debug/elf reads headers, symbol and string tables whole, and a sparse file may make them
-// terabytes. libLLVM-14's take 4 MiB.
+// without a .gnu.hash table debug/elf reads its symbol and string tables whole, and a sparse
+// file may make them terabytes.
 const maxSymbolReadBytes = 64 << 20
 
 // lookupSymbol reads the descriptor's symbol from the ELF file c, as pid maps it
@@ -86,25 +86,12 @@ func lookupSymbol(pid uint32, c candidate) (symbolInfo, error) {
 			break
 		}
 	}
-	syms, err := dynamicSymbols(f)
-	if err != nil {
-		return info, nil // no dynamic symbols (or too many to read): not exported here
+	s, ok, err := elfsym.LookupDynamic(f, descriptorSymbol)
+	if err != nil || !ok {
+		return info, nil // no dynamic symbols (or a damaged table): not exported here
 	}
-	for _, s := range syms {
-		if s.Name == descriptorSymbol && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
-			info.ok, info.value = true, s.Value
-			break
-		}
+	if s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
+		info.ok, info.value = true, s.Value
 	}
 	return info, nil
-}
-
-// dynamicSymbols is f's DynamicSymbols, a panic of debug/elf on a damaged file an error.
-func dynamicSymbols(f *elf.File) (syms []elf.Symbol, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			syms, err = nil, fmt.Errorf("gdbjit: dynamic symbols: %v", p)
-		}
-	}()
-	return f.DynamicSymbols()
 }
