@@ -261,7 +261,8 @@ func sameButBP(a, b Row) bool {
 	return a == b
 }
 
-// TestGaps: an address between two frame descriptions, or past the last, has no rule.
+// TestGaps: an address between two frame descriptions, or past the last, has no rule; the
+// table spans the descriptions, from the first one's start to the last one's end.
 func TestGaps(t *testing.T) {
 	_, tab := readLibc(t)
 	rows := readelfRows(t, libcPath)
@@ -286,6 +287,14 @@ func TestGaps(t *testing.T) {
 	}
 	if _, ok := tab.Find(0); ok {
 		t.Error("address 0 has a rule")
+	}
+	lo, hi := tab.Span()
+	first, end := rows[0].begin, rows[0].end
+	for _, r := range rows {
+		first, end = min(first, r.begin), max(end, r.end)
+	}
+	if lo != first || hi != end {
+		t.Errorf("Span %#x-%#x, the descriptions %#x-%#x", lo, hi, first, end)
 	}
 }
 

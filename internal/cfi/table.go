@@ -61,6 +61,15 @@ type Table struct {
 // Len is how many rows the table holds.
 func (t *Table) Len() int { return len(t.rows) }
 
+// Span is the addresses the table's rows describe, from the first row's up to the end of
+// the last description; both 0 for a table without rows.
+func (t *Table) Span() (lo, hi uint64) {
+	if len(t.rows) == 0 {
+		return 0, 0
+	}
+	return t.rows[0].PC, t.rows[len(t.rows)-1].PC
+}
+
 // Find returns the rule for the instruction at pc (a virtual address of the file); false
 // when no frame description covers pc.
 func (t *Table) Find(pc uint64) (Row, bool) {

@@ -19,8 +19,11 @@
 //	}
 //	r.Forget(pid) // when the process is gone
 //
+// FrameSections finds where the JIT loaded each object's .eh_frame, for internal/unwind to
+// walk JIT code without frame pointers: only the objects' headers are read.
+//
 // The descriptor is looked up in the dynamic symbols of the process's executable and of the
-// libraries it maps whose file name starts with "libLLVM", each opened as it is mapped
+// libraries it maps whose file name starts with "libLLVM" (by their .gnu.hash tables), each opened as it is mapped
 // (procfs.OpenMapped) and read up to a bound; processes without one get ErrNoDescriptor.
 // Everything read from the process is untrusted: the list walk is bounded (entries, object
 // sizes, cycles), so are the bytes one walk reads and the decoded objects kept (for each

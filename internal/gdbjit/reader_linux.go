@@ -82,9 +82,10 @@ type procState struct {
 	descAddr uint64 // 0: none found
 	noDesc   error  // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
 	objects  map[objectKey]jitmap.DebugInfo
-	keys     []objectKey      // the list as last walked, nil when that walk left objects unread
-	info     jitmap.DebugInfo // its objects' rows and subprograms, by address
-	held     int64            // heldBytes of its objects
+	frames   map[objectKey]Section // FrameSections' objects, as last walked
+	keys     []objectKey           // the list as last walked, nil when that walk left objects unread
+	info     jitmap.DebugInfo      // its objects' rows and subprograms, by address
+	held     int64                 // heldBytes of its objects
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -137,20 +138,9 @@ func (r *Reader) Forget(pid uint32) {
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := r.procs[pid]
-	if st == nil {
-		addr, err := r.findDescriptor(pid)
-		if err != nil {
-			return jitmap.DebugInfo{}, err
-		}
-		st = &procState{descAddr: addr, objects: map[objectKey]jitmap.DebugInfo{}}
-		if addr == 0 {
-			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
-		}
-		r.procs[pid] = st
-	}
-	if st.descAddr == 0 {
-		return jitmap.DebugInfo{}, st.noDesc
+	st, err := r.state(pid)
+	if err != nil {
+		return jitmap.DebugInfo{}, err
 	}
 	r.stats.Walks++
 	keys, err := r.walk(pid, st.descAddr)
@@ -197,6 +187,27 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.held += held - st.held
 	st.objects, st.keys, st.info, st.held = live, keys, info, held
 	return info, nil
+}
+
+// state is what the Reader keeps of pid, its descriptor looked up the first time; an error
+// when pid has none (remembered until Forget) or its files cannot be read.
+func (r *Reader) state(pid uint32) (*procState, error) {
+	st := r.procs[pid]
+	if st == nil {
+		addr, err := r.findDescriptor(pid)
+		if err != nil {
+			return nil, err
+		}
+		st = &procState{descAddr: addr, objects: map[objectKey]jitmap.DebugInfo{}}
+		if addr == 0 {
+			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
+		}
+		r.procs[pid] = st
+	}
+	if st.descAddr == 0 {
+		return nil, st.noDesc
+	}
+	return st, nil
 }
 
 // heldBytes estimates the memory a decoded object holds: its rows and subprograms, and their
