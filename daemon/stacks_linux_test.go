@@ -17,12 +17,16 @@ import (
 	"github.com/profd/profd/sampler"
 )
 
-// callchainIR compiles workloads/callchain.c with frame pointers for lli-14.
-func callchainIR(t *testing.T) string {
+// callchainIR compiles workloads/callchain.c for lli-14, with frame pointers or without.
+func callchainIR(t *testing.T, framePointers bool) string {
 	t.Helper()
 	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
 	ir := filepath.Join(t.TempDir(), "callchain.ll")
-	if out, err := exec.Command("clang-14", "-O1", "-g", "-fno-omit-frame-pointer", "-S", "-emit-llvm", "-o", ir,
+	fp := "-fno-omit-frame-pointer"
+	if !framePointers {
+		fp = "-fomit-frame-pointer"
+	}
+	if out, err := exec.Command("clang-14", "-O1", "-g", fp, "-S", "-emit-llvm", "-o", ir,
 		"../workloads/callchain.c").CombinedOutput(); err != nil {
 		t.Fatalf("clang-14: %v\n%s", err, out)
 	}
@@ -50,7 +54,7 @@ func frameName(c *profileio.Capture, f profileio.Frame) string {
 // function and caller for the samples in JIT code (the two distributions overlap by 90 % or
 // more).
 func TestStacksLLI(t *testing.T) {
-	ir := callchainIR(t)
+	ir := callchainIR(t, true)
 	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			d := newDirs(t)
@@ -496,5 +500,59 @@ int main(void) { for (long i = 0; i < 6000; i++) sink += middle(i); return 0; }
 				}
 			}
 		})
+	}
+}
+
+// TestUnwindDWARFJIT profiles lli-14 running workloads/callchain.c built without frame
+// pointers, under MCJIT and ORC, with --unwind dwarf and by frame pointers. The JIT code has
+// no file and no frame pointer; unwound by the .eh_frame the JIT loaded beside it (found
+// through the objects it registered with the GDB JIT interface), the samples in JIT code
+// have chains through three or four JIT functions (leaf or middle, up to the program's main)
+// into the lli function that ran main; by frame pointers almost none have.
+func TestUnwindDWARFJIT(t *testing.T) {
+	ir := callchainIR(t, false)
+	runners := map[string]string{"mcjit": "llvm::MCJIT::runFunction", "orc-lazy": "llvm::orc::runAsMain"}
+	for _, kind := range []string{"mcjit", "orc-lazy"} {
+		for _, unwind := range []Unwind{UnwindDWARF, UnwindFP} {
+			t.Run(kind+"/"+string(unwind), func(t *testing.T) {
+				d := newDirs(t)
+				lli := startChild(t, []string{"JITDUMPDIR=" + d.jitdump}, "lli-14", "-jit-kind="+kind, "-mcpu=x86-64", ir, "400000")
+				pid := lli.pid()
+				r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+					JitdumpDir: d.jitdump, OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: unwind})
+				lli.wait(t, 60*time.Second)
+				r.wait(t, 30*time.Second)
+				c := readCapture(t, outputPath(d, "lli", pid, FormatCapture))
+				jit := func(f profileio.Frame) bool { return f.JIT() || f.Mapping == profileio.UnnamedMapping }
+				var all, chained uint64
+				for _, st := range c.Stacks {
+					if len(st.Frames) == 0 || !jit(st.Frames[0]) {
+						continue
+					}
+					all += st.Count
+					k := 0
+					for k < len(st.Frames) && jit(st.Frames[k]) {
+						k++
+					}
+					if k >= 3 && k < len(st.Frames) && strings.HasPrefix(st.Frames[k].Function, runners[kind]) {
+						chained += st.Count
+					}
+				}
+				t.Logf("%s, %s: %d samples in JIT code, %d of them chained into %s", kind, unwind, all, chained, runners[kind])
+				if all < 300 {
+					t.Fatalf("%d samples in JIT code\nlogs:\n%s", all, r.logs.String())
+				}
+				switch unwind {
+				case UnwindDWARF:
+					if float64(chained) < 0.9*float64(all) {
+						t.Errorf("%d of %d samples in JIT code have their chain into %s", chained, all, runners[kind])
+					}
+				default:
+					if float64(chained) > 0.1*float64(all) {
+						t.Errorf("by frame pointers %d of %d samples in JIT code have their chain: the code was meant to keep none", chained, all)
+					}
+				}
+			})
+		}
 	}
 }

@@ -262,6 +262,9 @@ func (s *ringSampler) AddTarget(pid uint32) error {
 		}
 	}
 	s.agg.targets[pid] = struct{}{}
+	if s.agg.unwind != nil {
+		s.agg.unwind.Prepare(pid)
+	}
 	if s.mode != RingPerThread {
 		return nil
 	}

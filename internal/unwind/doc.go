@@ -1,16 +1,21 @@
 // Package unwind walks a sampled user stack: from the registers and the copy of the stack
 // a perf sample carries (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER), it finds each
-// caller's return address by the call frame information of the file the code lies in
-// (package cfi), else by the frame pointer, as JIT code keeps one. So a chain goes on
-// through code built without frame pointers, where the kernel's walk stops.
+// caller's return address by the call frame information of the file the code lies in, or of
+// the JIT object (package cfi), else by the frame pointer, as most JIT code keeps one. So a
+// chain goes on through code built without frame pointers, where the kernel's walk stops.
 //
 //	u := unwind.New(unwind.Config{Logger: logger})
 //	frames := u.Unwind(pid, unwind.Regs{IP: ip, SP: sp, BP: bp}, stack, 127, nil)
-//	u.Forget(pid) // when the process is no longer sampled
+//	u.Prepare(pid) // optional: ahead of pid's first sample
+//	u.Forget(pid)  // when the process is no longer sampled
 //	u.Close()     // waits for the files being read
 //
 // An Unwinder reads a process's mappings at its first sample and again for an address in
 // none of them; the frame information of each file a walk first passes through once, in
 // the background (until then its code is walked by frame pointers), shared by every
-// process that maps it, within a bound. Unwinder is safe for concurrent use.
+// process that maps it, within a bound. JIT code lies in anonymous memory: for a process
+// whose JIT registers its objects with the GDB JIT interface (LLVM's MCJIT and ORC), the
+// .eh_frame the JIT loaded for each object is read from the process's memory, looked for
+// when the Unwinder meets the process and again for a sampled address in anonymous memory
+// no object read describes (internal/gdbjit). Unwinder is safe for concurrent use.
 package unwind

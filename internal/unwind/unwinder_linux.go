@@ -10,6 +10,7 @@ import (
 
 	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -38,7 +39,8 @@ const refreshEvery = 100 * time.Millisecond
 
 // Unwinder walks the sampled stacks of many processes, reading each process's mappings and
 // the frame information of each file a walk passes through once (files by device and
-// inode, shared by every process that maps them). It is safe for concurrent use.
+// inode, shared by every process that maps them), and of the objects its JIT registered
+// (jit_linux.go). It is safe for concurrent use.
 type Unwinder struct {
 	cfg   Config
 	mu    sync.Mutex
@@ -51,6 +53,10 @@ type Unwinder struct {
 	loading sync.WaitGroup
 	oneLoad chan struct{}
 	closed  bool
+	// debug reads the objects JITs registered with the GDB JIT interface (jit_linux.go), for
+	// one process at a time (oneJIT).
+	debug  *gdbjit.Reader
+	oneJIT chan struct{}
 }
 
 // file is one mapped file's frame information, read in the background: until it is (or
@@ -80,6 +86,12 @@ type process struct {
 	maps   []mapping
 	readAt time.Time
 	files  map[procfs.FileID]*file // the files walks of this process needed, each counted once
+	// jit is the frame information of the objects its JIT registered, ascending by address.
+	jit        []jitTable
+	jitReadAt  time.Time     // when its registered objects were last looked for
+	jitWait    time.Duration // how long after that they may be looked for again
+	jitLoading bool          // they are being read
+	jitNone    bool          // it has no GDB JIT interface
 }
 
 type mapping struct {
@@ -104,7 +116,8 @@ func New(cfg Config) *Unwinder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Unwinder{cfg: cfg, procs: map[uint32]*process{}, files: map[procfs.FileID]*file{}, oneLoad: make(chan struct{}, 1)}
+	return &Unwinder{cfg: cfg, procs: map[uint32]*process{}, files: map[procfs.FileID]*file{}, oneLoad: make(chan struct{}, 1),
+		debug: gdbjit.NewReader(gdbjit.Options{}), oneJIT: make(chan struct{}, 1)}
 }
 
 // Unwind appends to frames the call chain of a sample of process pid (see Walk).
@@ -112,13 +125,27 @@ func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames [
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.sweep(time.Now())
+	return Walk(regs, stack, finder{u, u.process(pid)}, max, frames)
+}
+
+// Prepare reads process pid's mappings and starts looking for the objects its JIT
+// registered, ahead of its first sample (Unwind does both for a process it has not met).
+func (u *Unwinder) Prepare(pid uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.process(pid)
+}
+
+// process is what the Unwinder holds of pid, made when it first meets it.
+func (u *Unwinder) process(pid uint32) *process {
 	p, ok := u.procs[pid]
 	if !ok {
-		p = &process{pid: pid, files: map[procfs.FileID]*file{}}
+		p = &process{pid: pid, files: map[procfs.FileID]*file{}, jitWait: minJITWait}
 		u.procs[pid] = p
 		u.refresh(p)
+		u.readJIT(p)
 	}
-	return Walk(regs, stack, finder{u, p}, max, frames)
+	return p
 }
 
 // Forget lets go of process pid's mappings, and of its hold on the files its walks passed
@@ -152,8 +179,11 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		f.u.refresh(f.p)
 		m, ok = f.p.find(pc)
 	}
-	if !ok || m.id == (procfs.FileID{}) {
+	if !ok {
 		return Code{}, false
+	}
+	if m.id == (procfs.FileID{}) {
+		return f.u.findJIT(f.p, pc)
 	}
 	if m.f == nil {
 		m.f = f.u.need(f.p, m)
@@ -187,6 +217,13 @@ func (u *Unwinder) refresh(p *process) {
 	if maps == nil && err != nil {
 		return // gone: the mappings held walk what was sampled before
 	}
+	var before map[procfs.FileID]bool // with jitNone: the files mapped until now
+	if p.jitNone {
+		before = map[procfs.FileID]bool{}
+		for _, m := range p.maps {
+			before[m.id] = true
+		}
+	}
 	p.maps = p.maps[:0]
 	mapped := map[procfs.FileID]bool{}
 	for i := range maps {
@@ -200,6 +237,14 @@ func (u *Unwinder) refresh(p *process) {
 			mapped[id] = true
 		}
 		p.maps = append(p.maps, out)
+	}
+	for id := range mapped {
+		if before != nil && !before[id] {
+			// A file mapped since (a JIT library loaded late) may bring the interface.
+			p.jitNone = false
+			u.debug.Forget(p.pid)
+			break
+		}
 	}
 	for id := range p.files {
 		if !mapped[id] {
@@ -227,6 +272,7 @@ func (u *Unwinder) release(p *process) {
 		u.drop(id)
 	}
 	p.files, p.maps = nil, nil
+	u.releaseJIT(p)
 }
 
 // drop lets go of one process's hold on file id; the file's frame information is kept

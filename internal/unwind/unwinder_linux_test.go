@@ -140,3 +140,57 @@ func TestUnwinderRetry(t *testing.T) {
 		t.Errorf("a file whose read failed %v ago is not read again: %d bytes held", retryEvery, u.TableBytes())
 	}
 }
+
+// TestUnwinderJIT: the frame information of the objects a JIT registered (lli-14's MCJIT) is
+// read when a walk samples its anonymous memory; it describes the JIT's code, counts in
+// TableBytes, and goes when the process is let go. Past MaxTableBytes none is held and one
+// warning says so.
+func TestUnwinderJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	cmd, _ := testenv.MatmulMCJIT(t, "../..")
+	pid := uint32(cmd.Process.Pid)
+	var log bytes.Buffer
+	u := New(Config{})
+	small := New(Config{MaxTableBytes: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	warned := func() bool {
+		small.mu.Lock()
+		defer small.mu.Unlock()
+		return small.over
+	}
+	for deadline := time.Now().Add(20 * time.Second); u.TableBytes() == 0 || !warned(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no frame information of JIT code read in 20 s")
+		}
+		maps, _ := procfs.ReadMaps(pid)
+		for _, m := range maps {
+			if m.Executable() && m.Anonymous() {
+				u.Unwind(pid, Regs{IP: m.Start}, nil, 2, nil)
+				small.Unwind(pid, Regs{IP: m.Start}, nil, 2, nil)
+			}
+		}
+	}
+	u.Close()
+	small.Close()
+	p := u.procs[pid]
+	if len(p.jit) == 0 {
+		t.Fatal("frame information held, but of no JIT object")
+	}
+	for _, jt := range p.jit {
+		if code, ok := (finder{u, p}).Find(jt.lo); !ok || code.Table == nil {
+			t.Errorf("%#x, where a registered object's frame information starts, is not found", jt.lo)
+		}
+		if _, ok := jt.table.Find(jt.lo); !ok {
+			t.Errorf("%#x: no rule at the start of the object's frame information", jt.lo)
+		}
+	}
+	u.Forget(pid)
+	if got := u.TableBytes(); got != 0 {
+		t.Errorf("%d bytes held after the process was let go", got)
+	}
+	if got := small.TableBytes(); got > 1 {
+		t.Errorf("past a bound of 1 byte: %d bytes held", got)
+	}
+	if n := strings.Count(log.String(), "past its bound"); n != 1 {
+		t.Errorf("%d warnings about the bound, want 1:\n%s", n, log.String())
+	}
+}

@@ -20,8 +20,8 @@ type Code struct {
 }
 
 // Finder returns the code at a run-time address of the sampled process; false where no
-// file's frame information covers it (JIT code, anonymous memory), which is walked by the
-// frame pointer.
+// frame information covers it (code of a JIT that registers no objects), which is walked by
+// the frame pointer.
 type Finder interface {
 	Find(pc uint64) (Code, bool)
 }

@@ -1,0 +1,162 @@
+package unwind
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/profd/profd/internal/cfi"
+	"github.com/profd/profd/internal/gdbjit"
+	"github.com/profd/profd/internal/procmem"
+)
+
+// JIT code lives in anonymous memory, which no file describes. A JIT that registers its
+// objects with the GDB JIT interface (LLVM's MCJIT and ORC do) loads each object's
+// .eh_frame beside its code and relocates it there: that copy, read from the process's
+// memory, is the frame information of the object's code, and walks through JIT code built
+// without frame pointers.
+
+// A process's registered objects are looked for when the Unwinder first meets it (finding
+// the GDB JIT interface reads its files' symbols: done before its JIT code is sampled), and
+// again for a sampled address in anonymous memory that no object read describes (code
+// compiled since), at most every jitWait: minJITWait while the process has registered no
+// object with frame information or a look finds new ones (a JIT starting or compiling: its
+// list is short or grows), twice as long after each look that finds none new, up to
+// maxJITWait (a walk of a long list reads each entry).
+const (
+	minJITWait = 10 * time.Millisecond
+	maxJITWait = 2 * time.Second
+)
+
+// maxJITFrameBytes bounds one object's .eh_frame read from the process.
+const maxJITFrameBytes = 16 << 20
+
+// jitTable is the frame information of one registered object.
+type jitTable struct {
+	sec    gdbjit.Section
+	lo, hi uint64 // the code its rows describe
+	table  *cfi.Table
+	bytes  int64
+}
+
+// findJIT returns the frame information of the registered object whose code holds pc,
+// starting a look for the objects registered since when none does.
+func (u *Unwinder) findJIT(p *process, pc uint64) (Code, bool) {
+	i := sort.Search(len(p.jit), func(i int) bool { return p.jit[i].hi > pc })
+	if i < len(p.jit) && p.jit[i].lo <= pc {
+		return Code{Table: p.jit[i].table}, true
+	}
+	u.readJIT(p)
+	return Code{}, false
+}
+
+// readJIT starts reading the frame information of p's registered objects in the background,
+// unless a read is under way or p's wait is not over, or p has no GDB JIT interface.
+func (u *Unwinder) readJIT(p *process) {
+	if p.jitNone || p.jitLoading || u.closed || time.Since(p.jitReadAt) < p.jitWait {
+		return
+	}
+	p.jitLoading, p.jitReadAt = true, time.Now()
+	held := make(map[gdbjit.Section]bool, len(p.jit))
+	for _, t := range p.jit {
+		held[t.sec] = true
+	}
+	u.loading.Add(1)
+	go u.loadJIT(p, held)
+}
+
+// loadJIT reads the frame information of the objects p has registered that it does not
+// hold yet, and hands it over; the objects no longer registered are let go of.
+func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
+	defer u.loading.Done()
+	// One process at a time, but not in turn with the files: a JIT's objects are small, and
+	// its code's first samples should not wait for a library's frame information.
+	u.oneJIT <- struct{}{}
+	secs, err := u.debug.FrameSections(p.pid)
+	var fresh []jitTable
+	for _, s := range secs {
+		if held[s] {
+			continue
+		}
+		t, err := readJITTable(p.pid, s)
+		if err != nil {
+			u.cfg.Logger.Debug("unwind: JIT object without frame information", "pid", p.pid, "err", err)
+			continue
+		}
+		fresh = append(fresh, t)
+	}
+	<-u.oneJIT
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p.jitLoading = false
+	if u.procs[p.pid] != p {
+		u.debug.Forget(p.pid) // forgotten meanwhile: what the walk kept goes too
+		return
+	}
+	p.jitWait = min(2*p.jitWait, maxJITWait)
+	if len(fresh) > 0 || len(secs) == 0 {
+		p.jitWait = minJITWait
+	}
+	if err != nil {
+		if errors.Is(err, gdbjit.ErrNoDescriptor) {
+			p.jitNone = true // until it maps another file (refresh)
+		} else {
+			u.cfg.Logger.Debug("unwind: JIT objects not read", "pid", p.pid, "err", err)
+		}
+		return
+	}
+	listed := make(map[gdbjit.Section]bool, len(secs))
+	for _, s := range secs {
+		listed[s] = true
+	}
+	kept := p.jit[:0]
+	for _, t := range p.jit {
+		if listed[t.sec] {
+			kept = append(kept, t)
+		} else {
+			u.bytes -= t.bytes
+		}
+	}
+	for _, t := range fresh {
+		if !u.makeRoom(t.bytes) {
+			u.warnOver(fmt.Sprintf("JIT code of pid %d", p.pid))
+			break
+		}
+		u.bytes += t.bytes
+		kept = append(kept, t)
+	}
+	slices.SortFunc(kept, func(a, b jitTable) int { return cmp.Compare(a.lo, b.lo) })
+	p.jit = kept
+}
+
+// readJITTable reads the .eh_frame a JIT loaded at s in process pid.
+func readJITTable(pid uint32, s gdbjit.Section) (jitTable, error) {
+	if s.Size > maxJITFrameBytes {
+		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %d bytes, more than %d", s.Addr, s.Size, maxJITFrameBytes)
+	}
+	data, err := procmem.Read(pid, s.Addr, int(s.Size))
+	if err != nil {
+		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %w", s.Addr, err)
+	}
+	t, err := cfi.Read(data, s.Addr)
+	lo, hi := t.Span()
+	if lo == hi {
+		if err == nil {
+			err = errors.New("no frame description")
+		}
+		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %w", s.Addr, err)
+	}
+	return jitTable{sec: s, lo: lo, hi: hi, table: t, bytes: int64(t.Len()) * rowBytes}, nil
+}
+
+// releaseJIT lets go of p's JIT objects' frame information.
+func (u *Unwinder) releaseJIT(p *process) {
+	for _, t := range p.jit {
+		u.bytes -= t.bytes
+	}
+	p.jit = nil
+	u.debug.Forget(p.pid)
+}
