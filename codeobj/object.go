@@ -10,6 +10,7 @@ const (
 	SourceFIFO               // the profd FIFO (jitdump or perf-map stream)
 	SourceJitdumpFile        // a jitdump file the JIT wrote (jit-PID.dump)
 	SourcePerfMapFile        // /tmp/perf-PID.map
+	SourceGDBJIT             // an object the JIT registered with the GDB JIT interface
 )
 
 func (s Source) String() string {
@@ -20,6 +21,8 @@ func (s Source) String() string {
 		return "jitdump-file"
 	case SourcePerfMapFile:
 		return "perf-map-file"
+	case SourceGDBJIT:
+		return "gdb-jit"
 	}
 	return "unknown"
 }

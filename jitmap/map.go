@@ -372,18 +372,26 @@ func (m *Map) load(p *procMap, o *codeobj.Object, timeUnknown bool) error {
 
 // describeSame reports whether a and b, of one range, are the same code told by two sources:
 // a JIT that writes a perf map and a jitdump (Erlang's +JPperf true) names each function in
-// both, with names decorated differently. Loads of one source over a range are new code.
+// both, with names decorated differently; one that writes a jitdump and registers its
+// objects with the GDB JIT interface (lli-14's MCJIT), likewise. Loads of one source over a
+// range are new code.
 func describeSame(a, b *codeobj.Object) bool {
-	return a.Source != b.Source && (a.Source == codeobj.SourcePerfMapFile || b.Source == codeobj.SourcePerfMapFile)
+	return a.Source != b.Source && (secondHand(a) || secondHand(b))
+}
+
+// secondHand reports whether o's source names code without saying when it was made: a
+// perf-map line, an object read from the GDB JIT interface's list.
+func secondHand(o *codeobj.Object) bool {
+	return o.Source == codeobj.SourcePerfMapFile || o.Source == codeobj.SourceGDBJIT
 }
 
 // richer reports whether o tells more of its code than cur does, so that its name wins when
-// both describe the same code: a jitdump or FIFO record over a perf-map line, and among
-// those, one with a line table.
+// both describe the same code: a jitdump or FIFO record over a perf-map line or registered
+// object, and among those, one with a line table.
 func richer(o, cur *codeobj.Object) bool {
 	rank := func(x *codeobj.Object) int {
 		r := 0
-		if x.Source != codeobj.SourcePerfMapFile {
+		if !secondHand(x) {
 			r += 2
 		}
 		if len(x.Lines) > 0 {

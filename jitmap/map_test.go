@@ -555,23 +555,30 @@ func TestMapHeldBytes(t *testing.T) {
 }
 
 // TestMapSameCodeFromTwoSources: a JIT that writes a jitdump and a perf map (Erlang's +JPperf
-// true) names each function in both, decorated differently. In whichever order profd reads
-// them, the jitdump's name wins and the code keeps one version, so its samples are not split
-// between the two names; two loads of one source over a range are still new code.
+// true) names each function in both, decorated differently; one that writes a jitdump and
+// registers its objects with the GDB JIT interface (lli-14's MCJIT) likewise. In whichever
+// order profd reads them, the jitdump's name wins and the code keeps one version, so its
+// samples are not split between the two names; two loads of one source over a range are
+// still new code.
 func TestMapSameCodeFromTwoSources(t *testing.T) {
 	jitdump := func(at int64) *CodeLoad {
 		return &CodeLoad{Pid: 1, Object: codeobj.Object{Name: "hot:spin/2", Addr: 0x1000, Size: 0x40, LoadNs: at,
 			Code: make([]byte, 0x40), Lines: []codeobj.LineEntry{{Addr: 0x1000, File: "hot.erl", Line: 7}}, Source: codeobj.SourceJitdumpFile}}
 	}
-	perfMap := func(at int64) *CodeLoad {
-		return &CodeLoad{Pid: 1, TimeUnknown: true, Object: codeobj.Object{Name: "$hot:spin/2", Addr: 0x1000, Size: 0x40, LoadNs: at, Source: codeobj.SourcePerfMapFile}}
+	secondHand := func(src codeobj.Source) func(at int64) *CodeLoad {
+		return func(at int64) *CodeLoad {
+			return &CodeLoad{Pid: 1, TimeUnknown: true, Object: codeobj.Object{Name: "$hot:spin/2", Addr: 0x1000, Size: 0x40, LoadNs: at, Source: src}}
+		}
 	}
+	perfMap, registered := secondHand(codeobj.SourcePerfMapFile), secondHand(codeobj.SourceGDBJIT)
 	for _, tc := range []struct {
 		name   string
 		events []Event
 	}{
 		{"jitdump first", []Event{jitdump(100), perfMap(200)}},
 		{"perf map first", []Event{perfMap(100), jitdump(200)}},
+		{"jitdump, then registered object", []Event{jitdump(100), registered(200)}},
+		{"registered object, then jitdump", []Event{registered(100), jitdump(200)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewMap(MapOptions{})
