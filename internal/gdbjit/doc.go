@@ -1,5 +1,6 @@
 // Package gdbjit reads, from a live process, the debug objects its JIT registered with the
-// GDB JIT interface, and decodes their DWARF line tables and subprograms (jitmap.DebugObject).
+// GDB JIT interface, and decodes their DWARF line tables and subprograms (jitmap.DebugObject)
+// and their functions (jitmap.ObjectFunctions).
 //
 // LLVM's MCJIT (lli-14 -jit-kind=mcjit) registers every object it loads: the exported
 // variable __jit_debug_descriptor {u32 version, u32 action, entry *relevant, entry *first}
@@ -19,6 +20,9 @@
 //	}
 //	r.Forget(pid) // when the process is gone
 //
+// Changes reports the functions of the objects registered since its last call (their
+// symbols at their load addresses, with their line rows), for the daemon to name the code
+// of a JIT that writes no jitdump or perf map, and those of objects no longer listed.
 // FrameSections finds where the JIT loaded each object's .eh_frame, for internal/unwind to
 // walk JIT code without frame pointers: only the objects' headers are read.
 //

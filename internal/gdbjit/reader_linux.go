@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
@@ -81,11 +82,13 @@ type objectKey struct{ entry, addr, size uint64 }
 type procState struct {
 	descAddr uint64 // 0: none found
 	noDesc   error  // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
+	lookedAt time.Time
 	objects  map[objectKey]jitmap.DebugInfo
-	frames   map[objectKey]Section // FrameSections' objects, as last walked
-	keys     []objectKey           // the list as last walked, nil when that walk left objects unread
-	info     jitmap.DebugInfo      // its objects' rows and subprograms, by address
-	held     int64                 // heldBytes of its objects
+	frames   map[objectKey]Section  // FrameSections' objects, as last walked
+	named    map[objectKey][]uint64 // Changes' objects, as last walked: their functions' addresses
+	keys     []objectKey            // the list as last walked, nil when that walk left objects unread
+	info     jitmap.DebugInfo       // its objects' rows and subprograms, by address
+	held     int64                  // heldBytes of its objects
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -189,16 +192,28 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	return info, nil
 }
 
+// noDescriptorRetry is how long a process found without the GDB JIT interface is taken to
+// have none: a process may load its JIT library late (PostgreSQL's backends load LLVM at
+// their first compiled query).
+const noDescriptorRetry = 10 * time.Second
+
 // state is what the Reader keeps of pid, its descriptor looked up the first time; an error
-// when pid has none (remembered until Forget) or its files cannot be read.
+// when pid has none (remembered for noDescriptorRetry) or its files cannot be read.
 func (r *Reader) state(pid uint32) (*procState, error) {
 	st := r.procs[pid]
+	if st != nil && st.descAddr == 0 && time.Since(st.lookedAt) >= noDescriptorRetry {
+		addr, err := r.findDescriptor(pid)
+		if err != nil {
+			return nil, err
+		}
+		st.descAddr, st.lookedAt = addr, time.Now()
+	}
 	if st == nil {
 		addr, err := r.findDescriptor(pid)
 		if err != nil {
 			return nil, err
 		}
-		st = &procState{descAddr: addr, objects: map[objectKey]jitmap.DebugInfo{}}
+		st = &procState{descAddr: addr, lookedAt: time.Now(), objects: map[objectKey]jitmap.DebugInfo{}}
 		if addr == 0 {
 			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
 		}

@@ -1,0 +1,96 @@
+package gdbjit
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/jitmap"
+)
+
+// Changes walks pid's list of registered objects and returns the functions of those
+// registered since the last call for pid (the first call: of every object listed), and the
+// addresses of the functions of those no longer listed. A function is a function symbol of
+// its object at its load address (jitmap.ObjectFunctions), with the rows of the object's
+// line table inside it (discriminators included) and the line its subprogram is declared
+// on, when the object has DWARF. So the code of a JIT that writes neither a jitdump nor a
+// perf map (LLVM's ORC in lli-14, a JIT built on ORC or MCJIT that keeps the GDB
+// registration) can be named. Objects past the walk's MaxReadBytes are left to the next
+// call (Stats.Deferred); objects that cannot be read or decoded count in Stats.BadObjects
+// and are not read again while listed. Errors are Debug's.
+func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, err := r.state(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.stats.Walks++
+	keys, err := r.walk(pid, st.descAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := make(map[objectKey][]uint64, len(keys))
+	readLeft := r.opts.MaxReadBytes
+	for _, k := range keys {
+		if addrs, ok := st.named[k]; ok {
+			live[k] = addrs
+			continue
+		}
+		if r.readable(k) && k.size > readLeft {
+			r.stats.Deferred++
+			continue
+		}
+		var funcs []codeobj.Object
+		if r.readable(k) {
+			readLeft -= k.size
+			funcs = r.objectFunctions(pid, k)
+		} else {
+			r.stats.BadObjects++
+		}
+		addrs := make([]uint64, len(funcs))
+		for i, f := range funcs {
+			addrs[i] = f.Addr
+		}
+		live[k] = addrs
+		added = append(added, funcs...)
+	}
+	for k, addrs := range st.named {
+		if _, ok := live[k]; !ok {
+			removed = append(removed, addrs...)
+		}
+	}
+	slices.Sort(removed)
+	st.named = live
+	return added, removed, nil
+}
+
+// objectFunctions reads object k of pid and returns its functions with their lines; none
+// when it cannot be read or decoded.
+func (r *Reader) objectFunctions(pid uint32, k objectKey) []codeobj.Object {
+	b, err := r.read(pid, k.addr, int(k.size))
+	if err != nil {
+		r.stats.BadObjects++
+		return nil
+	}
+	funcs, err := jitmap.ObjectFunctions(b, 0)
+	if err != nil {
+		r.stats.BadObjects++
+		return nil
+	}
+	r.stats.Objects++
+	info, err := jitmap.DebugObject(b, r.opts.MaxRows)
+	if err != nil {
+		return funcs // no DWARF (code built without -g): names without lines
+	}
+	for i := range funcs {
+		f := &funcs[i]
+		lo := sort.Search(len(info.Lines), func(j int) bool { return info.Lines[j].Addr >= f.Addr })
+		hi := sort.Search(len(info.Lines), func(j int) bool { return info.Lines[j].Addr >= f.Addr+f.Size })
+		if lo < hi {
+			f.Lines = slices.Clone(info.Lines[lo:hi])
+		}
+		f.FirstLine = jitmap.FirstLineAt(info.Subprograms, f.Addr)
+	}
+	return funcs
+}
