@@ -47,6 +47,9 @@ type daemonRun struct {
 	host hostTargets
 	// java asks the JVMs among the targets for their perf maps (--java-perfmap).
 	java javaMaps
+	// reg reads the functions of the objects the targets' JITs registered with the GDB JIT
+	// interface (registered.go).
+	reg registered
 	// notes bounds the lines that say a target came or went.
 	notes targetNotes
 	// lingering holds the exited targets whose code, files and symbol queue stay for the

@@ -27,6 +27,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	lingers := d.lingers(pids, execed)
 	for i, pid := range pids {
 		looked[i] = d.lookedFor(pid)
+		d.forgetRegistered(pid)
 		if execed[pid] {
 			d.parts.files.RemoveTarget(pid)
 			d.parts.symbols.forgetProgram(pid)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/internal/unwind"
 	"github.com/profd/profd/jitmap"
@@ -65,6 +66,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.wake.flushWG.Add(1)
 	go d.flushLoop()
 	d.startJavaMaps()
+	d.startRegistered()
 
 	var flushTick, deadline <-chan time.Time
 	if cfg.FlushInterval > 0 {
@@ -116,6 +118,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	symbolsBy := stopped.Add(d.cfg.StopTimeout * 3 / 5)
 	d.parts.symbols.expireAt(symbolsBy)
 	d.stopJavaMaps(stopped.Add(d.cfg.StopTimeout / 5))
+	d.stopRegistered()
 	d.endFlushing(stopped)
 	// Stop finding targets and reading symbols (the readers deliver what is queued, the
 	// symbol stage applies it), then flush everything one last time; the FIFOs stay until
@@ -234,6 +237,7 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err := d.parts.smp.Start(ctx); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	d.reg.reader = gdbjit.NewReader(gdbjit.Options{})
 	d.startChanges()
 	d.parts.watch.Start(ctx)
 	return nil

@@ -211,12 +211,16 @@ func (d *daemonRun) dropUnsampled(work []pending) []pending {
 	})
 }
 
+// lookedRegistered is how the warning about unnamed samples names the objects registered
+// with the GDB JIT interface (registered.go) among the places looked at.
+const lookedRegistered = "objects registered with the GDB JIT interface"
+
 // lookedFor lists where target pid's symbols were looked for, for the warning about its
 // unnamed JIT samples: its FIFO and its files' places; with --all, only those set up.
 func (d *daemonRun) lookedFor(pid uint32) []string {
 	fifoPath := d.parts.fifo.FIFOPath(pid)
 	if !d.cfg.All {
-		return append([]string{fifoPath}, d.parts.files.Looked(pid)...)
+		return append(append([]string{fifoPath}, d.parts.files.Looked(pid)...), lookedRegistered)
 	}
 	var out []string
 	if _, err := os.Lstat(fifoPath); err == nil {
@@ -224,9 +228,9 @@ func (d *daemonRun) lookedFor(pid uint32) []string {
 	}
 	out = append(out, d.parts.files.Looked(pid)...)
 	if len(out) == 0 {
-		out = append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
+		return append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
 	}
-	return out
+	return append(out, lookedRegistered)
 }
 
 // keepLooked notes, at the stop, where each live target's symbols were looked for: the

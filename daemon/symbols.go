@@ -169,6 +169,13 @@ func (s *symbolStage) ready(pid uint32) bool {
 	return false
 }
 
+// has reports whether target pid's symbols are read: it has a queue.
+func (s *symbolStage) has(pid uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues[pid] != nil
+}
+
 func (s *symbolStage) queue(b jitmap.Batch, paced bool) {
 	s.mu.Lock()
 	q := s.queues[b.Pid]

@@ -102,8 +102,10 @@ var howtoPages = []howtoPage{
 		want: []string{`(?m)^Function: sieve: `, `(?m)^\s+\S+ +\S+%.*\S+%\s+sieve$`,
 			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`,
 			`reestimate: \d+ sampled code objects: [1-9]\d* reestimated`,
-			// lli-14's default JIT: nothing named.
-			`samples in JIT memory have no symbol`, `0\.0% of the samples in JIT memory named`},
+			// lli-14's default JIT: named from the objects it registered, with line tables.
+			// The page's last block: its final flush and its LLVM profile's functions.
+			`profd final flush #\d+: \d+ samples, (?:9\d|100)\.\d% in JIT code\n[^\n]*\n\s+\d+\s+\S+%\s+sieve\n(?:[^\n]*\n){3,4}` +
+				`Function: sieve: \d+, \d+, [1-9]\d* sampled lines\n(?:Function: [^\n]*\n){3}\z`},
 	},
 	{
 		file:      "php.md",

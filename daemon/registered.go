@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/gdbjit"
+	"github.com/profd/profd/jitmap"
+)
+
+// How often a target's list of objects registered with the GDB JIT interface is walked for
+// code compiled since: every minRegisteredWait after a walk that found objects, twice as
+// long after each that found none new, up to maxRegisteredWait (a walk of a long list reads
+// each entry; a process without the interface costs a map look-up, and a look at its files
+// every 10 s). A short-lived program's code is named while it runs: its memory is gone once
+// it exits. registeredTick is how often the walking goroutine looks for targets due.
+const (
+	registeredTick    = 25 * time.Millisecond
+	minRegisteredWait = 50 * time.Millisecond
+	maxRegisteredWait = 2 * time.Second
+)
+
+// registered names the code of the JITs that register their objects with the GDB JIT
+// interface, as LLVM's ORC and MCJIT do, from the objects' function symbols and line
+// tables (gdbjit.Reader.Changes): lli-14's default JIT writes neither a jitdump nor a perf
+// map, and its code would stay unnamed. A goroutine of its own walks the targets' lists as
+// they are due, and every one once more as profd stops; what it finds goes through the
+// symbol stage like a perf map's lines (a load whose time is unknown: it names the samples
+// taken before it was read).
+type registered struct {
+	reader *gdbjit.Reader
+	stop   context.CancelFunc
+	done   chan struct{}
+	// due is, per target walked, when it is next walked and the wait after that; the
+	// walking goroutine's.
+	due map[uint32]*registeredDue
+}
+
+type registeredDue struct {
+	at   time.Time
+	wait time.Duration
+}
+
+// startRegistered starts walking the targets' lists (open made the reader).
+func (d *daemonRun) startRegistered() {
+	ctx, stop := context.WithCancel(context.Background())
+	d.reg.stop, d.reg.done, d.reg.due = stop, make(chan struct{}), map[uint32]*registeredDue{}
+	go func() {
+		defer close(d.reg.done)
+		t := time.NewTicker(registeredTick)
+		defer t.Stop()
+		for {
+			d.walkRegistered(false)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stopRegistered stops the walking goroutine and walks every target's list once more, for
+// the code compiled since the last walk. Called at the stop, while the watcher and the
+// symbol stage still run.
+func (d *daemonRun) stopRegistered() {
+	if d.reg.stop == nil {
+		return
+	}
+	d.reg.stop()
+	<-d.reg.done
+	d.walkRegistered(true)
+}
+
+// forgetRegistered lets go of what the walks keep of target pid (it exited, or exec'd).
+func (d *daemonRun) forgetRegistered(pid uint32) {
+	d.reg.reader.Forget(pid)
+}
+
+// walkRegistered sends the symbol stage the functions of the objects each target due (all:
+// every target) registered, and unregistered, since its last walk. A target whose symbols
+// are not read (with --all, one whose sources are not set up) or that has used its
+// allowance of records is left for a later walk: its list keeps what was not read.
+func (d *daemonRun) walkRegistered(all bool) {
+	now := time.Now()
+	targets := d.parts.watch.Targets()
+	due := make(map[uint32]*registeredDue, len(targets))
+	for _, pid := range targets {
+		next := d.reg.due[pid]
+		if next == nil {
+			next = &registeredDue{at: now, wait: minRegisteredWait}
+		}
+		due[pid] = next
+		if !all && now.Before(next.at) || !d.parts.symbols.has(pid) || !d.parts.symbols.ready(pid) {
+			continue
+		}
+		added, removed, err := d.reg.reader.Changes(pid)
+		next.wait = min(2*next.wait, maxRegisteredWait)
+		if len(added) > 0 {
+			next.wait = minRegisteredWait
+		}
+		next.at = now.Add(next.wait)
+		if err != nil || len(added)+len(removed) == 0 {
+			continue
+		}
+		ns := monotonicNs()
+		events := make([]jitmap.Event, 0, len(added)+len(removed))
+		for _, addr := range removed {
+			events = append(events, &jitmap.CodeUnload{Pid: pid, TimeNs: ns, Addr: addr})
+		}
+		for _, o := range added {
+			o.Source, o.LoadNs = codeobj.SourceGDBJIT, ns
+			events = append(events, &jitmap.CodeLoad{Pid: pid, Object: o, TimeUnknown: true})
+		}
+		d.parts.symbols.addPaced(jitmap.Batch{Pid: pid, Source: codeobj.SourceGDBJIT, Stream: "GDB JIT interface", Events: events})
+	}
+	d.reg.due = due // targets gone are let go of
+}
