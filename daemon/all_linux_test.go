@@ -331,6 +331,45 @@ func TestAllShortJIT(t *testing.T) {
 	}
 }
 
+// TestAllRegisteredJIT: with --all, a JIT that writes no symbol files but registers its
+// objects with the GDB JIT interface (lli-14's default JIT) is found by its registrations
+// while it runs, and its samples are named from them; the summary says where its symbols
+// come from.
+func TestAllRegisteredJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("lli-14"))
+	_, hotLL := workloads(t)
+	d := sharedDirs(t)
+	ir := filepath.Join(filepath.Dir(d.out), "hot-registered.ll")
+	data, err := os.ReadFile(hotLL)
+	if err == nil {
+		err = os.WriteFile(ir, data, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRunAll(t, Config{UIDs: []uint32{targetUID}}, d)
+	cmd := exec.Command("lli-14", ir, "300", "100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}
+	jit := startCmd(t, cmd)
+	jit.wait(t, 60*time.Second)
+	r.stop(t)
+	summary := r.summary.String()
+	if want := "reading the JIT symbols of pid " + strconv.Itoa(jit.pid()) + " (lli): " + lookedRegistered; !strings.Contains(summary, want) {
+		t.Errorf("summary lacks %q:\n%s", want, summary)
+	}
+	var named, unnamed uint64
+	for _, path := range pidCaptures(t, d, "lli", jit.pid()) {
+		c := readCapture(t, path)
+		n, _ := c.TotalSamples()
+		named += n
+		unnamed += c.UnnamedSamples()
+	}
+	t.Logf("%d samples in named JIT code, %d unnamed", named, unnamed)
+	if named == 0 || unnamed > named/10 {
+		t.Errorf("%d samples in named JIT code, %d unnamed: the registered objects were not read while the JIT ran\n%s\n%s", named, unnamed, summary, r.logs.String())
+	}
+}
+
 // TestAllContainerGroup: profd --all --container PREFIX --group-by container writes one
 // output for the container's processes, container-<ID12>.<ext>, and profiles nothing outside it.
 func TestAllContainerGroup(t *testing.T) {

@@ -33,6 +33,9 @@ type hostTarget struct {
 	uid, gid int
 	fifoDone bool // its environment was read: a FIFO made when it has PROFD_DIR, else none
 	files    bool // its jitdump and perf-map files are tailed
+	// registers: its JIT registers objects with the GDB JIT interface, which registered.go
+	// reads (it has a symbol queue).
+	registers bool
 	// wait is how long after its last check (at checkedAt) it is checked again.
 	wait      time.Duration
 	checkedAt time.Time

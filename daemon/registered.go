@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/profd/profd/codeobj"
@@ -10,8 +11,8 @@ import (
 )
 
 // How often a target's list of objects registered with the GDB JIT interface is walked for
-// code compiled since: every minRegisteredWait after a walk that found objects, twice as
-// long after each that found none new, up to maxRegisteredWait (a walk of a long list reads
+// code compiled since: first as soon as its symbols are read, then minRegisteredWait after
+// a walk that found objects, twice as long after each that found none new, up to maxRegisteredWait (a walk of a long list reads
 // each entry; a process without the interface costs a map look-up, and a look at its files
 // every 10 s). A short-lived program's code is named while it runs: its memory is gone once
 // it exits. registeredTick is how often the walking goroutine looks for targets due.
@@ -85,13 +86,12 @@ func (d *daemonRun) forgetRegistered(pid uint32) {
 func (d *daemonRun) walkRegistered(all bool) {
 	now := time.Now()
 	targets := d.parts.watch.Targets()
-	due := make(map[uint32]*registeredDue, len(targets))
 	for _, pid := range targets {
 		next := d.reg.due[pid]
 		if next == nil {
 			next = &registeredDue{at: now, wait: minRegisteredWait}
+			d.reg.due[pid] = next
 		}
-		due[pid] = next
 		if !all && now.Before(next.at) || !d.parts.symbols.has(pid) || !d.parts.symbols.ready(pid) {
 			continue
 		}
@@ -115,5 +115,11 @@ func (d *daemonRun) walkRegistered(all bool) {
 		}
 		d.parts.symbols.addPaced(jitmap.Batch{Pid: pid, Source: codeobj.SourceGDBJIT, Stream: "GDB JIT interface", Events: events})
 	}
-	d.reg.due = due // targets gone are let go of
+	if len(d.reg.due) > len(targets) { // targets gone are let go of
+		current := make(map[uint32]bool, len(targets))
+		for _, pid := range targets {
+			current[pid] = true
+		}
+		maps.DeleteFunc(d.reg.due, func(pid uint32, _ *registeredDue) bool { return !current[pid] })
+	}
 }

@@ -116,6 +116,11 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget, withFi
 			started = append(started, "jitdump and perf-map files")
 		}
 	}
+	if !h.registers && d.reg.reader.Registers(pid) {
+		h.registers = true
+		d.parts.symbols.addTarget(pid) // the walks of registered objects read it from now on
+		started = append(started, lookedRegistered)
+	}
 	if len(started) > 0 {
 		d.notes.printTarget(d.out, "profd: reading the JIT symbols of pid %d (%s): %s\n", pid, image, strings.Join(started, ", "))
 	}
@@ -227,10 +232,13 @@ func (d *daemonRun) lookedFor(pid uint32) []string {
 		out = append(out, fifoPath)
 	}
 	out = append(out, d.parts.files.Looked(pid)...)
-	if len(out) == 0 {
-		return append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, or PROFD_DIR in its environment")
+	if d.parts.symbols.has(pid) {
+		out = append(out, lookedRegistered)
 	}
-	return append(out, lookedRegistered)
+	if len(out) == 0 {
+		return append(out, "nowhere: with --all, profd reads the symbols of a process that has a perf-PID.map or jitdump file, PROFD_DIR in its environment, or objects registered with the GDB JIT interface")
+	}
+	return out
 }
 
 // keepLooked notes, at the stop, where each live target's symbols were looked for: the

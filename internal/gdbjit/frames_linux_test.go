@@ -61,10 +61,15 @@ func TestFrameSectionsLLI14(t *testing.T) {
 	t.Logf("%d sections describe the %d functions of the jitdump", len(secs), len(objs))
 }
 
-// TestFrameSectionsNoDescriptor: a process without the GDB JIT interface has no sections.
+// TestFrameSectionsNoDescriptor: a process without the GDB JIT interface has no sections,
+// and registers nothing.
 func TestFrameSectionsNoDescriptor(t *testing.T) {
-	if _, err := NewReader(Options{}).FrameSections(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
+	r := NewReader(Options{})
+	if _, err := r.FrameSections(uint32(os.Getpid())); !errors.Is(err, ErrNoDescriptor) {
 		t.Fatalf("error %v, want ErrNoDescriptor", err)
+	}
+	if r.Registers(uint32(os.Getpid())) {
+		t.Error("Registers is true for a process without the interface")
 	}
 }
 

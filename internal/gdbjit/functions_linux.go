@@ -1,6 +1,7 @@
 package gdbjit
 
 import (
+	"encoding/binary"
 	"slices"
 	"sort"
 
@@ -93,4 +94,18 @@ func (r *Reader) objectFunctions(pid uint32, k objectKey) []codeobj.Object {
 		f.FirstLine = jitmap.FirstLineAt(info.Subprograms, f.Addr)
 	}
 	return funcs
+}
+
+// Registers reports whether pid's JIT has registered objects with the GDB JIT interface: it
+// exports the descriptor and its list is not empty (a process that maps libLLVM and
+// compiles nothing has an empty one).
+func (r *Reader) Registers(pid uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, err := r.state(pid)
+	if err != nil {
+		return false
+	}
+	d, err := r.read(pid, st.descAddr, descriptorSize)
+	return err == nil && binary.LittleEndian.Uint64(d[16:]) != 0
 }

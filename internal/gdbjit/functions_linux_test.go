@@ -18,7 +18,7 @@ import (
 
 // TestChanges: the functions of an object are reported once, when it is first listed (main
 // of lli-14's debug object, with its line rows and declared line), and their addresses
-// when it leaves the list.
+// when it leaves the list. Registers holds while the list is not empty.
 func TestChanges(t *testing.T) {
 	obj, err := os.ReadFile(mcjitObject)
 	if err != nil {
@@ -46,9 +46,15 @@ func TestChanges(t *testing.T) {
 	if added, removed, err = r.Changes(1); err != nil || len(added)+len(removed) != 0 {
 		t.Fatalf("second walk of the same list: added %d, removed %#x, %v", len(added), removed, err)
 	}
+	if !r.Registers(1) {
+		t.Error("Registers is false with an object listed")
+	}
 	binary.LittleEndian.PutUint64(l.list.b[16:], 0) // the list is empty now
 	if added, removed, err = r.Changes(1); err != nil || len(added) != 0 || !slices.Equal(removed, []uint64{0x7fc415d66000}) {
 		t.Fatalf("after the object left the list: added %d, removed %#x, %v", len(added), removed, err)
+	}
+	if r.Registers(1) {
+		t.Error("Registers is true with the list empty")
 	}
 }
 
