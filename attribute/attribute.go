@@ -287,7 +287,7 @@ var symbolHints = map[string]string{
 	"node":     "run node with --perf-basic-prof (a perf map) or --perf-prof (a jitdump)",
 	"java":     "run profd with --java-perfmap 30s (it asks the JVM for its perf map, and warns when it cannot), or java with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or run jcmd PID Compiler.perfmap while it runs",
 	"beam.smp": "run erl with +JPperf map (or dump, or true)",
-	"postgres": "set jit_profiling_support = on, with a jitdump directory the server may write ($JITDUMPDIR/.debug/jit, else /tmp/.debug/jit)",
+	"postgres": "set jit_debugging_support = on, or jit_profiling_support = on with a jitdump directory the server may write ($JITDUMPDIR/.debug/jit, else /tmp/.debug/jit)",
 	"lli":      "run lli-14 with -jit-kind=mcjit (it writes a jitdump under $JITDUMPDIR/.debug/jit)",
 	"php":      "set opcache.jit_debug=0x10 (a perf map) or 0x20 (a jitdump) where opcache.jit is on, in php.ini or with -d",
 }

@@ -12,10 +12,11 @@ import (
 
 // How often a target's list of objects registered with the GDB JIT interface is walked for
 // code compiled since: first as soon as its symbols are read, then minRegisteredWait after
-// a walk that found objects, twice as long after each that found none new, up to maxRegisteredWait (a walk of a long list reads
-// each entry; a process without the interface costs a map look-up, and a look at its files
-// every 10 s). A short-lived program's code is named while it runs: its memory is gone once
-// it exits. registeredTick is how often the walking goroutine looks for targets due.
+// a walk that found objects, twice as long after each that found none new, up to
+// maxRegisteredWait (a walk of a long list reads each entry; a process without the
+// interface costs a map look-up, and once a second a read of its address space's size). A
+// short-lived program's code is named while it runs: its memory is gone once it exits.
+// registeredTick is how often the walking goroutine looks for targets due.
 const (
 	registeredTick    = 25 * time.Millisecond
 	minRegisteredWait = 50 * time.Millisecond

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/profd/profd/attribute"
+	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampler"
 )
 
 // These tests run the JITs people run, unmodified, under profd and perf record at once, and
@@ -525,13 +527,13 @@ func readlinkBase(path string) string {
 // postgres is a PostgreSQL server of the test's own, on a Unix socket in a temporary
 // directory, run by the postgres user with the LLVM JIT on for every query and writing
 // jitdump files (jit_profiling_support) under a JITDUMPDIR of its own, which profd is not
-// told of.
+// told of; settings (postgres -c NAME=VALUE) are added to those.
 type postgres struct {
 	bin, sock string
 	server    *child
 }
 
-func startPostgres(t *testing.T) *postgres {
+func startPostgres(t *testing.T, settings ...string) *postgres {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(bins) == 0 {
@@ -558,7 +560,7 @@ func startPostgres(t *testing.T) *postgres {
 	pg := &postgres{bin: bin, sock: base + "/sock"}
 	pg.server = startChild(t, nil, "su", "postgres", "-s", "/bin/sh", "-c", "JITDUMPDIR="+base+"/jitdump exec "+bin+"/postgres -D "+base+
 		"/data -k "+pg.sock+" -c listen_addresses= -c jit=on -c jit_above_cost=0 -c jit_inline_above_cost=0"+
-		" -c jit_optimize_above_cost=0 -c jit_profiling_support=on")
+		" -c jit_optimize_above_cost=0 -c jit_profiling_support=on"+strings.Join(append([]string{""}, settings...), " -c "))
 	// Stopped before the child's own cleanup, which would wait for su's output: the server
 	// holds it open.
 	t.Cleanup(func() {
@@ -653,6 +655,59 @@ func TestPostgresJIT(t *testing.T) {
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "evalexpr_") {
 		t.Errorf("llvm-profdata-14 show --sample %s: %v\n%s", text, err, out)
+	}
+}
+
+// TestPostgresRegisteredJIT: a PostgreSQL server with jit_debugging_support and without
+// jit_profiling_support writes no jitdump, but its LLVM JIT registers every object with the
+// GDB JIT interface: profd names the evalexpr_* functions from those objects (90 % of the
+// samples in JIT memory or more), though the backend loads LLVM only at its first compiled
+// query, and with --unwind dwarf their samples' chains go on through the JIT code, which
+// keeps no frame pointer, into the executor.
+func TestPostgresRegisteredJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	pg := startPostgres(t, "jit_profiling_support=off", "jit_debugging_support=on")
+	d := newDirs(t)
+	r := startRun(t, Config{JITImages: []string{"postgres"}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	s := pg.session(t)
+	backend, err := strconv.Atoi(s.query(t, "select pg_backend_pid();"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
+	io.WriteString(s.in, "\\q\n")
+	s.cmd.Wait()
+	waitFor(t, "the backend's final profile", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", backend))
+	})
+	r.stop(t)
+	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
+	var named, executor uint64
+	for _, o := range c.Objects {
+		if strings.HasPrefix(o.Object.Name, "evalexpr_") && o.Object.Source == codeobj.SourceGDBJIT {
+			named += o.TotalSamples()
+		}
+	}
+	for _, st := range c.Stacks {
+		if len(st.Frames) < 2 || !st.Frames[0].JIT() || !strings.HasPrefix(c.Objects[st.Frames[0].Object].Object.Name, "evalexpr_") {
+			continue
+		}
+		for _, f := range st.Frames[1:] {
+			if f.Function == "PostgresMain" {
+				executor += st.Count
+				break
+			}
+		}
+	}
+	unnamed := c.UnnamedSamples()
+	t.Logf("%d samples in evalexpr_* functions named from registered objects (%d unnamed in JIT memory), %d of them chained into PostgresMain", named, unnamed, executor)
+	if named < 50 || float64(unnamed) > 0.1*float64(named+unnamed) {
+		t.Fatalf("%d samples named from registered objects, %d unnamed: want 90 %% named\nlogs:\n%s", named, unnamed, r.logs.String())
+	}
+	if float64(executor) < 0.8*float64(named) {
+		t.Errorf("%d of %d samples in evalexpr_* functions chained into PostgresMain", executor, named)
 	}
 }
 

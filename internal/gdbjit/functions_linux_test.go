@@ -61,7 +61,7 @@ func TestChanges(t *testing.T) {
 // TestChangesLLI14 names the code of lli-14's default JIT (ORC), which writes no jitdump:
 // workloads/callchain.c's four functions, each in the process's anonymous executable
 // memory, with line rows from its object. A process taken to have no GDB JIT interface is
-// looked at again after noDescriptorRetry.
+// looked at again after noDescriptorRetry, once its address space changed size.
 func TestChangesLLI14(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
 	ir := filepath.Join(t.TempDir(), "callchain.ll")
@@ -81,10 +81,14 @@ func TestChangesLLI14(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	// A process found without the interface is taken to have none for noDescriptorRetry,
-	// then looked at again (a JIT library loaded late).
+	// A process found without the interface is taken to have none for noDescriptorRetry;
+	// then, its address space grown since, it is looked at again (a JIT library loaded late).
+	pages, err := procfs.VMPages(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := NewReader(Options{})
-	r.procs[pid] = &procState{noDesc: fmt.Errorf("gdbjit: %w", ErrNoDescriptor), lookedAt: time.Now()}
+	r.procs[pid] = &procState{noDesc: fmt.Errorf("gdbjit: %w", ErrNoDescriptor), lookedAt: time.Now(), vmPages: pages + 1}
 	if _, _, err := r.Changes(pid); !errors.Is(err, ErrNoDescriptor) {
 		t.Fatalf("within noDescriptorRetry of finding none: error %v, want ErrNoDescriptor", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
 )
@@ -80,9 +81,10 @@ type Reader struct {
 type objectKey struct{ entry, addr, size uint64 }
 
 type procState struct {
-	descAddr uint64 // 0: none found
-	noDesc   error  // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
-	lookedAt time.Time
+	descAddr uint64    // 0: none found
+	noDesc   error     // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
+	lookedAt time.Time // with no descriptor: when the process was last looked at
+	vmPages  uint64    // ... and the size of its address space then
 	objects  map[objectKey]jitmap.DebugInfo
 	frames   map[objectKey]Section  // FrameSections' objects, as last walked
 	named    map[objectKey][]uint64 // Changes' objects, as last walked: their functions' addresses
@@ -192,28 +194,34 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	return info, nil
 }
 
-// noDescriptorRetry is how long a process found without the GDB JIT interface is taken to
-// have none: a process may load its JIT library late (PostgreSQL's backends load LLVM at
-// their first compiled query).
-const noDescriptorRetry = 10 * time.Second
+// noDescriptorRetry is how often a process found without the GDB JIT interface is looked at
+// again: a process may load its JIT library late (PostgreSQL's backends load LLVM at their
+// first compiled query). Its descriptor is looked for again only when its address space
+// changed size since (a library mapped), one read of /proc/PID/statm.
+const noDescriptorRetry = time.Second
 
 // state is what the Reader keeps of pid, its descriptor looked up the first time; an error
-// when pid has none (remembered for noDescriptorRetry) or its files cannot be read.
+// when pid has none (remembered until its address space changes size) or its files cannot
+// be read.
 func (r *Reader) state(pid uint32) (*procState, error) {
 	st := r.procs[pid]
 	if st != nil && st.descAddr == 0 && time.Since(st.lookedAt) >= noDescriptorRetry {
-		addr, err := r.findDescriptor(pid)
-		if err != nil {
-			return nil, err
+		st.lookedAt = time.Now()
+		if pages, err := procfs.VMPages(pid); err == nil && pages != st.vmPages {
+			addr, err := r.findDescriptor(pid)
+			if err != nil {
+				return nil, err
+			}
+			st.descAddr, st.vmPages = addr, pages
 		}
-		st.descAddr, st.lookedAt = addr, time.Now()
 	}
 	if st == nil {
+		pages, _ := procfs.VMPages(pid) // before the look: a library mapped after it changes the size
 		addr, err := r.findDescriptor(pid)
 		if err != nil {
 			return nil, err
 		}
-		st = &procState{descAddr: addr, lookedAt: time.Now(), objects: map[objectKey]jitmap.DebugInfo{}}
+		st = &procState{descAddr: addr, lookedAt: time.Now(), vmPages: pages, objects: map[objectKey]jitmap.DebugInfo{}}
 		if addr == 0 {
 			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
 		}
