@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/profd/profd/codeobj"
-	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -22,27 +21,6 @@ const (
 	minRegisteredWait = 50 * time.Millisecond
 	maxRegisteredWait = 2 * time.Second
 )
-
-// registered names the code of the JITs that register their objects with the GDB JIT
-// interface, as LLVM's ORC and MCJIT do, from the objects' function symbols and line
-// tables (gdbjit.Reader.Changes): lli-14's default JIT writes neither a jitdump nor a perf
-// map, and its code would stay unnamed. A goroutine of its own walks the targets' lists as
-// they are due, and every one once more as profd stops; what it finds goes through the
-// symbol stage like a perf map's lines (a load whose time is unknown: it names the samples
-// taken before it was read).
-type registered struct {
-	reader *gdbjit.Reader
-	stop   context.CancelFunc
-	done   chan struct{}
-	// due is, per target walked, when it is next walked and the wait after that; the
-	// walking goroutine's.
-	due map[uint32]*registeredDue
-}
-
-type registeredDue struct {
-	at   time.Time
-	wait time.Duration
-}
 
 // startRegistered starts walking the targets' lists (open made the reader).
 func (d *daemonRun) startRegistered() {
