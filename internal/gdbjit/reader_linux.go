@@ -138,8 +138,8 @@ func (r *Reader) Forget(pid uint32) {
 // decoded are skipped (and counted in Stats.BadObjects), and so are, for this call, those
 // past the walk's MaxReadBytes (Stats.Deferred: a later call reads them) and, for as long as
 // they are listed, those past the held bounds (Stats.Dropped). An error means the list itself
-// could not be walked: ErrNoDescriptor (remembered for pid until Forget), ErrBadList, or a
-// read error from the process.
+// could not be walked: ErrNoDescriptor (remembered for pid until its address space changes
+// size, see state), ErrBadList, or a read error from the process.
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
