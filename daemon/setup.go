@@ -116,7 +116,9 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget, withFi
 			started = append(started, "jitdump and perf-map files")
 		}
 	}
-	if !h.registers && d.reg.reader.Registers(pid) {
+	// Not at a young process's first sight either: it has mapped no JIT library yet, and a
+	// process found without the interface is looked at again only as its address space grows.
+	if withFiles && !h.registers && d.reg.reader.Registers(pid) {
 		h.registers = true
 		d.parts.symbols.addTarget(pid) // the walks of registered objects read it from now on
 		started = append(started, lookedRegistered)
