@@ -15,9 +15,10 @@ import (
 // maxRegisteredWait (a walk of a long list reads each entry; a process without the
 // interface costs a map look-up, and once a second a read of its address space's size). A
 // short-lived program's code is named while it runs: its memory is gone once it exits.
-// registeredTick is how often the walking goroutine looks for targets due.
+// The walking goroutine sleeps until the next target is due, or a target's symbols begin to
+// be read, at most maxRegisteredWait; a target over its record allowance is tried again
+// after minRegisteredWait.
 const (
-	registeredTick    = 25 * time.Millisecond
 	minRegisteredWait = 50 * time.Millisecond
 	maxRegisteredWait = 2 * time.Second
 )
@@ -28,15 +29,16 @@ func (d *daemonRun) startRegistered() {
 	d.reg.stop, d.reg.done, d.reg.due = stop, make(chan struct{}), map[uint32]*registeredDue{}
 	go func() {
 		defer close(d.reg.done)
-		t := time.NewTicker(registeredTick)
+		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
-			d.walkRegistered(false)
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-d.parts.symbols.added:
 			}
+			t.Reset(time.Until(d.walkRegistered(false)))
 		}
 	}()
 }
@@ -59,11 +61,13 @@ func (d *daemonRun) forgetRegistered(pid uint32) {
 }
 
 // walkRegistered sends the symbol stage the functions of the objects each target due (all:
-// every target) registered, and unregistered, since its last walk. A target whose symbols
-// are not read (with --all, one whose sources are not set up) or that has used its
-// allowance of records is left for a later walk: its list keeps what was not read.
-func (d *daemonRun) walkRegistered(all bool) {
+// every target) registered, and unregistered, since its last walk, and returns when the
+// next is due. A target whose symbols are not read (with --all, one whose sources are not
+// set up: its queue's making wakes the walks) or that has used its allowance of records is
+// left for a later walk: its list keeps what was not read.
+func (d *daemonRun) walkRegistered(all bool) time.Time {
 	now := time.Now()
+	wake := now.Add(maxRegisteredWait)
 	targets := d.parts.watch.Targets()
 	for _, pid := range targets {
 		next := d.reg.due[pid]
@@ -71,7 +75,15 @@ func (d *daemonRun) walkRegistered(all bool) {
 			next = &registeredDue{at: now, wait: minRegisteredWait}
 			d.reg.due[pid] = next
 		}
-		if !all && now.Before(next.at) || !d.parts.symbols.has(pid) || !d.parts.symbols.ready(pid) {
+		if !d.parts.symbols.has(pid) {
+			continue
+		}
+		if !all && now.Before(next.at) {
+			wake = earlier(wake, next.at)
+			continue
+		}
+		if !d.parts.symbols.ready(pid) {
+			wake = earlier(wake, now.Add(minRegisteredWait))
 			continue
 		}
 		added, removed, err := d.reg.reader.Changes(pid)
@@ -80,6 +92,7 @@ func (d *daemonRun) walkRegistered(all bool) {
 			next.wait = minRegisteredWait
 		}
 		next.at = now.Add(next.wait)
+		wake = earlier(wake, next.at)
 		if err != nil || len(added)+len(removed) == 0 {
 			continue
 		}
@@ -101,4 +114,13 @@ func (d *daemonRun) walkRegistered(all bool) {
 		}
 		maps.DeleteFunc(d.reg.due, func(pid uint32, _ *registeredDue) bool { return !current[pid] })
 	}
+	return wake
+}
+
+// earlier is the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

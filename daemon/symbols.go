@@ -46,6 +46,9 @@ type symbolStage struct {
 	otherPid uint64
 
 	expired    chan struct{} // closed when the stage expires
+	// added gets a token when a target's queue is made: the walks of registered objects
+	// (registered.go) wait on it between targets due.
+	added chan struct{}
 	expireOnce sync.Once
 	overRate   atomic.Uint64 // records dropped past a target's rate
 	unapplied  atomic.Uint64 // records dropped because the stage expired
@@ -72,7 +75,7 @@ type symbolQueue struct {
 // newSymbolStage makes the stage; rate and burst bound each target's records (0: no bound).
 func newSymbolStage(e *enrich.Enricher, apply func(jitmap.Batch), log *slog.Logger, rate, burst int) *symbolStage {
 	return &symbolStage{enrich: e, apply: apply, log: log, rate: float64(rate), burst: float64(burst),
-		queues: map[uint32]*symbolQueue{}, expired: make(chan struct{})}
+		queues: map[uint32]*symbolQueue{}, expired: make(chan struct{}), added: make(chan struct{}, 1)}
 }
 
 // expireAt makes the stage expire at t: from then on records are counted, not applied.
@@ -100,6 +103,10 @@ func (s *symbolStage) addTarget(pid uint32) {
 		tokens: s.burst, lastNs: monotonicNs()}
 	s.queues[pid] = q
 	go s.applyQueue(q)
+	select {
+	case s.added <- struct{}{}:
+	default: // a token is waiting already
+	}
 }
 
 // removeTarget applies what pid's queue holds and stops it; call it after pid's sources

@@ -103,8 +103,10 @@ var howtoPages = []howtoPage{
 			`(?m)^0\n[1-9]\d*$`, `(?m)^\s+\d+\.\d+%\s+\[\.\] sieve`,
 			`reestimate: \d+ sampled code objects: [1-9]\d* reestimated`,
 			// lli-14's default JIT: named from the objects it registered, with line tables.
-			// The page's last block: its final flush and its LLVM profile's functions.
-			`profd final flush #\d+: \d+ samples, (?:9\d|100)\.\d% in JIT code\n[^\n]*\n\s+\d+\s+\S+%\s+sieve\n(?:[^\n]*\n){3,4}` +
+			// The page's last block: its final flush, no sample in JIT memory unnamed (the
+			// line would say how many), and its LLVM profile's functions. The share of a run
+			// this short depends on how much of LLVM's compiling profd saw.
+			`profd final flush #\d+: \d+ samples, (?:[5-9]\d|100)\.\d% in JIT code\n[^\n]*\n\s+\d+\s+\S+%\s+sieve\n(?:[^\n]*\n){3,4}` +
 				`Function: sieve: \d+, \d+, [1-9]\d* sampled lines\n(?:Function: [^\n]*\n){3}\z`},
 	},
 	{
