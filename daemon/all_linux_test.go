@@ -72,6 +72,19 @@ func buildAllSpin(t testing.TB) (spin, spin2 string) {
 	return spin, spin2
 }
 
+// pidJITSamples sums the samples in named JIT code and those left unnamed in JIT memory over
+// the captures of image that hold process pid.
+func pidJITSamples(t *testing.T, d dirs, image string, pid int) (named, unnamed uint64) {
+	t.Helper()
+	for _, path := range pidCaptures(t, d, image, pid) {
+		c := readCapture(t, path)
+		n, _ := c.TotalSamples()
+		named += n
+		unnamed += c.UnnamedSamples()
+	}
+	return named, unnamed
+}
+
 // pidCaptures are the paths of the captures in d of process pid running image ("": any):
 // <image>-<pid>.profd, and <image>-<pid>.N.profd when it was added again (a process that
 // execs is; it may have been found with its new image's name before its exec was seen).
@@ -318,13 +331,7 @@ func TestAllShortJIT(t *testing.T) {
 	jit := startCmd(t, cmd)
 	jit.wait(t, 60*time.Second)
 	r.stop(t)
-	var named, unnamed uint64
-	for _, path := range pidCaptures(t, d, "lli", jit.pid()) {
-		c := readCapture(t, path)
-		n, _ := c.TotalSamples()
-		named += n
-		unnamed += c.UnnamedSamples()
-	}
+	named, unnamed := pidJITSamples(t, d, "lli", jit.pid())
 	t.Logf("%d samples in named JIT code, %d unnamed", named, unnamed)
 	if named == 0 || unnamed > named/10 {
 		t.Errorf("%d samples in named JIT code, %d unnamed: the jitdump was not read while the JIT ran\n%s\n%s", named, unnamed, r.summary.String(), r.logs.String())
@@ -358,13 +365,7 @@ func TestAllRegisteredJIT(t *testing.T) {
 	if want := "reading the JIT symbols of pid " + strconv.Itoa(jit.pid()) + " (lli): " + lookedRegistered; !strings.Contains(summary, want) {
 		t.Errorf("summary lacks %q:\n%s", want, summary)
 	}
-	var named, unnamed uint64
-	for _, path := range pidCaptures(t, d, "lli", jit.pid()) {
-		c := readCapture(t, path)
-		n, _ := c.TotalSamples()
-		named += n
-		unnamed += c.UnnamedSamples()
-	}
+	named, unnamed := pidJITSamples(t, d, "lli", jit.pid())
 	t.Logf("%d samples in named JIT code, %d unnamed", named, unnamed)
 	if named == 0 || unnamed > named/10 {
 		t.Errorf("%d samples in named JIT code, %d unnamed: the registered objects were not read while the JIT ran\n%s\n%s", named, unnamed, summary, r.logs.String())

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -38,15 +37,7 @@ func checkDiscriminators(t *testing.T, d dirs, pid int, c *profileio.Capture) {
 	if with == 0 {
 		t.Fatal("no line entry of the hot functions has a discriminator: the GDB JIT debug objects were not merged")
 	}
-	f, err := os.Open(outputPath(d, "lli", pid, FormatLLVMText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profileio.ReadText(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readLLVMText(t, outputPath(d, "lli", pid, FormatLLVMText))
 	var want []string
 	for _, fp := range p.SortedFunctions() {
 		for loc, n := range fp.Body {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
-	"github.com/profd/profd/profileio"
 )
 
 // erlangHot compiles testdata/hot.erl into a directory of its own.
@@ -107,21 +106,14 @@ func TestErlangPerfMap(t *testing.T) {
 	beam.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "beam.smp", beam.pid())
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, beam.pid(), false)))
-	f, err := os.Open(outputPath(d, "beam.smp", beam.pid(), FormatLLVMText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profileio.ReadText(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := outputPath(d, "beam.smp", beam.pid(), FormatLLVMText)
+	prof := readLLVMText(t, text)
 	for _, fn := range prof.Functions {
 		if fn.HeadSamples > fn.TotalSamples {
 			t.Errorf("%s: head %d above total %d", fn.Name, fn.HeadSamples, fn.TotalSamples)
 		}
 	}
 	if prof.Functions["$hot:spin/2"] == nil {
-		t.Errorf("no profile of $hot:spin/2 in %s", filepath.Base(f.Name()))
+		t.Errorf("no profile of $hot:spin/2 in %s", filepath.Base(text))
 	}
 }

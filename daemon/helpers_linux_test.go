@@ -26,6 +26,7 @@ import (
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
+	"github.com/profd/profd/sampleprof"
 )
 
 func TestMain(m *testing.M) {
@@ -498,6 +499,21 @@ func readPprofFile(t testing.TB, path string) *profile.Profile {
 	}
 	defer f.Close()
 	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
+}
+
+// readLLVMText reads the LLVM text sample profile at path.
+func readLLVMText(t testing.TB, path string) *sampleprof.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profileio.ReadText(f)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/internal/testenv"
-	"github.com/profd/profd/profileio"
 )
 
 // TestRegisteredObjects profiles lli-14 running workloads/callchain.c (built with -g) under
@@ -63,16 +61,7 @@ func TestRegisteredObjects(t *testing.T) {
 			if objects["leaf"] != 1 {
 				t.Errorf("%d code objects named leaf, want 1", objects["leaf"])
 			}
-			f, err := os.Open(outputPath(d, "lli", pid, FormatLLVMText))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			p, err := profileio.ReadText(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaf := p.Functions["leaf"]
+			leaf := readLLVMText(t, outputPath(d, "lli", pid, FormatLLVMText)).Functions["leaf"]
 			if leaf == nil || len(leaf.Body) == 0 {
 				t.Fatalf("the LLVM text profile has no body lines for leaf: %v", leaf)
 			}

@@ -592,6 +592,16 @@ func (pg *postgres) session(t *testing.T) *session {
 	return &session{in: in, out: bufio.NewReader(out), cmd: cmd}
 }
 
+// end quits the session and waits for profd to write its backend's final profile.
+func (s *session) end(t *testing.T, r *profdRun, backend int) {
+	t.Helper()
+	io.WriteString(s.in, "\\q\n")
+	s.cmd.Wait()
+	waitFor(t, "the backend's final profile", 20*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", backend))
+	})
+}
+
 // query runs one statement and returns its first line of output.
 func (s *session) query(t *testing.T, sql string) string {
 	t.Helper()
@@ -636,11 +646,7 @@ func TestPostgresJIT(t *testing.T) {
 	})
 	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
 	s.query(t, "select sum(x % 13 * 5 + x % 3) from generate_series(1::bigint, 10000000) x where x % 7 <> 3;")
-	io.WriteString(s.in, "\\q\n")
-	s.cmd.Wait()
-	waitFor(t, "the backend's final profile", 20*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", backend))
-	})
+	s.end(t, r, backend)
 	r.stop(t)
 	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
 	perfSamples := perf.samples(t, backend, true)
@@ -677,11 +683,7 @@ func TestPostgresRegisteredJIT(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.query(t, "select sum(x % 7 + x % 11 * 3 + (x * 31) % 101) from generate_series(1::bigint, 15000000) x where x % 5 <> 2;")
-	io.WriteString(s.in, "\\q\n")
-	s.cmd.Wait()
-	waitFor(t, "the backend's final profile", 20*time.Second, func() bool {
-		return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", backend))
-	})
+	s.end(t, r, backend)
 	r.stop(t)
 	c := readCapture(t, outputPath(d, "postgres", backend, FormatCapture))
 	var named, executor uint64

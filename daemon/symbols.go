@@ -46,12 +46,13 @@ type symbolStage struct {
 	otherPid uint64
 
 	expired    chan struct{} // closed when the stage expires
-	// added gets a token when a target's queue is made: the walks of registered objects
-	// (registered.go) wait on it between targets due.
-	added chan struct{}
 	expireOnce sync.Once
 	overRate   atomic.Uint64 // records dropped past a target's rate
 	unapplied  atomic.Uint64 // records dropped because the stage expired
+
+	// added gets a token when a target's queue is made: the walks of registered objects
+	// (registered.go) wait on it between targets due.
+	added chan struct{}
 }
 
 // symbolQueue is one target's batches and the goroutine applying them.
