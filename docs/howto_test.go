@@ -107,7 +107,7 @@ var howtoPages = []howtoPage{
 			// line would say how many), and its LLVM profile's functions. The share of a run
 			// this short depends on how much of LLVM's compiling profd saw.
 			`profd final flush #\d+: \d+ samples, (?:[5-9]\d|100)\.\d% in JIT code\n[^\n]*\n\s+\d+\s+\S+%\s+sieve\n(?:[^\n]*\n){3,4}` +
-				`Function: sieve: \d+, \d+, [1-9]\d* sampled lines\n(?:Function: [^\n]*\n){3}\z`},
+				`Function: sieve: \d+, \d+, [1-9]\d* sampled lines\n(?:Function: [^\n]*\n){3,}\z`},
 	},
 	{
 		file:      "php.md",
