@@ -22,12 +22,7 @@ type Section struct {
 func (r *Reader) FrameSections(pid uint32) ([]Section, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st, err := r.state(pid)
-	if err != nil {
-		return nil, err
-	}
-	r.stats.Walks++
-	keys, err := r.walk(pid, st.descAddr)
+	st, keys, err := r.listed(pid)
 	if err != nil {
 		return nil, err
 	}

@@ -22,12 +22,7 @@ import (
 func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st, err := r.state(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	r.stats.Walks++
-	keys, err := r.walk(pid, st.descAddr)
+	st, keys, err := r.listed(pid)
 	if err != nil {
 		return nil, nil, err
 	}

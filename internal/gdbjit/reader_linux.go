@@ -143,12 +143,7 @@ func (r *Reader) Forget(pid uint32) {
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st, err := r.state(pid)
-	if err != nil {
-		return jitmap.DebugInfo{}, err
-	}
-	r.stats.Walks++
-	keys, err := r.walk(pid, st.descAddr)
+	st, keys, err := r.listed(pid)
 	if err != nil {
 		return jitmap.DebugInfo{}, err
 	}
@@ -231,6 +226,21 @@ func (r *Reader) state(pid uint32) (*procState, error) {
 		return nil, st.noDesc
 	}
 	return st, nil
+}
+
+// listed is what the Reader keeps of pid and the keys of pid's list as it is now: the start
+// of every walk (Debug, FrameSections, Changes). Called with r.mu held.
+func (r *Reader) listed(pid uint32) (*procState, []objectKey, error) {
+	st, err := r.state(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.stats.Walks++
+	keys, err := r.walk(pid, st.descAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, keys, nil
 }
 
 // heldBytes estimates the memory a decoded object holds: its rows and subprograms, and their
