@@ -1,7 +1,6 @@
 package jitmap
 
 import (
-	"bytes"
 	"cmp"
 	"debug/elf"
 	"errors"
@@ -32,13 +31,9 @@ func ObjectFunctions(obj []byte, max int) (funcs []codeobj.Object, err error) {
 			funcs, err = nil, fmt.Errorf("jitmap: debug object: decoder panic %v: %w", r, ErrBadDebugObject)
 		}
 	}()
-	f, err := elf.NewFile(bytes.NewReader(obj))
+	f, err := openDebugObject(obj)
 	if err != nil {
-		return nil, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
-	}
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("jitmap: debug object: %v %v %v, want 64-bit little-endian x86-64: %w",
-			f.Class, f.Data, f.Machine, ErrBadDebugObject)
+		return nil, err
 	}
 	syms, err := f.Symbols()
 	if errors.Is(err, elf.ErrNoSymbols) {

@@ -64,13 +64,9 @@ func DebugObject(obj []byte, maxRows int) (info DebugInfo, err error) {
 			info, err = DebugInfo{}, fmt.Errorf("jitmap: debug object: decoder panic %v: %w", r, ErrBadDebugObject)
 		}
 	}()
-	f, err := elf.NewFile(bytes.NewReader(obj))
+	f, err := openDebugObject(obj)
 	if err != nil {
-		return DebugInfo{}, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
-	}
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != elf.EM_X86_64 {
-		return DebugInfo{}, fmt.Errorf("jitmap: debug object: %v %v %v, want 64-bit little-endian x86-64: %w",
-			f.Class, f.Data, f.Machine, ErrBadDebugObject)
+		return DebugInfo{}, err
 	}
 	var syms []elf.Symbol
 	if f.Type == elf.ET_REL {
@@ -111,6 +107,20 @@ func DebugObject(obj []byte, maxRows int) (info DebugInfo, err error) {
 		}
 	}
 	return readUnits(d, data[".debug_line"], len(data[".debug_info"]), maxRows)
+}
+
+// openDebugObject parses the ELF headers of a debug object, which must be x86-64,
+// little-endian, 64-bit; errors wrap ErrBadDebugObject.
+func openDebugObject(obj []byte) (*elf.File, error) {
+	f, err := elf.NewFile(bytes.NewReader(obj))
+	if err != nil {
+		return nil, fmt.Errorf("jitmap: debug object: %w: %w", ErrBadDebugObject, err)
+	}
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("jitmap: debug object: %v %v %v, want 64-bit little-endian x86-64: %w",
+			f.Class, f.Data, f.Machine, ErrBadDebugObject)
+	}
+	return f, nil
 }
 
 // readUnits reads every compile unit's line program and its top-level subprograms.
