@@ -550,17 +550,31 @@ func jitTotals(c *profileio.Capture) map[string]uint64 {
 }
 
 // shareTolerance is how far, in points, two independent samplings' shares of one function
-// may differ: points, or four standard errors of the difference of two binomial shares
-// around pct from n1 and n2 samples when that is more. profd and perf sample the same run
-// independently; at a few hundred samples a 20 % share moves by 3 points either way
-// between them by chance alone (a busy machine leaves a JIT fewer samples).
-func shareTolerance(points, pct float64, n1, n2 uint64) float64 {
+// may differ when family shares are held to each other at once: points, or z standard
+// errors of the difference of two binomial shares around pct from n1 and n2 samples when
+// that is more. profd and perf sample the same run independently; at a few hundred samples
+// a 20 % share moves by 3 points either way between them by chance alone (a busy machine
+// leaves a JIT fewer samples). z is 4 for one share, and grows with the family (familyZ),
+// so that a table of shares fails by chance no more often than one share at 4 standard
+// errors would (at 4 for each, a table of a dozen fails by chance one run in 1 300, and the
+// suite holds dozens of tables).
+func shareTolerance(points, pct float64, n1, n2 uint64, family int) float64 {
 	if n1 == 0 || n2 == 0 {
 		return points
 	}
 	p := pct / 100
 	se := 100 * math.Sqrt(p*(1-p)*(1/float64(n1)+1/float64(n2)))
-	return math.Max(points, 4*se)
+	return math.Max(points, familyZ(family)*se)
+}
+
+// familyZ is how many standard errors each of n normal differences may reach so that any
+// of them exceeds it by chance as rarely as one exceeds 4 (two-sided, Bonferroni): 4 for one,
+// 4.4 for five, 4.7 for twenty.
+func familyZ(n int) float64 {
+	if n <= 1 {
+		return 4
+	}
+	return math.Sqrt2 * math.Erfinv(1-math.Erfc(4/math.Sqrt2)/float64(n))
 }
 
 // share is n as a percentage of of, 0 when of is.
@@ -599,14 +613,14 @@ func compareShares(t testing.TB, profd, perf map[string]uint64, names []string, 
 	bad := false
 	for _, n := range names {
 		d := ps[n] - qs[n]
-		tol := shareTolerance(tolerance, (ps[n]+qs[n])/2, np, nq)
+		tol := shareTolerance(tolerance, (ps[n]+qs[n])/2, np, nq, len(names))
 		fmt.Fprintf(&b, "  %-14s profd %6d %5.1f%%   perf %6d %5.1f%%   diff %+5.1f (±%.1f)\n", n, profd[n], ps[n], perf[n], qs[n], d, tol)
 		if d > tol || d < -tol {
 			bad = true
 		}
 	}
 	if bad {
-		t.Errorf("shares differ by more than %.0f points or four standard errors:\n%s", tolerance, b.String())
+		t.Errorf("shares differ by more than %.0f points or what sampling explains (familyZ standard errors):\n%s", tolerance, b.String())
 	} else {
 		t.Logf("shares:\n%s", b.String())
 	}

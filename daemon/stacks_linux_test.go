@@ -214,7 +214,7 @@ func reportName(name string) string {
 
 // compareStacksWithPerf holds profd's stacks of thread tid to perf record -g's of the same
 // run: each of the 20 functions with the most samples (by either; JIT and native alike) has
-// the same share of the thread's samples within 2 points or four standard errors, and the
+// the same share of the thread's samples within 2 points or what sampling explains, and the
 // (function, caller) pairs of the samples whose chains reach the thread's start overlap by
 // 90 % or more, or as much as sampling noise allows (overlapFloor).
 func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int) {
@@ -267,7 +267,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 			continue
 		}
 		ps, qs := share(perfLeaves[name], perfAll), share(profdLeaves[name], profdAll)
-		tol := shareTolerance(2, (ps+qs)/2, perfAll, profdAll)
+		tol := shareTolerance(2, (ps+qs)/2, perfAll, profdAll, len(top))
 		fmt.Fprintf(&b, "  %-60.60s perf %5.1f%%  profd %5.1f%%  diff %+5.1f (±%.1f)\n", name, ps, qs, qs-ps, tol)
 		bad = bad || qs-ps > tol || ps-qs > tol
 	}
@@ -275,11 +275,11 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		if perfLeaves[name] == 0 {
 			qs := share(profdLeaves[name], profdAll)
 			fmt.Fprintf(&b, "  %-60.60s perf   0.0%%  profd %5.1f%%\n", name, qs)
-			bad = bad || qs > shareTolerance(2, qs/2, perfAll, profdAll)
+			bad = bad || qs > shareTolerance(2, qs/2, perfAll, profdAll, len(top))
 		}
 	}
 	if bad {
-		t.Errorf("top functions' shares differ from perf's by more than 2 points or four standard errors:\n%s", b.String())
+		t.Errorf("top functions' shares differ from perf's by more than 2 points or what sampling explains:\n%s", b.String())
 	} else {
 		t.Logf("top functions:\n%s", b.String())
 	}
