@@ -23,6 +23,12 @@ const (
 	maxRegisteredWait = 2 * time.Second
 )
 
+// registeredCostRatio: a target's next walk waits at least this many times as long as its
+// last walk took, so that walking its list takes at most 2 % of a core whatever it
+// registers: a list of tens of thousands of entries, each read from the process, that
+// grows by one before every walk, would otherwise keep the walks at minRegisteredWait.
+const registeredCostRatio = 50
+
 // startRegistered starts walking the targets' lists (open made the reader).
 func (d *daemonRun) startRegistered() {
 	ctx, stop := context.WithCancel(context.Background())
@@ -86,12 +92,9 @@ func (d *daemonRun) walkRegistered(all bool) time.Time {
 			wake = earlier(wake, now.Add(minRegisteredWait))
 			continue
 		}
+		start := time.Now()
 		added, removed, err := d.reg.reader.Changes(pid)
-		next.wait = min(2*next.wait, maxRegisteredWait)
-		if len(added) > 0 {
-			next.wait = minRegisteredWait
-		}
-		next.at = now.Add(next.wait)
+		next.walked(start, time.Since(start), len(added) > 0)
 		wake = earlier(wake, next.at)
 		if err != nil || len(added)+len(removed) == 0 {
 			continue
@@ -115,6 +118,17 @@ func (d *daemonRun) walkRegistered(all bool) time.Time {
 		maps.DeleteFunc(d.reg.due, func(pid uint32, _ *registeredDue) bool { return !current[pid] })
 	}
 	return wake
+}
+
+// walked schedules the next walk of a target whose walk began at start and took took:
+// minRegisteredWait after one that found objects, else twice the last wait, up to
+// maxRegisteredWait; and never sooner than registeredCostRatio times took.
+func (due *registeredDue) walked(start time.Time, took time.Duration, found bool) {
+	due.wait = min(2*due.wait, maxRegisteredWait)
+	if found {
+		due.wait = minRegisteredWait
+	}
+	due.at = start.Add(max(due.wait, registeredCostRatio*took))
 }
 
 // earlier is the earlier of a and b.

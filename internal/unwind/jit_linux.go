@@ -26,9 +26,13 @@ import (
 // object with frame information or a look finds new ones (a JIT starting or compiling: its
 // list is short or grows), twice as long after each look that finds none new, up to
 // maxJITWait (a walk of a long list reads each entry).
+//
+// A look also waits at least jitCostRatio times as long as the last one took, so that the
+// looks at one process take at most 2 % of a core whatever its list holds.
 const (
-	minJITWait = 10 * time.Millisecond
-	maxJITWait = 2 * time.Second
+	minJITWait   = 10 * time.Millisecond
+	maxJITWait   = 2 * time.Second
+	jitCostRatio = 50
 )
 
 // maxJITFrameBytes bounds one object's .eh_frame read from the process.
@@ -75,6 +79,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	// One process at a time, but not in turn with the files: a JIT's objects are small, and
 	// its code's first samples should not wait for a library's frame information.
 	u.oneJIT <- struct{}{}
+	start := time.Now()
 	secs, err := u.debug.FrameSections(p.pid)
 	var fresh []jitTable
 	for _, s := range secs {
@@ -88,6 +93,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		}
 		fresh = append(fresh, t)
 	}
+	took := time.Since(start)
 	<-u.oneJIT
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -96,10 +102,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		u.debug.Forget(p.pid) // forgotten meanwhile: what the walk kept goes too
 		return
 	}
-	p.jitWait = min(2*p.jitWait, maxJITWait)
-	if len(fresh) > 0 || len(secs) == 0 {
-		p.jitWait = minJITWait
-	}
+	p.jitReadAt, p.jitWait = start, nextJITWait(p.jitWait, took, len(fresh) > 0 || len(secs) == 0)
 	if err != nil {
 		if errors.Is(err, gdbjit.ErrNoDescriptor) {
 			p.jitNone = true // until it maps another file (refresh)
@@ -159,4 +162,15 @@ func (u *Unwinder) releaseJIT(p *process) {
 	}
 	p.jit = nil
 	u.debug.Forget(p.pid)
+}
+
+// nextJITWait is the wait after a look that took took: minJITWait when it found new
+// objects (or none at all), else twice the last wait, up to maxJITWait; never less than
+// jitCostRatio times took.
+func nextJITWait(last, took time.Duration, found bool) time.Duration {
+	wait := min(2*last, maxJITWait)
+	if found {
+		wait = minJITWait
+	}
+	return max(wait, jitCostRatio*took)
 }
