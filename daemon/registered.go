@@ -92,9 +92,8 @@ func (d *daemonRun) walkRegistered(all bool) time.Time {
 			wake = earlier(wake, now.Add(minRegisteredWait))
 			continue
 		}
-		start := time.Now()
 		added, removed, err := d.reg.reader.Changes(pid)
-		next.walked(start, time.Since(start), len(added) > 0)
+		next.walked(now, d.reg.reader.WalkTook(pid), len(added) > 0)
 		wake = earlier(wake, next.at)
 		if err != nil || len(added)+len(removed) == 0 {
 			continue
@@ -120,7 +119,8 @@ func (d *daemonRun) walkRegistered(all bool) time.Time {
 	return wake
 }
 
-// walked schedules the next walk of a target whose walk began at start and took took:
+// walked schedules the next walk of a target walked at start, whose list took took to walk
+// (gdbjit.Reader.WalkTook: the look for its descriptor, done once, is not counted):
 // minRegisteredWait after one that found objects, else twice the last wait, up to
 // maxRegisteredWait; and never sooner than registeredCostRatio times took.
 func (due *registeredDue) walked(start time.Time, took time.Duration, found bool) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -70,5 +71,45 @@ func TestRegisteredObjects(t *testing.T) {
 				t.Errorf("llvm-profdata-14 show: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestShortLivedRegisteredJIT: profd follows lli-14 processes from their exec
+// (--jit-image), before the dynamic linker has mapped libLLVM, where the GDB JIT interface
+// lives; each runs its default JIT, ORC, for about half a second, under --stacks --unwind
+// dwarf. Every one has its samples in JIT memory named from its registered objects (90 % or
+// more). When a process found without the interface was looked at again only a second
+// later, one run in five or six here had none named.
+func TestShortLivedRegisteredJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	ir := filepath.Join(t.TempDir(), "callchain.ll")
+	if out, err := exec.Command("clang-14", "-O1", "-S", "-emit-llvm", "-o", ir, "../workloads/callchain.c").CombinedOutput(); err != nil {
+		t.Fatalf("clang-14: %v\n%s", err, out)
+	}
+	d := newDirs(t)
+	r := startRun(t, Config{JITImages: []string{"lli-14"}, Event: "cpu-clock", FifoDir: d.fifo, JitdumpDir: d.jitdump,
+		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	var pids []int
+	for range 15 {
+		lli := startChild(t, nil, "lli-14", ir, "80000")
+		lli.wait(t, 60*time.Second)
+		pids = append(pids, lli.pid())
+	}
+	var unnamedRuns []int
+	for _, pid := range pids {
+		waitFor(t, "the final profile of each", 20*time.Second, func() bool {
+			return strings.Contains(r.logs.String(), fmt.Sprintf("pid=%d final=true", pid))
+		})
+		c := readCapture(t, outputPath(d, "lli", pid, FormatCapture))
+		named, _ := c.TotalSamples()
+		unnamed := c.UnnamedSamples()
+		t.Logf("pid %d: %d samples in JIT memory named, %d unnamed", pid, named, unnamed)
+		if named+unnamed < 50 || float64(unnamed) > 0.1*float64(named+unnamed) {
+			unnamedRuns = append(unnamedRuns, pid)
+		}
+	}
+	if len(unnamedRuns) > 0 {
+		t.Errorf("%d of %d runs with fewer than 50 samples in JIT memory or more than 10 %% unnamed: %v", len(unnamedRuns), len(pids), unnamedRuns)
 	}
 }

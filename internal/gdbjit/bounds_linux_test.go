@@ -283,3 +283,46 @@ func TestLookupSymbolDeleted(t *testing.T) {
 	}
 	t.Errorf("a deleted library is no candidate")
 }
+
+// TestWalkTook: WalkTook is what the last walk of a list took, every entry read and every
+// object, by each of the three walks, and by a walk of a list past MaxEntries, refused once
+// read up to it; 0 for a process never walked.
+func TestWalkTook(t *testing.T) {
+	const base, n = 0x1000, 20
+	const perRead = time.Millisecond
+	l := newObjectList(base, n, make([]byte, 64), 64)
+	r := NewReader(Options{})
+	withList(r, 1, base, l)
+	r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+		time.Sleep(perRead)
+		return l.readMem(pid, addr, size)
+	}
+	if got := r.WalkTook(1); got != 0 {
+		t.Errorf("before a walk: %v, want 0", got)
+	}
+	// The descriptor and n entries are read; the 64-byte object, not an ELF object, once.
+	for _, walk := range []struct {
+		name string
+		do   func() error
+	}{
+		{"Debug", func() error { _, err := r.Debug(1); return err }},
+		{"FrameSections", func() error { _, err := r.FrameSections(1); return err }},
+		{"Changes", func() error { _, _, err := r.Changes(1); return err }},
+	} {
+		if err := walk.do(); err != nil {
+			t.Fatalf("%s: %v", walk.name, err)
+		}
+		if got, least := r.WalkTook(1), (n+1)*perRead; got < least {
+			t.Errorf("after %s: %v, want at least %v (%d reads of %v)", walk.name, got, least, n+1, perRead)
+		}
+	}
+	short := NewReader(Options{MaxEntries: n / 2})
+	withList(short, 1, base, l)
+	short.read = r.read
+	if _, err := short.Debug(1); !errors.Is(err, ErrBadList) {
+		t.Fatalf("a list past MaxEntries: %v, want ErrBadList", err)
+	}
+	if got, least := short.WalkTook(1), (n/2+1)*perRead; got < least {
+		t.Errorf("a list past MaxEntries: %v, want at least %v", got, least)
+	}
+}

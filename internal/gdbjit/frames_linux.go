@@ -26,6 +26,7 @@ func (r *Reader) FrameSections(pid uint32) ([]Section, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer st.walkDone()
 	live := make(map[objectKey]Section, len(keys))
 	var out []Section
 	for _, k := range keys {

@@ -26,6 +26,7 @@ func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, 
 	if err != nil {
 		return nil, nil, err
 	}
+	defer st.walkDone()
 	live := make(map[objectKey][]uint64, len(keys))
 	readLeft := r.opts.MaxReadBytes
 	for _, k := range keys {

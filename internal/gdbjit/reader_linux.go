@@ -81,17 +81,33 @@ type Reader struct {
 type objectKey struct{ entry, addr, size uint64 }
 
 type procState struct {
-	descAddr uint64    // 0: none found
-	noDesc   error     // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
-	lookedAt time.Time // with no descriptor: when the process was last looked at
-	vmPages  uint64    // ... and the size of its address space then
-	objects  map[objectKey]jitmap.DebugInfo
-	frames   map[objectKey]Section  // FrameSections' objects, as last walked
-	named    map[objectKey][]uint64 // Changes' objects, as last walked: their functions' addresses
-	keys     []objectKey            // the list as last walked, nil when that walk left objects unread
-	info     jitmap.DebugInfo       // its objects' rows and subprograms, by address
-	held     int64                  // heldBytes of its objects
+	descAddr  uint64    // 0: none found
+	noDesc    error     // ErrNoDescriptor for this pid, made once: a JIT loads code by the thousand
+	firstLook time.Time // when the Reader first looked at the process
+	lookedAt  time.Time // with no descriptor: when the process was last looked at
+	vmPages   uint64    // ... and the size of its address space then
+	objects   map[objectKey]jitmap.DebugInfo
+	frames    map[objectKey]Section  // FrameSections' objects, as last walked
+	named     map[objectKey][]uint64 // Changes' objects, as last walked: their functions' addresses
+	keys      []objectKey            // the list as last walked, nil when that walk left objects unread
+	info      jitmap.DebugInfo       // its objects' rows and subprograms, by address
+	held      int64                  // heldBytes of its objects
+	// walkStart is when the walk under way began (after the descriptor was found), walkTook
+	// how long the last one took, its objects' reads included.
+	walkStart time.Time
+	walkTook  time.Duration
 }
+
+// retry is how long after its last look a process without a descriptor is looked at again.
+func (st *procState) retry() time.Duration {
+	if st.lookedAt.Sub(st.firstLook) < noDescriptorRetry {
+		return noDescriptorEarlyRetry
+	}
+	return noDescriptorRetry
+}
+
+// walkDone records how long the walk begun at walkStart took.
+func (st *procState) walkDone() { st.walkTook = time.Since(st.walkStart) }
 
 // NewReader returns a Reader with the given bounds.
 func NewReader(opts Options) *Reader {
@@ -147,6 +163,7 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	if err != nil {
 		return jitmap.DebugInfo{}, err
 	}
+	defer st.walkDone()
 	if slices.Equal(keys, st.keys) {
 		r.stats.CachedReads += uint64(len(keys))
 		return st.info, nil // the same objects: a JIT loading many functions walks once per load
@@ -192,15 +209,22 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 // noDescriptorRetry is how often a process found without the GDB JIT interface is looked at
 // again: a process may load its JIT library late (PostgreSQL's backends load LLVM at their
 // first compiled query). Its descriptor is looked for again only when its address space
-// changed size since (a library mapped), one read of /proc/PID/statm.
-const noDescriptorRetry = time.Second
+// changed size since (a library mapped), one read of /proc/PID/statm. For the first
+// noDescriptorRetry after the Reader first looked at a process, it is looked at again every
+// noDescriptorEarlyRetry: a process met as it was exec'd (profd follows new processes) has
+// mapped no library yet, and a JIT that runs for half a second would be gone by a second
+// look a second later.
+const (
+	noDescriptorRetry      = time.Second
+	noDescriptorEarlyRetry = 20 * time.Millisecond
+)
 
 // state is what the Reader keeps of pid, its descriptor looked up the first time; an error
 // when pid has none (remembered until its address space changes size) or its files cannot
 // be read.
 func (r *Reader) state(pid uint32) (*procState, error) {
 	st := r.procs[pid]
-	if st != nil && st.descAddr == 0 && time.Since(st.lookedAt) >= noDescriptorRetry {
+	if st != nil && st.descAddr == 0 && time.Since(st.lookedAt) >= st.retry() {
 		st.lookedAt = time.Now()
 		if pages, err := procfs.VMPages(pid); err == nil && pages != st.vmPages {
 			addr, err := r.findDescriptor(pid)
@@ -216,7 +240,8 @@ func (r *Reader) state(pid uint32) (*procState, error) {
 		if err != nil {
 			return nil, err
 		}
-		st = &procState{descAddr: addr, lookedAt: time.Now(), vmPages: pages, objects: map[objectKey]jitmap.DebugInfo{}}
+		now := time.Now()
+		st = &procState{descAddr: addr, firstLook: now, lookedAt: now, vmPages: pages, objects: map[objectKey]jitmap.DebugInfo{}}
 		if addr == 0 {
 			st.noDesc = fmt.Errorf("gdbjit: pid %d: %w", pid, ErrNoDescriptor)
 		}
@@ -236,11 +261,26 @@ func (r *Reader) listed(pid uint32) (*procState, []objectKey, error) {
 		return nil, nil, err
 	}
 	r.stats.Walks++
+	st.walkStart = time.Now()
 	keys, err := r.walk(pid, st.descAddr)
 	if err != nil {
+		st.walkDone() // a list past MaxEntries was read up to it
 		return nil, nil, err
 	}
 	return st, keys, nil
+}
+
+// WalkTook is how long the last walk of pid's list took (Debug, FrameSections or Changes):
+// reading its entries and the objects it read, not looking for the descriptor (done once);
+// 0 when none was made. A caller that walks a list again and again spaces its walks by it,
+// so that a long list, or one that brings many objects each time, costs what it may.
+func (r *Reader) WalkTook(pid uint32) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.procs[pid]; st != nil {
+		return st.walkTook
+	}
+	return 0
 }
 
 // heldBytes estimates the memory a decoded object holds: its rows and subprograms, and their

@@ -81,6 +81,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	u.oneJIT <- struct{}{}
 	start := time.Now()
 	secs, err := u.debug.FrameSections(p.pid)
+	tables := time.Now()
 	var fresh []jitTable
 	for _, s := range secs {
 		if held[s] {
@@ -93,7 +94,8 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		}
 		fresh = append(fresh, t)
 	}
-	took := time.Since(start)
+	// The look's cost: the walk and the tables read, not the look for the descriptor.
+	took := u.debug.WalkTook(p.pid) + time.Since(tables)
 	<-u.oneJIT
 	u.mu.Lock()
 	defer u.mu.Unlock()
