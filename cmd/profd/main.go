@@ -230,7 +230,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 		}
 		return nil
 	})
-	fs.Func("jit-image", "profile every process running the executable `NAME` (a name looked up in PATH at start, e.g. lli-14, or an absolute path), running now or started later; comma-separated or repeated. A process matches by the file it runs, never by the name it gives itself; a name PATH lacks matches executables of that name; in a container, a root-owned executable of the name matches", func(s string) error {
+	fs.Func("jit-image", "profile every process running the executable `NAME` (a name looked up in PATH at start, e.g. lli-14, or an absolute path), running now or started later; comma-separated or repeated. A process matches by the file it runs, never by the name it gives itself; a name PATH lacks, or resolves to a script (a shim), matches executables of that name; in a container, a root-owned executable of the name matches", func(s string) error {
 		for _, f := range strings.Split(s, ",") {
 			cfg.JITImages = append(cfg.JITImages, strings.TrimSpace(f))
 		}

@@ -3,6 +3,7 @@ package targets
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,10 @@ type image struct {
 	arg  string // as given: a base name or an absolute path
 	name string // the base name of the executable it resolves to (lli for lli-14), or arg
 	file fileID // the executable's identity; zero when arg is a name no file on PATH has
+	// script is the file arg resolved to when that is a script (#!): no process runs a
+	// script as its executable (its interpreter is), so im matches by name, as one PATH
+	// lacks.
+	script string
 }
 
 // fileID identifies a file whatever its path: a process of the image runs this file.
@@ -27,7 +32,9 @@ type fileID = procfs.FileID
 
 // resolveImage resolves arg: an absolute path to its file, a base name through PATH (as a
 // shell would run it). A name PATH lacks is matched by the base name of processes'
-// executables alone (a JIT started from its build directory, one in a container only).
+// executables alone (a JIT started from its build directory, one in a container only), and
+// so is one that resolves to a script (pyenv's and asdf's shims on PATH run the real
+// executable, which has the same name, elsewhere).
 func resolveImage(arg string) (image, error) {
 	im := image{arg: arg, name: arg}
 	path := arg
@@ -46,8 +53,24 @@ func resolveImage(arg string) (image, error) {
 	if !ok {
 		return im, fmt.Errorf("targets: --jit-image %s: %w", arg, ErrNoImage)
 	}
+	if isScript(real) {
+		im.name, im.script = filepath.Base(arg), real
+		return im, nil
+	}
 	im.name, im.file = filepath.Base(real), id
 	return im, nil
+}
+
+// isScript reports whether the file at path begins with "#!".
+func isScript(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [2]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "#!"
 }
 
 // statID returns the identity and owner of the file at path (following symlinks, and so
@@ -89,6 +112,10 @@ func (im *image) runs(pid uint32, exe string, hostMounts string) bool {
 
 // describe says what im matches, for the log.
 func (im *image) describe() string {
+	if im.script != "" {
+		return "processes whose executable is named " + im.name + " (" + im.arg + " is the script " + im.script +
+			", which no process runs as its executable; give the executable it runs, by path, to match that file alone)"
+	}
 	if im.file == (fileID{}) {
 		return "processes whose executable is named " + im.name + " (not on PATH)"
 	}

@@ -166,7 +166,11 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.log.Info("targets: --jit-image "+arg, "matches", im.describe())
+		if im.script != "" {
+			w.log.Warn("targets: --jit-image "+arg+" is a script: matching by name", "matches", im.describe())
+		} else {
+			w.log.Info("targets: --jit-image "+arg, "matches", im.describe())
+		}
 		w.images = append(w.images, im)
 	}
 	if cfg.All {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -547,4 +548,44 @@ func monotonicNs(t *testing.T) int64 {
 		t.Fatal(err)
 	}
 	return ts.Nano()
+}
+
+// TestImageScriptOnPath: an image whose name PATH resolves to a script (a shim, as pyenv
+// and asdf put on PATH, which runs the real executable of the same name from elsewhere)
+// matches processes by their executable's name, with one warning that says so; matched
+// by the script's own file, it would match nothing: no process runs a script as its
+// executable.
+func TestImageScriptOnPath(t *testing.T) {
+	const name = "profd-shim-jit"
+	shims, real := t.TempDir(), t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	if out, err := exec.Command("cp", sleep, filepath.Join(real, name)).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	shim := "#!/bin/sh\nexec " + filepath.Join(real, name) + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shims, name), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var logs testenv.SyncBuffer
+	var r recorder
+	w, err := New(Config{Images: []string{name}, Interval: 20 * time.Millisecond, ScanOnly: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	p := exec.Command(name, "60")
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Process.Kill(); p.Wait() })
+	eventually(t, "the executable the shim runs", func() bool { return r.has(&r.added, p.Process.Pid) })
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "is a script: matching by name") {
+		t.Errorf("want one warning that the image is a script; logs:\n%s", logs.String())
+	}
 }
