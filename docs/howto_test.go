@@ -86,6 +86,14 @@ var howtoPages = []howtoPage{
 			`(?m)^\s+\d+\s+(?:[4-9]\d|100)\.\d%\s+hot:mix/2$`},
 	},
 	{
+		file:      "mono.md",
+		needs:     []testenv.Need{testenv.Tool("mono"), testenv.Tool("mcs")},
+		workloads: []string{"workloads/runtimes/hot.cs"},
+		same:      "Hot:MixInts (int)",
+		want: []string{`(?m)^\s+\d+\s+\d+\.\d%\s+Hot:MixInts \(int\)$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+Hot:SumSquares \(int\)$`,
+			`(?m)^\s+\d+\.\d+%\s+\[\.\] Hot:MixInts \(int\)$`},
+	},
+	{
 		file:  "postgresql.md",
 		needs: []testenv.Need{testenv.Tool("psql"), testenv.Tool("runuser"), testenv.Tool("llvm-profdata-14"), postgresServer},
 		setup: startPostgres,

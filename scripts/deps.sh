@@ -40,6 +40,8 @@ needs=(
 	php:php8.2-cli
 	/usr/sbin/php-fpm*:php8.2-fpm
 	cgi-fcgi:libfcgi-bin
+	mono:mono-runtime
+	mcs:mono-mcs
 )
 
 missing=()
