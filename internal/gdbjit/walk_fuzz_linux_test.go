@@ -97,3 +97,65 @@ func TestWalk(t *testing.T) {
 		t.Fatalf("version 2: error %v, want ErrBadList", err)
 	}
 }
+
+// spacedList lays out a descriptor at base and n entries after it, stride bytes apart,
+// linked in order, in whole pages (as memory is mapped).
+func spacedList(base uint64, n int, stride uint64) []byte {
+	le := binary.LittleEndian
+	size := descriptorSize + uint64(n)*stride
+	b := make([]byte, (size+entryPageSize-1)&^(entryPageSize-1))
+	le.PutUint32(b, 1)
+	at := func(i int) uint64 { return descriptorSize + uint64(i)*stride }
+	if n > 0 {
+		le.PutUint64(b[16:], base+at(0))
+	}
+	for i := 0; i < n; i++ {
+		e := b[at(i):]
+		if i+1 < n {
+			le.PutUint64(e, base+at(i+1))
+		}
+		le.PutUint64(e[16:], 0x9000+uint64(i)*0x100)
+		le.PutUint64(e[24:], 0x100)
+	}
+	return b
+}
+
+// TestWalkPages: a list whose entries lie one after another is walked a page at a time
+// (3 000 entries in a read a page, and one for each entry across two pages: 48 reads, not
+// 3 001), one whose entries each lie on a page of their own
+// an entry at a time after its first pages (not two reads an entry), and both walks give
+// every entry, in order.
+func TestWalkPages(t *testing.T) {
+	const base, n = 0x10000, 3000
+	for _, c := range []struct {
+		name      string
+		stride    uint64
+		mostReads int
+	}{
+		{"entries side by side", entrySize, 1 + 2*(n*entrySize/entryPageSize+1)},
+		{"an entry a page", entryPageSize, 1 + n + entryPagesTried},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory{base: base, b: spacedList(base, n, c.stride)}
+			reads := 0
+			r := NewReader(Options{})
+			r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+				reads++
+				return mem.read(pid, addr, size)
+			}
+			keys, err := r.walk(1, base)
+			if err != nil || len(keys) != n {
+				t.Fatalf("walk: %v, %d entries, want %d", err, len(keys), n)
+			}
+			for i, k := range keys {
+				if k.entry != base+descriptorSize+uint64(i)*c.stride || k.addr != 0x9000+uint64(i)*0x100 || k.size != 0x100 {
+					t.Fatalf("entry %d: %+v", i, k)
+				}
+			}
+			t.Logf("%d reads for %d entries", reads, n)
+			if reads > c.mostReads {
+				t.Errorf("%d reads for %d entries, want at most %d", reads, n, c.mostReads)
+			}
+		})
+	}
+}
