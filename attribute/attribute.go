@@ -185,6 +185,25 @@ func (a *Counts) NameKept() {
 	}
 }
 
+// Waiting returns, for each process keeping samples unnamed that were taken after the
+// latest time they were looked up to (NameKept, NameLate: its records' latest time), the
+// earliest time one of those was taken. Those wait for records yet to come, and code that
+// ended after that time may still name them when they do: the map must keep it
+// (jitmap.Map.Reclaim). Samples looked up already stay as they are until records touch their
+// addresses, and code that ended then could not name them.
+func (a *Counts) Waiting() map[uint32]int64 {
+	var out map[uint32]int64
+	for pid, p := range a.procs {
+		if first, ok := p.unnamed.waitingSince(p.lookedUpTo); ok {
+			if out == nil {
+				out = map[uint32]int64{}
+			}
+			out[pid] = first
+		}
+	}
+	return out
+}
+
 // newTargetSpan is how long after a process is added DrainSoon says yes: a JIT starting up
 // loads and replaces code before the first drains tell whether its symbols come in time
 // (after that, waiting unnamed samples keep the drains frequent).

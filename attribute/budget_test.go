@@ -44,7 +44,7 @@ func churn(t *testing.T, a *Counts, jit *jitmap.Map, pid uint32, n int, size uin
 	load(n, at)
 	a.Add(sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: addr + 4}: {N: 100, FirstNs: at + 10, LastNs: at + 20}}})
 	total += 100
-	jit.Reclaim(at + 50)
+	jit.Reclaim(at+50, nil)
 	return total
 }
 
@@ -179,7 +179,7 @@ func TestBoundLetsGoOfCallersCode(t *testing.T) {
 		}
 		at += 100
 	}
-	jit.Reclaim(at)
+	jit.Reclaim(at, nil)
 	_, held := captured(a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture)
 	if held < n*size {
 		t.Fatalf("the chains' functions hold %d bytes, want their code (%d)", held, n*size)

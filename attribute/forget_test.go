@@ -46,11 +46,11 @@ func TestForgetEnded(t *testing.T) {
 	if f := a.ForgetEnded(pid, 20_000, 15_000); f != (Forgot{}) {
 		t.Fatalf("forgot %+v of code the map holds", f)
 	}
-	jit.Reclaim(20_000)
+	jit.Reclaim(20_000, nil)
 	if f := a.ForgetEnded(pid, 28_000, 20_000); f != (Forgot{}) {
 		t.Fatalf("forgot %+v of code let go of just now", f)
 	}
-	jit.Reclaim(60_000)
+	jit.Reclaim(60_000, nil)
 	f := a.ForgetEnded(pid, 70_000, 20_000)
 	if f.Functions != 1 || f.Samples != 5 || f.Chains != 2 || f.Stale != 1 {
 		t.Errorf("forgot %+v, want old's 1 function, 5 samples, 2 chains, and 1 chain not sampled since 50 000", f)
@@ -136,7 +136,7 @@ func testForgetEndedKeepsCopiedCode(t *testing.T, recompiled bool) {
 		&jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000},
 		&jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, again, 11_000)})
 	a.Add(sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: pid, IP: again + 8}: {N: 3, FirstNs: 12_000, LastNs: 13_000}}})
-	jit.Reclaim(20_000)
+	jit.Reclaim(20_000, nil)
 	p := a.procs[pid]
 	for _, now := range []int64{30_000, 1_000_000} {
 		if f := a.ForgetEnded(pid, now, 0); f != (Forgot{}) {
@@ -147,7 +147,7 @@ func testForgetEndedKeepsCopiedCode(t *testing.T, recompiled bool) {
 		t.Errorf("%d samples of f, want its copies' 8", got)
 	}
 	apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: again, TimeNs: 2_000_000})
-	jit.Reclaim(2_100_000)
+	jit.Reclaim(2_100_000, nil)
 	if f := a.ForgetEnded(pid, 2_200_000, 1_000_000); f.Functions != 0 {
 		t.Fatalf("forgot %+v as its last copy ended", f)
 	}

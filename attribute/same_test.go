@@ -109,7 +109,7 @@ func TestSameCodeAfterBudget(t *testing.T) {
 	apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: o})
 	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: first + 8}: {N: 3, FirstNs: 2_000, LastNs: 3_000}})
 	apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: first, TimeNs: 10_000})
-	jit.Reclaim(20_000)
+	jit.Reclaim(20_000, nil)
 	if sheds := a.Bound(Budget{PerProcess: o.HeldBytes() - int64(len(code))}); len(sheds) != 1 || sheds[0].Code != 1 || sheds[0].Whole != 0 {
 		t.Fatalf("shed %+v, want the first copy's code only", sheds)
 	}
@@ -142,7 +142,7 @@ func TestSameCodeLetsGoOfEndedCopies(t *testing.T) {
 		apply(t, jit, &jitmap.CodeLoad{Pid: pid, Object: copyAt("f", code, addr, at)})
 		a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: addr + 8}: {N: 1, FirstNs: at + 10, LastNs: at + 10}})
 		apply(t, jit, &jitmap.CodeUnload{Pid: pid, Addr: addr, TimeNs: at + 500_000})
-		jit.Reclaim(at + 600_000)
+		jit.Reclaim(at+600_000, nil)
 	}
 	p := a.procs[pid]
 	if got := samplesOf(p)["f"]; got != copies {

@@ -80,7 +80,7 @@ func TestNameKept(t *testing.T) {
 		&jitmap.CodeLoad{Pid: pid, Object: codeobj.Object{Name: "late_caller", Addr: caller, Size: 0x10, LoadNs: 500}},
 		&jitmap.CodeUnload{Pid: pid, Addr: caller, TimeNs: 3000})
 	a.NameKept()
-	jit.Reclaim(math.MaxInt64)
+	jit.Reclaim(math.MaxInt64, nil)
 	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
 	if len(c.Stacks) != 1 || len(c.Stacks[0].Frames) != 2 {
 		t.Fatalf("stacks %+v, want one chain of two frames", c.Stacks)

@@ -166,6 +166,24 @@ func (u *unnamedSamples) resolveChunk(c unnamedChunk, upTo, since int64, touched
 	return c
 }
 
+// waitingSince returns the earliest time of the samples taken after lookedUpTo, and whether
+// there are any.
+func (u *unnamedSamples) waitingSince(lookedUpTo int64) (int64, bool) {
+	first, ok := int64(math.MaxInt64), false
+	for i := range u.chunks {
+		c := &u.chunks[i]
+		if c.lastNs <= lookedUpTo {
+			continue
+		}
+		for _, e := range c.entries {
+			if f, l := e.times(c.baseNs); l > lookedUpTo && f < first {
+				first, ok = f, true
+			}
+		}
+	}
+	return first, ok
+}
+
 // list returns the entries as a capture's unnamed counts of process pid, and notes them
 // shown.
 func (u *unnamedSamples) list(pid uint32) []profileio.UnnamedCount {

@@ -78,7 +78,7 @@ func (d *daemonRun) drainLocked() int64 {
 func (d *daemonRun) reclaimLocked(now int64) {
 	d.locked.reclaimedNs = now
 	d.locked.counts.NameKept()
-	d.parts.jit.Reclaim(d.locked.drainedNs)
+	d.parts.jit.Reclaim(d.locked.drainedNs, d.locked.counts.Waiting())
 	d.boundLocked()
 	d.publishLocked()
 }

@@ -129,9 +129,10 @@ func (d *daemonRun) flush(final bool) {
 		d.log.Debug("profd: code that ended, and call chains not sampled lately, left the cumulative outputs (the interval files hold them)",
 			"functions", forgot.Functions, "samples", forgot.Samples, "call_chains", forgot.Chains, "stale_call_chains", forgot.Stale)
 	}
-	// Every sample taken before the drain is attributed, and sampled objects are kept by the
-	// attribution: code that ended before it is no longer needed for lookups.
-	d.parts.jit.Reclaim(drainedNs)
+	// Every sample taken before the drain is attributed, but those still waiting for their
+	// records, and sampled objects are kept by the attribution: code that ended before it is
+	// no longer needed for lookups, unless such a sample was taken while it was live.
+	d.parts.jit.Reclaim(drainedNs, d.locked.counts.Waiting())
 	d.publishLocked()
 	counters := d.stats().summary()
 	// The JITs' own requests are answered by this flush too.

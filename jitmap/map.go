@@ -542,15 +542,21 @@ func (p *procMap) reclaim(beforeNs int64) int {
 	return n
 }
 
-// Reclaim drops the ended objects of every process that ended at or before beforeNs and
-// returns how many. Lookups for times at or after beforeNs answer as before.
-func (m *Map) Reclaim(beforeNs int64) int {
+// Reclaim drops the ended objects of every process that ended at or before beforeNs, or
+// for a process in keep at or before keep[pid] when that is earlier (samples taken since
+// still wait for their names), and returns how many. Lookups for times at or after the cut
+// answer as before.
+func (m *Map) Reclaim(beforeNs int64, keep map[uint32]int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, p := range *m.procs.Load() {
+	for pid, p := range *m.procs.Load() {
+		before := beforeNs
+		if k, ok := keep[pid]; ok {
+			before = min(before, k)
+		}
 		p.mu.Lock()
-		n += p.reclaim(beforeNs)
+		n += p.reclaim(before)
 		p.mu.Unlock()
 	}
 	return n

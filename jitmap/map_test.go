@@ -120,7 +120,7 @@ func TestMapTimeVersions(t *testing.T) {
 	}
 
 	// Reclaim keeps answers for times at or after its cut.
-	if n := m.Reclaim(300); n != 2 { // a and b ended at 300
+	if n := m.Reclaim(300, nil); n != 2 { // a and b ended at 300
 		t.Errorf("Reclaim(300) = %d, want 2", n)
 	}
 	wantName(t, m, 1, 0x1080, 350, "c")
@@ -257,7 +257,7 @@ func TestMapConcurrent(t *testing.T) {
 	for i := 0; i < 5000; i++ {
 		mustApply(t, m, load(uint32(1+i%2), "f", uint64(i%700)*16, 32, int64(i+1)))
 		if i%500 == 0 {
-			m.Reclaim(int64(i))
+			m.Reclaim(int64(i), nil)
 		}
 	}
 	close(stop)
@@ -540,7 +540,7 @@ func TestMapHeldBytes(t *testing.T) {
 		case 3:
 			ev = &CodeUnload{Pid: 1, TimeNs: at, Addr: addr}
 		case 4:
-			m.Reclaim(at - int64(rng.IntN(100)))
+			m.Reclaim(at-int64(rng.IntN(100)), nil)
 			continue
 		}
 		_ = m.Apply(ev)
@@ -652,7 +652,7 @@ func TestMapRoom(t *testing.T) {
 		m := NewMap(opts)
 		for _, ev := range history {
 			if r, ok := ev.(reclaimAt); ok {
-				m.Reclaim(int64(r))
+				m.Reclaim(int64(r), nil)
 				continue
 			}
 			_ = m.Apply(ev)
