@@ -346,7 +346,7 @@ func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
 // memory: a walk reads the page an entry lies in, once, and takes the next entries from it
 // while they lie there, where reading each entry on its own took a read of the process's
 // memory per entry (a list of 60 000 entries, 60 000 reads). A walk whose entries turn out
-// scattered (fewer than two an page over its first pages) reads each on its own.
+// scattered (fewer than two a page over its first pages) reads each on its own.
 const (
 	entryPageSize = 4096
 	// maxEntryPages bounds the pages one walk keeps; past it, it starts over.
