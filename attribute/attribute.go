@@ -186,8 +186,8 @@ func (a *Counts) NameKept() {
 }
 
 // Waiting returns, for each process keeping samples unnamed that were taken after the
-// latest time they were looked up to (NameKept, NameLate: its records' latest time), the
-// earliest time one of those was taken. Those wait for records yet to come, and code that
+// latest time they were looked up to (NameKept, NameLate: its records' latest time), a time
+// none of those was taken before. Those wait for records yet to come, and code that
 // ended after that time may still name them when they do: the map must keep it
 // (jitmap.Map.Reclaim). Samples looked up already stay as they are until records touch their
 // addresses, and code that ended then could not name them.

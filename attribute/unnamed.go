@@ -166,19 +166,15 @@ func (u *unnamedSamples) resolveChunk(c unnamedChunk, upTo, since int64, touched
 	return c
 }
 
-// waitingSince returns the earliest time of the samples taken after lookedUpTo, and whether
-// there are any.
+// waitingSince returns a time no sample taken after lookedUpTo was taken before (the base
+// of the earliest chunk that holds one: a chunk's entries were all taken at or after its
+// base), and whether there are any. It reads the chunks, not their entries: a process
+// whose samples all stay unnamed may keep a million.
 func (u *unnamedSamples) waitingSince(lookedUpTo int64) (int64, bool) {
 	first, ok := int64(math.MaxInt64), false
 	for i := range u.chunks {
-		c := &u.chunks[i]
-		if c.lastNs <= lookedUpTo {
-			continue
-		}
-		for _, e := range c.entries {
-			if f, l := e.times(c.baseNs); l > lookedUpTo && f < first {
-				first, ok = f, true
-			}
+		if c := &u.chunks[i]; c.lastNs > lookedUpTo && len(c.entries) > 0 {
+			first, ok = min(first, c.baseNs), true
 		}
 	}
 	return first, ok
