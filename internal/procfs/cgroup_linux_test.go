@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -107,23 +108,26 @@ func TestCommandLine(t *testing.T) {
 // choose, megabytes of it) is kept to commandLineArgs arguments and commandLineBytes, with
 // an error saying it was cut; so is a service name, dropped past serviceNameBytes.
 func TestCommandLineBounded(t *testing.T) {
-	args := []string{"5"}
+	// A shell that waits for its sleep keeps whatever arguments it was given (sleep itself
+	// exits at once on arguments it cannot read).
+	args := []string{"-c", "sleep 60; :", "sh"}
 	for range 2000 {
 		args = append(args, "x")
 	}
 	long := strings.Repeat("s", 64<<10)
-	cmd := exec.Command("sleep", append(args, long)...)
+	cmd := exec.Command("sh", append(args, long)...)
 	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME="+long)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its sleep goes with it
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 	pid := uint32(cmd.Process.Pid)
 	var got []string
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 || got[0] != "sleep"; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 || got[0] != "sh"; time.Sleep(time.Millisecond) {
 		if got, err = CommandLine(pid); time.Now().After(deadline) {
-			t.Fatalf("the child did not exec sleep within 10 s: %q", got)
+			t.Fatalf("the child did not exec sh within 10 s: %q", got)
 		}
 	}
 	if n := len(strings.Join(got, "\x00")); len(got) > commandLineArgs || n > commandLineBytes || !errors.Is(err, ErrTooLarge) {
