@@ -217,6 +217,18 @@ const newTargetSpan = int64(500 * time.Millisecond)
 // process of it costs what any other does.
 const unnamedDrainSpan = int64(5 * time.Second)
 
+// UnnamedAtLastDrain returns the processes whose samples in JIT memory at the last Add went
+// unnamed: each runs code no symbol source of its names yet.
+func (a *Counts) UnnamedAtLastDrain() []uint32 {
+	var out []uint32
+	for pid, p := range a.procs {
+		if p.unnamedLastDrain {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // DrainSoon reports whether samples should be drained again soon, so that a count spans
 // few versions of the code at its address: a process was added lately, or samples of a
 // process whose records came lately (unnamedDrainSpan) waited unnamed at the last Add.

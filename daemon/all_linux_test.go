@@ -372,6 +372,63 @@ func TestAllRegisteredJIT(t *testing.T) {
 	}
 }
 
+// TestAllShortLivedRegisteredJIT: under --all, eight lli-14 processes that each run ORC for
+// about half a second, found at their exec (before their JIT library is mapped), have
+// their samples in JIT memory named from their registered objects (90 % or more): samples
+// that go unnamed at a drain get their process checked for symbol sources at once. With the
+// checks at 1 s of age and at the exit alone, none was named (the objects are gone with
+// the process). A run may have all its samples counted in no mapping (profd found none that
+// may run code where they fell: one process in 30 to 60 here, with these checks or without
+// them, not understood yet); that says nothing of the naming, and is logged, three at most.
+func TestAllShortLivedRegisteredJIT(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	d := newDirs(t)
+	ir := filepath.Join(t.TempDir(), "callchain.ll")
+	if out, err := exec.Command("clang-14", "-O1", "-S", "-emit-llvm", "-o", ir, "../workloads/callchain.c").CombinedOutput(); err != nil {
+		t.Fatalf("clang-14: %v\n%s", err, out)
+	}
+	r := startRunAll(t, Config{JITImages: []string{"lli-14"}}, d)
+	var pids []int
+	for range 8 {
+		jit := startCmd(t, exec.Command("lli-14", ir, "80000"))
+		jit.wait(t, 60*time.Second)
+		pids = append(pids, jit.pid())
+	}
+	r.stop(t)
+	var unnamedRuns, nowhere []int
+	for _, pid := range pids {
+		named, unnamed := pidJITSamples(t, d, "lli", pid)
+		t.Logf("pid %d: %d samples in named JIT code, %d unnamed", pid, named, unnamed)
+		switch {
+		case named+unnamed == 0 && unknownSamples(t, d, pid) >= 50:
+			nowhere = append(nowhere, pid)
+		case named+unnamed < 50 || unnamed > (named+unnamed)/10:
+			unnamedRuns = append(unnamedRuns, pid)
+		}
+	}
+	if len(nowhere) > 0 {
+		t.Logf("runs whose samples fell in no mapping profd found: %v", nowhere)
+	}
+	if len(unnamedRuns) > 0 || len(nowhere) > 3 {
+		t.Errorf("%d of %d runs with fewer than 50 samples in JIT memory or more than 10 %% unnamed: %v; %d with their samples in no mapping: %v",
+			len(unnamedRuns), len(pids), unnamedRuns, len(nowhere), nowhere)
+	}
+}
+
+// unknownSamples counts the samples of process pid's captures in d that fell in no mapping.
+func unknownSamples(t *testing.T, d dirs, pid int) uint64 {
+	t.Helper()
+	var n uint64
+	for _, path := range pidCaptures(t, d, "", pid) {
+		for _, u := range readCapture(t, path).Unmapped {
+			if u.Mapping == "[unknown]" {
+				n += u.Count
+			}
+		}
+	}
+	return n
+}
+
 // TestAllContainerGroup: profd --all --container PREFIX --group-by container writes one
 // output for the container's processes, container-<ID12>.<ext>, and profiles nothing outside it.
 func TestAllContainerGroup(t *testing.T) {

@@ -29,6 +29,7 @@ func (d *daemonRun) startChanges() {
 			case <-d.changes.wake:
 				d.applyChanges()
 			case <-d.host.recheck:
+				d.applyChanges() // targets added since are set up before others are checked
 				d.recheckSources()
 			case <-due:
 				d.recheckSources()

@@ -36,6 +36,9 @@ func (d *daemonRun) drainTick() time.Duration {
 		d.drainLocked()
 		now = d.locked.drainedNs
 		soon = d.locked.counts.DrainSoon(now)
+		if d.cfg.All {
+			d.checkUnnamed(d.locked.counts.UnnamedAtLastDrain())
+		}
 	}
 	if now-d.locked.reclaimedNs >= int64(drainEvery) {
 		d.reclaimLocked(now)

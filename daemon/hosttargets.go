@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"sync"
 	"time"
 
 	"github.com/profd/profd/symsource/files"
@@ -25,8 +26,20 @@ const (
 type hostTargets struct {
 	waiting   map[uint32]*hostTarget
 	lastCheck time.Time
-	recheck   chan struct{} // the watcher scanned: check the waiting targets again
+	recheck   chan struct{} // the watcher scanned, or samples went unnamed: check again
+	// unnamed are the targets whose samples in JIT memory went unnamed at a drain: checked
+	// at once (at most every unnamedCheckEvery), not at the end of their wait. The drain
+	// adds to it under unnamedMu; the change goroutine takes it.
+	unnamedMu sync.Mutex
+	unnamed   map[uint32]bool
 }
+
+// unnamedCheckEvery bounds how often, with --all, a target whose samples in JIT memory go
+// unnamed is checked for symbol sources out of its turn. Such a process runs JIT code now:
+// one found at its exec has mapped no JIT library and written no file at its first sight,
+// and a JIT that registers its objects with the GDB JIT interface (LLVM's ORC) and runs for
+// half a second was gone by its first check, a second later, with its code unnamed.
+const unnamedCheckEvery = 100 * time.Millisecond
 
 // hostTarget is what is set up of one --all target's symbol sources.
 type hostTarget struct {

@@ -141,6 +141,23 @@ func (d *daemonRun) scanned() {
 	}
 }
 
+// checkUnnamed has the change goroutine check pids, whose samples in JIT memory went
+// unnamed at a drain, for symbol sources out of their turn (recheckSources).
+func (d *daemonRun) checkUnnamed(pids []uint32) {
+	if len(pids) == 0 {
+		return
+	}
+	d.host.unnamedMu.Lock()
+	for _, pid := range pids {
+		d.host.unnamed[pid] = true
+	}
+	d.host.unnamedMu.Unlock()
+	select {
+	case d.host.recheck <- struct{}{}:
+	default:
+	}
+}
+
 // recheckSources checks the waiting targets for symbol sources, about every
 // sourceCheckEvery and never twice within half of it. Runs on the change goroutine. A wait
 // that ends within half a tick of now counts as ended: the ticker comes every
@@ -150,6 +167,21 @@ func (d *daemonRun) scanned() {
 func (d *daemonRun) recheckSources() {
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
+	d.host.unnamedMu.Lock()
+	unnamed := d.host.unnamed
+	if len(unnamed) > 0 {
+		d.host.unnamed = map[uint32]bool{}
+	}
+	d.host.unnamedMu.Unlock()
+	for pid := range unnamed {
+		// Out of its turn: its wait stays as it was.
+		if h := d.host.waiting[pid]; h != nil && time.Since(h.checkedAt) >= unnamedCheckEvery {
+			h.checkedAt = time.Now()
+			if !d.checkSources(pid, d.parts.look.Image(pid), h, true) {
+				delete(d.host.waiting, pid)
+			}
+		}
+	}
 	const early = sourceCheckEvery / 2
 	if time.Since(d.host.lastCheck) < sourceCheckEvery-early {
 		return
