@@ -35,7 +35,8 @@ type hostTargets struct {
 }
 
 // unnamedCheckEvery bounds how often, with --all, a target whose samples in JIT memory go
-// unnamed is checked for symbol sources out of its turn. Such a process runs JIT code now:
+// unnamed is checked for symbol sources out of its turn, until its second check by age
+// (about 3 s old). Such a process runs JIT code now:
 // one found at its exec has mapped no JIT library and written no file at its first sight,
 // and a JIT that registers its objects with the GDB JIT interface (LLVM's ORC) and runs for
 // half a second was gone by its first check, a second later, with its code unnamed.

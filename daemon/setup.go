@@ -174,8 +174,10 @@ func (d *daemonRun) recheckSources() {
 	}
 	d.host.unnamedMu.Unlock()
 	for pid := range unnamed {
-		// Out of its turn: its wait stays as it was.
-		if h := d.host.waiting[pid]; h != nil && time.Since(h.checkedAt) >= unnamedCheckEvery {
+		// Out of its turn (its wait stays as it was), in its first seconds only: a process
+		// that keeps running code it names nowhere (a JVM without a perf map) is checked
+		// as seldom as any other later on.
+		if h := d.host.waiting[pid]; h != nil && h.wait <= 2*sourceCheckEvery && time.Since(h.checkedAt) >= unnamedCheckEvery {
 			h.checkedAt = time.Now()
 			if !d.checkSources(pid, d.parts.look.Image(pid), h, true) {
 				delete(d.host.waiting, pid)
