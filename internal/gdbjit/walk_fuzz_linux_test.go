@@ -22,23 +22,7 @@ func (m memory) read(_ uint32, addr uint64, size int) ([]byte, error) {
 }
 
 // listMemory lays out a descriptor at base and n entries after it, linked in order.
-func listMemory(base uint64, n int) []byte {
-	le := binary.LittleEndian
-	b := make([]byte, descriptorSize+n*entrySize)
-	le.PutUint32(b, 1)
-	if n > 0 {
-		le.PutUint64(b[16:], base+descriptorSize)
-	}
-	for i := 0; i < n; i++ {
-		e := b[descriptorSize+i*entrySize:]
-		if i+1 < n {
-			le.PutUint64(e, base+uint64(descriptorSize+(i+1)*entrySize))
-		}
-		le.PutUint64(e[16:], 0x9000+uint64(i)*0x100)
-		le.PutUint64(e[24:], 0x100)
-	}
-	return b
-}
+func listMemory(base uint64, n int) []byte { return spacedList(base, n, entrySize) }
 
 // FuzzWalk walks a descriptor list in arbitrary memory (the target's memory is untrusted):
 // no panic, at most MaxEntries entries, each entry once, and a well-formed list walked whole.
@@ -99,11 +83,10 @@ func TestWalk(t *testing.T) {
 }
 
 // spacedList lays out a descriptor at base and n entries after it, stride bytes apart,
-// linked in order, in whole pages (as memory is mapped).
+// linked in order.
 func spacedList(base uint64, n int, stride uint64) []byte {
 	le := binary.LittleEndian
-	size := descriptorSize + uint64(n)*stride
-	b := make([]byte, (size+entryPageSize-1)&^(entryPageSize-1))
+	b := make([]byte, descriptorSize+uint64(n)*stride)
 	le.PutUint32(b, 1)
 	at := func(i int) uint64 { return descriptorSize + uint64(i)*stride }
 	if n > 0 {
@@ -118,6 +101,11 @@ func spacedList(base uint64, n int, stride uint64) []byte {
 		le.PutUint64(e[24:], 0x100)
 	}
 	return b
+}
+
+// inPages extends b with zeros to whole pages, as memory is mapped.
+func inPages(b []byte) []byte {
+	return append(b, make([]byte, (entryPageSize-len(b)%entryPageSize)%entryPageSize)...)
 }
 
 // TestWalkPages: a list whose entries lie one after another is walked a page at a time
@@ -136,7 +124,7 @@ func TestWalkPages(t *testing.T) {
 		{"an entry a page", entryPageSize, 1 + n + entryPagesTried},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mem := memory{base: base, b: spacedList(base, n, c.stride)}
+			mem := memory{base: base, b: inPages(spacedList(base, n, c.stride))}
 			reads := 0
 			r := NewReader(Options{})
 			r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
