@@ -381,12 +381,9 @@ func TestAllRegisteredJIT(t *testing.T) {
 // may run code where they fell: one process in 30 to 60 here, with these checks or without
 // them, not understood yet); that says nothing of the naming, and is logged, three at most.
 func TestAllShortLivedRegisteredJIT(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("lli-14"), testenv.Tool("clang-14"))
+	testenv.Requires(t, testenv.PerfEvent("cpu-clock"))
 	d := newDirs(t)
-	ir := filepath.Join(t.TempDir(), "callchain.ll")
-	if out, err := exec.Command("clang-14", "-O1", "-S", "-emit-llvm", "-o", ir, "../workloads/callchain.c").CombinedOutput(); err != nil {
-		t.Fatalf("clang-14: %v\n%s", err, out)
-	}
+	ir := callchainIR(t, false)
 	r := startRunAll(t, Config{JITImages: []string{"lli-14"}}, d)
 	var pids []int
 	for range 8 {

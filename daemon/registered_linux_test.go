@@ -81,11 +81,7 @@ func TestRegisteredObjects(t *testing.T) {
 // more). When a process found without the interface was looked at again only a second
 // later, one run in five or six here had none named.
 func TestShortLivedRegisteredJIT(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.Tool("lli-14"), testenv.Tool("clang-14"))
-	ir := filepath.Join(t.TempDir(), "callchain.ll")
-	if out, err := exec.Command("clang-14", "-O1", "-S", "-emit-llvm", "-o", ir, "../workloads/callchain.c").CombinedOutput(); err != nil {
-		t.Fatalf("clang-14: %v\n%s", err, out)
-	}
+	ir := callchainIR(t, false)
 	d := newDirs(t)
 	r := startRun(t, Config{JITImages: []string{"lli-14"}, Event: "cpu-clock", FifoDir: d.fifo, JitdumpDir: d.jitdump,
 		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
