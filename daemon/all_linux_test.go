@@ -417,11 +417,7 @@ func unknownSamples(t *testing.T, d dirs, pid int) uint64 {
 	t.Helper()
 	var n uint64
 	for _, path := range pidCaptures(t, d, "", pid) {
-		for _, u := range readCapture(t, path).Unmapped {
-			if u.Mapping == "[unknown]" {
-				n += u.Count
-			}
-		}
+		n += unmappedSamples(readCapture(t, path), func(m string) bool { return m == "[unknown]" })
 	}
 	return n
 }

@@ -176,7 +176,7 @@ func TestChurnOfSampledCodeStaysInBudget(t *testing.T) {
 
 	c := readCapture(t, outputPath(d, "testjit", pid, FormatCapture))
 	var held int64
-	var named, over, codeless, sampled uint64
+	var named, codeless, sampled uint64
 	for _, o := range c.Objects {
 		held += o.Object.HeldBytes()
 		n := o.TotalSamples()
@@ -188,11 +188,7 @@ func TestChurnOfSampledCodeStaysInBudget(t *testing.T) {
 			}
 		}
 	}
-	for _, u := range c.Unmapped {
-		if u.Mapping == profileio.OverBudgetMapping {
-			over += u.Count
-		}
-	}
+	over := unmappedSamples(c, func(m string) bool { return m == profileio.OverBudgetMapping })
 	t.Logf("%d sampled functions, %d without their code; %d samples named, %d over budget; objects hold %d bytes",
 		sampled, codeless, named, over, held)
 	if held > budget {

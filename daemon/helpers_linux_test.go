@@ -520,6 +520,17 @@ func readLLVMText(t testing.TB, path string) *sampleprof.Profile {
 	return p
 }
 
+// unmappedSamples sums c's samples counted by mapping alone in the mappings match accepts.
+func unmappedSamples(c *profileio.Capture, match func(mapping string) bool) uint64 {
+	var n uint64
+	for _, u := range c.Unmapped {
+		if match(u.Mapping) {
+			n += u.Count
+		}
+	}
+	return n
+}
+
 // readCapture reads a capture file back.
 func readCapture(t testing.TB, path string) *profileio.Capture {
 	t.Helper()

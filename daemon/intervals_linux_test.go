@@ -355,12 +355,7 @@ func testIntervalsKeepEnded(t *testing.T, by GroupBy) {
 	}
 	c := readCapture(t, filepath.Join(d.out, base+extension[FormatCapture]))
 	kept := churned(c)
-	var ended uint64
-	for _, u := range c.Unmapped {
-		if u.Mapping == profileio.EndedMapping {
-			ended += u.Count
-		}
-	}
+	ended := unmappedSamples(c, func(m string) bool { return m == profileio.EndedMapping })
 	named, outside := c.TotalSamples()
 	if all := named + outside + c.UnnamedSamples(); total != all || total == 0 {
 		t.Errorf("the intervals hold %d samples, the cumulative capture %d", total, all)

@@ -33,12 +33,7 @@ func TestSharedAnonymousJITMemory(t *testing.T) {
 	r.wait(t, 30*time.Second)
 	c := readCapture(t, outputPath(d, "sharedjit", pid, FormatCapture))
 	named := jitTotals(c)["shared_jit_loop"]
-	var outside uint64
-	for _, u := range c.Unmapped {
-		if strings.Contains(u.Mapping, "/dev/zero") {
-			outside += u.Count
-		}
-	}
+	outside := unmappedSamples(c, func(m string) bool { return strings.Contains(m, "/dev/zero") })
 	for _, m := range c.Native {
 		if strings.Contains(m.File, "/dev/zero") {
 			outside += m.TotalSamples()

@@ -41,11 +41,7 @@ func profdTally(c *profileio.Capture) tally {
 	jit, outside := c.TotalSamples()
 	unnamed := c.UnnamedSamples()
 	tl := tally{total: jit + outside + unnamed, jitMem: jit + unnamed, named: jit, funcs: jitTotals(c)}
-	for _, u := range c.Unmapped {
-		if attribute.JITMemory(u.Mapping) {
-			tl.jitMem += u.Count
-		}
-	}
+	tl.jitMem += unmappedSamples(c, attribute.JITMemory)
 	return tl
 }
 
@@ -758,11 +754,7 @@ func compareNativeWithPerf(t *testing.T, c *profileio.Capture, ss []perfSample, 
 			}
 		}
 	}
-	for _, u := range c.Unmapped {
-		if strings.HasSuffix(u.Mapping, binary) {
-			profdIn += u.Count
-		}
-	}
+	profdIn += unmappedSamples(c, func(m string) bool { return strings.HasSuffix(m, binary) })
 	perfFuncs := map[string]uint64{}
 	var perfIn, perfNamed, both, agree uint64
 	var disagree []string

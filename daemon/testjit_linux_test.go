@@ -214,12 +214,7 @@ func TestFIFOWriterReopen(t *testing.T) {
 func checkFewUnnamed(t testing.TB, c *profileio.Capture) {
 	t.Helper()
 	jitN, _ := c.TotalSamples()
-	anon := c.UnnamedSamples()
-	for _, u := range c.Unmapped {
-		if u.Mapping == "[anon]" {
-			anon += u.Count
-		}
-	}
+	anon := c.UnnamedSamples() + unmappedSamples(c, func(m string) bool { return m == "[anon]" })
 	if anon*50 > jitN {
 		t.Errorf("%d samples in anonymous memory profd could not name, %d named", anon, jitN)
 	}
