@@ -23,7 +23,7 @@ const (
 	maxRegisteredWait = 2 * time.Second
 )
 
-// registeredCostRatio: a target's next walk waits at least this many times as long as its
+// registeredCostRatio: a target's next walk waits at least this many times the CPU time its
 // last walk took, so that walking its list takes at most 2 % of a core whatever it
 // registers: a list of tens of thousands of entries, each read from the process, that
 // grows by one before every walk, would otherwise keep the walks at minRegisteredWait.

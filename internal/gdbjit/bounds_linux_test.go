@@ -284,9 +284,9 @@ func TestLookupSymbolDeleted(t *testing.T) {
 	t.Errorf("a deleted library is no candidate")
 }
 
-// TestWalkTook: WalkTook is what the last walk of a list took, every entry read and every
-// object, by each of the three walks, and by a walk of a list past MaxEntries, refused once
-// read up to it; 0 for a process never walked.
+// TestWalkTook: WalkTook is the CPU time the last walk of a list took, every entry read and
+// every object, by each of the three walks, and by a walk of a list past MaxEntries, refused once
+// read up to it, not the time its reads wait; 0 for a process never walked.
 func TestWalkTook(t *testing.T) {
 	const base, n = 0x1000, 20
 	const perRead = time.Millisecond
@@ -294,7 +294,8 @@ func TestWalkTook(t *testing.T) {
 	r := NewReader(Options{})
 	withList(r, 1, base, l)
 	r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
-		time.Sleep(perRead)
+		for start := threadCPU(); threadCPU()-start < perRead; { // CPU time: a read's cost
+		}
 		return l.readMem(pid, addr, size)
 	}
 	if got := r.WalkTook(1); got != 0 {
@@ -324,5 +325,19 @@ func TestWalkTook(t *testing.T) {
 	}
 	if got, least := short.WalkTook(1), (n/2+1)*perRead; got < least {
 		t.Errorf("a list past MaxEntries: %v, want at least %v", got, least)
+	}
+	// A walk whose reads wait (a busy machine, a slow process) without using a core costs
+	// what it computes, not what it waits.
+	waiting := NewReader(Options{})
+	withList(waiting, 1, base, l)
+	waiting.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+		time.Sleep(perRead)
+		return l.readMem(pid, addr, size)
+	}
+	if _, err := waiting.Debug(1); err != nil {
+		t.Fatal(err)
+	}
+	if got, most := waiting.WalkTook(1), time.Duration(n+1)*perRead/2; got >= most {
+		t.Errorf("a walk whose %d reads each waited %v: %v of CPU, want under %v", n+1, perRead, got, most)
 	}
 }

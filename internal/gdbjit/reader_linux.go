@@ -3,10 +3,13 @@ package gdbjit
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/procmem"
@@ -92,9 +95,10 @@ type procState struct {
 	keys      []objectKey            // the list as last walked, nil when that walk left objects unread
 	info      jitmap.DebugInfo       // its objects' rows and subprograms, by address
 	held      int64                  // heldBytes of its objects
-	// walkStart is when the walk under way began (after the descriptor was found), walkTook
-	// how long the last one took, its objects' reads included.
-	walkStart time.Time
+	// walkStart is the walking thread's CPU time when the walk under way began (after the
+	// descriptor was found), walkTook the CPU time the last one took, its objects' reads
+	// included.
+	walkStart time.Duration
 	walkTook  time.Duration
 }
 
@@ -106,8 +110,27 @@ func (st *procState) retry() time.Duration {
 	return noDescriptorRetry
 }
 
-// walkDone records how long the walk begun at walkStart took.
-func (st *procState) walkDone() { st.walkTook = time.Since(st.walkStart) }
+// walkBegin starts timing a walk by the CPU time of the thread that makes it: on a busy
+// machine a walk waits for a core, which is not its cost. walkDone ends it.
+func (st *procState) walkBegin() {
+	runtime.LockOSThread()
+	st.walkStart = threadCPU()
+}
+
+// walkDone records the CPU time the walk begun by walkBegin took.
+func (st *procState) walkDone() {
+	st.walkTook = threadCPU() - st.walkStart
+	runtime.UnlockOSThread()
+}
+
+// threadCPU is the CPU time of the calling thread, user and system.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
 
 // NewReader returns a Reader with the given bounds.
 func NewReader(opts Options) *Reader {
@@ -261,7 +284,7 @@ func (r *Reader) listed(pid uint32) (*procState, []objectKey, error) {
 		return nil, nil, err
 	}
 	r.stats.Walks++
-	st.walkStart = time.Now()
+	st.walkBegin()
 	keys, err := r.walk(pid, st.descAddr)
 	if err != nil {
 		st.walkDone() // a list past MaxEntries was read up to it
@@ -270,9 +293,9 @@ func (r *Reader) listed(pid uint32) (*procState, []objectKey, error) {
 	return st, keys, nil
 }
 
-// WalkTook is how long the last walk of pid's list took (Debug, FrameSections or Changes):
-// reading its entries and the objects it read, not looking for the descriptor (done once);
-// 0 when none was made. A caller that walks a list again and again spaces its walks by it,
+// WalkTook is the CPU time the last walk of pid's list took (Debug, FrameSections or
+// Changes): reading its entries and the objects it read, not looking for the descriptor
+// (done once), nor waiting for a core; 0 when none was made. A caller that walks a list again and again spaces its walks by it,
 // so that a long list, or one that brings many objects each time, costs what it may.
 func (r *Reader) WalkTook(pid uint32) time.Duration {
 	r.mu.Lock()

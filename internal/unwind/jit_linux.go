@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/gdbjit"
@@ -27,7 +30,7 @@ import (
 // list is short or grows), twice as long after each look that finds none new, up to
 // maxJITWait (a walk of a long list reads each entry).
 //
-// A look also waits at least jitCostRatio times as long as the last one took, so that the
+// A look also waits at least jitCostRatio times the CPU time the last one took, so that the
 // looks at one process take at most 2 % of a core whatever its list holds.
 const (
 	minJITWait   = 10 * time.Millisecond
@@ -81,7 +84,10 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	u.oneJIT <- struct{}{}
 	start := time.Now()
 	secs, err := u.debug.FrameSections(p.pid)
-	tables := time.Now()
+	// The tables' reads are timed as the walk is, by the CPU time of the thread that makes
+	// them: on a busy machine they wait for a core, which is not their cost.
+	runtime.LockOSThread()
+	tables := threadCPU()
 	var fresh []jitTable
 	for _, s := range secs {
 		if held[s] {
@@ -95,7 +101,8 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		fresh = append(fresh, t)
 	}
 	// The look's cost: the walk and the tables read, not the look for the descriptor.
-	took := u.debug.WalkTook(p.pid) + time.Since(tables)
+	took := u.debug.WalkTook(p.pid) + threadCPU() - tables
+	runtime.UnlockOSThread()
 	<-u.oneJIT
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -175,4 +182,13 @@ func nextJITWait(last, took time.Duration, found bool) time.Duration {
 		wait = minJITWait
 	}
 	return max(wait, jitCostRatio*took)
+}
+
+// threadCPU is the CPU time of the calling thread, user and system.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
