@@ -31,7 +31,11 @@ func (d *daemonRun) drainTick() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := monotonicNs()
-	soon := d.locked.counts.DrainSoon(now)
+	// A target being added drains now: the drain admits it, and from then on DrainSoon
+	// keeps the drains frequent. Its adding woke the loop (addedNote) only to bring a later
+	// tick forward, and a process that lives less than drainEvery would otherwise first be
+	// drained at its exit, when its mappings are gone with it.
+	soon := d.locked.counts.DrainSoon(now) || d.arrivals.waiting()
 	if soon || now-d.locked.drainedNs >= int64(drainEvery) {
 		d.drainLocked()
 		now = d.locked.drainedNs

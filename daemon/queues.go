@@ -109,6 +109,13 @@ func (a *arrivals) add(pid uint32, nowNs int64) {
 	a.addNs[pid] = nowNs
 }
 
+// waiting reports whether any target is being added.
+func (a *arrivals) waiting() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.addNs) > 0
+}
+
 // take removes pid and returns when it was added (now, if it was not an arrival).
 func (a *arrivals) take(pid uint32) (int64, bool) {
 	a.mu.Lock()
