@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/internal/unwind"
 )
@@ -224,7 +225,7 @@ func BenchmarkTargetSlowdown(b *testing.B) {
 // startIdleTimers starts one thread per online CPU, bound to it, that sleeps 1 ms at a time
 // until the returned func is called; that func waits for the threads to end.
 func startIdleTimers(b *testing.B) (stop func()) {
-	cpus, err := onlineCPUs()
+	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	perf "github.com/elastic/go-perf"
 
 	"github.com/profd/profd/bpf"
+	"github.com/profd/profd/internal/procfs"
 )
 
 // bpfSampler opens one event per CPU, all processes, and attaches the BPF program to each;
@@ -39,7 +40,7 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
 	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, jitterHz: jitterHz(cfg, spec), cancel: func() {}}
-	cpus, err := onlineCPUs()
+	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
 		return nil, err

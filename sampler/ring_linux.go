@@ -11,6 +11,7 @@ import (
 
 	perf "github.com/elastic/go-perf"
 	"github.com/profd/profd/bpf"
+	"github.com/profd/profd/internal/procfs"
 )
 
 // ringSampler reads perf ring buffers and aggregates in the daemon. In per-CPU mode it opens
@@ -78,7 +79,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	if cfg.Stacks {
 		s.agg.unwind = cfg.Unwind
 	}
-	cpus, err := onlineCPUs()
+	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		cancel()
 		return nil, err

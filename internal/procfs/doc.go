@@ -17,5 +17,6 @@
 // skipped, and a process that exits meanwhile makes the call fail with an error wrapping
 // fs.ErrNotExist or ErrExited. So are the files a process names: profd opens them without
 // blocking, and only a regular file, the one a mapping maps or one the process's user may
-// read. Functions are safe for concurrent use.
+// read. OnlineCPUs reads /sys: the CPUs a per-CPU perf event can be opened on.
+// Functions are safe for concurrent use.
 package procfs

@@ -1,4 +1,4 @@
-package sampler
+package procfs
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// onlineCPUs lists the CPUs in /sys/devices/system/cpu/online ("0-3,5").
-func onlineCPUs() ([]int, error) {
+// OnlineCPUs lists the CPUs in /sys/devices/system/cpu/online ("0-3,5"): those a per-CPU
+// perf event can be opened on.
+func OnlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
-		return nil, fmt.Errorf("sampler: online cpus: %w", err)
+		return nil, fmt.Errorf("procfs: online cpus: %w", err)
 	}
 	return parseCPUList(strings.TrimSpace(string(b)))
 }
@@ -22,16 +23,16 @@ func parseCPUList(s string) ([]int, error) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		first, err := strconv.Atoi(lo)
 		if err != nil {
-			return nil, fmt.Errorf("sampler: cpu list %q: %w", s, err)
+			return nil, fmt.Errorf("procfs: cpu list %q: %w", s, err)
 		}
 		last := first
 		if isRange {
 			if last, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("sampler: cpu list %q: %w", s, err)
+				return nil, fmt.Errorf("procfs: cpu list %q: %w", s, err)
 			}
 		}
 		if first < 0 || last < first || last-first > 1<<16 {
-			return nil, fmt.Errorf("sampler: cpu list %q: bad range %q", s, part)
+			return nil, fmt.Errorf("procfs: cpu list %q: bad range %q", s, part)
 		}
 		for c := first; c <= last; c++ {
 			cpus = append(cpus, c)
