@@ -406,6 +406,45 @@ func TestAllShortLivedRegisteredJIT(t *testing.T) {
 	}
 }
 
+// TestAllShortProcessesNamed: under --all, forty processes that each spin 20 ms and exit,
+// most of them before a drain read their /proc/PID/maps, have their samples counted in
+// their executable's main, named, from the kernel's mmap records: at most a tenth of them
+// in no mapping (without the records, half or more).
+func TestAllShortProcessesNamed(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	d := newDirs(t)
+	r := startRunAll(t, Config{}, d)
+	var pids []int
+	for range 40 {
+		c := startCmd(t, exec.Command(spin, "20", "0"))
+		c.wait(t, 60*time.Second)
+		pids = append(pids, c.pid())
+	}
+	r.stop(t)
+	var inMain, nowhere, total uint64
+	for _, pid := range pids {
+		for _, path := range pidCaptures(t, d, "", pid) {
+			c := readCapture(t, path)
+			for _, m := range c.Native {
+				for _, s := range m.Samples {
+					total += s.Count
+					if m.File == spin && s.Function == "main" {
+						inMain += s.Count
+					}
+				}
+			}
+			nowhere += unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
+			total += unmappedSamples(c, func(string) bool { return true })
+		}
+	}
+	t.Logf("%d processes: %d samples, %d in %s's main, %d in no mapping", len(pids), total, inMain, filepath.Base(spin), nowhere)
+	if total < 200 || nowhere > total/10 || inMain < total*8/10 {
+		t.Errorf("%d samples of 40 processes of 20 ms: %d in main, %d in no mapping; want 200 or more, 80 %% in main, at most 10 %% in no mapping",
+			total, inMain, nowhere)
+	}
+}
+
 // unknownSamples counts the samples of process pid's captures in d that fell in no mapping.
 func unknownSamples(t *testing.T, d dirs, pid int) uint64 {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/execmaps"
 	"github.com/profd/profd/internal/kallsyms"
 	"github.com/profd/profd/internal/procfs"
 )
@@ -20,6 +21,10 @@ import (
 type procLookup struct {
 	syms *elfsym.Cache // the symbols of the files native samples fall in
 	log  *slog.Logger
+	// made, when profd may read every process's mmap records, has the executable mappings
+	// of processes that exited before their /proc/PID/maps was read. Set before targets
+	// are watched.
+	made *execmaps.Log
 	// kallsyms names kernel frames (--kernel-stacks), read at the first one.
 	kallsymsOnce sync.Once
 	kallsyms     *kallsyms.Table
@@ -44,8 +49,13 @@ func newProcLookup(log *slog.Logger) *procLookup {
 	return &procLookup{syms: elfsym.NewCache(elfsym.Config{Logger: log}), log: log}
 }
 
-// close stops the symbol cache's reading.
-func (l *procLookup) close() { l.syms.Close() }
+// close stops the symbol cache's reading and the mmap records'.
+func (l *procLookup) close() {
+	l.syms.Close()
+	if l.made != nil {
+		l.made.Close()
+	}
+}
 
 // remember reads pid's names now, for Image and Executable until forget; start is the
 // process's start time (Started).
@@ -127,9 +137,21 @@ func (l *procLookup) readProcessInfo(pid uint32) attribute.ProcessInfo {
 	return info
 }
 
-// Mappings reads /proc/PID/maps.
+// Mappings reads /proc/PID/maps; for a process gone, or exiting (a zombie's maps are
+// empty: its address space is released), it gives the executable mappings its mmap records
+// told of, if any.
 func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 	maps, err := procfs.ReadMaps(pid)
+	if len(maps) == 0 && l.made != nil && (err == nil || exited(err)) {
+		if made := l.made.Mappings(pid); len(made) > 0 {
+			out := make([]attribute.Mapping, len(made))
+			for i, m := range made {
+				out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: true,
+					Dev: m.Dev, Inode: m.Ino}
+			}
+			return out, nil
+		}
+	}
 	if maps == nil {
 		return nil, err
 	}
@@ -144,17 +166,26 @@ func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 
 // OpenSymbols opens the file of m as the process maps it (procfs.OpenMapped: through
 // /proc/PID/map_files, else by its path through the process's root if the file there is
-// still the one mapped) and hands it to the symbol cache, which reads it in the background,
+// still the one mapped; for a process gone, by its path in profd's own file system if the
+// file there is the one mapped) and hands it to the symbol cache, which reads it in the background,
 // with its debug file if every user may read one. It is called under the run's lock: the
 // open does not block, whatever the process put at the path.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
-	f, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, procfs.FileID{Dev: m.Dev, Ino: m.Inode})
+	id := procfs.FileID{Dev: m.Dev, Ino: m.Inode}
+	root := procfs.Root(pid)
+	f, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
+	if err != nil && exited(err) && id != (procfs.FileID{}) {
+		// A process gone (its mappings from its mmap records): the file at the path in
+		// profd's own file system, if it is the one mapped (the same device and inode).
+		root = ""
+		f, err = procfs.OpenFile(root, m.Path, procfs.Want{ID: id})
+	}
 	if err != nil {
 		l.log.Debug("profd: native code's file cannot be opened; its samples are named by the file only",
 			"pid", pid, "file", m.Path, "err", err)
 		return nil
 	}
-	return l.syms.Open(f, procfs.Root(pid), m.Path)
+	return l.syms.Open(f, root, m.Path)
 }
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/enrich"
+	"github.com/profd/profd/internal/execmaps"
 	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/internal/unwind"
@@ -236,6 +237,12 @@ func (d *daemonRun) open(ctx context.Context) error {
 	}
 	if err := d.parts.smp.Start(ctx); err != nil {
 		return fmt.Errorf("daemon: %w", err)
+	}
+	if d.cfg.All || len(d.cfg.JITImages) > 0 {
+		// Processes found as they start may be gone before a drain reads their mappings.
+		if d.parts.look.made, err = execmaps.Start(execmaps.Config{Logger: d.log}); err != nil {
+			d.log.Debug("profd: no mmap records: the samples of a process that exits before its first drain fall in no mapping", "err", err)
+		}
 	}
 	d.reg.reader = gdbjit.NewReader(gdbjit.Options{})
 	d.startChanges()

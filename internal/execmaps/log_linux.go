@@ -1,0 +1,407 @@
+package execmaps
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	perf "github.com/elastic/go-perf"
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/procfs"
+)
+
+// Mapping is an executable mapping a process made.
+type Mapping struct {
+	Start, End uint64
+	Offset     uint64 // the file offset of Start
+	// Path is the file as the process named it, "[vdso]" and the like, or "" for anonymous
+	// memory.
+	Path string
+	// Dev and Ino identify the file mapped (st_dev and st_ino), zero for anonymous memory.
+	Dev, Ino uint64
+}
+
+// Config configures a Log.
+type Config struct {
+	Logger *slog.Logger
+	// MaxMappings bounds the mappings kept of every process together; 0 is
+	// DefaultMaxMappings.
+	MaxMappings int
+	// RingPages is the size of each CPU's ring in pages, a power of two; 0 is 64.
+	RingPages int
+}
+
+// DefaultMaxMappings is Config.MaxMappings' default: some 20 MB.
+const DefaultMaxMappings = 1 << 18
+
+const (
+	// keepAfterExit is how long a process's mappings are kept after it exited: the daemon
+	// attributes an exited process's last samples at the drain that retires it, within a
+	// second of its exit unless the host is starved.
+	keepAfterExit = 10 * time.Second
+	// readEvery is how often the rings are read when nobody asks, so that they do not
+	// overflow (a record is some 100 bytes; a host mapping 10 000 files a second fills
+	// 64 pages in a quarter of a second).
+	readEvery = 50 * time.Millisecond
+	// maxAncestors is how far a forked child's mappings are looked for up its parents.
+	maxAncestors = 8
+)
+
+// Log reads the kernel's mmap, exec, fork and exit records of every process and keeps each
+// process's executable mappings. It is safe for concurrent use.
+type Log struct {
+	log *slog.Logger
+	max int
+
+	mu       sync.Mutex // guards everything below
+	rings    []*perf.Event
+	procs    map[uint32]*process
+	paths    map[string]string // interned: a host maps the same few files again and again
+	kept     int               // mappings kept, every process together
+	dropped  uint64            // mappings not kept: past max
+	lost     uint64            // records the kernel lost (a ring was full)
+	warned   bool              // of the mappings not kept
+	lastTrim time.Time
+	closed   bool
+
+	expired context.Context // past its deadline: ReadRecord never blocks on it
+	cancel  context.CancelFunc
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// process is what the records told of one process. The rings are per CPU, so a process's
+// records are read out of order: each is placed by its time.
+type process struct {
+	maps   []mapping // in the order read
+	execNs int64     // its latest exec: mappings made before it were the old program's
+	// bornNs and parent: when it was forked, and from which process; the parent's mappings
+	// up to then are its own too, unless it exec'd since (0: no fork seen).
+	bornNs int64
+	parent uint32
+	exitNs int64 // 0 while it runs
+}
+
+// since is when the mappings of the program it runs now began.
+func (p *process) since() int64 { return max(p.execNs, p.bornNs) }
+
+type mapping struct {
+	Mapping
+	ns int64 // when it was made (CLOCK_MONOTONIC)
+}
+
+// Start opens one event per online CPU for every process's mmap, exec, fork and exit
+// records and starts reading them. It fails where system-wide perf events are not allowed.
+func Start(cfg Config) (*Log, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxMappings <= 0 {
+		cfg.MaxMappings = DefaultMaxMappings
+	}
+	pages := cfg.RingPages
+	if pages == 0 {
+		pages = 64
+	}
+	if pages&(pages-1) != 0 {
+		return nil, fmt.Errorf("execmaps: ring pages %d: not a power of two", pages)
+	}
+	cpus, err := procfs.OnlineCPUs()
+	if err != nil {
+		return nil, fmt.Errorf("execmaps: %w", err)
+	}
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	l := &Log{log: cfg.Logger, max: cfg.MaxMappings, procs: map[uint32]*process{}, paths: map[string]string{},
+		expired: expired, cancel: cancel, stop: make(chan struct{})}
+	for _, cpu := range cpus {
+		ev, err := openRing(cpu, pages)
+		if err != nil {
+			l.closeRings()
+			cancel()
+			return nil, fmt.Errorf("execmaps: cpu %d: %w", cpu, err)
+		}
+		l.rings = append(l.rings, ev)
+	}
+	l.wg.Add(1)
+	go l.readLoop()
+	return l, nil
+}
+
+// openRing opens cpu's event: a dummy software event that counts nothing and reports
+// executable mappings, execs (as comm records), forks and exits, each stamped with its
+// process, thread and CLOCK_MONOTONIC time.
+func openRing(cpu, pages int) (*perf.Event, error) {
+	a := &perf.Attr{SampleFormat: perf.SampleFormat{Tid: true, Time: true}}
+	perf.Dummy.Configure(a)
+	a.Options = perf.Options{Mmap: true, Mmap2: true, Comm: true, CommExec: true, Task: true,
+		SampleIDAll: true, UseClockID: true, ExcludeKernel: true, ExcludeHypervisor: true}
+	a.ClockID = unix.CLOCK_MONOTONIC
+	ev, err := perf.Open(a, perf.AllThreads, cpu, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open mmap events: %w", err)
+	}
+	if err := ev.MapRingNumPages(pages); err != nil {
+		ev.Close()
+		return nil, fmt.Errorf("map ring of %d pages: %w", pages, err)
+	}
+	return ev, nil
+}
+
+func (l *Log) readLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(readEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if !l.closed {
+			l.readLocked()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// readLocked reads every ring, then lets go of what is kept past its time.
+func (l *Log) readLocked() {
+	var raw perf.RawRecord
+	for _, ev := range l.rings {
+		for ev.ReadRawRecord(l.expired, &raw) == nil {
+			if rec := decode(ev, &raw); rec != nil {
+				l.apply(rec)
+			}
+		}
+	}
+	if now := time.Now(); now.Sub(l.lastTrim) >= time.Second {
+		l.lastTrim = now
+		l.trim(monotonicNs() - int64(keepAfterExit))
+	}
+}
+
+// decode decodes the records apply takes, nil for others. go-perf does not skip the padding
+// after a record's file or command name, so the time that follows is read here, from the
+// end of the record (the sample_id fields are the process and thread, then the time).
+func decode(ev *perf.Event, raw *perf.RawRecord) perf.Record {
+	var rec perf.Record
+	var id *perf.SampleID
+	switch raw.Header.Type {
+	case perf.RecordTypeMmap2:
+		r := &perf.Mmap2Record{}
+		rec, id = r, &r.SampleID
+	case perf.RecordTypeMmap:
+		r := &perf.MmapRecord{}
+		rec, id = r, &r.SampleID
+	case perf.RecordTypeComm:
+		r := &perf.CommRecord{}
+		rec, id = r, &r.SampleID
+	case perf.RecordTypeFork:
+		rec = &perf.ForkRecord{}
+	case perf.RecordTypeExit:
+		rec = &perf.ExitRecord{}
+	case perf.RecordTypeLost:
+		rec = &perf.LostRecord{}
+	default:
+		return nil
+	}
+	if len(raw.Data) < 16 || rec.DecodeFrom(raw, ev) != nil {
+		return nil
+	}
+	if id != nil {
+		id.Time = binary.LittleEndian.Uint64(raw.Data[len(raw.Data)-8:])
+	}
+	return rec
+}
+
+// apply takes one record in.
+func (l *Log) apply(rec perf.Record) {
+	switch r := rec.(type) {
+	case *perf.Mmap2Record:
+		m := Mapping{Start: r.Addr, End: r.Addr + r.Len, Offset: r.PageOffset, Path: r.Filename}
+		if r.Inode != 0 {
+			m.Dev, m.Ino = unix.Mkdev(r.MajorID, r.MinorID), r.Inode
+		}
+		l.add(r.Pid, m, int64(r.Time))
+	case *perf.MmapRecord: // a kernel without mmap2
+		l.add(r.Pid, Mapping{Start: r.Addr, End: r.Addr + r.Len, Offset: r.PageOffset, Path: r.Filename}, int64(r.Time))
+	case *perf.CommRecord:
+		if r.WasExec() && r.Pid == r.Tid {
+			p := l.proc(r.Pid)
+			if ns := int64(r.Time); ns > p.execNs && ns > p.bornNs {
+				p.execNs = ns
+				l.dropBefore(p, ns)
+			}
+		}
+	case *perf.ForkRecord:
+		if r.Pid == r.Ppid {
+			break // a thread, not a process
+		}
+		p := l.proc(r.Pid)
+		ns := int64(r.Time)
+		if ns <= p.bornNs {
+			break
+		}
+		// A pid reused: what came before the fork was an earlier process's.
+		p.bornNs, p.parent = ns, r.Ppid
+		if p.execNs < ns {
+			p.execNs = 0
+		}
+		if p.exitNs < ns {
+			p.exitNs = 0
+		}
+		l.dropBefore(p, ns)
+	case *perf.ExitRecord:
+		if p := l.procs[r.Pid]; p != nil && r.Pid == r.Tid && int64(r.Time) > p.bornNs {
+			p.exitNs = int64(r.Time)
+		}
+	case *perf.LostRecord:
+		if l.lost == 0 {
+			l.log.Warn("profd: mmap records lost (a ring filled up): processes that exit before profd reads their mappings may have samples in no mapping",
+				"lost", r.Lost)
+		}
+		l.lost += r.Lost
+	}
+}
+
+func (l *Log) proc(pid uint32) *process {
+	p := l.procs[pid]
+	if p == nil {
+		p = &process{}
+		l.procs[pid] = p
+	}
+	return p
+}
+
+// add keeps m, made by process pid at ns, unless every process together has max.
+func (l *Log) add(pid uint32, m Mapping, ns int64) {
+	p := l.proc(pid)
+	if ns < p.since() {
+		return // the old program's, or an earlier process's, read after the exec or the fork
+	}
+	if l.kept >= l.max {
+		l.trim(monotonicNs()) // the exited first, whenever they exited
+	}
+	if l.kept >= l.max {
+		l.dropped++
+		if !l.warned {
+			l.warned = true
+			l.log.Warn("profd: more executable mappings made than profd keeps; processes that exit before profd reads their mappings may have samples in no mapping",
+				"max_mappings", l.max)
+		}
+		return
+	}
+	if interned, ok := l.paths[m.Path]; ok {
+		m.Path = interned
+	} else {
+		l.paths[m.Path] = m.Path
+	}
+	p.maps = append(p.maps, mapping{Mapping: m, ns: ns})
+	l.kept++
+}
+
+// dropBefore lets go of p's mappings made before ns.
+func (l *Log) dropBefore(p *process, ns int64) {
+	kept := p.maps[:0]
+	for _, m := range p.maps {
+		if m.ns >= ns {
+			kept = append(kept, m)
+		}
+	}
+	l.kept -= len(p.maps) - len(kept)
+	clear(p.maps[len(kept):])
+	p.maps = kept
+}
+
+func (l *Log) forget(pid uint32) {
+	if p := l.procs[pid]; p != nil {
+		l.kept -= len(p.maps)
+		delete(l.procs, pid)
+	}
+}
+
+// trim lets go of the processes that exited before ns, and of the interned paths when
+// nothing is kept.
+func (l *Log) trim(beforeNs int64) {
+	for pid, p := range l.procs {
+		if p.exitNs != 0 && p.exitNs < beforeNs {
+			l.forget(pid)
+		}
+	}
+	if len(l.procs) == 0 || l.kept == 0 {
+		clear(l.paths)
+	}
+}
+
+// Mappings reads the records the kernel has written so far and returns process pid's
+// executable mappings, ascending by start: those it made since its latest exec and, for a
+// process forked and not exec'd since, those its parents made up to the fork. A later
+// mapping of an address replaces an earlier one. It returns nil when none is known.
+func (l *Log) Mappings(pid uint32) []Mapping {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.readLocked()
+	var made []mapping
+	upTo := int64(math.MaxInt64)
+	for range maxAncestors {
+		p := l.procs[pid]
+		if p == nil {
+			break
+		}
+		for _, m := range p.maps {
+			if m.ns <= upTo {
+				made = append(made, m)
+			}
+		}
+		if p.parent == 0 || p.execNs > p.bornNs {
+			break
+		}
+		pid, upTo = p.parent, p.bornNs
+	}
+	return layOut(made)
+}
+
+// Close stops reading and closes the events.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	l.wg.Wait()
+	l.cancel()
+	return l.closeRings()
+}
+
+func (l *Log) closeRings() error {
+	var errs []error
+	for _, ev := range l.rings {
+		errs = append(errs, ev.Close())
+	}
+	l.rings = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("execmaps: close: %w", err)
+	}
+	return nil
+}
+
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}

@@ -1,0 +1,69 @@
+package execmaps
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestExitedProcess: the mappings of a process that exited, read from the kernel's
+// records: its executable and the C library, as the file mapped (device and inode), and
+// none of the test binary it was forked from (it exec'd). A process forked from it and not
+// exec'd has its mappings too.
+func TestExitedProcess(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	l, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	// The subshell forks and runs its builtin without an exec.
+	cmd := exec.Command(sh, "-c", ": & echo $!; wait")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 32)
+	if err != nil {
+		t.Fatalf("sh printed %q: %v", out, err)
+	}
+	real, _ := filepath.EvalSymlinks(sh)
+	var st syscall.Stat_t
+	if err := syscall.Stat(real, &st); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	for _, pid := range []uint32{uint32(cmd.Process.Pid), uint32(child)} {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(pid)))); err == nil {
+			t.Fatalf("pid %d still there", pid)
+		}
+		maps := l.Mappings(pid)
+		var exe, libc bool
+		for _, m := range maps {
+			switch {
+			case m.Path == real:
+				exe = m.Dev == st.Dev && m.Ino == st.Ino
+				if !exe {
+					t.Errorf("%s mapped as device %#x inode %d, stat says %#x %d", real, m.Dev, m.Ino, st.Dev, st.Ino)
+				}
+			case strings.Contains(filepath.Base(m.Path), "libc.so"):
+				libc = true
+			case m.Path == self:
+				t.Errorf("pid %d has the test binary's mapping %+v: it exec'd", pid, m)
+			}
+		}
+		if !exe || !libc {
+			t.Errorf("pid %d (%s, exited) has mappings %s; want %s and libc", pid, sh, show(maps), real)
+		}
+	}
+}
