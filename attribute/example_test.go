@@ -20,6 +20,7 @@ func (oneJIT) Executable(uint32) string { return "/usr/bin/jit" }
 func (oneJIT) Mappings(uint32) ([]attribute.Mapping, error) {
 	return []attribute.Mapping{{Start: 0x7f0000000000, End: 0x7f0000100000, Executable: true}}, nil
 }
+func (oneJIT) MadeMappings(uint32) []attribute.Mapping            { return nil }
 func (oneJIT) OpenSymbols(uint32, attribute.Mapping) *elfsym.File { return nil }
 func (oneJIT) ThreadName(uint32, uint32) string                   { return "jit" }
 func (oneJIT) KernelSymbol(uint64) (string, bool)                 { return "", false }

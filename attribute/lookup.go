@@ -13,6 +13,11 @@ type Lookup interface {
 	// Mappings returns process pid's mappings, ascending by start. When the process is gone
 	// it returns nil and an error.
 	Mappings(pid uint32) ([]Mapping, error)
+	// MadeMappings returns the executable mappings process pid made, as the kernel
+	// reported them, for a process gone: nil when not known. They may be only some of
+	// its mappings (not those it inherited from a parent older than the records), so
+	// they only place the addresses the mappings read while it lived do not.
+	MadeMappings(pid uint32) []Mapping
 	// OpenSymbols starts reading the symbols of the file mapping m of process pid holds,
 	// in the background; nil when the file cannot be opened, or is not the one m maps.
 	OpenSymbols(pid uint32, m Mapping) *elfsym.File

@@ -3,6 +3,7 @@ package attribute
 import (
 	"errors"
 	"sync"
+	"testing"
 
 	"github.com/profd/profd/internal/elfsym"
 )
@@ -22,6 +23,7 @@ type fakeLookup struct {
 	openSymbols func(pid uint32, m Mapping) *elfsym.File
 	opened      []Mapping // every mapping OpenSymbols was asked for
 	mapsRead    int       // calls of Mappings
+	made        map[uint32][]Mapping
 }
 
 // newFakeLookup makes a lookup whose processes pids have anonymous memory at anonBase.
@@ -53,6 +55,8 @@ func (f *fakeLookup) Mappings(pid uint32) ([]Mapping, error) {
 	return append([]Mapping(nil), m...), nil
 }
 
+func (f *fakeLookup) MadeMappings(pid uint32) []Mapping { return f.made[pid] }
+
 func (f *fakeLookup) OpenSymbols(pid uint32, m Mapping) *elfsym.File {
 	f.opened = append(f.opened, m)
 	if f.openSymbols == nil {
@@ -76,3 +80,27 @@ func (f *fakeLookup) KernelSymbol(addr uint64) (string, bool) {
 }
 
 func (f *fakeLookup) ProcessInfo(pid uint32) ProcessInfo { return f.info[pid] }
+
+// TestGoneProcessMappings: a process gone is placed by the mappings read while it lived,
+// and where they hold nothing, by those its mmap records told of (which may lack what it
+// inherited: they never replace the others).
+func TestGoneProcessMappings(t *testing.T) {
+	const pid = 7
+	f := newFakeLookup()
+	f.mappings[pid] = []Mapping{{Start: 0x1000, End: 0x2000, Path: "/usr/bin/postgres", Executable: true}}
+	m := procMaps{pid: pid, look: f}
+	if name, _ := m.lookup(0x1800); name != "/usr/bin/postgres" {
+		t.Fatalf("a live process's address in %q", name)
+	}
+	delete(f.mappings, pid) // it exits
+	f.made = map[uint32][]Mapping{pid: {{Start: 0x8000, End: 0x9000, Path: "/usr/lib/llvmjit.so", Executable: true}}}
+	m.read = false // the next drain
+	for ip, want := range map[uint64]string{0x8800: "/usr/lib/llvmjit.so", 0x1800: "/usr/bin/postgres", 0x5000: "[unknown]"} {
+		if name, _ := m.lookup(ip); name != want {
+			t.Errorf("the gone process's address %#x in %q, want %q", ip, name, want)
+		}
+		if name, _ := m.lookupCached(ip); name != want {
+			t.Errorf("lookupCached: the gone process's address %#x in %q, want %q", ip, name, want)
+		}
+	}
+}

@@ -9,7 +9,10 @@ type procMaps struct {
 	look     Lookup
 	mappings []Mapping // ascending start
 	gone     bool
-	used     bool // looked in since forgetIdle last ran
+	// made: once gone, the executable mappings it made as the kernel reported them
+	// (Lookup.MadeMappings), for the addresses mappings does not hold.
+	made []Mapping
+	used bool // looked in since forgetIdle last ran
 	// read: the mappings were read during the drain being attributed (add clears it at
 	// each). Every sample of a drain was taken before it, so a second read would find no
 	// mapping the first did not: a process that maps code, runs it and unmaps it, again
@@ -22,7 +25,7 @@ type procMaps struct {
 // runtime's may be thousands; its next sample reads them again.
 func (m *procMaps) forgetIdle() {
 	if !m.used {
-		m.mappings = nil
+		m.mappings, m.made = nil, nil
 	}
 	m.used = false
 }
@@ -37,11 +40,16 @@ func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 	if (!ok || !mayRun(mp)) && !m.gone && !m.read {
 		maps, err := m.look.Mappings(m.pid)
 		if maps == nil && err != nil {
-			m.gone = true
-			return "[unknown]", nil
+			m.gone, m.made = true, m.look.MadeMappings(m.pid)
+		} else {
+			m.mappings, m.read = maps, true
+			mp, ok = find(m.mappings, ip)
 		}
-		m.mappings, m.read = maps, true
-		mp, ok = find(m.mappings, ip)
+	}
+	if (!ok || !mayRun(mp)) && m.gone {
+		if made, found := find(m.made, ip); found {
+			mp, ok = made, true
+		}
 	}
 	if ok && !mayRun(mp) {
 		return "[unknown]", nil // the code that ran there is gone: never the data file there now
@@ -55,6 +63,11 @@ func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
 	m.used = true
 	mp, ok := find(m.mappings, ip)
+	if (!ok || !mayRun(mp)) && m.gone {
+		if made, found := find(m.made, ip); found {
+			mp, ok = made, true
+		}
+	}
 	if ok && !mayRun(mp) {
 		return "[unknown]", nil
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"sync"
@@ -137,20 +138,12 @@ func (l *procLookup) readProcessInfo(pid uint32) attribute.ProcessInfo {
 	return info
 }
 
-// Mappings reads /proc/PID/maps; for a process gone, or exiting (a zombie's maps are
-// empty: its address space is released), it gives the executable mappings its mmap records
-// told of, if any.
+// Mappings reads /proc/PID/maps. A process exiting, its address space released, has
+// none: it is gone.
 func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 	maps, err := procfs.ReadMaps(pid)
-	if len(maps) == 0 && l.made != nil && (err == nil || exited(err)) {
-		if made := l.made.Mappings(pid); len(made) > 0 {
-			out := make([]attribute.Mapping, len(made))
-			for i, m := range made {
-				out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: true,
-					Dev: m.Dev, Inode: m.Ino}
-			}
-			return out, nil
-		}
+	if len(maps) == 0 && err == nil {
+		return nil, fmt.Errorf("procfs: pid %d: no mappings: %w", pid, procfs.ErrExited)
 	}
 	if maps == nil {
 		return nil, err
@@ -162,6 +155,24 @@ func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 			Dev: id.Dev, Inode: id.Ino}
 	}
 	return out, err
+}
+
+// MadeMappings gives the executable mappings process pid made as its mmap records told of
+// them, for a process gone before its /proc/PID/maps was read; nil when not known.
+func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
+	if l.made == nil {
+		return nil
+	}
+	made := l.made.Mappings(pid)
+	if len(made) == 0 {
+		return nil
+	}
+	out := make([]attribute.Mapping, len(made))
+	for i, m := range made {
+		out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: true,
+			Dev: m.Dev, Inode: m.Ino}
+	}
+	return out
 }
 
 // OpenSymbols opens the file of m as the process maps it (procfs.OpenMapped: through

@@ -13,6 +13,6 @@
 // It needs system-wide perf events (root, CAP_PERFMON, or perf_event_paranoid below 1);
 // Start fails without them, and profd goes on without it. What it keeps is bounded: a
 // process's mappings are let go of 10 s after its exit, and past
-// Config.MaxMappings in all the exited processes go first, then new mappings are not
+// 2^18 mappings in all the exited processes go first, then new mappings are not
 // kept (with one warning).
 package execmaps

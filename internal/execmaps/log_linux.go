@@ -30,15 +30,13 @@ type Mapping struct {
 // Config configures a Log.
 type Config struct {
 	Logger *slog.Logger
-	// MaxMappings bounds the mappings kept of every process together; 0 is
-	// DefaultMaxMappings.
-	MaxMappings int
-	// RingPages is the size of each CPU's ring in pages, a power of two; 0 is 64.
-	RingPages int
 }
 
-// DefaultMaxMappings is Config.MaxMappings' default: some 20 MB.
-const DefaultMaxMappings = 1 << 18
+// maxMappings bounds the mappings kept of every process together: some 20 MB.
+const maxMappings = 1 << 18
+
+// ringPages is the size of each CPU's ring.
+const ringPages = 64
 
 const (
 	// keepAfterExit is how long a process's mappings are kept after it exited: the daemon
@@ -102,25 +100,15 @@ func Start(cfg Config) (*Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxMappings <= 0 {
-		cfg.MaxMappings = DefaultMaxMappings
-	}
-	pages := cfg.RingPages
-	if pages == 0 {
-		pages = 64
-	}
-	if pages&(pages-1) != 0 {
-		return nil, fmt.Errorf("execmaps: ring pages %d: not a power of two", pages)
-	}
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		return nil, fmt.Errorf("execmaps: %w", err)
 	}
 	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
-	l := &Log{log: cfg.Logger, max: cfg.MaxMappings, procs: map[uint32]*process{}, paths: map[string]string{},
+	l := &Log{log: cfg.Logger, max: maxMappings, procs: map[uint32]*process{}, paths: map[string]string{},
 		expired: expired, cancel: cancel, stop: make(chan struct{})}
 	for _, cpu := range cpus {
-		ev, err := openRing(cpu, pages)
+		ev, err := openRing(cpu)
 		if err != nil {
 			l.closeRings()
 			cancel()
@@ -136,7 +124,7 @@ func Start(cfg Config) (*Log, error) {
 // openRing opens cpu's event: a dummy software event that counts nothing and reports
 // executable mappings, execs (as comm records), forks and exits, each stamped with its
 // process, thread and CLOCK_MONOTONIC time.
-func openRing(cpu, pages int) (*perf.Event, error) {
+func openRing(cpu int) (*perf.Event, error) {
 	a := &perf.Attr{SampleFormat: perf.SampleFormat{Tid: true, Time: true}}
 	perf.Dummy.Configure(a)
 	a.Options = perf.Options{Mmap: true, Mmap2: true, Comm: true, CommExec: true, Task: true,
@@ -146,9 +134,9 @@ func openRing(cpu, pages int) (*perf.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open mmap events: %w", err)
 	}
-	if err := ev.MapRingNumPages(pages); err != nil {
+	if err := ev.MapRingNumPages(ringPages); err != nil {
 		ev.Close()
-		return nil, fmt.Errorf("map ring of %d pages: %w", pages, err)
+		return nil, fmt.Errorf("map ring of %d pages: %w", ringPages, err)
 	}
 	return ev, nil
 }
@@ -327,16 +315,22 @@ func (l *Log) forget(pid uint32) {
 	}
 }
 
-// trim lets go of the processes that exited before ns, and of the interned paths when
-// nothing is kept.
+// trim lets go of the processes that exited before ns, and of the interned paths no
+// mapping kept names.
 func (l *Log) trim(beforeNs int64) {
 	for pid, p := range l.procs {
 		if p.exitNs != 0 && p.exitNs < beforeNs {
 			l.forget(pid)
 		}
 	}
-	if len(l.procs) == 0 || l.kept == 0 {
-		clear(l.paths)
+	if len(l.paths) <= l.kept {
+		return // few enough to be those of the mappings kept, or no worse than them
+	}
+	clear(l.paths)
+	for _, p := range l.procs {
+		for _, m := range p.maps {
+			l.paths[m.Path] = m.Path
+		}
 	}
 }
 

@@ -96,6 +96,9 @@ func TestExecForkExit(t *testing.T) {
 	if got := l.Mappings(12); got != nil {
 		t.Errorf("an exited process's mappings kept past their time: %s", show(got))
 	}
+	if _, ok := l.paths["/bin/true"]; ok || len(l.paths) != l.kept {
+		t.Errorf("the interned paths %v outlive the mappings kept", l.paths)
+	}
 	if got := l.Mappings(10); len(got) != 3 {
 		t.Errorf("a running process's mappings let go of: %s", show(got))
 	}
