@@ -7,7 +7,7 @@
 // kernel writes a record for each executable mapping as it is made (its file, offset,
 // device and inode), for every process, into one ring per CPU; Log reads them and keeps,
 // for each process, the mappings made since its last exec, and a forked child's parent's
-// up to the fork. Mappings are unmapped without a record, so a later mapping of the same
+// up to the fork (a parent that began before the records: its /proc/PID/maps while it runs). Mappings are unmapped without a record, so a later mapping of the same
 // addresses replaces an earlier one, as perf's own report does.
 //
 // It needs system-wide perf events (root, CAP_PERFMON, or perf_event_paranoid below 1);

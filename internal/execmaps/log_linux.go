@@ -337,7 +337,10 @@ func (l *Log) trim(beforeNs int64) {
 // Mappings reads the records the kernel has written so far and returns process pid's
 // executable mappings, ascending by start: those it made since its latest exec and, for a
 // process forked and not exec'd since, those its parents made up to the fork. A later
-// mapping of an address replaces an earlier one. It returns nil when none is known.
+// mapping of an address replaces an earlier one. A parent that began before the records
+// (a shell, a server's master, started before profd) made most of its mappings unseen: its
+// /proc/PID/maps, read now while it runs, lies under what the records tell. It returns nil
+// when none is known.
 func (l *Log) Mappings(pid uint32) []Mapping {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -360,9 +363,44 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 		if p.parent == 0 || p.execNs > p.bornNs {
 			break
 		}
-		pid, upTo = p.parent, p.bornNs
+		parent := l.procs[p.parent]
+		switch {
+		case parent != nil && parent.bornNs > p.bornNs:
+			// The parent's pid is another process's since.
+		case parent == nil || parent.since() == 0:
+			made = append(made, older(p.parent, parent)...)
+			if parent != nil {
+				pid, upTo = p.parent, p.bornNs
+				continue
+			}
+		default:
+			pid, upTo = p.parent, p.bornNs
+			continue
+		}
+		break
 	}
 	return layOut(made)
+}
+
+// older reads the executable mappings of process pid, which began before the records
+// (p: what they told of it since, nil for nothing), from its /proc/PID/maps, as made before
+// every record; none once it exited.
+func older(pid uint32, p *process) []mapping {
+	if p != nil && p.exitNs != 0 {
+		return nil
+	}
+	maps, _ := procfs.ReadMaps(pid)
+	var out []mapping
+	for i := range maps {
+		m := &maps[i]
+		if !m.Executable() {
+			continue
+		}
+		id := m.ID()
+		out = append(out, mapping{Mapping: Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path,
+			Dev: id.Dev, Ino: id.Ino}, ns: math.MinInt64})
+	}
+	return out
 }
 
 // Close stops reading and closes the events.

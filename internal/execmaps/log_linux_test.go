@@ -1,6 +1,7 @@
 package execmaps
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/internal/testenv"
 )
@@ -65,5 +67,58 @@ func TestExitedProcess(t *testing.T) {
 		if !exe || !libc {
 			t.Errorf("pid %d (%s, exited) has mappings %s; want %s and libc", pid, sh, show(maps), real)
 		}
+	}
+}
+
+// TestChildOfOlderParent: a process forked, and gone, from a parent that began before the
+// records has the parent's executable mappings, read from its /proc while it runs.
+func TestChildOfOlderParent(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	// The shell starts before the records; its subshell forks after them.
+	cmd := exec.Command(sh, "-c", "read go; : & echo $!; wait; read done")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	l, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.ParseUint(strings.TrimSpace(line), 10, 32)
+	if err != nil {
+		t.Fatalf("sh printed %q: %v", line, err)
+	}
+	for _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(child)))); err == nil; _, err = os.Stat(filepath.Join("/proc", strconv.Itoa(int(child)))) {
+		time.Sleep(time.Millisecond) // until the subshell is gone
+	}
+	real, _ := filepath.EvalSymlinks(sh)
+	maps := l.Mappings(uint32(child))
+	found := false
+	for _, m := range maps {
+		found = found || m.Path == real
+	}
+	if !found {
+		t.Errorf("the subshell %d of a shell older than the records has mappings %s; want %s", child, show(maps), real)
 	}
 }
