@@ -32,29 +32,22 @@ func (m *procMaps) forgetIdle() {
 
 // lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
 // returns it, asking for the mappings again when ip is in none of the cached ones (the
-// process may have mapped it since), once a drain. It returns "[unknown]" and nil when the
-// process is gone or ip is in no mapping.
+// process may have mapped it since), once a drain. It returns "[unknown]" and nil when ip
+// is in no mapping known, read while the process lived or, once it is gone, made as its
+// records told.
 func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 	m.used = true
-	mp, ok := find(m.mappings, ip)
+	mp, ok := m.find(ip)
 	if (!ok || !mayRun(mp)) && !m.gone && !m.read {
 		maps, err := m.look.Mappings(m.pid)
 		if maps == nil && err != nil {
 			m.gone, m.made = true, m.look.MadeMappings(m.pid)
 		} else {
 			m.mappings, m.read = maps, true
-			mp, ok = find(m.mappings, ip)
 		}
+		mp, ok = m.find(ip)
 	}
-	if (!ok || !mayRun(mp)) && m.gone {
-		if made, found := find(m.made, ip); found {
-			mp, ok = made, true
-		}
-	}
-	if ok && !mayRun(mp) {
-		return "[unknown]", nil // the code that ran there is gone: never the data file there now
-	}
-	return mappingName(mp, ok)
+	return runName(mp, ok)
 }
 
 // lookupCached is lookup without asking for the mappings again: for addresses that may be
@@ -62,12 +55,24 @@ func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 // mappings are older than the sample.
 func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
 	m.used = true
+	return runName(m.find(ip))
+}
+
+// find returns the cached mapping ip lies in; for a process gone, one it made as its
+// records told where the cached ones have none that may have run ip.
+func (m *procMaps) find(ip uint64) (*Mapping, bool) {
 	mp, ok := find(m.mappings, ip)
 	if (!ok || !mayRun(mp)) && m.gone {
 		if made, found := find(m.made, ip); found {
-			mp, ok = made, true
+			return made, true
 		}
 	}
+	return mp, ok
+}
+
+// runName is mappingName for a sampled instruction: a mapping that cannot have run it
+// is "[unknown]" (the code that ran there is gone: never the data file there now).
+func runName(mp *Mapping, ok bool) (string, *Mapping) {
 	if ok && !mayRun(mp) {
 		return "[unknown]", nil
 	}
