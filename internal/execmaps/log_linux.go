@@ -13,6 +13,7 @@ import (
 	perf "github.com/elastic/go-perf"
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -171,7 +172,7 @@ func (l *Log) readLocked() {
 	}
 	if now := time.Now(); now.Sub(l.lastTrim) >= time.Second {
 		l.lastTrim = now
-		l.trim(monotonicNs() - int64(keepAfterExit))
+		l.trim(clock.MonotonicNs() - int64(keepAfterExit))
 	}
 }
 
@@ -275,7 +276,7 @@ func (l *Log) add(pid uint32, m Mapping, ns int64) {
 		return // the old program's, or an earlier process's, read after the exec or the fork
 	}
 	if l.kept >= l.max {
-		l.trim(monotonicNs()) // the exited first, whenever they exited
+		l.trim(clock.MonotonicNs()) // the exited first, whenever they exited
 	}
 	if l.kept >= l.max {
 		l.dropped++
@@ -428,12 +429,4 @@ func (l *Log) closeRings() error {
 		return fmt.Errorf("execmaps: close: %w", err)
 	}
 	return nil
-}
-
-func monotonicNs() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
@@ -294,7 +295,7 @@ func TestWalkTook(t *testing.T) {
 	r := NewReader(Options{})
 	withList(r, 1, base, l)
 	r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
-		for start := threadCPU(); threadCPU()-start < perRead; { // CPU time: a read's cost
+		for start := clock.ThreadCPU(); clock.ThreadCPU()-start < perRead; { // CPU time: a read's cost
 		}
 		return l.readMem(pid, addr, size)
 	}

@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
@@ -114,22 +113,13 @@ func (st *procState) retry() time.Duration {
 // machine a walk waits for a core, which is not its cost. walkDone ends it.
 func (st *procState) walkBegin() {
 	runtime.LockOSThread()
-	st.walkStart = threadCPU()
+	st.walkStart = clock.ThreadCPU()
 }
 
 // walkDone records the CPU time the walk begun by walkBegin took.
 func (st *procState) walkDone() {
-	st.walkTook = threadCPU() - st.walkStart
+	st.walkTook = clock.ThreadCPU() - st.walkStart
 	runtime.UnlockOSThread()
-}
-
-// threadCPU is the CPU time of the calling thread, user and system.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
 
 // NewReader returns a Reader with the given bounds.

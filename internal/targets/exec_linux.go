@@ -59,13 +59,3 @@ func (l *execListener) Close() error { return l.f.Close() }
 
 // errEventsLost: the kernel dropped exec notifications (the socket's buffer was full).
 var errEventsLost = errors.New("targets: exec notifications lost")
-
-// clockNs reads CLOCK_MONOTONIC, the clock of exec notifications' times; 0 if it cannot,
-// which no notification is older than.
-func clockNs() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -454,7 +455,7 @@ func (w *Watcher) checkPid(pid uint32, execNs int64) {
 // checkOne is checkPid's look at pid. It returns the user whose bound it left room under,
 // if any. Called with scanMu held.
 func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
-	readNs := clockNs()
+	readNs := clock.MonotonicNs()
 	st := w.targetStart(pid)
 	exe := w.exeID(pid, st)
 	uid, counted := w.userOf(pid, st)
@@ -744,7 +745,7 @@ type checkedProc struct {
 // /proc without holding up exec notifications (a walk reads every process's executable,
 // which under a storm of processes takes long); what changed meanwhile is checked again.
 func (w *Watcher) Scan() {
-	scanNs := clockNs() // before any state is read
+	scanNs := clock.MonotonicNs() // before any state is read
 	found := make(map[uint32]uint64)
 	for pid := range w.pinned {
 		if st, ok := w.pinnedAlive(pid); ok {

@@ -9,9 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/profd/profd/internal/cfi"
+	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/gdbjit"
 	"github.com/profd/profd/internal/procmem"
 )
@@ -87,7 +86,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	// The tables' reads are timed as the walk is, by the CPU time of the thread that makes
 	// them: on a busy machine they wait for a core, which is not their cost.
 	runtime.LockOSThread()
-	tables := threadCPU()
+	tables := clock.ThreadCPU()
 	var fresh []jitTable
 	for _, s := range secs {
 		if held[s] {
@@ -101,7 +100,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		fresh = append(fresh, t)
 	}
 	// The look's cost: the walk and the tables read, not the look for the descriptor.
-	took := u.debug.WalkTook(p.pid) + threadCPU() - tables
+	took := u.debug.WalkTook(p.pid) + clock.ThreadCPU() - tables
 	runtime.UnlockOSThread()
 	<-u.oneJIT
 	u.mu.Lock()
@@ -182,13 +181,4 @@ func nextJITWait(last, took time.Duration, found bool) time.Duration {
 		wait = minJITWait
 	}
 	return max(wait, jitCostRatio*took)
-}
-
-// threadCPU is the CPU time of the calling thread, user and system.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
