@@ -25,10 +25,7 @@ func TestExitedProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh, real := shell(t)
 	// The subshell forks and runs its builtin without an exec.
 	cmd := exec.Command(sh, "-c", ": & echo $!; wait")
 	out, err := cmd.Output()
@@ -39,14 +36,13 @@ func TestExitedProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sh printed %q: %v", out, err)
 	}
-	real, _ := filepath.EvalSymlinks(sh)
 	var st syscall.Stat_t
 	if err := syscall.Stat(real, &st); err != nil {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
 	for _, pid := range []uint32{uint32(cmd.Process.Pid), uint32(child)} {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(pid)))); err == nil {
+		if running(pid) {
 			t.Fatalf("pid %d still there", pid)
 		}
 		maps := l.Mappings(pid)
@@ -74,10 +70,7 @@ func TestExitedProcess(t *testing.T) {
 // records has the parent's executable mappings, read from its /proc while it runs.
 func TestChildOfOlderParent(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh, real := shell(t)
 	// The shell starts before the records; its subshell forks after them.
 	cmd := exec.Command(sh, "-c", "read go; : & echo $!; wait; read done")
 	in, err := cmd.StdinPipe()
@@ -109,10 +102,9 @@ func TestChildOfOlderParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sh printed %q: %v", line, err)
 	}
-	for _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(child)))); err == nil; _, err = os.Stat(filepath.Join("/proc", strconv.Itoa(int(child)))) {
+	for running(uint32(child)) {
 		time.Sleep(time.Millisecond) // until the subshell is gone
 	}
-	real, _ := filepath.EvalSymlinks(sh)
 	maps := l.Mappings(uint32(child))
 	found := false
 	for _, m := range maps {
@@ -121,4 +113,23 @@ func TestChildOfOlderParent(t *testing.T) {
 	if !found {
 		t.Errorf("the subshell %d of a shell older than the records has mappings %s; want %s", child, show(maps), real)
 	}
+}
+
+// shell is the sh on PATH and the file it resolves to; without one the test is skipped.
+func shell(t *testing.T) (sh, file string) {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	if file, err = filepath.EvalSymlinks(sh); err != nil {
+		t.Fatal(err)
+	}
+	return sh, file
+}
+
+// running reports whether process pid is still in /proc (a zombie too).
+func running(pid uint32) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(pid))))
+	return err == nil
 }
