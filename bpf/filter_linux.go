@@ -21,14 +21,19 @@ type filterObjects struct {
 	Stats           *ebpf.Map     `ebpf:"stats"`
 }
 
-// LoadRingFilter loads the filter and its maps (nothing else of the sampling program's).
-func LoadRingFilter() (*RingFilter, error) {
+// LoadRingFilter loads the filter and its maps (nothing else of the sampling program's). With
+// allBut not 0, it lets every process's user-mode samples through but tgid allBut's (profd's
+// own), targets or not (Config.AllBut).
+func LoadRingFilter(allBut uint32) (*RingFilter, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("%w: program reads x86-64 registers, this is %s", ErrNotSupported, runtime.GOARCH)
 	}
 	spec, err := loadProfile()
 	if err != nil {
 		return nil, fmt.Errorf("bpf: load spec: %w", err)
+	}
+	if err := setAllBut(spec, allBut); err != nil {
+		return nil, err
 	}
 	f := &RingFilter{}
 	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
@@ -53,4 +58,15 @@ func (f *RingFilter) Outside() (uint64, error) { return sumStat(f.objs.Stats, st
 // Close releases the program and its maps.
 func (f *RingFilter) Close() error {
 	return errors.Join(f.objs.ProfdRingFilter.Close(), f.objs.Targets.Close(), f.objs.Stats.Close())
+}
+
+// setAllBut sets profile.c's all_but_tgid (Config.AllBut) in spec.
+func setAllBut(spec *ebpf.CollectionSpec, tgid uint32) error {
+	if tgid == 0 {
+		return nil
+	}
+	if err := spec.Variables[profileVarAllButTgid].Set(tgid); err != nil {
+		return fmt.Errorf("bpf: set all_but_tgid: %w", err)
+	}
+	return nil
 }

@@ -4,7 +4,8 @@
 //
 // profd's sampling program. It runs on every overflow of the per-CPU perf
 // events the sampler opens, keeps only samples of the target processes
-// (tgids in the `targets` map) and counts them per (tgid, user ip) in the hash
+// (tgids in the `targets` map; or, with all_but_tgid, every process's user-mode
+// samples) and counts them per (tgid, user ip) in the hash
 // map held in one of the COUNT_SHARDS slots of `counts`, with the times of
 // the key's first and last sample since the last drain, chosen by a hash of
 // the key, so the loader can read the shards on several CPUs at once (it puts
@@ -116,11 +117,20 @@ static __always_inline void bump(__u32 index)
 		*v += 1; // per-CPU slot: no other writer
 }
 
-// is_target reports whether tgid is a target process, counting the sample in STAT_OUTSIDE
-// when it is not.
-static __always_inline int is_target(__u32 tgid)
+// all_but_tgid: the loader sets it to profd's own tgid to have every other process's
+// user-mode samples counted, targets or not (profd --all: a process of a few milliseconds
+// is gone before profd can make it a target, and the daemon adds it from its samples).
+// Kernel-mode samples are still only counted for targets: a kernel thread has no user code.
+const volatile __u32 all_but_tgid = 0;
+
+// is_target reports whether a sample of tgid, in user mode or not, is counted: tgid is a
+// target, or all_but_tgid asks for every process's user-mode samples. It counts the sample
+// in STAT_OUTSIDE when it is not.
+static __always_inline int is_target(__u32 tgid, int user_mode)
 {
 	if (bpf_map_lookup_elem(&targets, &tgid))
+		return 1;
+	if (all_but_tgid && user_mode && tgid != all_but_tgid && tgid != 0)
 		return 1;
 	bump(STAT_OUTSIDE);
 	return 0;
@@ -169,7 +179,7 @@ SEC("perf_event")
 int profd_sample(struct perf_event_ctx *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!is_target(tgid))
+	if (!is_target(tgid, (ctx->regs.cs & 3) != 0))
 		return 0;
 	if ((ctx->regs.cs & 3) == 0) {
 		bump(STAT_KERNEL);
@@ -205,7 +215,7 @@ int profd_sample(struct perf_event_ctx *ctx)
 SEC("perf_event")
 int profd_ring_filter(struct perf_event_ctx *ctx)
 {
-	return is_target(bpf_get_current_pid_tgid() >> 32);
+	return is_target(bpf_get_current_pid_tgid() >> 32, (ctx->regs.cs & 3) != 0);
 }
 
 // Call stacks (the loader attaches profd_sample_stacks instead of profd_sample when asked
@@ -261,9 +271,9 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!is_target(tgid))
-		return 0;
 	int kernel_mode = (ctx->regs.cs & 3) == 0;
+	if (!is_target(tgid, !kernel_mode))
+		return 0;
 	if (kernel_mode && !kernel_stacks) {
 		bump(STAT_KERNEL);
 		return 0;

@@ -38,6 +38,7 @@ const (
 	profileProgProfdRingFilter   = "profd_ring_filter"
 	profileProgProfdSample       = "profd_sample"
 	profileProgProfdSampleStacks = "profd_sample_stacks"
+	profileVarAllButTgid         = "all_but_tgid"
 	profileVarKernelStacks       = "kernel_stacks"
 )
 
@@ -104,6 +105,7 @@ type profileMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileVariableSpecs struct {
+	AllButTgid   *ebpf.VariableSpec `ebpf:"all_but_tgid"`
 	KernelStacks *ebpf.VariableSpec `ebpf:"kernel_stacks"`
 }
 
@@ -148,6 +150,7 @@ func (m *profileMaps) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileVariables struct {
+	AllButTgid   *ebpf.Variable `ebpf:"all_but_tgid"`
 	KernelStacks *ebpf.Variable `ebpf:"kernel_stacks"`
 }
 

@@ -34,6 +34,9 @@ type Config struct {
 	// KernelStacks: with Stacks, samples taken in kernel mode are counted with their kernel
 	// frames and their user chain; without, they only count in Stats.Kernel.
 	KernelStacks bool
+	// AllBut, when not 0, counts the user-mode samples of every process but tgid AllBut
+	// (profd's own), targets or not; kernel-mode samples only count for targets.
+	AllBut uint32
 }
 
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
@@ -182,6 +185,9 @@ func Load(cfg Config) (*Program, error) {
 		if err := spec.Variables[profileVarKernelStacks].Set(uint8(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
 		}
+	}
+	if err := setAllBut(spec, cfg.AllBut); err != nil {
+		return nil, err
 	}
 	stackInner := spec.Maps[profileMapStackCounts].InnerMap
 	stackInner.MaxEntries = DefaultStackEntries

@@ -34,8 +34,12 @@ type bpfSampler struct {
 }
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
+	var allBut uint32
+	if cfg.AllProcesses {
+		allBut = uint32(os.Getpid())
+	}
 	prog, err := bpf.Load(bpf.Config{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
-		KernelStacks: cfg.Stacks && cfg.KernelStacks})
+		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: allBut})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}

@@ -99,7 +99,10 @@ type aggregate struct {
 	stackCounts []StackCount
 	key         []byte              // stack's scratch
 	targets     map[uint32]struct{} // samples of other pids count as Outside
-	stats       Stats
+	// allBut, when not 0, keeps the user-mode samples of every pid but it too
+	// (Config.AllProcesses).
+	allBut uint32
+	stats  Stats
 }
 
 func newAggregate() *aggregate {
@@ -195,11 +198,11 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 			return fmt.Errorf("%w: sample body is %d bytes, want %d", ErrBadRecord, len(body), sampleBodyBytes)
 		}
 		pid := ne.Uint32(body[8:])
-		if _, ok := a.targets[pid]; !ok {
+		kernelMode := misc&miscCPUModeMask == miscKernel
+		if !a.counted(pid, kernelMode) {
 			a.stats.Outside++
 			return nil
 		}
-		kernelMode := misc&miscCPUModeMask == miscKernel
 		ip := ne.Uint64(body)
 		timeNs := int64(ne.Uint64(body[16:]))
 		if a.stacks {
@@ -247,6 +250,15 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 		a.stats.Lost += ne.Uint64(body)
 	}
 	return nil
+}
+
+// counted reports whether a sample of pid is counted: pid is a target, or allBut asks for
+// every other process's user-mode samples (profile.c's is_target).
+func (a *aggregate) counted(pid uint32, kernelMode bool) bool {
+	if _, ok := a.targets[pid]; ok {
+		return true
+	}
+	return a.allBut != 0 && !kernelMode && pid != a.allBut && pid != 0
 }
 
 // countFrames is the number of frames (entries that are not context markers) of a callchain.

@@ -63,6 +63,29 @@ func TestDecodeStream(t *testing.T) {
 	}
 }
 
+// With allBut (AllProcesses, the rings unfiltered in the kernel), every other process's
+// user-mode samples are counted; its kernel-mode ones and allBut's own are not.
+func TestDecodeStreamAllBut(t *testing.T) {
+	var stream []byte
+	stream = append(stream, sampleRec(99, 99, 0x1000, 5, 100, miscUser)...)       // never added
+	stream = append(stream, sampleRec(99, 99, 0xffff1000, 6, 100, miscKernel)...) // its kernel mode
+	stream = append(stream, sampleRec(7, 7, 0x3000, 7, 100, miscUser)...)         // profd's own
+	stream = append(stream, sampleRec(10, 10, 0xffff1000, 8, 100, miscKernel)...) // a target's kernel mode
+	a := newAggregate()
+	a.targets[10] = struct{}{}
+	a.allBut = 7
+	if err := a.decodeStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	d := a.take()
+	if d.Counts[Key{99, 0x1000}] != (Count{N: 1, FirstNs: 5, LastNs: 5}) || len(d.Counts) != 1 {
+		t.Errorf("counts %v; want one of pid 99 at 0x1000", d.Counts)
+	}
+	if want := (Stats{Samples: 1, Outside: 2, Kernel: 1}); a.stats != want {
+		t.Errorf("stats %+v, want %+v", a.stats, want)
+	}
+}
+
 func TestDecodeStreamBadRecords(t *testing.T) {
 	good := sampleRec(1, 1, 1, 1, 1, miscUser)
 	for name, tc := range map[string]struct {

@@ -91,7 +91,10 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	}
 	switch mode {
 	case RingPerCPU:
-		if s.filter, err = bpf.LoadRingFilter(); err != nil {
+		if cfg.AllProcesses {
+			s.agg.allBut = uint32(os.Getpid())
+		}
+		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut); err != nil {
 			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
 		}
 		for _, cpu := range cpus {

@@ -90,6 +90,11 @@ type Config struct {
 	MapEntries    uint32        // BPF back end: distinct (pid, ip) keys per drain; default 1<<18
 	Stacks        bool          // also count each sample's thread and call chain (Drained.Stacks)
 	KernelStacks  bool          // with Stacks and IncludeKernel: kernel frames of kernel-mode samples
+	// AllProcesses counts the user-mode samples of every process but profd's own, targets
+	// or not: Drain returns them all, and AddTarget adds a process's kernel-mode samples.
+	// Only per-CPU events see every process (the BPF back end, RingPerCPU); RingPerThread
+	// samples the targets alone.
+	AllProcesses bool
 	// Unwind, with Stacks on the ring back end, walks each sample's user call chain from a
 	// copy of its stack (StackBytes of it) and registers by the frame information of the
 	// code on it, instead of the kernel's walk by frame pointers.
