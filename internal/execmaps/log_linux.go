@@ -383,6 +383,50 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 	return layOut(made)
 }
 
+// Executable returns the path of the file process pid runs as the records tell: the first
+// file its latest exec mapped executable (the program's text comes before its interpreter's
+// and libraries'), or for a process forked and not exec'd since, its parent's (a parent
+// older than the records: its /proc/PID/exe, while it runs). It returns "" when none is
+// known.
+func (l *Log) Executable(pid uint32) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ""
+	}
+	l.readLocked()
+	for range maxAncestors {
+		p := l.procs[pid]
+		if p == nil {
+			return ""
+		}
+		if p.execNs > p.bornNs {
+			var first *mapping
+			for i := range p.maps {
+				if m := &p.maps[i]; m.Ino != 0 && (first == nil || m.ns < first.ns) {
+					first = m
+				}
+			}
+			if first == nil {
+				return ""
+			}
+			return first.Path
+		}
+		parent := l.procs[p.parent]
+		switch {
+		case p.parent == 0 || parent != nil && parent.bornNs > p.bornNs:
+			return "" // no fork seen, or the parent's pid is another process's since
+		case parent == nil || parent.since() == 0:
+			if parent != nil && parent.exitNs != 0 {
+				return ""
+			}
+			return procfs.ExePath(p.parent)
+		}
+		pid = p.parent
+	}
+	return ""
+}
+
 // older reads the executable mappings of process pid, which began before the records
 // (p: what they told of it since, nil for nothing), from its /proc/PID/maps, as made before
 // every record; none once it exited.

@@ -16,8 +16,8 @@ import (
 
 // TestExitedProcess: the mappings of a process that exited, read from the kernel's
 // records: its executable and the C library, as the file mapped (device and inode), and
-// none of the test binary it was forked from (it exec'd). A process forked from it and not
-// exec'd has its mappings too.
+// none of the test binary it was forked from (it exec'd), and the file it ran. A process
+// forked from it and not exec'd has its mappings, and its file, too.
 func TestExitedProcess(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	l, err := Start(Config{})
@@ -62,6 +62,9 @@ func TestExitedProcess(t *testing.T) {
 		}
 		if !exe || !libc {
 			t.Errorf("pid %d (%s, exited) has mappings %s; want %s and libc", pid, sh, show(maps), real)
+		}
+		if got := l.Executable(pid); got != real {
+			t.Errorf("pid %d (%s, exited) ran %q, want %s", pid, sh, got, real)
 		}
 	}
 }

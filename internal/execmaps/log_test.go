@@ -39,7 +39,7 @@ func TestLayOut(t *testing.T) {
 }
 
 // TestExecForkExit: a process's mappings are those made since its exec, and a forked
-// child's are its parent's up to the fork and its own; a pid reused by a new process starts
+// child's are its parent's up to the fork and its own (and so is the file each runs); a pid reused by a new process starts
 // empty; an exited process's are let go of keepAfterExit later.
 func TestExecForkExit(t *testing.T) {
 	l := &Log{max: 100, procs: map[uint32]*process{}, paths: map[string]string{}}
@@ -83,6 +83,11 @@ func TestExecForkExit(t *testing.T) {
 	} {
 		if got := show(l.Mappings(pid)); got != want {
 			t.Errorf("pid %d: %s\nwant %s", pid, got, want)
+		}
+	}
+	for pid, want := range map[uint32]string{10: "/bin/sh", 11: "/bin/sh", 12: "/bin/true", 13: "/bin/sh", 14: "/bin/env", 15: ""} {
+		if got := l.Executable(pid); got != want {
+			t.Errorf("pid %d runs %q, want %q", pid, got, want)
 		}
 	}
 	if kept := l.kept; kept != 6 {

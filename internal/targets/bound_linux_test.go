@@ -76,6 +76,10 @@ func TestAllBounds(t *testing.T) {
 	if n := w.Waiting(); n != 2 {
 		t.Errorf("Waiting() = %d, want 2", n)
 	}
+	if !w.Waits(uint32(a3.Process.Pid)) || !w.Waits(uint32(b2.Process.Pid)) || w.Waits(uint32(b1.Process.Pid)) {
+		t.Errorf("Waits: %v and %v for the waiting sleeps, %v for a target; want true, true, false",
+			w.Waits(uint32(a3.Process.Pid)), w.Waits(uint32(b2.Process.Pid)), w.Waits(uint32(b1.Process.Pid)))
+	}
 	w.mu.Lock()
 	watched := w.targetExits[uint32(a3.Process.Pid)] != nil || w.targetExits[uint32(b2.Process.Pid)] != nil
 	w.mu.Unlock()
@@ -97,6 +101,9 @@ func TestAllBounds(t *testing.T) {
 	a[1].Process.Kill()
 	a[1].Wait()
 	eventually(t, "user B's second sleep added", func() bool { return r.has(&r.added, b2.Process.Pid) })
+	if w.Waits(uint32(b2.Process.Pid)) {
+		t.Errorf("Waits true for a process made a target")
+	}
 	if n := w.Waiting(); n != 0 {
 		t.Errorf("Waiting() = %d with none waiting", n)
 	}

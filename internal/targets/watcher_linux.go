@@ -606,6 +606,14 @@ func (w *Watcher) Waiting() int {
 	return len(w.bound.waiting)
 }
 
+// Waits reports whether process pid waits past Config.MaxTargets or MaxPerUser.
+func (w *Watcher) Waits(pid uint32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.bound.waiting[pid]
+	return ok
+}
+
 // report hands removals, then additions (sorted), to the handler. Called with scanMu held.
 // Its lines are at Debug level: a host's process storm would flood the log, and the handler
 // says what became of each target.
