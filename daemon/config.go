@@ -388,6 +388,14 @@ func joinFormats(fs []Format) string {
 	return strings.Join(s, ",")
 }
 
+// everyProcess reports whether every process of the host is a target (--all with no filter
+// and no --jit-image): the sampler then counts every process's samples, so that a process
+// gone before the watcher found it is added from its samples (strays). With a filter, a
+// process gone cannot be checked against it.
+func (c *Config) everyProcess() bool {
+	return c.All && len(c.JITImages)+len(c.Cgroups)+len(c.Containers)+len(c.UIDs)+len(c.ExcludeImages) == 0
+}
+
 // validateAll checks --all and its filters.
 func (c *Config) validateAll(bad func(format string, args ...any)) {
 	if !c.All {

@@ -77,6 +77,7 @@ type Stats struct {
 	TargetsActive            uint64 // now: targets profiled
 	TargetsAdded             uint64 // processes made targets
 	TargetsMissed            uint64 // processes found that exited before they could be added
+	TargetsAddedLate         uint64 // processes that exited before they were found, added from their samples (--all alone)
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
 	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
 
@@ -89,10 +90,10 @@ type Stats struct {
 
 // summary is the counters as the summary line at each flush shows them.
 func (s Stats) summary() string {
-	return fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, exited before symbol setup %d, waiting %d); flush %d",
+	return fmt.Sprintf("samples %d in JIT code, %d outside; %d in JIT memory unnamed yet; lost %d, dropped %d, kernel %d; symbols %d (refused %d, bad records %d, over budget %d); targets %d (missed %d, added after their exit %d, exited before symbol setup %d, waiting %d); flush %d",
 		s.JITSamples, s.OutsideSamples, s.UnnamedSamples, s.LostSamples, s.DroppedSamples, s.KernelSamples,
 		s.SymbolsLoaded, s.SymbolsRefused, s.BadSymbolRecords, s.SymbolsOverBudget,
-		s.TargetsAdded, s.TargetsMissed, s.TargetsExitedBeforeSetup, s.TargetsWaiting, s.Flushes)
+		s.TargetsAdded, s.TargetsMissed, s.TargetsAddedLate, s.TargetsExitedBeforeSetup, s.TargetsWaiting, s.Flushes)
 }
 
 // runCounters are what a run counts that others read without its lock; each is written

@@ -88,6 +88,9 @@ type lockedState struct {
 	reclaimedNs  int64     // when the drains last let ended code go (reclaimLocked)
 	mapsForgotNs int64     // when the attribution last let go of idle targets' mappings (drainTick)
 	retired      []pending // final captures of exited targets, for the next flush
+	// strays: when every process is sampled, the samples of processes that are no target
+	// yet.
+	strays strays
 	// flushQueue holds the JITs' own flush requests not yet answered.
 	flushQueue fifo.FlushQueue
 }

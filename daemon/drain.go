@@ -71,6 +71,9 @@ func (d *daemonRun) drainLocked() int64 {
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
+	if d.cfg.everyProcess() {
+		d.sortStraysLocked(&dr, now)
+	}
 	d.locked.counts.Add(dr)
 	d.publishLocked()
 	return now

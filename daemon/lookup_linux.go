@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -61,7 +62,29 @@ func (l *procLookup) close() {
 // remember reads pid's names now, for Image and Executable until forget; start is the
 // process's start time (Started).
 func (l *procLookup) remember(pid uint32, start uint64) {
-	n := procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), uid: -1, gid: -1, start: start}
+	l.keep(pid, procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), start: start})
+}
+
+// rememberExited is remember for a process that exited before it was made a target (its
+// samples found it, see strays): the file it ran as its mmap records tell, where /proc no
+// longer shows it (a zombie's executable is gone, and so is a reaped process), and what
+// /proc still shows of the rest: a reaped process's user is unknown.
+func (l *procLookup) rememberExited(pid uint32) {
+	n := procNames{executable: procfs.ExePath(pid)}
+	if n.executable == "" && l.made != nil {
+		n.executable = l.made.Executable(pid)
+	}
+	if n.executable != "" {
+		n.image = filepath.Base(n.executable)
+	} else {
+		n.image = procfs.Image(pid) // its command name, while a zombie
+	}
+	l.keep(pid, n)
+}
+
+// keep stores n, with the user and what else /proc shows of pid now, as pid's names.
+func (l *procLookup) keep(pid uint32, n procNames) {
+	n.uid, n.gid = -1, -1
 	if st, err := procfs.ReadStatus(pid); err == nil {
 		n.uid, n.gid = st.UID, st.GID
 	}

@@ -37,6 +37,9 @@ type targetCounts struct {
 	// missed: processes the watcher reported that could not be sampled (gone before they
 	// were added, or the sampler refused them).
 	missed atomic.Uint64
+	// late: processes that exited before the watcher made them targets, added from their
+	// samples (strays).
+	late atomic.Uint64
 	// exitedEarly: added processes that exited before their symbol sources were set up.
 	exitedEarly atomic.Uint64
 	// waitWarned holds the users warned of for reaching --max-targets-per-user, and

@@ -181,8 +181,12 @@ func (d *daemonRun) logStopLosses() {
 }
 
 // logMissedTargets says, in one line, how many processes the watcher found that could not
-// be sampled (they exited before they were added), if any.
+// be sampled (they exited before they were added), if any: none when every process is
+// sampled.
 func (d *daemonRun) logMissedTargets() {
+	if d.cfg.everyProcess() {
+		return // their samples were counted all the same: they were added from them (strays)
+	}
 	if missed := d.tally.missed.Load(); missed > 0 {
 		d.log.Warn("profd: processes found but not profiled: they exited before they could be added",
 			"missed", missed, "added", d.tally.added.Load())
@@ -212,7 +216,8 @@ func (d *daemonRun) open(ctx context.Context) error {
 	}
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
-		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind})
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind,
+		AllProcesses: d.cfg.everyProcess()})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

@@ -32,7 +32,7 @@ func (d *daemonRun) stats() Stats {
 		BadSymbolRecords:  sym.badRecords(),
 		SymbolsOverBudget: d.counted.symOverBudget.Load() + sym.overRate.Load(),
 		TargetsActive:     d.counted.activeTargets.Load(),
-		TargetsAdded:      d.tally.added.Load(), TargetsMissed: d.tally.missed.Load(),
+		TargetsAdded:      d.tally.added.Load(), TargetsMissed: d.tally.missed.Load(), TargetsAddedLate: d.tally.late.Load(),
 		TargetsExitedBeforeSetup: d.tally.exitedEarly.Load(),
 		TargetsWaiting:           uint64(waiting),
 		UnwindTableBytes:         unwindBytes,

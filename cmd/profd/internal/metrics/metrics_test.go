@@ -21,7 +21,7 @@ var testStats = daemon.Stats{
 	JITSamples: 101, OutsideSamples: 102, UnnamedSamples: 103, LostSamples: 104, DroppedSamples: 105, KernelSamples: 106,
 	SymbolsLoaded: 107, SymbolsRefused: 108, BadSymbolRecords: 109, SymbolsOverBudget: 110,
 	TargetsActive: 1, TargetsAdded: 111, TargetsMissed: 112, TargetsExitedBeforeSetup: 113,
-	TargetsWaiting: 116, Flushes: 114, OutputWriteErrors: 115, UnwindTableBytes: 117,
+	TargetsWaiting: 116, Flushes: 114, OutputWriteErrors: 115, UnwindTableBytes: 117, TargetsAddedLate: 118,
 	FlushSeconds: daemon.Histogram{UpperBoundsSeconds: []float64{0.1, 1}, Cumulative: []uint64{3, 5}, Count: 6, SumSeconds: 9.5},
 }
 
@@ -106,6 +106,7 @@ func TestServesTheDaemonsCounters(t *testing.T) {
 		{"profd_targets", nil, dto.MetricType_GAUGE, 1},
 		{"profd_targets_added_total", nil, dto.MetricType_COUNTER, 111},
 		{"profd_targets_missed_total", nil, dto.MetricType_COUNTER, 112},
+		{"profd_targets_added_late_total", nil, dto.MetricType_COUNTER, 118},
 		{"profd_targets_exited_before_setup_total", nil, dto.MetricType_COUNTER, 113},
 		{"profd_targets_waiting", nil, dto.MetricType_GAUGE, 116},
 		{"profd_unwind_table_bytes", nil, dto.MetricType_GAUGE, 117},

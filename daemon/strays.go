@@ -1,0 +1,166 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/sampler"
+)
+
+// strayHold is how long the samples of a live process that is not a target are held for it
+// to become one. The watcher makes a new process a target within milliseconds unless it
+// waits past --max-targets (whose samples are let go at once) or a storm of processes
+// keeps it busy.
+const strayHold = 2 * time.Second
+
+// maxStrayKeys bounds what the strays hold, every process together: counts and call chains,
+// some 100 bytes each. Past it, further samples of processes that are not targets are let
+// go, with one warning.
+const maxStrayKeys = 1 << 16
+
+// strays holds, when every process is sampled (a plain --all, sampler.Config.AllProcesses),
+// the samples of processes that were no target when a drain took them: a shell's command
+// of a few milliseconds has exited before the watcher reads its /proc entry, and one of a
+// few tens before it is added. Each drain gives back the samples of the processes that
+// became targets since, and of those that exited first, which are added from their samples
+// (lateTargetLocked); a live process that is still no target after strayHold has its
+// samples let go. Guarded by daemon.mu.
+type strays struct {
+	procs  map[uint32]*strayProcess
+	keys   int  // counts and call chains held, every process together
+	warned bool // of samples let go past maxStrayKeys
+}
+
+// strayProcess is what is held of one process that is no target.
+type strayProcess struct {
+	counts  map[sampler.Key]sampler.Count
+	stacks  []sampler.StackCount
+	heldNs  int64 // when the drain that took its first samples began
+	firstNs int64 // its first sample's time
+}
+
+// hold adds what dr holds of the processes keep rejects to s, takes it out of dr, and
+// reports whether anything was let go past maxStrayKeys.
+func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32) bool, nowNs int64) (full bool) {
+	for k, c := range dr.Counts {
+		if keep(k.PID) {
+			continue
+		}
+		delete(dr.Counts, k)
+		p := s.proc(k.PID, c.FirstNs, nowNs)
+		if p == nil {
+			full = true
+			continue
+		}
+		if _, had := p.counts[k]; !had {
+			s.keys++
+		}
+		addCount(p.counts, k, c)
+	}
+	kept := dr.Stacks[:0]
+	for _, st := range dr.Stacks {
+		if keep(st.PID) {
+			kept = append(kept, st)
+		} else if p := s.proc(st.PID, st.FirstNs, nowNs); p != nil {
+			p.stacks = append(p.stacks, st)
+			s.keys++
+		} else {
+			full = true
+		}
+	}
+	clear(dr.Stacks[len(kept):])
+	dr.Stacks = kept
+	return full
+}
+
+// proc returns pid's stray, made if need be; nil when the strays hold maxStrayKeys.
+func (s *strays) proc(pid uint32, firstNs, nowNs int64) *strayProcess {
+	if s.keys >= maxStrayKeys {
+		return nil
+	}
+	p := s.procs[pid]
+	if p == nil {
+		if s.procs == nil {
+			s.procs = map[uint32]*strayProcess{}
+		}
+		p = &strayProcess{counts: map[sampler.Key]sampler.Count{}, heldNs: nowNs, firstNs: firstNs}
+		s.procs[pid] = p
+	}
+	p.firstNs = min(p.firstNs, firstNs)
+	return p
+}
+
+// give moves pid's stray into dr.
+func (s *strays) give(pid uint32, dr *sampler.Drained) {
+	p := s.procs[pid]
+	if dr.Counts == nil {
+		dr.Counts = map[sampler.Key]sampler.Count{}
+	}
+	for k, c := range p.counts {
+		addCount(dr.Counts, k, c)
+	}
+	dr.Stacks = append(dr.Stacks, p.stacks...)
+	s.drop(pid)
+}
+
+// drop lets go of pid's stray.
+func (s *strays) drop(pid uint32) {
+	p := s.procs[pid]
+	s.keys -= len(p.counts) + len(p.stacks)
+	delete(s.procs, pid)
+}
+
+// addCount adds c to m's count of k.
+func addCount(m map[sampler.Key]sampler.Count, k sampler.Key, c sampler.Count) {
+	if old, ok := m[k]; ok {
+		c.N += old.N
+		c.FirstNs, c.LastNs = min(c.FirstNs, old.FirstNs), max(c.LastNs, old.LastNs)
+	}
+	m[k] = c
+}
+
+// sortStraysLocked hands the strays what dr holds of processes that are not targets, and
+// gives dr back what the strays hold of those that are targets now or that exited before
+// they could be (added now, lateTargetLocked); it lets go of the samples of processes that
+// wait past --max-targets, or stayed no target for strayHold. Callers hold d.mu.
+func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
+	s := &d.locked.strays
+	if s.hold(dr, d.locked.counts.Has, nowNs) && !s.warned {
+		s.warned = true
+		d.log.Warn("profd: the samples of more processes that are not targets yet than profd holds; the samples of further ones are let go until those are added",
+			"max_keys", maxStrayKeys)
+	}
+	for pid, p := range s.procs {
+		switch {
+		case d.locked.counts.Has(pid):
+		case d.parts.watch.Waits(pid):
+			s.drop(pid)
+			continue
+		case exitedNow(pid):
+			d.lateTargetLocked(pid, p.firstNs)
+		case nowNs-p.heldNs >= int64(strayHold):
+			s.drop(pid)
+			continue
+		default:
+			continue
+		}
+		s.give(pid, dr)
+	}
+}
+
+// exitedNow reports whether process pid has exited: it is gone from /proc, or a zombie.
+func exitedNow(pid uint32) bool {
+	st, err := procfs.ReadStat(pid)
+	return err != nil || st.Exited()
+}
+
+// lateTargetLocked makes pid, a process that exited before the watcher made it a target
+// but drew samples, a target from its first sample's time, and queues its retirement: its
+// capture is taken and written like that of any target that exited. Callers hold d.mu.
+func (d *daemonRun) lateTargetLocked(pid uint32, firstNs int64) {
+	d.parts.look.rememberExited(pid)
+	image := d.admitLocked(pid, firstNs)
+	d.tally.late.Add(1)
+	d.notes.logTarget(d.log, "profd: target added from its samples: it exited before it was found", "pid", pid, "image", image)
+	d.changes.push(targetChange{pid: pid, removed: true})
+}

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/profd/profd/sampler"
+)
+
+// The strays take what a drain holds of processes that are not targets, add it up across
+// drains, count each key once, give it back whole, and hold at most maxStrayKeys keys.
+func TestStraysHoldAndGive(t *testing.T) {
+	target := func(pid uint32) bool { return pid == 1 }
+	drained := func(ns int64) sampler.Drained {
+		return sampler.Drained{
+			Counts: map[sampler.Key]sampler.Count{
+				{PID: 1, IP: 0x10}: {N: 1, FirstNs: ns, LastNs: ns},
+				{PID: 2, IP: 0x20}: {N: 2, FirstNs: ns, LastNs: ns + 1},
+				{PID: 3, IP: 0x30}: {N: 3, FirstNs: ns + 2, LastNs: ns + 2},
+			},
+			Stacks: []sampler.StackCount{
+				{PID: 1, User: []uint64{0x10}, Count: sampler.Count{N: 1, FirstNs: ns, LastNs: ns}},
+				{PID: 2, User: []uint64{0x20, 0x99}, Count: sampler.Count{N: 2, FirstNs: ns, LastNs: ns + 1}},
+			},
+		}
+	}
+	var s strays
+	dr := drained(100)
+	if s.hold(&dr, target, 1000) {
+		t.Fatal("hold reports the strays full")
+	}
+	if len(dr.Counts) != 1 || len(dr.Stacks) != 1 || dr.Stacks[0].PID != 1 {
+		t.Fatalf("the drain keeps %v and %v; want the target's alone", dr.Counts, dr.Stacks)
+	}
+	if s.keys != 3 || len(s.procs) != 2 || s.procs[2].heldNs != 1000 || s.procs[3].firstNs != 102 {
+		t.Fatalf("strays hold %d keys of %d processes (%+v); want 3 of 2, pid 2 held at 1000, pid 3 from 102", s.keys, len(s.procs), s.procs)
+	}
+	dr = drained(50) // a later drain with earlier samples of the same keys
+	s.hold(&dr, target, 2000)
+	if s.keys != 4 || s.procs[2].heldNs != 1000 || s.procs[2].firstNs != 50 {
+		t.Fatalf("strays hold %d keys, pid 2 held at %d from %d; want 4 (a count's key once, each chain), 1000 and 50",
+			s.keys, s.procs[2].heldNs, s.procs[2].firstNs)
+	}
+	var out sampler.Drained
+	s.give(2, &out)
+	want := sampler.Count{N: 4, FirstNs: 50, LastNs: 101}
+	if got := out.Counts[sampler.Key{PID: 2, IP: 0x20}]; got != want || len(out.Counts) != 1 || len(out.Stacks) != 2 {
+		t.Errorf("pid 2 gives %v and %d chains; want %+v and 2", out.Counts, len(out.Stacks), want)
+	}
+	if s.keys != 1 || s.procs[2] != nil {
+		t.Errorf("after pid 2 was given: %d keys, pid 2 %+v; want 1 and none", s.keys, s.procs[2])
+	}
+	s.drop(3)
+	if s.keys != 0 || len(s.procs) != 0 {
+		t.Errorf("after pid 3 was dropped: %d keys of %d processes; want none", s.keys, len(s.procs))
+	}
+
+	many := sampler.Drained{Counts: map[sampler.Key]sampler.Count{}}
+	for ip := range uint64(maxStrayKeys + 10) {
+		many.Counts[sampler.Key{PID: 7, IP: ip}] = sampler.Count{N: 1}
+	}
+	if !s.hold(&many, target, 3000) || s.keys != maxStrayKeys || len(many.Counts) != 0 {
+		t.Errorf("past the bound: %d keys held, %d left in the drain; want %d held and the rest let go, reported",
+			s.keys, len(many.Counts), maxStrayKeys)
+	}
+}
