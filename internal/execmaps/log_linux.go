@@ -81,13 +81,13 @@ type process struct {
 	maps   []mapping // in the order read
 	execNs int64     // its latest exec: mappings made before it were the old program's
 	// bornNs and parent: when it was forked, and from which process; the parent's mappings
-	// up to then are its own too, unless it exec'd since (0: no fork seen).
+	// up to then are its own too, under what it made since (0: no fork seen).
 	bornNs int64
 	parent uint32
 	exitNs int64 // 0 while it runs
 }
 
-// since is when the mappings of the program it runs now began.
+// since is when the program it runs now began: 0 for a process older than the records.
 func (p *process) since() int64 { return max(p.execNs, p.bornNs) }
 
 type mapping struct {
@@ -225,8 +225,7 @@ func (l *Log) apply(rec perf.Record) {
 		if r.WasExec() && r.Pid == r.Tid {
 			p := l.proc(r.Pid)
 			if ns := int64(r.Time); ns > p.execNs && ns > p.bornNs {
-				p.execNs = ns
-				l.dropBefore(p, ns)
+				p.execNs = ns // what it mapped before stays, under the new program's
 			}
 		}
 	case *perf.ForkRecord:
@@ -272,8 +271,8 @@ func (l *Log) proc(pid uint32) *process {
 // add keeps m, made by process pid at ns, unless every process together has max.
 func (l *Log) add(pid uint32, m Mapping, ns int64) {
 	p := l.proc(pid)
-	if ns < p.since() {
-		return // the old program's, or an earlier process's, read after the exec or the fork
+	if ns < p.bornNs {
+		return // an earlier process's, read after the fork
 	}
 	if l.kept >= l.max {
 		l.trim(clock.MonotonicNs()) // the exited first, whenever they exited
@@ -336,9 +335,11 @@ func (l *Log) trim(beforeNs int64) {
 }
 
 // Mappings reads the records the kernel has written so far and returns process pid's
-// executable mappings, ascending by start: those it made since its latest exec and, for a
-// process forked and not exec'd since, those its parents made up to the fork. A later
-// mapping of an address replaces an earlier one. A parent that began before the records
+// executable mappings, ascending by start: those it made and, for a forked process, those
+// its parents made up to the fork. A later mapping of an address replaces an earlier one,
+// so what it ran before its latest exec (a shell's child, between its fork and its exec of
+// a command) lies under the program it runs now and names only the addresses that one
+// does not map: a sample there was taken before the exec. A parent that began before the records
 // (a shell, a server's master, started before profd) made most of its mappings unseen: its
 // /proc/PID/maps, read now while it runs, lies under what the records tell. It returns nil
 // when none is known.
@@ -361,7 +362,7 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 				made = append(made, m)
 			}
 		}
-		if p.parent == 0 || p.execNs > p.bornNs {
+		if p.parent == 0 {
 			break
 		}
 		parent := l.procs[p.parent]
@@ -403,7 +404,7 @@ func (l *Log) Executable(pid uint32) string {
 		if p.execNs > p.bornNs {
 			var first *mapping
 			for i := range p.maps {
-				if m := &p.maps[i]; m.Ino != 0 && (first == nil || m.ns < first.ns) {
+				if m := &p.maps[i]; m.Ino != 0 && m.ns >= p.execNs && (first == nil || m.ns < first.ns) {
 					first = m
 				}
 			}

@@ -38,8 +38,9 @@ func TestLayOut(t *testing.T) {
 	}
 }
 
-// TestExecForkExit: a process's mappings are those made since its exec, and a forked
-// child's are its parent's up to the fork and its own (and so is the file each runs); a pid reused by a new process starts
+// TestExecForkExit: a process's mappings are those it made, the program it runs now's over
+// what it ran before its exec, and a forked child's are its parent's up to the fork and its
+// own over them (the file each runs is its latest exec's, or its parent's); a pid reused by a new process starts
 // empty; an exited process's are let go of keepAfterExit later.
 func TestExecForkExit(t *testing.T) {
 	l := &Log{max: 100, procs: map[uint32]*process{}, paths: map[string]string{}}
@@ -77,9 +78,9 @@ func TestExecForkExit(t *testing.T) {
 	for pid, want := range map[uint32]string{
 		10: "[0x1000-0x2000 /bin/sh+0x0] [0x3000-0x4000 /libc+0x0] [0x5000-0x6000 /late+0x0] ",
 		11: "[0x1000-0x2000 /bin/sh+0x0] [0x3000-0x4000 /libc+0x0] [0x7000-0x8000 /dl+0x0] ",
-		12: "[0x1000-0x2000 /bin/true+0x0] ",
+		12: "[0x1000-0x2000 /bin/true+0x0] [0x3000-0x4000 /libc+0x0] [0x5000-0x6000 /late+0x0] ",
 		13: "[0x1000-0x2000 /bin/sh+0x0] [0x3000-0x4000 /libc+0x0] [0x5000-0x6000 /late+0x0] ",
-		14: "[0x1000-0x2000 /bin/env+0x0] ",
+		14: "[0x1000-0x2000 /bin/env+0x0] [0x3000-0x4000 /libc+0x0] [0x5000-0x6000 /late+0x0] ",
 	} {
 		if got := show(l.Mappings(pid)); got != want {
 			t.Errorf("pid %d: %s\nwant %s", pid, got, want)
@@ -90,8 +91,8 @@ func TestExecForkExit(t *testing.T) {
 			t.Errorf("pid %d runs %q, want %q", pid, got, want)
 		}
 	}
-	if kept := l.kept; kept != 6 {
-		t.Errorf("%d mappings kept, want 6 (the old program's and the reused pid's let go of)", kept)
+	if kept := l.kept; kept != 7 {
+		t.Errorf("%d mappings kept, want 7 (the reused pid's let go of)", kept)
 	}
 	if l.procs[14].exitNs != 0 {
 		t.Errorf("pid 14 exited, by the exit record of the process its pid had before")
