@@ -3,7 +3,6 @@ package daemon
 import (
 	"time"
 
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/sampler"
 )
 
@@ -117,50 +116,4 @@ func addCount(m map[sampler.Key]sampler.Count, k sampler.Key, c sampler.Count) {
 		c.FirstNs, c.LastNs = min(c.FirstNs, old.FirstNs), max(c.LastNs, old.LastNs)
 	}
 	m[k] = c
-}
-
-// sortStraysLocked hands the strays what dr holds of processes that are not targets, and
-// gives dr back what the strays hold of those that are targets now or that exited before
-// they could be (added now, lateTargetLocked); it lets go of the samples of processes that
-// wait past --max-targets, or stayed no target for strayHold. Callers hold d.mu.
-func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
-	s := &d.locked.strays
-	if s.hold(dr, d.locked.counts.Has, nowNs) && !s.warned {
-		s.warned = true
-		d.log.Warn("profd: the samples of more processes that are not targets yet than profd holds; the samples of further ones are let go until those are added",
-			"max_keys", maxStrayKeys)
-	}
-	for pid, p := range s.procs {
-		switch {
-		case d.locked.counts.Has(pid):
-		case d.parts.watch.Waits(pid):
-			s.drop(pid)
-			continue
-		case exitedNow(pid):
-			d.lateTargetLocked(pid, p.firstNs)
-		case nowNs-p.heldNs >= int64(strayHold):
-			s.drop(pid)
-			continue
-		default:
-			continue
-		}
-		s.give(pid, dr)
-	}
-}
-
-// exitedNow reports whether process pid has exited: it is gone from /proc, or a zombie.
-func exitedNow(pid uint32) bool {
-	st, err := procfs.ReadStat(pid)
-	return err != nil || st.Exited()
-}
-
-// lateTargetLocked makes pid, a process that exited before the watcher made it a target
-// but drew samples, a target from its first sample's time, and queues its retirement: its
-// capture is taken and written like that of any target that exited. Callers hold d.mu.
-func (d *daemonRun) lateTargetLocked(pid uint32, firstNs int64) {
-	d.parts.look.rememberExited(pid)
-	image := d.admitLocked(pid, firstNs)
-	d.tally.late.Add(1)
-	d.notes.logTarget(d.log, "profd: target added from its samples: it exited before it was found", "pid", pid, "image", image)
-	d.changes.push(targetChange{pid: pid, removed: true})
 }
