@@ -13,7 +13,7 @@ import (
 
 // registerAllFlags adds --all and its filters to fs, filling cfg.
 func registerAllFlags(fs *flag.FlagSet, cfg *daemon.Config) {
-	fs.BoolVar(&cfg.All, "all", false, "profile every process of the host, running now or started later, but kernel threads and profd itself (as root; excludes --pid); narrow it with --cgroup, --container, --uid, --jit-image and --exclude-image: a process must pass every kind given, and any value of a kind. Each process's samples are counted (native code named from its files' symbols); its JIT symbols are read when it has a jitdump or perf-map file (checked as it starts, at each scan of /proc and at its exit) and, through a FIFO, when its environment has PROFD_DIR. Its outputs are one per image and user, as with --group-by image, unless --group-by says otherwise")
+	fs.BoolVar(&cfg.All, "all", false, "profile every process of the host, running now or started later, but kernel threads and profd itself (as root; excludes --pid); narrow it with --cgroup, --container, --uid, --jit-image and --exclude-image: a process must pass every kind given, and any value of a kind. Each process's samples are counted (native code named from its files' symbols; with no filter, also those of a process gone before profd could add it, such as a shell's command of a few milliseconds); its JIT symbols are read when it has a jitdump or perf-map file (checked as it starts, at each scan of /proc and at its exit) and, through a FIFO, when its environment has PROFD_DIR. Its outputs are one per image and user, as with --group-by image, unless --group-by says otherwise")
 	list := func(name, usage string, add func(string) error) {
 		fs.Func(name, usage, func(s string) error {
 			for _, f := range strings.Split(s, ",") {
