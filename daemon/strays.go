@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"math"
 	"time"
 
 	"github.com/profd/profd/sampler"
@@ -39,30 +40,34 @@ type strayProcess struct {
 }
 
 // hold adds what dr holds of the processes keep rejects to s, takes it out of dr, and
-// reports whether anything was let go past maxStrayKeys.
+// reports whether anything was let go past maxStrayKeys (a count of a key already held is
+// added to it all the same).
 func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32) bool, nowNs int64) (full bool) {
 	for k, c := range dr.Counts {
 		if keep(k.PID) {
 			continue
 		}
 		delete(dr.Counts, k)
-		p := s.proc(k.PID, c.FirstNs, nowNs)
-		if p == nil {
+		p := s.procs[k.PID]
+		if p != nil {
+			if _, had := p.counts[k]; had {
+				p.add(k, c)
+				continue
+			}
+		}
+		if p = s.proc(p, k.PID, nowNs); p == nil {
 			full = true
 			continue
 		}
-		if _, had := p.counts[k]; !had {
-			s.keys++
-		}
-		addCount(p.counts, k, c)
+		p.add(k, c)
 	}
 	kept := dr.Stacks[:0]
 	for _, st := range dr.Stacks {
 		if keep(st.PID) {
 			kept = append(kept, st)
-		} else if p := s.proc(st.PID, st.FirstNs, nowNs); p != nil {
+		} else if p := s.proc(s.procs[st.PID], st.PID, nowNs); p != nil {
 			p.stacks = append(p.stacks, st)
-			s.keys++
+			p.firstNs = min(p.firstNs, st.FirstNs)
 		} else {
 			full = true
 		}
@@ -72,21 +77,27 @@ func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32) bool, nowNs int
 	return full
 }
 
-// proc returns pid's stray, made if need be; nil when the strays hold maxStrayKeys.
-func (s *strays) proc(pid uint32, firstNs, nowNs int64) *strayProcess {
+// proc returns p, pid's stray (made when nil), with room for one more key, which it
+// counts; nil when the strays hold maxStrayKeys.
+func (s *strays) proc(p *strayProcess, pid uint32, nowNs int64) *strayProcess {
 	if s.keys >= maxStrayKeys {
 		return nil
 	}
-	p := s.procs[pid]
+	s.keys++
 	if p == nil {
 		if s.procs == nil {
 			s.procs = map[uint32]*strayProcess{}
 		}
-		p = &strayProcess{counts: map[sampler.Key]sampler.Count{}, heldNs: nowNs, firstNs: firstNs}
+		p = &strayProcess{counts: map[sampler.Key]sampler.Count{}, heldNs: nowNs, firstNs: math.MaxInt64}
 		s.procs[pid] = p
 	}
-	p.firstNs = min(p.firstNs, firstNs)
 	return p
+}
+
+// add adds c to p's count of k.
+func (p *strayProcess) add(k sampler.Key, c sampler.Count) {
+	addCount(p.counts, k, c)
+	p.firstNs = min(p.firstNs, c.FirstNs)
 }
 
 // give moves pid's stray into dr.

@@ -62,4 +62,9 @@ func TestStraysHoldAndGive(t *testing.T) {
 		t.Errorf("past the bound: %d keys held, %d left in the drain; want %d held and the rest let go, reported",
 			s.keys, len(many.Counts), maxStrayKeys)
 	}
+	again := sampler.Drained{Counts: map[sampler.Key]sampler.Count{{PID: 7, IP: 0}: {N: 1}}}
+	s.hold(&again, target, 4000)
+	if got := s.procs[7].counts[sampler.Key{PID: 7, IP: 0}].N; got != 2 || s.keys != maxStrayKeys {
+		t.Errorf("a key held, counted again with the strays full: %d samples, %d keys; want 2 and %d", got, s.keys, maxStrayKeys)
+	}
 }
