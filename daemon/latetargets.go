@@ -8,7 +8,8 @@ import (
 // sortStraysLocked hands the strays what dr holds of processes that are not targets, and
 // gives dr back what the strays hold of those that are targets now or that exited before
 // they could be (added now, lateTargetLocked); it lets go of the samples of processes that
-// wait past --max-targets, or stayed no target for strayHold. Callers hold d.mu.
+// wait past --max-targets, or stayed no target for strayHold, and of an earlier process of
+// a pid reused. Callers hold d.mu.
 func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 	s := &d.locked.strays
 	if s.hold(dr, d.locked.counts.Has, nowNs) && !s.warned {
@@ -17,6 +18,11 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 			"max_keys", maxStrayKeys)
 	}
 	for pid, p := range s.procs {
+		// Samples from before the fork of the process that has the pid now were an earlier
+		// process's, whose user may be another: its pid was reused since.
+		if born := d.parts.look.bornNs(pid); born > 0 && !s.since(pid, born) {
+			continue
+		}
 		switch {
 		case d.locked.counts.Has(pid):
 		case d.parts.watch.Waits(pid):

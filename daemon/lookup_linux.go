@@ -97,6 +97,15 @@ func (l *procLookup) keep(pid uint32, n procNames) {
 	l.arrived[pid] = n
 }
 
+// bornNs is when the process that has pid now, or had it last, was forked, as the mmap
+// records tell (execmaps.Log.Born); 0 when not known.
+func (l *procLookup) bornNs(pid uint32) int64 {
+	if l.made == nil {
+		return 0
+	}
+	return l.made.Born(pid)
+}
+
 // forget drops what remember read of pid.
 func (l *procLookup) forget(pid uint32) {
 	l.namesMu.Lock()

@@ -100,6 +100,36 @@ func (p *strayProcess) add(k sampler.Key, c sampler.Count) {
 	p.firstNs = min(p.firstNs, c.FirstNs)
 }
 
+// since lets go of what pid's stray holds of samples taken before ns (an earlier process's
+// of the pid), and reports whether anything is left of it.
+func (s *strays) since(pid uint32, ns int64) bool {
+	p := s.procs[pid]
+	p.firstNs = math.MaxInt64
+	for k, c := range p.counts {
+		if c.LastNs < ns {
+			delete(p.counts, k)
+			s.keys--
+		} else {
+			p.firstNs = min(p.firstNs, c.FirstNs)
+		}
+	}
+	kept := p.stacks[:0]
+	for _, st := range p.stacks {
+		if st.LastNs >= ns {
+			kept = append(kept, st)
+			p.firstNs = min(p.firstNs, st.FirstNs)
+		}
+	}
+	s.keys -= len(p.stacks) - len(kept)
+	clear(p.stacks[len(kept):])
+	p.stacks = kept
+	if len(p.counts)+len(p.stacks) == 0 {
+		delete(s.procs, pid)
+		return false
+	}
+	return true
+}
+
 // give moves pid's stray into dr.
 func (s *strays) give(pid uint32, dr *sampler.Drained) {
 	p := s.procs[pid]

@@ -7,7 +7,8 @@ import (
 )
 
 // The strays take what a drain holds of processes that are not targets, add it up across
-// drains, count each key once, give it back whole, and hold at most maxStrayKeys keys.
+// drains, count each key once, give it back whole, let go of what was taken before a time
+// (the fork of the process that reused a pid), and hold at most maxStrayKeys keys.
 func TestStraysHoldAndGive(t *testing.T) {
 	target := func(pid uint32) bool { return pid == 1 }
 	drained := func(ns int64) sampler.Drained {
@@ -49,6 +50,17 @@ func TestStraysHoldAndGive(t *testing.T) {
 	if s.keys != 1 || s.procs[2] != nil {
 		t.Errorf("after pid 2 was given: %d keys, pid 2 %+v; want 1 and none", s.keys, s.procs[2])
 	}
+	if s.since(3, 103) || s.keys != 0 || s.procs[3] != nil {
+		t.Errorf("pid 3's samples, all before 103, let go of: left %+v, %d keys; want none", s.procs[3], s.keys)
+	}
+	dr = drained(200)
+	s.hold(&dr, target, 5000)
+	dr = drained(300)
+	s.hold(&dr, target, 5000)
+	if !s.since(3, 301) || s.procs[3].firstNs != 202 || s.keys != 4 {
+		t.Errorf("pid 3 since 301: %+v, %d keys; want its count that lasts past it, kept whole (from 202), and 4 keys", s.procs[3], s.keys)
+	}
+	s.drop(2)
 	s.drop(3)
 	if s.keys != 0 || len(s.procs) != 0 {
 		t.Errorf("after pid 3 was dropped: %d keys of %d processes; want none", s.keys, len(s.procs))

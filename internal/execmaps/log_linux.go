@@ -384,6 +384,23 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 	return layOut(made)
 }
 
+// Born returns when the process that has pid now, or had it last, was forked, as the
+// records tell (CLOCK_MONOTONIC); 0 when no fork of it was seen (it began before the
+// records, or is unknown to them). A sample of pid taken before it was an earlier
+// process's.
+func (l *Log) Born(pid uint32) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	l.readLocked()
+	if p := l.procs[pid]; p != nil {
+		return p.bornNs
+	}
+	return 0
+}
+
 // Executable returns the path of the file process pid runs as the records tell: the first
 // file its latest exec mapped executable (the program's text comes before its interpreter's
 // and libraries'), or for a process forked and not exec'd since, its parent's (a parent

@@ -86,6 +86,11 @@ func TestExecForkExit(t *testing.T) {
 			t.Errorf("pid %d: %s\nwant %s", pid, got, want)
 		}
 	}
+	for pid, want := range map[uint32]int64{10: 0, 11: 30, 13: 50, 14: 70, 15: 0} {
+		if got := l.Born(pid); got != want {
+			t.Errorf("pid %d born at %d, want %d", pid, got, want)
+		}
+	}
 	for pid, want := range map[uint32]string{10: "/bin/sh", 11: "/bin/sh", 12: "/bin/true", 13: "/bin/sh", 14: "/bin/env", 15: ""} {
 		if got := l.Executable(pid); got != want {
 			t.Errorf("pid %d runs %q, want %q", pid, got, want)
