@@ -19,12 +19,13 @@ type filterObjects struct {
 	ProfdRingFilter *ebpf.Program `ebpf:"profd_ring_filter"`
 	Targets         *ebpf.Map     `ebpf:"targets"`
 	Stats           *ebpf.Map     `ebpf:"stats"`
+	AllUids         *ebpf.Map     `ebpf:"all_uids"`
 }
 
 // LoadRingFilter loads the filter and its maps (nothing else of the sampling program's). With
 // allBut not 0, it lets every process's user-mode samples through but tgid allBut's (profd's
-// own), targets or not (Config.AllBut).
-func LoadRingFilter(allBut uint32) (*RingFilter, error) {
+// own), targets or not, of the real users uids alone when given (Config.AllBut, AllUIDs).
+func LoadRingFilter(allBut uint32, uids []uint32) (*RingFilter, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("%w: program reads x86-64 registers, this is %s", ErrNotSupported, runtime.GOARCH)
 	}
@@ -32,12 +33,16 @@ func LoadRingFilter(allBut uint32) (*RingFilter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bpf: load spec: %w", err)
 	}
-	if err := setAllBut(spec, allBut); err != nil {
+	if err := setAllBut(spec, allBut, uids); err != nil {
 		return nil, err
 	}
 	f := &RingFilter{}
 	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
 		return nil, fmt.Errorf("bpf: load ring filter: %w: %w", ErrNotSupported, err)
+	}
+	if err := fillUIDs(f.objs.AllUids, uids); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }
@@ -57,16 +62,34 @@ func (f *RingFilter) Outside() (uint64, error) { return sumStat(f.objs.Stats, st
 
 // Close releases the program and its maps.
 func (f *RingFilter) Close() error {
-	return errors.Join(f.objs.ProfdRingFilter.Close(), f.objs.Targets.Close(), f.objs.Stats.Close())
+	return errors.Join(f.objs.ProfdRingFilter.Close(), f.objs.Targets.Close(), f.objs.Stats.Close(), f.objs.AllUids.Close())
 }
 
-// setAllBut sets profile.c's all_but_tgid (Config.AllBut) in spec.
-func setAllBut(spec *ebpf.CollectionSpec, tgid uint32) error {
+// setAllBut sets profile.c's all_but_tgid and all_by_uid (Config.AllBut, AllUIDs) in spec.
+func setAllBut(spec *ebpf.CollectionSpec, tgid uint32, uids []uint32) error {
 	if tgid == 0 {
 		return nil
 	}
+	if len(uids) > MaxAllUIDs {
+		return fmt.Errorf("bpf: %d users to count every process of; at most %d", len(uids), MaxAllUIDs)
+	}
 	if err := spec.Variables[profileVarAllButTgid].Set(tgid); err != nil {
 		return fmt.Errorf("bpf: set all_but_tgid: %w", err)
+	}
+	if len(uids) > 0 {
+		if err := spec.Variables[profileVarAllByUid].Set(uint8(1)); err != nil {
+			return fmt.Errorf("bpf: set all_by_uid: %w", err)
+		}
+	}
+	return nil
+}
+
+// fillUIDs puts uids in a loaded program's all_uids map.
+func fillUIDs(m *ebpf.Map, uids []uint32) error {
+	for _, uid := range uids {
+		if err := m.Update(uid, uint8(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bpf: all_uids: add %d: %w", uid, err)
+		}
 	}
 	return nil
 }

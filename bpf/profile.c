@@ -123,15 +123,29 @@ static __always_inline void bump(__u32 index)
 // Kernel-mode samples are still only counted for targets: a kernel thread has no user code.
 const volatile __u32 all_but_tgid = 0;
 
+// all_by_uid narrows all_but_tgid to the processes whose real user is in all_uids (profd
+// --all --uid): the loader sets both.
+const volatile __u8 all_by_uid = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} all_uids SEC(".maps");
+
 // is_target reports whether a sample of tgid, in user mode or not, is counted: tgid is a
-// target, or all_but_tgid asks for every process's user-mode samples. It counts the sample
-// in STAT_OUTSIDE when it is not.
+// target, or all_but_tgid asks for every process's user-mode samples (of the users in
+// all_uids, with all_by_uid). It counts the sample in STAT_OUTSIDE when it is not.
 static __always_inline int is_target(__u32 tgid, int user_mode)
 {
 	if (bpf_map_lookup_elem(&targets, &tgid))
 		return 1;
-	if (all_but_tgid && user_mode && tgid != all_but_tgid && tgid != 0)
-		return 1;
+	if (all_but_tgid && user_mode && tgid != all_but_tgid && tgid != 0) {
+		__u32 uid = (__u32)bpf_get_current_uid_gid(); // the real user, as --uid matches
+		if (!all_by_uid || bpf_map_lookup_elem(&all_uids, &uid))
+			return 1;
+	}
 	bump(STAT_OUTSIDE);
 	return 0;
 }

@@ -29,6 +29,7 @@ type profileStackKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	profileMapAllUids            = "all_uids"
 	profileMapCounts             = "counts"
 	profileMapStackCounts        = "stack_counts"
 	profileMapStackScratch       = "stack_scratch"
@@ -39,6 +40,7 @@ const (
 	profileProgProfdSample       = "profd_sample"
 	profileProgProfdSampleStacks = "profd_sample_stacks"
 	profileVarAllButTgid         = "all_but_tgid"
+	profileVarAllByUid           = "all_by_uid"
 	profileVarKernelStacks       = "kernel_stacks"
 )
 
@@ -94,6 +96,7 @@ type profileProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
+	AllUids      *ebpf.MapSpec `ebpf:"all_uids"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
 	StackCounts  *ebpf.MapSpec `ebpf:"stack_counts"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
@@ -106,6 +109,7 @@ type profileMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileVariableSpecs struct {
 	AllButTgid   *ebpf.VariableSpec `ebpf:"all_but_tgid"`
+	AllByUid     *ebpf.VariableSpec `ebpf:"all_by_uid"`
 	KernelStacks *ebpf.VariableSpec `ebpf:"kernel_stacks"`
 }
 
@@ -129,6 +133,7 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
+	AllUids      *ebpf.Map `ebpf:"all_uids"`
 	Counts       *ebpf.Map `ebpf:"counts"`
 	StackCounts  *ebpf.Map `ebpf:"stack_counts"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
@@ -138,6 +143,7 @@ type profileMaps struct {
 
 func (m *profileMaps) Close() error {
 	return _ProfileClose(
+		m.AllUids,
 		m.Counts,
 		m.StackCounts,
 		m.StackScratch,
@@ -151,6 +157,7 @@ func (m *profileMaps) Close() error {
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileVariables struct {
 	AllButTgid   *ebpf.Variable `ebpf:"all_but_tgid"`
+	AllByUid     *ebpf.Variable `ebpf:"all_by_uid"`
 	KernelStacks *ebpf.Variable `ebpf:"kernel_stacks"`
 }
 

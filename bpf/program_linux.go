@@ -35,8 +35,10 @@ type Config struct {
 	// frames and their user chain; without, they only count in Stats.Kernel.
 	KernelStacks bool
 	// AllBut, when not 0, counts the user-mode samples of every process but tgid AllBut
-	// (profd's own), targets or not; kernel-mode samples only count for targets.
-	AllBut uint32
+	// (profd's own), targets or not; kernel-mode samples only count for targets. AllUIDs,
+	// when given, narrows it to the processes whose real user is one of them (at most 256).
+	AllBut  uint32
+	AllUIDs []uint32
 }
 
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
@@ -186,7 +188,7 @@ func Load(cfg Config) (*Program, error) {
 			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
 		}
 	}
-	if err := setAllBut(spec, cfg.AllBut); err != nil {
+	if err := setAllBut(spec, cfg.AllBut, cfg.AllUIDs); err != nil {
 		return nil, err
 	}
 	stackInner := spec.Maps[profileMapStackCounts].InnerMap
@@ -205,6 +207,10 @@ func Load(cfg Config) (*Program, error) {
 		if err2 := spec.LoadAndAssign(&p.objs, nil); err2 != nil {
 			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
 		}
+	}
+	if err := fillUIDs(p.objs.AllUids, cfg.AllUIDs); err != nil {
+		p.objs.Close()
+		return nil, err
 	}
 	for s := range p.primaryEntries {
 		p.primaryEntries[s] = p.shardEntries

@@ -446,40 +446,76 @@ func TestAllShortProcessesNamed(t *testing.T) {
 }
 
 // TestAllProcessesOfMilliseconds: a shell's commands of 2 ms each, most of them gone before
-// profd can make them targets, are profiled all the same under a plain --all: their
-// samples are counted from the start (every process's are) and each process is added from
-// them, named by its mmap records. Their samples add up to their CPU time, in their
-// program's main and their libraries, none in no mapping.
+// profd can make them targets, are profiled all the same under --all with no filter but
+// --uid: their samples are counted from the start (every process's are, of the users asked
+// for) and each process is added from them, named by its mmap records. Their samples add up
+// to their CPU time, in their program's main and their libraries, none in no mapping. With
+// --uid, another user's commands beside them are not profiled.
 func TestAllProcessesOfMilliseconds(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
-	spin, _ := buildAllSpin(t)
-	d := newDirs(t)
-	r := startRunAll(t, Config{GroupBy: GroupByImage}, d)
-	sh := exec.Command("/bin/sh", "-c", `for i in $(seq 150); do "$0" 2 0; done`, spin)
-	if out, err := sh.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	r.stop(t)
-	// The shell's user time holds that of the commands it waited for.
-	want := sh.ProcessState.UserTime().Seconds() * 999
-	c := readCapture(t, filepath.Join(d.out, filepath.Base(spin)+".profd"))
-	var inMain, total uint64
-	for _, m := range c.Native {
-		for _, s := range m.Samples {
-			total += s.Count
-			if m.File == spin && s.Function == "main" {
-				inMain += s.Count
+	spin, spin2 := buildAllSpin(t)
+	for _, c := range []struct {
+		name string
+		uids []uint32
+	}{{"every process", nil}, {"a user's", []uint32{targetUID}}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := sharedDirs(t)
+			r := startRunAll(t, Config{GroupBy: GroupByImage, UIDs: c.uids}, d)
+			loop := func(uid uint32, spin string) *exec.Cmd {
+				sh := exec.Command("/bin/sh", "-c", `for i in $(seq 150); do "$0" 2 0; done`, spin)
+				sh.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+				if err := sh.Start(); err != nil {
+					t.Fatal(err)
+				}
+				return sh
 			}
-		}
-	}
-	nowhere := unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
-	total += unmappedSamples(c, func(string) bool { return true })
-	t.Logf("150 processes of 2 ms: %d samples (%.0f expected of their user time), %d in main, %d in no mapping; %d added after their exit",
-		total, want, inMain, nowhere, lastCounter(r.summary.String(), "added after their exit "))
-	// The rest are the dynamic loader's and libc's, at each start.
-	if float64(total) < want*0.7 || inMain < total*6/10 || nowhere > total/20 {
-		t.Errorf("%d samples of 150 processes of 2 ms, %d in main, %d in no mapping; want 70 %% of the %.0f their user time makes, 60 %% of them in main, at most 5 %% in no mapping",
-			total, inMain, nowhere, want)
+			sh := loop(targetUID, spin)
+			var other *exec.Cmd
+			if c.uids != nil {
+				other = loop(0, spin2) // root's, beside them
+			}
+			for _, cmd := range []*exec.Cmd{sh, other} {
+				if cmd != nil {
+					if err := cmd.Wait(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			r.stop(t)
+			// The shell's user time holds that of the commands it waited for.
+			want := sh.ProcessState.UserTime().Seconds() * 999
+			var inMain, nowhere, total uint64
+			// A command reaped before it was added has no user: it goes to root's output.
+			for _, name := range []string{filepath.Base(spin), fmt.Sprintf("%s-uid%d", filepath.Base(spin), targetUID)} {
+				path := filepath.Join(d.out, name+".profd")
+				if !fileExists(path) {
+					continue
+				}
+				c := readCapture(t, path)
+				for _, m := range c.Native {
+					for _, s := range m.Samples {
+						total += s.Count
+						if m.File == spin && s.Function == "main" {
+							inMain += s.Count
+						}
+					}
+				}
+				nowhere += unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
+				total += unmappedSamples(c, func(string) bool { return true })
+			}
+			t.Logf("150 processes of 2 ms: %d samples (%.0f expected of their user time), %d in main, %d in no mapping; %d added after their exit",
+				total, want, inMain, nowhere, lastCounter(r.summary.String(), "added after their exit "))
+			// The rest are the dynamic loader's and libc's, at each start.
+			if float64(total) < want*0.7 || inMain < total*6/10 || nowhere > total/20 {
+				t.Errorf("%d samples of 150 processes of 2 ms, %d in main, %d in no mapping; want 70 %% of the %.0f their user time makes, 60 %% of them in main, at most 5 %% in no mapping",
+					total, inMain, nowhere, want)
+			}
+			if other != nil {
+				if paths, _ := filepath.Glob(filepath.Join(d.out, filepath.Base(spin2)+"*")); len(paths) > 0 {
+					t.Errorf("root's commands, with --uid %d alone, were profiled: %q", targetUID, paths)
+				}
+			}
+		})
 	}
 }
 

@@ -388,12 +388,14 @@ func joinFormats(fs []Format) string {
 	return strings.Join(s, ",")
 }
 
-// everyProcess reports whether every process of the host is a target (--all with no filter
-// and no --jit-image): the sampler then counts every process's samples, so that a process
-// gone before the watcher found it is added from its samples (strays). With a filter, a
-// process gone cannot be checked against it.
+// everyProcess reports whether every process of the host is a target, or of the users
+// --uid names (--all with no other filter and no --jit-image): the sampler then counts every
+// such process's samples (it knows a sample's user), so that a process gone before the
+// watcher found it is added from its samples (strays). With another filter (or more users
+// than the sampler can tell apart), a process gone cannot be checked against it.
 func (c *Config) everyProcess() bool {
-	return c.All && len(c.JITImages)+len(c.Cgroups)+len(c.Containers)+len(c.UIDs)+len(c.ExcludeImages) == 0
+	return c.All && len(c.JITImages)+len(c.Cgroups)+len(c.Containers)+len(c.ExcludeImages) == 0 &&
+		len(c.UIDs) <= sampler.MaxAllUIDs
 }
 
 // validateAll checks --all and its filters.

@@ -217,7 +217,7 @@ func (d *daemonRun) open(ctx context.Context) error {
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
 		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind,
-		AllProcesses: d.cfg.everyProcess()})
+		AllProcesses: d.cfg.everyProcess(), AllUIDs: d.cfg.UIDs})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

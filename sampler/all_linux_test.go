@@ -5,14 +5,19 @@ import (
 	"os"
 	"os/exec"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
 )
 
+// nobody is the user of the test's other process.
+const nobody = 65534
+
 // With AllProcesses, a process that was never added is counted, in user mode, on every
-// back end that opens per-CPU events; profd's own process is not.
+// back end that opens per-CPU events, and with AllUIDs only those of the users given;
+// profd's own process is not.
 func TestAllProcessesCountsOthers(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	cases := []struct {
@@ -22,6 +27,9 @@ func TestAllProcessesCountsOthers(t *testing.T) {
 		{"bpf", Config{Backend: BackendBPF}},
 		{"bpf stacks", Config{Backend: BackendBPF, Stacks: true}},
 		{"ring", Config{Backend: BackendRing, RingMode: RingPerCPU}},
+		{"bpf of a user", Config{Backend: BackendBPF, AllUIDs: []uint32{nobody}}},
+		{"bpf stacks of a user", Config{Backend: BackendBPF, Stacks: true, AllUIDs: []uint32{nobody}}},
+		{"ring of a user", Config{Backend: BackendRing, RingMode: RingPerCPU, AllUIDs: []uint32{nobody}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -31,11 +39,16 @@ func TestAllProcessesCountsOthers(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A shell's empty loop runs in user mode; so does this process's own spin.
-			sh := exec.Command("/bin/sh", "-c", "while :; do :; done")
-			if err := sh.Start(); err != nil {
-				t.Fatal(err)
+			loop := func(uid uint32) *exec.Cmd {
+				sh := exec.Command("/bin/sh", "-c", "while :; do :; done")
+				sh.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+				if err := sh.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+				return sh
 			}
-			defer func() { sh.Process.Kill(); sh.Wait() }()
+			other, root := loop(nobody), loop(0)
 			var stop atomic.Bool
 			go func() {
 				for n := 0; !stop.Load(); n++ {
@@ -47,10 +60,17 @@ func TestAllProcessesCountsOthers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, self := total(pidCounts(d, sh.Process.Pid)), total(pidCounts(d, os.Getpid()))
-			t.Logf("%s: %d samples of a process never added, %d of profd's own", c.name, other, self)
-			if other < 100 {
-				t.Errorf("%d samples of a process spinning 400 ms at 999 Hz, never added; want 100 or more", other)
+			ofOther, ofRoot := total(pidCounts(d, other.Process.Pid)), total(pidCounts(d, root.Process.Pid))
+			self := total(pidCounts(d, os.Getpid()))
+			t.Logf("%s: %d and %d samples of processes of users %d and 0 never added, %d of profd's own", c.name, ofOther, ofRoot, nobody, self)
+			if ofOther < 50 {
+				t.Errorf("%d samples of user %d's process spinning 400 ms at 999 Hz, never added; want 50 or more", ofOther, nobody)
+			}
+			switch rootCounted := ofRoot >= 50; {
+			case c.cfg.AllUIDs == nil && !rootCounted:
+				t.Errorf("%d samples of root's process spinning 400 ms, never added; want 50 or more", ofRoot)
+			case c.cfg.AllUIDs != nil && ofRoot != 0:
+				t.Errorf("%d samples of root's process, with user %d's alone asked for; want none", ofRoot, nobody)
 			}
 			if self != 0 {
 				t.Errorf("%d samples of the sampler's own process; want none", self)

@@ -39,7 +39,7 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 		allBut = uint32(os.Getpid())
 	}
 	prog, err := bpf.Load(bpf.Config{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
-		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: allBut})
+		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: allBut, AllUIDs: cfg.AllUIDs})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}

@@ -94,7 +94,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		if cfg.AllProcesses {
 			s.agg.allBut = uint32(os.Getpid())
 		}
-		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut); err != nil {
+		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut, cfg.AllUIDs); err != nil {
 			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
 		}
 		for _, cpu := range cpus {
@@ -110,6 +110,11 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 				return nil, fmt.Errorf("sampler: ring back end: cpu %d: %w", cpu, err)
 			}
 			s.cpuRings = append(s.cpuRings, ev)
+		}
+		if s.filter == nil && s.agg.allBut != 0 && len(cfg.AllUIDs) > 0 {
+			// A sample's user is known in the kernel alone.
+			s.agg.allBut = 0
+			s.log.Debug("sampler: without the rings' in-kernel filter, the processes of the users asked for are counted only once they are targets")
 		}
 	case RingPerThread:
 	default:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/profd/profd/bpf"
 	"github.com/profd/profd/internal/unwind"
 )
 
@@ -93,8 +94,11 @@ type Config struct {
 	// AllProcesses counts the user-mode samples of every process but profd's own, targets
 	// or not: Drain returns them all, and AddTarget adds a process's kernel-mode samples.
 	// Only per-CPU events see every process (the BPF back end, RingPerCPU); RingPerThread
-	// samples the targets alone.
+	// samples the targets alone. AllUIDs, when given, narrows it to the processes whose
+	// real user is one of them (at most MaxAllUIDs); the ring back end then needs its
+	// in-kernel filter, and without one counts the targets alone.
 	AllProcesses bool
+	AllUIDs      []uint32
 	// Unwind, with Stacks on the ring back end, walks each sample's user call chain from a
 	// copy of its stack (StackBytes of it) and registers by the frame information of the
 	// code on it, instead of the kernel's walk by frame pointers.
@@ -152,6 +156,9 @@ type StackCount struct {
 	Truncated bool
 	Count
 }
+
+// MaxAllUIDs is the most users Config.AllUIDs may name.
+const MaxAllUIDs = bpf.MaxAllUIDs
 
 // MaxStackFrames is the most user frames a StackCount keeps (the kernel's default
 // perf_event_max_stack).
