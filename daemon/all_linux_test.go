@@ -425,17 +425,8 @@ func TestAllShortProcessesNamed(t *testing.T) {
 	var inMain, nowhere, total uint64
 	for _, pid := range pids {
 		for _, path := range pidCaptures(t, d, "", pid) {
-			c := readCapture(t, path)
-			for _, m := range c.Native {
-				for _, s := range m.Samples {
-					total += s.Count
-					if m.File == spin && s.Function == "main" {
-						inMain += s.Count
-					}
-				}
-			}
-			nowhere += unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
-			total += unmappedSamples(c, func(string) bool { return true })
+			m, n, all := spinSamples(readCapture(t, path), spin)
+			inMain, nowhere, total = inMain+m, nowhere+n, total+all
 		}
 	}
 	t.Logf("%d processes: %d samples, %d in %s's main, %d in no mapping", len(pids), total, inMain, filepath.Base(spin), nowhere)
@@ -491,17 +482,8 @@ func TestAllProcessesOfMilliseconds(t *testing.T) {
 				if !fileExists(path) {
 					continue
 				}
-				c := readCapture(t, path)
-				for _, m := range c.Native {
-					for _, s := range m.Samples {
-						total += s.Count
-						if m.File == spin && s.Function == "main" {
-							inMain += s.Count
-						}
-					}
-				}
-				nowhere += unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
-				total += unmappedSamples(c, func(string) bool { return true })
+				m, n, all := spinSamples(readCapture(t, path), spin)
+				inMain, nowhere, total = inMain+m, nowhere+n, total+all
 			}
 			t.Logf("150 processes of 2 ms: %d samples (%.0f expected of their user time), %d in main, %d in no mapping; %d added after their exit",
 				total, want, inMain, nowhere, lastCounter(r.summary.String(), "added after their exit "))
@@ -517,6 +499,21 @@ func TestAllProcessesOfMilliseconds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spinSamples counts c's samples in spin's main, in no mapping, and in all.
+func spinSamples(c *profileio.Capture, spin string) (inMain, nowhere, total uint64) {
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			total += s.Count
+			if m.File == spin && s.Function == "main" {
+				inMain += s.Count
+			}
+		}
+	}
+	nowhere = unmappedSamples(c, func(m string) bool { return m == "[unknown]" })
+	total += unmappedSamples(c, func(string) bool { return true })
+	return inMain, nowhere, total
 }
 
 // unknownSamples counts the samples of process pid's captures in d that fell in no mapping.
