@@ -18,13 +18,13 @@ const strayHold = 2 * time.Second
 // go, with one warning.
 const maxStrayKeys = 1 << 16
 
-// strays holds, when every process is sampled (a plain --all, sampler.Config.AllProcesses),
-// the samples of processes that were no target when a drain took them: a shell's command
-// of a few milliseconds has exited before the watcher reads its /proc entry, and one of a
-// few tens before it is added. Each drain gives back the samples of the processes that
-// became targets since, and of those that exited first, which are added from their samples
-// (lateTargetLocked); a live process that is still no target after strayHold has its
-// samples let go. Guarded by daemon.mu.
+// strays holds, when every process is sampled (--all with no filter but --uid:
+// sampler.Config.AllProcesses), the samples of processes that were no target when a drain
+// took them: a shell's command of a few milliseconds has exited before the watcher reads
+// its /proc entry, and one of a few tens before it is added. Each drain gives back the
+// samples of the processes that became targets since, and of those that exited first,
+// which are added from their samples (lateTargetLocked); a live process that is still no
+// target after strayHold has its samples let go. Guarded by daemon.mu.
 type strays struct {
 	procs  map[uint32]*strayProcess
 	keys   int  // counts and call chains held, every process together
