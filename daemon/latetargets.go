@@ -42,8 +42,8 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 
 // exitedNow reports whether process pid has exited: it is gone from /proc, or a zombie.
 func exitedNow(pid uint32) bool {
-	st, err := procfs.ReadStat(pid)
-	return err != nil || st.Exited()
+	_, err := procfs.StartTicks(pid)
+	return err != nil
 }
 
 // lateTargetLocked makes pid, a process that exited before the watcher made it a target
