@@ -152,9 +152,7 @@ func (s *strays) drop(pid uint32) {
 
 // addCount adds c to m's count of k.
 func addCount(m map[sampler.Key]sampler.Count, k sampler.Key, c sampler.Count) {
-	if old, ok := m[k]; ok {
-		c.N += old.N
-		c.FirstNs, c.LastNs = min(c.FirstNs, old.FirstNs), max(c.LastNs, old.LastNs)
-	}
-	m[k] = c
+	sum := m[k]
+	sum.Merge(c)
+	m[k] = sum
 }

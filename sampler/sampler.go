@@ -124,6 +124,9 @@ type Count struct {
 	FirstNs, LastNs int64
 }
 
+// Merge adds o's samples to c's.
+func (c *Count) Merge(o Count) { c.add(o.N, o.FirstNs, o.LastNs) }
+
 // add counts n more samples taken from firstNs to lastNs.
 func (c *Count) add(n uint64, firstNs, lastNs int64) {
 	if c.N == 0 || firstNs < c.FirstNs {
