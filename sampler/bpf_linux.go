@@ -34,12 +34,8 @@ type bpfSampler struct {
 }
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
-	var allBut uint32
-	if cfg.AllProcesses {
-		allBut = uint32(os.Getpid())
-	}
 	prog, err := bpf.Load(bpf.Config{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
-		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: allBut, AllUIDs: cfg.AllUIDs})
+		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: cfg.allBut(), AllUIDs: cfg.AllUIDs})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}

@@ -3,6 +3,7 @@ package sampler
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // New chooses the event (see EventChoice) and opens the back end; sampling begins at Start.
@@ -43,4 +44,12 @@ func orNil[S interface {
 		return nil, err
 	}
 	return s, nil
+}
+
+// allBut is the tgid whose samples AllProcesses leaves out (profd's own), 0 without it.
+func (c Config) allBut() uint32 {
+	if c.AllProcesses {
+		return uint32(os.Getpid())
+	}
+	return 0
 }

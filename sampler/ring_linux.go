@@ -91,9 +91,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	}
 	switch mode {
 	case RingPerCPU:
-		if cfg.AllProcesses {
-			s.agg.allBut = uint32(os.Getpid())
-		}
+		s.agg.allBut = cfg.allBut()
 		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut, cfg.AllUIDs); err != nil {
 			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
 		}
