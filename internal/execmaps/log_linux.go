@@ -362,24 +362,17 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 				made = append(made, m)
 			}
 		}
-		if p.parent == 0 {
+		parent, early, ok := l.parentOf(p)
+		if !ok {
 			break
 		}
-		parent := l.procs[p.parent]
-		switch {
-		case parent != nil && parent.bornNs > p.bornNs:
-			// The parent's pid is another process's since.
-		case parent == nil || parent.since() == 0:
+		if early {
 			made = append(made, older(p.parent, parent)...)
-			if parent != nil {
-				pid, upTo = p.parent, p.bornNs
-				continue
+			if parent == nil {
+				break
 			}
-		default:
-			pid, upTo = p.parent, p.bornNs
-			continue
 		}
-		break
+		pid, upTo = p.parent, p.bornNs
 	}
 	return layOut(made)
 }
@@ -430,19 +423,36 @@ func (l *Log) Executable(pid uint32) string {
 			}
 			return first.Path
 		}
-		parent := l.procs[p.parent]
+		parent, early, ok := l.parentOf(p)
 		switch {
-		case p.parent == 0 || parent != nil && parent.bornNs > p.bornNs:
-			return "" // no fork seen, or the parent's pid is another process's since
-		case parent == nil || parent.since() == 0:
-			if parent != nil && parent.exitNs != 0 {
-				return ""
-			}
+		case !ok:
+			return ""
+		case early && parent != nil && parent.exitNs != 0:
+			return ""
+		case early:
 			return procfs.ExePath(p.parent)
 		}
 		pid = p.parent
 	}
 	return ""
+}
+
+// parentOf tells what the records know of the process p was forked from. ok is false when
+// no fork of p was seen, or its parent's pid is another process's since: p has nothing of
+// it. Otherwise parent is its record (nil when they tell nothing of it), and early says it
+// began before the records: its /proc, while it runs, tells what they did not.
+func (l *Log) parentOf(p *process) (parent *process, early, ok bool) {
+	if p.parent == 0 {
+		return nil, false, false
+	}
+	parent = l.procs[p.parent]
+	switch {
+	case parent != nil && parent.bornNs > p.bornNs:
+		return nil, false, false
+	case parent == nil || parent.since() == 0:
+		return parent, true, true
+	}
+	return parent, false, true
 }
 
 // older reads the executable mappings of process pid, which began before the records
