@@ -154,7 +154,7 @@ func TestForkedWorkersInheritCode(t *testing.T) {
 	})
 	t.Run("parent profiled later", func(t *testing.T) {
 		name := "profd-test-" + randomHex(6)
-		cg := testCgroup(t, name)
+		cg := testenv.Cgroup(t, name)
 		move := func(pid int) {
 			if err := os.WriteFile(filepath.Join(cg.Name(), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 				t.Fatal(err)

@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -45,7 +42,7 @@ func TestContainerID(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	testjit, _ := workloads(t)
 	id := randomHex(32)
-	cg := testCgroup(t, "docker-"+id+".scope")
+	cg := testenv.Cgroup(t, "docker-"+id+".scope")
 
 	d := newDirs(t)
 	jit := startCmdInCgroup(t, int(cg.Fd()), testjit, "-d", d.fifo, "-m", "100", "-w", "10000")
@@ -77,54 +74,6 @@ func onlyProcess(t *testing.T, c *profileio.Capture) profileio.Process {
 		t.Fatalf("capture has %d processes, want 1", len(c.Processes))
 	}
 	return c.Processes[0]
-}
-
-// cgroup2Mount is where a cgroup v2 hierarchy is mounted read-write (/sys/fs/cgroup, or
-// /sys/fs/cgroup/unified on a hybrid host); it skips the test when none is.
-func cgroup2Mount(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER"
-		fields := strings.Fields(sc.Text())
-		for i, f := range fields {
-			if f == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 5 &&
-				strings.HasPrefix(fields[5], "rw") && fields[3] == "/" {
-				return fields[4]
-			}
-		}
-	}
-	t.Skip("no cgroup v2 hierarchy mounted read-write")
-	return ""
-}
-
-// testCgroup makes the cgroup v2 directory name (e.g. a container's, docker-ID.scope)
-// under the hierarchy's root, removed when the test ends, and returns it open: a process
-// started with startCmdInCgroup and its fd runs in it. It skips the test when cgroup v2 is
-// not writable here.
-func testCgroup(t *testing.T, name string) *os.File {
-	t.Helper()
-	mount := cgroup2Mount(t)
-	dir := filepath.Join(mount, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cgroup v2 at %s is not writable: %v", mount, err)
-	}
-	cg, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cg.Close()
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("remove the test's cgroup: %v", err)
-		}
-	})
-	return cg
 }
 
 // randomHex is n random bytes in hex: names no earlier run left behind.
