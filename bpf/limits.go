@@ -2,3 +2,7 @@ package bpf
 
 // MaxAllUIDs is the most users Config.AllUIDs may name (profile.c's all_uids).
 const MaxAllUIDs = 256
+
+// MaxAllCgroups is the most cgroup directories SetCgroups may name (profile.c's
+// all_cgroups).
+const MaxAllCgroups = 1024

@@ -134,16 +134,48 @@ struct {
 	__type(value, __u8);
 } all_uids SEC(".maps");
 
+// all_by_cgroup narrows all_but_tgid to the processes in, or below, the cgroup v2
+// directories whose ids (their inode numbers) are in all_cgroups (profd --all --cgroup,
+// --container): the loader sets it, and the daemon keeps the map's ids as directories are
+// made again and containers found. With all_by_uid too, a process must pass both.
+const volatile __u8 all_by_cgroup = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} all_cgroups SEC(".maps");
+
+// MAX_CGROUP_DEPTH bounds the walk up a process's cgroup path: a cgroup deeper than this is
+// matched by the daemon's watcher alone.
+#define MAX_CGROUP_DEPTH 32
+
+// in_cgroups reports whether the current task's cgroup v2 directory, or one of its
+// ancestors, is in all_cgroups: at most one lookup per level, root first.
+static __always_inline int in_cgroups(void)
+{
+	for (int level = 0; level < MAX_CGROUP_DEPTH; level++) {
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		if (!id)
+			return 0; // past the task's own cgroup
+		if (bpf_map_lookup_elem(&all_cgroups, &id))
+			return 1;
+	}
+	return 0;
+}
+
 // is_target reports whether a sample of tgid, in user mode or not, is counted: tgid is a
 // target, or all_but_tgid asks for every process's user-mode samples (of the users in
-// all_uids, with all_by_uid). It counts the sample in STAT_OUTSIDE when it is not.
+// all_uids, with all_by_uid; in the cgroups of all_cgroups, with all_by_cgroup). It counts
+// the sample in STAT_OUTSIDE when it is not.
 static __always_inline int is_target(__u32 tgid, int user_mode)
 {
 	if (bpf_map_lookup_elem(&targets, &tgid))
 		return 1;
 	if (all_but_tgid && user_mode && tgid != all_but_tgid && tgid != 0) {
 		__u32 uid = (__u32)bpf_get_current_uid_gid(); // the real user, as --uid matches
-		if (!all_by_uid || bpf_map_lookup_elem(&all_uids, &uid))
+		if ((!all_by_uid || bpf_map_lookup_elem(&all_uids, &uid)) && (!all_by_cgroup || in_cgroups()))
 			return 1;
 	}
 	bump(STAT_OUTSIDE);

@@ -29,6 +29,7 @@ type profileStackKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	profileMapAllCgroups         = "all_cgroups"
 	profileMapAllUids            = "all_uids"
 	profileMapCounts             = "counts"
 	profileMapStackCounts        = "stack_counts"
@@ -40,6 +41,7 @@ const (
 	profileProgProfdSample       = "profd_sample"
 	profileProgProfdSampleStacks = "profd_sample_stacks"
 	profileVarAllButTgid         = "all_but_tgid"
+	profileVarAllByCgroup        = "all_by_cgroup"
 	profileVarAllByUid           = "all_by_uid"
 	profileVarKernelStacks       = "kernel_stacks"
 )
@@ -96,6 +98,7 @@ type profileProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
+	AllCgroups   *ebpf.MapSpec `ebpf:"all_cgroups"`
 	AllUids      *ebpf.MapSpec `ebpf:"all_uids"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
 	StackCounts  *ebpf.MapSpec `ebpf:"stack_counts"`
@@ -109,6 +112,7 @@ type profileMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileVariableSpecs struct {
 	AllButTgid   *ebpf.VariableSpec `ebpf:"all_but_tgid"`
+	AllByCgroup  *ebpf.VariableSpec `ebpf:"all_by_cgroup"`
 	AllByUid     *ebpf.VariableSpec `ebpf:"all_by_uid"`
 	KernelStacks *ebpf.VariableSpec `ebpf:"kernel_stacks"`
 }
@@ -133,6 +137,7 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
+	AllCgroups   *ebpf.Map `ebpf:"all_cgroups"`
 	AllUids      *ebpf.Map `ebpf:"all_uids"`
 	Counts       *ebpf.Map `ebpf:"counts"`
 	StackCounts  *ebpf.Map `ebpf:"stack_counts"`
@@ -143,6 +148,7 @@ type profileMaps struct {
 
 func (m *profileMaps) Close() error {
 	return _ProfileClose(
+		m.AllCgroups,
 		m.AllUids,
 		m.Counts,
 		m.StackCounts,
@@ -157,6 +163,7 @@ func (m *profileMaps) Close() error {
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileVariables struct {
 	AllButTgid   *ebpf.Variable `ebpf:"all_but_tgid"`
+	AllByCgroup  *ebpf.Variable `ebpf:"all_by_cgroup"`
 	AllByUid     *ebpf.Variable `ebpf:"all_by_uid"`
 	KernelStacks *ebpf.Variable `ebpf:"kernel_stacks"`
 }

@@ -36,9 +36,13 @@ type Config struct {
 	KernelStacks bool
 	// AllBut, when not 0, counts the user-mode samples of every process but tgid AllBut
 	// (profd's own), targets or not; kernel-mode samples only count for targets. AllUIDs,
-	// when given, narrows it to the processes whose real user is one of them (at most 256).
-	AllBut  uint32
-	AllUIDs []uint32
+	// when given, narrows it to the processes whose real user is one of them (at most
+	// MaxAllUIDs).
+	// AllCgroups narrows AllBut to the processes in, or below, the cgroup v2 directories
+	// SetCgroups names (none until it is called).
+	AllBut     uint32
+	AllUIDs    []uint32
+	AllCgroups bool
 }
 
 // countShards is the number of shards (profile.c's COUNT_SHARDS); the counts array of maps
@@ -188,7 +192,7 @@ func Load(cfg Config) (*Program, error) {
 			return nil, fmt.Errorf("bpf: set kernel_stacks: %w", err)
 		}
 	}
-	if err := setAllBut(spec, cfg.AllBut, cfg.AllUIDs); err != nil {
+	if err := setAllBut(spec, cfg.AllBut, cfg.AllUIDs, cfg.AllCgroups); err != nil {
 		return nil, err
 	}
 	stackInner := spec.Maps[profileMapStackCounts].InnerMap
@@ -337,6 +341,10 @@ func addTarget(targets *ebpf.Map, tgid uint32) error {
 	}
 	return nil
 }
+
+// SetCgroups makes ids, the ids of cgroup v2 directories (their inode numbers), the
+// cgroups whose processes Config.AllCgroups counts, in place of those of the last call.
+func (p *Program) SetCgroups(ids []uint64) error { return setCgroups(p.objs.AllCgroups, ids) }
 
 // RemoveTarget stops counting tgid. Counts already taken stay until drained. Removing a tgid
 // that is not a target is not an error.

@@ -2,8 +2,11 @@ package sampler
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -79,6 +82,75 @@ func TestAllProcessesCountsOthers(t *testing.T) {
 				if st.PID == uint32(os.Getpid()) {
 					t.Fatalf("a call chain of the sampler's own process: %+v", st)
 				}
+			}
+		})
+	}
+}
+
+// With AllProcesses and AllCgroups, a process never added is counted when it runs below a
+// cgroup SetCgroups named (here its parent), and one outside is not; once SetCgroups takes
+// the cgroup back, neither is.
+func TestAllProcessesOfCgroups(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	for _, cfg := range []Config{
+		{Backend: BackendBPF},
+		{Backend: BackendBPF, Stacks: true},
+		{Backend: BackendRing, RingMode: RingPerCPU},
+	} {
+		name := string(cfg.Backend)
+		if cfg.Stacks {
+			name += " stacks"
+		}
+		t.Run(name, func(t *testing.T) {
+			var raw [6]byte
+			rand.Read(raw[:])
+			parent := "profd-test-" + hex.EncodeToString(raw[:])
+			cg := testenv.Cgroup(t, parent+"/inner")
+			st, err := os.Stat(filepath.Dir(cg.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parentID := st.Sys().(*syscall.Stat_t).Ino
+			cfg.AllProcesses, cfg.AllCgroups, cfg.FreqHz = true, true, 999
+			s := newTestSampler(t, cfg)
+			if err := s.SetCgroups([]uint64{parentID}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			loop := func(attr *syscall.SysProcAttr) *exec.Cmd {
+				sh := exec.Command("/bin/sh", "-c", "while :; do :; done")
+				sh.SysProcAttr = attr
+				if err := sh.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+				return sh
+			}
+			in := loop(&syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())})
+			out := loop(nil)
+			counts := func() (ofIn, ofOut uint64) {
+				time.Sleep(400 * time.Millisecond)
+				d, err := s.Drain()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return total(pidCounts(d, in.Process.Pid)), total(pidCounts(d, out.Process.Pid))
+			}
+			ofIn, ofOut := counts()
+			t.Logf("%s: %d samples of the process below the cgroup, %d of the one outside", name, ofIn, ofOut)
+			if ofIn < 50 || ofOut != 0 {
+				t.Errorf("%d samples of the process below the cgroup (want 50 or more), %d of the one outside (want none)", ofIn, ofOut)
+			}
+			if err := s.SetCgroups(nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Drain(); err != nil {
+				t.Fatal(err)
+			}
+			if ofIn, ofOut = counts(); ofIn+ofOut != 0 {
+				t.Errorf("with no cgroup named: %d and %d samples of processes never added; want none", ofIn, ofOut)
 			}
 		})
 	}

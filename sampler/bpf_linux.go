@@ -21,12 +21,13 @@ type bpfSampler struct {
 	choice EventChoice
 	log    *slog.Logger
 
-	stacks   bool       // the program counts by call chain: Drain derives the counts from the stacks
-	jitterHz float64    // the rate the events' intervals vary around; 0: fixed (see JitterEvery)
-	mu       sync.Mutex // guards events, closed and started
-	prog     *bpf.Program
-	events   []*perf.Event
-	closed   bool
+	stacks     bool       // the program counts by call chain: Drain derives the counts from the stacks
+	allCgroups bool       // Config.AllCgroups
+	jitterHz   float64    // the rate the events' intervals vary around; 0: fixed (see JitterEvery)
+	mu         sync.Mutex // guards events, closed and started
+	prog       *bpf.Program
+	events     []*perf.Event
+	closed     bool
 
 	started bool
 	cancel  context.CancelFunc // stops the interval jitter
@@ -35,11 +36,13 @@ type bpfSampler struct {
 
 func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler, error) {
 	prog, err := bpf.Load(bpf.Config{MaxEntries: cfg.MapEntries, Stacks: cfg.Stacks,
-		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: cfg.allBut(), AllUIDs: cfg.AllUIDs})
+		KernelStacks: cfg.Stacks && cfg.KernelStacks, AllBut: cfg.allBut(), AllUIDs: cfg.AllUIDs,
+		AllCgroups: cfg.AllCgroups})
 	if err != nil {
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
-	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, jitterHz: jitterHz(cfg, spec), cancel: func() {}}
+	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, allCgroups: cfg.AllCgroups,
+		jitterHz: jitterHz(cfg, spec), cancel: func() {}}
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
@@ -100,6 +103,16 @@ func (s *bpfSampler) RemoveTarget(pid uint32) error {
 		return nil
 	}
 	return s.prog.RemoveTarget(pid)
+}
+
+func (s *bpfSampler) SetCgroups(ids []uint64) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	if !s.allCgroups {
+		return nil
+	}
+	return s.prog.SetCgroups(ids)
 }
 
 func (s *bpfSampler) isClosed() bool {

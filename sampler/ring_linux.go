@@ -92,7 +92,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 	switch mode {
 	case RingPerCPU:
 		s.agg.allBut = cfg.allBut()
-		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut, cfg.AllUIDs); err != nil {
+		if s.filter, err = bpf.LoadRingFilter(s.agg.allBut, cfg.AllUIDs, cfg.AllCgroups); err != nil {
 			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
 		}
 		for _, cpu := range cpus {
@@ -109,10 +109,10 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 			}
 			s.cpuRings = append(s.cpuRings, ev)
 		}
-		if s.filter == nil && s.agg.allBut != 0 && len(cfg.AllUIDs) > 0 {
-			// A sample's user is known in the kernel alone.
+		if s.filter == nil && s.agg.allBut != 0 && (len(cfg.AllUIDs) > 0 || cfg.AllCgroups) {
+			// A sample's user and cgroup are known in the kernel alone.
 			s.agg.allBut = 0
-			s.log.Debug("sampler: without the rings' in-kernel filter, the processes of the users asked for are counted only once they are targets")
+			s.log.Debug("sampler: without the rings' in-kernel filter, the processes of the users and cgroups asked for are counted only once they are targets")
 		}
 	case RingPerThread:
 	default:
@@ -286,6 +286,18 @@ func (s *ringSampler) AddTarget(pid uint32) error {
 	}
 	s.threads[pid] = te
 	return nil
+}
+
+func (s *ringSampler) SetCgroups(ids []uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.filter == nil || !s.cfg.AllCgroups {
+		return nil // per thread, or no filter: the targets alone are counted
+	}
+	return s.filter.SetCgroups(ids)
 }
 
 func (s *ringSampler) RemoveTarget(pid uint32) error {

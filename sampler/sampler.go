@@ -22,6 +22,10 @@ type Sampler interface {
 	// RemoveTarget stops sampling pid. Counts already taken are kept for the next Drain.
 	// Removing a pid that is not a target, or that has exited, is not an error.
 	RemoveTarget(pid uint32) error
+	// SetCgroups, with Config.AllCgroups, makes ids (cgroup v2 directories' ids, their
+	// inode numbers; at most MaxAllCgroups) the cgroups whose processes AllProcesses counts,
+	// in place of the last call's. It does nothing without AllCgroups.
+	SetCgroups(ids []uint64) error
 	// Drain returns the counts taken since the previous Drain and forgets them.
 	Drain() (Drained, error)
 	// Stats are totals since New.
@@ -95,10 +99,12 @@ type Config struct {
 	// or not: Drain returns them all, and AddTarget adds a process's kernel-mode samples.
 	// Only per-CPU events see every process (the BPF back end, RingPerCPU); RingPerThread
 	// samples the targets alone. AllUIDs, when given, narrows it to the processes whose
-	// real user is one of them (at most MaxAllUIDs); the ring back end then needs its
-	// in-kernel filter, and without one counts the targets alone.
+	// real user is one of them (at most MaxAllUIDs); AllCgroups to the processes in or
+	// below the cgroups SetCgroups names (none until it is called). With either, the ring
+	// back end needs its in-kernel filter, and without one counts the targets alone.
 	AllProcesses bool
 	AllUIDs      []uint32
+	AllCgroups   bool
 	// Unwind, with Stacks on the ring back end, walks each sample's user call chain from a
 	// copy of its stack (StackBytes of it) and registers by the frame information of the
 	// code on it, instead of the kernel's walk by frame pointers.
@@ -162,6 +168,9 @@ type StackCount struct {
 
 // MaxAllUIDs is the most users Config.AllUIDs may name.
 const MaxAllUIDs = bpf.MaxAllUIDs
+
+// MaxAllCgroups is the most cgroups SetCgroups may name.
+const MaxAllCgroups = bpf.MaxAllCgroups
 
 // MaxStackFrames is the most user frames a StackCount keeps (the kernel's default
 // perf_event_max_stack).
