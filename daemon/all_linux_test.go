@@ -438,32 +438,55 @@ func TestAllShortProcessesNamed(t *testing.T) {
 
 // TestAllProcessesOfMilliseconds: a shell's commands of 2 ms each, most of them gone before
 // profd can make them targets, are profiled all the same under --all with no filter but
-// --uid: their samples are counted from the start (every process's are, of the users asked
-// for) and each process is added from them, named by its mmap records. Their samples add up
-// to their CPU time, in their program's main and their libraries, none in no mapping. With
-// --uid, another user's commands beside them are not profiled.
+// --uid, --cgroup or --container: their samples are counted from the start (every
+// process's are, of the users, cgroups and containers asked for; a container's once profd
+// has found it) and each process is added from them, named by its mmap records. Their
+// samples add up to their CPU time, in their program's main and their libraries, none in no
+// mapping. With a filter, root's commands beside them, outside it, are not profiled.
 func TestAllProcessesOfMilliseconds(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, spin2 := buildAllSpin(t)
 	for _, c := range []struct {
 		name string
 		uids []uint32
-	}{{"every process", nil}, {"a user's", []uint32{targetUID}}} {
+		in   string // "cgroup" or "container": the shell runs in one, named by --cgroup or --container
+	}{{"every process", nil, ""}, {"a user's", []uint32{targetUID}, ""}, {"a cgroup's", nil, "cgroup"}, {"a container's", nil, "container"}} {
 		t.Run(c.name, func(t *testing.T) {
 			d := sharedDirs(t)
-			r := startRunAll(t, Config{GroupBy: GroupByImage, UIDs: c.uids}, d)
-			loop := func(uid uint32, spin string) *exec.Cmd {
+			cfg := Config{GroupBy: GroupByImage, UIDs: c.uids}
+			cgroupFD := -1
+			switch c.in {
+			case "cgroup": // the commands run below the cgroup named
+				name := "profd-test-" + randomHex(6)
+				cgroupFD = int(testenv.Cgroup(t, name+"/commands").Fd())
+				cfg.Cgroups = []string{"/" + name}
+			case "container":
+				id := randomHex(32)
+				cgroupFD = int(testenv.Cgroup(t, "docker-"+id+".scope").Fd())
+				cfg.Containers = []string{id[:14]}
+			}
+			r := startRunAll(t, cfg, d)
+			if c.in == "container" {
+				// The container's first process, found by the watcher as profd would find a
+				// container's init: from then on the container's processes are counted.
+				init := startCmdInCgroup(t, cgroupFD, "sleep", "600")
+				r.waitAdded(t, init.pid(), 10*time.Second)
+			}
+			loop := func(uid uint32, spin string, cgroupFD int) *exec.Cmd {
 				sh := exec.Command("/bin/sh", "-c", `for i in $(seq 150); do "$0" 2 0; done`, spin)
 				sh.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+				if cgroupFD >= 0 {
+					sh.SysProcAttr.UseCgroupFD, sh.SysProcAttr.CgroupFD = true, cgroupFD
+				}
 				if err := sh.Start(); err != nil {
 					t.Fatal(err)
 				}
 				return sh
 			}
-			sh := loop(targetUID, spin)
+			sh := loop(targetUID, spin, cgroupFD)
 			var other *exec.Cmd
-			if c.uids != nil {
-				other = loop(0, spin2) // root's, beside them
+			if c.uids != nil || c.in != "" {
+				other = loop(0, spin2, -1) // root's, beside them, outside the cgroup
 			}
 			for _, cmd := range []*exec.Cmd{sh, other} {
 				if cmd != nil {
@@ -494,7 +517,7 @@ func TestAllProcessesOfMilliseconds(t *testing.T) {
 			}
 			if other != nil {
 				if paths, _ := filepath.Glob(filepath.Join(d.out, filepath.Base(spin2)+"*")); len(paths) > 0 {
-					t.Errorf("root's commands, with --uid %d alone, were profiled: %q", targetUID, paths)
+					t.Errorf("root's commands, outside the filter, were profiled: %q", paths)
 				}
 			}
 		})

@@ -388,14 +388,22 @@ func joinFormats(fs []Format) string {
 	return strings.Join(s, ",")
 }
 
-// everyProcess reports whether every process of the host is a target, or of the users
-// --uid names (--all with no other filter and no --jit-image): the sampler then counts every
-// such process's samples (it knows a sample's user), so that a process gone before the
-// watcher found it is added from its samples (strays). With another filter (or more users
-// than the sampler can tell apart), a process gone cannot be checked against it.
+// everyProcess reports whether every process of the host is a target, or of the users,
+// cgroups and containers --uid, --cgroup and --container name (--all with no
+// --exclude-image and no --jit-image): the sampler then counts every such process's samples
+// (it knows a sample's user and cgroup), so that a process gone before the watcher found it
+// is added from its samples (strays). With another filter (or more users or cgroups than
+// the sampler can tell apart), a process gone cannot be checked against it. A container's
+// processes are counted so once the watcher has seen one of them (cgroupsInKernel).
 func (c *Config) everyProcess() bool {
-	return c.All && len(c.JITImages)+len(c.Cgroups)+len(c.Containers)+len(c.ExcludeImages) == 0 &&
-		len(c.UIDs) <= sampler.MaxAllUIDs
+	return c.All && len(c.JITImages)+len(c.ExcludeImages) == 0 &&
+		len(c.UIDs) <= sampler.MaxAllUIDs && len(c.Cgroups) <= sampler.MaxAllCgroups
+}
+
+// cgroupsInKernel reports whether the sampler tells the processes of --cgroup and
+// --container by their cgroup (sampler.Config.AllCgroups), kept by kernelCgroups.
+func (c *Config) cgroupsInKernel() bool {
+	return c.everyProcess() && len(c.Cgroups)+len(c.Containers) > 0
 }
 
 // validateAll checks --all and its filters.

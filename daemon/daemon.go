@@ -46,6 +46,8 @@ type daemonRun struct {
 	counted runCounters
 	// host: with --all, the targets whose symbol sources are not all set up.
 	host hostTargets
+	// cgroups: with --all --cgroup or --container, the cgroups the sampler counts.
+	cgroups kernelCgroups
 	// java asks the JVMs among the targets for their perf maps (--java-perfmap).
 	java javaMaps
 	// reg reads the functions of the objects the targets' JITs registered with the GDB JIT

@@ -217,9 +217,12 @@ func (d *daemonRun) open(ctx context.Context) error {
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
 		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind,
-		AllProcesses: d.cfg.everyProcess(), AllUIDs: d.cfg.UIDs})
+		AllProcesses: d.cfg.everyProcess(), AllUIDs: d.cfg.UIDs, AllCgroups: d.cfg.cgroupsInKernel()})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
+	}
+	if d.cfg.cgroupsInKernel() {
+		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log) // the containers come with the scans
 	}
 	// Code bytes are read within what the symbol budgets leave a target: read before a batch
 	// is applied, they would otherwise be made for every load a perf map asks for.

@@ -129,11 +129,14 @@ func (d *daemonRun) checkSources(pid uint32, image string, h *hostTarget, withFi
 	return !h.files || !h.fifoDone
 }
 
-// scanned is the watcher's Scanned handler: with --all, the change goroutine checks the
-// targets without symbol sources again.
+// scanned is the watcher's Scanned handler: with --all, the sampler's cgroups follow what
+// the scan found, and the change goroutine checks the targets without symbol sources again.
 func (d *daemonRun) scanned() {
 	if !d.cfg.All {
 		return
+	}
+	if d.cfg.cgroupsInKernel() {
+		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log)
 	}
 	select {
 	case d.host.recheck <- struct{}{}:

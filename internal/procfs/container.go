@@ -19,8 +19,23 @@ var containerPrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-
 // libpod-ID.scope. A cgroup a container made inside its own (its init.scope, a nested
 // container) names the innermost container. Systemd services and user sessions have none.
 func ContainerID(cgroupPath string) string {
+	_, id := container(cgroupPath)
+	return id
+}
+
+// ContainerCgroup is the cgroup of the container whose cgroup path this is: cgroupPath up
+// to the component that names the container ContainerID finds, "" when none. Every process
+// of the container is in it or below it.
+func ContainerCgroup(cgroupPath string) string {
+	dir, _ := container(cgroupPath)
+	return dir
+}
+
+// container is ContainerCgroup and ContainerID.
+func container(cgroupPath string) (dir, id string) {
 	rest := cgroupPath
 	for rest != "" {
+		end := len(rest)
 		var part string
 		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
 			rest, part = rest[:i], rest[i+1:]
@@ -28,10 +43,10 @@ func ContainerID(cgroupPath string) string {
 			rest, part = "", rest
 		}
 		if id := containerIDOf(part); id != "" {
-			return id
+			return cgroupPath[:end], id
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // containerIDOf is the container id one cgroup path component names, "" when none.

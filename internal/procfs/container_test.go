@@ -63,6 +63,27 @@ func TestContainerID(t *testing.T) {
 	}
 }
 
+// ContainerCgroup ends at the component that names the container: its processes' own
+// cgroups (init.scope, a service the container runs) are below it.
+func TestContainerCgroup(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"/docker/" + idA, "/docker/" + idA},
+		{"/system.slice/docker-" + idA + ".scope/init.scope", "/system.slice/docker-" + idA + ".scope"},
+		{"/system.slice/docker-" + idA + ".scope/system.slice/nginx.service", "/system.slice/docker-" + idA + ".scope"},
+		{"/docker/" + idA + "/docker/" + idB + "/init.scope", "/docker/" + idA + "/docker/" + idB},
+		{"/kubepods.slice/kubepods-burstable.slice/" + podSlice + "/crio-" + idA + ".scope/container",
+			"/kubepods.slice/kubepods-burstable.slice/" + podSlice + "/crio-" + idA + ".scope"},
+		{"/system.slice/containerd.service/" + podSlice + ":cri-containerd:" + idA,
+			"/system.slice/containerd.service/" + podSlice + ":cri-containerd:" + idA},
+		{"/system.slice/nginx.service", ""},
+		{"/", ""},
+	} {
+		if got := ContainerCgroup(c.path); got != c.want {
+			t.Errorf("ContainerCgroup(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
 func FuzzContainerID(f *testing.F) {
 	for _, c := range containerIDCases {
 		f.Add(c.path)
@@ -74,6 +95,10 @@ func FuzzContainerID(f *testing.F) {
 		}
 		if !isContainerID(id) || !strings.Contains(path, id) {
 			t.Fatalf("ContainerID(%q) = %q: not 64 hex digits of the path", path, id)
+		}
+		if dir := ContainerCgroup(path); !strings.HasPrefix(path, dir) || !strings.Contains(dir, id) ||
+			(len(dir) < len(path) && path[len(dir)] != '/') {
+			t.Fatalf("ContainerCgroup(%q) = %q: not the path up to a component naming %s", path, dir, id)
 		}
 		// Whatever a container made inside its cgroup, the id stays.
 		if again := ContainerID(path + "/init.scope"); again != id {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/profd/profd/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // startSleepAs starts sleep 30 as uid (and gid uid); the test's cleanup kills it.
@@ -226,7 +227,7 @@ func TestCgroupGoneWarnedOnce(t *testing.T) {
 func TestContainerPrefixAmbiguous(t *testing.T) {
 	f := &filter{containers: []string{"0123456789ab"}, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
 	a, b := "0123456789ab"+strings.Repeat("0", 52), "0123456789ab"+strings.Repeat("1", 52)
-	if !f.containerMatches(a) || !f.containerMatches(b) || f.containerMatches(strings.Repeat("2", 64)) {
+	if !f.containerMatches(a, "") || !f.containerMatches(b, "") || f.containerMatches(strings.Repeat("2", 64), "") {
 		t.Fatal("containerMatches by prefix is wrong")
 	}
 	if w := f.warnings(); len(w) != 1 || !strings.Contains(w[0], "several containers") {
@@ -235,6 +236,91 @@ func TestContainerPrefixAmbiguous(t *testing.T) {
 	if w := f.warnings(); len(w) != 0 {
 		t.Errorf("warned again: %q", w)
 	}
+}
+
+// cgroupIDs names the --cgroup directories; with containers, the cgroups of those seen, each
+// within a --cgroup directory when both are given (the deeper of the two); a container's
+// cgroup found gone is forgotten. A directory made again has a new id.
+func TestCgroupIDs(t *testing.T) {
+	mount := t.TempDir() // a stand-in for the hierarchy: cgroupIDs reads directories' inodes
+	id := func(rel string) uint64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(mount, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	ctrA, ctrB := "0123456789ab"+strings.Repeat("0", 52), "0123456789ab"+strings.Repeat("1", 52)
+	scopeA, scopeB := "/system.slice/docker-"+ctrA+".scope", "/machine.slice/docker-"+ctrB+".scope"
+	for _, rel := range []string{"/system.slice/x.service", scopeA + "/inner", scopeB} {
+		if err := os.MkdirAll(filepath.Join(mount, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newFilter := func(cgroups []string, containers []string) *filter {
+		f := &filter{mount: mount, containers: containers, containerCgroups: map[string]bool{}, seenIDs: map[string][]string{}}
+		for _, rel := range cgroups {
+			f.cgroups = append(f.cgroups, cgroupDir{rel: rel, dir: filepath.Join(mount, rel)})
+		}
+		return f
+	}
+
+	f := newFilter([]string{"/system.slice/x.service", "/system.slice"}, nil)
+	if got, want := f.cgroupIDs(), sorted(id("/system.slice/x.service"), id("/system.slice")); !slices.Equal(got, want) {
+		t.Errorf("--cgroup alone: %v, want %v", got, want)
+	}
+
+	f = newFilter(nil, []string{"0123456789ab"})
+	if got := f.cgroupIDs(); len(got) != 0 {
+		t.Errorf("no container seen yet: %v, want none", got)
+	}
+	f.containerMatches(ctrA, scopeA)
+	if !f.takeFound() || f.takeFound() {
+		t.Error("takeFound: want true once after a container's first process, then false")
+	}
+	f.containerMatches(ctrA, scopeA)
+	f.containerMatches(ctrB, scopeB)
+	if got, want := f.cgroupIDs(), sorted(id(scopeA), id(scopeB)); !slices.Equal(got, want) {
+		t.Errorf("two containers seen: %v, want %v", got, want)
+	}
+
+	// Within /system.slice: container A's scope; within A's scope/inner: that directory.
+	f = newFilter([]string{"/system.slice", scopeA + "/inner"}, []string{"0123456789ab"})
+	f.containerMatches(ctrA, scopeA)
+	f.containerMatches(ctrB, scopeB)
+	if got, want := f.cgroupIDs(), sorted(id(scopeA), id(scopeA+"/inner")); !slices.Equal(got, want) {
+		t.Errorf("--cgroup and --container: %v, want %v", got, want)
+	}
+
+	f = newFilter(nil, []string{"0123456789ab"})
+	f.containerMatches(ctrA, scopeA)
+	f.containerMatches(ctrB, scopeB)
+	if err := os.Remove(filepath.Join(mount, scopeB)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.cgroupIDs(), []uint64{id(scopeA)}; !slices.Equal(got, want) || f.containerCgroups[scopeB] {
+		t.Errorf("container B gone: %v (B still held: %v), want %v", got, f.containerCgroups[scopeB], want)
+	}
+
+	f = newFilter([]string{"/system.slice/x.service"}, nil)
+	old := id("/system.slice/x.service")
+	held, err := os.Open(filepath.Join(mount, "/system.slice/x.service")) // its inode not reused meanwhile
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	os.Remove(filepath.Join(mount, "/system.slice/x.service"))
+	os.Mkdir(filepath.Join(mount, "/system.slice/x.service"), 0o755)
+	if got := f.cgroupIDs(); len(got) != 1 || got[0] == old {
+		t.Errorf("the cgroup made again: %v, want its new id in place of %d", got, old)
+	}
+}
+
+// sorted returns ids ascending.
+func sorted(ids ...uint64) []uint64 {
+	slices.Sort(ids)
+	return ids
 }
 
 // With All and a uid filter, a process that changes its real user without an exec joins the

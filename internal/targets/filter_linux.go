@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/profd/profd/internal/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoCgroup is returned by New for a Filter cgroup that does not exist in the cgroup v2
@@ -51,26 +52,36 @@ type filter struct {
 	uids       []uint32
 	exclude    []image
 
+	// mount is where profd has the cgroup v2 hierarchy, "" when it has none (then containers
+	// are told by their v1 cgroups alone).
+	mount string
+
 	mu       sync.Mutex
 	gone     map[string]bool     // cgroups found missing at a scan (warned once)
 	seenIDs  map[string][]string // container prefix -> the ids it matched
 	warnedID map[string]bool
+	// containerCgroups are the cgroup v2 paths of the containers whose processes passed,
+	// until a scan finds them gone (see cgroupIDs); found is set when one is added.
+	containerCgroups map[string]bool
+	found            bool
 }
 
 func newFilter(f Filter) (*filter, error) {
-	r := &filter{uids: f.UIDs, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{}}
-	if len(f.Cgroups) > 0 {
+	r := &filter{uids: f.UIDs, gone: map[string]bool{}, seenIDs: map[string][]string{}, warnedID: map[string]bool{},
+		containerCgroups: map[string]bool{}}
+	if len(f.Cgroups)+len(f.Containers) > 0 {
 		mount, err := cgroup2Mount()
+		if err != nil && len(f.Cgroups) > 0 {
+			return nil, err
+		}
+		r.mount = mount
+	}
+	for _, arg := range f.Cgroups {
+		c, err := resolveCgroup(r.mount, arg)
 		if err != nil {
 			return nil, err
 		}
-		for _, arg := range f.Cgroups {
-			c, err := resolveCgroup(mount, arg)
-			if err != nil {
-				return nil, err
-			}
-			r.cgroups = append(r.cgroups, c)
-		}
+		r.cgroups = append(r.cgroups, c)
 	}
 	for _, id := range f.Containers {
 		if err := checkContainerPrefix(id); err != nil {
@@ -166,7 +177,7 @@ func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
 		}
 		if len(f.containers) > 0 {
 			id := procfs.ContainerID(cg.Path)
-			if id == "" || !f.containerMatches(id) {
+			if id == "" || !f.containerMatches(id, procfs.ContainerCgroup(cg.V2)) {
 				return false
 			}
 		}
@@ -180,8 +191,9 @@ func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
 }
 
 // containerMatches reports whether container id has one of the prefixes, noting which ids
-// each prefix matched (see warnings).
-func (f *filter) containerMatches(id string) bool {
+// each prefix matched (see warnings) and the container's cgroup v2 path, v2 ("" when it
+// has none), for cgroupIDs.
+func (f *filter) containerMatches(id, v2 string) bool {
 	ok := false
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -193,7 +205,63 @@ func (f *filter) containerMatches(id string) bool {
 			}
 		}
 	}
+	if ok && v2 != "" && f.mount != "" && !f.containerCgroups[v2] {
+		f.containerCgroups[v2] = true
+		f.found = true
+	}
 	return ok
+}
+
+// takeFound reports whether a container's cgroup was added since the last call.
+func (f *filter) takeFound() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found := f.found
+	f.found = false
+	return found
+}
+
+// cgroupIDs returns the ids (inode numbers) of the cgroup v2 directories whose processes
+// pass the cgroup and container filters, as far as they are known: each --cgroup directory
+// as it is now (one made again has a new id); with containers, the cgroup of each matching
+// container a process of was seen in (within a --cgroup directory, when both are given; a
+// container found gone is forgotten). nil without either filter.
+func (f *filter) cgroupIDs() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var paths []string
+	switch {
+	case len(f.containers) == 0:
+		for _, g := range f.cgroups {
+			paths = append(paths, g.rel)
+		}
+	case len(f.cgroups) == 0:
+		for c := range f.containerCgroups {
+			paths = append(paths, c)
+		}
+	default:
+		// A process in both is in the deeper of the two directories.
+		for c := range f.containerCgroups {
+			for _, g := range f.cgroups {
+				if g.under(c) {
+					paths = append(paths, c)
+				} else if (cgroupDir{rel: c}).under(g.rel) {
+					paths = append(paths, g.rel)
+				}
+			}
+		}
+	}
+	var ids []uint64
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(f.mount, p), &st); err != nil {
+			delete(f.containerCgroups, p) // the container is gone; a --cgroup's warning comes from warnings
+			continue
+		}
+		ids = append(ids, st.Ino)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // warnings returns what the filter has to warn of since it was last asked, each once: a

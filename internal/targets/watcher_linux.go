@@ -606,6 +606,25 @@ func (w *Watcher) Waiting() int {
 	return len(w.bound.waiting)
 }
 
+// Cgroups returns the ids (inode numbers) of the cgroup v2 directories whose processes pass
+// Filter.Cgroups and Containers, as far as the scans so far have found them: every --cgroup
+// directory as it is now, and each matching container's cgroup once a process of it was
+// seen (one within a --cgroup directory, when both are given). A process in, or below, one
+// of them passes those filters (not necessarily the others). nil without either filter.
+func (w *Watcher) Cgroups() []uint64 {
+	if w.filter == nil || !w.filter.byCgroup() {
+		return nil
+	}
+	return w.filter.cgroupIDs()
+}
+
+// CgroupsFound reports whether Cgroups names a container's cgroup it did not at the last
+// call of CgroupsFound: the first process of a container has passed the filter. Cheap:
+// the handler that adds a target can ask it each time.
+func (w *Watcher) CgroupsFound() bool {
+	return w.filter != nil && w.filter.takeFound()
+}
+
 // Waits reports whether process pid waits past Config.MaxTargets or MaxPerUser.
 func (w *Watcher) Waits(pid uint32) bool {
 	w.mu.Lock()
