@@ -13,9 +13,9 @@ import (
 // directory as it is (a service restarted makes its cgroup again, with a new id), and the
 // cgroup of each container a process of was seen in. Safe for concurrent use.
 type kernelCgroups struct {
-	mu     sync.Mutex
-	last   []uint64
-	warned bool
+	mu                   sync.Mutex
+	last                 []uint64
+	warnedFull, warnedOf bool // of more cgroups than the sampler takes, of its error
 }
 
 // set hands ids to smp when they changed since the last call; past
@@ -24,8 +24,8 @@ func (k *kernelCgroups) set(smp sampler.Sampler, ids []uint64, log *slog.Logger)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(ids) > sampler.MaxAllCgroups {
-		if !k.warned {
-			k.warned = true
+		if !k.warnedFull {
+			k.warnedFull = true
 			log.Warn("profd: more cgroups than the sampler tells apart: the processes of the rest are profiled once the watcher adds them, not from their first sample",
 				"cgroups", len(ids), "max", sampler.MaxAllCgroups)
 		}
@@ -35,8 +35,8 @@ func (k *kernelCgroups) set(smp sampler.Sampler, ids []uint64, log *slog.Logger)
 		return
 	}
 	if err := smp.SetCgroups(ids); err != nil {
-		if !k.warned {
-			k.warned = true
+		if !k.warnedOf {
+			k.warnedOf = true
 			log.Warn("profd: the sampler's cgroups could not be set: their processes are profiled once the watcher adds them", "err", err)
 		}
 		return
