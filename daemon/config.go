@@ -389,14 +389,15 @@ func joinFormats(fs []Format) string {
 }
 
 // everyProcess reports whether every process of the host is a target, or of the users,
-// cgroups and containers --uid, --cgroup and --container name (--all with no
-// --exclude-image and no --jit-image): the sampler then counts every such process's samples
-// (it knows a sample's user and cgroup), so that a process gone before the watcher found it
-// is added from its samples (strays). With another filter (or more users or cgroups than
-// the sampler can tell apart), a process gone cannot be checked against it. A container's
-// processes are counted so once the watcher has seen one of them (cgroupsInKernel).
+// cgroups and containers --uid, --cgroup and --container name, but those of
+// --exclude-image (--all with no --jit-image): the sampler then counts every such process's
+// samples (it knows a sample's user and cgroup), so that a process gone before the watcher
+// found it is added from its samples (strays), unless its mmap records tell it ran an
+// excluded image (excludedExited). With --jit-image (or more users or cgroups than the
+// sampler can tell apart), a process gone is not checked so. A container's processes are
+// counted so once the watcher has seen one of them (cgroupsInKernel).
 func (c *Config) everyProcess() bool {
-	return c.All && len(c.JITImages)+len(c.ExcludeImages) == 0 &&
+	return c.All && len(c.JITImages) == 0 &&
 		len(c.UIDs) <= sampler.MaxAllUIDs && len(c.Cgroups) <= sampler.MaxAllCgroups
 }
 

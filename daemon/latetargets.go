@@ -29,8 +29,12 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 			s.drop(pid)
 			continue
 		case exitedNow(pid):
+			if d.excludedExited(pid) {
+				s.drop(pid)
+				continue
+			}
 			d.lateTargetLocked(pid, p.firstNs)
-		case nowNs-p.heldNs >= int64(strayHold):
+		case nowNs-p.heldNs >= int64(strayHold) || d.parts.watch.Excluded(pid):
 			s.drop(pid)
 			continue
 		default:
@@ -38,6 +42,17 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 		}
 		s.give(pid, dr)
 	}
+}
+
+// excludedExited reports whether process pid, which exited before the watcher checked it,
+// ran an --exclude-image, as its mmap records tell; with --exclude-image, a process whose
+// file they do not tell counts as excluded (it cannot be checked).
+func (d *daemonRun) excludedExited(pid uint32) bool {
+	if len(d.cfg.ExcludeImages) == 0 {
+		return false
+	}
+	path, id := d.parts.look.exitedFile(pid)
+	return path == "" && id == (procfs.FileID{}) || d.parts.watch.ExcludedFile(path, id)
 }
 
 // exitedNow reports whether process pid has exited: it is gone from /proc, or a zombie.

@@ -72,7 +72,7 @@ func (l *procLookup) remember(pid uint32, start uint64) {
 func (l *procLookup) rememberExited(pid uint32) {
 	n := procNames{executable: procfs.ExePath(pid)}
 	if n.executable == "" && l.made != nil {
-		n.executable = l.made.Executable(pid)
+		n.executable, _ = l.made.Executable(pid)
 	}
 	if n.executable != "" {
 		n.image = filepath.Base(n.executable)
@@ -80,6 +80,15 @@ func (l *procLookup) rememberExited(pid uint32) {
 		n.image = procfs.Image(pid) // its command name, while a zombie
 	}
 	l.keep(pid, n)
+}
+
+// exitedFile is the file process pid, which has exited, ran as its mmap records tell: ""
+// and a zero identity when they tell none, or there are none.
+func (l *procLookup) exitedFile(pid uint32) (string, procfs.FileID) {
+	if l.made == nil {
+		return "", procfs.FileID{}
+	}
+	return l.made.Executable(pid)
 }
 
 // keep stores n, with the user and what else /proc shows of pid now, as pid's names.

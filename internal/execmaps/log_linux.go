@@ -394,22 +394,22 @@ func (l *Log) Born(pid uint32) int64 {
 	return 0
 }
 
-// Executable returns the path of the file process pid runs as the records tell: the first
-// file its latest exec mapped executable (the program's text comes before its interpreter's
-// and libraries'), or for a process forked and not exec'd since, its parent's (a parent
-// older than the records: its /proc/PID/exe, while it runs). It returns "" when none is
-// known.
-func (l *Log) Executable(pid uint32) string {
+// Executable returns the path and identity of the file process pid runs as the records
+// tell: the first file its latest exec mapped executable (the program's text comes before
+// its interpreter's and libraries'), or for a process forked and not exec'd since, its
+// parent's (a parent older than the records: its /proc/PID/exe, while it runs). It returns
+// "" and a zero FileID when none is known.
+func (l *Log) Executable(pid uint32) (string, procfs.FileID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ""
+		return "", procfs.FileID{}
 	}
 	l.readLocked()
 	for range maxAncestors {
 		p := l.procs[pid]
 		if p == nil {
-			return ""
+			break
 		}
 		if p.execNs > p.bornNs {
 			var first *mapping
@@ -419,22 +419,20 @@ func (l *Log) Executable(pid uint32) string {
 				}
 			}
 			if first == nil {
-				return ""
+				break
 			}
-			return first.Path
+			return first.Path, procfs.FileID{Dev: first.Dev, Ino: first.Ino}
 		}
 		parent, early, ok := l.parentOf(p)
 		switch {
-		case !ok:
-			return ""
-		case early && parent != nil && parent.exitNs != 0:
-			return ""
+		case !ok, early && parent != nil && parent.exitNs != 0:
+			return "", procfs.FileID{}
 		case early:
-			return procfs.ExePath(p.parent)
+			return procfs.ExePath(p.parent), procfs.ExeID(p.parent)
 		}
 		pid = p.parent
 	}
-	return ""
+	return "", procfs.FileID{}
 }
 
 // parentOf tells what the records know of the process p was forked from. ok is false when

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -63,8 +64,8 @@ func TestExitedProcess(t *testing.T) {
 		if !exe || !libc || !before {
 			t.Errorf("pid %d (%s, exited) has mappings %s; want %s, libc, and under them the test binary it ran before its exec", pid, sh, show(maps), real)
 		}
-		if got := l.Executable(pid); got != real {
-			t.Errorf("pid %d (%s, exited) ran %q, want %s", pid, sh, got, real)
+		if got, id := l.Executable(pid); got != real || id != (procfs.FileID{Dev: st.Dev, Ino: st.Ino}) {
+			t.Errorf("pid %d (%s, exited) ran %q (%+v), want %s (device %#x inode %d)", pid, sh, got, id, real, st.Dev, st.Ino)
 		}
 	}
 }

@@ -92,7 +92,7 @@ func TestExecForkExit(t *testing.T) {
 		}
 	}
 	for pid, want := range map[uint32]string{10: "/bin/sh", 11: "/bin/sh", 12: "/bin/true", 13: "/bin/sh", 14: "/bin/env", 15: ""} {
-		if got := l.Executable(pid); got != want {
+		if got, _ := l.Executable(pid); got != want {
 			t.Errorf("pid %d runs %q, want %q", pid, got, want)
 		}
 	}

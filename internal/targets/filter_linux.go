@@ -162,8 +162,8 @@ func (c cgroupDir) under(path string) bool {
 func (f *filter) byCgroup() bool { return len(f.cgroups) > 0 || len(f.containers) > 0 }
 
 // admits reports whether process pid (not a kernel thread, not profd: the caller checks)
-// passes the filter; exe is its executable's base name. The cheapest reads come first.
-func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
+// passes the filter; exe is what it runs. The cheapest reads come first.
+func (f *filter) admits(pid uint32, exe executable, hostMounts string) bool {
 	if len(f.uids) > 0 {
 		st, err := procfs.ReadStatus(pid)
 		if err != nil || st.RealUID < 0 || !slices.Contains(f.uids, uint32(st.RealUID)) {
@@ -181,6 +181,9 @@ func (f *filter) admits(pid uint32, exe, hostMounts string) bool {
 				return false
 			}
 		}
+	}
+	if len(f.exclude) > 0 && exe.name == "" {
+		return false // exiting: what it ran cannot be told, so it may run an excluded image
 	}
 	for i := range f.exclude {
 		if f.exclude[i].runs(pid, exe, hostMounts) {

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/profd/profd/internal/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoImage is returned by New for an image given as a path that names no executable file.
@@ -83,31 +85,66 @@ func statID(path string) (fileID, uint32, bool) {
 	return fileID{Dev: st.Dev, Ino: st.Ino}, st.Uid, true
 }
 
-// runs reports whether process pid runs im. A resolved image matches the process that runs
-// its very file; in a mount namespace of its own (a container) a process whose executable
-// has the image's name matches when root owns that executable, as the host's does. A name
-// PATH lacks matches by the executable's base name. Never by comm: any process may set its
-// own (prctl PR_SET_NAME), and a user's copy of a binary renamed to the image's name runs
-// another file.
-func (im *image) runs(pid uint32, exe string, hostMounts string) bool {
-	if exe == "" {
+// executable is what the watcher reads of the file a process runs, at one time: its base
+// name (as the /proc/PID/exe link names it, without " (deleted)"), identity and owner.
+// name is "" when it cannot be read (the process exited, or is exiting).
+type executable struct {
+	name string
+	id   fileID
+	uid  uint32
+}
+
+// readExecutable reads what process pid runs. The link is opened once, and the name and the
+// identity read from that one open file: read one after the other from /proc/PID/exe, an
+// exec between the two would pair the old program's name with the new one's file.
+func readExecutable(pid uint32) executable {
+	fd, err := unix.Open(procfs.Path(pid, "exe"), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return executable{}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return executable{}
+	}
+	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return executable{}
+	}
+	return executable{name: filepath.Base(strings.TrimSuffix(path, " (deleted)")), id: fileID{Dev: st.Dev, Ino: st.Ino}, uid: st.Uid}
+}
+
+// runs reports whether process pid, which runs exe, runs im. A resolved image matches the
+// process that runs its very file; in a mount namespace of its own (a container) a process
+// whose executable has the image's name matches when root owns that executable, as the
+// host's does. A name PATH lacks matches by the executable's base name. Never by comm: any
+// process may set its own (prctl PR_SET_NAME), and a user's copy of a binary renamed to
+// the image's name runs another file.
+func (im *image) runs(pid uint32, exe executable, hostMounts string) bool {
+	if exe.name == "" {
 		return false
 	}
 	if im.file == (fileID{}) {
-		return exe == im.name
+		return exe.name == im.name
 	}
-	id, uid, ok := statID(procfs.Path(pid, "exe"))
-	if !ok {
-		return false
-	}
-	if id == im.file {
+	if exe.id == im.file {
 		return true
 	}
-	if exe != im.name && exe != im.arg || uid != 0 || hostMounts == "" {
+	if exe.name != im.name && exe.name != im.arg || exe.uid != 0 || hostMounts == "" {
 		return false
 	}
 	mnt, err := os.Readlink(procfs.Path(pid, "ns/mnt"))
 	return err == nil && mnt != hostMounts
+}
+
+// ranFile reports whether a process that ran the file at path, whose identity is id, ran
+// im: its very file, or for an image matched by name, a file of that name. It cannot tell
+// a container's own copy of a resolved image (runs matches that by /proc).
+func (im *image) ranFile(path string, id fileID) bool {
+	if im.file == (fileID{}) {
+		return path != "" && filepath.Base(path) == im.name
+	}
+	return id == im.file
 }
 
 // describe says what im matches, for the log.

@@ -625,6 +625,26 @@ func (w *Watcher) CgroupsFound() bool {
 	return w.filter != nil && w.filter.takeFound()
 }
 
+// Excluded reports whether process pid runs one of Filter.ExcludeImages, as its /proc tells
+// now: false for a process that has exited.
+func (w *Watcher) Excluded(pid uint32) bool {
+	if w.filter == nil || len(w.filter.exclude) == 0 {
+		return false
+	}
+	exe := readExecutable(pid)
+	return slices.ContainsFunc(w.filter.exclude, func(im image) bool { return im.runs(pid, exe, w.hostMounts) })
+}
+
+// ExcludedFile reports whether a process that ran the file at path, whose identity is id,
+// ran one of Filter.ExcludeImages: for a process that has exited, whose file only its mmap
+// records tell. False for an unknown file (path "", id zero).
+func (w *Watcher) ExcludedFile(path string, id procfs.FileID) bool {
+	if w.filter == nil || (path == "" && id == procfs.FileID{}) {
+		return false
+	}
+	return slices.ContainsFunc(w.filter.exclude, func(im image) bool { return im.ranFile(path, id) })
+}
+
 // Waits reports whether process pid waits past Config.MaxTargets or MaxPerUser.
 func (w *Watcher) Waits(pid uint32) bool {
 	w.mu.Lock()
@@ -1034,7 +1054,7 @@ func (w *Watcher) matches(pid uint32, st procfs.Stat) bool {
 	if pid == w.self || st.KernelThread() {
 		return false
 	}
-	exe := procfs.Exe(pid)
+	exe := readExecutable(pid)
 	if w.filter != nil {
 		if !w.filter.admits(pid, exe, w.hostMounts) {
 			return false
