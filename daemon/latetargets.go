@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"math"
+
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/sampler"
 )
@@ -12,7 +14,12 @@ import (
 // a pid reused. Callers hold d.mu.
 func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 	s := &d.locked.strays
-	if s.hold(dr, d.locked.counts.Has, nowNs) && !s.warned {
+	ended := d.programsEndedLocked(dr)
+	keep := func(pid uint32, firstNs int64) bool {
+		execNs, ok := ended[pid]
+		return d.locked.counts.Has(pid) && (!ok || firstNs < execNs)
+	}
+	if s.hold(dr, keep, nowNs) && !s.warned {
 		s.warned = true
 		d.log.Warn("profd: the samples of more processes that are not targets yet than profd holds; the samples of further ones are let go until those are added",
 			"max_keys", maxStrayKeys)
@@ -23,7 +30,10 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 		if born := d.parts.look.bornNs(pid); born > 0 && !s.since(pid, born) {
 			continue
 		}
+		_, execed := ended[pid]
 		switch {
+		case d.locked.counts.Has(pid) && execed && nowNs-p.heldNs < int64(strayHold):
+			continue // for the target its new program becomes, added anew soon
 		case d.locked.counts.Has(pid):
 		case d.parts.watch.Waits(pid):
 			s.drop(pid)
@@ -42,6 +52,51 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 		}
 		s.give(pid, dr)
 	}
+}
+
+// programsEndedLocked returns, for each target with samples in dr whose program ended by an
+// exec the watcher has not reported yet, when the exec was, as the mmap records tell: a
+// process forked from a target is one itself, until the exec's notification retires it and
+// adds it anew under its new program (or not at all, when that one is filtered out). Its
+// samples since the exec are the new program's, not the old one's, however late the
+// notification comes under load. An exec of the file the target runs is none (it stays the
+// same target). Callers hold d.mu.
+func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
+	if d.parts.look.made == nil {
+		return nil
+	}
+	var ended map[uint32]int64
+	check := func(pid uint32) {
+		t := d.locked.targets[pid]
+		if t == nil {
+			return
+		}
+		if _, seen := ended[pid]; seen {
+			return
+		}
+		execNs, file := d.parts.look.made.LastExec(pid)
+		names, ok := d.parts.look.remembered(pid)
+		if ended == nil {
+			ended = map[uint32]int64{}
+		}
+		if execNs > t.addedNs && file != "" && ok && names.executable != "" && file != names.executable {
+			ended[pid] = execNs
+		} else {
+			ended[pid] = math.MaxInt64 // checked: its program goes on
+		}
+	}
+	for k := range dr.Counts {
+		check(k.PID)
+	}
+	for _, st := range dr.Stacks {
+		check(st.PID)
+	}
+	for pid, ns := range ended {
+		if ns == math.MaxInt64 {
+			delete(ended, pid)
+		}
+	}
+	return ended
 }
 
 // excludedExited reports whether process pid, which exited before the watcher checked it,

@@ -24,7 +24,9 @@ const maxStrayKeys = 1 << 16
 // its /proc entry, and one of a few tens before it is added. Each drain gives back the
 // samples of the processes that became targets since, and of those that exited first,
 // which are added from their samples (lateTargetLocked); a live process that is still no
-// target after strayHold has its samples let go. Guarded by daemon.mu.
+// target after strayHold has its samples let go. A target whose program ended by an exec
+// the watcher has not reported yet has the samples taken since held too, for the target
+// its new program becomes (programsEndedLocked). Guarded by daemon.mu.
 type strays struct {
 	procs  map[uint32]*strayProcess
 	keys   int  // counts and call chains held, every process together
@@ -39,12 +41,12 @@ type strayProcess struct {
 	firstNs int64 // its first sample's time
 }
 
-// hold adds what dr holds of the processes keep rejects to s, takes it out of dr, and
-// reports whether anything was let go past maxStrayKeys (a count of a key already held is
-// added to it all the same).
-func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32) bool, nowNs int64) (full bool) {
+// hold adds what dr holds that keep rejects (by process and first sample's time) to s,
+// takes it out of dr, and reports whether anything was let go past maxStrayKeys (a count of
+// a key already held is added to it all the same).
+func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32, firstNs int64) bool, nowNs int64) (full bool) {
 	for k, c := range dr.Counts {
-		if keep(k.PID) {
+		if keep(k.PID, c.FirstNs) {
 			continue
 		}
 		delete(dr.Counts, k)
@@ -63,7 +65,7 @@ func (s *strays) hold(dr *sampler.Drained, keep func(pid uint32) bool, nowNs int
 	}
 	kept := dr.Stacks[:0]
 	for _, st := range dr.Stacks {
-		if keep(st.PID) {
+		if keep(st.PID, st.FirstNs) {
 			kept = append(kept, st)
 		} else if p := s.proc(s.procs[st.PID], st.PID, nowNs); p != nil {
 			p.stacks = append(p.stacks, st)

@@ -10,7 +10,7 @@ import (
 // drains, count each key once, give it back whole, let go of what was taken before a time
 // (the fork of the process that reused a pid), and hold at most maxStrayKeys keys.
 func TestStraysHoldAndGive(t *testing.T) {
-	target := func(pid uint32) bool { return pid == 1 }
+	target := func(pid uint32, _ int64) bool { return pid == 1 }
 	drained := func(ns int64) sampler.Drained {
 		return sampler.Drained{
 			Counts: map[sampler.Key]sampler.Count{
@@ -78,5 +78,32 @@ func TestStraysHoldAndGive(t *testing.T) {
 	s.hold(&again, target, 4000)
 	if got := s.procs[7].counts[sampler.Key{PID: 7, IP: 0}].N; got != 2 || s.keys != maxStrayKeys {
 		t.Errorf("a key held, counted again with the strays full: %d samples, %d keys; want 2 and %d", got, s.keys, maxStrayKeys)
+	}
+}
+
+// A target whose program ended by an exec at 500 keeps in the drain what it drew before,
+// and the strays hold what it drew since, counts and call chains, for the target its new
+// program becomes.
+func TestStraysHoldSinceExec(t *testing.T) {
+	keep := func(pid uint32, firstNs int64) bool { return pid == 1 && firstNs < 500 }
+	dr := sampler.Drained{
+		Counts: map[sampler.Key]sampler.Count{
+			{PID: 1, IP: 0x10}:   {N: 4, FirstNs: 100, LastNs: 400},
+			{PID: 1, IP: 0x7000}: {N: 5, FirstNs: 600, LastNs: 900},
+		},
+		Stacks: []sampler.StackCount{
+			{PID: 1, User: []uint64{0x10}, Count: sampler.Count{N: 4, FirstNs: 100, LastNs: 400}},
+			{PID: 1, User: []uint64{0x7000}, Count: sampler.Count{N: 5, FirstNs: 600, LastNs: 900}},
+		},
+	}
+	var s strays
+	s.hold(&dr, keep, 1000)
+	if len(dr.Counts) != 1 || dr.Counts[sampler.Key{PID: 1, IP: 0x10}].N != 4 || len(dr.Stacks) != 1 || dr.Stacks[0].User[0] != 0x10 {
+		t.Fatalf("the drain keeps %v and %v; want the samples before the exec alone", dr.Counts, dr.Stacks)
+	}
+	var out sampler.Drained
+	s.give(1, &out)
+	if len(out.Counts) != 1 || out.Counts[sampler.Key{PID: 1, IP: 0x7000}].N != 5 || len(out.Stacks) != 1 || out.Stacks[0].User[0] != 0x7000 {
+		t.Fatalf("the strays give %v and %v; want the samples since the exec", out.Counts, out.Stacks)
 	}
 }

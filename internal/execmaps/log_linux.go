@@ -412,12 +412,7 @@ func (l *Log) Executable(pid uint32) (string, procfs.FileID) {
 			break
 		}
 		if p.execNs > p.bornNs {
-			var first *mapping
-			for i := range p.maps {
-				if m := &p.maps[i]; m.Ino != 0 && m.ns >= p.execNs && (first == nil || m.ns < first.ns) {
-					first = m
-				}
-			}
+			first := p.execFile()
 			if first == nil {
 				break
 			}
@@ -433,6 +428,38 @@ func (l *Log) Executable(pid uint32) (string, procfs.FileID) {
 		pid = p.parent
 	}
 	return "", procfs.FileID{}
+}
+
+// LastExec returns when process pid last exec'd, as the records tell (CLOCK_MONOTONIC), and
+// the file that exec mapped first (Executable's path); 0 and "" when they tell no exec of
+// the process that has pid now.
+func (l *Log) LastExec(pid uint32) (int64, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ""
+	}
+	l.readLocked()
+	p := l.procs[pid]
+	if p == nil || p.execNs <= p.bornNs {
+		return 0, ""
+	}
+	if first := p.execFile(); first != nil {
+		return p.execNs, first.Path
+	}
+	return p.execNs, ""
+}
+
+// execFile is the first file p's latest exec mapped (the program's text comes before its
+// interpreter's and libraries'), nil when none is known.
+func (p *process) execFile() *mapping {
+	var first *mapping
+	for i := range p.maps {
+		if m := &p.maps[i]; m.Ino != 0 && m.ns >= p.execNs && (first == nil || m.ns < first.ns) {
+			first = m
+		}
+	}
+	return first
 }
 
 // parentOf tells what the records know of the process p was forked from. ok is false when
