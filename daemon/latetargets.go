@@ -59,8 +59,9 @@ func (d *daemonRun) sortStraysLocked(dr *sampler.Drained, nowNs int64) {
 // process forked from a target is one itself, until the exec's notification retires it and
 // adds it anew under its new program (or not at all, when that one is filtered out). Its
 // samples since the exec are the new program's, not the old one's, however late the
-// notification comes under load. An exec of the file the target runs is none (it stays the
-// same target). Callers hold d.mu.
+// notification comes under load. An exec of the file the target runs (the same device and
+// inode, whatever path a container names it by) is none: it stays the same target. Callers
+// hold d.mu.
 func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
 	if d.parts.look.made == nil {
 		return nil
@@ -79,7 +80,8 @@ func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
 		if ended == nil {
 			ended = map[uint32]int64{}
 		}
-		if execNs > t.addedNs && file != "" && ok && names.executable != "" && file != names.executable {
+		none := procfs.FileID{}
+		if execNs > t.addedNs && file != none && ok && names.exeID != none && file != names.exeID {
 			ended[pid] = execNs
 		} else {
 			ended[pid] = math.MaxInt64 // checked: its program goes on

@@ -40,6 +40,7 @@ type procLookup struct {
 // group (uid -1: unknown), and where it runs and who it is.
 type procNames struct {
 	image, executable string
+	exeID             procfs.FileID // the executable's identity, zero when unknown
 	uid, gid          int
 	info              attribute.ProcessInfo
 	// start is the process's start time as the watcher gave it (targets.Watcher.StartOf):
@@ -62,7 +63,7 @@ func (l *procLookup) close() {
 // remember reads pid's names now, for Image and Executable until forget; start is the
 // process's start time (Started).
 func (l *procLookup) remember(pid uint32, start uint64) {
-	l.keep(pid, procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), start: start})
+	l.keep(pid, procNames{image: procfs.Image(pid), executable: procfs.ExePath(pid), exeID: procfs.ExeID(pid), start: start})
 }
 
 // rememberExited is remember for a process that exited before it was made a target (its

@@ -431,23 +431,23 @@ func (l *Log) Executable(pid uint32) (string, procfs.FileID) {
 }
 
 // LastExec returns when process pid last exec'd, as the records tell (CLOCK_MONOTONIC), and
-// the file that exec mapped first (Executable's path); 0 and "" when they tell no exec of
-// the process that has pid now.
-func (l *Log) LastExec(pid uint32) (int64, string) {
+// the identity of the file that exec mapped first (Executable's); 0 and a zero FileID when
+// they tell no exec of the process that has pid now.
+func (l *Log) LastExec(pid uint32) (int64, procfs.FileID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, ""
+		return 0, procfs.FileID{}
 	}
 	l.readLocked()
 	p := l.procs[pid]
 	if p == nil || p.execNs <= p.bornNs {
-		return 0, ""
+		return 0, procfs.FileID{}
 	}
 	if first := p.execFile(); first != nil {
-		return p.execNs, first.Path
+		return p.execNs, procfs.FileID{Dev: first.Dev, Ino: first.Ino}
 	}
-	return p.execNs, ""
+	return p.execNs, procfs.FileID{}
 }
 
 // execFile is the first file p's latest exec mapped (the program's text comes before its
