@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"math"
-
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/sampler"
 )
@@ -67,24 +65,21 @@ func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
 		return nil
 	}
 	var ended map[uint32]int64
+	checked := map[uint32]bool{}
 	check := func(pid uint32) {
 		t := d.locked.targets[pid]
-		if t == nil {
+		if t == nil || checked[pid] {
 			return
 		}
-		if _, seen := ended[pid]; seen {
-			return
-		}
+		checked[pid] = true
 		execNs, file := d.parts.look.made.LastExec(pid)
 		names, ok := d.parts.look.remembered(pid)
-		if ended == nil {
-			ended = map[uint32]int64{}
-		}
 		none := procfs.FileID{}
 		if execNs > t.addedNs && file != none && ok && names.exeID != none && file != names.exeID {
+			if ended == nil {
+				ended = map[uint32]int64{}
+			}
 			ended[pid] = execNs
-		} else {
-			ended[pid] = math.MaxInt64 // checked: its program goes on
 		}
 	}
 	for k := range dr.Counts {
@@ -92,11 +87,6 @@ func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
 	}
 	for _, st := range dr.Stacks {
 		check(st.PID)
-	}
-	for pid, ns := range ended {
-		if ns == math.MaxInt64 {
-			delete(ended, pid)
-		}
 	}
 	return ended
 }
