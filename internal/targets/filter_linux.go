@@ -185,12 +185,12 @@ func (f *filter) admits(pid uint32, exe executable, hostMounts string) bool {
 	if len(f.exclude) > 0 && exe.name == "" {
 		return false // exiting: what it ran cannot be told, so it may run an excluded image
 	}
-	for i := range f.exclude {
-		if f.exclude[i].runs(pid, exe, hostMounts) {
-			return false
-		}
-	}
-	return true
+	return !f.excludes(pid, exe, hostMounts)
+}
+
+// excludes reports whether process pid, which runs exe, runs one of the excluded images.
+func (f *filter) excludes(pid uint32, exe executable, hostMounts string) bool {
+	return slices.ContainsFunc(f.exclude, func(im image) bool { return im.runs(pid, exe, hostMounts) })
 }
 
 // containerMatches reports whether container id has one of the prefixes, noting which ids

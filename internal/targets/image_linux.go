@@ -51,7 +51,7 @@ func resolveImage(arg string) (image, error) {
 	if err != nil {
 		return im, fmt.Errorf("targets: --jit-image %s: %w", arg, ErrNoImage)
 	}
-	id, _, ok := statID(real)
+	id, ok := statID(real)
 	if !ok {
 		return im, fmt.Errorf("targets: --jit-image %s: %w", arg, ErrNoImage)
 	}
@@ -75,14 +75,13 @@ func isScript(path string) bool {
 	return err == nil && string(b[:]) == "#!"
 }
 
-// statID returns the identity and owner of the file at path (following symlinks, and so
-// /proc/PID/exe to the executable a process runs).
-func statID(path string) (fileID, uint32, bool) {
+// statID returns the identity of the file at path (following symlinks).
+func statID(path string) (fileID, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
-		return fileID{}, 0, false
+		return fileID{}, false
 	}
-	return fileID{Dev: st.Dev, Ino: st.Ino}, st.Uid, true
+	return fileID{Dev: st.Dev, Ino: st.Ino}, true
 }
 
 // executable is what the watcher reads of the file a process runs, at one time: its base

@@ -631,8 +631,7 @@ func (w *Watcher) Excluded(pid uint32) bool {
 	if w.filter == nil || len(w.filter.exclude) == 0 {
 		return false
 	}
-	exe := readExecutable(pid)
-	return slices.ContainsFunc(w.filter.exclude, func(im image) bool { return im.runs(pid, exe, w.hostMounts) })
+	return w.filter.excludes(pid, readExecutable(pid), w.hostMounts)
 }
 
 // ExcludedFile reports whether a process that ran the file at path, whose identity is id,
