@@ -72,10 +72,13 @@ func (d *daemonRun) programsEndedLocked(dr *sampler.Drained) map[uint32]int64 {
 			return
 		}
 		checked[pid] = true
-		execNs, file := d.parts.look.made.LastExec(pid)
-		names, ok := d.parts.look.remembered(pid)
 		none := procfs.FileID{}
-		if execNs > t.addedNs && file != none && ok && names.exeID != none && file != names.exeID {
+		names, ok := d.parts.look.remembered(pid)
+		if !ok || names.exeID == none {
+			return // nothing to tell its program's file by
+		}
+		execNs, file := d.parts.look.made.LastExec(pid)
+		if execNs > t.addedNs && file != none && file != names.exeID {
 			if ended == nil {
 				ended = map[uint32]int64{}
 			}

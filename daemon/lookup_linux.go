@@ -72,8 +72,8 @@ func (l *procLookup) remember(pid uint32, start uint64) {
 // /proc still shows of the rest: a reaped process's user is unknown.
 func (l *procLookup) rememberExited(pid uint32) {
 	n := procNames{executable: procfs.ExePath(pid)}
-	if n.executable == "" && l.made != nil {
-		n.executable, _ = l.made.Executable(pid)
+	if n.executable == "" {
+		n.executable, _ = l.exitedFile(pid)
 	}
 	if n.executable != "" {
 		n.image = filepath.Base(n.executable)
