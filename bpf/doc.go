@@ -2,8 +2,9 @@
 // endiannesses (committed; `make generate` rebuilds it with clang-14) and a thin loader.
 //
 // The program runs on perf_event overflows. It keeps samples whose tgid is in a target set
-// (or, when the loader asks, every process's user-mode samples but profd's), counts them per (tgid, user ip) in hash maps, with the times of each key's first and last
-// sample since the last drain, and counts what it throws away: samples of
+// (or, when the loader asks, every process's user-mode samples but profd's, of some users
+// and cgroups), counts them per (tgid, user ip) in hash maps, with the times of each key's
+// first and last sample since the last drain, and counts what it throws away: samples of
 // other processes, kernel-mode samples of targets (only taken when the perf event includes
 // the kernel; they are not attributed to an address) and samples lost to full maps.
 //

@@ -37,8 +37,7 @@ type Config struct {
 	// AllBut, when not 0, counts the user-mode samples of every process but tgid AllBut
 	// (profd's own), targets or not; kernel-mode samples only count for targets. AllUIDs,
 	// when given, narrows it to the processes whose real user is one of them (at most
-	// MaxAllUIDs).
-	// AllCgroups narrows AllBut to the processes in, or below, the cgroup v2 directories
+	// MaxAllUIDs); AllCgroups to the processes in, or below, the cgroup v2 directories
 	// SetCgroups names (none until it is called).
 	AllBut     uint32
 	AllUIDs    []uint32

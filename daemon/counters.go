@@ -77,7 +77,7 @@ type Stats struct {
 	TargetsActive            uint64 // now: targets profiled
 	TargetsAdded             uint64 // processes made targets
 	TargetsMissed            uint64 // processes found that exited before they could be added
-	TargetsAddedLate         uint64 // processes that exited before they were found, added from their samples (--all alone)
+	TargetsAddedLate         uint64 // processes that exited before they were found, added from their samples (--all with no --jit-image)
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
 	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
 

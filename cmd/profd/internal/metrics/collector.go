@@ -59,7 +59,7 @@ var daemonMetrics = []daemonMetric{
 		func(s daemon.Stats) uint64 { return s.TargetsAdded }},
 	{desc("targets_missed_total", "Processes found that exited before they could be sampled."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsMissed }},
-	{desc("targets_added_late_total", "Processes that exited before profd found them, added from their samples (--all with no filter but --uid)."), counter, nil,
+	{desc("targets_added_late_total", "Processes that exited before profd found them, added from their samples (--all with no --jit-image)."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsAddedLate }},
 	{desc("targets_exited_before_setup_total", "Targets that exited before their symbol sources were set up (sampled, without symbols)."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsExitedBeforeSetup }},
