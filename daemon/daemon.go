@@ -132,6 +132,8 @@ type flushState struct {
 	// write that ended an interval (any write, without --flush-interval); a flush that ends
 	// intervals writes them even when none of their processes is left.
 	exitedSince map[string]bool
+	// tooLargeWarned: a function too large to repair was warned about (once a run).
+	tooLargeWarned atomic.Bool
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each live output's last flush, by base name, for the summary

@@ -612,7 +612,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	}
 	flushed := []any{"pid", w.pid, "final", w.final, "files", paths,
 		"objects", cst.Objects, "reestimated", cst.Reestimated, "cached", cst.Cached, "raw_no_code", cst.RawNoCode,
-		"raw_cfg_error", cst.RawCFGError, "no_line_table", cst.NoLineTable,
+		"raw_cfg_error", cst.RawCFGError, "raw_too_large", cst.RawTooLarge, "no_line_table", cst.NoLineTable,
 		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start)}
 	switch {
 	case w.ownFinal(): // one of the lines of its process's going
@@ -624,6 +624,10 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	}
 	if cst.FirstError != nil {
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
+	}
+	if cst.RawTooLarge > 0 && !d.flushing.tooLargeWarned.Swap(true) {
+		d.log.Warn("profd: some functions are too large to repair: they keep their raw samples per line in the LLVM profiles; the flush lines count them (raw_too_large)",
+			"pid", w.pid, "function", cst.FirstTooLarge, "functions", cst.RawTooLarge)
 	}
 	jit, outside := w.capture.TotalSamples()
 	sum := procSummary{profileio.FunctionTotals(w.capture), jit, outside, w.capture.UnnamedSamples()}

@@ -3,12 +3,14 @@ package profgen
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/sampleprof"
 )
 
@@ -49,10 +51,13 @@ type Stats struct {
 	Cached       int // of those, repaired by an earlier conversion (Options.Cache)
 	RawNoCode    int // no code bytes: raw samples per line
 	RawCFGError  int // the code could not be analysed: raw samples per line
+	RawTooLarge  int // the code is larger than a repair is allowed to cost: raw samples per line
 	NoLineTable  int // no line table: only total (and head, when reestimated) samples
 	DroppedLines int // line-table entries the projection could not place
 	// FirstError is the first analysis error met, for the log line; nil when none.
 	FirstError error
+	// FirstTooLarge names the first object of RawTooLarge, for the warning; "" when none.
+	FirstTooLarge string
 }
 
 // FromCapture builds the LLVM sample profile of every sampled code object in c. Objects of
@@ -90,16 +95,20 @@ func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) 
 			if cached {
 				st.Cached++
 			}
-			if err != nil {
+			switch {
+			case err == nil:
+				fc.Blocks, fc.Entry = blocks, entry
+				fc.Calls = callees.name(o.Pid, calls, sites[codeOf(o)])
+				st.Reestimated++
+			case errors.Is(err, cfg.ErrCodeTooLarge) || errors.Is(err, cfg.ErrTooManyBlocks):
+				st.RawTooLarge++
+				st.FirstTooLarge = cmp.Or(st.FirstTooLarge, o.Object.Name)
+			default:
 				st.RawCFGError++
 				if st.FirstError == nil {
 					st.FirstError = err
 				}
-				break
 			}
-			fc.Blocks, fc.Entry = blocks, entry
-			fc.Calls = callees.name(o.Pid, calls, sites[codeOf(o)])
-			st.Reestimated++
 		}
 		for k, part := range splitInlined(fc, opt.Subprograms) {
 			pr := Project(part)

@@ -1,8 +1,10 @@
 package profgen
 
 import (
+	"bytes"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/profd/profd/codeobj"
@@ -62,15 +64,26 @@ func TestFromCapture(t *testing.T) {
 	}
 	unsampled := object(t, fn, "cold", fn.Code, true)
 	unsampled.Samples = nil
+	// Past the repair's bounds: more bytes than cfg.MaxCodeBytes, more blocks than
+	// cfg.MaxCodeBlocks (jne +0, each a block, then the function's own code).
+	huge := object(t, fn, "huge", append(slices.Clone(fn.Code), make([]byte, cfg.MaxCodeBytes)...), true)
+	branchy := object(t, fn, "branchy", append(bytes.Repeat([]byte{0x75, 0x00}, cfg.MaxCodeBlocks), fn.Code...), true)
+	branchy.Object.Addr -= 2 * cfg.MaxCodeBlocks
+	for i := range branchy.Samples {
+		branchy.Samples[i].Offset += 2 * cfg.MaxCodeBlocks
+	}
+	for _, o := range []*profileio.CaptureObject{huge, branchy} {
+		o.Object.Size = uint64(len(o.Object.Code))
+	}
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
 		object(t, fn, "repaired", fn.Code, true),
 		object(t, fn, "nocode", nil, true),
 		object(t, fn, "badcode", bad, true),
 		object(t, fn, "nolines", fn.Code, false),
-		unsampled,
+		unsampled, huge, branchy,
 	}}
 	prof, st := FromCapture(c, Options{})
-	want := Stats{Objects: 4, Reestimated: 2, RawNoCode: 1, RawCFGError: 1, NoLineTable: 1}
+	want := Stats{Objects: 6, Reestimated: 2, RawNoCode: 1, RawCFGError: 1, RawTooLarge: 2, NoLineTable: 1, FirstTooLarge: "huge"}
 	got := st
 	got.FirstError = nil
 	if got != want {
@@ -83,7 +96,7 @@ func TestFromCapture(t *testing.T) {
 		t.Error("an object without samples got a profile")
 	}
 	// Raw fallbacks keep every sample on its line; repair changes the counts.
-	for _, name := range []string{"nocode", "badcode"} {
+	for _, name := range []string{"nocode", "badcode", "huge", "branchy"} {
 		if f := prof.Functions[name]; f == nil || f.TotalSamples != total(fn) {
 			t.Errorf("%s: %+v, want the raw %d samples", name, f, total(fn))
 		}

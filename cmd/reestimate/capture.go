@@ -11,6 +11,7 @@ import (
 	"github.com/profd/profd/profgen"
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
@@ -86,16 +87,16 @@ func runCaptures(ctx context.Context, cfg *Config, sources []*source, first *sou
 func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, inputName string, cut bool, opt reestimate.Options) error {
 	switch cfg.Format {
 	case formatJSON, formatText:
-		return repairFunctions(ctx, cfg, captureFunctions(c), opt)
+		return repairFunctions(ctx, cfg, captureFunctions(c), true, opt)
 	}
 	if cfg.DotDir != "" {
 		// The LLVM profile is made per source line; the graphs are of each sampled code
 		// object, repaired as the profile's counts are (reestimate.RepairCode).
-		funcs := captureFunctions(c)
-		if _, err := repairAll(ctx, cfg.DotDir, funcs, opt); err != nil {
+		out, err := repairAll(ctx, cfg.DotDir, captureFunctions(c), true, opt)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "reestimate: %d Graphviz files in %s\n", len(funcs), cfg.DotDir)
+		fmt.Fprintf(os.Stderr, "reestimate: %d Graphviz files in %s\n", len(out.Functions), cfg.DotDir)
 	}
 	lopt := profgen.Options{Raw: cfg.Raw, Repair: opt}
 	if cfg.IR != "" {
@@ -119,10 +120,13 @@ func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, input
 		}
 		return fmt.Errorf("%s: %s: no LLVM profile written", inputName, why)
 	}
-	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d without a line table\n",
-		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.NoLineTable)
+	fmt.Fprintf(os.Stderr, "reestimate: %d sampled code objects: %d reestimated, %d without code bytes, %d whose code could not be analysed, %d too large to repair, %d without a line table\n",
+		st.Objects, st.Reestimated, st.RawNoCode, st.RawCFGError, st.RawTooLarge, st.NoLineTable)
 	if st.FirstError != nil {
 		fmt.Fprintf(os.Stderr, "reestimate: first analysis error: %v\n", st.FirstError)
+	}
+	if st.RawTooLarge > 0 {
+		fmt.Fprintln(os.Stderr, tooLarge(st.FirstTooLarge))
 	}
 	return writeTo(cfg.Output, func(w io.Writer) error {
 		if cfg.Format == formatLLVMExtBinary {
@@ -130,6 +134,13 @@ func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, input
 		}
 		return profileio.WriteText(w, prof)
 	})
+}
+
+// tooLarge says that function, the first of a capture's functions too large to repair,
+// keeps its raw samples.
+func tooLarge(function string) string {
+	return fmt.Sprintf("reestimate: %s is the first function too large to repair (more than %d bytes of code or %d blocks): its raw samples per line are kept",
+		function, cfg.MaxCodeBytes, cfg.MaxCodeBlocks)
 }
 
 // captureFunctions lists the capture's sampled code objects that have code bytes, as

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -277,6 +278,85 @@ func TestRunCaptureJSONAgreesWithLLVM(t *testing.T) {
 	got := profgen.Project(fc).Profile
 	if !reflect.DeepEqual(got.Body, want.Body) {
 		t.Errorf("the JSON's block counts projected onto lines:\n%v\nthe LLVM profile's body:\n%v", got.Body, want.Body)
+	}
+}
+
+// TestRunCaptureLeavesOutUnrepairable: a capture one of whose functions has code the repair
+// cannot take (undecodable here; too large alike) gives, with --format json and with --dot,
+// the other functions' counts and graphs, and an LLVM profile with that function's raw
+// samples; JSON input with such a function is an error.
+func TestRunCaptureLeavesOutUnrepairable(t *testing.T) {
+	dir := t.TempDir()
+	capPath := filepath.Join(dir, "run.profd")
+	fn, g := writeExampleCapture(t, capPath)
+	c := readCaptureFile(t, capPath)
+	bad := c.Objects[0].Object
+	bad.Name, bad.Addr, bad.Code = "undecodable", bad.Addr+1<<20, bytes.Repeat([]byte{0x06}, len(bad.Code)) // push es: invalid in 64-bit mode
+	for i := range bad.Lines {
+		bad.Lines[i].Addr += 1 << 20
+	}
+	f, err := os.Create(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := profileio.NewCaptureWriter(f, c.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []*codeobj.Object{&c.Objects[0].Object, &bad} {
+		id, err := cw.AddCodeObject(1234, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []profileio.SampleRecord
+		for _, s := range c.Objects[0].Samples {
+			recs = append(recs, profileio.SampleRecord{Object: id, Offset: s.Offset, Count: s.Count})
+		}
+		if err := cw.AddSamples(recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cw.Close(profileio.CaptureEnd{EndNs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	jsonConf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
+	if err := Run(context.Background(), jsonConf); err != nil {
+		t.Fatalf("--format json: %v", err)
+	}
+	raw, err := os.ReadFile(jsonConf.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out countsFile
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Functions) != 1 || out.Functions[0].Name != fn.Name || len(out.Functions[0].Blocks) != len(g.Blocks) {
+		t.Errorf("JSON functions %+v, want %s alone, with its %d blocks", out.Functions, fn.Name, len(g.Blocks))
+	}
+
+	dotDir := filepath.Join(dir, "dot")
+	prof := runToProfile(t, &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", DotDir: dotDir})
+	if dots, _ := filepath.Glob(filepath.Join(dotDir, "*.dot")); len(dots) != 1 {
+		t.Errorf("Graphviz files %v, want one", dots)
+	}
+	var samples uint64
+	for _, n := range fn.Samples {
+		samples += n
+	}
+	if f := prof.Functions["undecodable"]; f == nil || f.TotalSamples != samples {
+		t.Errorf("undecodable: %+v, want its raw %d samples", f, samples)
+	}
+	if prof.Functions[fn.Name] == nil {
+		t.Errorf("no profile of %s", fn.Name)
+	}
+
+	// The same functions as JSON input: the user's own, so an error names the function.
+	funcs := captureFunctions(readCaptureFile(t, capPath))
+	if _, err := repairAll(context.Background(), "", funcs, false, reestimate.Options{}); err == nil || !strings.Contains(err.Error(), `"undecodable"`) {
+		t.Errorf("JSON input: %v, want an error naming the function", err)
 	}
 }
 

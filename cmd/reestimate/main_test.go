@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,35 +182,41 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// TestRunMillionBlocks: a function of 10^6 blocks gets an answer, not a hang or a crash.
-func TestRunMillionBlocks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large input")
-	}
-	const n = 1_000_000
+// TestRunMostBlocks: a function of as many blocks as code may make (cfg.MaxCodeBlocks) gets
+// an answer; one of a block more is an error that names the bound.
+func TestRunMostBlocks(t *testing.T) {
 	dir := t.TempDir()
-	var in bytes.Buffer
-	in.WriteString(`{"version":1,"functions":[{"name":"big","addr":"0x400000","code":"`)
-	in.WriteString(strings.Repeat("7500", n)) // jne +0, a million times
-	in.WriteString(`c3","samples":{"0x400000":5,"0x5e8480":9}}]}`)
-	path := filepath.Join(dir, "big.json")
-	if err := os.WriteFile(path, in.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	run := func(n int) ([]byte, error) {
+		var in bytes.Buffer
+		in.WriteString(`{"version":1,"functions":[{"name":"big","addr":"0x400000","code":"`)
+		in.WriteString(strings.Repeat("7500", n-1)) // jne +0: a block each
+		fmt.Fprintf(&in, `c3","samples":{"0x400000":5,"%#x":9}}]}`, 0x400000+2*(n-1))
+		path := filepath.Join(dir, "big.json")
+		if err := os.WriteFile(path, in.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out.json")
+		if err := Run(context.Background(), &Config{Inputs: []string{path}, Output: out, Solver: "fast", Format: "json"}); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(out)
 	}
-	out := filepath.Join(dir, "out.json")
-	if err := Run(context.Background(), &Config{Inputs: []string{path}, Output: out, Solver: "fast", Format: "json"}); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(out)
+	const n = cfgpkg.MaxCodeBlocks
+	raw, err := run(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := bytes.Count(raw, []byte(`"start":`)); got != n+1 {
-		t.Errorf("output has %d blocks, want %d", got, n+1)
+	if got := bytes.Count(raw, []byte(`"start":`)); got != n {
+		t.Errorf("output has %d blocks, want %d", got, n)
 	}
 	// One block after another, each the only way to the next: they run equally often and
 	// share the 14 samples.
-	if !bytes.Contains(raw, []byte(`{"start":"0x5e8480","end":"0x5e8481","insts":1,"samples":9,"weight":0.000013999986000014,`)) {
-		t.Error("the ret block's samples are missing from the output")
+	weight, _ := json.Marshal(14.0 / n)
+	ret := fmt.Sprintf(`{"start":"%#x","end":"%#x","insts":1,"samples":9,"weight":%s,`, 0x400000+2*(n-1), 0x400000+2*(n-1)+1, weight)
+	if !bytes.Contains(raw, []byte(ret)) {
+		t.Errorf("the ret block's samples are missing from the output: no %s", ret)
+	}
+	if _, err := run(n + 1); !errors.Is(err, cfgpkg.ErrTooManyBlocks) {
+		t.Errorf("a block more: %v, want %v", err, cfgpkg.ErrTooManyBlocks)
 	}
 }

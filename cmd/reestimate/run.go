@@ -8,6 +8,7 @@ import (
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
+	"github.com/profd/profd/reestimate/cfg"
 	"github.com/profd/profd/reestimate/cfgjson"
 )
 
@@ -45,13 +46,14 @@ func Run(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", first.path, err)
 	}
-	return repairFunctions(ctx, cfg, funcs, opt)
+	return repairFunctions(ctx, cfg, funcs, false, opt)
 }
 
 // repairFunctions repairs each function and writes block and edge counts (json or text),
-// and the Graphviz files when asked.
-func repairFunctions(ctx context.Context, cfg *Config, funcs []cfgjson.Function, opt reestimate.Options) error {
-	out, err := repairAll(ctx, cfg.DotDir, funcs, opt)
+// and the Graphviz files when asked. With fromCapture, functions whose code the repair
+// cannot take are left out (repairAll).
+func repairFunctions(ctx context.Context, cfg *Config, funcs []cfgjson.Function, fromCapture bool, opt reestimate.Options) error {
+	out, err := repairAll(ctx, cfg.DotDir, funcs, fromCapture, opt)
 	if err != nil {
 		return err
 	}
@@ -59,20 +61,33 @@ func repairFunctions(ctx context.Context, cfg *Config, funcs []cfgjson.Function,
 }
 
 // repairAll repairs each function and returns the counts, writing one Graphviz file per
-// function into dotDir unless it is "".
-func repairAll(ctx context.Context, dotDir string, funcs []cfgjson.Function, opt reestimate.Options) (*countsFile, error) {
+// function into dotDir unless it is "". A function whose code the repair cannot take (a
+// *cfg.CodeError: undecodable, or larger than a repair may be) is an error, unless
+// fromCapture: a capture's JIT code is what its runtime made, and such a function is left
+// out with one line on standard error, as the LLVM profile keeps its raw samples.
+func repairAll(ctx context.Context, dotDir string, funcs []cfgjson.Function, fromCapture bool, opt reestimate.Options) (*countsFile, error) {
 	if dotDir != "" {
 		if err := os.MkdirAll(dotDir, 0o755); err != nil {
 			return nil, fmt.Errorf("reestimate: --dot: %w", err)
 		}
 	}
 	out := countsFile{Version: 1, Functions: make([]functionCounts, 0, len(funcs))}
+	var leftOut int
+	var firstLeftOut error
 	for i := range funcs {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("reestimate: stopped before function %d of %d: %w", i, len(funcs), err)
 		}
 		fn := &funcs[i]
 		r, err := repair(fn, opt)
+		var ce *cfg.CodeError
+		if fromCapture && errors.As(err, &ce) {
+			leftOut++
+			if firstLeftOut == nil {
+				firstLeftOut = fmt.Errorf("%q: %w", fn.Name, err)
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reestimate: function %q: %w", fn.Name, err)
 		}
@@ -82,6 +97,9 @@ func repairAll(ctx context.Context, dotDir string, funcs []cfgjson.Function, opt
 				return nil, err
 			}
 		}
+	}
+	if leftOut > 0 {
+		fmt.Fprintf(os.Stderr, "reestimate: %d of the capture's functions left out: the repair cannot take their code (the first, %v)\n", leftOut, firstLeftOut)
 	}
 	return &out, nil
 }

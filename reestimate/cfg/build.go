@@ -5,9 +5,16 @@ import (
 	"sync"
 )
 
-// MaxCodeBytes caps the code Build accepts for one function (16 MiB, some millions of
-// instructions): beyond it the caller gets ErrCodeTooLarge instead of an enormous allocation.
-const MaxCodeBytes = 16 << 20
+// MaxCodeBytes and MaxCodeBlocks bound the functions Build accepts, and so what one
+// function's analyses and repair cost: some 80 MB and a tenth of a second at the most blocks,
+// whatever code a JIT hands over. Larger code gets ErrCodeTooLarge, and code that makes more
+// blocks ErrTooManyBlocks, before anything of its size is allocated beyond the decoded
+// instructions (16 bytes each). Compiled functions are far below both: the largest of
+// LLVM's own are some 60 KiB.
+const (
+	MaxCodeBytes  = 1 << 20
+	MaxCodeBlocks = 1 << 16
+)
 
 // Build recovers the control-flow graph of one x86-64 function from its machine code, loaded
 // at addr.
@@ -48,8 +55,12 @@ func Build(code []byte, addr uint64) (*Graph, error) {
 		return nil, err
 	}
 	dropPadding(insts, leader)
+	kept, blocks, past := countBlocks(insts, leader)
+	if blocks > MaxCodeBlocks {
+		return nil, &CodeError{Addr: addr, Offset: past, Err: ErrTooManyBlocks}
+	}
 	g := &Graph{Start: addr, End: addr + uint64(len(code))}
-	formBlocks(g, insts, leader, addr)
+	formBlocks(g, insts, leader, addr, kept, blocks)
 	linkBlocks(g, insts, len(code))
 	return g, nil
 }
@@ -144,18 +155,27 @@ func dropPadding(insts []inst, leader []uint8) {
 	}
 }
 
-// formBlocks cuts the kept instructions into blocks at leaders.
-func formBlocks(g *Graph, insts []inst, leader []uint8, addr uint64) {
-	kept, nblocks := 0, 0
+// countBlocks returns how many instructions are kept and how many blocks they make, and the
+// offset of the first instruction of the block past MaxCodeBlocks (0 when there is none).
+func countBlocks(insts []inst, leader []uint8) (kept, blocks, past int) {
 	for i := range insts {
 		if leader[i] == dropped {
 			continue
 		}
 		kept++
 		if leader[i] != leaderNone {
-			nblocks++
+			blocks++
+			if blocks == MaxCodeBlocks+1 {
+				past = int(insts[i].off)
+			}
 		}
 	}
+	return kept, blocks, past
+}
+
+// formBlocks cuts the kept instructions (kept of them, making nblocks blocks) into blocks
+// at leaders.
+func formBlocks(g *Graph, insts []inst, leader []uint8, addr uint64, kept, nblocks int) {
 	addrs := make([]uint64, kept) // one backing array for every block's Insts
 	g.Blocks = make([]Block, 0, nblocks)
 	k := 0

@@ -145,29 +145,37 @@ func TestBuildCFGErrors(t *testing.T) {
 	}
 }
 
-// TestBuildCFGMillionBlocks recovers a function of 10^6 blocks (each a conditional branch) in
-// one piece.
-func TestBuildCFGMillionBlocks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large input")
+// TestBuildCFGMostBlocks recovers a function of MaxCodeBlocks blocks (each a conditional
+// branch) in one piece, and refuses one more block.
+func TestBuildCFGMostBlocks(t *testing.T) {
+	build := func(n int) (*Graph, error) {
+		code := bytes.Repeat([]byte{0x75, 0x00}, n-1) // jne +0: taken and not-taken both reach the next block
+		return Build(append(code, 0xc3), 0x400000)
 	}
-	const n = 1_000_000
-	code := bytes.Repeat([]byte{0x75, 0x00}, n) // jne +0: taken and not-taken both reach the next block
-	code = append(code, 0xc3)
-	g, err := Build(code, 0x400000)
+	const n = MaxCodeBlocks
+	g, err := build(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Blocks) != n+1 || len(g.Edges) != 2*n {
-		t.Fatalf("%d blocks, %d edges; want %d, %d", len(g.Blocks), len(g.Edges), n+1, 2*n)
+	if len(g.Blocks) != n || len(g.Edges) != 2*(n-1) {
+		t.Fatalf("%d blocks, %d edges; want %d, %d", len(g.Blocks), len(g.Edges), n, 2*(n-1))
 	}
-	samples := map[uint64]uint64{0x400000 + 2*n: 7, 0x400001: 3} // the ret, and inside the first jne
+	samples := map[uint64]uint64{0x400000 + 2*(n-1): 7, 0x400001: 3} // the ret, and inside the first jne
 	w, err := BlockWeights(g, samples)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w[n] != 7 || w[0] != 3 {
-		t.Errorf("weights %v…%v, want 3…7", w[0], w[n])
+	if w[n-1] != 7 || w[0] != 3 {
+		t.Errorf("weights %v…%v, want 3…7", w[0], w[n-1])
+	}
+
+	_, err = build(n + 1)
+	var ce *CodeError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrTooManyBlocks) {
+		t.Fatalf("one block more: error %v, want a *CodeError wrapping %v", err, ErrTooManyBlocks)
+	}
+	if ce.Offset != 2*n { // the ret: the block past the most
+		t.Errorf("error at offset %d, want %d", ce.Offset, 2*n)
 	}
 }
 

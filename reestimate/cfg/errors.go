@@ -20,6 +20,7 @@ var (
 var (
 	ErrEmptyCode           = errors.New("no code bytes")
 	ErrCodeTooLarge        = errors.New("code larger than MaxCodeBytes")
+	ErrTooManyBlocks       = errors.New("code of more blocks than MaxCodeBlocks")
 	ErrUndecodable         = errors.New("undecodable instruction")
 	ErrTruncated           = errors.New("instruction runs past the end of the code")
 	ErrJumpIntoInstruction = errors.New("branch target inside an instruction")
