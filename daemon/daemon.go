@@ -132,8 +132,10 @@ type flushState struct {
 	// write that ended an interval (any write, without --flush-interval); a flush that ends
 	// intervals writes them even when none of their processes is left.
 	exitedSince map[string]bool
-	// tooLargeWarned: a function too large to repair was warned about (once a run).
+	// tooLargeWarned: a function too large to repair was warned about (once a run);
+	// leftOutWarned: an LLVM format's names left out were (once a run for each).
 	tooLargeWarned atomic.Bool
+	leftOutWarned  map[Format]*atomic.Bool
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each live output's last flush, by base name, for the summary
@@ -256,7 +258,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string]*exitedGroup{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[string]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
-		foldWarned: map[string]bool{}}
+		foldWarned: map[string]bool{}, leftOutWarned: map[Format]*atomic.Bool{FormatLLVMText: {}, FormatLLVMExtBinary: {}}}
 	d.flushing.ctx, d.flushing.cut = context.WithCancel(context.Background())
 	d.wake = wakeups{goneNote: make(chan struct{}, 1), addedNote: make(chan struct{}, 1),
 		flushReq: make(chan struct{}, 1), targetFlush: make(chan struct{}, 1), retiredFlush: make(chan struct{}, 1)}

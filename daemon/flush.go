@@ -562,7 +562,8 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	if !w.named {
 		d.name(w)
 	}
-	paths, cst, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture, d.repairCache(w))
+	out, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture, d.repairCache(w))
+	paths, cst := out.paths, out.llvm
 	noFunctions := errors.Is(err, errNoFunctions)
 	d.flushing.mu.Lock()
 	if noFunctions {
@@ -624,6 +625,12 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	}
 	if cst.FirstError != nil {
 		d.log.Debug("profd: some functions kept raw counts", "pid", w.pid, "first_err", cst.FirstError)
+	}
+	for f, left := range out.leftOut {
+		if !d.flushing.leftOutWarned[f].Swap(true) {
+			d.log.Warn("profd: the "+string(f)+" profiles leave out names the format cannot hold; the capture and the pprof profile keep them",
+				"pid", w.pid, "first", left.First, "functions", left.Functions, "call_targets", left.CallTargets, "inlined", left.Inlined)
+		}
 	}
 	if cst.RawTooLarge > 0 && !d.flushing.tooLargeWarned.Swap(true) {
 		d.log.Warn("profd: some functions are too large to repair: they keep their raw samples per line in the LLVM profiles; the flush lines count them (raw_too_large)",

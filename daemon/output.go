@@ -43,15 +43,14 @@ func outputBase(image string, pid uint32, n int) string {
 }
 
 // writeOutputs writes every requested format of c into dir, each atomically, mode 0600 and
-// owned by owner, and returns
-// the paths written, the LLVM conversion's stats, and the errors of the formats that could
-// not be written (joined), or errNoFunctions alone when only the LLVM profiles were left
-// out, having no function to hold, or errStopped when ctx ended the LLVM conversion first.
-// cache (nil: none) keeps the output's repaired functions from one flush to the next.
-// The formats are written concurrently: the LLVM ones (which share one conversion) one after
-// the other on the calling goroutine, each other on a goroutine of its own that writeOutputs
-// waits for.
-func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, cache *profgen.RepairCache) ([]string, profgen.Stats, error) {
+// owned by owner, and returns what it wrote (the paths, the LLVM conversion's stats, what
+// each LLVM format left out) and the errors of the formats that could not be written
+// (joined), or errNoFunctions alone when only the LLVM profiles were left out, having no
+// function to hold, or errStopped when ctx ended the LLVM conversion first. cache (nil:
+// none) keeps the output's repaired functions from one flush to the next. The formats are
+// written concurrently: the LLVM ones (which share one conversion) one after the other on
+// the calling goroutine, each other on a goroutine of its own that writeOutputs waits for.
+func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, cache *profgen.RepairCache) (written, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -66,10 +65,10 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 			errs[i] = writeFormat(dir, base, owner, f, c, nil)
 		}()
 	}
-	var st profgen.Stats
+	var out written
 	if len(llvm) > 0 {
 		prof, cst, err := profgen.FromCaptureContext(ctx, c, profgen.Options{Cache: cache})
-		st = cst
+		out.llvm = cst
 		if cache != nil && err == nil {
 			cache.Sweep() // what this output's profile no longer holds
 		}
@@ -78,21 +77,27 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 				errs[i] = fmt.Errorf("daemon: %s of %s: %w (%w)", formats[i], base, errStopped, err)
 				continue
 			}
-			if len(prof.Functions) == 0 {
+			fitted, left := fitLLVM[formats[i]](prof)
+			if left.Any() {
+				if out.leftOut == nil {
+					out.leftOut = map[Format]profileio.LeftOut{}
+				}
+				out.leftOut[formats[i]] = left
+			}
+			if len(fitted.Functions) == 0 {
 				// An LLVM profile of no function is a file llvm-profdata and clang reject.
 				errs[i] = errNoFunctions
 				continue
 			}
-			errs[i] = writeFormat(dir, base, owner, formats[i], c, prof)
+			errs[i] = writeFormat(dir, base, owner, formats[i], c, fitted)
 		}
 	}
 	wg.Wait()
-	var paths []string
 	noFunctions := false
 	for i, f := range formats {
 		switch {
 		case errs[i] == nil:
-			paths = append(paths, filepath.Join(dir, base+extension[f]))
+			out.paths = append(out.paths, filepath.Join(dir, base+extension[f]))
 		case errors.Is(errs[i], errNoFunctions):
 			noFunctions, errs[i] = true, nil
 		}
@@ -101,8 +106,22 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 	if err == nil && noFunctions {
 		err = errNoFunctions
 	}
-	return paths, st, err
+	return out, err
 }
+
+// written is what writeOutputs wrote.
+type written struct {
+	paths []string
+	llvm  profgen.Stats // the LLVM conversion's
+	// leftOut holds, for each LLVM format that left something out, what: the names the
+	// format cannot hold (profileio.FitText, FitExtBinary); the capture and the pprof
+	// profile keep them.
+	leftOut map[Format]profileio.LeftOut
+}
+
+// fitLLVM leaves out of a profile what each LLVM format cannot hold.
+var fitLLVM = map[Format]func(*sampleprof.Profile) (*sampleprof.Profile, profileio.LeftOut){
+	FormatLLVMText: profileio.FitText, FormatLLVMExtBinary: profileio.FitExtBinary}
 
 // errStopped: the LLVM conversion was stopped (the final flush's part of the stop timeout
 // ran out), so the LLVM profiles were not written (the other outputs were).

@@ -183,6 +183,13 @@ func TestNodePerfBasicProf(t *testing.T) {
 	node.wait(t, 60*time.Second)
 	c := finalCapture(t, r, d, "node", node.pid())
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
+	// Both LLVM profiles are written, whatever V8's names hold (blanks, which the text
+	// format cannot hold in a call target, are left out of it: TestWriteOutputsFitsNames).
+	for _, f := range []Format{FormatLLVMText, FormatLLVMExtBinary} {
+		if !fileExists(outputPath(d, "node", node.pid(), f)) {
+			t.Errorf("no %s profile of node:\n%s", f, r.logs.String())
+		}
+	}
 	// The main thread's: perf record -p follows the threads there when it starts.
 	compareStacksWithPerf(t, c, perf.stacks(t, node.pid(), false), node.pid())
 	checkTraces(t, outputPath(d, "node", node.pid(), FormatPprof), "JS:")

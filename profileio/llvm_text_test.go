@@ -112,6 +112,7 @@ func TestWriteTextRefusesUnreadableNames(t *testing.T) {
 		{Name: "nl\nx"},
 		{Name: "f", Calls: map[sampleprof.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {"a b": 1}}, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 1}},
 		{Name: "f", Calls: map[sampleprof.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {"a:1x": 1}}, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 1}},
+		{Name: "f", Calls: map[sampleprof.LineLocation]map[string]uint64{{LineOffset: 1, Discriminator: 0}: {":x": 1}}, Body: map[sampleprof.LineLocation]uint64{{LineOffset: 1, Discriminator: 0}: 1}},
 	} {
 		p := sampleprof.NewProfile()
 		p.Add(f)

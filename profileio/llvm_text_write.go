@@ -160,13 +160,14 @@ func appendLocation(b []byte, indent int, loc sampleprof.LineLocation) ([]byte, 
 
 // checkTextName refuses names that LLVM's text reader would read back as something else.
 // Call targets are delimited by spaces and found by their ":count" suffix, so they may not
-// hold a blank or a colon followed by a digit.
+// hold a blank or a colon followed by a digit, nor start with a colon (LLVM 14 refuses the
+// line).
 func checkTextName(name string, callTarget bool) error {
 	if name == "" {
 		return fmt.Errorf("empty name: %w", ErrName)
 	}
-	switch name[0] {
-	case ' ', '#', '!':
+	switch {
+	case name[0] == ' ' || name[0] == '#' || name[0] == '!' || callTarget && name[0] == ':':
 		return fmt.Errorf("name %q starts with %q: %w", name, name[0], ErrName)
 	}
 	for i := 0; i < len(name); i++ {

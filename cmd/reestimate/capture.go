@@ -128,12 +128,19 @@ func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, input
 	if st.RawTooLarge > 0 {
 		fmt.Fprintln(os.Stderr, tooLarge(st.FirstTooLarge))
 	}
-	return writeTo(cfg.Output, func(w io.Writer) error {
-		if cfg.Format == formatLLVMExtBinary {
-			return profileio.WriteExtBinary(w, prof)
-		}
-		return profileio.WriteText(w, prof)
-	})
+	fit, write := profileio.FitText, profileio.WriteText
+	if cfg.Format == formatLLVMExtBinary {
+		fit, write = profileio.FitExtBinary, profileio.WriteExtBinary
+	}
+	prof, left := fit(prof)
+	if left.Any() {
+		fmt.Fprintf(os.Stderr, "reestimate: the %s profile leaves out names it cannot hold: %d functions, %d call targets, %d inlined callees (the first, %q)\n",
+			cfg.Format, left.Functions, left.CallTargets, left.Inlined, left.First)
+	}
+	if len(prof.Functions) == 0 {
+		return fmt.Errorf("%s: the name of every sampled function is one the %s format cannot hold: no LLVM profile written", inputName, cfg.Format)
+	}
+	return writeTo(cfg.Output, func(w io.Writer) error { return write(w, prof) })
 }
 
 // tooLarge says that function, the first of a capture's functions too large to repair,
