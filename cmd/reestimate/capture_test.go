@@ -111,6 +111,27 @@ func runToProfile(t *testing.T, conf *Config) *sampleprof.Profile {
 	return prof
 }
 
+// runToCounts runs `reestimate CAPTURE --format json -o output` and reads its output back.
+func runToCounts(t *testing.T, capture, output string) countsFile {
+	t.Helper()
+	conf := &Config{Inputs: []string{capture}, Output: output, Solver: "fast", Format: formatJSON}
+	if err := conf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), conf); err != nil {
+		t.Fatalf("--format json: %v", err)
+	}
+	raw, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out countsFile
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestRunCaptureLLVM runs `reestimate run.profd -o prof.txt` and checks the LLVM profile
 // against the repair done directly: each block's line carries the block's repaired count.
 func TestRunCaptureLLVM(t *testing.T) {
@@ -243,26 +264,11 @@ func TestRunCaptureJSONAgreesWithLLVM(t *testing.T) {
 	dir := t.TempDir()
 	capPath := filepath.Join(dir, "run.profd")
 	fn, _ := writeExampleCaptureLines(t, capPath, func(b int) uint32 { return uint32(10 + b/2) })
-	jsonConf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
-	if err := jsonConf.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Run(context.Background(), jsonConf); err != nil {
-		t.Fatal(err)
-	}
+	out := runToCounts(t, capPath, filepath.Join(dir, "counts.json"))
 	prof := runToProfile(t, &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "prof.txt"), Solver: "fast", Format: formatLLVMText})
 	want := prof.Functions[fn.Name]
 	if want == nil || len(want.Body) == 0 {
 		t.Fatalf("no body counts for %s in the LLVM profile", fn.Name)
-	}
-
-	raw, err := os.ReadFile(jsonConf.Output)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out countsFile
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
 	}
 	if len(out.Functions) != 1 || out.Functions[0].Name != fn.Name {
 		t.Fatalf("JSON functions %+v, want %s alone", out.Functions, fn.Name)
@@ -321,18 +327,7 @@ func TestRunCaptureLeavesOutUnrepairable(t *testing.T) {
 	}
 	f.Close()
 
-	jsonConf := &Config{Inputs: []string{capPath}, Output: filepath.Join(dir, "counts.json"), Solver: "fast", Format: formatJSON}
-	if err := Run(context.Background(), jsonConf); err != nil {
-		t.Fatalf("--format json: %v", err)
-	}
-	raw, err := os.ReadFile(jsonConf.Output)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out countsFile
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := runToCounts(t, capPath, filepath.Join(dir, "counts.json"))
 	if len(out.Functions) != 1 || out.Functions[0].Name != fn.Name || len(out.Functions[0].Blocks) != len(g.Blocks) {
 		t.Errorf("JSON functions %+v, want %s alone, with its %d blocks", out.Functions, fn.Name, len(g.Blocks))
 	}
