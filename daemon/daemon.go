@@ -132,10 +132,11 @@ type flushState struct {
 	// write that ended an interval (any write, without --flush-interval); a flush that ends
 	// intervals writes them even when none of their processes is left.
 	exitedSince map[string]bool
-	// tooLargeWarned: a function too large to repair was warned about (once a run);
-	// leftOutWarned: an LLVM format's names left out were (once a run for each).
-	tooLargeWarned atomic.Bool
-	leftOutWarned  map[Format]*atomic.Bool
+	// tooLargeWarned: a function too large to repair was warned about (once a run), and
+	// lateWarned functions a flush had no time to repair; leftOutWarned: an LLVM format's
+	// names left out were (once a run for each).
+	tooLargeWarned, lateWarned atomic.Bool
+	leftOutWarned              map[Format]*atomic.Bool
 
 	mu     sync.Mutex
 	latest map[string]procSummary // each live output's last flush, by base name, for the summary

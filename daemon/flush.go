@@ -562,7 +562,8 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	if !w.named {
 		d.name(w)
 	}
-	out, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture, d.repairCache(w))
+	out, err := writeOutputs(ctx, d.cfg.OutDir, w.base, w.owner, formats, w.capture,
+		profgen.Options{Cache: d.repairCache(w), RepairBy: start.Add(repairBudget)})
 	paths, cst := out.paths, out.llvm
 	noFunctions := errors.Is(err, errNoFunctions)
 	d.flushing.mu.Lock()
@@ -613,7 +614,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	}
 	flushed := []any{"pid", w.pid, "final", w.final, "files", paths,
 		"objects", cst.Objects, "reestimated", cst.Reestimated, "cached", cst.Cached, "raw_no_code", cst.RawNoCode,
-		"raw_cfg_error", cst.RawCFGError, "raw_too_large", cst.RawTooLarge, "no_line_table", cst.NoLineTable,
+		"raw_cfg_error", cst.RawCFGError, "raw_too_large", cst.RawTooLarge, "raw_late", cst.RawLate, "no_line_table", cst.NoLineTable,
 		"stack_samples", stacked, "cut_chains", cut, "took", time.Since(start)}
 	switch {
 	case w.ownFinal(): // one of the lines of its process's going
@@ -631,6 +632,10 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 			d.log.Warn("profd: the "+string(f)+" profiles leave out names the format cannot hold; the capture and the pprof profile keep them",
 				"pid", w.pid, "first", left.First, "functions", left.Functions, "call_targets", left.CallTargets, "inlined", left.Inlined)
 		}
+	}
+	if cst.RawLate > 0 && !d.flushing.lateWarned.Swap(true) {
+		d.log.Warn("profd: a flush ran out of its time to repair functions: the coldest ones keep their raw samples in its LLVM profiles (reestimate CAPTURE repairs them all); the flush lines count them (raw_late)",
+			"pid", w.pid, "functions", cst.RawLate, "repair_budget", repairBudget)
 	}
 	if cst.RawTooLarge > 0 && !d.flushing.tooLargeWarned.Swap(true) {
 		d.log.Warn("profd: some functions are too large to repair: they keep their raw samples per line in the LLVM profiles; the flush lines count them (raw_too_large)",

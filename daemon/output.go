@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/profd/profd/internal/outfile"
 	"github.com/profd/profd/profgen"
@@ -46,11 +47,12 @@ func outputBase(image string, pid uint32, n int) string {
 // owned by owner, and returns what it wrote (the paths, the LLVM conversion's stats, what
 // each LLVM format left out) and the errors of the formats that could not be written
 // (joined), or errNoFunctions alone when only the LLVM profiles were left out, having no
-// function to hold, or errStopped when ctx ended the LLVM conversion first. cache (nil:
-// none) keeps the output's repaired functions from one flush to the next. The formats are
-// written concurrently: the LLVM ones (which share one conversion) one after the other on
-// the calling goroutine, each other on a goroutine of its own that writeOutputs waits for.
-func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, cache *profgen.RepairCache) (written, error) {
+// function to hold, or errStopped when ctx ended the LLVM conversion first. opt is the
+// conversion's: its cache keeps the output's repaired functions from one flush to the next,
+// and its RepairBy bounds the time it spends repairing. The formats are written
+// concurrently: the LLVM ones (which share one conversion) one after the other on the
+// calling goroutine, each other on a goroutine of its own that writeOutputs waits for.
+func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, opt profgen.Options) (written, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -67,10 +69,10 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 	}
 	var out written
 	if len(llvm) > 0 {
-		prof, cst, err := profgen.FromCaptureContext(ctx, c, profgen.Options{Cache: cache})
+		prof, cst, err := profgen.FromCaptureContext(ctx, c, opt)
 		out.llvm = cst
-		if cache != nil && err == nil {
-			cache.Sweep() // what this output's profile no longer holds
+		if opt.Cache != nil && err == nil {
+			opt.Cache.Sweep() // what this output's profile no longer holds
 		}
 		for _, i := range llvm {
 			if err != nil {
@@ -122,6 +124,14 @@ type written struct {
 // fitLLVM leaves out of a profile what each LLVM format cannot hold.
 var fitLLVM = map[Format]func(*sampleprof.Profile) (*sampleprof.Profile, profileio.LeftOut){
 	FormatLLVMText: profileio.FitText, FormatLLVMExtBinary: profileio.FitExtBinary}
+
+// repairBudget is how long the conversion of one output's capture to LLVM profiles may
+// spend repairing functions anew, their hottest first: whatever code its targets hand
+// over, one flush of one output is done within about this, and the functions it had no time
+// for keep their raw samples in that flush's LLVM profiles (a repair of one whose samples did
+// not change since is taken from the output's cache at no cost). Ten thousand sampled
+// functions take about a quarter of a second.
+const repairBudget = 10 * time.Second
 
 // errStopped: the LLVM conversion was stopped (the final flush's part of the stop timeout
 // ran out), so the LLVM profiles were not written (the other outputs were).

@@ -184,7 +184,7 @@ func TestNodePerfBasicProf(t *testing.T) {
 	c := finalCapture(t, r, d, "node", node.pid())
 	compareWithPerf(t, profdTally(c), perfTally(perf.samples(t, node.pid(), false)))
 	// Both LLVM profiles are written, whatever V8's names hold (blanks, which the text
-	// format cannot hold in a call target, are left out of it: TestWriteOutputsFitsNames).
+	// format cannot hold in a call target, are left out of it: TestWriteOutputs).
 	for _, f := range []Format{FormatLLVMText, FormatLLVMExtBinary} {
 		if !fileExists(outputPath(d, "node", node.pid(), f)) {
 			t.Errorf("no %s profile of node:\n%s", f, r.logs.String())

@@ -1,6 +1,7 @@
 package profgen
 
 import (
+	"errors"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -66,9 +67,13 @@ func (rc *RepairCache) Len() int {
 }
 
 // repaired is repairedBlocks of o through the cache (nil: no cache); cached says it was
-// found there.
-func (rc *RepairCache) repaired(o *profileio.CaptureObject, opt reestimate.Options, scale float64) (blocks []BlockCount, entry int, calls []directCall, cached bool, err error) {
+// found there. With late, o is not repaired anew: what the cache does not hold is
+// errRepairLate.
+func (rc *RepairCache) repaired(o *profileio.CaptureObject, opt reestimate.Options, scale float64, late bool) (blocks []BlockCount, entry int, calls []directCall, cached bool, err error) {
 	if rc == nil {
+		if late {
+			return nil, 0, nil, false, errRepairLate
+		}
 		blocks, entry, calls, err = repairedBlocks(o, opt, scale)
 		return blocks, entry, calls, false, err
 	}
@@ -80,12 +85,18 @@ func (rc *RepairCache) repaired(o *profileio.CaptureObject, opt reestimate.Optio
 	if e != nil {
 		return e.blocks, e.entry, e.calls, true, e.err
 	}
+	if late {
+		return nil, 0, nil, false, errRepairLate
+	}
 	blocks, entry, calls, err = repairedBlocks(o, opt, scale)
 	rc.mu.Lock()
 	rc.entries[k] = &repairEntry{blocks: blocks, entry: entry, calls: calls, err: err}
 	rc.mu.Unlock()
 	return blocks, entry, calls, false, err
 }
+
+// errRepairLate: the conversion's time for repairs (Options.RepairBy) had run out.
+var errRepairLate = errors.New("profgen: no time left to repair")
 
 func (rc *RepairCache) key(o *profileio.CaptureObject, opt reestimate.Options, scale float64) repairKey {
 	var h maphash.Hash

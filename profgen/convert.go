@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/profd/profd/profileio"
 	"github.com/profd/profd/reestimate"
@@ -36,6 +38,10 @@ type Options struct {
 	// CountScale multiplies repaired block counts (samples per instruction) before they are
 	// rounded to the whole counts the profile holds; 0 means DefaultCountScale.
 	CountScale float64
+	// RepairBy, when not zero, bounds the time the conversion spends repairing: objects are
+	// converted most samples first, and those met once it has passed keep their raw samples
+	// per line (Stats.RawLate) unless Cache holds their repair.
+	RepairBy time.Time
 }
 
 // DefaultCountScale keeps two decimal places of a repaired count: at 999 Hz a block that
@@ -52,6 +58,7 @@ type Stats struct {
 	RawNoCode    int // no code bytes: raw samples per line
 	RawCFGError  int // the code could not be analysed: raw samples per line
 	RawTooLarge  int // the code is larger than a repair is allowed to cost: raw samples per line
+	RawLate      int // met after Options.RepairBy, and not in the cache: raw samples per line
 	NoLineTable  int // no line table: only total (and head, when reestimated) samples
 	DroppedLines int // line-table entries the projection could not place
 	// FirstError is the first analysis error met, for the log line; nil when none.
@@ -76,10 +83,7 @@ func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) 
 	var st Stats
 	callees := newCalleeIndex(c)
 	sites := stackSites(c)
-	for _, o := range c.Objects {
-		if len(o.Samples) == 0 {
-			continue
-		}
+	for _, o := range hottestFirst(c.Objects) {
 		if err := ctx.Err(); err != nil {
 			return prof, st, fmt.Errorf("profgen: stopped after %d of the capture's sampled code objects: %w", st.Objects, err)
 		}
@@ -91,7 +95,8 @@ func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) 
 		case len(o.Object.Code) == 0:
 			st.RawNoCode++
 		default:
-			blocks, entry, calls, cached, err := opt.Cache.repaired(o, opt.Repair, opt.countScale())
+			late := !opt.RepairBy.IsZero() && !time.Now().Before(opt.RepairBy)
+			blocks, entry, calls, cached, err := opt.Cache.repaired(o, opt.Repair, opt.countScale(), late)
 			if cached {
 				st.Cached++
 			}
@@ -100,6 +105,8 @@ func FromCaptureContext(ctx context.Context, c *profileio.Capture, opt Options) 
 				fc.Blocks, fc.Entry = blocks, entry
 				fc.Calls = callees.name(o.Pid, calls, sites[codeOf(o)])
 				st.Reestimated++
+			case errors.Is(err, errRepairLate):
+				st.RawLate++
 			case errors.Is(err, cfg.ErrCodeTooLarge) || errors.Is(err, cfg.ErrTooManyBlocks):
 				st.RawTooLarge++
 				st.FirstTooLarge = cmp.Or(st.FirstTooLarge, o.Object.Name)
@@ -163,6 +170,27 @@ func (o Options) countScale() float64 {
 		return o.CountScale
 	}
 	return DefaultCountScale
+}
+
+// hottestFirst returns the sampled objects of objs, most samples first (in their order
+// where they tie).
+func hottestFirst(objs []*profileio.CaptureObject) []*profileio.CaptureObject {
+	type hot struct {
+		o *profileio.CaptureObject
+		n uint64
+	}
+	var sampled []hot
+	for _, o := range objs {
+		if len(o.Samples) > 0 {
+			sampled = append(sampled, hot{o, o.TotalSamples()})
+		}
+	}
+	slices.SortStableFunc(sampled, func(a, b hot) int { return cmp.Compare(b.n, a.n) })
+	out := make([]*profileio.CaptureObject, len(sampled))
+	for i, h := range sampled {
+		out[i] = h.o
+	}
+	return out
 }
 
 // repairedBlocks repairs o (reestimate.RepairCode) and returns its block counts and its

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/profd/profd/codeobj"
 	"github.com/profd/profd/profileio"
@@ -210,5 +211,55 @@ func TestRepairCache(t *testing.T) {
 	cache.Sweep()
 	if n := cache.Len(); n != 0 {
 		t.Errorf("%d entries after a sweep with no conversion, want 0", n)
+	}
+}
+
+// TestFromCaptureRepairBy: once Options.RepairBy has passed, objects keep their raw samples
+// unless the cache holds their repair, and the conversion still holds every object.
+func TestFromCaptureRepairBy(t *testing.T) {
+	fn := example(t)
+	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
+		object(t, fn, "first", fn.Code, true),
+		object(t, fn, "second", fn.Code, true),
+	}}
+	c.Objects[1].Object.Addr += 0x10000
+	for i := range c.Objects[1].Object.Lines {
+		c.Objects[1].Object.Lines[i].Addr += 0x10000
+	}
+	passed := time.Now().Add(-time.Second)
+	raw, _ := FromCapture(c, Options{Raw: true})
+	got, st := FromCapture(c, Options{RepairBy: passed})
+	if st.RawLate != 2 || st.Reestimated != 0 || !reflect.DeepEqual(got, raw) {
+		t.Errorf("stats %+v, profile equal to the raw one %v; want both objects raw, late", st, reflect.DeepEqual(got, raw))
+	}
+
+	cache := NewRepairCache()
+	c1 := &profileio.Capture{Objects: c.Objects[:1]}
+	FromCapture(c1, Options{Cache: cache}) // "first" repaired, in the cache
+	got, st = FromCapture(c, Options{Cache: cache, RepairBy: passed})
+	if st.Cached != 1 || st.Reestimated != 1 || st.RawLate != 1 {
+		t.Errorf("stats %+v, want the cached object repaired and the other late", st)
+	}
+	repaired, _ := FromCapture(c1, Options{})
+	if !reflect.DeepEqual(got.Functions["first"], repaired.Functions["first"]) || !reflect.DeepEqual(got.Functions["second"], raw.Functions["second"]) {
+		t.Errorf("first %+v, second %+v: want first repaired, second raw", got.Functions["first"], got.Functions["second"])
+	}
+}
+
+// TestHottestFirst: objects are converted most samples first, ties in capture order, and
+// those without samples not at all.
+func TestHottestFirst(t *testing.T) {
+	objs := []*profileio.CaptureObject{
+		{ID: 0, Samples: []profileio.OffsetCount{{Count: 5}}},
+		{ID: 1},
+		{ID: 2, Samples: []profileio.OffsetCount{{Count: 3}, {Offset: 4, Count: 9}}},
+		{ID: 3, Samples: []profileio.OffsetCount{{Count: 5}}},
+	}
+	var ids []profileio.ObjectID
+	for _, o := range hottestFirst(objs) {
+		ids = append(ids, o.ID)
+	}
+	if want := []profileio.ObjectID{2, 0, 3}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("order %v, want %v", ids, want)
 	}
 }
