@@ -1,10 +1,6 @@
 package profileio
 
-import (
-	"slices"
-
-	"github.com/profd/profd/sampleprof"
-)
+import "github.com/profd/profd/sampleprof"
 
 // LeftOut counts what FitText or FitExtBinary left out of a profile because the format
 // cannot hold its name.
@@ -12,7 +8,7 @@ type LeftOut struct {
 	Functions   int    // top-level functions, with their samples
 	CallTargets int    // call targets, from the lines that name them (the lines' counts stay)
 	Inlined     int    // inlined callees, with their lines (their callers' totals keep them)
-	First       string // the first name left out (functions in the writers' order)
+	First       string // the least name left out, in byte order
 }
 
 // Any reports whether anything was left out.
@@ -58,7 +54,7 @@ func fit(p *sampleprof.Profile, r nameRules) (*sampleprof.Profile, LeftOut) {
 		return p, left
 	}
 	out := &sampleprof.Profile{Functions: make(map[string]*sampleprof.FunctionProfile, len(p.Functions))}
-	for _, f := range p.SortedFunctions() {
+	for _, f := range p.Functions {
 		if !r.function(f.Name) {
 			left.note(&left.Functions, f.Name)
 			continue
@@ -68,9 +64,9 @@ func fit(p *sampleprof.Profile, r nameRules) (*sampleprof.Profile, LeftOut) {
 	return out, left
 }
 
-// note counts one name left out in *n and keeps it when it is the first.
+// note counts one name left out in *n and keeps it when it is the least so far.
 func (l *LeftOut) note(n *int, name string) {
-	if !l.Any() {
+	if !l.Any() || name < l.First {
 		l.First = name
 	}
 	*n++
@@ -98,22 +94,20 @@ func fitsAll(f *sampleprof.FunctionProfile, r nameRules) bool {
 
 // fitFunction returns f without the call targets and inlined callees the format cannot
 // hold, counting them in left: f itself when it has none, else a copy that shares what did
-// not change. Lines are visited in order, so that left.First does not change from run to
-// run.
+// not change.
 func fitFunction(f *sampleprof.FunctionProfile, r nameRules, left *LeftOut) *sampleprof.FunctionProfile {
 	if fitsAll(f, r) {
 		return f
 	}
 	g := *f
 	g.Calls = make(map[sampleprof.LineLocation]map[string]uint64, len(f.Calls))
-	for _, loc := range sampleprof.SortedLocations(f.Calls) {
-		targets := f.Calls[loc]
+	for loc, targets := range f.Calls {
 		kept := make(map[string]uint64, len(targets))
-		for _, c := range sampleprof.SortedCalls(nil, targets) {
-			if r.callTarget(c.Name) {
-				kept[c.Name] = c.Count
+		for name, n := range targets {
+			if r.callTarget(name) {
+				kept[name] = n
 			} else {
-				left.note(&left.CallTargets, c.Name)
+				left.note(&left.CallTargets, name)
 			}
 		}
 		if len(kept) > 0 {
@@ -121,16 +115,10 @@ func fitFunction(f *sampleprof.FunctionProfile, r nameRules, left *LeftOut) *sam
 		}
 	}
 	g.Inlined = make(map[sampleprof.LineLocation]map[string]*sampleprof.FunctionProfile, len(f.Inlined))
-	for _, loc := range sampleprof.SortedLocations(f.Inlined) {
-		callees := f.Inlined[loc]
+	for loc, callees := range f.Inlined {
 		kept := make(map[string]*sampleprof.FunctionProfile, len(callees))
-		names := make([]string, 0, len(callees))
-		for name := range callees {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			if c := callees[name]; r.inlined(c.Name) {
+		for name, c := range callees {
+			if r.inlined(c.Name) {
 				kept[name] = fitFunction(c, r, left)
 			} else {
 				left.note(&left.Inlined, c.Name)
