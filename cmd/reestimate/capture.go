@@ -134,7 +134,7 @@ func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, input
 	}
 	prof, left := fit(prof)
 	if left.Any() {
-		fmt.Fprintf(os.Stderr, "reestimate: the %s profile leaves out names it cannot hold: %d functions, %d call targets, %d inlined callees (the first, %q)\n",
+		fmt.Fprintf(os.Stderr, "reestimate: the %s profile leaves out names it cannot hold: %d functions, %d call targets, %d inlined callees (the least of them, %q)\n",
 			cfg.Format, left.Functions, left.CallTargets, left.Inlined, left.First)
 	}
 	if len(prof.Functions) == 0 {
