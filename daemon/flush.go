@@ -630,7 +630,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	for f, left := range out.leftOut {
 		if !d.flushing.leftOutWarned[f].Swap(true) {
 			d.log.Warn("profd: the "+string(f)+" profiles leave out names the format cannot hold; the capture and the pprof profile keep them",
-				"pid", w.pid, "least", left.First, "functions", left.Functions, "call_targets", left.CallTargets, "inlined", left.Inlined)
+				"pid", w.pid, "least", left.Least, "functions", left.Functions, "call_targets", left.CallTargets, "inlined", left.Inlined)
 		}
 	}
 	if cst.RawLate > 0 && !d.flushing.lateWarned.Swap(true) {

@@ -35,7 +35,7 @@ func TestWriteOutputs(t *testing.T) {
 	if len(out.paths) != 3 {
 		t.Errorf("paths %v, want all three formats", out.paths)
 	}
-	if left := out.leftOut[FormatLLVMText]; left.Functions != 1 || left.First != "#odd" {
+	if left := out.leftOut[FormatLLVMText]; left.Functions != 1 || left.Least != "#odd" {
 		t.Errorf("text left out %+v, want #odd", left)
 	}
 	if left, ok := out.leftOut[FormatLLVMExtBinary]; ok {

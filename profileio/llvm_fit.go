@@ -8,7 +8,7 @@ type LeftOut struct {
 	Functions   int    // top-level functions, with their samples
 	CallTargets int    // call targets, from the lines that name them (the lines' counts stay)
 	Inlined     int    // inlined callees, with their lines (their callers' totals keep them)
-	First       string // the least name left out, in byte order
+	Least       string // the least name left out, in byte order: one for a warning to give
 }
 
 // Any reports whether anything was left out.
@@ -66,8 +66,8 @@ func fit(p *sampleprof.Profile, r nameRules) (*sampleprof.Profile, LeftOut) {
 
 // note counts one name left out in *n and keeps it when it is the least so far.
 func (l *LeftOut) note(n *int, name string) {
-	if !l.Any() || name < l.First {
-		l.First = name
+	if !l.Any() || name < l.Least {
+		l.Least = name
 	}
 	*n++
 }

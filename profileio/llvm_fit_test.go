@@ -36,7 +36,7 @@ func TestFitText(t *testing.T) {
 	p := unfitProfile()
 	before := textFree(p)
 	fitted, left := FitText(p)
-	want := LeftOut{Functions: 2, CallTargets: 3, Inlined: 1, First: "9lives"} // the least of the names
+	want := LeftOut{Functions: 2, CallTargets: 3, Inlined: 1, Least: "9lives"} // the least of the names
 	if left != want {
 		t.Errorf("left out %+v, want %+v", left, want)
 	}
@@ -70,7 +70,7 @@ func TestFitText(t *testing.T) {
 func TestFitExtBinary(t *testing.T) {
 	p := unfitProfile()
 	fitted, left := FitExtBinary(p)
-	if want := (LeftOut{Functions: 1, First: "nul\x00here"}); left != want {
+	if want := (LeftOut{Functions: 1, Least: "nul\x00here"}); left != want {
 		t.Errorf("left out %+v, want %+v", left, want)
 	}
 	if _, err := AppendExtBinary(nil, p); !errors.Is(err, ErrName) {

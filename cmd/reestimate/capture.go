@@ -135,7 +135,7 @@ func repairCapture(ctx context.Context, cfg *Config, c *profileio.Capture, input
 	prof, left := fit(prof)
 	if left.Any() {
 		fmt.Fprintf(os.Stderr, "reestimate: the %s profile leaves out names it cannot hold: %d functions, %d call targets, %d inlined callees (the least of them, %q)\n",
-			cfg.Format, left.Functions, left.CallTargets, left.Inlined, left.First)
+			cfg.Format, left.Functions, left.CallTargets, left.Inlined, left.Least)
 	}
 	if len(prof.Functions) == 0 {
 		return fmt.Errorf("%s: the name of every sampled function is one the %s format cannot hold: no LLVM profile written", inputName, cfg.Format)
