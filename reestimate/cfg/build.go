@@ -26,9 +26,13 @@ const (
 // ordinary edge. Nops and int3 that nothing reaches (alignment padding between and after blocks)
 // are not made into blocks.
 //
-// Errors are *CodeError values naming the offset: undecodable bytes (ErrUndecodable), an
-// instruction cut off by the end of the code (ErrTruncated) and a branch into the middle of an
-// instruction (ErrJumpIntoInstruction).
+// Instructions are found by following control flow from the entry (decodeAll): bytes that
+// no flow from the entry reaches and that do not decode as code (data a JIT put between
+// blocks) make no block, and a sample there counts as padding.
+//
+// Errors are *CodeError values naming the offset, of code the entry reaches: undecodable
+// bytes (ErrUndecodable), an instruction cut off by the end of the code (ErrTruncated) and
+// control reaching the middle of an instruction (ErrJumpIntoInstruction).
 //
 // Build is safe to call concurrently; it does not keep code.
 func Build(code []byte, addr uint64) (*Graph, error) {
@@ -44,16 +48,12 @@ func Build(code []byte, addr uint64) (*Graph, error) {
 			scratchPool.Put(sc)
 		}
 	}()
-	insts, err := decodeAll(sc.insts[:0], code, addr)
-	sc.insts = insts
+	insts, err := decodeAll(sc, code, addr)
 	if err != nil {
 		return nil, err
 	}
-	leader, err := markLeaders(sc.leader, insts, len(code), addr)
+	leader := markLeaders(sc.leader, insts, len(code))
 	sc.leader = leader
-	if err != nil {
-		return nil, err
-	}
 	dropPadding(insts, leader)
 	kept, blocks, past := countBlocks(insts, leader)
 	if blocks > MaxCodeBlocks {
@@ -68,29 +68,110 @@ func Build(code []byte, addr uint64) (*Graph, error) {
 // scratch is Build's working memory, reused through scratchPool; nothing in it outlives
 // a call.
 type scratch struct {
-	insts  []inst
-	leader []uint8
+	insts   []inst  // decodeAll's result, in address order
+	found   []inst  // the instructions flow reaches, in the order decodeAll meets them
+	at      []int32 // per code byte: 0 no instruction's, k > 0 the first of found[k-1], -1 another
+	pending []branch
+	leader  []uint8
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 const maxPooledInsts = 1 << 16
 
-// decodeAll decodes code linearly from its first byte, appending to insts.
-func decodeAll(insts []inst, code []byte, addr uint64) ([]inst, error) {
+// branch is a place control reaches, and the instruction it comes from (-1: the entry).
+type branch struct{ from, to int }
+
+// decodeAll decodes the instructions of code, in address order, into sc.insts. It follows
+// control flow from the entry, each path through its fall-throughs before the targets of
+// the direct branches it met: a JIT may put data between blocks (HotSpot's compiled methods
+// do, after an unconditional jump), which decoding the bytes in order would read as
+// instructions and lose its way into the code after. The runs of bytes no flow reaches
+// (jump tables' targets, padding, data) are then decoded in order, each up to its first
+// bytes that are no instruction within it (undecodable, or running into the code reached);
+// those and the rest of the run are data. Its errors are those of the code reached.
+func decodeAll(sc *scratch, code []byte, addr uint64) ([]inst, error) {
+	if cap(sc.at) < len(code) {
+		sc.at = make([]int32, len(code))
+	}
+	at := sc.at[:len(code)]
+	clear(at)
+	found, err := followFlow(sc, code, addr, at)
+	if err != nil {
+		return nil, err
+	}
 	// Compiled x86-64 code averages three to four bytes an instruction.
+	insts := sc.insts[:0]
 	if want := len(code)/3 + 1; cap(insts) < want {
 		insts = make([]inst, 0, want)
 	}
 	for off := 0; off < len(code); {
-		insts = append(insts, inst{})
-		in := &insts[len(insts)-1]
-		if err := decodeInst(code, off, in); err != nil {
-			return nil, &CodeError{Addr: addr, Offset: off, Err: err}
+		if k := at[off]; k > 0 {
+			insts = append(insts, found[k-1])
+			off += int(found[k-1].size)
+			continue
 		}
-		off += int(in.size)
+		end := off
+		for end < len(code) && at[end] == 0 {
+			end++
+		}
+		for off < end {
+			var in inst
+			if decodeInst(code, off, &in) != nil || off+int(in.size) > end {
+				off = end // data, to the end of the run
+				break
+			}
+			insts = append(insts, in)
+			off += int(in.size)
+		}
 	}
+	sc.insts = insts
 	return insts, nil
+}
+
+// followFlow decodes the instructions control reaches from the entry into sc.found, and
+// marks their bytes in at (decodeAll).
+func followFlow(sc *scratch, code []byte, addr uint64, at []int32) ([]inst, error) {
+	into := func(from, to int) error {
+		return &CodeError{Addr: addr, Offset: max(from, 0), Target: addr + uint64(to), Err: ErrJumpIntoInstruction}
+	}
+	found := sc.found[:0]
+	pending := append(sc.pending[:0], branch{from: -1, to: 0})
+	defer func() { sc.found, sc.pending = found, pending }()
+	for len(pending) > 0 {
+		b := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		for from, off := b.from, b.to; off < len(code); {
+			if k := at[off]; k > 0 {
+				break // joins code already decoded
+			} else if k < 0 {
+				return nil, into(from, off)
+			}
+			var in inst
+			if err := decodeInst(code, off, &in); err != nil {
+				return nil, &CodeError{Addr: addr, Offset: off, Err: err}
+			}
+			end := off + int(in.size)
+			for j := off + 1; j < end; j++ {
+				if at[j] != 0 { // a path reached here runs on into this one's middle
+					return nil, into(off, j)
+				}
+			}
+			found = append(found, in)
+			at[off] = int32(len(found))
+			for j := off + 1; j < end; j++ {
+				at[j] = -1
+			}
+			if (in.kind == kindCond || in.kind == kindJump) && in.target >= 0 && in.target < int64(len(code)) {
+				pending = append(pending, branch{from: off, to: int(in.target)})
+			}
+			if in.kind.ends() {
+				break
+			}
+			from, off = off, end
+		}
+	}
+	return found, nil
 }
 
 // Leader marks, per instruction.
@@ -101,8 +182,11 @@ const (
 	dropped            // padding that nothing reaches: no block
 )
 
-// markLeaders finds block starts. It rejects branches into the middle of an instruction.
-func markLeaders(leader []uint8, insts []inst, size int, addr uint64) ([]uint8, error) {
+// markLeaders finds block starts: the entry, every branch target, every instruction after
+// a branch, return or trap, and every one after bytes that are no instruction. A branch to
+// the middle of an instruction gets no leader: only the bytes no flow reaches decode so
+// (data read as code, decodeAll), and linkBlocks makes such a branch leave the function.
+func markLeaders(leader []uint8, insts []inst, size int) []uint8 {
 	if cap(leader) < len(insts) {
 		leader = make([]uint8, len(insts))
 	}
@@ -110,6 +194,9 @@ func markLeaders(leader []uint8, insts []inst, size int, addr uint64) ([]uint8, 
 	clear(leader)
 	leader[0] = leaderTarget
 	for i, in := range insts {
+		if i+1 < len(insts) && leader[i+1] == leaderNone && insts[i+1].off != in.off+uint32(in.size) {
+			leader[i+1] = leaderFlow // after data
+		}
 		if in.kind == kindPlain || in.kind == kindPad {
 			continue
 		}
@@ -122,13 +209,11 @@ func markLeaders(leader []uint8, insts []inst, size int, addr uint64) ([]uint8, 
 		if in.target < 0 || in.target >= int64(size) {
 			continue // leaves the function: a tail call
 		}
-		j, ok := instAt(insts, uint32(in.target))
-		if !ok {
-			return nil, &CodeError{Addr: addr, Offset: int(in.off), Target: addr + uint64(in.target), Err: ErrJumpIntoInstruction}
+		if j, ok := instAt(insts, uint32(in.target)); ok {
+			leader[j] = leaderTarget
 		}
-		leader[j] = leaderTarget
 	}
-	return leader, nil
+	return leader
 }
 
 // instAt finds the instruction that starts at byte offset off.

@@ -16,9 +16,11 @@ func FuzzBuildCFG(f *testing.F) {
 		"0f8500010000e900ffffff", // tail calls
 		"3effe090c3",             // jump table
 		"c5f877c3",               // vzeroupper
-		"eb01b801000000c3",       // jump into an instruction
-		"31c006c3",               // undecodable
-		"31c0e80000",             // truncated
+		"eb01b801000000c3",       // a jump over bytes that decode otherwise from where it lands
+		"7401b8c3000000c3",       // jump into an instruction
+		"85c07407eb0d0000000080ba0100000001d090c3", // data between blocks
+		"31c006c3",   // undecodable
+		"31c0e80000", // truncated
 		"4885d27f0331c0c331c931c0eb1666904f8d4440014c8904ce4c01c048ffc14839d17d264c8b04cf41f6c00175e24981f8e90300007c0949d1e8ebd90f1f400048c704ce00000000ebcfc3",
 	} {
 		f.Add(mustHex(f, s), uint64(0x401000))

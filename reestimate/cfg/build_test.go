@@ -76,6 +76,15 @@ func TestBuildCFG(t *testing.T) {
 		code:   "c5f877 c3",
 		blocks: []wantBlock{{0, 4, 2, true}},
 	}, {
+		name: "data between blocks is no block, and does not mislead the decoding after it",
+		// 0: test eax,eax; 2: je b; 4: jmp 13; 6: five bytes of data (00 00 00 00 80, which
+		// in order would decode as two adds and a cmp through b); b: mov edx,1; 10: add
+		// eax,edx; 12: nop; 13: ret. The bytes up to the data decode as two adds no flow
+		// reaches: a block that runs off into the data.
+		code:   "85c0 7407 eb0d 0000000080 ba01000000 01d0 90 c3",
+		blocks: []wantBlock{{0, 4, 2, false}, {4, 6, 1, false}, {6, 0xa, 2, true}, {0xb, 0x13, 3, false}, {0x13, 0x14, 1, true}},
+		edges:  []Edge{{0, 3, CondTaken}, {0, 1, CondNotTaken}, {1, 4, Jump}, {3, 4, FallThrough}},
+	}, {
 		name: "ud2 traps",
 		// 0: je 4; 2: ud2; 4: ret
 		code:   "7402 0f0b c3",
@@ -125,7 +134,8 @@ func TestBuildCFGErrors(t *testing.T) {
 		{"empty", nil, ErrEmptyCode, 0},
 		{"undecodable", mustHex(t, "31c0 06 c3"), ErrUndecodable, 2}, // push es: invalid in 64-bit mode
 		{"truncated", mustHex(t, "31c0 e8 0000"), ErrTruncated, 2},   // call rel32 cut short
-		{"jump into an instruction", mustHex(t, "eb01 b8 01000000 c3"), ErrJumpIntoInstruction, 0},
+		// 0: je 3, into the mov's immediate, where 3 is also reached by falling through.
+		{"jump into an instruction", mustHex(t, "7401 b8 c3000000 c3"), ErrJumpIntoInstruction, 0},
 		{"too large", make([]byte, MaxCodeBytes+1), ErrCodeTooLarge, MaxCodeBytes},
 	}
 	for _, tt := range tests {
