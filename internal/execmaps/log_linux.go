@@ -210,17 +210,30 @@ func decode(ev *perf.Event, raw *perf.RawRecord) perf.Record {
 	return rec
 }
 
+// anonRecordName is what the kernel's records name anonymous memory (a JIT's code), where
+// /proc names none.
+const anonRecordName = "//anon"
+
+// recordMapping is the mapping a record tells of: anonymous memory with an empty path and
+// no file offset, as read from /proc.
+func recordMapping(addr, length, pageOffset uint64, filename string) Mapping {
+	if filename == anonRecordName {
+		return Mapping{Start: addr, End: addr + length}
+	}
+	return Mapping{Start: addr, End: addr + length, Offset: pageOffset, Path: filename}
+}
+
 // apply takes one record in.
 func (l *Log) apply(rec perf.Record) {
 	switch r := rec.(type) {
 	case *perf.Mmap2Record:
-		m := Mapping{Start: r.Addr, End: r.Addr + r.Len, Offset: r.PageOffset, Path: r.Filename}
+		m := recordMapping(r.Addr, r.Len, r.PageOffset, r.Filename)
 		if r.Inode != 0 {
 			m.Dev, m.Ino = unix.Mkdev(r.MajorID, r.MinorID), r.Inode
 		}
 		l.add(r.Pid, m, int64(r.Time))
 	case *perf.MmapRecord: // a kernel without mmap2
-		l.add(r.Pid, Mapping{Start: r.Addr, End: r.Addr + r.Len, Offset: r.PageOffset, Path: r.Filename}, int64(r.Time))
+		l.add(r.Pid, recordMapping(r.Addr, r.Len, r.PageOffset, r.Filename), int64(r.Time))
 	case *perf.CommRecord:
 		if r.WasExec() && r.Pid == r.Tid {
 			p := l.proc(r.Pid)

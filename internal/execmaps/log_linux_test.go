@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
@@ -136,4 +137,53 @@ func shell(t *testing.T) (sh, file string) {
 func running(pid uint32) bool {
 	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(int(pid))))
 	return err == nil
+}
+
+// TestAnonymousMapping: executable anonymous memory (a JIT's) is anonymous in the records
+// too, with an empty Path as for a mapping read from /proc, where the kernel's records name
+// it "//anon".
+func TestAnonymousMapping(t *testing.T) {
+	if os.Getenv("EXECMAPS_ANON_HELPER") != "" {
+		b, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString(strconv.FormatUint(uint64(uintptr(unsafe.Pointer(&b[0]))), 16) + "\n")
+		os.Exit(0)
+	}
+	testenv.Requires(t, testenv.Root)
+	l, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAnonymousMapping$")
+	cmd.Env = append(os.Environ(), "EXECMAPS_ANON_HELPER=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := strconv.ParseUint(strings.TrimSpace(string(out)), 16, 64)
+	if err != nil {
+		t.Fatalf("the helper printed %q: %v", out, err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	var found *Mapping
+	for range 100 { // the records are read as they come
+		for _, m := range l.Mappings(pid) {
+			if m.Start <= addr && addr < m.End {
+				found = &m
+			}
+		}
+		if found != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if found == nil {
+		t.Fatalf("no mapping of %#x among %s", addr, show(l.Mappings(pid)))
+	}
+	if found.Path != "" || found.Dev != 0 || found.Ino != 0 {
+		t.Errorf("the anonymous mapping at %#x is %+v, want an empty path and no file", addr, *found)
+	}
 }
