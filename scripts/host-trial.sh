@@ -34,7 +34,7 @@ node --perf-basic-prof "$root/workloads/runtimes/hot.js" "$load" >/dev/null 2>&1
 pids+=($!)
 java -XX:+PreserveFramePointer Hot "$load" >/dev/null 2>&1 &
 pids+=($!)
-erl +JPperf map -noshell -run hot main "$load" -s init stop >/dev/null 2>&1 &
+erl +JPperf map -noshell -s hot main "$load" -s init stop >/dev/null 2>&1 &
 pids+=($!)
 (while :; do sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done'; sleep 0.05; done) >/dev/null 2>&1 &
 pids+=($!)
