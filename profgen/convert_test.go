@@ -175,11 +175,10 @@ func TestFromCaptureDirectCalls(t *testing.T) {
 	}
 }
 
-// TestRepairCache: a conversion through a cache gives the profile a conversion without one
-// gives; a second conversion of the same capture repairs nothing again, one whose samples
-// changed repairs the changed object only, and Sweep lets go of what is no longer used.
-func TestRepairCache(t *testing.T) {
-	fn := example(t)
+// twoObjects is a capture of two objects of fn's code and samples, "first" and "second",
+// the second 64 KiB above the first.
+func twoObjects(t *testing.T, fn cfgjson.Function) *profileio.Capture {
+	t.Helper()
 	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
 		object(t, fn, "first", fn.Code, true),
 		object(t, fn, "second", fn.Code, true),
@@ -188,6 +187,15 @@ func TestRepairCache(t *testing.T) {
 	for i := range c.Objects[1].Object.Lines {
 		c.Objects[1].Object.Lines[i].Addr += 0x10000
 	}
+	return c
+}
+
+// TestRepairCache: a conversion through a cache gives the profile a conversion without one
+// gives; a second conversion of the same capture repairs nothing again, one whose samples
+// changed repairs the changed object only, and Sweep lets go of what is no longer used.
+func TestRepairCache(t *testing.T) {
+	fn := example(t)
+	c := twoObjects(t, fn)
 	want, _ := FromCapture(c, Options{})
 	cache := NewRepairCache()
 	got, st := FromCapture(c, Options{Cache: cache})
@@ -218,14 +226,7 @@ func TestRepairCache(t *testing.T) {
 // unless the cache holds their repair, and the conversion still holds every object.
 func TestFromCaptureRepairBy(t *testing.T) {
 	fn := example(t)
-	c := &profileio.Capture{Objects: []*profileio.CaptureObject{
-		object(t, fn, "first", fn.Code, true),
-		object(t, fn, "second", fn.Code, true),
-	}}
-	c.Objects[1].Object.Addr += 0x10000
-	for i := range c.Objects[1].Object.Lines {
-		c.Objects[1].Object.Lines[i].Addr += 0x10000
-	}
+	c := twoObjects(t, fn)
 	passed := time.Now().Add(-time.Second)
 	raw, _ := FromCapture(c, Options{Raw: true})
 	got, st := FromCapture(c, Options{RepairBy: passed})
