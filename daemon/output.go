@@ -52,7 +52,7 @@ func outputBase(image string, pid uint32, n int) string {
 // and its RepairBy bounds the time it spends repairing. The formats are written
 // concurrently: the LLVM ones (which share one conversion) one after the other on the
 // calling goroutine, each other on a goroutine of its own that writeOutputs waits for.
-func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, opt profgen.Options) (written, error) {
+func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, formats []Format, c *profileio.Capture, opt profgen.Options) (outputsWritten, error) {
 	errs := make([]error, len(formats))
 	var llvm []int // indices of the LLVM formats
 	var wg sync.WaitGroup
@@ -67,7 +67,7 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 			errs[i] = writeFormat(dir, base, owner, f, c, nil)
 		}()
 	}
-	var out written
+	var out outputsWritten
 	if len(llvm) > 0 {
 		prof, cst, err := profgen.FromCaptureContext(ctx, c, opt)
 		out.llvm = cst
@@ -111,8 +111,8 @@ func writeOutputs(ctx context.Context, dir, base string, owner outfile.Owner, fo
 	return out, err
 }
 
-// written is what writeOutputs wrote.
-type written struct {
+// outputsWritten is what writeOutputs wrote.
+type outputsWritten struct {
 	paths []string
 	llvm  profgen.Stats // the LLVM conversion's
 	// leftOut holds, for each LLVM format that left something out, what: the names the
