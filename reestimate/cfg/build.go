@@ -9,8 +9,8 @@ import (
 // function's analyses and repair cost: some 80 MB and a tenth of a second at the most blocks,
 // whatever code a JIT hands over. Larger code gets ErrCodeTooLarge, and code that makes more
 // blocks ErrTooManyBlocks, before anything of its size is allocated beyond the decoded
-// instructions (16 bytes each). Compiled functions are far below both: the largest of
-// LLVM's own are some 60 KiB.
+// instructions (16 bytes each) and a word per code byte. Compiled functions are far below
+// both: the largest of LLVM's own are some 60 KiB.
 const (
 	MaxCodeBytes  = 1 << 20
 	MaxCodeBlocks = 1 << 16
