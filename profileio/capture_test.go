@@ -7,9 +7,12 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/profd/profd/codeobj"
 )
 
 // testContainerID is a container id as Docker gives them.
@@ -488,4 +491,53 @@ func FuzzReadCapture(f *testing.F) {
 			t.Fatalf("capture round trip differs:\n%+v\n%+v", c, c2)
 		}
 	})
+}
+
+// TestCaptureObjectLargerThanASection: a code object whose code bytes alone pass a
+// section's bound is recorded without them, its samples kept; one whose line table passes it
+// too, without either.
+func TestCaptureObjectLargerThanASection(t *testing.T) {
+	var buf bytes.Buffer
+	cw, err := NewCaptureWriter(&buf, CaptureMeta{Event: "cpu-clock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := make([]byte, maxSectionBytes)
+	big := codeobj.Object{Name: "region", Addr: 0x10000, Size: uint64(len(code)), Code: code,
+		Lines: []codeobj.LineEntry{{Addr: 0x10000, File: "region.c", Line: 1}}}
+	dir := strings.Repeat("d", 1<<20) // file names of a MiB each: 65 of them pass the bound
+	lines := make([]codeobj.LineEntry, maxSectionBytes>>20+1)
+	for i := range lines {
+		lines[i] = codeobj.LineEntry{Addr: 0x20000 + uint64(i)*4, File: dir + "/" + strconv.Itoa(i) + ".c", Line: uint32(i + 1)}
+	}
+	huge := codeobj.Object{Name: "lines", Addr: 0x20000, Size: uint64(4 * len(lines)), Lines: lines}
+	for _, o := range []*codeobj.Object{&big, &huge} {
+		id, err := cw.AddCodeObject(7, o)
+		if err != nil {
+			t.Fatalf("%s: %v", o.Name, err)
+		}
+		if err := cw.AddSamples([]SampleRecord{{Object: id, Offset: 0, Count: 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cw.Close(CaptureEnd{EndNs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadCapture(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Objects) != 2 {
+		t.Fatalf("%d objects read back, want 2", len(c.Objects))
+	}
+	for i, want := range []struct {
+		name  string
+		lines int
+	}{{"region", 1}, {"lines", 0}} {
+		o := c.Objects[i]
+		if o.Object.Name != want.name || o.Object.Code != nil || len(o.Object.Lines) != want.lines || o.TotalSamples() != 5 {
+			t.Errorf("object %d: %s, %d code bytes, %d lines, %d samples; want %s without code, %d lines, 5 samples",
+				i, o.Object.Name, len(o.Object.Code), len(o.Object.Lines), o.TotalSamples(), want.name, want.lines)
+		}
+	}
 }

@@ -118,7 +118,10 @@ func (cw *CaptureWriter) AddProcess(p Process) error {
 }
 
 // AddCodeObject records a code object of process pid and returns the ID that samples in
-// it are added under. Code must be nil or hold Size bytes; Lines must be ascending.
+// it are added under. Code must be nil or hold Size bytes; Lines must be ascending. An
+// object larger than a section may be (a runtime's code region of tens of MiB) is recorded
+// without its code bytes, and without its line table if that is still too large, rather
+// than not at all: its samples stay named.
 func (cw *CaptureWriter) AddCodeObject(pid uint32, o *codeobj.Object) (ObjectID, error) {
 	if err := cw.usable(); err != nil {
 		return 0, err
@@ -127,6 +130,23 @@ func (cw *CaptureWriter) AddCodeObject(pid uint32, o *codeobj.Object) (ObjectID,
 		return 0, fmt.Errorf("profileio: code object %q: %d code bytes for size %d: %w", o.Name, len(o.Code), o.Size, ErrMalformed)
 	}
 	id := ObjectID(len(cw.objects))
+	tooLarge := func(b []byte) bool { return len(b)-sectionHeaderBytes > maxSectionBytes }
+	b := cw.appendCodeObject(id, pid, o, o.Code, o.Lines)
+	if tooLarge(b) {
+		b = cw.appendCodeObject(id, pid, o, nil, o.Lines)
+	}
+	if tooLarge(b) {
+		b = cw.appendCodeObject(id, pid, o, nil, nil)
+	}
+	if err := cw.finish(secCodeObject, b); err != nil {
+		return 0, err
+	}
+	cw.objects = append(cw.objects, pid)
+	return id, nil
+}
+
+// appendCodeObject is a code object section of o, with code and lines for o's own.
+func (cw *CaptureWriter) appendCodeObject(id ObjectID, pid uint32, o *codeobj.Object, code []byte, lines []codeobj.LineEntry) []byte {
 	b := cw.begin()
 	b = appendUvarint(b, uint64(id))
 	b = appendUvarint(b, uint64(pid))
@@ -137,19 +157,16 @@ func (cw *CaptureWriter) AddCodeObject(pid uint32, o *codeobj.Object) (ObjectID,
 	b = appendVarint(b, o.UnloadNs)
 	b = appendUvarint(b, o.CodeIndex)
 	b = append(b, byte(o.Source))
-	if o.Code == nil {
+	if code == nil {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = append(b, o.Code...)
+		b = append(b, code...)
 	}
-	b = appendLines(b, o.Addr, o.Lines)
+	b = appendLines(b, o.Addr, lines)
 	b = appendUvarint(b, uint64(o.FirstLine))
-	if err := cw.finish(secCodeObject, b); err != nil {
-		return 0, err
-	}
-	cw.objects = append(cw.objects, pid)
-	return id, nil
+	cw.buf = b
+	return b
 }
 
 // appendLines writes the file names once, then each entry as an address delta (zigzag,
