@@ -70,28 +70,26 @@ func (rc *RepairCache) Len() int {
 // found there. With late, o is not repaired anew: what the cache does not hold is
 // errRepairLate.
 func (rc *RepairCache) repaired(o *profileio.CaptureObject, opt reestimate.Options, scale float64, late bool) (blocks []BlockCount, entry int, calls []directCall, cached bool, err error) {
-	if rc == nil {
-		if late {
-			return nil, 0, nil, false, errRepairLate
+	var k repairKey
+	if rc != nil {
+		k = rc.key(o, opt, scale)
+		rc.mu.Lock()
+		e := rc.entries[k]
+		rc.used[k] = true
+		rc.mu.Unlock()
+		if e != nil {
+			return e.blocks, e.entry, e.calls, true, e.err
 		}
-		blocks, entry, calls, err = repairedBlocks(o, opt, scale)
-		return blocks, entry, calls, false, err
-	}
-	k := rc.key(o, opt, scale)
-	rc.mu.Lock()
-	e := rc.entries[k]
-	rc.used[k] = true
-	rc.mu.Unlock()
-	if e != nil {
-		return e.blocks, e.entry, e.calls, true, e.err
 	}
 	if late {
 		return nil, 0, nil, false, errRepairLate
 	}
 	blocks, entry, calls, err = repairedBlocks(o, opt, scale)
-	rc.mu.Lock()
-	rc.entries[k] = &repairEntry{blocks: blocks, entry: entry, calls: calls, err: err}
-	rc.mu.Unlock()
+	if rc != nil {
+		rc.mu.Lock()
+		rc.entries[k] = &repairEntry{blocks: blocks, entry: entry, calls: calls, err: err}
+		rc.mu.Unlock()
+	}
 	return blocks, entry, calls, false, err
 }
 
