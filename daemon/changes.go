@@ -94,9 +94,8 @@ func (d *daemonRun) addTarget(pid uint32) {
 		d.applyChanges()
 	}
 	d.endLingeringPid(pid)
-	if d.cfg.cgroupsInKernel() && d.parts.watch.CgroupsFound() {
-		// The first process of a container: the rest are counted from their first sample.
-		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log)
+	if d.parts.watch.CgroupsFound() {
+		d.syncCgroups() // the first process of a container: the rest are counted from their first sample
 	}
 	// The pid is an arrival until its counts exist; a drain makes the counts of arrivals
 	// first: samples of a pid without counts are strays of a process already retired (see

@@ -221,9 +221,7 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	if d.cfg.cgroupsInKernel() {
-		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log) // the containers come with the scans
-	}
+	d.syncCgroups() // the containers come with the scans
 	// Code bytes are read within what the symbol budgets leave a target: read before a batch
 	// is applied, they would otherwise be made for every load a perf map asks for.
 	d.parts.symbols = newSymbolStage(enrich.New(enrich.Options{ReadCode: true, ReadDiscriminators: true, Logger: d.log,

@@ -135,9 +135,7 @@ func (d *daemonRun) scanned() {
 	if !d.cfg.All {
 		return
 	}
-	if d.cfg.cgroupsInKernel() {
-		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log)
-	}
+	d.syncCgroups()
 	select {
 	case d.host.recheck <- struct{}{}:
 	default:

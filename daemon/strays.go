@@ -21,12 +21,12 @@ const maxStrayKeys = 1 << 16
 // strays holds, when every process is sampled (--all with no --jit-image:
 // sampler.Config.AllProcesses, Config.everyProcess), the samples of processes that were no
 // target when a drain took them: a shell's command of a few milliseconds has exited before
-// the watcher reads its /proc entry, and one of a few tens before it is added. Each drain gives back the
-// samples of the processes that became targets since, and of those that exited first,
-// which are added from their samples (lateTargetLocked); a live process that is still no
-// target after strayHold has its samples let go. A target whose program ended by an exec
-// the watcher has not reported yet has the samples taken since held too, for the target
-// its new program becomes (programsEndedLocked). Guarded by daemon.mu.
+// the watcher reads its /proc entry, and one of a few tens before it is added. Each drain
+// gives back the samples of the processes that became targets since, and of those that
+// exited first, which are added from their samples (lateTargetLocked); a live process that
+// is still no target after strayHold has its samples let go. A target whose program ended by
+// an exec the watcher has not reported yet has the samples taken since held too, for the
+// target its new program becomes (programsEndedLocked). Guarded by daemon.mu.
 type strays struct {
 	procs  map[uint32]*strayProcess
 	keys   int  // counts and call chains held, every process together
