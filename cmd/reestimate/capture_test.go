@@ -424,3 +424,49 @@ func readCaptureFile(t *testing.T, path string) *profileio.Capture {
 	}
 	return c
 }
+
+// TestRunRefusesProfdOutputs: the files reestimate and profd write beside a capture (the
+// LLVM profiles, the pprof profile), given as input, are refused with a message that says
+// what they are and which file to give instead, alone and among captures.
+func TestRunRefusesProfdOutputs(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "run.profd")
+	writeExampleCapture(t, capture)
+	text, ext, pprof := filepath.Join(dir, "run.prof.txt"), filepath.Join(dir, "run.prof.extbinary"), filepath.Join(dir, "run.pb.gz")
+	runToProfile(t, &Config{Inputs: []string{capture}, Output: text, Solver: "ssp", Pprof: pprof})
+	if err := Run(context.Background(), &Config{Inputs: []string{capture}, Output: ext, Solver: "ssp", Format: formatLLVMExtBinary}); err != nil {
+		t.Fatal(err)
+	}
+	empty, commented := filepath.Join(dir, "empty.profd"), filepath.Join(dir, "commented.prof.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := "# profd: no line table, total and head samples only: " + strings.Repeat("x", 200) + "\n"
+	if err := os.WriteFile(commented, []byte(long+long+strings.Repeat("x", 200)+":12:3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const instead = "give reestimate the capture (.profd) profd wrote beside it"
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{text, []string{"an LLVM sample profile (text)", instead}},
+		{commented, []string{"an LLVM sample profile (text)", instead}},
+		{ext, []string{"an LLVM sample profile (ext-binary)", instead}},
+		{pprof, []string{"pprof profiles (.pb.gz)", instead}},
+		{empty, []string{"it is empty"}},
+	} {
+		for _, inputs := range [][]string{{tc.path}, {capture, tc.path}} {
+			err := Run(context.Background(), &Config{Inputs: inputs, Output: filepath.Join(dir, "out.txt"), Solver: "ssp"})
+			want := append([]string{tc.path, "not a profd capture"}, tc.want...)
+			if len(inputs) > 1 {
+				want = append(want, "merging reads captures only")
+			}
+			for _, w := range want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%v: error %v, want one saying %q", inputs, err, w)
+				}
+			}
+		}
+	}
+}

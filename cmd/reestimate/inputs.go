@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -122,8 +124,8 @@ func readCaptures(s *source, salvage bool, warn *warnings, use func(c *profileio
 			name = fmt.Sprintf("%s (capture %d, at byte %d)", name, n, start)
 		}
 		if n == 1 {
-			if head, _ := s.r.Peek(profileio.CaptureMagicBytes); !profileio.IsCapture(head) {
-				return cut, fmt.Errorf("%s: not a profd capture: merging reads captures only (JSON input is read alone)", name)
+			if head, _ := s.r.Peek(inputHeadBytes); !profileio.IsCapture(head) {
+				return cut, fmt.Errorf("%s: not a profd capture, and merging reads captures only (JSON input is read alone)%s", name, colon(looksLike(head)))
 			}
 		}
 		c, rerr := profileio.ReadCapture(cr)
@@ -193,4 +195,49 @@ func (ws *warnings) summary(what string) {
 	if ws.dropped > 0 {
 		fmt.Fprintf(ws.w, "reestimate: … and %d more such warnings: %s\n", ws.dropped, what)
 	}
+}
+
+// inputHeadBytes is how much of an input's start tells what it is: a text profile's first
+// line may follow a few comments.
+const inputHeadBytes = 4096
+
+// llvmTextHead matches the first line of an LLVM sample profile in text: a function's
+// name, its total samples and its head samples.
+var llvmTextHead = regexp.MustCompile(`^[^\s#][^\n]*:[0-9]+:[0-9]+\r?$`)
+
+// looksLike says what an input that starts with head, and is no capture, seems to be, for
+// the message that refuses it ("" when it cannot tell): the files profd writes beside its
+// captures are the likely mistakes, and for those it says which file to give instead.
+func looksLike(head []byte) string {
+	const instead = "; give reestimate the capture (.profd) profd wrote beside it"
+	switch {
+	case len(head) == 0:
+		return "it is empty"
+	case profileio.IsExtBinary(head):
+		return "it is an LLVM sample profile (ext-binary), which reestimate makes" + instead
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "it is gzip-compressed, as profd's pprof profiles (.pb.gz) are" + instead
+	}
+	for bytes.HasPrefix(head, []byte("#")) { // a text profile's comments (profd's say why a function is raw)
+		_, head, _ = bytes.Cut(head, []byte("\n"))
+	}
+	if first, _, _ := bytes.Cut(head, []byte("\n")); llvmTextHead.Match(first) {
+		return "it looks like an LLVM sample profile (text), which reestimate makes" + instead
+	}
+	return ""
+}
+
+// isJSONObject reports whether head may start a JSON object: its first byte but blanks is
+// '{', or head is all blanks (the decoder then says what follows).
+func isJSONObject(head []byte) bool {
+	rest := bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && (len(rest) == 0 || rest[0] == '{')
+}
+
+// colon is ": "+s, or "" for "".
+func colon(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
 }

@@ -25,7 +25,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	head, _ := first.r.Peek(profileio.CaptureMagicBytes)
+	head, _ := first.r.Peek(inputHeadBytes)
 	if profileio.IsCapture(head) || len(sources) > 1 {
 		if cfg.Format == "" {
 			cfg.Format = formatLLVMText
@@ -33,6 +33,9 @@ func Run(ctx context.Context, cfg *Config) error {
 		return runCaptures(ctx, cfg, sources, first, opt)
 	}
 	defer first.close()
+	if !isJSONObject(head) {
+		return fmt.Errorf("reestimate: %s is not a profd capture, nor JSON input (docs/reestimate-json.md)%s", first.name(), colon(looksLike(head)))
+	}
 	if cfg.Format == "" {
 		cfg.Format = formatJSON
 	}
