@@ -266,7 +266,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.replies.failed = map[uint32]bool{}
 	d.counted.flushSeconds = NewDurationHistogram(FlushBuckets)
 	d.changes.init()
-	d.host = hostTargets{waiting: map[uint32]*hostTarget{}, recheck: make(chan struct{}, 1), unnamed: map[uint32]bool{}}
+	d.host = hostTargets{waiting: map[uint32]*hostTarget{}, recheck: make(chan struct{}, 1)}
 	if cfg.JavaPerfMapEvery > 0 { // before the watcher starts: addTarget renews its targets
 		d.java.asker = hotspot.NewAsker(logger, cfg.JavaPerfMapEvery)
 	}

@@ -149,6 +149,9 @@ func (d *daemonRun) checkUnnamed(pids []uint32) {
 		return
 	}
 	d.host.unnamedMu.Lock()
+	if d.host.unnamed == nil {
+		d.host.unnamed = map[uint32]bool{}
+	}
 	for _, pid := range pids {
 		d.host.unnamed[pid] = true
 	}
@@ -169,10 +172,8 @@ func (d *daemonRun) recheckSources() {
 	d.changes.applying.Lock()
 	defer d.changes.applying.Unlock()
 	d.host.unnamedMu.Lock()
-	unnamed := d.host.unnamed
-	if len(unnamed) > 0 {
-		d.host.unnamed = map[uint32]bool{}
-	}
+	unnamed := d.host.unnamed // read outside the lock: the drain fills a new one
+	d.host.unnamed = nil
 	d.host.unnamedMu.Unlock()
 	for pid := range unnamed {
 		// Out of its turn (its wait stays as it was), in its first seconds only: a process
