@@ -24,20 +24,20 @@ import (
 
 // writeExampleCapture turns the bundled example (real llc-14 code with perf samples) into a
 // capture, with a line table that gives every block its own source line, 10 + block index.
-func writeExampleCapture(t *testing.T, path string) (cfgjson.Function, *cfg.Graph) {
+func writeExampleCapture(t testing.TB, path string) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
 	return writeExampleCaptureLines(t, path, func(b int) uint32 { return uint32(10 + b) })
 }
 
 // writeExampleCaptureLines is writeExampleCapture with block b's code on source line line(b).
-func writeExampleCaptureLines(t *testing.T, path string, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
+func writeExampleCaptureLines(t testing.TB, path string, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
 	return writeExampleCaptureOf(t, path, profileio.CaptureMeta{Event: "cpu-clock", FrequencyHz: 999, Host: "test", StartTime: time.Unix(1700000000, 0)}, 0, line)
 }
 
 // writeExampleCaptureOf is writeExampleCaptureLines with the capture's meta, and the code
 // moved by shift bytes.
-func writeExampleCaptureOf(t *testing.T, path string, meta profileio.CaptureMeta, shift uint64, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
+func writeExampleCaptureOf(t testing.TB, path string, meta profileio.CaptureMeta, shift uint64, line func(b int) uint32) (cfgjson.Function, *cfg.Graph) {
 	t.Helper()
 	f, err := os.Open("../../examples/reestimate/score.json")
 	if err != nil {
