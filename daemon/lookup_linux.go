@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/profd/profd/attribute"
@@ -27,6 +28,9 @@ type procLookup struct {
 	// of processes that exited before their /proc/PID/maps was read. Set before targets
 	// are watched.
 	made *execmaps.Log
+	// fuseWarned: the warning that native code on a FUSE file system is named by its file
+	// only was given.
+	fuseWarned atomic.Bool
 	// kallsyms names kernel frames (--kernel-stacks), read at the first one.
 	kallsymsOnce sync.Once
 	kallsyms     *kallsyms.Table
@@ -232,6 +236,10 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 		// profd's own file system, if it is the one mapped (the same device and inode).
 		root = ""
 		f, err = procfs.OpenFile(root, m.Path, procfs.Want{ID: id})
+	}
+	if errors.Is(err, procfs.ErrFUSE) && !l.fuseWarned.Swap(true) {
+		l.log.Warn("profd: native code on a FUSE file system is named by its file only: profd opens no file there, as a server that never answers would hold it for good",
+			"pid", pid, "file", m.Path)
 	}
 	if err != nil {
 		l.log.Debug("profd: native code's file cannot be opened; its samples are named by the file only",

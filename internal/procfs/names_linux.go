@@ -4,7 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FileID identifies a file whatever its path: its device and inode.
@@ -13,11 +14,28 @@ type FileID struct{ Dev, Ino uint64 }
 // ExeID is the identity of pid's executable (a process that exec'd another program has
 // another); zero when it cannot be read, e.g. a kernel thread or a process that has exited.
 func ExeID(pid uint32) FileID {
-	var st syscall.Stat_t
-	if err := syscall.Stat(Path(pid, "exe"), &st); err != nil {
+	st, err := StatNoSync(unix.AT_FDCWD, Path(pid, "exe"))
+	if err != nil {
 		return FileID{}
 	}
-	return FileID{Dev: st.Dev, Ino: st.Ino}
+	return FileID{Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}
+}
+
+// StatNoSync is statx(2) of path from dir (or of dir itself, for path "") as the kernel
+// holds it, without asking the file system: a FUSE or network file system's server is not
+// asked, and cannot hold profd by leaving the request unanswered. A file's device and inode
+// are always right so; its size and times may be a little old.
+func StatNoSync(dir int, path string) (unix.Statx_t, error) {
+	flags := unix.AT_STATX_DONT_SYNC
+	if path == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	var st unix.Statx_t
+	err := unix.Statx(dir, path, flags, unix.STATX_BASIC_STATS, &st)
+	for err == unix.EINTR {
+		err = unix.Statx(dir, path, flags, unix.STATX_BASIC_STATS, &st)
+	}
+	return st, err
 }
 
 // Exe is the base name of pid's executable ("" when it cannot be read, e.g. a kernel

@@ -116,9 +116,21 @@ const maxOpenTries = 8
 // process sees it from root (its /proc/PID/root, or a directory standing for it; "" is
 // profd's own /): symbolic links are resolved inside root, magic links (/proc/PID/fd/N)
 // refused. It does not block, and refuses anything but a regular file (ErrNotRegular) and
-// a file want does not accept.
+// a file want does not accept. Under a process's root (Root(pid)) or profd's own, a path
+// through one of its FUSE mounts is refused (ErrFUSE); one that a symbolic link leads into
+// is not told.
 func OpenFile(root, path string, want Want) (*os.File, error) {
 	name := root + path
+	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	if pid, ok := rootPid(root); ok {
+		m, err := readFUSEMounts(pid)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("procfs: %s: its mount table cannot be read (%w): %w", name, err, ErrFUSE)
+		case m.covers(path):
+			return nil, fmt.Errorf("procfs: %s: %w", name, ErrFUSE)
+		}
+	}
 	if root == "" {
 		root = "/"
 	}
@@ -127,7 +139,6 @@ func OpenFile(root, path string, want Want) (*os.File, error) {
 		return nil, fmt.Errorf("procfs: %s: %w", root, os.NewSyscallError("open", err))
 	}
 	defer unix.Close(dir)
-	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(dir, strings.TrimPrefix(path, "/"), &how)
 	// EAGAIN: a rename in the root raced the lookup. A process renaming in a loop gets its
 	// file refused, not profd held in the loop.
@@ -146,8 +157,12 @@ func OpenFile(root, path string, want Want) (*os.File, error) {
 // deleted or replaced; else (the mapping was split or unmapped since, or profd may not use
 // map_files) by path through pid's root, refused (ErrReplaced) unless it is file id: the
 // process may have moved a FIFO or another user's file over the path. It does not block,
-// and refuses anything but a regular file (ErrNotRegular): a mapped device, say.
+// and refuses anything but a regular file (ErrNotRegular): a mapped device, say; nor a
+// file on one of pid's FUSE mounts (ErrFUSE).
 func OpenMapped(pid uint32, start, end uint64, path string, id FileID) (*os.File, error) {
+	if err := refuseFUSE(pid, id.Dev, path); err != nil {
+		return nil, err
+	}
 	mapped := Path(pid, fmt.Sprintf("map_files/%x-%x", start, end))
 	fd, err := unix.Open(mapped, openFlags, 0)
 	for tries := 1; err == unix.EINTR && tries < maxOpenTries; tries++ {

@@ -102,15 +102,16 @@ func readExecutable(pid uint32) executable {
 		return executable{}
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	st, err := procfs.StatNoSync(fd, "") // the file's server, were it FUSE's, is not asked
+	if err != nil {
 		return executable{}
 	}
 	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
 		return executable{}
 	}
-	return executable{name: filepath.Base(strings.TrimSuffix(path, " (deleted)")), id: fileID{Dev: st.Dev, Ino: st.Ino}, uid: st.Uid}
+	return executable{name: filepath.Base(strings.TrimSuffix(path, " (deleted)")),
+		id: fileID{Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}, uid: st.Uid}
 }
 
 // runs reports whether process pid, which runs exe, runs im. A resolved image matches the

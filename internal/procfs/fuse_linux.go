@@ -1,0 +1,141 @@
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrFUSE: the file is on a FUSE file system. Its server is a process like any other, which
+// any user may run (in a user namespace of their own, without privilege), and a request it
+// takes and leaves unanswered holds the thread that made it for good, past SIGKILL: an
+// open or a read of such a file could hold profd, then keep it from exiting. profd does not
+// open such files.
+var ErrFUSE = errors.New("procfs: on a FUSE file system, whose server may never answer: not opened")
+
+// maxMountinfoBytes bounds what is read of a process's mount table: a host's with
+// thousands of mounts (containers, snaps) is a few hundred kilobytes.
+const maxMountinfoBytes = 16 << 20
+
+// fuseMounts are the FUSE mounts of a mount namespace: their devices and mount points.
+type fuseMounts struct {
+	devs   map[uint64]bool
+	points []string
+}
+
+// readFUSEMounts reads the FUSE mounts of pid's mount namespace (pid 0: profd's own) from
+// its mountinfo.
+func readFUSEMounts(pid uint32) (fuseMounts, error) {
+	path := "/proc/self/mountinfo"
+	if pid != 0 {
+		path = Path(pid, "mountinfo")
+	}
+	data, err := readBounded(path, maxMountinfoBytes)
+	if err != nil {
+		return fuseMounts{}, err
+	}
+	return parseFUSEMounts(data), nil
+}
+
+// parseFUSEMounts takes the FUSE mounts out of a mountinfo file (proc(5)): "ID PARENT
+// MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS" a line.
+// fuseblk (a block device's file system served by FUSE, which takes privilege to mount) is
+// not counted.
+func parseFUSEMounts(data []byte) fuseMounts {
+	var m fuseMounts
+	for line := range bytes.Lines(data) {
+		fields := strings.Fields(string(line))
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+1 >= len(fields) {
+			continue
+		}
+		if fstype := fields[sep+1]; fstype != "fuse" && !strings.HasPrefix(fstype, "fuse.") {
+			continue
+		}
+		major, minor, ok := strings.Cut(fields[2], ":")
+		maj, err1 := strconv.ParseUint(major, 10, 32)
+		mnr, err2 := strconv.ParseUint(minor, 10, 32)
+		if ok && err1 == nil && err2 == nil {
+			if m.devs == nil {
+				m.devs = map[uint64]bool{}
+			}
+			m.devs[unix.Mkdev(uint32(maj), uint32(mnr))] = true
+		}
+		m.points = append(m.points, unescapeMountPath(fields[4]))
+	}
+	return m
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a blank, \011, \012, \134).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// covers reports whether looking path up (absolute, in the mount namespace, no symbolic link
+// followed) passes through a FUSE mount: one of them is mounted at path or above it.
+func (m fuseMounts) covers(path string) bool {
+	for _, p := range m.points {
+		if p == "/" || path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mayBeFUSE reports whether a file on device dev may be on a FUSE file system: FUSE's
+// devices are anonymous ones, of major number 0, as tmpfs's, overlayfs's and NFS's are; a
+// disk's file system never is.
+func mayBeFUSE(dev uint64) bool { return unix.Major(dev) == 0 }
+
+// refuseFUSE refuses (ErrFUSE) the file that pid (0: profd itself) maps or names as path, on
+// device dev (0: unknown), when it is on a FUSE mount of pid's mount namespace, or when that
+// cannot be told.
+func refuseFUSE(pid uint32, dev uint64, path string) error {
+	if dev != 0 && !mayBeFUSE(dev) {
+		return nil
+	}
+	m, err := readFUSEMounts(pid)
+	switch {
+	case err != nil:
+		return fmt.Errorf("procfs: %s: its mount table cannot be read (%w): %w", path, err, ErrFUSE)
+	case dev != 0 && m.devs[dev]:
+		return fmt.Errorf("procfs: %s: %w", path, ErrFUSE)
+	case dev == 0 && m.covers(path):
+		return fmt.Errorf("procfs: %s: %w", path, ErrFUSE)
+	}
+	return nil
+}
+
+// rootPid is the process whose root directory root is, as Root makes it (0 and true for
+// "", profd's own); false for another directory.
+func rootPid(root string) (uint32, bool) {
+	if root == "" {
+		return 0, true
+	}
+	s, ok := strings.CutPrefix(root, "/proc/")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, "/root")
+	n, err := strconv.ParseUint(s, 10, 32)
+	return uint32(n), ok && err == nil && Root(uint32(n)) == root
+}

@@ -1,0 +1,67 @@
+package procfs
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestParseFUSEMounts: the FUSE mounts of a mount table (fuse and fuse.TYPE, not fuseblk
+// nor any other), with their devices and escaped mount points, and the paths looked up
+// through them.
+func TestParseFUSEMounts(t *testing.T) {
+	const mountinfo = `22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:21 / /proc rw,nosuid shared:12 - proc proc rw
+40 22 0:45 / /home/u/my\040files rw,nosuid,nodev,relatime shared:30 - fuse.sshfs u@host:/ rw,user_id=1000,group_id=1000,allow_other
+41 22 0:46 / /var/lib/lxcfs rw,nosuid,nodev,relatime shared:31 - fuse lxcfs rw,user_id=0,group_id=0,allow_other
+42 22 8:17 / /mnt/win rw,relatime shared:32 - fuseblk /dev/sdb1 rw,user_id=0,group_id=0,allow_other
+43 22 0:47 / /tmp rw,nosuid,nodev shared:33 - tmpfs tmpfs rw
+`
+	m := parseFUSEMounts([]byte(mountinfo))
+	for dev, want := range map[uint64]bool{unix.Mkdev(0, 45): true, unix.Mkdev(0, 46): true, unix.Mkdev(8, 17): false, unix.Mkdev(0, 47): false, unix.Mkdev(8, 1): false} {
+		if m.devs[dev] != want {
+			t.Errorf("device %d:%d: FUSE %v, want %v", unix.Major(dev), unix.Minor(dev), m.devs[dev], want)
+		}
+	}
+	for path, want := range map[string]bool{
+		"/home/u/my files/bin/app": true, "/home/u/my files": true, "/home/u/my filesx/app": false,
+		"/var/lib/lxcfs/proc/cpuinfo": true, "/mnt/win/a.exe": false, "/tmp/perf-1.map": false, "/usr/bin/node": false,
+	} {
+		if got := m.covers(path); got != want {
+			t.Errorf("covers(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if root := parseFUSEMounts([]byte("50 1 0:50 / / rw - fuse.fuse-overlayfs fuse-overlayfs rw\n")); !root.covers("/tmp/perf-1.map") {
+		t.Error("a FUSE root does not cover every path")
+	}
+	if !mayBeFUSE(unix.Mkdev(0, 45)) || mayBeFUSE(unix.Mkdev(8, 1)) {
+		t.Error("mayBeFUSE tells FUSE's anonymous devices from disks' wrongly")
+	}
+}
+
+func TestRootPid(t *testing.T) {
+	for root, want := range map[string]struct {
+		pid uint32
+		ok  bool
+	}{"": {0, true}, "/proc/42/root": {42, true}, "/proc/42/root/x": {0, false}, "/srv/root": {0, false}, "/proc/x/root": {0, false}, "/proc/042/root": {0, false}} {
+		pid, ok := rootPid(root)
+		if ok != want.ok || ok && pid != want.pid {
+			t.Errorf("rootPid(%q) = %d, %v, want %d, %v", root, pid, ok, want.pid, want.ok)
+		}
+	}
+}
+
+// FuzzParseFUSEMounts: any mount table parses, and each FUSE mount point found covers itself
+// and what is under it.
+func FuzzParseFUSEMounts(f *testing.F) {
+	f.Add([]byte("40 22 0:45 / /home/u/my\\040files rw shared:30 - fuse.sshfs u@host:/ rw,user_id=1000\n"))
+	f.Add([]byte("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n41 22 0:46 / /var/lib/lxcfs rw - fuse lxcfs rw\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := parseFUSEMounts(data)
+		for _, p := range m.points {
+			if !m.covers(p) || !m.covers(p+"/x") {
+				t.Errorf("mount point %q does not cover itself and what is under it", p)
+			}
+		}
+	})
+}
