@@ -1,8 +1,10 @@
 // stallfs: mounts a one-file FUSE file system at ARGV[1] (as root, for every user:
-// allow_other), maps its file "code" (a page of jump-to-self) executable and runs it in a
-// thread. From then on it answers no request, as a stalled server would: a process that
-// opens or reads the file hangs, past SIGKILL. Each request left unanswered is printed on
-// standard error.
+// allow_other), maps its file "code" (64 pages of jump-to-self) executable and runs its
+// first page in a thread. From then on it answers no request, as a stalled server would: a
+// process that opens the file, or reads one of its other pages, hangs, past SIGKILL. Each
+// request left unanswered is printed on standard error. With "perfmap" after the mount
+// point it also names the last page of the mapping in its perf map, /tmp/perf-PID.map, as
+// a JIT's function: reading that function's code from the process's memory hangs too.
 #define _GNU_SOURCE
 #include <linux/fuse.h>
 #include <errno.h>
@@ -19,7 +21,7 @@
 
 static int fd;
 static volatile int armed;
-static char page[4096];
+static char page[64 * 4096];
 
 static void reply(uint64_t unique, int error, const void *body, size_t n) {
 	char buf[8192];
@@ -54,7 +56,7 @@ static void *serve(void *arg) {
 		case FUSE_INIT: {
 			struct fuse_init_in *ii = body;
 			struct fuse_init_out o = {.major = FUSE_KERNEL_VERSION, .minor = ii->minor < FUSE_KERNEL_MINOR_VERSION ? ii->minor : FUSE_KERNEL_MINOR_VERSION,
-				.max_readahead = ii->max_readahead, .max_write = 4096, .time_gran = 1};
+				.max_readahead = 0, .max_write = 4096, .time_gran = 1};
 			reply(in->unique, 0, &o, sizeof o);
 			break;
 		}
@@ -97,7 +99,7 @@ static void *spin(void *code) { ((void (*)(void))code)(); return NULL; }
 int main(int argc, char **argv) {
 	char opts[256], path[4096];
 	pthread_t server, runner;
-	if (argc != 2) { fprintf(stderr, "usage: stallfs MOUNTPOINT\n"); return 2; }
+	if (argc < 2 || argc > 3) { fprintf(stderr, "usage: stallfs MOUNTPOINT [perfmap]\n"); return 2; }
 	for (size_t i = 0; i < sizeof page; i += 2) { page[i] = (char)0xeb; page[i + 1] = (char)0xfe; }
 	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) { perror("stallfs: /dev/fuse"); return 1; }
@@ -110,7 +112,15 @@ int main(int argc, char **argv) {
 	void *code = mmap(NULL, sizeof page, PROT_READ | PROT_EXEC, MAP_PRIVATE, f, 0);
 	if (code == MAP_FAILED) { perror("stallfs: mmap"); return 1; }
 	close(f);
-	volatile char c = *(volatile char *)code; (void)c; /* fault it in while answered */
+	madvise(code, sizeof page, MADV_RANDOM); /* a fault reads its page alone */
+	volatile char c = *(volatile char *)code; (void)c; /* fault the first page in while answered */
+	if (argc == 3) {
+		snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+		FILE *m = fopen(path, "w");
+		if (m == NULL) { perror("stallfs: perf map"); return 1; }
+		fprintf(m, "%lx 1000 stalled_page\n", (unsigned long)((char *)code + sizeof page - 4096));
+		fclose(m);
+	}
 	armed = 1;
 	printf("armed %d\n", getpid());
 	fflush(stdout);

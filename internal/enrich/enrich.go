@@ -51,7 +51,8 @@ type Options struct {
 	// process's GDB JIT debug objects. Processes without __jit_debug_descriptor are left
 	// alone.
 	ReadDiscriminators bool
-	// Logger gets debug lines; nil discards them.
+	// Logger gets debug lines, and one warning when a read of code waited too long
+	// (procmem.ErrStalled); nil discards them.
 	Logger *slog.Logger
 }
 
@@ -78,6 +79,7 @@ type Enricher struct {
 	missed sync.Map
 
 	codeReads, codeReadErrors, codeNotRead, discriminated atomic.Uint64
+	stalledWarned                                         atomic.Bool
 }
 
 // New returns an Enricher.
@@ -182,6 +184,10 @@ func (e *Enricher) readCode(loads []*jitmap.CodeLoad, ranges []procmem.Range) {
 		o := &loads[i].Object
 		if r.Err != nil {
 			e.codeReadErrors.Add(1)
+			if errors.Is(r.Err, procmem.ErrStalled) && !e.stalledWarned.Swap(true) {
+				e.log.Warn("enrich: reading a JIT's code from its memory did not end in time (memory a file backs, on a file system that does not answer): that process's code is not read while the read waits, and its functions keep their raw samples",
+					"pid", loads[i].Pid, "name", o.Name, "addr", o.Addr, "waited", procmem.ReadTimeout)
+			}
 			e.log.Debug("enrich: code bytes not readable", "pid", loads[i].Pid, "name", o.Name, "addr", o.Addr, "size", o.Size, "err", r.Err)
 			continue
 		}

@@ -107,8 +107,8 @@ func (m fuseMounts) covers(path string) bool {
 func mayBeFUSE(dev uint64) bool { return unix.Major(dev) == 0 }
 
 // refuseFUSE refuses (ErrFUSE) the file that pid (0: profd itself) maps or names as path, on
-// device dev (0: unknown), when it is on a FUSE mount of pid's mount namespace, or when that
-// cannot be told.
+// device dev (0: unknown), when it is on a FUSE mount of pid's mount namespace. Where that
+// table cannot be read (the process is gone), nothing is refused.
 func refuseFUSE(pid uint32, dev uint64, path string) error {
 	if dev != 0 && !mayBeFUSE(dev) {
 		return nil
@@ -116,7 +116,10 @@ func refuseFUSE(pid uint32, dev uint64, path string) error {
 	m, err := readFUSEMounts(pid)
 	switch {
 	case err != nil:
-		return fmt.Errorf("procfs: %s: its mount table cannot be read (%w): %w", path, err, ErrFUSE)
+		// The process is gone, or going: its files are opened through what profd held of it
+		// (its root), and FUSE allows no other user's process (root's included) into a
+		// mount of a user's own unless it was mounted allow_other.
+		return nil
 	case dev != 0 && m.devs[dev]:
 		return fmt.Errorf("procfs: %s: %w", path, ErrFUSE)
 	case dev == 0 && m.covers(path):
@@ -138,4 +141,20 @@ func rootPid(root string) (uint32, bool) {
 	s, ok = strings.CutSuffix(s, "/root")
 	n, err := strconv.ParseUint(s, 10, 32)
 	return uint32(n), ok && err == nil && Root(uint32(n)) == root
+}
+
+// RefuseFUSE refuses (ErrFUSE) path as profd sees it when looking it up would pass through a
+// FUSE mount; nil otherwise, and where the mount table cannot be read. A path under a process's root
+// (Root(pid) + "/tmp/perf-1.map") is looked at in the process's mount namespace, another in
+// profd's own. Where a symbolic link on the way leads is not told.
+func RefuseFUSE(path string) error {
+	if s, ok := strings.CutPrefix(path, "/proc/"); ok {
+		digits, rest, _ := strings.Cut(s, "/")
+		if rest == "root" || strings.HasPrefix(rest, "root/") {
+			if pid, ok := rootPid("/proc/" + digits + "/root"); ok {
+				return refuseFUSE(pid, 0, "/"+strings.TrimPrefix(strings.TrimPrefix(rest, "root"), "/"))
+			}
+		}
+	}
+	return refuseFUSE(0, 0, path)
 }

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -64,4 +65,22 @@ func FuzzParseFUSEMounts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRefuseFUSEPaths: a path under a process's root is looked at in that process's
+// namespace; there, a path under none of its FUSE mounts passes.
+func TestRefuseFUSEPaths(t *testing.T) {
+	self := uint32(os.Getpid())
+	m, err := readFUSEMounts(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{Root(self) + "/proc/self/status", Root(self), "/proc/self/status", "/proc/1/rootx/y"} {
+		if err := RefuseFUSE(path); err != nil && !m.covers("/proc/self/status") {
+			t.Errorf("RefuseFUSE(%q) = %v: no FUSE mount covers it", path, err)
+		}
+	}
+	if err := RefuseFUSE(Root(1<<31) + "/tmp/x"); err != nil {
+		t.Errorf("a process gone: %v, want nothing refused", err)
+	}
 }

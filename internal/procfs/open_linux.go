@@ -123,11 +123,7 @@ func OpenFile(root, path string, want Want) (*os.File, error) {
 	name := root + path
 	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 	if pid, ok := rootPid(root); ok {
-		m, err := readFUSEMounts(pid)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("procfs: %s: its mount table cannot be read (%w): %w", name, err, ErrFUSE)
-		case m.covers(path):
+		if err := refuseFUSE(pid, 0, path); err != nil {
 			return nil, fmt.Errorf("procfs: %s: %w", name, ErrFUSE)
 		}
 	}

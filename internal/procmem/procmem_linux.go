@@ -2,18 +2,66 @@
 // bytes of a JIT function announced without them (a perf-map line) can be kept while the
 // process is alive. ReadEach reads many ranges with one system call: a perf map read from
 // its start announces hundreds of functions at once.
+//
+// A process chooses what its memory is, and memory a file backs is read from that file's
+// file system when it is not in memory already: one that does not answer (a FUSE server
+// that takes the request and leaves it, a lost network server) holds the read. No read
+// waits past ReadTimeout: it is left to end on its own, and reads of that process fail at
+// once until it has (ErrStalled).
 package procmem
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // ErrPartial: only part of the range was readable (some of it is unmapped or unreadable).
 var ErrPartial = errors.New("procmem: partial read")
+
+// ErrStalled: the read did not end within ReadTimeout (memory a file backs, on a file system
+// that does not answer), or an earlier read of the process, or too many of all processes,
+// still has not: the read was left to end on its own.
+var ErrStalled = errors.New("procmem: a read of the process's memory did not end in time")
+
+// ReadTimeout bounds how long ReadEach waits for one system call's reads. Memory in RAM is
+// read in microseconds; a page of a file on a disk in milliseconds.
+const ReadTimeout = 2 * time.Second
+
+// maxStalledReads bounds the reads left waiting, of all processes: each holds a thread.
+const maxStalledReads = 16
+
+// stalls counts the reads left waiting, by process.
+var stalls struct {
+	sync.Mutex
+	pids map[uint32]int
+	n    int
+}
+
+// stalled reports whether reads of pid fail at once: one of its is left waiting, or too
+// many of all processes are.
+func stalled(pid uint32) bool {
+	stalls.Lock()
+	defer stalls.Unlock()
+	return stalls.pids[pid] > 0 || stalls.n >= maxStalledReads
+}
+
+// stall counts (by 1) or uncounts (by -1) a read of pid left waiting.
+func stall(pid uint32, by int) {
+	stalls.Lock()
+	defer stalls.Unlock()
+	if stalls.pids == nil {
+		stalls.pids = map[uint32]int{}
+	}
+	stalls.n += by
+	if stalls.pids[pid] += by; stalls.pids[pid] <= 0 {
+		delete(stalls.pids, pid)
+	}
+}
 
 // Read returns size bytes at addr in process pid. It needs ptrace-attach rights over pid
 // (same user and not forbidden by Yama, or CAP_SYS_PTRACE).
@@ -42,8 +90,84 @@ const maxIovecs = 1024
 
 // ReadEach reads each of rs from process pid, as Read does, with one system call for up to
 // 1024 ranges: a range that cannot be read wholly ends the call, and the next call begins
-// after it.
+// after it. A range that fails with ErrStalled may still have its Buf written later, when
+// the read left waiting ends: the caller drops it.
 func ReadEach(pid uint32, rs []Range) {
+	if stalled(pid) {
+		failStalled(pid, rs, "")
+		return
+	}
+	// The reading goroutine has ranges of its own, their errors given to rs once it ends: if
+	// it is left waiting, nothing of rs but its buffers is its.
+	j := &job{pid: pid, rs: make([]Range, len(rs)), done: make(chan struct{})}
+	for i, r := range rs {
+		j.rs[i] = Range{Addr: r.Addr, Buf: r.Buf}
+	}
+	go j.read()
+	timer := time.NewTimer(ReadTimeout)
+	defer timer.Stop()
+	select {
+	case <-j.done:
+	case <-timer.C:
+		if j.leave() {
+			failStalled(pid, rs, fmt.Sprintf("waited %v: ", ReadTimeout))
+			return
+		}
+		<-j.done
+	}
+	copyErrs(rs, j.rs)
+}
+
+// failStalled fails every range of rs with ErrStalled, saying why.
+func failStalled(pid uint32, rs []Range, why string) {
+	for i := range rs {
+		rs[i].Err = fmt.Errorf("procmem: pid %d %#x+%d: %s%w", pid, rs[i].Addr, len(rs[i].Buf), why, ErrStalled)
+	}
+}
+
+// A job is one ReadEach's reading, made on a goroutine of its own so that its caller can
+// leave it if it does not end.
+type job struct {
+	pid  uint32
+	rs   []Range
+	done chan struct{} // closed when read
+
+	mu             sync.Mutex
+	finished, left bool
+}
+
+func (j *job) read() {
+	readEach(j.pid, j.rs)
+	j.mu.Lock()
+	j.finished = true
+	if j.left {
+		stall(j.pid, -1)
+	}
+	j.mu.Unlock()
+	close(j.done)
+}
+
+// leave leaves j to end on its own, counted as a stalled read of its process until it does;
+// false when it has ended already.
+func (j *job) leave() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.finished {
+		return false
+	}
+	j.left = true
+	stall(j.pid, 1)
+	return true
+}
+
+func copyErrs(rs, from []Range) {
+	for i := range rs {
+		rs[i].Err = from[i].Err
+	}
+}
+
+// readEach is ReadEach's reading.
+func readEach(pid uint32, rs []Range) {
 	local := make([]unix.Iovec, 0, min(len(rs), maxIovecs))
 	remote := make([]unix.RemoteIovec, 0, cap(local))
 	for i := 0; i < len(rs); {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -352,6 +353,9 @@ const listedSlack = 50 * time.Millisecond
 // nil. O_DIRECTORY refuses anything else before it is opened: a FIFO a target put there
 // would block the open.
 func (t *target) openDir(host bool, dir string) *os.File {
+	if procfs.RefuseFUSE(t.hostPath(host, dir)) != nil {
+		return nil // a server that never answers would hold the open
+	}
 	if host {
 		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -383,6 +387,9 @@ func (ft *Tailer) watch(dir string) int32 {
 		if slices.Contains(dirs, dir) {
 			return wd
 		}
+	}
+	if procfs.RefuseFUSE(dir) != nil {
+		return -1 // a server that never answers would hold the lookup, under mu
 	}
 	wd, err := unix.InotifyAddWatch(ft.inotify.Fd(), dir, dirEvents)
 	if err != nil {

@@ -269,11 +269,14 @@ func (t *target) mappedJitdumps(now time.Time) []string {
 // at its end or, for a namespace path, anywhere outside t's root, and refuses anything but
 // a regular file owned by t's user or root that t's user may read: another user must not
 // feed profd a target's symbols, nor a target its outputs lines of a file it cannot read,
-// and a device or a FIFO must not block it.
+// and a device, a FIFO or a FUSE file system must not block it.
 func (t *target) open(host bool, path string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	if !host && t.rootFd < 0 {
 		return -1, st, fmt.Errorf("files: %s: %w", path, errNoRoot)
+	}
+	if err := procfs.RefuseFUSE(t.hostPath(host, path)); err != nil {
+		return -1, st, fmt.Errorf("files: %w", err) // a server that never answers would hold the open
 	}
 	fd, err := t.openAs(host, path, procfs.Cred{})
 	if errors.Is(err, unix.ELOOP) {

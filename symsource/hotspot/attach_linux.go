@@ -118,6 +118,9 @@ func open(pid uint32) (*attachment, error) {
 	} else if theirs != own {
 		return nil, fmt.Errorf("hotspot: pid %d: %w", pid, ErrUserNamespace)
 	}
+	if err := procfs.RefuseFUSE(procfs.Root(pid) + "/tmp"); err != nil {
+		return nil, fmt.Errorf("hotspot: pid %d: its /tmp: %w", pid, err) // its socket and trigger file are there
+	}
 	root, err := unix.Open(procfs.Root(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("hotspot: pid %d: its root: %w", pid, os.NewSyscallError("open", err))
