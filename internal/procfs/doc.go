@@ -17,6 +17,7 @@
 // skipped, and a process that exits meanwhile makes the call fail with an error wrapping
 // fs.ErrNotExist or ErrExited. So are the files a process names: profd opens them without
 // blocking, and only a regular file, the one a mapping maps or one the process's user may
-// read. OnlineCPUs reads /sys: the CPUs a per-CPU perf event can be opened on.
+// read, and none on a FUSE mount of the process (ErrFUSE, RefuseFUSE: a FUSE server may
+// hold an open for good). OnlineCPUs reads /sys: the CPUs a per-CPU perf event can be opened on.
 // Functions are safe for concurrent use.
 package procfs

@@ -13,9 +13,8 @@ import (
 
 // ErrFUSE: the file is on a FUSE file system. Its server is a process like any other, which
 // any user may run (in a user namespace of their own, without privilege), and a request it
-// takes and leaves unanswered holds the thread that made it for good, past SIGKILL: an
-// open or a read of such a file could hold profd, then keep it from exiting. profd does not
-// open such files.
+// takes and leaves unanswered holds the thread that made it, an open for good, past
+// SIGKILL: profd could then neither flush nor exit. profd opens no such file.
 var ErrFUSE = errors.New("procfs: on a FUSE file system, whose server may never answer: not opened")
 
 // maxMountinfoBytes bounds what is read of a process's mount table: a host's with
@@ -144,9 +143,9 @@ func rootPid(root string) (uint32, bool) {
 }
 
 // RefuseFUSE refuses (ErrFUSE) path as profd sees it when looking it up would pass through a
-// FUSE mount; nil otherwise, and where the mount table cannot be read. A path under a process's root
-// (Root(pid) + "/tmp/perf-1.map") is looked at in the process's mount namespace, another in
-// profd's own. Where a symbolic link on the way leads is not told.
+// FUSE mount; nil otherwise, and where the mount table cannot be read. A path under a
+// process's root (Root(pid) + "/tmp/perf-1.map") is looked at in the process's mount
+// namespace, another in profd's own. Where a symbolic link on the way leads is not told.
 func RefuseFUSE(path string) error {
 	if s, ok := strings.CutPrefix(path, "/proc/"); ok {
 		digits, rest, _ := strings.Cut(s, "/")

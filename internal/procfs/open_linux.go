@@ -121,7 +121,6 @@ const maxOpenTries = 8
 // is not told.
 func OpenFile(root, path string, want Want) (*os.File, error) {
 	name := root + path
-	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 	if pid, ok := rootPid(root); ok {
 		if err := refuseFUSE(pid, 0, path); err != nil {
 			return nil, fmt.Errorf("procfs: %s: %w", name, ErrFUSE)
@@ -135,6 +134,7 @@ func OpenFile(root, path string, want Want) (*os.File, error) {
 		return nil, fmt.Errorf("procfs: %s: %w", root, os.NewSyscallError("open", err))
 	}
 	defer unix.Close(dir)
+	how := unix.OpenHow{Flags: openFlags, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(dir, strings.TrimPrefix(path, "/"), &how)
 	// EAGAIN: a rename in the root raced the lookup. A process renaming in a loop gets its
 	// file refused, not profd held in the loop.
