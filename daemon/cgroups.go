@@ -43,11 +43,3 @@ func (k *kernelCgroups) set(smp sampler.Sampler, ids []uint64, log *slog.Logger)
 	}
 	k.last = ids
 }
-
-// syncCgroups hands the sampler the cgroups the watcher names now, when it tells processes
-// by their cgroup (Config.cgroupsInKernel).
-func (d *daemonRun) syncCgroups() {
-	if d.cfg.cgroupsInKernel() {
-		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log)
-	}
-}

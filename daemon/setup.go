@@ -142,6 +142,14 @@ func (d *daemonRun) scanned() {
 	}
 }
 
+// syncCgroups hands the sampler the cgroups the watcher names now, when it tells processes
+// by their cgroup (Config.cgroupsInKernel).
+func (d *daemonRun) syncCgroups() {
+	if d.cfg.cgroupsInKernel() {
+		d.cgroups.set(d.parts.smp, d.parts.watch.Cgroups(), d.log)
+	}
+}
+
 // checkUnnamed has the change goroutine check pids, whose samples in JIT memory went
 // unnamed at a drain, for symbol sources out of their turn (recheckSources).
 func (d *daemonRun) checkUnnamed(pids []uint32) {
