@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/elfsym"
@@ -221,32 +224,60 @@ func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
 	return out
 }
 
-// OpenSymbols opens the file of m as the process maps it (procfs.OpenMapped: through
+// OpenSymbols hands the symbol cache the file of m as the process maps it (through
 // /proc/PID/map_files, else by its path through the process's root if the file there is
-// still the one mapped; for a process gone, by its path in profd's own file system if the
-// file there is the one mapped) and hands it to the symbol cache, which reads it in the background,
-// with its debug file if every user may read one. It is called under the run's lock: the
-// open does not block, whatever the process put at the path.
+// still the one mapped: procfs.OpenMapped; for a process gone, by its path in profd's own
+// file system if the file there is the one mapped), with its debug file if every user may
+// read one. It is called under the run's lock, and asks no file system: the file is told by
+// its status as the kernel holds it (procfs.StatNoSync), and opened and read on the
+// cache's goroutine, where a network file system that does not answer holds no one else.
+// A file on a FUSE mount is not opened at all (procfs.ErrFUSE), with one warning a run.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	id := procfs.FileID{Dev: m.Dev, Ino: m.Inode}
-	root := procfs.Root(pid)
-	f, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
-	if err != nil && exited(err) && id != (procfs.FileID{}) {
-		// A process gone (its mappings from its mmap records): the file at the path in
-		// profd's own file system, if it is the one mapped (the same device and inode).
-		root = ""
-		f, err = procfs.OpenFile(root, m.Path, procfs.Want{ID: id})
+	err := procfs.RefuseFUSEFile(pid, id.Dev, m.Path)
+	if err != nil {
+		if !l.fuseWarned.Swap(true) {
+			l.log.Warn("profd: native code on a FUSE file system is named by its file only: profd opens no file there, as a server that never answers would hold it for good",
+				"pid", pid, "file", m.Path)
+		}
+		l.log.Debug("profd: native code's file is not opened; its samples are named by the file only", "pid", pid, "file", m.Path, "err", err)
+		return nil
 	}
-	if errors.Is(err, procfs.ErrFUSE) && !l.fuseWarned.Swap(true) {
-		l.log.Warn("profd: native code on a FUSE file system is named by its file only: profd opens no file there, as a server that never answers would hold it for good",
-			"pid", pid, "file", m.Path)
+	// The file as mapped, else at its path through the process's root; for a process gone
+	// (its mappings from its mmap records), at its path in profd's own file system: each
+	// only if it is the file mapped.
+	root, st, err := "", unix.Statx_t{}, procfs.ErrReplaced
+	for i, path := range []string{procfs.MappedPath(pid, m.Start, m.End), procfs.Root(pid) + m.Path, m.Path} {
+		if i > 0 && id == (procfs.FileID{}) {
+			break
+		}
+		if i > 0 && procfs.RefuseFUSE(path) != nil {
+			continue // a directory on the way is FUSE's
+		}
+		if st, err = procfs.StatNoSync(unix.AT_FDCWD, path); err == nil && (i == 0 && id == (procfs.FileID{}) ||
+			st.Ino == id.Ino && unix.Mkdev(st.Dev_major, st.Dev_minor) == id.Dev) {
+			root = procfs.Root(pid)
+			if i == 2 {
+				root = ""
+			}
+			break
+		}
+		if err == nil {
+			err = procfs.ErrReplaced
+		}
 	}
 	if err != nil {
-		l.log.Debug("profd: native code's file cannot be opened; its samples are named by the file only",
+		l.log.Debug("profd: native code's file cannot be found; its samples are named by the file only",
 			"pid", pid, "file", m.Path, "err", err)
 		return nil
 	}
-	return l.syms.Open(f, root, m.Path)
+	open := func() (*os.File, error) {
+		if root == "" {
+			return procfs.OpenFile("", m.Path, procfs.Want{ID: id})
+		}
+		return procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
+	}
+	return l.syms.OpenLater(st, open, root, m.Path)
 }
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else

@@ -9,22 +9,36 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Config configures a Cache. Zero fields take the defaults.
 type Config struct {
 	Options      // what is read of each file
 	MaxFiles int // files a Cache holds tables of at once (DefaultMaxFiles); past it, about half are let go
-	Logger   *slog.Logger
+	// StallAfter is how long one load may take before the next one starts beside it, and
+	// Close stops waiting for it (DefaultStallAfter): a file system that does not answer (a
+	// lost network server) holds the load, not every other.
+	StallAfter time.Duration
+	Logger     *slog.Logger
 }
 
 // DefaultMaxFiles is how many files a Cache keeps tables of.
 const DefaultMaxFiles = 4096
 
+// DefaultStallAfter is Config.StallAfter's default: a load of the largest file takes about
+// a second.
+const DefaultStallAfter = 10 * time.Second
+
 func (c Config) withDefaults() Config {
 	c.Options = c.Options.withDefaults()
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = DefaultMaxFiles
+	}
+	if c.StallAfter <= 0 {
+		c.StallAfter = DefaultStallAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -106,7 +120,8 @@ func NewCache(cfg Config) *Cache {
 		byStat: map[statKey]*File{}, byBuild: map[buildKey]*Table{}}
 }
 
-// Close stops loading and waits for the loads under way; their Files fail with ErrClosed.
+// Close stops loading and waits for the loads under way, but those past StallAfter; their
+// Files fail with ErrClosed.
 func (c *Cache) Close() {
 	c.cancel()
 	c.wg.Wait()
@@ -123,31 +138,69 @@ func (c *Cache) Open(file *os.File, root, path string) *File {
 		file.Close()
 		return failed(fmt.Errorf("elfsym: %s: %w", path, err))
 	}
+	return c.start(key, func() (*os.File, statKey, error) { return file, key, nil }, file.Close, root, path)
+}
+
+// OpenLater is Open of a file not opened yet, which open opens on the cache's goroutine: an
+// open that a file system holds (a lost network server) holds no caller. st is the file's
+// status as the kernel holds it, asking no file system (procfs.StatNoSync), which tells a
+// file whose table the cache has; a file open returns with another device or inode fails
+// with ErrChanged.
+func (c *Cache) OpenLater(st unix.Statx_t, open func() (*os.File, error), root, path string) *File {
+	key := statKey{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size),
+		ctimeNs: st.Ctime.Sec*1e9 + int64(st.Ctime.Nsec), uid: st.Uid}
+	return c.start(key, func() (*os.File, statKey, error) {
+		file, err := open()
+		if err != nil {
+			return nil, statKey{}, fmt.Errorf("elfsym: %s: %w", path, err)
+		}
+		now, err := statOf(file) // its size and time may be newer than st's
+		if err != nil || now.dev != key.dev || now.ino != key.ino {
+			file.Close()
+			return nil, statKey{}, fmt.Errorf("%w: %s", ErrChanged, path)
+		}
+		return file, now, nil
+	}, func() error { return nil }, root, path)
+}
+
+// start loads the table of the file of key on a goroutine of its own, one load at a time,
+// unless the cache has it or is loading it: open opens it (with its status now), discard
+// lets go of what open would have opened when it is not called.
+func (c *Cache) start(key statKey, open func() (*os.File, statKey, error), discard func() error, root, path string) *File {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if f := c.byStat[key]; f != nil {
-		file.Close()
+		discard()
 		return f
 	}
 	if len(c.byStat) >= c.cfg.MaxFiles && !c.evictLocked() {
-		file.Close()
+		discard()
 		return failed(ErrCacheFull)
 	}
 	f := &File{done: make(chan struct{})}
 	c.byStat[key] = f
 	c.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
 		defer close(f.done)
-		defer file.Close()
 		select {
 		case c.one <- struct{}{}:
 		case <-c.ctx.Done():
+			discard()
 			f.err = ErrClosed
+			c.wg.Done()
 			return
 		}
-		defer func() { <-c.one }()
-		f.table, f.err = c.load(file, key, root, path)
+		// Past StallAfter the next load starts, and Close no longer waits for this one.
+		leave := sync.OnceFunc(func() { <-c.one; c.wg.Done() })
+		stall := time.AfterFunc(c.cfg.StallAfter, leave)
+		defer func() { stall.Stop(); leave() }()
+		file, now, err := open()
+		if err != nil {
+			f.err = err
+			return
+		}
+		defer file.Close()
+		f.table, f.err = c.load(file, now, root, path)
 	}()
 	return f
 }

@@ -695,3 +695,52 @@ func TestCacheLetsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLaterStalled: a file whose open does not end (a network file system that does not
+// answer) holds the loads one at a time only for StallAfter: a second file's table loads
+// after it, and Close does not wait for it. Each file is told by its status, asked of no
+// file system, and one opened with another inode fails with ErrChanged.
+func TestOpenLaterStalled(t *testing.T) {
+	dir := t.TempDir()
+	prog := build(t, dir, "prog", "testdata/prog.c")
+	other := filepath.Join(dir, "other")
+	install(t, prog, "", other)
+	status := func(path string) unix.Statx_t {
+		st, err := procfs.StatNoSync(unix.AT_FDCWD, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	c := NewCache(Config{StallAfter: 200 * time.Millisecond})
+	entered, held := make(chan struct{}), make(chan struct{})
+	defer close(held)
+	stuck := c.OpenLater(status(prog), func() (*os.File, error) { close(entered); <-held; return os.Open(prog) }, "", prog)
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tab, err := c.OpenLater(status(other), func() (*os.File, error) { return os.Open(other) }, "", other).Wait(ctx)
+	if err != nil || tab == nil || tab.Len() == 0 {
+		t.Fatalf("the file after a stalled one: table %v, %v", tab, err)
+	}
+	if _, err := c.OpenLater(status(other), func() (*os.File, error) { return os.Open(prog) }, "", other).Wait(ctx); err != nil {
+		t.Errorf("a file the cache has is opened again: %v", err)
+	}
+	moved := filepath.Join(dir, "moved")
+	install(t, prog, "", moved)
+	if _, err := c.OpenLater(status(moved), func() (*os.File, error) { return os.Open(other) }, "", moved).Wait(ctx); !errors.Is(err, ErrChanged) {
+		t.Errorf("another file opened: %v, want ErrChanged", err)
+	}
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close waits for the stalled load")
+	}
+	select {
+	case <-stuck.done:
+		t.Error("the stalled load ended while its open was held")
+	default:
+	}
+}

@@ -157,3 +157,8 @@ func RefuseFUSE(path string) error {
 	}
 	return refuseFUSE(0, 0, path)
 }
+
+// RefuseFUSEFile refuses (ErrFUSE) the file pid maps (or names) as path, on device dev (0:
+// unknown), when it is on a FUSE mount of pid's mount namespace (pid 0: profd's own); nil
+// otherwise, and where that table cannot be read (the process is gone).
+func RefuseFUSEFile(pid uint32, dev uint64, path string) error { return refuseFUSE(pid, dev, path) }

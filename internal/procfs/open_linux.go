@@ -159,7 +159,7 @@ func OpenMapped(pid uint32, start, end uint64, path string, id FileID) (*os.File
 	if err := refuseFUSE(pid, id.Dev, path); err != nil {
 		return nil, err
 	}
-	mapped := Path(pid, fmt.Sprintf("map_files/%x-%x", start, end))
+	mapped := MappedPath(pid, start, end)
 	fd, err := unix.Open(mapped, openFlags, 0)
 	for tries := 1; err == unix.EINTR && tries < maxOpenTries; tries++ {
 		fd, err = unix.Open(mapped, openFlags, 0)
@@ -172,6 +172,12 @@ func OpenMapped(pid uint32, start, end uint64, path string, id FileID) (*os.File
 			mapped, os.NewSyscallError("open", err), path, ErrReplaced)
 	}
 	return OpenFile(Root(pid), path, Want{ID: id})
+}
+
+// MappedPath is /proc/PID/map_files/START-END: the file pid maps from start to end, while it
+// does.
+func MappedPath(pid uint32, start, end uint64) string {
+	return Path(pid, fmt.Sprintf("map_files/%x-%x", start, end))
 }
 
 // checked refuses fd, a file opened by openFlags as name, unless it is a regular file that
