@@ -99,8 +99,9 @@ func (f *File) Wait(ctx context.Context) (*Table, error) {
 	}
 }
 
-// Cache loads the tables of ELF files, each once, in the background, one file at a time.
-// It is safe for concurrent use; Close stops the loads and waits for them.
+// Cache loads the tables of ELF files, each once, in the background, one file at a time
+// (but a load past Config.StallAfter, which the next one does not wait for). It is safe for
+// concurrent use; Close stops the loads and waits for them, but those past StallAfter.
 type Cache struct {
 	cfg    Config
 	ctx    context.Context
