@@ -52,7 +52,7 @@ func TestStalledFUSEMemory(t *testing.T) {
 	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(s.pid) + ".map") })
 	d := newDirs(t)
 	r := startRun(t, Config{Pids: []uint32{uint32(s.pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatCapture}, Duration: 4 * time.Second, StopTimeout: 2 * time.Second})
+		Formats: []Format{FormatCapture}, Duration: 6 * time.Second, StopTimeout: 2 * time.Second})
 	s.waitRun(t, r)
 	if n := strings.Count(r.logs.String(), "reading a JIT's code from its memory did not end in time"); n != 1 {
 		t.Errorf("%d warnings about the read left waiting, want 1\nlogs:\n%s", n, r.logs.String())
