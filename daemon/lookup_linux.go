@@ -228,9 +228,10 @@ func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
 // /proc/PID/map_files, else by its path through the process's root if the file there is
 // still the one mapped: procfs.OpenMapped; for a process gone, by its path in profd's own
 // file system if the file there is the one mapped), with its debug file if every user may
-// read one. It is called under the run's lock, and asks no file system: the file is told by
-// its status as the kernel holds it (procfs.StatNoSync), and opened and read on the
-// cache's goroutine, where a network file system that does not answer holds no one else.
+// read one. It is called under the run's lock: the file is told by its status as the kernel
+// holds it (procfs.StatNoSync of its map_files link, which asks no file system; its path is
+// looked up only once the mapping is gone), and opened and read on the cache's goroutine,
+// where a network file system that does not answer holds no one else.
 // A file on a FUSE mount is not opened at all (procfs.ErrFUSE), with one warning a run.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	id := procfs.FileID{Dev: m.Dev, Ino: m.Inode}

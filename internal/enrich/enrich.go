@@ -79,7 +79,8 @@ type Enricher struct {
 	missed sync.Map
 
 	codeReads, codeReadErrors, codeNotRead, discriminated atomic.Uint64
-	stalledWarned                                         atomic.Bool
+	// stalledWarned: the warning about a read of code left waiting was given.
+	stalledWarned atomic.Bool
 }
 
 // New returns an Enricher.
