@@ -246,24 +246,24 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	}
 	// The file as mapped, else at its path through the process's root; for a process gone
 	// (its mappings from its mmap records), at its path in profd's own file system: each
-	// only if it is the file mapped.
-	root, st, err := "", unix.Statx_t{}, procfs.ErrReplaced
-	for i, path := range []string{procfs.MappedPath(pid, m.Start, m.End), procfs.Root(pid) + m.Path, m.Path} {
-		if i > 0 && id == (procfs.FileID{}) {
-			break
-		}
-		if i > 0 && procfs.RefuseFUSE(path) != nil {
+	// only if it is the file mapped (a path, only when the mapping names one).
+	type place struct{ path, root string }
+	places := []place{{procfs.MappedPath(pid, m.Start, m.End), procfs.Root(pid)}}
+	if id != (procfs.FileID{}) {
+		places = append(places, place{procfs.Root(pid) + m.Path, procfs.Root(pid)}, place{m.Path, ""})
+	}
+	var root string
+	var st unix.Statx_t
+	err = procfs.ErrReplaced
+	for i, p := range places {
+		if i > 0 && procfs.RefuseFUSE(p.path) != nil {
 			continue // a directory on the way is FUSE's
 		}
-		if st, err = procfs.StatNoSync(unix.AT_FDCWD, path); err == nil && (i == 0 && id == (procfs.FileID{}) ||
-			st.Ino == id.Ino && unix.Mkdev(st.Dev_major, st.Dev_minor) == id.Dev) {
-			root = procfs.Root(pid)
-			if i == 2 {
-				root = ""
+		if st, err = procfs.StatNoSync(unix.AT_FDCWD, p.path); err == nil {
+			if id == (procfs.FileID{}) || procfs.StatxID(&st) == id {
+				root = p.root
+				break
 			}
-			break
-		}
-		if err == nil {
 			err = procfs.ErrReplaced
 		}
 	}

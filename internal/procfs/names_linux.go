@@ -18,6 +18,11 @@ func ExeID(pid uint32) FileID {
 	if err != nil {
 		return FileID{}
 	}
+	return StatxID(&st)
+}
+
+// StatxID is the identity of the file st is the status of.
+func StatxID(st *unix.Statx_t) FileID {
 	return FileID{Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}
 }
 

@@ -110,8 +110,7 @@ func readExecutable(pid uint32) executable {
 	if err != nil {
 		return executable{}
 	}
-	return executable{name: filepath.Base(strings.TrimSuffix(path, " (deleted)")),
-		id: fileID{Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}, uid: st.Uid}
+	return executable{name: filepath.Base(strings.TrimSuffix(path, " (deleted)")), id: procfs.StatxID(&st), uid: st.Uid}
 }
 
 // runs reports whether process pid, which runs exe, runs im. A resolved image matches the
