@@ -12,6 +12,7 @@ import (
 
 	"github.com/profd/profd/internal/clock"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/jitmap"
 )
@@ -50,9 +51,19 @@ func (l *objectList) readMem(pid uint32, addr uint64, size int) ([]byte, error) 
 	return l.obj[:size], nil
 }
 
+// readFrom has r read through read instead of a process's memory, under procmem.Guard still:
+// on the guard's goroutine, timed by it.
+func (r *Reader) readFrom(read func(pid uint32, addr uint64, size int) ([]byte, error)) {
+	r.guard = func(pid uint32, f func(procmem.ReadFunc)) (time.Duration, error) {
+		return procmem.Guard(pid, func(procmem.ReadFunc) {
+			f(func(addr uint64, size int) ([]byte, error) { return read(pid, addr, size) })
+		})
+	}
+}
+
 // withList has r walk l for pid, its descriptor at base.
 func withList(r *Reader, pid uint32, base uint64, l *objectList) {
-	r.read = l.readMem
+	r.readFrom(l.readMem)
 	r.procs[pid] = &procState{descAddr: base, objects: map[objectKey]jitmap.DebugInfo{}}
 }
 
@@ -294,11 +305,12 @@ func TestWalkTook(t *testing.T) {
 	l := newObjectList(base, n, make([]byte, 64), 64)
 	r := NewReader(Options{})
 	withList(r, 1, base, l)
-	r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+	costly := func(pid uint32, addr uint64, size int) ([]byte, error) {
 		for start := clock.ThreadCPU(); clock.ThreadCPU()-start < perRead; { // CPU time: a read's cost
 		}
 		return l.readMem(pid, addr, size)
 	}
+	r.readFrom(costly)
 	if got := r.WalkTook(1); got != 0 {
 		t.Errorf("before a walk: %v, want 0", got)
 	}
@@ -320,7 +332,7 @@ func TestWalkTook(t *testing.T) {
 	}
 	short := NewReader(Options{MaxEntries: n / 2})
 	withList(short, 1, base, l)
-	short.read = r.read
+	short.readFrom(costly)
 	if _, err := short.Debug(1); !errors.Is(err, ErrBadList) {
 		t.Fatalf("a list past MaxEntries: %v, want ErrBadList", err)
 	}
@@ -331,10 +343,10 @@ func TestWalkTook(t *testing.T) {
 	// what it computes, not what it waits.
 	waiting := NewReader(Options{})
 	withList(waiting, 1, base, l)
-	waiting.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+	waiting.readFrom(func(pid uint32, addr uint64, size int) ([]byte, error) {
 		time.Sleep(perRead)
 		return l.readMem(pid, addr, size)
-	}
+	})
 	if _, err := waiting.Debug(1); err != nil {
 		t.Fatal(err)
 	}

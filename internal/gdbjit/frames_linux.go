@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/profd/profd/internal/procmem"
 )
 
 // Section is where a JIT loaded one section of a registered object in its process.
@@ -27,14 +29,34 @@ func (r *Reader) FrameSections(pid uint32) ([]Section, error) {
 		return nil, err
 	}
 	defer st.walkDone()
+	var now []objectKey
+	for _, k := range keys {
+		if _, cached := st.frames[k]; !cached && r.readable(k) {
+			now = append(now, k)
+		}
+	}
+	var fresh []Section
+	if len(now) > 0 {
+		if err := r.guarded(st, pid, func(read procmem.ReadFunc) {
+			out := make([]Section, len(now))
+			for i, k := range now {
+				out[i] = frameSection(objectReader{read: read, addr: k.addr}, int64(k.size))
+			}
+			fresh = out
+		}); err != nil {
+			return nil, err
+		}
+	}
 	live := make(map[objectKey]Section, len(keys))
 	var out []Section
+	next := 0 // now and fresh are in the list's order
 	for _, k := range keys {
 		s, cached := st.frames[k]
 		if cached {
 			r.stats.CachedReads++
-		} else if r.readable(k) {
-			s = frameSection(objectReader{r: r, pid: pid, addr: k.addr}, int64(k.size))
+		} else if next < len(now) && now[next] == k {
+			s = fresh[next]
+			next++
 		}
 		live[k] = s
 		if s.Size > 0 {
@@ -70,8 +92,7 @@ func frameSection(ra io.ReaderAt, size int64) (s Section) {
 // objectReader reads a registered object from the process's memory, as an io.ReaderAt of
 // offsets from the object's start.
 type objectReader struct {
-	r    *Reader
-	pid  uint32
+	read procmem.ReadFunc
 	addr uint64
 }
 
@@ -79,7 +100,7 @@ func (o objectReader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("gdbjit: object at %#x: offset %d", o.addr, off)
 	}
-	b, err := o.r.read(o.pid, o.addr+uint64(off), len(p))
+	b, err := o.read(o.addr+uint64(off), len(p))
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/profd/profd/codeobj"
+	"github.com/profd/profd/internal/procmem"
 	"github.com/profd/profd/jitmap"
 )
 
@@ -27,24 +28,21 @@ func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, 
 		return nil, nil, err
 	}
 	defer st.walkDone()
+	fresh, err := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.named[k]; return ok })
+	if err != nil {
+		return nil, nil, err
+	}
 	live := make(map[objectKey][]uint64, len(keys))
-	readLeft := r.opts.MaxReadBytes
 	for _, k := range keys {
 		if addrs, ok := st.named[k]; ok {
 			live[k] = addrs
 			continue
 		}
-		if r.readable(k) && k.size > readLeft {
-			r.stats.Deferred++
-			continue
+		b, now := fresh[k]
+		if !now {
+			continue // left to a later walk
 		}
-		var funcs []codeobj.Object
-		if r.readable(k) {
-			readLeft -= k.size
-			funcs = r.objectFunctions(pid, k)
-		} else {
-			r.stats.BadObjects++
-		}
+		funcs := r.objectFunctions(b)
 		addrs := make([]uint64, len(funcs))
 		for i, f := range funcs {
 			addrs[i] = f.Addr
@@ -62,11 +60,10 @@ func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, 
 	return added, removed, nil
 }
 
-// objectFunctions reads object k of pid and returns its functions with their lines; none
-// when it cannot be read or decoded.
-func (r *Reader) objectFunctions(pid uint32, k objectKey) []codeobj.Object {
-	b, err := r.read(pid, k.addr, int(k.size))
-	if err != nil {
+// objectFunctions returns the functions, with their lines, of the object of bytes b (nil: it
+// could not be read); none when it cannot be decoded.
+func (r *Reader) objectFunctions(b []byte) []codeobj.Object {
+	if b == nil {
 		r.stats.BadObjects++
 		return nil
 	}
@@ -102,6 +99,12 @@ func (r *Reader) Registers(pid uint32) bool {
 	if err != nil {
 		return false
 	}
-	d, err := r.read(pid, st.descAddr, descriptorSize)
-	return err == nil && binary.LittleEndian.Uint64(d[16:]) != 0
+	listed := false
+	if _, err := r.guard(pid, func(read procmem.ReadFunc) {
+		d, err := read(st.descAddr, descriptorSize)
+		listed = err == nil && binary.LittleEndian.Uint64(d[16:]) != 0
+	}); err != nil {
+		return false
+	}
+	return listed
 }

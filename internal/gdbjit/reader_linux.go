@@ -76,8 +76,9 @@ type Reader struct {
 	held  int64 // heldBytes of every process's objects
 	stats Stats
 
-	// read is procmem.Read; tests may wrap it.
-	read func(pid uint32, addr uint64, size int) ([]byte, error)
+	// guard is procmem.Guard, every read of a process's memory made under it: a walk's
+	// entries under one, its objects under another. Tests read other memory with it.
+	guard func(pid uint32, f func(read procmem.ReadFunc)) (time.Duration, error)
 }
 
 type objectKey struct{ entry, addr, size uint64 }
@@ -95,9 +96,11 @@ type procState struct {
 	info      jitmap.DebugInfo       // its objects' rows and subprograms, by address
 	held      int64                  // heldBytes of its objects
 	// walkStart is the walking thread's CPU time when the walk under way began (after the
-	// descriptor was found), walkTook the CPU time the last one took, its objects' reads
+	// descriptor was found), walkReads the CPU time its reads have taken on the goroutines
+	// that made them (guarded), walkTook the CPU time the last walk took, its reads
 	// included.
 	walkStart time.Duration
+	walkReads time.Duration
 	walkTook  time.Duration
 }
 
@@ -113,13 +116,26 @@ func (st *procState) retry() time.Duration {
 // machine a walk waits for a core, which is not its cost. walkDone ends it.
 func (st *procState) walkBegin() {
 	runtime.LockOSThread()
-	st.walkStart = clock.ThreadCPU()
+	st.walkStart, st.walkReads = clock.ThreadCPU(), 0
 }
 
 // walkDone records the CPU time the walk begun by walkBegin took.
 func (st *procState) walkDone() {
-	st.walkTook = clock.ThreadCPU() - st.walkStart
+	st.walkTook = clock.ThreadCPU() - st.walkStart + st.walkReads
 	runtime.UnlockOSThread()
+}
+
+// guarded runs f, which reads pid's memory through read, as r.guard does (procmem.Guard: on
+// a goroutine of its own, left when it does not end in time); the CPU time f took counts in
+// st's walk under way. f must write nothing but variables of its own, the caller's to read
+// only when guarded returns no error.
+func (r *Reader) guarded(st *procState, pid uint32, f func(read procmem.ReadFunc)) error {
+	cpu, err := r.guard(pid, f)
+	st.walkReads += cpu
+	if err != nil {
+		return fmt.Errorf("gdbjit: pid %d: %w", pid, err)
+	}
+	return nil
 }
 
 // NewReader returns a Reader with the given bounds.
@@ -140,7 +156,7 @@ func NewReader(opts Options) *Reader {
 	if opts.MaxHeldBytesPerProcess <= 0 {
 		opts.MaxHeldBytesPerProcess = DefaultMaxHeldBytesPerProcess
 	}
-	return &Reader{opts: opts, files: map[fileKey]symbolInfo{}, procs: map[uint32]*procState{}, read: procmem.Read}
+	return &Reader{opts: opts, files: map[fileKey]symbolInfo{}, procs: map[uint32]*procState{}, guard: procmem.Guard}
 }
 
 // Stats returns the Reader's counters.
@@ -181,24 +197,25 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 		r.stats.CachedReads += uint64(len(keys))
 		return st.info, nil // the same objects: a JIT loading many functions walks once per load
 	}
+	fresh, err := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.objects[k]; return ok })
+	if err != nil {
+		return jitmap.DebugInfo{}, err
+	}
 	live := make(map[objectKey]jitmap.DebugInfo, len(keys))
 	var info jitmap.DebugInfo
-	readLeft, deferred := r.opts.MaxReadBytes, false
+	deferred := false
 	others, held := r.held-st.held, int64(0)
 	for _, k := range keys {
 		obj, cached := st.objects[k]
-		switch {
-		case cached:
+		if cached {
 			r.stats.CachedReads++
-		case r.readable(k) && k.size > readLeft:
-			r.stats.Deferred++
-			deferred = true
-			continue
-		default:
-			if r.readable(k) {
-				readLeft -= k.size
+		} else {
+			b, now := fresh[k]
+			if !now {
+				deferred = true
+				continue
 			}
-			obj = r.readObject(pid, k)
+			obj = r.decodeObject(b)
 			if n := heldBytes(obj); n > 0 && (held+n > r.opts.MaxHeldBytesPerProcess || others+held+n > r.opts.MaxHeldBytes) {
 				r.stats.Dropped++
 				obj = jitmap.DebugInfo{}
@@ -275,7 +292,7 @@ func (r *Reader) listed(pid uint32) (*procState, []objectKey, error) {
 	}
 	r.stats.Walks++
 	st.walkBegin()
-	keys, err := r.walk(pid, st.descAddr)
+	keys, err := r.walk(st, pid, st.descAddr)
 	if err != nil {
 		st.walkDone() // a list past MaxEntries was read up to it
 		return nil, nil, err
@@ -324,9 +341,22 @@ func (r *Reader) findDescriptor(pid uint32) (uint64, error) {
 	return 0, nil
 }
 
-// walk reads the descriptor and the entry list, returning each entry's key in list order.
-func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
-	d, err := r.read(pid, desc, descriptorSize)
+// walk reads the descriptor and the entry list, returning each entry's key in list order:
+// under one guard, each read depending on the last.
+func (r *Reader) walk(st *procState, pid uint32, desc uint64) ([]objectKey, error) {
+	var keys []objectKey
+	var err error
+	if gerr := r.guarded(st, pid, func(read procmem.ReadFunc) {
+		keys, err = walkList(read, pid, desc, r.opts.MaxEntries)
+	}); gerr != nil {
+		return nil, gerr
+	}
+	return keys, err
+}
+
+// walkList is walk's reading, through read, of at most maxEntries entries.
+func walkList(read procmem.ReadFunc, pid uint32, desc uint64, maxEntries int) ([]objectKey, error) {
+	d, err := read(desc, descriptorSize)
 	if err != nil {
 		return nil, fmt.Errorf("gdbjit: pid %d: descriptor at %#x: %w", pid, desc, err)
 	}
@@ -336,10 +366,10 @@ func (r *Reader) walk(pid uint32, desc uint64) ([]objectKey, error) {
 	}
 	var keys []objectKey
 	seen := map[uint64]bool{}
-	pages := entryPages{r: r, pid: pid}
+	pages := entryPages{mem: read}
 	for e := le.Uint64(d[16:]); e != 0; {
-		if len(keys) >= r.opts.MaxEntries {
-			return nil, fmt.Errorf("gdbjit: pid %d: more than %d entries: %w", pid, r.opts.MaxEntries, ErrBadList)
+		if len(keys) >= maxEntries {
+			return nil, fmt.Errorf("gdbjit: pid %d: more than %d entries: %w", pid, maxEntries, ErrBadList)
 		}
 		if seen[e] {
 			return nil, fmt.Errorf("gdbjit: pid %d: entry %#x: list has a cycle: %w", pid, e, ErrBadList)
@@ -370,8 +400,7 @@ const (
 
 // entryPages reads a walk's entries, a page at a time while that pays.
 type entryPages struct {
-	r       *Reader
-	pid     uint32
+	mem     procmem.ReadFunc
 	pages   map[uint64][]byte
 	read    int  // pages read
 	served  int  // entries taken from pages read
@@ -384,18 +413,18 @@ type entryPages struct {
 func (p *entryPages) entry(e uint64) ([]byte, error) {
 	page := e &^ (entryPageSize - 1)
 	if p.byEntry || e-page > entryPageSize-entrySize {
-		return p.r.read(p.pid, e, entrySize)
+		return p.mem(e, entrySize)
 	}
 	b, ok := p.pages[page]
 	if !ok {
 		if p.read >= entryPagesTried && p.served < 2*p.read {
 			p.byEntry, p.pages = true, nil
-			return p.r.read(p.pid, e, entrySize)
+			return p.mem(e, entrySize)
 		}
 		if len(p.pages) >= maxEntryPages || p.pages == nil {
 			p.pages = make(map[uint64][]byte, maxEntryPages)
 		}
-		b, _ = p.r.read(p.pid, page, entryPageSize)
+		b, _ = p.mem(page, entryPageSize)
 		if len(b) != entryPageSize {
 			b = nil // not readable whole: each entry on it is read on its own
 		}
@@ -403,7 +432,7 @@ func (p *entryPages) entry(e uint64) ([]byte, error) {
 		p.read++
 	}
 	if b == nil {
-		return p.r.read(p.pid, e, entrySize)
+		return p.mem(e, entrySize)
 	}
 	p.served++
 	return b[e-page:][:entrySize], nil
@@ -413,14 +442,49 @@ func (p *entryPages) entry(e uint64) ([]byte, error) {
 // MaxObjectBytes.
 func (r *Reader) readable(k objectKey) bool { return k.size != 0 && k.size <= r.opts.MaxObjectBytes }
 
-// readObject reads and decodes one debug object; nothing when it cannot.
-func (r *Reader) readObject(pid uint32, k objectKey) jitmap.DebugInfo {
-	if !r.readable(k) {
-		r.stats.BadObjects++
-		return jitmap.DebugInfo{}
+// newObjects reads, under one guard, the objects of keys that nothing is kept for (kept), in
+// list order, until the walk has read MaxReadBytes: those past it are left to a later walk
+// (Stats.Deferred) and are not in the map returned. Every other object not kept is, with its
+// bytes, or nil when they could not be read (or it is empty, or over MaxObjectBytes).
+func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept func(objectKey) bool) (map[objectKey][]byte, error) {
+	var now []objectKey
+	readLeft := r.opts.MaxReadBytes
+	for _, k := range keys {
+		switch {
+		case kept(k):
+		case r.readable(k) && k.size > readLeft:
+			r.stats.Deferred++
+		default:
+			if r.readable(k) {
+				readLeft -= k.size
+			}
+			now = append(now, k)
+		}
 	}
-	b, err := r.read(pid, k.addr, int(k.size))
-	if err != nil {
+	if len(now) == 0 {
+		return nil, nil
+	}
+	var objs map[objectKey][]byte
+	if err := r.guarded(st, pid, func(read procmem.ReadFunc) {
+		out := make(map[objectKey][]byte, len(now))
+		for _, k := range now {
+			if r.readable(k) {
+				out[k], _ = read(k.addr, int(k.size))
+			} else {
+				out[k] = nil
+			}
+		}
+		objs = out
+	}); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// decodeObject decodes one debug object's bytes (nil: it could not be read); nothing when it
+// cannot.
+func (r *Reader) decodeObject(b []byte) jitmap.DebugInfo {
+	if b == nil {
 		r.stats.BadObjects++
 		return jitmap.DebugInfo{}
 	}

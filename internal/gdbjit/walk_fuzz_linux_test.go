@@ -35,8 +35,8 @@ func FuzzWalk(f *testing.F) {
 	f.Add(cyc)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := NewReader(Options{MaxEntries: 64})
-		r.read = memory{base: base, b: b}.read
-		keys, err := r.walk(1, base)
+		r.readFrom(memory{base: base, b: b}.read)
+		keys, err := r.walk(&procState{}, 1, base)
 		if err != nil {
 			if keys != nil {
 				t.Fatalf("error %v with %d keys", err, len(keys))
@@ -59,25 +59,25 @@ func FuzzWalk(f *testing.F) {
 func TestWalk(t *testing.T) {
 	const base = 0x1000
 	r := NewReader(Options{MaxEntries: 8})
-	r.read = memory{base: base, b: listMemory(base, 3)}.read
-	keys, err := r.walk(1, base)
+	r.readFrom(memory{base: base, b: listMemory(base, 3)}.read)
+	keys, err := r.walk(&procState{}, 1, base)
 	if err != nil || len(keys) != 3 || keys[2].addr != 0x9200 || keys[2].size != 0x100 {
 		t.Fatalf("walk: %v, %+v", err, keys)
 	}
 	cyc := listMemory(base, 2)
 	binary.LittleEndian.PutUint64(cyc[descriptorSize+entrySize:], base+descriptorSize)
-	r.read = memory{base: base, b: cyc}.read
-	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+	r.readFrom(memory{base: base, b: cyc}.read)
+	if _, err := r.walk(&procState{}, 1, base); !errors.Is(err, ErrBadList) {
 		t.Fatalf("a cycle: error %v, want ErrBadList", err)
 	}
-	r.read = memory{base: base, b: listMemory(base, 9)}.read
-	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+	r.readFrom(memory{base: base, b: listMemory(base, 9)}.read)
+	if _, err := r.walk(&procState{}, 1, base); !errors.Is(err, ErrBadList) {
 		t.Fatalf("9 entries, MaxEntries 8: error %v, want ErrBadList", err)
 	}
 	bad := listMemory(base, 1)
 	bad[0] = 2 // version 2
-	r.read = memory{base: base, b: bad}.read
-	if _, err := r.walk(1, base); !errors.Is(err, ErrBadList) {
+	r.readFrom(memory{base: base, b: bad}.read)
+	if _, err := r.walk(&procState{}, 1, base); !errors.Is(err, ErrBadList) {
 		t.Fatalf("version 2: error %v, want ErrBadList", err)
 	}
 }
@@ -127,11 +127,11 @@ func TestWalkPages(t *testing.T) {
 			mem := memory{base: base, b: inPages(spacedList(base, n, c.stride))}
 			reads := 0
 			r := NewReader(Options{})
-			r.read = func(pid uint32, addr uint64, size int) ([]byte, error) {
+			r.readFrom(func(pid uint32, addr uint64, size int) ([]byte, error) {
 				reads++
 				return mem.read(pid, addr, size)
-			}
-			keys, err := r.walk(1, base)
+			})
+			keys, err := r.walk(&procState{}, 1, base)
 			if err != nil || len(keys) != n {
 				t.Fatalf("walk: %v, %d entries, want %d", err, len(keys), n)
 			}

@@ -5,19 +5,24 @@
 //
 // A process chooses what its memory is, and memory a file backs is read from that file's
 // file system when it is not in memory already: one that does not answer (a FUSE server
-// that takes the request and leaves it, a lost network server) holds the read. No read
-// waits past ReadTimeout: it is left to end on its own, and reads of that process fail at
-// once until it has (ErrStalled).
+// that takes the request and leaves it, a lost network server, a userfaultfd nobody serves)
+// holds the read. No read waits past ReadTimeout: it is left to end on its own, and reads of
+// that process fail at once until it has (ErrStalled). Guard bounds a sequence of reads
+// together, each depending on the last (a walk of a list in the process), at the cost of one
+// goroutine for all of them.
 package procmem
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/clock"
 )
 
 // ErrPartial: only part of the range was readable (some of it is unmapped or unreadable).
@@ -28,8 +33,8 @@ var ErrPartial = errors.New("procmem: partial read")
 // still has not: the read was left to end on its own.
 var ErrStalled = errors.New("procmem: a read of the process's memory did not end in time")
 
-// ReadTimeout bounds how long ReadEach waits for one system call's reads. Memory in RAM is
-// read in microseconds; a page of a file on a disk in milliseconds.
+// ReadTimeout bounds how long ReadEach waits for its reads, and Guard for its function.
+// Memory in RAM is read in microseconds; a page of a file on a disk in milliseconds.
 const ReadTimeout = 2 * time.Second
 
 // maxStalledReads bounds the reads left waiting, of all processes: each holds a thread.
@@ -93,51 +98,90 @@ const maxIovecs = 1024
 // after it. A range that fails with ErrStalled may still have its Buf written later, when
 // the read left waiting ends: the caller drops it.
 func ReadEach(pid uint32, rs []Range) {
-	if stalled(pid) {
-		failStalled(pid, rs, "")
-		return
-	}
 	// The reading goroutine has ranges of its own, their errors given to rs once it ends: if
 	// it is left waiting, nothing of rs but its buffers is its.
-	j := &job{pid: pid, rs: make([]Range, len(rs)), done: make(chan struct{})}
+	own := make([]Range, len(rs))
 	for i, r := range rs {
-		j.rs[i] = Range{Addr: r.Addr, Buf: r.Buf}
+		own[i] = Range{Addr: r.Addr, Buf: r.Buf}
 	}
-	go j.read()
+	if _, err := guard(pid, false, func() { readEach(pid, own) }); err != nil {
+		for i := range rs {
+			rs[i].Err = fmt.Errorf("procmem: pid %d %#x+%d: %w", pid, rs[i].Addr, len(rs[i].Buf), err)
+		}
+		return
+	}
+	for i := range rs {
+		rs[i].Err = own[i].Err
+	}
+}
+
+// ReadFunc reads size bytes at addr in the process Guard was given, as Read does but
+// without a bound of its own: Guard bounds its reads together.
+type ReadFunc func(addr uint64, size int) ([]byte, error)
+
+// Guard runs f on a goroutine of its own and waits at most ReadTimeout for it to end, f
+// reading pid's memory through read as often as it needs: a walk of a list in the process,
+// each read depending on the last, pays one hand-off to the goroutine, not one a read. It
+// returns the CPU time f's thread took (so a caller can pace its work by its cost, reads
+// included), or ErrStalled when f did not end in time, or reads of pid are failing so. f is
+// then left to end on its own: it must write nothing its caller keeps but its own variables,
+// which are the caller's to read only when Guard returns no error.
+func Guard(pid uint32, f func(read ReadFunc)) (cpu time.Duration, err error) {
+	return guard(pid, true, func() {
+		f(func(addr uint64, size int) ([]byte, error) {
+			if size <= 0 {
+				return nil, nil
+			}
+			r := []Range{{Addr: addr, Buf: make([]byte, size)}}
+			readEach(pid, r)
+			return r[0].Buf, r[0].Err
+		})
+	})
+}
+
+// guard runs work on a goroutine of its own, ReadEach's and Guard's bound: it waits at most
+// ReadTimeout, and returns the CPU time work took when timed.
+func guard(pid uint32, timed bool, work func()) (time.Duration, error) {
+	if stalled(pid) {
+		return 0, fmt.Errorf("procmem: pid %d: %w", pid, ErrStalled)
+	}
+	j := &job{pid: pid, done: make(chan struct{})}
+	go j.run(work, timed)
 	timer := time.NewTimer(ReadTimeout)
 	defer timer.Stop()
 	select {
 	case <-j.done:
 	case <-timer.C:
 		if j.leave() {
-			failStalled(pid, rs, fmt.Sprintf("waited %v: ", ReadTimeout))
-			return
+			return 0, fmt.Errorf("procmem: pid %d: waited %v: %w", pid, ReadTimeout, ErrStalled)
 		}
 		<-j.done
 	}
-	copyErrs(rs, j.rs)
+	return j.cpu, nil
 }
 
-// failStalled fails every range of rs with ErrStalled, saying why.
-func failStalled(pid uint32, rs []Range, why string) {
-	for i := range rs {
-		rs[i].Err = fmt.Errorf("procmem: pid %d %#x+%d: %s%w", pid, rs[i].Addr, len(rs[i].Buf), why, ErrStalled)
-	}
-}
-
-// A job is one ReadEach's reading, made on a goroutine of its own so that its caller can
-// leave it if it does not end.
+// A job is one guard's work, made on a goroutine of its own so that its caller can leave it
+// if it does not end.
 type job struct {
 	pid  uint32
-	rs   []Range
-	done chan struct{} // closed when read
+	done chan struct{} // closed when the work has ended
+	cpu  time.Duration // the CPU time it took, when timed; the caller's once done is closed
 
 	mu             sync.Mutex
 	finished, left bool
 }
 
-func (j *job) read() {
-	readEach(j.pid, j.rs)
+// run does work, timing it by its thread's CPU time when timed.
+func (j *job) run(work func(), timed bool) {
+	if timed {
+		runtime.LockOSThread()
+		start := clock.ThreadCPU()
+		work()
+		j.cpu = clock.ThreadCPU() - start
+		runtime.UnlockOSThread()
+	} else {
+		work()
+	}
 	j.mu.Lock()
 	j.finished = true
 	if j.left {
@@ -158,12 +202,6 @@ func (j *job) leave() bool {
 	j.left = true
 	stall(j.pid, 1)
 	return true
-}
-
-func copyErrs(rs, from []Range) {
-	for i := range rs {
-		rs[i].Err = from[i].Err
-	}
 }
 
 // readEach is ReadEach's reading.

@@ -83,16 +83,23 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	u.oneJIT <- struct{}{}
 	start := time.Now()
 	secs, err := u.debug.FrameSections(p.pid)
-	// The tables' reads are timed as the walk is, by the CPU time of the thread that makes
-	// them: on a busy machine they wait for a core, which is not their cost.
+	// The tables are timed as the walk is, by the CPU time of the threads that read and
+	// decode them: on a busy machine they wait for a core, which is not their cost.
 	runtime.LockOSThread()
 	tables := clock.ThreadCPU()
-	var fresh []jitTable
+	var want []gdbjit.Section
 	for _, s := range secs {
-		if held[s] {
-			continue
+		if !held[s] {
+			want = append(want, s)
 		}
-		t, err := readJITTable(p.pid, s)
+	}
+	data, reads, rerr := readJITSections(p.pid, want)
+	if rerr != nil {
+		u.cfg.Logger.Debug("unwind: JIT objects' frame information not read", "pid", p.pid, "err", rerr)
+	}
+	var fresh []jitTable
+	for i, d := range data {
+		t, err := jitTableOf(want[i], d)
 		if err != nil {
 			u.cfg.Logger.Debug("unwind: JIT object without frame information", "pid", p.pid, "err", err)
 			continue
@@ -100,7 +107,7 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 		fresh = append(fresh, t)
 	}
 	// The look's cost: the walk and the tables read, not the look for the descriptor.
-	took := u.debug.WalkTook(p.pid) + clock.ThreadCPU() - tables
+	took := u.debug.WalkTook(p.pid) + reads + clock.ThreadCPU() - tables
 	runtime.UnlockOSThread()
 	<-u.oneJIT
 	u.mu.Lock()
@@ -143,16 +150,43 @@ func (u *Unwinder) loadJIT(p *process, held map[gdbjit.Section]bool) {
 	p.jit = kept
 }
 
-// readJITTable reads the .eh_frame a JIT loaded at s in process pid.
-func readJITTable(pid uint32, s gdbjit.Section) (jitTable, error) {
-	if s.Size > maxJITFrameBytes {
-		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %d bytes, more than %d", s.Addr, s.Size, maxJITFrameBytes)
+// readJITSections reads the .eh_frame sections secs a JIT loaded in process pid, under one
+// procmem.Guard: the bytes of each (an error for one too large or not readable), and the
+// CPU time the reads took. When they did not end in time, none.
+func readJITSections(pid uint32, secs []gdbjit.Section) ([]sectionBytes, time.Duration, error) {
+	if len(secs) == 0 {
+		return nil, 0, nil
 	}
-	data, err := procmem.Read(pid, s.Addr, int(s.Size))
+	var data []sectionBytes
+	cpu, err := procmem.Guard(pid, func(read procmem.ReadFunc) {
+		out := make([]sectionBytes, len(secs))
+		for i, s := range secs {
+			if s.Size > maxJITFrameBytes {
+				out[i].err = fmt.Errorf("%d bytes, more than %d", s.Size, maxJITFrameBytes)
+				continue
+			}
+			out[i].b, out[i].err = read(s.Addr, int(s.Size))
+		}
+		data = out
+	})
 	if err != nil {
-		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %w", s.Addr, err)
+		return nil, cpu, err
 	}
-	t, err := cfi.Read(data, s.Addr)
+	return data, cpu, nil
+}
+
+// sectionBytes is one section's bytes as readJITSections read them, or why not.
+type sectionBytes struct {
+	b   []byte
+	err error
+}
+
+// jitTableOf decodes the .eh_frame a JIT loaded at s, read as d.
+func jitTableOf(s gdbjit.Section, d sectionBytes) (jitTable, error) {
+	if d.err != nil {
+		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %w", s.Addr, d.err)
+	}
+	t, err := cfi.Read(d.b, s.Addr)
 	lo, hi := t.Span()
 	if lo == hi {
 		if err == nil {
