@@ -354,3 +354,65 @@ func TestWalkTook(t *testing.T) {
 		t.Errorf("a walk whose %d reads each waited %v: %v of CPU, want under %v", n+1, perRead, got, most)
 	}
 }
+
+// TestObjectGroups: a walk reads its new objects a group at a time, each group under a guard
+// of its own and of at most MaxObjectBytes (one object at least): it holds one group's bytes
+// at a time, not all it reads, and many small objects cost one guard.
+func TestObjectGroups(t *testing.T) {
+	const base, n = 0x1000, 10
+	for _, c := range []struct {
+		size   uint64
+		groups int
+	}{{100, 1}, {250, 3}, {600, n}, {1000, n}} {
+		l := newObjectList(base, n, make([]byte, c.size), c.size)
+		for _, walk := range []struct {
+			name string
+			do   func(r *Reader) error
+		}{
+			{"Debug", func(r *Reader) error { _, err := r.Debug(1); return err }},
+			{"Changes", func(r *Reader) error { _, _, err := r.Changes(1); return err }},
+		} {
+			r := NewReader(Options{MaxObjectBytes: 1000})
+			withList(r, 1, base, l)
+			guards, inner := 0, r.guard
+			r.guard = func(pid uint32, f func(procmem.ReadFunc)) (time.Duration, error) {
+				guards++
+				return inner(pid, f)
+			}
+			if err := walk.do(r); err != nil {
+				t.Fatal(err)
+			}
+			if want := 1 + c.groups; guards != want { // the list's, then the objects'
+				t.Errorf("%s of %d objects of %d bytes: %d guards, want %d", walk.name, n, c.size, guards, want)
+			}
+		}
+	}
+}
+
+// TestObjectsStalled: a walk whose objects' reads do not end in time fails with ErrStalled
+// and keeps nothing of that walk; the next walk reads them.
+func TestObjectsStalled(t *testing.T) {
+	const base, n = 0x1000, 4
+	l := newObjectList(base, n, make([]byte, 64), 64)
+	r := NewReader(Options{})
+	withList(r, 1, base, l)
+	guards, inner := 0, r.guard
+	r.guard = func(pid uint32, f func(procmem.ReadFunc)) (time.Duration, error) {
+		if guards++; guards == 2 { // the objects' of the first walk
+			return 0, procmem.ErrStalled
+		}
+		return inner(pid, f)
+	}
+	if _, _, err := r.Changes(1); !errors.Is(err, procmem.ErrStalled) {
+		t.Fatalf("objects not read in time: %v, want ErrStalled", err)
+	}
+	if l.read != 0 {
+		t.Errorf("%d bytes of objects read by a walk whose reads were left", l.read)
+	}
+	if _, _, err := r.Changes(1); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.BadObjects != n || l.read != n*64 {
+		t.Errorf("the next walk: %d objects tried, %d bytes read; want %d, %d", st.BadObjects, l.read, n, n*64)
+	}
+}

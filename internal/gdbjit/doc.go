@@ -33,7 +33,8 @@
 // sizes, cycles), so are the bytes one walk reads and the decoded objects kept (for each
 // process and for all), and objects are decoded by jitmap's bounded decoder. A walk reads
 // the process's memory under procmem.Guard, its entries under one guard and its new objects
-// under another, so a process whose memory does not answer holds it ReadTimeout at most.
+// under others, a group of up to MaxObjectBytes each, so a process whose memory does not
+// answer holds a walk ReadTimeout at most.
 // Reading needs ptrace-attach rights over the process (root, or the same user without Yama).
 //
 // A Reader is safe for concurrent use.

@@ -28,17 +28,17 @@ func (r *Reader) Changes(pid uint32) (added []codeobj.Object, removed []uint64, 
 		return nil, nil, err
 	}
 	defer st.walkDone()
-	fresh, err := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.named[k]; return ok })
-	if err != nil {
-		return nil, nil, err
-	}
+	fresh := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.named[k]; return ok })
 	live := make(map[objectKey][]uint64, len(keys))
 	for _, k := range keys {
 		if addrs, ok := st.named[k]; ok {
 			live[k] = addrs
 			continue
 		}
-		b, now := fresh[k]
+		b, now, err := fresh.get(k)
+		if err != nil {
+			return nil, nil, err
+		}
 		if !now {
 			continue // left to a later walk
 		}

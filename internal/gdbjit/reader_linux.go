@@ -197,10 +197,7 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 		r.stats.CachedReads += uint64(len(keys))
 		return st.info, nil // the same objects: a JIT loading many functions walks once per load
 	}
-	fresh, err := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.objects[k]; return ok })
-	if err != nil {
-		return jitmap.DebugInfo{}, err
-	}
+	fresh := r.newObjects(st, pid, keys, func(k objectKey) bool { _, ok := st.objects[k]; return ok })
 	live := make(map[objectKey]jitmap.DebugInfo, len(keys))
 	var info jitmap.DebugInfo
 	deferred := false
@@ -210,7 +207,10 @@ func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 		if cached {
 			r.stats.CachedReads++
 		} else {
-			b, now := fresh[k]
+			b, now, err := fresh.get(k)
+			if err != nil {
+				return jitmap.DebugInfo{}, err
+			}
 			if !now {
 				deferred = true
 				continue
@@ -442,12 +442,11 @@ func (p *entryPages) entry(e uint64) ([]byte, error) {
 // MaxObjectBytes.
 func (r *Reader) readable(k objectKey) bool { return k.size != 0 && k.size <= r.opts.MaxObjectBytes }
 
-// newObjects reads, under one guard, the objects of keys that nothing is kept for (kept), in
-// list order, until the walk has read MaxReadBytes: those past it are left to a later walk
-// (Stats.Deferred) and are not in the map returned. Every other object not kept is, with its
-// bytes, or nil when they could not be read (or it is empty, or over MaxObjectBytes).
-func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept func(objectKey) bool) (map[objectKey][]byte, error) {
-	var now []objectKey
+// newObjects plans the reads of a walk's objects that nothing is kept for (kept), in list
+// order, until the walk has read MaxReadBytes: those past it are left to a later walk
+// (Stats.Deferred).
+func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept func(objectKey) bool) *objectBytes {
+	ob := &objectBytes{r: r, st: st, pid: pid, planned: map[objectKey]bool{}}
 	readLeft := r.opts.MaxReadBytes
 	for _, k := range keys {
 		switch {
@@ -458,27 +457,65 @@ func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept fu
 			if r.readable(k) {
 				readLeft -= k.size
 			}
-			now = append(now, k)
+			ob.now = append(ob.now, k)
+			ob.planned[k] = true
 		}
 	}
-	if len(now) == 0 {
-		return nil, nil
+	return ob
+}
+
+// objectBytes hands out the bytes of a walk's new objects, which it reads a group at a time,
+// each under a guard of its own: the next objects in list order, up to MaxObjectBytes of them
+// together (at least one). So a walk holds one group's bytes at a time, not all it reads,
+// and a list of many small objects costs one guard, not one an object.
+type objectBytes struct {
+	r       *Reader
+	st      *procState
+	pid     uint32
+	now     []objectKey // the objects to read, in list order
+	planned map[objectKey]bool
+	next    int                  // now[next:] are not read yet
+	group   map[objectKey][]byte // the group read last, less what was handed out
+}
+
+// get returns the bytes of k, a key of the walk's list asked for in list order: nil when they
+// could not be read (or k is empty, or over MaxObjectBytes), and false when k is not to be
+// read by this walk (kept, or left to a later one). An error means its group's reads did not
+// end in time.
+func (ob *objectBytes) get(k objectKey) ([]byte, bool, error) {
+	if !ob.planned[k] {
+		return nil, false, nil
 	}
-	var objs map[objectKey][]byte
-	if err := r.guarded(st, pid, func(read procmem.ReadFunc) {
-		out := make(map[objectKey][]byte, len(now))
-		for _, k := range now {
-			if r.readable(k) {
+	if b, ok := ob.group[k]; ok {
+		delete(ob.group, k)
+		return b, true, nil
+	}
+	end, size := ob.next, uint64(0)
+	for end < len(ob.now) && (end == ob.next || size+ob.now[end].size <= ob.r.opts.MaxObjectBytes) {
+		if ob.r.readable(ob.now[end]) {
+			size += ob.now[end].size
+		}
+		end++
+	}
+	keys := ob.now[ob.next:end]
+	ob.next = end
+	var group map[objectKey][]byte
+	if err := ob.r.guarded(ob.st, ob.pid, func(read procmem.ReadFunc) {
+		out := make(map[objectKey][]byte, len(keys))
+		for _, k := range keys {
+			out[k] = nil
+			if ob.r.readable(k) {
 				out[k], _ = read(k.addr, int(k.size))
-			} else {
-				out[k] = nil
 			}
 		}
-		objs = out
+		group = out
 	}); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return objs, nil
+	ob.group = group
+	b := ob.group[k]
+	delete(ob.group, k)
+	return b, true, nil
 }
 
 // decodeObject decodes one debug object's bytes (nil: it could not be read); nothing when it
