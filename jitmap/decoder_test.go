@@ -44,7 +44,7 @@ func sampleEvents(pid uint32) []jitmap.Event {
 				{Addr: 0x7f0000001005, File: "/src/b.h", Line: 40},
 			},
 			LoadNs: 1000, CodeIndex: 1, Source: codeobj.SourceFIFO,
-		}},
+		}, FrameInfo: []byte("an .eh_frame")},
 		&jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{
 			Name: "name with spaces (int, long)", Addr: 0x7f0000002000, Size: 1, Code: []byte{0xc3},
 			LoadNs: 2000, CodeIndex: 2, Source: codeobj.SourceFIFO,
@@ -86,14 +86,16 @@ func TestJitdumpRoundTrip(t *testing.T) {
 			want := sampleEvents(pid)
 			h := jitmap.JitdumpHeader{BigEndian: tc.bigEndian, Version: 1, ElfMach: 62, Pid: pid, TimestampNs: 77, Flags: 0}
 			stream := writeStream(t, h, tc.llvm, want, func(w *jitdumptest.Writer) {
-				// Records a reader must skip: unwinding info and an id nobody knows.
-				if err := w.UnwindingInfo(1500, 8, 16, bytes.Repeat([]byte{0xee}, 40)); err != nil {
+				// Unwinding info for the next load, its .eh_frame_hdr left out of it, and a
+				// record a reader must skip: an id nobody knows.
+				if err := w.UnwindingInfo(1500, 8, 16, append(bytes.Repeat([]byte{0xee}, 32), bytes.Repeat([]byte{0xdd}, 8)...)); err != nil {
 					t.Fatal(err)
 				}
 				if err := w.Record(0x1234, 1600, []byte("future record body")); err != nil {
 					t.Fatal(err)
 				}
 			})
+			want[1].(*jitmap.CodeLoad).FrameInfo = bytes.Repeat([]byte{0xee}, 32)
 			d := jitmap.NewDecoder(pid, codeobj.SourceFIFO, jitmap.DecoderOptions{})
 			got, errs := d.Write(stream)
 			if len(errs) > 0 {

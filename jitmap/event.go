@@ -16,7 +16,17 @@ type CodeLoad struct {
 	// code may have been there since long before (a perf map written at exit names code that
 	// ran all along). See Map.Apply.
 	TimeUnknown bool
+	// FrameInfo is the .eh_frame of the code's frame information, from the jitdump
+	// CODE_UNWINDING_INFO record before the load, nil when there was none. It is laid out as
+	// perf inject lays it out: FrameInfoAddr(Object.Addr, Object.Size) is where its
+	// pc-relative pointers take it to be. A walk of a call chain through code without frame
+	// pointers reads it (internal/unwind); it is not kept with the code.
+	FrameInfo []byte
 }
+
+// FrameInfoAddr is where a load's FrameInfo lies for code of size bytes at addr: just past
+// the code, 8-byte aligned, as perf inject places it in the ELF file it makes of the code.
+func FrameInfoAddr(addr, size uint64) uint64 { return addr + (size+7)&^7 }
 
 // CodeMove says code moved from OldAddr to NewAddr at TimeNs (jitdump CODE_MOVE).
 type CodeMove struct {

@@ -15,6 +15,11 @@ import (
 // maxPendingDebug bounds the CODE_DEBUG_INFO records held while waiting for their CODE_LOAD.
 const maxPendingDebug = 64
 
+// MaxFrameInfoBytes bounds the .eh_frame of one CODE_UNWINDING_INFO record that is kept for
+// its CODE_LOAD: a JIT's function has a few hundred bytes of it. A larger one is left out,
+// reported as ErrMalformed.
+const MaxFrameInfoBytes = 64 << 10
+
 type jitdumpState struct {
 	headerDone bool
 	be         bool
@@ -25,6 +30,9 @@ type jitdumpState struct {
 	// debug holds line tables from CODE_DEBUG_INFO records by code address until the
 	// CODE_LOAD that follows them; addresses still carry any writer bias.
 	debug map[uint64][]codeobj.LineEntry
+	// frameInfo is the .eh_frame of the last CODE_UNWINDING_INFO record, for the CODE_LOAD
+	// that follows it (as perf inject pairs them).
+	frameInfo []byte
 	// searched is how many bytes of the partial record the last consumeJitdump ended in were
 	// searched for a jitdump header (the record is searched again only where it grew).
 	searched int
@@ -259,8 +267,33 @@ func (d *Decoder) jitdumpRecord(id uint32, rec []byte) {
 			req.Formats = j.u32(body[16:])
 		}
 		d.emit(req)
+	case JitdumpCodeUnwindingInfo:
+		d.jitdumpUnwindingInfo(body)
 	default:
-		// CODE_UNWINDING_INFO and ids this reader does not know: skipped by size.
+		// ids this reader does not know: skipped by size.
+	}
+}
+
+// jitdumpUnwindingInfo keeps the .eh_frame of a CODE_UNWINDING_INFO record for the next
+// CODE_LOAD. Its body: unwinding_size, eh_frame_hdr_size and mapped_size (u64), then
+// unwinding_size bytes, the .eh_frame followed by its .eh_frame_hdr.
+func (d *Decoder) jitdumpUnwindingInfo(body []byte) {
+	j := &d.jd
+	const id = JitdumpCodeUnwindingInfo
+	j.frameInfo = nil
+	if len(body) < jitdumpUnwindingFixed {
+		d.report(id, fmt.Errorf("unwinding info: %d body bytes: %w", len(body), ErrMalformed))
+		return
+	}
+	size, hdrSize := j.u64(body), j.u64(body[8:])
+	data := body[jitdumpUnwindingFixed:]
+	switch {
+	case size > uint64(len(data)) || hdrSize > size:
+		d.report(id, fmt.Errorf("unwinding info: %d bytes with a %d-byte header in %d: %w", size, hdrSize, len(data), ErrMalformed))
+	case size-hdrSize > MaxFrameInfoBytes:
+		d.report(id, fmt.Errorf("unwinding info: .eh_frame of %d bytes, more than %d: %w", size-hdrSize, MaxFrameInfoBytes, ErrMalformed))
+	case size > hdrSize:
+		j.frameInfo = append([]byte(nil), data[:size-hdrSize]...)
 	}
 }
 
@@ -278,6 +311,8 @@ func (d *Decoder) checkPid(id, pid uint32) (uint32, bool) {
 func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 	j := &d.jd
 	const id = JitdumpCodeLoad
+	frameInfo := j.frameInfo // this load's, whether it decodes or not
+	j.frameInfo = nil
 	if len(body) < jitdumpLoadFixed+1 {
 		d.report(id, fmt.Errorf("code load: %d body bytes: %w", len(body), ErrMalformed))
 		return
@@ -323,6 +358,7 @@ func (d *Decoder) jitdumpLoad(ts int64, body []byte) {
 	if codeSize > 0 {
 		ev.Object.Code = append([]byte(nil), code[:codeSize]...)
 	}
+	ev.FrameInfo = frameInfo
 	lines, ok := j.debug[codeAddr]
 	if !ok && vma != 0 {
 		lines, ok = j.debug[vma]

@@ -82,3 +82,68 @@ func TestJitdumpBadRecordsSkipped(t *testing.T) {
 		t.Errorf("short record: events %d errors %v", len(evs), errs)
 	}
 }
+
+// TestJitdumpUnwindingInfo: a CODE_UNWINDING_INFO record's .eh_frame goes to the CODE_LOAD
+// after it, and to no other: not past a load that does not decode, nor from a record whose
+// sizes do not fit it (reported).
+func TestJitdumpUnwindingInfo(t *testing.T) {
+	le := binary.LittleEndian
+	unwinding := func(size, hdrSize uint64, data []byte) []byte {
+		b := le.AppendUint64(nil, size)
+		b = le.AppendUint64(b, hdrSize)
+		b = le.AppendUint64(b, size)
+		return append(b, data...)
+	}
+	load := func(pid uint32, addr uint64) *jitmap.CodeLoad {
+		return &jitmap.CodeLoad{Pid: pid, Tid: pid, Object: codeobj.Object{Name: "f", Addr: addr, Size: 1, Code: []byte{0xc3}, LoadNs: 5, Source: codeobj.SourceFIFO}}
+	}
+	for _, c := range []struct {
+		name    string
+		records func(w *jitdumptest.Writer)
+		want    []byte // the second load's FrameInfo
+		errs    int
+	}{
+		{"for the next load", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(12, 4, []byte("eh_framehdr!")))
+		}, []byte("eh_frame"), 0},
+		{"the last of two", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(5, 0, []byte("first")))
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(6, 0, []byte("second")))
+		}, []byte("second"), 0},
+		{"not past a bad load", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(5, 0, []byte("stale")))
+			_ = w.Record(jitmap.JitdumpCodeLoad, 1, make([]byte, 20))
+		}, nil, 1},
+		{"larger than its record", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(100, 0, []byte("short")))
+		}, nil, 1},
+		{"a header larger than it", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(5, 6, []byte("short")))
+		}, nil, 1},
+		{"too short a body", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, make([]byte, 20))
+		}, nil, 1},
+		{"only a header", func(w *jitdumptest.Writer) {
+			_ = w.Record(jitmap.JitdumpCodeUnwindingInfo, 1, unwinding(4, 4, []byte("hdr!")))
+		}, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w, _ := jitdumptest.NewWriter(&buf, jitmap.JitdumpHeader{Pid: 5})
+			_ = w.CodeLoad(load(5, 0x1000))
+			c.records(w)
+			_ = w.CodeLoad(load(5, 0x2000))
+			evs, errs := decodeChunks(t, 5, codeobj.SourceFIFO, jitmap.DecoderOptions{}, buf.Bytes())
+			if len(errs) != c.errs {
+				t.Errorf("errors %v, want %d", errs, c.errs)
+			}
+			if len(evs) != 2 {
+				t.Fatalf("events %s, want the two loads", dump(evs))
+			}
+			first, second := evs[0].(*jitmap.CodeLoad), evs[1].(*jitmap.CodeLoad)
+			if first.FrameInfo != nil || !bytes.Equal(second.FrameInfo, c.want) {
+				t.Errorf("frame information %q and %q, want none and %q", first.FrameInfo, second.FrameInfo, c.want)
+			}
+		})
+	}
+}

@@ -76,8 +76,9 @@ func (jw *Writer) WriteEvent(ev jitmap.Event) error {
 	return fmt.Errorf("jitdumptest: writer: event %T: %w", ev, errors.ErrUnsupported)
 }
 
-// CodeLoad writes l.Object's line table (if any) as CODE_DEBUG_INFO, then CODE_LOAD with the
-// code bytes, stamped l.Object.LoadNs.
+// CodeLoad writes l.Object's line table (if any) as CODE_DEBUG_INFO, l.FrameInfo (if any) as
+// CODE_UNWINDING_INFO (without an .eh_frame_hdr), then CODE_LOAD with the code bytes, stamped
+// l.Object.LoadNs.
 func (jw *Writer) CodeLoad(l *jitmap.CodeLoad) error {
 	o := &l.Object
 	if uint64(len(o.Code)) != o.Size {
@@ -98,6 +99,11 @@ func (jw *Writer) CodeLoad(l *jitmap.CodeLoad) error {
 			b = append(b, 0)
 		}
 		if err := jw.Record(jitmap.JitdumpCodeDebugInfo, o.LoadNs, b); err != nil {
+			return err
+		}
+	}
+	if len(l.FrameInfo) > 0 {
+		if err := jw.UnwindingInfo(o.LoadNs, 0, uint64(len(l.FrameInfo)), l.FrameInfo); err != nil {
 			return err
 		}
 	}
@@ -148,7 +154,8 @@ func (jw *Writer) FlushRequest(f *jitmap.FlushRequest) error {
 	return jw.Record(jitmap.JitdumpProfdFlushRequest, f.TimeNs, b)
 }
 
-// UnwindingInfo writes CODE_UNWINDING_INFO carrying data (readers here skip it).
+// UnwindingInfo writes CODE_UNWINDING_INFO carrying data: an .eh_frame followed by an
+// .eh_frame_hdr of ehFrameHdrSize bytes, for the CODE_LOAD that follows.
 func (jw *Writer) UnwindingInfo(timeNs int64, ehFrameHdrSize, mappedSize uint64, data []byte) error {
 	b := jw.order.AppendUint64(nil, uint64(len(data)))
 	b = jw.order.AppendUint64(b, ehFrameHdrSize)
