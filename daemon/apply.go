@@ -43,6 +43,8 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 		} else if err != nil {
 			d.counted.symErrs.Add(1)
 			d.log.Debug("profd: symbol event refused", "pid", b.Pid, "source", b.Source, "err", err)
+		} else if d.parts.unwind != nil {
+			d.applyFrames(ev)
 		}
 	}
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
@@ -52,6 +54,25 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 	// once a second: a JIT that keeps replacing its code has it let go every few batches.
 	if drained && d.locked.drainedNs-d.locked.reclaimedNs >= int64(endReclaimGap) {
 		d.reclaimLocked(d.locked.drainedNs)
+	}
+}
+
+// applyFrames hands the unwinder (--unwind dwarf) the frame information a JIT wrote in its
+// jitdump for the code it loads, and tells it where the code moved or that it went. Callers
+// hold d.mu.
+func (d *daemonRun) applyFrames(ev jitmap.Event) {
+	switch ev := ev.(type) {
+	case *jitmap.CodeLoad:
+		if len(ev.FrameInfo) > 0 {
+			o := &ev.Object
+			if err := d.parts.unwind.AddJITFrames(ev.Pid, o.Addr, o.Size, ev.FrameInfo, jitmap.FrameInfoAddr(o.Addr, o.Size)); err != nil {
+				d.log.Debug("profd: JIT frame information not read", "pid", ev.Pid, "name", o.Name, "err", err)
+			}
+		}
+	case *jitmap.CodeMove:
+		d.parts.unwind.MoveJITFrames(ev.Pid, ev.OldAddr, ev.NewAddr)
+	case *jitmap.CodeUnload:
+		d.parts.unwind.RemoveJITFrames(ev.Pid, ev.Addr)
 	}
 }
 

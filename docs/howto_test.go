@@ -134,7 +134,7 @@ var howtoPages = []howtoPage{
 	},
 	{
 		file:      "python.md",
-		needs:     []testenv.Need{python312},
+		needs:     []testenv.Need{testenv.Python(12)},
 		setup:     pythonOnPath,
 		workloads: []string{"workloads/runtimes/hot.py"},
 		same:      "py::mix_ints",
@@ -406,35 +406,13 @@ func phpFPM() string {
 	return ""
 }
 
-// python312 finds a Python 3.12 or later (-X perf), on PATH or among pyenv's versions.
-func python312() string {
-	if pythonPath() == "" {
-		return "Python 3.12 or later (python3.12 or python3.13 on PATH or under ~/.pyenv/versions)"
-	}
-	return ""
-}
-
-// pythonPath is the python3.12 (else python3.13) python312 found, "" when none.
-func pythonPath() string {
-	for _, name := range []string{"python3.12", "python3.13"} {
-		if p, err := exec.LookPath(name); err == nil && exec.Command(p, "-c", "").Run() == nil {
-			return p
-		}
-		home, _ := os.UserHomeDir()
-		if m, _ := filepath.Glob(filepath.Join(home, ".pyenv/versions/3.1[23].*/bin", name)); len(m) > 0 {
-			return m[len(m)-1]
-		}
-	}
-	return ""
-}
-
-// pythonOnPath puts the Python python312 found first on the page's PATH, as python3.12.
+// pythonOnPath puts the Python testenv.PythonPath(12) finds first on the page's PATH, as python3.12.
 func pythonOnPath(t *testing.T, dir string) []string {
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(pythonPath(), filepath.Join(bin, "python3.12")); err != nil {
+	if err := os.Symlink(testenv.PythonPath(12), filepath.Join(bin, "python3.12")); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"PATH=" + bin + ":" + os.Getenv("PATH")}

@@ -92,6 +92,10 @@ type process struct {
 	jitWait    time.Duration // how long after that they may be looked for again
 	jitLoading bool          // they are being read
 	jitNone    bool          // it has no GDB JIT interface
+	// dumped is the frame information its JIT wrote in its jitdump (jitdump_linux.go), and
+	// dumpedBytes what it takes.
+	dumped      dumpedList
+	dumpedBytes int64
 }
 
 type mapping struct {
@@ -174,6 +178,9 @@ type finder struct {
 }
 
 func (f finder) Find(pc uint64) (Code, bool) {
+	if d, ok := f.p.dumped.find(pc); ok { // JIT code, whatever memory holds it
+		return Code{Table: d.table, Bias: d.bias}, true
+	}
 	m, ok := f.p.find(pc)
 	if !ok && time.Since(f.p.readAt) >= refreshEvery {
 		f.u.refresh(f.p)
@@ -273,6 +280,7 @@ func (u *Unwinder) release(p *process) {
 	}
 	p.files, p.maps = nil, nil
 	u.releaseJIT(p)
+	u.releaseDumped(p)
 }
 
 // drop lets go of one process's hold on file id; the file's frame information is kept

@@ -1,0 +1,191 @@
+package unwind
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/profd/profd/internal/cfi"
+)
+
+// A JIT that writes a jitdump may put the frame information of each function's code in it,
+// in a CODE_UNWINDING_INFO record before the function's CODE_LOAD: CPython's -X perf_jit
+// does so for the trampoline it runs each Python function through, V8's
+// --perf-prof-unwinding-info for its code. Such code needs no frame pointer, nor the GDB JIT
+// interface: the daemon hands each load's .eh_frame to AddJITFrames as it applies the
+// load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames.
+
+// dumpedCode is the frame information of one function's code a JIT wrote in its jitdump.
+type dumpedCode struct {
+	lo, hi uint64 // the code, where it is now
+	table  *cfi.Table
+	bias   uint64 // how far the code moved since its table was read (CODE_MOVE)
+	bytes  int64
+}
+
+// maxDumpedShare is the share of Config.MaxTableBytes one process's dumped frame information
+// may take: a JIT writes a record for every function it compiles, and nothing tells when
+// one is let go but the next code at its address.
+const maxDumpedShare = 4
+
+// AddJITFrames gives process pid's code at [addr, addr+size) the frame information ehFrame,
+// the .eh_frame a JIT wrote for it, whose pc-relative pointers take it to lie at ehFrameAddr
+// (jitmap.FrameInfoAddr). It replaces the frame information of code it overlaps (the JIT
+// reused the memory). Rows outside the code are not looked at. A process the Unwinder does
+// not follow (Prepare, Forget) is left alone; frame information that does not decode, or
+// past the bounds (one warning), is not kept.
+func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, ehFrameAddr uint64) error {
+	if size == 0 || addr+size < addr {
+		return nil
+	}
+	t, err := cfi.Read(ehFrame, ehFrameAddr)
+	if t == nil || t.Len() == 0 {
+		if err == nil {
+			err = fmt.Errorf("unwind: JIT code at %#x: no frame description", addr)
+		}
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := u.procs[pid]
+	if p == nil {
+		return nil
+	}
+	u.removeDumped(p, addr, addr+size)
+	bytes := int64(t.Len()) * rowBytes
+	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || !u.makeRoom(bytes) {
+		u.warnOver(fmt.Sprintf("the JIT code of pid %d", pid))
+		return nil
+	}
+	u.insertDumped(p, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: bytes})
+	return nil
+}
+
+// MoveJITFrames moves the frame information of process pid's code at oldAddr to newAddr
+// (the JIT moved the code there).
+func (u *Unwinder) MoveJITFrames(pid uint32, oldAddr, newAddr uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := u.procs[pid]
+	if p == nil {
+		return
+	}
+	d, ok := p.dumped.at(oldAddr)
+	if !ok {
+		return
+	}
+	u.removeDumped(p, d.lo, d.hi)
+	size := d.hi - d.lo
+	if newAddr+size < newAddr {
+		return
+	}
+	u.removeDumped(p, newAddr, newAddr+size)
+	d.lo, d.hi, d.bias = newAddr, newAddr+size, d.bias+(newAddr-oldAddr)
+	u.insertDumped(p, d)
+}
+
+// RemoveJITFrames lets go of the frame information of process pid's code at addr (the JIT
+// unloaded it).
+func (u *Unwinder) RemoveJITFrames(pid uint32, addr uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p := u.procs[pid]; p != nil {
+		u.removeDumped(p, addr, addr+1)
+	}
+}
+
+// removeDumped lets go of p's dumped frame information of code overlapping [lo, hi).
+func (u *Unwinder) removeDumped(p *process, lo, hi uint64) {
+	for _, d := range p.dumped.remove(lo, hi) {
+		u.bytes -= d.bytes
+		p.dumpedBytes -= d.bytes
+	}
+}
+
+// insertDumped adds d, which overlaps nothing p holds, to p's dumped frame information, and
+// counts its bytes (the caller made room for them).
+func (u *Unwinder) insertDumped(p *process, d dumpedCode) {
+	p.dumped.insert(d)
+	u.bytes += d.bytes
+	p.dumpedBytes += d.bytes
+}
+
+// releaseDumped lets go of all of p's dumped frame information.
+func (u *Unwinder) releaseDumped(p *process) {
+	u.bytes -= p.dumpedBytes
+	p.dumped, p.dumpedBytes = dumpedList{}, 0
+}
+
+// dumpedList holds code ranges that do not overlap, in address order, in chunks of at most
+// 2·dumpedChunk: a JIT's records come in any address order, and inserting each into one
+// sorted slice would move all those above it.
+type dumpedList struct {
+	chunks [][]dumpedCode // each sorted and non-empty; every range of one below the next's
+}
+
+const dumpedChunk = 256
+
+// find returns the range that holds pc.
+func (l *dumpedList) find(pc uint64) (dumpedCode, bool) {
+	c := sort.Search(len(l.chunks), func(c int) bool { ch := l.chunks[c]; return ch[len(ch)-1].hi > pc })
+	if c == len(l.chunks) {
+		return dumpedCode{}, false
+	}
+	ch := l.chunks[c]
+	i := sort.Search(len(ch), func(i int) bool { return ch[i].hi > pc })
+	if ch[i].lo <= pc {
+		return ch[i], true
+	}
+	return dumpedCode{}, false
+}
+
+// at returns the range that starts at addr.
+func (l *dumpedList) at(addr uint64) (dumpedCode, bool) {
+	d, ok := l.find(addr)
+	return d, ok && d.lo == addr
+}
+
+// remove takes out the ranges that overlap [lo, hi) and returns them.
+func (l *dumpedList) remove(lo, hi uint64) []dumpedCode {
+	var out []dumpedCode
+	c := sort.Search(len(l.chunks), func(c int) bool { ch := l.chunks[c]; return ch[len(ch)-1].hi > lo })
+	for c < len(l.chunks) {
+		ch := l.chunks[c]
+		i := sort.Search(len(ch), func(i int) bool { return ch[i].hi > lo })
+		j := i
+		for j < len(ch) && ch[j].lo < hi {
+			j++
+		}
+		out = append(out, ch[i:j]...)
+		more := j == len(ch) // the next chunk's first ranges may overlap too
+		if ch = slices.Delete(ch, i, j); len(ch) == 0 {
+			l.chunks = slices.Delete(l.chunks, c, c+1)
+		} else {
+			l.chunks[c] = ch
+			c++
+		}
+		if !more {
+			break
+		}
+	}
+	return out
+}
+
+// insert adds d, which overlaps no range held.
+func (l *dumpedList) insert(d dumpedCode) {
+	if len(l.chunks) == 0 {
+		l.chunks = [][]dumpedCode{{d}}
+		return
+	}
+	// The last chunk whose first range starts below d, else the first.
+	c := max(sort.Search(len(l.chunks), func(c int) bool { return l.chunks[c][0].lo > d.lo })-1, 0)
+	ch := l.chunks[c]
+	i := sort.Search(len(ch), func(i int) bool { return ch[i].lo > d.lo })
+	ch = slices.Insert(ch, i, d)
+	if len(ch) > 2*dumpedChunk {
+		upper := slices.Clone(ch[dumpedChunk:])
+		ch = slices.Clip(ch[:dumpedChunk])
+		l.chunks = slices.Insert(l.chunks, c+1, upper)
+	}
+	l.chunks[c] = ch
+}

@@ -1,0 +1,191 @@
+package unwind
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// trampolineFrames is the .eh_frame a JIT writes for an 11-byte trampoline that calls on
+// without a frame pointer (sub $8,%rsp; call *%rcx; add $8,%rsp; ret), laid out 16 bytes
+// past the code (8-byte aligned, as jitmap.FrameInfoAddr says):
+//
+//	CIE: length 0x14, id 0, version 1, "zR", code alignment 1, data alignment -8, return
+//	     address register 16, augmentation data 0x1b (pc-relative sdata4); CFA = rsp+8,
+//	     the return address at CFA-8
+//	FDE: length 0x14, CIE pointer 0x1c, pc_begin -48 (the code, from the field), pc_range 11;
+//	     at +4 CFA = rsp+16, at +10 CFA = rsp+8
+const trampolineFrames = "1400000000000000017a5200017810011b0c070890010000" +
+	"140000001c000000d0ffffff0b00000000440e10460e0800"
+
+const trampolineSize, trampolineFramesAt = 11, 16
+
+func trampoline(t *testing.T) []byte {
+	b, err := hex.DecodeString(trampolineFrames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// walkFrom unwinds a sample at ip whose stack holds 8 bytes of padding, then ret: the frames
+// a trampoline's frame information finds (ip, ret), or ip alone where nothing describes ip
+// (a frame pointer of 0 ends the walk).
+func walkFrom(u *Unwinder, pid uint32, ip, ret uint64) []uint64 {
+	stack := binary.LittleEndian.AppendUint64(make([]byte, 8), ret)
+	stack = append(stack, make([]byte, 64)...)
+	return u.Unwind(pid, Regs{IP: ip, SP: 0x7ffd00001000, BP: 0}, stack, 16, nil)
+}
+
+// TestJITFrames: the frame information a JIT wrote in its jitdump walks its code that keeps
+// no frame pointer; it moves with the code, is replaced by code loaded over it, goes with an
+// unload, and is kept only for a process the Unwinder follows.
+func TestJITFrames(t *testing.T) {
+	pid := uint32(os.Getpid())
+	const code, moved, ret = 0x10000000, 0x20000000, 0x30000005
+	u := New(Config{})
+	defer u.Close()
+	if err := u.AddJITFrames(pid, code, trampolineSize, trampoline(t), code+trampolineFramesAt); err != nil {
+		t.Fatal(err)
+	}
+	if got := walkFrom(u, pid, code+6, ret); len(got) != 1 {
+		t.Errorf("before the Unwinder follows the process: %#x, want the leaf alone", got)
+	}
+	u.Prepare(pid)
+	if err := u.AddJITFrames(pid, code, trampolineSize, trampoline(t), code+trampolineFramesAt); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := walkFrom(u, pid, code+6, ret), []uint64{code + 6, ret}; !slices.Equal(got, want) {
+		t.Errorf("through the trampoline: %#x, want %#x", got, want)
+	}
+	u.MoveJITFrames(pid, code, moved)
+	if got, want := walkFrom(u, pid, moved+6, ret), []uint64{moved + 6, ret}; !slices.Equal(got, want) {
+		t.Errorf("moved: %#x, want %#x", got, want)
+	}
+	if got := walkFrom(u, pid, code+6, ret); len(got) != 1 {
+		t.Errorf("where it moved from: %#x, want the leaf alone", got)
+	}
+	// Code loaded over it, described at another address: the old description goes.
+	if err := u.AddJITFrames(pid, moved+4, trampolineSize, trampoline(t), moved+4+trampolineFramesAt); err != nil {
+		t.Fatal(err)
+	}
+	if got := walkFrom(u, pid, moved+2, ret); len(got) != 1 {
+		t.Errorf("code replaced: %#x, want the leaf alone", got)
+	}
+	if got, want := walkFrom(u, pid, moved+4+6, ret), []uint64{moved + 4 + 6, ret}; !slices.Equal(got, want) {
+		t.Errorf("the code loaded over it: %#x, want %#x", got, want)
+	}
+	held := u.TableBytes()
+	u.RemoveJITFrames(pid, moved+4)
+	if got := walkFrom(u, pid, moved+4+6, ret); len(got) != 1 {
+		t.Errorf("unloaded: %#x, want the leaf alone", got)
+	}
+	if u.TableBytes() >= held {
+		t.Errorf("unloaded: %d bytes held, %d before", u.TableBytes(), held)
+	}
+	if err := u.AddJITFrames(pid, code, trampolineSize, []byte("not an .eh_frame"), code+trampolineFramesAt); err == nil {
+		t.Error("bytes that are no frame information: no error")
+	}
+	u.Forget(pid)
+	if got := u.TableBytes(); got != 0 {
+		t.Errorf("forgotten: %d bytes held", got)
+	}
+}
+
+// TestJITFramesBound: a process's dumped frame information takes a quarter of
+// MaxTableBytes at most; past it, code is walked as before, with one warning.
+func TestJITFramesBound(t *testing.T) {
+	pid := uint32(os.Getpid())
+	var log bytes.Buffer
+	u := New(Config{MaxTableBytes: 4 * 4 * 3 * rowBytes, Logger: slog.New(slog.NewTextHandler(&log, nil))}) // room for four trampolines
+	defer u.Close()
+	u.Prepare(pid)
+	for i := range uint64(6) {
+		addr := 0x10000000 + i*0x100
+		if err := u.AddJITFrames(pid, addr, trampolineSize, trampoline(t), addr+trampolineFramesAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walked := 0
+	for i := range uint64(6) {
+		if len(walkFrom(u, pid, 0x10000000+i*0x100+6, 0x30000005)) == 2 {
+			walked++
+		}
+	}
+	if walked == 0 || walked == 6 {
+		t.Errorf("%d of 6 trampolines described, want some within the bound, not all", walked)
+	}
+	if n := bytes.Count(log.Bytes(), []byte("level=WARN")); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, log.Bytes())
+	}
+}
+
+// TestDumpedList: ranges inserted in any order, removed by overlap, are found where a plain
+// sorted list finds them.
+func TestDumpedList(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var l dumpedList
+	var model []dumpedCode // sorted, not overlapping
+	overlapping := func(lo, hi uint64) []dumpedCode {
+		var out []dumpedCode
+		for _, d := range model {
+			if d.lo < hi && lo < d.hi {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	for step := range 20000 {
+		lo := r.Uint64N(1 << 20)
+		hi := lo + 1 + r.Uint64N(64)
+		if r.IntN(3) == 0 { // sometimes a wide range, over many
+			hi = lo + r.Uint64N(4096) + 1
+		}
+		want := overlapping(lo, hi)
+		got := l.remove(lo, hi)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: remove [%#x, %#x): %d ranges, want %d", step, lo, hi, len(got), len(want))
+		}
+		model = slices.DeleteFunc(model, func(d dumpedCode) bool { return d.lo < hi && lo < d.hi })
+		if r.IntN(4) != 0 {
+			d := dumpedCode{lo: lo, hi: hi, bias: uint64(step)}
+			l.insert(d)
+			i, _ := slices.BinarySearchFunc(model, lo, func(d dumpedCode, a uint64) int {
+				switch {
+				case d.lo < a:
+					return -1
+				case d.lo > a:
+					return 1
+				}
+				return 0
+			})
+			model = slices.Insert(model, i, d)
+		}
+		pc := r.Uint64N(1 << 20)
+		var want1 dumpedCode
+		found := false
+		for _, d := range model {
+			if d.lo <= pc && pc < d.hi {
+				want1, found = d, true
+			}
+		}
+		if got1, ok := l.find(pc); ok != found || got1 != want1 {
+			t.Fatalf("step %d: find %#x: %+v %v, want %+v %v", step, pc, got1, ok, want1, found)
+		}
+	}
+	n := 0
+	for _, ch := range l.chunks {
+		if len(ch) == 0 || len(ch) > 2*dumpedChunk {
+			t.Errorf("a chunk of %d ranges", len(ch))
+		}
+		n += len(ch)
+	}
+	if n != len(model) {
+		t.Errorf("%d ranges held, want %d", n, len(model))
+	}
+}
