@@ -54,7 +54,11 @@ func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, e
 	u.removeDumped(p, addr, addr+size)
 	bytes := int64(t.Len()) * rowBytes
 	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || !u.makeRoom(bytes) {
-		u.warnOver(fmt.Sprintf("the JIT code of pid %d", pid))
+		if !p.dumpedOver {
+			p.dumpedOver = true
+			u.cfg.Logger.Warn("unwind: the frame information a JIT wrote in its jitdump is past its bound; its code loaded from now on is walked by frame pointers",
+				"pid", pid, "held_mb", p.dumpedBytes>>20, "bound_mb", u.cfg.MaxTableBytes/maxDumpedShare>>20)
+		}
 		return nil
 	}
 	u.insertDumped(p, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: bytes})

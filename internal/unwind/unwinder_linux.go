@@ -96,6 +96,7 @@ type process struct {
 	// dumpedBytes what it takes.
 	dumped      dumpedList
 	dumpedBytes int64
+	dumpedOver  bool // the one warning about its bound was given
 }
 
 type mapping struct {
