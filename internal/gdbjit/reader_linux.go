@@ -77,7 +77,8 @@ type Reader struct {
 	stats Stats
 
 	// guard is procmem.Guard, every read of a process's memory made under it: a walk's
-	// entries under one, its objects under another. Tests read other memory with it.
+	// entries under one, its new objects a group at a time under others. Tests read other
+	// memory with it.
 	guard func(pid uint32, f func(read procmem.ReadFunc)) (time.Duration, error)
 }
 
@@ -184,7 +185,9 @@ func (r *Reader) Forget(pid uint32) {
 // past the walk's MaxReadBytes (Stats.Deferred: a later call reads them) and, for as long as
 // they are listed, those past the held bounds (Stats.Dropped). An error means the list itself
 // could not be walked: ErrNoDescriptor (remembered for pid until its address space changes
-// size, see state), ErrBadList, or a read error from the process.
+// size, see state), ErrBadList, or a read error from the process; or that the reads of the
+// list or of its objects did not end in time (procmem.ErrStalled: nothing of the walk is
+// kept).
 func (r *Reader) Debug(pid uint32) (jitmap.DebugInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -126,8 +126,8 @@ type ReadFunc func(addr uint64, size int) ([]byte, error)
 // included), or ErrStalled when f did not end in time, or reads of pid are failing so. f is
 // then left to end on its own: it must write nothing its caller keeps but its own variables,
 // which are the caller's to read only when Guard returns no error.
-func Guard(pid uint32, f func(read ReadFunc)) (cpu time.Duration, err error) {
-	return guard(pid, true, func() {
+func Guard(pid uint32, f func(read ReadFunc)) (time.Duration, error) {
+	cpu, err := guard(pid, true, func() {
 		f(func(addr uint64, size int) ([]byte, error) {
 			if size <= 0 {
 				return nil, nil
@@ -137,13 +137,18 @@ func Guard(pid uint32, f func(read ReadFunc)) (cpu time.Duration, err error) {
 			return r[0].Buf, r[0].Err
 		})
 	})
+	if err != nil {
+		return 0, fmt.Errorf("procmem: pid %d: %w", pid, err)
+	}
+	return cpu, nil
 }
 
 // guard runs work on a goroutine of its own, ReadEach's and Guard's bound: it waits at most
-// ReadTimeout, and returns the CPU time work took when timed.
+// ReadTimeout, and returns the CPU time work took when timed; an error wrapping ErrStalled
+// when it was left, or not run.
 func guard(pid uint32, timed bool, work func()) (time.Duration, error) {
 	if stalled(pid) {
-		return 0, fmt.Errorf("procmem: pid %d: %w", pid, ErrStalled)
+		return 0, ErrStalled
 	}
 	j := &job{pid: pid, done: make(chan struct{})}
 	go j.run(work, timed)
@@ -153,7 +158,7 @@ func guard(pid uint32, timed bool, work func()) (time.Duration, error) {
 	case <-j.done:
 	case <-timer.C:
 		if j.leave() {
-			return 0, fmt.Errorf("procmem: pid %d: waited %v: %w", pid, ReadTimeout, ErrStalled)
+			return 0, fmt.Errorf("waited %v: %w", ReadTimeout, ErrStalled)
 		}
 		<-j.done
 	}
