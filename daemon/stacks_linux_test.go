@@ -592,50 +592,67 @@ func TestUnwindDWARFJIT(t *testing.T) {
 	}
 }
 
-// TestUnwindDWARFPythonJitdump: CPython 3.13 under -X perf_jit runs each Python function
-// through a trampoline that keeps no frame pointer, and writes each one's frame information
-// in its jitdump (CODE_UNWINDING_INFO). With --unwind dwarf the chains go on through the
-// trampolines, from mix_ints's to run's that called it and on to the thread's start (before
-// the frame information was read, every chain stopped at the first trampoline, as perf
-// record --call-graph dwarf's do without perf inject).
-func TestUnwindDWARFPythonJitdump(t *testing.T) {
-	testenv.Requires(t, testenv.Root, testenv.Python(13))
-	d := newDirs(t)
-	py := startChild(t, nil, testenv.PythonPath(13), "-X", "perf_jit", "testdata/pychain.py", "4")
-	pid := py.pid()
-	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/jit-%d.dump", pid)) }) // CPython leaves it behind
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
-		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
-	py.wait(t, 60*time.Second)
-	r.wait(t, 30*time.Second)
-	c := readCapture(t, outputPath(d, filepath.Base(testenv.PythonPath(13)), pid, FormatCapture))
-	var inMix, throughRun, whole uint64
-	for _, st := range c.Stacks {
-		mix, run := -1, -1
-		for i, f := range st.Frames {
-			switch name := frameName(c, f); {
-			case strings.HasPrefix(name, "py::mix_ints:") && mix < 0:
-				mix = i
-			case strings.HasPrefix(name, "py::run:") && mix >= 0 && run < 0:
-				run = i
+// TestUnwindDWARFPython: CPython runs each Python function through a trampoline that keeps
+// no frame pointer. With --unwind dwarf the chains go on through the trampolines, from
+// mix_ints's to run's that called it and on to the thread's start: under 3.13's -X perf_jit
+// by the frame information it writes in its jitdump for each trampoline (CODE_UNWINDING_INFO),
+// under 3.12's -X perf, which names them in a perf map only, by the trampoline's instructions
+// (stub.go). Before either, every chain stopped at the first trampoline, as perf record
+// --call-graph dwarf's do (which, under -X perf_jit, gets them whole after perf inject).
+func TestUnwindDWARFPython(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		minor    int
+		flag     string
+		workload string
+	}{
+		{"jitdump", 13, "perf_jit", "testdata/pychain.py"},
+		{"perf-map", 12, "perf", "../workloads/runtimes/hot.py"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testenv.Requires(t, testenv.Root, testenv.Python(c.minor))
+			python := testenv.PythonPath(c.minor)
+			d := newDirs(t)
+			py := startChild(t, nil, python, "-X", c.flag, c.workload, "4")
+			pid := py.pid()
+			t.Cleanup(func() { // CPython leaves them behind
+				os.Remove(fmt.Sprintf("/tmp/jit-%d.dump", pid))
+				os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+			})
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+				OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
+			py.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			capt := readCapture(t, outputPath(d, filepath.Base(python), pid, FormatCapture))
+			var inMix, throughRun, whole uint64
+			for _, st := range capt.Stacks {
+				mix, run := -1, -1
+				for i, f := range st.Frames {
+					switch name := frameName(capt, f); {
+					case strings.HasPrefix(name, "py::mix_ints:") && mix < 0:
+						mix = i
+					case strings.HasPrefix(name, "py::run:") && mix >= 0 && run < 0:
+						run = i
+					}
+				}
+				if mix < 0 {
+					continue
+				}
+				inMix += st.Count
+				if run > mix {
+					throughRun += st.Count
+					if !st.Cut {
+						whole += st.Count
+					}
+				}
 			}
-		}
-		if mix < 0 {
-			continue
-		}
-		inMix += st.Count
-		if run > mix {
-			throughRun += st.Count
-			if !st.Cut {
-				whole += st.Count
+			t.Logf("%d samples under py::mix_ints, %d chained on to py::run, %d of them whole", inMix, throughRun, whole)
+			if inMix < 1000 {
+				t.Fatalf("%d samples under py::mix_ints\nlogs:\n%s", inMix, r.logs.String())
 			}
-		}
-	}
-	t.Logf("%d samples under py::mix_ints, %d chained on to py::run, %d of them whole", inMix, throughRun, whole)
-	if inMix < 1000 {
-		t.Fatalf("%d samples under py::mix_ints\nlogs:\n%s", inMix, r.logs.String())
-	}
-	if float64(throughRun) < 0.8*float64(inMix) || float64(whole) < 0.8*float64(throughRun) {
-		t.Errorf("of %d samples under py::mix_ints, %d chained on to py::run, %d of them to the thread's start", inMix, throughRun, whole)
+			if float64(throughRun) < 0.8*float64(inMix) || float64(whole) < 0.8*float64(throughRun) {
+				t.Errorf("of %d samples under py::mix_ints, %d chained on to py::run, %d of them to the thread's start", inMix, throughRun, whole)
+			}
+		})
 	}
 }

@@ -139,10 +139,12 @@ var howtoPages = []howtoPage{
 		workloads: []string{"workloads/runtimes/hot.py"},
 		same:      "py::mix_ints",
 		inclusive: true,
-		// Inclusive shares named in pprof and perf; without --unwind dwarf, under 1 % of the
-		// samples with a Python function on the chain (one sampled in a trampoline itself
-		// has), and the warning that says why.
+		// Inclusive shares named in pprof and perf, and run on most chains through the
+		// trampolines (on profd's only); without --unwind dwarf, under 1 % of the samples with
+		// a Python function on the chain (one sampled in a trampoline itself has), and the
+		// warning that says why.
 		want: []string{`(?m)^\s+\S+\s+\S+%\s+\S+%\s+\S+\s+(?:1\d|[2-9]\d)\.\d+%\s+py::sum_squares:\S*hot\.py$`,
+			`(?m)^\s+\S+\s+\S+%\s+\S+%\s+\S+\s+(?:[89]\d|100)\.\d+%\s+py::run:\S*hot\.py$`, // the chains go on through the trampolines
 			`(?m)^\s+(?:1\d|[2-9]\d)\.\d+%\s+\S+%\s+\[\.\] py::sum_squares:\S*hot\.py`,
 			`(?m)^samples with a Python function on the chain, by frame pointers: 0(?:\.\d+)?%$`, `--unwind dwarf walks it by its \.eh_frame`},
 	},

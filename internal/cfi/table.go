@@ -1,6 +1,10 @@
 package cfi
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // Reg is what a CFA rule is based on.
 type Reg uint8
@@ -78,4 +82,16 @@ func (t *Table) Find(pc uint64) (Row, bool) {
 		return Row{}, false
 	}
 	return t.rows[i], true
+}
+
+// NewTable makes a table of rows, ascending by PC, each the rule up to the next; the last,
+// whose CFA is RegNone, ends the description. For rules found otherwise than in a file's
+// frame information (a JIT stub's instructions). Rows out of order, or a last row that ends
+// nothing, make no table (nil).
+func NewTable(rows []Row) *Table {
+	if len(rows) < 2 || rows[len(rows)-1].CFA != RegNone ||
+		!slices.IsSortedFunc(rows, func(a, b Row) int { return cmp.Compare(a.PC, b.PC) }) {
+		return nil
+	}
+	return &Table{rows: slices.Clone(rows)}
 }

@@ -13,7 +13,9 @@ import (
 // does so for the trampoline it runs each Python function through, V8's
 // --perf-prof-unwinding-info for its code. Such code needs no frame pointer, nor the GDB JIT
 // interface: the daemon hands each load's .eh_frame to AddJITFrames as it applies the
-// load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames.
+// load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames. The
+// code of a load without it goes to AddJITStub, which works the frames of a small stub out
+// from its instructions (stub.go).
 
 // dumpedCode is the frame information of one function's code a JIT wrote in its jitdump.
 type dumpedCode struct {
@@ -45,24 +47,43 @@ func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, e
 		}
 		return err
 	}
+	u.addDumped(pid, addr, size, t)
+	return nil
+}
+
+// AddJITStub works out the frame information of process pid's code at addr, code, from its
+// instructions, when it is a stub that calls on without a frame pointer (stubRows: CPython
+// 3.12's -X perf trampolines, which a perf map names), and keeps it as AddJITFrames does;
+// false for any other code.
+func (u *Unwinder) AddJITStub(pid uint32, addr uint64, code []byte) bool {
+	rows, ok := stubRows(code, addr)
+	if !ok || addr+uint64(len(code)) < addr {
+		return false
+	}
+	u.addDumped(pid, addr, uint64(len(code)), cfi.NewTable(rows))
+	return true
+}
+
+// addDumped keeps t as the frame information of process pid's code at [addr, addr+size),
+// in place of what it overlaps.
+func (u *Unwinder) addDumped(pid uint32, addr, size uint64, t *cfi.Table) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	p := u.procs[pid]
-	if p == nil {
-		return nil
+	if p == nil || t == nil {
+		return
 	}
 	u.removeDumped(p, addr, addr+size)
 	bytes := int64(t.Len()) * rowBytes
 	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || !u.makeRoom(bytes) {
 		if !p.dumpedOver {
 			p.dumpedOver = true
-			u.cfg.Logger.Warn("unwind: the frame information a JIT wrote in its jitdump is past its bound; its code loaded from now on is walked by frame pointers",
+			u.cfg.Logger.Warn("unwind: the frame information of a JIT's code (from its jitdump, or its stubs' instructions) is past its bound; its code loaded from now on is walked by frame pointers",
 				"pid", pid, "held_mb", p.dumpedBytes>>20, "bound_mb", u.cfg.MaxTableBytes/maxDumpedShare>>20)
 		}
-		return nil
+		return
 	}
 	u.insertDumped(p, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: bytes})
-	return nil
 }
 
 // MoveJITFrames moves the frame information of process pid's code at oldAddr to newAddr
