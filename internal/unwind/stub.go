@@ -38,8 +38,8 @@ func stubRows(code []byte, addr uint64) ([]cfi.Row, bool) {
 				row.BP, row.BPOffset = cfi.BPSaved, -(8 + height)
 			}
 		case x86asm.POP:
-			if r, ok := inst.Args[0].(x86asm.Reg); !ok || r < x86asm.RAX || r > x86asm.R15 || height < 8 {
-				return nil, false
+			if r, ok := inst.Args[0].(x86asm.Reg); !ok || r < x86asm.RAX || r > x86asm.R15 || r == x86asm.RSP || height < 8 {
+				return nil, false // a pop of the stack pointer sets it from the stack
 			}
 			height -= 8
 			if inst.Args[0] == x86asm.RBP {

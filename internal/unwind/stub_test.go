@@ -24,6 +24,7 @@ func TestStubRows(t *testing.T) {
 		{"a jump", "4883ec08ffd1eb004883c408c3", nil},                          // jmp +0 in the middle
 		{"no call", "4883ec084883c408c3", nil},                                 // a leaf: entered how is not known
 		{"the stack pointer set", "4889e0ffd14889c4c3", nil},                   // mov %rsp,%rax; call; mov %rax,%rsp
+		{"the stack pointer popped", "50ffd05cc3", nil},                        // push %rax; call *%rax; pop %rsp; ret
 		{"no ret", "4883ec08ffd1", nil},                                        // runs on past its end
 		{"unbalanced", "4883ec08ffd1c3", nil},                                  // ret with 8 bytes still pushed
 		{"too long", "4883ec08ffd1" + repeatHex("90", 64) + "4883c408c3", nil}, // nops past 64 bytes
