@@ -58,8 +58,8 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 }
 
 // applyFrames hands the unwinder (--unwind dwarf) the frame information a JIT wrote in its
-// jitdump for the code it loads, else the code's bytes (a small stub's frames are worked out
-// from them), and tells it where the code moved or that it went. Callers hold d.mu.
+// jitdump for the code it loads, else the code's bytes (its frames worked out from them where
+// they can be), and tells it where the code moved or that it went. Callers hold d.mu.
 func (d *daemonRun) applyFrames(ev jitmap.Event) {
 	switch ev := ev.(type) {
 	case *jitmap.CodeLoad:
@@ -69,7 +69,7 @@ func (d *daemonRun) applyFrames(ev jitmap.Event) {
 				d.log.Debug("profd: JIT frame information not read", "pid", ev.Pid, "name", o.Name, "err", err)
 			}
 		} else if len(o.Code) > 0 {
-			d.parts.unwind.AddJITStub(ev.Pid, o.Addr, o.Code) // a stub without a frame pointer, or nothing
+			d.parts.unwind.AddJITCode(ev.Pid, o.Addr, o.Code) // its frames worked out from them when a walk needs them
 		}
 	case *jitmap.CodeMove:
 		d.parts.unwind.MoveJITFrames(ev.Pid, ev.OldAddr, ev.NewAddr)

@@ -592,66 +592,77 @@ func TestUnwindDWARFJIT(t *testing.T) {
 	}
 }
 
-// TestUnwindDWARFPython: CPython runs each Python function through a trampoline that keeps
-// no frame pointer. With --unwind dwarf the chains go on through the trampolines, from
-// mix_ints's to run's that called it and on to the thread's start: under 3.13's -X perf_jit
-// by the frame information it writes in its jitdump for each trampoline (CODE_UNWINDING_INFO),
-// under 3.12's -X perf, which names them in a perf map only, by the trampoline's instructions
-// (stub.go). Before either, every chain stopped at the first trampoline, as perf record
+// TestUnwindDWARFRuntimes: JIT code that keeps no frame pointer, walked on with --unwind
+// dwarf to the thread's start. CPython runs each Python function through a trampoline
+// without one: under 3.13's -X perf_jit the frame information it writes in its jitdump for
+// each trampoline (CODE_UNWINDING_INFO) walks it, under 3.12's -X perf, which names them in a
+// perf map only, the trampoline's instructions do (codeRows); so chains go on from mix_ints's
+// to run's that called it. HotSpot's compiled methods keep none without
+// -XX:+PreserveFramePointer: their instructions walk them too, to the interpreter frame that
+// called them and on to JavaMain (before the perf map named them a second in, nothing did).
+// Before either, every chain stopped at the first such frame, as perf record
 // --call-graph dwarf's do (which, under -X perf_jit, gets them whole after perf inject).
-func TestUnwindDWARFPython(t *testing.T) {
+func TestUnwindDWARFRuntimes(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		minor    int
-		flag     string
-		workload string
+		name         string
+		start        func(t *testing.T) (argv []string, image string)
+		leaf, caller string  // name prefixes: the sampled function, one of its callers below it
+		share        float64 // of the samples under leaf, those chained on to caller and whole
 	}{
-		{"jitdump", 13, "perf_jit", "testdata/pychain.py"},
-		{"perf-map", 12, "perf", "../workloads/runtimes/hot.py"},
+		{"python-jitdump", func(t *testing.T) ([]string, string) {
+			testenv.Requires(t, testenv.Python(13))
+			python := testenv.PythonPath(13)
+			return []string{python, "-X", "perf_jit", "testdata/pychain.py", "4"}, filepath.Base(python)
+		}, "py::mix_ints:", "py::run:", 0.8},
+		{"python-perf-map", func(t *testing.T) ([]string, string) {
+			testenv.Requires(t, testenv.Python(12))
+			python := testenv.PythonPath(12)
+			return []string{python, "-X", "perf", "../workloads/runtimes/hot.py", "4"}, filepath.Base(python)
+		}, "py::mix_ints:", "py::run:", 0.8},
+		{"java", func(t *testing.T) ([]string, string) {
+			return []string{"java", "-cp", testenv.JavaClasses(t), "Hot", "5"}, "java"
+		}, "int Hot.mixInts", "JavaMain", 0.5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testenv.Requires(t, testenv.Root, testenv.Python(c.minor))
-			python := testenv.PythonPath(c.minor)
+			testenv.Requires(t, testenv.Root)
+			argv, image := c.start(t)
 			d := newDirs(t)
-			py := startChild(t, nil, python, "-X", c.flag, c.workload, "4")
-			pid := py.pid()
-			t.Cleanup(func() { // CPython leaves them behind
-				os.Remove(fmt.Sprintf("/tmp/jit-%d.dump", pid))
-				os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
-			})
+			child := startChild(t, nil, argv...)
+			pid := child.pid()
+			t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
 			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
-				OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF})
-			py.wait(t, 60*time.Second)
+				OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF, JavaPerfMapEvery: time.Second})
+			child.wait(t, 60*time.Second)
 			r.wait(t, 30*time.Second)
-			capt := readCapture(t, outputPath(d, filepath.Base(python), pid, FormatCapture))
-			var inMix, throughRun, whole uint64
+			capt := readCapture(t, outputPath(d, image, pid, FormatCapture))
+			var under, chained, whole uint64
 			for _, st := range capt.Stacks {
-				mix, run := -1, -1
+				leaf, caller := -1, -1
 				for i, f := range st.Frames {
 					switch name := frameName(capt, f); {
-					case strings.HasPrefix(name, "py::mix_ints:") && mix < 0:
-						mix = i
-					case strings.HasPrefix(name, "py::run:") && mix >= 0 && run < 0:
-						run = i
+					case strings.HasPrefix(name, c.leaf) && leaf < 0:
+						leaf = i
+					case strings.HasPrefix(name, c.caller) && leaf >= 0 && caller < 0:
+						caller = i
 					}
 				}
-				if mix < 0 {
+				if leaf < 0 {
 					continue
 				}
-				inMix += st.Count
-				if run > mix {
-					throughRun += st.Count
+				under += st.Count
+				if caller > leaf {
+					chained += st.Count
 					if !st.Cut {
 						whole += st.Count
 					}
 				}
 			}
-			t.Logf("%d samples under py::mix_ints, %d chained on to py::run, %d of them whole", inMix, throughRun, whole)
-			if inMix < 1000 {
-				t.Fatalf("%d samples under py::mix_ints\nlogs:\n%s", inMix, r.logs.String())
+			t.Logf("%d samples under %s, %d chained on to %s, %d of them whole", under, c.leaf, chained, c.caller, whole)
+			if under < 1000 {
+				t.Fatalf("%d samples under %s\nlogs:\n%s", under, c.leaf, r.logs.String())
 			}
-			if float64(throughRun) < 0.8*float64(inMix) || float64(whole) < 0.8*float64(throughRun) {
-				t.Errorf("of %d samples under py::mix_ints, %d chained on to py::run, %d of them to the thread's start", inMix, throughRun, whole)
+			if float64(whole) < c.share*float64(under) {
+				t.Errorf("of %d samples under %s, %d chained on to %s, %d of them to the thread's start; want %.0f %%", under, c.leaf, chained, c.caller, whole, 100*c.share)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/profd/profd/internal/cfi"
 )
@@ -14,14 +15,16 @@ import (
 // --perf-prof-unwinding-info for its code. Such code needs no frame pointer, nor the GDB JIT
 // interface: the daemon hands each load's .eh_frame to AddJITFrames as it applies the
 // load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames. The
-// code of a load without it goes to AddJITStub, which works the frames of a small stub out
-// from its instructions (stub.go).
+// code of a load without it goes to AddJITCode, which works its frames out from its
+// instructions where it can (coderows.go).
 
-// dumpedCode is the frame information of one function's code a JIT wrote in its jitdump.
+// dumpedCode is the frame information of one function's code a JIT wrote in its jitdump, or
+// the code's instructions, from which it is worked out the first time a walk needs it.
 type dumpedCode struct {
 	lo, hi uint64 // the code, where it is now
 	table  *cfi.Table
-	bias   uint64 // how far the code moved since its table was read (CODE_MOVE)
+	code   []byte // until a walk needs the table: the instructions (AddJITCode)
+	bias   uint64 // how far the code moved since its table was read, or its code given (CODE_MOVE)
 	bytes  int64
 }
 
@@ -47,43 +50,79 @@ func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, e
 		}
 		return err
 	}
-	u.addDumped(pid, addr, size, t)
+	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: int64(t.Len()) * rowBytes})
 	return nil
 }
 
-// AddJITStub works out the frame information of process pid's code at addr, code, from its
-// instructions, when it is a stub that calls on without a frame pointer (stubRows: CPython
-// 3.12's -X perf trampolines, which a perf map names), and keeps it as AddJITFrames does;
-// false for any other code.
-func (u *Unwinder) AddJITStub(pid uint32, addr uint64, code []byte) bool {
-	rows, ok := stubRows(code, addr)
-	if !ok || addr+uint64(len(code)) < addr {
-		return false
+// AddJITCode keeps the instructions of process pid's code at addr, code (not copied: they do
+// not change), which brought no frame information: the first walk that needs them works the
+// code's frame information out from them (codeRows: code that keeps no frame pointer, such as
+// CPython 3.12's -X perf trampolines and HotSpot's compiled methods), and keeps it as
+// AddJITFrames does, or walks the code by its frame pointer as before. So the cost is paid
+// for the code that is on sampled chains only.
+func (u *Unwinder) AddJITCode(pid uint32, addr uint64, code []byte) {
+	if len(code) == 0 || len(code) > maxCodeBytes || addr+uint64(len(code)) < addr {
+		return
 	}
-	u.addDumped(pid, addr, uint64(len(code)), cfi.NewTable(rows))
-	return true
+	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + uint64(len(code)), code: code, bytes: int64(len(code))})
 }
 
-// addDumped keeps t as the frame information of process pid's code at [addr, addr+size),
-// in place of what it overlaps.
-func (u *Unwinder) addDumped(pid uint32, addr, size uint64, t *cfi.Table) {
+// addDumped keeps d as the frame information of process pid's code, in place of what it
+// overlaps.
+func (u *Unwinder) addDumped(pid uint32, d dumpedCode) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	p := u.procs[pid]
-	if p == nil || t == nil {
+	if p == nil || d.table == nil && d.code == nil {
 		return
 	}
-	u.removeDumped(p, addr, addr+size)
-	bytes := int64(t.Len()) * rowBytes
+	u.removeDumped(p, d.lo, d.hi)
+	bytes := d.bytes
 	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || !u.makeRoom(bytes) {
 		if !p.dumpedOver {
 			p.dumpedOver = true
-			u.cfg.Logger.Warn("unwind: the frame information of a JIT's code (from its jitdump, or its stubs' instructions) is past its bound; its code loaded from now on is walked by frame pointers",
+			u.cfg.Logger.Warn("unwind: the frame information of a JIT's code (from its jitdump, or its instructions) is past its bound; its code loaded from now on is walked by frame pointers",
 				"pid", pid, "held_mb", p.dumpedBytes>>20, "bound_mb", u.cfg.MaxTableBytes/maxDumpedShare>>20)
 		}
 		return
 	}
-	u.insertDumped(p, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: bytes})
+	u.insertDumped(p, d)
+}
+
+// Working frames out from instructions costs some 100 ns a byte: one process's walks do so
+// for analyzeRate bytes a second, saving up to analyzeBurst (a JIT that keeps running new
+// code of its own making costs profd a tenth of a core at most; the code over it is walked
+// by its frame pointer until the allowance has room).
+const (
+	analyzeRate  = 1 << 20
+	analyzeBurst = 4 << 20
+)
+
+// needDumped returns the frame information of p's code that d, a range p holds, describes:
+// worked out from its instructions the first time (codeRows) the process's allowance has
+// room, its bytes counted in place of the instructions'. Nil when the instructions do not
+// tell it, or not yet.
+func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
+	if d.code != nil {
+		now := time.Now()
+		p.analyzeLeft = min(p.analyzeLeft+now.Sub(p.analyzeAt).Seconds()*analyzeRate, analyzeBurst)
+		p.analyzeAt = now
+		if p.analyzeLeft < float64(len(d.code)) {
+			return nil
+		}
+		p.analyzeLeft -= float64(len(d.code))
+		if rows, ok := codeRows(d.code, d.lo-d.bias); ok {
+			d.table = cfi.NewTable(rows)
+		}
+		bytes := int64(0)
+		if d.table != nil {
+			bytes = int64(d.table.Len()) * rowBytes
+		}
+		u.bytes += bytes - d.bytes
+		p.dumpedBytes += bytes - d.bytes
+		d.code, d.bytes = nil, bytes
+	}
+	return d.table
 }
 
 // MoveJITFrames moves the frame information of process pid's code at oldAddr to newAddr
@@ -150,24 +189,27 @@ type dumpedList struct {
 
 const dumpedChunk = 256
 
-// find returns the range that holds pc.
-func (l *dumpedList) find(pc uint64) (dumpedCode, bool) {
+// find returns the range that holds pc (valid until the list changes), nil when none does.
+func (l *dumpedList) find(pc uint64) *dumpedCode {
 	c := sort.Search(len(l.chunks), func(c int) bool { ch := l.chunks[c]; return ch[len(ch)-1].hi > pc })
 	if c == len(l.chunks) {
-		return dumpedCode{}, false
+		return nil
 	}
 	ch := l.chunks[c]
 	i := sort.Search(len(ch), func(i int) bool { return ch[i].hi > pc })
 	if ch[i].lo <= pc {
-		return ch[i], true
+		return &ch[i]
 	}
-	return dumpedCode{}, false
+	return nil
 }
 
 // at returns the range that starts at addr.
 func (l *dumpedList) at(addr uint64) (dumpedCode, bool) {
-	d, ok := l.find(addr)
-	return d, ok && d.lo == addr
+	d := l.find(addr)
+	if d == nil || d.lo != addr {
+		return dumpedCode{}, false
+	}
+	return *d, true
 }
 
 // remove takes out the ranges that overlap [lo, hi) and returns them.

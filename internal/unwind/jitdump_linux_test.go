@@ -9,6 +9,9 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/profd/profd/internal/cfi"
 )
 
 // trampolineFrames is the .eh_frame a JIT writes for an 11-byte trampoline that calls on
@@ -148,7 +151,7 @@ func TestDumpedList(t *testing.T) {
 		}
 		want := overlapping(lo, hi)
 		got := l.remove(lo, hi)
-		if !slices.Equal(got, want) {
+		if !slices.EqualFunc(got, want, sameRange) {
 			t.Fatalf("step %d: remove [%#x, %#x): %d ranges, want %d", step, lo, hi, len(got), len(want))
 		}
 		model = slices.DeleteFunc(model, func(d dumpedCode) bool { return d.lo < hi && lo < d.hi })
@@ -174,8 +177,8 @@ func TestDumpedList(t *testing.T) {
 				want1, found = d, true
 			}
 		}
-		if got1, ok := l.find(pc); ok != found || got1 != want1 {
-			t.Fatalf("step %d: find %#x: %+v %v, want %+v %v", step, pc, got1, ok, want1, found)
+		if got1 := l.find(pc); (got1 != nil) != found || found && !sameRange(*got1, want1) {
+			t.Fatalf("step %d: find %#x: %+v, want %+v %v", step, pc, got1, want1, found)
 		}
 	}
 	n := 0
@@ -187,5 +190,45 @@ func TestDumpedList(t *testing.T) {
 	}
 	if n != len(model) {
 		t.Errorf("%d ranges held, want %d", n, len(model))
+	}
+}
+
+// sameRange reports whether two ranges are the same range, as given.
+func sameRange(a, b dumpedCode) bool { return a.lo == b.lo && a.hi == b.hi && a.bias == b.bias }
+
+// TestJITCode: code given by its instructions alone is walked by the frames worked out from
+// them, the first time a walk needs it; code they do not tell is walked as before.
+func TestJITCode(t *testing.T) {
+	pid := uint32(os.Getpid())
+	const code, other, ret = 0x10000000, 0x10001000, 0x30000005
+	tramp, _ := hex.DecodeString("4883ec08ffd14883c408c3") // sub $8,%rsp; call *%rcx; add $8,%rsp; ret
+	torn, _ := hex.DecodeString("554889e5ffd0c9c3")        // push %rbp; mov %rsp,%rbp; call *%rax; leave; ret
+	u := New(Config{})
+	defer u.Close()
+	u.Prepare(pid)
+	u.AddJITCode(pid, code, tramp)
+	u.AddJITCode(pid, other, torn)
+	// With its allowance spent, the process's code waits: walked by its frame pointer.
+	u.mu.Lock()
+	u.procs[pid].analyzeLeft, u.procs[pid].analyzeAt = 0, time.Now().Add(time.Hour)
+	u.mu.Unlock()
+	if got := walkFrom(u, pid, code+6, ret); len(got) != 1 {
+		t.Errorf("the allowance spent: %#x, want the leaf alone", got)
+	}
+	u.mu.Lock()
+	u.procs[pid].analyzeAt = time.Time{} // long ago: the allowance is full again
+	u.mu.Unlock()
+	if got := u.TableBytes(); got != int64(len(tramp)+len(torn)) {
+		t.Errorf("before a walk: %d bytes held, want the instructions' %d", got, len(tramp)+len(torn))
+	}
+	if got, want := walkFrom(u, pid, code+6, ret), []uint64{code + 6, ret}; !slices.Equal(got, want) {
+		t.Errorf("through the trampoline: %#x, want %#x", got, want)
+	}
+	if got := walkFrom(u, pid, other+4, ret); len(got) != 1 {
+		t.Errorf("code its instructions do not tell, frame pointer 0: %#x, want the leaf alone", got)
+	}
+	rows, _ := codeRows(tramp, code)
+	if got, want := u.TableBytes(), int64(cfi.NewTable(rows).Len())*rowBytes; got != want {
+		t.Errorf("after the walks: %d bytes held, want the trampoline's rows' %d alone", got, want)
 	}
 }

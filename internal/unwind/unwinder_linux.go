@@ -97,6 +97,10 @@ type process struct {
 	dumped      dumpedList
 	dumpedBytes int64
 	dumpedOver  bool // the one warning about its bound was given
+	// analyzeLeft is how many bytes of instructions its walks may work frames out from now,
+	// as of analyzeAt (needDumped).
+	analyzeLeft float64
+	analyzeAt   time.Time
 }
 
 type mapping struct {
@@ -179,8 +183,10 @@ type finder struct {
 }
 
 func (f finder) Find(pc uint64) (Code, bool) {
-	if d, ok := f.p.dumped.find(pc); ok { // JIT code, whatever memory holds it
-		return Code{Table: d.table, Bias: d.bias}, true
+	if d := f.p.dumped.find(pc); d != nil { // JIT code, whatever memory holds it
+		if t := f.u.needDumped(f.p, d); t != nil {
+			return Code{Table: t, Bias: d.bias}, true
+		}
 	}
 	m, ok := f.p.find(pc)
 	if !ok && time.Since(f.p.readAt) >= refreshEvery {
