@@ -30,9 +30,10 @@ type frameState struct {
 // only when the stack pointer is moved on every path by push, pop and immediate adds and subs
 // alone, to the same height wherever paths meet, and back to the return address at each ret:
 // the CFA is then the stack pointer plus 8 plus what the code pushed, at every instruction a
-// path reaches (others are not described). A push of the frame pointer saves it. False for
-// any other code: what sets the stack pointer otherwise (a frame pointer's frame torn down
-// by mov %rbp,%rsp, an alignment) is walked as before, by the frame pointer.
+// path reaches (others are not described). A push of the frame pointer, or a store of it in
+// the frame, saves it. False for any other code: what sets the stack pointer otherwise (a
+// frame pointer's frame torn down by mov %rbp,%rsp, an alignment) is walked as before, by
+// the frame pointer.
 func codeRows(code []byte, addr uint64) ([]cfi.Row, bool) {
 	if len(code) == 0 || len(code) > maxCodeBytes {
 		return nil, false
