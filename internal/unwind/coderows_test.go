@@ -65,14 +65,6 @@ func TestCodeRows(t *testing.T) {
 	}
 }
 
-func repeatHex(h string, n int) string {
-	s := ""
-	for range n {
-		s += h
-	}
-	return s
-}
-
 // FuzzCodeRows: any bytes a target's memory holds are followed or refused without a panic,
 // and what is followed makes a table whose rules stay within the code and above the return
 // address.
