@@ -64,8 +64,16 @@ func (u *Unwinder) AddJITCode(pid uint32, addr uint64, code []byte) {
 	if len(code) == 0 || len(code) > maxCodeBytes || addr+uint64(len(code)) < addr {
 		return
 	}
-	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + uint64(len(code)), code: code, bytes: int64(len(code))})
+	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + uint64(len(code)), code: code, bytes: pendingBytes})
 }
+
+// pendingBytes is what a range whose frames are still to be worked out from its
+// instructions counts in the bound: its instructions are the symbol map's memory, counted
+// there (--max-symbol-mb), and bounded here for each process by maxPendingCode.
+const pendingBytes = 64
+
+// maxPendingCode bounds the instructions of one process's code kept to work frames out from.
+const maxPendingCode = 64 << 20
 
 // addDumped keeps d as the frame information of process pid's code, in place of what it
 // overlaps.
@@ -78,7 +86,7 @@ func (u *Unwinder) addDumped(pid uint32, d dumpedCode) {
 	}
 	u.removeDumped(p, d.lo, d.hi)
 	bytes := d.bytes
-	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || !u.makeRoom(bytes) {
+	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || p.pendingCode+int64(len(d.code)) > maxPendingCode || !u.makeRoom(bytes) {
 		if !p.dumpedOver {
 			p.dumpedOver = true
 			u.cfg.Logger.Warn("unwind: the frame information of a JIT's code (from its jitdump, or its instructions) is past its bound; its code loaded from now on is walked by frame pointers",
@@ -120,6 +128,7 @@ func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
 		}
 		u.bytes += bytes - d.bytes
 		p.dumpedBytes += bytes - d.bytes
+		p.pendingCode -= int64(len(d.code))
 		d.code, d.bytes = nil, bytes
 	}
 	return d.table
@@ -163,6 +172,7 @@ func (u *Unwinder) removeDumped(p *process, lo, hi uint64) {
 	for _, d := range p.dumped.remove(lo, hi) {
 		u.bytes -= d.bytes
 		p.dumpedBytes -= d.bytes
+		p.pendingCode -= int64(len(d.code))
 	}
 }
 
@@ -172,12 +182,13 @@ func (u *Unwinder) insertDumped(p *process, d dumpedCode) {
 	p.dumped.insert(d)
 	u.bytes += d.bytes
 	p.dumpedBytes += d.bytes
+	p.pendingCode += int64(len(d.code))
 }
 
 // releaseDumped lets go of all of p's dumped frame information.
 func (u *Unwinder) releaseDumped(p *process) {
 	u.bytes -= p.dumpedBytes
-	p.dumped, p.dumpedBytes = dumpedList{}, 0
+	p.dumped, p.dumpedBytes, p.pendingCode = dumpedList{}, 0, 0
 }
 
 // dumpedList holds code ranges that do not overlap, in address order, in chunks of at most

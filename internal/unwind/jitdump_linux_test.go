@@ -218,8 +218,8 @@ func TestJITCode(t *testing.T) {
 	u.mu.Lock()
 	u.procs[pid].analyzeAt = time.Time{} // long ago: the allowance is full again
 	u.mu.Unlock()
-	if got := u.TableBytes(); got != int64(len(tramp)+len(torn)) {
-		t.Errorf("before a walk: %d bytes held, want the instructions' %d", got, len(tramp)+len(torn))
+	if got := u.TableBytes(); got != 2*pendingBytes {
+		t.Errorf("before a walk: %d bytes held, want %d for two ranges whose instructions are kept", got, 2*pendingBytes)
 	}
 	if got, want := walkFrom(u, pid, code+6, ret), []uint64{code + 6, ret}; !slices.Equal(got, want) {
 		t.Errorf("through the trampoline: %#x, want %#x", got, want)
@@ -230,5 +230,32 @@ func TestJITCode(t *testing.T) {
 	rows, _ := codeRows(tramp, code)
 	if got, want := u.TableBytes(), int64(cfi.NewTable(rows).Len())*rowBytes; got != want {
 		t.Errorf("after the walks: %d bytes held, want the trampoline's rows' %d alone", got, want)
+	}
+}
+
+// TestJITCodeBound: a process's code kept for its instructions takes maxPendingCode at most;
+// past it, code is walked as before, with one warning.
+func TestJITCodeBound(t *testing.T) {
+	pid := uint32(os.Getpid())
+	var log bytes.Buffer
+	u := New(Config{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	defer u.Close()
+	u.Prepare(pid)
+	code := make([]byte, maxCodeBytes)
+	n := maxPendingCode / maxCodeBytes
+	for i := range uint64(n + 2) {
+		u.AddJITCode(pid, 0x10000000+i*maxCodeBytes, code)
+	}
+	u.mu.Lock()
+	kept, pending := 0, u.procs[pid].pendingCode
+	for _, ch := range u.procs[pid].dumped.chunks {
+		kept += len(ch)
+	}
+	u.mu.Unlock()
+	if kept != n || pending != maxPendingCode {
+		t.Errorf("%d ranges kept, %d bytes of instructions; want %d, %d", kept, pending, n, maxPendingCode)
+	}
+	if c := bytes.Count(log.Bytes(), []byte("level=WARN")); c != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", c, log.Bytes())
 	}
 }

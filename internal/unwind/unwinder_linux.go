@@ -96,7 +96,8 @@ type process struct {
 	// dumpedBytes what it takes.
 	dumped      dumpedList
 	dumpedBytes int64
-	dumpedOver  bool // the one warning about its bound was given
+	pendingCode int64 // the instructions its dumped ranges keep (AddJITCode)
+	dumpedOver  bool  // the one warning about its bound was given
 	// analyzeLeft is how many bytes of instructions its walks may work frames out from now,
 	// as of analyzeAt (needDumped).
 	analyzeLeft float64
