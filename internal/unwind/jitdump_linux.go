@@ -2,9 +2,6 @@ package unwind
 
 import (
 	"fmt"
-	"slices"
-	"sort"
-	"time"
 
 	"github.com/profd/profd/internal/cfi"
 )
@@ -17,16 +14,6 @@ import (
 // load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames. The
 // code of a load without it goes to AddJITCode, which works its frames out from its
 // instructions where it can (coderows.go).
-
-// dumpedCode is the frame information of one function's code a JIT wrote in its jitdump, or
-// the code's instructions, from which it is worked out the first time a walk needs it.
-type dumpedCode struct {
-	lo, hi uint64 // the code, where it is now
-	table  *cfi.Table
-	code   []byte // until a walk needs the table: the instructions (AddJITCode)
-	bias   uint64 // how far the code moved since its table was read, or its code given (CODE_MOVE)
-	bytes  int64
-}
 
 // maxDumpedShare is the share of Config.MaxTableBytes one process's dumped frame information
 // may take: a JIT writes a record for every function it compiles, and nothing tells when
@@ -97,43 +84,6 @@ func (u *Unwinder) addDumped(pid uint32, d dumpedCode) {
 	u.insertDumped(p, d)
 }
 
-// Working frames out from instructions costs some 100 ns a byte: one process's walks do so
-// for analyzeRate bytes a second, saving up to analyzeBurst (a JIT that keeps running new
-// code of its own making costs profd a tenth of a core at most; the code over it is walked
-// by its frame pointer until the allowance has room).
-const (
-	analyzeRate  = 1 << 20
-	analyzeBurst = 4 << 20
-)
-
-// needDumped returns the frame information of p's code that d, a range p holds, describes:
-// worked out from its instructions the first time (codeRows) the process's allowance has
-// room, its bytes counted in place of the instructions'. Nil when the instructions do not
-// tell it, or not yet.
-func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
-	if d.code != nil {
-		now := time.Now()
-		p.analyzeLeft = min(p.analyzeLeft+now.Sub(p.analyzeAt).Seconds()*analyzeRate, analyzeBurst)
-		p.analyzeAt = now
-		if p.analyzeLeft < float64(len(d.code)) {
-			return nil
-		}
-		p.analyzeLeft -= float64(len(d.code))
-		if rows, ok := codeRows(d.code, d.lo-d.bias); ok {
-			d.table = cfi.NewTable(rows)
-		}
-		bytes := int64(0)
-		if d.table != nil {
-			bytes = int64(d.table.Len()) * rowBytes
-		}
-		u.bytes += bytes - d.bytes
-		p.dumpedBytes += bytes - d.bytes
-		p.pendingCode -= int64(len(d.code))
-		d.code, d.bytes = nil, bytes
-	}
-	return d.table
-}
-
 // MoveJITFrames moves the frame information of process pid's code at oldAddr to newAddr
 // (the JIT moved the code there).
 func (u *Unwinder) MoveJITFrames(pid uint32, oldAddr, newAddr uint64) {
@@ -183,87 +133,4 @@ func (u *Unwinder) insertDumped(p *process, d dumpedCode) {
 	u.bytes += d.bytes
 	p.dumpedBytes += d.bytes
 	p.pendingCode += int64(len(d.code))
-}
-
-// releaseDumped lets go of all of p's dumped frame information.
-func (u *Unwinder) releaseDumped(p *process) {
-	u.bytes -= p.dumpedBytes
-	p.dumped, p.dumpedBytes, p.pendingCode = dumpedList{}, 0, 0
-}
-
-// dumpedList holds code ranges that do not overlap, in address order, in chunks of at most
-// 2·dumpedChunk: a JIT's records come in any address order, and inserting each into one
-// sorted slice would move all those above it.
-type dumpedList struct {
-	chunks [][]dumpedCode // each sorted and non-empty; every range of one below the next's
-}
-
-const dumpedChunk = 256
-
-// find returns the range that holds pc (valid until the list changes), nil when none does.
-func (l *dumpedList) find(pc uint64) *dumpedCode {
-	c := sort.Search(len(l.chunks), func(c int) bool { ch := l.chunks[c]; return ch[len(ch)-1].hi > pc })
-	if c == len(l.chunks) {
-		return nil
-	}
-	ch := l.chunks[c]
-	i := sort.Search(len(ch), func(i int) bool { return ch[i].hi > pc })
-	if ch[i].lo <= pc {
-		return &ch[i]
-	}
-	return nil
-}
-
-// at returns the range that starts at addr.
-func (l *dumpedList) at(addr uint64) (dumpedCode, bool) {
-	d := l.find(addr)
-	if d == nil || d.lo != addr {
-		return dumpedCode{}, false
-	}
-	return *d, true
-}
-
-// remove takes out the ranges that overlap [lo, hi) and returns them.
-func (l *dumpedList) remove(lo, hi uint64) []dumpedCode {
-	var out []dumpedCode
-	c := sort.Search(len(l.chunks), func(c int) bool { ch := l.chunks[c]; return ch[len(ch)-1].hi > lo })
-	for c < len(l.chunks) {
-		ch := l.chunks[c]
-		i := sort.Search(len(ch), func(i int) bool { return ch[i].hi > lo })
-		j := i
-		for j < len(ch) && ch[j].lo < hi {
-			j++
-		}
-		out = append(out, ch[i:j]...)
-		more := j == len(ch) // the next chunk's first ranges may overlap too
-		if ch = slices.Delete(ch, i, j); len(ch) == 0 {
-			l.chunks = slices.Delete(l.chunks, c, c+1)
-		} else {
-			l.chunks[c] = ch
-			c++
-		}
-		if !more {
-			break
-		}
-	}
-	return out
-}
-
-// insert adds d, which overlaps no range held.
-func (l *dumpedList) insert(d dumpedCode) {
-	if len(l.chunks) == 0 {
-		l.chunks = [][]dumpedCode{{d}}
-		return
-	}
-	// The last chunk whose first range starts below d, else the first.
-	c := max(sort.Search(len(l.chunks), func(c int) bool { return l.chunks[c][0].lo > d.lo })-1, 0)
-	ch := l.chunks[c]
-	i := sort.Search(len(ch), func(i int) bool { return ch[i].lo > d.lo })
-	ch = slices.Insert(ch, i, d)
-	if len(ch) > 2*dumpedChunk {
-		upper := slices.Clone(ch[dumpedChunk:])
-		ch = slices.Clip(ch[:dumpedChunk])
-		l.chunks = slices.Insert(l.chunks, c+1, upper)
-	}
-	l.chunks[c] = ch
 }

@@ -451,3 +451,46 @@ func biasOf(loads []elf.Prog, m *procfs.Mapping) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// Working frames out from instructions costs some 100 ns a byte: one process's walks do so
+// for analyzeRate bytes a second, saving up to analyzeBurst (a JIT that keeps running new
+// code of its own making costs profd a tenth of a core at most; the code over it is walked
+// by its frame pointer until the allowance has room).
+const (
+	analyzeRate  = 1 << 20
+	analyzeBurst = 4 << 20
+)
+
+// needDumped returns the frame information of p's code that d, a range p holds, describes:
+// worked out from its instructions the first time (codeRows) the process's allowance has
+// room, its bytes counted in place of the instructions'. Nil when the instructions do not
+// tell it, or not yet.
+func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
+	if d.code != nil {
+		now := time.Now()
+		p.analyzeLeft = min(p.analyzeLeft+now.Sub(p.analyzeAt).Seconds()*analyzeRate, analyzeBurst)
+		p.analyzeAt = now
+		if p.analyzeLeft < float64(len(d.code)) {
+			return nil
+		}
+		p.analyzeLeft -= float64(len(d.code))
+		if rows, ok := codeRows(d.code, d.lo-d.bias); ok {
+			d.table = cfi.NewTable(rows)
+		}
+		bytes := int64(0)
+		if d.table != nil {
+			bytes = int64(d.table.Len()) * rowBytes
+		}
+		u.bytes += bytes - d.bytes
+		p.dumpedBytes += bytes - d.bytes
+		p.pendingCode -= int64(len(d.code))
+		d.code, d.bytes = nil, bytes
+	}
+	return d.table
+}
+
+// releaseDumped lets go of all of p's dumped frame information.
+func (u *Unwinder) releaseDumped(p *process) {
+	u.bytes -= p.dumpedBytes
+	p.dumped, p.dumpedBytes, p.pendingCode = dumpedList{}, 0, 0
+}
