@@ -252,16 +252,16 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	if id != (procfs.FileID{}) {
 		places = append(places, place{procfs.Root(pid) + m.Path, procfs.Root(pid)}, place{m.Path, ""})
 	}
-	var root string
 	var st unix.Statx_t
 	err = procfs.ErrReplaced
+	found := -1
 	for i, p := range places {
 		if i > 0 && procfs.RefuseFUSE(p.path) != nil {
 			continue // a directory on the way is FUSE's
 		}
 		if st, err = procfs.StatNoSync(unix.AT_FDCWD, p.path); err == nil {
 			if id == (procfs.FileID{}) || procfs.StatxID(&st) == id {
-				root = p.root
+				found = i
 				break
 			}
 			err = procfs.ErrReplaced
@@ -272,13 +272,25 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 			"pid", pid, "file", m.Path, "err", err)
 		return nil
 	}
+	// The open comes later, on the cache's goroutine: a process of a few milliseconds may be
+	// gone by then, its mapping and root with it, so the places after the one found are
+	// tried too (profd's own file system's, last: the file is checked to be the one mapped).
 	open := func() (*os.File, error) {
-		if root == "" {
-			return procfs.OpenFile("", m.Path, procfs.Want{ID: id})
+		var err error
+		for _, p := range places[found:] {
+			var f *os.File
+			if p.root == "" {
+				f, err = procfs.OpenFile("", m.Path, procfs.Want{ID: id})
+			} else {
+				f, err = procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
+			}
+			if err == nil {
+				return f, nil
+			}
 		}
-		return procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
+		return nil, err
 	}
-	return l.syms.OpenLater(st, open, root, m.Path)
+	return l.syms.OpenLater(st, open, places[found].root, m.Path)
 }
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else

@@ -197,7 +197,15 @@ func (c *Cache) start(key statKey, open func() (*os.File, statKey, error), disca
 		defer func() { stall.Stop(); leave() }()
 		file, now, err := open()
 		if err != nil {
+			// Not kept: the next Open of the file tries again (a process of a few
+			// milliseconds, gone before its file was opened, is no reason to leave the
+			// processes of the same program after it unnamed).
 			f.err = err
+			c.mu.Lock()
+			if c.byStat[key] == f {
+				delete(c.byStat, key)
+			}
+			c.mu.Unlock()
 			return
 		}
 		defer file.Close()

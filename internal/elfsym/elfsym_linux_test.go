@@ -744,3 +744,27 @@ func TestOpenLaterStalled(t *testing.T) {
 	default:
 	}
 }
+
+// TestOpenLaterRetried: a file whose open failed (its process gone before the cache's
+// goroutine opened it through the process) is not kept failed: the next Open of the same
+// file opens it again, and loads its table.
+func TestOpenLaterRetried(t *testing.T) {
+	dir := t.TempDir()
+	prog := build(t, dir, "prog", "testdata/prog.c")
+	st, err := procfs.StatNoSync(unix.AT_FDCWD, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(Config{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gone := errors.New("the process is gone")
+	if _, err := c.OpenLater(st, func() (*os.File, error) { return nil, gone }, "", prog).Wait(ctx); !errors.Is(err, gone) {
+		t.Fatalf("an open that fails: %v", err)
+	}
+	tab, err := c.OpenLater(st, func() (*os.File, error) { return os.Open(prog) }, "", prog).Wait(ctx)
+	if err != nil || tab == nil || tab.Len() == 0 {
+		t.Errorf("the same file opened again: table %v, %v", tab, err)
+	}
+}
