@@ -71,11 +71,17 @@ func stall(pid uint32, by int) {
 // Read returns size bytes at addr in process pid. It needs ptrace-attach rights over pid
 // (same user and not forbidden by Yama, or CAP_SYS_PTRACE).
 func Read(pid uint32, addr uint64, size int) ([]byte, error) {
+	return readOne(pid, addr, size, ReadEach)
+}
+
+// readOne reads size bytes at addr in process pid by each (ReadEach, or readEach under a
+// guard): nil and why when they could not all be read.
+func readOne(pid uint32, addr uint64, size int, each func(uint32, []Range)) ([]byte, error) {
 	if size <= 0 {
 		return nil, nil
 	}
 	r := []Range{{Addr: addr, Buf: make([]byte, size)}}
-	ReadEach(pid, r)
+	each(pid, r)
 	if r[0].Err != nil {
 		return nil, r[0].Err
 	}
@@ -128,14 +134,7 @@ type ReadFunc func(addr uint64, size int) ([]byte, error)
 // which are the caller's to read only when Guard returns no error.
 func Guard(pid uint32, f func(read ReadFunc)) (time.Duration, error) {
 	cpu, err := guard(pid, true, func() {
-		f(func(addr uint64, size int) ([]byte, error) {
-			if size <= 0 {
-				return nil, nil
-			}
-			r := []Range{{Addr: addr, Buf: make([]byte, size)}}
-			readEach(pid, r)
-			return r[0].Buf, r[0].Err
-		})
+		f(func(addr uint64, size int) ([]byte, error) { return readOne(pid, addr, size, readEach) })
 	})
 	if err != nil {
 		return 0, fmt.Errorf("procmem: pid %d: %w", pid, err)
