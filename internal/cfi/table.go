@@ -84,14 +84,25 @@ func (t *Table) Find(pc uint64) (Row, bool) {
 	return t.rows[i], true
 }
 
-// NewTable makes a table of rows, ascending by PC, each the rule up to the next; the last,
-// whose CFA is RegNone, ends the description. For rules found otherwise than in a file's
-// frame information (a JIT stub's instructions). Rows out of order, or a last row that ends
-// nothing, make no table (nil).
+// NewTable makes a table of rows, ascending by PC, each the rule up to the next (a row at
+// the PC of the one before replaces it; one with the rule of the one before adds nothing);
+// the last, whose CFA is RegNone, ends the description. For rules found otherwise than in a
+// file's frame information (JIT code's instructions). Rows out of order, or a last row that
+// ends nothing, make no table (nil).
 func NewTable(rows []Row) *Table {
 	if len(rows) < 2 || rows[len(rows)-1].CFA != RegNone ||
 		!slices.IsSortedFunc(rows, func(a, b Row) int { return cmp.Compare(a.PC, b.PC) }) {
 		return nil
 	}
-	return &Table{rows: slices.Clone(rows)}
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		if n := len(out); n > 0 && out[n-1].PC == r.PC {
+			out = out[:n-1]
+		}
+		if n := len(out); n > 0 && sameRule(out[n-1], r) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return &Table{rows: slices.Clip(out)}
 }

@@ -90,24 +90,15 @@ func codeRows(code []byte, addr uint64) ([]cfi.Row, bool) {
 		offs = append(offs, off)
 	}
 	slices.Sort(offs)
-	var rows []cfi.Row
-	add := func(r cfi.Row) {
-		if n := len(rows); n > 0 && rows[n-1].PC == r.PC {
-			rows = rows[:n-1]
-		}
-		if n := len(rows); n > 0 && sameRow(rows[n-1], r) {
-			return
-		}
-		rows = append(rows, r)
-	}
+	// Rows for cfi.NewTable, which merges those of one rule.
+	rows := make([]cfi.Row, 0, 2*len(offs))
 	for _, off := range offs {
 		st := at[off]
 		r := cfi.Row{PC: addr + uint64(off), CFA: cfi.RegSP, CFAOffset: 8 + st.height, RAOffset: -8, BP: cfi.BPSame}
 		if st.bpSaved != 0 {
 			r.BP, r.BPOffset = cfi.BPSaved, st.bpSaved
 		}
-		add(r)
-		add(cfi.Row{PC: addr + uint64(off+lens[off])}) // not described, unless the next instruction is
+		rows = append(rows, r, cfi.Row{PC: addr + uint64(off+lens[off])}) // not described, unless the next instruction is
 	}
 	return rows, len(rows) > 1
 }
@@ -189,12 +180,6 @@ func successors(inst x86asm.Inst, end, size int) (goes []int, ends bool) {
 		return nil, false
 	}
 	return nil, false
-}
-
-// sameRow reports whether two rows give the same rule.
-func sameRow(a, b cfi.Row) bool {
-	a.PC = b.PC
-	return a == b
 }
 
 // writesStackPointer reports whether inst writes the stack pointer (other than by push and
