@@ -274,19 +274,18 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	}
 	// The open comes later, on the cache's goroutine: a process of a few milliseconds may be
 	// gone by then, its mapping and root with it, so the places after the one found are
-	// tried too (profd's own file system's, last: the file is checked to be the one mapped).
+	// tried too: through the process (OpenMapped tries both of its places), then profd's own
+	// file system's (the file checked to be the one mapped).
 	open := func() (*os.File, error) {
-		var err error
-		for _, p := range places[found:] {
-			var f *os.File
-			if p.root == "" {
-				f, err = procfs.OpenFile("", m.Path, procfs.Want{ID: id})
-			} else {
-				f, err = procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
-			}
-			if err == nil {
+		var f *os.File
+		err := procfs.ErrReplaced
+		if places[found].root != "" {
+			if f, err = procfs.OpenMapped(pid, m.Start, m.End, m.Path, id); err == nil {
 				return f, nil
 			}
+		}
+		if id != (procfs.FileID{}) {
+			return procfs.OpenFile("", m.Path, procfs.Want{ID: id})
 		}
 		return nil, err
 	}
