@@ -449,7 +449,7 @@ func (r *Reader) readable(k objectKey) bool { return k.size != 0 && k.size <= r.
 // order, until the walk has read MaxReadBytes: those past it are left to a later walk
 // (Stats.Deferred).
 func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept func(objectKey) bool) *objectBytes {
-	ob := &objectBytes{r: r, st: st, pid: pid, planned: map[objectKey]bool{}}
+	ob := &objectBytes{r: r, st: st, pid: pid}
 	readLeft := r.opts.MaxReadBytes
 	for _, k := range keys {
 		switch {
@@ -461,7 +461,6 @@ func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept fu
 				readLeft -= k.size
 			}
 			ob.now = append(ob.now, k)
-			ob.planned[k] = true
 		}
 	}
 	return ob
@@ -472,13 +471,12 @@ func (r *Reader) newObjects(st *procState, pid uint32, keys []objectKey, kept fu
 // together (at least one). So a walk holds one group's bytes at a time, not all it reads,
 // and a list of many small objects costs one guard, not one an object.
 type objectBytes struct {
-	r       *Reader
-	st      *procState
-	pid     uint32
-	now     []objectKey // the objects to read, in list order
-	planned map[objectKey]bool
-	next    int                  // now[next:] are not read yet
-	group   map[objectKey][]byte // the group read last, less what was handed out
+	r     *Reader
+	st    *procState
+	pid   uint32
+	now   []objectKey // the objects to read, in list order
+	next  int         // now[next] is the next one handed out
+	group [][]byte    // the bytes of now[next:next+len(group)], read
 }
 
 // get returns the bytes of k, a key of the walk's list asked for in list order: nil when they
@@ -486,38 +484,35 @@ type objectBytes struct {
 // read by this walk (kept, or left to a later one). An error means its group's reads did not
 // end in time.
 func (ob *objectBytes) get(k objectKey) ([]byte, bool, error) {
-	if !ob.planned[k] {
+	if ob.next == len(ob.now) || ob.now[ob.next] != k {
 		return nil, false, nil
 	}
-	if b, ok := ob.group[k]; ok {
-		delete(ob.group, k)
-		return b, true, nil
-	}
-	end, size := ob.next, uint64(0)
-	for end < len(ob.now) && (end == ob.next || size+ob.now[end].size <= ob.r.opts.MaxObjectBytes) {
-		if ob.r.readable(ob.now[end]) {
-			size += ob.now[end].size
-		}
-		end++
-	}
-	keys := ob.now[ob.next:end]
-	ob.next = end
-	var group map[objectKey][]byte
-	if err := ob.r.guarded(ob.st, ob.pid, func(read procmem.ReadFunc) {
-		out := make(map[objectKey][]byte, len(keys))
-		for _, k := range keys {
-			out[k] = nil
-			if ob.r.readable(k) {
-				out[k], _ = read(k.addr, int(k.size))
+	if len(ob.group) == 0 {
+		end, size := ob.next, uint64(0)
+		for end < len(ob.now) && (end == ob.next || size+ob.now[end].size <= ob.r.opts.MaxObjectBytes) {
+			if ob.r.readable(ob.now[end]) {
+				size += ob.now[end].size
 			}
+			end++
 		}
-		group = out
-	}); err != nil {
-		return nil, true, err
+		keys := ob.now[ob.next:end]
+		var group [][]byte
+		if err := ob.r.guarded(ob.st, ob.pid, func(read procmem.ReadFunc) {
+			out := make([][]byte, len(keys))
+			for i, k := range keys {
+				if ob.r.readable(k) {
+					out[i], _ = read(k.addr, int(k.size))
+				}
+			}
+			group = out
+		}); err != nil {
+			return nil, true, err
+		}
+		ob.group = group
 	}
-	ob.group = group
-	b := ob.group[k]
-	delete(ob.group, k)
+	b := ob.group[0]
+	ob.group[0] = nil // the caller's now: the group does not hold it
+	ob.group, ob.next = ob.group[1:], ob.next+1
 	return b, true, nil
 }
 
