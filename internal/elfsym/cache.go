@@ -8,10 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/procfs"
 )
 
 // Config configures a Cache. Zero fields take the defaults.
@@ -68,17 +69,19 @@ type buildKey struct {
 	uid uint32
 }
 
+// statOf is the key of open file f, its status as the kernel holds it (procfs.StatNoSync).
 func statOf(f *os.File) (statKey, error) {
-	fi, err := f.Stat()
+	st, err := procfs.StatNoSync(int(f.Fd()), "")
 	if err != nil {
-		return statKey{}, err
+		return statKey{}, fmt.Errorf("elfsym: %s: %w", f.Name(), err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return statKey{}, fmt.Errorf("elfsym: %s: no stat", f.Name())
-	}
-	return statKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
-		ctimeNs: st.Ctim.Sec*1e9 + st.Ctim.Nsec, uid: st.Uid}, nil
+	return statxKey(&st), nil
+}
+
+// statxKey is the key of the file whose status is st.
+func statxKey(st *unix.Statx_t) statKey {
+	return statKey{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size),
+		ctimeNs: st.Ctime.Sec*1e9 + int64(st.Ctime.Nsec), uid: st.Uid}
 }
 
 // File is a file's table on its way: Wait returns it once it is loaded.
@@ -148,8 +151,7 @@ func (c *Cache) Open(file *os.File, root, path string) *File {
 // file whose table the cache has; a file open returns with another device or inode fails
 // with ErrChanged.
 func (c *Cache) OpenLater(st unix.Statx_t, open func() (*os.File, error), root, path string) *File {
-	key := statKey{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size),
-		ctimeNs: st.Ctime.Sec*1e9 + int64(st.Ctime.Nsec), uid: st.Uid}
+	key := statxKey(&st)
 	return c.start(key, func() (*os.File, statKey, error) {
 		file, err := open()
 		if err != nil {
