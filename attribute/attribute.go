@@ -186,20 +186,29 @@ func (a *Counts) NameKept() {
 }
 
 // Waiting returns, for each process keeping samples unnamed that were taken after the
-// latest time they were looked up to (NameKept, NameLate: its records' latest time), a time
-// none of those was taken before. Those wait for records yet to come, and code that
-// ended after that time may still name them when they do: the map must keep it
+// latest time they were looked up to (NameKept, NameLate: its records' latest time), or
+// whose samples the sampler held back at the last drain (sampler.Drained.Held), a time none
+// of those was taken before. Those wait for records yet to come, or are yet to be named,
+// and code that ended after that time may still name them: the map must keep it
 // (jitmap.Map.Reclaim). Samples looked up already stay as they are until records touch their
 // addresses, and code that ended then could not name them.
 func (a *Counts) Waiting() map[uint32]int64 {
 	var out map[uint32]int64
+	note := func(pid uint32, t int64) {
+		if out == nil {
+			out = map[uint32]int64{}
+		}
+		if first, ok := out[pid]; !ok || t < first {
+			out[pid] = t
+		}
+	}
 	for pid, p := range a.procs {
 		if first, ok := p.unnamed.waitingSince(p.lookedUpTo); ok {
-			if out == nil {
-				out = map[uint32]int64{}
-			}
-			out[pid] = first
+			note(pid, first)
 		}
+	}
+	for pid, t := range a.held {
+		note(pid, t)
 	}
 	return out
 }
@@ -248,6 +257,7 @@ func (a *Counts) DrainSoon(nowNs int64) bool {
 func (a *Counts) Add(dr sampler.Drained) {
 	a.add(dr.Counts)
 	a.addStacks(dr.Stacks)
+	a.held = dr.Held
 }
 
 // NameLate looks process pid's unnamed samples up again against the map as it is now: those

@@ -58,6 +58,8 @@ type Counts struct {
 	nativeAddrs                sharedBudget // every process's addresses of native code
 	unnamedEntries             sharedBudget // every process's entries of samples waiting unnamed
 	sameCodeBytes              byteRate     // every process's code decoded to find copies (sameCode)
+	// held is the last drain's sampler.Drained.Held: samples still to come, by their times.
+	held map[uint32]int64
 }
 
 // New makes the counts of samples named by jit's code and what look tells of processes.

@@ -61,13 +61,24 @@ func (d *daemonRun) drainTick() time.Duration {
 // drew no sample since the last time.
 const mapsIdleEvery = 30 * time.Second
 
-// drainLocked moves the sampler's counts into the attribution and returns a time no sample
-// still in the sampler was taken before. Callers hold d.mu.
-func (d *daemonRun) drainLocked() int64 {
+// drainLocked moves the sampler's counts into the attribution, every sample of the
+// processes gone among them. Callers hold d.mu.
+func (d *daemonRun) drainLocked(gone ...uint32) {
+	d.drainSomeLocked(func() (sampler.Drained, error) { return d.parts.smp.Drain(gone...) })
+}
+
+// drainAllLocked moves every sample the sampler took into the attribution, those whose
+// chains wait for frame information too (sampler.Sampler.DrainAll), and returns a time no
+// sample still in the sampler was taken before: what a flush writes. Callers hold d.mu.
+func (d *daemonRun) drainAllLocked() int64 {
+	return d.drainSomeLocked(d.parts.smp.DrainAll)
+}
+
+func (d *daemonRun) drainSomeLocked(drain func() (sampler.Drained, error)) int64 {
 	now := monotonicNs()
 	d.locked.drainedNs = now
 	d.admitArrivalsLocked()
-	dr, err := d.parts.smp.Drain()
+	dr, err := drain()
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}

@@ -82,7 +82,7 @@ func (d *daemonRun) flush(final bool) {
 	due := d.wake.intervalDue.Swap(false) || final
 	start := time.Now()
 	d.mu.Lock()
-	drainedNs := d.drainLocked()
+	drainedNs := d.drainAllLocked()
 	n := d.counted.flushes.Add(1)
 	meta := d.meta()
 	st := d.parts.smp.Stats()
@@ -204,7 +204,7 @@ func (d *daemonRun) flushTargets() {
 		d.mu.Unlock()
 		return
 	}
-	drainedNs := d.drainLocked()
+	drainedNs := d.drainAllLocked()
 	meta := d.meta()
 	st := d.parts.smp.Stats()
 	end := profileio.CaptureEnd{EndNs: monotonicNs(), EndTime: time.Now(), LostSamples: st.Lost + st.Dropped}

@@ -42,7 +42,7 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 	}
 	d.mu.Lock()
 	d.endProgramsLocked(execed)
-	d.drainLocked()
+	d.drainLocked(pids...)
 	now := monotonicNs()
 	counts := d.locked.counts
 	st := d.parts.smp.Stats()

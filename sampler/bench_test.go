@@ -34,7 +34,7 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%8 == 7 {
-			a.take()
+			a.take(true)
 		}
 	}
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")

@@ -121,7 +121,10 @@ func (s *bpfSampler) isClosed() bool {
 	return s.closed
 }
 
-func (s *bpfSampler) Drain() (Drained, error) {
+// DrainAll is Drain: the BPF back end walks no stack, and holds no sample.
+func (s *bpfSampler) DrainAll() (Drained, error) { return s.Drain() }
+
+func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 	counts := make(map[Key]Count)
 	var stacks []StackCount
 	var err error

@@ -103,15 +103,55 @@ type aggregate struct {
 	// (Config.AllProcesses).
 	allBut uint32
 	stats  Stats
+	// held are the samples whose chains wait for frame information (held.go), heldBytes
+	// what they take; heldFull, that a sample found maxHeldBytes held.
+	held      []heldSample
+	heldBytes int
+	heldFull  bool
 }
 
 func newAggregate() *aggregate {
 	return &aggregate{counts: make(map[Key]Count), targets: make(map[uint32]struct{})}
 }
 
-// take hands over what was aggregated and starts afresh; stats and targets stay.
-func (a *aggregate) take() Drained {
-	d := Drained{Counts: a.counts, Stacks: a.stackCounts}
+// sample is one sample record's own fields.
+type sample struct {
+	pid, tid   uint32
+	timeNs     int64
+	ip         uint64
+	kernelMode bool
+}
+
+// count counts sample s: with stacks, its callchain chain (its bytes: u64 nr then nr
+// entries, already bounded by the caller) or, when unwound is not nil, the user frames
+// unwound in place of the chain's; then by its leaf.
+func (a *aggregate) count(s sample, chain []byte, unwound []uint64) error {
+	if a.stacks && (!s.kernelMode || a.kernel) {
+		if err := a.stack(s.pid, s.tid, s.timeNs, chain, s.kernelMode, unwound); err != nil {
+			return err
+		}
+	}
+	a.countLeaf(s)
+	return nil
+}
+
+// countLeaf counts s by its leaf, or as Kernel.
+func (a *aggregate) countLeaf(s sample) {
+	if s.kernelMode {
+		a.stats.Kernel++
+		return
+	}
+	addCount(a.counts, Key{PID: s.pid, IP: s.ip}, 1, s.timeNs, s.timeNs)
+	a.stats.Samples++
+}
+
+// take hands over what was aggregated and starts afresh; stats and targets stay. The held
+// samples whose frame information came are walked first, every one with all.
+func (a *aggregate) take(all bool) Drained {
+	if len(a.held) > 0 {
+		a.release(0, true, all)
+	}
+	d := Drained{Counts: a.counts, Stacks: a.stackCounts, Held: a.heldSince()}
 	a.counts = make(map[Key]Count, len(d.Counts))
 	a.stackCounts = nil
 	clear(a.stackIndex)
@@ -206,37 +246,14 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 		ip := ne.Uint64(body)
 		timeNs := int64(ne.Uint64(body[16:]))
 		if a.stacks {
-			rest := body[sampleBodyBytes:]
-			if len(rest) < 8 {
-				return fmt.Errorf("%w: sample body is %d bytes, want a callchain after %d", ErrBadRecord, len(body), sampleBodyBytes)
-			}
-			nr := ne.Uint64(rest)
-			if nr == 0 || nr > uint64(len(rest)-8)/8 {
-				return fmt.Errorf("%w: callchain of %d entries in %d bytes", ErrBadRecord, nr, len(rest)-8)
-			}
-			var unwound []uint64
-			if a.unwind != nil {
-				us, err := decodeUserStack(rest[8+8*nr:])
-				if err != nil {
-					return err
-				}
-				if us.abi == regsABI64 {
-					a.frames = a.unwind.Unwind(pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
-					unwound = a.frames
-				}
-			}
-			if !kernelMode || a.kernel {
-				if err := a.stack(pid, ne.Uint32(body[12:]), timeNs, rest, kernelMode, unwound); err != nil {
-					return err
-				}
-			}
+			return a.stackSample(sample{pid: pid, tid: ne.Uint32(body[12:]), timeNs: timeNs, ip: ip, kernelMode: kernelMode}, body)
 		}
+		// countLeaf, written out: the ring back end's hottest path.
 		if kernelMode {
 			a.stats.Kernel++
 			return nil
 		}
-		k := Key{PID: pid, IP: ip}
-		addCount(a.counts, k, 1, timeNs, timeNs)
+		addCount(a.counts, Key{PID: pid, IP: ip}, 1, timeNs, timeNs)
 		a.stats.Samples++
 	case recordLost:
 		if len(body) < 16 {
@@ -250,6 +267,38 @@ func (a *aggregate) record(typ uint32, misc uint16, body []byte) error {
 		a.stats.Lost += ne.Uint64(body)
 	}
 	return nil
+}
+
+// stackSample counts sample s, whose record's body is body, with its callchain and, with
+// unwind, its user chain walked from the registers and stack copy that follow; or holds it
+// until its walk can go on (held.go).
+func (a *aggregate) stackSample(s sample, body []byte) error {
+	ne := binary.NativeEndian
+	rest := body[sampleBodyBytes:]
+	if len(rest) < 8 {
+		return fmt.Errorf("%w: sample body is %d bytes, want a callchain after %d", ErrBadRecord, len(body), sampleBodyBytes)
+	}
+	nr := ne.Uint64(rest)
+	if nr == 0 || nr > uint64(len(rest)-8)/8 {
+		return fmt.Errorf("%w: callchain of %d entries in %d bytes", ErrBadRecord, nr, len(rest)-8)
+	}
+	chain := rest[:8+8*nr]
+	var unwound []uint64
+	if a.unwind != nil {
+		us, err := decodeUserStack(rest[8+8*nr:])
+		if err != nil {
+			return err
+		}
+		if us.abi == regsABI64 {
+			frames, stop := a.unwind.Unwind(s.pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
+			a.frames = frames
+			if stop.Wait && (!s.kernelMode || a.kernel) && a.hold(s, chain, us, frames, stop) {
+				return nil // counted as it is let go
+			}
+			unwound = frames
+		}
+	}
+	return a.count(s, chain, unwound)
 }
 
 // counted reports whether a sample of pid is counted: pid is a target, or allBut asks for

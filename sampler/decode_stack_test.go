@@ -37,7 +37,7 @@ func TestDecodeCallchain(t *testing.T) {
 	if err := a.decodeStream(stream); err != nil {
 		t.Fatal(err)
 	}
-	d := a.take()
+	d := a.take(true)
 	want := []StackCount{
 		{PID: 10, TID: 11, User: []uint64{0x1000, 0x2005, 0x3007}, Count: Count{N: 2, FirstNs: 5, LastNs: 9}},
 		{PID: 10, TID: 12, User: []uint64{0x1000, 0x2005, 0x3007}, Count: Count{N: 1, FirstNs: 7, LastNs: 7}},
@@ -53,7 +53,7 @@ func TestDecodeCallchain(t *testing.T) {
 	if !reflect.DeepEqual(d.Counts, wantCounts) || a.stats.Kernel != 1 {
 		t.Errorf("counts %+v, kernel %d", d.Counts, a.stats.Kernel)
 	}
-	if d2 := a.take(); len(d2.Stacks) != 0 {
+	if d2 := a.take(true); len(d2.Stacks) != 0 {
 		t.Errorf("a second take has stacks: %+v", d2.Stacks)
 	}
 
@@ -66,7 +66,7 @@ func TestDecodeCallchain(t *testing.T) {
 	if err := a.decodeStream(chainRec(10, 11, 0xffffffff81000010, 11, miscKernel, mixed...)); err != nil {
 		t.Fatal(err)
 	}
-	if d := a.take(); len(d.Stacks) != 1 || !d.Stacks[0].Truncated || len(d.Stacks[0].User) != MaxStackFrames-4 {
+	if d := a.take(true); len(d.Stacks) != 1 || !d.Stacks[0].Truncated || len(d.Stacks[0].User) != MaxStackFrames-4 {
 		t.Errorf("a chain filling the kernel's limit with kernel and user frames: %+v", d.Stacks)
 	}
 
@@ -76,7 +76,7 @@ func TestDecodeCallchain(t *testing.T) {
 		callchainUser, 0x1100)); err != nil {
 		t.Fatal(err)
 	}
-	if d := a.take(); len(d.Stacks) != 0 {
+	if d := a.take(true); len(d.Stacks) != 0 {
 		t.Errorf("kernel-mode sample without kernel stacks: %+v", d.Stacks)
 	}
 }
@@ -100,7 +100,7 @@ func TestDecodeCallchainBad(t *testing.T) {
 		if err := a.decodeStream(r); !errors.Is(err, ErrBadRecord) {
 			t.Errorf("%s: err %v, want ErrBadRecord", name, err)
 		}
-		if d := a.take(); len(d.Stacks) != 0 || len(d.Counts) != 0 {
+		if d := a.take(true); len(d.Stacks) != 0 || len(d.Counts) != 0 {
 			t.Errorf("%s: counted %+v %+v", name, d.Stacks, d.Counts)
 		}
 	}
@@ -115,7 +115,7 @@ func FuzzDecodeCallchain(f *testing.F) {
 		a.stacks, a.kernel = true, true
 		a.targets[1] = struct{}{}
 		a.decodeStream(stream)
-		d := a.take()
+		d := a.take(true)
 		var user, inStacks uint64
 		for _, st := range d.Stacks {
 			if len(st.User) > MaxStackFrames || len(st.Kernel) > maxKernelFrames || st.N == 0 || st.FirstNs > st.LastNs {
@@ -191,7 +191,7 @@ func TestUnwoundStackKey(t *testing.T) {
 	if err := a.decodeStream(stream); err != nil {
 		t.Fatal(err)
 	}
-	d := a.take()
+	d := a.take(true)
 	if len(d.Stacks) != 2 {
 		t.Fatalf("%d chains, want 2 (one user-mode, one with kernel frames): %+v", len(d.Stacks), d.Stacks)
 	}

@@ -50,7 +50,7 @@ func TestDecodeStream(t *testing.T) {
 	if err := a.decodeStream(stream); err != nil {
 		t.Fatal(err)
 	}
-	d := a.take()
+	d := a.take(true)
 	if d.Counts[Key{10, 0x1000}] != (Count{N: 2, FirstNs: 5, LastNs: 6}) || d.Counts[Key{10, 0x2000}] != (Count{N: 1, FirstNs: 7, LastNs: 7}) || len(d.Counts) != 2 {
 		t.Errorf("counts %v", d.Counts)
 	}
@@ -58,7 +58,7 @@ func TestDecodeStream(t *testing.T) {
 	if a.stats != want {
 		t.Errorf("stats %+v, want %+v", a.stats, want)
 	}
-	if again := a.take(); len(again.Counts) != 0 {
+	if again := a.take(true); len(again.Counts) != 0 {
 		t.Errorf("second take not empty: %+v", again)
 	}
 }
@@ -77,7 +77,7 @@ func TestDecodeStreamAllBut(t *testing.T) {
 	if err := a.decodeStream(stream); err != nil {
 		t.Fatal(err)
 	}
-	d := a.take()
+	d := a.take(true)
 	if d.Counts[Key{99, 0x1000}] != (Count{N: 1, FirstNs: 5, LastNs: 5}) || len(d.Counts) != 1 {
 		t.Errorf("counts %v; want one of pid 99 at 0x1000", d.Counts)
 	}

@@ -39,6 +39,7 @@ type ringSampler struct {
 	started bool
 	closed  bool
 	badLog  bool // a bad record was logged already
+	fullLog bool // the held samples' bound was logged already
 
 	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
 	cancel  context.CancelFunc
@@ -252,6 +253,11 @@ func (s *ringSampler) readRingLocked(ev *perf.Event) {
 			s.log.Warn("sampler: skipping undecodable perf records", "err", err)
 		}
 	}
+	if s.agg.heldFull && !s.fullLog {
+		s.fullLog = true
+		s.log.Warn("sampler: samples whose call chains wait for frame information past their bound; "+
+			"more are walked as they come, by frame pointers through code not described yet", "bound_mb", maxHeldBytes>>20)
+	}
 }
 
 func (s *ringSampler) AddTarget(pid uint32) error {
@@ -319,6 +325,7 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 		err = s.filter.RemoveTarget(pid)
 	}
 	if s.agg.unwind != nil {
+		s.agg.release(pid, false, true) // walked while its mappings are known
 		s.agg.unwind.Forget(pid)
 	}
 	if err != nil {
@@ -327,14 +334,21 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 	return nil
 }
 
-func (s *ringSampler) Drain() (Drained, error) {
+func (s *ringSampler) Drain(gone ...uint32) (Drained, error) { return s.drain(false, gone) }
+
+func (s *ringSampler) DrainAll() (Drained, error) { return s.drain(true, nil) }
+
+func (s *ringSampler) drain(all bool, gone []uint32) (Drained, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Drained{}, ErrClosed
 	}
 	s.readAllLocked()
-	return s.agg.take(), nil
+	for _, pid := range gone {
+		s.agg.release(pid, false, true)
+	}
+	return s.agg.take(all), nil
 }
 
 func (s *ringSampler) Stats() Stats {

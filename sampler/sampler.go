@@ -26,8 +26,12 @@ type Sampler interface {
 	// inode numbers; at most MaxAllCgroups) the cgroups whose processes AllProcesses counts,
 	// in place of the last call's. It does nothing without AllCgroups.
 	SetCgroups(ids []uint64) error
-	// Drain returns the counts taken since the previous Drain and forgets them.
-	Drain() (Drained, error)
+	// Drain returns the counts taken since the previous Drain and forgets them; with
+	// Config.Unwind, but for the samples whose chains wait for frame information
+	// (Drained.Held), unless they are of a process in gone (no information will come).
+	Drain(gone ...uint32) (Drained, error)
+	// DrainAll is Drain with every sample, those that wait walked as far as they go now.
+	DrainAll() (Drained, error)
 	// Stats are totals since New.
 	Stats() Stats
 	// Event is the event actually sampled and why.
@@ -189,6 +193,10 @@ type Drained struct {
 	// they are the leaves of Stacks' user-mode samples.
 	Counts map[Key]Count
 	Stacks []StackCount // Config.Stacks only
+	// Held is, for each process whose samples a Drain held back (their chains wait for
+	// frame information, with Config.Unwind), the time the oldest was taken: a later Drain
+	// hands them over, with their own times.
+	Held map[uint32]int64
 }
 
 // Stats are a sampler's totals since New.

@@ -1,5 +1,5 @@
-# A Python program for TestUnwindDWARFPythonJitdump: workloads/runtimes/hot.py's run, which
-# calls mix_ints and sum_squares in a loop for the seconds of CPU time given. Under
+# A Python program for TestUnwindDWARFRuntimes/python-jitdump: workloads/runtimes/hot.py's
+# run, which calls mix_ints and sum_squares in a loop for the seconds of CPU time given. Under
 # -X perf_jit, CPython runs each function through a trampoline of its own, written to its
 # jitdump with the trampoline's frame information; it buffers the file and writes it out a
 # few kilobytes at a time. So, as a program with more code would, it runs some more

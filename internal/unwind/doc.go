@@ -5,7 +5,7 @@
 // chain goes on through code built without frame pointers, where the kernel's walk stops.
 //
 //	u := unwind.New(unwind.Config{Logger: logger})
-//	frames := u.Unwind(pid, unwind.Regs{IP: ip, SP: sp, BP: bp}, stack, 127, nil)
+//	frames, _ := u.Unwind(pid, unwind.Regs{IP: ip, SP: sp, BP: bp}, stack, 127, nil)
 //	u.Prepare(pid) // optional: ahead of pid's first sample
 //	u.Forget(pid)  // when the process is no longer sampled
 //	u.Close()     // waits for the files being read
@@ -17,5 +17,15 @@
 // whose JIT registers its objects with the GDB JIT interface (LLVM's MCJIT and ORC), the
 // .eh_frame the JIT loaded for each object is read from the process's memory, looked for
 // when the Unwinder meets the process and again for a sampled address in anonymous memory
-// no object read describes (internal/gdbjit). Unwinder is safe for concurrent use.
+// no object read describes (internal/gdbjit); a JIT's jitdump and perf map describe its
+// code through the daemon (AddJITFrames, AddJITCode). Unwinder is safe for concurrent use.
+//
+// A walk through code whose frame information may yet come (a file being read, JIT code
+// nothing describes yet) says where it first met it (Stop): a caller that keeps the sample
+// walks on from there once Ready says the information came, and gets the chain whole.
+//
+//	frames, stop := u.Unwind(pid, regs, stack, 127, nil)
+//	if stop.Wait && u.Ready(pid, stop) { // later
+//		frames, stop = u.Unwind(pid, stop.Regs, stack[stop.Regs.SP-regs.SP:], 127, frames[:stop.N])
+//	}
 package unwind

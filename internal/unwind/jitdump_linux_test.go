@@ -10,8 +10,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/cfi"
+	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/testenv"
 )
 
 // trampolineFrames is the .eh_frame a JIT writes for an 11-byte trampoline that calls on
@@ -42,7 +47,8 @@ func trampoline(t *testing.T) []byte {
 func walkFrom(u *Unwinder, pid uint32, ip, ret uint64) []uint64 {
 	stack := binary.LittleEndian.AppendUint64(make([]byte, 8), ret)
 	stack = append(stack, make([]byte, 64)...)
-	return u.Unwind(pid, Regs{IP: ip, SP: 0x7ffd00001000, BP: 0}, stack, 16, nil)
+	frames, _ := u.Unwind(pid, Regs{IP: ip, SP: 0x7ffd00001000, BP: 0}, stack, 16, nil)
+	return frames
 }
 
 // TestJITFrames: the frame information a JIT wrote in its jitdump walks its code that keeps
@@ -258,4 +264,86 @@ func TestJITCodeBound(t *testing.T) {
 	if c := bytes.Count(log.Bytes(), []byte("level=WARN")); c != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", c, log.Bytes())
 	}
+}
+
+// TestUnwinderWaits: a walk says it stopped where frame information may yet come, in JIT
+// code nothing describes yet, in code whose instructions wait for the allowance, in a file
+// being read, and Ready says when it came; not in the vdso, which nothing will describe.
+func TestUnwinderWaits(t *testing.T) {
+	pid := uint32(os.Getpid())
+	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	code := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	const ret, sp = 0x30000005, 0x7ffd00001000
+	stack := binary.LittleEndian.AppendUint64(make([]byte, 8), ret)
+	stack = append(stack, make([]byte, 64)...)
+	u := New(Config{})
+	defer u.Close()
+	u.Prepare(pid)
+
+	got, stop := u.Unwind(pid, Regs{IP: code + 6, SP: sp}, stack, 16, nil)
+	if len(got) != 1 || !stop.Wait || stop.N != 0 || stop.Regs.IP != code+6 {
+		t.Fatalf("JIT code nothing describes yet: %#x, %+v; want the leaf and a stop there", got, stop)
+	}
+	if u.Ready(pid, stop) {
+		t.Error("ready before its frame information came")
+	}
+	if err := u.AddJITFrames(pid, code, trampolineSize, trampoline(t), code+trampolineFramesAt); err != nil {
+		t.Fatal(err)
+	}
+	if !u.Ready(pid, stop) {
+		t.Error("not ready once its frame information came")
+	}
+	if got, stop := u.Unwind(pid, stop.Regs, stack, 16, got[:stop.N]); !slices.Equal(got, []uint64{code + 6, ret}) || stop.Wait {
+		t.Errorf("walked on: %#x, %+v; want %#x through the trampoline", got, stop, []uint64{code + 6, ret})
+	}
+
+	// Instructions that wait for the process's allowance.
+	u.RemoveJITFrames(pid, code)
+	tramp, _ := hex.DecodeString("4883ec08ffd14883c408c3")
+	u.AddJITCode(pid, code, tramp)
+	u.mu.Lock()
+	u.procs[pid].analyzeLeft, u.procs[pid].analyzeAt = 0, time.Now().Add(time.Hour)
+	u.mu.Unlock()
+	if _, stop := u.Unwind(pid, Regs{IP: code + 6, SP: sp}, stack, 16, nil); !stop.Wait || u.Ready(pid, stop) {
+		t.Errorf("instructions waiting for the allowance: %+v", stop)
+	} else {
+		u.mu.Lock()
+		u.procs[pid].analyzeAt = time.Time{}
+		u.mu.Unlock()
+		if !u.Ready(pid, stop) {
+			t.Error("the allowance full again: not ready")
+		}
+	}
+
+	maps, _ := procfs.ReadMaps(pid)
+	for _, m := range maps {
+		if m.Path == "[vdso]" {
+			if _, stop := u.Unwind(pid, Regs{IP: m.Start + 16, SP: sp}, stack, 16, nil); stop.Wait {
+				t.Errorf("the vdso: %+v, want no stop", stop)
+			}
+		}
+	}
+
+	t.Run("file", func(t *testing.T) {
+		testenv.Requires(t, testenv.Root)
+		other, inLibc := startSleep(t)
+		u := New(Config{})
+		defer u.Close()
+		_, stop := u.Unwind(other, Regs{IP: inLibc, SP: sp}, stack, 16, nil)
+		if !stop.Wait {
+			t.Fatalf("a file being read: %+v, want a stop", stop)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !u.Ready(other, stop); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("libc's frame information not read in 10 s")
+			}
+		}
+		if _, stop := u.Unwind(other, Regs{IP: inLibc, SP: sp}, stack, 16, nil); stop.Wait {
+			t.Errorf("the file read: %+v, want no stop", stop)
+		}
+	})
 }

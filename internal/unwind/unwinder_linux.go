@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,7 @@ type mapping struct {
 	f                  *file         // nil until a walk first needs it
 	bias               uint64
 	biased             bool // bias is known (f's table is read)
+	special            bool // anonymous, but one of the kernel's areas ([vdso]), not JIT code
 }
 
 // source is the line of the process's maps m was made from, as far as reading its file needs.
@@ -131,11 +133,31 @@ func New(cfg Config) *Unwinder {
 }
 
 // Unwind appends to frames the call chain of a sample of process pid (see Walk).
-func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames []uint64) []uint64 {
+// A walk that met code whose frame information may yet come returns where (Stop): given
+// the frames before it, the Stop's registers and the stack from its SP up, Unwind walks on
+// from there, once Ready says the information came.
+func (u *Unwinder) Unwind(pid uint32, regs Regs, stack []byte, max int, frames []uint64) ([]uint64, Stop) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.sweep(time.Now())
 	return Walk(regs, stack, finder{u, u.process(pid)}, max, frames)
+}
+
+// Ready reports whether a walk of process pid may go on from s: the frame information of
+// the code there came, or will not.
+func (u *Unwinder) Ready(pid uint32, s Stop) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p, ok := u.procs[pid]
+	if !ok {
+		return true // forgotten: the walk goes on as it can
+	}
+	at := s.Regs.IP
+	if s.N > 0 {
+		at-- // a return address: the call is the byte before
+	}
+	_, _, later := rule(finder{u, p}, at)
+	return !later
 }
 
 // Prepare reads process pid's mappings and starts looking for the objects its JIT
@@ -188,6 +210,8 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		if t := f.u.needDumped(f.p, d); t != nil {
 			return Code{Table: t, Bias: d.bias}, true
 		}
+		// Its instructions wait for the allowance, or do not tell its frames.
+		return Code{Later: d.code != nil}, true
 	}
 	m, ok := f.p.find(pc)
 	if !ok && time.Since(f.p.readAt) >= refreshEvery {
@@ -198,14 +222,22 @@ func (f finder) Find(pc uint64) (Code, bool) {
 		return Code{}, false
 	}
 	if m.id == (procfs.FileID{}) {
-		return f.u.findJIT(f.p, pc)
+		if m.special {
+			return Code{}, false // the vdso: no record will describe it
+		}
+		if code, ok := f.u.findJIT(f.p, pc); ok {
+			return code, true
+		}
+		// JIT code that no record or registered object describes yet: its jitdump's
+		// records, the next perf map, the next look at its registered objects may.
+		return Code{Later: true}, true
 	}
 	if m.f == nil {
 		m.f = f.u.need(f.p, m)
 	}
 	if m.f.table == nil {
 		f.u.read(m.f, f.p.pid, m.source(), m.id)
-		return Code{}, false
+		return Code{Later: m.f.loading}, true
 	}
 	if !m.biased {
 		if m.bias, ok = biasOf(m.f.loads, m.source()); !ok {
@@ -250,6 +282,8 @@ func (u *Unwinder) refresh(p *process) {
 		if id := m.ID(); id != (procfs.FileID{}) && !m.Anonymous() {
 			out.path, out.id, out.f = m.Path, id, p.files[id]
 			mapped[id] = true
+		} else {
+			out.special = strings.HasPrefix(m.Path, "[")
 		}
 		p.maps = append(p.maps, out)
 	}

@@ -13,17 +13,29 @@ type Regs struct {
 
 // Code is what a Finder knows of the code at an address: the frame information of the file
 // mapped there, and how far the file was moved when it was mapped (run-time address minus
-// the file's virtual address).
+// the file's virtual address). Without a Table, Later says whether the frame information
+// may yet come (a file being read, JIT code no record describes yet).
 type Code struct {
 	Table *cfi.Table
 	Bias  uint64
+	Later bool
 }
 
-// Finder returns the code at a run-time address of the sampled process; false where no
-// frame information covers it (code of a JIT that registers no objects), which is walked by
-// the frame pointer.
+// Finder returns the code at a run-time address of the sampled process; false, or no Table,
+// where no frame information covers it (code of a JIT that registers no objects), which is
+// walked by the frame pointer.
 type Finder interface {
 	Find(pc uint64) (Code, bool)
+}
+
+// A Stop is where a walk first met code whose frame information may yet come (Code.Later),
+// and went on by the frame pointer: the chain from there may be wrong or cut short. A walk
+// that ended at the thread's outermost frame, or at its bound, has none (Wait false).
+// Resume walks on from it, once the information has come.
+type Stop struct {
+	Wait bool
+	N    int  // the frames before it: its pc is the walk's frames[N]
+	Regs Regs // the registers there, as the walk found them: IP the frame's pc
 }
 
 // Walk appends to frames the call chain of a sample, leaf first: regs.IP, then each
@@ -33,31 +45,45 @@ type Finder interface {
 // caller's BP at BP), as code built with frame pointers and most JIT code keep them. The
 // walk stops at the thread's outermost frame, at a rule it cannot follow, where the stack
 // copy ends, or where the stack would not grow toward its base.
-func Walk(regs Regs, stack []byte, find Finder, max int, frames []uint64) []uint64 {
-	if max <= 0 {
-		return frames
+//
+// frames may hold the first frames of a walk that stopped (Stop): then regs are the Stop's,
+// stack the copy from its SP up, and the walk goes on from the Stop's frame, a caller's.
+// The Stop returned is where the walk first met code whose frame information may yet come.
+func Walk(regs Regs, stack []byte, find Finder, max int, frames []uint64) ([]uint64, Stop) {
+	var stop Stop
+	if len(frames) >= max {
+		return frames, stop
 	}
+	leaf := len(frames) == 0
 	frames = append(frames, regs.IP)
 	pc, sp, bp := regs.IP, regs.SP, regs.BP
 	base := regs.SP
+	// Nothing a walk needs lies below the frame it is in: a walk resumed from a Stop, with
+	// the stack from there up, reads what the whole walk would have.
 	read := func(addr uint64) (uint64, bool) {
 		off := addr - base
-		if addr < base || off > uint64(len(stack)) || uint64(len(stack))-off < 8 {
+		if addr < sp || off > uint64(len(stack)) || uint64(len(stack))-off < 8 {
 			return 0, false
 		}
 		return binary.LittleEndian.Uint64(stack[off:]), true
 	}
-	for n := 1; n < max; n++ {
+	// cut is where a walk that went by frame pointers through code whose frame information
+	// may yet come ends: any end but the outermost frame's.
+	cut := func() ([]uint64, Stop) { return frames, stop }
+	for len(frames) < max {
 		// A return address is the instruction after the call: the call is the byte before.
 		at := pc
-		if n > 1 {
+		if !leaf || len(frames) > 1 {
 			at--
 		}
 		var cfa, ra, nextBP uint64
-		row, ok := rule(find, at)
+		row, ok, later := rule(find, at)
+		if later && !stop.Wait {
+			stop = Stop{Wait: true, N: len(frames) - 1, Regs: Regs{IP: pc, SP: sp, BP: bp}}
+		}
 		switch {
 		case ok && row.CFA == cfi.RegUnknown:
-			return frames
+			return cut()
 		case ok:
 			switch row.CFA {
 			case cfi.RegSP:
@@ -68,47 +94,49 @@ func Walk(regs Regs, stack []byte, find Finder, max int, frames []uint64) []uint
 				cfa = bp + uint64(int64(row.CFAOffset))
 			}
 			if row.RAOffset == 0 {
-				return frames // the thread's outermost frame
+				return frames, Stop{} // the thread's outermost frame
 			}
 			if ra, ok = read(cfa + uint64(int64(row.RAOffset))); !ok {
-				return frames
+				return cut()
 			}
 			switch row.BP {
 			case cfi.BPSame:
 				nextBP = bp
 			case cfi.BPSaved:
 				if nextBP, ok = read(cfa + uint64(int64(row.BPOffset))); !ok {
-					return frames
+					return cut()
 				}
 			default:
 				nextBP = 0
 			}
 		default:
 			if bp < sp || bp == 0 {
-				return frames
+				return cut()
 			}
 			cfa = bp + 16
 			if ra, ok = read(bp + 8); !ok {
-				return frames
+				return cut()
 			}
 			if nextBP, ok = read(bp); !ok {
-				return frames
+				return cut()
 			}
 		}
 		if ra == 0 || cfa <= sp {
-			return frames
+			return cut()
 		}
 		frames = append(frames, ra)
 		pc, sp, bp = ra, cfa, nextBP
 	}
-	return frames
+	return frames, Stop{} // the bound: a longer chain would be cut whatever came
 }
 
-// rule is the frame information's rule at pc, false when no file's covers it.
-func rule(find Finder, pc uint64) (cfi.Row, bool) {
+// rule is the frame information's rule at pc, false when no file's covers it; later when
+// none does yet, but some may come (Code.Later).
+func rule(find Finder, pc uint64) (row cfi.Row, ok, later bool) {
 	code, ok := find.Find(pc)
 	if !ok || code.Table == nil {
-		return cfi.Row{}, false
+		return cfi.Row{}, false, ok && code.Later
 	}
-	return code.Table.Find(pc - code.Bias)
+	row, ok = code.Table.Find(pc - code.Bias)
+	return row, ok, false
 }
