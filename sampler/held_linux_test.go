@@ -7,10 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/internal/unwind"
 )
 
@@ -33,15 +31,10 @@ func unwoundBody(pid uint32, timeNs uint64, regs unwind.Regs, stack []byte) []by
 // once. Each sample is counted once.
 func TestHeldChains(t *testing.T) {
 	pid := uint32(os.Getpid())
-	mem, err := unix.Mmap(-1, 0, 8192, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem) })
 	// Two trampolines that call on without a frame pointer, the second calling the first:
 	// sub $8,%rsp; call *%rcx; add $8,%rsp; ret.
 	tramp, _ := hex.DecodeString("4883ec08ffd14883c408c3")
-	codeA := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	codeA := testenv.JITMemory(t, 8192)
 	codeB := codeA + 4096
 	const sp, outer = 0x7ffd00001000, 0x4005
 	ne := binary.NativeEndian

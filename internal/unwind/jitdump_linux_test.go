@@ -10,9 +10,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/procfs"
@@ -271,12 +268,7 @@ func TestJITCodeBound(t *testing.T) {
 // being read, and Ready says when it came; not in the vdso, which nothing will describe.
 func TestUnwinderWaits(t *testing.T) {
 	pid := uint32(os.Getpid())
-	mem, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem) })
-	code := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	code := testenv.JITMemory(t, 4096)
 	const ret, sp = 0x30000005, 0x7ffd00001000
 	stack := binary.LittleEndian.AppendUint64(make([]byte, 8), ret)
 	stack = append(stack, make([]byte, 64)...)
