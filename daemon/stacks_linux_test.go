@@ -600,8 +600,8 @@ func TestUnwindDWARFJIT(t *testing.T) {
 // to run's that called it. HotSpot's compiled methods keep none without
 // -XX:+PreserveFramePointer: their instructions walk them too, to the interpreter frame that
 // called them and on to JavaMain. Samples taken before their code was described (the JVM's
-// perf map comes a second in, CPython writes its jitdump 4 KB at a time) are held until it
-// is: all but a few of each run's are whole. Before either, every chain stopped at the
+// perf map comes a second in, CPython writes its jitdump 4 KB at a time, a small program's
+// as it exits) are held until it is: all but a few of each run's are whole. Before either, every chain stopped at the
 // first such frame, as perf record --call-graph dwarf's do (which, under -X perf_jit, gets
 // them whole after perf inject).
 func TestUnwindDWARFRuntimes(t *testing.T) {
@@ -615,6 +615,12 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 			testenv.Requires(t, testenv.Python(13))
 			python := testenv.PythonPath(13)
 			return []string{python, "-X", "perf_jit", "testdata/pychain.py", "4"}, filepath.Base(python)
+		}, "py::mix_ints:", "py::run:", 0.95},
+		{"python-jitdump-at-exit", func(t *testing.T) ([]string, string) {
+			// A small program's records are written as it exits: its samples are held until then.
+			testenv.Requires(t, testenv.Python(13))
+			python := testenv.PythonPath(13)
+			return []string{python, "-X", "perf_jit", "../workloads/runtimes/hot.py", "3"}, filepath.Base(python)
 		}, "py::mix_ints:", "py::run:", 0.95},
 		{"python-perf-map", func(t *testing.T) ([]string, string) {
 			testenv.Requires(t, testenv.Python(12))
