@@ -82,6 +82,9 @@ type Stats struct {
 	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
 
 	UnwindTableBytes uint64 // now: the frame information --unwind dwarf holds
+	// --unwind dwarf: samples held while their walk waited for frame information, and
+	// samples walked on through code whose frame information had not come
+	HeldChains, UndescribedChains uint64
 
 	Flushes           uint64    // flushes of every output begun (SIGUSR1, --flush-interval, the final one): the summary's flush number
 	FlushSeconds      Histogram // how long each of those that finished took, its outputs written

@@ -36,6 +36,8 @@ func (d *daemonRun) stats() Stats {
 		TargetsExitedBeforeSetup: d.tally.exitedEarly.Load(),
 		TargetsWaiting:           uint64(waiting),
 		UnwindTableBytes:         unwindBytes,
+		HeldChains:               st.HeldChains,
+		UndescribedChains:        st.UndescribedChains,
 		Flushes:                  d.counted.flushes.Load(),
 		FlushSeconds:             d.counted.flushSeconds.Snapshot(),
 		OutputWriteErrors:        d.counted.writeErrors.Load(),

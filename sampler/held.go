@@ -54,6 +54,7 @@ func (a *aggregate) hold(smp sample, chain []byte, us userStack, frames []uint64
 	stack := stackFrom(us.stack, us.regs.SP, stop.Regs.SP)
 	if a.heldBytes+8+8*nr+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
 		a.heldFull = true
+		a.stats.UndescribedChains++
 		return false
 	}
 	s := heldSample{sample: smp}
@@ -64,6 +65,7 @@ func (a *aggregate) hold(smp sample, chain []byte, us userStack, frames []uint64
 	s.since = time.Now()
 	a.heldBytes += s.bytes()
 	a.held = append(a.held, s)
+	a.stats.HeldChains++
 	return true
 }
 
@@ -101,6 +103,9 @@ func (a *aggregate) release(pid uint32, all, force bool) {
 			a.heldBytes += h.bytes()
 			kept = append(kept, h)
 			continue
+		}
+		if stop.Wait {
+			a.stats.UndescribedChains++
 		}
 		a.count(h.sample, h.chain, frames) // the chain was checked as it came
 	}

@@ -206,6 +206,12 @@ type Stats struct {
 	Dropped uint64 // samples dropped by profd: full BPF map
 	Outside uint64 // samples of processes that are not targets (per-CPU events)
 	Kernel  uint64 // target samples in kernel mode, counted but not attributed to an address
+	// With Config.Unwind: HeldChains are the samples held while their walk waited for
+	// frame information (held.go); UndescribedChains the samples walked on through code
+	// whose frame information had not come (held ones at maxHoldWait, a DrainAll or their
+	// process's exit, and those maxHeldBytes left unheld): their chains may be cut there.
+	HeldChains        uint64
+	UndescribedChains uint64
 }
 
 // ErrClosed is returned by calls after Close.

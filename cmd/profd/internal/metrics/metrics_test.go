@@ -22,6 +22,7 @@ var testStats = daemon.Stats{
 	SymbolsLoaded: 107, SymbolsRefused: 108, BadSymbolRecords: 109, SymbolsOverBudget: 110,
 	TargetsActive: 1, TargetsAdded: 111, TargetsMissed: 112, TargetsExitedBeforeSetup: 113,
 	TargetsWaiting: 116, Flushes: 114, OutputWriteErrors: 115, UnwindTableBytes: 117, TargetsAddedLate: 118,
+	HeldChains: 119, UndescribedChains: 120,
 	FlushSeconds: daemon.Histogram{UpperBoundsSeconds: []float64{0.1, 1}, Cumulative: []uint64{3, 5}, Count: 6, SumSeconds: 9.5},
 }
 
@@ -110,6 +111,8 @@ func TestServesTheDaemonsCounters(t *testing.T) {
 		{"profd_targets_exited_before_setup_total", nil, dto.MetricType_COUNTER, 113},
 		{"profd_targets_waiting", nil, dto.MetricType_GAUGE, 116},
 		{"profd_unwind_table_bytes", nil, dto.MetricType_GAUGE, 117},
+		{"profd_unwind_held_samples_total", nil, dto.MetricType_COUNTER, 119},
+		{"profd_unwind_undescribed_samples_total", nil, dto.MetricType_COUNTER, 120},
 		{"profd_flushes_total", nil, dto.MetricType_COUNTER, 114},
 		{"profd_output_write_errors_total", nil, dto.MetricType_COUNTER, 115},
 		{"profd_export_queued_intervals", nil, dto.MetricType_GAUGE, 201},
