@@ -629,7 +629,7 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 		}, "py::mix_ints:", "py::run:", 0.95},
 		{"java", func(t *testing.T) ([]string, string) {
 			return []string{"java", "-cp", testenv.JavaClasses(t), "Hot", "5"}, "java"
-		}, "int Hot.mixInts", "JavaMain", 0.95},
+		}, "int Hot.mixInts", "JavaMain", 0.9},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testenv.Requires(t, testenv.Root)

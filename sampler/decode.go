@@ -103,23 +103,12 @@ type aggregate struct {
 	// (Config.AllProcesses).
 	allBut uint32
 	stats  Stats
-	// held are the samples whose chains wait for frame information (held.go), heldBytes
-	// what they take; heldFull, that a sample found maxHeldBytes held.
-	held      []heldSample
-	heldBytes int
-	heldFull  bool
+	// held are the samples whose chains wait for frame information (held.go).
+	held held
 }
 
 func newAggregate() *aggregate {
 	return &aggregate{counts: make(map[Key]Count), targets: make(map[uint32]struct{})}
-}
-
-// sample is one sample record's own fields.
-type sample struct {
-	pid, tid   uint32
-	timeNs     int64
-	ip         uint64
-	kernelMode bool
 }
 
 // count counts sample s: with stacks, its callchain chain (its bytes: u64 nr then nr
@@ -135,6 +124,18 @@ func (a *aggregate) count(s sample, chain []byte, unwound []uint64) error {
 	return nil
 }
 
+// release walks on the held samples of pid (every pid with all) whose frame information
+// came, or that waited maxHoldWait, every one with force, and counts them (held.release).
+func (a *aggregate) release(pid uint32, all, force bool) {
+	a.frames = a.held.release(a.unwind, pid, all, force, a.frames,
+		func(s sample, chain []byte, frames []uint64, undescribed bool) {
+			if undescribed {
+				a.stats.UndescribedChains++
+			}
+			a.count(s, chain, frames) // the chain was checked as it came
+		})
+}
+
 // countLeaf counts s by its leaf, or as Kernel.
 func (a *aggregate) countLeaf(s sample) {
 	if s.kernelMode {
@@ -148,10 +149,10 @@ func (a *aggregate) countLeaf(s sample) {
 // take hands over what was aggregated and starts afresh; stats and targets stay. The held
 // samples whose frame information came are walked first, every one with all.
 func (a *aggregate) take(all bool) Drained {
-	if len(a.held) > 0 {
+	if len(a.held.samples) > 0 {
 		a.release(0, true, all)
 	}
-	d := Drained{Counts: a.counts, Stacks: a.stackCounts, Held: a.heldSince()}
+	d := Drained{Counts: a.counts, Stacks: a.stackCounts, Held: a.held.since()}
 	a.counts = make(map[Key]Count, len(d.Counts))
 	a.stackCounts = nil
 	clear(a.stackIndex)
@@ -292,13 +293,30 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 		if us.abi == regsABI64 {
 			frames, stop := a.unwind.Unwind(s.pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
 			a.frames = frames
-			if stop.Wait && (!s.kernelMode || a.kernel) && a.hold(s, chain, us, frames, stop) {
-				return nil // counted as it is let go
+			if stop.Wait && (!s.kernelMode || a.kernel) {
+				if a.held.hold(s, kernelChain(chain), us.stack, us.regs.SP, frames, stop) {
+					a.stats.HeldChains++
+					return nil // counted as it is let go
+				}
+				a.stats.UndescribedChains++
 			}
 			unwound = frames
 		}
 	}
 	return a.count(s, chain, unwound)
+}
+
+// kernelChain is a callchain's bytes (u64 nr then nr entries) up to and with its user
+// marker, whose entries an unwound chain replaces: nr rewritten in a copy when it has one.
+func kernelChain(chain []byte) []byte {
+	ne := binary.NativeEndian
+	nr := int(ne.Uint64(chain))
+	for i := 0; i < nr; i++ {
+		if ne.Uint64(chain[8+8*i:]) == callchainUser {
+			return append(ne.AppendUint64(nil, uint64(i+1)), chain[8:8+8*(i+1)]...)
+		}
+	}
+	return chain
 }
 
 // counted reports whether a sample of pid is counted: pid is a target, or allBut asks for

@@ -1,7 +1,6 @@
 package sampler
 
 import (
-	"encoding/binary"
 	"slices"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // buffered jitdump records, a library's .eh_frame come a second or two after the code first
 // runs. A sample held maxHoldWait, or that finds maxHeldBytes of held samples before it,
 // is walked as far as it goes; DrainAll walks every held sample so, and RemoveTarget a
-// target's.
+// target's. The aggregate holds them (held) and counts them as they are let go.
 const (
 	maxHoldWait = 10 * time.Second
 	// maxHeldBytes bounds the stack copies held: some two thousand samples of deep stacks.
@@ -26,10 +25,18 @@ const (
 	heldOverhead = 160
 )
 
+// sample is one sample record's own fields.
+type sample struct {
+	pid, tid   uint32
+	timeNs     int64
+	ip         uint64
+	kernelMode bool
+}
+
 // heldSample is a sample whose chain waits at stop for frame information.
 type heldSample struct {
 	sample
-	chain  []byte   // the kernel's callchain up to its user marker: u64 nr, then nr entries
+	chain  []byte   // the kernel's callchain up to its user marker (kernelChain)
 	frames []uint64 // the user frames walked before stop
 	stop   unwind.Stop
 	stack  []byte    // the copy of the user stack from stop.Regs.SP up
@@ -40,32 +47,28 @@ func (h *heldSample) bytes() int {
 	return len(h.chain) + 8*len(h.frames) + len(h.stack) + heldOverhead
 }
 
-// hold keeps sample s (its chain's bytes chain, its stack copy us, walked until stop) for a
-// later walk, unless maxHeldBytes are held.
-func (a *aggregate) hold(smp sample, chain []byte, us userStack, frames []uint64, stop unwind.Stop) bool {
-	ne := binary.NativeEndian
-	nr := int(ne.Uint64(chain))
-	for i := 0; i < nr; i++ {
-		if ne.Uint64(chain[8+8*i:]) == callchainUser {
-			nr = i + 1 // the user entries are the walk's
-			break
-		}
-	}
-	stack := stackFrom(us.stack, us.regs.SP, stop.Regs.SP)
-	if a.heldBytes+8+8*nr+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
-		a.heldFull = true
-		a.stats.UndescribedChains++
+// held are the samples whose chains wait, and what their copies take.
+type held struct {
+	samples []heldSample
+	bytes   int
+	full    bool // a sample found maxHeldBytes held
+}
+
+// hold keeps sample s (its callchain's bytes chain, the user entries left out; its stack
+// copy stack, taken at base, walked until stop after frames) for a later walk, unless
+// maxHeldBytes are held.
+func (h *held) hold(s sample, chain, stack []byte, base uint64, frames []uint64, stop unwind.Stop) bool {
+	stack = stackFrom(stack, base, stop.Regs.SP)
+	if h.bytes+len(chain)+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
+		h.full = true
 		return false
 	}
-	s := heldSample{sample: smp}
-	s.chain = append(ne.AppendUint64(nil, uint64(nr)), chain[8:8+8*nr]...)
-	s.frames = slices.Clone(frames[:stop.N])
-	s.stop = stop
-	s.stack = slices.Clone(stack)
-	s.since = time.Now()
-	a.heldBytes += s.bytes()
-	a.held = append(a.held, s)
-	a.stats.HeldChains++
+	hs := heldSample{sample: s, stop: stop, since: time.Now()}
+	hs.chain = slices.Clone(chain)
+	hs.frames = slices.Clone(frames[:stop.N])
+	hs.stack = slices.Clone(stack)
+	h.bytes += hs.bytes()
+	h.samples = append(h.samples, hs)
 	return true
 }
 
@@ -77,51 +80,52 @@ func stackFrom(stack []byte, base, sp uint64) []byte {
 	return stack[sp-base:]
 }
 
-// release walks on the held samples of pid (every pid with all) whose frame information
-// came, or that waited maxHoldWait, and counts them; with force, every one of them, as far
-// as its walk goes now. A walk that meets more code still to be described further up is held
-// again from there.
-func (a *aggregate) release(pid uint32, all, force bool) {
+// release walks on, by u, the held samples of pid (every pid with all) whose frame
+// information came, or that waited maxHoldWait; with force, every one of them, as far as
+// its walk goes now. A walk that meets more code still to be described further up is held
+// again from there. Each sample walked is handed to count with its chain, its user frames,
+// and whether its walk went on through code not described; frames is scratch for the walks,
+// returned for the next.
+func (h *held) release(u *unwind.Unwinder, pid uint32, all, force bool, frames []uint64,
+	count func(s sample, chain []byte, frames []uint64, undescribed bool)) []uint64 {
 	now := time.Now()
-	kept := a.held[:0]
-	for _, h := range a.held {
-		if !all && h.pid != pid {
-			kept = append(kept, h)
+	kept := h.samples[:0]
+	for _, hs := range h.samples {
+		if !all && hs.pid != pid {
+			kept = append(kept, hs)
 			continue
 		}
-		expired := force || now.Sub(h.since) >= maxHoldWait
-		if !expired && !a.unwind.Ready(h.pid, h.stop) {
-			kept = append(kept, h)
+		expired := force || now.Sub(hs.since) >= maxHoldWait
+		if !expired && !u.Ready(hs.pid, hs.stop) {
+			kept = append(kept, hs)
 			continue
 		}
-		a.heldBytes -= h.bytes()
-		frames, stop := a.unwind.Unwind(h.pid, h.stop.Regs, h.stack, MaxStackFrames, append(a.frames[:0], h.frames...))
-		a.frames = frames
-		if !expired && stop.Wait && stop.N > h.stop.N {
-			h.stack = slices.Clone(stackFrom(h.stack, h.stop.Regs.SP, stop.Regs.SP))
-			h.frames, h.stop = slices.Clone(frames[:stop.N]), stop
-			a.heldBytes += h.bytes()
-			kept = append(kept, h)
+		h.bytes -= hs.bytes()
+		var stop unwind.Stop
+		frames, stop = u.Unwind(hs.pid, hs.stop.Regs, hs.stack, MaxStackFrames, append(frames[:0], hs.frames...))
+		if !expired && stop.Wait && stop.N > hs.stop.N {
+			hs.stack = slices.Clone(stackFrom(hs.stack, hs.stop.Regs.SP, stop.Regs.SP))
+			hs.frames, hs.stop = slices.Clone(frames[:stop.N]), stop
+			h.bytes += hs.bytes()
+			kept = append(kept, hs)
 			continue
 		}
-		if stop.Wait {
-			a.stats.UndescribedChains++
-		}
-		a.count(h.sample, h.chain, frames) // the chain was checked as it came
+		count(hs.sample, hs.chain, frames, stop.Wait)
 	}
-	clear(a.held[len(kept):])
-	a.held = kept
+	clear(h.samples[len(kept):])
+	h.samples = kept
+	return frames
 }
 
-// heldSince returns, for each process with samples held, the time of the oldest.
-func (a *aggregate) heldSince() map[uint32]int64 {
+// since returns, for each process with samples held, the time of the oldest.
+func (h *held) since() map[uint32]int64 {
 	var out map[uint32]int64
-	for _, h := range a.held {
+	for _, hs := range h.samples {
 		if out == nil {
 			out = map[uint32]int64{}
 		}
-		if t, ok := out[h.pid]; !ok || h.timeNs < t {
-			out[h.pid] = h.timeNs
+		if t, ok := out[hs.pid]; !ok || hs.timeNs < t {
+			out[hs.pid] = hs.timeNs
 		}
 	}
 	return out

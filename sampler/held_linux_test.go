@@ -93,7 +93,7 @@ func TestHeldChains(t *testing.T) {
 		t.Errorf("a process gone: %d chains, want 1", len(got))
 	}
 	decode(9)
-	a.held[0].since = time.Now().Add(-maxHoldWait)
+	a.held.samples[0].since = time.Now().Add(-maxHoldWait)
 	if got := chains(a.take(false)); len(got) != 1 {
 		t.Errorf("held maxHoldWait: %d chains, want 1", len(got))
 	}
@@ -104,15 +104,15 @@ func TestHeldChains(t *testing.T) {
 	for i := range n {
 		decode(uint64(10 + i))
 	}
-	held := len(a.held)
-	if held == 0 || held == n || a.heldBytes > maxHeldBytes || !a.heldFull {
-		t.Errorf("%d of %d samples of 1 MiB held, %d bytes; want some within %d bytes", held, n, a.heldBytes, maxHeldBytes)
+	held := len(a.held.samples)
+	if held == 0 || held == n || a.held.bytes > maxHeldBytes || !a.held.full {
+		t.Errorf("%d of %d samples of 1 MiB held, %d bytes; want some within %d bytes", held, n, a.held.bytes, maxHeldBytes)
 	}
 	if got := chains(a.take(false)); len(got) != n-held {
 		t.Errorf("%d chains counted of %d, %d held", len(got), n, held)
 	}
-	if got := chains(a.take(true)); len(got) != held || a.heldBytes != 0 {
-		t.Errorf("DrainAll: %d chains of %d held, %d bytes left", len(got), held, a.heldBytes)
+	if got := chains(a.take(true)); len(got) != held || a.held.bytes != 0 {
+		t.Errorf("DrainAll: %d chains of %d held, %d bytes left", len(got), held, a.held.bytes)
 	}
 	// The first sample's chain came whole; the other three and the forty went on through
 	// code not described.

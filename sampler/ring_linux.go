@@ -253,7 +253,7 @@ func (s *ringSampler) readRingLocked(ev *perf.Event) {
 			s.log.Warn("sampler: skipping undecodable perf records", "err", err)
 		}
 	}
-	if s.agg.heldFull && !s.fullLog {
+	if s.agg.held.full && !s.fullLog {
 		s.fullLog = true
 		s.log.Warn("sampler: samples whose call chains wait for frame information past their bound; "+
 			"more are walked as they come, by frame pointers through code not described yet", "bound_mb", maxHeldBytes>>20)
