@@ -267,7 +267,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
 		dbg.file.Close()
 	}
-	errs = append(errs, b.addSymbols(ef, elf.SHT_DYNSYM, ""))
+	errs = append(errs, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
 	if after, err := statOf(file); err != nil || after != key {
 		return nil, fmt.Errorf("%w: %s", ErrChanged, path)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -334,7 +335,7 @@ func TestDebugFiles(t *testing.T) {
 		install(t, otherDebug, root, "/usr/lib/debug/.build-id/"+id[:2]+"/"+id[2:]+".debug")
 		var logs bytes.Buffer
 		name, tab := lookupIn(t, root, "/usr/bin/mine", otherDebug, "hot", &logs)
-		if name == "hot" || len(tab.From) != 1 || tab.From[0] != ".dynsym" {
+		if name == "hot" || !slices.Equal(tab.From, []string{".dynsym", ".rela.plt"}) {
 			t.Errorf("a debug file of another build was used: %q from %v", name, tab.From)
 		}
 		if !strings.Contains(logs.String(), "build-id is not the file's") {
@@ -766,5 +767,65 @@ func TestOpenLaterRetried(t *testing.T) {
 	tab, err := c.OpenLater(st, func() (*os.File, error) { return os.Open(prog) }, "", prog).Wait(ctx)
 	if err != nil || tab == nil || tab.Len() == 0 {
 		t.Errorf("the same file opened again: table %v, %v", tab, err)
+	}
+}
+
+// TestPLTNames: every PLT entry objdump names (name@plt), in .plt and, in a build for
+// Intel CET, in .plt.sec, is named so; the sizeless _init before .plt names none of it.
+func TestPLTNames(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("objdump"))
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, section string
+		flags         []string
+	}{
+		{"plt", ".plt", nil},
+		{"plt-sec", ".plt.sec", []string{"-fcf-protection=full", "-Wl,-z,ibtplt"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prog := build(t, dir, c.name, append(c.flags, "testdata/prog.c")...)
+			out, err := exec.Command("objdump", "-d", "-j", c.section, prog).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint64]string{}
+			for _, line := range strings.Split(string(out), "\n") {
+				addr, name, ok := strings.Cut(strings.TrimSuffix(line, ">:"), " <")
+				if v, err := strconv.ParseUint(addr, 16, 64); ok && err == nil && strings.HasSuffix(name, "@plt") {
+					want[v] = name
+				}
+			}
+			if len(want) < 3 {
+				t.Fatalf("objdump names %d entries in %s:\n%s", len(want), c.section, out)
+			}
+			f, err := os.Open(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			tab, err := Read(f, st.Size(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for addr, name := range want {
+				for _, at := range []uint64{addr, addr + 15} {
+					if got, _ := tab.LookupVaddr(at); got != name {
+						t.Errorf("%#x: %q, want %q", at, got, name)
+					}
+				}
+			}
+			ef, err := elf.Open(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ef.Close()
+			plt := ef.Section(".plt")
+			for at := plt.Addr; at < plt.Addr+plt.Size; at++ {
+				if got, _ := tab.LookupVaddr(at); got == "_init" {
+					t.Fatalf("%#x in .plt named _init", at)
+				}
+			}
+		})
 	}
 }

@@ -51,11 +51,13 @@ var ErrTooLarge = errors.New("elfsym: the file's tables are larger than profd re
 // sttGNUIFunc is STT_GNU_IFUNC: a function whose address a resolver picks at load time.
 const sttGNUIFunc = elf.SymType(10)
 
-// symbol is one function symbol while a table is built.
+// symbol is one function symbol while a table is built. limit, for a symbol without a
+// size, is the end of the section it lies in: it holds nothing past it (_init, in .init,
+// does not hold the PLT after it).
 type symbol struct {
-	addr, size   uint64
-	name         string
-	global, weak bool
+	addr, size, limit uint64
+	name              string
+	global, weak      bool
 }
 
 // builder gathers the function symbols of a file and its debug file into a Table.
@@ -66,6 +68,10 @@ type builder struct {
 	scanned                int
 	capped                 bool
 	from                   []string
+	// dynstr is the string table of the last .dynsym read (its section's index dynstrAt):
+	// the PLT's names are in it.
+	dynstr   string
+	dynstrAt uint32
 }
 
 func newBuilder(o Options) *builder {
@@ -256,6 +262,9 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 		return err
 	}
 	names := string(strtab) // one copy shared by every name
+	if s.Type == elf.SHT_DYNSYM {
+		b.dynstr, b.dynstrAt = names, s.Link
+	}
 	entry := 24
 	if f.Class == elf.ELFCLASS32 {
 		entry = 16
@@ -317,7 +326,13 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 				return nil
 			}
 			bind := elf.ST_BIND(info)
-			b.syms = append(b.syms, symbol{addr: value, size: size, name: name, global: bind == elf.STB_GLOBAL, weak: bind == elf.STB_WEAK})
+			sym := symbol{addr: value, size: size, name: name, global: bind == elf.STB_GLOBAL, weak: bind == elf.STB_WEAK}
+			if size == 0 && shndx > 0 && shndx < uint16(elf.SHN_LORESERVE) && int(shndx) < len(f.Sections) {
+				if sec := f.Sections[shndx]; sec.Addr <= value && value-sec.Addr < sec.Size {
+					sym.limit = sec.Addr + sec.Size
+				}
+			}
+			b.syms = append(b.syms, sym)
 		}
 	}
 	return nil
@@ -353,11 +368,14 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 		addrs: make([]uint64, len(syms)), ends: make([]uint64, len(syms)), names: make([]string, len(syms))}
 	for i, s := range syms {
 		t.addrs[i], t.names[i] = s.addr, s.name
-		if s.size > 0 {
+		switch {
+		case s.size > 0:
 			t.ends[i] = s.addr + s.size
 			if t.ends[i] < s.addr { // wrapped: a size that cannot be true
 				t.ends[i] = 0
 			}
+		case s.limit > s.addr:
+			t.ends[i] = s.limit
 		}
 	}
 	b.syms = nil
@@ -383,14 +401,92 @@ func compareBool(x, y bool) int {
 	return 1
 }
 
+// pltEntryBytes is an x86-64 PLT entry's size, in .plt (after its header, one entry's
+// size) and in .plt.sec.
+const pltEntryBytes = 16
+
+// rJumpSlot is R_X86_64_JUMP_SLOT: a PLT entry's relocation.
+const rJumpSlot = 7
+
+// addPLT names the PLT entries of an x86-64 file, through which it calls the functions of
+// other files, as perf does: "name@plt", entry i by the i-th relocation of .rela.plt, in
+// .plt.sec when the file has one (built for Intel CET), else in .plt past its header. A
+// sample in a PLT entry was otherwise named by no symbol, or by the sizeless one before it.
+func (b *builder) addPLT(ef *elfFile) error {
+	f := ef.f
+	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
+		return nil
+	}
+	plt, first := f.Section(".plt.sec"), uint64(0)
+	if plt == nil {
+		plt, first = f.Section(".plt"), pltEntryBytes
+	}
+	rela := f.Section(".rela.plt")
+	if plt == nil || rela == nil || plt.Type != elf.SHT_PROGBITS || rela.Type != elf.SHT_RELA || plt.Size <= first {
+		return nil
+	}
+	if int(rela.Link) <= 0 || int(rela.Link) >= len(f.Sections) {
+		return fmt.Errorf("elfsym: .rela.plt links to section %d of %d", rela.Link, len(f.Sections))
+	}
+	dynsym := f.Sections[rela.Link]
+	if dynsym.Type != elf.SHT_DYNSYM || int(dynsym.Link) <= 0 || int(dynsym.Link) >= len(f.Sections) {
+		return nil
+	}
+	entries := (plt.Size - first) / pltEntryBytes
+	relas, err := ef.section(rela, b.maxStringBytes)
+	if err != nil {
+		return err
+	}
+	names := b.dynstr
+	if b.dynstrAt != dynsym.Link || names == "" {
+		strtab, err := ef.section(f.Sections[dynsym.Link], b.maxStringBytes)
+		if err != nil {
+			return err
+		}
+		names = string(strtab)
+	}
+	bo := f.ByteOrder
+	var entry [24]byte
+	for i := uint64(0); i < entries && (i+1)*24 <= uint64(len(relas)); i++ {
+		if len(b.syms) >= b.maxSymbols {
+			b.capped = true
+			return nil
+		}
+		info := bo.Uint64(relas[i*24+8:])
+		sym := info >> 32
+		if uint32(info) != rJumpSlot || sym == 0 || sym >= dynsym.Size/24 {
+			continue
+		}
+		// The symbol's entry alone: a file's .dynsym may be megabytes, its PLT a few
+		// hundred entries.
+		if n, _ := ef.r.ReadAt(entry[:], int64(dynsym.Offset+sym*24)); n < len(entry) {
+			continue
+		}
+		nameOff := uint64(bo.Uint32(entry[:]))
+		if nameOff >= uint64(len(names)) {
+			continue
+		}
+		name := names[nameOff:]
+		if end := strings.IndexByte(name, 0); end >= 0 {
+			name = name[:end]
+		}
+		if name == "" {
+			continue
+		}
+		b.syms = append(b.syms, symbol{addr: plt.Addr + first + i*pltEntryBytes, size: pltEntryBytes, name: name + "@plt"})
+	}
+	b.from = append(b.from, rela.Name)
+	return nil
+}
+
 // Read reads the function symbols of the ELF file r (size bytes) itself, from its .symtab
-// and .dynsym, without looking for a debug file.
+// and .dynsym and its PLT, without looking for a debug file.
 func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 	ef, err := openELF(r, size)
 	if err != nil {
 		return nil, err
 	}
 	b := newBuilder(o)
-	err = errors.Join(b.addSymbols(ef, elf.SHT_SYMTAB, ""), b.addSymbols(ef, elf.SHT_DYNSYM, ""))
+	err = errors.Join(b.addSymbols(ef, elf.SHT_SYMTAB, ""), b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
 	return b.table(ef.loads(), ef.buildID()), err
 }
