@@ -108,7 +108,8 @@ func JITMemory(mapping string) bool {
 }
 
 // isNative reports whether samples in mp are counted as native code: an executable
-// mapping of a regular file (not JIT memory).
+// mapping of a regular file (not JIT memory), or the vdso, an ELF image the kernel maps
+// (Lookup.OpenSymbols reads its symbols).
 func isNative(mp *Mapping) bool {
-	return mp.Executable && len(mp.Path) > 0 && mp.Path[0] == '/' && !JITMemory(mp.Path)
+	return mp.Executable && (len(mp.Path) > 0 && mp.Path[0] == '/' && !JITMemory(mp.Path) || mp.Path == "[vdso]")
 }

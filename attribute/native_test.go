@@ -270,3 +270,22 @@ func BenchmarkSnapshotNativeChains(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/snapshot")
 }
+
+// TestNativeVDSO: samples in the vdso are native code, named from the symbols the lookup
+// reads for it (from the process's memory), not counted by mapping alone; other kernel
+// areas ([vsyscall]) are.
+func TestNativeVDSO(t *testing.T) {
+	look := newFakeLookup(testPid)
+	vdso := Mapping{Start: 0x7fff00000000, End: 0x7fff00002000, Path: "[vdso]", Executable: true}
+	vsyscall := Mapping{Start: 0xffffffffff600000, End: 0xffffffffff601000, Path: "[vsyscall]", Executable: true}
+	look.mappings[testPid] = append(look.mappings[testPid], vdso, vsyscall)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	pid := uint32(testPid)
+	a.AddProcess(pid, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: vdso.Start + 0x40}: {N: 3}, {PID: pid, IP: vsyscall.Start}: {N: 2}})
+	p := a.procs[pid]
+	if len(p.native.counts) != 1 || len(look.opened) != 1 || p.outside["[vdso]"] != 0 || p.outside["[vsyscall]"] != 2 {
+		t.Errorf("%d native addresses, %d files opened, by mapping %v; want the vdso's sample native, its symbols asked for, [vsyscall]'s by mapping",
+			len(p.native.counts), len(look.opened), p.outside)
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"github.com/profd/profd/internal/execmaps"
 	"github.com/profd/profd/internal/kallsyms"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/procmem"
 )
 
 // procLookup answers attribution's questions about live processes from /proc: their image
@@ -41,6 +43,9 @@ type procLookup struct {
 	// target counted after it exited keeps them.
 	namesMu sync.Mutex
 	arrived map[uint32]procNames
+	// vdso holds the tables of the vdso images met, by build-id (vdsoSymbols).
+	vdsoMu sync.Mutex
+	vdso   map[string]*elfsym.File
 }
 
 // procNames are a process's image name and executable path, its effective user and
@@ -234,6 +239,9 @@ func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
 // where a network file system that does not answer holds no one else.
 // A file on a FUSE mount is not opened at all (procfs.ErrFUSE), with one warning a run.
 func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
+	if m.Path == "[vdso]" {
+		return l.vdsoSymbols(pid, m)
+	}
 	id := procfs.FileID{Dev: m.Dev, Ino: m.Inode}
 	err := procfs.RefuseFUSEFile(pid, id.Dev, m.Path)
 	if err != nil {
@@ -291,6 +299,46 @@ func (l *procLookup) OpenSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	}
 	return l.syms.OpenLater(st, open, places[found].root, m.Path)
 }
+
+// maxVDSOBytes bounds the vdso image read from a process: two pages on x86-64.
+const maxVDSOBytes = 64 << 10
+
+// vdsoSymbols names the functions of the vdso mapped at m in process pid (clock_gettime's
+// and gettimeofday's code, which a program that asks the time often runs): the kernel maps
+// one ELF image, with its own symbols and build-id, into every process of an ABI. It is read
+// from the process's memory, a few kilobytes, and kept by build-id for the processes to
+// come; nil when it cannot be read.
+func (l *procLookup) vdsoSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
+	if m.End <= m.Start || m.End-m.Start > maxVDSOBytes {
+		return nil
+	}
+	data, err := procmem.Read(pid, m.Start, int(m.End-m.Start))
+	if err != nil {
+		l.log.Debug("profd: the vdso is not read; its samples are named by the mapping only", "pid", pid, "err", err)
+		return nil
+	}
+	tab, err := elfsym.Read(bytes.NewReader(data), int64(len(data)), elfsym.Options{})
+	if tab == nil {
+		l.log.Debug("profd: the vdso has no symbols profd reads", "pid", pid, "err", err)
+		return nil
+	}
+	l.vdsoMu.Lock()
+	defer l.vdsoMu.Unlock()
+	if f := l.vdso[tab.BuildID]; f != nil {
+		return f
+	}
+	f := elfsym.Loaded(tab)
+	if tab.BuildID != "" && len(l.vdso) < maxVDSOImages {
+		if l.vdso == nil {
+			l.vdso = map[string]*elfsym.File{}
+		}
+		l.vdso[tab.BuildID] = f
+	}
+	return f
+}
+
+// maxVDSOImages bounds the vdso tables kept: one for each ABI a host's processes run.
+const maxVDSOImages = 4
 
 // ThreadName reads the thread's comm (/proc/TID reaches every thread, listed or not), else
 // its process's.

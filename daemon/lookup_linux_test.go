@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/elfsym"
+	"github.com/profd/profd/internal/procmem"
 )
 
 // TestLookupOpenSymbolsReplaced: once a target's mapping is split (mprotect of part of it:
@@ -126,5 +129,79 @@ func TestLookupOpenSymbolsReplaced(t *testing.T) {
 		if f := open(m); f == nil {
 			t.Error("the mapped file through map_files: not opened")
 		}
+	}
+}
+
+// TestLookupVDSO: the vdso's functions are named from the image the kernel maps, read from
+// the process, as debug/elf reads the same image's dynamic symbols; a second process's
+// vdso is the same table.
+func TestLookupVDSO(t *testing.T) {
+	l := newProcLookup(slog.New(slog.DiscardHandler))
+	t.Cleanup(l.close)
+	vdso := func(pid uint32) attribute.Mapping {
+		maps, err := l.Mappings(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range maps {
+			if m.Path == "[vdso]" {
+				return m
+			}
+		}
+		t.Skip("no vdso mapped")
+		return attribute.Mapping{}
+	}
+	pid := uint32(os.Getpid())
+	m := vdso(pid)
+	tab, err := l.OpenSymbols(pid, m).Wait(context.Background())
+	if err != nil || tab == nil {
+		t.Fatalf("the vdso's table: %v", err)
+	}
+	image, err := procmem.Read(pid, m.Start, int(m.End-m.Start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Size == 0 {
+			continue
+		}
+		// A weak alias (clock_gettime) shares its address with the function (__vdso_...).
+		if got, _ := tab.Lookup(s.Value + s.Size/2); got != s.Name && got != "__vdso_"+s.Name {
+			t.Errorf("%#x, in %s: named %q", s.Value+s.Size/2, s.Name, got)
+		}
+		named++
+	}
+	if named < 2 {
+		t.Fatalf("the vdso has %d functions", named)
+	}
+
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	other := uint32(cmd.Process.Pid)
+	var om attribute.Mapping
+	waitFor(t, "sleep's vdso mapped", 10*time.Second, func() bool {
+		maps, _ := l.Mappings(other)
+		for _, mm := range maps {
+			if mm.Path == "[vdso]" {
+				om = mm
+				return true
+			}
+		}
+		return false
+	})
+	if tab2, _ := l.OpenSymbols(other, om).Wait(context.Background()); tab2 != tab {
+		t.Error("another process's vdso: a table of its own, not the one kept by build-id")
 	}
 }

@@ -238,6 +238,14 @@ func (c *Cache) evictLocked() bool {
 	return n > 0
 }
 
+// Loaded is a File whose table t is loaded already: one read from elsewhere than a file
+// (the vdso, from a process's memory).
+func Loaded(t *Table) *File {
+	f := &File{done: make(chan struct{}), table: t}
+	close(f.done)
+	return f
+}
+
 func failed(err error) *File {
 	f := &File{done: make(chan struct{}), err: err}
 	close(f.done)
