@@ -307,7 +307,8 @@ const maxVDSOBytes = 64 << 10
 // and gettimeofday's code, which a program that asks the time often runs): the kernel maps
 // one ELF image, with its own symbols and build-id, into every process of an ABI. It is read
 // from the process's memory, a few kilobytes, and kept by build-id for the processes to
-// come; nil when it cannot be read.
+// come; nil when it cannot be read. It is read at once, under the run's lock: its pages are
+// the kernel's, which no file system or fault handler holds up.
 func (l *procLookup) vdsoSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	if m.End <= m.Start || m.End-m.Start > maxVDSOBytes {
 		return nil

@@ -31,7 +31,8 @@ type Finder interface {
 // A Stop is where a walk first met code whose frame information may yet come (Code.Later),
 // and went on by the frame pointer: the chain from there may be wrong or cut short. A walk
 // that ended at the thread's outermost frame, or at its bound, has none (Wait false).
-// Resume walks on from it, once the information has come.
+// Walk, given the frames before it, its registers and the stack from its SP up, walks on
+// from it once the information has come.
 type Stop struct {
 	Wait bool
 	N    int  // the frames before it: its pc is the walk's frames[N]
