@@ -311,13 +311,7 @@ func (b *builder) addSection(ef *elfFile, s *elf.Section) error {
 			if typ != elf.STT_FUNC && typ != sttGNUIFunc || shndx == uint16(elf.SHN_UNDEF) || value == 0 {
 				continue
 			}
-			if uint64(nameOff) >= uint64(len(names)) {
-				continue
-			}
-			name := names[nameOff:]
-			if end := strings.IndexByte(name, 0); end >= 0 {
-				name = name[:end]
-			}
+			name := stringAt(names, uint64(nameOff))
 			if name == "" {
 				continue
 			}
@@ -401,6 +395,18 @@ func compareBool(x, y bool) int {
 	return 1
 }
 
+// stringAt is the NUL-terminated string at off in a string table, "" past its end.
+func stringAt(names string, off uint64) string {
+	if off >= uint64(len(names)) {
+		return ""
+	}
+	name := names[off:]
+	if end := strings.IndexByte(name, 0); end >= 0 {
+		name = name[:end]
+	}
+	return name
+}
+
 // pltEntryBytes is an x86-64 PLT entry's size, in .plt (after its header, one entry's
 // size) and in .plt.sec.
 const pltEntryBytes = 16
@@ -462,14 +468,7 @@ func (b *builder) addPLT(ef *elfFile) error {
 		if n, _ := ef.r.ReadAt(entry[:], int64(dynsym.Offset+sym*24)); n < len(entry) {
 			continue
 		}
-		nameOff := uint64(bo.Uint32(entry[:]))
-		if nameOff >= uint64(len(names)) {
-			continue
-		}
-		name := names[nameOff:]
-		if end := strings.IndexByte(name, 0); end >= 0 {
-			name = name[:end]
-		}
+		name := stringAt(names, uint64(bo.Uint32(entry[:])))
 		if name == "" {
 			continue
 		}
