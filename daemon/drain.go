@@ -82,6 +82,11 @@ func (d *daemonRun) drainSomeLocked(drain func() (sampler.Drained, error)) int64
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
+	if d.java.asker != nil {
+		for pid := range dr.Held { // their chains wait on code a JVM may name in its next map
+			d.java.asker.Soon(pid)
+		}
+	}
 	if d.cfg.everyProcess() {
 		d.sortStraysLocked(&dr, now)
 	}

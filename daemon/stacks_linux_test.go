@@ -675,3 +675,54 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnwindDWARFLateCode: samples in a method HotSpot compiled after profd's last ask for
+// its perf map wait for their chains' frame information, and profd asks the JVM again for
+// them (hotspot.Asker.Soon) rather than at the next period: with --java-perfmap 60s, the
+// program's late loop (compiled at 12 s of the JVM's age; the asks come at some 2, 5, 10
+// and 20 s, and the program ends at 19 s) is named while it runs, its chains whole to
+// JavaMain (82–86 % of its samples here). Without the early ask no map names it, and the
+// test fails.
+func TestUnwindDWARFLateCode(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("java"), testenv.Tool("javac"))
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-d", classes, "testdata/LateHot.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	d := newDirs(t)
+	child := startChild(t, nil, "java", "-cp", classes, "LateHot")
+	pid := child.pid()
+	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF, JavaPerfMapEvery: time.Minute})
+	child.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	capt := readCapture(t, outputPath(d, "java", pid, FormatCapture))
+	var under, whole uint64
+	for _, st := range capt.Stacks {
+		leaf, main := false, false
+		for _, f := range st.Frames {
+			switch name := frameName(capt, f); {
+			case strings.HasPrefix(name, "long LateHot.late"):
+				leaf = true
+			case strings.HasPrefix(name, "JavaMain") && leaf:
+				main = true
+			}
+		}
+		if leaf {
+			under += st.Count
+			if main && !st.Cut {
+				whole += st.Count
+			}
+		}
+	}
+	t.Logf("%d samples under LateHot.late, %d of them chained whole to JavaMain", under, whole)
+	if under < 1000 {
+		t.Fatalf("%d samples under LateHot.late: its code was not named while the program ran\nlogs:\n%s", under, r.logs.String())
+	}
+	// Those taken after the last ask before the program's exit stay cut: its last second or
+	// two (some 14–18 % here).
+	if float64(whole) < 0.7*float64(under) {
+		t.Errorf("of %d samples under LateHot.late, %d chained whole to JavaMain; want 70 %%", under, whole)
+	}
+}

@@ -24,7 +24,13 @@ type Asker struct {
 
 	renewMu sync.Mutex
 	renewed map[uint32]bool // Renew's, taken by the next Ask
+	soon    map[uint32]bool // Soon's, taken by the next Ask
 }
+
+// soonGap is how long after its last ask a JVM is asked again when samples wait on code it
+// has not named (Soon): well within the 10 s the sampler holds a sample for its code's frame
+// information, and at most one ask in that time however many samples wait.
+const soonGap = 4 * time.Second
 
 // youngJVM is the age below which a JVM is not signalled, only asked when its listener is
 // there already: a JVM still starting sets its SIGQUIT handler a moment before it removes
@@ -42,14 +48,25 @@ type jvm struct {
 	signalled bool
 	done      bool // not asked again: not HotSpot, or it failed in a way that lasts
 	warned    bool
-	renewed   bool // Renew was called: what it runs is looked at again at once
-	unsure    bool // too young to tell: looked at again when due
+	renewed   bool      // Renew was called: what it runs is looked at again at once
+	unsure    bool      // too young to tell: looked at again when due
+	asked     time.Time // when it was last asked
 }
 
 // NewAsker returns an Asker that asks each JVM every period, and logs to logger.
 func NewAsker(logger *slog.Logger, every time.Duration) *Asker {
 	return &Asker{log: logger, every: every, procs: make(map[uint32]*jvm), young: youngJVM,
-		renewed: make(map[uint32]bool)}
+		renewed: make(map[uint32]bool), soon: make(map[uint32]bool)}
+}
+
+// Soon tells the Asker that samples of process pid wait on code its JVM has not named (a
+// method compiled since its last map, whose frames the walk of a chain needs): the JVM is
+// asked again soonGap after its last ask, when it is not due sooner. Soon may be called while
+// Ask runs.
+func (a *Asker) Soon(pid uint32) {
+	a.renewMu.Lock()
+	a.soon[pid] = true
+	a.renewMu.Unlock()
 }
 
 // Renew tells the Asker that process pid may run another program than when it was last
@@ -62,7 +79,8 @@ func (a *Asker) Renew(pid uint32) {
 	a.renewMu.Unlock()
 }
 
-// takeRenewed marks the processes Renew named since the last call.
+// takeRenewed marks the processes Renew named since the last call, and brings forward the
+// next ask of those Soon named.
 func (a *Asker) takeRenewed() {
 	a.renewMu.Lock()
 	defer a.renewMu.Unlock()
@@ -72,6 +90,12 @@ func (a *Asker) takeRenewed() {
 		}
 	}
 	clear(a.renewed)
+	for pid := range a.soon {
+		if j := a.procs[pid]; j != nil && !j.asked.IsZero() && j.asked.Add(soonGap).Before(j.next) {
+			j.next = j.asked.Add(soonGap)
+		}
+	}
+	clear(a.soon)
 }
 
 // Ask asks each HotSpot JVM among pids that is due (every one, with all) to write its perf
@@ -94,7 +118,8 @@ func (a *Asker) Ask(ctx context.Context, pids []uint32, all bool) (wrote []uint3
 		young := time.Since(j.started) < a.young
 		signalled, err := WritePerfMap(ctx, pid, !j.signalled && !young)
 		j.signalled = j.signalled || signalled
-		j.next = a.due(j, time.Now())
+		j.asked = time.Now()
+		j.next = a.due(j, j.asked)
 		if err == nil {
 			wrote = append(wrote, pid)
 			continue

@@ -545,3 +545,27 @@ func TestContainer(t *testing.T) {
 		t.Errorf("the container's /tmp/perf-1.map (%v) names no Hot method:\n%.1000s", err, m)
 	}
 }
+
+// TestAskerSoon: a JVM whose samples wait on code it has not named is due soonGap after its
+// last ask, unless it is due sooner; one never asked, or asked no more, is left as it is.
+func TestAskerSoon(t *testing.T) {
+	a := NewAsker(slog.New(slog.DiscardHandler), time.Minute)
+	t0 := time.Now()
+	a.procs[1] = &jvm{hotspot: true, asked: t0, next: t0.Add(time.Minute)}
+	a.procs[2] = &jvm{hotspot: true, asked: t0, next: t0.Add(time.Second)}
+	a.procs[3] = &jvm{hotspot: true, next: t0.Add(time.Minute)}
+	for pid := range uint32(4) {
+		a.Soon(pid)
+	}
+	a.takeRenewed()
+	for pid, want := range map[uint32]time.Time{1: t0.Add(soonGap), 2: t0.Add(time.Second), 3: t0.Add(time.Minute)} {
+		if got := a.procs[pid].next; !got.Equal(want) {
+			t.Errorf("pid %d due at %v after Soon, want %v", pid, got.Sub(t0), want.Sub(t0))
+		}
+	}
+	a.procs[1].next = t0.Add(time.Minute)
+	a.takeRenewed()
+	if got := a.procs[1].next; !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("without a second Soon: due at %v", got.Sub(t0))
+	}
+}
