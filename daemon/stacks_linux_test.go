@@ -634,15 +634,7 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			testenv.Requires(t, testenv.Root)
 			argv, image := c.start(t)
-			d := newDirs(t)
-			child := startChild(t, nil, argv...)
-			pid := child.pid()
-			t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
-			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
-				OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF, JavaPerfMapEvery: time.Second})
-			child.wait(t, 60*time.Second)
-			r.wait(t, 30*time.Second)
-			capt := readCapture(t, outputPath(d, image, pid, FormatCapture))
+			capt, r := dwarfCapture(t, argv, image, time.Second)
 			var under, chained, whole uint64
 			for _, st := range capt.Stacks {
 				leaf, caller := -1, -1
@@ -676,6 +668,22 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 	}
 }
 
+// dwarfCapture runs argv (its executable's base name image) under profd --unwind dwarf, the
+// ring back end sampling cpu-clock, a JVM asked for its perf map every javaEvery, until it
+// exits, and returns its capture and the run.
+func dwarfCapture(t *testing.T, argv []string, image string, javaEvery time.Duration) (*profileio.Capture, *profdRun) {
+	t.Helper()
+	d := newDirs(t)
+	child := startChild(t, nil, argv...)
+	pid := child.pid()
+	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
+		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF, JavaPerfMapEvery: javaEvery})
+	child.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	return readCapture(t, outputPath(d, image, pid, FormatCapture)), r
+}
+
 // TestUnwindDWARFLateCode: samples in a method HotSpot compiled after profd's last ask for
 // its perf map wait for their chains' frame information, and profd asks the JVM again for
 // them (hotspot.Asker.Soon) rather than at the next period: with --java-perfmap 60s, the
@@ -686,18 +694,10 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 func TestUnwindDWARFLateCode(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("java"), testenv.Tool("javac"))
 	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-d", classes, "testdata/LateHot.java").CombinedOutput(); err != nil {
+	if out, err := exec.Command("javac", "-d", classes, "testdata/LateHot.java", "../workloads/runtimes/Hot.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	d := newDirs(t)
-	child := startChild(t, nil, "java", "-cp", classes, "LateHot")
-	pid := child.pid()
-	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
-		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true, Unwind: UnwindDWARF, JavaPerfMapEvery: time.Minute})
-	child.wait(t, 60*time.Second)
-	r.wait(t, 30*time.Second)
-	capt := readCapture(t, outputPath(d, "java", pid, FormatCapture))
+	capt, r := dwarfCapture(t, []string{"java", "-cp", classes, "LateHot"}, "java", time.Minute)
 	var under, whole uint64
 	for _, st := range capt.Stacks {
 		leaf, main := false, false

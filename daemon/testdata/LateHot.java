@@ -3,16 +3,8 @@
 // time its age has doubled since the last ask (--java-perfmap 60s: at some 2, 5 and 10 s,
 // each ask a tick late), so HotSpot compiles the second loop after the third ask, and the
 // fourth would come at some 20 s, after the program's exit.
+// The first loop is workloads/runtimes/Hot.java's mixInts, compiled with it.
 public class LateHot {
-    static int early(int n) {
-        int h = 0;
-        for (int i = 0; i < n; i++) {
-            h = (h ^ i) * 0x9e3779b1;
-            h ^= h >>> 15;
-        }
-        return h;
-    }
-
     static long late(int n) {
         long s = 1;
         for (int i = 0; i < n; i++) {
@@ -25,7 +17,7 @@ public class LateHot {
     public static void main(String[] args) {
         java.lang.management.RuntimeMXBean rt = java.lang.management.ManagementFactory.getRuntimeMXBean();
         long acc = 0;
-        while (rt.getUptime() < 12000) acc ^= early(300000);
+        while (rt.getUptime() < 12000) acc ^= Hot.mixInts(300000);
         while (rt.getUptime() < 19000) acc ^= late(300000);
         System.out.println("done " + acc);
     }
