@@ -294,7 +294,7 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 			frames, stop := a.unwind.Unwind(s.pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
 			a.frames = frames
 			if stop.Wait && (!s.kernelMode || a.kernel) {
-				if a.held.hold(s, kernelChain(chain), us.stack, us.regs.SP, frames, stop) {
+				if a.held.hold(s, kernelEntries(chain), us.stack, us.regs.SP, frames, stop) {
 					a.stats.HeldChains++
 					return nil // counted as it is let go
 				}
@@ -306,17 +306,18 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 	return a.count(s, chain, unwound)
 }
 
-// kernelChain is a callchain's bytes (u64 nr then nr entries) up to and with its user
-// marker, whose entries an unwound chain replaces: nr rewritten in a copy when it has one.
-func kernelChain(chain []byte) []byte {
+// kernelEntries is the entries of a callchain's bytes (u64 nr then nr entries) up to and
+// with its user marker, whose entries an unwound chain replaces; all of them when it has
+// none.
+func kernelEntries(chain []byte) []byte {
 	ne := binary.NativeEndian
 	nr := int(ne.Uint64(chain))
 	for i := 0; i < nr; i++ {
 		if ne.Uint64(chain[8+8*i:]) == callchainUser {
-			return append(ne.AppendUint64(nil, uint64(i+1)), chain[8:8+8*(i+1)]...)
+			return chain[8 : 8+8*(i+1)]
 		}
 	}
-	return chain
+	return chain[8 : 8+8*nr]
 }
 
 // counted reports whether a sample of pid is counted: pid is a target, or allBut asks for

@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"encoding/binary"
 	"slices"
 	"time"
 
@@ -36,7 +37,7 @@ type sample struct {
 // heldSample is a sample whose chain waits at stop for frame information.
 type heldSample struct {
 	sample
-	chain  []byte   // the kernel's callchain up to its user marker (kernelChain)
+	chain  []byte   // the kernel's callchain up to its user marker (kernelEntries): nr, entries
 	frames []uint64 // the user frames walked before stop
 	stop   unwind.Stop
 	stack  []byte    // the copy of the user stack from stop.Regs.SP up
@@ -54,17 +55,18 @@ type held struct {
 	full    bool // a sample found maxHeldBytes held
 }
 
-// hold keeps sample s (its callchain's bytes chain, the user entries left out; its stack
-// copy stack, taken at base, walked until stop after frames) for a later walk, unless
+// hold keeps sample s (its callchain's entries, the user ones left out; its stack copy
+// stack, taken at base, walked until stop after frames) for a later walk, unless
 // maxHeldBytes are held.
-func (h *held) hold(s sample, chain, stack []byte, base uint64, frames []uint64, stop unwind.Stop) bool {
+func (h *held) hold(s sample, entries, stack []byte, base uint64, frames []uint64, stop unwind.Stop) bool {
 	stack = stackFrom(stack, base, stop.Regs.SP)
-	if h.bytes+len(chain)+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
+	if h.bytes+8+len(entries)+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
 		h.full = true
 		return false
 	}
 	hs := heldSample{sample: s, stop: stop, since: time.Now()}
-	hs.chain = slices.Clone(chain)
+	hs.chain = binary.NativeEndian.AppendUint64(make([]byte, 0, 8+len(entries)), uint64(len(entries)/8))
+	hs.chain = append(hs.chain, entries...)
 	hs.frames = slices.Clone(frames[:stop.N])
 	hs.stack = slices.Clone(stack)
 	h.bytes += hs.bytes()
