@@ -43,7 +43,7 @@ type procLookup struct {
 	// target counted after it exited keeps them.
 	namesMu sync.Mutex
 	arrived map[uint32]procNames
-	// vdso holds the tables of the vdso images met, by build-id (vdsoSymbols).
+	// vdso holds the tables of the vdso images met, by their bytes (vdsoSymbols).
 	vdsoMu sync.Mutex
 	vdso   map[string]*elfsym.File
 }
@@ -306,8 +306,9 @@ const maxVDSOBytes = 64 << 10
 // vdsoSymbols names the functions of the vdso mapped at m in process pid (clock_gettime's
 // and gettimeofday's code, which a program that asks the time often runs): the kernel maps
 // one ELF image, with its own symbols and build-id, into every process of an ABI. It is read
-// from the process's memory, a few kilobytes, and kept by build-id for the processes to
-// come; nil when it cannot be read. It is read at once, under the run's lock: its pages are
+// from the process's memory, a few kilobytes, and its table kept by the image's bytes for the
+// processes to come, which read the same image and are not parsed again; nil when it cannot
+// be read. It is read at once, under the run's lock: its pages are
 // the kernel's, which no file system or fault handler holds up.
 func (l *procLookup) vdsoSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 	if m.End <= m.Start || m.End-m.Start > maxVDSOBytes {
@@ -318,22 +319,22 @@ func (l *procLookup) vdsoSymbols(pid uint32, m attribute.Mapping) *elfsym.File {
 		l.log.Debug("profd: the vdso is not read; its samples are named by the mapping only", "pid", pid, "err", err)
 		return nil
 	}
+	l.vdsoMu.Lock()
+	defer l.vdsoMu.Unlock()
+	if f := l.vdso[string(data)]; f != nil {
+		return f
+	}
 	tab, err := elfsym.Read(bytes.NewReader(data), int64(len(data)), elfsym.Options{})
 	if tab == nil {
 		l.log.Debug("profd: the vdso has no symbols profd reads", "pid", pid, "err", err)
 		return nil
 	}
-	l.vdsoMu.Lock()
-	defer l.vdsoMu.Unlock()
-	if f := l.vdso[tab.BuildID]; f != nil {
-		return f
-	}
 	f := elfsym.Loaded(tab)
-	if tab.BuildID != "" && len(l.vdso) < maxVDSOImages {
+	if len(l.vdso) < maxVDSOImages {
 		if l.vdso == nil {
 			l.vdso = map[string]*elfsym.File{}
 		}
-		l.vdso[tab.BuildID] = f
+		l.vdso[string(data)] = f
 	}
 	return f
 }

@@ -202,6 +202,6 @@ func TestLookupVDSO(t *testing.T) {
 		return false
 	})
 	if tab2, _ := l.OpenSymbols(other, om).Wait(context.Background()); tab2 != tab {
-		t.Error("another process's vdso: a table of its own, not the one kept by build-id")
+		t.Error("another process's vdso: a table of its own, not the one kept for the same image")
 	}
 }
