@@ -611,22 +611,10 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 		leaf, caller string  // name prefixes: the sampled function, one of its callers below it
 		share        float64 // of the samples under leaf, those chained on to caller and whole
 	}{
-		{"python-jitdump", func(t *testing.T) ([]string, string) {
-			testenv.Requires(t, testenv.Python(13))
-			python := testenv.PythonPath(13)
-			return []string{python, "-X", "perf_jit", "testdata/pychain.py", "4"}, filepath.Base(python)
-		}, "py::mix_ints:", "py::run:", 0.95},
-		{"python-jitdump-at-exit", func(t *testing.T) ([]string, string) {
-			// A small program's records are written as it exits: its samples are held until then.
-			testenv.Requires(t, testenv.Python(13))
-			python := testenv.PythonPath(13)
-			return []string{python, "-X", "perf_jit", "../workloads/runtimes/hot.py", "3"}, filepath.Base(python)
-		}, "py::mix_ints:", "py::run:", 0.95},
-		{"python-perf-map", func(t *testing.T) ([]string, string) {
-			testenv.Requires(t, testenv.Python(12))
-			python := testenv.PythonPath(12)
-			return []string{python, "-X", "perf", "../workloads/runtimes/hot.py", "4"}, filepath.Base(python)
-		}, "py::mix_ints:", "py::run:", 0.95},
+		{"python-jitdump", pythonRun(13, "-X", "perf_jit", "testdata/pychain.py", "4"), "py::mix_ints:", "py::run:", 0.95},
+		// A small program's records are written as it exits: its samples are held until then.
+		{"python-jitdump-at-exit", pythonRun(13, "-X", "perf_jit", "../workloads/runtimes/hot.py", "3"), "py::mix_ints:", "py::run:", 0.95},
+		{"python-perf-map", pythonRun(12, "-X", "perf", "../workloads/runtimes/hot.py", "4"), "py::mix_ints:", "py::run:", 0.95},
 		{"java", func(t *testing.T) ([]string, string) {
 			return []string{"java", "-cp", testenv.JavaClasses(t), "Hot", "5"}, "java"
 		}, "int Hot.mixInts", "JavaMain", 0.9},
@@ -665,6 +653,15 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 				t.Errorf("of %d samples under %s, %d chained on to %s, %d of them to the thread's start; want %.0f %%", under, c.leaf, chained, c.caller, whole, 100*c.share)
 			}
 		})
+	}
+}
+
+// pythonRun starts CPython 3.minor with args, skipping the test where there is none.
+func pythonRun(minor int, args ...string) func(t *testing.T) ([]string, string) {
+	return func(t *testing.T) ([]string, string) {
+		testenv.Requires(t, testenv.Python(minor))
+		python := testenv.PythonPath(minor)
+		return append([]string{python}, args...), filepath.Base(python)
 	}
 }
 
