@@ -263,6 +263,16 @@ func TestJITCodeBound(t *testing.T) {
 	}
 }
 
+// TestKernelCode: the vdso is the kernel's code; memory a JIT named, the heap and anonymous
+// memory are not, and their undescribed code may be described later.
+func TestKernelCode(t *testing.T) {
+	for path, want := range map[string]bool{"[vdso]": true, "[vsyscall]": true, "[anon:jit]": false, "[anon:v8]": false, "[heap]": false, "": false} {
+		if got := kernelCode(path); got != want {
+			t.Errorf("%q: %v, want %v", path, got, want)
+		}
+	}
+}
+
 // TestUnwinderWaits: a walk says it stopped where frame information may yet come, in JIT
 // code nothing describes yet, in code whose instructions wait for the allowance, in a file
 // being read, and Ready says when it came; not in the vdso, which nothing will describe.

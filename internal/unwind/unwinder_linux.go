@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -112,7 +111,14 @@ type mapping struct {
 	f                  *file         // nil until a walk first needs it
 	bias               uint64
 	biased             bool // bias is known (f's table is read)
-	special            bool // anonymous, but one of the kernel's areas ([vdso]), not JIT code
+	special            bool // kernelCode: not JIT code
+}
+
+// kernelCode reports whether an anonymous mapping (by the name /proc/PID/maps gives it) is
+// the kernel's code, which no JIT record describes: the vdso. Anonymous memory a JIT named
+// ([anon:...], prctl PR_SET_VMA_ANON_NAME) is JIT code still, and so is the heap.
+func kernelCode(path string) bool {
+	return path == "[vdso]" || path == "[vsyscall]"
 }
 
 // source is the line of the process's maps m was made from, as far as reading its file needs.
@@ -283,7 +289,7 @@ func (u *Unwinder) refresh(p *process) {
 			out.path, out.id, out.f = m.Path, id, p.files[id]
 			mapped[id] = true
 		} else {
-			out.special = strings.HasPrefix(m.Path, "[")
+			out.special = kernelCode(m.Path)
 		}
 		p.maps = append(p.maps, out)
 	}
