@@ -4,7 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"strings"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -62,10 +64,16 @@ func BenchmarkLookup(b *testing.B) {
 
 // BenchmarkColdFile reads a big file's symbols on first sight, as a new target's first
 // flush does (the file's pages are in the page cache after the first iteration): LLVM's
-// shared library (105 MB, .dynsym only) and PostgreSQL's server (9 MB, .dynsym only).
+// shared library (105 MB, .dynsym only), PostgreSQL's server (9 MB, .dynsym only), and Go's
+// compiler (26 MB), with its .symtab and stripped of it (its Go function table read).
 func BenchmarkColdFile(b *testing.B) {
-	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres"} {
-		b.Run(path[strings.LastIndexByte(path, '/')+1:], func(b *testing.B) {
+	compile := filepath.Join(runtime.GOROOT(), "pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "compile")
+	stripped := filepath.Join(b.TempDir(), "compile-stripped")
+	if err := exec.Command("strip", "-o", stripped, compile).Run(); err != nil {
+		stripped = "" // skipped below
+	}
+	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres", compile, stripped} {
+		b.Run(filepath.Base(path), func(b *testing.B) {
 			st, err := os.Stat(path)
 			if err != nil {
 				b.Skip(err)

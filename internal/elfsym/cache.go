@@ -274,6 +274,8 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 	} else if dbg, from := c.findDebug(ef, id, root, path); dbg != nil {
 		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
 		dbg.file.Close()
+	} else {
+		errs = append(errs, b.addGoFuncs(ef))
 	}
 	errs = append(errs, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
 	if after, err := statOf(file); err != nil || after != key {

@@ -479,13 +479,18 @@ func (b *builder) addPLT(ef *elfFile) error {
 }
 
 // Read reads the function symbols of the ELF file r (size bytes) itself, from its .symtab
-// and .dynsym and its PLT, without looking for a debug file.
+// (else, for a Go executable, its function table) and .dynsym and its PLT, without looking
+// for a debug file.
 func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 	ef, err := openELF(r, size)
 	if err != nil {
 		return nil, err
 	}
 	b := newBuilder(o)
-	err = errors.Join(b.addSymbols(ef, elf.SHT_SYMTAB, ""), b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
+	own := b.addGoFuncs
+	if ef.hasSymtab() {
+		own = func(ef *elfFile) error { return b.addSymbols(ef, elf.SHT_SYMTAB, "") }
+	}
+	err = errors.Join(own(ef), b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
 	return b.table(ef.loads(), ef.buildID()), err
 }

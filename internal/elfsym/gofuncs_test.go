@@ -1,0 +1,327 @@
+package elfsym
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestGoFuncs builds testdata/goprog.go with and without its symbols (-ldflags=-s -w), as
+// an executable and a PIE, linked by Go's linker and by the system's: the stripped build's
+// table, read from the Go function table, names every function the other build's .symtab
+// names at the same address among Go's code (the builds lay out their code alike), but
+// .symtab's ABI suffixes (runtime.goexit.abi0).
+func TestGoFuncs(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("go"))
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"exe", nil},
+		{"pie", []string{"-buildmode=pie"}},
+		{"external", []string{"-ldflags=-linkmode=external"}},
+		{"external-pie", []string{"-buildmode=pie", "-ldflags=-linkmode=external"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(strings.Join(c.flags, " "), "external") {
+				testenv.Requires(t, testenv.Tool("cc"))
+			}
+			full, stripped := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-stripped")
+			for _, out := range []string{full, stripped} {
+				args := append([]string{"build", "-o", out}, c.flags...)
+				if out == stripped {
+					args = stripFlags(args)
+				}
+				if b, err := exec.Command("go", append(args, "testdata/goprog.go")...).CombinedOutput(); err != nil {
+					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+				}
+			}
+			tab := readFile(t, stripped)
+			checkTable(t, tab)
+			if !strings.Contains(strings.Join(tab.From, " "), ".gopclntab") {
+				t.Fatalf("the stripped build's table is from %v", tab.From)
+			}
+			ef, err := elf.Open(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ef.Close()
+			syms, err := ef.Symbols()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text, etext uint64
+			for _, s := range syms {
+				switch s.Name {
+				case "runtime.text":
+					text = s.Value
+				case "runtime.etext":
+					etext = s.Value
+				}
+			}
+			var checked int
+			for _, s := range syms {
+				// The C code an external linker adds (_start, the runtime's cgo parts) lies
+				// outside Go's.
+				if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value < text || s.Value >= etext || s.Name == "runtime.text" {
+					continue
+				}
+				want := strings.TrimSuffix(s.Name, ".abi0")
+				for _, at := range []uint64{s.Value, s.Value + s.Size/2} {
+					if got, _ := tab.LookupVaddr(at); got != want {
+						t.Errorf("%#x: %q, want %q", at, got, want)
+					}
+				}
+				checked++
+			}
+			if checked < 1000 {
+				t.Fatalf("%d Go functions in the symbols of %s", checked, full)
+			}
+			t.Logf("%d functions named alike", checked)
+		})
+	}
+}
+
+// stripFlags adds -s -w to a go build's -ldflags.
+func stripFlags(args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if v, ok := strings.CutPrefix(a, "-ldflags="); ok {
+			out[i] = "-ldflags=-s -w " + v
+			return out
+		}
+	}
+	return append(out, "-ldflags=-s -w")
+}
+
+func readFile(t *testing.T, path string) *Table {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Read(f, st.Size(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// goFunc is a function of a synthetic Go function table.
+type goFunc struct {
+	entry, end uint64
+	name       string
+}
+
+// goTableBytes lays out a Go function table of the format magic names, pointers of ptr
+// bytes in byte order bo, entries counted from text (Go 1.18 and later; the header holds
+// text when inHeader). The functions follow each other: each one's end is the next one's
+// entry.
+func goTableBytes(magic uint32, ptr int, bo binary.ByteOrder, text uint64, inHeader bool, funcs []goFunc) []byte {
+	offsets := magic == goMagic118 || magic == goMagic120
+	words := map[uint32]int{goMagic12: 1, goMagic116: 7, goMagic118: 8, goMagic120: 8}[magic]
+	var b bytes.Buffer
+	putPtr := func(v uint64) {
+		if ptr == 4 {
+			binary.Write(&b, bo, uint32(v))
+		} else {
+			binary.Write(&b, bo, v)
+		}
+	}
+	header := 8 + words*ptr
+	var names bytes.Buffer
+	nameOff := make([]uint32, len(funcs))
+	for i, f := range funcs {
+		nameOff[i] = uint32(names.Len())
+		names.WriteString(f.name + "\x00")
+	}
+	field := ptr
+	if offsets {
+		field = 4
+	}
+	namesAt := uint64(header)
+	functabAt := namesAt + uint64(names.Len())
+	if magic == goMagic12 {
+		functabAt = uint64(header) // names after the records
+	}
+	recordSize := uint64(ptr + 4)
+	if offsets {
+		recordSize = 8
+	}
+	recordsAt := functabAt + uint64((2*len(funcs)+1)*field)
+	if magic == goMagic12 {
+		namesAt = recordsAt + uint64(len(funcs))*recordSize
+	}
+	// header
+	binary.Write(&b, bo, magic)
+	b.Write([]byte{0, 0, 1, byte(ptr)})
+	putPtr(uint64(len(funcs)))
+	switch magic {
+	case goMagic116:
+		putPtr(0)         // files
+		putPtr(namesAt)   // names
+		putPtr(functabAt) // cutab: the names end there
+		putPtr(0)
+		putPtr(0)
+		putPtr(functabAt)
+	case goMagic118, goMagic120:
+		putPtr(0)
+		if inHeader {
+			putPtr(text)
+		} else {
+			putPtr(0)
+		}
+		putPtr(namesAt)
+		putPtr(functabAt)
+		putPtr(0)
+		putPtr(0)
+		putPtr(functabAt)
+	}
+	if magic != goMagic12 {
+		b.Write(names.Bytes())
+	}
+	// function table, then the records
+	base := functabAt
+	if magic == goMagic12 {
+		base = 0
+	}
+	putField := func(v uint64) {
+		if offsets {
+			binary.Write(&b, bo, uint32(v))
+		} else {
+			putPtr(v)
+		}
+	}
+	pc := func(v uint64) uint64 {
+		if offsets {
+			return v - text
+		}
+		return v
+	}
+	for i, f := range funcs {
+		putField(pc(f.entry))
+		putField(recordsAt + uint64(i)*recordSize - base)
+	}
+	putField(pc(funcs[len(funcs)-1].end))
+	for i, f := range funcs {
+		if offsets {
+			binary.Write(&b, bo, uint32(pc(f.entry)))
+		} else {
+			putPtr(f.entry)
+		}
+		off := nameOff[i]
+		if magic == goMagic12 {
+			off += uint32(namesAt)
+		}
+		binary.Write(&b, bo, off)
+	}
+	if magic == goMagic12 {
+		b.Write(names.Bytes())
+	}
+	return b.Bytes()
+}
+
+// goTableCases are synthetic tables of every format, pointer size and byte order.
+func goTableCases() []struct {
+	name string
+	data []byte
+	text uint64
+} {
+	funcs := []goFunc{{0x401000, 0x401040, "main.main"}, {0x401040, 0x4010a0, "runtime.goexit"}, {0x4010a0, 0x401200, "main.(*T).m"}}
+	type c = struct {
+		name string
+		data []byte
+		text uint64
+	}
+	var out []c
+	for _, m := range []struct {
+		name  string
+		magic uint32
+	}{{"1.2", goMagic12}, {"1.16", goMagic116}, {"1.18", goMagic118}, {"1.20", goMagic120}} {
+		for _, ptr := range []int{8, 4} {
+			for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+				name := m.name + "-" + bo.String() + map[int]string{4: "-32", 8: "-64"}[ptr]
+				out = append(out, c{name, goTableBytes(m.magic, ptr, bo, 0x400f00, true, funcs), 0})
+				if m.magic == goMagic120 {
+					out = append(out, c{name + "-text-elsewhere", goTableBytes(m.magic, ptr, bo, 0x400f00, false, funcs), 0x400f00})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestGoTableFormats reads synthetic tables of the four formats, both pointer sizes and
+// byte orders: every function's entry, end and name.
+func TestGoTableFormats(t *testing.T) {
+	want := []goFunc{{0x401000, 0x401040, "main.main"}, {0x401040, 0x4010a0, "runtime.goexit"}, {0x4010a0, 0x401200, "main.(*T).m"}}
+	for _, c := range goTableCases() {
+		t.Run(c.name, func(t *testing.T) {
+			tab, err := parseGoTable(c.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := tab.text
+			if text == 0 {
+				text = c.text
+			}
+			var got []goFunc
+			tab.funcs(text, func(entry, end uint64, name string) bool {
+				got = append(got, goFunc{entry, end, name})
+				return true
+			})
+			if len(got) != len(want) {
+				t.Fatalf("%+v, want %+v", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("function %d: %+v, want %+v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+	// A count of functions the table cannot hold is refused before anything is read.
+	bad := goTableBytes(goMagic120, 8, binary.LittleEndian, 0x400f00, true, want)
+	binary.LittleEndian.PutUint64(bad[8:], 1<<40)
+	if _, err := parseGoTable(bad); err == nil {
+		t.Error("a table claiming 2^40 functions was read")
+	}
+}
+
+// FuzzGoTable reads arbitrary bytes as a Go function table: no crash, and no more
+// functions than its bytes can hold. Seeds: the synthetic tables of every format.
+func FuzzGoTable(f *testing.F) {
+	for _, c := range goTableCases() {
+		f.Add(c.data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := parseGoTable(data)
+		if err != nil {
+			return
+		}
+		n := 0
+		tab.funcs(0x400000, func(entry, end uint64, name string) bool {
+			if end <= entry || name == "" {
+				t.Fatalf("function %q at [%#x, %#x)", name, entry, end)
+			}
+			n++
+			return true
+		})
+		if n*8 > len(data) {
+			t.Fatalf("%d functions from %d bytes", n, len(data))
+		}
+	})
+}
