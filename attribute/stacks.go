@@ -407,8 +407,10 @@ var stackBottoms = map[string]bool{
 // start_thread, clone and the like, or where a runtime starts a stack of its own): a chain
 // whose outermost frame is elsewhere was cut (Snapshot.Name marks it).
 func ThreadStart(function string) bool {
-	// A perf map of Erlang's names functions with a leading $.
-	return threadStarts[function] || stackBottoms[strings.TrimPrefix(function, "$")]
+	// A Go executable's .symtab names its assembly functions with their ABI
+	// (runtime.goexit.abi0), its function table without; a perf map of Erlang's names
+	// functions with a leading $.
+	return threadStarts[strings.TrimSuffix(function, ".abi0")] || stackBottoms[strings.TrimPrefix(function, "$")]
 }
 
 // markCut marks the stacks whose outermost frame is not where a thread starts: their

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/profileio"
@@ -257,5 +258,75 @@ func TestNativeDebugFileInContainer(t *testing.T) {
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=samples", outputPath(d, "native", pid, FormatPprof)).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "native_hot") {
 		t.Errorf("go tool pprof -top: %v\n%s", err, out)
+	}
+}
+
+// TestNativeGo profiles a Go program (testdata/gohot.go) built stripped (go build
+// -ldflags=-s -w, no .symtab), as Go programs are shipped, and built with its symbols:
+// profd names its functions, of the stripped build from the table the Go runtime keeps of
+// them (perf names them by the file only), and its call chains, which end in
+// runtime.goexit (.symtab: runtime.goexit.abi0), count as whole: no warning that they
+// were cut.
+func TestNativeGo(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("go"))
+	for _, build := range []struct{ name, ldflags string }{{"stripped", "-s -w"}, {"symtab", ""}} {
+		t.Run(build.name, func(t *testing.T) { testNativeGo(t, build.ldflags) })
+	}
+}
+
+func testNativeGo(t *testing.T, ldflags string) {
+	exe := filepath.Join(t.TempDir(), "gohot")
+	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "testdata/gohot.go").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	d := newDirs(t)
+	cmd := exec.Command(exe, "3")
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startCmd(t, cmd)
+	pid := w.pid()
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}, Stacks: true})
+	r.waitAdded(t, pid, 60*time.Second)
+	start.Write([]byte{1})
+	start.Close()
+	w.wait(t, 120*time.Second)
+	r.wait(t, 60*time.Second)
+
+	c := readCapture(t, outputPath(d, "gohot", pid, FormatCapture))
+	var native, hot uint64
+	for _, m := range c.Native {
+		for _, s := range m.Samples {
+			native += s.Count
+			if s.Function == "main.mixInts" {
+				hot += s.Count
+			}
+		}
+	}
+	var inHot, whole uint64
+	for _, st := range c.Stacks {
+		if len(st.Frames) < 4 || frameName(c, st.Frames[0]) != "main.mixInts" {
+			continue
+		}
+		inHot += st.Count
+		names := make([]string, len(st.Frames))
+		for i, f := range st.Frames {
+			names[i] = frameName(c, f)
+		}
+		if !st.Cut && names[1] == "main.outer" && names[2] == "main.main" && attribute.ThreadStart(names[len(names)-1]) {
+			whole += st.Count
+		}
+	}
+	t.Logf("%d native samples, %d named main.mixInts; %d chains from it, %d whole", native, hot, inHot, whole)
+	if native < 1000 || float64(hot) < 0.9*float64(native) {
+		t.Errorf("%d of %d native samples named main.mixInts, want 90 %% of 3 s", hot, native)
+	}
+	if inHot == 0 || float64(whole) < 0.95*float64(inHot) {
+		t.Errorf("%d of %d chains from main.mixInts go through main.outer and main.main to the goroutine's start", whole, inHot)
+	}
+	if strings.Contains(r.logs.String(), "call chains stop before") {
+		t.Errorf("a warning of cut chains for a Go program's whole chains:\n%s", r.logs.String())
 	}
 }
