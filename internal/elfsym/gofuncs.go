@@ -207,8 +207,13 @@ func (b *builder) addGoFuncs(ef *elfFile) error {
 	return nil
 }
 
-// goText finds runtime.text in the runtime's module data: among the file's writable data,
-// a pointer-aligned word holding the address of t (at addr) followed by that of its names.
+// goModuleSections are where Go's linker puts the runtime's module data: a section of its
+// own from Go 1.26 on, before that among the data without pointers, or under a PIE's
+// relocations.
+var goModuleSections = []string{".go.module", ".noptrdata", ".data.rel.ro", ".data"}
+
+// goText finds runtime.text in the runtime's module data: a pointer-aligned word holding
+// the address of t (at addr) followed by that of its names.
 func (ef *elfFile) goText(t *goTable, addr uint64, limit int64) (uint64, error) {
 	want := make([]byte, 2*t.ptr)
 	put := t.bo.PutUint64
@@ -217,8 +222,9 @@ func (ef *elfFile) goText(t *goTable, addr uint64, limit int64) (uint64, error) 
 	}
 	put(want, addr)
 	put(want[t.ptr:], addr+t.names)
-	for _, s := range ef.f.Sections {
-		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_WRITE == 0 || s.Flags&elf.SHF_ALLOC == 0 {
+	for _, name := range goModuleSections {
+		s := ef.f.Section(name)
+		if s == nil || s.Type != elf.SHT_PROGBITS {
 			continue
 		}
 		data, err := ef.section(s, limit)

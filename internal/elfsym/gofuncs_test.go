@@ -325,3 +325,47 @@ func FuzzGoTable(f *testing.F) {
 		}
 	})
 }
+
+// TestGoTextFromModuleData finds runtime.text in the runtime's module data, as profd must
+// for Go 1.26 on, of Go executables built by Go 1.18 to 1.25 on this machine's PATH (their
+// tables' headers still hold it): both agree. Skipped where PATH has none.
+func TestGoTextFromModuleData(t *testing.T) {
+	checked := 0
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil || !info.Mode().IsRegular() || info.Size() < 1<<20 || checked == 5 {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			ef, err := openELF(f, info.Size())
+			s := (*elf.Section)(nil)
+			if err == nil {
+				s = ef.f.Section(".gopclntab")
+			}
+			var tab *goTable
+			if s != nil {
+				if data, err := ef.section(s, DefaultMaxStringBytes); err == nil {
+					tab, _ = parseGoTable(data)
+				}
+			}
+			if tab != nil && tab.text != 0 {
+				text, err := ef.goText(tab, s.Addr, DefaultMaxStringBytes)
+				if err != nil || text != tab.text {
+					t.Errorf("%s: runtime.text %#x in its module data (%v), %#x in its table's header", path, text, err, tab.text)
+				}
+				checked++
+			}
+			f.Close()
+		}
+	}
+	if checked == 0 {
+		t.Skip("no Go executable of Go 1.18 to 1.25 on PATH")
+	}
+	t.Logf("%d executables", checked)
+}
