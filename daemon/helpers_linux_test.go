@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -207,6 +208,17 @@ func startChild(t testing.TB, env []string, argv ...string) *child {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	return startCmd(t, cmd)
+}
+
+// startGated starts cmd with a pipe on its stdin, for a program that begins its work when a
+// byte comes there: written once profd (and perf) sample it, they see the same span of it.
+func startGated(t testing.TB, cmd *exec.Cmd) (c *child, start io.WriteCloser) {
+	t.Helper()
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startCmd(t, cmd), start
 }
 
 // startCmd starts cmd, collecting its output; the test's cleanup kills it.

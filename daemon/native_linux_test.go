@@ -45,12 +45,7 @@ func TestNativeSymbols(t *testing.T) {
 	d := newDirs(t)
 	// The program waits for a byte on stdin: profd and perf sample the same span of its
 	// life (on a busy machine the functions' shares of time drift with the load).
-	cmd := exec.Command(exe, "6")
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startCmd(t, cmd)
+	w, start := startGated(t, exec.Command(exe, "6"))
 	pid := w.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatPprof, FormatCapture}})
@@ -280,12 +275,7 @@ func testNativeGo(t *testing.T, ldflags string) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	d := newDirs(t)
-	cmd := exec.Command(exe, "3")
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startCmd(t, cmd)
+	w, start := startGated(t, exec.Command(exe, "3"))
 	pid := w.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatCapture}, Stacks: true})

@@ -151,11 +151,7 @@ func startNodeWaiting(t *testing.T, flag string) (node *child, start io.WriteClo
 // attach socket) are removed at the test's end.
 func startWaiting(t *testing.T, cmd *exec.Cmd) (c *child, start io.WriteCloser) {
 	t.Helper()
-	start, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c = startCmd(t, cmd)
+	c, start = startGated(t, cmd)
 	t.Cleanup(c.removeRuntimeFiles)
 	waitFor(t, "the workload to wait", 60*time.Second, func() bool {
 		select {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -67,10 +67,13 @@ func BenchmarkLookup(b *testing.B) {
 // shared library (105 MB, .dynsym only), PostgreSQL's server (9 MB, .dynsym only), and Go's
 // compiler (26 MB), with its .symtab and stripped of it (its Go function table read).
 func BenchmarkColdFile(b *testing.B) {
-	compile := filepath.Join(runtime.GOROOT(), "pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "compile")
-	stripped := filepath.Join(b.TempDir(), "compile-stripped")
-	if err := exec.Command("strip", "-o", stripped, compile).Run(); err != nil {
-		stripped = "" // skipped below
+	var compile, stripped string // skipped below when empty
+	if tool, err := exec.Command("go", "env", "GOTOOLDIR").Output(); err == nil {
+		compile = filepath.Join(strings.TrimSpace(string(tool)), "compile")
+		stripped = filepath.Join(b.TempDir(), "compile-stripped")
+		if exec.Command("strip", "-o", stripped, compile).Run() != nil {
+			stripped = ""
+		}
 	}
 	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres", compile, stripped} {
 		b.Run(filepath.Base(path), func(b *testing.B) {

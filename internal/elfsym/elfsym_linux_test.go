@@ -153,22 +153,8 @@ func TestLiveProcesses(t *testing.T) {
 func TestMatchesSymtab(t *testing.T) {
 	dir := t.TempDir()
 	prog := build(t, dir, "prog", "testdata/prog.c")
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := os.Open(prog)
-	defer r.Close()
-	st, _ := r.Stat()
-	tab, err := Read(r, st.Size(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := symbolsOf(t, prog)
+	tab := readFile(t, prog)
 	n := 0
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
@@ -798,16 +784,7 @@ func TestPLTNames(t *testing.T) {
 			if len(want) < 3 {
 				t.Fatalf("objdump names %d entries in %s:\n%s", len(want), c.section, out)
 			}
-			f, err := os.Open(prog)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			st, _ := f.Stat()
-			tab, err := Read(f, st.Size(), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tab := readFile(t, prog)
 			for addr, name := range want {
 				for _, at := range []uint64{addr, addr + 15} {
 					if got, _ := tab.LookupVaddr(at); got != name {

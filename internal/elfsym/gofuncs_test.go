@@ -49,15 +49,7 @@ func TestGoFuncs(t *testing.T) {
 			if !strings.Contains(strings.Join(tab.From, " "), ".gopclntab") {
 				t.Fatalf("the stripped build's table is from %v", tab.From)
 			}
-			ef, err := elf.Open(full)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ef.Close()
-			syms, err := ef.Symbols()
-			if err != nil {
-				t.Fatal(err)
-			}
+			syms := symbolsOf(t, full)
 			var text, etext uint64
 			for _, s := range syms {
 				switch s.Name {
@@ -102,6 +94,7 @@ func stripFlags(args []string) []string {
 	return append(out, "-ldflags=-s -w")
 }
 
+// readFile reads the table of the file at path (Read).
 func readFile(t *testing.T, path string) *Table {
 	t.Helper()
 	f, err := os.Open(path)
@@ -118,6 +111,21 @@ func readFile(t *testing.T, path string) *Table {
 		t.Fatal(err)
 	}
 	return tab
+}
+
+// symbolsOf is debug/elf's reading of the .symtab of the file at path.
+func symbolsOf(t *testing.T, path string) []elf.Symbol {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return syms
 }
 
 // goFunc is a function of a synthetic Go function table.
