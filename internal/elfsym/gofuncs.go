@@ -49,10 +49,9 @@ type goTable struct {
 	offsets bool   // entries are 32-bit offsets from text (Go 1.18 and later)
 	text    uint64 // the header's runtime.text (Go 1.18 to 1.25), 0 when absent
 	nfunc   int
-	// names are counted from names; they end at namesEnd (Go 1.16 and later; before,
-	// the names lie among the records and are copied one by one: clone).
+	// names are counted from names; they end at namesEnd (from Go 1.16 on; before, the
+	// names lie among the records: names and namesEnd span the table).
 	names, namesEnd uint64
-	clone           bool
 	functab         uint64 // where the function table starts; records are counted from it too (Go 1.16 and later)
 	records         uint64 // where records are counted from
 }
@@ -84,7 +83,7 @@ func parseGoTable(data []byte) (*goTable, error) {
 	namesEnd := uint64(len(data))
 	switch magic {
 	case goMagic12:
-		functab, t.clone = uint64(8+t.ptr), true
+		functab = uint64(8 + t.ptr)
 	case goMagic116:
 		n, ok1 := word(2)
 		cu, ok2 := word(3)
@@ -136,11 +135,11 @@ func (t *goTable) field(i int) uint64 {
 
 // funcs calls fn with each function's entry, end and name, in the table's order, text
 // being runtime.text (Go 1.18 and later). The names are cut from one copy of the table's
-// names, shared by all, not from data. A record or name outside the table is skipped; fn
-// returning false stops the walk.
+// names (a Table keeps a copy of its own). A record or name outside the table is skipped;
+// fn returning false stops the walk.
 func (t *goTable) funcs(text uint64, fn func(entry, end uint64, name string) bool) {
-	names := string(t.data[t.names:t.namesEnd]) // with clone, a copy let go of after the walk
-	nameAt := uint64(t.ptr)                     // a record's name offset follows its entry
+	names := string(t.data[t.names:t.namesEnd])
+	nameAt := uint64(t.ptr) // a record's name offset follows its entry
 	if t.offsets {
 		nameAt = 4
 	}
@@ -161,11 +160,8 @@ func (t *goTable) funcs(text uint64, fn func(entry, end uint64, name string) boo
 		if name == "" || end <= start {
 			continue
 		}
-		switch {
-		case strings.Contains(name, "·"): // as the linker names it in .symtab
+		if strings.Contains(name, "·") { // as the linker names it in .symtab
 			name = strings.ReplaceAll(name, "·", ".")
-		case t.clone:
-			name = strings.Clone(name)
 		}
 		if !fn(start, end, name) {
 			return

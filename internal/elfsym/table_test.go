@@ -1,9 +1,12 @@
 package elfsym
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // TestLookupIndex checks the bucket index against a linear search over tables of clustered
@@ -70,6 +73,30 @@ func TestAliases(t *testing.T) {
 		}
 		if got, _ := b.table(nil, "").LookupVaddr(0x1000); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.syms, got, c.want)
+		}
+	}
+}
+
+// TestNamesKeptAlone reads a file whose string tables hold more than its functions' names
+// (its objects', its sections'): the table keeps the names of its functions one after the
+// other in one string of their length, not slices of the string tables, which would stay
+// in memory as long as the table does.
+func TestNamesKeptAlone(t *testing.T) {
+	data, err := os.ReadFile("testdata/seed.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Read(bytes.NewReader(data), int64(len(data)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() < 3 {
+		t.Fatalf("%d functions in testdata/seed.elf", tab.Len())
+	}
+	for i := 1; i < tab.Len(); i++ {
+		prev, name := tab.names[i-1], tab.names[i]
+		if unsafe.Pointer(unsafe.StringData(name)) != unsafe.Add(unsafe.Pointer(unsafe.StringData(prev)), len(prev)) {
+			t.Fatalf("name %d (%q) does not follow name %d (%q) in one string", i, name, i-1, prev)
 		}
 	}
 }
