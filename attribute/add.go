@@ -269,7 +269,7 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 	if leaf {
 		mapping, mp = p.maps.lookup(addr)
 	} else {
-		mapping, mp = p.maps.lookupCached(addr)
+		mapping, mp = p.maps.lookupCaller(addr)
 	}
 	// A file's code is named by the file's symbols, as perf does, even where a JIT's perf
 	// map names it too (V8 lists the builtins embedded in node's executable).

@@ -190,6 +190,39 @@ func TestStackFramesNamedLate(t *testing.T) {
 	}
 }
 
+// TestCallerInData: a chain that frame pointers led astray, through code built without
+// them, takes callers' return addresses from data, a heap of anonymous memory that is not
+// executable (CPython's objects): such a caller is unknown, not unnamed JIT code; in
+// executable anonymous memory it is; and in memory the cached mappings show writable but
+// that a JIT made executable since, it is too (the mappings are read again).
+func TestCallerInData(t *testing.T) {
+	look := newFakeLookup(testPid)
+	const heap, flipped = 0x10000, 0x20000
+	look.mappings[testPid] = append([]Mapping{{Start: heap, End: heap + 0x1000}, {Start: flipped, End: flipped + 0x1000}},
+		look.mappings[testPid]...)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
+	a.AddProcess(testPid, 0)
+	leaf := uint64(anonBase + 0x10)
+	a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, heap + 0x800}, Count: sampler.Count{N: 1, LastNs: 1}}})
+	look.mappings[testPid][1].Executable = true // the JIT made the page executable
+	a.add(map[sampler.Key]sampler.Count{})      // the next drain
+	a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, flipped + 0x800}, Count: sampler.Count{N: 1, LastNs: 2}}})
+	a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, anonBase + 0x1000}, Count: sampler.Count{N: 1, LastNs: 3}}})
+	c := a.Snapshot(testPid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	callers := map[uint64]string{}
+	for _, st := range c.Stacks {
+		if len(st.Frames) == 2 {
+			callers[st.Frames[1].Address] = st.Frames[1].Mapping
+		}
+	}
+	for addr, want := range map[uint64]string{heap + 0x7ff: "[unknown]", flipped + 0x7ff: profileio.UnnamedMapping,
+		anonBase + 0xfff: profileio.UnnamedMapping} {
+		if callers[addr] != want {
+			t.Errorf("caller %#x: %q, want %q (callers %v)", addr, callers[addr], want, callers)
+		}
+	}
+}
+
 // TestDataMappingNeverHoldsSamples: a sample whose address the mappings put in a file that
 // is not executable (the mappings were read before the process unmapped its data file and
 // mapped code there, or after the code went) is never filed under that file: the mappings

@@ -8,7 +8,8 @@ import (
 	"github.com/profd/profd/internal/elfsym"
 )
 
-// anonBase is where fakeLookup's processes have anonymous memory (JIT memory): 4 GiB of it.
+// anonBase is where fakeLookup's processes have anonymous executable memory (JIT memory):
+// 4 GiB of it.
 const anonBase = 0x7f0000000000
 
 // fakeLookup answers for processes from its tables; a pid it has no mappings for is gone.
@@ -32,7 +33,7 @@ func newFakeLookup(pids ...uint32) *fakeLookup {
 		kernel: map[uint64]string{}}
 	for _, pid := range pids {
 		f.images[pid] = "jit"
-		f.mappings[pid] = []Mapping{{Start: anonBase, End: anonBase + 1<<32}}
+		f.mappings[pid] = []Mapping{{Start: anonBase, End: anonBase + 1<<32, Executable: true}}
 	}
 	return f
 }

@@ -58,6 +58,26 @@ func (m *procMaps) lookupCached(ip uint64) (string, *Mapping) {
 	return runName(m.find(ip))
 }
 
+// lookupCaller is lookup for a caller's return address, which a frame pointer chain gone
+// astray takes from wherever its frame pointer led, data included: an address in memory
+// that is not executable is in no code, once the mappings read during this drain say so
+// (a JIT that made the page executable after the cached read shows it so then), and an
+// address past every mapping does not ask for them again.
+func (m *procMaps) lookupCaller(ip uint64) (string, *Mapping) {
+	m.used = true
+	mp, ok := m.find(ip)
+	if ok && !mp.Executable && !m.gone && !m.read {
+		if maps, err := m.look.Mappings(m.pid); maps != nil || err == nil {
+			m.mappings, m.read = maps, true
+			mp, ok = m.find(ip)
+		}
+	}
+	if ok && !mp.Executable {
+		return "[unknown]", nil
+	}
+	return mappingName(mp, ok)
+}
+
 // find returns the cached mapping ip lies in; for a process gone, one it made as its
 // records told where the cached ones have none that may have run ip.
 func (m *procMaps) find(ip uint64) (*Mapping, bool) {
