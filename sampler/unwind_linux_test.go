@@ -190,17 +190,8 @@ func (r addrRange) has(ip uint64) bool { return r.lo <= ip && ip < r.hi }
 
 // functionRanges reads the address ranges of the named functions from exe's symbols.
 func functionRanges(t *testing.T, exe string, names ...string) map[string]addrRange {
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]addrRange{}
-	for _, s := range syms {
+	for _, s := range testenv.ELFSymbols(t, exe) {
 		for _, n := range names {
 			if s.Name == n && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
 				out[n] = addrRange{s.Value, s.Value + s.Size}

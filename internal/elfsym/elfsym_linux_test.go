@@ -153,7 +153,7 @@ func TestLiveProcesses(t *testing.T) {
 func TestMatchesSymtab(t *testing.T) {
 	dir := t.TempDir()
 	prog := build(t, dir, "prog", "testdata/prog.c")
-	syms := symbolsOf(t, prog)
+	syms := testenv.ELFSymbols(t, prog)
 	tab := readFile(t, prog)
 	n := 0
 	for _, s := range syms {

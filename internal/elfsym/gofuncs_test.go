@@ -49,7 +49,7 @@ func TestGoFuncs(t *testing.T) {
 			if !strings.Contains(strings.Join(tab.From, " "), ".gopclntab") {
 				t.Fatalf("the stripped build's table is from %v", tab.From)
 			}
-			syms := symbolsOf(t, full)
+			syms := testenv.ELFSymbols(t, full)
 			var text, etext uint64
 			for _, s := range syms {
 				switch s.Name {
@@ -111,21 +111,6 @@ func readFile(t *testing.T, path string) *Table {
 		t.Fatal(err)
 	}
 	return tab
-}
-
-// symbolsOf is debug/elf's reading of the .symtab of the file at path.
-func symbolsOf(t *testing.T, path string) []elf.Symbol {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return syms
 }
 
 // goFunc is a function of a synthetic Go function table.
