@@ -194,7 +194,8 @@ func TestStackFramesNamedLate(t *testing.T) {
 // them, takes callers' return addresses from data, a heap of anonymous memory that is not
 // executable (CPython's objects): such a caller is unknown, not unnamed JIT code; in
 // executable anonymous memory it is; and in memory the cached mappings show writable but
-// that a JIT made executable since, it is too (the mappings are read again).
+// that a JIT made executable since, it is too (the mappings are read again, at most once a
+// drain: CPython's chains meet its heap at nearly every sample).
 func TestCallerInData(t *testing.T) {
 	look := newFakeLookup(testPid)
 	const heap, flipped = 0x10000, 0x20000
@@ -203,7 +204,13 @@ func TestCallerInData(t *testing.T) {
 	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, nil)
 	a.AddProcess(testPid, 0)
 	leaf := uint64(anonBase + 0x10)
-	a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, heap + 0x800}, Count: sampler.Count{N: 1, LastNs: 1}}})
+	before := look.mapsRead
+	for i := range 3 {
+		a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, heap + 0x800 + 0x10*uint64(i)}, Count: sampler.Count{N: 1, LastNs: 1}}})
+	}
+	if n := look.mapsRead - before; n > 1 {
+		t.Errorf("the mappings read %d times in one drain for callers in data", n)
+	}
 	look.mappings[testPid][1].Executable = true // the JIT made the page executable
 	a.add(map[sampler.Key]sampler.Count{})      // the next drain
 	a.addStacks([]sampler.StackCount{{PID: testPid, TID: testPid, User: []uint64{leaf, flipped + 0x800}, Count: sampler.Count{N: 1, LastNs: 2}}})
