@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,15 +33,66 @@ type fuseMounts struct {
 // readFUSEMounts reads the FUSE mounts of pid's mount namespace (pid 0: profd's own) from
 // its mountinfo.
 func readFUSEMounts(pid uint32) (fuseMounts, error) {
-	path := "/proc/self/mountinfo"
-	if pid != 0 {
-		path = Path(pid, "mountinfo")
+	if pid == 0 {
+		return ownFUSEMounts()
 	}
-	data, err := readBounded(path, maxMountinfoBytes)
+	data, err := readBounded(Path(pid, "mountinfo"), maxMountinfoBytes)
 	if err != nil {
 		return fuseMounts{}, err
 	}
 	return parseFUSEMounts(data), nil
+}
+
+// own holds the FUSE mounts of profd's own mount namespace, where every file of a process
+// gone is looked up (at its path, as profd sees it): read again only when the kernel marks
+// the namespace's mount table changed, which it tells an open mountinfo by poll's POLLPRI
+// (proc(5)), so that a storm of short processes does not read and parse the table once
+// each, and no change is missed.
+var own struct {
+	sync.Mutex
+	fd     int // the open /proc/self/mountinfo, when open
+	open   bool
+	mounts fuseMounts
+	reads  int // tables read: for tests
+}
+
+func ownFUSEMounts() (fuseMounts, error) {
+	const path = "/proc/self/mountinfo"
+	own.Lock()
+	defer own.Unlock()
+	if !own.open {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fuseMounts{}, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		own.fd, own.open = fd, true
+	} else if !mountsChanged(own.fd) {
+		return own.mounts, nil
+	}
+	// The first read after the open, or after poll told of a change (telling of it once):
+	// a change while it reads is told at the next call.
+	if _, err := unix.Seek(own.fd, 0, io.SeekStart); err != nil {
+		return fuseMounts{}, &os.PathError{Op: "seek", Path: path, Err: err}
+	}
+	data, err := readFD(own.fd, path, maxMountinfoBytes)
+	if err != nil {
+		unix.Close(own.fd) // read it whole again next time
+		own.open = false
+		return fuseMounts{}, err
+	}
+	own.mounts, own.reads = parseFUSEMounts(data), own.reads+1
+	return own.mounts, nil
+}
+
+// mountsChanged reports whether the mount table open as fd changed since poll last looked
+// (or since it was opened); where poll fails, it says so.
+func mountsChanged(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+	n, err := unix.Poll(fds, 0)
+	for err == unix.EINTR {
+		n, err = unix.Poll(fds, 0)
+	}
+	return err != nil || n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
 }
 
 // parseFUSEMounts takes the FUSE mounts out of a mountinfo file (proc(5)): "ID PARENT

@@ -1,10 +1,14 @@
 package procfs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
 )
 
 // TestParseFUSEMounts: the FUSE mounts of a mount table (fuse and fuse.TYPE, not fuseblk
@@ -82,5 +86,48 @@ func TestRefuseFUSEPaths(t *testing.T) {
 	}
 	if err := RefuseFUSE(Root(1<<31) + "/tmp/x"); err != nil {
 		t.Errorf("a process gone: %v, want nothing refused", err)
+	}
+}
+
+// TestOwnFUSEMountsFollowChanges: profd's own mount table is read once, and again only
+// after it changed: a FUSE mount made since (one whose server never answers: nothing looks
+// inside it) is refused at once, and no longer once it is gone.
+func TestOwnFUSEMountsFollowChanges(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	dir := t.TempDir()
+	if _, err := ownFUSEMounts(); err != nil {
+		t.Fatal(err)
+	}
+	reads := own.reads
+	for range 3 {
+		ownFUSEMounts()
+	}
+	if own.reads != reads {
+		t.Errorf("the mount table read %d times more, unchanged", own.reads-reads)
+	}
+	dev, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no FUSE here: %v", err)
+	}
+	defer unix.Close(dev) // ends the connection: nothing waits on it past the test
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0", dev)
+	if err := unix.Mount("profd-test", dir, "fuse.profdtest", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		t.Skipf("cannot mount a FUSE file system: %v", err)
+	}
+	mounted := true
+	defer func() {
+		if mounted {
+			unix.Unmount(dir, unix.MNT_DETACH)
+		}
+	}()
+	if err := RefuseFUSE(dir + "/perf-1.map"); !errors.Is(err, ErrFUSE) {
+		t.Errorf("a path under a FUSE mount made since the table was read: %v, want ErrFUSE", err)
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+	if err := RefuseFUSE(dir + "/perf-1.map"); err != nil {
+		t.Errorf("a path under a FUSE mount gone: %v", err)
 	}
 }

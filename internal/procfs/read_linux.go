@@ -46,6 +46,11 @@ func readBounded(path string, limit int) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
+	return readFD(fd, path, limit)
+}
+
+// readFD is readBounded of the open file fd (named path), from where it is to its end.
+func readFD(fd int, path string, limit int) ([]byte, error) {
 	data := make([]byte, 0, min(limit+1, 4<<10))
 	for len(data) <= limit {
 		if len(data) == cap(data) {
