@@ -16,6 +16,7 @@ import (
 	"github.com/profd/profd/internal/enrich"
 	"github.com/profd/profd/internal/execmaps"
 	"github.com/profd/profd/internal/gdbjit"
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/targets"
 	"github.com/profd/profd/internal/unwind"
 	"github.com/profd/profd/jitmap"
@@ -41,6 +42,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		return err
 	}
 	defer lock.Close()
+	defer procfs.ForgetOwnMounts() // kept open while profd runs
 	warnOutMode(cfg.OutDir, logger)
 	if cfg.FlushInterval > 0 {
 		if err := makeIntervalDir(cfg.OutDir, logger); err != nil {

@@ -84,6 +84,17 @@ func ownFUSEMounts() (fuseMounts, error) {
 	return own.mounts, nil
 }
 
+// ForgetOwnMounts closes profd's mount table, which the FUSE checks keep open, so that a
+// run's end leaves no descriptor behind; the next check opens it again.
+func ForgetOwnMounts() {
+	own.Lock()
+	defer own.Unlock()
+	if own.open {
+		unix.Close(own.fd)
+		own.open = false
+	}
+}
+
 // mountsChanged reports whether the mount table open as fd changed since poll last looked
 // (or since it was opened); where poll fails, it says so.
 func mountsChanged(fd int) bool {

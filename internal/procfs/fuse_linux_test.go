@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -129,5 +130,11 @@ func TestOwnFUSEMountsFollowChanges(t *testing.T) {
 	mounted = false
 	if err := RefuseFUSE(dir + "/perf-1.map"); err != nil {
 		t.Errorf("a path under a FUSE mount gone: %v", err)
+	}
+	ForgetOwnMounts() // a run's end
+	for fd, name := range testenv.OpenFDs(t) {
+		if name == "/proc/"+strconv.Itoa(os.Getpid())+"/mountinfo" {
+			t.Errorf("descriptor %d still open on %s", fd, name)
+		}
 	}
 }
