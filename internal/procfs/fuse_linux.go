@@ -71,12 +71,15 @@ func ownFUSEMounts() (fuseMounts, error) {
 	}
 	// The first read after the open, or after poll told of a change (telling of it once):
 	// a change while it reads is told at the next call.
-	if _, err := unix.Seek(own.fd, 0, io.SeekStart); err != nil {
-		return fuseMounts{}, &os.PathError{Op: "seek", Path: path, Err: err}
-	}
-	data, err := readFD(own.fd, path, maxMountinfoBytes)
+	var data []byte
+	_, err := unix.Seek(own.fd, 0, io.SeekStart)
 	if err != nil {
-		unix.Close(own.fd) // read it whole again next time
+		err = &os.PathError{Op: "seek", Path: path, Err: err}
+	} else {
+		data, err = readFD(own.fd, path, maxMountinfoBytes)
+	}
+	if err != nil {
+		unix.Close(own.fd) // opened and read whole again next time
 		own.open = false
 		return fuseMounts{}, err
 	}
