@@ -2,7 +2,6 @@ package elfsym
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -268,16 +267,7 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 		}
 	}
 	b := newBuilder(c.cfg.Options)
-	var errs []error
-	if ef.hasSymtab() {
-		errs = append(errs, b.addSymbols(ef, elf.SHT_SYMTAB, ""))
-	} else if dbg, from := c.findDebug(ef, id, root, path); dbg != nil {
-		errs = append(errs, b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":"))
-		dbg.file.Close()
-	} else {
-		errs = append(errs, b.addGoFuncs(ef))
-	}
-	errs = append(errs, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
+	err = b.addFile(ef, func() (*debugFile, string) { return c.findDebug(ef, id, root, path) })
 	if after, err := statOf(file); err != nil || after != key {
 		return nil, fmt.Errorf("%w: %s", ErrChanged, path)
 	}
@@ -294,5 +284,5 @@ func (c *Cache) load(file *os.File, key statKey, root, path string) (*Table, err
 		c.byBuild[buildKey{id, key.uid}] = t
 		c.mu.Unlock()
 	}
-	return t, errors.Join(errs...)
+	return t, err
 }

@@ -502,10 +502,22 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 		return nil, err
 	}
 	b := newBuilder(o)
-	own := b.addGoFuncs
-	if ef.hasSymtab() {
-		own = func(ef *elfFile) error { return b.addSymbols(ef, elf.SHT_SYMTAB, "") }
-	}
-	err = errors.Join(own(ef), b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
+	err = b.addFile(ef, func() (*debugFile, string) { return nil, "" })
 	return b.table(ef.loads(), ef.buildID()), err
+}
+
+// addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
+// one debug finds, which addFile closes), else, for a Go executable, its function table;
+// then its .dynsym and its PLT.
+func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
+	var own error
+	if ef.hasSymtab() {
+		own = b.addSymbols(ef, elf.SHT_SYMTAB, "")
+	} else if dbg, from := debug(); dbg != nil {
+		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
+		dbg.file.Close()
+	} else {
+		own = b.addGoFuncs(ef)
+	}
+	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
 }
