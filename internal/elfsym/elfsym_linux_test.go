@@ -209,14 +209,8 @@ func lookupIn(t *testing.T, root, p, debug, fn string, logs io.Writer) (string, 
 // lookupAs is lookupIn through c; the file's table must be read within 10 s.
 func lookupAs(t *testing.T, c *Cache, root, p, debug, fn string) (string, *Table) {
 	t.Helper()
-	df, err := elf.Open(debug)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer df.Close()
-	syms, _ := df.Symbols()
 	var addr uint64
-	for _, s := range syms {
+	for _, s := range testenv.ELFSymbols(t, debug) {
 		if s.Name == fn {
 			addr = s.Value
 		}
