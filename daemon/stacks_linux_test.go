@@ -601,9 +601,9 @@ func TestUnwindDWARFJIT(t *testing.T) {
 // -XX:+PreserveFramePointer: their instructions walk them too, to the interpreter frame that
 // called them and on to JavaMain. Samples taken before their code was described (the JVM's
 // perf map comes a second in, CPython writes its jitdump 4 KB at a time, a small program's
-// as it exits) are held until it is: all but a few of each run's are whole. Before either, every chain stopped at the
-// first such frame, as perf record --call-graph dwarf's do (which, under -X perf_jit, gets
-// them whole after perf inject).
+// as it exits) are held until it is: all but a few of each run's are whole. Without
+// either, every chain stops at the first such frame, as perf record --call-graph dwarf's do
+// (which, under -X perf_jit, gets them whole after perf inject).
 func TestUnwindDWARFRuntimes(t *testing.T) {
 	for _, c := range []struct {
 		name         string
