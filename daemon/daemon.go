@@ -146,6 +146,9 @@ type flushState struct {
 	wrote map[string]bool
 	// writeFailing: outputs, by base name, whose last write failed and was logged.
 	writeFailing map[string]bool
+	// unwritten: outputs, by base name, whose final flush (their process's or the run's)
+	// failed to write them, with its error; Run's error names them.
+	unwritten map[string]error
 	// repairCaches: each output's repaired functions, by base name (repairCache).
 	repairCaches map[string]*profgen.RepairCache
 	// noFunctionsLogged: outputs, by base name, whose missing LLVM profiles were logged.
@@ -258,6 +261,7 @@ func newDaemonRun(cfg Config, logger *slog.Logger, out io.Writer) *daemonRun {
 	d.locked.counts.LimitUnnamed(cfg.MaxMemoryBytes / 16)
 	d.flushing = flushState{latest: map[string]procSummary{}, exitedByGroup: map[string]*exitedGroup{}, exitedSince: map[string]bool{},
 		noFunctionsLogged: map[string]bool{}, cutWarned: map[string]bool{}, wrote: map[string]bool{}, writeFailing: map[string]bool{},
+		unwritten:    map[string]error{},
 		repairCaches: map[string]*profgen.RepairCache{}, intervals: map[string]*intervalState{}, intervalFailing: map[string]bool{},
 		foldWarned: map[string]bool{}, leftOutWarned: map[Format]*atomic.Bool{FormatLLVMText: {}, FormatLLVMExtBinary: {}}}
 	d.flushing.ctx, d.flushing.cut = context.WithCancel(context.Background())

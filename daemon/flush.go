@@ -588,6 +588,12 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	case errors.Is(err, errStopped):
 		// Cut by the stop: the final flush writes this output's LLVM profiles.
 		d.log.Debug("profd: flush: the stop came first; the final flush makes the LLVM profiles", "pid", w.pid)
+	case err != nil && w.final:
+		// Its last flush, or the run's: no later one writes what this one did not.
+		d.counted.writeErrors.Add(1)
+		d.flushing.unwritten[w.base] = err
+		d.log.Error("profd: final flush: outputs not written; what --out holds of them is from the last flush that wrote them, if any",
+			"pid", w.pid, "err", err)
 	case err != nil:
 		d.counted.writeErrors.Add(1)
 		// A full or broken --out fails every flush alike: one line per episode.
@@ -596,6 +602,9 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 			d.log.Error("profd: flush: outputs not written; further failures of this output are not logged until it is written again",
 				"pid", w.pid, "err", err)
 		}
+	}
+	if err == nil || noFunctions {
+		delete(d.flushing.unwritten, w.base)
 	}
 	if (err == nil || noFunctions) && d.flushing.writeFailing[w.base] {
 		delete(d.flushing.writeFailing, w.base)

@@ -75,6 +75,9 @@ func (d *daemonRun) endInterval(w pending) {
 	paths, err := writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
 	d.flushing.mu.Lock()
 	switch {
+	case err != nil && iv.Final && d.flushing.intervalFailing[w.base]:
+		// The output's last interval: no later one says its files were written again.
+		d.log.Error("profd: the last interval's files not written", "pid", w.pid, "start", iv.Start, "err", err)
 	case err != nil && !d.flushing.intervalFailing[w.base]:
 		d.flushing.intervalFailing[w.base] = true
 		d.log.Error("profd: interval files not written; further failures of this output's are not logged until they are written again",

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -138,7 +140,23 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	d.logMissedTargets()
 	d.log.Info("profd: stopped", "took", time.Since(stopped).Round(time.Millisecond))
 	cfg.Counters.detach(d)
-	return d.closeAll()
+	return errors.Join(d.unwritten(), d.closeAll())
+}
+
+// unwritten is ErrNotWritten naming the outputs the run's end leaves unwritten, or nil.
+func (d *daemonRun) unwritten() error {
+	d.flushing.mu.Lock()
+	defer d.flushing.mu.Unlock()
+	if len(d.flushing.unwritten) == 0 {
+		return nil
+	}
+	bases := slices.Sorted(maps.Keys(d.flushing.unwritten))
+	first := d.flushing.unwritten[bases[0]]
+	names := strings.Join(bases[:min(len(bases), 5)], ", ")
+	if len(bases) > 5 {
+		names += fmt.Sprintf(" and %d more", len(bases)-5)
+	}
+	return fmt.Errorf("daemon: %w by their last flush: %s (%s's error: %w)", ErrNotWritten, names, bases[0], first)
 }
 
 // endFlushing ends the flushing goroutine at the stop, which came at stopped, and sets the

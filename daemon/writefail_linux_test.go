@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,23 +19,7 @@ import (
 func TestWriteErrorsLoggedOncePerEpisode(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	d := newDirs(t)
-	if err := syscall.Mount("tmpfs", d.out, "tmpfs", 0, "size=64k"); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(d.out, syscall.MNT_DETACH) })
-	// Fill it: the write check and the lock file take no data block.
-	filler := filepath.Join(d.out, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for err == nil {
-		_, err = f.Write(make([]byte, 4096))
-	}
-	f.Close()
-	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling the tmpfs: %v, want ENOSPC", err)
-	}
+	filler := fillOut(t, d.out)
 	target := testenv.Sleeper(t)
 	var c Counters
 	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
@@ -74,4 +59,52 @@ func linesWith(s, sub string) int {
 		}
 	}
 	return n
+}
+
+// TestFinalWriteFailureFailsTheRun: when the final flush cannot write an output (a full
+// --out), no later flush will: that is logged though the episode's first failure already
+// was, and the run ends in an error naming the output, so that a script does not go on with
+// the profile an earlier flush left.
+func TestFinalWriteFailureFailsTheRun(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d := newDirs(t)
+	fillOut(t, d.out)
+	target := testenv.Sleeper(t)
+	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second})
+	waitFor(t, "two flushes", 20*time.Second, func() bool { return r.flushes() >= 2 })
+	r.cancel()
+	<-r.done
+	logs := r.logs.String()
+	if !errors.Is(r.err, ErrNotWritten) || !strings.Contains(r.err.Error(), "sleep-"+strconv.Itoa(target.Process.Pid)) {
+		t.Errorf("run's error %v, want %v naming the output", r.err, ErrNotWritten)
+	}
+	for _, what := range []string{"final flush: outputs not written", "the last interval's files not written"} {
+		if linesWith(logs, what) != 1 {
+			t.Errorf("no line saying %q:\n%s", what, logs)
+		}
+	}
+}
+
+// fillOut mounts a small tmpfs on out and fills it, and returns the file that fills it.
+func fillOut(t *testing.T, out string) string {
+	t.Helper()
+	if err := syscall.Mount("tmpfs", out, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(out, syscall.MNT_DETACH) })
+	// The write check and the lock file take no data block.
+	filler := filepath.Join(out, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	f.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the tmpfs: %v, want ENOSPC", err)
+	}
+	return filler
 }

@@ -134,7 +134,8 @@ Examples:
   profd --all --container 3f2a9c81d0e4 --group-by container   # one container, one output
 
 Exit status: 0 done (every target exited, --duration passed, or SIGTERM/SIGINT), 1 a run
-that started failed, 2 bad flags or configuration (also an --out that cannot be made or
+that started failed (also one whose final flush could not write an output: --out keeps an
+earlier flush's, if any), 2 bad flags or configuration (also an --out that cannot be made or
 written or that another profd writes, a --fifo-dir that is unsafe, cannot be made or is
 another profd's, a --pid that is a kernel thread, a --cgroup that does not exist,
 a --metrics-addr profd cannot listen on), 3 a --pid names no running process.
