@@ -72,8 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// A hang-up (the terminal or ssh session profd runs in went away) stops it as SIGTERM
+	// does: with its final flush, its FIFOs and pid file removed.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	// A closed stdout (profd ... | head) fails the summary's writes; it does not kill profd
+	// before its final flush.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if err := daemon.Run(ctx, *cfg, logger); err != nil {
 		fmt.Fprintf(stderr, "profd: %v\n", err)
 		switch {
@@ -207,8 +212,9 @@ there (--pid, --jit-image, --format) replaces the file's list. An unknown key is
 (exit 2) naming its line and the closest flag.
 
 Signals:
-  SIGUSR1          flush now (requests during a flush are coalesced into one more)
-  SIGTERM, SIGINT  final flush, remove the FIFOs and pid file, exit
+  SIGUSR1                  flush now (requests during a flush are coalesced into one more)
+  SIGTERM, SIGINT, SIGHUP  final flush, remove the FIFOs and pid file, exit
+  SIGPIPE                  ignored: a closed stdout or stderr does not stop profd
 `
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOptions, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,13 +226,29 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
-// TestSIGTERMWritesFinalProfiles runs the profd binary on a testjit, stops it with SIGTERM
-// while the JIT runs, and checks exit 0, the final profiles, and the FIFO directory gone.
-func TestSIGTERMWritesFinalProfiles(t *testing.T) {
+// TestStopWritesFinalProfiles runs the profd binary on a testjit and stops it while the JIT
+// runs: with SIGTERM, with SIGHUP (its terminal went away), and with SIGTERM after its
+// stdout's reader went away (profd | head) and a flush's summary met the closed pipe. Each
+// time profd exits 0 with its final profiles written and its FIFO directory removed.
+func TestStopWritesFinalProfiles(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	if runtime.GOARCH != "amd64" {
 		t.Skip("testjit emits x86-64 code")
 	}
+	for _, tc := range []struct {
+		name        string
+		sig         syscall.Signal
+		closeStdout bool
+	}{
+		{"SIGTERM", syscall.SIGTERM, false},
+		{"SIGHUP", syscall.SIGHUP, false},
+		{"stdout closed", syscall.SIGTERM, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStop(t, tc.sig, tc.closeStdout) })
+	}
+}
+
+func testStop(t *testing.T, sig syscall.Signal, closeStdout bool) {
 	profd, testjit := binaries(t)
 	base := t.TempDir()
 	fifoDir, outDir := filepath.Join(base, "fifo"), filepath.Join(base, "out")
@@ -248,13 +265,24 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 	defer jit.Process.Kill()
 
 	cmd := exec.Command(profd, "--pid", strconv.Itoa(jit.Process.Pid), "--event", "cpu-clock",
-		"--fifo-dir", fifoDir, "--out", outDir)
+		"--fifo-dir", fifoDir, "--out", outDir, "--flush-interval", "1s")
 	var stdout, stderr testenv.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stderr = &stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	w.Close()
 	defer cmd.Process.Kill()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(&stdout, r)
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stdout.String(), "attached to pid") {
 		if time.Now().After(deadline) {
@@ -266,13 +294,28 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(pidFile)) != strconv.Itoa(cmd.Process.Pid) {
 		t.Errorf("profd.pid holds %q (%v), want %d", pidFile, err, cmd.Process.Pid)
 	}
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
+	if closeStdout {
+		r.Close()
+		<-copied
+		// The first timed flush's summary goes to the closed pipe.
+		for !strings.Contains(stderr.String(), "final=false") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no timed flush:\n%s", stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+	} else {
+		time.Sleep(300 * time.Millisecond)
+	}
+	cmd.Process.Signal(sig)
 	err = cmd.Wait()
 	if err != nil {
-		t.Fatalf("profd after SIGTERM: %v\n%s", err, stderr.String())
+		t.Fatalf("profd after %v: %v\n%s", sig, err, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "profd final flush #") {
+	<-copied
+	r.Close()
+	if !closeStdout && !strings.Contains(stdout.String(), "profd final flush #") {
 		t.Errorf("no final flush summary:\n%s", stdout.String())
 	}
 	name := "testjit-" + strconv.Itoa(jit.Process.Pid)
@@ -286,7 +329,7 @@ func TestSIGTERMWritesFinalProfiles(t *testing.T) {
 		t.Errorf("final LLVM profile does not name count_small:\n%s", txt)
 	}
 	if _, err := os.Stat(fifoDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("FIFO directory left behind after SIGTERM (%v)", err)
+		t.Errorf("FIFO directory left behind after %v (%v)", sig, err)
 	}
 }
 
