@@ -79,7 +79,50 @@ func OpenDir(path string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, err
 	}
+	d.removeStale()
 	return d, nil
+}
+
+// removeStale removes the FIFOs a profd that died here left (no live one uses the directory
+// now): <pid>.map, <pid>.reply and their temporary names. A JIT finds no reader at one and
+// runs unprofiled as it would with none, but they would stay for good. Anything else in
+// the directory stays.
+func (d *Dir) removeStale() {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if !staleName(name) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+			_ = unix.Unlinkat(d.fd, name, 0)
+		}
+	}
+}
+
+// staleName reports whether name is one profd gives a target's FIFO: <pid>.map, <pid>.reply
+// or, made under it, .<pid>.map.new, .<pid>.reply.new.
+func staleName(name string) bool {
+	if rest, ok := strings.CutPrefix(name, "."); ok {
+		if name, ok = strings.CutSuffix(rest, ".new"); !ok {
+			return false
+		}
+	}
+	pid, ok := strings.CutSuffix(name, ".map")
+	if !ok {
+		pid, ok = strings.CutSuffix(name, ".reply")
+	}
+	_, err := strconv.ParseUint(pid, 10, 32)
+	return ok && err == nil
 }
 
 // checkParent refuses a directory whose parent lets another user rename or replace it: one

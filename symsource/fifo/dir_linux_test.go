@@ -131,6 +131,56 @@ func TestOpenDirRefusesDirOfLiveProfd(t *testing.T) {
 	}
 }
 
+// TestOpenDirRemovesStaleFIFOs: the FIFOs a profd that died left in its directory go when
+// the next one opens it; what is not a FIFO of profd's naming stays, and so does a live
+// profd's FIFO (OpenDir refuses its directory).
+func TestOpenDirRemovesStaleFIFOs(t *testing.T) {
+	path := privateDir(t)
+	if err := os.Mkdir(path, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{"7810.map", "7810.reply", ".7811.map.new", ".7811.reply.new"}
+	kept := []string{"7812.mapx", "x.map", ".7813.map", "notes"}
+	for _, name := range stale {
+		if err := unix.Mkfifo(filepath.Join(path, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range kept[:len(kept)-1] {
+		if err := unix.Mkfifo(filepath.Join(path, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(path, "7814.map"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, "7814.map") // not a FIFO: not profd's to remove
+	if err := os.WriteFile(filepath.Join(path, "notes"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range stale {
+		if _, err := os.Lstat(filepath.Join(path, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale FIFO %s left (%v)", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Lstat(filepath.Join(path, name)); err != nil {
+			t.Errorf("%s removed: %v", name, err)
+		}
+	}
+	// The descriptor OpenDir keeps still serves: a FIFO is made through it.
+	p, err := d.createPipe(4242, os.Geteuid(), os.Getegid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.close()
+}
+
 // TestOpenDirTakesStalePidOfOtherUser: a stale profd.pid whose pid another user's process
 // got, named as profd is, does not keep profd out of its directory.
 func TestOpenDirTakesStalePidOfOtherUser(t *testing.T) {
