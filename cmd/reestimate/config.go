@@ -119,7 +119,8 @@ line tables) or, with --format json or text, the same block and edge counts; fro
 block and edge counts.
 
 Merging: give any number of captures, directories (every *.profd directly inside, in name
-order: profd's per-process or --group-by image outputs) and - once (standard input may hold
+order: profd's per-process or --group-by image outputs, or its --out/intervals, a file
+linked under two names, as each output's latest interval is, read once) and - once (standard input may hold
 captures joined with cat). They are merged before the one repair, so it sees the sum of
 their samples: a JIT function is one function wherever it ran when its name matches and its
 code matches outside the fields a JIT relocates (PC-relative targets outside the function,

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/profd/profd/profileio"
 )
@@ -48,15 +48,27 @@ func expandInputs(inputs []string, weights []float64) ([]*source, error) {
 			return nil, fmt.Errorf("reestimate: %w", err)
 		}
 		var files []string
-		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".profd") && e.Type().IsRegular() {
-				files = append(files, filepath.Join(in, e.Name()))
+		seen := map[[2]uint64]bool{}
+		for _, e := range entries { // in name order
+			if !strings.HasSuffix(e.Name(), ".profd") || !e.Type().IsRegular() {
+				continue
 			}
+			// A file linked under two names is read once: profd's interval directory links
+			// each output's last interval as <base>.latest.profd, which sorts after it.
+			if info, err := e.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok {
+					id := [2]uint64{uint64(st.Dev), st.Ino}
+					if seen[id] {
+						continue
+					}
+					seen[id] = true
+				}
+			}
+			files = append(files, filepath.Join(in, e.Name()))
 		}
 		if len(files) == 0 {
 			return nil, fmt.Errorf("reestimate: %s: a directory without *.profd captures", in)
 		}
-		slices.Sort(files)
 		for _, f := range files {
 			out = append(out, &source{path: f, weight: w})
 		}

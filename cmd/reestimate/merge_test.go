@@ -74,6 +74,11 @@ func TestRunMerge(t *testing.T) {
 	if len(got) != 1 || len(got["score"]) != 1 || got["score"][0] != 3*one {
 		t.Errorf("three captures: functions %v, want score once with %d samples", got, 3*one)
 	}
+	// The last run linked under another name, as profd links an output's last interval
+	// (<base>.latest.profd): the directory's file is read once.
+	if err := os.Link(paths[2], filepath.Join(runs, "run.latest.profd")); err != nil {
+		t.Fatal(err)
+	}
 	got = jsonSamples(t, &Config{Inputs: []string{runs}, Weights: []float64{3}, Output: out, Solver: "ssp"})
 	if want := 3 * 3 * one; len(got["score"]) != 1 || got["score"][0] != want {
 		t.Errorf("a directory weighed 3: %v, want score once with %d samples", got, want)
