@@ -166,6 +166,9 @@ type flushState struct {
 	intervalFailing map[string]bool
 	// exportMu makes the exporter's calls one at a time.
 	exportMu sync.Mutex
+	// remakeMu makes one writer at a time check for, and make again, a removed interval
+	// directory (remakeIntervalDir).
+	remakeMu sync.Mutex
 	// retained is --keep's account of the interval directory.
 	retained retainedIndex
 	// retentionFailing: --keep's last deletions failed and were logged.

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -73,6 +75,9 @@ func (d *daemonRun) stopping() bool { return !d.flushing.finalBy.IsZero() }
 func (d *daemonRun) endInterval(w pending) {
 	iv, baselineBytes := d.takeInterval(w)
 	paths, err := writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
+	if err != nil && d.remakeIntervalDir() {
+		paths, err = writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
+	}
 	d.flushing.mu.Lock()
 	switch {
 	case err != nil && iv.Final && d.flushing.intervalFailing[w.base]:
@@ -104,4 +109,24 @@ func (d *daemonRun) endInterval(w pending) {
 		d.cfg.Exporter.Export(iv)
 		d.flushing.exportMu.Unlock()
 	}
+}
+
+// remakeIntervalDir makes the interval directory again when it is gone from an --out that
+// is still there (a clean-up removed it), and reports whether it did. An --out that is gone
+// is not made again: what is at its path now may be anyone's.
+func (d *daemonRun) remakeIntervalDir() bool {
+	d.flushing.remakeMu.Lock()
+	defer d.flushing.remakeMu.Unlock()
+	dir := filepath.Join(d.cfg.OutDir, IntervalDir)
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if st, err := os.Lstat(d.cfg.OutDir); err != nil || !st.IsDir() {
+		return false
+	}
+	if err := makeIntervalDir(d.cfg.OutDir, d.log); err != nil {
+		return false
+	}
+	d.log.Warn("profd: the interval directory was removed; made again: the intervals it held are gone", "dir", dir)
+	return true
 }

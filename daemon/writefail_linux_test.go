@@ -108,3 +108,29 @@ func fillOut(t *testing.T, out string) string {
 	}
 	return filler
 }
+
+// TestIntervalDirMadeAgain: an interval directory removed while profd runs (a clean-up)
+// is made again by the next interval, which is written there, with one warning.
+func TestIntervalDirMadeAgain(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d := newDirs(t)
+	target := testenv.Sleeper(t)
+	r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+		Formats: []Format{FormatCapture}, FlushInterval: time.Second})
+	dir := filepath.Join(d.out, IntervalDir)
+	waitFor(t, "an interval", 20*time.Second, func() bool { return r.flushes() >= 1 })
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the interval directory made again", 20*time.Second, func() bool {
+		entries, _ := os.ReadDir(dir)
+		return len(entries) > 0
+	})
+	r.stop(t)
+	if n := linesWith(r.logs.String(), "the interval directory was removed"); n != 1 {
+		t.Errorf("%d warnings that the interval directory was made again, want 1:\n%s", n, r.logs.String())
+	}
+	if n := linesWith(r.logs.String(), "interval files not written"); n != 0 {
+		t.Errorf("%d interval writes failed, want none:\n%s", n, r.logs.String())
+	}
+}
