@@ -27,6 +27,13 @@ func New(cfg Config) (Sampler, error) {
 		if err == nil {
 			return s, nil
 		}
+		if errors.Is(err, os.ErrPermission) && os.Geteuid() != 0 {
+			// The library's own hint (a low RLIMIT_MEMLOCK) would mislead: loading BPF
+			// programs takes root's rights (CAP_BPF and CAP_PERFMON).
+			cfg.Logger.Warn("sampler: BPF back end unavailable to a user other than root (it needs CAP_BPF and CAP_PERFMON), reading perf ring buffers instead",
+				"uid", os.Geteuid())
+			return orNil(newRingSampler(cfg, choice, spec))
+		}
 		cfg.Logger.Warn("sampler: BPF back end unavailable, reading perf ring buffers instead", "reason", err)
 		return orNil(newRingSampler(cfg, choice, spec))
 	default:
