@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // maxConfigBytes bounds a --config file.
@@ -27,23 +28,25 @@ func registerConfigFlag(fs *flag.FlagSet) *string {
 // applyConfigFile sets the flags of fs that the file at path names, but those the command
 // line set (fs.Parse has run): a flag given there wins, and a list flag's values given there
 // replace the file's. Keys are flag names; a key that names no flag is an error naming
-// the closest one.
-func applyConfigFile(fs *flag.FlagSet, path string) error {
+// the closest one. It returns, as log attributes, who else may change the file
+// (configUnsafe), or nil.
+func applyConfigFile(fs *flag.FlagSet, path string) ([]any, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return nil, fmt.Errorf("--config: %w", err)
 	}
 	defer f.Close()
+	unsafe := configUnsafe(f)
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return nil, fmt.Errorf("--config: %w", err)
 	}
 	if len(data) > maxConfigBytes {
-		return fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigBytes)
+		return nil, fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigBytes)
 	}
 	entries, err := parseConfig(data)
 	if err != nil {
-		return fmt.Errorf("--config %s:%w", path, err)
+		return nil, fmt.Errorf("--config %s:%w", path, err)
 	}
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
@@ -51,20 +54,41 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		fl := fs.Lookup(e.key)
 		switch {
 		case e.key == "config":
-			return fmt.Errorf("--config %s:%d: config: a config file cannot name another", path, e.line)
+			return nil, fmt.Errorf("--config %s:%d: config: a config file cannot name another", path, e.line)
 		case fl == nil:
-			return fmt.Errorf("--config %s:%d: unknown key %q (the closest flag is %q)", path, e.line, e.key, closestFlag(fs, e.key))
+			return nil, fmt.Errorf("--config %s:%d: unknown key %q (the closest flag is %q)", path, e.line, e.key, closestFlag(fs, e.key))
 		case onCommandLine[e.key]:
 			continue
 		}
 		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && e.value != "true" && e.value != "false" {
-			return fmt.Errorf("--config %s:%d: %s = %q: want true or false", path, e.line, e.key, e.value)
+			return nil, fmt.Errorf("--config %s:%d: %s = %q: want true or false", path, e.line, e.key, e.value)
 		}
 		if err := fs.Set(e.key, e.value); err != nil {
-			return fmt.Errorf("--config %s:%d: %s = %q: %w", path, e.line, e.key, e.value, err)
+			return nil, fmt.Errorf("--config %s:%d: %s = %q: %w", path, e.line, e.key, e.value, err)
 		}
 	}
-	return nil
+	return unsafe, nil
+}
+
+// configUnsafe returns, as log attributes, why users other than profd's (and root) may
+// change the open config file f: it is theirs, or its group or everyone may write it. Nil
+// when none may.
+func configUnsafe(f *os.File) []any {
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	mode := st.Mode().Perm()
+	if sys.Uid == 0 || int(sys.Uid) == os.Geteuid() {
+		if mode&0o022 == 0 {
+			return nil
+		}
+	}
+	return []any{"config", f.Name(), "owner_uid", sys.Uid, "mode", fmt.Sprintf("%#o", mode)}
 }
 
 // parseConfig reads a config file's lines: "key = value", blank lines and comments (from

@@ -54,6 +54,40 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
+// TestConfigUnsafe: a config file that users other than profd's (and root) may change is
+// said to be so; one only profd's user may write is not.
+func TestConfigUnsafe(t *testing.T) {
+	path := writeConfig(t, testConfig)
+	for _, tc := range []struct {
+		mode   os.FileMode
+		owner  int
+		unsafe bool
+	}{
+		{0o644, os.Geteuid(), false},
+		{0o600, os.Geteuid(), false},
+		{0o664, os.Geteuid(), true},
+		{0o666, os.Geteuid(), true},
+		{0o644, 65534, true}, // another user's
+	} {
+		if tc.owner != os.Geteuid() && os.Geteuid() != 0 {
+			continue // only root gives a file away
+		}
+		if err := os.Chown(path, tc.owner, -1); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		_, lo, err := parseFlags([]string{"--config", path}, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lo.configUnsafe != nil; got != tc.unsafe {
+			t.Errorf("mode %#o, owner %d: unsafe %v (%v), want %v", tc.mode, tc.owner, got, lo.configUnsafe, tc.unsafe)
+		}
+	}
+}
+
 // TestConfigPrecedence: a flag on the command line wins over the file's key, and a list
 // flag given there replaces the file's list; the file's other keys still count.
 func TestConfigPrecedence(t *testing.T) {

@@ -49,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	logger := newLogger(stderr, opts.logOptions)
+	if opts.configUnsafe != nil {
+		logger.Warn("profd: --config may be changed by other users: they choose what profd profiles, where it writes and where it sends, with its rights; give it a file only profd's user (or root) may write",
+			opts.configUnsafe...)
+	}
 	exp, err := startExport(opts.otlp, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "profd: export: %v\n(see profd --help: --otlp-endpoint and the OTEL_EXPORTER_OTLP_* variables)\n", err)
@@ -103,6 +107,8 @@ type cmdOptions struct {
 	logOptions
 	metrics metricsOptions
 	otlp    otlpOptions
+	// configUnsafe says who besides profd's user may change its --config file, if anyone.
+	configUnsafe []any
 }
 
 type logOptions struct {
@@ -209,7 +215,7 @@ Config file (--config FILE): a line per flag, its name without dashes as the key
   jitdump-dir = "/srv/jit #2"   # a value with " #" in it is quoted, Go style
 A flag on the command line wins over the file's key of that name; a list flag given
 there (--pid, --jit-image, --format) replaces the file's list. An unknown key is an error
-(exit 2) naming its line and the closest flag.
+(exit 2) naming its line and the closest flag; a file other users may write is warned about.
 
 Signals:
   SIGUSR1                  flush now (requests during a flush are coalesced into one more)
@@ -311,9 +317,11 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*daemon.Config, cmdOpt
 		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *configPath != "" {
-		if err := applyConfigFile(fs, *configPath); err != nil {
+		unsafe, err := applyConfigFile(fs, *configPath)
+		if err != nil {
 			return nil, lo, err
 		}
+		lo.configUnsafe = unsafe
 	}
 	var zeroFreq bool
 	fs.Visit(func(f *flag.Flag) { zeroFreq = zeroFreq || f.Name == "freq" && cfg.FreqHz == 0 })
