@@ -37,8 +37,13 @@ type Config struct {
 	Protocol string // ProtocolGRPC (default) or ProtocolHTTP
 	// Insecure sends in plaintext. A scheme in Endpoint decides instead.
 	Insecure bool
-	CAFile   string            // PEM certificates to verify the server with; else the system's
-	Headers  map[string]string // sent with every request (gRPC metadata, HTTP headers)
+	CAFile   string // PEM certificates to verify the server with; else the system's
+	// ClientCertFile and ClientKeyFile are the PEM certificate and key profd presents to a
+	// server that asks for one (mutual TLS), both or neither. They are read again when
+	// either file changes, at the next connection: a certificate rotated on disk is taken
+	// without a restart.
+	ClientCertFile, ClientKeyFile string
+	Headers                       map[string]string // sent with every request (gRPC metadata, HTTP headers)
 	// QueueBytes bounds the encoded bytes waiting to be sent; past it the oldest wait is dropped.
 	QueueBytes int
 	// Timeout bounds one attempt: connecting, sending and the answer.
@@ -64,20 +69,24 @@ const (
 
 // Environment variables ConfigFromEnv reads, the profiles-specific ones first.
 const (
-	envEndpoint         = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envProfilesEndpoint = "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"
-	envHeaders          = "OTEL_EXPORTER_OTLP_HEADERS"
-	envProfilesHeaders  = "OTEL_EXPORTER_OTLP_PROFILES_HEADERS"
-	envInsecure         = "OTEL_EXPORTER_OTLP_INSECURE"
-	envProfilesInsecure = "OTEL_EXPORTER_OTLP_PROFILES_INSECURE"
-	envCertificate      = "OTEL_EXPORTER_OTLP_CERTIFICATE"
-	envProfilesCert     = "OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE"
-	envProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	envProfilesProtocol = "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL"
-	envCompression      = "OTEL_EXPORTER_OTLP_COMPRESSION"
-	envProfilesCompress = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION"
-	envTimeout          = "OTEL_EXPORTER_OTLP_TIMEOUT"
-	envProfilesTimeout  = "OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT"
+	envEndpoint           = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envProfilesEndpoint   = "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"
+	envHeaders            = "OTEL_EXPORTER_OTLP_HEADERS"
+	envProfilesHeaders    = "OTEL_EXPORTER_OTLP_PROFILES_HEADERS"
+	envInsecure           = "OTEL_EXPORTER_OTLP_INSECURE"
+	envProfilesInsecure   = "OTEL_EXPORTER_OTLP_PROFILES_INSECURE"
+	envCertificate        = "OTEL_EXPORTER_OTLP_CERTIFICATE"
+	envProfilesCert       = "OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE"
+	envClientCert         = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"
+	envProfilesClientCert = "OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE"
+	envClientKey          = "OTEL_EXPORTER_OTLP_CLIENT_KEY"
+	envProfilesClientKey  = "OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY"
+	envProtocol           = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envProfilesProtocol   = "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL"
+	envCompression        = "OTEL_EXPORTER_OTLP_COMPRESSION"
+	envProfilesCompress   = "OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION"
+	envTimeout            = "OTEL_EXPORTER_OTLP_TIMEOUT"
+	envProfilesTimeout    = "OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT"
 )
 
 // ConfigFromEnv returns explicit, its empty fields filled from the standard OTLP exporter
@@ -128,6 +137,10 @@ func ConfigFromEnv(explicit Config, getenv func(string) string) (Config, error) 
 	}
 	if c.CAFile == "" {
 		c.CAFile, _ = env(envProfilesCert, envCertificate)
+	}
+	if c.ClientCertFile == "" && c.ClientKeyFile == "" {
+		c.ClientCertFile, _ = env(envProfilesClientCert, envClientCert)
+		c.ClientKeyFile, _ = env(envProfilesClientKey, envClientKey)
 	}
 	if c.Compression == "" {
 		v, name := env(envProfilesCompress, envCompression)
@@ -206,6 +219,10 @@ type target struct {
 func (c Config) resolve() (target, error) {
 	if c.Endpoint == "" {
 		return target{}, errors.New("otlpexport: no endpoint: set one, or OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if (c.ClientCertFile == "") != (c.ClientKeyFile == "") {
+		return target{}, fmt.Errorf("otlpexport: a client certificate needs its key, and a key its certificate (certificate %q, key %q)",
+			c.ClientCertFile, c.ClientKeyFile)
 	}
 	t := target{tls: !c.Insecure}
 	path := ""

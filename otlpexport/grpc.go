@@ -88,14 +88,17 @@ func grpcError(err error) error {
 	}
 	switch st.Code() {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
-		se.retryable = !isCertificateError(err)
+		se.retryable = !isCertificateError(err) && !clientCertRefused(err)
 	case codes.ResourceExhausted:
 		se.retryable = retryInfo != nil
 	}
 	if st.Code() == codes.Unavailable && strings.Contains(st.Message(), "server preface") {
 		se.err = fmt.Errorf("otlpexport: grpc: the endpoint accepted the connection but does not speak gRPC, or not in time: %s", st.Message())
 	}
-	if !se.retryable && st.Code() == codes.Unavailable {
+	switch {
+	case !se.retryable && st.Code() == codes.Unavailable && clientCertRefused(err):
+		se.err = fmt.Errorf("otlpexport: grpc: %s: %s", clientCertHelp, st.Message())
+	case !se.retryable && st.Code() == codes.Unavailable:
 		se.err = fmt.Errorf("otlpexport: grpc: the server's certificate does not verify (set a CA file, or the endpoint's host name): %s", st.Message())
 	}
 	return se

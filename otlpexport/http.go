@@ -72,6 +72,9 @@ func (s *httpSender) send(ctx context.Context, body []byte) error {
 		if isCertificateError(err) {
 			return &sendError{err: fmt.Errorf("otlpexport: http: the server's certificate does not verify (set a CA file, or the endpoint's host name): %w", err)}
 		}
+		if clientCertRefused(err) {
+			return &sendError{err: fmt.Errorf("otlpexport: http: %s: %w", clientCertHelp, err)}
+		}
 		return &sendError{err: fmt.Errorf("otlpexport: http: %w", err), retryable: true}
 	}
 	defer resp.Body.Close()

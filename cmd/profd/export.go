@@ -29,7 +29,7 @@ const defaultOTLPQueueMB = otlpexport.DefaultQueueBytes >> 20
 
 // addOTLPFlags registers the --otlp-* flags into o.
 func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
-	fs.StringVar(&o.cfg.Endpoint, "otlp-endpoint", "", "send every interval of every output (see --flush-interval) as an OTLP profile to the OpenTelemetry Collector, or any OTLP profiles receiver, at `ENDPOINT`: HOST:PORT (TLS, unless --otlp-insecure), http://HOST:PORT (plaintext) or https://HOST:PORT; default $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT (the other OTEL_EXPORTER_OTLP_* variables are read too: _HEADERS, _INSECURE, _CERTIFICATE, _PROTOCOL, _COMPRESSION, _TIMEOUT); none: no export")
+	fs.StringVar(&o.cfg.Endpoint, "otlp-endpoint", "", "send every interval of every output (see --flush-interval) as an OTLP profile to the OpenTelemetry Collector, or any OTLP profiles receiver, at `ENDPOINT`: HOST:PORT (TLS, unless --otlp-insecure), http://HOST:PORT (plaintext) or https://HOST:PORT; default $OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT (the other OTEL_EXPORTER_OTLP_* variables are read too: _HEADERS, _INSECURE, _CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY, _PROTOCOL, _COMPRESSION, _TIMEOUT); none: no export")
 	fs.Func("otlp-protocol", "`PROTOCOL` of the export: grpc (default) or http/protobuf (POST to /v1development/profiles)", func(s string) error {
 		switch s {
 		case "grpc":
@@ -43,6 +43,8 @@ func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
 	})
 	fs.BoolVar(&o.cfg.Insecure, "otlp-insecure", false, "send to a HOST:PORT --otlp-endpoint in plaintext (a local Collector), not over TLS")
 	fs.StringVar(&o.cfg.CAFile, "otlp-ca-file", "", "verify the endpoint's TLS certificate with the PEM certificates in `FILE` instead of the system's")
+	fs.StringVar(&o.cfg.ClientCertFile, "otlp-cert-file", "", "with --otlp-key-file, present the PEM certificate in `FILE` to an endpoint that asks for one (mutual TLS); both files are read again when they change, so a rotated certificate is taken without a restart; default $OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
+	fs.StringVar(&o.cfg.ClientKeyFile, "otlp-key-file", "", "the PEM private key (`FILE`) of --otlp-cert-file; default $OTEL_EXPORTER_OTLP_CLIENT_KEY")
 	fs.Func("otlp-header", "send `KEY=VALUE` with every export request (gRPC metadata, HTTP header), e.g. 'authorization=Bearer TOKEN'; repeat it for more", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if k = strings.TrimSpace(k); !ok || k == "" {

@@ -583,6 +583,52 @@ func TestExportCollectorRestart(t *testing.T) {
 	}
 }
 
+// TestExportMutualTLS: a Collector whose receiver requires client certificates a CA of its
+// own signed. profd without one is refused, with one warning that names the flags; with
+// --otlp-cert-file and --otlp-key-file every interval arrives, over gRPC.
+func TestExportMutualTLS(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	ca := testenv.NewCA(t)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serverCert, serverKey := ca.IssueFiles(t, dir, "server", 2, true)
+	clientCert, clientKey := ca.IssueFiles(t, dir, "client", 3, false)
+	c := collector.StartTLS(t, collector.TLS{CertFile: serverCert, KeyFile: serverKey, ClientCAFile: caFile})
+	loop := startBusyLoop(t)
+
+	refused := startExportRun(t, []int{loop}, "--otlp-endpoint", c.GRPCAddr, "--otlp-ca-file", caFile)
+	waitUntil(t, "the refusal", 20*time.Second, func() bool { return strings.Contains(refused.stderr.String(), "client certificate") },
+		&refused.stdout, &refused.stderr)
+	refused.stop(t, 30*time.Second)
+	logs := refused.stderr.String()
+	if !strings.Contains(logs, "--otlp-cert-file") {
+		t.Errorf("the refusal does not say how to give a certificate:\n%s", logs)
+	}
+	if k := strings.Count(logs, "client certificate"); k != 1 {
+		t.Errorf("%d lines on the refusal, want one:\n%s", k, logs)
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "client certificate") {
+			t.Logf("the refusal: %s", line)
+		}
+	}
+	if n := len(c.Received(t)); n != 0 {
+		t.Fatalf("the Collector took %d requests from profd without a client certificate", n)
+	}
+
+	r := startExportRun(t, []int{loop}, "--otlp-endpoint", c.GRPCAddr, "--otlp-ca-file", caFile,
+		"--otlp-cert-file", clientCert, "--otlp-key-file", clientKey)
+	time.Sleep(3 * time.Second)
+	r.stop(t, 30*time.Second)
+	n := checkEveryInterval(t, readIntervals(t, r.out), otlpIntervals(t, c.Received(t)), []int{loop}, false)
+	if n[int64(loop)] < 2 {
+		t.Errorf("%d intervals with samples arrived in about 3 s, want about 3", n[int64(loop)])
+	}
+}
+
 // exportSoakDuration is how long TestExportNoCollector runs: 20 s, or with
 // PROFD_SOAK_EXPORT_DOWN set (make soak-export-down), PROFD_SOAK_DURATION.
 func exportSoakDuration(t *testing.T) time.Duration {

@@ -58,9 +58,26 @@ var build struct {
 	err  error
 }
 
+// TLS is the files of a Collector whose receivers take TLS: its certificate and key, and
+// with ClientCAFile, the CAs whose client certificates it requires (mutual TLS).
+type TLS struct {
+	CertFile, KeyFile, ClientCAFile string
+}
+
 // Start builds the Collector if this test process has not yet, starts it on loopback
 // ports, and waits until both receivers accept connections. The test's cleanup stops it.
 func Start(t testing.TB) *Collector {
+	t.Helper()
+	return start(t, nil)
+}
+
+// StartTLS is Start with receivers that take TLS only, as tls says.
+func StartTLS(t testing.TB, tls TLS) *Collector {
+	t.Helper()
+	return start(t, &tls)
+}
+
+func start(t testing.TB, tls *TLS) *Collector {
 	t.Helper()
 	build.once.Do(func() { build.bin, build.skip, build.err = buildCollector() })
 	if build.skip != "" {
@@ -87,7 +104,14 @@ func Start(t testing.TB) *Collector {
 	// A port found free may be taken before the Collector binds it: try other ports then.
 	for attempt := 1; ; attempt++ {
 		c.GRPCAddr, c.HTTPAddr = freeAddrs(t)
-		conf := fmt.Sprintf(configTemplate, c.GRPCAddr, c.HTTPAddr, c.out)
+		tlsConf := ""
+		if tls != nil {
+			tlsConf = fmt.Sprintf(tlsTemplate, tls.CertFile, tls.KeyFile)
+			if tls.ClientCAFile != "" {
+				tlsConf += fmt.Sprintf(clientCATemplate, tls.ClientCAFile)
+			}
+		}
+		conf := fmt.Sprintf(configTemplate, c.GRPCAddr, tlsConf, c.HTTPAddr, tlsConf, c.out)
 		if err := os.WriteFile(c.config, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -106,9 +130,9 @@ const configTemplate = `receivers:
     protocols:
       grpc:
         endpoint: %q
-      http:
+%s      http:
         endpoint: %q
-exporters:
+%sexporters:
   fileprofiles:
     path: %q
 service:
@@ -122,6 +146,16 @@ service:
       receivers: [otlp]
       exporters: [fileprofiles]
 `
+
+// tlsTemplate and clientCATemplate are a receiver's TLS settings.
+const (
+	tlsTemplate = `        tls:
+          cert_file: %q
+          key_file: %q
+`
+	clientCATemplate = `          client_ca_file: %q
+`
+)
 
 // Restart starts the Collector again on the same ports after Stop or Kill and waits until
 // it accepts connections.
