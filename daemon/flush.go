@@ -371,8 +371,9 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 // and whose last interval is written: what the run keeps of their exited processes, their
 // interval's baseline, their repair cache and their summary line (added up with the
 // processes that exited). The cumulative outputs have let go of their functions by then
-// (the interval files hold them); their files stay as the last write left them, and a
-// process of the group found later starts them anew. Without it a host whose groups come
+// (the interval files hold them); their files stay as the last write left them (until
+// --keep deletes the group's last interval: applyRetention), and a process of the group
+// found later starts them anew. Without it a host whose groups come
 // and go (containers of jobs, each its own group) keeps every one's for the whole run.
 func (d *daemonRun) settleGroups(now time.Time) {
 	if d.cfg.KeepEnded <= 0 || d.cfg.KeepEnded == KeepAllEnded {
@@ -396,6 +397,13 @@ func (d *daemonRun) settleGroups(now time.Time) {
 		delete(d.flushing.noFunctionsLogged, base)
 		for _, f := range d.cfg.Formats {
 			delete(d.flushing.wrote, filepath.Join(d.cfg.OutDir, base+extension[f]))
+		}
+		if idx := &d.flushing.retained; idx.loaded && idx.latest[base] == nil {
+			// --keep deleted its last interval while it was live (a --keep shorter than
+			// --keep-ended): its cumulative files go now, as applyRetention's would.
+			if _, err := d.removeCumulative(base); err != nil {
+				d.log.Debug("profd: the cumulative files of a group let go not deleted", "group", base, "err", err)
+			}
 		}
 		d.flushing.mu.Unlock()
 		d.log.Debug("profd: a group whose processes all exited was let go", "group", base, "idle", now.Sub(e.idleSince).Round(time.Second))

@@ -247,3 +247,32 @@ func TestGroupSettles(t *testing.T) {
 		t.Errorf("the intervals hold processes %v, want both %d and %d", seen, first.pid(), second.pid())
 	}
 }
+
+// TestGroupFilesGoWithItsIntervals: a group let go of whose intervals --keep has deleted
+// (an age shorter than --keep-ended) loses its cumulative files too, so that a host whose
+// images come and go (each build's test binaries) does not fill --out with them.
+func TestGroupFilesGoWithItsIntervals(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("bash"))
+	d := newDirs(t)
+	image := "profd-gone-sh"
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
+		GroupBy: GroupByImage, FlushInterval: time.Second, KeepEnded: 3 * time.Second, Keep: Retention{Age: time.Second},
+		Formats: []Format{FormatCapture}})
+	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
+	cumulative := filepath.Join(d.out, image+extension[FormatCapture])
+	child := startChild(t, nil, bin, "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
+	child.wait(t, 30*time.Second)
+	waitFor(t, "the group's capture", 10*time.Second, func() bool { return fileExists(cumulative) })
+	waitFor(t, "the group let go of", 30*time.Second, func() bool {
+		return strings.Contains(r.logs.String(), "a group whose processes all exited was let go")
+	})
+	waitFor(t, "the group's capture deleted", 10*time.Second, func() bool { return !fileExists(cumulative) })
+	r.stop(t)
+	if left := intervalFiles(t, d.out, image, FormatCapture); len(left) != 0 {
+		t.Errorf("the group's intervals %v left", left)
+	}
+}

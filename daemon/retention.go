@@ -78,6 +78,7 @@ func (d *daemonRun) applyRetention() {
 	for _, s := range idx.sets {
 		left[s.base] = true
 	}
+	var outputs int
 	for base, links := range idx.latest {
 		if left[base] {
 			continue
@@ -88,6 +89,16 @@ func (d *daemonRun) applyRetention() {
 			}
 		}
 		delete(idx.latest, base)
+		if !d.liveOutput(base) {
+			n, err := d.removeCumulative(base)
+			outputs += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if outputs > 0 {
+		d.log.Debug("profd: --keep deleted the cumulative files of outputs whose last interval went", "files", outputs)
 	}
 	if removed > 0 {
 		d.log.Debug("profd: --keep deleted old interval files", "files", removed)
@@ -100,4 +111,35 @@ func (d *daemonRun) applyRetention() {
 	case len(errs) == 0:
 		d.flushing.retentionFailing = false
 	}
+}
+
+// liveOutput reports whether output base is one this run writes: a live process's, or a
+// group's it has not let go of. Callers hold d.flushing.mu.
+func (d *daemonRun) liveOutput(base string) bool {
+	_, flushed := d.flushing.latest[base]
+	return flushed || d.flushing.intervals[base] != nil
+}
+
+// removeCumulative deletes the cumulative files of output base, which no process of this
+// run writes and whose last interval --keep deleted: they hold nothing its intervals did
+// not, and a host whose outputs come and go (a CI host's test binaries, each an image of
+// its own) would otherwise fill --out with them. It returns how many it deleted. Callers
+// hold d.flushing.mu.
+func (d *daemonRun) removeCumulative(base string) (int, error) {
+	var n int
+	var errs []error
+	for _, ext := range extension {
+		p := filepath.Join(d.cfg.OutDir, base+ext)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // not there, or not a file profd wrote
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		delete(d.flushing.wrote, p)
+		n++
+	}
+	return n, errors.Join(errs...)
 }

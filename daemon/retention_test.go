@@ -97,6 +97,43 @@ func TestRetention(t *testing.T) {
 		}
 	})
 
+	// An output whose last interval goes, and that no process of the run writes, loses its
+	// cumulative files too; a live one keeps them, and so does one that never had intervals.
+	t.Run("cumulative", func(t *testing.T) {
+		cumulative := []string{"a-1.pb.gz", "a-1.profd", "b.2.pb.gz", "b.2.profd", "b.2.prof.txt", "c-3.pb.gz"}
+		for _, live := range []bool{false, true} {
+			out := setup(t)
+			for _, name := range cumulative {
+				if err := os.WriteFile(filepath.Join(out, name), []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := &daemonRun{cfg: Config{OutDir: out, Keep: Retention{Age: 25*time.Hour + time.Since(now)}},
+				log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if live {
+				d.flushing.latest = map[string]procSummary{"b.2": {}}
+			}
+			d.applyRetention()
+			entries, err := os.ReadDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				if e.Type().IsRegular() {
+					got = append(got, e.Name())
+				}
+			}
+			want := []string{"a-1.pb.gz", "a-1.profd", "c-3.pb.gz"}
+			if live {
+				want = cumulative
+			}
+			if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+				t.Errorf("live %v: --out holds\n%q\nwant\n%q", live, got, want)
+			}
+		}
+	})
+
 	// Between readings of the directory, the intervals a flush notes count as those read.
 	t.Run("noted", func(t *testing.T) {
 		out := setup(t)

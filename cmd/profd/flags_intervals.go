@@ -18,7 +18,7 @@ const keepForms = "a count of intervals per output (48), an age (24h, 90m, 7d), 
 
 // registerIntervalFlags adds the flags of interval outputs to fs, filling cfg.
 func registerIntervalFlags(fs *flag.FlagSet, cfg *daemon.Config) {
-	fs.Func("keep", fmt.Sprintf("with --flush-interval, which interval files to keep in --out/%s (`LIST`, comma-separated limits, each one of: %s); past any limit the oldest intervals are deleted after each flush that ends one, those of earlier runs included. Default %s; a LIST replaces the default whole",
+	fs.Func("keep", fmt.Sprintf("with --flush-interval, which interval files to keep in --out/%s (`LIST`, comma-separated limits, each one of: %s); past any limit the oldest intervals are deleted after each flush that ends one, those of earlier runs included, and with an output's last interval its cumulative files, unless a process of the run still writes them. Default %s; a LIST replaces the default whole",
 		daemon.IntervalDir, keepForms, describeKeep(daemon.DefaultKeep)), func(s string) error {
 		r, err := parseKeep(s)
 		if err != nil {
