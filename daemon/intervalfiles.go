@@ -104,6 +104,10 @@ type intervalSet struct {
 	start time.Time
 	files []string // names in the directory
 	bytes int64
+	// written orders the intervals this run noted as it wrote them, from 1; 0 for those
+	// read from the directory. Their starts, taken from the wall clock, are out of order
+	// when it was stepped back since.
+	written uint64
 }
 
 // key tells s from the other intervals of its directory.
@@ -168,9 +172,29 @@ func diskBytes(info os.FileInfo) int64 {
 // blocks instead of its size.
 const sparseSlack = 1 << 20
 
-// compareIntervalSets orders intervals oldest first, then by base.
+// compareIntervalSets orders intervals oldest first, then by base: those read from the
+// directory by their starts, then those this run wrote in the order it wrote them, so that
+// a wall clock stepped back makes --keep delete none of the intervals written since for
+// the older ones' sake.
 func compareIntervalSets(a, b intervalSet) int {
+	if a.written > 0 || b.written > 0 {
+		return cmp.Compare(a.written, b.written) // 0, read from the directory, first
+	}
 	return cmp.Or(a.start.Compare(b.start), strings.Compare(a.base, b.base))
+}
+
+// keepWritten gives the intervals of sets, just read from the directory, the write order
+// old gave them.
+func keepWritten(sets, old []intervalSet) {
+	written := map[string]uint64{}
+	for _, s := range old {
+		if s.written > 0 {
+			written[s.key()] = s.written
+		}
+	}
+	for i := range sets {
+		sets[i].written = written[sets[i].key()]
+	}
 }
 
 // expired picks the intervals of sets (oldest first) that keep's limits delete at now:
@@ -216,6 +240,7 @@ type retainedIndex struct {
 	passes int
 	sets   []intervalSet       // oldest first, once sorted
 	latest map[string][]string // each output's latest links, by base
+	noted  uint64              // the intervals noteInterval noted
 }
 
 // rescanEvery is how many --keep passes use the index before it is read from the

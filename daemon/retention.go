@@ -30,6 +30,8 @@ func (d *daemonRun) noteInterval(base string, start time.Time, formats []Format,
 	if !idx.loaded {
 		return // the first pass reads the directory, these files included
 	}
+	idx.noted++
+	set.written = idx.noted
 	idx.sets = append(idx.sets, set)
 	for _, l := range links {
 		if !slices.Contains(idx.latest[base], l) {
@@ -53,6 +55,7 @@ func (d *daemonRun) applyRetention() {
 		if err != nil {
 			errs = append(errs, err)
 		} else {
+			keepWritten(sets, idx.sets)
 			idx.sets, idx.latest, idx.loaded = sets, latest, true
 		}
 	}

@@ -134,6 +134,35 @@ func TestRetention(t *testing.T) {
 		}
 	})
 
+	// A wall clock stepped back names the intervals written since before the older ones:
+	// --keep deletes the older ones first all the same, also once the directory is read
+	// again.
+	t.Run("clock stepped back", func(t *testing.T) {
+		out := setup(t)
+		d := &daemonRun{cfg: Config{OutDir: out, Keep: Retention{Count: 2}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		d.applyRetention()
+		dir := filepath.Join(out, IntervalDir)
+		var written []string
+		for i, h := range []int{15, 14, 13} { // before the fixture's newest (10 h old)
+			start := at(h)
+			p := intervalPath(dir, "a-1", start, FormatPprof)
+			if err := os.WriteFile(p, []byte("new"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d.noteInterval("a-1", start, []Format{FormatPprof}, []string{p})
+			if i == 1 {
+				d.flushing.retained.passes = rescanEvery // the next pass reads the directory again
+			}
+			d.applyRetention()
+			written = append(written, filepath.Base(p))
+		}
+		want := slices.Sorted(slices.Values(append([]string{written[1], written[2], "a-1.latest.pb.gz",
+			"b.2.20261124T200000.000Z.pb.gz", "b.2.latest.pb.gz"}, others...)))
+		if got := left(t, out); !slices.Equal(got, want) {
+			t.Errorf("left\n%q\nwant\n%q", got, want)
+		}
+	})
+
 	// Between readings of the directory, the intervals a flush notes count as those read.
 	t.Run("noted", func(t *testing.T) {
 		out := setup(t)
