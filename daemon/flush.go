@@ -156,6 +156,11 @@ func (d *daemonRun) flush(final bool) {
 	if forget {
 		d.settleGroups(time.Now())
 	}
+	if due && d.cfg.FlushInterval > 0 && !slices.ContainsFunc(work, func(w pending) bool { return w.interval }) {
+		// No output ended an interval (a run with no target left, or none sampled): the
+		// intervals kept still age, and --keep deletes them on time all the same.
+		d.applyRetention()
+	}
 	d.counted.flushSeconds.Observe(time.Since(start))
 	d.log.Info("profd: counters", "summary", counters)
 	d.flushing.mu.Lock()
