@@ -317,20 +317,44 @@ func BenchmarkForkStorm(b *testing.B) {
 	}
 }
 
-// BenchmarkAllChurn is profd --all (the default --group-by image) beside a shell loop of
-// short processes, /bin/true as fast as the shell starts them (each a fork and an exec: two
-// targets), for 10 s: the daemon's CPU for each target it added and retired
-// (cpu-ms/target), and the targets a second. It is what a host's build or script storm
-// costs profd.
+// BenchmarkAllChurn is profd --all (the default --group-by image) beside a loop of short
+// processes, /bin/true as fast as the loop starts them, for 10 s: the daemon's CPU for each
+// target it added and retired (cpu-ms/target), and the targets a second. It is what a
+// host's build or script storm costs profd. The loop is a shell's (each child a fork and an
+// exec: two targets), or a process with 5 000 executable mappings (a large runtime, a build
+// agent) that posix_spawns each: a loop started before profd, whose mappings the records
+// did not see made, so each child's are laid out over them.
 func BenchmarkAllChurn(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
+	b.Run("shell", func(b *testing.B) { allChurn(b, "sh", "-c", "while :; do /bin/true; done") })
+	b.Run("parent of 5000 mappings", func(b *testing.B) {
+		testenv.Requires(b, testenv.Tool("python3"))
+		code := filepath.Join(b.TempDir(), "code")
+		if err := os.WriteFile(code, make([]byte, 4<<12), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		allChurn(b, "python3", "-c", manyMappingsLoop, code)
+	})
+}
+
+// manyMappingsLoop maps pages of the file its argument names, executable, as 5 000
+// mappings (the offsets alternate, so that the kernel merges none), then starts /bin/true
+// again and again.
+const manyMappingsLoop = `import mmap, os, sys
+f = open(sys.argv[1], 'rb')
+keep = [mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC, offset=(i % 2) * 8192) for i in range(5000)]
+while True:
+    os.waitpid(os.posix_spawn('/bin/true', ['/bin/true'], {}), 0)
+`
+
+func allChurn(b *testing.B, loopArgv ...string) {
 	const dur = 10 * time.Second
 	var cpu time.Duration
 	targets := 0
 	for b.Loop() {
 		d := newDirs(b)
-		loop := startChild(b, nil, "sh", "-c", "while :; do /bin/true; done")
-		time.Sleep(100 * time.Millisecond)
+		loop := startChild(b, nil, loopArgv...)
+		time.Sleep(300 * time.Millisecond)
 		before := selfCPU(b)
 		r := startRun(b, Config{All: true, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
 			Formats: []Format{FormatCapture}, GroupBy: GroupByImage, Duration: dur})

@@ -68,6 +68,9 @@ type Log struct {
 	warned   bool              // of the mappings not kept
 	lastTrim time.Time
 	closed   bool
+	// early: the executable mappings of processes older than the records (olderMaps), by
+	// pid, as read last.
+	early map[uint32]earlyMaps
 
 	expired context.Context // past its deadline: ReadRecord never blocks on it
 	cancel  context.CancelFunc
@@ -363,7 +366,7 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 		return nil
 	}
 	l.readLocked()
-	var made []mapping
+	var under, made []mapping
 	upTo := int64(math.MaxInt64)
 	for range maxAncestors {
 		p := l.procs[pid]
@@ -380,14 +383,14 @@ func (l *Log) Mappings(pid uint32) []Mapping {
 			break
 		}
 		if early {
-			made = append(made, older(p.parent, parent)...)
+			under = l.olderMaps(p.parent, parent) // the one ancestor older than the records
 			if parent == nil {
 				break
 			}
 		}
 		pid, upTo = p.parent, p.bornNs
 	}
-	return layOut(made)
+	return layOut(under, made)
 }
 
 // Born returns when the process that has pid now, or had it last, was forked, as the
@@ -492,6 +495,45 @@ func (l *Log) parentOf(p *process) (parent *process, early, ok bool) {
 	}
 	return parent, false, true
 }
+
+// earlyMaps is what older read of a process, and when.
+type earlyMaps struct {
+	at   time.Time
+	maps []mapping
+}
+
+// earlyMapsFor is how long older's reading of a process serves: the long-lived parent of a
+// storm of short processes (a shell's loop, a build's make) would otherwise have its maps
+// read again for each child. The mappings it made since are in the records all the same.
+const earlyMapsFor = time.Second
+
+// olderMaps is older for pid, read again when what was read of it is older than
+// earlyMapsFor. Callers hold l.mu and do not change what it returns.
+func (l *Log) olderMaps(pid uint32, p *process) []mapping {
+	if p != nil && p.exitNs != 0 {
+		return nil
+	}
+	now := time.Now()
+	if e, ok := l.early[pid]; ok && now.Sub(e.at) < earlyMapsFor {
+		return e.maps
+	}
+	if l.early == nil || len(l.early) >= maxEarly {
+		for k, e := range l.early {
+			if now.Sub(e.at) >= earlyMapsFor {
+				delete(l.early, k)
+			}
+		}
+		if l.early == nil || len(l.early) >= maxEarly {
+			l.early = map[uint32]earlyMaps{} // every one read within a second: start again
+		}
+	}
+	maps := older(pid, p)
+	l.early[pid] = earlyMaps{at: now, maps: maps}
+	return maps
+}
+
+// maxEarly bounds olderMaps's readings kept at once.
+const maxEarly = 1024
 
 // older reads the executable mappings of process pid, which began before the records
 // (p: what they told of it since, nil for nothing), from its /proc/PID/maps, as made before

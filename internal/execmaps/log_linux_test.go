@@ -187,3 +187,87 @@ func TestAnonymousMapping(t *testing.T) {
 		t.Errorf("the anonymous mapping at %#x is %+v, want an empty path and no file", addr, *found)
 	}
 }
+
+// earlyHelper maps the file named by its argument executable, then, a line of its input
+// at a time, forks a child that exits at once (printing its pid) and unmaps the file.
+const earlyHelper = `import mmap, os, sys
+f = open(sys.argv[1], 'rb')
+m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+print("ready", flush=True)
+sys.stdin.readline()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid, flush=True)
+sys.stdin.readline()
+m.close()
+print("unmapped", flush=True)
+sys.stdin.readline()
+`
+
+// TestOlderParentReadOnceASecond: the maps of a parent older than the records are read
+// once for all the children it forks within a second (a storm of short processes under a
+// long-lived shell), and read again after: a mapping it unmapped stays for that second.
+func TestOlderParentReadOnceASecond(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("python3"))
+	file := filepath.Join(t.TempDir(), "code")
+	if err := os.WriteFile(file, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", "-c", earlyHelper, file)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	out := bufio.NewReader(outPipe)
+	next := func(what string) string {
+		t.Helper()
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return strings.TrimSpace(line)
+	}
+	next("the helper to map its file")
+	l, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	in.Write([]byte("\n"))
+	child, err := strconv.ParseUint(next("the child"), 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func() bool {
+		for _, m := range l.Mappings(uint32(child)) {
+			if m.Path == file {
+				return true
+			}
+		}
+		return false
+	}
+	read := time.Now()
+	if !has() {
+		t.Fatalf("the child of a parent older than the records has no mapping of %s", file)
+	}
+	in.Write([]byte("\n"))
+	next("the helper to unmap its file")
+	if time.Since(read) < earlyMapsFor/2 && !has() {
+		t.Errorf("the parent's maps were read again within %v", time.Since(read))
+	}
+	time.Sleep(time.Until(read.Add(earlyMapsFor + 100*time.Millisecond)))
+	if has() {
+		t.Errorf("the parent's maps were not read again %v after: its unmapped file is still there", time.Since(read))
+	}
+}

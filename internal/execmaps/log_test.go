@@ -3,6 +3,7 @@ package execmaps
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"testing"
 
 	perf "github.com/elastic/go-perf"
@@ -31,10 +32,24 @@ func TestLayOut(t *testing.T) {
 		{Mapping{Start: 0x2000, End: 0x3000, Path: ""}, 2},
 		{Mapping{Start: 0x4000, End: 0x8800, Offset: 0x10000, Path: "/b", Ino: 2}, 3}, // made before /c
 	}
-	got := show(layOut(made))
+	got := show(layOut(nil, made))
 	want := "[0x1000-0x2000 /a+0x0] [0x2000-0x3000 +0x0] [0x3000-0x4000 /a+0x2000] [0x4000-0x8000 /b+0x10000] [0x8000-0x9000 /c+0x0] "
 	if got != want {
 		t.Errorf("layOut =\n%s\nwant\n%s", got, want)
+	}
+	// A process's maps read from /proc lie under every record.
+	under := []mapping{
+		{Mapping{Start: 0x1000, End: 0x3000, Path: "/u", Ino: 5}, math.MinInt64},
+		{Mapping{Start: 0x6000, End: 0x7000, Path: "/v", Ino: 6}, math.MinInt64},
+	}
+	made = []mapping{{Mapping{Start: 0x2000, End: 0x6800, Path: "/m", Ino: 7}, 5}}
+	got = show(layOut(under, made))
+	want = "[0x1000-0x2000 /u+0x0] [0x2000-0x6800 /m+0x0] [0x6800-0x7000 /v+0x800] "
+	if got != want {
+		t.Errorf("layOut with what /proc told =\n%s\nwant\n%s", got, want)
+	}
+	if layOut(nil, nil) != nil {
+		t.Error("layOut of nothing is not nil")
 	}
 }
 
