@@ -184,6 +184,9 @@ func TestClientCertificateConfig(t *testing.T) {
 		}
 		return ""
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := New(c, nil); err == nil || !strings.Contains(err.Error(), "needs its key") {
 		t.Errorf("a key without its certificate, from the environment: %v", err)
 	}
