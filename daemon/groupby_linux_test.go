@@ -206,10 +206,7 @@ func TestGroupSettles(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("bash"))
 	d := newDirs(t)
 	image := "profd-settle-sh"
-	bin := filepath.Join(t.TempDir(), image)
-	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	bin := copyBash(t, image)
 	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
 		GroupBy: GroupByImage, FlushInterval: time.Second, KeepEnded: 2 * time.Second, Formats: []Format{FormatCapture}})
 	waitFor(t, "profd to start", 10*time.Second, func() bool { return fileExists(filepath.Join(d.fifo, "profd.pid")) })
@@ -255,10 +252,7 @@ func TestGroupFilesGoWithItsIntervals(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("bash"))
 	d := newDirs(t)
 	image := "profd-gone-sh"
-	bin := filepath.Join(t.TempDir(), image)
-	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	bin := copyBash(t, image)
 	r := startRun(t, Config{JITImages: []string{image}, Event: "cpu-clock", FreqHz: 999, FifoDir: d.fifo, OutDir: d.out,
 		GroupBy: GroupByImage, FlushInterval: time.Second, KeepEnded: 3 * time.Second, Keep: Retention{Age: time.Second},
 		Formats: []Format{FormatCapture}})
@@ -275,4 +269,15 @@ func TestGroupFilesGoWithItsIntervals(t *testing.T) {
 	if left := intervalFiles(t, d.out, image, FormatCapture); len(left) != 0 {
 		t.Errorf("the group's intervals %v left", left)
 	}
+}
+
+// copyBash copies /bin/bash to an executable named image, the image of a group of the
+// test's own, and returns its path.
+func copyBash(t *testing.T, image string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), image)
+	if out, err := exec.Command("cp", "/bin/bash", bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return bin
 }

@@ -2,6 +2,7 @@ package execmaps
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,20 +78,7 @@ func TestChildOfOlderParent(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	sh, real := shell(t)
 	// The shell starts before the records; its subshell forks after them.
-	cmd := exec.Command(sh, "-c", "read go; : & echo $!; wait; read done")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer in.Close()
+	in, out := startPiped(t, sh, "-c", "read go; : & echo $!; wait; read done")
 	l, err := Start(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +87,7 @@ func TestChildOfOlderParent(t *testing.T) {
 	if _, err := in.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +106,29 @@ func TestChildOfOlderParent(t *testing.T) {
 	if !found {
 		t.Errorf("the subshell %d of a shell older than the records has mappings %s; want %s", child, show(maps), real)
 	}
+}
+
+// startPiped starts name with args, writing to its standard input through in and reading
+// its output through out. The test's cleanup closes in and waits for it.
+func startPiped(t *testing.T, name string, args ...string) (in io.WriteCloser, out *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	return in, bufio.NewReader(stdout)
 }
 
 // shell is the sh on PATH and the file it resolves to; without one the test is skipped.
@@ -215,21 +226,7 @@ func TestOlderParentReadOnceASecond(t *testing.T) {
 	if err := os.WriteFile(file, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("python3", "-c", earlyHelper, file)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer in.Close()
-	out := bufio.NewReader(outPipe)
+	in, out := startPiped(t, "python3", "-c", earlyHelper, file)
 	next := func(what string) string {
 		t.Helper()
 		line, err := out.ReadString('\n')
