@@ -1,8 +1,6 @@
 package execmaps
 
 import (
-	"bufio"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +76,8 @@ func TestChildOfOlderParent(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	sh, real := shell(t)
 	// The shell starts before the records; its subshell forks after them.
-	in, out := startPiped(t, sh, "-c", "read go; : & echo $!; wait; read done")
+	sub := testenv.StartPiped(t, sh, "-c", "read go; : & echo $!; wait; read done")
+	in, out := sub.In, sub.Out
 	l, err := Start(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,29 +105,6 @@ func TestChildOfOlderParent(t *testing.T) {
 	if !found {
 		t.Errorf("the subshell %d of a shell older than the records has mappings %s; want %s", child, show(maps), real)
 	}
-}
-
-// startPiped starts name with args, writing to its standard input through in and reading
-// its output through out. The test's cleanup closes in and waits for it.
-func startPiped(t *testing.T, name string, args ...string) (in io.WriteCloser, out *bufio.Reader) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Wait()
-	})
-	return in, bufio.NewReader(stdout)
 }
 
 // shell is the sh on PATH and the file it resolves to; without one the test is skipped.
@@ -226,7 +202,8 @@ func TestOlderParentReadOnceASecond(t *testing.T) {
 	if err := os.WriteFile(file, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in, out := startPiped(t, "python3", "-c", earlyHelper, file)
+	helper := testenv.StartPiped(t, "python3", "-c", earlyHelper, file)
+	in, out := helper.In, helper.Out
 	next := func(what string) string {
 		t.Helper()
 		line, err := out.ReadString('\n')

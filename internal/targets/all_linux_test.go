@@ -37,23 +37,11 @@ func startSleepAs(t *testing.T, uid uint32) *exec.Cmd {
 // kills it.
 func startUIDChanger(t *testing.T) (pid int, setUID func(uid int)) {
 	t.Helper()
-	cmd := exec.Command("perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	return cmd.Process.Pid, func(uid int) {
+	perl := testenv.StartPiped(t, "perl", "-e", `$| = 1; while (<STDIN>) { chomp; $< = $_; print "uid $<\n" }`)
+	lines := bufio.NewScanner(perl.Out)
+	return perl.Cmd.Process.Pid, func(uid int) {
 		t.Helper()
-		fmt.Fprintln(stdin, uid)
+		fmt.Fprintln(perl.In, uid)
 		if want := fmt.Sprint("uid ", uid); !lines.Scan() || lines.Text() != want {
 			t.Fatalf("perl did not change its real uid to %d: %q", uid, lines.Text())
 		}

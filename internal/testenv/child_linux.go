@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"testing"
 	"time"
 )
 
@@ -20,4 +24,35 @@ func ChildOf(parent int, timeout time.Duration, ok func(pid int) bool) int {
 			return 0
 		}
 	}
+}
+
+// Piped is a process a test writes lines to (In) and reads lines from (Out).
+type Piped struct {
+	Cmd *exec.Cmd
+	In  io.WriteCloser
+	Out *bufio.Reader
+}
+
+// StartPiped starts name with args, its standard input and output piped to the test. The
+// test's cleanup closes its input, kills it and waits for it.
+func StartPiped(t testing.TB, name string, args ...string) *Piped {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return &Piped{Cmd: cmd, In: in, Out: bufio.NewReader(out)}
 }
