@@ -19,7 +19,11 @@ func New(cfg Config) (Sampler, error) {
 	}
 	switch cfg.Backend {
 	case BackendBPF:
-		return orNil(newBPFSampler(cfg, choice, spec))
+		s, err := newBPFSampler(cfg, choice, spec)
+		if notRoot(err) {
+			return nil, fmt.Errorf("sampler: the BPF back end needs root's rights (CAP_BPF and CAP_PERFMON), which uid %d does not have; the ring back end (--backend ring) samples a user's own processes", os.Geteuid())
+		}
+		return orNil(s, err)
 	case BackendRing:
 		return orNil(newRingSampler(cfg, choice, spec))
 	case BackendAuto:
@@ -27,9 +31,7 @@ func New(cfg Config) (Sampler, error) {
 		if err == nil {
 			return s, nil
 		}
-		if errors.Is(err, os.ErrPermission) && os.Geteuid() != 0 {
-			// The library's own hint (a low RLIMIT_MEMLOCK) would mislead: loading BPF
-			// programs takes root's rights (CAP_BPF and CAP_PERFMON).
+		if notRoot(err) {
 			cfg.Logger.Warn("sampler: BPF back end unavailable to a user other than root (it needs CAP_BPF and CAP_PERFMON), reading perf ring buffers instead",
 				"uid", os.Geteuid())
 			return orNil(newRingSampler(cfg, choice, spec))
@@ -39,6 +41,13 @@ func New(cfg Config) (Sampler, error) {
 	default:
 		return nil, fmt.Errorf("sampler: backend %q: want %q or %q", cfg.Backend, BackendBPF, BackendRing)
 	}
+}
+
+// notRoot reports whether err is the BPF back end refused to a user other than root. The
+// library's own hint for it (a low RLIMIT_MEMLOCK) would mislead: loading the program and
+// its maps takes root's rights (CAP_BPF and CAP_PERFMON).
+func notRoot(err error) bool {
+	return errors.Is(err, os.ErrPermission) && os.Geteuid() != 0
 }
 
 // orNil returns s as a Sampler, or a nil Sampler (not one holding a nil pointer) with err.

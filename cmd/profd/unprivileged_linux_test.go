@@ -15,7 +15,7 @@ import (
 // TestUnprivileged: a user other than root profiles a process of their own. BPF is not
 // theirs to load: profd says so in one warning naming what it takes (not the BPF library's
 // hint of a low memory-lock limit), samples with perf ring buffers, exits 0 and writes the
-// outputs, that user's.
+// outputs, that user's; with --backend bpf it stops at once, naming --backend ring.
 func TestUnprivileged(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err != nil || paranoid(b) > 2 {
@@ -61,6 +61,13 @@ func TestUnprivileged(t *testing.T) {
 	}
 	if !strings.Contains(string(output), "with the ring back end") {
 		t.Errorf("not sampled with perf ring buffers:\n%s", output)
+	}
+	// Asked for by name, BPF fails the start, saying what to ask for instead.
+	cmd = exec.Command(profd, "--pid", strconv.Itoa(spin.Process.Pid), "--event", "cpu-clock", "--duration", "1s",
+		"--out", out, "--fifo-dir", filepath.Join(home, "fifo"), "--backend", "bpf")
+	cmd.SysProcAttr = asNobody
+	if refused, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(refused), "--backend ring") || strings.Contains(string(refused), "MEMLOCK") {
+		t.Errorf("--backend bpf as uid %d: %v, want a failure naming --backend ring:\n%s", nobody, err, refused)
 	}
 	captures, _ := filepath.Glob(filepath.Join(out, "*-"+strconv.Itoa(spin.Process.Pid)+".profd"))
 	if len(captures) != 1 {
