@@ -37,7 +37,7 @@ type Config struct {
 	Protocol string // ProtocolGRPC (default) or ProtocolHTTP
 	// Insecure sends in plaintext. A scheme in Endpoint decides instead.
 	Insecure bool
-	CAFile   string // PEM certificates to verify the server with; else the system's
+	CAFile   string // PEM certificates to verify the server with (read again when it changes); else the system's
 	// ClientCertFile and ClientKeyFile are the PEM certificate and key profd presents to a
 	// server that asks for one (mutual TLS), both or neither. They are read again when
 	// either file changes, at the next connection: a certificate rotated on disk is taken

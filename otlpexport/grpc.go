@@ -28,7 +28,7 @@ type grpcSender struct {
 func newGRPCSender(c Config, t target) (*grpcSender, error) {
 	creds := insecure.NewCredentials()
 	if t.tls {
-		tc, err := tlsConfig(c)
+		tc, err := tlsConfig(c, t.hostPort)
 		if err != nil {
 			return nil, err
 		}

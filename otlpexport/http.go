@@ -39,7 +39,7 @@ func newHTTPSender(c Config, t target) (*httpSender, error) {
 		IdleConnTimeout:       90 * time.Second,
 	}
 	if t.tls {
-		tc, err := tlsConfig(c)
+		tc, err := tlsConfig(c, t.hostPort)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,5 +190,83 @@ func TestClientCertificateConfig(t *testing.T) {
 	}
 	if _, err := New(c, nil); err == nil || !strings.Contains(err.Error(), "needs its key") {
 		t.Errorf("a key without its certificate, from the environment: %v", err)
+	}
+}
+
+// TestCAFileRotated: the server's certificate is verified against the CA file as it is at
+// each connection: once the server's certificate comes from another CA, requests fail as
+// the certificate does not verify, and succeed again when the CA file is replaced, with no
+// new exporter. A certificate that does not hold the endpoint's host name fails.
+func TestCAFileRotated(t *testing.T) {
+	oldCA, newCA := testenv.NewCA(t), testenv.NewCA(t)
+	serverCert := func(ca *testenv.CA) *tls.Certificate {
+		c, k := ca.Issue(t, 10, true)
+		cert, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	var current atomic.Pointer[tls.Certificate]
+	current.Store(serverCert(oldCA))
+	var h hits
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.add()
+		okAnswer(w)
+	}))
+	// httptest puts its own certificate in the configuration, which crypto/tls serves before
+	// GetCertificate's to a client that sends no name (an address): each handshake gets a
+	// configuration of its own instead.
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return &tls.Config{Certificates: []tls.Certificate{*current.Load()}}, nil
+	}}
+	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	writeCA := func(ca *testenv.CA) {
+		t.Helper()
+		if err := os.WriteFile(caFile+".new", ca.PEM(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(caFile+".new", caFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCA(oldCA)
+	addr := srv.Listener.Addr().String()
+	e, err := New(Config{Endpoint: "https://" + addr, Protocol: ProtocolHTTP, CAFile: caFile}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWithin(t, e, 5*time.Second)
+	e.Export(testProfile(10))
+	waitStats(t, e, "the first request", func(s Stats) bool { return s.SentRequests == 1 })
+
+	current.Store(serverCert(newCA))
+	srv.CloseClientConnections()
+	e.Export(testProfile(10))
+	st := waitStats(t, e, "the request the old CA file fails", func(s Stats) bool { return s.FailedRequests == 1 })
+	if !strings.Contains(st.LastError, "certificate") {
+		t.Errorf("stats %+v: want a failure naming the certificate", st)
+	}
+	writeCA(newCA)
+	e.Export(testProfile(10))
+	waitStats(t, e, "the request after the CA file's rotation", func(s Stats) bool { return s.SentRequests == 2 })
+	if n := len(h.get()); n != 2 {
+		t.Errorf("%d requests reached the server, want 2", n)
+	}
+
+	// The certificate names 127.0.0.1; the endpoint, localhost.
+	_, port, _ := net.SplitHostPort(addr)
+	other, err := New(Config{Endpoint: "https://localhost:" + port, Protocol: ProtocolHTTP, CAFile: caFile}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWithin(t, other, 5*time.Second)
+	other.Export(testProfile(10))
+	st = waitStats(t, other, "the request to another name", func(s Stats) bool { return s.FailedRequests == 1 })
+	if !strings.Contains(st.LastError, "localhost") || len(h.get()) != 2 {
+		t.Errorf("stats %+v, %d requests reached the server: want a failure naming the host, none more", st, len(h.get()))
 	}
 }

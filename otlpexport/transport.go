@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -33,18 +34,23 @@ func (e *sendError) Unwrap() error { return e.err }
 // ErrNotOTLP is wrapped by the error of an answer that is not an OTLP export response.
 var ErrNotOTLP = errors.New("the endpoint is not an OTLP profiles receiver")
 
-func tlsConfig(c Config) (*tls.Config, error) {
+// tlsConfig is the TLS configuration of connections to hostPort.
+func tlsConfig(c Config, hostPort string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
+		host, _, err := net.SplitHostPort(hostPort)
 		if err != nil {
-			return nil, fmt.Errorf("otlpexport: CA file: %w", err)
+			host = hostPort
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("otlpexport: CA file %s: no PEM certificate in it", c.CAFile)
+		roots := &caFile{path: c.CAFile, host: host}
+		if _, err := roots.get(); err != nil {
+			return nil, err
 		}
-		tc.RootCAs = pool
+		// crypto/tls verifies against a pool fixed when the connection's configuration is
+		// made; the CA file is read again when it changes (a CA rotated on disk), so the
+		// server is verified here instead, as crypto/tls would, against the pool as it is.
+		tc.InsecureSkipVerify = true
+		tc.VerifyConnection = roots.verify
 	}
 	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
 		kp := &keyPair{certFile: c.ClientCertFile, keyFile: c.ClientKeyFile}
@@ -54,6 +60,61 @@ func tlsConfig(c Config) (*tls.Config, error) {
 		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() }
 	}
 	return tc, nil
+}
+
+// caFile is the CAs the server's certificate is verified with, read from their file again
+// when it changes, at the next handshake.
+type caFile struct {
+	path  string
+	host  string // the endpoint's: the name the server's certificate must hold
+	mu    sync.Mutex
+	pool  *x509.CertPool
+	stamp fileStamp // the file's when pool was read
+}
+
+// get returns the pool, read again if the file changed since it was read. A file that no
+// longer reads (a rotation half done) keeps the last good pool, if any.
+func (c *caFile) get() (*x509.CertPool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, err := stampOf(c.path)
+	if err == nil && c.pool != nil && st == c.stamp {
+		return c.pool, nil
+	}
+	pem, err := os.ReadFile(c.path)
+	pool := x509.NewCertPool()
+	if err == nil && !pool.AppendCertsFromPEM(pem) {
+		err = fmt.Errorf("%s: no PEM certificate in it", c.path)
+	}
+	if err != nil {
+		if c.pool != nil {
+			return c.pool, nil
+		}
+		return nil, fmt.Errorf("otlpexport: CA file: %w", err)
+	}
+	c.pool, c.stamp = pool, st
+	return pool, nil
+}
+
+// verify verifies the server's certificate chain and its name, the endpoint's host, as
+// crypto/tls does by default, against the CA file's pool as it is now.
+func (c *caFile) verify(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("otlpexport: the server sent no certificate")
+	}
+	if c.host == "" {
+		return errors.New("otlpexport: the endpoint names no host to verify the server's certificate with")
+	}
+	pool, err := c.get()
+	if err != nil {
+		return err
+	}
+	opts := x509.VerifyOptions{DNSName: c.host, Roots: pool, Intermediates: x509.NewCertPool()}
+	for _, ic := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(ic)
+	}
+	_, err = cs.PeerCertificates[0].Verify(opts)
+	return err
 }
 
 // keyPair is a client certificate and its key, read from their files again when either

@@ -42,7 +42,7 @@ func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
 		return nil
 	})
 	fs.BoolVar(&o.cfg.Insecure, "otlp-insecure", false, "send to a HOST:PORT --otlp-endpoint in plaintext (a local Collector), not over TLS")
-	fs.StringVar(&o.cfg.CAFile, "otlp-ca-file", "", "verify the endpoint's TLS certificate with the PEM certificates in `FILE` instead of the system's")
+	fs.StringVar(&o.cfg.CAFile, "otlp-ca-file", "", "verify the endpoint's TLS certificate with the PEM certificates in `FILE` instead of the system's; read again when it changes, so a rotated CA is taken without a restart")
 	fs.StringVar(&o.cfg.ClientCertFile, "otlp-cert-file", "", "with --otlp-key-file, present the PEM certificate in `FILE` to an endpoint that asks for one (mutual TLS); both files are read again when they change, so a rotated certificate is taken without a restart; default $OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
 	fs.StringVar(&o.cfg.ClientKeyFile, "otlp-key-file", "", "the PEM private key (`FILE`) of --otlp-cert-file; default $OTEL_EXPORTER_OTLP_CLIENT_KEY")
 	fs.Func("otlp-header", "send `KEY=VALUE` with every export request (gRPC metadata, HTTP header), e.g. 'authorization=Bearer TOKEN'; repeat it for more", func(s string) error {
