@@ -378,8 +378,8 @@ func (d *daemonRun) group(work []pending, by time.Time, due bool) []pending {
 // processes that exited). The cumulative outputs have let go of their functions by then
 // (the interval files hold them); their files stay as the last write left them (until
 // --keep deletes the group's last interval: applyRetention), and a process of the group
-// found later starts them anew. Without it a host whose groups come
-// and go (containers of jobs, each its own group) keeps every one's for the whole run.
+// found later starts them anew. Without it a host whose groups come and go (containers
+// of jobs, each its own group) keeps every one's for the whole run.
 func (d *daemonRun) settleGroups(now time.Time) {
 	if d.cfg.KeepEnded <= 0 || d.cfg.KeepEnded == KeepAllEnded {
 		return

@@ -23,16 +23,18 @@ type grpcSender struct {
 	client  pprofileotlp.GRPCClient
 	md      metadata.MD
 	options []grpc.CallOption
+	asked   *certAsked // nil with a client certificate, or without TLS
 }
 
 func newGRPCSender(c Config, t target) (*grpcSender, error) {
 	creds := insecure.NewCredentials()
+	var asked *certAsked
 	if t.tls {
-		tc, err := tlsConfig(c, t.hostPort)
+		tc, a, err := tlsConfig(c, t.hostPort)
 		if err != nil {
 			return nil, err
 		}
-		creds = credentials.NewTLS(tc)
+		creds, asked = credentials.NewTLS(tc), a
 	}
 	conn, err := grpc.NewClient(t.hostPort,
 		grpc.WithTransportCredentials(creds),
@@ -45,7 +47,7 @@ func newGRPCSender(c Config, t target) (*grpcSender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlpexport: grpc endpoint %s: %w", t.hostPort, err)
 	}
-	s := &grpcSender{conn: conn, client: pprofileotlp.NewGRPCClient(conn), md: metadata.New(c.Headers)}
+	s := &grpcSender{conn: conn, client: pprofileotlp.NewGRPCClient(conn), md: metadata.New(c.Headers), asked: asked}
 	if c.Compression == CompressionGzip {
 		s.options = append(s.options, grpc.UseCompressor(grpcgzip.Name))
 	}
@@ -64,7 +66,7 @@ func (s *grpcSender) send(ctx context.Context, body []byte) error {
 	if err == nil {
 		return partialSuccess(resp)
 	}
-	return grpcError(err)
+	return s.asked.hint(grpcError(err))
 }
 
 func (s *grpcSender) close() error { return s.conn.Close() }

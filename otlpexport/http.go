@@ -24,6 +24,7 @@ type httpSender struct {
 	url     string
 	headers map[string]string
 	gzip    bool
+	asked   *certAsked // nil with a client certificate, or without TLS
 }
 
 // maxAnswerBytes bounds how much of an HTTP answer is read.
@@ -38,14 +39,16 @@ func newHTTPSender(c Config, t target) (*httpSender, error) {
 		MaxIdleConns:          2,
 		IdleConnTimeout:       90 * time.Second,
 	}
+	var asked *certAsked
 	if t.tls {
-		tc, err := tlsConfig(c, t.hostPort)
+		tc, a, err := tlsConfig(c, t.hostPort)
 		if err != nil {
 			return nil, err
 		}
-		tr.TLSClientConfig = tc
+		tr.TLSClientConfig, asked = tc, a
 	}
-	return &httpSender{client: &http.Client{Transport: tr}, url: t.url, headers: c.Headers, gzip: c.Compression == CompressionGzip}, nil
+	return &httpSender{client: &http.Client{Transport: tr}, url: t.url, headers: c.Headers, gzip: c.Compression == CompressionGzip,
+		asked: asked}, nil
 }
 
 func (s *httpSender) send(ctx context.Context, body []byte) error {
@@ -75,7 +78,7 @@ func (s *httpSender) send(ctx context.Context, body []byte) error {
 		if clientCertRefused(err) {
 			return &sendError{err: fmt.Errorf("otlpexport: http: %s: %w", clientCertHelp, err)}
 		}
-		return &sendError{err: fmt.Errorf("otlpexport: http: %w", err), retryable: true}
+		return s.asked.hint(&sendError{err: fmt.Errorf("otlpexport: http: %w", err), retryable: true})
 	}
 	defer resp.Body.Close()
 	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	stdlog "log"
 	"net"
@@ -134,11 +135,12 @@ func TestClientCertificate(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Export(testProfile(10))
-			// Under load the client may see the connection closed before it reads the
-			// server's alert: that attempt is retried, as any lost connection is.
-			st := waitStats(t, e, "the refusal", func(s Stats) bool { return s.FailedRequests == 1 })
-			if !strings.Contains(st.LastError, "client certificate") {
-				t.Errorf("without a client certificate: stats %+v: want one failure naming the client certificate", st)
+			// The refusal fails the request; under load the client may see the connection
+			// closed before it reads the server's alert, and retry, as for any connection
+			// lost, saying the server asked for a certificate.
+			st := waitStats(t, e, "the refusal", func(s Stats) bool { return strings.Contains(s.LastError, "client certificate") })
+			if !strings.Contains(st.LastError, "--otlp-cert-file") {
+				t.Errorf("without a client certificate: stats %+v: want the error to name --otlp-cert-file", st)
 			}
 			closeWithin(t, e, 5*time.Second)
 			if _, n := seen.last(); n != 0 {
@@ -268,5 +270,27 @@ func TestCAFileRotated(t *testing.T) {
 	st = waitStats(t, other, "the request to another name", func(s Stats) bool { return s.FailedRequests == 1 })
 	if !strings.Contains(st.LastError, "localhost") || len(h.get()) != 2 {
 		t.Errorf("stats %+v, %d requests reached the server: want a failure naming the host, none more", st, len(h.get()))
+	}
+}
+
+// TestCertAskedHint: a retryable failure after a server asked for a client certificate
+// profd has not says so (a refusal read as a broken connection); other failures, and those
+// of servers that asked nothing, are left as they are.
+func TestCertAskedHint(t *testing.T) {
+	broken := &sendError{err: errors.New("write: broken pipe"), retryable: true}
+	permanent := &sendError{err: errors.New("bad request")}
+	var asked certAsked
+	if got := asked.hint(broken); got != error(broken) {
+		t.Errorf("nothing asked: %v, want the error as it was", got)
+	}
+	asked.Store(true)
+	if got := asked.hint(broken); !strings.Contains(got.Error(), "--otlp-cert-file") || !errors.As(got, new(*sendError)) || !got.(*sendError).retryable {
+		t.Errorf("asked: %v, want the error, still retryable, naming --otlp-cert-file", got)
+	}
+	if got := asked.hint(permanent); got != error(permanent) {
+		t.Errorf("a permanent failure: %v, want it as it was", got)
+	}
+	if got := (*certAsked)(nil).hint(broken); got != error(broken) {
+		t.Errorf("with a certificate (nil): %v, want the error as it was", got)
 	}
 }

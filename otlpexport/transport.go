@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -34,8 +35,9 @@ func (e *sendError) Unwrap() error { return e.err }
 // ErrNotOTLP is wrapped by the error of an answer that is not an OTLP export response.
 var ErrNotOTLP = errors.New("the endpoint is not an OTLP profiles receiver")
 
-// tlsConfig is the TLS configuration of connections to hostPort.
-func tlsConfig(c Config, hostPort string) (*tls.Config, error) {
+// tlsConfig is the TLS configuration of connections to hostPort, and without a client
+// certificate, what tells whether the server asked for one.
+func tlsConfig(c Config, hostPort string) (*tls.Config, *certAsked, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.CAFile != "" {
 		host, _, err := net.SplitHostPort(hostPort)
@@ -44,7 +46,7 @@ func tlsConfig(c Config, hostPort string) (*tls.Config, error) {
 		}
 		roots := &caFile{path: c.CAFile, host: host}
 		if _, err := roots.get(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// crypto/tls verifies against a pool fixed when the connection's configuration is
 		// made; the CA file is read again when it changes (a CA rotated on disk), so the
@@ -55,11 +57,32 @@ func tlsConfig(c Config, hostPort string) (*tls.Config, error) {
 	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
 		kp := &keyPair{certFile: c.ClientCertFile, keyFile: c.ClientKeyFile}
 		if _, err := kp.get(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() }
+		return tc, nil, nil
 	}
-	return tc, nil
+	asked := &certAsked{}
+	tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		asked.Store(true)
+		return &tls.Certificate{}, nil // none: the server decides whether it does without
+	}
+	return tc, asked, nil
+}
+
+// certAsked is set once a server asked profd, which has no client certificate, for one.
+type certAsked struct{ atomic.Bool }
+
+// hint adds to err, a retryable failure to send, that the server asked for a client
+// certificate profd does not have: a server that requires one may close the connection
+// before its refusal is read, and the failure then reads as a broken connection.
+func (a *certAsked) hint(err error) error {
+	var se *sendError
+	if a == nil || !a.Load() || !errors.As(err, &se) || !se.retryable {
+		return err
+	}
+	return &sendError{err: fmt.Errorf("%w (the server asked for a client certificate, and profd has none: --otlp-cert-file and --otlp-key-file)", se.err),
+		retryable: true, retryAfter: se.retryAfter}
 }
 
 // caFile is the CAs the server's certificate is verified with, read from their file again
