@@ -37,13 +37,16 @@ type Config struct {
 	Protocol string // ProtocolGRPC (default) or ProtocolHTTP
 	// Insecure sends in plaintext. A scheme in Endpoint decides instead.
 	Insecure bool
-	CAFile   string // PEM certificates to verify the server with (read again when it changes); else the system's
+	// CAFile holds the PEM certificates to verify the server with, read again when it
+	// changes; "" takes the system's.
+	CAFile string
 	// ClientCertFile and ClientKeyFile are the PEM certificate and key profd presents to a
 	// server that asks for one (mutual TLS), both or neither. They are read again when
 	// either file changes, at the next connection: a certificate rotated on disk is taken
 	// without a restart.
 	ClientCertFile, ClientKeyFile string
-	Headers                       map[string]string // sent with every request (gRPC metadata, HTTP headers)
+	// Headers are sent with every request (gRPC metadata, HTTP headers).
+	Headers map[string]string
 	// QueueBytes bounds the encoded bytes waiting to be sent; past it the oldest wait is dropped.
 	QueueBytes int
 	// Timeout bounds one attempt: connecting, sending and the answer.
