@@ -44,8 +44,18 @@ func tlsConfig(c Config, hostPort string) (*tls.Config, *certAsked, error) {
 		if err != nil {
 			host = hostPort
 		}
-		roots := &caFile{path: c.CAFile, host: host}
-		if _, err := roots.get(); err != nil {
+		roots := &caFile{host: host, pool: newFromFiles(func() (*x509.CertPool, error) {
+			pem, err := os.ReadFile(c.CAFile)
+			pool := x509.NewCertPool()
+			if err == nil && !pool.AppendCertsFromPEM(pem) {
+				err = fmt.Errorf("%s: no PEM certificate in it", c.CAFile)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("otlpexport: CA file: %w", err)
+			}
+			return pool, nil
+		}, c.CAFile)}
+		if _, err := roots.pool.get(); err != nil {
 			return nil, nil, err
 		}
 		// crypto/tls verifies against a pool fixed when the connection's configuration is
@@ -55,7 +65,13 @@ func tlsConfig(c Config, hostPort string) (*tls.Config, *certAsked, error) {
 		tc.VerifyConnection = roots.verify
 	}
 	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
-		kp := &keyPair{certFile: c.ClientCertFile, keyFile: c.ClientKeyFile}
+		kp := newFromFiles(func() (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("otlpexport: client certificate: %w", err)
+			}
+			return &cert, nil
+		}, c.ClientCertFile, c.ClientKeyFile)
 		if _, err := kp.get(); err != nil {
 			return nil, nil, err
 		}
@@ -88,35 +104,8 @@ func (a *certAsked) hint(err error) error {
 // caFile is the CAs the server's certificate is verified with, read from their file again
 // when it changes, at the next handshake.
 type caFile struct {
-	path  string
-	host  string // the endpoint's: the name the server's certificate must hold
-	mu    sync.Mutex
-	pool  *x509.CertPool
-	stamp fileStamp // the file's when pool was read
-}
-
-// get returns the pool, read again if the file changed since it was read. A file that no
-// longer reads (a rotation half done) keeps the last good pool, if any.
-func (c *caFile) get() (*x509.CertPool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, err := stampOf(c.path)
-	if err == nil && c.pool != nil && st == c.stamp {
-		return c.pool, nil
-	}
-	pem, err := os.ReadFile(c.path)
-	pool := x509.NewCertPool()
-	if err == nil && !pool.AppendCertsFromPEM(pem) {
-		err = fmt.Errorf("%s: no PEM certificate in it", c.path)
-	}
-	if err != nil {
-		if c.pool != nil {
-			return c.pool, nil
-		}
-		return nil, fmt.Errorf("otlpexport: CA file: %w", err)
-	}
-	c.pool, c.stamp = pool, st
-	return pool, nil
+	host string // the endpoint's: the name the server's certificate must hold
+	pool *fromFiles[*x509.CertPool]
 }
 
 // verify verifies the server's certificate chain and its name, the endpoint's host, as
@@ -128,7 +117,7 @@ func (c *caFile) verify(cs tls.ConnectionState) error {
 	if c.host == "" {
 		return errors.New("otlpexport: the endpoint names no host to verify the server's certificate with")
 	}
-	pool, err := c.get()
+	pool, err := c.pool.get()
 	if err != nil {
 		return err
 	}
@@ -140,13 +129,45 @@ func (c *caFile) verify(cs tls.ConnectionState) error {
 	return err
 }
 
-// keyPair is a client certificate and its key, read from their files again when either
-// changes (a certificate rotated on disk), at the next handshake.
-type keyPair struct {
-	certFile, keyFile string
-	mu                sync.Mutex
-	cert              *tls.Certificate
-	stamp             [2]fileStamp // the files' when cert was read
+// fromFiles is what load makes of files (a CA pool, a key pair), made again at the next
+// get after any of them changes (a rotation on disk). A load that fails (a rotation half
+// done) keeps the last good value, if any.
+type fromFiles[T any] struct {
+	files []string
+	load  func() (T, error)
+	mu    sync.Mutex
+	val   T
+	made  bool
+	stamp []fileStamp // the files' when val was made
+}
+
+func newFromFiles[T any](load func() (T, error), files ...string) *fromFiles[T] {
+	return &fromFiles[T]{files: files, load: load}
+}
+
+// get returns the value, made again if a file changed since it was made.
+func (f *fromFiles[T]) get() (T, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	stamp := make([]fileStamp, len(f.files))
+	same := f.made
+	for i, p := range f.files {
+		st, err := stampOf(p)
+		stamp[i] = st
+		same = same && err == nil && st == f.stamp[i]
+	}
+	if same {
+		return f.val, nil
+	}
+	v, err := f.load()
+	if err != nil {
+		if f.made {
+			return f.val, nil
+		}
+		return v, err
+	}
+	f.val, f.made, f.stamp = v, true, stamp
+	return v, nil
 }
 
 // fileStamp tells one version of a file from another.
@@ -166,27 +187,6 @@ func stampOf(path string) (fileStamp, error) {
 		s.ino = sys.Ino
 	}
 	return s, nil
-}
-
-// get returns the key pair, read again if either file changed since it was read. A pair
-// that no longer reads (a rotation half done) keeps the last good one, if any.
-func (k *keyPair) get() (*tls.Certificate, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	cs, cerr := stampOf(k.certFile)
-	ks, kerr := stampOf(k.keyFile)
-	if cerr == nil && kerr == nil && k.cert != nil && k.stamp == [2]fileStamp{cs, ks} {
-		return k.cert, nil
-	}
-	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
-	if err != nil {
-		if k.cert != nil {
-			return k.cert, nil
-		}
-		return nil, fmt.Errorf("otlpexport: client certificate: %w", err)
-	}
-	k.cert, k.stamp = &cert, [2]fileStamp{cs, ks}
-	return k.cert, nil
 }
 
 // clientCertAlerts are the TLS alerts a server sends when it refuses the client's
