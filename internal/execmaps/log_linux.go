@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -517,19 +518,18 @@ func (l *Log) olderMaps(pid uint32, p *process) []mapping {
 	if e, ok := l.early[pid]; ok && now.Sub(e.at) < earlyMapsFor {
 		return e.maps
 	}
-	if l.early == nil || len(l.early) >= maxEarly {
-		for k, e := range l.early {
-			if now.Sub(e.at) >= earlyMapsFor {
-				delete(l.early, k)
-			}
-		}
-		if l.early == nil || len(l.early) >= maxEarly {
-			l.early = map[uint32]earlyMaps{} // every one read within a second: start again
+	if len(l.early) >= maxEarly {
+		maps.DeleteFunc(l.early, func(_ uint32, e earlyMaps) bool { return now.Sub(e.at) >= earlyMapsFor })
+		if len(l.early) >= maxEarly {
+			clear(l.early) // every one read within a second: start again
 		}
 	}
-	maps := older(pid, p)
-	l.early[pid] = earlyMaps{at: now, maps: maps}
-	return maps
+	if l.early == nil {
+		l.early = map[uint32]earlyMaps{}
+	}
+	read := older(pid, p)
+	l.early[pid] = earlyMaps{at: now, maps: read}
+	return read
 }
 
 // maxEarly bounds olderMaps's readings kept at once.
