@@ -618,10 +618,10 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 	}
 	if err == nil || noFunctions {
 		delete(d.flushing.unwritten, w.base)
-	}
-	if (err == nil || noFunctions) && d.flushing.writeFailing[w.base] {
-		delete(d.flushing.writeFailing, w.base)
-		d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
+		if d.flushing.writeFailing[w.base] {
+			delete(d.flushing.writeFailing, w.base)
+			d.log.Info("profd: outputs written again", "pid", w.pid, "files", paths)
+		}
 	}
 	if w.ownFinal() {
 		delete(d.flushing.writeFailing, w.base) // the process's last flush
