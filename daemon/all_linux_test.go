@@ -56,12 +56,7 @@ int main(int argc, char **argv) {
 func buildAllSpin(t testing.TB) (spin, spin2 string) {
 	t.Helper()
 	workloads(t) // gcc, x86-64
-	dir := t.TempDir()
-	for p := dir; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testenv.ReachableTempDir(t)
 	src := filepath.Join(dir, "allspin.c")
 	if err := os.WriteFile(src, []byte(allSpinSource), 0o644); err != nil {
 		t.Fatal(err)

@@ -23,12 +23,7 @@ const (
 // profd makes itself.
 func sharedDirs(t testing.TB) dirs {
 	t.Helper()
-	base := t.TempDir()
-	for p := base; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := testenv.ReachableTempDir(t)
 	return dirs{fifo: filepath.Join(base, "fifo"), jitdump: filepath.Join(base, "jitdump"), out: filepath.Join(base, "out")}
 }
 

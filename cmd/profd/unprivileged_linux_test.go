@@ -23,12 +23,7 @@ func TestUnprivileged(t *testing.T) {
 	}
 	built, _ := binaries(t)
 	const nobody = 65534
-	home := t.TempDir()
-	for p := home; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home := testenv.ReachableTempDir(t)
 	if err := os.Chown(home, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}

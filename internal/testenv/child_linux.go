@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -55,4 +56,18 @@ func StartPiped(t testing.TB, name string, args ...string) *Piped {
 		cmd.Wait()
 	})
 	return &Piped{Cmd: cmd, In: in, Out: bufio.NewReader(out)}
+}
+
+// ReachableTempDir is t.TempDir with it and the directories above it, up to the system's
+// temporary directory, made mode 0711: every user can reach a path in it by name, none can
+// list it.
+func ReachableTempDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -20,12 +20,7 @@ import (
 // privateDir returns a path for a FIFO directory whose parent every user can traverse.
 func privateDir(t *testing.T) string {
 	t.Helper()
-	parent := t.TempDir()
-	for p := parent; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	parent := testenv.ReachableTempDir(t)
 	return filepath.Join(parent, "profd")
 }
 
