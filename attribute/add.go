@@ -57,14 +57,14 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 		if mp == nil {
 			mapping, mp = p.maps.lookup(k.IP) // mapped since the mappings were read, or in none
 		}
-		if JITMemory(mapping) {
+		if inJITMemory(mapping, mp) {
 			p.unnamedLastDrain = true
 		}
 		if mp != nil && isNative(mp) && a.addNative(p, mp, k.IP, left) {
 			a.outsideSamples += left
 			continue
 		}
-		if !JITMemory(mapping) || !a.addUnnamed(p, k.IP, left, first, last) {
+		if !inJITMemory(mapping, mp) || !a.addUnnamed(p, k.IP, left, first, last) {
 			p.outside[mapping] += left
 			a.outsideSamples += left
 		}
@@ -282,7 +282,7 @@ func (a *Counts) stackFrame(p *procCounts, addr uint64, ns int64, leaf bool) sta
 		return a.jitFrame(p, r, addr)
 	}
 	f := stackFrame{addr: addr, native: -1, mapping: mapping}
-	if JITMemory(mapping) {
+	if inJITMemory(mapping, mp) {
 		f.mapping = profileio.UnnamedMapping
 	}
 	return f

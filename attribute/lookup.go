@@ -49,6 +49,9 @@ type Mapping struct {
 	// Dev and Inode identify the mapped file (st_dev and st_ino), zero when not known: a
 	// file opened by Path later must be this one.
 	Dev, Inode uint64
+	// ELF: the file is an ELF image though Path is a name JIT memory takes (a memfd, a
+	// file of /dev/shm: a program run from one), so its code is named by its symbols.
+	ELF bool
 }
 
 // find returns the mapping of maps (ascending by start) that addr lies in.

@@ -103,7 +103,7 @@ func runName(mp *Mapping, ok bool) (string, *Mapping) {
 // or JIT memory, whose permissions a JIT may have flipped since (write, then execute).
 func mayRun(mp *Mapping) bool {
 	name, _ := mappingName(mp, true)
-	return mp.Executable || JITMemory(name)
+	return mp.Executable || inJITMemory(name, mp)
 }
 
 // mappingName names the mapping mp that find found (ok): its path, "[anon]", or
@@ -127,9 +127,15 @@ func JITMemory(mapping string) bool {
 		strings.HasPrefix(mapping, "/memfd:") || strings.HasPrefix(mapping, "/SYSV") || strings.HasPrefix(mapping, "/dev/shm/")
 }
 
+// inJITMemory is JITMemory for a sample in mapping mp (nil: in none) named mapping: not an
+// ELF image's, whatever its name.
+func inJITMemory(mapping string, mp *Mapping) bool {
+	return JITMemory(mapping) && (mp == nil || !mp.ELF)
+}
+
 // isNative reports whether samples in mp are counted as native code: an executable
-// mapping of a regular file (not JIT memory), or the vdso, an ELF image the kernel maps
-// (Lookup.OpenSymbols reads its symbols).
+// mapping of a regular file (not JIT memory, unless an ELF image is mapped there), or the
+// vdso, an ELF image the kernel maps (Lookup.OpenSymbols reads its symbols).
 func isNative(mp *Mapping) bool {
-	return mp.Executable && (len(mp.Path) > 0 && mp.Path[0] == '/' && !JITMemory(mp.Path) || mp.Path == "[vdso]")
+	return mp.Executable && (len(mp.Path) > 0 && mp.Path[0] == '/' && !inJITMemory(mp.Path, mp) || mp.Path == "[vdso]")
 }

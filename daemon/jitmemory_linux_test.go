@@ -15,32 +15,42 @@ import (
 )
 
 // TestSharedAnonymousJITMemory: JIT code in shared anonymous memory (MAP_SHARED |
-// MAP_ANONYMOUS; /proc shows "/dev/zero (deleted)") is JIT memory, named by the JIT's perf
-// map like code in private anonymous memory, not filed under [outside JIT] /dev/zero.
+// MAP_ANONYMOUS; /proc shows "/dev/zero (deleted)"), or in a memfd mapped twice (writable,
+// and executable), is JIT memory, named by the JIT's perf map like code in private
+// anonymous memory, not filed under [outside JIT] by its mapping's name, nor taken for an
+// ELF image's.
 func TestSharedAnonymousJITMemory(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
 	exe := filepath.Join(t.TempDir(), "sharedjit")
 	if out, err := exec.Command("cc", "-O1", "-o", exe, "testdata/sharedjit.c").CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
-	d := newDirs(t)
-	w := startCmd(t, exec.Command(exe, "3"))
-	pid := w.pid()
-	t.Cleanup(w.removeRuntimeFiles)
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatPprof, FormatCapture}, Stacks: true})
-	w.wait(t, 90*time.Second) // 3 s of CPU: longer on a busy machine
-	r.wait(t, 30*time.Second)
-	c := readCapture(t, outputPath(d, "sharedjit", pid, FormatCapture))
-	named := jitTotals(c)["shared_jit_loop"]
-	outside := unmappedSamples(c, func(m string) bool { return strings.Contains(m, "/dev/zero") })
-	for _, m := range c.Native {
-		if strings.Contains(m.File, "/dev/zero") {
-			outside += m.TotalSamples()
-		}
-	}
-	if named < 500 || outside > named/10 {
-		t.Errorf("shared_jit_loop: %d samples named, %d filed under /dev/zero; want the loop's ~3 s of CPU named\nlogs:\n%s", named, outside, r.logs.String())
+	for _, tc := range []struct{ name, arg, mapping string }{
+		{"shared anonymous", "anonymous", "/dev/zero"},
+		{"memfd", "memfd", "/memfd:jit-code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDirs(t)
+			w := startCmd(t, exec.Command(exe, "3", tc.arg))
+			pid := w.pid()
+			t.Cleanup(w.removeRuntimeFiles)
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+				Formats: []Format{FormatPprof, FormatCapture}, Stacks: true})
+			w.wait(t, 90*time.Second) // 3 s of CPU: longer on a busy machine
+			r.wait(t, 30*time.Second)
+			c := readCapture(t, outputPath(d, "sharedjit", pid, FormatCapture))
+			named := jitTotals(c)["shared_jit_loop"]
+			outside := unmappedSamples(c, func(m string) bool { return strings.Contains(m, tc.mapping) })
+			for _, m := range c.Native {
+				if strings.Contains(m.File, tc.mapping) {
+					outside += m.TotalSamples()
+				}
+			}
+			if named < 500 || outside > named/10 {
+				t.Errorf("shared_jit_loop: %d samples named, %d filed under %s; want the loop's ~3 s of CPU named\nlogs:\n%s",
+					named, outside, tc.mapping, r.logs.String())
+			}
+		})
 	}
 }
 

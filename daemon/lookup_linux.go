@@ -46,7 +46,14 @@ type procLookup struct {
 	// vdso holds the tables of the vdso images met, by their bytes (vdsoSymbols).
 	vdsoMu sync.Mutex
 	vdso   map[string]*elfsym.File
+	// elfMemory tells, for the files met mapped executable under a name JIT memory takes
+	// (a memfd, a file of /dev/shm), whether each is an ELF image (mappedELF).
+	elfMu     sync.Mutex
+	elfMemory map[procfs.FileID]bool
 }
+
+// maxELFMemory bounds elfMemory: past it, the files are looked at again.
+const maxELFMemory = 1024
 
 // procNames are a process's image name and executable path, its effective user and
 // group (uid -1: unknown), and where it runs and who it is.
@@ -207,8 +214,32 @@ func (l *procLookup) Mappings(pid uint32) ([]attribute.Mapping, error) {
 		id := m.ID()
 		out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: m.Executable(),
 			Dev: id.Dev, Inode: id.Ino}
+		if out[i].Executable && id != (procfs.FileID{}) && attribute.JITMemory(m.Path) {
+			out[i].ELF = l.mappedELF(pid, m.Start, m.End, m.Path, id)
+		}
 	}
 	return out, err
+}
+
+// mappedELF reports whether the file pid maps from start to end, under a name JIT memory
+// takes, is an ELF image, looking at each file once. Such files are memory (a memfd, a
+// tmpfs file): reading their first bytes under the run's lock holds no one.
+func (l *procLookup) mappedELF(pid uint32, start, end uint64, path string, id procfs.FileID) bool {
+	l.elfMu.Lock()
+	defer l.elfMu.Unlock()
+	if is, ok := l.elfMemory[id]; ok {
+		return is
+	}
+	is, err := procfs.MappedELF(pid, start, end, path, id)
+	if err != nil {
+		l.log.Debug("profd: a file mapped where JIT memory may be cannot be read; its samples count as JIT memory's", "pid", pid, "file", path, "err", err)
+		return false // not kept: looked at again with the next mappings read
+	}
+	if l.elfMemory == nil || len(l.elfMemory) >= maxELFMemory {
+		l.elfMemory = map[procfs.FileID]bool{}
+	}
+	l.elfMemory[id] = is
+	return is
 }
 
 // MadeMappings gives the executable mappings process pid made as its mmap records told of

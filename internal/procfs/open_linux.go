@@ -1,8 +1,10 @@
 package procfs
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -172,6 +174,25 @@ func OpenMapped(pid uint32, start, end uint64, path string, id FileID) (*os.File
 			mapped, os.NewSyscallError("open", err), path, ErrReplaced)
 	}
 	return OpenFile(Root(pid), path, Want{ID: id})
+}
+
+// MappedELF reports whether the file pid maps from start to end (named and identified as
+// for OpenMapped) is an ELF image: whether it begins with ELF's magic number. A program run
+// from a memfd (fexecve) or a file of /dev/shm is mapped under a name JIT memory takes too.
+func MappedELF(pid uint32, start, end uint64, path string, id FileID) (bool, error) {
+	f, err := OpenMapped(pid, start, end, path, id)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var magic [len(elf.ELFMAG)]byte
+	if _, err := f.ReadAt(magic[:], 0); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, fmt.Errorf("procfs: %s: %w", f.Name(), err)
+	}
+	return string(magic[:]) == elf.ELFMAG, nil
 }
 
 // MappedPath is /proc/PID/map_files/START-END: the file pid maps from start to end, while it

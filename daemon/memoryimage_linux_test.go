@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestNativeImageInMemory runs testdata/native.c's program from a memfd (as fexecve does)
+// and from a file of /dev/shm, names JIT memory takes too: its samples must be named by
+// its symbols, as from a file anywhere else, not counted as JIT code no symbol names.
+func TestNativeImageInMemory(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libnativelib.so")
+	exe := filepath.Join(dir, "native")
+	for _, argv := range [][]string{
+		{"cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/nativelib.c"},
+		{"cc", "-O1", "-fPIE", "-pie", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
+	} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	image, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// place puts the image where it runs from and returns the path to run and the
+		// file its mappings name.
+		place func(t *testing.T) (run, mapped string)
+	}{
+		{"memfd", func(t *testing.T) (string, string) {
+			fd, err := unix.MemfdCreate("native", unix.MFD_CLOEXEC)
+			if err != nil {
+				t.Skipf("memfd_create: %v", err)
+			}
+			f := os.NewFile(uintptr(fd), "memfd:native")
+			t.Cleanup(func() { f.Close() })
+			if _, err := f.Write(image); err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd), "/memfd:native"
+		}},
+		{"/dev/shm", func(t *testing.T) (string, string) {
+			path := filepath.Join("/dev/shm", fmt.Sprintf("profd-native-%d", os.Getpid()))
+			if err := os.WriteFile(path, image, 0o700); err != nil {
+				t.Skipf("/dev/shm: %v", err)
+			}
+			t.Cleanup(func() { os.Remove(path) })
+			return path, path
+		}},
+	} {
+		t.Run(strings.TrimPrefix(tc.name, "/"), func(t *testing.T) {
+			run, mapped := tc.place(t)
+			d := newDirs(t)
+			w, start := startGated(t, exec.Command(run, "1.5"))
+			pid := w.pid()
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+				Formats: []Format{FormatCapture}})
+			r.waitAdded(t, pid, 60*time.Second)
+			start.Write([]byte{1})
+			start.Close()
+			w.wait(t, 120*time.Second)
+			r.wait(t, 60*time.Second)
+
+			found, _ := filepath.Glob(filepath.Join(d.out, "*"+extension[FormatCapture]))
+			if len(found) != 1 {
+				t.Fatalf("captures %v, want one", found)
+			}
+			c := readCapture(t, found[0])
+			funcs := map[string]uint64{}
+			var native uint64
+			for _, m := range c.Native {
+				for _, s := range m.Samples {
+					native += s.Count
+					if m.File == mapped && s.Function != "" {
+						funcs[s.Function] += s.Count
+					}
+				}
+			}
+			jit, outside := c.TotalSamples()
+			total := jit + outside + c.UnnamedSamples()
+			t.Logf("%d samples, %d in native code, %d in JIT memory unnamed; in %s by function %v",
+				total, native, c.UnnamedSamples(), mapped, funcs)
+			if total < 300 || float64(native) < 0.9*float64(total) {
+				t.Errorf("%d samples, %d in native code: want most of 1.5 s in native code", total, native)
+			}
+			if funcs["native_hot"] == 0 || funcs["native_warm"] == 0 {
+				t.Errorf("the program's own functions are not named in %s: %v", mapped, funcs)
+			}
+			if u := c.UnnamedSamples(); float64(u) > 0.05*float64(total) {
+				t.Errorf("%d of %d samples counted as unnamed JIT code", u, total)
+			}
+		})
+	}
+}
