@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,4 +202,50 @@ func TestStopCutsARunningFlush(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTargetGoneBeforeItWasAdded: an explicit target that exits after profd checked it but
+// before the watcher's first scan (while the sampler is set up) was never added, so no
+// removal came to say every target had gone, and profd waited for a signal. It must stop
+// by itself, and say that nothing was profiled.
+func TestTargetGoneBeforeItWasAdded(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	d := newDirs(t)
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out})
+	// The run checked the pid once it watches it for its exit: a pidfd of the pid besides
+	// the one os/exec holds.
+	waitFor(t, "the run to open a pidfd of the target", 20*time.Second, func() bool {
+		return pidfdsOf(t, pid) >= 2
+	})
+	if strings.Contains(r.logs.String(), "profd: started") {
+		t.Skip("the run was set up before the target could be killed")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	r.wait(t, 30*time.Second)
+	if !strings.Contains(r.logs.String(), "no target was profiled") {
+		t.Errorf("no warning that nothing was profiled; logs:\n%s", r.logs.String())
+	}
+}
+
+// pidfdsOf counts the test process's pidfds of process pid.
+func pidfdsOf(t *testing.T, pid int) int {
+	fds, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		b, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", fd.Name()))
+		if err == nil && strings.Contains(string(b), "\nPid:\t"+strconv.Itoa(pid)+"\n") {
+			n++
+		}
+	}
+	return n
 }

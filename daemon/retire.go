@@ -91,6 +91,11 @@ func (d *daemonRun) retireTargets(pids []uint32, missed map[uint32]bool) {
 			d.notes.logTarget(d.log, "profd: target exited", "pid", pid)
 		}
 	}
+	d.noteGone()
+}
+
+// noteGone tells Run's loop that a target may have gone, to see whether any is left.
+func (d *daemonRun) noteGone() {
 	select {
 	case d.wake.goneNote <- struct{}{}:
 	default:

@@ -87,6 +87,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	drain := time.NewTimer(drainEvery)
 	defer drain.Stop()
 	drainAt := time.Now().Add(drainEvery)
+	// An explicit target that exited between its check and the watcher's first scan was
+	// never added, and no removal tells the loop of it: look once.
+	d.noteGone()
 	why := ""
 	for why == "" {
 		select {
@@ -113,6 +116,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		case <-d.wake.goneNote:
 			if d.targetsGone() {
 				why = "every target exited"
+				if d.tally.added.Load() == 0 {
+					d.log.Warn("profd: no target was profiled: each exited before profd could add it", "pids", d.cfg.Pids)
+				}
 			}
 		}
 	}
