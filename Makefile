@@ -40,12 +40,15 @@ deps:
 ## test: vet, gofmt check and every test (the README's test command; .ci/run calls it). The
 ##   fork storm runs on its own after the rest: it measures how many of 500 short-lived
 ##   processes profd adds and samples, which other packages' tests, forking processes of their
-##   own on both cores, would measure instead. Then the daemon's tests of its goroutines
-##   together (RACETESTS) run again under the race detector (a minute, most of it building).
+##   own on both cores, would measure instead. So does the test that takes a CPU offline and
+##   back (every other test's events on that CPU would go with it). Then the daemon's tests of
+##   its goroutines together (RACETESTS) run again under the race detector (a minute, most of
+##   it building).
 RACETESTS ?= ^(Test[A-Za-z]*Concurrent|TestAllShortLivedRegisteredJIT|TestFlushRequests|TestIntervals)$$
 test: deps vet fmt-check generate-check
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -skip '^TestForkStorm$$' ./...
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -skip '^(TestForkStorm|TestCPUOfflineAndBack)$$' ./...
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -run '^TestForkStorm$$' ./daemon
+	$(GO) test -p 1 -count=1 -timeout $(TESTTIMEOUT) -run '^TestCPUOfflineAndBack$$' ./sampler ./internal/execmaps
 	$(GO) test -race -count=1 -timeout $(TESTTIMEOUT) -run '$(RACETESTS)' ./daemon ./jitmap
 
 ## test-race: every test under the race detector (slower; not in `make test`)

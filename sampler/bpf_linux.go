@@ -8,10 +8,12 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	perf "github.com/elastic/go-perf"
 
 	"github.com/profd/profd/bpf"
+	"github.com/profd/profd/internal/percpu"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -24,9 +26,10 @@ type bpfSampler struct {
 	stacks     bool       // the program counts by call chain: Drain derives the counts from the stacks
 	allCgroups bool       // Config.AllCgroups
 	jitterHz   float64    // the rate the events' intervals vary around; 0: fixed (see JitterEvery)
+	attr       *perf.Attr // each CPU's event's
 	mu         sync.Mutex // guards events, closed and started
 	prog       *bpf.Program
-	events     []*perf.Event
+	events     percpu.Events
 	closed     bool
 
 	started bool
@@ -42,25 +45,54 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
 	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, allCgroups: cfg.AllCgroups,
-		jitterHz: jitterHz(cfg, spec), cancel: func() {}}
+		jitterHz: jitterHz(cfg, spec), attr: spec.attr(cfg, choice.PreciseIP, false), cancel: func() {}}
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	for _, cpu := range cpus {
-		ev, err := perf.Open(spec.attr(cfg, choice.PreciseIP, false), perf.AllThreads, cpu, nil)
+		ev, err := s.openCPU(cpu)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("sampler: bpf back end: event %s on cpu %d: %w", choice.Used, cpu, err)
+			return nil, err
 		}
-		s.events = append(s.events, ev)
-		if err := ev.SetBPF(uint32(prog.FD())); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("sampler: bpf back end: attach program on cpu %d: %w", cpu, err)
-		}
+		s.events.Add(cpu, ev)
 	}
 	return s, nil
+}
+
+// openCPU opens cpu's event, the program attached.
+func (s *bpfSampler) openCPU(cpu int) (*perf.Event, error) {
+	ev, err := perf.Open(s.attr, perf.AllThreads, cpu, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sampler: bpf back end: event %s on cpu %d: %w", s.choice.Used, cpu, err)
+	}
+	if err := ev.SetBPF(uint32(s.prog.FD())); err != nil {
+		ev.Close()
+		return nil, fmt.Errorf("sampler: bpf back end: attach program on cpu %d: %w", cpu, err)
+	}
+	return ev, nil
+}
+
+// checkCPUsLocked opens events again on the CPUs that went offline and came back, and on
+// those online for the first time (percpu.Events). Called with mu held.
+func (s *bpfSampler) checkCPUsLocked(now time.Time) {
+	opened := s.events.Check(now, func(cpu int) (*perf.Event, error) {
+		ev, err := s.openCPU(cpu)
+		if err == nil {
+			if err = ev.Enable(); err != nil {
+				ev.Close()
+			}
+		}
+		if err != nil {
+			s.log.Debug("sampler: cpu online but not sampled yet", "cpu", cpu, "err", err)
+		}
+		return ev, err
+	}, func(ev *perf.Event) { ev.Close() })
+	if len(opened) > 0 {
+		s.log.Info("sampler: cpus online again, or for the first time: sampled from now on", "cpus", opened)
+	}
 }
 
 // Start enables the events and, for a timer event, starts varying their intervals (see
@@ -74,14 +106,15 @@ func (s *bpfSampler) Start(ctx context.Context) error {
 	if s.started {
 		return nil
 	}
-	for i, ev := range s.events {
+	for i, ev := range s.events.List() {
 		if err := ev.Enable(); err != nil {
 			return fmt.Errorf("sampler: enable event %d: %w", i, err)
 		}
 	}
+	s.events.Enabled(time.Now())
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
-	startJitter(ctx, &s.wg, s.jitterHz, s.log, &s.mu, func() []*perf.Event { return s.events })
+	startJitter(ctx, &s.wg, s.jitterHz, s.log, &s.mu, func() []*perf.Event { return s.events.List() })
 	return nil
 }
 
@@ -125,6 +158,11 @@ func (s *bpfSampler) isClosed() bool {
 func (s *bpfSampler) DrainAll() (Drained, error) { return s.Drain() }
 
 func (s *bpfSampler) Drain(...uint32) (Drained, error) {
+	s.mu.Lock()
+	if !s.closed {
+		s.checkCPUsLocked(time.Now())
+	}
+	s.mu.Unlock()
 	counts := make(map[Key]Count)
 	var stacks []StackCount
 	var err error
@@ -185,12 +223,9 @@ func (s *bpfSampler) Close() error {
 	}
 	s.closed = true
 	var errs []error
-	for _, ev := range s.events {
-		if err := ev.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("sampler: close event: %w", err))
-		}
+	for _, err := range s.events.Close() {
+		errs = append(errs, fmt.Errorf("sampler: close event: %w", err))
 	}
-	s.events = nil
 	if err := s.prog.Close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -104,6 +104,7 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 		a.SetSampleFreq(cfg.FreqHz)
 	}
 	a.Options.Disabled = true
+	a.CountFormat.Enabled = true // its time enabled stops when its CPU goes offline (percpu.Events)
 	a.Options.ExcludeKernel = !cfg.IncludeKernel
 	a.Options.ExcludeHypervisor = true
 	a.Options.PreciseIP = skid(preciseIP)

@@ -11,6 +11,7 @@ import (
 
 	perf "github.com/elastic/go-perf"
 	"github.com/profd/profd/bpf"
+	"github.com/profd/profd/internal/percpu"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -29,8 +30,8 @@ type ringSampler struct {
 
 	mu       sync.Mutex // guards everything below
 	agg      *aggregate
-	waiter   *ringWaiter // wakes readLoop when a ring is half full
-	cpuRings []*perf.Event
+	waiter   *ringWaiter   // wakes readLoop when a ring is half full
+	cpuRings percpu.Events // per-CPU mode's events, each with its ring
 	// filter, in per-CPU mode where it loads, keeps other processes' samples out of the rings.
 	filter  *bpf.RingFilter
 	threads map[uint32]*threadEvents // per-thread mode: by target pid
@@ -40,6 +41,10 @@ type ringSampler struct {
 	closed  bool
 	badLog  bool // a bad record was logged already
 	fullLog bool // the held samples' bound was logged already
+	// cpusChecked is when per-thread mode last compared the CPUs online with cpus;
+	// cpusWarned, that it said a CPU came online that is not among them.
+	cpusChecked time.Time
+	cpusWarned  bool
 
 	expired context.Context // already past its deadline: ReadRawRecord never blocks on it
 	cancel  context.CancelFunc
@@ -97,18 +102,12 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 			s.log.Debug("sampler: no in-kernel filter for the rings; other processes' samples are read and skipped", "err", err)
 		}
 		for _, cpu := range cpus {
-			ev, err := s.openEvent(perf.AllThreads, cpu, false)
-			if err == nil {
-				err = s.mapRing(ev)
-			}
-			if err == nil {
-				err = s.attachFilter(ev)
-			}
+			ev, err := s.openCPU(cpu)
 			if err != nil {
 				s.Close()
-				return nil, fmt.Errorf("sampler: ring back end: cpu %d: %w", cpu, err)
+				return nil, err
 			}
-			s.cpuRings = append(s.cpuRings, ev)
+			s.cpuRings.Add(cpu, ev)
 		}
 		if s.filter == nil && s.agg.allBut != 0 && (len(cfg.AllUIDs) > 0 || cfg.AllCgroups) {
 			// A sample's user and cgroup are known in the kernel alone.
@@ -138,6 +137,50 @@ func (s *ringSampler) openEvent(pid, cpu int, inherit bool) (*perf.Event, error)
 	return ev, nil
 }
 
+// openCPU opens cpu's event with its ring and the filter, in per-CPU mode.
+func (s *ringSampler) openCPU(cpu int) (*perf.Event, error) {
+	ev, err := s.openEvent(perf.AllThreads, cpu, false)
+	if err == nil {
+		err = s.mapRing(ev)
+	}
+	if err == nil {
+		err = s.attachFilter(ev)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sampler: ring back end: cpu %d: %w", cpu, err)
+	}
+	return ev, nil
+}
+
+// checkCPUsLocked, in per-CPU mode, opens events again on the CPUs that went offline and
+// came back, and on those online for the first time, after reading what the ended events'
+// rings hold (percpu.Events). In per-thread mode, a CPU online for the first time is said
+// once. Called with mu held.
+func (s *ringSampler) checkCPUsLocked(now time.Time) {
+	if s.mode == RingPerThread {
+		s.checkThreadCPUsLocked(now)
+		return
+	}
+	opened := s.cpuRings.Check(now, func(cpu int) (*perf.Event, error) {
+		ev, err := s.openCPU(cpu)
+		if err == nil {
+			if err = ev.Enable(); err != nil {
+				ev.Close()
+			}
+		}
+		if err != nil {
+			s.log.Debug("sampler: cpu online but not sampled yet", "cpu", cpu, "err", err)
+		}
+		return ev, err
+	}, func(ev *perf.Event) {
+		s.readRingLocked(ev)
+		ev.Close()
+	})
+	if len(opened) > 0 {
+		s.log.Info("sampler: cpus online again, or for the first time: sampled from now on", "cpus", opened)
+	}
+}
+
 // attachFilter attaches the filter to ev, a per-CPU event. Where the kernel refuses it on
 // the first event, the rings go unfiltered; ev is closed when it refuses it on a later one.
 func (s *ringSampler) attachFilter(ev *perf.Event) error {
@@ -148,7 +191,7 @@ func (s *ringSampler) attachFilter(ev *perf.Event) error {
 	switch {
 	case err == nil:
 		return nil
-	case len(s.cpuRings) == 0:
+	case len(s.cpuRings.List()) == 0:
 		s.log.Debug("sampler: the kernel refuses the rings' filter; other processes' samples are read and skipped", "err", err)
 		s.filter.Close()
 		s.filter = nil
@@ -180,11 +223,12 @@ func (s *ringSampler) Start(ctx context.Context) error {
 	if s.started {
 		return nil
 	}
-	for _, ev := range s.cpuRings {
+	for _, ev := range s.cpuRings.List() {
 		if err := ev.Enable(); err != nil {
 			return fmt.Errorf("sampler: enable ring event: %w", err)
 		}
 	}
+	s.cpuRings.Enabled(time.Now())
 	for pid, te := range s.threads {
 		for _, ev := range te.all() {
 			if err := ev.Enable(); err != nil {
@@ -199,7 +243,7 @@ func (s *ringSampler) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.readLoop(ctx)
 	if s.mode == RingPerCPU {
-		startJitter(ctx, &s.wg, jitterHz(s.cfg, s.spec), s.log, &s.mu, func() []*perf.Event { return s.cpuRings })
+		startJitter(ctx, &s.wg, jitterHz(s.cfg, s.spec), s.log, &s.mu, func() []*perf.Event { return s.cpuRings.List() })
 	}
 	return nil
 }
@@ -234,7 +278,7 @@ func (s *ringSampler) readLoop(ctx context.Context) {
 }
 
 func (s *ringSampler) readAllLocked() {
-	for _, ev := range s.cpuRings {
+	for _, ev := range s.cpuRings.List() {
 		s.readRingLocked(ev)
 	}
 	for _, te := range s.threads {
@@ -316,7 +360,7 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 		s.dropThreadsLocked(pid, te)
 	}
 	// Read what per-CPU rings hold for pid before it stops counting as a target.
-	for _, ev := range s.cpuRings {
+	for _, ev := range s.cpuRings.List() {
 		s.readRingLocked(ev)
 	}
 	delete(s.agg.targets, pid)
@@ -345,6 +389,7 @@ func (s *ringSampler) drain(all bool, gone []uint32) (Drained, error) {
 		return Drained{}, ErrClosed
 	}
 	s.readAllLocked()
+	s.checkCPUsLocked(time.Now())
 	for _, pid := range gone {
 		s.agg.release(pid, false, true)
 	}
@@ -378,12 +423,7 @@ func (s *ringSampler) Close() error {
 	if s.waiter != nil {
 		defer s.waiter.close() // after the events, which leave its set as they close
 	}
-	var errs []error
-	for _, ev := range s.cpuRings {
-		if err := ev.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := s.cpuRings.Close()
 	for _, te := range s.threads {
 		te.close()
 	}
@@ -392,7 +432,7 @@ func (s *ringSampler) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	s.cpuRings, s.threads, s.filter = nil, nil, nil
+	s.threads, s.filter = nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sampler: close: %w", err)
 	}

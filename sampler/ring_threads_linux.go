@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	perf "github.com/elastic/go-perf"
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/percpu"
+	"github.com/profd/profd/internal/procfs"
 )
 
 // Per-thread mode of the ring back end: each target has, for every thread it had when added,
@@ -123,4 +128,28 @@ func (s *ringSampler) openThread(tid int, te *threadEvents) error {
 		}
 	}
 	return nil
+}
+
+// checkThreadCPUsLocked says once, in per-thread mode, that a CPU came online that was not
+// at the start: the targets' events are bound to those CPUs, so their threads go unsampled
+// while they run on it. (An event bound to a thread and a CPU, unlike one bound to a CPU
+// alone, lives on while its CPU is offline, and counts again when it is back.) Called with
+// mu held.
+func (s *ringSampler) checkThreadCPUsLocked(now time.Time) {
+	if s.cpusWarned || now.Sub(s.cpusChecked) < percpu.CheckEvery {
+		return
+	}
+	s.cpusChecked = now
+	online, err := procfs.OnlineCPUs()
+	if err != nil {
+		return
+	}
+	for _, cpu := range online {
+		if !slices.Contains(s.cpus, cpu) {
+			s.cpusWarned = true
+			s.log.Warn("sampler: a CPU came online that was not at the start: the per-thread rings do not sample it (as root, the per-CPU back ends do)",
+				"cpu", cpu, "at_start", s.cpus)
+			return
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/profd/profd/internal/clock"
+	"github.com/profd/profd/internal/percpu"
 	"github.com/profd/profd/internal/procfs"
 )
 
@@ -60,7 +61,7 @@ type Log struct {
 	max int
 
 	mu       sync.Mutex // guards everything below
-	rings    []*perf.Event
+	rings    percpu.Events
 	procs    map[uint32]*process
 	paths    map[string]string // interned: a host maps the same few files again and again
 	kept     int               // mappings kept, every process together
@@ -119,8 +120,9 @@ func Start(cfg Config) (*Log, error) {
 			cancel()
 			return nil, fmt.Errorf("execmaps: cpu %d: %w", cpu, err)
 		}
-		l.rings = append(l.rings, ev)
+		l.rings.Add(cpu, ev)
 	}
+	l.rings.Enabled(time.Now())
 	l.wg.Add(1)
 	go l.readLoop()
 	return l, nil
@@ -130,7 +132,8 @@ func Start(cfg Config) (*Log, error) {
 // executable mappings, execs (as comm records), forks and exits, each stamped with its
 // process, thread and CLOCK_MONOTONIC time.
 func openRing(cpu int) (*perf.Event, error) {
-	a := &perf.Attr{SampleFormat: perf.SampleFormat{Tid: true, Time: true}}
+	a := &perf.Attr{SampleFormat: perf.SampleFormat{Tid: true, Time: true},
+		CountFormat: perf.CountFormat{Enabled: true}} // see percpu.Events
 	perf.Dummy.Configure(a)
 	a.Options = perf.Options{Mmap: true, Mmap2: true, Comm: true, CommExec: true, Task: true,
 		SampleIDAll: true, UseClockID: true, ExcludeKernel: true, ExcludeHypervisor: true}
@@ -164,17 +167,21 @@ func (l *Log) readLoop() {
 	}
 }
 
-// readLocked reads every ring, then lets go of what is kept past its time.
+// readLocked reads every ring, then lets go of what is kept past its time. A CPU that went
+// offline and came back, or came online, gets its event opened (again: percpu.Events).
 func (l *Log) readLocked() {
-	var raw perf.RawRecord
-	for _, ev := range l.rings {
-		for ev.ReadRawRecord(l.expired, &raw) == nil {
-			if rec := decode(ev, &raw); rec != nil {
-				l.apply(rec)
-			}
-		}
+	for _, ev := range l.rings.List() {
+		l.readRing(ev)
 	}
-	if now := time.Now(); now.Sub(l.lastTrim) >= time.Second {
+	now := time.Now()
+	opened := l.rings.Check(now, openRing, func(ev *perf.Event) {
+		l.readRing(ev)
+		ev.Close()
+	})
+	if len(opened) > 0 {
+		l.log.Debug("execmaps: cpus online again, or for the first time: their records are read from now on", "cpus", opened)
+	}
+	if now.Sub(l.lastTrim) >= time.Second {
 		l.lastTrim = now
 		l.trim(clock.MonotonicNs() - int64(keepAfterExit))
 	}
@@ -571,13 +578,18 @@ func (l *Log) Close() error {
 	return l.closeRings()
 }
 
-func (l *Log) closeRings() error {
-	var errs []error
-	for _, ev := range l.rings {
-		errs = append(errs, ev.Close())
+// readRing applies the records in ev's ring.
+func (l *Log) readRing(ev *perf.Event) {
+	var raw perf.RawRecord
+	for ev.ReadRawRecord(l.expired, &raw) == nil {
+		if rec := decode(ev, &raw); rec != nil {
+			l.apply(rec)
+		}
 	}
-	l.rings = nil
-	if err := errors.Join(errs...); err != nil {
+}
+
+func (l *Log) closeRings() error {
+	if err := errors.Join(l.rings.Close()...); err != nil {
 		return fmt.Errorf("execmaps: close: %w", err)
 	}
 	return nil
