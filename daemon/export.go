@@ -17,6 +17,9 @@ type Interval struct {
 	// daemon's state: read it, never change it.
 	Capture *profileio.Capture
 	Final   bool // the output's last interval (its process exited, or profd stops)
+	// CaptureFile is the interval's capture in the interval directory, where an exporter
+	// may read it again (--keep deletes it in time); "" when none was written.
+	CaptureFile string
 }
 
 // Exporter ships intervals off the host (cmd/profd's OTLP exporter is one).
@@ -36,6 +39,7 @@ type ExportStats struct {
 	QueuedBytes     uint64 // now: their encoded size
 	Sent            uint64 // intervals delivered
 	Dropped         uint64 // intervals let go unsent: past the queue's bounds, or at the stop
+	Resent          uint64 // of those, intervals queued again from their files
 	Failed          uint64 // intervals given up on after errors
 	// Latency is how long delivered intervals took from their end to their delivery.
 	Latency Histogram

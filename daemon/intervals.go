@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/profd/profd/profileio"
@@ -97,6 +98,9 @@ func (d *daemonRun) endInterval(w pending) {
 	d.flushing.mu.Unlock()
 	if len(paths) > 0 {
 		d.noteInterval(w.base, iv.Start, d.cfg.Formats, paths)
+	}
+	if p := intervalPath(filepath.Join(d.cfg.OutDir, IntervalDir), iv.Base, iv.Start, FormatCapture); slices.Contains(paths, p) {
+		iv.CaptureFile = p
 	}
 	if err == nil {
 		d.log.Debug("profd: interval written", "pid", w.pid, "start", iv.Start, "end", iv.End, "files", paths,

@@ -62,6 +62,11 @@ type Config struct {
 	// Delivered, when set, is called on the sending goroutine with a Profile's End once its
 	// last request is sent (for a latency measure): it must return quickly.
 	Delivered func(end time.Time)
+	// Dropped, when set, is called with a Profile's Source when the queue's bound dropped
+	// every request of it, none sent: its owner may read it again from there and Export it
+	// once the endpoint keeps up. It is called on the goroutine that exported the request
+	// that pushed them out, and must return quickly.
+	Dropped func(source string)
 }
 
 // Compressions of a request's body.

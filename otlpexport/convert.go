@@ -31,6 +31,9 @@ type Profile struct {
 	// End is when the profile's interval ended (zero: not known): Config.Delivered is given
 	// it once the profile's last request is sent.
 	End time.Time
+	// Source is where the profile can be read again (an interval's file), for
+	// Config.Dropped; "" when nowhere.
+	Source string
 }
 
 // Semantic-convention attribute keys.

@@ -40,9 +40,18 @@ type Exporter struct {
 // request is one ExportProfilesServiceRequest waiting to be sent, encoded: the queue's bound
 // is the memory it holds.
 type request struct {
-	body  []byte
-	bytes int       // len(body), kept when body is let go
-	end   time.Time // the profile's Profile.End, on its last request only
+	body   []byte
+	bytes  int       // len(body), kept when body is let go
+	end    time.Time // the profile's Profile.End, on its last request only
+	origin *origin   // the profile's, when it has a Source
+}
+
+// origin is what the requests of one profile with a Source share, under the exporter's
+// mutex: whether the queue dropped them all (then none was taken for sending).
+type origin struct {
+	source  string
+	parts   int // its requests
+	dropped int // of them, dropped by the queue's bound
 }
 
 // Stats is a snapshot of an Exporter's counters. A "profile" here is one request: an Export
@@ -127,6 +136,12 @@ func (e *Exporter) Export(p Profile) {
 	if len(reqs) > 0 {
 		reqs[len(reqs)-1].end = p.End
 	}
+	if p.Source != "" && e.cfg.Dropped != nil {
+		o := &origin{source: p.Source, parts: len(reqs)}
+		for i := range reqs {
+			reqs[i].origin = o
+		}
+	}
 	for _, r := range reqs {
 		e.enqueue(r)
 	}
@@ -178,7 +193,13 @@ func (e *Exporter) enqueue(r request) {
 		return
 	}
 	var dropped int
+	var lost []string // sources whose every request was dropped
 	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
+		if o := e.queue[0].origin; o != nil {
+			if o.dropped++; o.dropped == o.parts {
+				lost = append(lost, o.source)
+			}
+		}
 		e.queuedBytes -= e.queue[0].bytes
 		e.queue[0] = request{}
 		e.queue = e.queue[1:]
@@ -189,6 +210,9 @@ func (e *Exporter) enqueue(r request) {
 	e.mu.Unlock()
 	if dropped > 0 {
 		e.drop(dropped, fmt.Sprintf("the queue is full (%d bytes): dropping the oldest", e.cfg.QueueBytes))
+	}
+	for _, source := range lost {
+		e.cfg.Dropped(source)
 	}
 	select {
 	case e.wake <- struct{}{}:

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,7 +59,7 @@ func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
 		o.cfg.Headers[k] = strings.TrimSpace(v)
 		return nil
 	})
-	fs.Func("otlp-queue-mb", fmt.Sprintf("the export requests waiting to be sent may hold `MB` (default %d): past it, while the endpoint is down or slow, the oldest are dropped and counted, with one warning (the interval files on disk keep them)", defaultOTLPQueueMB), func(s string) error {
+	fs.Func("otlp-queue-mb", fmt.Sprintf("the export requests waiting to be sent may hold `MB` (default %d): past it, while the endpoint is down or slow, the oldest are dropped and counted, with one warning; each is sent again from its interval file once the endpoint keeps up (unless --keep deleted it)", defaultOTLPQueueMB), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || mb <= 0 || mb > 1<<20 {
 			return fmt.Errorf("want a number of megabytes, such as 64")
@@ -78,13 +81,19 @@ func startExport(o otlpOptions, cfg *daemon.Config, logger *slog.Logger) (*inter
 		return nil, nil
 	}
 	x := &intervalExporter{commandLine: o.commandLine, log: logger, work: make(chan daemon.Interval, intervalQueue),
-		done: make(chan struct{}), latency: daemon.NewDurationHistogram(daemon.FlushBuckets)}
+		done: make(chan struct{}), latency: daemon.NewDurationHistogram(daemon.FlushBuckets),
+		queueBytes: oc.QueueBytes, stop: make(chan struct{}), resent: make(chan struct{})}
+	if x.queueBytes == 0 {
+		x.queueBytes = otlpexport.DefaultQueueBytes
+	}
 	oc.Delivered = func(end time.Time) { x.latency.Observe(time.Since(end)) }
+	oc.Dropped = x.keepForLater
 	x.exp, err = otlpexport.New(oc, logger)
 	if err != nil {
 		return nil, err
 	}
 	go x.run()
+	go x.resend()
 	cfg.Exporter = x
 	return x, nil
 }
@@ -108,6 +117,134 @@ type intervalExporter struct {
 
 	dropped  atomic.Uint64 // intervals not converted: the conversion fell behind, or failed
 	dropping atomic.Bool   // a drop episode, warned once
+
+	// later holds the intervals dropped unsent (the queue's bound, or the conversion behind),
+	// oldest first, by laterSource, to be sent again from their files once the endpoint
+	// keeps up (resend); past maxLater the oldest are let go.
+	laterMu    sync.Mutex
+	later      []string
+	queueBytes int           // the exporter's queue bound
+	stop       chan struct{} // closed by Close: resend returns
+	resent     chan struct{} // closed when resend returns
+	resentN    atomic.Uint64 // intervals sent again from their files
+}
+
+// maxLater bounds the intervals kept to be sent again: some 250 bytes each.
+const maxLater = 1 << 16
+
+// resendEvery is how often resend looks whether the endpoint keeps up.
+const resendEvery = time.Second
+
+// laterSource is what keepForLater is given of iv, to send it again: its capture file and
+// the digest of what tells where it was taken (capturedWhere), NUL between; "" when no
+// capture was written.
+func laterSource(iv daemon.Interval) string {
+	if iv.CaptureFile == "" {
+		return ""
+	}
+	return iv.CaptureFile + "\x00" + capturedWhere(iv.Capture)
+}
+
+// capturedWhere digests what a capture says of where it was taken: its host, its time and
+// its processes (pid, executable, cgroup, container, service). An interval file is its
+// target's user's to read, and so to change: one sent again must still say the same, so
+// that no user can have profd send a profile of theirs as another process's or
+// container's.
+func capturedWhere(c *profileio.Capture) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %d\n", c.Meta.Host, c.Meta.StartTime.UnixNano())
+	if c.End != nil {
+		fmt.Fprintf(h, "%d\n", c.End.EndTime.UnixNano())
+	}
+	for _, p := range c.Processes {
+		fmt.Fprintf(h, "%d %q %q %q %q\n", p.Pid, p.Executable, p.CgroupPath, p.ContainerID, p.ServiceName)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// keepForLater keeps an interval dropped unsent (its laterSource), to be sent again.
+func (x *intervalExporter) keepForLater(source string) {
+	if source == "" {
+		return
+	}
+	x.laterMu.Lock()
+	defer x.laterMu.Unlock()
+	if len(x.later) >= maxLater {
+		x.later[0] = ""
+		x.later = x.later[1:]
+	}
+	x.later = append(x.later, source)
+}
+
+// resend sends the intervals dropped unsent again, from their capture files, while the
+// exporter's queue is empty and nothing is in flight (the endpoint keeps up), each second
+// until a quarter of the queue's bound is filled; an interval whose file --keep deleted
+// meanwhile is skipped. It returns at Close.
+func (x *intervalExporter) resend() {
+	defer close(x.resent)
+	t := time.NewTicker(resendEvery)
+	defer t.Stop()
+	var sent, gone int // this episode's
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-t.C:
+		}
+		if st := x.exp.Stats(); st.QueuedRequests > 0 || st.InFlight {
+			continue
+		}
+		for x.exp.Stats().QueuedBytes < x.queueBytes/4 {
+			select {
+			case <-x.stop:
+				return
+			default:
+			}
+			x.laterMu.Lock()
+			if len(x.later) == 0 {
+				x.laterMu.Unlock()
+				break
+			}
+			path, where, _ := strings.Cut(x.later[0], "\x00")
+			x.later[0] = ""
+			x.later = x.later[1:]
+			left := len(x.later)
+			x.laterMu.Unlock()
+			if sent == 0 && gone == 0 {
+				x.log.Info("profd: export: sending again, from their files, the intervals dropped unsent", "intervals", left+1)
+			}
+			c, err := loadCapture(path)
+			switch {
+			case err != nil:
+				gone++
+				x.log.Debug("profd: export: an interval dropped unsent cannot be read again", "file", path, "err", err)
+			case capturedWhere(c) != where:
+				gone++
+				x.log.Warn("profd: export: an interval file changed since profd wrote it: not sent again", "file", path)
+			default:
+				if p, err := profileio.Pprof(c); err == nil {
+					x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c),
+						Source: path + "\x00" + where})
+					sent++
+					x.resentN.Add(1)
+				}
+			}
+			if left == 0 {
+				x.log.Info("profd: export: the intervals dropped unsent were queued again", "intervals", sent, "deleted_before", gone)
+				sent, gone = 0, 0
+			}
+		}
+	}
+}
+
+// loadCapture reads the capture in path.
+func loadCapture(path string) (*profileio.Capture, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return profileio.ReadCapture(f)
 }
 
 // Export implements daemon.Exporter: it queues iv for conversion, or drops and counts it when
@@ -126,11 +263,13 @@ func (x *intervalExporter) Export(iv daemon.Interval) {
 	}
 }
 
-// drop counts an interval that is not exported, warning at the first of an episode.
+// drop counts an interval that is not exported, warning at the first of an episode, and
+// keeps its capture file to be sent again.
 func (x *intervalExporter) drop(why string, iv daemon.Interval) {
 	x.dropped.Add(1)
+	x.keepForLater(laterSource(iv))
 	if !x.dropping.Swap(true) {
-		x.log.Warn("profd: export: dropping intervals; the interval files on disk keep them; further drops are counted, not logged, until one is exported",
+		x.log.Warn("profd: export: dropping intervals; each is sent again from its interval file once the export keeps up; further drops are counted, not logged, until one is exported",
 			"why", why, "output", iv.Base, "interval_end", iv.End)
 	}
 }
@@ -145,7 +284,8 @@ func (x *intervalExporter) run() {
 			continue
 		}
 		x.dropping.Store(false)
-		x.exp.Export(otlpexport.Profile{Pprof: p, HostName: iv.Capture.Meta.Host, Processes: x.processes(iv.Capture), End: iv.End})
+		x.exp.Export(otlpexport.Profile{Pprof: p, HostName: iv.Capture.Meta.Host, Processes: x.processes(iv.Capture), End: iv.End,
+			Source: laterSource(iv)})
 	}
 }
 
@@ -174,8 +314,18 @@ func (x *intervalExporter) Close(ctx context.Context) error {
 	if !x.closed {
 		x.closed = true
 		close(x.work)
+		close(x.stop)
 	}
 	x.mu.Unlock()
+	<-x.resent
+	x.laterMu.Lock()
+	if n := len(x.later); n > 0 {
+		first, _, _ := strings.Cut(x.later[0], "\x00")
+		x.log.Warn("profd: export: intervals dropped unsent were not sent again before the stop; their files are in the interval directory",
+			"intervals", n, "first", first)
+		x.later = nil // said once
+	}
+	x.laterMu.Unlock()
 	select {
 	case <-x.done:
 	case <-ctx.Done():
@@ -193,5 +343,6 @@ func (x *intervalExporter) stats() daemon.ExportStats {
 		queued++
 	}
 	return daemon.ExportStats{QueuedIntervals: queued, QueuedBytes: uint64(st.QueuedBytes), Sent: st.SentRequests,
-		Dropped: st.DroppedRequests + x.dropped.Load(), Failed: st.FailedRequests, Latency: x.latency.Snapshot()}
+		Dropped: st.DroppedRequests + x.dropped.Load(), Resent: x.resentN.Load(), Failed: st.FailedRequests,
+		Latency: x.latency.Snapshot()}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -25,8 +27,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/profd/profd/daemon"
 	"github.com/profd/profd/internal/testenv"
 	"github.com/profd/profd/internal/testenv/collector"
+	"github.com/profd/profd/otlpexport"
+	"github.com/profd/profd/profileio"
 )
 
 // The OTLP export end to end: the profd binary profiling real JIT workloads with
@@ -771,5 +776,116 @@ func TestExportBadServer(t *testing.T) {
 	}
 	if hits.Load() == 0 {
 		t.Error("no request reached the 503 server")
+	}
+}
+
+// TestExportDroppedIntervalsSentAgain: the Collector away long enough for the intervals of
+// three node processes that keep compiling to overflow a 1 MB queue. The intervals dropped
+// are sent again from their files once it is back, so every interval file arrives, with
+// its samples, once: none lost, none twice.
+func TestExportDroppedIntervalsSentAgain(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("node"))
+	js, err := filepath.Abs(filepath.Join("..", "..", "workloads", "runtimes", "churn.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for range 3 {
+		cmd := exec.Command("node", "--perf-basic-prof", js)
+		cmd.Dir = t.TempDir()
+		pid := startWorkload(t, cmd)
+		t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) })
+		pids = append(pids, pid)
+	}
+	c := collector.Start(t)
+	r := startExportRun(t, pids, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure", "--otlp-queue-mb", "1",
+		"--stop-timeout", "60s", "--metrics-addr", "127.0.0.1:0", "--keep", "100000")
+	time.Sleep(2 * time.Second)
+	c.Kill()
+	waitUntil(t, "the queue to drop intervals", 60*time.Second, func() bool {
+		return metricValue(scrapeMetrics(t, r.metricsURL), "profd_export_intervals_dropped_total", "") >= 3
+	}, &r.stdout, &r.stderr)
+	c.Restart()
+	waitUntil(t, "the dropped intervals to be sent again", 60*time.Second, func() bool {
+		return strings.Contains(r.stderr.String(), "the intervals dropped unsent were queued again") &&
+			metricValue(scrapeMetrics(t, r.metricsURL), "profd_export_queued_intervals", "") == 0
+	}, &r.stdout, &r.stderr)
+	fam := scrapeMetrics(t, r.metricsURL)
+	dropped := metricValue(fam, "profd_export_intervals_dropped_total", "")
+	resent := metricValue(fam, "profd_export_intervals_resent_total", "")
+	r.stop(t, 90*time.Second)
+	t.Logf("%v intervals dropped from the queue while the Collector was away, %v sent again from their files", dropped, resent)
+	checkEveryInterval(t, readIntervals(t, r.out), otlpIntervals(t, c.Received(t)), pids, true)
+	if dropped < 3 || resent != dropped {
+		t.Errorf("%v intervals dropped, %v sent again: want some dropped, and each sent again", dropped, resent)
+	}
+	if logs := r.stderr.String(); strings.Contains(logs, "not sent again before the stop") {
+		t.Errorf("intervals left unsent:\n%s", logs)
+	}
+}
+
+// TestResentIntervalMustBeUnchanged: an interval file is its target's user's to read, and
+// so to change. Of two intervals dropped unsent, the one whose file was rewritten to say
+// another process is not sent again (with a warning); the other is.
+func TestResentIntervalMustBeUnchanged(t *testing.T) {
+	c := collector.Start(t)
+	logs := &testenv.SyncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	var cfg daemon.Config
+	x, err := startExport(otlpOptions{cfg: otlpexport.Config{Endpoint: c.GRPCAddr, Insecure: true}}, &cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	interval := func(pid uint32, name string) daemon.Interval {
+		cp := &profileio.Capture{
+			Meta:      profileio.CaptureMeta{Event: "cpu-clock", Host: "h", StartTime: start},
+			Processes: []profileio.Process{{Pid: pid, Command: "loop", Executable: "/usr/bin/loop"}},
+			Unmapped:  []profileio.UnmappedCount{{Pid: pid, Mapping: "/usr/bin/loop", Count: 100}},
+			End:       &profileio.CaptureEnd{EndTime: start.Add(time.Second)},
+		}
+		path := filepath.Join(dir, name)
+		writeCaptureFile(t, path, cp)
+		return daemon.Interval{Base: "loop", Start: start, End: start.Add(time.Second), Capture: cp, CaptureFile: path}
+	}
+	kept, changed := interval(100, "kept.profd"), interval(200, "changed.profd")
+	x.keepForLater(laterSource(kept))
+	x.keepForLater(laterSource(changed))
+	forged := *changed.Capture
+	forged.Processes = []profileio.Process{{Pid: 300, Command: "other", Executable: "/usr/bin/other", ContainerID: "0123456789ab"}}
+	forged.Unmapped = []profileio.UnmappedCount{{Pid: 300, Mapping: "/usr/bin/other", Count: 100}}
+	writeCaptureFile(t, changed.CaptureFile, &forged)
+
+	waitUntil(t, "the intervals to be sent again", 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "were queued again") && x.exp.Stats().SentRequests >= 1
+	}, &testenv.SyncBuffer{}, logs)
+	if err := x.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int64]int{}
+	for _, iv := range otlpIntervals(t, c.Received(t)) {
+		pids[iv.pid]++
+	}
+	if pids[100] != 1 || len(pids) != 1 {
+		t.Errorf("profiles by process.pid %v, want pid 100's once and no other", pids)
+	}
+	if !strings.Contains(logs.String(), "changed since profd wrote it") {
+		t.Errorf("no warning of the changed file; logs:\n%s", logs.String())
+	}
+}
+
+// writeCaptureFile writes c to path.
+func writeCaptureFile(t *testing.T, path string, c *profileio.Capture) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := profileio.WriteCapture(f, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

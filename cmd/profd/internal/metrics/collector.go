@@ -89,6 +89,8 @@ var exportMetrics = []exportMetric{
 		func(s daemon.ExportStats) uint64 { return s.Sent }},
 	{desc("export_intervals_dropped_total", "Intervals let go unsent: past the queue's bounds, or at the stop."), counter,
 		func(s daemon.ExportStats) uint64 { return s.Dropped }},
+	{desc("export_intervals_resent_total", "Intervals dropped unsent and queued again from their files once the endpoint kept up."), counter,
+		func(s daemon.ExportStats) uint64 { return s.Resent }},
 	{desc("export_intervals_failed_total", "Intervals given up on after errors."), counter,
 		func(s daemon.ExportStats) uint64 { return s.Failed }},
 }
