@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/profd/profd/daemon"
 	"github.com/profd/profd/otlpexport"
 	"github.com/profd/profd/profileio"
@@ -184,7 +186,7 @@ func (x *intervalExporter) resend() {
 	defer close(x.resent)
 	t := time.NewTicker(resendEvery)
 	defer t.Stop()
-	var sent, gone int // this episode's
+	var sent, skipped int // this episode's
 	for {
 		select {
 		case <-x.stop:
@@ -210,32 +212,37 @@ func (x *intervalExporter) resend() {
 			x.later = x.later[1:]
 			left := len(x.later)
 			x.laterMu.Unlock()
-			if sent == 0 && gone == 0 {
+			if sent == 0 && skipped == 0 {
 				x.log.Info("profd: export: sending again, from their files, the intervals dropped unsent", "intervals", left+1)
 			}
 			c, err := loadCapture(path)
-			switch {
-			case err != nil:
-				gone++
-				x.log.Debug("profd: export: an interval dropped unsent cannot be read again", "file", path, "err", err)
-			case capturedWhere(c) != where:
-				gone++
+			var p *profile.Profile
+			if err == nil && capturedWhere(c) != where {
 				x.log.Warn("profd: export: an interval file changed since profd wrote it: not sent again", "file", path)
-			default:
-				if p, err := profileio.Pprof(c); err == nil {
-					x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c),
-						Source: path + "\x00" + where})
-					sent++
-					x.resentN.Add(1)
-				}
+				err = errChanged
+			} else if err == nil {
+				p, err = profileio.Pprof(c)
+			}
+			if err != nil {
+				skipped++
+				x.log.Debug("profd: export: an interval dropped unsent is not sent again", "file", path, "err", err)
+			} else {
+				x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c),
+					Source: path + "\x00" + where})
+				sent++
+				x.resentN.Add(1)
 			}
 			if left == 0 {
-				x.log.Info("profd: export: the intervals dropped unsent were queued again", "intervals", sent, "deleted_before", gone)
-				sent, gone = 0, 0
+				x.log.Info("profd: export: the intervals dropped unsent were queued again", "intervals", sent,
+					"skipped", skipped, "why_skipped", "deleted by --keep, changed, or unreadable (at debug level)")
+				sent, skipped = 0, 0
 			}
 		}
 	}
 }
+
+// errChanged: an interval file says other than the interval profd wrote (capturedWhere).
+var errChanged = errors.New("the file changed since profd wrote it")
 
 // loadCapture reads the capture in path.
 func loadCapture(path string) (*profileio.Capture, error) {
