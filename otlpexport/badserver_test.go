@@ -354,12 +354,7 @@ func TestCloseCutsBackoff(t *testing.T) {
 // TestNoCollector: with nothing listening the queue holds its bound, drops the oldest and
 // counts them, warns once, and Close says how many were not sent.
 func TestNoCollector(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := deadAddr(t)
 
 	p := testProfile(50)
 	var m pprofile.ProtoMarshaler
@@ -409,12 +404,7 @@ func TestNoCollector(t *testing.T) {
 // TestRequestLargerThanQueue: a request the queue cannot hold is dropped alone, not with
 // everything queued before it.
 func TestRequestLargerThanQueue(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := deadAddr(t)
 	small := testProfile(10)
 	var m pprofile.ProtoMarshaler
 	size := m.ProfilesSize(convert(&small, small.Pprof.Sample))

@@ -2,7 +2,6 @@ package otlpexport
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -16,12 +15,7 @@ import (
 // a profile a request of which was taken for sending (in flight, or sent), nor of one
 // without a Source.
 func TestDroppedSources(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := deadAddr(t)
 	p := testProfile(50)
 	var m pprofile.ProtoMarshaler
 	size := m.ProfilesSize(convert(&p, p.Pprof.Sample))

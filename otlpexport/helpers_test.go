@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -285,4 +286,15 @@ func closeWithin(t testing.TB, e *Exporter, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return e.Close(ctx)
+}
+
+// deadAddr is a loopback address nothing listens at: a port that was free a moment ago.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

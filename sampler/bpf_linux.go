@@ -78,21 +78,7 @@ func (s *bpfSampler) openCPU(cpu int) (*perf.Event, error) {
 // checkCPUsLocked opens events again on the CPUs that went offline and came back, and on
 // those online for the first time (percpu.Events). Called with mu held.
 func (s *bpfSampler) checkCPUsLocked(now time.Time) {
-	opened := s.events.Check(now, func(cpu int) (*perf.Event, error) {
-		ev, err := s.openCPU(cpu)
-		if err == nil {
-			if err = ev.Enable(); err != nil {
-				ev.Close()
-			}
-		}
-		if err != nil {
-			s.log.Debug("sampler: cpu online but not sampled yet", "cpu", cpu, "err", err)
-		}
-		return ev, err
-	}, func(ev *perf.Event) { ev.Close() })
-	if len(opened) > 0 {
-		s.log.Info("sampler: cpus online again, or for the first time: sampled from now on", "cpus", opened)
-	}
+	followCPUs(&s.events, now, s.log, s.openCPU, func(ev *perf.Event) { ev.Close() })
 }
 
 // Start enables the events and, for a timer event, starts varying their intervals (see

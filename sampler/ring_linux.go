@@ -161,24 +161,10 @@ func (s *ringSampler) checkCPUsLocked(now time.Time) {
 		s.checkThreadCPUsLocked(now)
 		return
 	}
-	opened := s.cpuRings.Check(now, func(cpu int) (*perf.Event, error) {
-		ev, err := s.openCPU(cpu)
-		if err == nil {
-			if err = ev.Enable(); err != nil {
-				ev.Close()
-			}
-		}
-		if err != nil {
-			s.log.Debug("sampler: cpu online but not sampled yet", "cpu", cpu, "err", err)
-		}
-		return ev, err
-	}, func(ev *perf.Event) {
+	followCPUs(&s.cpuRings, now, s.log, s.openCPU, func(ev *perf.Event) {
 		s.readRingLocked(ev)
 		ev.Close()
 	})
-	if len(opened) > 0 {
-		s.log.Info("sampler: cpus online again, or for the first time: sampled from now on", "cpus", opened)
-	}
 }
 
 // attachFilter attaches the filter to ev, a per-CPU event. Where the kernel refuses it on
