@@ -243,7 +243,9 @@ func (l *procLookup) mappedELF(pid uint32, start, end uint64, path string, id pr
 }
 
 // MadeMappings gives the executable mappings process pid made as its mmap records told of
-// them, for a process gone before its /proc/PID/maps was read; nil when not known.
+// them, for a process gone before its /proc/PID/maps was read; nil when not known. The
+// file the kernel ran as its program is an ELF image whatever its name (a memfd fexecve
+// ran), where the file can no longer be looked at.
 func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
 	if l.made == nil {
 		return nil
@@ -252,10 +254,12 @@ func (l *procLookup) MadeMappings(pid uint32) []attribute.Mapping {
 	if len(made) == 0 {
 		return nil
 	}
+	_, ran := l.made.Executable(pid)
 	out := make([]attribute.Mapping, len(made))
 	for i, m := range made {
 		out[i] = attribute.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Executable: true,
 			Dev: m.Dev, Inode: m.Ino}
+		out[i].ELF = ran != (procfs.FileID{}) && ran == procfs.FileID{Dev: m.Dev, Ino: m.Ino} && attribute.JITMemory(m.Path)
 	}
 	return out
 }

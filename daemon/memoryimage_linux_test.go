@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/profd/profd/attribute"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -103,5 +104,57 @@ func TestNativeImageInMemory(t *testing.T) {
 				t.Errorf("%d of %d samples counted as unnamed JIT code", u, total)
 			}
 		})
+	}
+}
+
+// TestShortProcessesFromMemfd: under --all, processes of 20 ms run from a memfd, most of
+// them gone before a drain reads their /proc/PID/maps: their mappings come from the
+// kernel's records, where the memfd is a name JIT memory takes too. The file the kernel ran
+// as the program is an ELF image whatever its name, so their samples are native code (by
+// the file, where it cannot be opened again), not JIT code no symbol names.
+func TestShortProcessesFromMemfd(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
+	spin, _ := buildAllSpin(t)
+	image, err := os.ReadFile(spin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.MemfdCreate("allspin", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Skipf("memfd_create: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:allspin")
+	defer f.Close()
+	if _, err := f.Write(image); err != nil {
+		t.Fatal(err)
+	}
+	d := newDirs(t)
+	r := startRunAll(t, Config{}, d)
+	var pids []int
+	for range 30 {
+		c := startCmd(t, exec.Command(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd), "20", "0"))
+		c.wait(t, 60*time.Second)
+		pids = append(pids, c.pid())
+	}
+	r.stop(t)
+	var native, jit, total uint64
+	for _, pid := range pids {
+		for _, path := range pidCaptures(t, d, "", pid) {
+			c := readCapture(t, path)
+			for _, m := range c.Native {
+				if strings.HasPrefix(m.File, "/memfd:allspin") {
+					native += m.TotalSamples()
+				}
+			}
+			u := c.UnnamedSamples() + unmappedSamples(c, attribute.JITMemory)
+			jit += u
+			_, outside := c.TotalSamples()
+			total += outside + c.UnnamedSamples()
+		}
+	}
+	t.Logf("%d processes: %d samples, %d in the memfd's code as native, %d as JIT memory", len(pids), total, native, jit)
+	if total < 150 || native < total*7/10 || jit > total/10 {
+		t.Errorf("%d samples of 30 processes of 20 ms: %d native in the memfd, %d in JIT memory; want 150 or more, 70 %% native, at most 10 %% JIT memory",
+			total, native, jit)
 	}
 }
