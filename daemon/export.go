@@ -18,8 +18,10 @@ type Interval struct {
 	Capture *profileio.Capture
 	Final   bool // the output's last interval (its process exited, or profd stops)
 	// CaptureFile is the interval's capture in the interval directory, where an exporter
-	// may read it again (--keep deletes it in time); "" when none was written.
-	CaptureFile string
+	// may read it again (--keep deletes it in time), and CaptureBytes its size as written;
+	// "" and 0 when none was written.
+	CaptureFile  string
+	CaptureBytes int64
 }
 
 // Exporter ships intervals off the host (cmd/profd's OTLP exporter is one).

@@ -100,7 +100,9 @@ func (d *daemonRun) endInterval(w pending) {
 		d.noteInterval(w.base, iv.Start, d.cfg.Formats, paths)
 	}
 	if p := intervalPath(filepath.Join(d.cfg.OutDir, IntervalDir), iv.Base, iv.Start, FormatCapture); slices.Contains(paths, p) {
-		iv.CaptureFile = p
+		if st, err := os.Stat(p); err == nil {
+			iv.CaptureFile, iv.CaptureBytes = p, st.Size()
+		}
 	}
 	if err == nil {
 		d.log.Debug("profd: interval written", "pid", w.pid, "start", iv.Start, "end", iv.End, "files", paths,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -137,14 +138,14 @@ const maxLater = 1 << 16
 // resendEvery is how often resend looks whether the endpoint keeps up.
 const resendEvery = time.Second
 
-// laterSource is what keepForLater is given of iv, to send it again: its capture file and
-// the digest of what tells where it was taken (capturedWhere), NUL between; "" when no
-// capture was written.
+// laterSource is what keepForLater is given of iv, to send it again: its capture file, the
+// file's size as written and the digest of what tells where it was taken (capturedWhere),
+// NUL between; "" when no capture was written.
 func laterSource(iv daemon.Interval) string {
 	if iv.CaptureFile == "" {
 		return ""
 	}
-	return iv.CaptureFile + "\x00" + capturedWhere(iv.Capture)
+	return fmt.Sprintf("%s\x00%d\x00%s", iv.CaptureFile, iv.CaptureBytes, capturedWhere(iv.Capture))
 }
 
 // capturedWhere digests what a capture says of where it was taken: its host, its time and
@@ -207,7 +208,7 @@ func (x *intervalExporter) resend() {
 				x.laterMu.Unlock()
 				break
 			}
-			path, where, _ := strings.Cut(x.later[0], "\x00")
+			source := x.later[0]
 			x.later[0] = ""
 			x.later = x.later[1:]
 			left := len(x.later)
@@ -215,11 +216,14 @@ func (x *intervalExporter) resend() {
 			if sent == 0 && skipped == 0 {
 				x.log.Info("profd: export: sending again, from their files, the intervals dropped unsent", "intervals", left+1)
 			}
-			c, err := loadCapture(path)
-			var p *profile.Profile
+			path, size, where := splitSource(source)
+			c, err := loadCapture(path, size)
 			if err == nil && capturedWhere(c) != where {
-				x.log.Warn("profd: export: an interval file changed since profd wrote it: not sent again", "file", path)
-				err = errChanged
+				err = fmt.Errorf("%w: it names another host, time or process", errChanged)
+			}
+			var p *profile.Profile
+			if errors.Is(err, errChanged) {
+				x.log.Warn("profd: export: an interval file changed since profd wrote it: not sent again", "file", path, "err", err)
 			} else if err == nil {
 				p, err = profileio.Pprof(c)
 			}
@@ -227,14 +231,14 @@ func (x *intervalExporter) resend() {
 				skipped++
 				x.log.Debug("profd: export: an interval dropped unsent is not sent again", "file", path, "err", err)
 			} else {
-				x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c),
-					Source: path + "\x00" + where})
+				x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c), Source: source})
 				sent++
 				x.resentN.Add(1)
 			}
 			if left == 0 {
-				x.log.Info("profd: export: the intervals dropped unsent were queued again", "intervals", sent,
-					"skipped", skipped, "why_skipped", "deleted by --keep, changed, or unreadable (at debug level)")
+				// Skipped: deleted by --keep meanwhile or unreadable (each at debug level), or
+				// changed (each warned of).
+				x.log.Info("profd: export: the intervals dropped unsent were queued again", "intervals", sent, "skipped", skipped)
 				sent, skipped = 0, 0
 			}
 		}
@@ -244,14 +248,28 @@ func (x *intervalExporter) resend() {
 // errChanged: an interval file says other than the interval profd wrote (capturedWhere).
 var errChanged = errors.New("the file changed since profd wrote it")
 
-// loadCapture reads the capture in path.
-func loadCapture(path string) (*profileio.Capture, error) {
+// splitSource splits a laterSource.
+func splitSource(source string) (path string, size int64, where string) {
+	path, rest, _ := strings.Cut(source, "\x00")
+	n, where, _ := strings.Cut(rest, "\x00")
+	size, _ = strconv.ParseInt(n, 10, 64)
+	return path, size, where
+}
+
+// loadCapture reads the capture in path, errChanged unless it is size bytes (what profd
+// wrote): a file its user made larger is not read.
+func loadCapture(path string, size int64) (*profileio.Capture, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return profileio.ReadCapture(f)
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() != size {
+		return nil, fmt.Errorf("%w: %d bytes, %d written", errChanged, st.Size(), size)
+	}
+	return profileio.ReadCapture(io.LimitReader(f, size))
 }
 
 // Export implements daemon.Exporter: it queues iv for conversion, or drops and counts it when
@@ -327,7 +345,7 @@ func (x *intervalExporter) Close(ctx context.Context) error {
 	<-x.resent
 	x.laterMu.Lock()
 	if n := len(x.later); n > 0 {
-		first, _, _ := strings.Cut(x.later[0], "\x00")
+		first, _, _ := splitSource(x.later[0])
 		x.log.Warn("profd: export: intervals dropped unsent were not sent again before the stop; their files are in the interval directory",
 			"intervals", n, "first", first)
 		x.later = nil // said once

@@ -825,8 +825,9 @@ func TestExportDroppedIntervalsSentAgain(t *testing.T) {
 }
 
 // TestResentIntervalMustBeUnchanged: an interval file is its target's user's to read, and
-// so to change. Of two intervals dropped unsent, the one whose file was rewritten to say
-// another process is not sent again (with a warning); the other is.
+// so to change. Of three intervals dropped unsent, the one whose file was rewritten, to the
+// byte as long, to say another process, and the one whose file grew, are not sent again
+// (with a warning each); the untouched one is.
 func TestResentIntervalMustBeUnchanged(t *testing.T) {
 	c := collector.Start(t)
 	logs := &testenv.SyncBuffer{}
@@ -838,24 +839,33 @@ func TestResentIntervalMustBeUnchanged(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	interval := func(pid uint32, name string) daemon.Interval {
-		cp := &profileio.Capture{
+	capture := func(pid uint32) *profileio.Capture {
+		return &profileio.Capture{
 			Meta:      profileio.CaptureMeta{Event: "cpu-clock", Host: "h", StartTime: start},
 			Processes: []profileio.Process{{Pid: pid, Command: "loop", Executable: "/usr/bin/loop"}},
 			Unmapped:  []profileio.UnmappedCount{{Pid: pid, Mapping: "/usr/bin/loop", Count: 100}},
 			End:       &profileio.CaptureEnd{EndTime: start.Add(time.Second)},
 		}
-		path := filepath.Join(dir, name)
-		writeCaptureFile(t, path, cp)
-		return daemon.Interval{Base: "loop", Start: start, End: start.Add(time.Second), Capture: cp, CaptureFile: path}
 	}
-	kept, changed := interval(100, "kept.profd"), interval(200, "changed.profd")
-	x.keepForLater(laterSource(kept))
-	x.keepForLater(laterSource(changed))
-	forged := *changed.Capture
-	forged.Processes = []profileio.Process{{Pid: 300, Command: "other", Executable: "/usr/bin/other", ContainerID: "0123456789ab"}}
-	forged.Unmapped = []profileio.UnmappedCount{{Pid: 300, Mapping: "/usr/bin/other", Count: 100}}
-	writeCaptureFile(t, changed.CaptureFile, &forged)
+	interval := func(pid uint32) daemon.Interval {
+		path := filepath.Join(dir, fmt.Sprintf("loop-%d.profd", pid))
+		size := writeCaptureFile(t, path, capture(pid))
+		return daemon.Interval{Base: "loop", Start: start, End: start.Add(time.Second), Capture: capture(pid),
+			CaptureFile: path, CaptureBytes: size}
+	}
+	kept, renamed, grown := interval(100), interval(200), interval(400)
+	for _, iv := range []daemon.Interval{kept, renamed, grown} {
+		x.keepForLater(laterSource(iv))
+	}
+	if size := writeCaptureFile(t, renamed.CaptureFile, capture(300)); size != renamed.CaptureBytes {
+		t.Fatalf("pid 300's capture is %d bytes, pid 200's %d: want the same size", size, renamed.CaptureBytes)
+	}
+	f, err := os.OpenFile(grown.CaptureFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 1<<20))
+	f.Close()
 
 	waitUntil(t, "the intervals to be sent again", 30*time.Second, func() bool {
 		return strings.Contains(logs.String(), "were queued again") && x.exp.Stats().SentRequests >= 1
@@ -870,13 +880,13 @@ func TestResentIntervalMustBeUnchanged(t *testing.T) {
 	if pids[100] != 1 || len(pids) != 1 {
 		t.Errorf("profiles by process.pid %v, want pid 100's once and no other", pids)
 	}
-	if !strings.Contains(logs.String(), "changed since profd wrote it") {
-		t.Errorf("no warning of the changed file; logs:\n%s", logs.String())
+	if n := strings.Count(logs.String(), "an interval file changed since profd wrote it"); n != 2 {
+		t.Errorf("%d warnings of a changed file, want 2; logs:\n%s", n, logs.String())
 	}
 }
 
-// writeCaptureFile writes c to path.
-func writeCaptureFile(t *testing.T, path string, c *profileio.Capture) {
+// writeCaptureFile writes c to path and returns its size.
+func writeCaptureFile(t *testing.T, path string, c *profileio.Capture) int64 {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -885,7 +895,12 @@ func writeCaptureFile(t *testing.T, path string, c *profileio.Capture) {
 	if err := profileio.WriteCapture(f, c); err != nil {
 		t.Fatal(err)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return st.Size()
 }
