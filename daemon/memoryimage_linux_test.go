@@ -20,17 +20,7 @@ import (
 // its symbols, as from a file anywhere else, not counted as JIT code no symbol names.
 func TestNativeImageInMemory(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libnativelib.so")
-	exe := filepath.Join(dir, "native")
-	for _, argv := range [][]string{
-		{"cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/nativelib.c"},
-		{"cc", "-O1", "-fPIE", "-pie", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
-	} {
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-		}
-	}
+	exe, _ := buildNative(t)
 	image, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)

@@ -31,17 +31,7 @@ var nativeFunctions = []string{"native_hot", "native_warm", "native_lib_spin"}
 // files' mappings with their build-ids.
 func TestNativeSymbols(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libnativelib.so")
-	exe := filepath.Join(dir, "native")
-	for _, argv := range [][]string{
-		{"cc", "-O1", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, "testdata/nativelib.c"},
-		{"cc", "-O1", "-fPIE", "-pie", "-Wl,--build-id", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
-	} {
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-		}
-	}
+	exe, lib := buildNative(t, "-Wl,--build-id")
 	d := newDirs(t)
 	// The program waits for a byte on stdin: profd and perf sample the same span of its
 	// life (on a busy machine the functions' shares of time drift with the load).
@@ -162,6 +152,19 @@ func TestNativeSymbols(t *testing.T) {
 	}
 }
 
+// buildNative builds testdata/native.c's program, with exeFlags, and its shared library
+// (with a build-id) in a directory of the test's, and returns their paths.
+func buildNative(t *testing.T, exeFlags ...string) (exe, lib string) {
+	t.Helper()
+	dir := t.TempDir()
+	lib, exe = filepath.Join(dir, "libnativelib.so"), filepath.Join(dir, "native")
+	build := append(append([]string{"cc", "-O1", "-fPIE", "-pie"}, exeFlags...), "-o", exe, "testdata/native.c", lib, "-Wl,-rpath,"+dir)
+	if err := runAll([]string{"cc", "-O1", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, "testdata/nativelib.c"}, build); err != nil {
+		t.Fatal(err)
+	}
+	return exe, lib
+}
+
 // readPprof parses a gzipped pprof profile.
 func readPprof(t *testing.T, path string) *profile.Profile {
 	t.Helper()
@@ -192,18 +195,9 @@ func readPprof(t *testing.T, path string) *profile.Profile {
 func TestNativeDebugFileInContainer(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip"),
 		testenv.Tool("unshare"), testenv.Tool("go"))
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libnativelib.so")
-	exe := filepath.Join(dir, "native")
-	for _, argv := range [][]string{
-		{"cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/nativelib.c"},
-		{"cc", "-O1", "-g", "-fPIE", "-pie", "-Wl,--build-id=sha1", "-o", exe, "testdata/native.c", lib, "-Wl,-rpath," + dir},
-		{"objcopy", "--only-keep-debug", exe, exe + ".debug"},
-		{"strip", "--strip-all", exe},
-	} {
-		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-		}
+	exe, _ := buildNative(t, "-g", "-Wl,--build-id=sha1")
+	if err := runAll([]string{"objcopy", "--only-keep-debug", exe, exe + ".debug"}, []string{"strip", "--strip-all", exe}); err != nil {
+		t.Fatal(err)
 	}
 	f, err := os.Open(exe)
 	if err != nil {
