@@ -21,10 +21,6 @@ import (
 func TestNativeImageInMemory(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("cc"))
 	exe, _ := buildNative(t)
-	image, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name string
 		// place puts the image where it runs from and returns the path to run and the
@@ -32,19 +28,14 @@ func TestNativeImageInMemory(t *testing.T) {
 		place func(t *testing.T) (run, mapped string)
 	}{
 		{"memfd", func(t *testing.T) (string, string) {
-			fd, err := unix.MemfdCreate("native", unix.MFD_CLOEXEC)
-			if err != nil {
-				t.Skipf("memfd_create: %v", err)
-			}
-			f := os.NewFile(uintptr(fd), "memfd:native")
-			t.Cleanup(func() { f.Close() })
-			if _, err := f.Write(image); err != nil {
-				t.Fatal(err)
-			}
-			return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd), "/memfd:native"
+			return memfdCopy(t, exe, "native"), "/memfd:native"
 		}},
 		{"/dev/shm", func(t *testing.T) (string, string) {
 			path := filepath.Join("/dev/shm", fmt.Sprintf("profd-native-%d", os.Getpid()))
+			image, err := os.ReadFile(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(path, image, 0o700); err != nil {
 				t.Skipf("/dev/shm: %v", err)
 			}
@@ -105,24 +96,12 @@ func TestNativeImageInMemory(t *testing.T) {
 func TestShortProcessesFromMemfd(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	spin, _ := buildAllSpin(t)
-	image, err := os.ReadFile(spin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.MemfdCreate("allspin", unix.MFD_CLOEXEC)
-	if err != nil {
-		t.Skipf("memfd_create: %v", err)
-	}
-	f := os.NewFile(uintptr(fd), "memfd:allspin")
-	defer f.Close()
-	if _, err := f.Write(image); err != nil {
-		t.Fatal(err)
-	}
+	run := memfdCopy(t, spin, "allspin")
 	d := newDirs(t)
 	r := startRunAll(t, Config{}, d)
 	var pids []int
 	for range 30 {
-		c := startCmd(t, exec.Command(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd), "20", "0"))
+		c := startCmd(t, exec.Command(run, "20", "0"))
 		c.wait(t, 60*time.Second)
 		pids = append(pids, c.pid())
 	}
@@ -147,4 +126,24 @@ func TestShortProcessesFromMemfd(t *testing.T) {
 		t.Errorf("%d samples of 30 processes of 20 ms: %d native in the memfd, %d in JIT memory; want 150 or more, 70 %% native, at most 10 %% JIT memory",
 			total, native, jit)
 	}
+}
+
+// memfdCopy copies the file at path into a memfd named name, kept open until the test's
+// cleanup, and returns the path that runs it (as fexecve does).
+func memfdCopy(t *testing.T, path, name string) string {
+	t.Helper()
+	image, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Skipf("memfd_create: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:"+name)
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Write(image); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd)
 }
