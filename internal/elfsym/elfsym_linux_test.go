@@ -49,25 +49,12 @@ type started struct {
 	addrs map[string]uint64
 }
 
-// start runs prog (with env) until the test ends and reads the addresses it prints.
-func start(t *testing.T, prog string, env ...string) started {
+// start runs prog until the test ends and reads the addresses it prints.
+func start(t *testing.T, prog string) started {
 	t.Helper()
-	cmd := exec.Command(prog)
-	cmd.Env = append(os.Environ(), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	s := started{pid: uint32(cmd.Process.Pid), addrs: map[string]uint64{}}
-	sc := bufio.NewScanner(out)
+	p := testenv.StartPiped(t, prog)
+	s := started{pid: uint32(p.Cmd.Process.Pid), addrs: map[string]uint64{}}
+	sc := bufio.NewScanner(p.Out)
 	for sc.Scan() {
 		name, value, _ := strings.Cut(sc.Text(), " ")
 		if name == "sum" {
