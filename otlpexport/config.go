@@ -62,10 +62,11 @@ type Config struct {
 	// Delivered, when set, is called on the sending goroutine with a Profile's End once its
 	// last request is sent (for a latency measure): it must return quickly.
 	Delivered func(end time.Time)
-	// Dropped, when set, is called with a Profile's Source when the queue's bound dropped
-	// every request of it, none sent: its owner may read it again from there and Export it
-	// once the endpoint keeps up. It is called on the goroutine that exported the request
-	// that pushed them out, and must return quickly.
+	// Dropped, when set, is called once with a Profile's Source when none of its requests
+	// will be sent: the queue's bound dropped every one, Close left them unsent, or it was
+	// exported after Close. Its owner may read it again from there and Export it once the
+	// endpoint keeps up (or keep it for a later run). It is called on the goroutine that
+	// exported the request that pushed them out, or in Close, and must return quickly.
 	Dropped func(source string)
 }
 

@@ -33,8 +33,11 @@ type Exporter struct {
 	queuedBytes int
 	closed      bool
 	inFlight    *request
-	stats       Stats
-	dropping    bool // a drop episode: warned, not yet ended by a send
+	// cut says Close's deadline ended the request in flight during an attempt: the
+	// endpoint may have taken it.
+	cut      bool
+	stats    Stats
+	dropping bool // a drop episode: warned, not yet ended by a send
 }
 
 // request is one ExportProfilesServiceRequest waiting to be sent, encoded: the queue's bound
@@ -47,11 +50,23 @@ type request struct {
 }
 
 // origin is what the requests of one profile with a Source share, under the exporter's
-// mutex: whether the queue dropped them all (then none was taken for sending).
+// mutex: whether none of them was sent, and whether Config.Dropped was told so.
 type origin struct {
 	source  string
-	parts   int // its requests
-	dropped int // of them, dropped by the queue's bound
+	parts   int  // its requests
+	dropped int  // of them, dropped by the queue's bound
+	sent    int  // of them, sent (or being sent when Close gave up)
+	told    bool // Config.Dropped was called with source
+}
+
+// unsent reports, once, whether none of o's requests was sent: Config.Dropped is then to
+// be told of it.
+func (o *origin) unsent() bool {
+	if o == nil || o.told || o.sent > 0 {
+		return false
+	}
+	o.told = true
+	return true
 }
 
 // Stats is a snapshot of an Exporter's counters. A "profile" here is one request: an Export
@@ -123,6 +138,9 @@ func (e *Exporter) Export(p Profile) {
 	e.mu.Unlock()
 	if closed {
 		e.drop(1, "the exporter is closed")
+		if p.Source != "" && e.cfg.Dropped != nil {
+			e.cfg.Dropped(p.Source)
+		}
 		return
 	}
 	reqs, oversize := e.requests(&p, p.Pprof.Sample)
@@ -196,7 +214,7 @@ func (e *Exporter) enqueue(r request) {
 	var lost []string // sources whose every request was dropped
 	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
 		if o := e.queue[0].origin; o != nil {
-			if o.dropped++; o.dropped == o.parts {
+			if o.dropped++; o.dropped == o.parts && o.unsent() {
 				lost = append(lost, o.source)
 			}
 		}
@@ -248,14 +266,19 @@ func (e *Exporter) Stats() Stats {
 
 // Close sends what is queued until ctx ends, then stops and releases the connection; a
 // request waiting out the exporter's backoff is tried at once (a server's retry delay is
-// still waited). It returns an error naming how many requests were not sent, nil when all
-// were. Only the first call does anything.
+// still waited). Config.Dropped is told of each profile none of whose requests was sent
+// (but not of one an attempt was under way for when ctx ended: the endpoint may have taken
+// it). It returns an error naming how many requests were not sent, nil when all were. Only
+// the first call does anything.
 func (e *Exporter) Close(ctx context.Context) error {
 	err := errors.New("otlpexport: already closed")
 	e.once.Do(func() {
 		e.mu.Lock()
 		e.closed = true
 		e.mu.Unlock()
+		if ctx.Err() != nil {
+			e.stop() // no attempt begins: none is cut short either
+		}
 		close(e.draining)
 		select {
 		case <-e.done:
@@ -266,10 +289,21 @@ func (e *Exporter) Close(ctx context.Context) error {
 		e.stop()
 		e.mu.Lock()
 		unsent := len(e.queue)
-		e.queue, e.queuedBytes = nil, 0
+		left := e.queue
 		if e.inFlight != nil {
 			unsent++
+			if e.cut && e.inFlight.origin != nil {
+				e.inFlight.origin.sent++ // perhaps
+			}
+			left = append([]request{*e.inFlight}, left...)
 			e.inFlight = nil
+		}
+		e.queue, e.queuedBytes = nil, 0
+		var lost []string
+		for _, r := range left {
+			if r.origin.unsent() {
+				lost = append(lost, r.origin.source)
+			}
 		}
 		e.stats.FailedRequests += uint64(unsent)
 		why := "last error: " + e.stats.LastError
@@ -283,6 +317,9 @@ func (e *Exporter) Close(ctx context.Context) error {
 		}
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
+		}
+		for _, source := range lost {
+			e.cfg.Dropped(source)
 		}
 	})
 	return err
@@ -337,6 +374,9 @@ func (e *Exporter) run() {
 			return
 		}
 		for {
+			if e.ctx.Err() != nil {
+				return // Close gave up before this attempt; it counts the request in flight
+			}
 			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Timeout)
 			start := time.Now()
 			err := e.sender.send(ctx, r.body)
@@ -345,6 +385,9 @@ func (e *Exporter) run() {
 				elapsed := time.Since(start)
 				e.mu.Lock()
 				e.inFlight = nil
+				if r.origin != nil {
+					r.origin.sent++
+				}
 				e.stats.SentRequests++
 				e.stats.SentBytes += uint64(r.bytes)
 				e.stats.ExportLatency += elapsed
@@ -369,7 +412,11 @@ func (e *Exporter) run() {
 				break
 			}
 			if e.ctx.Err() != nil {
-				return // Close gave up; it counts the request in flight
+				// Close gave up during the attempt; it counts the request in flight.
+				e.mu.Lock()
+				e.cut = true
+				e.mu.Unlock()
+				return
 			}
 			var se *sendError
 			if !errors.As(err, &se) {
