@@ -26,6 +26,11 @@ type Interval struct {
 
 // Exporter ships intervals off the host (cmd/profd's OTLP exporter is one).
 type Exporter interface {
+	// Start hands over the interval directory, once the run holds --out's lock and before
+	// the first interval: an exporter may keep there, and read back from there, what it
+	// must remember from one run to the next. The daemon calls it once, with
+	// --flush-interval only.
+	Start(intervalDir string)
 	// Export hands over one interval. It must not block a flush: an exporter queues what
 	// it takes, within its own bounds, and counts what it drops.
 	Export(Interval)

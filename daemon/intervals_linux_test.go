@@ -18,11 +18,18 @@ import (
 	"github.com/profd/profd/profileio"
 )
 
-// recordingExporter keeps every interval it is handed, and its Close calls.
+// recordingExporter keeps every interval it is handed, its Start and Close calls.
 type recordingExporter struct {
 	mu        sync.Mutex
+	started   []string
 	intervals []Interval
 	closes    int
+}
+
+func (e *recordingExporter) Start(dir string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.started = append(e.started, dir)
 }
 
 func (e *recordingExporter) Export(iv Interval) {
@@ -187,6 +194,9 @@ func testIntervals(t *testing.T, reset bool) {
 	defer exp.mu.Unlock()
 	if exp.closes != 1 {
 		t.Errorf("exporter closed %d times, want once", exp.closes)
+	}
+	if want := []string{filepath.Join(d.out, IntervalDir)}; !slices.Equal(exp.started, want) {
+		t.Errorf("exporter started with %q, want %q", exp.started, want)
 	}
 	var jitIntervals, idleIntervals []Interval
 	for _, iv := range exp.intervals {

@@ -50,6 +50,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		if err := makeIntervalDir(cfg.OutDir, logger); err != nil {
 			return err
 		}
+		if cfg.Exporter != nil {
+			cfg.Exporter.Start(filepath.Join(cfg.OutDir, IntervalDir))
+		}
 	}
 	d := newDaemonRun(cfg, logger, out)
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
@@ -189,7 +192,7 @@ func (d *daemonRun) closeExporter(by time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
 	if err := d.cfg.Exporter.Close(ctx); err != nil {
-		d.log.Warn("profd: export: not everything queued was sent before the stop timeout; the interval files on disk hold it", "err", err)
+		d.log.Warn("profd: export: not everything was sent before the stop", "err", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -62,7 +63,7 @@ func addOTLPFlags(fs *flag.FlagSet, o *otlpOptions) {
 		o.cfg.Headers[k] = strings.TrimSpace(v)
 		return nil
 	})
-	fs.Func("otlp-queue-mb", fmt.Sprintf("the export requests waiting to be sent may hold `MB` (default %d): past it, while the endpoint is down or slow, the oldest are dropped and counted, with one warning; each is sent again from its interval file once the endpoint keeps up (unless --keep deleted it)", defaultOTLPQueueMB), func(s string) error {
+	fs.Func("otlp-queue-mb", fmt.Sprintf("the export requests waiting to be sent may hold `MB` (default %d): past it, while the endpoint is down or slow, the oldest are dropped and counted, with one warning; each is sent again from its interval file once the endpoint keeps up (unless --keep deleted it), by the next profd with this --out if this one stops first", defaultOTLPQueueMB), func(s string) error {
 		mb, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || mb <= 0 || mb > 1<<20 {
 			return fmt.Errorf("want a number of megabytes, such as 64")
@@ -120,12 +121,22 @@ type intervalExporter struct {
 
 	dropped  atomic.Uint64 // intervals not converted: the conversion fell behind, or failed
 	dropping atomic.Bool   // a drop episode, warned once
+	abandon  atomic.Bool   // the stop's deadline passed: run sets aside what is left, unconverted
+	// abandoned are the laterSources of the intervals run set aside, oldest first: kept
+	// for later after those the exporter leaves, which are older.
+	abandoned []string
 
-	// later holds the intervals dropped unsent (the queue's bound, or the conversion behind),
-	// oldest first, by laterSource, to be sent again from their files once the endpoint
-	// keeps up (resend); past maxLater the oldest are let go.
-	laterMu    sync.Mutex
-	later      []string
+	// later holds the intervals dropped unsent (the queue's bound, the conversion behind,
+	// or the stop), oldest first, by laterSource, to be sent again from their files once the
+	// endpoint keeps up (resend); past maxLater the oldest are let go. The interval
+	// directory's unsent list (unsentName) keeps them from one run to the next.
+	laterMu      sync.Mutex
+	later        []string
+	dir          string    // the interval directory (Start), where the unsent list is
+	laterChanged bool      // since the list was last written
+	savedAt      time.Time // when it was
+	saveOnce     sync.Once // the stop's
+
 	queueBytes int           // the exporter's queue bound
 	stop       chan struct{} // closed by Close: resend returns
 	resent     chan struct{} // closed when resend returns
@@ -177,6 +188,45 @@ func (x *intervalExporter) keepForLater(source string) {
 		x.later = x.later[1:]
 	}
 	x.later = append(x.later, source)
+	x.laterChanged = true
+}
+
+// Start implements daemon.Exporter: it takes the intervals the last run with this --out
+// left unsent, from the interval directory's list, to send them again first.
+func (x *intervalExporter) Start(dir string) {
+	sources, err := readUnsent(dir)
+	if err != nil {
+		x.log.Warn("profd: export: the list of intervals the last run left unsent cannot be read; they are not sent", "err", err)
+	}
+	x.laterMu.Lock()
+	defer x.laterMu.Unlock()
+	x.dir = dir
+	x.laterChanged = true // the list as read is written again, or removed, at the next save
+	if len(sources) > 0 {
+		first, _, _ := splitSource(sources[0])
+		x.log.Info("profd: export: the last run left intervals unsent; they are sent from their files once the endpoint keeps up",
+			"intervals", len(sources), "first", first)
+		x.later = append(sources, x.later...)
+		x.later = x.later[max(0, len(x.later)-maxLater):]
+	}
+}
+
+// unsentEvery is how often, at most, the unsent list is written while profd runs.
+const unsentEvery = 10 * time.Second
+
+// saveUnsent writes the unsent list when later changed since it was last written, at most
+// each unsentEvery unless final (the stop's, which also says what it leaves).
+func (x *intervalExporter) saveUnsent(final bool) {
+	x.laterMu.Lock()
+	defer x.laterMu.Unlock()
+	if x.dir == "" || !x.laterChanged || !final && time.Since(x.savedAt) < unsentEvery {
+		return
+	}
+	if err := writeUnsent(x.dir, x.later); err != nil {
+		x.log.Warn("profd: export: the list of intervals left unsent cannot be written", "err", err)
+		return
+	}
+	x.laterChanged, x.savedAt = false, time.Now()
 }
 
 // resend sends the intervals dropped unsent again, from their capture files, while the
@@ -194,6 +244,7 @@ func (x *intervalExporter) resend() {
 			return
 		case <-t.C:
 		}
+		x.saveUnsent(false)
 		if st := x.exp.Stats(); st.QueuedRequests > 0 || st.InFlight {
 			continue
 		}
@@ -211,6 +262,7 @@ func (x *intervalExporter) resend() {
 			source := x.later[0]
 			x.later[0] = ""
 			x.later = x.later[1:]
+			x.laterChanged = true
 			left := len(x.later)
 			x.laterMu.Unlock()
 			if sent == 0 && skipped == 0 {
@@ -259,7 +311,7 @@ func splitSource(source string) (path string, size int64, where string) {
 // loadCapture reads the capture in path, errChanged unless it is size bytes (what profd
 // wrote): a file its user made larger is not read.
 func loadCapture(path string, size int64) (*profileio.Capture, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +355,13 @@ func (x *intervalExporter) drop(why string, iv daemon.Interval) {
 func (x *intervalExporter) run() {
 	defer close(x.done)
 	for iv := range x.work {
+		if x.abandon.Load() {
+			x.dropped.Add(1)
+			if s := laterSource(iv); s != "" {
+				x.abandoned = append(x.abandoned, s)
+			}
+			continue
+		}
 		p, err := profileio.Pprof(iv.Capture)
 		if err != nil {
 			x.drop(err.Error(), iv)
@@ -333,7 +392,8 @@ func (x *intervalExporter) processes(c *profileio.Capture) []otlpexport.Process 
 }
 
 // Close implements daemon.Exporter: it converts what is queued and sends what it can until
-// ctx ends. It may be called more than once.
+// ctx ends, then writes the unsent list: the intervals dropped unsent and those the stop
+// leaves, for the next run. It may be called more than once.
 func (x *intervalExporter) Close(ctx context.Context) error {
 	x.mu.Lock()
 	if !x.closed {
@@ -343,21 +403,42 @@ func (x *intervalExporter) Close(ctx context.Context) error {
 	}
 	x.mu.Unlock()
 	<-x.resent
-	x.laterMu.Lock()
-	if n := len(x.later); n > 0 {
-		first, _, _ := splitSource(x.later[0])
-		x.log.Warn("profd: export: intervals dropped unsent were not sent again before the stop; their files are in the interval directory",
-			"intervals", n, "first", first)
-		x.later = nil // said once
-	}
-	x.laterMu.Unlock()
+	converted := true
 	select {
 	case <-x.done:
-	case <-ctx.Done():
-		// What is not converted yet is counted with what the exporter could not send.
-		return errors.Join(fmt.Errorf("profd: export: %d intervals not converted before the stop timeout", len(x.work)), x.exp.Close(ctx))
+	default:
+		select {
+		case <-x.done:
+		case <-ctx.Done():
+			converted = false
+		}
 	}
-	return x.exp.Close(ctx)
+	var errs []error
+	if !converted {
+		n := len(x.work)
+		x.abandon.Store(true)
+		<-x.done // the one being converted, if any, and no more
+		errs = append(errs, fmt.Errorf("%d intervals not converted before the stop timeout", n))
+	}
+	errs = append(errs, x.exp.Close(ctx)) // it names those it leaves unsent: keepForLater
+	for _, s := range x.abandoned {
+		x.keepForLater(s)
+	}
+	x.abandoned = nil
+	x.saveOnce.Do(func() {
+		x.saveUnsent(true)
+		x.laterMu.Lock()
+		defer x.laterMu.Unlock()
+		if n := len(x.later); n > 0 {
+			first, _, _ := splitSource(x.later[0])
+			where := "their files are in the interval directory"
+			if x.dir != "" && !x.laterChanged {
+				where = "the next profd with this --out sends them from their files"
+			}
+			errs = append(errs, fmt.Errorf("%d intervals not sent, the first %s: %s", n, first, where))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // stats are the export's counters, for the metrics.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -490,7 +491,7 @@ func TestExportJITWorkloads(t *testing.T) {
 	took := r.stop(t, 60*time.Second)
 	t.Logf("profd exited %v after SIGTERM", took.Round(time.Millisecond))
 	logs := r.stderr.String()
-	if strings.Contains(logs, "sending profiles fails") || strings.Contains(logs, "not everything queued was sent") || strings.Contains(logs, "export: dropping") {
+	if strings.Contains(logs, "sending profiles fails") || strings.Contains(logs, "not everything was sent") || strings.Contains(logs, "export: dropping") {
 		t.Errorf("export failures logged with the Collector up:\n%s", logs)
 	}
 
@@ -583,7 +584,7 @@ func TestExportCollectorRestart(t *testing.T) {
 	} else {
 		t.Logf("the gap logged: %s", gap[1])
 	}
-	if strings.Contains(logs, "not everything queued was sent") || strings.Contains(logs, "export: dropping") {
+	if strings.Contains(logs, "not everything was sent") || strings.Contains(logs, "export: dropping") {
 		t.Errorf("intervals lost:\n%s", logs)
 	}
 }
@@ -819,7 +820,7 @@ func TestExportDroppedIntervalsSentAgain(t *testing.T) {
 	if dropped < 3 || resent != dropped {
 		t.Errorf("%v intervals dropped, %v sent again: want some dropped, and each sent again", dropped, resent)
 	}
-	if logs := r.stderr.String(); strings.Contains(logs, "not sent again before the stop") {
+	if logs := r.stderr.String(); strings.Contains(logs, "not everything was sent") {
 		t.Errorf("intervals left unsent:\n%s", logs)
 	}
 }
@@ -903,4 +904,52 @@ func writeCaptureFile(t *testing.T, path string, c *profileio.Capture) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// TestExportUnsentSentByNextRun: the intervals a run could not send before its stop (no
+// Collector) are listed in the interval directory and sent by the next profd with the same
+// --out once its Collector takes profiles: each interval of both runs arrives once, whole,
+// and the list is gone after.
+func TestExportUnsentSentByNextRun(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	first := startBusyLoop(t)
+	r1 := startExportRun(t, []int{first}, "--otlp-endpoint", freeLoopbackAddr(t), "--otlp-insecure",
+		"--stop-timeout", "2s", "--keep", "100000")
+	waitUntil(t, "three intervals of the first run", 30*time.Second, func() bool {
+		var n int
+		for _, f := range readIntervals(t, r1.out) {
+			if f.samples > 0 {
+				n++
+			}
+		}
+		return n >= 3
+	}, &r1.stdout, &r1.stderr)
+	r1.stop(t, 30*time.Second)
+	list := filepath.Join(r1.out, daemon.IntervalDir, unsentName)
+	if _, err := os.Stat(list); err != nil {
+		t.Fatalf("the first run left no list of its unsent intervals: %v\nstderr:\n%s", err, r1.stderr.String())
+	}
+	if logs := r1.stderr.String(); !strings.Contains(logs, "the next profd with this --out sends them") {
+		t.Errorf("the first run's stop does not say the next run sends what it left:\n%s", logs)
+	}
+
+	c := collector.Start(t)
+	second := startBusyLoop(t)
+	r2 := startExportRun(t, []int{second}, "--out", r1.out, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure",
+		"--stop-timeout", "30s", "--keep", "100000")
+	waitUntil(t, "the first run's intervals to be sent", 60*time.Second, func() bool {
+		return strings.Contains(r2.stderr.String(), "the intervals dropped unsent were queued again")
+	}, &r2.stdout, &r2.stderr)
+	r2.stop(t, 60*time.Second)
+	if logs := r2.stderr.String(); !strings.Contains(logs, "the last run left intervals unsent") || strings.Contains(logs, "not everything was sent") {
+		t.Errorf("the second run's log:\n%s", logs)
+	}
+	n := checkEveryInterval(t, readIntervals(t, r1.out), otlpIntervals(t, c.Received(t)), []int{first, second}, true)
+	t.Logf("intervals with samples arrived: %d of the first run's process, %d of the second's", n[int64(first)], n[int64(second)])
+	if n[int64(first)] < 3 || n[int64(second)] < 1 {
+		t.Errorf("intervals checked per pid %v, want at least 3 of the first run's", n)
+	}
+	if _, err := os.Stat(list); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the list of unsent intervals is still there after they were sent: %v", err)
+	}
 }
