@@ -513,12 +513,14 @@ func TestAllProcessesOfMilliseconds(t *testing.T) {
 				m, n, all := spinSamples(readCapture(t, path), spin)
 				inMain, nowhere, total = inMain+m, nowhere+n, total+all
 			}
-			t.Logf("150 processes of 2 ms: %d samples (%.0f expected of their user time), %d in main, %d in no mapping; %d added after their exit",
-				total, want, inMain, nowhere, lastCounter(r.summary.String(), "added after their exit "))
-			// The rest are the dynamic loader's and libc's, at each start.
-			if float64(total) < want*0.7 || inMain < total*6/10 || nowhere > total/20 {
-				t.Errorf("%d samples of 150 processes of 2 ms, %d in main, %d in no mapping; want 70 %% of the %.0f their user time makes, 60 %% of them in main, at most 5 %% in no mapping",
-					total, inMain, nowhere, want)
+			// main spins 2 ms of CPU time in each; the rest of their user time is the dynamic
+			// loader's and libc's, at each start, longer when the machine is busy.
+			const wantMain = 150 * 2e-3 * 999
+			t.Logf("150 processes of 2 ms: %d samples (%.0f expected of their user time), %d in main (%.0f of its), %d in no mapping; %d added after their exit",
+				total, want, inMain, wantMain, nowhere, lastCounter(r.summary.String(), "added after their exit "))
+			if float64(total) < want*0.7 || float64(inMain) < wantMain*0.7 || nowhere > total/20 {
+				t.Errorf("%d samples of 150 processes of 2 ms, %d in main, %d in no mapping; want 70 %% of the %.0f their user time makes, 70 %% of the %.0f main's makes in main, at most 5 %% in no mapping",
+					total, inMain, nowhere, want, wantMain)
 			}
 			if other == nil {
 				return
