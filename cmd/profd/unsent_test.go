@@ -134,3 +134,28 @@ func TestStopListsEveryUnsentInterval(t *testing.T) {
 		t.Errorf("listed %d intervals (%v), want the 8 exported, in order:\n got %q\nwant %q", len(got), err, got, want)
 	}
 }
+
+// TestUnsentListWhileRunning: while profd runs, the list follows the intervals kept for
+// later at most every unsentEvery, so that a killed profd leaves one some seconds old.
+func TestUnsentListWhileRunning(t *testing.T) {
+	x := &intervalExporter{log: slog.New(slog.DiscardHandler)} // no goroutine sends or saves beside
+	dir := t.TempDir()
+	x.Start(dir)
+	digest := strings.Repeat("cd", 32)
+	a := filepath.Join(dir, "a.profd") + "\x001\x00" + digest
+	b := filepath.Join(dir, "b.profd") + "\x002\x00" + digest
+	x.keepForLater(a)
+	x.saveUnsent(false)
+	x.keepForLater(b)
+	x.saveUnsent(false) // within unsentEvery of the last
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a}) {
+		t.Errorf("listed %q, %v; want the first alone, written at once", got, err)
+	}
+	x.laterMu.Lock()
+	x.savedAt = x.savedAt.Add(-unsentEvery)
+	x.laterMu.Unlock()
+	x.saveUnsent(false)
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b}) {
+		t.Errorf("listed %q, %v; want both, unsentEvery after the last", got, err)
+	}
+}
