@@ -46,16 +46,17 @@ func latestPath(dir, base string, f Format) string {
 
 // writeInterval writes iv's files in those of formats intervals are written in, each
 // atomically, mode 0600 and owned by owner, links each as its output's latest, and returns
-// the paths written and the errors (joined).
-func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Format) ([]string, error) {
+// the paths written, the start that names them (nameStart) and the errors (joined).
+func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Format) ([]string, time.Time, error) {
 	var paths []string
 	var errs []error
+	start := nameStart(dir, iv.Base, iv.Start)
 	for _, f := range intervalFormats {
 		if !slices.Contains(formats, f) {
 			continue
 		}
-		p := intervalPath(dir, iv.Base, iv.Start, f)
-		err := writeFormat(dir, iv.Base+"."+iv.Start.UTC().Format(intervalStamp), owner, f, iv.Capture, nil)
+		p := intervalPath(dir, iv.Base, start, f)
+		err := writeFormat(dir, iv.Base+"."+start.Format(intervalStamp), owner, f, iv.Capture, nil)
 		if err == nil {
 			err = outfile.Link(p, latestPath(dir, iv.Base, f))
 		}
@@ -65,8 +66,35 @@ func writeInterval(dir string, iv Interval, owner outfile.Owner, formats []Forma
 		}
 		paths = append(paths, p)
 	}
-	return paths, errors.Join(errs...)
+	return paths, start, errors.Join(errs...)
 }
+
+// nameStart is the start base's interval starting at start is named by in dir: start, to
+// the millisecond, or when an interval of base (of this run or an earlier one) already has
+// files of that name, because the wall clock was stepped back since it was written, the
+// first millisecond after it that none has. The earlier interval's files are not replaced,
+// and its name stays its own (--keep deletes one interval at a time).
+func nameStart(dir, base string, start time.Time) time.Time {
+	start = start.UTC().Truncate(time.Millisecond)
+	for range maxNameTries {
+		taken := false
+		for _, f := range intervalFormats {
+			if _, err := os.Lstat(intervalPath(dir, base, start, f)); err == nil {
+				taken = true
+				break
+			}
+		}
+		if !taken {
+			break
+		}
+		start = start.Add(time.Millisecond)
+	}
+	return start
+}
+
+// maxNameTries bounds the names nameStart looks at: past it, the interval replaces files
+// of its own name.
+const maxNameTries = 1000
 
 // makeIntervalDir makes --out's interval directory as --out is made (mode 0711 when profd
 // makes it) and removes the temporary files a killed profd left there.

@@ -75,9 +75,10 @@ func (d *daemonRun) stopping() bool { return !d.flushing.finalBy.IsZero() }
 // its failures once per episode and hands it to the exporter, written or not.
 func (d *daemonRun) endInterval(w pending) {
 	iv, baselineBytes := d.takeInterval(w)
-	paths, err := writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
+	dir := filepath.Join(d.cfg.OutDir, IntervalDir)
+	paths, named, err := writeInterval(dir, iv, w.owner, d.cfg.Formats)
 	if err != nil && d.remakeIntervalDir() {
-		paths, err = writeInterval(filepath.Join(d.cfg.OutDir, IntervalDir), iv, w.owner, d.cfg.Formats)
+		paths, named, err = writeInterval(dir, iv, w.owner, d.cfg.Formats)
 	}
 	d.flushing.mu.Lock()
 	switch {
@@ -97,9 +98,9 @@ func (d *daemonRun) endInterval(w pending) {
 	}
 	d.flushing.mu.Unlock()
 	if len(paths) > 0 {
-		d.noteInterval(w.base, iv.Start, d.cfg.Formats, paths)
+		d.noteInterval(w.base, named, d.cfg.Formats, paths)
 	}
-	if p := intervalPath(filepath.Join(d.cfg.OutDir, IntervalDir), iv.Base, iv.Start, FormatCapture); slices.Contains(paths, p) {
+	if p := intervalPath(dir, iv.Base, named, FormatCapture); slices.Contains(paths, p) {
 		if st, err := os.Stat(p); err == nil {
 			iv.CaptureFile, iv.CaptureBytes = p, st.Size()
 		}
