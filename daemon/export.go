@@ -47,6 +47,7 @@ type ExportStats struct {
 	Sent            uint64 // intervals delivered
 	Dropped         uint64 // intervals let go unsent: past the queue's bounds, or at the stop
 	Resent          uint64 // of those, intervals queued again from their files
+	ToResend        uint64 // now: intervals dropped unsent waiting to be queued again
 	Failed          uint64 // intervals given up on after errors
 	// Latency is how long delivered intervals took from their end to their delivery.
 	Latency Histogram

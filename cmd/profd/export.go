@@ -444,11 +444,14 @@ func (x *intervalExporter) Close(ctx context.Context) error {
 // stats are the export's counters, for the metrics.
 func (x *intervalExporter) stats() daemon.ExportStats {
 	st := x.exp.Stats()
+	x.laterMu.Lock()
+	later := uint64(len(x.later))
+	x.laterMu.Unlock()
 	queued := uint64(st.QueuedRequests) + uint64(len(x.work))
 	if st.InFlight {
 		queued++
 	}
 	return daemon.ExportStats{QueuedIntervals: queued, QueuedBytes: uint64(st.QueuedBytes), Sent: st.SentRequests,
-		Dropped: st.DroppedRequests + x.dropped.Load(), Resent: x.resentN.Load(), Failed: st.FailedRequests,
+		Dropped: st.DroppedRequests + x.dropped.Load(), Resent: x.resentN.Load(), ToResend: later, Failed: st.FailedRequests,
 		Latency: x.latency.Snapshot()}
 }

@@ -806,6 +806,9 @@ func TestExportDroppedIntervalsSentAgain(t *testing.T) {
 	waitUntil(t, "the queue to drop intervals", 60*time.Second, func() bool {
 		return metricValue(scrapeMetrics(t, r.metricsURL), "profd_export_intervals_dropped_total", "") >= 3
 	}, &r.stdout, &r.stderr)
+	if n := metricValue(scrapeMetrics(t, r.metricsURL), "profd_export_intervals_to_resend", ""); n < 1 {
+		t.Errorf("profd_export_intervals_to_resend %v with intervals dropped, want them counted", n)
+	}
 	c.Restart()
 	waitUntil(t, "the dropped intervals to be sent again", 60*time.Second, func() bool {
 		return strings.Contains(r.stderr.String(), "the intervals dropped unsent were queued again") &&
@@ -814,6 +817,9 @@ func TestExportDroppedIntervalsSentAgain(t *testing.T) {
 	fam := scrapeMetrics(t, r.metricsURL)
 	dropped := metricValue(fam, "profd_export_intervals_dropped_total", "")
 	resent := metricValue(fam, "profd_export_intervals_resent_total", "")
+	if n := metricValue(fam, "profd_export_intervals_to_resend", ""); n != 0 {
+		t.Errorf("profd_export_intervals_to_resend %v once every dropped interval was sent again, want 0", n)
+	}
 	r.stop(t, 90*time.Second)
 	t.Logf("%v intervals dropped from the queue while the Collector was away, %v sent again from their files", dropped, resent)
 	checkEveryInterval(t, readIntervals(t, r.out), otlpIntervals(t, c.Received(t)), pids, true)

@@ -91,6 +91,8 @@ var exportMetrics = []exportMetric{
 		func(s daemon.ExportStats) uint64 { return s.Dropped }},
 	{desc("export_intervals_resent_total", "Intervals dropped unsent and queued again from their files once the endpoint kept up."), counter,
 		func(s daemon.ExportStats) uint64 { return s.Resent }},
+	{desc("export_intervals_to_resend", "Intervals dropped unsent, this run's and those an earlier run left, waiting to be sent again from their files, now."), gauge,
+		func(s daemon.ExportStats) uint64 { return s.ToResend }},
 	{desc("export_intervals_failed_total", "Intervals given up on after errors."), counter,
 		func(s daemon.ExportStats) uint64 { return s.Failed }},
 }

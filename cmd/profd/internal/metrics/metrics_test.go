@@ -26,7 +26,7 @@ var testStats = daemon.Stats{
 	FlushSeconds: daemon.Histogram{UpperBoundsSeconds: []float64{0.1, 1}, Cumulative: []uint64{3, 5}, Count: 6, SumSeconds: 9.5},
 }
 
-var testExport = daemon.ExportStats{QueuedIntervals: 201, QueuedBytes: 202, Sent: 203, Dropped: 204, Resent: 206, Failed: 205,
+var testExport = daemon.ExportStats{QueuedIntervals: 201, QueuedBytes: 202, Sent: 203, Dropped: 204, Resent: 206, ToResend: 207, Failed: 205,
 	Latency: daemon.Histogram{UpperBoundsSeconds: []float64{1}, Cumulative: []uint64{7}, Count: 8, SumSeconds: 12}}
 
 // scrape starts a server for cfg on a free port, scrapes /metrics once, and parses it.
@@ -120,6 +120,7 @@ func TestServesTheDaemonsCounters(t *testing.T) {
 		{"profd_export_intervals_sent_total", nil, dto.MetricType_COUNTER, 203},
 		{"profd_export_intervals_dropped_total", nil, dto.MetricType_COUNTER, 204},
 		{"profd_export_intervals_resent_total", nil, dto.MetricType_COUNTER, 206},
+		{"profd_export_intervals_to_resend", nil, dto.MetricType_GAUGE, 207},
 		{"profd_export_intervals_failed_total", nil, dto.MetricType_COUNTER, 205},
 	}
 	for _, w := range want {
