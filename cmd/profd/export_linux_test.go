@@ -959,3 +959,30 @@ func TestExportUnsentSentByNextRun(t *testing.T) {
 		t.Errorf("the list of unsent intervals is still there after they were sent: %v", err)
 	}
 }
+
+// TestUnsentLeftWithoutExport: a run without --otlp-endpoint over an --out whose last run
+// left intervals unsent says so, once, and keeps the list for a run that exports.
+func TestUnsentLeftWithoutExport(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	profd, _ := binaries(t)
+	out := filepath.Join(t.TempDir(), "out")
+	list := filepath.Join(out, daemon.IntervalDir, unsentName)
+	if err := os.MkdirAll(filepath.Dir(list), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeUnsent(filepath.Dir(list), []string{filepath.Join(filepath.Dir(list), "a.profd") + "\x001\x00" + strings.Repeat("ab", 32)}); err != nil {
+		t.Fatal(err)
+	}
+	target := testenv.Sleeper(t)
+	code, output := exitCode(t, profd, "--pid", strconv.Itoa(target.Process.Pid), "--out", out, "--flush-interval", "1s",
+		"--duration", "500ms", "--fifo-dir", filepath.Join(t.TempDir(), "fifo"), "--event", "cpu-clock")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, output)
+	}
+	if n := strings.Count(output, "an earlier run left intervals unsent; without --otlp-endpoint"); n != 1 {
+		t.Errorf("%d warnings of the intervals left unsent, want 1:\n%s", n, output)
+	}
+	if _, err := os.Stat(list); err != nil {
+		t.Errorf("the list: %v, want it kept", err)
+	}
+}

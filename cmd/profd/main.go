@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "profd: export: %v\n(see profd --help: --otlp-endpoint and the OTEL_EXPORTER_OTLP_* variables)\n", err)
 		return exitUsage
+	}
+	if exp == nil {
+		warnUnsentLeft(filepath.Join(cfg.OutDir, daemon.IntervalDir), logger)
 	}
 	var exportStats func() daemon.ExportStats
 	if exp != nil {

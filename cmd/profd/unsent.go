@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,6 +58,15 @@ func readUnsent(dir string) ([]string, error) {
 		}
 	}
 	return sources, sc.Err()
+}
+
+// warnUnsentLeft warns, for a run without export, when dir holds the list of intervals an
+// earlier run left unsent: they stay unsent until a run exports.
+func warnUnsentLeft(dir string, logger *slog.Logger) {
+	if _, err := os.Lstat(filepath.Join(dir, unsentName)); err == nil {
+		logger.Warn("profd: an earlier run left intervals unsent; without --otlp-endpoint they stay so, listed for a run that exports (remove the list to forget them)",
+			"list", filepath.Join(dir, unsentName))
+	}
 }
 
 // unsentLineMax bounds a line of the list: a file name, a size and a digest.
