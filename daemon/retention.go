@@ -2,11 +2,23 @@ package daemon
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 )
+
+// warnKeepUnbounded says once, at start, when --keep bounds the intervals by a count alone
+// while outputs come and go (--all, --jit-image): each output of processes gone keeps its
+// last intervals for good, so nothing bounds the interval directory.
+func warnKeepUnbounded(cfg Config, log *slog.Logger) {
+	if cfg.FlushInterval == 0 || cfg.Keep.Count == 0 || cfg.Keep.Age > 0 || cfg.Keep.Bytes > 0 || !cfg.All && len(cfg.JITImages) == 0 {
+		return
+	}
+	log.Warn("profd: --keep bounds each output's intervals by a count alone: the outputs of processes that come and go each keep their last intervals for good, and nothing bounds the interval directory; add an age or a size (such as --keep N,24h,1GiB)",
+		"keep", cfg.Keep.Count)
+}
 
 // noteInterval adds the interval files just written (paths, base's interval starting at
 // start) to --keep's index, with their latest links. Safe for concurrent use.

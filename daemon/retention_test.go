@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -192,5 +193,31 @@ func TestWallTimeAfterClockStep(t *testing.T) {
 	ns := monotonicNs() - int64(time.Second)
 	if got, want := d.wallTime(ns), time.Now().Add(-time.Second); got.Sub(want).Abs() > time.Minute {
 		t.Errorf("the wall time of a second ago is %v, want about %v", got, want)
+	}
+}
+
+// TestKeepUnboundedWarned: --keep as a count alone is warned of where outputs come and go
+// (--all, --jit-image), and not where they are bounded (--pid) or another limit holds.
+func TestKeepUnboundedWarned(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		warn bool
+	}{
+		{"count, --all", Config{All: true, Keep: Retention{Count: 48}}, true},
+		{"count, --jit-image", Config{JITImages: []string{"node"}, Keep: Retention{Count: 48}}, true},
+		{"count, --pid", Config{Pids: []uint32{1}, Keep: Retention{Count: 48}}, false},
+		{"count and age, --all", Config{All: true, Keep: Retention{Count: 48, Age: time.Hour}}, false},
+		{"count and size, --all", Config{All: true, Keep: Retention{Count: 48, Bytes: 1 << 30}}, false},
+		{"the default, --all", Config{All: true, Keep: DefaultKeep}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			c.cfg.FlushInterval = time.Second
+			warnKeepUnbounded(c.cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+			if got := strings.Contains(logs.String(), "count alone"); got != c.warn {
+				t.Errorf("warned %v, want %v: %q", got, c.warn, logs.String())
+			}
+		})
 	}
 }

@@ -46,6 +46,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	defer lock.Close()
 	defer procfs.ForgetOwnMounts() // kept open while profd runs
 	warnOutMode(cfg.OutDir, logger)
+	warnKeepUnbounded(cfg, logger)
 	if cfg.FlushInterval > 0 {
 		if err := makeIntervalDir(cfg.OutDir, logger); err != nil {
 			return err
