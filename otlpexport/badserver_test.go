@@ -351,31 +351,6 @@ func TestCloseCutsBackoff(t *testing.T) {
 	}
 }
 
-// TestCloseGivesUpWhenDown: Close tries the request waiting out its backoff once more,
-// and when the endpoint fails it again gives up without waiting for its deadline, counting
-// what was not sent.
-func TestCloseGivesUpWhenDown(t *testing.T) {
-	f, addr := startFakeReceiver(t, func(int) error { return status.Error(codes.Unavailable, "down") })
-	e, err := New(Config{Endpoint: addr, Insecure: true, MaxBackoff: time.Minute}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		e.Export(testProfile(10))
-	}
-	waitStats(t, e, "two failures", func(s Stats) bool { return s.Retries == 2 })
-	before := len(f.hits.get())
-	start := time.Now()
-	err = closeWithin(t, e, time.Minute)
-	took := time.Since(start)
-	if err == nil || !strings.Contains(err.Error(), "3 profile requests not sent") {
-		t.Errorf("Close: %v, want 3 requests not sent", err)
-	}
-	if n := len(f.hits.get()) - before; n != 1 || took > 30*time.Second {
-		t.Errorf("Close made %d attempts and returned after %v, want 1 and to give up long before its minute", n, took)
-	}
-}
-
 // TestNoCollector: with nothing listening the queue holds its bound, drops the oldest and
 // counts them, warns once, and Close says how many were not sent.
 func TestNoCollector(t *testing.T) {

@@ -266,8 +266,7 @@ func (e *Exporter) Stats() Stats {
 
 // Close sends what is queued until ctx ends, then stops and releases the connection; a
 // request waiting out the exporter's backoff is tried at once (a server's retry delay is
-// still waited), and when that attempt fails too Close gives up at once, the endpoint
-// being down. Config.Dropped is told of each profile none of whose requests was sent
+// still waited). Config.Dropped is told of each profile none of whose requests was sent
 // (but not of one an attempt was under way for when ctx ended: the endpoint may have taken
 // it). It returns an error naming how many requests were not sent, nil when all were. Only
 // the first call does anything.
@@ -281,15 +280,11 @@ func (e *Exporter) Close(ctx context.Context) error {
 			e.stop() // no attempt begins: none is cut short either
 		}
 		close(e.draining)
-		when := "after the endpoint failed again at the close"
 		select {
 		case <-e.done:
 		case <-ctx.Done():
 			e.stop()
 			<-e.done
-		}
-		if ctx.Err() != nil {
-			when = "before the close deadline"
 		}
 		e.stop()
 		e.mu.Lock()
@@ -318,7 +313,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		err = nil
 		if unsent > 0 {
-			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s %s (%s)", unsent, e.where, when, why)
+			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (%s)", unsent, e.where, why)
 		}
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
@@ -448,12 +443,6 @@ func (e *Exporter) run() {
 			}
 			if !se.retryable {
 				break
-			}
-			if closing == nil && se.retryAfter == 0 {
-				// Close tried it at once, and it failed again: the endpoint is down, and
-				// waiting out Close's deadline would hold the stop for nothing. Close
-				// counts and names what is left.
-				return
 			}
 			wait := jitter(backoff)
 			backoff = min(backoff*2, e.cfg.MaxBackoff)
