@@ -302,7 +302,7 @@ func TestDebugFiles(t *testing.T) {
 		install(t, otherDebug, root, "/usr/lib/debug/.build-id/"+id[:2]+"/"+id[2:]+".debug")
 		var logs bytes.Buffer
 		name, tab := lookupIn(t, root, "/usr/bin/mine", otherDebug, "hot", &logs)
-		if name == "hot" || !slices.Equal(tab.From, []string{".dynsym", ".rela.plt"}) {
+		if name == "hot" || !slices.Equal(tab.From, []string{".dynsym", ".rela.plt", ".plt.got"}) {
 			t.Errorf("a debug file of another build was used: %q from %v", name, tab.From)
 		}
 		if !strings.Contains(logs.String(), "build-id is not the file's") {
@@ -738,7 +738,9 @@ func TestOpenLaterRetried(t *testing.T) {
 }
 
 // TestPLTNames: every PLT entry objdump names (name@plt), in .plt and, in a build for
-// Intel CET, in .plt.sec, is named so; the sizeless _init before .plt names none of it.
+// Intel CET, in .plt.sec, and in .plt.got (the entries of functions whose address the
+// program also takes: gcc's PIE start code's __cxa_finalize), is named so, to its last
+// byte; the sizeless _init before .plt names none of it.
 func TestPLTNames(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("objdump"))
 	dir := t.TempDir()
@@ -751,33 +753,39 @@ func TestPLTNames(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prog := build(t, dir, c.name, append(c.flags, "testdata/prog.c")...)
-			out, err := exec.Command("objdump", "-d", "-j", c.section, prog).Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[uint64]string{}
-			for _, line := range strings.Split(string(out), "\n") {
-				addr, name, ok := strings.Cut(strings.TrimSuffix(line, ">:"), " <")
-				if v, err := strconv.ParseUint(addr, 16, 64); ok && err == nil && strings.HasSuffix(name, "@plt") {
-					want[v] = name
-				}
-			}
-			if len(want) < 3 {
-				t.Fatalf("objdump names %d entries in %s:\n%s", len(want), c.section, out)
-			}
 			tab := readFile(t, prog)
-			for addr, name := range want {
-				for _, at := range []uint64{addr, addr + 15} {
-					if got, _ := tab.LookupVaddr(at); got != name {
-						t.Errorf("%#x: %q, want %q", at, got, name)
-					}
-				}
-			}
 			ef, err := elf.Open(prog)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ef.Close()
+			for _, section := range []string{c.section, ".plt.got"} {
+				out, err := exec.Command("objdump", "-d", "-j", section, prog).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[uint64]string{}
+				for _, line := range strings.Split(string(out), "\n") {
+					addr, name, ok := strings.Cut(strings.TrimSuffix(line, ">:"), " <")
+					if v, err := strconv.ParseUint(addr, 16, 64); ok && err == nil && strings.HasSuffix(name, "@plt") {
+						want[v] = name
+					}
+				}
+				if min := map[bool]int{true: 1, false: 3}[section == ".plt.got"]; len(want) < min {
+					t.Fatalf("objdump names %d entries in %s:\n%s", len(want), section, out)
+				}
+				last := uint64(pltEntryBytes - 1)
+				if section == ".plt.got" {
+					last = ef.Section(section).Entsize - 1
+				}
+				for addr, name := range want {
+					for _, at := range []uint64{addr, addr + last} {
+						if got, _ := tab.LookupVaddr(at); got != name {
+							t.Errorf("%s %#x: %q, want %q", section, at, got, name)
+						}
+					}
+				}
+			}
 			plt := ef.Section(".plt")
 			for at := plt.Addr; at < plt.Addr+plt.Size; at++ {
 				if got, _ := tab.LookupVaddr(at); got == "_init" {

@@ -446,51 +446,134 @@ func (b *builder) addPLT(ef *elfFile) error {
 	if plt == nil || rela == nil || plt.Type != elf.SHT_PROGBITS || rela.Type != elf.SHT_RELA || plt.Size <= first {
 		return nil
 	}
-	if int(rela.Link) <= 0 || int(rela.Link) >= len(f.Sections) {
-		return fmt.Errorf("elfsym: .rela.plt links to section %d of %d", rela.Link, len(f.Sections))
+	names, err := b.dynamicNames(ef, rela)
+	if names == nil {
+		return err
 	}
-	dynsym := f.Sections[rela.Link]
-	if dynsym.Type != elf.SHT_DYNSYM || int(dynsym.Link) <= 0 || int(dynsym.Link) >= len(f.Sections) {
-		return nil
-	}
-	entries := (plt.Size - first) / pltEntryBytes
 	relas, err := ef.section(rela, b.maxStringBytes)
 	if err != nil {
 		return err
 	}
-	names := b.dynstr
-	if b.dynstrAt != dynsym.Link || names == "" {
-		strtab, err := ef.section(f.Sections[dynsym.Link], b.maxStringBytes)
-		if err != nil {
-			return err
-		}
-		names = string(strtab)
-	}
-	bo := f.ByteOrder
-	var entry [24]byte
+	entries := (plt.Size - first) / pltEntryBytes
 	for i := uint64(0); i < entries && (i+1)*24 <= uint64(len(relas)); i++ {
 		if len(b.syms) >= b.maxSymbols {
 			b.capped = true
 			return nil
 		}
-		info := bo.Uint64(relas[i*24+8:])
-		sym := info >> 32
-		if uint32(info) != rJumpSlot || sym == 0 || sym >= dynsym.Size/24 {
-			continue
+		if name := names.name(f.ByteOrder.Uint64(relas[i*24+8:]), rJumpSlot); name != "" {
+			b.syms = append(b.syms, symbol{addr: plt.Addr + first + i*pltEntryBytes, size: pltEntryBytes, name: name + "@plt"})
 		}
-		// The symbol's entry alone: a file's .dynsym may be megabytes, its PLT a few
-		// hundred entries.
-		if n, _ := ef.r.ReadAt(entry[:], int64(dynsym.Offset+sym*24)); n < len(entry) {
-			continue
-		}
-		name := stringAt(names, uint64(bo.Uint32(entry[:])))
-		if name == "" {
-			continue
-		}
-		b.syms = append(b.syms, symbol{addr: plt.Addr + first + i*pltEntryBytes, size: pltEntryBytes, name: name + "@plt"})
 	}
 	b.from = append(b.from, rela.Name)
 	return nil
+}
+
+// rGlobDat is R_X86_64_GLOB_DAT: a GOT entry's relocation, which .plt.got's entries jump
+// through.
+const rGlobDat = 6
+
+// addPLTGOT names the entries of an x86-64 file's .plt.got "name@plt", as objdump does:
+// the PLT entries of functions whose address the file also takes, which jump through the
+// function's GOT entry (jmp *disp32(%rip), after endbr64 in a build for Intel CET), named
+// by that entry's relocation in .rela.dyn. Every PIE gcc links has one
+// (__cxa_finalize@plt).
+func (b *builder) addPLTGOT(ef *elfFile) error {
+	f := ef.f
+	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
+		return nil
+	}
+	plt, rela := f.Section(".plt.got"), f.Section(".rela.dyn")
+	if plt == nil || rela == nil || plt.Type != elf.SHT_PROGBITS || rela.Type != elf.SHT_RELA ||
+		plt.Entsize != 8 && plt.Entsize != 16 {
+		return nil
+	}
+	code, err := ef.section(plt, b.maxStringBytes)
+	if err != nil {
+		return err
+	}
+	entries := map[uint64]uint64{} // the GOT entry an entry jumps through → the entry's address
+	for at := uint64(0); at+plt.Entsize <= uint64(len(code)); at += plt.Entsize {
+		entry := code[at : at+plt.Entsize]
+		if jmp := bytes.Index(entry, []byte{0xff, 0x25}); jmp >= 0 && jmp+6 <= len(entry) { // jmp *disp32(%rip)
+			next := plt.Addr + at + uint64(jmp) + 6
+			entries[next+uint64(int64(int32(f.ByteOrder.Uint32(entry[jmp+2:]))))] = plt.Addr + at
+		}
+	}
+	names, err := b.dynamicNames(ef, rela)
+	if len(entries) == 0 || names == nil {
+		return err
+	}
+	// .rela.dyn holds every relocation of the file (megabytes in a large one): read through
+	// in chunks, not whole.
+	end := min(rela.Offset+rela.Size, uint64(ef.size))
+	chunk := make([]byte, 24*2048)
+	for off := rela.Offset; off+24 <= end && len(entries) > 0; off += uint64(len(chunk)) {
+		n, _ := ef.r.ReadAt(chunk[:min(uint64(len(chunk)), end-off)], int64(off))
+		for rel := chunk[:n-n%24]; len(rel) >= 24; rel = rel[24:] {
+			got := f.ByteOrder.Uint64(rel)
+			addr, ok := entries[got]
+			if !ok {
+				continue
+			}
+			delete(entries, got)
+			if len(b.syms) >= b.maxSymbols {
+				b.capped = true
+				return nil
+			}
+			if name := names.name(f.ByteOrder.Uint64(rel[8:]), rGlobDat); name != "" {
+				b.syms = append(b.syms, symbol{addr: addr, size: plt.Entsize, name: name + "@plt"})
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	b.from = append(b.from, plt.Name)
+	return nil
+}
+
+// dynamicNames are the names of the dynamic symbols a relocation section's entries name.
+type dynamicNames struct {
+	ef     *elfFile
+	dynsym *elf.Section
+	names  string
+}
+
+// dynamicNames reads the names of rela's symbols; nil when they are not in .dynsym.
+func (b *builder) dynamicNames(ef *elfFile, rela *elf.Section) (*dynamicNames, error) {
+	f := ef.f
+	if int(rela.Link) <= 0 || int(rela.Link) >= len(f.Sections) {
+		return nil, fmt.Errorf("elfsym: %s links to section %d of %d", rela.Name, rela.Link, len(f.Sections))
+	}
+	dynsym := f.Sections[rela.Link]
+	if dynsym.Type != elf.SHT_DYNSYM || int(dynsym.Link) <= 0 || int(dynsym.Link) >= len(f.Sections) {
+		return nil, nil
+	}
+	names := b.dynstr
+	if b.dynstrAt != dynsym.Link || names == "" {
+		strtab, err := ef.section(f.Sections[dynsym.Link], b.maxStringBytes)
+		if err != nil {
+			return nil, err
+		}
+		names = string(strtab)
+	}
+	return &dynamicNames{ef: ef, dynsym: dynsym, names: names}, nil
+}
+
+// name is the name of the symbol a relocation whose info word is info names, when it is of
+// type typ; else "".
+func (d *dynamicNames) name(info uint64, typ uint32) string {
+	sym := info >> 32
+	if uint32(info) != typ || sym == 0 || sym >= d.dynsym.Size/24 {
+		return ""
+	}
+	// The symbol's entry alone: a file's .dynsym may be megabytes, its PLT a few hundred
+	// entries.
+	var entry [24]byte
+	if n, _ := d.ef.r.ReadAt(entry[:], int64(d.dynsym.Offset+sym*24)); n < len(entry) {
+		return ""
+	}
+	return stringAt(d.names, uint64(d.ef.f.ByteOrder.Uint32(entry[:])))
 }
 
 // Read reads the function symbols of the ELF file r (size bytes) itself, from its .symtab
@@ -519,5 +602,5 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	} else {
 		own = b.addGoFuncs(ef)
 	}
-	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef))
+	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }
