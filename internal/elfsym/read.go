@@ -493,6 +493,10 @@ func (b *builder) addPLTGOT(ef *elfFile) error {
 	}
 	entries := map[uint64]uint64{} // the GOT entry an entry jumps through → the entry's address
 	for at := uint64(0); at+plt.Entsize <= uint64(len(code)); at += plt.Entsize {
+		if len(entries) >= b.maxSymbols-len(b.syms) { // no more could be named: a made-up file's
+			b.capped = true
+			break
+		}
 		entry := code[at : at+plt.Entsize]
 		if jmp := bytes.Index(entry, []byte{0xff, 0x25}); jmp >= 0 && jmp+6 <= len(entry) { // jmp *disp32(%rip)
 			next := plt.Addr + at + uint64(jmp) + 6
