@@ -156,7 +156,7 @@ func laterSource(iv daemon.Interval) string {
 	if iv.CaptureFile == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s\x00%d\x00%s", iv.CaptureFile, iv.CaptureBytes, capturedWhere(iv.Capture))
+	return joinSource(iv.CaptureFile, iv.CaptureBytes, capturedWhere(iv.Capture))
 }
 
 // capturedWhere digests what a capture says of where it was taken: its host, its time and
@@ -299,6 +299,12 @@ func (x *intervalExporter) resend() {
 
 // errChanged: an interval file says other than the interval profd wrote (capturedWhere).
 var errChanged = errors.New("the file changed since profd wrote it")
+
+// joinSource is the laterSource of the capture file path, size bytes as written, whose
+// capturedWhere digest is where.
+func joinSource(path string, size int64, where string) string {
+	return fmt.Sprintf("%s\x00%d\x00%s", path, size, where)
+}
 
 // splitSource splits a laterSource.
 func splitSource(source string) (path string, size int64, where string) {

@@ -970,7 +970,7 @@ func TestUnsentLeftWithoutExport(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(list), 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeUnsent(filepath.Dir(list), []string{filepath.Join(filepath.Dir(list), "a.profd") + "\x001\x00" + strings.Repeat("ab", 32)}); err != nil {
+	if err := writeUnsent(filepath.Dir(list), []string{joinSource(filepath.Join(filepath.Dir(list), "a.profd"), 1, strings.Repeat("ab", 32))}); err != nil {
 		t.Fatal(err)
 	}
 	target := testenv.Sleeper(t)

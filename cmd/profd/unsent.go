@@ -82,7 +82,7 @@ func parseUnsent(dir, line string) (string, bool) {
 		strings.ContainsRune(name, 0) || !isDigest(where) {
 		return "", false
 	}
-	return fmt.Sprintf("%s\x00%d\x00%s", filepath.Join(dir, name), size, where), true
+	return joinSource(filepath.Join(dir, name), size, where), true
 }
 
 // isDigest reports whether s is a SHA-256 digest in lower-case hex, as capturedWhere writes.

@@ -25,9 +25,9 @@ func TestUnsentList(t *testing.T) {
 	dir := t.TempDir()
 	digest := strings.Repeat("ab", 32)
 	sources := []string{
-		filepath.Join(dir, "a-1.20261129T000000.000Z.profd") + "\x0012\x00" + digest,
-		"/elsewhere/b.profd\x0013\x00" + digest,
-		filepath.Join(dir, "c-2.20261129T000001.000Z.profd") + "\x0014\x00" + digest,
+		joinSource(filepath.Join(dir, "a-1.20261129T000000.000Z.profd"), 12, digest),
+		joinSource("/elsewhere/b.profd", 13, digest),
+		joinSource(filepath.Join(dir, "c-2.20261129T000001.000Z.profd"), 14, digest),
 	}
 	if err := writeUnsent(dir, sources); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestUnsentList(t *testing.T) {
 		"../x.profd\t12\t" + digest, "/etc/shadow\t12\t" + digest, "ok.profd\t-1\t" + digest, "ok.profd\t12\tnot-a-digest",
 		"ok.profd\t12\t" + digest}
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
-	if got, err := readUnsent(dir); err != nil || len(got) != 1 || !strings.HasPrefix(got[0], filepath.Join(dir, "ok.profd")+"\x00") {
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{joinSource(filepath.Join(dir, "ok.profd"), 12, digest)}) {
 		t.Errorf("read %q, %v; want the last line's alone", got, err)
 	}
 
@@ -142,8 +142,8 @@ func TestUnsentListWhileRunning(t *testing.T) {
 	dir := t.TempDir()
 	x.Start(dir)
 	digest := strings.Repeat("cd", 32)
-	a := filepath.Join(dir, "a.profd") + "\x001\x00" + digest
-	b := filepath.Join(dir, "b.profd") + "\x002\x00" + digest
+	a := joinSource(filepath.Join(dir, "a.profd"), 1, digest)
+	b := joinSource(filepath.Join(dir, "b.profd"), 2, digest)
 	x.keepForLater(a)
 	x.saveUnsent(false)
 	x.keepForLater(b)
