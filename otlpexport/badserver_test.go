@@ -261,7 +261,11 @@ func (f *fakeReceiver) Export(ctx context.Context, req pprofileotlp.ExportReques
 }
 
 func startFakeReceiver(t *testing.T, answer func(n int) error) (*fakeReceiver, string) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return startFakeReceiverAt(t, "127.0.0.1:0", answer)
+}
+
+func startFakeReceiverAt(t *testing.T, addr string, answer func(n int) error) (*fakeReceiver, string) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +352,60 @@ func TestCloseCutsBackoff(t *testing.T) {
 	}
 	if n := len(f.hits.get()); n != 5 {
 		t.Errorf("%d attempts, want 5", n)
+	}
+}
+
+// TestCloseGivesUpWhenDown: Close tries the request waiting out its backoff once more,
+// and when the endpoint fails it again gives up without waiting for its deadline, counting
+// what was not sent.
+func TestCloseGivesUpWhenDown(t *testing.T) {
+	f, addr := startFakeReceiver(t, func(int) error { return status.Error(codes.Unavailable, "down") })
+	for name, addr := range map[string]string{"failing": addr, "nothing listening": deadAddr(t)} {
+		t.Run(name, func(t *testing.T) {
+			e, err := New(Config{Endpoint: addr, Insecure: true, MaxBackoff: time.Minute}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				e.Export(testProfile(10))
+			}
+			waitStats(t, e, "two failures", func(s Stats) bool { return s.Retries == 2 })
+			before := len(f.hits.get())
+			start := time.Now()
+			err = closeWithin(t, e, time.Minute)
+			took := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), "3 profile requests not sent") || !strings.Contains(err.Error(), "failed again") {
+				t.Errorf("Close: %v, want 3 requests not sent, the endpoint failing again", err)
+			}
+			if took > 30*time.Second {
+				t.Errorf("Close returned after %v, want it to give up long before its minute", took)
+			}
+			if n := len(f.hits.get()) - before; name == "failing" && n != 1 {
+				t.Errorf("Close made %d attempts, want 1", n)
+			}
+		})
+	}
+}
+
+// TestCloseFindsEndpointBack: an endpoint back up while the exporter waits out its backoff,
+// and its connection its own, is sent everything at the close, on a new connection: the
+// attempt on the old one would fail at once, the endpoint looking down still.
+func TestCloseFindsEndpointBack(t *testing.T) {
+	addr := deadAddr(t)
+	e, err := New(Config{Endpoint: addr, Insecure: true, MaxBackoff: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.Export(testProfile(10))
+	}
+	waitStats(t, e, "four failures", func(s Stats) bool { return s.Retries == 4 })
+	f, _ := startFakeReceiverAt(t, addr, func(int) error { return nil })
+	if err := closeWithin(t, e, 30*time.Second); err != nil {
+		t.Errorf("Close: %v, want every request sent", err)
+	}
+	if n := len(f.hits.get()); n != 3 {
+		t.Errorf("the endpoint took %d requests, want 3", n)
 	}
 }
 

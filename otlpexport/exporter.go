@@ -35,9 +35,12 @@ type Exporter struct {
 	inFlight    *request
 	// cut says Close's deadline ended the request in flight during an attempt: the
 	// endpoint may have taken it.
-	cut      bool
-	stats    Stats
-	dropping bool // a drop episode: warned, not yet ended by a send
+	cut bool
+	// downAtClose says the attempt Close made at once failed too: Close gave up before its
+	// deadline.
+	downAtClose bool
+	stats       Stats
+	dropping    bool // a drop episode: warned, not yet ended by a send
 }
 
 // request is one ExportProfilesServiceRequest waiting to be sent, encoded: the queue's bound
@@ -265,11 +268,12 @@ func (e *Exporter) Stats() Stats {
 }
 
 // Close sends what is queued until ctx ends, then stops and releases the connection; a
-// request waiting out the exporter's backoff is tried at once (a server's retry delay is
-// still waited). Config.Dropped is told of each profile none of whose requests was sent
-// (but not of one an attempt was under way for when ctx ended: the endpoint may have taken
-// it). It returns an error naming how many requests were not sent, nil when all were. Only
-// the first call does anything.
+// request waiting out the exporter's backoff is tried at once, on a new connection (a
+// server's retry delay is still waited), and when that attempt fails too Close gives up
+// without waiting for ctx, the endpoint being down. Config.Dropped is told of each profile
+// none of whose requests was sent (but not of one an attempt was under way for when ctx
+// ended: the endpoint may have taken it). It returns an error naming how many requests were
+// not sent, nil when all were. Only the first call does anything.
 func (e *Exporter) Close(ctx context.Context) error {
 	err := errors.New("otlpexport: already closed")
 	e.once.Do(func() {
@@ -306,6 +310,10 @@ func (e *Exporter) Close(ctx context.Context) error {
 			}
 		}
 		e.stats.FailedRequests += uint64(unsent)
+		when := "before the close deadline"
+		if e.downAtClose {
+			when = "at the close: it failed again when tried at once"
+		}
 		why := "last error: " + e.stats.LastError
 		if e.stats.LastError == "" { // the first attempt was still waiting for its answer
 			why = "the endpoint had not answered"
@@ -313,7 +321,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		err = nil
 		if unsent > 0 {
-			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s before the close deadline (%s)", unsent, e.where, why)
+			err = fmt.Errorf("otlpexport: %d profile requests not sent to %s %s (%s)", unsent, e.where, when, why)
 		}
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
@@ -444,6 +452,15 @@ func (e *Exporter) run() {
 			if !se.retryable {
 				break
 			}
+			if closing == nil && se.retryAfter == 0 {
+				// Close tried it at once, on a new connection, and it failed again: the
+				// endpoint is down, and waiting out Close's deadline would hold the stop
+				// for nothing. Close counts and names what is left.
+				e.mu.Lock()
+				e.downAtClose = true
+				e.mu.Unlock()
+				return
+			}
 			wait := jitter(backoff)
 			backoff = min(backoff*2, e.cfg.MaxBackoff)
 			cut := closing
@@ -456,6 +473,11 @@ func (e *Exporter) run() {
 			case <-cut:
 				t.Stop()
 				closing = nil
+				if rd, ok := e.sender.(redialer); ok {
+					if err := rd.redial(); err != nil {
+						e.log.Debug("otlpexport: a new connection for the close", "error", err)
+					}
+				}
 			case <-e.ctx.Done():
 				t.Stop()
 				return

@@ -24,6 +24,7 @@ type grpcSender struct {
 	md      metadata.MD
 	options []grpc.CallOption
 	asked   *certAsked // nil with a client certificate, or without TLS
+	dial    func() (*grpc.ClientConn, error)
 }
 
 func newGRPCSender(c Config, t target) (*grpcSender, error) {
@@ -36,18 +37,25 @@ func newGRPCSender(c Config, t target) (*grpcSender, error) {
 		}
 		creds, asked = credentials.NewTLS(tc), a
 	}
-	conn, err := grpc.NewClient(t.hostPort,
-		grpc.WithTransportCredentials(creds),
-		// Reconnect no slower than requests are retried.
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: initialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: c.MaxBackoff},
-			MinConnectTimeout: c.Timeout,
-		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<20)))
-	if err != nil {
-		return nil, fmt.Errorf("otlpexport: grpc endpoint %s: %w", t.hostPort, err)
+	dial := func() (*grpc.ClientConn, error) {
+		conn, err := grpc.NewClient(t.hostPort,
+			grpc.WithTransportCredentials(creds),
+			// Reconnect no slower than requests are retried.
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: initialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: c.MaxBackoff},
+				MinConnectTimeout: c.Timeout,
+			}),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<20)))
+		if err != nil {
+			return nil, fmt.Errorf("otlpexport: grpc endpoint %s: %w", t.hostPort, err)
+		}
+		return conn, nil
 	}
-	s := &grpcSender{conn: conn, client: pprofileotlp.NewGRPCClient(conn), md: metadata.New(c.Headers), asked: asked}
+	conn, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	s := &grpcSender{conn: conn, client: pprofileotlp.NewGRPCClient(conn), md: metadata.New(c.Headers), asked: asked, dial: dial}
 	if c.Compression == CompressionGzip {
 		s.options = append(s.options, grpc.UseCompressor(grpcgzip.Name))
 	}
@@ -70,6 +78,19 @@ func (s *grpcSender) send(ctx context.Context, body []byte) error {
 }
 
 func (s *grpcSender) close() error { return s.conn.Close() }
+
+// redial replaces the connection with a new one. A connection that failed waits out its
+// own backoff before it connects again, and a call made meanwhile fails at once; a new one
+// connects at the next call, which fails only when that connection does.
+func (s *grpcSender) redial() error {
+	conn, err := s.dial()
+	if err != nil {
+		return err
+	}
+	s.conn.Close()
+	s.conn, s.client = conn, pprofileotlp.NewGRPCClient(conn)
+	return nil
+}
 
 // grpcError classifies a failed call as the OTLP specification does: ResourceExhausted is
 // retried only when the server sends RetryInfo.

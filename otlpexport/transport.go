@@ -21,6 +21,12 @@ type sender interface {
 	close() error
 }
 
+// A redialer forgets what its connection learnt of the endpoint's failures, so that its
+// next attempt finds the endpoint as it is now, not as it was.
+type redialer interface {
+	redial() error
+}
+
 // sendError is one failed attempt: whether to try the request again, and after how long the
 // server asked for.
 type sendError struct {

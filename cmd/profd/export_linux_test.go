@@ -664,7 +664,8 @@ func notSent(logs string) int {
 
 // TestExportNoCollector: with nothing listening at the endpoint, profd keeps sampling and
 // writing its files, its memory stays within the export queue's bound and some, it warns of
-// the failure once, and SIGTERM stops it within --stop-timeout, saying what was not sent.
+// the failure once, and SIGTERM stops it without waiting out --stop-timeout (the endpoint,
+// tried once more, is still down), saying what was not sent.
 func TestExportNoCollector(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	const queueMB, slackMB = 8, 64
@@ -693,8 +694,8 @@ func TestExportNoCollector(t *testing.T) {
 	if peak > (queueMB+slackMB)<<10 {
 		t.Errorf("RSS reached %d kB, over --otlp-queue-mb %d + %d MB", peak, queueMB, slackMB)
 	}
-	if took > 6*time.Second {
-		t.Errorf("profd exited %v after SIGTERM, want within --stop-timeout 4s and 2 s", took)
+	if took > 3*time.Second {
+		t.Errorf("profd exited %v after SIGTERM, want before --stop-timeout 4s ends: the endpoint, tried once more, refused at once", took)
 	}
 	logs := r.stderr.String()
 	if k := strings.Count(logs, "sending profiles fails"); k != 1 {
