@@ -166,9 +166,13 @@ type flushState struct {
 	intervalFailing map[string]bool
 	// exportMu makes the exporter's calls one at a time.
 	exportMu sync.Mutex
-	// remakeMu makes one writer at a time check for, and make again, a removed interval
-	// directory (remakeIntervalDir).
+	// remakeMu makes one writer at a time check for, and make again, a removed --out
+	// (remakeOut) or interval directory (remakeIntervalDir), and guards outLock and outGone.
 	remakeMu sync.Mutex
+	// outLock is --out's lock, taken again when --out is made again.
+	outLock *outfile.DirLock
+	// outGone: --out is gone and could not be made again; logged once until it is.
+	outGone bool
 	// retained is --keep's account of the interval directory.
 	retained retainedIndex
 	// retentionFailing: --keep's last deletions failed and were logged.

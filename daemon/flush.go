@@ -703,6 +703,7 @@ func (d *daemonRun) write(ctx context.Context, w pending, formats []Format, requ
 // flush's is the stop timeout's, and the outputs whose LLVM profiles it left out are
 // logged in one line. When some of work ended an interval, --keep is applied after.
 func (d *daemonRun) writeAll(ctx context.Context, work []pending, formats func(pending) []Format, requests fifo.FlushRequests) {
+	d.remakeOut()
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	intervals := false

@@ -118,15 +118,17 @@ func (d *daemonRun) endInterval(w pending) {
 	}
 }
 
-// remakeIntervalDir makes the interval directory again when it is gone from an --out that
-// is still there (a clean-up removed it), and reports whether it did. An --out that is gone
-// is not made again: what is at its path now may be anyone's.
+// remakeIntervalDir makes the interval directory again when it is gone (a clean-up removed
+// it, or --out with it: remakeOut), and reports whether it did.
 func (d *daemonRun) remakeIntervalDir() bool {
 	d.flushing.remakeMu.Lock()
 	defer d.flushing.remakeMu.Unlock()
 	dir := filepath.Join(d.cfg.OutDir, IntervalDir)
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		return false
+	}
+	if d.remakeOutLocked() {
+		return true
 	}
 	if st, err := os.Lstat(d.cfg.OutDir); err != nil || !st.IsDir() {
 		return false

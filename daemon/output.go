@@ -194,6 +194,69 @@ func checkWritable(dir string) error {
 	return os.Remove(tmp.Name())
 }
 
+// remakeOut makes --out again when it is gone (a clean-up removed it), as profd made it at
+// start, and takes its lock again, so that a profd left running writes its profiles again
+// rather than failing every write until it stops. It makes the directory itself or not at
+// all: when its parent is gone too, --out is not made again (what profd would make there
+// may be anyone's) and one error says so, until someone makes it; then profd takes its lock.
+func (d *daemonRun) remakeOut() {
+	d.flushing.remakeMu.Lock()
+	defer d.flushing.remakeMu.Unlock()
+	d.remakeOutLocked()
+}
+
+// remakeOutLocked is remakeOut with remakeMu held; it reports whether it made --out.
+func (d *daemonRun) remakeOutLocked() bool {
+	dir := d.cfg.OutDir
+	_, err := os.Lstat(dir)
+	if err == nil && d.flushing.outGone {
+		// Made again by someone else: its lock file is new, and profd takes it as it would
+		// at start.
+		d.flushing.outGone = false
+		lock, err := lockOut(dir, d.log)
+		if err != nil {
+			d.log.Error("profd: --out is there again, but its lock is not profd's: another writer may replace this profd's files", "out", dir, "err", err)
+			return false
+		}
+		d.flushing.outLock.Close()
+		d.flushing.outLock = lock
+		d.log.Warn("profd: --out is there again; the next flushes write there", "out", dir)
+		return false
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	lock, err := makeOutAgain(dir)
+	if err != nil {
+		if !d.flushing.outGone {
+			d.flushing.outGone = true
+			d.log.Error("profd: --out was removed and is not made again: nothing is written until it is there; make it, or restart profd", "out", dir, "err", err)
+		}
+		return false
+	}
+	d.flushing.outLock.Close() // its file went with the old directory
+	d.flushing.outLock, d.flushing.outGone = lock, false
+	if d.cfg.FlushInterval > 0 {
+		if err := makeIntervalDir(dir, d.log); err != nil {
+			d.log.Warn("profd: the interval directory cannot be made again", "err", err)
+		}
+	}
+	d.log.Warn("profd: --out was removed; made again: the profiles and intervals it held are gone, those of the next flushes are written there", "out", dir)
+	return true
+}
+
+// makeOutAgain makes the directory dir, which was removed, as checkWritable made it, and
+// takes its lock: it fails when anything is at dir by then or dir's parent is gone.
+func makeOutAgain(dir string) (*outfile.DirLock, error) {
+	if err := os.Mkdir(dir, outDirPerm); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, outDirPerm); err != nil { // the umask may have taken a bit
+		return nil, err
+	}
+	return outfile.Lock(dir)
+}
+
 // outDirPerm is the mode of an --out profd makes.
 const outDirPerm = 0o711
 

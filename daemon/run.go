@@ -43,12 +43,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
 	defer procfs.ForgetOwnMounts() // kept open while profd runs
 	warnOutMode(cfg.OutDir, logger)
 	warnKeepUnbounded(cfg, logger)
 	if cfg.FlushInterval > 0 {
 		if err := makeIntervalDir(cfg.OutDir, logger); err != nil {
+			lock.Close()
 			return err
 		}
 		if cfg.Exporter != nil {
@@ -56,6 +56,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, out io.Writer) er
 		}
 	}
 	d := newDaemonRun(cfg, logger, out)
+	d.flushing.outLock = lock // remakeOut takes it again on an --out made again
+	defer func() {
+		d.flushing.remakeMu.Lock()
+		d.flushing.outLock.Close()
+		d.flushing.remakeMu.Unlock()
+	}()
 	// SIGUSR1 is caught before profd.pid exists (open writes it), so a JIT that reads the
 	// pid file at once can never kill profd with the signal's default action, nor lose its
 	// request.

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,5 +134,69 @@ func TestIntervalDirMadeAgain(t *testing.T) {
 	}
 	if n := linesWith(r.logs.String(), "interval files not written"); n != 0 {
 		t.Errorf("%d interval writes failed, want none:\n%s", n, r.logs.String())
+	}
+}
+
+// TestOutMadeAgain: an --out removed while profd runs (a clean-up) is made again, its lock
+// taken again, and the next flushes write their outputs and intervals there, with one
+// warning; an --out whose parent went with it is not (what is made there may be anyone's),
+// with one error however many flushes find it gone, and it is used again once it is back.
+func TestOutMadeAgain(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	for _, name := range []string{"out", "parent"} {
+		t.Run(name, func(t *testing.T) {
+			d := newDirs(t)
+			out := d.out
+			if name == "parent" {
+				out = filepath.Join(d.out, "profiles")
+			}
+			target := testenv.Sleeper(t)
+			r := startRun(t, Config{Pids: []uint32{uint32(target.Process.Pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: out,
+				Formats: []Format{FormatPprof, FormatCapture}, FlushInterval: time.Second})
+			waitFor(t, "an interval", 20*time.Second, func() bool { return r.flushes() >= 1 })
+			removed := out
+			if name == "parent" {
+				removed = d.out
+			}
+			if err := os.RemoveAll(removed); err != nil {
+				t.Fatal(err)
+			}
+			capture := filepath.Join(out, "sleep-"+strconv.Itoa(target.Process.Pid)+".profd")
+			if name == "parent" {
+				flushes := r.flushes()
+				waitFor(t, "three flushes", 20*time.Second, func() bool { return r.flushes() >= flushes+3 })
+				if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("--out made again under a parent that was removed: %v", err)
+				}
+				if n := linesWith(r.logs.String(), "is not made again"); n != 1 {
+					t.Errorf("%d errors that --out is not made again, want 1:\n%s", n, r.logs.String())
+				}
+				if err := os.MkdirAll(out, 0o755); err != nil { // the operator makes it
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, "the outputs and an interval written again", 20*time.Second, func() bool {
+				entries, _ := os.ReadDir(filepath.Join(out, IntervalDir))
+				return fileExists(capture) && len(entries) > 0
+			})
+			{
+				// A second profd is refused the --out made again: its lock is held.
+				if lock, err := lockOut(out, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+					lock.Close()
+					t.Error("a second writer locked the --out made again while profd ran")
+				}
+			}
+			r.stop(t)
+			logs := r.logs.String()
+			if n, want := linesWith(logs, "--out was removed; made again"), map[string]int{"out": 1, "parent": 0}[name]; n != want {
+				t.Errorf("%d warnings that --out was made again, want %d:\n%s", n, want, logs)
+			}
+			if n, want := linesWith(logs, "--out is there again"), map[string]int{"out": 0, "parent": 1}[name]; n != want {
+				t.Errorf("%d warnings that --out is there again, want %d:\n%s", n, want, logs)
+			}
+			if r.err != nil {
+				t.Errorf("run: %v", r.err)
+			}
+		})
 	}
 }
