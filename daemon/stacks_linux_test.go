@@ -660,6 +660,54 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 	}
 }
 
+// TestUnwindDWARFGo: a Go program built stripped (no .symtab, no .debug_frame) spends its
+// time in a function whose frame is empty, called through outer from main. Go gives such a
+// leaf no frame pointer of its own, so a walk by frame pointers goes from it to main's
+// caller, skipping outer (perf's, and profd's without --unwind dwarf). With --unwind dwarf
+// profd walks Go's code by the frame depths its function table holds: nearly every sample
+// in the leaf is chained on through outer and main to runtime.goexit, also when the
+// system's linker linked it and its .eh_frame describes the C code it added.
+func TestUnwindDWARFGo(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("go"))
+	for _, c := range []struct{ name, ldflags string }{{"go linker", "-s -w"}, {"external linker", "-s -w -linkmode=external"}} {
+		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(c.ldflags, "external") {
+				testenv.Requires(t, testenv.Tool("cc"))
+			}
+			testUnwindDWARFGo(t, c.ldflags)
+		})
+	}
+}
+
+func testUnwindDWARFGo(t *testing.T, ldflags string) {
+	exe := filepath.Join(t.TempDir(), "goleaf")
+	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "testdata/goleaf.go").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	capt, r := dwarfCapture(t, []string{exe, "3"}, "goleaf", 0)
+	var under, chained uint64
+	for _, st := range capt.Stacks {
+		if len(st.Frames) == 0 || frameName(capt, st.Frames[0]) != "main.mix" {
+			continue
+		}
+		under += st.Count
+		names := make([]string, len(st.Frames))
+		for i, f := range st.Frames {
+			names[i] = frameName(capt, f)
+		}
+		if strings.Join(names, " ") == "main.mix main.outer main.main runtime.main runtime.goexit" && !st.Cut {
+			chained += st.Count
+		}
+	}
+	t.Logf("%d samples in main.mix, %d chained whole through main.outer", under, chained)
+	if under < 1000 {
+		t.Fatalf("%d samples in main.mix\nlogs:\n%s", under, r.logs.String())
+	}
+	if float64(chained) < 0.95*float64(under) {
+		t.Errorf("of %d samples in main.mix, %d chained whole through main.outer and main.main; want 95 %%", under, chained)
+	}
+}
+
 // pythonRun starts CPython 3.minor with args, skipping the test where there is none.
 func pythonRun(minor int, args ...string) func(t *testing.T) ([]string, string) {
 	return func(t *testing.T) ([]string, string) {

@@ -106,3 +106,40 @@ func NewTable(rows []Row) *Table {
 	}
 	return &Table{rows: slices.Clip(out)}
 }
+
+// Merge returns a table with a's rules and, where a has none, b's: the frame information of
+// one file from two sources (its .eh_frame, and the depths of a Go executable's frames that
+// its function table holds for the code .eh_frame leaves out). Either may be nil or empty.
+func Merge(a, b *Table) *Table {
+	if b == nil || len(b.rows) == 0 {
+		return a
+	}
+	if a == nil || len(a.rows) == 0 {
+		return b
+	}
+	pcs := make([]uint64, 0, len(a.rows)+len(b.rows))
+	for _, r := range a.rows {
+		pcs = append(pcs, r.PC)
+	}
+	for _, r := range b.rows {
+		pcs = append(pcs, r.PC)
+	}
+	slices.Sort(pcs)
+	pcs = slices.Compact(pcs)
+	out := make([]Row, 0, len(pcs))
+	for _, pc := range pcs {
+		r, ok := a.Find(pc)
+		if !ok {
+			r, ok = b.Find(pc)
+		}
+		if !ok {
+			r = Row{CFA: RegNone}
+		}
+		r.PC = pc
+		if n := len(out); n > 0 && sameRule(out[n-1], r) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return &Table{rows: slices.Clip(out)}
+}

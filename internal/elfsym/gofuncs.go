@@ -54,6 +54,7 @@ type goTable struct {
 	names, namesEnd uint64
 	functab         uint64 // where the function table starts; records are counted from it too (Go 1.16 and later)
 	records         uint64 // where records are counted from
+	pctab           uint64 // where a record's pc-value tables are counted from
 }
 
 var errGoTable = errors.New("elfsym: not a Go function table")
@@ -91,7 +92,11 @@ func parseGoTable(data []byte) (*goTable, error) {
 		if !ok1 || !ok2 || !ok3 {
 			return nil, errGoTable
 		}
-		names, namesEnd, functab, t.records = n, cu, f, f
+		pc, ok4 := word(5)
+		if !ok4 {
+			return nil, errGoTable
+		}
+		names, namesEnd, functab, t.records, t.pctab = n, cu, f, f, pc
 	case goMagic118, goMagic120:
 		text, ok0 := word(2)
 		n, ok1 := word(3)
@@ -100,7 +105,11 @@ func parseGoTable(data []byte) (*goTable, error) {
 		if !ok0 || !ok1 || !ok2 || !ok3 {
 			return nil, errGoTable
 		}
-		t.offsets, t.text, names, namesEnd, functab, t.records = true, text, n, cu, f, f
+		pc, ok4 := word(6)
+		if !ok4 {
+			return nil, errGoTable
+		}
+		t.offsets, t.text, names, namesEnd, functab, t.records, t.pctab = true, text, n, cu, f, f, pc
 	default:
 		return nil, errGoTable
 	}
@@ -138,11 +147,21 @@ func (t *goTable) field(i int) uint64 {
 // names (a Table keeps a copy of its own). A record or name outside the table is skipped;
 // fn returning false stops the walk.
 func (t *goTable) funcs(text uint64, fn func(entry, end uint64, name string) bool) {
-	names := string(t.data[t.names:t.namesEnd])
-	nameAt := uint64(t.ptr) // a record's name offset follows its entry
+	t.eachFunc(text, func(entry, end, _ uint64, name string) bool { return fn(entry, end, name) })
+}
+
+// nameAt is where a record's name offset lies in it: after the function's entry.
+func (t *goTable) nameAt() uint64 {
 	if t.offsets {
-		nameAt = 4
+		return 4
 	}
+	return uint64(t.ptr)
+}
+
+// eachFunc is funcs, with where each function's record is in the table.
+func (t *goTable) eachFunc(text uint64, fn func(entry, end, rec uint64, name string) bool) {
+	names := string(t.data[t.names:t.namesEnd])
+	nameAt := t.nameAt()
 	entry := func(i int) uint64 {
 		if t.offsets {
 			return text + t.field(2*i)
@@ -163,7 +182,7 @@ func (t *goTable) funcs(text uint64, fn func(entry, end uint64, name string) boo
 		if strings.Contains(name, "·") { // as the linker names it in .symtab
 			name = strings.ReplaceAll(name, "·", ".")
 		}
-		if !fn(start, end, name) {
+		if !fn(start, end, rec, name) {
 			return
 		}
 	}

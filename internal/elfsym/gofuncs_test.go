@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,14 +151,20 @@ func goTableBytes(magic uint32, ptr int, bo binary.ByteOrder, text uint64, inHea
 	if magic == goMagic12 {
 		functabAt = uint64(header) // names after the records
 	}
-	recordSize := uint64(ptr + 4)
+	// A record: the entry, the name's offset, args, deferreturn and the pcsp table's offset.
+	recordSize := uint64(ptr + 16)
 	if offsets {
-		recordSize = 8
+		recordSize = 20
 	}
 	recordsAt := functabAt + uint64((2*len(funcs)+1)*field)
 	if magic == goMagic12 {
 		namesAt = recordsAt + uint64(len(funcs))*recordSize
 	}
+	pcspAt := recordsAt + uint64(len(funcs))*recordSize
+	if magic == goMagic12 {
+		pcspAt += uint64(names.Len())
+	}
+	var pcsp bytes.Buffer
 	// header
 	binary.Write(&b, bo, magic)
 	b.Write([]byte{0, 0, 1, byte(ptr)})
@@ -220,11 +227,29 @@ func goTableBytes(magic uint32, ptr int, bo binary.ByteOrder, text uint64, inHea
 			off += uint32(namesAt)
 		}
 		binary.Write(&b, bo, off)
+		binary.Write(&b, bo, [2]uint32{})
+		binary.Write(&b, bo, uint32(pcspAt)+uint32(pcsp.Len()))
+		pcsp.Write(goPCSP(f.end - f.entry))
 	}
 	if magic == goMagic12 {
 		b.Write(names.Bytes())
 	}
+	b.Write(pcsp.Bytes())
 	return b.Bytes()
+}
+
+// goPCSP is the pcsp table of a synthetic function of n bytes (n at least 8), counted
+// from the table's start (its pctab word is 0): a depth of 0 for its first 4 bytes and its
+// last 4, 8 between, as a frame that pushes one word.
+func goPCSP(n uint64) []byte {
+	b := []byte{2, 4, 16} // changes zig-zag encoded: +1, then +8 for n-8 bytes, -8 for 4
+	b = binary.AppendUvarint(b, n-8)
+	return append(b, 15, 4, 0)
+}
+
+// goSpansWant are the spans goPCSP's table gives of f.
+func goSpansWant(f goFunc) []GoSpan {
+	return []GoSpan{{Lo: f.entry, Hi: f.entry + 4}, {Lo: f.entry + 4, Hi: f.end - 4, Depth: 8}, {Lo: f.end - 4, Hi: f.end}}
 }
 
 // goTableCases are synthetic tables of every format, pointer size and byte order.
@@ -284,6 +309,13 @@ func TestGoTableFormats(t *testing.T) {
 					t.Errorf("function %d: %+v, want %+v", i, got[i], want[i])
 				}
 			}
+			tab.eachFunc(text, func(entry, end, rec uint64, name string) bool {
+				spans := tab.frameSpans(entry, end, rec, nil)
+				if want := goSpansWant(goFunc{entry, end, name}); !slices.Equal(spans, want) {
+					t.Errorf("%s: frames %+v, want %+v", name, spans, want)
+				}
+				return true
+			})
 		})
 	}
 	// A count of functions the table cannot hold is refused before anything is read.
@@ -294,8 +326,8 @@ func TestGoTableFormats(t *testing.T) {
 	}
 }
 
-// FuzzGoTable reads arbitrary bytes as a Go function table: no crash, and no more
-// functions than its bytes can hold. Seeds: the synthetic tables of every format.
+// FuzzGoTable reads arbitrary bytes as a Go function table: no crash, no more functions
+// than its bytes can hold, and each function's frame depths in order within it. Seeds: the synthetic tables of every format.
 func FuzzGoTable(f *testing.F) {
 	for _, c := range goTableCases() {
 		f.Add(c.data)
@@ -306,9 +338,16 @@ func FuzzGoTable(f *testing.F) {
 			return
 		}
 		n := 0
-		tab.funcs(0x400000, func(entry, end uint64, name string) bool {
+		tab.eachFunc(0x400000, func(entry, end, rec uint64, name string) bool {
 			if end <= entry || name == "" {
 				t.Fatalf("function %q at [%#x, %#x)", name, entry, end)
+			}
+			lo := entry
+			for _, s := range tab.frameSpans(entry, end, rec, nil) {
+				if s.Lo < lo || s.Hi <= s.Lo || s.Hi > end {
+					t.Fatalf("function %q at [%#x, %#x): span [%#x, %#x) after %#x", name, entry, end, s.Lo, s.Hi, lo)
+				}
+				lo = s.Hi
 			}
 			n++
 			return true

@@ -1,7 +1,9 @@
 // Package unwind walks a sampled user stack: from the registers and the copy of the stack
 // a perf sample carries (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER), it finds each
-// caller's return address by the call frame information of the file the code lies in, or of
-// the JIT object (package cfi), else by the frame pointer, as most JIT code keeps one. So a
+// caller's return address by the call frame information of the file the code lies in (for
+// a Go executable's own code, which has none, made from the frame depths its function
+// table holds), or of the JIT object (package cfi), else by the frame pointer, as most JIT
+// code keeps one. So a
 // chain goes on through code built without frame pointers, where the kernel's walk stops.
 //
 //	u := unwind.New(unwind.Config{Logger: logger})

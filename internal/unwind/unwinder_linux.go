@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -467,6 +468,11 @@ func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []el
 	t, err := cfi.ReadELF(ef)
 	if t == nil {
 		return nil, nil, err
+	}
+	if ef.Section(".gopclntab") != nil {
+		g, gerr := goTable(fd)
+		t = cfi.Merge(t, g)
+		err = errors.Join(err, gerr)
 	}
 	var loads []elf.Prog
 	for _, p := range ef.Progs {

@@ -1,0 +1,141 @@
+package elfsym
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+)
+
+// A Go executable's function table also says, for its runtime's tracebacks, how deep each
+// function's frame is at each of its instructions: the record of a function holds, 12 bytes
+// after its name's offset in every format, the offset (among the table's pc-value tables,
+// counted from the header's pctab word from Go 1.16 on, from the table's start before) of
+// its "pcsp" table. A pc-value table is a sequence of pairs of varints, from the value -1
+// at the function's entry: the value's change, zig-zag encoded (the low bit the sign), then
+// how many instruction quanta it holds for; a change of 0 after the first pair ends it.
+//
+// Go's linker writes no .eh_frame for Go's code, and the compiler gives a function whose
+// frame is empty (a leaf that keeps its locals in registers) no frame pointer of its own:
+// a walk by frame pointers from a sample in one skips its caller. These depths are what
+// walks Go's code rightly.
+
+// A GoSpan is part of a Go function's code, [Lo, Hi), over which its frame is one depth:
+// the stack pointer lies Depth bytes below where it was at the function's entry, where the
+// return address is. Outermost marks the functions a goroutine's or a thread's stack starts
+// in (runtime.goexit, runtime.mstart, runtime.rt0_go): their caller is not a frame.
+type GoSpan struct {
+	Lo, Hi    uint64
+	Depth     int32
+	Outermost bool
+}
+
+// goOutermost are the functions Go's stacks start in.
+var goOutermost = map[string]bool{"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true}
+
+// maxGoFrameDepth bounds a frame's depth to what a CFA's offset holds (the runtime's
+// deepest, reflectcall's runtime.call1073741824, is 1 GB and 16 bytes): a deeper one is of
+// a table made up.
+const maxGoFrameDepth = 1<<31 - 1<<12
+
+// GoFrames calls fn with the spans of the functions of the Go executable r (size bytes),
+// function by function in the table's order, and within one in address order; fn returning
+// false stops it. A function whose table cannot be read whole gives no span. A file with no
+// Go function table gives none, and no error.
+func GoFrames(r io.ReaderAt, size int64, fn func(GoSpan) bool) error {
+	ef, err := openELF(r, size)
+	if err != nil {
+		return err
+	}
+	s := ef.f.Section(".gopclntab")
+	if s == nil || s.Type != elf.SHT_PROGBITS {
+		return nil
+	}
+	data, err := ef.section(s, maxParseBytes)
+	if err != nil {
+		return err
+	}
+	t, err := parseGoTable(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	text := t.text
+	if t.offsets && text == 0 {
+		if text, err = ef.goText(t, s.Addr, maxParseBytes); err != nil {
+			return err
+		}
+	}
+	var spans []GoSpan
+	t.eachFunc(text, func(entry, end, rec uint64, name string) bool {
+		spans = t.frameSpans(entry, end, rec, spans[:0])
+		outermost := goOutermost[name]
+		for _, sp := range spans {
+			sp.Outermost = outermost
+			if !fn(sp) {
+				return false
+			}
+		}
+		return true
+	})
+	return nil
+}
+
+// frameSpans appends to spans those of the function at [entry, end) whose record is at
+// rec; none when its pcsp table is missing, runs past the table or the function, or
+// gives a depth no frame has. A depth may be negative: assembly that pops its own return
+// address (a walk cannot go on from there).
+func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan) []GoSpan {
+	at := rec + t.nameAt() + 12
+	if at < rec || at > uint64(len(t.data))-4 {
+		return spans
+	}
+	off := uint64(t.bo.Uint32(t.data[at:]))
+	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
+		return spans
+	}
+	p := t.data[t.pctab+off:]
+	quantum := uint64(max(t.data[6], 1))
+	n := len(spans)
+	pc, depth := entry, int64(-1)
+	for first := true; ; first = false {
+		change, k := uvarint(p)
+		if k == 0 {
+			return spans[:n]
+		}
+		p = p[k:]
+		if change == 0 && !first {
+			return spans
+		}
+		depth += int64(change>>1) ^ -int64(change&1)
+		length, k := uvarint(p)
+		if k == 0 || length > (end-pc)/quantum {
+			return spans[:n]
+		}
+		p = p[k:]
+		if depth < -maxGoFrameDepth || depth > maxGoFrameDepth {
+			return spans[:n]
+		}
+		if length == 0 {
+			continue
+		}
+		next := pc + length*quantum
+		if last := len(spans) - 1; last >= n && spans[last].Depth == int32(depth) {
+			spans[last].Hi = next
+		} else {
+			spans = append(spans, GoSpan{Lo: pc, Hi: next, Depth: int32(depth)})
+		}
+		pc = next
+	}
+}
+
+// uvarint reads an unsigned LEB128 of at most 32 bits from the start of p: the value and
+// the bytes it took, 0 when p ends first or it is longer.
+func uvarint(p []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(p) && i < 5; i++ {
+		v |= uint64(p[i]&0x7f) << (7 * i)
+		if p[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
