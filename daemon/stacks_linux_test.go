@@ -708,6 +708,68 @@ func testUnwindDWARFGo(t *testing.T, ldflags string) {
 	}
 }
 
+// TestUnwindDWARFPastTheCopy: a C program built with frame pointers recurses 40 deep
+// through frames of 2 KB each (80 KB of stack), far more than the 16 KB copy of the stack
+// each sample carries, and spends 4 s at the bottom. The walk of the copy ends some
+// eight frames up; the kernel's walk by frame pointers reads the process's memory and goes
+// on: profd goes on by it from the return address both hold, so nearly every chain is
+// whole, through all 40 frames to main (as perf record --call-graph dwarf's are not: they
+// end where the copy does).
+func TestUnwindDWARFPastTheCopy(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.Tool("gcc"))
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "bigframes.c"), filepath.Join(dir, "bigframes")
+	prog := `#include <string.h>
+#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long down(int n) {
+	volatile char pad[2048];
+	memset((char *)pad, n, sizeof pad);
+	if (n == 0) {
+		volatile unsigned long x = 0;
+		for (time_t end = time(0) + 4; time(0) < end;)
+			for (long i = 0; i < 10000000; i++) x += i;
+		return x;
+	}
+	return down(n - 1) + pad[n];
+}
+int main(void) { sink = down(40); return 0; }
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
+		t.Fatal(err)
+	}
+	capt, r := dwarfCapture(t, []string{bin}, "bigframes", 0)
+	var under, whole uint64
+	for _, st := range capt.Stacks {
+		if len(st.Frames) == 0 || frameName(capt, st.Frames[0]) != "down" {
+			continue
+		}
+		under += st.Count
+		downs, mainAt := 0, -1
+		for i, f := range st.Frames {
+			switch frameName(capt, f) {
+			case "down":
+				downs++
+			case "main":
+				mainAt = i
+			}
+		}
+		if downs == 41 && mainAt == 41 && !st.Cut {
+			whole += st.Count
+		}
+	}
+	t.Logf("%d samples in down, %d chained whole through its 41 frames to main", under, whole)
+	if under < 1000 {
+		t.Fatalf("%d samples in down\nlogs:\n%s", under, r.logs.String())
+	}
+	if float64(whole) < 0.95*float64(under) {
+		t.Errorf("of %d samples in down, %d chained whole through its 41 frames to main; want 95 %%", under, whole)
+	}
+}
+
 // pythonRun starts CPython 3.minor with args, skipping the test where there is none.
 func pythonRun(minor int, args ...string) func(t *testing.T) ([]string, string) {
 	return func(t *testing.T) ([]string, string) {

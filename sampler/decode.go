@@ -168,7 +168,8 @@ func (a *aggregate) stack(pid, tid uint32, timeNs int64, chain []byte, kernelMod
 	ips := chain[8 : 8+8*nr]
 	// The key: pid, tid, then the entries (a map lookup by string(b) does not allocate).
 	// Unwound, the user frames are the unwinder's, not the kernel's walk by frame pointers
-	// (through code without them, a different stray address at each sample).
+	// (through code without them, a different stray address at each sample), but past
+	// where the copy of the stack ends (spliced).
 	k := ne.AppendUint32(ne.AppendUint32(a.key[:0], pid), tid)
 	if unwound == nil {
 		k = append(k, ips...)
@@ -294,30 +295,20 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 			frames, stop := a.unwind.Unwind(s.pid, us.regs, us.stack, MaxStackFrames, a.frames[:0])
 			a.frames = frames
 			if stop.Wait && (!s.kernelMode || a.kernel) {
-				if a.held.hold(s, kernelEntries(chain), us.stack, us.regs.SP, frames, stop) {
+				if a.held.hold(s, chain[8:], us.stack, us.regs.SP, frames, stop) {
 					a.stats.HeldChains++
 					return nil // counted as it is let go
 				}
 				a.stats.UndescribedChains++
 			}
+			if stop.Cut {
+				frames = spliced(frames, chain)
+				a.frames = frames
+			}
 			unwound = frames
 		}
 	}
 	return a.count(s, chain, unwound)
-}
-
-// kernelEntries is the entries of a callchain's bytes (u64 nr then nr entries) up to and
-// with its user marker, whose entries an unwound chain replaces; all of them when it has
-// none.
-func kernelEntries(chain []byte) []byte {
-	ne := binary.NativeEndian
-	nr := int(ne.Uint64(chain))
-	for i := 0; i < nr; i++ {
-		if ne.Uint64(chain[8+8*i:]) == callchainUser {
-			return chain[8 : 8+8*(i+1)]
-		}
-	}
-	return chain[8 : 8+8*nr]
 }
 
 // counted reports whether a sample of pid is counted: pid is a target, or allBut asks for

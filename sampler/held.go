@@ -37,7 +37,7 @@ type sample struct {
 // heldSample is a sample whose chain waits at stop for frame information.
 type heldSample struct {
 	sample
-	chain  []byte   // the kernel's callchain up to its user marker (kernelEntries): nr, entries
+	chain  []byte   // the kernel's callchain: nr, entries (its user part for spliced)
 	frames []uint64 // the user frames walked before stop
 	stop   unwind.Stop
 	stack  []byte    // the copy of the user stack from stop.Regs.SP up
@@ -55,9 +55,8 @@ type held struct {
 	full    bool // a sample found maxHeldBytes held
 }
 
-// hold keeps sample s (its callchain's entries, the user ones left out; its stack copy
-// stack, taken at base, walked until stop after frames) for a later walk, unless
-// maxHeldBytes are held.
+// hold keeps sample s (its callchain's entries; its stack copy stack, taken at base,
+// walked until stop after frames) for a later walk, unless maxHeldBytes are held.
 func (h *held) hold(s sample, entries, stack []byte, base uint64, frames []uint64, stop unwind.Stop) bool {
 	stack = stackFrom(stack, base, stop.Regs.SP)
 	if h.bytes+8+len(entries)+8*stop.N+len(stack)+heldOverhead > maxHeldBytes {
@@ -111,6 +110,9 @@ func (h *held) release(u *unwind.Unwinder, pid uint32, all, force bool, frames [
 			h.bytes += hs.bytes()
 			kept = append(kept, hs)
 			continue
+		}
+		if stop.Cut {
+			frames = spliced(frames, hs.chain)
 		}
 		count(hs.sample, hs.chain, frames, stop.Wait)
 	}

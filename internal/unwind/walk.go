@@ -33,10 +33,15 @@ type Finder interface {
 // that ended at the thread's outermost frame, or at its bound, has none (Wait false).
 // Walk, given the frames before it, its registers and the stack from its SP up, walks on
 // from it once the information has come.
+//
+// Cut says the walk ended before the thread's outermost frame and its bound: where the copy
+// of the stack ends (a deep stack, or one the code switched from), at a rule it cannot
+// follow, or where the next frame would not be above this one.
 type Stop struct {
 	Wait bool
 	N    int  // the frames before it: its pc is the walk's frames[N]
 	Regs Regs // the registers there, as the walk found them: IP the frame's pc
+	Cut  bool
 }
 
 // Walk appends to frames the call chain of a sample, leaf first: regs.IP, then each
@@ -70,7 +75,11 @@ func Walk(regs Regs, stack []byte, find Finder, max int, frames []uint64) ([]uin
 	}
 	// cut is where a walk that went by frame pointers through code whose frame information
 	// may yet come ends: any end but the outermost frame's.
-	cut := func() ([]uint64, Stop) { return frames, stop }
+	cut := func() ([]uint64, Stop) {
+		s := stop
+		s.Cut = true
+		return frames, s
+	}
 	for len(frames) < max {
 		// A return address is the instruction after the call: the call is the byte before.
 		at := pc

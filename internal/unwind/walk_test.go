@@ -124,7 +124,8 @@ func resume(stop Stop, stack []byte, sp uint64, find Finder, max int, frames []u
 
 // TestWalkWaits: a walk that goes by frame pointers through code whose frame information
 // may yet come says where (Stop), unless it ends at the thread's outermost frame or at its
-// bound; walked on from there, it finds what the whole walk finds.
+// bound; walked on from there, it finds what the whole walk finds. A walk that ends before
+// both says it was cut (Stop.Cut).
 func TestWalkWaits(t *testing.T) {
 	tab := libcTable(t)
 	const bias = 0x7f0000000000
@@ -143,7 +144,7 @@ func TestWalkWaits(t *testing.T) {
 	find := libcLater{libc{tab, bias, bias}}
 
 	got, stop := Walk(regs, stack, find, 127, nil)
-	want := Stop{Wait: true, N: 1, Regs: Regs{IP: jit1, SP: cfa, BP: bp1}}
+	want := Stop{Wait: true, N: 1, Regs: Regs{IP: jit1, SP: cfa, BP: bp1}, Cut: true}
 	if !slices.Equal(got, []uint64{pc + bias, jit1}) || stop != want {
 		t.Fatalf("through JIT code not described yet: frames %#x, %+v; want %+v", got, stop, want)
 	}
@@ -153,18 +154,18 @@ func TestWalkWaits(t *testing.T) {
 	if _, stop := Walk(regs, stack, libc{tab, bias, bias}, 127, nil); stop.Wait {
 		t.Errorf("code that no information will describe: %+v", stop)
 	}
-	if _, stop := Walk(regs, stack, find, 2, nil); stop.Wait {
+	if _, stop := Walk(regs, stack, find, 2, nil); stop.Wait || stop.Cut {
 		t.Errorf("at the bound: %+v", stop)
 	}
 	// The leaf itself not described yet.
-	if got, stop := Walk(Regs{IP: jit1, SP: sp, BP: 0}, stack, find, 127, nil); len(got) != 1 || stop != (Stop{Wait: true, Regs: Regs{IP: jit1, SP: sp}}) {
+	if got, stop := Walk(Regs{IP: jit1, SP: sp, BP: 0}, stack, find, 127, nil); len(got) != 1 || stop != (Stop{Wait: true, Regs: Regs{IP: jit1, SP: sp}, Cut: true}) {
 		t.Errorf("a leaf in code not described yet: %#x, %+v", got, stop)
 	}
 	// A chain that reaches the thread's outermost frame through such code is whole.
 	put(bp1, bp1+64)
 	put(bp1+8, outer+bias+1) // a return address: the call is the byte before
-	if got, stop := Walk(regs, stack, find, 127, nil); len(got) != 3 || stop.Wait {
-		t.Errorf("on to the outermost frame: %#x, %+v; want 3 frames, no stop", got, stop)
+	if got, stop := Walk(regs, stack, find, 127, nil); len(got) != 3 || stop.Wait || stop.Cut {
+		t.Errorf("on to the outermost frame: %#x, %+v; want 3 frames, no stop, not cut", got, stop)
 	}
 }
 
