@@ -1,10 +1,6 @@
 package elfsym
 
-import (
-	"debug/elf"
-	"fmt"
-	"io"
-)
+import "io"
 
 // A Go executable's function table also says, for its runtime's tracebacks, how deep each
 // function's frame is at each of its instructions: the record of a function holds, 12 bytes
@@ -46,23 +42,9 @@ func GoFrames(r io.ReaderAt, size int64, fn func(GoSpan) bool) error {
 	if err != nil {
 		return err
 	}
-	s := ef.f.Section(".gopclntab")
-	if s == nil || s.Type != elf.SHT_PROGBITS {
-		return nil
-	}
-	data, err := ef.section(s, maxParseBytes)
-	if err != nil {
+	t, text, err := ef.goTable(maxParseBytes)
+	if t == nil {
 		return err
-	}
-	t, err := parseGoTable(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", s.Name, err)
-	}
-	text := t.text
-	if t.offsets && text == 0 {
-		if text, err = ef.goText(t, s.Addr, maxParseBytes); err != nil {
-			return err
-		}
 	}
 	var spans []GoSpan
 	t.eachFunc(text, func(entry, end, rec uint64, name string) bool {

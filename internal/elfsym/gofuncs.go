@@ -191,24 +191,12 @@ func (t *goTable) eachFunc(text uint64, fn func(entry, end, rec uint64, name str
 // addGoFuncs adds the functions of a Go executable's own table, for a file stripped of
 // .symtab.
 func (b *builder) addGoFuncs(ef *elfFile) error {
-	s := ef.f.Section(".gopclntab")
-	if s == nil || s.Type != elf.SHT_PROGBITS {
-		return nil
-	}
-	data, err := ef.section(s, b.maxStringBytes)
-	if err != nil {
+	t, text, err := ef.goTable(b.maxStringBytes)
+	if errors.Is(err, errSectionTooLarge) {
 		b.capped = true
+	}
+	if t == nil {
 		return err
-	}
-	t, err := parseGoTable(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", s.Name, err)
-	}
-	text := t.text
-	if t.offsets && text == 0 {
-		if text, err = ef.goText(t, s.Addr, b.maxStringBytes); err != nil {
-			return err
-		}
 	}
 	t.funcs(text, func(entry, end uint64, name string) bool {
 		if len(b.syms) >= b.maxSymbols {
@@ -218,8 +206,35 @@ func (b *builder) addGoFuncs(ef *elfFile) error {
 		b.syms = append(b.syms, symbol{addr: entry, size: end - entry, name: name})
 		return true
 	})
-	b.from = append(b.from, s.Name)
+	b.from = append(b.from, ".gopclntab")
 	return nil
+}
+
+// errSectionTooLarge: a section over what its reader may read.
+var errSectionTooLarge = errors.New("elfsym: section too large")
+
+// goTable reads the file's Go function table (its .gopclntab, at most limit bytes) and
+// where its functions' entries count from: nil and no error when the file has none.
+func (ef *elfFile) goTable(limit int64) (*goTable, uint64, error) {
+	s := ef.f.Section(".gopclntab")
+	if s == nil || s.Type != elf.SHT_PROGBITS {
+		return nil, 0, nil
+	}
+	data, err := ef.section(s, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	t, err := parseGoTable(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	text := t.text
+	if t.offsets && text == 0 {
+		if text, err = ef.goText(t, s.Addr, limit); err != nil {
+			return nil, 0, err
+		}
+	}
+	return t, text, nil
 }
 
 // goModuleSections are where Go's linker puts the runtime's module data: a section of its

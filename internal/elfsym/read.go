@@ -135,7 +135,7 @@ func (ef *elfFile) section(s *elf.Section, limit int64) ([]byte, error) {
 	}
 	n := min(s.Size, uint64(ef.size)-s.Offset)
 	if int64(n) > limit || int64(n) < 0 {
-		return nil, fmt.Errorf("elfsym: section %s of %d bytes exceeds %d", s.Name, n, limit)
+		return nil, fmt.Errorf("%w: %s of %d bytes exceeds %d", errSectionTooLarge, s.Name, n, limit)
 	}
 	b := make([]byte, n)
 	if _, err := ef.r.ReadAt(b, int64(s.Offset)); err != nil && !errors.Is(err, io.EOF) {
