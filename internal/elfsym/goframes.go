@@ -1,6 +1,9 @@
 package elfsym
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // A Go executable's function table also says, for its runtime's tracebacks, how deep each
 // function's frame is at each of its instructions: the record of a function holds, 12 bytes
@@ -46,9 +49,23 @@ func GoFrames(r io.ReaderAt, size int64, fn func(GoSpan) bool) error {
 	if t == nil {
 		return err
 	}
+	return t.frames(text, fn)
+}
+
+// frames is GoFrames of table t, its entries counted from text.
+func (t *goTable) frames(text uint64, fn func(GoSpan) bool) error {
+	var err error
 	var spans []GoSpan
+	// A real table's functions have pcsp tables of their own; a made-up one may point them
+	// all at one long table, to be decoded once per function. The bytes decoded in all are
+	// bounded by a few times the table's.
+	budget := 2*len(t.data) + 1<<16
 	t.eachFunc(text, func(entry, end, rec uint64, name string) bool {
-		spans = t.frameSpans(entry, end, rec, spans[:0])
+		spans = t.frameSpans(entry, end, rec, spans[:0], &budget)
+		if budget < 0 {
+			err = fmt.Errorf("elfsym: .gopclntab: its functions' frame depths take more than %d bytes to decode: a table made up", 2*len(t.data)+1<<16)
+			return false
+		}
 		outermost := goOutermost[name]
 		for _, sp := range spans {
 			sp.Outermost = outermost
@@ -58,14 +75,14 @@ func GoFrames(r io.ReaderAt, size int64, fn func(GoSpan) bool) error {
 		}
 		return true
 	})
-	return nil
+	return err
 }
 
 // frameSpans appends to spans those of the function at [entry, end) whose record is at
 // rec; none when its pcsp table is missing, runs past the table or the function, or
 // gives a depth no frame has. A depth may be negative: assembly that pops its own return
-// address (a walk cannot go on from there).
-func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan) []GoSpan {
+// address (a walk cannot go on from there). It takes the bytes it decodes from budget.
+func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan, budget *int) []GoSpan {
 	at := rec + t.nameAt() + 12
 	if at < rec || at > uint64(len(t.data))-4 {
 		return spans
@@ -79,11 +96,15 @@ func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan) []GoSpan {
 	n := len(spans)
 	pc, depth := entry, int64(-1)
 	for first := true; ; first = false {
+		if *budget < 0 {
+			return spans[:n]
+		}
 		change, k := uvarint(p)
 		if k == 0 {
 			return spans[:n]
 		}
 		p = p[k:]
+		*budget -= k
 		if change == 0 && !first {
 			return spans
 		}
@@ -93,6 +114,7 @@ func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan) []GoSpan {
 			return spans[:n]
 		}
 		p = p[k:]
+		*budget -= k
 		if depth < -maxGoFrameDepth || depth > maxGoFrameDepth {
 			return spans[:n]
 		}

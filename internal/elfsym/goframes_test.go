@@ -3,6 +3,7 @@ package elfsym
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +165,36 @@ func debugFrameRows(t *testing.T, path string) []debugFrameRow {
 	}
 	flush()
 	return rows
+}
+
+// TestGoFramesBounded: a made-up table whose functions all point at one long pcsp table
+// (pairs that advance nothing, to be decoded once per function) is decoded no further
+// than a few times its bytes: the walk stops with an error, having read a few functions.
+func TestGoFramesBounded(t *testing.T) {
+	var funcs []goFunc
+	for i := range 2000 {
+		at := 0x401000 + uint64(i)*0x100
+		funcs = append(funcs, goFunc{at, at + 0x100, "f"})
+	}
+	data := goTableBytes(goMagic120, 8, binary.LittleEndian, 0x400f00, true, funcs)
+	long := len(data)
+	data = append(data, 2, 4) // depth 0 for 4 bytes, then 64 KB of pairs of no length
+	for range 32 << 10 {
+		data = append(data, 16, 0)
+	}
+	data = append(data, 0)
+	tab, err := parseGoTable(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	visited := 0
+	tab.eachFunc(tab.text, func(entry, end, rec uint64, name string) bool {
+		binary.LittleEndian.PutUint32(data[rec+tab.nameAt()+12:], uint32(long))
+		return true
+	})
+	err = tab.frames(tab.text, func(GoSpan) bool { visited++; return true })
+	if err == nil || visited >= len(funcs) {
+		t.Errorf("%d spans, error %v: want the walk stopped early with an error", visited, err)
+	}
+	t.Logf("%d spans before the bound: %v", visited, err)
 }

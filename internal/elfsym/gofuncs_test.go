@@ -310,7 +310,8 @@ func TestGoTableFormats(t *testing.T) {
 				}
 			}
 			tab.eachFunc(text, func(entry, end, rec uint64, name string) bool {
-				spans := tab.frameSpans(entry, end, rec, nil)
+				budget := 1 << 30
+				spans := tab.frameSpans(entry, end, rec, nil, &budget)
 				if want := goSpansWant(goFunc{entry, end, name}); !slices.Equal(spans, want) {
 					t.Errorf("%s: frames %+v, want %+v", name, spans, want)
 				}
@@ -343,7 +344,8 @@ func FuzzGoTable(f *testing.F) {
 				t.Fatalf("function %q at [%#x, %#x)", name, entry, end)
 			}
 			lo := entry
-			for _, s := range tab.frameSpans(entry, end, rec, nil) {
+			budget := 1 << 30
+			for _, s := range tab.frameSpans(entry, end, rec, nil, &budget) {
 				if s.Lo < lo || s.Hi <= s.Lo || s.Hi > end {
 					t.Fatalf("function %q at [%#x, %#x): span [%#x, %#x) after %#x", name, entry, end, s.Lo, s.Hi, lo)
 				}
