@@ -45,3 +45,27 @@ func TestSpliced(t *testing.T) {
 		t.Errorf("%d frames, want the bound, %d", len(got), MaxStackFrames)
 	}
 }
+
+// FuzzSpliced: any callchain (its entries as the kernel bounds them) and any cut walk give a
+// chain no longer than MaxStackFrames that begins with the walk up to where they met.
+func FuzzSpliced(f *testing.F) {
+	f.Add([]byte{0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0}, 3)
+	f.Add(binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, callchainUser), 0x1000), 1)
+	f.Fuzz(func(t *testing.T, entries []byte, n int) {
+		entries = entries[:len(entries)/8*8]
+		chain := binary.NativeEndian.AppendUint64(nil, uint64(len(entries)/8))
+		chain = append(chain, entries...)
+		frames := []uint64{0x1000}
+		for i := 1; i < min(max(n, 0), 200); i++ {
+			frames = append(frames, uint64(0x1000+0x10*(i%7)))
+		}
+		walked := slices.Clone(frames)
+		got := spliced(frames, chain)
+		if len(got) > max(len(walked), MaxStackFrames) {
+			t.Fatalf("%d frames", len(got))
+		}
+		if len(got) < len(walked)-1 || !slices.Equal(got[:min(len(got), len(walked)-1)], walked[:min(len(got), len(walked)-1)]) {
+			t.Fatalf("%#x does not begin with the walk %#x", got, walked)
+		}
+	})
+}
