@@ -149,6 +149,17 @@ var howtoPages = []howtoPage{
 			`(?m)^samples with a Python function on the chain, by frame pointers: 0(?:\.\d+)?%$`, `--unwind dwarf walks it by its \.eh_frame`},
 	},
 	{
+		file:      "go.md",
+		needs:     []testenv.Need{testenv.Tool("go")},
+		workloads: []string{"workloads/runtimes/hot.go"},
+		same:      "main.mixInts",
+		// Both leaves called from run on profd's chains under --unwind dwarf, from main on
+		// perf's and on profd's by frame pointers; the stripped build named.
+		want: []string{`(?m)^profd, by frame depths: the leaves called from main\.run, \d+ ms$`, `(?m)^perf: the leaves called from main\.main, \d+ samples$`,
+			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts$`, `(?m)^profd, by frame pointers: the leaves called from main\.main, \d+ ms$`},
+		notWant: []string{`(?m)^perf: the leaves called from main\.run`, `(?m)^profd, by frame pointers: the leaves called from main\.run`},
+	},
+	{
 		file:      "c-header.md",
 		needs:     []testenv.Need{testenv.Tool("cc"), amd64},
 		workloads: []string{"jit/profd_jit.h"},
