@@ -404,9 +404,7 @@ func TestKernelStacks(t *testing.T) {
 // written.
 func TestDeepStack(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("gcc"))
-	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "deep.c"), filepath.Join(dir, "deep")
-	prog := `volatile unsigned long sink;
+	bin := buildFramePointerC(t, "deep", `volatile unsigned long sink;
 __attribute__((noinline)) unsigned long down(int n) {
 	if (n == 0) {
 		unsigned long x = 0;
@@ -416,13 +414,7 @@ __attribute__((noinline)) unsigned long down(int n) {
 	return down(n - 1) + 1;
 }
 int main(void) { sink = down(10000); return 0; }
-`
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, backend := range []sampler.Backend{sampler.BackendBPF, sampler.BackendRing} {
 		t.Run(string(backend), func(t *testing.T) {
 			d := newDirs(t)
@@ -660,13 +652,14 @@ func TestUnwindDWARFRuntimes(t *testing.T) {
 	}
 }
 
-// TestUnwindDWARFGo: a Go program built stripped (no .symtab, no .debug_frame) spends its
-// time in a function whose frame is empty, called through outer from main. Go gives such a
-// leaf no frame pointer of its own, so a walk by frame pointers goes from it to main's
-// caller, skipping outer (perf's, and profd's without --unwind dwarf). With --unwind dwarf
-// profd walks Go's code by the frame depths its function table holds: nearly every sample
-// in the leaf is chained on through outer and main to runtime.goexit, also when the
-// system's linker linked it and its .eh_frame describes the C code it added.
+// TestUnwindDWARFGo: a Go program built stripped (no .symtab, no .debug_frame,
+// workloads/runtimes/hot.go) spends its time in two functions whose frames are empty,
+// called from run. Go gives such a leaf no frame pointer of its own, so a walk by frame
+// pointers goes from it to run's caller, skipping run (perf's, and profd's without
+// --unwind dwarf). With --unwind dwarf profd walks Go's code by the frame depths its
+// function table holds: nearly every sample in the leaves is chained on through run and
+// main to runtime.goexit, also when the system's linker linked it and its .eh_frame
+// describes the C code it added.
 func TestUnwindDWARFGo(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("go"))
 	for _, c := range []struct{ name, ldflags string }{{"go linker", "-s -w"}, {"external linker", "-s -w -linkmode=external"}} {
@@ -680,14 +673,18 @@ func TestUnwindDWARFGo(t *testing.T) {
 }
 
 func testUnwindDWARFGo(t *testing.T, ldflags string) {
-	exe := filepath.Join(t.TempDir(), "goleaf")
-	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "testdata/goleaf.go").CombinedOutput(); err != nil {
+	exe := filepath.Join(t.TempDir(), "hot")
+	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "../workloads/runtimes/hot.go").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	capt, r := dwarfCapture(t, []string{exe, "3"}, "goleaf", 0)
+	capt, r := dwarfCapture(t, []string{exe, "3"}, "hot", 0)
 	var under, chained uint64
 	for _, st := range capt.Stacks {
-		if len(st.Frames) == 0 || frameName(capt, st.Frames[0]) != "main.mix" {
+		if len(st.Frames) == 0 {
+			continue
+		}
+		leaf := frameName(capt, st.Frames[0])
+		if leaf != "main.mixInts" && leaf != "main.sumSquares" {
 			continue
 		}
 		under += st.Count
@@ -695,16 +692,16 @@ func testUnwindDWARFGo(t *testing.T, ldflags string) {
 		for i, f := range st.Frames {
 			names[i] = frameName(capt, f)
 		}
-		if strings.Join(names, " ") == "main.mix main.outer main.main runtime.main runtime.goexit" && !st.Cut {
+		if strings.Join(names[1:], " ") == "main.run main.main runtime.main runtime.goexit" && !st.Cut {
 			chained += st.Count
 		}
 	}
-	t.Logf("%d samples in main.mix, %d chained whole through main.outer", under, chained)
+	t.Logf("%d samples in the leaves, %d chained whole through main.run", under, chained)
 	if under < 1000 {
-		t.Fatalf("%d samples in main.mix\nlogs:\n%s", under, r.logs.String())
+		t.Fatalf("%d samples in the leaves\nlogs:\n%s", under, r.logs.String())
 	}
 	if float64(chained) < 0.95*float64(under) {
-		t.Errorf("of %d samples in main.mix, %d chained whole through main.outer and main.main; want 95 %%", under, chained)
+		t.Errorf("of %d samples in the leaves, %d chained whole through main.run and main.main; want 95 %%", under, chained)
 	}
 }
 
@@ -717,9 +714,7 @@ func testUnwindDWARFGo(t *testing.T, ldflags string) {
 // end where the copy does).
 func TestUnwindDWARFPastTheCopy(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("gcc"))
-	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "bigframes.c"), filepath.Join(dir, "bigframes")
-	prog := `#include <string.h>
+	bin := buildFramePointerC(t, "bigframes", `#include <string.h>
 #include <time.h>
 volatile unsigned long sink;
 __attribute__((noinline)) unsigned long down(int n) {
@@ -734,13 +729,7 @@ __attribute__((noinline)) unsigned long down(int n) {
 	return down(n - 1) + pad[n];
 }
 int main(void) { sink = down(40); return 0; }
-`
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
-		t.Fatal(err)
-	}
+`)
 	capt, r := dwarfCapture(t, []string{bin}, "bigframes", 0)
 	var under, whole uint64
 	for _, st := range capt.Stacks {
@@ -768,6 +757,21 @@ int main(void) { sink = down(40); return 0; }
 	if float64(whole) < 0.95*float64(under) {
 		t.Errorf("of %d samples in down, %d chained whole through its 41 frames to main; want 95 %%", under, whole)
 	}
+}
+
+// buildFramePointerC builds the C program prog, named name, with frame pointers and no
+// sibling calls (each call a frame of its own), and returns its path.
+func buildFramePointerC(t *testing.T, name, prog string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, name+".c"), filepath.Join(dir, name)
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAll([]string{"gcc", "-O1", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-o", bin, src}); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 // pythonRun starts CPython 3.minor with args, skipping the test where there is none.
