@@ -13,7 +13,9 @@
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //
 // LookupDynamic goes the other way, from a name to a file's dynamic symbol, through its
-// .gnu.hash table as the dynamic linker does.
+// .gnu.hash table as the dynamic linker does. GoFrames reads from the same Go function
+// table how deep each function's frame is at each instruction, for an unwinder: Go's code
+// has no .eh_frame.
 //
 // A Table is read once per file (by build-id among the files of one owner, else by device,
 // inode, size and time of change) and shared by every process that maps it; looking an address up is a binary
