@@ -6,28 +6,23 @@ import "encoding/binary"
 // ended, as where Go's runtime switches to a stack of its own, or a rule stopped it), gone
 // on by the kernel's walk of the same stack by frame pointers, which reads the process's
 // memory and so goes on past the copy: chain is the sample's callchain (u64 nr, then nr
-// entries). The two walks meet at the same return address: the last frame of frames, or,
-// when the walk's last step read a word that was no return address, the one before. From
-// the kernel's walk, the entries after that one are added; with none that meets, frames
-// is returned as it was. Where the two meet more than once (recursion), the meeting
-// nearest to the same depth is taken: the kernel's walk skips the callers of functions
-// without a frame pointer, never adds frames of its own.
+// entries). The two walks meet at the walk's last return address: from the kernel's walk,
+// the entries after it are added; where it is not among them, frames is returned as it
+// was. Where the two meet more than once (recursion), the meeting nearest to the same depth
+// is taken: the kernel's walk skips the callers of functions without a frame pointer,
+// never adds frames of its own.
 func spliced(frames []uint64, chain []byte) []uint64 {
-	user := userEntries(chain)
-	for back := 1; back <= 2; back++ {
-		i := len(frames) - back
-		if i < 1 { // the leaf is the sample's address in both: they meet there always
-			break
-		}
-		j := user.nearest(frames[i], i)
-		if j < 0 {
-			continue
-		}
-		frames = frames[:i+1]
-		for k := j + 1; k < user.len() && len(frames) < MaxStackFrames; k++ {
-			frames = append(frames, user.at(k))
-		}
+	i := len(frames) - 1
+	if i < 1 { // the leaf is the sample's address in both: they meet there always
 		return frames
+	}
+	user := userEntries(chain)
+	j := user.nearest(frames[i], i)
+	if j < 0 {
+		return frames
+	}
+	for k := j + 1; k < user.len() && len(frames) < MaxStackFrames; k++ {
+		frames = append(frames, user.at(k))
 	}
 	return frames
 }

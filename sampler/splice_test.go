@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestSpliced: a walk cut short goes on by the kernel's chain from the return address both
-// hold (the walk's last, or the one before when that last was no return address), at the
-// meeting nearest its depth; a walk that meets the kernel's nowhere but at the leaf is
-// left as it was, and the result is bounded by MaxStackFrames.
+// TestSpliced: a walk cut short goes on by the kernel's chain from its last return address,
+// at the meeting nearest its depth; a walk whose last frame the kernel's chain does not
+// hold, or that is the leaf alone, is left as it was, and the result is bounded by
+// MaxStackFrames.
 func TestSpliced(t *testing.T) {
 	const L, A, B, C, D, R, M, X, K1 = 0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 0x8000, 0xffffffff81000000
 	chain := func(entries ...uint64) []byte {
@@ -30,7 +30,7 @@ func TestSpliced(t *testing.T) {
 	}{
 		{"meets at the last frame", []uint64{L, A, B}, []uint64{callchainUser, L, B, C, D}, []uint64{L, A, B, C, D}},
 		{"after the kernel's entries", []uint64{L, A, B}, []uint64{callchainKernel, K1, callchainUser, L, A, B, C}, []uint64{L, A, B, C}},
-		{"the last frame a stray word", []uint64{L, A, B, X}, []uint64{callchainUser, L, A, B, C}, []uint64{L, A, B, C}},
+		{"the last frame not among the kernel's", []uint64{L, A, B, X}, []uint64{callchainUser, L, A, B, C}, []uint64{L, A, B, X}},
 		{"recursion: the meeting at its depth", []uint64{L, R, R, R}, []uint64{callchainUser, L, R, R, R, R, M}, []uint64{L, R, R, R, R, M}},
 		{"no meeting", []uint64{L, A, B}, []uint64{callchainUser, L, C, D}, []uint64{L, A, B}},
 		{"the leaf alone", []uint64{L}, []uint64{callchainUser, L, A, B}, []uint64{L}},
@@ -47,7 +47,7 @@ func TestSpliced(t *testing.T) {
 }
 
 // FuzzSpliced: any callchain (its entries as the kernel bounds them) and any cut walk give a
-// chain no longer than MaxStackFrames that begins with the walk up to where they met.
+// chain no longer than MaxStackFrames that begins with the whole walk.
 func FuzzSpliced(f *testing.F) {
 	f.Add([]byte{0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0}, 3)
 	f.Add(binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, callchainUser), 0x1000), 1)
@@ -64,7 +64,7 @@ func FuzzSpliced(f *testing.F) {
 		if len(got) > max(len(walked), MaxStackFrames) {
 			t.Fatalf("%d frames", len(got))
 		}
-		if len(got) < len(walked)-1 || !slices.Equal(got[:min(len(got), len(walked)-1)], walked[:min(len(got), len(walked)-1)]) {
+		if len(got) < len(walked) || !slices.Equal(got[:len(walked)], walked) {
 			t.Fatalf("%#x does not begin with the walk %#x", got, walked)
 		}
 	})

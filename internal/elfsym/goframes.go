@@ -22,14 +22,25 @@ import (
 // the stack pointer lies Depth bytes below where it was at the function's entry, where the
 // return address is. Outermost marks the functions a goroutine's or a thread's stack starts
 // in (runtime.goexit, runtime.mstart, runtime.rt0_go): their caller is not a frame.
+// Switches marks those that move to another stack and call on there (runtime.systemstack,
+// mcall, morestack, asmcgocall): the frames above a call of theirs are on the stack they
+// left, which their depths do not lead to.
 type GoSpan struct {
 	Lo, Hi    uint64
 	Depth     int32
 	Outermost bool
+	Switches  bool
 }
 
 // goOutermost are the functions Go's stacks start in.
 var goOutermost = map[string]bool{"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true}
+
+// goSwitches are the functions that switch stacks and call on the new one.
+var goSwitches = map[string]bool{
+	"runtime.systemstack": true, "runtime.systemstack_switch": true, "runtime.mcall": true,
+	"runtime.morestack": true, "runtime.morestack_noctxt": true,
+	"runtime.asmcgocall": true, "runtime.asmcgocall_no_g": true,
+}
 
 // maxGoFrameDepth bounds a frame's depth to what a CFA's offset holds (the runtime's
 // deepest, reflectcall's runtime.call1073741824, is 1 GB and 16 bytes): a deeper one is of
@@ -66,9 +77,9 @@ func (t *goTable) frames(text uint64, fn func(GoSpan) bool) error {
 			err = fmt.Errorf("elfsym: .gopclntab: its functions' frame depths take more than %d bytes to decode: a table made up", 2*len(t.data)+1<<16)
 			return false
 		}
-		outermost := goOutermost[name]
+		outermost, switches := goOutermost[name], goSwitches[name]
 		for _, sp := range spans {
-			sp.Outermost = outermost
+			sp.Outermost, sp.Switches = outermost, switches
 			if !fn(sp) {
 				return false
 			}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 // same build, as readelf reads it: at every row of every function readelf prints, the
 // depth GoFrames gives is the CFA's offset from the stack pointer less the return
 // address's 8 bytes, up to the row's end. The functions Go's stacks start in are
-// outermost, and no other is.
+// outermost, and no other is; those that switch stacks are marked so.
 func TestGoFrames(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("go"), testenv.Tool("readelf"))
 	dir := t.TempDir()
@@ -43,16 +44,31 @@ func TestGoFrames(t *testing.T) {
 				}
 				return spans[i], true
 			}
-			var outermost []string
+			var outermost, switches []string
 			tab := readFile(t, path)
 			for _, s := range spans {
+				name, _ := tab.LookupVaddr(s.Lo)
+				name = strings.TrimSuffix(name, ".abi0")
 				if s.Outermost {
-					name, _ := tab.LookupVaddr(s.Lo)
-					outermost = append(outermost, strings.TrimSuffix(name, ".abi0"))
+					outermost = append(outermost, name)
+				}
+				if s.Switches {
+					switches = append(switches, name)
 				}
 			}
 			if got := strings.Join(dedup(outermost), " "); got != "runtime.goexit runtime.mstart runtime.rt0_go" {
 				t.Errorf("outermost: %s, want runtime.goexit, runtime.mstart and runtime.rt0_go", got)
+			}
+			got := dedup(switches)
+			for _, want := range []string{"runtime.mcall", "runtime.morestack", "runtime.systemstack"} {
+				if !slices.Contains(got, want) {
+					t.Errorf("switching stacks: %v, want %s among them", got, want)
+				}
+			}
+			for _, name := range got {
+				if !goSwitches[name] {
+					t.Errorf("%s marked as switching stacks", name)
+				}
 			}
 			rows := debugFrameRows(t, path)
 			checked := 0

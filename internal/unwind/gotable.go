@@ -13,7 +13,9 @@ import (
 // Within a frame the return address is at the CFA's word below, and from the moment the
 // frame holds more than it, the caller's frame pointer below that (Go saves it first,
 // with a push or at the top of the space it makes). The functions Go's stacks start in are
-// outermost. Nil when the file holds no such table.
+// outermost; at those that switch stacks the walk of the copy stops (the frames before the
+// switch are on the stack left, which the copy does not hold), and the sampler goes on by
+// the kernel's frame-pointer chain. Nil when the file holds no such table.
 func goTable(f *os.File) (*cfi.Table, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -33,6 +35,9 @@ func goTable(f *os.File) (*cfi.Table, error) {
 		}
 		if s.Outermost {
 			row.RAOffset = 0
+		}
+		if s.Switches {
+			row = cfi.Row{PC: s.Lo, CFA: cfi.RegUnknown} // the walk stops: the kernel's goes on
 		}
 		// The end of the span's rule, replaced by the next span's where it starts there.
 		rows = append(rows, row, cfi.Row{PC: s.Hi, CFA: cfi.RegNone})
