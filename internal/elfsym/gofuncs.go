@@ -192,7 +192,7 @@ func (t *goTable) eachFunc(text uint64, fn func(entry, end, rec uint64, name str
 // .symtab.
 func (b *builder) addGoFuncs(ef *elfFile) error {
 	t, text, err := ef.goTable(b.maxStringBytes)
-	if errors.Is(err, errSectionTooLarge) {
+	if errors.Is(err, errSectionNotRead) { // as for any section a table lacks
 		b.capped = true
 	}
 	if t == nil {
@@ -210,8 +210,8 @@ func (b *builder) addGoFuncs(ef *elfFile) error {
 	return nil
 }
 
-// errSectionTooLarge: a section over what its reader may read.
-var errSectionTooLarge = errors.New("elfsym: section too large")
+// errSectionNotRead: a section over what its reader may read, or whose read failed.
+var errSectionNotRead = errors.New("elfsym: section not read")
 
 // goTable reads the file's Go function table (its .gopclntab, at most limit bytes) and
 // where its functions' entries count from: nil and no error when the file has none.

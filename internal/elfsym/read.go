@@ -128,18 +128,19 @@ func (b *boundedReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // section returns the bytes of s that lie in the file, at most limit of them; a section
-// that claims more than the file holds yields what the file holds.
+// that claims more than the file holds yields what the file holds. Its errors are
+// errSectionNotRead: over limit, or the read failed.
 func (ef *elfFile) section(s *elf.Section, limit int64) ([]byte, error) {
 	if s.Type == elf.SHT_NOBITS || s.Offset >= uint64(ef.size) {
 		return nil, nil
 	}
 	n := min(s.Size, uint64(ef.size)-s.Offset)
 	if int64(n) > limit || int64(n) < 0 {
-		return nil, fmt.Errorf("%w: %s of %d bytes exceeds %d", errSectionTooLarge, s.Name, n, limit)
+		return nil, fmt.Errorf("%w: %s of %d bytes exceeds %d", errSectionNotRead, s.Name, n, limit)
 	}
 	b := make([]byte, n)
 	if _, err := ef.r.ReadAt(b, int64(s.Offset)); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("elfsym: section %s: %w", s.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", errSectionNotRead, s.Name, err)
 	}
 	return b, nil
 }
