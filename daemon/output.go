@@ -226,7 +226,7 @@ func (d *daemonRun) remakeOutLocked() bool {
 	if !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
-	lock, err := makeOutAgain(dir)
+	lock, err := makeOutAgain(dir, d.log)
 	if err != nil {
 		if !d.flushing.outGone {
 			d.flushing.outGone = true
@@ -246,15 +246,16 @@ func (d *daemonRun) remakeOutLocked() bool {
 }
 
 // makeOutAgain makes the directory dir, which was removed, as checkWritable made it, and
-// takes its lock: it fails when anything is at dir by then or dir's parent is gone.
-func makeOutAgain(dir string) (*outfile.DirLock, error) {
+// takes its lock as at start (lockOut): it fails when anything is at dir by then or dir's
+// parent is gone.
+func makeOutAgain(dir string, log *slog.Logger) (*outfile.DirLock, error) {
 	if err := os.Mkdir(dir, outDirPerm); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(dir, outDirPerm); err != nil { // the umask may have taken a bit
 		return nil, err
 	}
-	return outfile.Lock(dir)
+	return lockOut(dir, log)
 }
 
 // outDirPerm is the mode of an --out profd makes.
