@@ -295,10 +295,7 @@ func testNativeGo(t *testing.T, ldflags string) {
 			continue
 		}
 		inHot += st.Count
-		names := make([]string, len(st.Frames))
-		for i, f := range st.Frames {
-			names[i] = frameName(c, f)
-		}
+		names := frameNames(c, st)
 		if !st.Cut && names[1] == "main.outer" && names[2] == "main.main" && attribute.ThreadStart(names[len(names)-1]) {
 			whole += st.Count
 		}

@@ -47,6 +47,15 @@ func frameName(c *profileio.Capture, f profileio.Frame) string {
 	return "[unknown]"
 }
 
+// frameNames names every frame of st, leaf first (frameName).
+func frameNames(c *profileio.Capture, st profileio.StackSample) []string {
+	names := make([]string, len(st.Frames))
+	for i, f := range st.Frames {
+		names[i] = frameName(c, f)
+	}
+	return names
+}
+
 // TestStacksLLI profiles lli-14 running workloads/callchain.c (built with frame pointers)
 // with --stacks on both back ends: the samples in leaf have chains through middle and outer
 // into main, named through the jitdump as the leaves are; the stacks hold every sample; each
@@ -688,10 +697,7 @@ func testUnwindDWARFGo(t *testing.T, ldflags string) {
 			continue
 		}
 		under += st.Count
-		names := make([]string, len(st.Frames))
-		for i, f := range st.Frames {
-			names[i] = frameName(capt, f)
-		}
+		names := frameNames(capt, st)
 		if strings.Join(names[1:], " ") == "main.run main.main runtime.main runtime.goexit" && !st.Cut {
 			chained += st.Count
 		}
