@@ -474,16 +474,10 @@ func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []el
 		t = cfi.Merge(t, g)
 		err = errors.Join(err, gerr)
 	}
-	var loads []elf.Prog
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD {
-			loads = append(loads, *p)
-		}
-	}
 	if err != nil {
 		err = fmt.Errorf("unwind: %s: %w", m.Path, err)
 	}
-	return t, loads, err
+	return t, loadsOf(ef), err
 }
 
 // biasOf is how far the file was moved in mapping m: run-time address minus virtual
