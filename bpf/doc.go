@@ -22,7 +22,10 @@
 //
 // With Config.Stacks the loader attaches a second program, profd_sample_stacks, which counts
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
-// in the stack_counts array of maps that DrainStacks swaps and reads the same way.
+// in the stack_counts array of maps that DrainStacks swaps and reads the same way. For a
+// process SetGoText names, a sample in its Go code also keeps the word at its stack
+// pointer (Stack.WordAtSP): the caller's return address where the function has no frame,
+// which the kernel's walk by frame pointers skips.
 //
 // Usage (the sampler package does this):
 //

@@ -276,6 +276,7 @@ int profd_ring_filter(struct perf_event_ctx *ctx)
 
 #define STACK_KERNEL_MODE 1 // the sample was taken in kernel mode
 #define STACK_TRUNCATED 2   // a chain filled its frames: most likely cut there
+#define STACK_WORD_AT_SP 4  // user[1] is the word at the stack pointer, not a frame walked
 
 struct stack_key {
 	__u32 tgid;
@@ -312,6 +313,39 @@ struct {
 	});
 } stack_counts SEC(".maps");
 
+// Go's compiler gives a function whose frame is empty (a leaf that keeps its locals in
+// registers) no frame pointer, and every function is without one at its first instruction
+// and at its return: the kernel's walk by frame pointers from a sample there goes to the
+// caller's caller, while the caller's return address is the word the stack pointer points
+// at. For the processes whose executable has Go's function table, the loader puts the
+// range of that executable's code in go_text; a user-mode sample there whose word at the
+// stack pointer lies in it too keeps that word after the sampled instruction (user[1],
+// STACK_WORD_AT_SP), and the daemon keeps it or drops it by the depth the table gives the
+// function's frame at the instruction. (The word could be a local's: only the table knows.)
+// Until the loader has read a target's executable, the range it gives is all addresses.
+struct text_range {
+	__u64 lo, hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct text_range);
+} go_text SEC(".maps");
+
+// word_at_sp reads into *word the user word the stack pointer points at, when tgid has a Go
+// text range holding both the sampled instruction and the word.
+static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word)
+{
+	struct text_range *r = bpf_map_lookup_elem(&go_text, &tgid);
+	if (!r || ctx->regs.ip < r->lo || ctx->regs.ip >= r->hi)
+		return 0;
+	if (bpf_probe_read_user(word, sizeof(*word), (void *)ctx->regs.sp))
+		return 0;
+	return *word >= r->lo && *word < r->hi;
+}
+
 SEC("perf_event")
 int profd_sample_stacks(struct perf_event_ctx *ctx)
 {
@@ -335,7 +369,21 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	k->tid = (__u32)pid_tgid;
 	bpf_get_current_comm(k->comm, sizeof(k->comm));
 	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
-	long n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
+	__u64 word = 0;
+	long n;
+	if (!kernel_mode && word_at_sp(ctx, tgid, &word)) {
+		// The chain from user[1] on (the sampled instruction first), then the word in
+		// its place, after the instruction copied to user[0].
+		n = bpf_get_stack(ctx, &k->user[1], sizeof(k->user) - sizeof(__u64), BPF_F_USER_STACK);
+		if (n > 0) {
+			k->user[0] = k->user[1];
+			k->user[1] = word;
+			n += sizeof(__u64);
+			k->flags |= STACK_WORD_AT_SP;
+		}
+	} else {
+		n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
+	}
 	if (n <= 0 && !kernel_mode) {
 		// No chain (the helper failed): the sample still counts, at its instruction.
 		k->user[0] = ctx->regs.ip;

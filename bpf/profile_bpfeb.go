@@ -25,6 +25,12 @@ type profileStackKey struct {
 	Kernel  [64]uint64
 }
 
+type profileTextRange struct {
+	_  structs.HostLayout
+	Lo uint64
+	Hi uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -32,6 +38,7 @@ const (
 	profileMapAllCgroups         = "all_cgroups"
 	profileMapAllUids            = "all_uids"
 	profileMapCounts             = "counts"
+	profileMapGoText             = "go_text"
 	profileMapStackCounts        = "stack_counts"
 	profileMapStackScratch       = "stack_scratch"
 	profileMapStats              = "stats"
@@ -101,6 +108,7 @@ type profileMapSpecs struct {
 	AllCgroups   *ebpf.MapSpec `ebpf:"all_cgroups"`
 	AllUids      *ebpf.MapSpec `ebpf:"all_uids"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
+	GoText       *ebpf.MapSpec `ebpf:"go_text"`
 	StackCounts  *ebpf.MapSpec `ebpf:"stack_counts"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
@@ -140,6 +148,7 @@ type profileMaps struct {
 	AllCgroups   *ebpf.Map `ebpf:"all_cgroups"`
 	AllUids      *ebpf.Map `ebpf:"all_uids"`
 	Counts       *ebpf.Map `ebpf:"counts"`
+	GoText       *ebpf.Map `ebpf:"go_text"`
 	StackCounts  *ebpf.Map `ebpf:"stack_counts"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
 	Stats        *ebpf.Map `ebpf:"stats"`
@@ -151,6 +160,7 @@ func (m *profileMaps) Close() error {
 		m.AllCgroups,
 		m.AllUids,
 		m.Counts,
+		m.GoText,
 		m.StackCounts,
 		m.StackScratch,
 		m.Stats,

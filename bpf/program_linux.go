@@ -345,9 +345,44 @@ func addTarget(targets *ebpf.Map, tgid uint32) error {
 // cgroups whose processes Config.AllCgroups counts, in place of those of the last call.
 func (p *Program) SetCgroups(ids []uint64) error { return setCgroups(p.objs.AllCgroups, ids) }
 
-// RemoveTarget stops counting tgid. Counts already taken stay until drained. Removing a tgid
-// that is not a target is not an error.
-func (p *Program) RemoveTarget(tgid uint32) error { return removeTarget(p.objs.Targets, tgid) }
+// RemoveTarget stops counting tgid, and forgets its Go text (SetGoText). Counts already
+// taken stay until drained. Removing a tgid that is not a target is not an error.
+func (p *Program) RemoveTarget(tgid uint32) error {
+	return errors.Join(removeTarget(p.objs.Targets, tgid), p.ForgetGoText(tgid))
+}
+
+// IsTarget reports whether tgid is a target (AddTarget, and no RemoveTarget since).
+func (p *Program) IsTarget(tgid uint32) bool {
+	var v uint8
+	return p.objs.Targets.Lookup(tgid, &v) == nil
+}
+
+// ForgetGoText undoes SetGoText; not an error for a tgid it was not given.
+func (p *Program) ForgetGoText(tgid uint32) error {
+	err := p.objs.GoText.Delete(tgid)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpf: forget go text of %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// textRange is profile.c's struct text_range.
+type textRange struct {
+	_      structs.HostLayout
+	Lo, Hi uint64
+}
+
+// SetGoText tells the stacks program that process tgid runs a Go executable whose code
+// lies in [lo, hi): a sample there whose word at the stack pointer lies there too keeps
+// that word after the sampled instruction (Stack.WordAtSP), the return address the
+// kernel's walk skips where the function has no frame. At most MaxGoTexts processes at
+// once; past that, an error.
+func (p *Program) SetGoText(tgid uint32, lo, hi uint64) error {
+	if err := p.objs.GoText.Update(tgid, textRange{Lo: lo, Hi: hi}, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("bpf: set go text of %d: %w", tgid, err)
+	}
+	return nil
+}
 
 // removeTarget takes tgid out of a program's targets map; not an error for a tgid that is
 // not there.

@@ -13,6 +13,7 @@ import (
 const (
 	stackKernelMode = 1
 	stackTruncated  = 2
+	stackWordAtSP   = 4
 )
 
 // stackBatchEntries is how many stacks one BPF_MAP_LOOKUP_BATCH reads (1.5 KiB a key).
@@ -34,6 +35,9 @@ type Stack struct {
 	KernelMode bool
 	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
 	Truncated bool
+	// WordAtSP: User[1] is not a frame the kernel walked but the word the stack pointer
+	// pointed at, a return address where the sampled function had no frame (SetGoText).
+	WordAtSP bool
 }
 
 // stack decodes k.
@@ -47,7 +51,8 @@ func (k *profileStackKey) stack() Stack {
 	}
 	return Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
 		User: k.User[:min(int(k.Nuser), len(k.User))], Kernel: k.Kernel[:min(int(k.Nkernel), len(k.Kernel))],
-		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0}
+		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0,
+		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2}
 }
 
 // newStackMap installs an empty stack counts map (the spare the last drain emptied, else a
