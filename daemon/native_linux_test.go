@@ -264,10 +264,7 @@ func TestNativeGo(t *testing.T) {
 }
 
 func testNativeGo(t *testing.T, ldflags string) {
-	exe := filepath.Join(t.TempDir(), "gohot")
-	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "testdata/gohot.go").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := testenv.GoBuild(t, "testdata/gohot.go", "-ldflags="+ldflags)
 	d := newDirs(t)
 	w, start := startGated(t, exec.Command(exe, "3"))
 	pid := w.pid()

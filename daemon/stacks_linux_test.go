@@ -682,11 +682,31 @@ func TestUnwindDWARFGo(t *testing.T) {
 }
 
 func testUnwindDWARFGo(t *testing.T, ldflags string) {
-	exe := filepath.Join(t.TempDir(), "hot")
-	if out, err := exec.Command("go", "build", "-ldflags="+ldflags, "-o", exe, "../workloads/runtimes/hot.go").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := testenv.GoBuild(t, "../workloads/runtimes/hot.go", "-ldflags="+ldflags)
 	capt, r := dwarfCapture(t, []string{exe, "3"}, "hot", 0)
+	checkGoLeafCallers(t, capt, r)
+}
+
+// TestStacksGo: the same program, built stripped, sampled as by default (by frame
+// pointers, the BPF back end where it loads): the leaves' caller, which the kernel's walk
+// skips, is kept by the word at the stack pointer (package sampler's TestGoLeafCallers), in
+// at least 95 % of their samples, the chains whole.
+func TestStacksGo(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	exe := testenv.GoBuild(t, "../workloads/runtimes/hot.go", "-ldflags=-s -w")
+	d := newDirs(t)
+	child := startChild(t, nil, exe, "3")
+	r := startRun(t, Config{Pids: []uint32{uint32(child.pid())}, Event: "cpu-clock", FifoDir: d.fifo,
+		OutDir: d.out, Formats: []Format{FormatCapture}, Stacks: true})
+	child.wait(t, 60*time.Second)
+	r.wait(t, 30*time.Second)
+	checkGoLeafCallers(t, readCapture(t, outputPath(d, "hot", child.pid(), FormatCapture)), r)
+}
+
+// checkGoLeafCallers checks that at least 95 % of the samples of workloads/runtimes/hot.go
+// in its two leaves are chained whole through main.run, their caller.
+func checkGoLeafCallers(t *testing.T, capt *profileio.Capture, r *profdRun) {
+	t.Helper()
 	var under, chained uint64
 	for _, st := range capt.Stacks {
 		if len(st.Frames) == 0 {

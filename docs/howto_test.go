@@ -153,11 +153,12 @@ var howtoPages = []howtoPage{
 		needs:     []testenv.Need{testenv.Tool("go")},
 		workloads: []string{"workloads/runtimes/hot.go"},
 		same:      "main.mixInts",
-		// Both leaves called from run on profd's chains under --unwind dwarf, from main on
-		// perf's and on profd's by frame pointers; the stripped build named.
-		want: []string{`(?m)^profd, by frame depths: the leaves called from main\.run, \d+ ms$`, `(?m)^perf: the leaves called from main\.main, \d+ samples$`,
-			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts$`, `(?m)^profd, by frame pointers: the leaves called from main\.main, \d+ ms$`},
-		notWant: []string{`(?m)^perf: the leaves called from main\.run`, `(?m)^profd, by frame pointers: the leaves called from main\.run`},
+		// Both leaves called from run on profd's chains, by frame pointers and (the stripped
+		// build, named) by frame depths; from main on perf's.
+		want: []string{`(?m)^profd, by frame pointers: the leaves called from main\.run, \d+ ms$`, `(?m)^perf: the leaves called from main\.main, \d+ samples$`,
+			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts$`, `(?m)^profd, by frame depths: the leaves called from main\.run, \d+ ms$`},
+		notWant: []string{`(?m)^perf: the leaves called from main\.run`, `(?m)^profd, by frame pointers: the leaves called from main\.main`,
+			`(?m)^profd, by frame depths: the leaves called from main\.main`},
 	},
 	{
 		file:      "c-header.md",

@@ -15,6 +15,7 @@ import (
 	"github.com/profd/profd/bpf"
 	"github.com/profd/profd/internal/percpu"
 	"github.com/profd/profd/internal/procfs"
+	"github.com/profd/profd/internal/unwind"
 )
 
 // bpfSampler opens one event per CPU, all processes, and attaches the BPF program to each;
@@ -31,6 +32,11 @@ type bpfSampler struct {
 	prog       *bpf.Program
 	events     percpu.Events
 	closed     bool
+	// leaves, with stacks by frame pointers: the Go code whose frameless functions' callers
+	// the program keeps the word at the stack pointer for (goleaves.go); retired the targets
+	// removed since the last Drain, forgotten once it has settled their stacks.
+	leaves  *unwind.GoLeaves
+	retired map[uint32]struct{}
 
 	started bool
 	cancel  context.CancelFunc // stops the interval jitter
@@ -45,7 +51,10 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 		return nil, fmt.Errorf("sampler: bpf back end: %w", err)
 	}
 	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, allCgroups: cfg.AllCgroups,
-		jitterHz: jitterHz(cfg, spec), attr: spec.attr(cfg, choice.PreciseIP, false), cancel: func() {}}
+		jitterHz: jitterHz(cfg, spec), attr: spec.attr(cfg, choice.PreciseIP, false), cancel: func() {},
+		retired: map[uint32]struct{}{}}
+	s.leaves = goLeaves(cfg, func(pid uint32, lo, hi uint64) { logGoTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
+		func(pid uint32) { logGoTextErr(s.log, pid, prog.ForgetGoText(pid)) })
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
@@ -108,10 +117,22 @@ func (s *bpfSampler) AddTarget(pid uint32) error {
 	if err := checkProcess(pid); err != nil {
 		return err
 	}
-	if s.isClosed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return ErrClosed
 	}
-	return s.prog.AddTarget(pid)
+	if err := s.prog.AddTarget(pid); err != nil {
+		return err
+	}
+	if s.leaves != nil {
+		// Every sample keeps its word until the executable is read (a Go program's first
+		// milliseconds are as often its hottest): Drain settles them by what was read.
+		delete(s.retired, pid)
+		logGoTextErr(s.log, pid, s.prog.SetGoText(pid, 0, ^uint64(0)))
+		s.leaves.Add(pid)
+	}
+	return nil
 }
 
 func (s *bpfSampler) RemoveTarget(pid uint32) error {
@@ -121,6 +142,11 @@ func (s *bpfSampler) RemoveTarget(pid uint32) error {
 	if pid == 0 {
 		return nil
 	}
+	s.mu.Lock()
+	if s.leaves != nil {
+		s.retired[pid] = struct{}{} // its last stacks are settled by the next Drain
+	}
+	s.mu.Unlock()
 	return s.prog.RemoveTarget(pid)
 }
 
@@ -148,6 +174,10 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 	if !s.closed {
 		s.checkCPUsLocked(time.Now())
 	}
+	retired := s.retired
+	if len(retired) > 0 {
+		s.retired = map[uint32]struct{}{}
+	}
 	s.mu.Unlock()
 	counts := make(map[Key]Count)
 	var stacks []StackCount
@@ -156,7 +186,7 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 		// The program counts by chain only; the counts are the user-mode leaves.
 		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
 			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
-				Truncated: st.Truncated}
+				Truncated: st.Truncated, wordAtSP: st.WordAtSP}
 			if st.KernelMode {
 				sc.Kernel = slices.Clone(st.Kernel)
 			}
@@ -171,6 +201,11 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 			addCount(counts, Key{PID: tgid, IP: ip}, c.N, int64(c.FirstNs), int64(c.LastNs))
 		})
 	}
+	if s.leaves != nil {
+		s.leaves.Recheck()
+		settleWords(s.leaves, stacks)
+		s.forget(retired)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			return Drained{}, ErrClosed
@@ -178,6 +213,19 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 		return Drained{Counts: counts, Stacks: stacks}, fmt.Errorf("sampler: %w", err)
 	}
 	return Drained{Counts: counts, Stacks: stacks}, nil
+}
+
+// forget drops the Go code of the targets in retired that were not added again since.
+func (s *bpfSampler) forget(retired map[uint32]struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for pid := range retired {
+		if s.prog.IsTarget(pid) {
+			continue // added again
+		}
+		s.leaves.Forget(pid)
+		logGoTextErr(s.log, pid, s.prog.ForgetGoText(pid))
+	}
 }
 
 func (s *bpfSampler) Stats() Stats {
@@ -208,6 +256,9 @@ func (s *bpfSampler) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.leaves != nil {
+		s.leaves.Close()
+	}
 	var errs []error
 	for _, err := range s.events.Close() {
 		errs = append(errs, fmt.Errorf("sampler: close event: %w", err))

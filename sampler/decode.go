@@ -93,7 +93,11 @@ type aggregate struct {
 	stacks, kernel bool
 	// unwind, with stacks: samples also carry user registers and stack, from which it
 	// walks the user chain in place of the callchain's.
-	unwind      *unwind.Unwinder
+	unwind *unwind.Unwinder
+	// leaves, with stacks and no unwind: samples also carry user registers and the word at
+	// the stack pointer, which goes after the leaf where it is the caller the kernel's
+	// chain skips (goleaves.go).
+	leaves      *unwind.GoLeaves
 	frames      []uint64       // unwind's scratch
 	stackIndex  map[string]int // by pid, tid and the callchain's bytes
 	stackCounts []StackCount
@@ -286,6 +290,16 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 	}
 	chain := rest[:8+8*nr]
 	var unwound []uint64
+	if a.leaves != nil {
+		us, err := decodeUserStack(rest[8+8*nr:])
+		if err != nil {
+			return err
+		}
+		if word, ok := stackWord(us); ok && !s.kernelMode {
+			unwound = withWordAtSP(a.leaves, s.pid, chain, word, a.frames)
+			a.frames = unwound[:0]
+		}
+	}
 	if a.unwind != nil {
 		us, err := decodeUserStack(rest[8+8*nr:])
 		if err != nil {

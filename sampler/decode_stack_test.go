@@ -110,29 +110,52 @@ func FuzzDecodeCallchain(f *testing.F) {
 	f.Add(chainRec(1, 2, 0x1000, 5, miscUser, callchainUser, 0x1000, 0x2005))
 	f.Add(chainRec(1, 2, 0xffffffff81000010, 5, miscKernel, callchainKernel, 0xffffffff81000010, callchainUser, 0x1000))
 	f.Add(append(chainRec(1, 1, 1, 1, miscUser, callchainUser, 1), lostRec(2)...))
+	// With the user registers and the stack's first word after the chain.
+	ne := binary.NativeEndian
+	withWord := chainRec(1, 2, 0x401010, 5, miscUser, callchainUser, 0x401010, 0x402005)
+	for _, v := range []uint64{2, 0x7ffd0010, 0x7ffd0000, 0x401010, 8, 0x401505, 8} {
+		withWord = ne.AppendUint64(withWord, v)
+	}
+	ne.PutUint16(withWord[6:], uint16(len(withWord)))
+	f.Add(withWord)
+	leaves := unwind.NewGoLeaves(unwind.GoLeavesConfig{})
+	f.Cleanup(leaves.Close)
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		a := newAggregate()
-		a.stacks, a.kernel = true, true
-		a.targets[1] = struct{}{}
-		a.decodeStream(stream)
-		d := a.take(true)
-		var user, inStacks uint64
-		for _, st := range d.Stacks {
-			if len(st.User) > MaxStackFrames || len(st.Kernel) > maxKernelFrames || st.N == 0 || st.FirstNs > st.LastNs {
-				t.Fatalf("stack %+v", st)
+		// By frame pointers, with the word at the stack pointer (the records carry user
+		// registers and stack after the chain) and without.
+		for _, withWord := range []bool{false, true} {
+			a := newAggregate()
+			a.stacks, a.kernel = true, true
+			a.targets[1] = struct{}{}
+			if withWord {
+				a.leaves = leaves
 			}
-			if len(st.User) == 0 && len(st.Kernel) == 0 {
-				t.Fatalf("stack without frames: %+v", st)
-			}
-			inStacks += st.N
-		}
-		for _, c := range d.Counts {
-			user += c.N
-		}
-		if user != a.stats.Samples || inStacks != user+a.stats.Kernel {
-			t.Fatalf("counts %d, stacks %d, samples %d, kernel %d", user, inStacks, a.stats.Samples, a.stats.Kernel)
+			a.decodeStream(stream)
+			checkDecoded(t, a)
 		}
 	})
+}
+
+// checkDecoded checks what a decoded: stacks within bounds, with frames, counted in its
+// leaf counts and stats.
+func checkDecoded(t *testing.T, a *aggregate) {
+	d := a.take(true)
+	var user, inStacks uint64
+	for _, st := range d.Stacks {
+		if len(st.User) > MaxStackFrames || len(st.Kernel) > maxKernelFrames || st.N == 0 || st.FirstNs > st.LastNs {
+			t.Fatalf("stack %+v", st)
+		}
+		if len(st.User) == 0 && len(st.Kernel) == 0 {
+			t.Fatalf("stack without frames: %+v", st)
+		}
+		inStacks += st.N
+	}
+	for _, c := range d.Counts {
+		user += c.N
+	}
+	if user != a.stats.Samples || inStacks != user+a.stats.Kernel {
+		t.Fatalf("counts %d, stacks %d, samples %d, kernel %d", user, inStacks, a.stats.Samples, a.stats.Kernel)
+	}
 }
 
 // FuzzDecodeUserStack: user registers and stack of any bytes decode without a panic, the

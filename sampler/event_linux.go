@@ -119,6 +119,12 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 			a.SampleRegistersUser = userRegsMask
 			a.SampleStackUser = cfg.StackBytes
 		}
+		if walksByFramePointers(cfg) {
+			// The word at the stack pointer, for Go's frameless functions (goleaves.go).
+			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
+			a.SampleRegistersUser = userRegsMask
+			a.SampleStackUser = 8
+		}
 		a.Options.UseClockID = true
 		a.ClockID = unix.CLOCK_MONOTONIC
 	}

@@ -120,6 +120,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		s.waiter.close()
 		return nil, fmt.Errorf("sampler: ring mode %q: want %q or %q", mode, RingPerCPU, RingPerThread)
 	}
+	s.agg.leaves = goLeaves(cfg, nil, nil)
 	return s, nil
 }
 
@@ -264,6 +265,9 @@ func (s *ringSampler) readLoop(ctx context.Context) {
 }
 
 func (s *ringSampler) readAllLocked() {
+	if s.agg.leaves != nil {
+		s.agg.leaves.Recheck() // before samples of an executable exec'd are read
+	}
 	for _, ev := range s.cpuRings.List() {
 		s.readRingLocked(ev)
 	}
@@ -307,6 +311,9 @@ func (s *ringSampler) AddTarget(pid uint32) error {
 	s.agg.targets[pid] = struct{}{}
 	if s.agg.unwind != nil {
 		s.agg.unwind.Prepare(pid)
+	}
+	if s.agg.leaves != nil {
+		s.agg.leaves.Add(pid)
 	}
 	if s.mode != RingPerThread {
 		return nil
@@ -357,6 +364,9 @@ func (s *ringSampler) RemoveTarget(pid uint32) error {
 	if s.agg.unwind != nil {
 		s.agg.release(pid, false, true) // walked while its mappings are known
 		s.agg.unwind.Forget(pid)
+	}
+	if s.agg.leaves != nil {
+		s.agg.leaves.Forget(pid)
 	}
 	if err != nil {
 		return fmt.Errorf("sampler: %w", err)
@@ -419,6 +429,9 @@ func (s *ringSampler) Close() error {
 		}
 	}
 	s.threads, s.filter = nil, nil
+	if s.agg.leaves != nil {
+		s.agg.leaves.Close()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sampler: close: %w", err)
 	}

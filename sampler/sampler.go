@@ -168,6 +168,8 @@ type StackCount struct {
 	// it was most likely cut there.
 	Truncated bool
 	Count
+	// wordAtSP: User[1] is the word at the stack pointer, not settled yet (settleWords).
+	wordAtSP bool
 }
 
 // MaxAllUIDs is the most users Config.AllUIDs may name.
