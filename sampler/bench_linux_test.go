@@ -39,7 +39,7 @@ func rusageSelfNs(b *testing.B) int64 {
 func BenchmarkDaemonCPU(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.Tool("lli-14"), testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	for _, cfg := range []Config{{Backend: BackendBPF}, {Backend: BackendRing, RingMode: RingPerCPU}, {Backend: BackendRing, RingMode: RingPerThread},
-		{Backend: BackendRing, RingMode: RingPerCPU, Stacks: true}, {Backend: BackendRing, RingMode: RingPerCPU, Stacks: true, Unwind: unwind.New(unwind.Config{})}} {
+		{Backend: BackendBPF, Stacks: true}, {Backend: BackendRing, RingMode: RingPerCPU, Stacks: true}, {Backend: BackendRing, RingMode: RingPerCPU, Stacks: true, Unwind: unwind.New(unwind.Config{})}} {
 		name := strings.TrimSuffix(string(cfg.Backend)+"-"+string(cfg.RingMode), "-")
 		switch {
 		case cfg.Unwind != nil:
