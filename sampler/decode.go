@@ -296,8 +296,9 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 			return err
 		}
 		if word, ok := stackWord(us); ok && !s.kernelMode {
-			unwound = withWordAtSP(a.leaves, s.pid, chain, word, a.frames)
-			a.frames = unwound[:0]
+			if unwound = withWordAtSP(a.leaves, s.pid, chain, word, a.frames); unwound != nil {
+				a.frames = unwound
+			}
 		}
 	}
 	if a.unwind != nil {
