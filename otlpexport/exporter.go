@@ -49,6 +49,7 @@ type request struct {
 	body   []byte
 	bytes  int       // len(body), kept when body is let go
 	end    time.Time // the profile's Profile.End, on its last request only
+	last   bool      // the profile's last request: Config.Delivered is told once it is sent
 	origin *origin   // the profile's, when it has a Source
 }
 
@@ -155,7 +156,9 @@ func (e *Exporter) Export(p Profile) {
 			"samples", oversize, "max_request_bytes", e.cfg.MaxRequestBytes)
 	}
 	if len(reqs) > 0 {
-		reqs[len(reqs)-1].end = p.End
+		reqs[len(reqs)-1].end, reqs[len(reqs)-1].last = p.End, true
+	} else if e.cfg.Delivered != nil {
+		e.cfg.Delivered(p.Source, p.End) // nothing to send
 	}
 	if p.Source != "" && e.cfg.Dropped != nil {
 		o := &origin{source: p.Source, parts: len(reqs)}
@@ -406,8 +409,12 @@ func (e *Exporter) run() {
 					e.dropping = false
 				}
 				e.mu.Unlock()
-				if e.cfg.Delivered != nil && !r.end.IsZero() {
-					e.cfg.Delivered(r.end)
+				if e.cfg.Delivered != nil && r.last {
+					var source string
+					if r.origin != nil {
+						source = r.origin.source
+					}
+					e.cfg.Delivered(source, r.end)
 				}
 				if failing {
 					e.log.Info("otlpexport: sending again", "failed_attempts", failedTries,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,7 +93,7 @@ func startExport(o otlpOptions, cfg *daemon.Config, logger *slog.Logger) (*inter
 	if x.queueBytes == 0 {
 		x.queueBytes = otlpexport.DefaultQueueBytes
 	}
-	oc.Delivered = func(end time.Time) { x.latency.Observe(time.Since(end)) }
+	oc.Delivered = x.delivered
 	oc.Dropped = x.keepForLater
 	x.exp, err = otlpexport.New(oc, logger)
 	if err != nil {
@@ -130,10 +133,18 @@ type intervalExporter struct {
 	// or the stop), oldest first, by laterSource, to be sent again from their files once the
 	// endpoint keeps up (resend); past maxLater the oldest are let go. The interval
 	// directory's unsent list (unsentName) keeps them from one run to the next.
-	laterMu      sync.Mutex
-	later        []string
+	laterMu sync.Mutex
+	later   []string
+	// pending are the intervals handed to the export and neither sent nor dropped yet, by
+	// laterSource, each with the order it came in: the list written while profd runs holds
+	// them too, so that a profd killed (SIGKILL, the OOM killer, a crash) leaves them for
+	// the next run. (One the endpoint took in the list's last second is then sent twice;
+	// the stop's list leaves them out, as it does the one whose attempt was under way.)
+	pending      map[string]uint64
+	pendingSeq   uint64
 	dir          string    // the interval directory (Start), where the unsent list is
-	laterChanged bool      // since the list was last written
+	laterChanged bool      // later or pending, since the list was last written
+	listsPending bool      // the list written holds pending intervals
 	savedAt      time.Time // when it was
 	saveOnce     sync.Once // the stop's
 
@@ -176,6 +187,44 @@ func capturedWhere(c *profileio.Capture) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// handed records an interval (its laterSource) handed to the export, pending until it is
+// delivered or dropped.
+func (x *intervalExporter) handed(source string) {
+	if source == "" {
+		return
+	}
+	x.laterMu.Lock()
+	defer x.laterMu.Unlock()
+	x.handedLocked(source)
+}
+
+func (x *intervalExporter) handedLocked(source string) {
+	if x.pending == nil {
+		x.pending = map[string]uint64{}
+	}
+	x.pendingSeq++
+	x.pending[source] = x.pendingSeq
+	x.laterChanged = true
+}
+
+// settledLocked forgets a pending interval: delivered, dropped or not to be sent.
+func (x *intervalExporter) settledLocked(source string) {
+	if _, ok := x.pending[source]; ok {
+		delete(x.pending, source)
+		x.laterChanged = true
+	}
+}
+
+// delivered is the exporter's Delivered: the interval's last request was sent.
+func (x *intervalExporter) delivered(source string, end time.Time) {
+	if !end.IsZero() {
+		x.latency.Observe(time.Since(end))
+	}
+	x.laterMu.Lock()
+	defer x.laterMu.Unlock()
+	x.settledLocked(source)
+}
+
 // keepForLater keeps an interval dropped unsent (its laterSource), to be sent again.
 func (x *intervalExporter) keepForLater(source string) {
 	if source == "" {
@@ -183,6 +232,7 @@ func (x *intervalExporter) keepForLater(source string) {
 	}
 	x.laterMu.Lock()
 	defer x.laterMu.Unlock()
+	x.settledLocked(source)
 	if len(x.later) >= maxLater {
 		x.later[0] = ""
 		x.later = x.later[1:]
@@ -212,21 +262,30 @@ func (x *intervalExporter) Start(dir string) {
 }
 
 // unsentEvery is how often, at most, the unsent list is written while profd runs.
-const unsentEvery = 10 * time.Second
+const unsentEvery = time.Second
 
-// saveUnsent writes the unsent list when later changed since it was last written, at most
-// each unsentEvery unless final (the stop's, which also says what it leaves).
+// saveUnsent writes the unsent list when later or pending changed since it was last
+// written, at most each unsentEvery unless final (the stop's, which also says what it
+// leaves, and leaves out what is pending: the endpoint may have taken it).
 func (x *intervalExporter) saveUnsent(final bool) {
 	x.laterMu.Lock()
 	defer x.laterMu.Unlock()
-	if x.dir == "" || !x.laterChanged || !final && time.Since(x.savedAt) < unsentEvery {
+	changed := x.laterChanged || final && x.listsPending
+	if x.dir == "" || !changed || !final && time.Since(x.savedAt) < unsentEvery {
 		return
 	}
-	if err := writeUnsent(x.dir, x.later); err != nil {
+	list := x.later
+	withPending := !final && len(x.pending) > 0
+	if withPending {
+		list = append(slices.Clone(x.later), slices.SortedFunc(maps.Keys(x.pending), func(a, b string) int {
+			return cmp.Compare(x.pending[a], x.pending[b])
+		})...)
+	}
+	if err := writeUnsent(x.dir, list); err != nil {
 		x.log.Warn("profd: export: the list of intervals left unsent cannot be written", "err", err)
 		return
 	}
-	x.laterChanged, x.savedAt = false, time.Now()
+	x.laterChanged, x.listsPending, x.savedAt = false, withPending, time.Now()
 }
 
 // resend sends the intervals dropped unsent again, from their capture files, while the
@@ -262,7 +321,7 @@ func (x *intervalExporter) resend() {
 			source := x.later[0]
 			x.later[0] = ""
 			x.later = x.later[1:]
-			x.laterChanged = true
+			x.handedLocked(source)
 			left := len(x.later)
 			x.laterMu.Unlock()
 			if sent == 0 && skipped == 0 {
@@ -282,6 +341,9 @@ func (x *intervalExporter) resend() {
 			if err != nil {
 				skipped++
 				x.log.Debug("profd: export: an interval dropped unsent is not sent again", "file", path, "err", err)
+				x.laterMu.Lock()
+				x.settledLocked(source)
+				x.laterMu.Unlock()
 			} else {
 				x.exp.Export(otlpexport.Profile{Pprof: p, HostName: c.Meta.Host, Processes: x.processes(c), Source: source})
 				sent++
@@ -341,6 +403,7 @@ func (x *intervalExporter) Export(iv daemon.Interval) {
 	}
 	select {
 	case x.work <- iv:
+		x.handed(laterSource(iv))
 	default:
 		x.drop("intervals end faster than they are converted", iv)
 	}

@@ -961,6 +961,56 @@ func TestExportUnsentSentByNextRun(t *testing.T) {
 	}
 }
 
+// TestExportKilledSentByNextRun: a profd killed (SIGKILL) while its endpoint is down
+// leaves the intervals its queue held listed, a second or so old: the next run with the
+// same --out sends every one written before its last two seconds, once each, whole. (Its
+// queue is not listed at a stop; until it was listed while profd runs too, a killed profd
+// lost every one.)
+func TestExportKilledSentByNextRun(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	first := startBusyLoop(t)
+	r1 := startExportRun(t, []int{first}, "--otlp-endpoint", freeLoopbackAddr(t), "--otlp-insecure", "--keep", "100000")
+	list := filepath.Join(r1.out, daemon.IntervalDir, unsentName)
+	waitUntil(t, "six intervals of the first run listed", 30*time.Second, func() bool {
+		b, err := os.ReadFile(list)
+		return err == nil && strings.Count(string(b), "\n") > 6
+	}, &r1.stdout, &r1.stderr)
+	killedAt := time.Now()
+	r1.cmd.Process.Kill()
+	<-r1.done
+	cutoff := killedAt.Add(-2 * time.Second).UnixNano()
+	var before []intervalFile // the intervals that ended two seconds before the kill
+	for _, f := range readIntervals(t, r1.out) {
+		if f.time+f.duration < cutoff {
+			before = append(before, f)
+		}
+	}
+
+	c := collector.Start(t)
+	second := startBusyLoop(t)
+	r2 := startExportRun(t, []int{second}, "--out", r1.out, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure",
+		"--stop-timeout", "30s", "--keep", "100000")
+	waitUntil(t, "the first run's intervals to be sent", 60*time.Second, func() bool {
+		return strings.Contains(r2.stderr.String(), "the intervals dropped unsent were queued again")
+	}, &r2.stdout, &r2.stderr)
+	r2.stop(t, 60*time.Second)
+	var got, later []otlpInterval
+	for _, iv := range otlpIntervals(t, c.Received(t)) {
+		switch {
+		case iv.pid == int64(first) && iv.time+iv.duration < cutoff:
+			got = append(got, iv)
+		case iv.pid == int64(first):
+			later = append(later, iv) // listed or not, by when the kill came
+		}
+	}
+	n := checkEveryInterval(t, before, got, []int{first}, true)
+	t.Logf("of the first run's intervals, %d ended two seconds before the kill and %d arrived; %d of the later ones arrived",
+		len(before), len(got), len(later))
+	if n[int64(first)] < 3 {
+		t.Errorf("%d of the first run's intervals checked, want 3 at least", n[int64(first)])
+	}
+}
+
 // TestUnsentLeftWithoutExport: a run without --otlp-endpoint over an --out whose last run
 // left intervals unsent says so, once, and keeps the list for a run that exports.
 func TestUnsentLeftWithoutExport(t *testing.T) {

@@ -17,8 +17,9 @@ import (
 
 // unsentName is the file of the interval directory that lists the intervals the export
 // dropped unsent and has not sent again: the next profd with the same --out sends them.
-// It is written while profd runs (so a killed profd leaves a list some seconds old) and at
-// the stop, when it holds what the stop left unsent too.
+// It is written while profd runs, with the intervals queued and not sent yet too (so a
+// killed profd leaves a list a second old), and at the stop, when it holds what the stop
+// left unsent, not those the endpoint may have taken.
 const unsentName = ".export-unsent"
 
 // unsentHeader is the list's first line; a line per interval follows: its capture file's

@@ -136,7 +136,9 @@ func TestStopListsEveryUnsentInterval(t *testing.T) {
 }
 
 // TestUnsentListWhileRunning: while profd runs, the list follows the intervals kept for
-// later at most every unsentEvery, so that a killed profd leaves one some seconds old.
+// later and those handed to the export and not sent yet, at most every unsentEvery, so that
+// a killed profd leaves one a second old; the stop's leaves out those not sent yet that
+// were not dropped (the endpoint may have taken them).
 func TestUnsentListWhileRunning(t *testing.T) {
 	x := &intervalExporter{log: slog.New(slog.DiscardHandler)} // no goroutine sends or saves beside
 	dir := t.TempDir()
@@ -157,5 +159,32 @@ func TestUnsentListWhileRunning(t *testing.T) {
 	x.saveUnsent(false)
 	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b}) {
 		t.Errorf("listed %q, %v; want both, unsentEvery after the last", got, err)
+	}
+
+	c := joinSource(filepath.Join(dir, "c.profd"), 3, digest)
+	d := joinSource(filepath.Join(dir, "d.profd"), 4, digest)
+	e := joinSource(filepath.Join(dir, "e.profd"), 5, digest)
+	save := func() {
+		x.laterMu.Lock()
+		x.savedAt = x.savedAt.Add(-unsentEvery)
+		x.laterMu.Unlock()
+		x.saveUnsent(false)
+	}
+	x.handed(c)
+	x.handed(d)
+	x.handed(e)
+	save()
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b, c, d, e}) {
+		t.Errorf("listed %q, %v; want those kept for later, then those handed, in order", got, err)
+	}
+	x.delivered(d, time.Time{})
+	x.keepForLater(c) // dropped: kept for later, after the others
+	save()
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b, c, e}) {
+		t.Errorf("listed %q, %v; want d, delivered, left out", got, err)
+	}
+	x.saveUnsent(true)
+	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b, c}) {
+		t.Errorf("the stop listed %q, %v; want e, handed and not dropped, left out", got, err)
 	}
 }
