@@ -388,8 +388,10 @@ func (u *Unwinder) open(pid uint32, m *procfs.Mapping, id procfs.FileID) *file {
 }
 
 // read starts reading f's frame information, through process pid's mapping m, unless it is
-// read or being read, or its last read failed less than retryEvery ago (the process it was
-// read through may have exited first: another's walk tries again). Files are read in the
+// read or being read, or its last read failed less than retryEvery ago (a read that failed
+// because the process it went through had exited is tried again at the next walk, through
+// another process: a build's compilers, each living a second or less, would otherwise be
+// walked by frame pointers for ten seconds after one of them ended first). Files are read in the
 // background, one at a time, so that the reader of the samples does not wait (libLLVM's
 // takes a quarter of a second).
 func (u *Unwinder) read(f *file, pid uint32, m *procfs.Mapping, id procfs.FileID) {
@@ -416,6 +418,7 @@ func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID)
 	if err != nil {
 		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
 	}
+	gone := t == nil && exited(pid) // the file may be read through another process at once
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	f.loading = false
@@ -430,11 +433,19 @@ func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID)
 		if t != nil {
 			u.warnOver(m.Path)
 		}
-		f.failedAt = time.Now()
+		if !gone {
+			f.failedAt = time.Now()
+		}
 		return
 	}
 	f.table, f.loads, f.bytes = t, loads, size
 	u.bytes += size
+}
+
+// exited reports whether process pid has exited (or is exiting: its memory is gone).
+func exited(pid uint32) bool {
+	st, err := procfs.ReadStat(pid)
+	return err != nil || st.Exited()
 }
 
 // Close waits for the frame information being read; later files are not read.

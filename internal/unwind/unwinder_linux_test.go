@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,6 +139,44 @@ func TestUnwinderRetry(t *testing.T) {
 	u.Close()
 	if failed.table == nil || u.TableBytes() == 0 {
 		t.Errorf("a file whose read failed %v ago is not read again: %d bytes held", retryEvery, u.TableBytes())
+	}
+}
+
+// TestUnwinderRetryOtherProcess: a file whose read failed because the process it was read
+// through had exited (a short process, its file read after its end) is read again at the
+// next walk, through a live process, not retryEvery later.
+func TestUnwinderRetryOtherProcess(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	a, inA := startSleep(t)
+	maps, err := procfs.ReadMaps(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := procfs.Find(maps, inA)
+	if err := syscall.Kill(int(a), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for !exited(a) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	u := New(Config{})
+	u.mu.Lock()
+	f := u.open(a, m, m.ID())
+	f.users = 1 // held by the process that exited, as a walk's need does
+	u.mu.Unlock()
+	for loading := true; loading; time.Sleep(5 * time.Millisecond) {
+		u.mu.Lock()
+		loading = f.loading
+		u.mu.Unlock()
+	}
+	if f.table != nil || !f.failedAt.IsZero() {
+		t.Fatalf("read through an exited process: table %v, failed at %v; want none, and no wait", f.table != nil, f.failedAt)
+	}
+	b, inB := startSleep(t)
+	u.Unwind(b, Regs{IP: inB}, nil, 2, nil)
+	u.Close()
+	if f.table == nil {
+		t.Errorf("a file whose read failed through an exited process is not read again through a live one")
 	}
 }
 
