@@ -60,7 +60,7 @@ func TestCollectorSplitsLargeProfiles(t *testing.T) {
 	const bound = 64 << 10
 	var delivered []time.Time // Delivered's calls: one, once the last part is sent
 	e, err := New(Config{Endpoint: c.GRPCAddr, Insecure: true, MaxRequestBytes: bound,
-		Delivered: func(_ string, end time.Time) { delivered = append(delivered, end) }}, nil)
+		Delivered: func(end time.Time) { delivered = append(delivered, end) }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,16 +59,21 @@ type Config struct {
 	// MaxBackoff bounds the wait between attempts at one request (default 30s); the server's
 	// retry delay, when it names one, is waited instead when longer.
 	MaxBackoff time.Duration
-	// Delivered, when set, is called on the sending goroutine with a Profile's Source and End
-	// once its last request is sent (at once for a profile with nothing to send): it must
-	// return quickly. (Source is "" unless Dropped is set too.)
-	Delivered func(source string, end time.Time)
+	// Delivered, when set, is called on the sending goroutine with a Profile's End once its
+	// last request is sent (for a latency measure): it must return quickly.
+	Delivered func(end time.Time)
 	// Dropped, when set, is called once with a Profile's Source when none of its requests
 	// will be sent: the queue's bound dropped every one, Close left them unsent, or it was
 	// exported after Close. Its owner may read it again from there and Export it once the
 	// endpoint keeps up (or keep it for a later run). It is called on the goroutine that
 	// exported the request that pushed them out, or in Close, and must return quickly.
 	Dropped func(source string)
+	// Settled, when set, is called once with a Profile's Source when none of its requests
+	// is left to send or to try again: each was sent, refused by the endpoint, or dropped
+	// (after Dropped, when that is called for it). Until then the profile may still be
+	// sent, or be in the endpoint's hands unanswered. It is called on the goroutine that
+	// settled its last request and must return quickly.
+	Settled func(source string)
 }
 
 // Compressions of a request's body.

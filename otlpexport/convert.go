@@ -29,7 +29,7 @@ type Profile struct {
 	HostName  string    // host.name of every resource
 	Processes []Process // by Pid; a pid without one gets process.pid alone
 	// End is when the profile's interval ended (zero: not known): Config.Delivered is given
-	// it, with Source, once the profile's last request is sent.
+	// it once the profile's last request is sent.
 	End time.Time
 	// Source is where the profile can be read again (an interval's file), for
 	// Config.Dropped; "" when nowhere.

@@ -2,6 +2,8 @@ package otlpexport
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -108,4 +110,107 @@ func TestDroppedSources(t *testing.T) {
 			t.Errorf("Dropped told %q, want %q: the silent endpoint may have taken the one in flight", got(), want)
 		}
 	})
+}
+
+// TestSettledSources: Config.Settled is told each Source once, when none of its profile's
+// requests is left to send: sent (a split profile once all its parts are), refused by the
+// endpoint, dropped by the queue's bound (after Dropped), left by Close or exported after
+// it; never that of a profile still queued or in flight.
+func TestSettledSources(t *testing.T) {
+	p := testProfile(50)
+	var m pprofile.ProtoMarshaler
+	size := m.ProfilesSize(convert(&p, p.Pprof.Sample))
+	var mu sync.Mutex
+	var settled, dropped []string
+	cfg := func(endpoint string) Config {
+		return Config{Endpoint: endpoint, Insecure: true, QueueBytes: size*7/2 + 1, MaxBackoff: time.Hour,
+			Dropped: func(s string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if slices.Contains(settled, s) {
+					t.Errorf("Dropped told %q after Settled", s)
+				}
+				dropped = append(dropped, s)
+			},
+			Settled: func(s string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if slices.Contains(settled, s) {
+					t.Errorf("Settled told %q twice", s)
+				}
+				settled = append(settled, s)
+			}}
+	}
+	told := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(settled)
+	}
+	withSource := func(n int, source string) Profile {
+		p := testProfile(n)
+		p.Source = source
+		return p
+	}
+
+	// Sent, refused, and split in two or more, its first part sent and the second refused.
+	var requests int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		n := requests
+		mu.Unlock()
+		if n == 2 || n == 4 {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	c := cfg(srv.URL)
+	c.Protocol = ProtocolHTTP
+	e, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(withSource(50, "sent"))
+	e.Export(withSource(50, "refused"))
+	waitStats(t, e, "two requests settled", func(s Stats) bool { return s.SentRequests+s.FailedRequests == 2 })
+	closeWithin(t, e, time.Second)
+	c.MaxRequestBytes = size / 2
+	if e, err = New(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.Export(withSource(50, "split"))
+	waitStats(t, e, "every part settled", func(s Stats) bool {
+		return s.SentRequests+s.FailedRequests >= 4 && s.QueuedRequests == 0 && !s.InFlight
+	})
+	if told := told(); len(told) != 3 {
+		t.Errorf("Settled told %q once every part of the split profile was sent or refused", told)
+	}
+	closeWithin(t, e, time.Second)
+	if want := []string{"sent", "refused", "split"}; !slices.Equal(told(), want) {
+		t.Errorf("Settled told %q, want %q", told(), want)
+	}
+
+	// Dropped by the bound, left by Close, exported after it.
+	mu.Lock()
+	settled = nil
+	mu.Unlock()
+	e, err = New(cfg(deadAddr(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Export(withSource(50, "in flight"))
+	waitStats(t, e, "the first attempt to fail", func(s Stats) bool { return s.Retries > 0 })
+	for i := range 6 {
+		e.Export(withSource(50, fmt.Sprint("dropped ", i)))
+	}
+	st := e.Stats()
+	before := told()
+	if int(st.DroppedRequests) != len(before) || slices.Contains(before, "in flight") {
+		t.Errorf("before Close, Settled told %q with %d requests dropped", before, st.DroppedRequests)
+	}
+	closeWithin(t, e, 300*time.Millisecond)
+	e.Export(withSource(50, "dropped after"))
+	if got := told(); len(got) != 8 || !slices.Contains(got, "in flight") || got[len(got)-1] != "dropped after" {
+		t.Errorf("Settled told %q, want all 8 once, the one after Close last", got)
+	}
 }

@@ -49,7 +49,6 @@ type request struct {
 	body   []byte
 	bytes  int       // len(body), kept when body is let go
 	end    time.Time // the profile's Profile.End, on its last request only
-	last   bool      // the profile's last request: Config.Delivered is told once it is sent
 	origin *origin   // the profile's, when it has a Source
 }
 
@@ -60,7 +59,33 @@ type origin struct {
 	parts   int  // its requests
 	dropped int  // of them, dropped by the queue's bound
 	sent    int  // of them, sent (or being sent when Close gave up)
+	settled int  // of them, sent, refused or dropped: none left to try
 	told    bool // Config.Dropped was called with source
+}
+
+// settle counts one of o's requests settled, and reports whether that was the last:
+// Config.Settled is then to be told of it.
+func (o *origin) settle() bool {
+	if o == nil {
+		return false
+	}
+	o.settled++
+	return o.settled == o.parts
+}
+
+// tell calls Config.Dropped with each of lost, then Config.Settled with each of settled.
+// Called without the exporter's mutex.
+func (e *Exporter) tell(lost, settled []string) {
+	if e.cfg.Dropped != nil {
+		for _, source := range lost {
+			e.cfg.Dropped(source)
+		}
+	}
+	if e.cfg.Settled != nil {
+		for _, source := range settled {
+			e.cfg.Settled(source)
+		}
+	}
 }
 
 // unsent reports, once, whether none of o's requests was sent: Config.Dropped is then to
@@ -142,8 +167,8 @@ func (e *Exporter) Export(p Profile) {
 	e.mu.Unlock()
 	if closed {
 		e.drop(1, "the exporter is closed")
-		if p.Source != "" && e.cfg.Dropped != nil {
-			e.cfg.Dropped(p.Source)
+		if p.Source != "" {
+			e.tell([]string{p.Source}, []string{p.Source})
 		}
 		return
 	}
@@ -156,11 +181,11 @@ func (e *Exporter) Export(p Profile) {
 			"samples", oversize, "max_request_bytes", e.cfg.MaxRequestBytes)
 	}
 	if len(reqs) > 0 {
-		reqs[len(reqs)-1].end, reqs[len(reqs)-1].last = p.End, true
-	} else if e.cfg.Delivered != nil {
-		e.cfg.Delivered(p.Source, p.End) // nothing to send
+		reqs[len(reqs)-1].end = p.End
+	} else if p.Source != "" {
+		e.tell(nil, []string{p.Source}) // nothing to send
 	}
-	if p.Source != "" && e.cfg.Dropped != nil {
+	if p.Source != "" && (e.cfg.Dropped != nil || e.cfg.Settled != nil) {
 		o := &origin{source: p.Source, parts: len(reqs)}
 		for i := range reqs {
 			reqs[i].origin = o
@@ -206,22 +231,29 @@ func (e *Exporter) requests(p *Profile, samples []*profile.Sample) ([]request, i
 
 func (e *Exporter) enqueue(r request) {
 	e.mu.Lock()
-	if e.closed { // Close has counted what it could not send: this one is dropped
+	if e.closed || r.bytes > e.cfg.QueueBytes {
+		why := "the exporter is closed" // Close has counted what it could not send: this one is dropped
+		if !e.closed {
+			why = fmt.Sprintf("a request of %d bytes is larger than the queue (%d bytes)", r.bytes, e.cfg.QueueBytes)
+		}
+		var settled []string
+		if r.origin.settle() {
+			settled = append(settled, r.origin.source)
+		}
 		e.mu.Unlock()
-		e.drop(1, "the exporter is closed")
-		return
-	}
-	if r.bytes > e.cfg.QueueBytes {
-		e.mu.Unlock()
-		e.drop(1, fmt.Sprintf("a request of %d bytes is larger than the queue (%d bytes)", r.bytes, e.cfg.QueueBytes))
+		e.drop(1, why)
+		e.tell(nil, settled)
 		return
 	}
 	var dropped int
-	var lost []string // sources whose every request was dropped
+	var lost, settled []string // sources whose every request was dropped; settled
 	for len(e.queue) > 0 && e.queuedBytes+r.bytes > e.cfg.QueueBytes {
 		if o := e.queue[0].origin; o != nil {
 			if o.dropped++; o.dropped == o.parts && o.unsent() {
 				lost = append(lost, o.source)
+			}
+			if o.settle() {
+				settled = append(settled, o.source)
 			}
 		}
 		e.queuedBytes -= e.queue[0].bytes
@@ -235,9 +267,7 @@ func (e *Exporter) enqueue(r request) {
 	if dropped > 0 {
 		e.drop(dropped, fmt.Sprintf("the queue is full (%d bytes): dropping the oldest", e.cfg.QueueBytes))
 	}
-	for _, source := range lost {
-		e.cfg.Dropped(source)
-	}
+	e.tell(lost, settled)
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -306,10 +336,13 @@ func (e *Exporter) Close(ctx context.Context) error {
 			e.inFlight = nil
 		}
 		e.queue, e.queuedBytes = nil, 0
-		var lost []string
+		var lost, settled []string
 		for _, r := range left {
 			if r.origin.unsent() {
 				lost = append(lost, r.origin.source)
+			}
+			if r.origin.settle() {
+				settled = append(settled, r.origin.source)
 			}
 		}
 		e.stats.FailedRequests += uint64(unsent)
@@ -329,9 +362,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		if cerr := e.sender.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("otlpexport: close: %w", cerr)
 		}
-		for _, source := range lost {
-			e.cfg.Dropped(source)
-		}
+		e.tell(lost, settled)
 	})
 	return err
 }
@@ -396,8 +427,12 @@ func (e *Exporter) run() {
 				elapsed := time.Since(start)
 				e.mu.Lock()
 				e.inFlight = nil
+				var settled []string
 				if r.origin != nil {
 					r.origin.sent++
+				}
+				if r.origin.settle() {
+					settled = append(settled, r.origin.source)
 				}
 				e.stats.SentRequests++
 				e.stats.SentBytes += uint64(r.bytes)
@@ -409,13 +444,10 @@ func (e *Exporter) run() {
 					e.dropping = false
 				}
 				e.mu.Unlock()
-				if e.cfg.Delivered != nil && r.last {
-					var source string
-					if r.origin != nil {
-						source = r.origin.source
-					}
-					e.cfg.Delivered(source, r.end)
+				if e.cfg.Delivered != nil && !r.end.IsZero() {
+					e.cfg.Delivered(r.end)
 				}
+				e.tell(nil, settled)
 				if failing {
 					e.log.Info("otlpexport: sending again", "failed_attempts", failedTries,
 						"gap", time.Since(failedSince).Round(time.Millisecond))
@@ -440,13 +472,18 @@ func (e *Exporter) run() {
 			e.mu.Lock()
 			e.stats.LastError = se.Error()
 			e.stats.LastErrorTime = time.Now()
+			var settled []string
 			if !se.retryable {
 				e.stats.FailedRequests++
 				e.inFlight = nil
+				if r.origin.settle() {
+					settled = append(settled, r.origin.source)
+				}
 			} else {
 				e.stats.Retries++
 			}
 			e.mu.Unlock()
+			e.tell(nil, settled)
 			failedTries++
 			if !failing {
 				failing, failedSince = true, time.Now()

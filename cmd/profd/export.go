@@ -93,8 +93,9 @@ func startExport(o otlpOptions, cfg *daemon.Config, logger *slog.Logger) (*inter
 	if x.queueBytes == 0 {
 		x.queueBytes = otlpexport.DefaultQueueBytes
 	}
-	oc.Delivered = x.delivered
+	oc.Delivered = func(end time.Time) { x.latency.Observe(time.Since(end)) }
 	oc.Dropped = x.keepForLater
+	oc.Settled = x.settled
 	x.exp, err = otlpexport.New(oc, logger)
 	if err != nil {
 		return nil, err
@@ -135,11 +136,12 @@ type intervalExporter struct {
 	// directory's unsent list (unsentName) keeps them from one run to the next.
 	laterMu sync.Mutex
 	later   []string
-	// pending are the intervals handed to the export and neither sent nor dropped yet, by
-	// laterSource, each with the order it came in: the list written while profd runs holds
-	// them too, so that a profd killed (SIGKILL, the OOM killer, a crash) leaves them for
-	// the next run. (One the endpoint took in the list's last second is then sent twice;
-	// the stop's list leaves them out, as it does the one whose attempt was under way.)
+	// pending are the intervals handed to the export and not settled yet (sent, refused or
+	// dropped), by laterSource, each with the order it came in: the list written while
+	// profd runs holds them too, so that a profd killed (SIGKILL, the OOM killer, a crash)
+	// leaves them for the next run. (One the endpoint took in the list's last second is
+	// then sent twice; the stop's list leaves them out, as it does the one whose attempt
+	// was under way.) They are as many as the export's queue and conversion hold.
 	pending      map[string]uint64
 	pendingSeq   uint64
 	dir          string    // the interval directory (Start), where the unsent list is
@@ -188,7 +190,7 @@ func capturedWhere(c *profileio.Capture) string {
 }
 
 // handed records an interval (its laterSource) handed to the export, pending until it is
-// delivered or dropped.
+// settled.
 func (x *intervalExporter) handed(source string) {
 	if source == "" {
 		return
@@ -207,7 +209,7 @@ func (x *intervalExporter) handedLocked(source string) {
 	x.laterChanged = true
 }
 
-// settledLocked forgets a pending interval: delivered, dropped or not to be sent.
+// settledLocked forgets a pending interval: sent, refused, dropped or not to be sent.
 func (x *intervalExporter) settledLocked(source string) {
 	if _, ok := x.pending[source]; ok {
 		delete(x.pending, source)
@@ -215,11 +217,9 @@ func (x *intervalExporter) settledLocked(source string) {
 	}
 }
 
-// delivered is the exporter's Delivered: the interval's last request was sent.
-func (x *intervalExporter) delivered(source string, end time.Time) {
-	if !end.IsZero() {
-		x.latency.Observe(time.Since(end))
-	}
+// settled is the exporter's Settled: none of the interval's requests is left to send (sent,
+// refused, or dropped and kept for later).
+func (x *intervalExporter) settled(source string) {
 	x.laterMu.Lock()
 	defer x.laterMu.Unlock()
 	x.settledLocked(source)

@@ -177,7 +177,7 @@ func TestUnsentListWhileRunning(t *testing.T) {
 	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b, c, d, e}) {
 		t.Errorf("listed %q, %v; want those kept for later, then those handed, in order", got, err)
 	}
-	x.delivered(d, time.Time{})
+	x.settled(d)      // sent
 	x.keepForLater(c) // dropped: kept for later, after the others
 	save()
 	if got, err := readUnsent(dir); err != nil || !slices.Equal(got, []string{a, b, c, e}) {
