@@ -32,6 +32,7 @@ type GoLeaves struct {
 
 	mu      sync.RWMutex
 	pending map[uint32]struct{} // added, not read yet
+	retries map[uint32]int      // read too early (an exec under way): read again at Recheck, so often
 	wanted  map[uint32]struct{} // added and not forgotten
 	procs   map[uint32]*leafProc
 	files   map[procfs.FileID]*leafFile
@@ -66,6 +67,10 @@ const maxNotGo = 4096
 // recheckEvery is how often Recheck looks for an exec.
 const recheckEvery = time.Second
 
+// maxRetries bounds the reads again of a process whose executable's code was not mapped yet
+// (or could not be opened) when it was read.
+const maxRetries = 5
+
 // leafFile is a Go executable's code where frames are empty: spans of its addresses,
 // ascending and disjoint.
 type leafFile struct {
@@ -93,7 +98,7 @@ func NewGoLeaves(cfg GoLeavesConfig) *GoLeaves {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &GoLeaves{cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		pending: map[uint32]struct{}{}, wanted: map[uint32]struct{}{}, procs: map[uint32]*leafProc{},
+		pending: map[uint32]struct{}{}, retries: map[uint32]int{}, wanted: map[uint32]struct{}{}, procs: map[uint32]*leafProc{},
 		files: map[procfs.FileID]*leafFile{}, notGo: map[procfs.FileID]struct{}{}}
 	g.wg.Add(1)
 	go g.read()
@@ -109,11 +114,9 @@ func (g *GoLeaves) Add(pid uint32) {
 	}
 	g.wanted[pid] = struct{}{}
 	g.pending[pid] = struct{}{}
+	delete(g.retries, pid)
 	g.mu.Unlock()
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
+	g.wakeReader()
 }
 
 // Forget drops process pid; Found is not called for it after Forget returns, until it is
@@ -123,6 +126,7 @@ func (g *GoLeaves) Forget(pid uint32) {
 	defer g.mu.Unlock()
 	delete(g.wanted, pid)
 	delete(g.pending, pid)
+	delete(g.retries, pid)
 	g.dropLocked(pid)
 }
 
@@ -171,6 +175,7 @@ func (g *GoLeaves) Frameless(pid uint32, ip uint64) bool {
 
 // Recheck, at most once a second, looks whether the processes known to run a Go
 // executable still run it: one that exec'd another file is forgotten (Lost) and read again.
+// A process read while its exec was under way is read again too.
 func (g *GoLeaves) Recheck() {
 	now := time.Now()
 	g.mu.Lock()
@@ -187,7 +192,15 @@ func (g *GoLeaves) Recheck() {
 	for pid, p := range g.procs {
 		procs = append(procs, known{pid, p.id})
 	}
+	retried := 0
+	for pid := range g.retries {
+		g.pending[pid] = struct{}{} // a read that may find it now
+		retried++
+	}
 	g.mu.Unlock()
+	if retried > 0 {
+		g.wakeReader()
+	}
 	var changed []uint32
 	for _, k := range procs {
 		if id := procfs.ExeID(k.pid); id != k.id && id != (procfs.FileID{}) {
@@ -209,6 +222,11 @@ func (g *GoLeaves) Recheck() {
 		g.pending[pid] = struct{}{}
 	}
 	g.mu.Unlock()
+	g.wakeReader()
+}
+
+// wakeReader has the reader look at the pending processes.
+func (g *GoLeaves) wakeReader() {
 	select {
 	case g.wake <- struct{}{}:
 	default:
@@ -267,7 +285,7 @@ func (g *GoLeaves) next() (uint32, bool) {
 // are held, and records the process (Found); a process whose executable holds no Go code,
 // or cannot be read, is Lost.
 func (g *GoLeaves) readProcess(pid uint32) {
-	p := g.locate(pid)
+	p, again := g.locate(pid)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.wanted[pid]; !ok || g.closed {
@@ -278,8 +296,14 @@ func (g *GoLeaves) readProcess(pid uint32) {
 		if g.cfg.Lost != nil {
 			g.cfg.Lost(pid)
 		}
+		if again && g.retries[pid] < maxRetries {
+			g.retries[pid]++ // read again at the next Recheck
+		} else {
+			delete(g.retries, pid)
+		}
 		return
 	}
+	delete(g.retries, pid)
 	if held, ok := g.files[p.id]; ok {
 		p.file = held // read by another process's turn meanwhile
 	} else {
@@ -294,22 +318,24 @@ func (g *GoLeaves) readProcess(pid uint32) {
 }
 
 // locate reads where process pid maps its executable's Go code, and the file's spans
-// unless they are held; nil when it holds none, or cannot be read.
-func (g *GoLeaves) locate(pid uint32) *leafProc {
+// unless they are held; nil when it holds none, or cannot be read, and then again when a
+// later read may find it: the process lives but its executable's code is not mapped yet
+// (an exec under way) or could not be opened.
+func (g *GoLeaves) locate(pid uint32) (p *leafProc, again bool) {
 	id := procfs.ExeID(pid)
 	if id == (procfs.FileID{}) {
-		return nil
+		return nil, false
 	}
 	g.mu.RLock()
 	_, notGo := g.notGo[id]
 	file := g.files[id]
 	g.mu.RUnlock()
 	if notGo {
-		return nil
+		return nil, false
 	}
 	maps, err := procfs.ReadMaps(pid)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var text *procfs.Mapping
 	for i := range maps {
@@ -319,7 +345,7 @@ func (g *GoLeaves) locate(pid uint32) *leafProc {
 		}
 	}
 	if text == nil {
-		return nil
+		return nil, !exited(pid)
 	}
 	var loads []elf.Prog
 	if file == nil {
@@ -329,9 +355,12 @@ func (g *GoLeaves) locate(pid uint32) *leafProc {
 	}
 	bias, ok := biasOf(loads, text)
 	if file == nil || !ok {
-		return nil
+		g.mu.RLock()
+		_, notGo = g.notGo[id]
+		g.mu.RUnlock()
+		return nil, !notGo && !exited(pid)
 	}
-	return &leafProc{file: file, id: id, bias: bias, lo: text.Start, hi: text.End}
+	return &leafProc{file: file, id: id, bias: bias, lo: text.Start, hi: text.End}, false
 }
 
 // readFile reads the empty frames' spans of the executable pid maps at m, and its load

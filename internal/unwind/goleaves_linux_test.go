@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,7 +165,8 @@ func TestGoLeavesNotGo(t *testing.T) {
 }
 
 // TestGoLeavesExec: a Go program that execs another Go executable is found again, with the
-// other file's code, once Recheck sees the exec (and lost in between).
+// other file's code, once Recheck sees the exec (and lost in between), also when it is read
+// while the exec is under way (a busy machine: its new code is not mapped yet).
 func TestGoLeavesExec(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "execs.go")
@@ -206,8 +208,11 @@ func main() {
 			break
 		}
 	}
-	if want := []string{"found", "lost", "found"}; !reflect.DeepEqual(log.events, want) {
-		t.Errorf("told %v, want %v", log.events, want)
+	// Found, lost at the exec, found again; read while the exec was under way (its code not
+	// mapped yet), lost once more before it is found.
+	ev := log.events
+	if len(ev) < 3 || ev[0] != "found" || ev[len(ev)-1] != "found" || slices.Contains(ev[1:len(ev)-1], "found") {
+		t.Errorf("told %v, want found, lost, then found again", ev)
 	}
 }
 
