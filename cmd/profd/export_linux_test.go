@@ -940,14 +940,7 @@ func TestExportUnsentSentByNextRun(t *testing.T) {
 		t.Errorf("the first run's stop does not say the next run sends what it left:\n%s", logs)
 	}
 
-	c := collector.Start(t)
-	second := startBusyLoop(t)
-	r2 := startExportRun(t, []int{second}, "--out", r1.out, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure",
-		"--stop-timeout", "30s", "--keep", "100000")
-	waitUntil(t, "the first run's intervals to be sent", 60*time.Second, func() bool {
-		return strings.Contains(r2.stderr.String(), "the intervals dropped unsent were queued again")
-	}, &r2.stdout, &r2.stderr)
-	r2.stop(t, 60*time.Second)
+	c, second, r2 := nextRun(t, r1.out)
 	if logs := r2.stderr.String(); !strings.Contains(logs, "the last run left intervals unsent") || strings.Contains(logs, "not everything was sent") {
 		t.Errorf("the second run's log:\n%s", logs)
 	}
@@ -986,14 +979,7 @@ func TestExportKilledSentByNextRun(t *testing.T) {
 		}
 	}
 
-	c := collector.Start(t)
-	second := startBusyLoop(t)
-	r2 := startExportRun(t, []int{second}, "--out", r1.out, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure",
-		"--stop-timeout", "30s", "--keep", "100000")
-	waitUntil(t, "the first run's intervals to be sent", 60*time.Second, func() bool {
-		return strings.Contains(r2.stderr.String(), "the intervals dropped unsent were queued again")
-	}, &r2.stdout, &r2.stderr)
-	r2.stop(t, 60*time.Second)
+	c, _, _ := nextRun(t, r1.out)
 	var got, later []otlpInterval
 	for _, iv := range otlpIntervals(t, c.Received(t)) {
 		switch {
@@ -1009,6 +995,21 @@ func TestExportKilledSentByNextRun(t *testing.T) {
 	if n[int64(first)] < 3 {
 		t.Errorf("%d of the first run's intervals checked, want 3 at least", n[int64(first)])
 	}
+}
+
+// nextRun runs profd again over out, on a busy loop of its own, with a Collector, until it
+// has queued again what the last run left unsent, and stops it.
+func nextRun(t *testing.T, out string) (c *collector.Collector, pid int, r *exportRun) {
+	t.Helper()
+	c = collector.Start(t)
+	pid = startBusyLoop(t)
+	r = startExportRun(t, []int{pid}, "--out", out, "--otlp-endpoint", c.GRPCAddr, "--otlp-insecure",
+		"--stop-timeout", "30s", "--keep", "100000")
+	waitUntil(t, "the last run's intervals to be sent", 60*time.Second, func() bool {
+		return strings.Contains(r.stderr.String(), "the intervals dropped unsent were queued again")
+	}, &r.stdout, &r.stderr)
+	r.stop(t, 60*time.Second)
+	return c, pid, r
 }
 
 // TestUnsentLeftWithoutExport: a run without --otlp-endpoint over an --out whose last run

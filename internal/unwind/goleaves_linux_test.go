@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -126,14 +125,7 @@ func TestGoLeaves(t *testing.T) {
 // unwinder computes, from the mapping and the file's load segments.
 func biasIn(t *testing.T, pid uint32, exe string, lo uint64) uint64 {
 	t.Helper()
-	maps, err := procfs.ReadMaps(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ok := procfs.Find(maps, lo)
-	if !ok {
-		t.Fatalf("no mapping at %#x", lo)
-	}
+	m := mappingAt(t, pid, lo)
 	f, err := elf.Open(exe)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,20 @@ func startSleep(t *testing.T) (uint32, uint64) {
 	}
 }
 
+// mappingAt is process pid's mapping that holds addr.
+func mappingAt(t *testing.T, pid uint32, addr uint64) *procfs.Mapping {
+	t.Helper()
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := procfs.Find(maps, addr)
+	if !ok {
+		t.Fatalf("pid %d maps nothing at %#x", pid, addr)
+	}
+	return m
+}
+
 // TestUnwinderFiles: a walk reads the frame information of the files it passes through
 // (libc's), and of no other; a process started after the last that needed it was let go
 // finds it read, and it is let go a minute after; past MaxTableBytes none is held and one
@@ -120,11 +134,7 @@ func TestMakeRoom(t *testing.T) {
 func TestUnwinderRetry(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	a, inA := startSleep(t)
-	maps, err := procfs.ReadMaps(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := procfs.Find(maps, inA)
+	m := mappingAt(t, a, inA)
 	u := New(Config{})
 	failed := &file{failedAt: time.Now(), users: 1} // held by the process that exited
 	u.files[m.ID()] = failed
@@ -148,11 +158,7 @@ func TestUnwinderRetry(t *testing.T) {
 func TestUnwinderRetryOtherProcess(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
 	a, inA := startSleep(t)
-	maps, err := procfs.ReadMaps(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := procfs.Find(maps, inA)
+	m := mappingAt(t, a, inA)
 	if err := syscall.Kill(int(a), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
