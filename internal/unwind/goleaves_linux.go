@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"cmp"
 	"debug/elf"
 	"log/slog"
 	"slices"
@@ -72,13 +73,17 @@ const recheckEvery = time.Second
 const maxRetries = 5
 
 // leafFile is a Go executable's code where frames are empty: spans of its addresses,
-// ascending and disjoint.
+// ascending and disjoint; and its load segments, which place a process's mapping of it.
 type leafFile struct {
 	spans []leafSpan
+	loads []elf.Prog
 	refs  int
 }
 
 type leafSpan struct{ lo, hi uint64 }
+
+// leafSpanBytes is what a leafSpan holds of memory.
+const leafSpanBytes = 16
 
 // leafProc is a process's Go executable as it maps it: the file, its identity, how far it
 // was moved, and the range of its code.
@@ -143,7 +148,7 @@ func (g *GoLeaves) dropLocked(pid uint32) {
 	}
 }
 
-func spanBytes(f *leafFile) int64 { return int64(cap(f.spans)) * 16 }
+func spanBytes(f *leafFile) int64 { return int64(cap(f.spans)) * leafSpanBytes }
 
 // InText reports whether addr lies in process pid's Go code.
 func (g *GoLeaves) InText(pid uint32, addr uint64) bool {
@@ -192,13 +197,12 @@ func (g *GoLeaves) Recheck() {
 	for pid, p := range g.procs {
 		procs = append(procs, known{pid, p.id})
 	}
-	retried := 0
 	for pid := range g.retries {
 		g.pending[pid] = struct{}{} // a read that may find it now
-		retried++
 	}
+	retry := len(g.retries) > 0
 	g.mu.Unlock()
-	if retried > 0 {
+	if retry {
 		g.wakeReader()
 	}
 	var changed []uint32
@@ -347,14 +351,15 @@ func (g *GoLeaves) locate(pid uint32) (p *leafProc, again bool) {
 	if text == nil {
 		return nil, !exited(pid)
 	}
-	var loads []elf.Prog
 	if file == nil {
-		file, loads = g.readFile(pid, text, id)
-	} else {
-		loads = readLoads(pid, text, id)
+		file = g.readFile(pid, text, id)
 	}
-	bias, ok := biasOf(loads, text)
-	if file == nil || !ok {
+	var bias uint64
+	ok := file != nil
+	if ok {
+		bias, ok = biasOf(file.loads, text)
+	}
+	if !ok {
 		g.mu.RLock()
 		_, notGo = g.notGo[id]
 		g.mu.RUnlock()
@@ -365,27 +370,26 @@ func (g *GoLeaves) locate(pid uint32) (p *leafProc, again bool) {
 
 // readFile reads the empty frames' spans of the executable pid maps at m, and its load
 // segments; nil for a file without Go's table, remembered as such.
-func (g *GoLeaves) readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*leafFile, []elf.Prog) {
+func (g *GoLeaves) readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) *leafFile {
 	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	defer fd.Close()
 	st, err := fd.Stat()
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	ef, err := elfsym.NewFile(fd, maxParseBytes)
 	if err != nil || ef.Section(".gopclntab") == nil {
 		g.notGoFile(id)
-		return nil, nil
+		return nil
 	}
-	loads := loadsOf(ef)
+	f := &leafFile{loads: loadsOf(ef)}
 	ef.Close()
 	g.mu.RLock()
 	room := g.cfg.MaxBytes - g.bytes
 	g.mu.RUnlock()
-	f := &leafFile{}
 	err = elfsym.GoFrames(fd, st.Size(), func(s elfsym.GoSpan) bool {
 		if s.Depth != 0 || s.Outermost {
 			return true
@@ -395,9 +399,9 @@ func (g *GoLeaves) readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*l
 			return true
 		}
 		f.spans = append(f.spans, leafSpan{s.Lo, s.Hi})
-		return int64(len(f.spans))*16 <= room
+		return int64(len(f.spans))*leafSpanBytes <= room
 	})
-	if int64(len(f.spans))*16 > room {
+	if int64(len(f.spans))*leafSpanBytes > room {
 		g.mu.Lock()
 		if !g.over {
 			g.over = true
@@ -406,26 +410,18 @@ func (g *GoLeaves) readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*l
 		}
 		g.mu.Unlock()
 		g.notGoFile(id) // not read again for each process that runs it
-		return nil, nil
+		return nil
 	}
 	if err != nil {
 		g.cfg.Logger.Debug("unwind: Go frame depths", "file", m.Path, "err", err)
 	}
 	if len(f.spans) == 0 {
 		g.notGoFile(id)
-		return nil, nil
+		return nil
 	}
-	slices.SortFunc(f.spans, func(a, b leafSpan) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(f.spans, func(a, b leafSpan) int { return cmp.Compare(a.lo, b.lo) })
 	f.spans = mergeSpans(f.spans)
-	return f, loads
+	return f
 }
 
 // mergeSpans merges the overlapping and touching spans of s, sorted by start, in place.
@@ -449,21 +445,6 @@ func (g *GoLeaves) notGoFile(id procfs.FileID) {
 		clear(g.notGo)
 	}
 	g.notGo[id] = struct{}{}
-}
-
-// readLoads reads the load segments of the file pid maps at m; nil when it cannot.
-func readLoads(pid uint32, m *procfs.Mapping, id procfs.FileID) []elf.Prog {
-	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
-	if err != nil {
-		return nil
-	}
-	defer fd.Close()
-	ef, err := elfsym.NewFile(fd, maxParseBytes)
-	if err != nil {
-		return nil
-	}
-	defer ef.Close()
-	return loadsOf(ef)
 }
 
 // loadsOf is the load segments of ef.
