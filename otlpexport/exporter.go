@@ -63,14 +63,16 @@ type origin struct {
 	told    bool // Config.Dropped was called with source
 }
 
-// settle counts one of o's requests settled, and reports whether that was the last:
-// Config.Settled is then to be told of it.
-func (o *origin) settle() bool {
+// settle counts one of o's requests settled and, when that was the last, appends o's
+// source to settled, for Config.Settled to be told of it.
+func (o *origin) settle(settled []string) []string {
 	if o == nil {
-		return false
+		return settled
 	}
-	o.settled++
-	return o.settled == o.parts
+	if o.settled++; o.settled == o.parts {
+		settled = append(settled, o.source)
+	}
+	return settled
 }
 
 // tell calls Config.Dropped with each of lost, then Config.Settled with each of settled.
@@ -236,10 +238,7 @@ func (e *Exporter) enqueue(r request) {
 		if !e.closed {
 			why = fmt.Sprintf("a request of %d bytes is larger than the queue (%d bytes)", r.bytes, e.cfg.QueueBytes)
 		}
-		var settled []string
-		if r.origin.settle() {
-			settled = append(settled, r.origin.source)
-		}
+		settled := r.origin.settle(nil)
 		e.mu.Unlock()
 		e.drop(1, why)
 		e.tell(nil, settled)
@@ -252,9 +251,7 @@ func (e *Exporter) enqueue(r request) {
 			if o.dropped++; o.dropped == o.parts && o.unsent() {
 				lost = append(lost, o.source)
 			}
-			if o.settle() {
-				settled = append(settled, o.source)
-			}
+			settled = o.settle(settled)
 		}
 		e.queuedBytes -= e.queue[0].bytes
 		e.queue[0] = request{}
@@ -341,9 +338,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 			if r.origin.unsent() {
 				lost = append(lost, r.origin.source)
 			}
-			if r.origin.settle() {
-				settled = append(settled, r.origin.source)
-			}
+			settled = r.origin.settle(settled)
 		}
 		e.stats.FailedRequests += uint64(unsent)
 		when := "before the close deadline"
@@ -427,13 +422,10 @@ func (e *Exporter) run() {
 				elapsed := time.Since(start)
 				e.mu.Lock()
 				e.inFlight = nil
-				var settled []string
 				if r.origin != nil {
 					r.origin.sent++
 				}
-				if r.origin.settle() {
-					settled = append(settled, r.origin.source)
-				}
+				settled := r.origin.settle(nil)
 				e.stats.SentRequests++
 				e.stats.SentBytes += uint64(r.bytes)
 				e.stats.ExportLatency += elapsed
@@ -476,9 +468,7 @@ func (e *Exporter) run() {
 			if !se.retryable {
 				e.stats.FailedRequests++
 				e.inFlight = nil
-				if r.origin.settle() {
-					settled = append(settled, r.origin.source)
-				}
+				settled = r.origin.settle(nil)
 			} else {
 				e.stats.Retries++
 			}
