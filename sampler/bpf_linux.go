@@ -224,7 +224,7 @@ func (s *bpfSampler) forget(retired map[uint32]struct{}) {
 			continue // added again
 		}
 		s.leaves.Forget(pid)
-		logGoTextErr(s.log, pid, s.prog.ForgetGoText(pid))
+		logGoTextErr(s.log, pid, s.prog.ForgetGoText(pid)) // Found may have set it since RemoveTarget
 	}
 }
 

@@ -113,17 +113,14 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 		if cfg.Stacks {
 			a.SampleMaxStack = MaxStackFrames
 			a.Options.ExcludeKernelCallchain = !cfg.KernelStacks
-		}
-		if cfg.Stacks && cfg.Unwind != nil {
-			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
-			a.SampleRegistersUser = userRegsMask
-			a.SampleStackUser = cfg.StackBytes
-		}
-		if walksByFramePointers(cfg) {
-			// The word at the stack pointer, for Go's frameless functions (goleaves.go).
+			// The user registers and a copy of the stack: to walk (Config.Unwind), else its
+			// first word, for Go's frameless functions (goleaves.go).
 			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
 			a.SampleRegistersUser = userRegsMask
 			a.SampleStackUser = 8
+			if cfg.Unwind != nil {
+				a.SampleStackUser = cfg.StackBytes
+			}
 		}
 		a.Options.UseClockID = true
 		a.ClockID = unix.CLOCK_MONOTONIC

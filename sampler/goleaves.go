@@ -20,14 +20,11 @@ import (
 // goLeaves is the GoLeaves a sampler of cfg keeps, nil when its chains are not the
 // kernel's walks by frame pointers.
 func goLeaves(cfg Config, found func(pid uint32, lo, hi uint64), lost func(pid uint32)) *unwind.GoLeaves {
-	if !walksByFramePointers(cfg) {
+	if !cfg.Stacks || cfg.Unwind != nil {
 		return nil
 	}
 	return unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger})
 }
-
-// walksByFramePointers reports whether a sampler of cfg counts the kernel's user chains.
-func walksByFramePointers(cfg Config) bool { return cfg.Stacks && cfg.Unwind == nil }
 
 // settleWords keeps, in each of stacks whose User[1] is the word at its stack pointer
 // (wordAtSP), that word where the function sampled has an empty frame there, and drops it
@@ -50,8 +47,11 @@ func settleWords(leaves *unwind.GoLeaves, stacks []StackCount) {
 // function there, in process pid's Go code, has an empty frame and word lies in that
 // code too; nil otherwise.
 func withWordAtSP(leaves *unwind.GoLeaves, pid uint32, chain []byte, word uint64, frames []uint64) []uint64 {
+	if !leaves.InText(pid, word) { // most samples, those of other processes than Go's first
+		return nil
+	}
 	user := userEntries(chain)
-	if user.len() == 0 || !leaves.InText(pid, word) || !leaves.Frameless(pid, user.at(0)) {
+	if user.len() == 0 || !leaves.Frameless(pid, user.at(0)) {
 		return nil
 	}
 	frames = append(frames[:0], user.at(0), word)
