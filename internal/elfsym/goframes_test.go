@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -108,17 +107,9 @@ func dedup(names []string) []string {
 // goFrames is every span GoFrames gives of the file at path.
 func goFrames(t *testing.T, path string) []GoSpan {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, size := openSized(t, path)
 	var spans []GoSpan
-	if err := GoFrames(f, st.Size(), func(s GoSpan) bool { spans = append(spans, s); return true }); err != nil {
+	if err := GoFrames(f, size, func(s GoSpan) bool { spans = append(spans, s); return true }); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range spans {

@@ -98,20 +98,27 @@ func stripFlags(args []string) []string {
 // readFile reads the table of the file at path (Read).
 func readFile(t *testing.T, path string) *Table {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := Read(f, st.Size(), Options{})
+	f, size := openSized(t, path)
+	tab, err := Read(f, size, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tab
+}
+
+// openSized opens the file at path, closed when the test ends, and returns its size.
+func openSized(t *testing.T, path string) (*os.File, int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, st.Size()
 }
 
 // goFunc is a function of a synthetic Go function table.
