@@ -18,18 +18,26 @@ import (
 // frame, both called by main.run. By frame pointers alone the chain of every sample in them
 // goes on at main.main (run's caller); with the word at the stack pointer each back end
 // puts main.run after the leaf, in nearly every such sample, and nowhere else: every
-// address of the program's chains after the sampled instruction is a call's return.
+// address of the program's chains after the sampled instruction is a call's return (or,
+// above the runtime's preemption, the instruction it interrupted).
 func TestGoLeafCallers(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"))
 	exe := testenv.GoBuild(t, "../workloads/runtimes/hot.go")
 	syms := functionRanges(t, exe, "main.mixInts", "main.sumSquares", "main.run", "main.main")
 	text := textOf(t, exe)
 	// A goroutine's first frame returns to runtime.goexit as if it had called it; a signal
-	// handler's, to the start of the code that returns from the signal.
+	// handler's, to the start of the code that returns from the signal; and
+	// runtime.asyncPreempt, which the runtime's preemption signal makes the goroutine run, to
+	// the instruction it interrupted (under load, when the collector or another goroutine
+	// wants the CPU).
 	var notCalled []addrRange
+	var preempt addrRange
 	for _, sym := range testenv.ELFSymbols(t, exe) {
-		if strings.HasPrefix(sym.Name, "runtime.goexit") || strings.HasPrefix(sym.Name, "runtime.sigreturn") {
-			notCalled = append(notCalled, addrRange{sym.Value, sym.Value + sym.Size})
+		switch r := (addrRange{sym.Value, sym.Value + sym.Size}); {
+		case strings.HasPrefix(sym.Name, "runtime.goexit"), strings.HasPrefix(sym.Name, "runtime.sigreturn"):
+			notCalled = append(notCalled, r)
+		case sym.Name == "runtime.asyncPreempt.abi0":
+			preempt = r
 		}
 	}
 	for _, be := range []Backend{BackendBPF, BackendRing} {
@@ -64,8 +72,12 @@ func TestGoLeafCallers(t *testing.T) {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
 				}
-				for _, ret := range st.User[1:] {
-					if text.has(ret) && !text.returnAddress(ret) &&
+				for i, ret := range st.User[1:] {
+					callee := st.User[i] // the frame that returns to ret: the sampled instruction, or a return address
+					if i > 0 {
+						callee--
+					}
+					if text.has(ret) && !text.returnAddress(ret) && !preempt.has(callee) &&
 						!slices.ContainsFunc(notCalled, func(r addrRange) bool { return r.has(ret-1) || r.has(ret) }) {
 						t.Fatalf("chain %#x: %#x follows no call", st.User, ret)
 					}
