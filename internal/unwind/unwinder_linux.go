@@ -167,6 +167,41 @@ func (u *Unwinder) Ready(pid uint32, s Stop) bool {
 	return !later
 }
 
+// ReturnAtSP reports whether, at instruction pc of process pid, the caller's return address
+// is the word the stack pointer points at: the function has no frame there (its first
+// instruction, its return, a leaf that keeps none), by the frame information of the code
+// there. later: that information is being read, or may come; ask again. A walker by frame
+// pointers from such an instruction skips the caller (see sampler's use with the default
+// walk).
+func (u *Unwinder) ReturnAtSP(pid uint32, pc uint64) (yes, later bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.sweep(time.Now())
+	row, ok, later := rule(finder{u, u.process(pid)}, pc)
+	if !ok {
+		return false, later
+	}
+	switch row.CFA {
+	case cfi.RegSP:
+		return row.CFAOffset == 8 && row.RAOffset == -8, false
+	case cfi.RegPLT:
+		return row.PLTCFA(pc, 0) == 8 && row.RAOffset == -8, false
+	}
+	return false, false
+}
+
+// InCode reports whether addr lies in code process pid maps, as its mappings were last read
+// (a word at the stack pointer that does not cannot be a return address).
+func (u *Unwinder) InCode(pid uint32, addr uint64) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := u.process(pid)
+	if _, ok := p.find(addr); ok {
+		return true
+	}
+	return p.dumped.find(addr) != nil
+}
+
 // Prepare reads process pid's mappings and starts looking for the objects its JIT
 // registered, ahead of its first sample (Unwind does both for a process it has not met).
 func (u *Unwinder) Prepare(pid uint32) {
