@@ -22,10 +22,12 @@
 //
 // With Config.Stacks the loader attaches a second program, profd_sample_stacks, which counts
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
-// in the stack_counts array of maps that DrainStacks swaps and reads the same way. For a
-// process SetGoText names, a sample in its Go code also keeps the word at its stack
-// pointer (Stack.WordAtSP): the caller's return address where the function has no frame,
-// which the kernel's walk by frame pointers skips.
+// in the stack_counts array of maps that DrainStacks swaps and reads the same way. A
+// user-mode sample also keeps the word at its stack pointer (Stack.WordAtSP) when that word
+// may be a return address: it lies in executable memory of the process (Linux 5.17 and the
+// kernel's BTF), or, in the Go code of a process SetGoText names, in that code. Where the
+// function sampled has no frame, it is the caller's return address, which the kernel's walk
+// by frame pointers skips; the caller of DrainStacks decides.
 //
 // Usage (the sampler package does this):
 //

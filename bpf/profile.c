@@ -285,7 +285,7 @@ struct stack_key {
 	__u32 flags;
 	__u16 nuser;
 	__u16 nkernel;
-	__u64 user[MAX_USER_FRAMES];
+	__u64 user[MAX_USER_FRAMES + 1]; // the kernel's chain, and room for the word at the stack pointer
 	__u64 kernel[MAX_KERNEL_FRAMES];
 };
 
@@ -313,16 +313,22 @@ struct {
 	});
 } stack_counts SEC(".maps");
 
-// Go's compiler gives a function whose frame is empty (a leaf that keeps its locals in
-// registers) no frame pointer, and every function is without one at its first instruction
-// and at its return: the kernel's walk by frame pointers from a sample there goes to the
-// caller's caller, while the caller's return address is the word the stack pointer points
-// at. For the processes whose executable has Go's function table, the loader puts the
-// range of that executable's code in go_text; a user-mode sample there whose word at the
-// stack pointer lies in it too keeps that word after the sampled instruction (user[1],
-// STACK_WORD_AT_SP), and the daemon keeps it or drops it by the depth the table gives the
-// function's frame at the instruction. (The word could be a local's: only the table knows.)
-// Until the loader has read a target's executable, the range it gives is all addresses.
+// A function without a frame of its own (a leaf that keeps its locals in registers, as
+// libc's memcpy and Go's small loops are), and every function at its first instruction and
+// at its return, has not saved the frame pointer: the kernel's walk by frame pointers from a
+// sample there goes from the function to its caller's caller, while the caller's return
+// address is the word the stack pointer points at. So a user-mode sample whose word at the
+// stack pointer may be a return address keeps that word after the sampled instruction
+// (user[1], STACK_WORD_AT_SP), and the daemon keeps it or drops it by the frame the
+// function has at the instruction, as its file's frame information (or Go's function table)
+// gives it. (The word could be a local's: only the tables know.)
+//
+// May be a return address: for a process whose executable has Go's function table, the
+// loader puts the range of that executable's code in go_text, and a sample there keeps a
+// word that lies there too (until the loader has read a target's executable, the range it
+// gives is all addresses); elsewhere, with words_any_code, a word that lies in executable
+// memory of the process (bpf_find_vma, Linux 5.17, and the kernel's BTF: the loader falls
+// back on profd_sample_stacks_go without them).
 struct text_range {
 	__u64 lo, hi;
 };
@@ -334,20 +340,40 @@ struct {
 	__type(value, struct text_range);
 } go_text SEC(".maps");
 
-// word_at_sp reads into *word the user word the stack pointer points at, when tgid has a Go
-// text range holding both the sampled instruction and the word.
-static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word)
+struct task_struct;
+
+struct vm_area_struct {
+	unsigned long vm_flags;
+} __attribute__((preserve_access_index));
+
+#define PROFD_VM_EXEC 0x4
+
+// vma_exec is bpf_find_vma's callback: *data = whether the memory found is executable.
+static long vma_exec(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(int *)data = (vma->vm_flags & PROFD_VM_EXEC) != 0;
+	return 0;
+}
+
+// word_at_sp reads into *word the user word the stack pointer points at, when it may be a
+// return address (above); any_code allows words in any executable memory.
+static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word, int any_code)
 {
 	struct text_range *r = bpf_map_lookup_elem(&go_text, &tgid);
-	if (!r || ctx->regs.ip < r->lo || ctx->regs.ip >= r->hi)
+	int in_go = r && ctx->regs.ip >= r->lo && ctx->regs.ip < r->hi;
+	if (!in_go && !any_code)
 		return 0;
 	if (bpf_probe_read_user(word, sizeof(*word), (void *)ctx->regs.sp))
 		return 0;
-	return *word >= r->lo && *word < r->hi;
+	if (in_go)
+		return *word >= r->lo && *word < r->hi;
+	int exec = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), *word, vma_exec, &exec, 0))
+		return 0; // no memory there, or the process's mappings are being changed
+	return exec;
 }
 
-SEC("perf_event")
-int profd_sample_stacks(struct perf_event_ctx *ctx)
+static __always_inline int sample_stacks(struct perf_event_ctx *ctx, int any_code)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -371,18 +397,22 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
 	__u64 word = 0;
 	long n;
-	if (!kernel_mode && word_at_sp(ctx, tgid, &word)) {
+	if (!kernel_mode && word_at_sp(ctx, tgid, &word, any_code)) {
 		// The chain from user[1] on (the sampled instruction first), then the word in
 		// its place, after the instruction copied to user[0].
-		n = bpf_get_stack(ctx, &k->user[1], sizeof(k->user) - sizeof(__u64), BPF_F_USER_STACK);
+		// (The whole chain: the word may be dropped.)
+		n = bpf_get_stack(ctx, &k->user[1], MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 		if (n > 0) {
+			if (n >= MAX_USER_FRAMES * sizeof(__u64))
+				k->flags |= STACK_TRUNCATED;
 			k->user[0] = k->user[1];
 			k->user[1] = word;
 			n += sizeof(__u64);
 			k->flags |= STACK_WORD_AT_SP;
 		}
 	} else {
-		n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
+		n = bpf_get_stack(ctx, k->user, MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+		k->user[MAX_USER_FRAMES] = 0; // equal chains, equal keys
 	}
 	if (n <= 0 && !kernel_mode) {
 		// No chain (the helper failed): the sample still counts, at its instruction.
@@ -392,7 +422,7 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	if (n < 0)
 		n = 0;
 	k->nuser = n / sizeof(__u64);
-	if (k->nuser >= MAX_USER_FRAMES)
+	if (k->nuser >= MAX_USER_FRAMES && !(k->flags & STACK_WORD_AT_SP))
 		k->flags |= STACK_TRUNCATED;
 	k->nkernel = 0;
 	if (kernel_mode) {
@@ -411,6 +441,20 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	else
 		bump(kernel_mode ? STAT_KERNEL : STAT_SAMPLES);
 	return 0;
+}
+
+SEC("perf_event")
+int profd_sample_stacks(struct perf_event_ctx *ctx)
+{
+	return sample_stacks(ctx, 1);
+}
+
+// profd_sample_stacks_go keeps the word at the stack pointer in Go's code alone: the
+// loader's fallback where profd_sample_stacks does not load.
+SEC("perf_event")
+int profd_sample_stacks_go(struct perf_event_ctx *ctx)
+{
+	return sample_stacks(ctx, 0);
 }
 
 // The map-element iterator the loader runs over a drained counts map: one

@@ -21,7 +21,7 @@ type profileStackKey struct {
 	Flags   uint32
 	Nuser   uint16
 	Nkernel uint16
-	User    [127]uint64
+	User    [128]uint64
 	Kernel  [64]uint64
 }
 
@@ -35,22 +35,23 @@ type profileTextRange struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapAllCgroups         = "all_cgroups"
-	profileMapAllUids            = "all_uids"
-	profileMapCounts             = "counts"
-	profileMapGoText             = "go_text"
-	profileMapStackCounts        = "stack_counts"
-	profileMapStackScratch       = "stack_scratch"
-	profileMapStats              = "stats"
-	profileMapTargets            = "targets"
-	profileProgProfdDump         = "profd_dump"
-	profileProgProfdRingFilter   = "profd_ring_filter"
-	profileProgProfdSample       = "profd_sample"
-	profileProgProfdSampleStacks = "profd_sample_stacks"
-	profileVarAllButTgid         = "all_but_tgid"
-	profileVarAllByCgroup        = "all_by_cgroup"
-	profileVarAllByUid           = "all_by_uid"
-	profileVarKernelStacks       = "kernel_stacks"
+	profileMapAllCgroups           = "all_cgroups"
+	profileMapAllUids              = "all_uids"
+	profileMapCounts               = "counts"
+	profileMapGoText               = "go_text"
+	profileMapStackCounts          = "stack_counts"
+	profileMapStackScratch         = "stack_scratch"
+	profileMapStats                = "stats"
+	profileMapTargets              = "targets"
+	profileProgProfdDump           = "profd_dump"
+	profileProgProfdRingFilter     = "profd_ring_filter"
+	profileProgProfdSample         = "profd_sample"
+	profileProgProfdSampleStacks   = "profd_sample_stacks"
+	profileProgProfdSampleStacksGo = "profd_sample_stacks_go"
+	profileVarAllButTgid           = "all_but_tgid"
+	profileVarAllByCgroup          = "all_by_cgroup"
+	profileVarAllByUid             = "all_by_uid"
+	profileVarKernelStacks         = "kernel_stacks"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -95,10 +96,11 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	ProfdDump         *ebpf.ProgramSpec `ebpf:"profd_dump"`
-	ProfdRingFilter   *ebpf.ProgramSpec `ebpf:"profd_ring_filter"`
-	ProfdSample       *ebpf.ProgramSpec `ebpf:"profd_sample"`
-	ProfdSampleStacks *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
+	ProfdDump           *ebpf.ProgramSpec `ebpf:"profd_dump"`
+	ProfdRingFilter     *ebpf.ProgramSpec `ebpf:"profd_ring_filter"`
+	ProfdSample         *ebpf.ProgramSpec `ebpf:"profd_sample"`
+	ProfdSampleStacks   *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
+	ProfdSampleStacksGo *ebpf.ProgramSpec `ebpf:"profd_sample_stacks_go"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
@@ -182,10 +184,11 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	ProfdDump         *ebpf.Program `ebpf:"profd_dump"`
-	ProfdRingFilter   *ebpf.Program `ebpf:"profd_ring_filter"`
-	ProfdSample       *ebpf.Program `ebpf:"profd_sample"`
-	ProfdSampleStacks *ebpf.Program `ebpf:"profd_sample_stacks"`
+	ProfdDump           *ebpf.Program `ebpf:"profd_dump"`
+	ProfdRingFilter     *ebpf.Program `ebpf:"profd_ring_filter"`
+	ProfdSample         *ebpf.Program `ebpf:"profd_sample"`
+	ProfdSampleStacks   *ebpf.Program `ebpf:"profd_sample_stacks"`
+	ProfdSampleStacksGo *ebpf.Program `ebpf:"profd_sample_stacks_go"`
 }
 
 func (p *profilePrograms) Close() error {
@@ -194,6 +197,7 @@ func (p *profilePrograms) Close() error {
 		p.ProfdRingFilter,
 		p.ProfdSample,
 		p.ProfdSampleStacks,
+		p.ProfdSampleStacksGo,
 	)
 }
 

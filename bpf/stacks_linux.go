@@ -36,7 +36,9 @@ type Stack struct {
 	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
 	Truncated bool
 	// WordAtSP: User[1] is not a frame the kernel walked but the word the stack pointer
-	// pointed at, a return address where the sampled function had no frame (SetGoText).
+	// pointed at, which may be a return address: it is where the sampled function had no
+	// frame (the file's frame information, or Go's table, tells; see SetGoText and
+	// WordsAnyCode).
 	WordAtSP bool
 }
 

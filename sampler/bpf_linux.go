@@ -15,7 +15,6 @@ import (
 	"github.com/profd/profd/bpf"
 	"github.com/profd/profd/internal/percpu"
 	"github.com/profd/profd/internal/procfs"
-	"github.com/profd/profd/internal/unwind"
 )
 
 // bpfSampler opens one event per CPU, all processes, and attaches the BPF program to each;
@@ -32,10 +31,10 @@ type bpfSampler struct {
 	prog       *bpf.Program
 	events     percpu.Events
 	closed     bool
-	// leaves, with stacks by frame pointers: the Go code whose frameless functions' callers
-	// the program keeps the word at the stack pointer for (goleaves.go); retired the targets
-	// removed since the last Drain, forgotten once it has settled their stacks.
-	leaves  *unwind.GoLeaves
+	// leaves, with stacks by frame pointers, decides the words at the stack pointer the
+	// program keeps (leafcallers.go); retired the targets removed since the last Drain,
+	// forgotten once it has settled their stacks.
+	leaves  *leafCallers
 	retired map[uint32]struct{}
 
 	started bool
@@ -53,8 +52,11 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, allCgroups: cfg.AllCgroups,
 		jitterHz: jitterHz(cfg, spec), attr: spec.attr(cfg, choice.PreciseIP, false), cancel: func() {},
 		retired: map[uint32]struct{}{}}
-	s.leaves = goLeaves(cfg, func(pid uint32, lo, hi uint64) { logGoTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
+	s.leaves = newLeafCallers(cfg, func(pid uint32, lo, hi uint64) { logGoTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
 		func(pid uint32) { logGoTextErr(s.log, pid, prog.ForgetGoText(pid)) })
+	if s.leaves != nil && !prog.WordsAnyCode() {
+		s.log.Info("sampler: this kernel's BPF lacks bpf_find_vma (Linux 5.17) or BTF: the callers of functions sampled where they have no frame are skipped outside Go's code, as by perf record -g (--unwind dwarf walks them)")
+	}
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
@@ -203,7 +205,7 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 	}
 	if s.leaves != nil {
 		s.leaves.Recheck()
-		settleWords(s.leaves, stacks)
+		s.leaves.settleWords(stacks)
 		s.forget(retired)
 	}
 	if err != nil {

@@ -96,8 +96,8 @@ type aggregate struct {
 	unwind *unwind.Unwinder
 	// leaves, with stacks and no unwind: samples also carry user registers and the word at
 	// the stack pointer, which goes after the leaf where it is the caller the kernel's
-	// chain skips (goleaves.go).
-	leaves      *unwind.GoLeaves
+	// chain skips (leafcallers.go).
+	leaves      *leafCallers
 	frames      []uint64       // unwind's scratch
 	stackIndex  map[string]int // by pid, tid and the callchain's bytes
 	stackCounts []StackCount
@@ -296,7 +296,7 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 			return err
 		}
 		if word, ok := stackWord(us); ok && !s.kernelMode {
-			if unwound = withWordAtSP(a.leaves, s.pid, chain, word, a.frames); unwound != nil {
+			if unwound = a.leaves.withWordAtSP(s.pid, chain, word, a.frames); unwound != nil {
 				a.frames = unwound
 			}
 		}

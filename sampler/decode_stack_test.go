@@ -118,7 +118,8 @@ func FuzzDecodeCallchain(f *testing.F) {
 	}
 	ne.PutUint16(withWord[6:], uint16(len(withWord)))
 	f.Add(withWord)
-	leaves := unwind.NewGoLeaves(unwind.GoLeavesConfig{})
+	leaves := newLeafCallers(Config{Stacks: true}, nil, nil)
+	leaves.Add(1) // the seeds' process: its words are decided by its files' frame information
 	f.Cleanup(leaves.Close)
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		// By frame pointers, with the word at the stack pointer (the records carry user

@@ -114,7 +114,7 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 			a.SampleMaxStack = MaxStackFrames
 			a.Options.ExcludeKernelCallchain = !cfg.KernelStacks
 			// The user registers and a copy of the stack: to walk (Config.Unwind), else its
-			// first word, for Go's frameless functions (goleaves.go).
+			// first word, for the callers of functions without a frame (leafcallers.go).
 			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
 			a.SampleRegistersUser = userRegsMask
 			a.SampleStackUser = 8

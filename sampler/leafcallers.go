@@ -4,54 +4,127 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/profd/profd/internal/unwind"
 )
 
-// Go's code and frame pointers: a function Go gives no frame (a leaf that keeps its locals
-// in registers), and every function at its first instruction and its return, has no frame
-// pointer of its own, so the kernel's walk by frame pointers from a sample there skips its
-// caller. With Config.Stacks and no Config.Unwind, samples in a Go executable's code also
-// carry the word at the stack pointer (the BPF program keeps it, the ring back end copies
-// it with the sample), and where the executable's function table says the sampled function
-// has an empty frame there (unwind.GoLeaves), that word, the caller's return address,
-// goes after the sampled instruction.
+// Functions without a frame: a function that keeps no frame (a leaf that keeps its locals
+// in registers: libc's memcpy and strlen, Go's small loops), and every function at its first
+// instruction and its return, has not saved the frame pointer, so the kernel's walk by frame
+// pointers from a sample there skips its caller. With Config.Stacks and no Config.Unwind,
+// samples also carry the word at the stack pointer (the BPF program keeps it where it may
+// be a return address, the ring back end copies it with every sample), and where the
+// function sampled has no frame at the sampled instruction, that word, the caller's return
+// address, goes after the sampled instruction. Go's executables say so in their function
+// table (unwind.GoLeaves, read for each target, whose ranges also tell the BPF program where
+// Go's code lies); other code in its file's frame information (.eh_frame), or in what its JIT
+// registered (unwind.Unwinder.ReturnAtSP, read the first time a word needs it).
 
-// goLeaves is the GoLeaves a sampler of cfg keeps, nil when its chains are not the
-// kernel's walks by frame pointers.
-func goLeaves(cfg Config, found func(pid uint32, lo, hi uint64), lost func(pid uint32)) *unwind.GoLeaves {
+// leafCallerTableBytes bounds the frame information read to decide words outside Go's code:
+// that of some fifty large libraries (libc's is 0.8 MB, LLVM's 23 MB).
+const leafCallerTableBytes = 64 << 20
+
+// leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
+// targets (Add, until Forget); a word of any other process is dropped. Safe for concurrent
+// use.
+type leafCallers struct {
+	goCode   *unwind.GoLeaves
+	unwinder *unwind.Unwinder
+
+	mu      sync.Mutex
+	targets map[uint32]struct{}
+}
+
+// newLeafCallers returns the leafCallers a sampler of cfg keeps, nil when its chains are not
+// the kernel's walks by frame pointers. found and lost are GoLeavesConfig's.
+func newLeafCallers(cfg Config, found func(pid uint32, lo, hi uint64), lost func(pid uint32)) *leafCallers {
 	if !cfg.Stacks || cfg.Unwind != nil {
 		return nil
 	}
-	return unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger})
+	return &leafCallers{
+		goCode:   unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger}),
+		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, Logger: cfg.Logger}),
+		targets:  map[uint32]struct{}{},
+	}
+}
+
+// Add has target pid's words decided from now on (its executable read for Go's table in
+// the background).
+func (c *leafCallers) Add(pid uint32) {
+	c.mu.Lock()
+	c.targets[pid] = struct{}{}
+	c.mu.Unlock()
+	c.goCode.Add(pid)
+}
+
+// Forget lets go of what is held of pid.
+func (c *leafCallers) Forget(pid uint32) {
+	c.mu.Lock()
+	delete(c.targets, pid)
+	c.mu.Unlock()
+	c.goCode.Forget(pid)
+	c.unwinder.Forget(pid)
+}
+
+// Recheck looks for targets that exec'd another Go executable (GoLeaves.Recheck).
+func (c *leafCallers) Recheck() { c.goCode.Recheck() }
+
+// Close stops the readers.
+func (c *leafCallers) Close() {
+	c.goCode.Close()
+	c.unwinder.Close()
+}
+
+func (c *leafCallers) target(pid uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.targets[pid]
+	return ok
+}
+
+// keep reports whether word, the word at the stack pointer of a sample of pid at ip, is the
+// caller's return address: the function at ip has no frame there. A word whose code's
+// frame information is still being read is dropped.
+func (c *leafCallers) keep(pid uint32, ip, word uint64) bool {
+	if c.goCode.InText(pid, ip) {
+		return c.goCode.InText(pid, word) && c.goCode.Frameless(pid, ip)
+	}
+	if !c.target(pid) {
+		return false
+	}
+	yes, _ := c.unwinder.ReturnAtSP(pid, ip)
+	return yes
 }
 
 // settleWords keeps, in each of stacks whose User[1] is the word at its stack pointer
-// (wordAtSP), that word where the function sampled has an empty frame there, and drops it
+// (wordAtSP), that word where the function sampled has no frame there, and drops it
 // elsewhere.
-func settleWords(leaves *unwind.GoLeaves, stacks []StackCount) {
+func (c *leafCallers) settleWords(stacks []StackCount) {
 	for i := range stacks {
 		st := &stacks[i]
 		if !st.wordAtSP {
 			continue
 		}
 		st.wordAtSP = false
-		if !leaves.Frameless(st.PID, st.User[0]) {
+		if !c.keep(st.PID, st.User[0], st.User[1]) {
 			st.User = slices.Delete(st.User, 1, 2)
+		} else if len(st.User) > MaxStackFrames {
+			st.User = st.User[:MaxStackFrames] // a chain cut anyway (Truncated)
 		}
 	}
 }
 
 // withWordAtSP returns in frames the user frames of chain (a callchain's bytes) with
 // word, the word at the sample's stack pointer, after the sampled instruction, where the
-// function there, in process pid's Go code, has an empty frame and word lies in that
-// code too; nil otherwise.
-func withWordAtSP(leaves *unwind.GoLeaves, pid uint32, chain []byte, word uint64, frames []uint64) []uint64 {
-	if !leaves.InText(pid, word) { // most samples, those of other processes than Go's first
+// function there has no frame and word lies in process pid's code; nil otherwise.
+func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, word uint64, frames []uint64) []uint64 {
+	// Most words are not code addresses: the cheap look first.
+	if !c.goCode.InText(pid, word) && (!c.target(pid) || !c.unwinder.InCode(pid, word)) {
 		return nil
 	}
 	user := userEntries(chain)
-	if user.len() == 0 || !leaves.Frameless(pid, user.at(0)) {
+	if user.len() == 0 || !c.keep(pid, user.at(0), word) {
 		return nil
 	}
 	frames = append(frames[:0], user.at(0), word)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -42,33 +44,9 @@ func TestGoLeafCallers(t *testing.T) {
 	}
 	for _, be := range []Backend{BackendBPF, BackendRing} {
 		t.Run(string(be), func(t *testing.T) {
-			if be == BackendBPF {
-				testenv.Requires(t, testenv.BPF)
-			}
-			cmd := exec.Command(exe, "30")
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			pid := uint32(cmd.Process.Pid)
-			s := newTestSampler(t, Config{Backend: be, Stacks: true})
-			if err := s.AddTarget(pid); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(500 * time.Millisecond) // the executable read
-			if _, err := s.Drain(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(1500 * time.Millisecond)
-			d, err := s.Drain()
-			if err != nil {
-				t.Fatal(err)
-			}
+			pid, stacks := leafCallerStacks(t, be, exe, "30")
 			var leaves, fromRun, fromMain uint64
-			for _, st := range d.Stacks {
+			for _, st := range stacks {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
 				}
@@ -102,6 +80,110 @@ func TestGoLeafCallers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCLeafCallers: workloads/leaves.c, built with frame pointers as distributions build C
+// (leaves keep none), spends its time in libc's strlen and in mix, both frameless and both
+// called by run. By frame pointers alone every sample there goes on at main (perf record -g
+// gives the same); with the word at the stack pointer, decided by libc's and the program's
+// .eh_frame, each back end puts run after the leaf in nearly every such sample, and every
+// address of the program's own code after the sampled instruction is a call's return.
+func TestCLeafCallers(t *testing.T) {
+	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("gcc"))
+	exe := filepath.Join(t.TempDir(), "leaves")
+	if out, err := exec.Command("gcc", "-O2", "-no-pie", "-fno-omit-frame-pointer", "-momit-leaf-frame-pointer",
+		"-o", exe, "../workloads/leaves.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	syms := functionRanges(t, exe, "mix", "run", "main")
+	text := textOf(t, exe)
+	for _, be := range []Backend{BackendBPF, BackendRing} {
+		t.Run(string(be), func(t *testing.T) {
+			pid, stacks := leafCallerStacks(t, be, exe, "30")
+			maps, err := procfs.ReadMaps(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var libc []addrRange
+			for _, m := range maps {
+				if m.Executable() && strings.Contains(filepath.Base(m.Path), "libc.so") {
+					libc = append(libc, addrRange{m.Start, m.End})
+				}
+			}
+			if len(libc) == 0 {
+				t.Fatalf("no libc mapped by %d", pid)
+			}
+			inLibc := func(ip uint64) bool { return slices.ContainsFunc(libc, func(r addrRange) bool { return r.has(ip) }) }
+			var mix, strlen, mixFromRun, strlenFromRun, fromMain uint64
+			for _, st := range stacks {
+				if st.PID != pid || len(st.User) < 2 {
+					continue
+				}
+				for _, ret := range st.User[1:] {
+					if text.has(ret) && !text.returnAddress(ret) {
+						t.Fatalf("chain %#x: %#x follows no call", st.User, ret)
+					}
+				}
+				caller := st.User[1] - 1
+				switch {
+				case syms["mix"].has(st.User[0]):
+					mix += st.N
+					if syms["run"].has(caller) {
+						mixFromRun += st.N
+					}
+				case inLibc(st.User[0]) && (syms["run"].has(caller) || syms["main"].has(caller)):
+					strlen += st.N // strlen's: run calls nothing else of libc's
+					if syms["run"].has(caller) {
+						strlenFromRun += st.N
+					}
+				default:
+					continue
+				}
+				if syms["main"].has(caller) {
+					fromMain += st.N
+				}
+			}
+			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; %d from main", mix, mixFromRun, strlen, strlenFromRun, fromMain)
+			if mix < 300 || strlen < 100 {
+				t.Fatalf("%d samples in mix, %d in strlen", mix, strlen)
+			}
+			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) {
+				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen; want 95 %%", mixFromRun, mix, strlenFromRun, strlen)
+			}
+		})
+	}
+}
+
+// leafCallerStacks runs exe with args under a sampler of back end be taking stacks by frame
+// pointers, and returns its pid and the stacks of a drain 1.5 s long, after the first half
+// second's (in which the files that decide its words are read).
+func leafCallerStacks(t *testing.T, be Backend, exe string, args ...string) (uint32, []StackCount) {
+	if be == BackendBPF {
+		testenv.Requires(t, testenv.BPF)
+	}
+	cmd := exec.Command(exe, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := uint32(cmd.Process.Pid)
+	s := newTestSampler(t, Config{Backend: be, Stacks: true})
+	if err := s.AddTarget(pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, err := s.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d, err := s.Drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid, d.Stacks
 }
 
 // code is an executable's .text and its address.

@@ -120,7 +120,7 @@ func newRingSampler(cfg Config, choice EventChoice, spec eventSpec) (*ringSample
 		s.waiter.close()
 		return nil, fmt.Errorf("sampler: ring mode %q: want %q or %q", mode, RingPerCPU, RingPerThread)
 	}
-	s.agg.leaves = goLeaves(cfg, nil, nil)
+	s.agg.leaves = newLeafCallers(cfg, nil, nil)
 	return s, nil
 }
 
