@@ -44,7 +44,7 @@ func newLeafCallers(cfg Config, found func(pid uint32, lo, hi uint64), lost func
 	}
 	return &leafCallers{
 		goCode:   unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger}),
-		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, Logger: cfg.Logger}),
+		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, FramelessOnly: true, Logger: cfg.Logger}),
 		targets:  map[uint32]struct{}{},
 	}
 }

@@ -147,13 +147,31 @@ func Read(data []byte, addr uint64) (*Table, error) {
 	return p.table(), p.err
 }
 
+// ReadFrameless is Read keeping of the rules only where the function has no frame (Row.Frameless):
+// every other rule is RegUnknown, so the table holds a row or two a function where Read's
+// holds one per change of the frame (libLLVM's: a fifth).
+func ReadFrameless(data []byte, addr uint64) (*Table, error) {
+	p := parser{data: data, addr: addr, cies: map[int]*cie{}, frameless: true}
+	p.entries()
+	return p.table(), p.err
+}
+
 type parser struct {
-	data  []byte
-	addr  uint64
-	cies  map[int]*cie
-	fdes  []fdeRows
-	total int
-	err   error
+	data      []byte
+	addr      uint64
+	cies      map[int]*cie
+	fdes      []fdeRows
+	total     int
+	err       error
+	frameless bool // ReadFrameless
+}
+
+// framelessRule is r as ReadFrameless keeps it.
+func framelessRule(r Row) Row {
+	if r.Frameless() {
+		return Row{PC: r.PC, CFA: r.CFA, CFAOffset: r.CFAOffset, RAOffset: r.RAOffset}
+	}
+	return Row{PC: r.PC, CFA: RegUnknown}
 }
 
 // fail notes the first malformed entry.
@@ -298,8 +316,7 @@ func (p *parser) fde(idPos, idBack, pos, end int) error {
 		if p.total >= MaxRows {
 			return ErrTooLarge
 		}
-		f.rows = append(f.rows, st.row(loc))
-		p.total++
+		p.add(&f, st.row(loc))
 		loc = next
 		return nil
 	}
@@ -309,10 +326,21 @@ func (p *parser) fde(idPos, idBack, pos, end int) error {
 	if p.total >= MaxRows {
 		return ErrTooLarge
 	}
-	f.rows = append(f.rows, st.row(loc))
-	p.total++
+	p.add(&f, st.row(loc))
 	p.fdes = append(p.fdes, f)
 	return nil
+}
+
+// add appends r to f's rows (as ReadFrameless keeps it, and not when it gives the rule of the
+// row before).
+func (p *parser) add(f *fdeRows, r Row) {
+	if p.frameless {
+		if r = framelessRule(r); len(f.rows) > 0 && sameRule(f.rows[len(f.rows)-1], r) {
+			return
+		}
+	}
+	f.rows = append(f.rows, r)
+	p.total++
 }
 
 // location is an FDE's current address while its instructions run: advancing it emits the
@@ -704,7 +732,12 @@ func (r *reader) pointer(enc byte, addr uint64) uint64 {
 const maxSectionBytes = 256 << 20
 
 // ReadELF reads the .eh_frame section of f; a file without one has an empty table.
-func ReadELF(f *elf.File) (*Table, error) {
+func ReadELF(f *elf.File) (*Table, error) { return readELF(f, Read) }
+
+// ReadELFFrameless is ReadELF by ReadFrameless.
+func ReadELFFrameless(f *elf.File) (*Table, error) { return readELF(f, ReadFrameless) }
+
+func readELF(f *elf.File, read func(data []byte, addr uint64) (*Table, error)) (*Table, error) {
 	s := f.Section(".eh_frame")
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return &Table{}, nil
@@ -719,7 +752,7 @@ func ReadELF(f *elf.File) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cfi: .eh_frame: %w", err)
 	}
-	return Read(data, s.Addr)
+	return read(data, s.Addr)
 }
 
 // ErrNotSupported: the file is for a machine this package does not unwind.

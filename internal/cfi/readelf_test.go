@@ -329,3 +329,26 @@ func TestPLT(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFrameless: libc's table by ReadFrameless says where functions have no frame
+// wherever Read's does, in a fraction of its rows.
+func TestReadFrameless(t *testing.T) {
+	ef, full := readLibc(t)
+	s := ef.Section(".eh_frame")
+	data, err := s.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFrameless(t, full, data, s.Addr)
+	less, _ := ReadFrameless(data, s.Addr)
+	var frameless int
+	for _, r := range full.rows {
+		if r.Frameless() {
+			frameless++
+		}
+	}
+	t.Logf("libc: %d rows, %d of them where the function has no frame; ReadFrameless %d rows", full.Len(), frameless, less.Len())
+	if frameless == 0 || less.Len() > full.Len()*3/5 {
+		t.Errorf("ReadFrameless kept %d of %d rows (%d without a frame)", less.Len(), full.Len(), frameless)
+	}
+}

@@ -25,6 +25,18 @@ const (
 	RegPLT
 )
 
+// Frameless reports whether the rule is that of code where the function has no frame: the
+// CFA is the stack pointer plus 8 (a PLT entry's before its push too, by FramelessAt), the
+// return address below it, the word the stack pointer points at.
+func (r Row) Frameless() bool {
+	return r.RAOffset == -8 && (r.CFA == RegSP && r.CFAOffset == 8 || r.CFA == RegPLT)
+}
+
+// FramelessAt is Frameless at pc: a RegPLT row's rule has no frame before the entry's push.
+func (r Row) FramelessAt(pc uint64) bool {
+	return r.Frameless() && (r.CFA != RegPLT || r.PLTCFA(pc, 0) == 8)
+}
+
 // PLTCFA is the CFA of a RegPLT row's rule at pc with stack pointer sp.
 func (r Row) PLTCFA(pc, sp uint64) uint64 {
 	if pc&15 >= uint64(r.CFAOffset) {

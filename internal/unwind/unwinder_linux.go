@@ -20,6 +20,10 @@ type Config struct {
 	// MaxTableBytes bounds the frame information held for all files together
 	// (DefaultMaxTableBytes); a file past it is walked by frame pointers, with one warning.
 	MaxTableBytes int64
+	// FramelessOnly: the Unwinder serves ReturnAtSP alone, not Unwind. It keeps of each
+	// file's frame information only where functions have no frame (cfi.ReadFrameless: a
+	// fraction of the rows), and does not read Go's function tables (GoLeaves does).
+	FramelessOnly bool
 	Logger        *slog.Logger
 }
 
@@ -178,16 +182,7 @@ func (u *Unwinder) ReturnAtSP(pid uint32, pc uint64) (yes, later bool) {
 	defer u.mu.Unlock()
 	u.sweep(time.Now())
 	row, ok, later := rule(finder{u, u.process(pid)}, pc)
-	if !ok {
-		return false, later
-	}
-	switch row.CFA {
-	case cfi.RegSP:
-		return row.CFAOffset == 8 && row.RAOffset == -8, false
-	case cfi.RegPLT:
-		return row.PLTCFA(pc, 0) == 8 && row.RAOffset == -8, false
-	}
-	return false, false
+	return ok && row.FramelessAt(pc), later
 }
 
 // InCode reports whether addr lies in code process pid maps, as its mappings were last read
@@ -448,7 +443,7 @@ func (u *Unwinder) read(f *file, pid uint32, m *procfs.Mapping, id procfs.FileID
 func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID) {
 	defer u.loading.Done()
 	u.oneLoad <- struct{}{}
-	t, loads, err := readFile(pid, &m, id)
+	t, loads, err := readFile(pid, &m, id, u.cfg.FramelessOnly)
 	<-u.oneLoad
 	if err != nil {
 		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
@@ -499,8 +494,9 @@ func (u *Unwinder) warnOver(path string) {
 	}
 }
 
-// readFile reads the frame information and load segments of the file pid maps at m.
-func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []elf.Prog, error) {
+// readFile reads the frame information and load segments of the file pid maps at m (where
+// functions have no frame alone, with framelessOnly).
+func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID, framelessOnly bool) (*cfi.Table, []elf.Prog, error) {
 	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
 	if err != nil {
 		return nil, nil, err
@@ -511,11 +507,15 @@ func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID) (*cfi.Table, []el
 		return nil, nil, err
 	}
 	defer ef.Close()
-	t, err := cfi.ReadELF(ef)
+	read := cfi.ReadELF
+	if framelessOnly {
+		read = cfi.ReadELFFrameless
+	}
+	t, err := read(ef)
 	if t == nil {
 		return nil, nil, err
 	}
-	if ef.Section(".gopclntab") != nil {
+	if ef.Section(".gopclntab") != nil && !framelessOnly {
 		g, gerr := goTable(fd)
 		t = cfi.Merge(t, g)
 		err = errors.Join(err, gerr)
