@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
 
@@ -58,7 +59,9 @@ func (l *foundLog) wait(t *testing.T, pid uint32) (lo, hi uint64) {
 	return 0, 0
 }
 
-// startGo starts the Go program exe with args, and returns its pid.
+// startGo starts the Go program exe with args, and returns its pid once its code is mapped
+// (Start returns when the exec is past its point of no return, which comes before the
+// kernel maps the new program: a read then would find nothing, and wait for a Recheck).
 func startGo(t *testing.T, exe string, args ...string) uint32 {
 	t.Helper()
 	cmd := exec.Command(exe, args...)
@@ -66,7 +69,16 @@ func startGo(t *testing.T, exe string, args ...string) uint32 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return uint32(cmd.Process.Pid)
+	pid := uint32(cmd.Process.Pid)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		maps, _ := procfs.ReadMaps(pid)
+		if slices.ContainsFunc(maps, func(m procfs.Mapping) bool { return m.Executable() && m.Path == exe }) {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) not mapped in 20 s", exe, pid)
+		}
+	}
 }
 
 // TestGoLeaves: for a Go program (built as an executable and as a PIE), GoLeaves finds the
