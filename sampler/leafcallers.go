@@ -21,8 +21,8 @@ import (
 // Go's code lies); other code in its file's frame information (.eh_frame), or in what its JIT
 // registered (unwind.Unwinder.ReturnAtSP, read the first time a word needs it).
 
-// leafCallerTableBytes bounds the frame information read to decide words outside Go's code:
-// that of some fifty large libraries (libc's is 0.8 MB, LLVM's 23 MB).
+// leafCallerTableBytes bounds the frame information read to decide words outside Go's code,
+// which keeps only where functions have no frame (cfi.ReadFrameless: libc's 0.3 MB).
 const leafCallerTableBytes = 64 << 20
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
