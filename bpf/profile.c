@@ -326,9 +326,9 @@ struct {
 // May be a return address: for a process whose executable has Go's function table, the
 // loader puts the range of that executable's code in go_text, and a sample there keeps a
 // word that lies there too (until the loader has read a target's executable, the range it
-// gives is all addresses); elsewhere, with words_any_code, a word that lies in executable
+// gives is all addresses); elsewhere (profd_sample_stacks), a word that lies in executable
 // memory of the process (bpf_find_vma, Linux 5.17, and the kernel's BTF: the loader falls
-// back on profd_sample_stacks_go without them).
+// back on profd_sample_stacks_go, Go's code alone, without them).
 struct text_range {
 	__u64 lo, hi;
 };
