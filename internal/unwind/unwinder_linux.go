@@ -212,7 +212,9 @@ func (u *Unwinder) process(pid uint32) *process {
 		p = &process{pid: pid, files: map[procfs.FileID]*file{}, jitWait: minJITWait}
 		u.procs[pid] = p
 		u.refresh(p)
-		u.readJIT(p)
+		if !u.cfg.FramelessOnly {
+			u.readJIT(p) // else when JIT code first needs it: most processes have none
+		}
 	}
 	return p
 }
