@@ -81,7 +81,7 @@ type Stats struct {
 	TargetsExitedBeforeSetup uint64 // targets that exited before their symbol sources were set up
 	TargetsWaiting           uint64 // now: processes waiting past --max-targets or --max-targets-per-user
 
-	UnwindTableBytes uint64 // now: the frame information --unwind dwarf holds
+	UnwindTableBytes uint64 // now: the frame information --unwind dwarf, or the walk by frame pointers for its words, holds
 	// --unwind dwarf: samples held while their walk waited for frame information, and
 	// samples walked on through code whose frame information had not come
 	HeldChains, UndescribedChains uint64

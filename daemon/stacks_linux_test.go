@@ -532,9 +532,9 @@ int main(void) { for (long i = 0; i < 6000; i++) sink += middle(i); return 0; }
 			counters := &Counters{}
 			r := startRun(t, Config{Pids: []uint32{uint32(p.pid())}, Event: "cpu-clock", Backend: sampler.BackendRing, FifoDir: d.fifo,
 				OutDir: d.out, Formats: []Format{FormatCapture, FormatPprof}, Stacks: true, Unwind: unwind, Counters: counters})
-			if unwind == UnwindDWARF { // the frame information read shows in the counters (profd_unwind_table_bytes)
-				waitFor(t, "frame information held", 30*time.Second, func() bool { return counters.Read().UnwindTableBytes > 0 })
-			}
+			// The frame information read shows in the counters (profd_unwind_table_bytes): to
+			// walk, or, by frame pointers, to decide the word at the stack pointer of the leaf.
+			waitFor(t, "frame information held", 30*time.Second, func() bool { return counters.Read().UnwindTableBytes > 0 })
 			p.wait(t, 60*time.Second)
 			r.wait(t, 30*time.Second)
 			c := readCapture(t, outputPath(d, "nofp", p.pid(), FormatCapture))

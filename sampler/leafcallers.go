@@ -67,6 +67,14 @@ func (c *leafCallers) Forget(pid uint32) {
 	c.unwinder.Forget(pid)
 }
 
+// tableBytes is the frame information held to decide words outside Go's code (0 for nil).
+func (c *leafCallers) tableBytes() uint64 {
+	if c == nil {
+		return 0
+	}
+	return uint64(c.unwinder.TableBytes())
+}
+
 // Recheck looks for targets that exec'd another Go executable (GoLeaves.Recheck).
 func (c *leafCallers) Recheck() { c.goCode.Recheck() }
 

@@ -401,6 +401,7 @@ func (s *ringSampler) Stats() Stats {
 			st.Outside += n // kept out of the rings by the filter
 		}
 	}
+	st.LeafTableBytes = s.agg.leaves.tableBytes()
 	return st
 }
 

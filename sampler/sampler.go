@@ -214,6 +214,9 @@ type Stats struct {
 	// process's exit, and those maxHeldBytes left unheld): their chains may be cut there.
 	HeldChains        uint64
 	UndescribedChains uint64
+	// LeafTableBytes is the frame information held, with Config.Stacks by frame pointers, to
+	// decide the word at the stack pointer (leafcallers.go): where functions have no frame.
+	LeafTableBytes uint64
 }
 
 // ErrClosed is returned by calls after Close.
