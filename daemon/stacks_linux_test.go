@@ -146,6 +146,17 @@ func testStacksLLI(t *testing.T, name, ir string, perfAlike bool) {
 			t.Logf("%d samples in stacks, %d in leaf, %d of them chained into main", inStacks, inLeaf, chained)
 
 			checkPprofChain(t, outputPath(d, "lli", pid, FormatPprof), []string{"leaf", "middle", "outer", "main"})
+			// The LLVM profile's call sites name the hot call's target: middle's call of leaf
+			// (from the chains' first two frames).
+			found := false
+			if f := readLLVMText(t, outputPath(d, "lli", pid, FormatLLVMText)).Functions["middle"]; f != nil {
+				for _, targets := range f.Calls {
+					found = found || targets["leaf"] > 0
+				}
+			}
+			if !found {
+				t.Error("the LLVM profile has no call from middle to leaf")
+			}
 			if perf != nil {
 				perfPairs := map[[2]string]uint64{}
 				for _, st := range perf.stacks(t, pid, true) {
