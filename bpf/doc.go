@@ -24,8 +24,8 @@
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
 // in the stack_counts array of maps that DrainStacks swaps and reads the same way. A
 // user-mode sample also keeps the word at its stack pointer (Stack.WordAtSP) when that word
-// may be a return address: it lies in executable memory of the process (Linux 5.17 and the
-// kernel's BTF), or, in the Go code of a process SetGoText names, in that code. Where the
+// may be a return address: the bytes before it end with a call instruction, or, in the Go
+// code of a process SetGoText names, it lies in that code. Where the
 // function sampled has no frame, it is the caller's return address, which the kernel's walk
 // by frame pointers skips; the caller of DrainStacks decides.
 //

@@ -35,23 +35,22 @@ type profileTextRange struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapAllCgroups           = "all_cgroups"
-	profileMapAllUids              = "all_uids"
-	profileMapCounts               = "counts"
-	profileMapGoText               = "go_text"
-	profileMapStackCounts          = "stack_counts"
-	profileMapStackScratch         = "stack_scratch"
-	profileMapStats                = "stats"
-	profileMapTargets              = "targets"
-	profileProgProfdDump           = "profd_dump"
-	profileProgProfdRingFilter     = "profd_ring_filter"
-	profileProgProfdSample         = "profd_sample"
-	profileProgProfdSampleStacks   = "profd_sample_stacks"
-	profileProgProfdSampleStacksGo = "profd_sample_stacks_go"
-	profileVarAllButTgid           = "all_but_tgid"
-	profileVarAllByCgroup          = "all_by_cgroup"
-	profileVarAllByUid             = "all_by_uid"
-	profileVarKernelStacks         = "kernel_stacks"
+	profileMapAllCgroups         = "all_cgroups"
+	profileMapAllUids            = "all_uids"
+	profileMapCounts             = "counts"
+	profileMapGoText             = "go_text"
+	profileMapStackCounts        = "stack_counts"
+	profileMapStackScratch       = "stack_scratch"
+	profileMapStats              = "stats"
+	profileMapTargets            = "targets"
+	profileProgProfdDump         = "profd_dump"
+	profileProgProfdRingFilter   = "profd_ring_filter"
+	profileProgProfdSample       = "profd_sample"
+	profileProgProfdSampleStacks = "profd_sample_stacks"
+	profileVarAllButTgid         = "all_but_tgid"
+	profileVarAllByCgroup        = "all_by_cgroup"
+	profileVarAllByUid           = "all_by_uid"
+	profileVarKernelStacks       = "kernel_stacks"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -96,11 +95,10 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	ProfdDump           *ebpf.ProgramSpec `ebpf:"profd_dump"`
-	ProfdRingFilter     *ebpf.ProgramSpec `ebpf:"profd_ring_filter"`
-	ProfdSample         *ebpf.ProgramSpec `ebpf:"profd_sample"`
-	ProfdSampleStacks   *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
-	ProfdSampleStacksGo *ebpf.ProgramSpec `ebpf:"profd_sample_stacks_go"`
+	ProfdDump         *ebpf.ProgramSpec `ebpf:"profd_dump"`
+	ProfdRingFilter   *ebpf.ProgramSpec `ebpf:"profd_ring_filter"`
+	ProfdSample       *ebpf.ProgramSpec `ebpf:"profd_sample"`
+	ProfdSampleStacks *ebpf.ProgramSpec `ebpf:"profd_sample_stacks"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
@@ -184,11 +182,10 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	ProfdDump           *ebpf.Program `ebpf:"profd_dump"`
-	ProfdRingFilter     *ebpf.Program `ebpf:"profd_ring_filter"`
-	ProfdSample         *ebpf.Program `ebpf:"profd_sample"`
-	ProfdSampleStacks   *ebpf.Program `ebpf:"profd_sample_stacks"`
-	ProfdSampleStacksGo *ebpf.Program `ebpf:"profd_sample_stacks_go"`
+	ProfdDump         *ebpf.Program `ebpf:"profd_dump"`
+	ProfdRingFilter   *ebpf.Program `ebpf:"profd_ring_filter"`
+	ProfdSample       *ebpf.Program `ebpf:"profd_sample"`
+	ProfdSampleStacks *ebpf.Program `ebpf:"profd_sample_stacks"`
 }
 
 func (p *profilePrograms) Close() error {
@@ -197,7 +194,6 @@ func (p *profilePrograms) Close() error {
 		p.ProfdRingFilter,
 		p.ProfdSample,
 		p.ProfdSampleStacks,
-		p.ProfdSampleStacksGo,
 	)
 }
 

@@ -139,15 +139,12 @@ type Program struct {
 	// stacks: profd_sample_stacks is the program to attach; it counts into stackMap, made
 	// from stackSpec and replaced at each DrainStacks by stackSpare (the map the drain
 	// before emptied) or a new one, read through stackKeys and stackVals.
-	stacks bool
-	// wordsAnyCode: the stacks program keeps the word at the stack pointer wherever it
-	// lies in executable memory (Stack.WordAtSP), not only in Go's code (SetGoText).
-	wordsAnyCode bool
-	stackSpec    *ebpf.MapSpec
-	stackMap     *ebpf.Map
-	stackSpare   *ebpf.Map
-	stackKeys    []profileStackKey
-	stackVals    []Count
+	stacks     bool
+	stackSpec  *ebpf.MapSpec
+	stackMap   *ebpf.Map
+	stackSpare *ebpf.Map
+	stackKeys  []profileStackKey
+	stackVals  []Count
 }
 
 // sampleKey is profile.c's struct sample_key.
@@ -202,37 +199,17 @@ func Load(cfg Config) (*Program, error) {
 	p := &Program{countSpec: inner, shardEntries: inner.MaxEntries, adaptive: true, stacks: cfg.Stacks, stackSpec: stackInner,
 		spare: make([]*ebpf.Map, shards), spareOverflow: make([]*ebpf.Map, shards),
 		primaryEntries: make([]uint32, shards), readers: make([]shardReader, 2*shards)}
-	// Each fallback in turn (they add up), until the objects load; the error told is the
-	// first attempt's.
-	p.wordsAnyCode = true
-	fallbacks := []func(){
-		func() {
-			// Kernels before bpf_find_vma (Linux 5.17), or without BTF: the stacks
-			// program keeps the word at the stack pointer in Go's code alone.
-			spec.Programs[profileProgProfdSampleStacks] = spec.Programs[profileProgProfdSampleStacksGo]
-			p.wordsAnyCode = false
-		},
-		func() {
-			// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
-			// programs; preallocated ones work everywhere but cost time to create.
-			inner.Flags &^= unix.BPF_F_NO_PREALLOC
-			// A preallocated stack map costs its capacity in keys of 1.5 KiB each.
-			stackInner.Flags &^= unix.BPF_F_NO_PREALLOC
-			stackInner.MaxEntries = DefaultStackEntries / 16
-			p.adaptive = false
-		},
-	}
-	first := spec.LoadAndAssign(&p.objs, nil)
-	err = first
-	for _, fallback := range fallbacks {
-		if err == nil {
-			break
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		// Kernels before bpf_mem_alloc refuse non-preallocated hash maps in perf_event
+		// programs; preallocated ones work everywhere but cost time to create.
+		inner.Flags &^= unix.BPF_F_NO_PREALLOC
+		// A preallocated stack map costs its capacity in keys of 1.5 KiB each.
+		stackInner.Flags &^= unix.BPF_F_NO_PREALLOC
+		stackInner.MaxEntries = DefaultStackEntries / 16
+		p.adaptive = false
+		if err2 := spec.LoadAndAssign(&p.objs, nil); err2 != nil {
+			return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, err)
 		}
-		fallback()
-		err = spec.LoadAndAssign(&p.objs, nil)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bpf: load program: %w: %w", ErrNotSupported, first)
 	}
 	if err := fillUIDs(p.objs.AllUids, cfg.AllUIDs); err != nil {
 		p.objs.Close()
@@ -388,11 +365,6 @@ func (p *Program) ForgetGoText(tgid uint32) error {
 	}
 	return nil
 }
-
-// WordsAnyCode reports whether the stacks program keeps the word at the stack pointer
-// wherever it lies in the process's executable memory; else only in Go's code (SetGoText):
-// the kernel lacks bpf_find_vma (Linux 5.17) or BTF.
-func (p *Program) WordsAnyCode() bool { return p.wordsAnyCode }
 
 // textRange is profile.c's struct text_range.
 type textRange struct {

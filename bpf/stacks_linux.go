@@ -37,8 +37,7 @@ type Stack struct {
 	Truncated bool
 	// WordAtSP: User[1] is not a frame the kernel walked but the word the stack pointer
 	// pointed at, which may be a return address: it is where the sampled function had no
-	// frame (the file's frame information, or Go's table, tells; see SetGoText and
-	// WordsAnyCode).
+	// frame (the file's frame information, or Go's table, tells; see SetGoText).
 	WordAtSP bool
 }
 

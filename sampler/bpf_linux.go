@@ -54,9 +54,6 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 		retired: map[uint32]struct{}{}}
 	s.leaves = newLeafCallers(cfg, func(pid uint32, lo, hi uint64) { logGoTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
 		func(pid uint32) { logGoTextErr(s.log, pid, prog.ForgetGoText(pid)) })
-	if s.leaves != nil && !prog.WordsAnyCode() {
-		s.log.Info("sampler: this kernel's BPF lacks bpf_find_vma (Linux 5.17) or BTF: the callers of functions sampled where they have no frame are skipped outside Go's code, as by perf record -g (--unwind dwarf walks them)")
-	}
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
