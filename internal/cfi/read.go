@@ -147,9 +147,10 @@ func Read(data []byte, addr uint64) (*Table, error) {
 	return p.table(), p.err
 }
 
-// ReadFrameless is Read keeping of the rules only where the function has no frame (Row.Frameless):
-// every other rule is RegUnknown, so the table holds a row or two a function where Read's
-// holds one per change of the frame (libLLVM's: a fifth).
+// ReadFrameless is Read keeping of the rules only where the function has no frame
+// (Row.Frameless): every other rule is RegUnknown, and a run of them one row, so the table
+// holds some two rows for each place a function has no frame where Read's holds one per
+// change of the frame (libc's: 13 909 rows of 28 274; libLLVM-14's 397 469 of 948 864).
 func ReadFrameless(data []byte, addr uint64) (*Table, error) {
 	p := parser{data: data, addr: addr, cies: map[int]*cie{}, frameless: true}
 	p.entries()
