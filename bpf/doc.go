@@ -25,9 +25,9 @@
 // in the stack_counts array of maps that DrainStacks swaps and reads the same way. A
 // user-mode sample also keeps the word at its stack pointer (Stack.WordAtSP) when that word
 // may be a return address: the bytes before it end with a call instruction, or, in the Go
-// code of a process SetGoText names, it lies in that code. Where the
-// function sampled has no frame, it is the caller's return address, which the kernel's walk
-// by frame pointers skips; the caller of DrainStacks decides.
+// code of a process SetGoText names, it lies in that code. Where the function sampled has no
+// frame, it is the caller's return address, which the kernel's walk by frame pointers
+// skips; the caller of DrainStacks decides.
 //
 // Usage (the sampler package does this):
 //
