@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"slices"
-	"sync"
 
 	"github.com/profd/profd/internal/unwind"
 )
@@ -26,14 +25,12 @@ import (
 const leafCallerTableBytes = 64 << 20
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
-// targets (Add, until Forget); a word of any other process is dropped. Safe for concurrent
-// use.
+// targets (Add, until Forget: goCode's wanted processes); a word of any other process is
+// dropped, so that the unwinder holds nothing of a process no Forget will let go of. Safe
+// for concurrent use.
 type leafCallers struct {
 	goCode   *unwind.GoLeaves
 	unwinder *unwind.Unwinder
-
-	mu      sync.Mutex
-	targets map[uint32]struct{}
 }
 
 // newLeafCallers returns the leafCallers a sampler of cfg keeps, nil when its chains are not
@@ -45,24 +42,15 @@ func newLeafCallers(cfg Config, found func(pid uint32, lo, hi uint64), lost func
 	return &leafCallers{
 		goCode:   unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger}),
 		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, FramelessOnly: true, Logger: cfg.Logger}),
-		targets:  map[uint32]struct{}{},
 	}
 }
 
 // Add has target pid's words decided from now on (its executable read for Go's table in
 // the background).
-func (c *leafCallers) Add(pid uint32) {
-	c.mu.Lock()
-	c.targets[pid] = struct{}{}
-	c.mu.Unlock()
-	c.goCode.Add(pid)
-}
+func (c *leafCallers) Add(pid uint32) { c.goCode.Add(pid) }
 
 // Forget lets go of what is held of pid.
 func (c *leafCallers) Forget(pid uint32) {
-	c.mu.Lock()
-	delete(c.targets, pid)
-	c.mu.Unlock()
 	c.goCode.Forget(pid)
 	c.unwinder.Forget(pid)
 }
@@ -84,13 +72,6 @@ func (c *leafCallers) Close() {
 	c.unwinder.Close()
 }
 
-func (c *leafCallers) target(pid uint32) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.targets[pid]
-	return ok
-}
-
 // keep reports whether word, the word at the stack pointer of a sample of pid at ip, is the
 // caller's return address: the function at ip has no frame there. A word whose code's
 // frame information is still being read is dropped.
@@ -98,7 +79,7 @@ func (c *leafCallers) keep(pid uint32, ip, word uint64) bool {
 	if c.goCode.InText(pid, ip) {
 		return c.goCode.InText(pid, word) && c.goCode.Frameless(pid, ip)
 	}
-	if !c.target(pid) {
+	if !c.goCode.Wanted(pid) {
 		return false
 	}
 	yes, _ := c.unwinder.ReturnAtSP(pid, ip)
@@ -128,7 +109,7 @@ func (c *leafCallers) settleWords(stacks []StackCount) {
 // function there has no frame and word lies in process pid's code; nil otherwise.
 func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, word uint64, frames []uint64) []uint64 {
 	// Most words are not code addresses: the cheap look first.
-	if !c.goCode.InText(pid, word) && (!c.target(pid) || !c.unwinder.InCode(pid, word)) {
+	if !c.goCode.InText(pid, word) && (!c.goCode.Wanted(pid) || !c.unwinder.InCode(pid, word)) {
 		return nil
 	}
 	user := userEntries(chain)

@@ -150,6 +150,14 @@ func (g *GoLeaves) dropLocked(pid uint32) {
 
 func spanBytes(f *leafFile) int64 { return int64(cap(f.spans)) * leafSpanBytes }
 
+// Wanted reports whether process pid was added and not forgotten since.
+func (g *GoLeaves) Wanted(pid uint32) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	_, ok := g.wanted[pid]
+	return ok
+}
+
 // InText reports whether addr lies in process pid's Go code.
 func (g *GoLeaves) InText(pid uint32, addr uint64) bool {
 	g.mu.RLock()

@@ -125,9 +125,12 @@ func TestGoLeaves(t *testing.T) {
 			if g.Frameless(pid, hi) || g.InText(pid, hi) || g.InText(pid, lo-1) || g.Frameless(pid+1, run.Value+bias) {
 				t.Errorf("frameless or in the code outside it")
 			}
+			if !g.Wanted(pid) {
+				t.Errorf("pid %d not wanted once added", pid)
+			}
 			g.Forget(pid)
-			if g.Frameless(pid, mix.Value+bias) {
-				t.Errorf("frameless after Forget")
+			if g.Frameless(pid, mix.Value+bias) || g.Wanted(pid) {
+				t.Errorf("frameless, or wanted, after Forget")
 			}
 		})
 	}
