@@ -673,11 +673,12 @@ func TestPostgresJIT(t *testing.T) {
 	}
 }
 
-// framelessIn reports whether the function at an address of process pid has no frame there
-// (unwind.Unwinder.ReturnAtSP, by its file's .eh_frame): for PostgreSQL, the postmaster,
-// whose backends are forked with its code where it is.
+// framelessIn reports whether the function at an address of process pid has no frame there,
+// as the sampler decides it (unwind.Unwinder.ReturnAtSP, by its file's .eh_frame, files as
+// large as libLLVM's left out): for PostgreSQL, the postmaster, whose backends are forked
+// with its code where it is.
 func framelessIn(t *testing.T, pid int) func(addr uint64) bool {
-	u := unwind.New(unwind.Config{})
+	u := unwind.New(unwind.Config{FramelessOnly: true})
 	t.Cleanup(u.Close)
 	return func(addr uint64) bool {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -22,7 +22,8 @@ type Config struct {
 	MaxTableBytes int64
 	// FramelessOnly: the Unwinder serves ReturnAtSP alone, not Unwind. It keeps of each
 	// file's frame information only where functions have no frame (cfi.ReadFrameless: a
-	// fraction of the rows), and does not read Go's function tables (GoLeaves does).
+	// fraction of the rows), reads none of a file whose .eh_frame is over
+	// maxFramelessFrameBytes, and does not read Go's function tables (GoLeaves does).
 	FramelessOnly bool
 	Logger        *slog.Logger
 }
@@ -33,6 +34,12 @@ const DefaultMaxTableBytes = 256 << 20
 
 // rowBytes is what one table row costs.
 const rowBytes = 24
+
+// maxFramelessFrameBytes bounds the .eh_frame a FramelessOnly Unwinder reads of one file:
+// reading one takes some ten times its size of memory for a moment, too much for a word
+// now and then (libLLVM-14's is 4.8 MB; a node or JVM binary's 1.5 to 3 MB). The functions
+// of a larger file keep the walk's caller.
+const maxFramelessFrameBytes = 4 << 20
 
 // maxParseBytes bounds what is read of one file's headers and .eh_frame.
 const maxParseBytes = 512 << 20
@@ -511,6 +518,11 @@ func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID, framelessOnly boo
 	defer ef.Close()
 	read := cfi.ReadELF
 	if framelessOnly {
+		if s := ef.Section(".eh_frame"); s != nil && s.Size > maxFramelessFrameBytes {
+			// An empty table: not read again for each word.
+			return &cfi.Table{}, loadsOf(ef), fmt.Errorf("unwind: %s: .eh_frame of %d bytes, over the %d read to tell where functions have no frame",
+				m.Path, s.Size, maxFramelessFrameBytes)
+		}
 		read = cfi.ReadELFFrameless
 	}
 	t, err := read(ef)
