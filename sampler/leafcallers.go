@@ -21,7 +21,7 @@ import (
 // registered (unwind.Unwinder.ReturnAtSP, read the first time a word needs it).
 
 // leafCallerTableBytes bounds the frame information read to decide words outside Go's code,
-// which keeps only where functions have no frame (cfi.ReadFrameless: libc's 0.3 MB).
+// which keeps only where functions have no frame (cfi.ReadFrameless: libc's 0.08 MB).
 const leafCallerTableBytes = 64 << 20
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its

@@ -6,8 +6,9 @@ import (
 )
 
 // BenchmarkReadELF reads the frame information of this machine's largest common library
-// (libLLVM-14, else libc): what the first sample in it costs the ring back end's reader
-// under --unwind dwarf.
+// (libLLVM-14, else libc), whole (what the first sample in it costs the ring back end's
+// reader under --unwind dwarf) and where functions have no frame (what the first word in
+// it costs the default walk); B/op is the memory it takes for a moment.
 func BenchmarkReadELF(b *testing.B) {
 	path := "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
 	f, err := elf.Open(path)
@@ -18,16 +19,24 @@ func BenchmarkReadELF(b *testing.B) {
 		}
 	}
 	defer f.Close()
-	var rows int
-	for b.Loop() {
-		t, err := ReadELF(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows = t.Len()
+	for _, read := range []struct {
+		name string
+		read func(*elf.File) (*Table, error)
+	}{{"whole", ReadELF}, {"frameless", ReadELFFrameless}} {
+		b.Run(read.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var rows int
+			for b.Loop() {
+				t, err := read.read(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows = t.Len()
+			}
+			b.ReportMetric(float64(rows), "rows")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
+		})
 	}
-	b.ReportMetric(float64(rows), "rows")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
 }
 
 // BenchmarkFind is one look-up in libc's table.
@@ -35,7 +44,7 @@ func BenchmarkFind(b *testing.B) {
 	_, t := readLibc(b)
 	pcs := make([]uint64, 1024)
 	for i := range pcs {
-		pcs[i] = t.rows[(i*7919)%len(t.rows)].PC + 1
+		pcs[i] = t.row((i*7919)%t.Len()).PC + 1
 	}
 	i := 0
 	for b.Loop() {

@@ -30,12 +30,13 @@ func FuzzRead(f *testing.F) {
 		if tab.Len() > MaxRows+len(data) {
 			t.Fatalf("%d rows from %d bytes", tab.Len(), len(data))
 		}
-		for i := 1; i < len(tab.rows); i++ {
-			if tab.rows[i].PC <= tab.rows[i-1].PC {
-				t.Fatalf("row %d at %#x after %#x", i, tab.rows[i].PC, tab.rows[i-1].PC)
+		rows := tab.allRows()
+		for i := 1; i < len(rows); i++ {
+			if rows[i].PC <= rows[i-1].PC {
+				t.Fatalf("row %d at %#x after %#x", i, rows[i].PC, rows[i-1].PC)
 			}
 		}
-		for _, r := range tab.rows {
+		for _, r := range rows {
 			if got, ok := tab.Find(r.PC); ok != (r.CFA != RegNone) || ok && got != r {
 				t.Fatalf("Find(%#x) = %+v, %v; the row is %+v", r.PC, got, ok, r)
 			}
@@ -53,7 +54,7 @@ func checkFrameless(t *testing.T, full *Table, data []byte, addr uint64) {
 	if less.Len() > full.Len() {
 		t.Fatalf("ReadFrameless: %d rows, Read %d", less.Len(), full.Len())
 	}
-	for _, r := range full.rows {
+	for _, r := range full.allRows() {
 		for _, pc := range []uint64{r.PC, r.PC - 1} {
 			a, aok := full.Find(pc)
 			b, bok := less.Find(pc)

@@ -9,8 +9,8 @@ import (
 	"slices"
 )
 
-// MaxRows bounds the rows kept of one file (24 bytes each); the largest shared libraries
-// in common use have a few hundred thousand.
+// MaxRows bounds the rows kept of one file (6 bytes each); the largest shared libraries
+// in common use have about a million (libLLVM-14's 948 864).
 const MaxRows = 1 << 21
 
 // maxStateDepth bounds DW_CFA_remember_state's stack.
@@ -19,7 +19,8 @@ const maxStateDepth = 64
 // ErrMalformed: some entries of the section could not be read; the table holds the others.
 var ErrMalformed = errors.New("cfi: malformed frame information")
 
-// ErrTooLarge: the section describes more rows than MaxRows; the table holds the first.
+// ErrTooLarge: the section describes more rows than MaxRows, code 4 GB past the first it
+// describes, or more than 65 536 distinct rules; the table holds what comes before.
 var ErrTooLarge = errors.New("cfi: more frame information than profd keeps")
 
 // DWARF register numbers of x86-64.
@@ -132,10 +133,13 @@ type cie struct {
 	initial   state
 }
 
-// fdeRows is the rows of one frame description, covering [begin, end).
-type fdeRows struct {
-	begin, end uint64
-	rows       []Row
+// span is a frame description whose instructions ran clean: the code [begin, end) it
+// describes, and its instructions, data[ins:insEnd], to run again in address order.
+type span struct {
+	begin, end  uint64
+	c           *cie
+	ins, insEnd int
+	rows        int32 // the rows it gives, at most
 }
 
 // Read parses the .eh_frame section data loaded at virtual address addr. Entries it cannot
@@ -144,7 +148,8 @@ type fdeRows struct {
 func Read(data []byte, addr uint64) (*Table, error) {
 	p := parser{data: data, addr: addr, cies: map[int]*cie{}}
 	p.entries()
-	return p.table(), p.err
+	t := p.table()
+	return t, p.err
 }
 
 // ReadFrameless is Read keeping of the rules only where the function has no frame
@@ -154,15 +159,16 @@ func Read(data []byte, addr uint64) (*Table, error) {
 func ReadFrameless(data []byte, addr uint64) (*Table, error) {
 	p := parser{data: data, addr: addr, cies: map[int]*cie{}, frameless: true}
 	p.entries()
-	return p.table(), p.err
+	t := p.table()
+	return t, p.err
 }
 
 type parser struct {
 	data      []byte
 	addr      uint64
 	cies      map[int]*cie
-	fdes      []fdeRows
-	total     int
+	spans     []span
+	total     int // rows of spans
 	err       error
 	frameless bool // ReadFrameless
 }
@@ -184,27 +190,26 @@ func (p *parser) fail(off int, err error) {
 
 // entries walks the section's CIEs and FDEs until its end or a zero terminator.
 func (p *parser) entries() {
-	for off := 0; off+4 <= len(p.data); {
-		n := uint64(binary.LittleEndian.Uint32(p.data[off:]))
-		start := off + 4
-		if n == 0 {
+	fdes := 0
+	for off := 0; ; {
+		_, end, id, err := entry(p.data, off)
+		if err != nil || end < 0 {
+			break
+		}
+		if id != 0 {
+			fdes++
+		}
+		off = end
+	}
+	p.spans = make([]span, 0, fdes)
+	for off := 0; ; {
+		start, end, id, err := entry(p.data, off)
+		if err != nil {
+			p.fail(off, err)
+		}
+		if err != nil || end < 0 {
 			return
 		}
-		if n == 0xffffffff {
-			if start+8 > len(p.data) {
-				p.fail(off, errTruncated)
-				return
-			}
-			n = binary.LittleEndian.Uint64(p.data[start:])
-			start += 8
-		}
-		if n < 4 || n > uint64(len(p.data)-start) {
-			p.fail(off, errTruncated)
-			return
-		}
-		end := start + int(n)
-		id := binary.LittleEndian.Uint32(p.data[start:])
-		var err error
 		if id == 0 {
 			err = p.cie(off, start+4, end)
 		} else {
@@ -219,6 +224,31 @@ func (p *parser) entries() {
 		}
 		off = end
 	}
+}
+
+// entry reads the header of the entry at off: its CIE id (0) or CIE pointer at start, and
+// where it ends; end < 0 past the section's last entry.
+func entry(data []byte, off int) (start, end int, id uint32, err error) {
+	if off+4 > len(data) {
+		return 0, -1, 0, nil
+	}
+	n := uint64(binary.LittleEndian.Uint32(data[off:]))
+	start = off + 4
+	if n == 0 {
+		return 0, -1, 0, nil
+	}
+	if n == 0xffffffff {
+		if start+8 > len(data) {
+			return 0, 0, 0, errTruncated
+		}
+		n = binary.LittleEndian.Uint64(data[start:])
+		start += 8
+	}
+	if n < 4 || n > uint64(len(data)-start) {
+		return 0, 0, 0, errTruncated
+	}
+	end = start + int(n)
+	return start, end, binary.LittleEndian.Uint32(data[start:]), nil
 }
 
 var errTruncated = errors.New("runs past its end")
@@ -306,53 +336,57 @@ func (p *parser) fde(idPos, idBack, pos, end int) error {
 	if size == 0 || begin+size < begin {
 		return nil // an empty range describes no code
 	}
-	f := fdeRows{begin: begin, end: begin + size}
+	// Run once to count the rows (and find faults); table runs it again, in address order.
+	e := emitter{loc: begin, end: begin + size, frameless: p.frameless}
 	st := c.initial
-	loc := begin
-	// A row is emitted as the location advances past it: the rule from loc on is st then.
-	emit := func(next uint64) error {
-		if next == loc {
-			return nil // no instruction between: the later rule wins
-		}
-		if p.total >= MaxRows {
-			return ErrTooLarge
-		}
-		p.add(&f, st.row(loc))
-		loc = next
-		return nil
-	}
-	if err := run(r.b[r.pos:end], p.addr+uint64(r.pos), c, &st, &location{loc: &loc, emit: emit}); err != nil {
+	if err := run(r.b[r.pos:end], p.addr+uint64(r.pos), c, &st, &e); err != nil {
 		return err
 	}
-	if p.total >= MaxRows {
+	e.add(st.row(e.loc))
+	if p.total+e.n > MaxRows {
 		return ErrTooLarge
 	}
-	p.add(&f, st.row(loc))
-	p.fdes = append(p.fdes, f)
+	p.total += e.n
+	p.spans = append(p.spans, span{begin: begin, end: begin + size, c: c,
+		ins: r.pos, insEnd: end, rows: int32(e.n)})
 	return nil
 }
 
-// add appends r to f's rows (as ReadFrameless keeps it, and not when it gives the rule of the
-// row before).
-func (p *parser) add(f *fdeRows, r Row) {
-	if p.frameless {
-		if r = framelessRule(r); len(f.rows) > 0 && sameRule(f.rows[len(f.rows)-1], r) {
+// emitter takes an FDE's rows as its location advances past them: the rule from loc on is
+// the state's when the location moves.
+type emitter struct {
+	loc, end  uint64
+	frameless bool     // ReadFrameless
+	last      Row      // the row given before, as kept
+	n         int      // rows given
+	b         *builder // takes the rows below end; nil: they are only counted
+}
+
+// advance moves the location to next (not before it), giving the row st holds for the
+// addresses left. With no instruction between, the later rule wins.
+func (e *emitter) advance(next uint64, st *state) {
+	if next != e.loc {
+		e.add(st.row(e.loc))
+		e.loc = next
+	}
+}
+
+// add gives r, as ReadFrameless keeps it, unless it gives the rule of the row before.
+func (e *emitter) add(r Row) {
+	if e.frameless {
+		if r = framelessRule(r); e.n > 0 && sameRule(e.last, r) {
 			return
 		}
 	}
-	f.rows = append(f.rows, r)
-	p.total++
-}
-
-// location is an FDE's current address while its instructions run: advancing it emits the
-// row of the address left.
-type location struct {
-	loc  *uint64
-	emit func(next uint64) error
+	e.last = r
+	e.n++
+	if e.b != nil && r.PC < e.end {
+		e.b.add(r)
+	}
 }
 
 // row is the rule st gives for the addresses from pc on.
-func (st state) row(pc uint64) Row {
+func (st *state) row(pc uint64) Row {
 	r := Row{PC: pc, CFA: RegUnknown}
 	if st.cfaExpr && st.cfaPLT > 0 {
 		r.CFA, r.CFAOffset = RegPLT, int32(st.cfaPLT)
@@ -390,18 +424,20 @@ func (st state) row(pc uint64) Row {
 
 // run interprets call frame instructions ins, loaded at insAddr, changing st; at is nil for
 // a CIE's initial instructions, whose location does not advance.
-func run(ins []byte, insAddr uint64, c *cie, st *state, at *location) error {
+func run(ins []byte, insAddr uint64, c *cie, st *state, at *emitter) error {
 	r := reader{b: ins}
-	var saved []state
+	var stack [4]state
+	saved := stack[:0]
 	advance := func(delta uint64) error {
 		if at == nil {
 			return nil
 		}
-		next := *at.loc + delta*c.codeAlign
-		if next < *at.loc {
+		next := at.loc + delta*c.codeAlign
+		if next < at.loc {
 			return errors.New("location overflows")
 		}
-		return at.emit(next)
+		at.advance(next, st)
+		return nil
 	}
 	rule := func(reg uint64, rr regRule) {
 		switch reg {
@@ -441,12 +477,10 @@ func run(ins []byte, insAddr uint64, c *cie, st *state, at *location) error {
 			if at == nil || r.err != nil {
 				continue
 			}
-			if next < *at.loc {
+			if next < at.loc {
 				return errors.New("set_loc moves back")
 			}
-			if err := at.emit(next); err != nil {
-				return err
-			}
+			at.advance(next, st)
 		case cfaAdvanceLoc1:
 			if err := advance(uint64(r.byte())); err != nil {
 				return err
@@ -530,36 +564,43 @@ func run(ins []byte, insAddr uint64, c *cie, st *state, at *location) error {
 }
 
 // table merges the FDEs' rows by address. Where two descriptions overlap, the one that
-// starts first is kept; a gap between descriptions is a row of RegNone.
+// starts first is kept; a gap between descriptions is a row of RegNone. The rows are made
+// once, in a table of the size the count of them asks, each FDE's instructions run again.
+// Descriptions that end 4 GB past the first's begin, or past maxRules distinct rules, are
+// left out (ErrTooLarge).
 func (p *parser) table() *Table {
-	slices.SortStableFunc(p.fdes, func(a, b fdeRows) int { return cmp.Compare(a.begin, b.begin) })
-	rows := make([]Row, 0, p.total+len(p.fdes))
-	var end uint64
-	for i, f := range p.fdes {
-		if i > 0 && f.begin < end {
+	slices.SortStableFunc(p.spans, func(a, b span) int { return cmp.Compare(a.begin, b.begin) })
+	kept := p.spans[:0]
+	n := 0
+	for _, s := range p.spans {
+		if len(kept) > 0 && s.begin < kept[len(kept)-1].end {
 			continue
 		}
-		if i > 0 && f.begin > end {
-			rows = append(rows, Row{PC: end})
-		}
-		for _, r := range f.rows {
-			if r.PC >= f.end {
-				break
-			}
-			if n := len(rows); n > 0 && rows[n-1].PC == r.PC {
-				rows = rows[:n-1]
-			}
-			if n := len(rows); n > 0 && sameRule(rows[n-1], r) {
-				continue
-			}
-			rows = append(rows, r)
-		}
-		end = f.end
+		kept = append(kept, s)
+		n += int(s.rows) + 1
 	}
-	if len(p.fdes) > 0 {
-		rows = append(rows, Row{PC: end})
+	if len(kept) == 0 {
+		return &Table{}
 	}
-	return &Table{rows: slices.Clip(rows)}
+	b := newBuilder(kept[0].begin, n)
+	e := emitter{frameless: p.frameless, b: b}
+	for _, s := range kept {
+		if !b.fits(s.end) {
+			p.err = ErrTooLarge
+			break
+		}
+		e.loc, e.end, e.n = s.begin, s.end, 0
+		st := s.c.initial
+		// It ran clean when counted, and runs the same again.
+		_ = run(p.data[s.ins:s.insEnd], p.addr+uint64(s.ins), s.c, &st, &e)
+		e.add(st.row(e.loc))
+		if !b.add(Row{PC: s.end}) {
+			p.err = ErrTooLarge
+			break
+		}
+	}
+	p.spans = nil
+	return b.table()
 }
 
 // sameRule reports whether two rows give the same rule.

@@ -342,7 +342,7 @@ func TestReadFrameless(t *testing.T) {
 	checkFrameless(t, full, data, s.Addr)
 	less, _ := ReadFrameless(data, s.Addr)
 	var frameless int
-	for _, r := range full.rows {
+	for _, r := range full.allRows() {
 		if r.Frameless() {
 			frameless++
 		}

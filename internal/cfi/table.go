@@ -2,8 +2,8 @@ package cfi
 
 import (
 	"cmp"
+	"math"
 	"slices"
-	"sort"
 )
 
 // Reg is what a CFA rule is based on.
@@ -69,76 +69,169 @@ type Row struct {
 	BP       BPRule
 }
 
-// Table is the rows of one file, ascending by PC.
+// Table is the rows of one file, ascending by PC. It holds each row in 6 bytes: its address
+// as an offset from the first row's, and its rule as an index into the table's distinct
+// rules (a few thousand in the largest libraries).
 type Table struct {
-	rows []Row
+	base  uint64
+	pcs   []uint32
+	rules []uint16
+	set   []Row // the distinct rules, PC 0; the first is RegNone's
 }
 
+// maxRules bounds the distinct rules of one table.
+const maxRules = 1 << 16
+
+// ruleBytes is what a distinct rule takes (a Row).
+const ruleBytes = 24
+
 // Len is how many rows the table holds.
-func (t *Table) Len() int { return len(t.rows) }
+func (t *Table) Len() int { return len(t.pcs) }
+
+// Bytes is the memory the table holds.
+func (t *Table) Bytes() int64 {
+	return int64(len(t.pcs))*6 + int64(len(t.set))*ruleBytes
+}
+
+// row is the table's row i.
+func (t *Table) row(i int) Row {
+	r := t.set[t.rules[i]]
+	r.PC = t.base + uint64(t.pcs[i])
+	return r
+}
 
 // Span is the addresses the table's rows describe, from the first row's up to the end of
 // the last description; both 0 for a table without rows.
 func (t *Table) Span() (lo, hi uint64) {
-	if len(t.rows) == 0 {
+	if len(t.pcs) == 0 {
 		return 0, 0
 	}
-	return t.rows[0].PC, t.rows[len(t.rows)-1].PC
+	return t.base, t.base + uint64(t.pcs[len(t.pcs)-1])
 }
 
 // Find returns the rule for the instruction at pc (a virtual address of the file); false
 // when no frame description covers pc.
 func (t *Table) Find(pc uint64) (Row, bool) {
-	i := sort.Search(len(t.rows), func(i int) bool { return t.rows[i].PC > pc }) - 1
-	if i < 0 || t.rows[i].CFA == RegNone {
+	if len(t.pcs) == 0 || pc < t.base || pc-t.base > math.MaxUint32 {
+		return Row{}, false // past the last row, which ends a description
+	}
+	i, found := slices.BinarySearch(t.pcs, uint32(pc-t.base))
+	if !found {
+		i--
+	}
+	if i < 0 || t.set[t.rules[i]].CFA == RegNone {
 		return Row{}, false
 	}
-	return t.rows[i], true
+	return t.row(i), true
+}
+
+// builder makes a Table of rows given in ascending order of PC, each the rule up to the
+// next: a row at the PC of the one before replaces it; one with the rule of the one before
+// adds nothing.
+type builder struct {
+	t    Table
+	idx  map[Row]uint16
+	full bool // a rule past maxRules came: the rows end there
+}
+
+// newBuilder makes a builder of rows from base on, with room for n.
+func newBuilder(base uint64, n int) *builder {
+	return &builder{
+		t:   Table{base: base, pcs: make([]uint32, 0, n), rules: make([]uint16, 0, n), set: []Row{{}}},
+		idx: map[Row]uint16{{}: 0},
+	}
+}
+
+// fits reports whether a row at pc can be held: from base on, within 4 GB of it.
+func (b *builder) fits(pc uint64) bool {
+	return pc >= b.t.base && pc-b.t.base <= math.MaxUint32
+}
+
+// add appends r, whose PC fits and is not below the last row's. Past maxRules distinct
+// rules, the rows end (a row of RegNone) at the first with a rule more, and add returns
+// false then and after.
+func (b *builder) add(r Row) bool {
+	if b.full {
+		return false
+	}
+	t := &b.t
+	off := uint32(r.PC - t.base)
+	if n := len(t.pcs); n > 0 && t.pcs[n-1] == off {
+		t.pcs, t.rules = t.pcs[:n-1], t.rules[:n-1]
+	}
+	rule := r
+	rule.PC = 0
+	if n := len(t.pcs); n > 0 && t.set[t.rules[n-1]] == rule {
+		return true
+	}
+	i, ok := b.idx[rule]
+	if !ok {
+		if len(t.set) == maxRules {
+			b.add(Row{PC: r.PC}) // RegNone's rule is held
+			b.full = true
+			return false
+		}
+		i = uint16(len(t.set))
+		t.set = append(t.set, rule)
+		b.idx[rule] = i
+	}
+	t.pcs = append(t.pcs, off)
+	t.rules = append(t.rules, i)
+	return true
+}
+
+// table is the rows given.
+func (b *builder) table() *Table {
+	t := b.t
+	t.pcs, t.rules, t.set = slices.Clip(t.pcs), slices.Clip(t.rules), slices.Clip(t.set)
+	return &t
 }
 
 // NewTable makes a table of rows, ascending by PC, each the rule up to the next (a row at
 // the PC of the one before replaces it; one with the rule of the one before adds nothing);
 // the last, whose CFA is RegNone, ends the description. For rules found otherwise than in a
-// file's frame information (JIT code's instructions). Rows out of order, or a last row that
-// ends nothing, make no table (nil).
+// file's frame information (JIT code's instructions). Rows out of order, a last row that
+// ends nothing, rows over 4 GB or more than 65 536 distinct rules make no table (nil).
 func NewTable(rows []Row) *Table {
 	if len(rows) < 2 || rows[len(rows)-1].CFA != RegNone ||
 		!slices.IsSortedFunc(rows, func(a, b Row) int { return cmp.Compare(a.PC, b.PC) }) {
 		return nil
 	}
-	out := make([]Row, 0, len(rows))
-	for _, r := range rows {
-		if n := len(out); n > 0 && out[n-1].PC == r.PC {
-			out = out[:n-1]
-		}
-		if n := len(out); n > 0 && sameRule(out[n-1], r) {
-			continue
-		}
-		out = append(out, r)
+	b := newBuilder(rows[0].PC, len(rows))
+	if !b.fits(rows[len(rows)-1].PC) {
+		return nil
 	}
-	return &Table{rows: slices.Clip(out)}
+	for _, r := range rows {
+		if !b.add(r) {
+			return nil
+		}
+	}
+	return b.table()
 }
 
 // Merge returns a table with a's rules and, where a has none, b's: the frame information of
 // one file from two sources (its .eh_frame, and the depths of a Go executable's frames that
-// its function table holds for the code .eh_frame leaves out). Either may be nil or empty.
+// its function table holds for the code .eh_frame leaves out). Either may be nil or empty;
+// a when the two together span more than a table holds.
 func Merge(a, b *Table) *Table {
-	if b == nil || len(b.rows) == 0 {
+	if b == nil || len(b.pcs) == 0 {
 		return a
 	}
-	if a == nil || len(a.rows) == 0 {
+	if a == nil || len(a.pcs) == 0 {
 		return b
 	}
-	pcs := make([]uint64, 0, len(a.rows)+len(b.rows))
-	for _, r := range a.rows {
-		pcs = append(pcs, r.PC)
-	}
-	for _, r := range b.rows {
-		pcs = append(pcs, r.PC)
+	pcs := make([]uint64, 0, len(a.pcs)+len(b.pcs))
+	for _, t := range []*Table{a, b} {
+		for _, off := range t.pcs {
+			pcs = append(pcs, t.base+uint64(off))
+		}
 	}
 	slices.Sort(pcs)
 	pcs = slices.Compact(pcs)
-	out := make([]Row, 0, len(pcs))
+	out := newBuilder(pcs[0], len(pcs))
+	if !out.fits(pcs[len(pcs)-1]) {
+		return a
+	}
 	for _, pc := range pcs {
 		r, ok := a.Find(pc)
 		if !ok {
@@ -148,10 +241,9 @@ func Merge(a, b *Table) *Table {
 			r = Row{CFA: RegNone}
 		}
 		r.PC = pc
-		if n := len(out); n > 0 && sameRule(out[n-1], r) {
-			continue
+		if !out.add(r) {
+			return a
 		}
-		out = append(out, r)
 	}
-	return &Table{rows: slices.Clip(out)}
+	return out.table()
 }

@@ -194,7 +194,7 @@ func jitTableOf(s gdbjit.Section, d sectionBytes) (jitTable, error) {
 		}
 		return jitTable{}, fmt.Errorf("unwind: .eh_frame at %#x: %w", s.Addr, err)
 	}
-	return jitTable{sec: s, lo: lo, hi: hi, table: t, bytes: int64(t.Len()) * rowBytes}, nil
+	return jitTable{sec: s, lo: lo, hi: hi, table: t, bytes: t.Bytes()}, nil
 }
 
 // releaseJIT lets go of p's JIT objects' frame information.

@@ -37,7 +37,7 @@ func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, e
 		}
 		return err
 	}
-	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: int64(t.Len()) * rowBytes})
+	u.addDumped(pid, dumpedCode{lo: addr, hi: addr + size, table: t, bytes: t.Bytes()})
 	return nil
 }
 

@@ -108,7 +108,11 @@ func TestJITFrames(t *testing.T) {
 func TestJITFramesBound(t *testing.T) {
 	pid := uint32(os.Getpid())
 	var log bytes.Buffer
-	u := New(Config{MaxTableBytes: 4 * 4 * 3 * rowBytes, Logger: slog.New(slog.NewTextHandler(&log, nil))}) // room for four trampolines
+	one, err := cfi.Read(trampoline(t), 0x10000000+trampolineFramesAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := New(Config{MaxTableBytes: 4 * 4 * one.Bytes(), Logger: slog.New(slog.NewTextHandler(&log, nil))}) // room for four trampolines
 	defer u.Close()
 	u.Prepare(pid)
 	for i := range uint64(6) {
@@ -231,7 +235,7 @@ func TestJITCode(t *testing.T) {
 		t.Errorf("code its instructions do not tell, frame pointer 0: %#x, want the leaf alone", got)
 	}
 	rows, _ := codeRows(tramp, code)
-	if got, want := u.TableBytes(), int64(cfi.NewTable(rows).Len())*rowBytes; got != want {
+	if got, want := u.TableBytes(), cfi.NewTable(rows).Bytes(); got != want {
 		t.Errorf("after the walks: %d bytes held, want the trampoline's rows' %d alone", got, want)
 	}
 }

@@ -29,15 +29,12 @@ type Config struct {
 }
 
 // DefaultMaxTableBytes is the default of Config.MaxTableBytes: the frame information of a
-// few hundred shared libraries (libc's is 0.8 MB, LLVM's 23 MB).
+// few hundred shared libraries (libc's is 0.2 MB, LLVM's 5.7 MB).
 const DefaultMaxTableBytes = 256 << 20
 
-// rowBytes is what one table row costs.
-const rowBytes = 24
-
 // maxFramelessFrameBytes bounds the .eh_frame a FramelessOnly Unwinder reads of one file:
-// reading one takes some ten times its size of memory for a moment, too much for a word
-// now and then (libLLVM-14's is 4.8 MB; a node or JVM binary's 1.5 to 3 MB). The functions
+// reading one takes some two and a half times its size of memory for a moment (libLLVM-14's,
+// 4.8 MB, takes 12 MB and keeps 2.4; a node or JVM binary's is 1.5 to 3 MB). The functions
 // of a larger file keep the walk's caller.
 const maxFramelessFrameBytes = 4 << 20
 
@@ -466,7 +463,7 @@ func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID)
 	}
 	size := int64(0)
 	if t != nil {
-		size = int64(t.Len()) * rowBytes
+		size = t.Bytes()
 	}
 	if t == nil || !u.makeRoom(size) {
 		if t != nil {
@@ -579,7 +576,7 @@ func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
 		}
 		bytes := int64(0)
 		if d.table != nil {
-			bytes = int64(d.table.Len()) * rowBytes
+			bytes = d.table.Bytes()
 		}
 		u.bytes += bytes - d.bytes
 		p.dumpedBytes += bytes - d.bytes
