@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -133,23 +134,24 @@ type cie struct {
 	initial   state
 }
 
-// span is a frame description whose instructions ran clean: the code [begin, end) it
-// describes, and its instructions, data[ins:insEnd], to run again in address order.
+// span is a frame description whose instructions ran clean: the code [begin, begin+size)
+// it describes, the offset of its CIE, and its instructions, data[ins:insEnd], to run again
+// in address order. 32 bytes.
 type span struct {
-	begin, end  uint64
-	c           *cie
-	ins, insEnd int
-	rows        int32 // the rows it gives, at most
+	begin       uint64
+	size        uint32
+	cie         uint32
+	ins, insEnd uint32
+	rows        uint32 // the rows it gives, at most
 }
+
+func (s *span) end() uint64 { return s.begin + uint64(s.size) }
 
 // Read parses the .eh_frame section data loaded at virtual address addr. Entries it cannot
 // read are left out and the error wraps ErrMalformed (with the first one's offset); the
 // table holds the rest.
 func Read(data []byte, addr uint64) (*Table, error) {
-	p := parser{data: data, addr: addr, cies: map[int]*cie{}}
-	p.entries()
-	t := p.table()
-	return t, p.err
+	return read(data, addr, false)
 }
 
 // ReadFrameless is Read keeping of the rules only where the function has no frame
@@ -157,7 +159,14 @@ func Read(data []byte, addr uint64) (*Table, error) {
 // holds some two rows for each place a function has no frame where Read's holds one per
 // change of the frame (libc's: 13 909 rows of 28 274; libLLVM-14's 397 469 of 948 864).
 func ReadFrameless(data []byte, addr uint64) (*Table, error) {
-	p := parser{data: data, addr: addr, cies: map[int]*cie{}, frameless: true}
+	return read(data, addr, true)
+}
+
+func read(data []byte, addr uint64, frameless bool) (*Table, error) {
+	if len(data) > math.MaxUint32 {
+		return &Table{}, ErrTooLarge
+	}
+	p := parser{data: data, addr: addr, cies: map[int]*cie{}, frameless: frameless}
 	p.entries()
 	t := p.table()
 	return t, p.err
@@ -336,6 +345,9 @@ func (p *parser) fde(idPos, idBack, pos, end int) error {
 	if size == 0 || begin+size < begin {
 		return nil // an empty range describes no code
 	}
+	if size > math.MaxUint32 {
+		return errors.New("describes more than 4 GB of code")
+	}
 	// Run once to count the rows (and find faults); table runs it again, in address order.
 	e := emitter{loc: begin, end: begin + size, frameless: p.frameless}
 	st := c.initial
@@ -347,8 +359,8 @@ func (p *parser) fde(idPos, idBack, pos, end int) error {
 		return ErrTooLarge
 	}
 	p.total += e.n
-	p.spans = append(p.spans, span{begin: begin, end: begin + size, c: c,
-		ins: r.pos, insEnd: end, rows: int32(e.n)})
+	p.spans = append(p.spans, span{begin: begin, size: uint32(size), cie: uint32(idPos - idBack),
+		ins: uint32(r.pos), insEnd: uint32(end), rows: uint32(e.n)})
 	return nil
 }
 
@@ -573,7 +585,7 @@ func (p *parser) table() *Table {
 	kept := p.spans[:0]
 	n := 0
 	for _, s := range p.spans {
-		if len(kept) > 0 && s.begin < kept[len(kept)-1].end {
+		if len(kept) > 0 && s.begin < kept[len(kept)-1].end() {
 			continue
 		}
 		kept = append(kept, s)
@@ -585,16 +597,17 @@ func (p *parser) table() *Table {
 	b := newBuilder(kept[0].begin, n)
 	e := emitter{frameless: p.frameless, b: b}
 	for _, s := range kept {
-		if !b.fits(s.end) {
+		if !b.fits(s.end()) {
 			p.err = ErrTooLarge
 			break
 		}
-		e.loc, e.end, e.n = s.begin, s.end, 0
-		st := s.c.initial
+		e.loc, e.end, e.n = s.begin, s.end(), 0
+		c := p.cies[int(s.cie)]
+		st := c.initial
 		// It ran clean when counted, and runs the same again.
-		_ = run(p.data[s.ins:s.insEnd], p.addr+uint64(s.ins), s.c, &st, &e)
+		_ = run(p.data[s.ins:s.insEnd], p.addr+uint64(s.ins), c, &st, &e)
 		e.add(st.row(e.loc))
-		if !b.add(Row{PC: s.end}) {
+		if !b.add(Row{PC: s.end()}) {
 			p.err = ErrTooLarge
 			break
 		}

@@ -98,6 +98,13 @@ func TestTableBounds(t *testing.T) {
 	if NewTable([]Row{{PC: lo, CFA: RegSP, CFAOffset: 8}, {PC: lo + 5<<30}}) != nil {
 		t.Error("NewTable made a table spanning 5 GB")
 	}
+	tab, err = Read(section(fdeSpec{lo, 0x20, pushed}, fdeSpec{lo + 0x100, 5 << 30, pushed}), 0)
+	if !errors.Is(err, ErrMalformed) {
+		t.Errorf("a description of 5 GB: error %v, want ErrMalformed", err)
+	}
+	if _, ok := tab.Find(lo + 0x101); ok || tab.Len() != 3 {
+		t.Errorf("a description of 5 GB: held (%d rows)", tab.Len())
+	}
 
 	// One description whose CFA offset changes at each of 70 000 instructions.
 	var ins []byte

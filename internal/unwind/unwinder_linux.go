@@ -34,8 +34,9 @@ const DefaultMaxTableBytes = 256 << 20
 
 // maxFramelessFrameBytes bounds the .eh_frame a FramelessOnly Unwinder reads of one file:
 // reading one takes some two and a half times its size of memory for a moment (libLLVM-14's,
-// 4.8 MB, takes 12 MB and keeps 2.4; a node or JVM binary's is 1.5 to 3 MB), 40 MB at most.
-// The functions of a larger file keep the walk's caller.
+// 4.8 MB, takes 12 MB and keeps 2.4; a node or JVM binary's is 1.5 to 3 MB), four times for
+// a section of the smallest descriptions. The functions of a larger file keep the walk's
+// caller.
 const maxFramelessFrameBytes = 16 << 20
 
 // maxParseBytes bounds what is read of one file's headers and .eh_frame.
