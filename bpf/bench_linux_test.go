@@ -47,7 +47,8 @@ func BenchmarkDrain100k(b *testing.B) {
 // counted, and with the processes of cgroups counted: the loop runs five levels below the
 // hierarchy's root, in the cgroup named (one lookup per level down to it), below a cgroup
 // named at the first level, or outside every cgroup named (a lookup at every level). The
-// target case counts a target's samples, as every filter does.
+// target case counts a target's samples, as every filter does; target-stacks counts them by
+// call chain (Config.Stacks), the words at the stack pointer tested for a return address.
 func BenchmarkProgramRun(b *testing.B) {
 	testenv.Requires(b, testenv.Root, testenv.BPF, testenv.PerfEvent("cpu-clock"))
 	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
@@ -76,6 +77,7 @@ func BenchmarkProgramRun(b *testing.B) {
 		target  bool
 	}{
 		{"target", Config{}, nil, true},
+		{"target-stacks", Config{Stacks: true}, nil, true},
 		{"all", Config{AllBut: 1}, nil, false},
 		{"all-cgroup-named-at-level-5", Config{AllBut: 1, AllCgroups: true}, []uint64{id(deep)}, false},
 		{"all-cgroup-named-at-level-1", Config{AllBut: 1, AllCgroups: true}, []uint64{id(topDir)}, false},
@@ -104,7 +106,11 @@ func BenchmarkProgramRun(b *testing.B) {
 					ev.Disable()
 				}
 			}
-			st, err := p.objs.ProfdSample.Stats()
+			prog := p.objs.ProfdSample
+			if c.cfg.Stacks {
+				prog = p.objs.ProfdSampleStacks
+			}
+			st, err := prog.Stats()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -23,10 +23,11 @@
 // With Config.Stacks the loader attaches a second program, profd_sample_stacks, which counts
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
 // in the stack_counts array of maps that DrainStacks swaps and reads the same way. A
-// user-mode sample also keeps the word at its stack pointer (Stack.WordAtSP) when that word
-// may be a return address: the bytes before it end with a call instruction, or, in the Go
-// code of a process SetGoText names, it lies in that code. Where the function sampled has no
-// frame, it is the caller's return address, which the kernel's walk by frame pointers
+// user-mode sample also keeps the first of the WordSlots words at its stack pointer that may
+// be a return address, and which it was (Stack.WordAtSP, Stack.WordSlot): the bytes before
+// it end with a call instruction, or, in the Go code of a process SetGoText names, the first
+// word lies in that code. Where the function sampled has not set the frame pointer and its
+// return address is that word, it is the caller's, which the kernel's walk by frame pointers
 // skips; the caller of DrainStacks decides.
 //
 // Usage (the sampler package does this):

@@ -276,7 +276,10 @@ int profd_ring_filter(struct perf_event_ctx *ctx)
 
 #define STACK_KERNEL_MODE 1 // the sample was taken in kernel mode
 #define STACK_TRUNCATED 2   // a chain filled its frames: most likely cut there
-#define STACK_WORD_AT_SP 4  // user[1] is the word at the stack pointer, not a frame walked
+#define STACK_WORD_AT_SP 4  // user[1] is a word at the stack pointer, not a frame walked
+#define STACK_WORD_SLOT_SHIFT 3 // bits 3 and 4: which word at the stack pointer (0 the one it points at)
+
+#define WORD_SLOTS 4 // the words at the stack pointer looked in for a return address
 
 struct stack_key {
 	__u32 tgid;
@@ -313,24 +316,26 @@ struct {
 	});
 } stack_counts SEC(".maps");
 
-// A function without a frame of its own (a leaf that keeps its locals in registers, as
-// libc's memcpy and Go's small loops are), and every function at its first instruction and
-// at its return, has not saved the frame pointer: the kernel's walk by frame pointers from a
-// sample there goes from the function to its caller's caller, while the caller's return
-// address is the word the stack pointer points at. So a user-mode sample whose word at the
-// stack pointer may be a return address keeps that word after the sampled instruction
-// (user[1], STACK_WORD_AT_SP), and the daemon keeps it or drops it by the frame the
-// function has at the instruction, as its file's frame information (or Go's function table)
-// gives it. (The word could be a local's: only the tables know.)
+// A function that has not set the frame pointer (a leaf that keeps its locals in registers,
+// as libc's memcpy and Go's small loops are, or that keeps a small frame without one; every
+// function at its first instruction, after it pushed the frame pointer, and at its return)
+// leaves the caller's in it: the kernel's walk by frame pointers from a sample there goes
+// from the function to its caller's caller, while the caller's return address is one of the
+// first words at the stack pointer. So a user-mode sample whose first WORD_SLOTS words at
+// the stack pointer hold one that may be a return address keeps the first such word after
+// the sampled instruction (user[1], STACK_WORD_AT_SP, and which word it was in the flags),
+// and the daemon keeps it or drops it by the frame the function has at the instruction, as
+// its file's frame information (or Go's function table) gives it: where the return address
+// is that word. (A word could be a local's: only the tables know.)
 //
 // May be a return address: for a process whose executable has Go's function table, the
-// loader puts the range of that executable's code in go_text, and a sample there keeps a
-// word that lies there too (until the loader has read a target's executable, the range it
-// gives is all addresses); elsewhere, a word that follows a call instruction's bytes
-// (follows_call). A random word passes that test once in a hundred and fifty or so; it costs
-// one read of user memory, where asking the kernel whether the word lies in executable
-// memory (bpf_find_vma) costs, from the timer's interrupt, an inter-processor interrupt to
-// release the mapping lock.
+// loader puts the range of that executable's code in go_text, and a sample there keeps its
+// first word if it lies there too (Go sets the frame pointer with its frame; until the
+// loader has read a target's executable, the range it gives is all addresses); elsewhere, a
+// word that follows a call instruction's bytes (follows_call). A random word passes that test
+// once in a hundred and fifty or so; it costs one read of user memory, where asking the
+// kernel whether the word lies in executable memory (bpf_find_vma) costs, from the timer's
+// interrupt, an inter-processor interrupt to release the mapping lock.
 struct text_range {
 	__u64 lo, hi;
 };
@@ -348,7 +353,9 @@ struct {
 static __always_inline int follows_call(__u64 addr)
 {
 	__u8 b[8];
-	if (addr < sizeof(b) || bpf_probe_read_user(b, sizeof(b), (void *)(addr - sizeof(b))))
+	// Below the lowest address a process may map, or past user space: not a read that faults.
+	if (addr < 0x10000 || addr >= 0x800000000000ULL ||
+	    bpf_probe_read_user(b, sizeof(b), (void *)(addr - sizeof(b))))
 		return 0;
 	if (b[3] == 0xe8)
 		return 1;
@@ -359,16 +366,35 @@ static __always_inline int follows_call(__u64 addr)
 	return 0;
 }
 
-// word_at_sp reads into *word the user word the stack pointer points at, when it may be a
-// return address (above).
-static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word)
+// word_at_sp reads into *word the first of the user words at the stack pointer that may be
+// a return address (above), and into *slot which it is.
+static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word, __u32 *slot)
 {
-	if (bpf_probe_read_user(word, sizeof(*word), (void *)ctx->regs.sp))
-		return 0;
+	__u64 w[WORD_SLOTS];
+	int n = WORD_SLOTS;
+	*slot = 0;
 	struct text_range *r = bpf_map_lookup_elem(&go_text, &tgid);
-	if (r && ctx->regs.ip >= r->lo && ctx->regs.ip < r->hi)
+	if (r && ctx->regs.ip >= r->lo && ctx->regs.ip < r->hi) {
+		if (bpf_probe_read_user(word, sizeof(*word), (void *)ctx->regs.sp))
+			return 0;
 		return *word >= r->lo && *word < r->hi;
-	return follows_call(*word);
+	}
+	if (bpf_probe_read_user(w, sizeof(w), (void *)ctx->regs.sp)) {
+		// The stack's mapping ends within the words: the first alone.
+		if (bpf_probe_read_user(w, sizeof(w[0]), (void *)ctx->regs.sp))
+			return 0;
+		n = 1;
+	}
+	for (int i = 0; i < WORD_SLOTS; i++) {
+		if (i >= n)
+			break;
+		if (follows_call(w[i])) {
+			*word = w[i];
+			*slot = i;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 SEC("perf_event")
@@ -395,8 +421,9 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	bpf_get_current_comm(k->comm, sizeof(k->comm));
 	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
 	__u64 word = 0;
+	__u32 slot = 0;
 	long n;
-	if (!kernel_mode && word_at_sp(ctx, tgid, &word)) {
+	if (!kernel_mode && word_at_sp(ctx, tgid, &word, &slot)) {
 		// The chain from user[1] on (the sampled instruction first), then the word in
 		// its place, after the instruction copied to user[0].
 		// (The whole chain: the word may be dropped.)
@@ -407,7 +434,7 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 			k->user[0] = k->user[1];
 			k->user[1] = word;
 			n += sizeof(__u64);
-			k->flags |= STACK_WORD_AT_SP;
+			k->flags |= STACK_WORD_AT_SP | slot << STACK_WORD_SLOT_SHIFT;
 		}
 	} else {
 		n = bpf_get_stack(ctx, k->user, MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);

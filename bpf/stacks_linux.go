@@ -14,7 +14,12 @@ const (
 	stackKernelMode = 1
 	stackTruncated  = 2
 	stackWordAtSP   = 4
+	stackSlotShift  = 3 // two bits: which word at the stack pointer
 )
+
+// WordSlots is how many words at the stack pointer the program looks in for a return
+// address (profile.c's WORD_SLOTS).
+const WordSlots = 4
 
 // stackBatchEntries is how many stacks one BPF_MAP_LOOKUP_BATCH reads (1.5 KiB a key).
 const stackBatchEntries = 256
@@ -35,10 +40,12 @@ type Stack struct {
 	KernelMode bool
 	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
 	Truncated bool
-	// WordAtSP: User[1] is not a frame the kernel walked but the word the stack pointer
-	// pointed at, which may be a return address: it is where the sampled function had no
-	// frame (the file's frame information, or Go's table, tells; see SetGoText).
+	// WordAtSP: User[1] is not a frame the kernel walked but the word WordSlot at the stack
+	// pointer (0 the one it pointed at), which may be a return address: it is where the
+	// sampled function had not set the frame pointer and its return address is that word
+	// (the file's frame information, or Go's table, tells; see SetGoText).
 	WordAtSP bool
+	WordSlot int
 }
 
 // stack decodes k.
@@ -53,7 +60,7 @@ func (k *profileStackKey) stack() Stack {
 	return Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
 		User: k.User[:min(int(k.Nuser), len(k.User))], Kernel: k.Kernel[:min(int(k.Nkernel), len(k.Kernel))],
 		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0,
-		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2}
+		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2, WordSlot: int(k.Flags>>stackSlotShift) & 3}
 }
 
 // newStackMap installs an empty stack counts map (the spare the last drain emptied, else a

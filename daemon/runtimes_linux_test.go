@@ -664,7 +664,7 @@ func TestPostgresJIT(t *testing.T) {
 		t.Errorf("no evalexpr_* function among the hot ones: %v", hot)
 	}
 	compareNativeWithPerf(t, c, perfSamples, "/postgres")
-	compareStacksWithPerf(t, c, perf.stacks(t, backend, true), backend, framelessIn(t, postmaster))
+	compareStacksWithPerf(t, c, perf.stacks(t, backend, true), backend, returnSlotIn(t, postmaster))
 	checkTraces(t, outputPath(d, "postgres", backend, FormatPprof), "evalexpr_")
 	text := outputPath(d, "postgres", backend, FormatLLVMText)
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
@@ -673,18 +673,18 @@ func TestPostgresJIT(t *testing.T) {
 	}
 }
 
-// framelessIn reports whether the function at an address of process pid has no frame there,
-// as the sampler decides it (unwind.Unwinder.ReturnAtSP, by its file's .eh_frame, files as
-// large as libLLVM's left out): for PostgreSQL, the postmaster, whose backends are forked
-// with its code where it is.
-func framelessIn(t *testing.T, pid int) func(addr uint64) bool {
-	u := unwind.New(unwind.Config{FramelessOnly: true})
+// returnSlotIn reports whether the function at an address of process pid has not set the
+// frame pointer there and has its return address near the stack pointer, as the sampler
+// decides it (unwind.Unwinder.ReturnSlot, by its file's .eh_frame): for PostgreSQL, the
+// postmaster, whose backends are forked with its code where it is.
+func returnSlotIn(t *testing.T, pid int) func(addr uint64) bool {
+	u := unwind.New(unwind.Config{ReturnSlotsOnly: true})
 	t.Cleanup(u.Close)
 	return func(addr uint64) bool {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			yes, later := u.ReturnAtSP(uint32(pid), addr)
+			_, ok, later := u.ReturnSlot(uint32(pid), addr)
 			if !later || time.Now().After(deadline) {
-				return yes
+				return ok
 			}
 		}
 	}

@@ -256,10 +256,10 @@ func reportName(name string) string {
 // (function, caller) pairs of the samples whose chains reach the thread's start overlap by
 // 90 % or more, or as much as sampling noise allows (overlapFloor).
 //
-// Where the sampled function has no frame at its leaf (frameless, nil for none), profd's
-// chain has the caller perf's skips (the word at the stack pointer): that sample's pair is
-// taken with the caller's caller, as perf sees it.
-func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int, frameless func(addr uint64) bool) {
+// Where the sampled function has not set the frame pointer at its leaf (callerKept, nil for
+// none), profd's chain has the caller perf's skips (a word at the stack pointer): that
+// sample's pair is taken with the caller's caller, as perf sees it.
+func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int, callerKept func(addr uint64) bool) {
 	t.Helper()
 	profdLeaves, perfLeaves := map[string]uint64{}, map[string]uint64{}
 	profdPairs, perfPairs := map[[2]string]uint64{}, map[[2]string]uint64{}
@@ -275,7 +275,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		}
 		profdComplete += st.Count
 		caller := st.Frames[1]
-		if frameless != nil && len(st.Frames) > 2 && !st.Frames[0].JIT() && frameless(st.Frames[0].Address) {
+		if callerKept != nil && len(st.Frames) > 2 && !st.Frames[0].JIT() && callerKept(st.Frames[0].Address) {
 			caller = st.Frames[2]
 			skipped += st.Count
 		}
@@ -294,7 +294,7 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		perfComplete++
 		perfPairs[[2]string{reportName(f[0].sym), reportName(f[1].sym)}]++
 	}
-	t.Logf("thread %d: profd %d samples, %d with complete chains (%d sampled where their function has no frame, its caller kept); perf %d, %d",
+	t.Logf("thread %d: profd %d samples, %d with complete chains (%d sampled where their function has not set the frame pointer, its caller kept); perf %d, %d",
 		tid, profdAll, profdComplete, skipped, perfAll, perfComplete)
 	if profdAll < 200 || perfAll < 200 || perfComplete < 100 {
 		t.Fatalf("too few samples to compare: profd %d, perf %d (%d complete)", profdAll, perfAll, perfComplete)

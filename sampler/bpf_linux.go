@@ -185,7 +185,7 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 		// The program counts by chain only; the counts are the user-mode leaves.
 		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
 			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
-				Truncated: st.Truncated, wordAtSP: st.WordAtSP}
+				Truncated: st.Truncated, wordAtSP: st.WordAtSP, wordSlot: st.WordSlot}
 			if st.KernelMode {
 				sc.Kernel = slices.Clone(st.Kernel)
 			}

@@ -94,10 +94,11 @@ type aggregate struct {
 	// unwind, with stacks: samples also carry user registers and stack, from which it
 	// walks the user chain in place of the callchain's.
 	unwind *unwind.Unwinder
-	// leaves, with stacks and no unwind: samples also carry user registers and the word at
-	// the stack pointer, which goes after the leaf where it is the caller the kernel's
-	// chain skips (leafcallers.go).
+	// leaves, with stacks and no unwind: samples also carry user registers and the first
+	// words at the stack pointer, one of which goes after the leaf where it is the caller
+	// the kernel's chain skips (leafcallers.go).
 	leaves      *leafCallers
+	words       []uint64       // leaves' scratch
 	frames      []uint64       // unwind's scratch
 	stackIndex  map[string]int // by pid, tid and the callchain's bytes
 	stackCounts []StackCount
@@ -295,8 +296,8 @@ func (a *aggregate) stackSample(s sample, body []byte) error {
 		if err != nil {
 			return err
 		}
-		if word, ok := stackWord(us); ok && !s.kernelMode {
-			if unwound = a.leaves.withWordAtSP(s.pid, chain, word, a.frames); unwound != nil {
+		if a.words = stackWords(us, a.words); len(a.words) > 0 && !s.kernelMode {
+			if unwound = a.leaves.withWordAtSP(s.pid, chain, a.words, a.frames); unwound != nil {
 				a.frames = unwound
 			}
 		}

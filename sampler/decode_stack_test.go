@@ -118,6 +118,13 @@ func FuzzDecodeCallchain(f *testing.F) {
 	}
 	ne.PutUint16(withWord[6:], uint16(len(withWord)))
 	f.Add(withWord)
+	// And its first four words, the return address the third.
+	withWords := chainRec(1, 2, 0x401010, 5, miscUser, callchainUser, 0x401010, 0x402005)
+	for _, v := range []uint64{2, 0x7ffd0010, 0x7ffd0000, 0x401010, 32, 7, 0x7ffd0040, 0x401505, 0, 32} {
+		withWords = ne.AppendUint64(withWords, v)
+	}
+	ne.PutUint16(withWords[6:], uint16(len(withWords)))
+	f.Add(withWords)
 	leaves := newLeafCallers(Config{Stacks: true}, nil, nil)
 	leaves.Add(1) // the seeds' process: its words are decided by its files' frame information
 	f.Cleanup(leaves.Close)

@@ -7,6 +7,8 @@ import (
 
 	perf "github.com/elastic/go-perf"
 	"golang.org/x/sys/unix"
+
+	"github.com/profd/profd/internal/cfi"
 )
 
 // chooseEvent opens the requested event once, on the calling thread, to learn whether this
@@ -114,10 +116,11 @@ func (spec eventSpec) attr(cfg Config, preciseIP int, ring bool) *perf.Attr {
 			a.SampleMaxStack = MaxStackFrames
 			a.Options.ExcludeKernelCallchain = !cfg.KernelStacks
 			// The user registers and a copy of the stack: to walk (Config.Unwind), else its
-			// first word, for the callers of functions without a frame (leafcallers.go).
+			// first words, for the callers of functions that have not set the frame pointer
+			// (leafcallers.go).
 			a.SampleFormat.UserRegisters, a.SampleFormat.UserStack = true, true
 			a.SampleRegistersUser = userRegsMask
-			a.SampleStackUser = 8
+			a.SampleStackUser = 8 * cfi.ReturnSlots
 			if cfg.Unwind != nil {
 				a.SampleStackUser = cfg.StackBytes
 			}

@@ -5,23 +5,29 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/unwind"
 )
 
-// Functions without a frame: a function that keeps no frame (a leaf that keeps its locals
-// in registers: libc's memcpy and strlen, Go's small loops), and every function at its first
-// instruction and its return, has not saved the frame pointer, so the kernel's walk by frame
-// pointers from a sample there skips its caller. With Config.Stacks and no Config.Unwind,
-// samples also carry the word at the stack pointer (the BPF program keeps it where it may
-// be a return address, the ring back end copies it with every sample), and where the
-// function sampled has no frame at the sampled instruction, that word, the caller's return
-// address, goes after the sampled instruction. Go's executables say so in their function
+// Functions that have not set the frame pointer: a function that keeps no frame (a leaf
+// that keeps its locals in registers: libc's memcpy and strlen, Go's small loops) or a small
+// one without a frame pointer (a leaf that saves a register or two), and every function at
+// its first instruction, after it pushed the frame pointer, and at its return, leaves the
+// caller's frame pointer in place, so the kernel's walk by frame pointers from a sample there
+// skips its caller. With Config.Stacks and no Config.Unwind, samples also carry a word at the
+// stack pointer (the BPF program keeps the first of cfi.ReturnSlots words that may be a
+// return address, and which it was; the ring back end copies those words with every
+// sample), and where the function sampled has not set the frame pointer and its return
+// address is that word, the word, the caller's return address, goes after the sampled
+// instruction. Go's executables say where their functions have no frame in their function
 // table (unwind.GoLeaves, read for each target, whose ranges also tell the BPF program where
-// Go's code lies); other code in its file's frame information (.eh_frame), or in what its JIT
-// registered (unwind.Unwinder.ReturnAtSP, read the first time a word needs it).
+// Go's code lies; Go sets the frame pointer with any frame); other code in its file's frame
+// information (.eh_frame), or in what its JIT registered (unwind.Unwinder.ReturnSlot, read
+// the first time a word needs it).
 
 // leafCallerTableBytes bounds the frame information read to decide words outside Go's code,
-// which keeps only where functions have no frame (cfi.ReadFrameless: libc's 0.08 MB).
+// which keeps only the rules that find the return address near the stack pointer
+// (cfi.ReadReturnSlots: libc's 0.14 MB).
 const leafCallerTableBytes = 64 << 20
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
@@ -41,7 +47,7 @@ func newLeafCallers(cfg Config, found func(pid uint32, lo, hi uint64), lost func
 	}
 	return &leafCallers{
 		goCode:   unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger}),
-		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, FramelessOnly: true, Logger: cfg.Logger}),
+		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, ReturnSlotsOnly: true, Logger: cfg.Logger}),
 	}
 }
 
@@ -72,23 +78,38 @@ func (c *leafCallers) Close() {
 	c.unwinder.Close()
 }
 
-// keep reports whether word, the word at the stack pointer of a sample of pid at ip, is the
-// caller's return address: the function at ip has no frame there. A word whose code's
-// frame information is still being read is dropped.
-func (c *leafCallers) keep(pid uint32, ip, word uint64) bool {
+// returnSlot returns which word at the stack pointer of a sample of pid at ip (0 the one it
+// points at) is the caller's return address that the kernel's walk skips there; false where
+// none is (the function has set the frame pointer, or its return address lies deeper) or the
+// code's frame information is still being read.
+func (c *leafCallers) returnSlot(pid uint32, ip uint64) (int, bool) {
 	if c.goCode.InText(pid, ip) {
-		return c.goCode.InText(pid, word) && c.goCode.Frameless(pid, ip)
+		return 0, c.goCode.Frameless(pid, ip)
 	}
 	if !c.goCode.Wanted(pid) {
-		return false
+		return 0, false
 	}
-	yes, _ := c.unwinder.ReturnAtSP(pid, ip)
-	return yes
+	slot, ok, _ := c.unwinder.ReturnSlot(pid, ip)
+	return slot, ok
 }
 
-// settleWords keeps, in each of stacks whose User[1] is the word at its stack pointer
-// (wordAtSP), that word where the function sampled has no frame there, and drops it
-// elsewhere.
+// keep reports whether word, the word slot at the stack pointer of a sample of pid at ip, is
+// the caller's return address that the kernel's walk skips. A word whose code's frame
+// information is still being read is dropped.
+func (c *leafCallers) keep(pid uint32, ip, word uint64, slot int) bool {
+	at, ok := c.returnSlot(pid, ip)
+	return ok && at == slot && c.fromCode(pid, ip, word)
+}
+
+// fromCode reports whether a function at ip of pid may be called from word: Go's code, as
+// far as its frameless functions go, from Go's code alone.
+func (c *leafCallers) fromCode(pid uint32, ip, word uint64) bool {
+	return !c.goCode.InText(pid, ip) || c.goCode.InText(pid, word)
+}
+
+// settleWords keeps, in each of stacks whose User[1] is a word at its stack pointer
+// (wordAtSP), that word where it is the return address of a function that has not set the
+// frame pointer, and drops it elsewhere.
 func (c *leafCallers) settleWords(stacks []StackCount) {
 	for i := range stacks {
 		st := &stacks[i]
@@ -96,7 +117,7 @@ func (c *leafCallers) settleWords(stacks []StackCount) {
 			continue
 		}
 		st.wordAtSP = false
-		if !c.keep(st.PID, st.User[0], st.User[1]) {
+		if !c.keep(st.PID, st.User[0], st.User[1], st.wordSlot) {
 			st.User = slices.Delete(st.User, 1, 2)
 		} else if len(st.User) > MaxStackFrames {
 			st.User = st.User[:MaxStackFrames] // a chain cut anyway (Truncated)
@@ -104,32 +125,48 @@ func (c *leafCallers) settleWords(stacks []StackCount) {
 	}
 }
 
-// withWordAtSP returns in frames the user frames of chain (a callchain's bytes) with
-// word, the word at the sample's stack pointer, after the sampled instruction, where the
-// function there has no frame and word lies in process pid's code; nil otherwise.
-func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, word uint64, frames []uint64) []uint64 {
+// withWordAtSP returns in frames the user frames of chain (a callchain's bytes) with the
+// caller's return address after the sampled instruction, where the function there has not set
+// the frame pointer and its return address is one of words (the first words at the sample's
+// stack pointer), in process pid's code; nil otherwise.
+func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, words []uint64, frames []uint64) []uint64 {
 	// Most words are not code addresses: the cheap look first.
-	if !c.goCode.InText(pid, word) && (!c.goCode.Wanted(pid) || !c.unwinder.InCode(pid, word)) {
+	if !slices.ContainsFunc(words, func(w uint64) bool { return c.inCode(pid, w) }) {
 		return nil
 	}
 	user := userEntries(chain)
-	if user.len() == 0 || !c.keep(pid, user.at(0), word) {
+	if user.len() == 0 {
 		return nil
 	}
-	frames = append(frames[:0], user.at(0), word)
+	ip := user.at(0)
+	slot, ok := c.returnSlot(pid, ip)
+	if !ok || slot >= len(words) || !c.inCode(pid, words[slot]) || !c.fromCode(pid, ip, words[slot]) {
+		return nil
+	}
+	frames = append(frames[:0], user.at(0), words[slot])
 	for i := 1; i < user.len() && len(frames) < MaxStackFrames; i++ {
 		frames = append(frames, user.at(i))
 	}
 	return frames
 }
 
-// stackWord is the first word of a sample's copy of its user stack, the word its stack
-// pointer pointed at; false when the sample holds none.
-func stackWord(us userStack) (uint64, bool) {
-	if us.abi != regsABI64 || len(us.stack) < 8 {
-		return 0, false
+// inCode reports whether word lies in process pid's code, as far as a target's Go table or
+// mappings tell.
+func (c *leafCallers) inCode(pid uint32, word uint64) bool {
+	return c.goCode.InText(pid, word) || c.goCode.Wanted(pid) && c.unwinder.InCode(pid, word)
+}
+
+// stackWords appends to words the first words of a sample's copy of its user stack (from
+// the one its stack pointer pointed at), cfi.ReturnSlots at most; none when it holds none.
+func stackWords(us userStack, words []uint64) []uint64 {
+	words = words[:0]
+	if us.abi != regsABI64 {
+		return words
 	}
-	return binary.NativeEndian.Uint64(us.stack), true
+	for b := us.stack; len(b) >= 8 && len(words) < cfi.ReturnSlots; b = b[8:] {
+		words = append(words, binary.NativeEndian.Uint64(b))
+	}
+	return words
 }
 
 // logGoTextErr logs, at Debug, an error telling the BPF program where pid's Go code lies

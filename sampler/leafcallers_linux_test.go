@@ -12,9 +12,19 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/profd/profd/bpf"
+	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/procfs"
 	"github.com/profd/profd/internal/testenv"
 )
+
+// TestWordSlots: the BPF program looks in as many words at the stack pointer as the tables
+// that decide them, and the ring back end copies, answer for (and its key's two bits hold).
+func TestWordSlots(t *testing.T) {
+	if bpf.WordSlots != cfi.ReturnSlots || cfi.ReturnSlots > 4 {
+		t.Errorf("the BPF program's words %d, the tables' %d (at most 4)", bpf.WordSlots, cfi.ReturnSlots)
+	}
+}
 
 // TestGoLeafCallers: workloads/runtimes/hot.go spends its time in two functions Go gives no
 // frame, both called by main.run. By frame pointers alone the chain of every sample in them
@@ -83,11 +93,12 @@ func TestGoLeafCallers(t *testing.T) {
 }
 
 // TestCLeafCallers: workloads/leaves.c, built with frame pointers as distributions build C
-// (leaves keep none), spends its time in libc's strlen and in mix, both frameless and both
-// called by run. By frame pointers alone every sample there goes on at main (perf record -g
-// gives the same); with the word at the stack pointer, decided by libc's and the program's
-// .eh_frame, each back end puts run after the leaf in nearly every such sample, and every
-// address of the program's own code after the sampled instruction is a call's return.
+// (leaves keep none), spends its time in libc's strlen and in mix, both frameless, and in
+// pushed, which keeps two saved registers below its return address, all called by run. By
+// frame pointers alone every sample there goes on at main (perf record -g gives the same);
+// with the words at the stack pointer, decided by libc's and the program's .eh_frame, each
+// back end puts run after the leaf in nearly every such sample, and every address of the
+// program's own code after the sampled instruction is a call's return.
 func TestCLeafCallers(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.PerfEvent("cpu-clock"), testenv.Tool("gcc"))
 	exe := filepath.Join(t.TempDir(), "leaves")
@@ -95,7 +106,7 @@ func TestCLeafCallers(t *testing.T) {
 		"-o", exe, "../workloads/leaves.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	syms := functionRanges(t, exe, "mix", "run", "main")
+	syms := functionRanges(t, exe, "mix", "pushed", "run", "main")
 	text := textOf(t, exe)
 	for _, be := range []Backend{BackendBPF, BackendRing} {
 		t.Run(string(be), func(t *testing.T) {
@@ -114,7 +125,7 @@ func TestCLeafCallers(t *testing.T) {
 				t.Fatalf("no libc mapped by %d", pid)
 			}
 			inLibc := func(ip uint64) bool { return slices.ContainsFunc(libc, func(r addrRange) bool { return r.has(ip) }) }
-			var mix, strlen, mixFromRun, strlenFromRun, fromMain uint64
+			var mix, strlen, pushed, mixFromRun, strlenFromRun, pushedFromRun, fromMain uint64
 			for _, st := range stacks {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
@@ -131,6 +142,12 @@ func TestCLeafCallers(t *testing.T) {
 					if syms["run"].has(caller) {
 						mixFromRun += st.N
 					}
+				// Its loop: the instructions between its pushes and its pops.
+				case syms["pushed"].has(st.User[0]) && st.User[0] >= syms["pushed"].lo+3 && st.User[0] < syms["pushed"].lo+0x28:
+					pushed += st.N
+					if syms["run"].has(caller) {
+						pushedFromRun += st.N
+					}
 				case inLibc(st.User[0]) && (syms["run"].has(caller) || syms["main"].has(caller)):
 					strlen += st.N // strlen's: run calls nothing else of libc's
 					if syms["run"].has(caller) {
@@ -143,12 +160,15 @@ func TestCLeafCallers(t *testing.T) {
 					fromMain += st.N
 				}
 			}
-			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; %d from main", mix, mixFromRun, strlen, strlenFromRun, fromMain)
-			if mix < 300 || strlen < 100 {
-				t.Fatalf("%d samples in mix, %d in strlen", mix, strlen)
+			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; %d from main",
+				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, fromMain)
+			if mix < 300 || strlen < 100 || pushed < 100 {
+				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed", mix, strlen, pushed)
 			}
-			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) {
-				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen; want 95 %%", mixFromRun, mix, strlenFromRun, strlen)
+			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) ||
+				float64(pushedFromRun) < 0.95*float64(pushed) {
+				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed; want 95 %%",
+					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed)
 			}
 		})
 	}

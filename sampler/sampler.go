@@ -168,8 +168,10 @@ type StackCount struct {
 	// it was most likely cut there.
 	Truncated bool
 	Count
-	// wordAtSP: User[1] is the word at the stack pointer, not settled yet (settleWords).
+	// wordAtSP: User[1] is the word wordSlot at the stack pointer, not settled yet
+	// (settleWords).
 	wordAtSP bool
+	wordSlot int
 }
 
 // MaxAllUIDs is the most users Config.AllUIDs may name.
@@ -215,7 +217,8 @@ type Stats struct {
 	HeldChains        uint64
 	UndescribedChains uint64
 	// LeafTableBytes is the frame information held, with Config.Stacks by frame pointers, to
-	// decide the word at the stack pointer (leafcallers.go): where functions have no frame.
+	// decide the words at the stack pointer (leafcallers.go): where functions have not set
+	// the frame pointer, and which word is their return address.
 	LeafTableBytes uint64
 }
 

@@ -1,9 +1,11 @@
-// leaves: a program whose time is in functions without a frame of their own, both called
-// from run(), which main() calls: libc's strlen over a long string, and mix(), a leaf that
-// keeps its locals in registers. Built as distributions build C with frame pointers
+// leaves: a program whose time is in functions that set no frame pointer, all called from
+// run(), which main() calls: libc's strlen over a long string; mix(), a leaf that keeps its
+// locals in registers; and pushed(), a leaf that saves two registers on the stack, as a leaf
+// that needs callee-saved registers does (its return address 16 bytes above the stack
+// pointer through its loop). Built as distributions build C with frame pointers
 // (-fno-omit-frame-pointer -momit-leaf-frame-pointer: leaves keep none), a walk by frame
-// pointers from a sample in either goes from it to main, skipping run. Argument: seconds to
-// run (default 5).
+// pointers from a sample in any of them goes from it to main, skipping run. Argument:
+// seconds to run (default 5).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +20,41 @@ __attribute__((noinline)) unsigned long mix(unsigned long x) {
 	return x;
 }
 
+// pushed(x) mixes x as mix does, in rbx and r12, which it saves first (written in assembly
+// so that the frame is what it says whatever the compiler).
+unsigned long pushed(unsigned long x);
+__asm__(".text\n"
+	".globl pushed\n"
+	".type pushed, @function\n"
+	"pushed:\n"
+	".cfi_startproc\n"
+	"	pushq %rbx\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbx, -16\n"
+	"	pushq %r12\n"
+	".cfi_def_cfa_offset 24\n"
+	".cfi_offset %r12, -24\n"
+	"	movq %rdi, %rbx\n"
+	"	movl $500, %r12d\n"
+	"1:	movq %rbx, %rax\n"
+	"	shrq $7, %rax\n"
+	"	xorq %rax, %rbx\n"
+	"	imulq $0x7F4A7C15, %rbx, %rbx\n"
+	"	addq %r12, %rbx\n"
+	"	decl %r12d\n"
+	"	jnz 1b\n"
+	"	movq %rbx, %rax\n"
+	"	popq %r12\n"
+	".cfi_def_cfa_offset 16\n"
+	"	popq %rbx\n"
+	".cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size pushed, .-pushed\n");
+
 __attribute__((noinline)) unsigned long run(unsigned long i) {
 	buf[i % LEN] = (char)('a' + (i & 7)); // a string strlen cannot be hoisted over
-	return strlen(buf) + mix(i);
+	return strlen(buf) + mix(i) + pushed(i);
 }
 
 int main(int argc, char **argv) {

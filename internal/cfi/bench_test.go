@@ -7,8 +7,9 @@ import (
 
 // BenchmarkReadELF reads the frame information of this machine's largest common library
 // (libLLVM-14, else libc), whole (what the first sample in it costs the ring back end's
-// reader under --unwind dwarf) and where functions have no frame (what the first word in
-// it costs the default walk); B/op is the memory it takes for a moment.
+// reader under --unwind dwarf) and where it finds return addresses near the stack pointer
+// (what the first word in it costs the default walk); B/op is the memory it takes for a
+// moment.
 func BenchmarkReadELF(b *testing.B) {
 	path := "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"
 	f, err := elf.Open(path)
@@ -22,7 +23,7 @@ func BenchmarkReadELF(b *testing.B) {
 	for _, read := range []struct {
 		name string
 		read func(*elf.File) (*Table, error)
-	}{{"whole", ReadELF}, {"frameless", ReadELFFrameless}} {
+	}{{"whole", ReadELF}, {"return-slots", ReadELFReturnSlots}} {
 		b.Run(read.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var rows int

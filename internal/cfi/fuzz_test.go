@@ -41,25 +41,26 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("Find(%#x) = %+v, %v; the row is %+v", r.PC, got, ok, r)
 			}
 		}
-		checkFrameless(t, tab, data, addr)
+		checkReturnSlots(t, tab, data, addr)
 	})
 }
 
-// checkFrameless checks that ReadFrameless of data gives, at every row of full (Read's table
-// of it) and the byte before, the same answer to whether the function has no frame there,
-// in no more rows.
-func checkFrameless(t *testing.T, full *Table, data []byte, addr uint64) {
+// checkReturnSlots checks that ReadReturnSlots of data gives, at every row of full (Read's
+// table of it) and the byte before, the same return slot, in no more rows.
+func checkReturnSlots(t *testing.T, full *Table, data []byte, addr uint64) {
 	t.Helper()
-	less, _ := ReadFrameless(data, addr)
+	less, _ := ReadReturnSlots(data, addr)
 	if less.Len() > full.Len() {
-		t.Fatalf("ReadFrameless: %d rows, Read %d", less.Len(), full.Len())
+		t.Fatalf("ReadReturnSlots: %d rows, Read %d", less.Len(), full.Len())
 	}
 	for _, r := range full.allRows() {
 		for _, pc := range []uint64{r.PC, r.PC - 1} {
 			a, aok := full.Find(pc)
 			b, bok := less.Find(pc)
-			if aok != bok || aok && a.FramelessAt(pc) != b.FramelessAt(pc) {
-				t.Fatalf("at %#x: Read %+v %v, ReadFrameless %+v %v", pc, a, aok, b, bok)
+			as, asok := a.ReturnSlot(pc)
+			bs, bsok := b.ReturnSlot(pc)
+			if aok != bok || asok != bsok || as != bs {
+				t.Fatalf("at %#x: Read %+v %v (slot %d %v), ReadReturnSlots %+v %v (slot %d %v)", pc, a, aok, as, asok, b, bok, bs, bsok)
 			}
 		}
 	}

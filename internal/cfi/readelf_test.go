@@ -330,25 +330,46 @@ func TestPLT(t *testing.T) {
 	}
 }
 
-// TestReadFrameless: libc's table by ReadFrameless says where functions have no frame
-// wherever Read's does, in a fraction of its rows.
-func TestReadFrameless(t *testing.T) {
+// TestReadReturnSlots: libc's table by ReadReturnSlots finds the return address where Read's
+// does, in fewer rows; and a rule finds it where the CFA is the stack pointer plus 8 to 32
+// (slots 0 to 3), a PLT entry's before and after its push, and nowhere else.
+func TestReadReturnSlots(t *testing.T) {
 	ef, full := readLibc(t)
 	s := ef.Section(".eh_frame")
 	data, err := s.Data()
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFrameless(t, full, data, s.Addr)
-	less, _ := ReadFrameless(data, s.Addr)
-	var frameless int
+	checkReturnSlots(t, full, data, s.Addr)
+	less, _ := ReadReturnSlots(data, s.Addr)
+	var slots [ReturnSlots]int
 	for _, r := range full.allRows() {
-		if r.Frameless() {
-			frameless++
+		if slot, ok := r.ReturnSlot(r.PC); ok {
+			slots[slot]++
 		}
 	}
-	t.Logf("libc: %d rows, %d of them where the function has no frame; ReadFrameless %d rows", full.Len(), frameless, less.Len())
-	if frameless == 0 || less.Len() > full.Len()*3/5 {
-		t.Errorf("ReadFrameless kept %d of %d rows (%d without a frame)", less.Len(), full.Len(), frameless)
+	t.Logf("libc: %d rows, %v of them with the return address in slots 0 to 3; ReadReturnSlots %d rows", full.Len(), slots, less.Len())
+	if slots[0] == 0 || slots[1] == 0 || slots[2] == 0 || less.Len() >= full.Len() {
+		t.Errorf("ReadReturnSlots kept %d of %d rows (slots %v)", less.Len(), full.Len(), slots)
+	}
+
+	sp := func(off int32) Row { return Row{CFA: RegSP, CFAOffset: off, RAOffset: -8} }
+	for _, c := range []struct {
+		row  Row
+		pc   uint64
+		slot int // -1: none
+	}{
+		{sp(8), 0, 0}, {sp(16), 0, 1}, {sp(24), 0, 2}, {sp(32), 0, 3}, {sp(40), 0, -1},
+		{sp(12), 0, -1}, {Row{CFA: RegSP, CFAOffset: 8}, 0, -1}, // no return address
+		{Row{CFA: RegBP, CFAOffset: 16, RAOffset: -8}, 0, -1},
+		{Row{CFA: RegPLT, CFAOffset: 11, RAOffset: -8}, 0x1006, 0}, {Row{CFA: RegPLT, CFAOffset: 11, RAOffset: -8}, 0x100b, 1},
+	} {
+		slot, ok := c.row.ReturnSlot(c.pc)
+		if !ok {
+			slot = -1
+		}
+		if slot != c.slot {
+			t.Errorf("%+v at %#x: slot %d, want %d", c.row, c.pc, slot, c.slot)
+		}
 	}
 }

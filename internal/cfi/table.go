@@ -25,16 +25,40 @@ const (
 	RegPLT
 )
 
-// Frameless reports whether the rule is that of code where the function has no frame: the
-// CFA is the stack pointer plus 8 (a PLT entry's before its push too, by FramelessAt), the
-// return address below it, the word the stack pointer points at.
-func (r Row) Frameless() bool {
-	return r.RAOffset == -8 && (r.CFA == RegSP && r.CFAOffset == 8 || r.CFA == RegPLT)
+// ReturnSlots is how many words at the stack pointer ReturnSlot looks in: those of a function
+// that has no frame (slot 0), one that has pushed the frame pointer and not set it yet
+// (slot 1), one that keeps up to three words below its return address and no frame pointer.
+const ReturnSlots = 4
+
+// ReturnSlot returns, at pc, which of the words at the stack pointer (0 the one it points
+// at) holds the return address, when the CFA is the stack pointer plus some bytes and the
+// return address lies in the first ReturnSlots words; false otherwise (the CFA is the frame
+// pointer plus some bytes, or the return address lies deeper).
+func (r Row) ReturnSlot(pc uint64) (int, bool) {
+	if r.RAOffset >= 0 {
+		return 0, false
+	}
+	var at int64
+	switch r.CFA {
+	case RegSP:
+		at = int64(r.CFAOffset) + int64(r.RAOffset)
+	case RegPLT:
+		at = int64(r.PLTCFA(pc, 0)) + int64(r.RAOffset)
+	default:
+		return 0, false
+	}
+	if at < 0 || at%8 != 0 || at >= 8*ReturnSlots {
+		return 0, false
+	}
+	return int(at / 8), true
 }
 
-// FramelessAt is Frameless at pc: a RegPLT row's rule has no frame before the entry's push.
-func (r Row) FramelessAt(pc uint64) bool {
-	return r.Frameless() && (r.CFA != RegPLT || r.PLTCFA(pc, 0) == 8)
+// nearReturn reports whether ReturnSlot finds the return address somewhere for r's rule
+// (for a RegPLT row, at some pc of the entry).
+func (r Row) nearReturn() bool {
+	_, ok := r.ReturnSlot(0)
+	_, ok2 := r.ReturnSlot(15)
+	return ok || ok2
 }
 
 // PLTCFA is the CFA of a RegPLT row's rule at pc with stack pointer sp.

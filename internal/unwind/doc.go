@@ -31,9 +31,10 @@
 //		frames, stop = u.Unwind(pid, stop.Regs, stack[stop.Regs.SP-regs.SP:], 127, frames[:stop.N])
 //	}
 //
-// GoLeaves and Unwinder.ReturnAtSP serve walks by frame pointers instead (the kernel's):
-// they tell where a function has no frame (GoLeaves for the processes that run a Go
-// executable, by its function table; ReturnAtSP for any code, by its frame information), so
-// that a sampler that took the word at a sample's stack pointer keeps it as the caller's
-// return address the kernel's walk skips there.
+// GoLeaves and Unwinder.ReturnSlot serve walks by frame pointers instead (the kernel's):
+// they tell where a function has not set the frame pointer and which word at the stack
+// pointer is its return address (GoLeaves for the processes that run a Go executable, by its
+// function table, where a function has no frame; ReturnSlot for any code, by its frame
+// information), so that a sampler that took that word keeps it as the caller's return
+// address the kernel's walk skips there.
 package unwind

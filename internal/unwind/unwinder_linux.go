@@ -20,24 +20,24 @@ type Config struct {
 	// MaxTableBytes bounds the frame information held for all files together
 	// (DefaultMaxTableBytes); a file past it is walked by frame pointers, with one warning.
 	MaxTableBytes int64
-	// FramelessOnly: the Unwinder serves ReturnAtSP alone, not Unwind. It keeps of each
-	// file's frame information only where functions have no frame (cfi.ReadFrameless: a
-	// fraction of the rows), reads none of a file whose .eh_frame is over
-	// maxFramelessFrameBytes, and does not read Go's function tables (GoLeaves does).
-	FramelessOnly bool
-	Logger        *slog.Logger
+	// ReturnSlotsOnly: the Unwinder serves ReturnSlot alone, not Unwind. It keeps of each
+	// file's frame information only the rules ReturnSlot answers by (cfi.ReadReturnSlots),
+	// reads none of a file whose .eh_frame is over maxSlotsFrameBytes, and does not read Go's
+	// function tables (GoLeaves does).
+	ReturnSlotsOnly bool
+	Logger          *slog.Logger
 }
 
 // DefaultMaxTableBytes is the default of Config.MaxTableBytes: the frame information of a
 // few hundred shared libraries (libc's is 0.2 MB, LLVM's 5.7 MB).
 const DefaultMaxTableBytes = 256 << 20
 
-// maxFramelessFrameBytes bounds the .eh_frame a FramelessOnly Unwinder reads of one file:
+// maxSlotsFrameBytes bounds the .eh_frame a ReturnSlotsOnly Unwinder reads of one file:
 // reading one takes some two and a half times its size of memory for a moment (libLLVM-14's,
-// 4.8 MB, takes 12 MB and keeps 2.4; a node or JVM binary's is 1.5 to 3 MB), four times for
+// 4.8 MB, takes 13 MB and keeps 4.4; a node or JVM binary's is 1.5 to 3 MB), four times for
 // a section of the smallest descriptions. The functions of a larger file keep the walk's
 // caller.
-const maxFramelessFrameBytes = 16 << 20
+const maxSlotsFrameBytes = 16 << 20
 
 // maxParseBytes bounds what is read of one file's headers and .eh_frame.
 const maxParseBytes = 512 << 20
@@ -176,18 +176,24 @@ func (u *Unwinder) Ready(pid uint32, s Stop) bool {
 	return !later
 }
 
-// ReturnAtSP reports whether, at instruction pc of process pid, the caller's return address
-// is the word the stack pointer points at: the function has no frame there (its first
-// instruction, its return, a leaf that keeps none), by the frame information of the code
-// there. later: that information is being read, or may come; ask again. A walker by frame
-// pointers from such an instruction skips the caller (see sampler's use with the default
-// walk).
-func (u *Unwinder) ReturnAtSP(pid uint32, pc uint64) (yes, later bool) {
+// ReturnSlot returns, at instruction pc of process pid, which word at the stack pointer (0
+// the one it points at) holds the caller's return address, where the function keeps no
+// frame pointer there and that word is one of the first cfi.ReturnSlots (its first
+// instruction and its return, a leaf that keeps no frame or a small one, a function that has
+// pushed the frame pointer and not set it yet), by the frame information of the code there;
+// false elsewhere. later: that information is being read, or may come; ask again. A walker
+// by frame pointers from such an instruction skips the caller (see sampler's use with the
+// default walk).
+func (u *Unwinder) ReturnSlot(pid uint32, pc uint64) (slot int, ok, later bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.sweep(time.Now())
-	row, ok, later := rule(finder{u, u.process(pid)}, pc)
-	return ok && row.FramelessAt(pc), later
+	row, found, later := rule(finder{u, u.process(pid)}, pc)
+	if !found {
+		return 0, false, later
+	}
+	slot, ok = row.ReturnSlot(pc)
+	return slot, ok, later
 }
 
 // InCode reports whether addr lies in code process pid maps, as its mappings were last read
@@ -217,7 +223,7 @@ func (u *Unwinder) process(pid uint32) *process {
 		p = &process{pid: pid, files: map[procfs.FileID]*file{}, jitWait: minJITWait}
 		u.procs[pid] = p
 		u.refresh(p)
-		if !u.cfg.FramelessOnly {
+		if !u.cfg.ReturnSlotsOnly {
 			u.readJIT(p) // else when JIT code first needs it: most processes have none
 		}
 	}
@@ -450,7 +456,7 @@ func (u *Unwinder) read(f *file, pid uint32, m *procfs.Mapping, id procfs.FileID
 func (u *Unwinder) load(f *file, pid uint32, m procfs.Mapping, id procfs.FileID) {
 	defer u.loading.Done()
 	u.oneLoad <- struct{}{}
-	t, loads, err := readFile(pid, &m, id, u.cfg.FramelessOnly)
+	t, loads, err := readFile(pid, &m, id, u.cfg.ReturnSlotsOnly)
 	<-u.oneLoad
 	if err != nil {
 		u.cfg.Logger.Debug("unwind: no frame information", "pid", pid, "file", m.Path, "err", err)
@@ -501,9 +507,9 @@ func (u *Unwinder) warnOver(path string) {
 	}
 }
 
-// readFile reads the frame information and load segments of the file pid maps at m (where
-// functions have no frame alone, with framelessOnly).
-func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID, framelessOnly bool) (*cfi.Table, []elf.Prog, error) {
+// readFile reads the frame information and load segments of the file pid maps at m (only
+// the rules ReturnSlot answers by, with slotsOnly).
+func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID, slotsOnly bool) (*cfi.Table, []elf.Prog, error) {
 	fd, err := procfs.OpenMapped(pid, m.Start, m.End, m.Path, id)
 	if err != nil {
 		return nil, nil, err
@@ -515,19 +521,19 @@ func readFile(pid uint32, m *procfs.Mapping, id procfs.FileID, framelessOnly boo
 	}
 	defer ef.Close()
 	read := cfi.ReadELF
-	if framelessOnly {
-		if s := ef.Section(".eh_frame"); s != nil && s.Size > maxFramelessFrameBytes {
+	if slotsOnly {
+		if s := ef.Section(".eh_frame"); s != nil && s.Size > maxSlotsFrameBytes {
 			// An empty table: not read again for each word.
-			return &cfi.Table{}, loadsOf(ef), fmt.Errorf("unwind: %s: .eh_frame of %d bytes, over the %d read to tell where functions have no frame",
-				m.Path, s.Size, maxFramelessFrameBytes)
+			return &cfi.Table{}, loadsOf(ef), fmt.Errorf("unwind: %s: .eh_frame of %d bytes, over the %d read to find return addresses near the stack pointer",
+				m.Path, s.Size, maxSlotsFrameBytes)
 		}
-		read = cfi.ReadELFFrameless
+		read = cfi.ReadELFReturnSlots
 	}
 	t, err := read(ef)
 	if t == nil {
 		return nil, nil, err
 	}
-	if ef.Section(".gopclntab") != nil && !framelessOnly {
+	if ef.Section(".gopclntab") != nil && !slotsOnly {
 		g, gerr := goTable(fd)
 		t = cfi.Merge(t, g)
 		err = errors.Join(err, gerr)

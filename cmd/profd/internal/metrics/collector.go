@@ -65,7 +65,7 @@ var daemonMetrics = []daemonMetric{
 		func(s daemon.Stats) uint64 { return s.TargetsExitedBeforeSetup }},
 	{desc("targets_waiting", "Processes not profiled now: past --max-targets or --max-targets-per-user, they wait for profiled ones to exit."), gauge, nil,
 		func(s daemon.Stats) uint64 { return s.TargetsWaiting }},
-	{desc("unwind_table_bytes", "The frame information (.eh_frame) in memory now: of the files --unwind dwarf walks through (at most 256 MB), or, by frame pointers, where the functions sampled have no frame (at most 64 MB)."), gauge, nil,
+	{desc("unwind_table_bytes", "The frame information (.eh_frame) in memory now: of the files --unwind dwarf walks through (at most 256 MB), or, by frame pointers, where the functions sampled have not set the frame pointer (at most 64 MB)."), gauge, nil,
 		func(s daemon.Stats) uint64 { return s.UnwindTableBytes }},
 	{desc("unwind_held_samples_total", "Samples whose call chain --unwind dwarf held while it waited for frame information yet to come (a file being read, JIT code not described yet)."), counter, nil,
 		func(s daemon.Stats) uint64 { return s.HeldChains }},
