@@ -112,9 +112,10 @@ const ruleBytes = 24
 // Len is how many rows the table holds.
 func (t *Table) Len() int { return len(t.pcs) }
 
-// Bytes is the memory the table holds.
+// Bytes is the memory the table holds (its rows' slices were made for the count of rows
+// before those of one rule were merged: some tenth more than Len).
 func (t *Table) Bytes() int64 {
-	return int64(len(t.pcs))*6 + int64(len(t.set))*ruleBytes
+	return int64(cap(t.pcs))*4 + int64(cap(t.rules))*2 + int64(cap(t.set))*ruleBytes
 }
 
 // row is the table's row i.
@@ -204,10 +205,9 @@ func (b *builder) add(r Row) bool {
 	return true
 }
 
-// table is the rows given.
+// table is the rows given (in the slices made for them: Bytes counts what they hold).
 func (b *builder) table() *Table {
 	t := b.t
-	t.pcs, t.rules, t.set = slices.Clip(t.pcs), slices.Clip(t.rules), slices.Clip(t.set)
 	return &t
 }
 
