@@ -209,12 +209,12 @@ func TestJITCode(t *testing.T) {
 	pid := uint32(os.Getpid())
 	const code, other, ret = 0x10000000, 0x10001000, 0x30000005
 	tramp, _ := hex.DecodeString("4883ec08ffd14883c408c3") // sub $8,%rsp; call *%rcx; add $8,%rsp; ret
-	torn, _ := hex.DecodeString("554889e5ffd0c9c3")        // push %rbp; mov %rsp,%rbp; call *%rax; leave; ret
+	untold, _ := hex.DecodeString("4883ec08ffd1c3")        // sub $8,%rsp; call *%rcx; ret: not at its return address
 	u := New(Config{})
 	defer u.Close()
 	u.Prepare(pid)
 	u.AddJITCode(pid, code, tramp)
-	u.AddJITCode(pid, other, torn)
+	u.AddJITCode(pid, other, untold)
 	// With its allowance spent, the process's code waits: walked by its frame pointer.
 	u.mu.Lock()
 	u.procs[pid].analyzeLeft, u.procs[pid].analyzeAt = 0, time.Now().Add(time.Hour)
