@@ -57,9 +57,9 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 	}
 }
 
-// applyFrames hands the unwinder (--unwind dwarf) the frame information a JIT wrote in its
-// jitdump for the code it loads, else the code's bytes (its frames worked out from them where
-// they can be), and tells it where the code moved or that it went. Callers hold d.mu.
+// applyFrames hands the unwinder (--stacks) the frame information a JIT wrote in its jitdump
+// for the code it loads, else the code's bytes (its frames worked out from them where they
+// can be), and tells it where the code moved or that it went. Callers hold d.mu.
 func (d *daemonRun) applyFrames(ev jitmap.Event) {
 	switch ev := ev.(type) {
 	case *jitmap.CodeLoad:

@@ -63,10 +63,13 @@ type daemonRun struct {
 // components are the parts the daemon runs: made by newDaemonRun (jit, look) and open, released
 // by closeAll. Each is safe for concurrent use.
 type components struct {
-	jit     *jitmap.Map // the targets' code, versioned by time
-	look    *procLookup // what attribution reads of processes: /proc, files' symbols, kallsyms
-	smp     sampler.Sampler
-	unwind  *unwind.Unwinder // --unwind dwarf: walks the sampler's user stacks
+	jit  *jitmap.Map // the targets' code, versioned by time
+	look *procLookup // what attribution reads of processes: /proc, files' symbols, kallsyms
+	smp  sampler.Sampler
+	// unwind, with --stacks, holds the frame information of the targets' code, the JIT
+	// code's handed it as its records are applied: with --unwind dwarf it walks the
+	// sampler's user stacks, by frame pointers it decides the words at the stack pointer.
+	unwind  *unwind.Unwinder
 	fifo    *fifo.Server
 	files   *files.Tailer
 	symbols *symbolStage

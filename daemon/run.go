@@ -247,12 +247,18 @@ func (d *daemonRun) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	if d.cfg.Unwind == UnwindDWARF {
-		d.parts.unwind = unwind.New(unwind.Config{Logger: d.log})
+	var walks, words *unwind.Unwinder
+	switch {
+	case d.cfg.Stacks && d.cfg.Unwind == UnwindDWARF:
+		walks = unwind.New(unwind.Config{Logger: d.log})
+		d.parts.unwind = walks
+	case d.cfg.Stacks:
+		words = unwind.New(unwind.Config{ReturnSlotsOnly: true, Logger: d.log})
+		d.parts.unwind = words
 	}
 	d.parts.smp, err = sampler.New(sampler.Config{Event: d.cfg.Event, FreqHz: d.cfg.FreqHz,
 		Period: d.cfg.PeriodEvents, FixedInterval: d.cfg.FixedInterval, StrictEvent: d.cfg.StrictEvent, Backend: d.cfg.Backend, Logger: d.log,
-		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: d.parts.unwind,
+		Stacks: d.cfg.Stacks, KernelStacks: d.cfg.KernelStacks, IncludeKernel: d.cfg.KernelStacks, Unwind: walks, Words: words,
 		AllProcesses: d.cfg.everyProcess(), AllUIDs: d.cfg.UIDs, AllCgroups: d.cfg.cgroupsInKernel()})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

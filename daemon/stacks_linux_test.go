@@ -259,11 +259,11 @@ func reportName(name string) string {
 // Where the sampled function has not set the frame pointer at its leaf (callerKept, nil for
 // none), profd's chain has the caller perf's skips (a word at the stack pointer): that
 // sample's pair is taken with the caller's caller, as perf sees it.
-func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int, callerKept func(addr uint64) bool) {
+func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack, tid int, callerKept func(f profileio.Frame) bool) {
 	t.Helper()
 	profdLeaves, perfLeaves := map[string]uint64{}, map[string]uint64{}
 	profdPairs, perfPairs := map[[2]string]uint64{}, map[[2]string]uint64{}
-	var profdAll, perfAll, profdComplete, perfComplete, skipped uint64
+	var profdAll, perfAll, profdComplete, perfComplete, skipped, jitKept uint64
 	for _, st := range c.Stacks {
 		if int(st.Tid) != tid || len(st.Frames) == 0 {
 			continue
@@ -275,9 +275,12 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		}
 		profdComplete += st.Count
 		caller := st.Frames[1]
-		if callerKept != nil && len(st.Frames) > 2 && !st.Frames[0].JIT() && callerKept(st.Frames[0].Address) {
+		if callerKept != nil && len(st.Frames) > 2 && callerKept(st.Frames[0]) {
 			caller = st.Frames[2]
 			skipped += st.Count
+			if st.Frames[0].JIT() {
+				jitKept += st.Count
+			}
 		}
 		profdPairs[[2]string{reportName(frameName(c, st.Frames[0])), reportName(frameName(c, caller))}] += st.Count
 	}
@@ -294,8 +297,8 @@ func compareStacksWithPerf(t *testing.T, c *profileio.Capture, perf []perfStack,
 		perfComplete++
 		perfPairs[[2]string{reportName(f[0].sym), reportName(f[1].sym)}]++
 	}
-	t.Logf("thread %d: profd %d samples, %d with complete chains (%d sampled where their function has not set the frame pointer, its caller kept); perf %d, %d",
-		tid, profdAll, profdComplete, skipped, perfAll, perfComplete)
+	t.Logf("thread %d: profd %d samples, %d with complete chains (%d sampled where their function has not set the frame pointer, its caller kept, %d of them in JIT code); perf %d, %d",
+		tid, profdAll, profdComplete, skipped, jitKept, perfAll, perfComplete)
 	if profdAll < 200 || perfAll < 200 || perfComplete < 100 {
 		t.Fatalf("too few samples to compare: profd %d, perf %d (%d complete)", profdAll, perfAll, perfComplete)
 	}

@@ -19,9 +19,9 @@ func (d *daemonRun) stats() Stats {
 	if d.parts.watch != nil { // a run made up of some parts (benchmarks) has none
 		waiting = d.parts.watch.Waiting()
 	}
-	unwindBytes := st.LeafTableBytes // by frame pointers: for the word at the stack pointer
+	var unwindBytes uint64 // for the walks, or for the words at the stack pointer
 	if d.parts.unwind != nil {
-		unwindBytes += uint64(d.parts.unwind.TableBytes())
+		unwindBytes = uint64(d.parts.unwind.TableBytes())
 	}
 	return Stats{
 		JITSamples: d.counted.jitSamples.Load(), OutsideSamples: d.counted.outsideSamples.Load(),

@@ -22,13 +22,8 @@ import (
 // instruction. Go's executables say where their functions have no frame in their function
 // table (unwind.GoLeaves, read for each target, whose ranges also tell the BPF program where
 // Go's code lies; Go sets the frame pointer with any frame); other code in its file's frame
-// information (.eh_frame), or in what its JIT registered (unwind.Unwinder.ReturnSlot, read
-// the first time a word needs it).
-
-// leafCallerTableBytes bounds the frame information read to decide words outside Go's code,
-// which keeps only the rules that find the return address near the stack pointer
-// (cfi.ReadReturnSlots: libc's 0.14 MB).
-const leafCallerTableBytes = 64 << 20
+// information (.eh_frame), or in what its JIT registered, wrote in its jitdump or loaded
+// (unwind.Unwinder.ReturnSlot, read the first time a word needs it; Config.Words).
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
 // targets (Add, until Forget: goCode's wanted processes); a word of any other process is
@@ -37,6 +32,7 @@ const leafCallerTableBytes = 64 << 20
 type leafCallers struct {
 	goCode   *unwind.GoLeaves
 	unwinder *unwind.Unwinder
+	made     bool // unwinder is the sampler's own (no Config.Words): Close closes it
 }
 
 // newLeafCallers returns the leafCallers a sampler of cfg keeps, nil when its chains are not
@@ -45,15 +41,22 @@ func newLeafCallers(cfg Config, found func(pid uint32, lo, hi uint64), lost func
 	if !cfg.Stacks || cfg.Unwind != nil {
 		return nil
 	}
-	return &leafCallers{
+	c := &leafCallers{
 		goCode:   unwind.NewGoLeaves(unwind.GoLeavesConfig{Found: found, Lost: lost, Logger: cfg.Logger}),
-		unwinder: unwind.New(unwind.Config{MaxTableBytes: leafCallerTableBytes, ReturnSlotsOnly: true, Logger: cfg.Logger}),
+		unwinder: cfg.Words,
 	}
+	if c.unwinder == nil {
+		c.unwinder, c.made = unwind.New(unwind.Config{ReturnSlotsOnly: true, Logger: cfg.Logger}), true
+	}
+	return c
 }
 
 // Add has target pid's words decided from now on (its executable read for Go's table in
-// the background).
-func (c *leafCallers) Add(pid uint32) { c.goCode.Add(pid) }
+// the background; the JIT code handed to the unwinder for it kept).
+func (c *leafCallers) Add(pid uint32) {
+	c.goCode.Add(pid)
+	c.unwinder.Follow(pid)
+}
 
 // Forget lets go of what is held of pid.
 func (c *leafCallers) Forget(pid uint32) {
@@ -75,7 +78,9 @@ func (c *leafCallers) Recheck() { c.goCode.Recheck() }
 // Close stops the readers.
 func (c *leafCallers) Close() {
 	c.goCode.Close()
-	c.unwinder.Close()
+	if c.made {
+		c.unwinder.Close()
+	}
 }
 
 // returnSlot returns which word at the stack pointer of a sample of pid at ip (0 the one it

@@ -114,6 +114,12 @@ type Config struct {
 	// code on it, instead of the kernel's walk by frame pointers.
 	Unwind     *unwind.Unwinder
 	StackBytes uint32 // with Unwind: bytes of the user stack copied per sample; default DefaultStackBytes
+	// Words, with Stacks and no Unwind, decides the words at the stack pointer samples carry
+	// (an Unwinder made with ReturnSlotsOnly, leafcallers.go), so that its maker may hand it
+	// the frame information or code of JIT code (AddJITFrames, AddJITCode), as to Unwind; the
+	// sampler has it follow each target (Follow, Forget), and does not close it. Default: the
+	// sampler makes one, which knows JIT code by the objects JITs register alone.
+	Words *unwind.Unwinder
 	// FixedInterval keeps a timer event's (cpu-clock, task-clock) interval fixed, as perf
 	// does, instead of varying it (see JitterEvery).
 	FixedInterval bool

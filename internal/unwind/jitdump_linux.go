@@ -1,7 +1,9 @@
 package unwind
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/profd/profd/internal/cfi"
 )
@@ -12,8 +14,9 @@ import (
 // --perf-prof-unwinding-info for its code. Such code needs no frame pointer, nor the GDB JIT
 // interface: the daemon hands each load's .eh_frame to AddJITFrames as it applies the
 // load, and CODE_MOVE and profd's unload record to MoveJITFrames and RemoveJITFrames. The
-// code of a load without it goes to AddJITCode, which works its frames out from its
-// instructions where it can (coderows.go).
+// code of a load without it (a jitdump's, or read from the process's memory for a perf
+// map's) goes to AddJITCode, which works its frames out from its instructions where it can
+// (coderows.go). Both serve ReturnSlot as they serve Unwind.
 
 // maxDumpedShare is the share of Config.MaxTableBytes one process's dumped frame information
 // may take: a JIT writes a record for every function it compiles, and nothing tells when
@@ -24,13 +27,17 @@ const maxDumpedShare = 4
 // the .eh_frame a JIT wrote for it, whose pc-relative pointers take it to lie at ehFrameAddr
 // (jitmap.FrameInfoAddr). It replaces the frame information of code it overlaps (the JIT
 // reused the memory). Rows outside the code are not looked at. A process the Unwinder does
-// not follow (Prepare, Forget) is left alone; frame information that does not decode, or
-// past the bounds (one warning), is not kept.
+// not follow (Follow, Prepare, a sample; until Forget) is left alone; frame information that
+// does not decode, or past the bounds (one warning), is not kept.
 func (u *Unwinder) AddJITFrames(pid uint32, addr, size uint64, ehFrame []byte, ehFrameAddr uint64) error {
 	if size == 0 || addr+size < addr {
 		return nil
 	}
-	t, err := cfi.Read(ehFrame, ehFrameAddr)
+	read := cfi.Read
+	if u.cfg.ReturnSlotsOnly {
+		read = cfi.ReadReturnSlots
+	}
+	t, err := read(ehFrame, ehFrameAddr)
 	if t == nil || t.Len() == 0 {
 		if err == nil {
 			err = fmt.Errorf("unwind: JIT code at %#x: no frame description", addr)
@@ -56,7 +63,9 @@ func (u *Unwinder) AddJITCode(pid uint32, addr uint64, code []byte) {
 
 // pendingBytes is what a range whose frames are still to be worked out from its
 // instructions counts in the bound: its instructions are the symbol map's memory, counted
-// there (--max-symbol-mb), and bounded here for each process by maxPendingCode.
+// there (--max-symbol-mb) while it keeps them, and bounded here for each process by
+// maxPendingCode, for all together by Config.MaxTableBytes (the symbol map may let go of a
+// function's instructions under its budget, and those kept here stay).
 const pendingBytes = 64
 
 // maxPendingCode bounds the instructions of one process's code kept to work frames out from.
@@ -73,11 +82,17 @@ func (u *Unwinder) addDumped(pid uint32, d dumpedCode) {
 	}
 	u.removeDumped(p, d.lo, d.hi)
 	bytes := d.bytes
-	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || p.pendingCode+int64(len(d.code)) > maxPendingCode || !u.makeRoom(bytes) {
+	code := int64(len(d.code))
+	if p.dumpedBytes+bytes > u.cfg.MaxTableBytes/maxDumpedShare || p.pendingCode+code > maxPendingCode ||
+		u.pendingCode+code > u.cfg.MaxTableBytes || !u.makeRoom(bytes) {
 		if !p.dumpedOver {
 			p.dumpedOver = true
-			u.cfg.Logger.Warn("unwind: the frame information of a JIT's code (from its jitdump, or its instructions) is past its bound; its code loaded from now on is walked by frame pointers",
-				"pid", pid, "held_mb", p.dumpedBytes>>20, "bound_mb", u.cfg.MaxTableBytes/maxDumpedShare>>20)
+			level, lost := slog.LevelWarn, "its code loaded from now on is walked by frame pointers"
+			if u.cfg.ReturnSlotsOnly { // the words of the walk by frame pointers: what is lost is what perf loses
+				level, lost = slog.LevelInfo, "in its code loaded from now on, a function sampled where it has not set the frame pointer is seen called from its caller's caller"
+			}
+			u.cfg.Logger.Log(context.Background(), level, "unwind: the frame information of a JIT's code (from its jitdump, or its instructions) is past its bound; "+lost,
+				"pid", pid, "held_mb", p.dumpedBytes>>20, "instructions_mb", p.pendingCode>>20, "bound_mb", u.cfg.MaxTableBytes/maxDumpedShare>>20)
 		}
 		return
 	}
@@ -123,6 +138,7 @@ func (u *Unwinder) removeDumped(p *process, lo, hi uint64) {
 		u.bytes -= d.bytes
 		p.dumpedBytes -= d.bytes
 		p.pendingCode -= int64(len(d.code))
+		u.pendingCode -= int64(len(d.code))
 	}
 }
 
@@ -133,4 +149,5 @@ func (u *Unwinder) insertDumped(p *process, d dumpedCode) {
 	u.bytes += d.bytes
 	p.dumpedBytes += d.bytes
 	p.pendingCode += int64(len(d.code))
+	u.pendingCode += int64(len(d.code))
 }

@@ -21,9 +21,10 @@ type Config struct {
 	// (DefaultMaxTableBytes); a file past it is walked by frame pointers, with one warning.
 	MaxTableBytes int64
 	// ReturnSlotsOnly: the Unwinder serves ReturnSlot alone, not Unwind. It keeps of each
-	// file's frame information only the rules ReturnSlot answers by (cfi.ReadReturnSlots),
-	// reads none of a file whose .eh_frame is over maxSlotsFrameBytes, and does not read Go's
-	// function tables (GoLeaves does).
+	// file's frame information, and of what a JIT wrote in its jitdump (AddJITFrames), only
+	// the rules ReturnSlot answers by (cfi.ReadReturnSlots), reads none of a file whose
+	// .eh_frame is over maxSlotsFrameBytes, does not read Go's function tables (GoLeaves
+	// does), and its MaxTableBytes defaults to DefaultMaxSlotsTableBytes.
 	ReturnSlotsOnly bool
 	Logger          *slog.Logger
 }
@@ -31,6 +32,10 @@ type Config struct {
 // DefaultMaxTableBytes is the default of Config.MaxTableBytes: the frame information of a
 // few hundred shared libraries (libc's is 0.2 MB, LLVM's 5.7 MB).
 const DefaultMaxTableBytes = 256 << 20
+
+// DefaultMaxSlotsTableBytes is the default of Config.MaxTableBytes with ReturnSlotsOnly: its
+// tables keep a fraction of the rules (libc's 0.14 MB, LLVM's 4.4 MB).
+const DefaultMaxSlotsTableBytes = 64 << 20
 
 // maxSlotsFrameBytes bounds the .eh_frame a ReturnSlotsOnly Unwinder reads of one file:
 // reading one takes some two and a half times its size of memory for a moment (libLLVM-14's,
@@ -57,8 +62,10 @@ type Unwinder struct {
 	procs map[uint32]*process
 	files map[procfs.FileID]*file
 	bytes int64
-	over  bool // the one warning about MaxTableBytes was given
-	swept time.Time
+	// pendingCode is the instructions all processes' dumped ranges keep (AddJITCode).
+	pendingCode int64
+	over        bool // the one warning about MaxTableBytes was given
+	swept       time.Time
 	// loading counts the files being read; oneLoad lets one read at a time.
 	loading sync.WaitGroup
 	oneLoad chan struct{}
@@ -138,7 +145,11 @@ func (m *mapping) source() *procfs.Mapping {
 
 // New returns an Unwinder.
 func New(cfg Config) *Unwinder {
-	if cfg.MaxTableBytes <= 0 {
+	switch {
+	case cfg.MaxTableBytes > 0:
+	case cfg.ReturnSlotsOnly:
+		cfg.MaxTableBytes = DefaultMaxSlotsTableBytes
+	default:
 		cfg.MaxTableBytes = DefaultMaxTableBytes
 	}
 	if cfg.Logger == nil {
@@ -216,16 +227,34 @@ func (u *Unwinder) Prepare(pid uint32) {
 	u.process(pid)
 }
 
-// process is what the Unwinder holds of pid, made when it first meets it.
+// Follow has the Unwinder keep, from now until Forget, the JIT frame information handed for
+// process pid (AddJITFrames, AddJITCode), which it otherwise leaves alone for a process it
+// has not met; unlike Prepare, it reads nothing of the process until its first sample.
+func (u *Unwinder) Follow(pid uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.follow(pid)
+}
+
+// process is what the Unwinder holds of pid, its mappings read (and its registered objects
+// looked for) the first time it is asked for.
 func (u *Unwinder) process(pid uint32) *process {
-	p, ok := u.procs[pid]
-	if !ok {
-		p = &process{pid: pid, files: map[procfs.FileID]*file{}, jitWait: minJITWait}
-		u.procs[pid] = p
+	p := u.follow(pid)
+	if p.readAt.IsZero() {
 		u.refresh(p)
 		if !u.cfg.ReturnSlotsOnly {
 			u.readJIT(p) // else when JIT code first needs it: most processes have none
 		}
+	}
+	return p
+}
+
+// follow is what the Unwinder holds of pid, made, with nothing read, when it first meets it.
+func (u *Unwinder) follow(pid uint32) *process {
+	p, ok := u.procs[pid]
+	if !ok {
+		p = &process{pid: pid, files: map[procfs.FileID]*file{}, jitWait: minJITWait}
+		u.procs[pid] = p
 	}
 	return p
 }
@@ -588,6 +617,7 @@ func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
 		u.bytes += bytes - d.bytes
 		p.dumpedBytes += bytes - d.bytes
 		p.pendingCode -= int64(len(d.code))
+		u.pendingCode -= int64(len(d.code))
 		d.code, d.bytes = nil, bytes
 	}
 	return d.table
@@ -596,5 +626,6 @@ func (u *Unwinder) needDumped(p *process, d *dumpedCode) *cfi.Table {
 // releaseDumped lets go of all of p's dumped frame information.
 func (u *Unwinder) releaseDumped(p *process) {
 	u.bytes -= p.dumpedBytes
+	u.pendingCode -= p.pendingCode
 	p.dumped, p.dumpedBytes, p.pendingCode = dumpedList{}, 0, 0
 }
