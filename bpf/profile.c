@@ -277,9 +277,9 @@ int profd_ring_filter(struct perf_event_ctx *ctx)
 #define STACK_KERNEL_MODE 1 // the sample was taken in kernel mode
 #define STACK_TRUNCATED 2   // a chain filled its frames: most likely cut there
 #define STACK_WORD_AT_SP 4  // user[1] is a word at the stack pointer, not a frame walked
-#define STACK_WORD_SLOT_SHIFT 3 // bits 3 and 4: which word at the stack pointer (0 the one it points at)
+#define STACK_WORD_SLOT_SHIFT 3 // bits 3 to 6: which word at the stack pointer (0 the one it points at)
 
-#define WORD_SLOTS 4 // the words at the stack pointer looked in for a return address
+#define WORD_SLOTS 16 // the words at the stack pointer looked in for a return address
 
 struct stack_key {
 	__u32 tgid;

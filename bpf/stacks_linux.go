@@ -14,12 +14,13 @@ const (
 	stackKernelMode = 1
 	stackTruncated  = 2
 	stackWordAtSP   = 4
-	stackSlotShift  = 3 // two bits: which word at the stack pointer
+	stackSlotShift  = 3 // four bits: which word at the stack pointer
+	stackSlotMask   = 15
 )
 
 // WordSlots is how many words at the stack pointer the program looks in for a return
 // address (profile.c's WORD_SLOTS).
-const WordSlots = 4
+const WordSlots = 16
 
 // stackBatchEntries is how many stacks one BPF_MAP_LOOKUP_BATCH reads (1.5 KiB a key).
 const stackBatchEntries = 256
@@ -60,7 +61,7 @@ func (k *profileStackKey) stack() Stack {
 	return Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
 		User: k.User[:min(int(k.Nuser), len(k.User))], Kernel: k.Kernel[:min(int(k.Nkernel), len(k.Kernel))],
 		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0,
-		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2, WordSlot: int(k.Flags>>stackSlotShift) & 3}
+		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2, WordSlot: int(k.Flags>>stackSlotShift) & stackSlotMask}
 }
 
 // newStackMap installs an empty stack counts map (the spare the last drain emptied, else a

@@ -135,10 +135,6 @@ func (c *leafCallers) settleWords(stacks []StackCount) {
 // the frame pointer and its return address is one of words (the first words at the sample's
 // stack pointer), in process pid's code; nil otherwise.
 func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, words []uint64, frames []uint64) []uint64 {
-	// Most words are not code addresses: the cheap look first.
-	if !slices.ContainsFunc(words, func(w uint64) bool { return c.inCode(pid, w) }) {
-		return nil
-	}
 	user := userEntries(chain)
 	if user.len() == 0 {
 		return nil

@@ -19,10 +19,10 @@ import (
 )
 
 // TestWordSlots: the BPF program looks in as many words at the stack pointer as the tables
-// that decide them, and the ring back end copies, answer for (and its key's two bits hold).
+// that decide them, and the ring back end copies, answer for (and its key's four bits hold).
 func TestWordSlots(t *testing.T) {
-	if bpf.WordSlots != cfi.ReturnSlots || cfi.ReturnSlots > 4 {
-		t.Errorf("the BPF program's words %d, the tables' %d (at most 4)", bpf.WordSlots, cfi.ReturnSlots)
+	if bpf.WordSlots != cfi.ReturnSlots || cfi.ReturnSlots > 16 {
+		t.Errorf("the BPF program's words %d, the tables' %d (at most 16: the flags' four bits)", bpf.WordSlots, cfi.ReturnSlots)
 	}
 }
 
@@ -93,8 +93,9 @@ func TestGoLeafCallers(t *testing.T) {
 }
 
 // TestCLeafCallers: workloads/leaves.c, built with frame pointers as distributions build C
-// (leaves keep none), spends its time in libc's strlen and in mix, both frameless, and in
-// pushed, which keeps two saved registers below its return address, all called by run. By
+// (leaves keep none), spends its time in libc's strlen and in mix, both frameless, in
+// pushed, which keeps two saved registers below its return address, and in framed, which
+// keeps eleven words below it, all called by run. By
 // frame pointers alone every sample there goes on at main (perf record -g gives the same);
 // with the words at the stack pointer, decided by libc's and the program's .eh_frame, each
 // back end puts run after the leaf in nearly every such sample, and every address of the
@@ -106,7 +107,7 @@ func TestCLeafCallers(t *testing.T) {
 		"-o", exe, "../workloads/leaves.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	syms := functionRanges(t, exe, "mix", "pushed", "run", "main")
+	syms := functionRanges(t, exe, "mix", "pushed", "framed", "run", "main")
 	text := textOf(t, exe)
 	for _, be := range []Backend{BackendBPF, BackendRing} {
 		t.Run(string(be), func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestCLeafCallers(t *testing.T) {
 				t.Fatalf("no libc mapped by %d", pid)
 			}
 			inLibc := func(ip uint64) bool { return slices.ContainsFunc(libc, func(r addrRange) bool { return r.has(ip) }) }
-			var mix, strlen, pushed, mixFromRun, strlenFromRun, pushedFromRun, fromMain uint64
+			var mix, strlen, pushed, framed, mixFromRun, strlenFromRun, pushedFromRun, framedFromRun, fromMain uint64
 			for _, st := range stacks {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
@@ -148,6 +149,11 @@ func TestCLeafCallers(t *testing.T) {
 					if syms["run"].has(caller) {
 						pushedFromRun += st.N
 					}
+				case syms["framed"].has(st.User[0]):
+					framed += st.N
+					if syms["run"].has(caller) {
+						framedFromRun += st.N
+					}
 				case inLibc(st.User[0]) && (syms["run"].has(caller) || syms["main"].has(caller)):
 					strlen += st.N // strlen's: run calls nothing else of libc's
 					if syms["run"].has(caller) {
@@ -160,15 +166,15 @@ func TestCLeafCallers(t *testing.T) {
 					fromMain += st.N
 				}
 			}
-			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; %d from main",
-				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, fromMain)
-			if mix < 300 || strlen < 100 || pushed < 100 {
-				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed", mix, strlen, pushed)
+			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; framed: %d, %d from run; %d from main",
+				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, framed, framedFromRun, fromMain)
+			if mix < 300 || strlen < 100 || pushed < 100 || framed < 100 {
+				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed, %d in framed", mix, strlen, pushed, framed)
 			}
 			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) ||
-				float64(pushedFromRun) < 0.95*float64(pushed) {
-				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed; want 95 %%",
-					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed)
+				float64(pushedFromRun) < 0.95*float64(pushed) || float64(framedFromRun) < 0.95*float64(framed) {
+				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed, %d of %d in framed; want 95 %%",
+					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed, framedFromRun, framed)
 			}
 		})
 	}

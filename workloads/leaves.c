@@ -1,8 +1,9 @@
 // leaves: a program whose time is in functions that set no frame pointer, all called from
 // run(), which main() calls: libc's strlen over a long string; mix(), a leaf that keeps its
-// locals in registers; and pushed(), a leaf that saves two registers on the stack, as a leaf
+// locals in registers; pushed(), a leaf that saves two registers on the stack, as a leaf
 // that needs callee-saved registers does (its return address 16 bytes above the stack
-// pointer through its loop). Built as distributions build C with frame pointers
+// pointer through its loop); and framed(), a leaf that saves a register and keeps ten words
+// of locals (its return address 88 bytes above). Built as distributions build C with frame pointers
 // (-fno-omit-frame-pointer -momit-leaf-frame-pointer: leaves keep none), a walk by frame
 // pointers from a sample in any of them goes from it to main, skipping run. Argument:
 // seconds to run (default 5).
@@ -52,9 +53,44 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size pushed, .-pushed\n");
 
+// framed(x) mixes x as mix does, in rbx, which it saves, keeping its last values in the ten
+// words of its frame.
+unsigned long framed(unsigned long x);
+__asm__(".text\n"
+	".globl framed\n"
+	".type framed, @function\n"
+	"framed:\n"
+	".cfi_startproc\n"
+	"	pushq %rbx\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbx, -16\n"
+	"	subq $80, %rsp\n"
+	".cfi_def_cfa_offset 96\n"
+	"	movq %rdi, %rbx\n"
+	"	movl $250, %ecx\n"
+	"1:	movq %rbx, %rax\n"
+	"	shrq $7, %rax\n"
+	"	xorq %rax, %rbx\n"
+	"	imulq $0x7F4A7C15, %rbx, %rbx\n"
+	"	addq %rcx, %rbx\n"
+	"	movl %ecx, %eax\n"
+	"	andl $7, %eax\n"
+	"	movq %rbx, (%rsp,%rax,8)\n"
+	"	movq %rcx, 72(%rsp)\n"
+	"	decl %ecx\n"
+	"	jnz 1b\n"
+	"	movq %rbx, %rax\n"
+	"	addq $80, %rsp\n"
+	".cfi_def_cfa_offset 16\n"
+	"	popq %rbx\n"
+	".cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size framed, .-framed\n");
+
 __attribute__((noinline)) unsigned long run(unsigned long i) {
 	buf[i % LEN] = (char)('a' + (i & 7)); // a string strlen cannot be hoisted over
-	return strlen(buf) + mix(i) + pushed(i);
+	return strlen(buf) + mix(i) + pushed(i) + framed(i);
 }
 
 int main(int argc, char **argv) {

@@ -331,8 +331,9 @@ func TestPLT(t *testing.T) {
 }
 
 // TestReadReturnSlots: libc's table by ReadReturnSlots finds the return address where Read's
-// does, in fewer rows; and a rule finds it where the CFA is the stack pointer plus 8 to 32
-// (slots 0 to 3), a PLT entry's before and after its push, and nowhere else.
+// does, in fewer rows; and a rule finds it where the CFA is the stack pointer plus 8 to
+// 8·ReturnSlots (slots 0 to ReturnSlots-1), a PLT entry's before and after its push, and
+// nowhere else.
 func TestReadReturnSlots(t *testing.T) {
 	ef, full := readLibc(t)
 	s := ef.Section(".eh_frame")
@@ -348,7 +349,7 @@ func TestReadReturnSlots(t *testing.T) {
 			slots[slot]++
 		}
 	}
-	t.Logf("libc: %d rows, %v of them with the return address in slots 0 to 3; ReadReturnSlots %d rows", full.Len(), slots, less.Len())
+	t.Logf("libc: %d rows, %v of them with the return address in slots 0 to %d; ReadReturnSlots %d rows", full.Len(), slots, ReturnSlots-1, less.Len())
 	if slots[0] == 0 || slots[1] == 0 || slots[2] == 0 || less.Len() >= full.Len() {
 		t.Errorf("ReadReturnSlots kept %d of %d rows (slots %v)", less.Len(), full.Len(), slots)
 	}
@@ -359,7 +360,7 @@ func TestReadReturnSlots(t *testing.T) {
 		pc   uint64
 		slot int // -1: none
 	}{
-		{sp(8), 0, 0}, {sp(16), 0, 1}, {sp(24), 0, 2}, {sp(32), 0, 3}, {sp(40), 0, -1},
+		{sp(8), 0, 0}, {sp(16), 0, 1}, {sp(24), 0, 2}, {sp(32), 0, 3}, {sp(40), 0, 4}, {sp(128), 0, 15}, {sp(136), 0, -1},
 		{sp(12), 0, -1}, {Row{CFA: RegSP, CFAOffset: 8}, 0, -1}, // no return address
 		{Row{CFA: RegBP, CFAOffset: 16, RAOffset: -8}, 0, -1},
 		{Row{CFA: RegPLT, CFAOffset: 11, RAOffset: -8}, 0x1006, 0}, {Row{CFA: RegPLT, CFAOffset: 11, RAOffset: -8}, 0x100b, 1},

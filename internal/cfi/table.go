@@ -27,8 +27,10 @@ const (
 
 // ReturnSlots is how many words at the stack pointer ReturnSlot looks in: those of a function
 // that has no frame (slot 0), one that has pushed the frame pointer and not set it yet
-// (slot 1), one that keeps up to three words below its return address and no frame pointer.
-const ReturnSlots = 4
+// (slot 1), one that keeps up to fifteen words below its return address and no frame
+// pointer (in libLLVM-14, built without frame pointers, the functions of half its samples;
+// a third within four words).
+const ReturnSlots = 16
 
 // ReturnSlot returns, at pc, which of the words at the stack pointer (0 the one it points
 // at) holds the return address, when the CFA is the stack pointer plus some bytes and the

@@ -34,7 +34,8 @@ type Config struct {
 const DefaultMaxTableBytes = 256 << 20
 
 // DefaultMaxSlotsTableBytes is the default of Config.MaxTableBytes with ReturnSlotsOnly: its
-// tables keep a fraction of the rules (libc's 0.14 MB, LLVM's 4.4 MB).
+// tables keep the rules that find the return address near the stack pointer (libc's
+// 0.17 MB, LLVM's 5.7 MB).
 const DefaultMaxSlotsTableBytes = 64 << 20
 
 // maxSlotsFrameBytes bounds the .eh_frame a ReturnSlotsOnly Unwinder reads of one file:
