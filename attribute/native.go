@@ -3,6 +3,7 @@ package attribute
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/profd/profd/internal/elfsym"
 	"github.com/profd/profd/profileio"
@@ -67,19 +68,29 @@ func (nc *nativeCounts) reset(all *sharedBudget) {
 	nc.dropped = 0
 }
 
-// capture lists the native samples by mapping, unnamed (Snapshot.Name names them), with the
-// symbols of each mapping's file.
-func (nc *nativeCounts) capture(pid uint32) ([]*profileio.NativeMapping, []*elfsym.File) {
+// capture lists the native samples by mapping, unnamed (Snapshot.Name names them), and the
+// mappings framed says call chains' frames lie in, without samples of their own where they
+// have none, in the order profileio.Capture.Native keeps (by start: the mappings are
+// numbered as they were first met), with the symbols of each mapping's file.
+func (nc *nativeCounts) capture(pid uint32, framed []bool) ([]*profileio.NativeMapping, []*elfsym.File) {
 	byMapping := make([][]profileio.NativeSample, len(nc.mappings))
 	for k, n := range nc.counts {
 		byMapping[k.mapping] = append(byMapping[k.mapping], profileio.NativeSample{Address: k.ip, Count: n})
 	}
+	ids := make([]int, 0, len(nc.mappings))
+	for id, samples := range byMapping {
+		if len(samples) > 0 || id < len(framed) && framed[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int) int {
+		ma, mb := &nc.mappings[a].m, &nc.mappings[b].m
+		return cmp.Or(cmp.Compare(ma.Start, mb.Start), strings.Compare(ma.Path, mb.Path))
+	})
 	var out []*profileio.NativeMapping
 	var syms []*elfsym.File
-	for id, samples := range byMapping {
-		if len(samples) == 0 {
-			continue
-		}
+	for _, id := range ids {
+		samples := byMapping[id]
 		slices.SortFunc(samples, func(a, b profileio.NativeSample) int { return cmp.Compare(a.Address, b.Address) })
 		m := nc.mappings[id].m
 		out = append(out, &profileio.NativeMapping{Pid: pid, File: m.Path, Start: m.Start, Limit: m.End,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,38 @@ func TestNativeAddressCap(t *testing.T) {
 	}
 	if _, outside := s.Capture.TotalSamples(); outside != 2*2*(maxNativeAddresses+100) {
 		t.Errorf("%d samples outside JIT code, want %d", outside, 2*2*(maxNativeAddresses+100))
+	}
+}
+
+// TestSnapshotNativeOrder: a snapshot lists its native mappings by start, as
+// profileio.Capture.Native keeps them (the pprof profile finds a frame's mapping by it),
+// whatever order samples first came in them, and with them, without samples, a mapping
+// only call chains' frames lie in.
+func TestSnapshotNativeOrder(t *testing.T) {
+	cache := elfsym.NewCache(elfsym.Config{})
+	defer cache.Close()
+	look := newFakeLookup(testPid)
+	low := withNative(t, look, testPid, cache)
+	high := low
+	high.Start, high.End = low.End+64<<20, low.End+128<<20
+	framed := low
+	framed.Start, framed.End = high.End+64<<20, high.End+128<<20
+	look.mappings[testPid] = slices.Insert(look.mappings[testPid], 1, high, framed) // by address
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, slog.New(slog.DiscardHandler))
+	pid := uint32(testPid)
+	a.AddProcess(pid, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: high.Start + 16}: {N: 3}}) // the higher one first
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: low.Start + 16}: {N: 5}})
+	a.addStacks([]sampler.StackCount{{PID: pid, TID: pid, User: []uint64{low.Start + 16, framed.Start + 0x100}, Count: sampler.Count{N: 5, LastNs: 1}}})
+	s := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{})
+	native := s.Capture.Native
+	if len(native) != 3 || native[0].Start != low.Start || native[1].Start != high.Start || native[2].Start != framed.Start ||
+		native[0].Samples[0].Count != 5 || native[1].Samples[0].Count != 3 || len(native[2].Samples) != 0 ||
+		s.native[0] == nil || s.native[1] == nil || s.native[2] == nil {
+		for _, m := range native {
+			t.Logf("%#x-%#x %v", m.Start, m.Limit, m.Samples)
+		}
+		t.Fatalf("%d native mappings, want the one at %#x, the one at %#x, the one at %#x without samples", len(native), low.Start, high.Start, framed.Start)
 	}
 }
 

@@ -16,6 +16,9 @@ type nativeFile struct {
 
 // addNative sums a mapping's samples by file offset.
 func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) {
+	if len(nm.Samples) == 0 {
+		return // a mapping only call chains' frames lie in: they are merged by name
+	}
 	key := "path:" + nm.File
 	if nm.BuildID != "" {
 		key = "build-id:" + nm.BuildID

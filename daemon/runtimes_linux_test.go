@@ -211,6 +211,7 @@ func TestNodePerfBasicProf(t *testing.T) {
 		t.Logf("byValue's %d samples: %d called from %s", byValue, callers[top[0]], top[0])
 	}
 	checkTraces(t, outputPath(d, "node", node.pid(), FormatPprof), "JS:")
+	checkNativeMappings(t, outputPath(d, "node", node.pid(), FormatPprof))
 }
 
 // TestNodePerfProf: node --perf-prof writes jit-PID.dump into its working directory, where
@@ -688,6 +689,7 @@ func TestPostgresJIT(t *testing.T) {
 	// return address near the stack pointer, the caller perf skips is kept too.
 	compareStacksWithPerf(t, c, perf.stacks(t, backend, true), backend, returnSlotIn(t, postmaster, c))
 	checkTraces(t, outputPath(d, "postgres", backend, FormatPprof), "evalexpr_")
+	checkNativeMappings(t, outputPath(d, "postgres", backend, FormatPprof))
 	text := outputPath(d, "postgres", backend, FormatLLVMText)
 	out, err := exec.Command("llvm-profdata-14", "show", "--sample", "--all-functions", text).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "evalexpr_") {

@@ -399,6 +399,30 @@ func checkTraces(t *testing.T, path, jitName string) {
 	t.Errorf("go tool pprof -traces shows no stack through a JIT frame %q:\n%.3000s", jitName, out)
 }
 
+// checkNativeMappings checks that each frame of the pprof profile at path in a file lies in
+// its mapping as the process mapped it: what a backend that symbolizes by the file's build ID
+// and offset needs.
+func checkNativeMappings(t *testing.T, path string) {
+	t.Helper()
+	var files, outside int
+	for _, l := range readPprofFile(t, path).Location {
+		m := l.Mapping
+		if m == nil || !strings.HasPrefix(m.File, "/") || l.Address == 0 {
+			continue
+		}
+		files++
+		if l.Address < m.Start || l.Address >= m.Limit {
+			outside++
+			if outside <= 5 {
+				t.Errorf("location %#x outside its mapping %#x-%#x (offset %#x) of %s", l.Address, m.Start, m.Limit, m.Offset, m.File)
+			}
+		}
+	}
+	if files == 0 {
+		t.Errorf("%s: no location in a file", path)
+	}
+}
+
 // TestKernelStacks profiles dd copying /dev/zero to /dev/null 16 bytes at a time with
 // --stacks --kernel-stacks on both back ends: its many kernel-mode samples have kernel
 // frames named from /proc/kallsyms (the read and write paths) followed by the user frames

@@ -118,7 +118,8 @@ type UnnamedCount struct {
 
 // NativeMapping is a file-backed mapping of a process that samples outside JIT code fell
 // in (its executable, a shared library), with those samples by address and the functions
-// the file's symbols name them by.
+// the file's symbols name them by, or that frames of its call chains lie in (with no
+// samples of its own where none fell there).
 type NativeMapping struct {
 	Pid     uint32
 	File    string // the file's path in the process's mount namespace
