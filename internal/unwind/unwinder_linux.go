@@ -40,7 +40,7 @@ const DefaultMaxSlotsTableBytes = 64 << 20
 
 // maxSlotsFrameBytes bounds the .eh_frame a ReturnSlotsOnly Unwinder reads of one file:
 // reading one takes some two and a half times its size of memory for a moment (libLLVM-14's,
-// 4.8 MB, takes 13 MB and keeps 4.4; a node or JVM binary's is 1.5 to 3 MB), four times for
+// 4.8 MB, takes 14 MB and keeps 5.7; a node or JVM binary's is 1.5 to 3 MB), four times for
 // a section of the smallest descriptions. The functions of a larger file keep the walk's
 // caller.
 const maxSlotsFrameBytes = 16 << 20
