@@ -69,17 +69,22 @@ func (nc *nativeCounts) reset(all *sharedBudget) {
 }
 
 // capture lists the native samples by mapping, unnamed (Snapshot.Name names them), and the
-// mappings framed says call chains' frames lie in, without samples of their own where they
-// have none, in the order profileio.Capture.Native keeps (by start: the mappings are
-// numbered as they were first met), with the symbols of each mapping's file.
-func (nc *nativeCounts) capture(pid uint32, framed []bool) ([]*profileio.NativeMapping, []*elfsym.File) {
+// mappings of frames, the native frames of the call chains (stackCounts.capture), without
+// samples of their own where they have none, in the order profileio.Capture.Native keeps (by
+// start: the mappings are numbered as they were first met), with the symbols of each
+// mapping's file.
+func (nc *nativeCounts) capture(pid uint32, frames []stackRef) ([]*profileio.NativeMapping, []*elfsym.File) {
 	byMapping := make([][]profileio.NativeSample, len(nc.mappings))
 	for k, n := range nc.counts {
 		byMapping[k.mapping] = append(byMapping[k.mapping], profileio.NativeSample{Address: k.ip, Count: n})
 	}
+	framed := make([]bool, len(nc.mappings))
+	for _, r := range frames {
+		framed[r.native] = true
+	}
 	ids := make([]int, 0, len(nc.mappings))
 	for id, samples := range byMapping {
-		if len(samples) > 0 || id < len(framed) && framed[id] {
+		if len(samples) > 0 || framed[id] {
 			ids = append(ids, id)
 		}
 	}

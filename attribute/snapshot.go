@@ -77,10 +77,10 @@ func (a *Counts) Snapshot(pid uint32, meta profileio.CaptureMeta, end profileio.
 		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.FirstNs, b.FirstNs))
 	})
 	s := &Snapshot{Capture: c, pid: p.pid, log: a.log, look: a.look}
-	c.Native, s.native = p.native.capture(p.pid, p.stacks.framedMappings(len(p.native.mappings)))
 	p.stacks.resolve(a.jit, p.pid)
 	s.stackNative = p.stacks.capture(c, p.pid, p.native.mappings)
 	s.stackMappings = p.native.mappings // appended to only: what it holds now stays
+	c.Native, s.native = p.native.capture(p.pid, s.stackNative)
 	dropUnsampledCode(c)
 	return s
 }

@@ -389,19 +389,6 @@ func (sc *stackCounts) capture(c *profileio.Capture, pid uint32, native []native
 	return refs
 }
 
-// framedMappings reports, of n native mappings, those the frames of sc's chains lie in.
-func (sc *stackCounts) framedMappings(n int) []bool {
-	framed := make([]bool, n)
-	for i := range sc.entries {
-		for _, f := range sc.entries[i].frames {
-			if f.native >= 0 && int(f.native) < n {
-				framed[f.native] = true
-			}
-		}
-	}
-	return framed
-}
-
 // threadStarts are the functions a complete call chain ends in: where a process's main
 // thread and its other threads begin.
 var threadStarts = map[string]bool{
