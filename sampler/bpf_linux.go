@@ -236,7 +236,7 @@ func (s *bpfSampler) Stats() Stats {
 		s.log.Debug("sampler: bpf stats", "err", err)
 		return Stats{}
 	}
-	return Stats{Samples: st.Samples, Dropped: st.Dropped, Outside: st.Outside, Kernel: st.Kernel, LeafTableBytes: s.leaves.tableBytes()}
+	return Stats{Samples: st.Samples, Dropped: st.Dropped, Outside: st.Outside, Kernel: st.Kernel}
 }
 
 func (s *bpfSampler) Event() EventChoice { return s.choice }

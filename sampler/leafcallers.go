@@ -64,14 +64,6 @@ func (c *leafCallers) Forget(pid uint32) {
 	c.unwinder.Forget(pid)
 }
 
-// tableBytes is the frame information held to decide words outside Go's code (0 for nil).
-func (c *leafCallers) tableBytes() uint64 {
-	if c == nil {
-		return 0
-	}
-	return uint64(c.unwinder.TableBytes())
-}
-
 // Recheck looks for targets that exec'd another Go executable (GoLeaves.Recheck).
 func (c *leafCallers) Recheck() { c.goCode.Recheck() }
 
@@ -144,7 +136,7 @@ func (c *leafCallers) withWordAtSP(pid uint32, chain []byte, words []uint64, fra
 	if !ok || slot >= len(words) || !c.inCode(pid, words[slot]) || !c.fromCode(pid, ip, words[slot]) {
 		return nil
 	}
-	frames = append(frames[:0], user.at(0), words[slot])
+	frames = append(frames[:0], ip, words[slot])
 	for i := 1; i < user.len() && len(frames) < MaxStackFrames; i++ {
 		frames = append(frames, user.at(i))
 	}

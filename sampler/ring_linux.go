@@ -401,7 +401,6 @@ func (s *ringSampler) Stats() Stats {
 			st.Outside += n // kept out of the rings by the filter
 		}
 	}
-	st.LeafTableBytes = s.agg.leaves.tableBytes()
 	return st
 }
 

@@ -222,10 +222,6 @@ type Stats struct {
 	// process's exit, and those maxHeldBytes left unheld): their chains may be cut there.
 	HeldChains        uint64
 	UndescribedChains uint64
-	// LeafTableBytes is the frame information held, with Config.Stacks by frame pointers, to
-	// decide the words at the stack pointer (leafcallers.go): where functions have not set
-	// the frame pointer, and which word is their return address.
-	LeafTableBytes uint64
 }
 
 // ErrClosed is returned by calls after Close.
