@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 
@@ -55,12 +56,40 @@ func createProfiles(ctx context.Context, set exporter.Settings, cfg component.Co
 }
 
 func (fe *fileExporter) start(context.Context, component.Host) error {
+	if err := dropCutRecord(fe.path); err != nil {
+		return fmt.Errorf("fileprofiles: %w", err)
+	}
 	f, err := os.OpenFile(fe.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("fileprofiles: %w", err)
 	}
 	fe.f = f
 	return nil
+}
+
+// dropCutRecord cuts the file at path after its last whole record. A Collector killed while
+// it wrote a record leaves a part of it, never acknowledged (its sender sends it again); a
+// reader could not find the records appended after it.
+func dropCutRecord(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	off := 0
+	for off+4 <= len(b) {
+		n := int(binary.BigEndian.Uint32(b[off:]))
+		if n > len(b)-off-4 {
+			break
+		}
+		off += 4 + n
+	}
+	if off == len(b) {
+		return nil
+	}
+	return os.Truncate(path, int64(off))
 }
 
 func (fe *fileExporter) shutdown(context.Context) error {
