@@ -23,12 +23,14 @@
 // With Config.Stacks the loader attaches a second program, profd_sample_stacks, which counts
 // each sample by (tgid, tid, thread name, user frames, kernel frames) instead, in a hash map
 // in the stack_counts array of maps that DrainStacks swaps and reads the same way. A
-// user-mode sample also keeps the first of the WordSlots words at its stack pointer that may
-// be a return address, and which it was (Stack.WordAtSP, Stack.WordSlot): the bytes before
-// it end with a call instruction, or, in the Go code of a process SetGoText names, the first
-// word lies in that code. Where the function sampled has not set the frame pointer and its
-// return address is that word, it is the caller's, which the kernel's walk by frame pointers
-// skips; the caller of DrainStacks decides.
+// user-mode sample also keeps the first WordCandidates of the WordSlots words at its stack
+// pointer that may be return addresses, and which words they were (Stack.Words,
+// Stack.WordSlots): the bytes before each end with a call instruction, or, in the Go code of
+// a process SetGoText names, the first word lies in that code. Where the function sampled
+// has not set the frame pointer, the one where its return address lies is the caller's,
+// which the kernel's walk by frame pointers skips; the caller of DrainStacks decides which,
+// if any (a word nearer the stack pointer may be a local's, or a return address an earlier
+// call left there).
 //
 // Usage (the sampler package does this):
 //

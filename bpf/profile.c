@@ -276,10 +276,10 @@ int profd_ring_filter(struct perf_event_ctx *ctx)
 
 #define STACK_KERNEL_MODE 1 // the sample was taken in kernel mode
 #define STACK_TRUNCATED 2   // a chain filled its frames: most likely cut there
-#define STACK_WORD_AT_SP 4  // user[1] is a word at the stack pointer, not a frame walked
-#define STACK_WORD_SLOT_SHIFT 3 // bits 3 to 6: which word at the stack pointer (0 the one it points at)
+#define STACK_WORD_SLOT_SHIFT 3 // bits 3 to 6: which word at the stack pointer words[0] is (0 the one it points at); 7 to 10 words[1]'s; 11 to 14 words[2]'s
 
-#define WORD_SLOTS 16 // the words at the stack pointer looked in for a return address
+#define WORD_SLOTS 16     // the words at the stack pointer looked in for a return address
+#define WORD_CANDIDATES 3 // the most of them kept
 
 struct stack_key {
 	__u32 tgid;
@@ -288,8 +288,9 @@ struct stack_key {
 	__u32 flags;
 	__u16 nuser;
 	__u16 nkernel;
-	__u64 user[MAX_USER_FRAMES + 1]; // the kernel's chain, and room for the word at the stack pointer
+	__u64 user[MAX_USER_FRAMES];
 	__u64 kernel[MAX_KERNEL_FRAMES];
+	__u64 words[WORD_CANDIDATES]; // words at the stack pointer that may be return addresses; 0 past the last
 };
 
 // kernel_stacks: the loader sets it to take kernel-mode samples with their kernel frames
@@ -321,12 +322,13 @@ struct {
 // function at its first instruction, after it pushed the frame pointer, and at its return)
 // leaves the caller's in it: the kernel's walk by frame pointers from a sample there goes
 // from the function to its caller's caller, while the caller's return address is one of the
-// first words at the stack pointer. So a user-mode sample whose first WORD_SLOTS words at
-// the stack pointer hold one that may be a return address keeps the first such word after
-// the sampled instruction (user[1], STACK_WORD_AT_SP, and which word it was in the flags),
-// and the daemon keeps it or drops it by the frame the function has at the instruction, as
-// its file's frame information (or Go's function table) gives it: where the return address
-// is that word. (A word could be a local's: only the tables know.)
+// first words at the stack pointer. So a user-mode sample keeps the first WORD_CANDIDATES of
+// its first WORD_SLOTS words at the stack pointer that may be return addresses (words, and
+// which word each was in the flags), and the daemon keeps one or none of them after the
+// sampled instruction by the frame the function has there, as its file's frame information
+// (or Go's function table) gives it: the one where the return address is. (A word could be
+// a local's, or a return address an earlier call left in what is now the function's frame,
+// nearer the stack pointer than its own: only the tables know.)
 //
 // May be a return address: for a process whose executable has Go's function table, the
 // loader puts the range of that executable's code in go_text, and a sample there keeps its
@@ -353,8 +355,12 @@ struct {
 static __always_inline int follows_call(__u64 addr)
 {
 	__u8 b[8];
-	// Below the lowest address a process may map, or past user space: not a read that faults.
-	if (addr < 0x10000 || addr >= 0x800000000000ULL ||
+	// Not a read that faults: past user space, or in the first 64 KiB of a 4 GiB span, as
+	// is every address below the lowest a process may map, and most pairs of 32-bit values
+	// the first of which is small (a count, a flag, an index), common in frames and seldom
+	// mapped: a fault costs more than the rest of the test. One function in 65 536 or so
+	// whose return address lies there goes without its caller.
+	if ((__u32)addr < 0x10000 || addr >= 0x800000000000ULL ||
 	    bpf_probe_read_user(b, sizeof(b), (void *)(addr - sizeof(b))))
 		return 0;
 	if (b[3] == 0xe8)
@@ -366,35 +372,35 @@ static __always_inline int follows_call(__u64 addr)
 	return 0;
 }
 
-// word_at_sp reads into *word the first of the user words at the stack pointer that may be
-// a return address (above), and into *slot which it is.
-static __always_inline int word_at_sp(struct perf_event_ctx *ctx, __u32 tgid, __u64 *word, __u32 *slot)
+// words_at_sp puts in k->words the first WORD_CANDIDATES of the user words at the stack
+// pointer that may be return addresses (above), and which word each is in k->flags.
+static __always_inline void words_at_sp(struct perf_event_ctx *ctx, __u32 tgid, struct stack_key *k)
 {
 	__u64 w[WORD_SLOTS];
 	int n = WORD_SLOTS;
-	*slot = 0;
 	struct text_range *r = bpf_map_lookup_elem(&go_text, &tgid);
 	if (r && ctx->regs.ip >= r->lo && ctx->regs.ip < r->hi) {
-		if (bpf_probe_read_user(word, sizeof(*word), (void *)ctx->regs.sp))
-			return 0;
-		return *word >= r->lo && *word < r->hi;
+		__u64 word;
+		if (!bpf_probe_read_user(&word, sizeof(word), (void *)ctx->regs.sp) && word >= r->lo && word < r->hi)
+			k->words[0] = word;
+		return;
 	}
 	if (bpf_probe_read_user(w, sizeof(w), (void *)ctx->regs.sp)) {
 		// The stack's mapping ends within the words: the first alone.
 		if (bpf_probe_read_user(w, sizeof(w[0]), (void *)ctx->regs.sp))
-			return 0;
+			return;
 		n = 1;
 	}
+	__u32 found = 0;
 	for (int i = 0; i < WORD_SLOTS; i++) {
-		if (i >= n)
+		if (i >= n || found >= WORD_CANDIDATES)
 			break;
 		if (follows_call(w[i])) {
-			*word = w[i];
-			*slot = i;
-			return 1;
+			k->words[found] = w[i];
+			k->flags |= (__u32)i << (STACK_WORD_SLOT_SHIFT + 4 * found);
+			found++;
 		}
 	}
-	return 0;
 }
 
 SEC("perf_event")
@@ -420,26 +426,10 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	k->tid = (__u32)pid_tgid;
 	bpf_get_current_comm(k->comm, sizeof(k->comm));
 	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
-	__u64 word = 0;
-	__u32 slot = 0;
-	long n;
-	if (!kernel_mode && word_at_sp(ctx, tgid, &word, &slot)) {
-		// The chain from user[1] on (the sampled instruction first), then the word in
-		// its place, after the instruction copied to user[0].
-		// (The whole chain: the word may be dropped.)
-		n = bpf_get_stack(ctx, &k->user[1], MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-		if (n > 0) {
-			if (n >= MAX_USER_FRAMES * sizeof(__u64))
-				k->flags |= STACK_TRUNCATED;
-			k->user[0] = k->user[1];
-			k->user[1] = word;
-			n += sizeof(__u64);
-			k->flags |= STACK_WORD_AT_SP | slot << STACK_WORD_SLOT_SHIFT;
-		}
-	} else {
-		n = bpf_get_stack(ctx, k->user, MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-		k->user[MAX_USER_FRAMES] = 0; // equal chains, equal keys
-	}
+	k->words[0] = k->words[1] = k->words[2] = 0; // equal chains, equal keys
+	if (!kernel_mode)
+		words_at_sp(ctx, tgid, k);
+	long n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
 	if (n <= 0 && !kernel_mode) {
 		// No chain (the helper failed): the sample still counts, at its instruction.
 		k->user[0] = ctx->regs.ip;
@@ -448,7 +438,7 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	if (n < 0)
 		n = 0;
 	k->nuser = n / sizeof(__u64);
-	if (k->nuser >= MAX_USER_FRAMES && !(k->flags & STACK_WORD_AT_SP))
+	if (k->nuser >= MAX_USER_FRAMES)
 		k->flags |= STACK_TRUNCATED;
 	k->nkernel = 0;
 	if (kernel_mode) {

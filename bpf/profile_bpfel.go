@@ -21,8 +21,9 @@ type profileStackKey struct {
 	Flags   uint32
 	Nuser   uint16
 	Nkernel uint16
-	User    [128]uint64
+	User    [127]uint64
 	Kernel  [64]uint64
+	Words   [3]uint64
 }
 
 type profileTextRange struct {

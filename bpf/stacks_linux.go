@@ -13,14 +13,17 @@ import (
 const (
 	stackKernelMode = 1
 	stackTruncated  = 2
-	stackWordAtSP   = 4
-	stackSlotShift  = 3 // four bits: which word at the stack pointer
+	stackSlotShift  = 3 // four bits a word: which word at the stack pointer each of Words is
 	stackSlotMask   = 15
 )
 
 // WordSlots is how many words at the stack pointer the program looks in for a return
-// address (profile.c's WORD_SLOTS).
-const WordSlots = 16
+// address (profile.c's WORD_SLOTS), and WordCandidates the most of them a sample keeps
+// (WORD_CANDIDATES).
+const (
+	WordSlots      = 16
+	WordCandidates = 3
+)
 
 // stackBatchEntries is how many stacks one BPF_MAP_LOOKUP_BATCH reads (1.5 KiB a key).
 const stackBatchEntries = 256
@@ -32,7 +35,7 @@ const stackBatchEntries = 256
 const DefaultStackEntries = 1 << 14
 
 // Stack is one key of the stack counts: a thread, its name, and a call chain. User and
-// Kernel are leaf first; they point into a buffer reused from call to call.
+// Kernel are leaf first; they and Words point into a buffer reused from call to call.
 type Stack struct {
 	Tgid, Tid    uint32
 	Comm         string
@@ -41,12 +44,14 @@ type Stack struct {
 	KernelMode bool
 	// Truncated: a chain filled all the frames the program keeps, and was most likely cut.
 	Truncated bool
-	// WordAtSP: User[1] is not a frame the kernel walked but the word WordSlot at the stack
-	// pointer (0 the one it pointed at), which may be a return address: it is where the
-	// sampled function had not set the frame pointer and its return address is that word
-	// (the file's frame information, or Go's table, tells; see SetGoText).
-	WordAtSP bool
-	WordSlot int
+	// Words are words at the stack pointer that may be return addresses, nearest the stack
+	// pointer first (WordCandidates at most), and WordSlots which word each is (0 the one it
+	// pointed at). The sampled function's caller's return address is one of them where the
+	// function had not set the frame pointer and its return address lies in the first
+	// WordSlots words (the file's frame information, or Go's table, tells which; see
+	// SetGoText); the kernel's walk by frame pointers skips that caller.
+	Words     []uint64
+	WordSlots [WordCandidates]uint8
 }
 
 // stack decodes k.
@@ -58,10 +63,18 @@ func (k *profileStackKey) stack() Stack {
 		}
 		comm = append(comm, byte(c))
 	}
-	return Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
+	s := Stack{Tgid: k.Tgid, Tid: k.Tid, Comm: string(bytes.ToValidUTF8(comm, []byte("?"))),
 		User: k.User[:min(int(k.Nuser), len(k.User))], Kernel: k.Kernel[:min(int(k.Nkernel), len(k.Kernel))],
-		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0,
-		WordAtSP: k.Flags&stackWordAtSP != 0 && k.Nuser >= 2, WordSlot: int(k.Flags>>stackSlotShift) & stackSlotMask}
+		KernelMode: k.Flags&stackKernelMode != 0, Truncated: k.Flags&stackTruncated != 0}
+	n := 0
+	for n < len(k.Words) && k.Words[n] != 0 {
+		s.WordSlots[n] = uint8(k.Flags>>(stackSlotShift+4*n)) & stackSlotMask
+		n++
+	}
+	if len(s.User) > 0 {
+		s.Words = k.Words[:n]
+	}
+	return s
 }
 
 // newStackMap installs an empty stack counts map (the spare the last drain emptied, else a

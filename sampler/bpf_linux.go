@@ -184,8 +184,10 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 	if s.stacks {
 		// The program counts by chain only; the counts are the user-mode leaves.
 		err = s.prog.DrainStacks(func(st bpf.Stack, c bpf.Count) {
-			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, User: slices.Clone(st.User),
-				Truncated: st.Truncated, wordAtSP: st.WordAtSP, wordSlot: st.WordSlot}
+			sc := StackCount{PID: st.Tgid, TID: st.Tid, Comm: st.Comm, Truncated: st.Truncated,
+				User:      append(make([]uint64, 0, len(st.User)+min(len(st.Words), 1)), st.User...), // room for a word
+				wordSlots: st.WordSlots}
+			sc.nwords = uint8(copy(sc.words[:], st.Words))
 			if st.KernelMode {
 				sc.Kernel = slices.Clone(st.Kernel)
 			}

@@ -14,16 +14,17 @@ import (
 // one without a frame pointer (a leaf that saves a register or two), and every function at
 // its first instruction, after it pushed the frame pointer, and at its return, leaves the
 // caller's frame pointer in place, so the kernel's walk by frame pointers from a sample there
-// skips its caller. With Config.Stacks and no Config.Unwind, samples also carry a word at the
-// stack pointer (the BPF program keeps the first of cfi.ReturnSlots words that may be a
-// return address, and which it was; the ring back end copies those words with every
-// sample), and where the function sampled has not set the frame pointer and its return
-// address is that word, the word, the caller's return address, goes after the sampled
-// instruction. Go's executables say where their functions have no frame in their function
-// table (unwind.GoLeaves, read for each target, whose ranges also tell the BPF program where
-// Go's code lies; Go sets the frame pointer with any frame); other code in its file's frame
-// information (.eh_frame), or in what its JIT registered, wrote in its jitdump or loaded
-// (unwind.Unwinder.ReturnSlot, read the first time a word needs it; Config.Words).
+// skips its caller. With Config.Stacks and no Config.Unwind, samples also carry words at the
+// stack pointer (the BPF program keeps the first bpf.WordCandidates of cfi.ReturnSlots words
+// that may be return addresses, and which words they were; the ring back end copies those
+// words with every sample), and where the function sampled has not set the frame pointer
+// and its return address is one of them, that word, the caller's return address, goes
+// after the sampled instruction. Go's executables say where their functions have no frame
+// in their function table (unwind.GoLeaves, read for each target, whose ranges also tell
+// the BPF program where Go's code lies; Go sets the frame pointer with any frame); other
+// code in its file's frame information (.eh_frame), or in what its JIT registered, wrote in
+// its jitdump or loaded (unwind.Unwinder.ReturnSlot, read the first time a word needs it;
+// Config.Words).
 
 // leafCallers decides the words at the stack pointer that a sampler's samples carry, for its
 // targets (Add, until Forget: goCode's wanted processes); a word of any other process is
@@ -90,12 +91,21 @@ func (c *leafCallers) returnSlot(pid uint32, ip uint64) (int, bool) {
 	return slot, ok
 }
 
-// keep reports whether word, the word slot at the stack pointer of a sample of pid at ip, is
-// the caller's return address that the kernel's walk skips. A word whose code's frame
-// information is still being read is dropped.
-func (c *leafCallers) keep(pid uint32, ip, word uint64, slot int) bool {
+// pick returns the one of words (words at the stack pointer of a sample of pid at ip, slots
+// which word each is) that is the caller's return address the kernel's walk skips there;
+// false where none is. A word whose code's frame information is still being read is
+// dropped.
+func (c *leafCallers) pick(pid uint32, ip uint64, words []uint64, slots []uint8) (uint64, bool) {
 	at, ok := c.returnSlot(pid, ip)
-	return ok && at == slot && c.fromCode(pid, ip, word)
+	if !ok {
+		return 0, false
+	}
+	for i, w := range words {
+		if int(slots[i]) == at {
+			return w, c.fromCode(pid, ip, w)
+		}
+	}
+	return 0, false
 }
 
 // fromCode reports whether a function at ip of pid may be called from word: Go's code, as
@@ -104,20 +114,22 @@ func (c *leafCallers) fromCode(pid uint32, ip, word uint64) bool {
 	return !c.goCode.InText(pid, ip) || c.goCode.InText(pid, word)
 }
 
-// settleWords keeps, in each of stacks whose User[1] is a word at its stack pointer
-// (wordAtSP), that word where it is the return address of a function that has not set the
-// frame pointer, and drops it elsewhere.
+// settleWords puts, in each of stacks that carries words at its stack pointer, the one
+// that is the return address of a function that has not set the frame pointer after the
+// sampled instruction, and lets go of the words.
 func (c *leafCallers) settleWords(stacks []StackCount) {
 	for i := range stacks {
 		st := &stacks[i]
-		if !st.wordAtSP {
+		if st.nwords == 0 {
 			continue
 		}
-		st.wordAtSP = false
-		if !c.keep(st.PID, st.User[0], st.User[1], st.wordSlot) {
-			st.User = slices.Delete(st.User, 1, 2)
-		} else if len(st.User) > MaxStackFrames {
-			st.User = st.User[:MaxStackFrames] // a chain cut anyway (Truncated)
+		w, ok := c.pick(st.PID, st.User[0], st.words[:st.nwords], st.wordSlots[:st.nwords])
+		st.nwords = 0
+		if ok {
+			st.User = slices.Insert(st.User, 1, w)
+			if len(st.User) > MaxStackFrames {
+				st.User = st.User[:MaxStackFrames] // a chain cut anyway (Truncated)
+			}
 		}
 	}
 }

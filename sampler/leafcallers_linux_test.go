@@ -19,10 +19,11 @@ import (
 )
 
 // TestWordSlots: the BPF program looks in as many words at the stack pointer as the tables
-// that decide them, and the ring back end copies, answer for (and its key's four bits hold).
+// that decide them, and the ring back end copies, answer for (and its key's four bits a word
+// hold).
 func TestWordSlots(t *testing.T) {
 	if bpf.WordSlots != cfi.ReturnSlots || cfi.ReturnSlots > 16 {
-		t.Errorf("the BPF program's words %d, the tables' %d (at most 16: the flags' four bits)", bpf.WordSlots, cfi.ReturnSlots)
+		t.Errorf("the BPF program's words %d, the tables' %d (at most 16: the flags' four bits a word)", bpf.WordSlots, cfi.ReturnSlots)
 	}
 }
 
@@ -94,8 +95,9 @@ func TestGoLeafCallers(t *testing.T) {
 
 // TestCLeafCallers: workloads/leaves.c, built with frame pointers as distributions build C
 // (leaves keep none), spends its time in libc's strlen and in mix, both frameless, in
-// pushed, which keeps two saved registers below its return address, and in framed, which
-// keeps eleven words below it, all called by run. By
+// pushed, which keeps two saved registers below its return address, in framed, which keeps
+// eleven words below it, and in stale, framed with the return address of an earlier call
+// left at the stack pointer (a word that passes the BPF program's test), all called by run. By
 // frame pointers alone every sample there goes on at main (perf record -g gives the same);
 // with the words at the stack pointer, decided by libc's and the program's .eh_frame, each
 // back end puts run after the leaf in nearly every such sample, and every address of the
@@ -107,7 +109,7 @@ func TestCLeafCallers(t *testing.T) {
 		"-o", exe, "../workloads/leaves.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	syms := functionRanges(t, exe, "mix", "pushed", "framed", "run", "main")
+	syms := functionRanges(t, exe, "mix", "pushed", "framed", "stale", "run", "main")
 	text := textOf(t, exe)
 	for _, be := range []Backend{BackendBPF, BackendRing} {
 		t.Run(string(be), func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestCLeafCallers(t *testing.T) {
 				t.Fatalf("no libc mapped by %d", pid)
 			}
 			inLibc := func(ip uint64) bool { return slices.ContainsFunc(libc, func(r addrRange) bool { return r.has(ip) }) }
-			var mix, strlen, pushed, framed, mixFromRun, strlenFromRun, pushedFromRun, framedFromRun, fromMain uint64
+			var mix, strlen, pushed, framed, stale, mixFromRun, strlenFromRun, pushedFromRun, framedFromRun, staleFromRun, fromMain uint64
 			for _, st := range stacks {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
@@ -154,6 +156,12 @@ func TestCLeafCallers(t *testing.T) {
 					if syms["run"].has(caller) {
 						framedFromRun += st.N
 					}
+				// Its loop, past the call that leaves the word.
+				case syms["stale"].has(st.User[0]) && st.User[0] >= syms["stale"].lo+0xe && st.User[0] < syms["stale"].lo+0x40:
+					stale += st.N
+					if syms["run"].has(caller) {
+						staleFromRun += st.N
+					}
 				case inLibc(st.User[0]) && (syms["run"].has(caller) || syms["main"].has(caller)):
 					strlen += st.N // strlen's: run calls nothing else of libc's
 					if syms["run"].has(caller) {
@@ -166,15 +174,16 @@ func TestCLeafCallers(t *testing.T) {
 					fromMain += st.N
 				}
 			}
-			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; framed: %d, %d from run; %d from main",
-				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, framed, framedFromRun, fromMain)
-			if mix < 300 || strlen < 100 || pushed < 100 || framed < 100 {
-				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed, %d in framed", mix, strlen, pushed, framed)
+			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; framed: %d, %d from run; stale: %d, %d from run; %d from main",
+				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, framed, framedFromRun, stale, staleFromRun, fromMain)
+			if mix < 300 || strlen < 100 || pushed < 100 || framed < 100 || stale < 100 {
+				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed, %d in framed, %d in stale", mix, strlen, pushed, framed, stale)
 			}
 			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) ||
-				float64(pushedFromRun) < 0.95*float64(pushed) || float64(framedFromRun) < 0.95*float64(framed) {
-				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed, %d of %d in framed; want 95 %%",
-					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed, framedFromRun, framed)
+				float64(pushedFromRun) < 0.95*float64(pushed) || float64(framedFromRun) < 0.95*float64(framed) ||
+				float64(staleFromRun) < 0.95*float64(stale) {
+				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed, %d of %d in framed, %d of %d in stale; want 95 %%",
+					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed, framedFromRun, framed, staleFromRun, stale)
 			}
 		})
 	}

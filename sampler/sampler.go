@@ -174,10 +174,11 @@ type StackCount struct {
 	// it was most likely cut there.
 	Truncated bool
 	Count
-	// wordAtSP: User[1] is the word wordSlot at the stack pointer, not settled yet
-	// (settleWords).
-	wordAtSP bool
-	wordSlot int
+	// words are words at the stack pointer that may be the return address the kernel's walk
+	// skipped, not settled yet (settleWords): nwords of them, and which word each is.
+	words     [bpf.WordCandidates]uint64
+	wordSlots [bpf.WordCandidates]uint8
+	nwords    uint8
 }
 
 // MaxAllUIDs is the most users Config.AllUIDs may name.

@@ -2,11 +2,12 @@
 // run(), which main() calls: libc's strlen over a long string; mix(), a leaf that keeps its
 // locals in registers; pushed(), a leaf that saves two registers on the stack, as a leaf
 // that needs callee-saved registers does (its return address 16 bytes above the stack
-// pointer through its loop); and framed(), a leaf that saves a register and keeps ten words
-// of locals (its return address 88 bytes above). Built as distributions build C with frame pointers
-// (-fno-omit-frame-pointer -momit-leaf-frame-pointer: leaves keep none), a walk by frame
-// pointers from a sample in any of them goes from it to main, skipping run. Argument:
-// seconds to run (default 5).
+// pointer through its loop); framed(), a leaf that saves a register and keeps ten words of
+// locals (its return address 88 bytes above); and stale(), framed() with the return address
+// of an earlier call left at the stack pointer. Built as distributions build C with frame
+// pointers (-fno-omit-frame-pointer -momit-leaf-frame-pointer: leaves keep none), a walk by
+// frame pointers from a sample in any of them goes from it to main, skipping run.
+// Argument: seconds to run (default 5).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +89,53 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size framed, .-framed\n");
 
+// stale(x) mixes x as framed does, in a frame as large, but calls tick first, with its frame
+// a word smaller: tick's return address, which follows a call as its own does, is left as
+// the word the stack pointer points at, below those the loop writes, as a return address
+// an earlier call left in what is now a function's frame is.
+unsigned long stale(unsigned long x);
+__asm__(".text\n"
+	".type tick, @function\n"
+	"tick:\n"
+	"	ret\n"
+	".size tick, .-tick\n"
+	".globl stale\n"
+	".type stale, @function\n"
+	"stale:\n"
+	".cfi_startproc\n"
+	"	pushq %rbx\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbx, -16\n"
+	"	subq $72, %rsp\n"
+	".cfi_def_cfa_offset 88\n"
+	"	call tick\n"
+	"	subq $8, %rsp\n"
+	".cfi_def_cfa_offset 96\n"
+	"	movq %rdi, %rbx\n"
+	"	movl $250, %ecx\n"
+	"1:	movq %rbx, %rax\n"
+	"	shrq $7, %rax\n"
+	"	xorq %rax, %rbx\n"
+	"	imulq $0x7F4A7C15, %rbx, %rbx\n"
+	"	addq %rcx, %rbx\n"
+	"	movl %ecx, %eax\n"
+	"	andl $7, %eax\n"
+	"	movq %rbx, 8(%rsp,%rax,8)\n"
+	"	movq %rcx, 72(%rsp)\n"
+	"	decl %ecx\n"
+	"	jnz 1b\n"
+	"	movq %rbx, %rax\n"
+	"	addq $80, %rsp\n"
+	".cfi_def_cfa_offset 16\n"
+	"	popq %rbx\n"
+	".cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size stale, .-stale\n");
+
 __attribute__((noinline)) unsigned long run(unsigned long i) {
 	buf[i % LEN] = (char)('a' + (i & 7)); // a string strlen cannot be hoisted over
-	return strlen(buf) + mix(i) + pushed(i) + framed(i);
+	return strlen(buf) + mix(i) + pushed(i) + framed(i) + stale(i);
 }
 
 int main(int argc, char **argv) {

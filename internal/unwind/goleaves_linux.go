@@ -17,7 +17,7 @@ import (
 // are) no frame pointer of its own, and every function has none at its first instruction
 // and at its return: the kernel's walk from a sample there goes from the function to its
 // caller's caller, while the caller's return address is the word the stack pointer points
-// at. A sampler that keeps that word with a sample (bpf.Stack.WordAtSP) asks Frameless
+// at. A sampler that keeps that word with a sample (bpf.Stack.Words) asks Frameless
 // whether to keep it as the caller's frame: yes where the executable's function table
 // (elfsym.GoFrames) gives the function's frame the depth 0 at the sampled instruction.
 //
