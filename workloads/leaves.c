@@ -54,6 +54,31 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size pushed, .-pushed\n");
 
+// FRAMED_LOOP(locals) is framed's loop and return, and stale's: x, in rdi, mixed as mix does
+// in rbx, its last values kept in the eight words from locals(%rsp) on and the count at
+// 72(%rsp), in a frame of 80 bytes below the saved rbx.
+#define FRAMED_LOOP(locals) \
+	"	movq %rdi, %rbx\n" \
+	"	movl $250, %ecx\n" \
+	"1:	movq %rbx, %rax\n" \
+	"	shrq $7, %rax\n" \
+	"	xorq %rax, %rbx\n" \
+	"	imulq $0x7F4A7C15, %rbx, %rbx\n" \
+	"	addq %rcx, %rbx\n" \
+	"	movl %ecx, %eax\n" \
+	"	andl $7, %eax\n" \
+	"	movq %rbx, " locals "(%rsp,%rax,8)\n" \
+	"	movq %rcx, 72(%rsp)\n" \
+	"	decl %ecx\n" \
+	"	jnz 1b\n" \
+	"	movq %rbx, %rax\n" \
+	"	addq $80, %rsp\n" \
+	".cfi_def_cfa_offset 16\n" \
+	"	popq %rbx\n" \
+	".cfi_def_cfa_offset 8\n" \
+	"	ret\n" \
+	".cfi_endproc\n"
+
 // framed(x) mixes x as mix does, in rbx, which it saves, keeping its last values in the ten
 // words of its frame.
 unsigned long framed(unsigned long x);
@@ -67,26 +92,7 @@ __asm__(".text\n"
 	".cfi_offset %rbx, -16\n"
 	"	subq $80, %rsp\n"
 	".cfi_def_cfa_offset 96\n"
-	"	movq %rdi, %rbx\n"
-	"	movl $250, %ecx\n"
-	"1:	movq %rbx, %rax\n"
-	"	shrq $7, %rax\n"
-	"	xorq %rax, %rbx\n"
-	"	imulq $0x7F4A7C15, %rbx, %rbx\n"
-	"	addq %rcx, %rbx\n"
-	"	movl %ecx, %eax\n"
-	"	andl $7, %eax\n"
-	"	movq %rbx, (%rsp,%rax,8)\n"
-	"	movq %rcx, 72(%rsp)\n"
-	"	decl %ecx\n"
-	"	jnz 1b\n"
-	"	movq %rbx, %rax\n"
-	"	addq $80, %rsp\n"
-	".cfi_def_cfa_offset 16\n"
-	"	popq %rbx\n"
-	".cfi_def_cfa_offset 8\n"
-	"	ret\n"
-	".cfi_endproc\n"
+	FRAMED_LOOP("")
 	".size framed, .-framed\n");
 
 // stale(x) mixes x as framed does, in a frame as large, but calls tick first, with its frame
@@ -111,26 +117,7 @@ __asm__(".text\n"
 	"	call tick\n"
 	"	subq $8, %rsp\n"
 	".cfi_def_cfa_offset 96\n"
-	"	movq %rdi, %rbx\n"
-	"	movl $250, %ecx\n"
-	"1:	movq %rbx, %rax\n"
-	"	shrq $7, %rax\n"
-	"	xorq %rax, %rbx\n"
-	"	imulq $0x7F4A7C15, %rbx, %rbx\n"
-	"	addq %rcx, %rbx\n"
-	"	movl %ecx, %eax\n"
-	"	andl $7, %eax\n"
-	"	movq %rbx, 8(%rsp,%rax,8)\n"
-	"	movq %rcx, 72(%rsp)\n"
-	"	decl %ecx\n"
-	"	jnz 1b\n"
-	"	movq %rbx, %rax\n"
-	"	addq $80, %rsp\n"
-	".cfi_def_cfa_offset 16\n"
-	"	popq %rbx\n"
-	".cfi_def_cfa_offset 8\n"
-	"	ret\n"
-	".cfi_endproc\n"
+	FRAMED_LOOP("8")
 	".size stale, .-stale\n");
 
 __attribute__((noinline)) unsigned long run(unsigned long i) {
