@@ -82,8 +82,11 @@ func (d *daemonRun) drainSomeLocked(drain func() (sampler.Drained, error)) int64
 	if err != nil && !errors.Is(err, sampler.ErrClosed) {
 		d.log.Warn("profd: drain", "err", err)
 	}
-	if d.java.asker != nil {
-		for pid := range dr.Held { // their chains wait on code a JVM may name in its next map
+	if d.java.asker != nil { // their chains wait, or went without a caller, for code a JVM may name in its next map
+		for pid := range dr.Held {
+			d.java.asker.Soon(pid)
+		}
+		for pid := range dr.Undescribed {
 			d.java.asker.Soon(pid)
 		}
 	}

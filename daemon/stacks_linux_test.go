@@ -773,43 +773,51 @@ func TestStacksGo(t *testing.T) {
 // -XX:+PreserveFramePointer), so the kernel's walk from a sample in one finds none of its
 // callers; and below its return address a compiled method's frame holds words earlier calls
 // left (return addresses into the JVM) that pass the BPF program's test for one. Sampled as
-// by default (by frame pointers, the BPF back end where it loads), testdata/Rounds.java's
-// mix keeps round, its compiled caller, in most of its samples once the JVM's perf map has
-// named its code (the word where mix's instructions put its return address): at least 60 %
-// of an 8 s run (those of the first two seconds, before the maps describe its code, go
-// without: words are decided as samples are drained).
+// by default (by frame pointers, the BPF back end where it loads, --java-perfmap 60s: the
+// JVM asked at some 3, 6 and 11 s of its age, then 21), testdata/Rounds.java's leaves keep
+// their compiled callers once a perf map has named their code (the word where their
+// instructions put the return address): Hot.mixInts, called from round from the start, in
+// at least half its samples; late, called from lateRound from 11.5 s of the JVM's age until
+// 18 s, in at least a fifth: its samples going without a caller for code no map describes
+// have profd ask the JVM again 4 s after its last ask, rather than at 21 s, when it has
+// exited (none without).
 func TestStacksJava(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("java"), testenv.Tool("javac"))
 	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-d", classes, "testdata/Rounds.java").CombinedOutput(); err != nil {
+	if out, err := exec.Command("javac", "-d", classes, "testdata/Rounds.java", "../workloads/runtimes/Hot.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	d := newDirs(t)
-	child := startChild(t, nil, "java", "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Rounds::mix",
-		"-cp", classes, "Rounds", "8")
+	child := startChild(t, nil, "java", "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Hot::mixInts",
+		"-XX:CompileCommand=dontinline,Rounds::late", "-cp", classes, "Rounds", "11.5", "18")
 	pid := child.pid()
 	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatCapture}, Stacks: true, JavaPerfMapEvery: time.Second})
+		Formats: []Format{FormatCapture}, Stacks: true, JavaPerfMapEvery: time.Minute})
 	child.wait(t, 60*time.Second)
 	r.wait(t, 30*time.Second)
 	capt := readCapture(t, outputPath(d, "java", pid, FormatCapture))
-	var under, fromRound uint64
-	for _, st := range capt.Stacks {
-		if len(st.Frames) == 0 || !strings.HasPrefix(frameName(capt, st.Frames[0]), "int Rounds.mix(") {
-			continue
+	for _, c := range []struct {
+		leaf, caller string
+		share        float64
+	}{{"int Hot.mixInts(", "int Rounds.round(", 0.5}, {"long Rounds.late(", "long Rounds.lateRound(", 0.2}} {
+		var under, called uint64
+		for _, st := range capt.Stacks {
+			if len(st.Frames) == 0 || !strings.HasPrefix(frameName(capt, st.Frames[0]), c.leaf) {
+				continue
+			}
+			under += st.Count
+			if len(st.Frames) > 1 && strings.HasPrefix(frameName(capt, st.Frames[1]), c.caller) {
+				called += st.Count
+			}
 		}
-		under += st.Count
-		if len(st.Frames) > 1 && strings.HasPrefix(frameName(capt, st.Frames[1]), "int Rounds.round(") {
-			fromRound += st.Count
+		t.Logf("%d samples in %s), %d called from %s)", under, c.leaf, called, c.caller)
+		if under < 1000 {
+			t.Fatalf("%d samples in %s)\nlogs:\n%s", under, c.leaf, r.logs.String())
 		}
-	}
-	t.Logf("%d samples in Rounds.mix, %d called from Rounds.round", under, fromRound)
-	if under < 1000 {
-		t.Fatalf("%d samples in Rounds.mix\nlogs:\n%s", under, r.logs.String())
-	}
-	if float64(fromRound) < 0.6*float64(under) {
-		t.Errorf("of %d samples in Rounds.mix, %d called from Rounds.round; want 60 %%", under, fromRound)
+		if float64(called) < c.share*float64(under) {
+			t.Errorf("of %d samples in %s), %d called from %s); want %.0f %%", under, c.leaf, called, c.caller, 100*c.share)
+		}
 	}
 }
 

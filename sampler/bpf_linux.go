@@ -202,18 +202,20 @@ func (s *bpfSampler) Drain(...uint32) (Drained, error) {
 			addCount(counts, Key{PID: tgid, IP: ip}, c.N, int64(c.FirstNs), int64(c.LastNs))
 		})
 	}
+	d := Drained{Counts: counts, Stacks: stacks}
 	if s.leaves != nil {
 		s.leaves.Recheck()
 		s.leaves.settleWords(stacks)
 		s.forget(retired)
+		d.Undescribed = s.leaves.takeWaiting()
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			return Drained{}, ErrClosed
 		}
-		return Drained{Counts: counts, Stacks: stacks}, fmt.Errorf("sampler: %w", err)
+		return d, fmt.Errorf("sampler: %w", err)
 	}
-	return Drained{Counts: counts, Stacks: stacks}, nil
+	return d, nil
 }
 
 // forget drops the Go code of the targets in retired that were not added again since.

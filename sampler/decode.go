@@ -158,6 +158,9 @@ func (a *aggregate) take(all bool) Drained {
 		a.release(0, true, all)
 	}
 	d := Drained{Counts: a.counts, Stacks: a.stackCounts, Held: a.held.since()}
+	if a.leaves != nil {
+		d.Undescribed = a.leaves.takeWaiting()
+	}
 	a.counts = make(map[Key]Count, len(d.Counts))
 	a.stackCounts = nil
 	clear(a.stackIndex)

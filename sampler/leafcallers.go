@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/profd/profd/internal/cfi"
 	"github.com/profd/profd/internal/unwind"
@@ -34,6 +35,11 @@ type leafCallers struct {
 	goCode   *unwind.GoLeaves
 	unwinder *unwind.Unwinder
 	made     bool // unwinder is the sampler's own (no Config.Words): Close closes it
+
+	mu sync.Mutex
+	// waiting are the processes whose words went without a decision since the last
+	// takeWaiting, for code whose frame information had not come.
+	waiting map[uint32]bool
 }
 
 // newLeafCallers returns the leafCallers a sampler of cfg keeps, nil when its chains are not
@@ -79,7 +85,7 @@ func (c *leafCallers) Close() {
 // returnSlot returns which word at the stack pointer of a sample of pid at ip (0 the one it
 // points at) is the caller's return address that the kernel's walk skips there; false where
 // none is (the function has set the frame pointer, or its return address lies deeper) or the
-// code's frame information is still being read.
+// code's frame information has not come (the process is then waiting).
 func (c *leafCallers) returnSlot(pid uint32, ip uint64) (int, bool) {
 	if c.goCode.InText(pid, ip) {
 		return 0, c.goCode.Frameless(pid, ip)
@@ -87,8 +93,26 @@ func (c *leafCallers) returnSlot(pid uint32, ip uint64) (int, bool) {
 	if !c.goCode.Wanted(pid) {
 		return 0, false
 	}
-	slot, ok, _ := c.unwinder.ReturnSlot(pid, ip)
+	slot, ok, later := c.unwinder.ReturnSlot(pid, ip)
+	if later {
+		c.mu.Lock()
+		if c.waiting == nil {
+			c.waiting = map[uint32]bool{}
+		}
+		c.waiting[pid] = true
+		c.mu.Unlock()
+	}
 	return slot, ok
+}
+
+// takeWaiting returns the processes whose words went without a decision since the last
+// call, for code whose frame information had not come (Drained.Undescribed); nil when none.
+func (c *leafCallers) takeWaiting() map[uint32]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.waiting
+	c.waiting = nil
+	return w
 }
 
 // pick returns the one of words (words at the stack pointer of a sample of pid at ip, slots

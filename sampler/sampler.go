@@ -208,6 +208,11 @@ type Drained struct {
 	// frame information, with Config.Unwind), the time the oldest was taken: a later Drain
 	// hands them over, with their own times.
 	Held map[uint32]int64
+	// Undescribed are, by frame pointers (Config.Stacks without Config.Unwind), the
+	// processes some of whose samples since the last Drain went without the caller the
+	// words at their stack pointer may give, for code whose frame information had not come
+	// yet (a JVM's methods compiled since its last perf map, a file still being read).
+	Undescribed map[uint32]bool
 }
 
 // Stats are a sampler's totals since New.

@@ -1,26 +1,36 @@
-// A Java program for TestStacksJava: round() calls mix() a hundred times, and main() calls
-// round() until the seconds given have passed; run with mix() not inlined, HotSpot compiles
-// both, and round()'s calls to mix() are calls from compiled code to compiled code.
+// A Java program for TestStacksJava: until the JVM is as many seconds old as its first
+// argument, main() calls round(), which calls workloads/runtimes/Hot.java's mixInts a
+// hundred times; then, until it is as old as the second, lateRound(), which calls late() a
+// hundred times. Run with mixInts and late not inlined, HotSpot compiles them all, and the
+// rounds' calls are calls from compiled code to compiled code.
 public class Rounds {
-    static int mix(int n) {
-        int h = 0x12345678;
-        for (int i = 0; i < n; i++) {
-            h = (h ^ i) * 0x9e3779b1;
-            h ^= h >>> 15;
-        }
-        return h;
-    }
-
     static int round() {
         int acc = 0;
-        for (int k = 0; k < 100; k++) acc ^= mix(3000);
+        for (int k = 0; k < 100; k++) acc ^= Hot.mixInts(3000);
+        return acc;
+    }
+
+    static long late(int n) {
+        long s = 1;
+        for (int i = 0; i < n; i++) {
+            s = s * 31 + (i % 13);
+            s ^= s >>> 17;
+        }
+        return s;
+    }
+
+    static long lateRound() {
+        long acc = 0;
+        for (int k = 0; k < 100; k++) acc ^= late(3000);
         return acc;
     }
 
     public static void main(String[] args) {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        int acc = 0;
-        while (System.nanoTime() < end) acc ^= round();
+        java.lang.management.RuntimeMXBean rt = java.lang.management.ManagementFactory.getRuntimeMXBean();
+        long first = (long) (Double.parseDouble(args[0]) * 1000), second = (long) (Double.parseDouble(args[1]) * 1000);
+        long acc = 0;
+        while (rt.getUptime() < first) acc ^= round();
+        while (rt.getUptime() < second) acc ^= lateRound();
         System.out.println("done " + acc);
     }
 }
