@@ -375,8 +375,7 @@ type textRange struct {
 // SetGoText tells the stacks program that process tgid runs a Go executable whose code
 // lies in [lo, hi): a sample there whose word at the stack pointer lies there too keeps
 // that word (Stack.Words), the return address the kernel's walk skips where the function
-// has no frame. At most MaxGoTexts processes at
-// once; past that, an error.
+// has no frame. At most MaxGoTexts processes at once; past that, an error.
 func (p *Program) SetGoText(tgid uint32, lo, hi uint64) error {
 	if err := p.objs.GoText.Update(tgid, textRange{Lo: lo, Hi: hi}, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("bpf: set go text of %d: %w", tgid, err)

@@ -138,9 +138,9 @@ func (c *leafCallers) fromCode(pid uint32, ip, word uint64) bool {
 	return !c.goCode.InText(pid, ip) || c.goCode.InText(pid, word)
 }
 
-// settleWords puts, in each of stacks that carries words at its stack pointer, the one
-// that is the return address of a function that has not set the frame pointer after the
-// sampled instruction, and lets go of the words.
+// settleWords puts after the sampled instruction of each of stacks that carries words at its
+// stack pointer the one of them that is the caller's return address, where the function
+// sampled has not set the frame pointer there, and lets go of the words.
 func (c *leafCallers) settleWords(stacks []StackCount) {
 	for i := range stacks {
 		st := &stacks[i]
