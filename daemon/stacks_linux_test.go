@@ -777,19 +777,19 @@ func TestStacksGo(t *testing.T) {
 // JVM asked at some 3, 6 and 11 s of its age, then 21), testdata/Rounds.java's leaves keep
 // their compiled callers once a perf map has named their code (the word where their
 // instructions put the return address): Hot.mixInts, called from round from the start, in
-// at least half its samples; late, called from lateRound from 11.5 s of the JVM's age until
-// 18 s, in at least a fifth: its samples going without a caller for code no map describes
-// have profd ask the JVM again 4 s after its last ask, rather than at 21 s, when it has
-// exited (none without).
+// at least half its samples; LateHot.late, called from lateRound from 11.5 s of the JVM's
+// age until 18 s, in at least a fifth: its samples going without a caller for code no map
+// describes have profd ask the JVM again 4 s after its last ask, rather than at 21 s, when
+// it has exited (none without).
 func TestStacksJava(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("java"), testenv.Tool("javac"))
 	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-d", classes, "testdata/Rounds.java", "../workloads/runtimes/Hot.java").CombinedOutput(); err != nil {
+	if out, err := exec.Command("javac", "-d", classes, "testdata/Rounds.java", "testdata/LateHot.java", "../workloads/runtimes/Hot.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	d := newDirs(t)
 	child := startChild(t, nil, "java", "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Hot::mixInts",
-		"-XX:CompileCommand=dontinline,Rounds::late", "-cp", classes, "Rounds", "11.5", "18")
+		"-XX:CompileCommand=dontinline,LateHot::late", "-cp", classes, "Rounds", "11.5", "18")
 	pid := child.pid()
 	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
@@ -800,7 +800,7 @@ func TestStacksJava(t *testing.T) {
 	for _, c := range []struct {
 		leaf, caller string
 		share        float64
-	}{{"int Hot.mixInts(", "int Rounds.round(", 0.5}, {"long Rounds.late(", "long Rounds.lateRound(", 0.2}} {
+	}{{"int Hot.mixInts(", "int Rounds.round(", 0.5}, {"long LateHot.late(", "long Rounds.lateRound(", 0.2}} {
 		var under, called uint64
 		for _, st := range capt.Stacks {
 			if len(st.Frames) == 0 || !strings.HasPrefix(frameName(capt, st.Frames[0]), c.leaf) {

@@ -1,8 +1,8 @@
 // A Java program for TestStacksJava: until the JVM is as many seconds old as its first
 // argument, main() calls round(), which calls workloads/runtimes/Hot.java's mixInts a
-// hundred times; then, until it is as old as the second, lateRound(), which calls late() a
-// hundred times. Run with mixInts and late not inlined, HotSpot compiles them all, and the
-// rounds' calls are calls from compiled code to compiled code.
+// hundred times; then, until it is as old as the second, lateRound(), which calls
+// LateHot.java's late a hundred times. Run with mixInts and late not inlined, HotSpot
+// compiles them all, and the rounds' calls are calls from compiled code to compiled code.
 public class Rounds {
     static int round() {
         int acc = 0;
@@ -10,18 +10,9 @@ public class Rounds {
         return acc;
     }
 
-    static long late(int n) {
-        long s = 1;
-        for (int i = 0; i < n; i++) {
-            s = s * 31 + (i % 13);
-            s ^= s >>> 17;
-        }
-        return s;
-    }
-
     static long lateRound() {
         long acc = 0;
-        for (int k = 0; k < 100; k++) acc ^= late(3000);
+        for (int k = 0; k < 100; k++) acc ^= LateHot.late(3000);
         return acc;
     }
 
