@@ -1,8 +1,8 @@
 // A Java program for TestUnwindDWARFLateCode (Rounds.java calls its late too): it runs one
 // loop until the JVM is 12 s old, then another, new one, until it is 19 s old. profd asks a
-// new JVM for its perf map each time its age has doubled since the last ask (--java-perfmap 60s: at some 2, 5 and 10 s,
-// each ask a tick late), so HotSpot compiles the second loop after the third ask, and the
-// fourth would come at some 20 s, after the program's exit.
+// new JVM for its perf map each time its age has doubled since the last ask (--java-perfmap
+// 60s: at some 2, 5 and 10 s, each ask a tick late), so HotSpot compiles the second loop
+// after the third ask, and the fourth would come at some 20 s, after the program's exit.
 // The first loop is workloads/runtimes/Hot.java's mixInts, compiled with it.
 public class LateHot {
     static long late(int n) {
