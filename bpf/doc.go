@@ -26,7 +26,8 @@
 // user-mode sample also keeps the first WordCandidates of the WordSlots words at its stack
 // pointer that may be return addresses, and which words they were (Stack.Words,
 // Stack.WordSlots): the bytes before each end with a call instruction, or, in the Go code of
-// a process SetGoText names, the first word lies in that code. Where the function sampled
+// a process SetGoText names, the first word lies in that code, or, in the JIT code of a
+// process SetJITText names, the word lies in that code. Where the function sampled
 // has not set the frame pointer, the one where its return address lies is the caller's,
 // which the kernel's walk by frame pointers skips; the caller of DrainStacks decides which,
 // if any (a word nearer the stack pointer may be a local's, or a return address an earlier

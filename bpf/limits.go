@@ -7,5 +7,6 @@ const MaxAllUIDs = 256
 // all_cgroups).
 const MaxAllCgroups = 1024
 
-// MaxGoTexts is the most processes SetGoText may describe at once (profile.c's go_text).
-const MaxGoTexts = 16384
+// MaxTextRanges is the most processes SetGoText and SetJITText may describe at once
+// (profile.c's text_ranges).
+const MaxTextRanges = 16384

@@ -331,15 +331,20 @@ struct {
 // nearer the stack pointer than its own: only the tables know.)
 //
 // May be a return address: for a process whose executable has Go's function table, the
-// loader puts the range of that executable's code in go_text, and a sample there keeps its
-// first word if it lies there too (Go sets the frame pointer with its frame; until the
+// loader puts the range of that executable's code in text_ranges, and a sample there keeps
+// its first word if it lies there too (Go sets the frame pointer with its frame; until the
 // loader has read a target's executable, the range it gives is all addresses); elsewhere, a
-// word that follows a call instruction's bytes (follows_call). A random word passes that test
-// once in a hundred and fifty or so; it costs one read of user memory, where asking the
-// kernel whether the word lies in executable memory (bpf_find_vma) costs, from the timer's
-// interrupt, an inter-processor interrupt to release the mapping lock.
+// word that follows a call instruction's bytes (follows_call), or, for a process whose JIT
+// code the loader puts in text_ranges (jit set: a JVM's code cache), a sample there, and a
+// word that lies there too: a JIT may enter its code with a return address it pushed and a
+// jump (HotSpot's interpreter does), which follows no call. A random word passes the call
+// test once in a hundred and fifty or so; it costs one read of user memory, where asking
+// the kernel whether the word lies in executable memory (bpf_find_vma) costs, from the
+// timer's interrupt, an inter-processor interrupt to release the mapping lock.
 struct text_range {
 	__u64 lo, hi;
+	__u32 jit; // JIT code: not Go's
+	__u32 pad;
 };
 
 struct {
@@ -347,7 +352,7 @@ struct {
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct text_range);
-} go_text SEC(".maps");
+} text_ranges SEC(".maps");
 
 // follows_call reports whether the 8 bytes of user memory before addr end with an x86-64
 // call: E8 and a 32-bit displacement, or FF with a ModRM byte whose reg field is 2 (an
@@ -378,12 +383,18 @@ static __always_inline void words_at_sp(struct perf_event_ctx *ctx, __u32 tgid, 
 {
 	__u64 w[WORD_SLOTS];
 	int n = WORD_SLOTS;
-	struct text_range *r = bpf_map_lookup_elem(&go_text, &tgid);
+	__u64 lo = 0, hi = 0; // JIT code the sample is in: its words there need no call test
+	struct text_range *r = bpf_map_lookup_elem(&text_ranges, &tgid);
 	if (r && ctx->regs.ip >= r->lo && ctx->regs.ip < r->hi) {
-		__u64 word;
-		if (!bpf_probe_read_user(&word, sizeof(word), (void *)ctx->regs.sp) && word >= r->lo && word < r->hi)
-			k->words[0] = word;
-		return;
+		if (r->jit) {
+			lo = r->lo;
+			hi = r->hi;
+		} else {
+			__u64 word;
+			if (!bpf_probe_read_user(&word, sizeof(word), (void *)ctx->regs.sp) && word >= r->lo && word < r->hi)
+				k->words[0] = word;
+			return;
+		}
 	}
 	if (bpf_probe_read_user(w, sizeof(w), (void *)ctx->regs.sp)) {
 		// The stack's mapping ends within the words: the first alone.
@@ -395,7 +406,7 @@ static __always_inline void words_at_sp(struct perf_event_ctx *ctx, __u32 tgid, 
 	for (int i = 0; i < WORD_SLOTS; i++) {
 		if (i >= n || found >= WORD_CANDIDATES)
 			break;
-		if (follows_call(w[i])) {
+		if ((w[i] >= lo && w[i] < hi) || follows_call(w[i])) {
 			k->words[found] = w[i];
 			k->flags |= (__u32)i << (STACK_WORD_SLOT_SHIFT + 4 * found);
 			found++;

@@ -27,9 +27,11 @@ type profileStackKey struct {
 }
 
 type profileTextRange struct {
-	_  structs.HostLayout
-	Lo uint64
-	Hi uint64
+	_   structs.HostLayout
+	Lo  uint64
+	Hi  uint64
+	Jit uint32
+	Pad uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -39,11 +41,11 @@ const (
 	profileMapAllCgroups         = "all_cgroups"
 	profileMapAllUids            = "all_uids"
 	profileMapCounts             = "counts"
-	profileMapGoText             = "go_text"
 	profileMapStackCounts        = "stack_counts"
 	profileMapStackScratch       = "stack_scratch"
 	profileMapStats              = "stats"
 	profileMapTargets            = "targets"
+	profileMapTextRanges         = "text_ranges"
 	profileProgProfdDump         = "profd_dump"
 	profileProgProfdRingFilter   = "profd_ring_filter"
 	profileProgProfdSample       = "profd_sample"
@@ -109,11 +111,11 @@ type profileMapSpecs struct {
 	AllCgroups   *ebpf.MapSpec `ebpf:"all_cgroups"`
 	AllUids      *ebpf.MapSpec `ebpf:"all_uids"`
 	Counts       *ebpf.MapSpec `ebpf:"counts"`
-	GoText       *ebpf.MapSpec `ebpf:"go_text"`
 	StackCounts  *ebpf.MapSpec `ebpf:"stack_counts"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	Targets      *ebpf.MapSpec `ebpf:"targets"`
+	TextRanges   *ebpf.MapSpec `ebpf:"text_ranges"`
 }
 
 // profileVariableSpecs contains global variables before they are loaded into the kernel.
@@ -149,11 +151,11 @@ type profileMaps struct {
 	AllCgroups   *ebpf.Map `ebpf:"all_cgroups"`
 	AllUids      *ebpf.Map `ebpf:"all_uids"`
 	Counts       *ebpf.Map `ebpf:"counts"`
-	GoText       *ebpf.Map `ebpf:"go_text"`
 	StackCounts  *ebpf.Map `ebpf:"stack_counts"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
 	Stats        *ebpf.Map `ebpf:"stats"`
 	Targets      *ebpf.Map `ebpf:"targets"`
+	TextRanges   *ebpf.Map `ebpf:"text_ranges"`
 }
 
 func (m *profileMaps) Close() error {
@@ -161,11 +163,11 @@ func (m *profileMaps) Close() error {
 		m.AllCgroups,
 		m.AllUids,
 		m.Counts,
-		m.GoText,
 		m.StackCounts,
 		m.StackScratch,
 		m.Stats,
 		m.Targets,
+		m.TextRanges,
 	)
 }
 

@@ -345,10 +345,11 @@ func addTarget(targets *ebpf.Map, tgid uint32) error {
 // cgroups whose processes Config.AllCgroups counts, in place of those of the last call.
 func (p *Program) SetCgroups(ids []uint64) error { return setCgroups(p.objs.AllCgroups, ids) }
 
-// RemoveTarget stops counting tgid, and forgets its Go text (SetGoText). Counts already
-// taken stay until drained. Removing a tgid that is not a target is not an error.
+// RemoveTarget stops counting tgid, and forgets its text range (SetGoText, SetJITText).
+// Counts already taken stay until drained. Removing a tgid that is not a target is not an
+// error.
 func (p *Program) RemoveTarget(tgid uint32) error {
-	return errors.Join(removeTarget(p.objs.Targets, tgid), p.ForgetGoText(tgid))
+	return errors.Join(removeTarget(p.objs.Targets, tgid), p.ForgetText(tgid))
 }
 
 // IsTarget reports whether tgid is a target (AddTarget, and no RemoveTarget since).
@@ -357,11 +358,11 @@ func (p *Program) IsTarget(tgid uint32) bool {
 	return p.objs.Targets.Lookup(tgid, &v) == nil
 }
 
-// ForgetGoText undoes SetGoText; not an error for a tgid it was not given.
-func (p *Program) ForgetGoText(tgid uint32) error {
-	err := p.objs.GoText.Delete(tgid)
+// ForgetText undoes SetGoText and SetJITText; not an error for a tgid it was not given.
+func (p *Program) ForgetText(tgid uint32) error {
+	err := p.objs.TextRanges.Delete(tgid)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("bpf: forget go text of %d: %w", tgid, err)
+		return fmt.Errorf("bpf: forget text range of %d: %w", tgid, err)
 	}
 	return nil
 }
@@ -370,15 +371,30 @@ func (p *Program) ForgetGoText(tgid uint32) error {
 type textRange struct {
 	_      structs.HostLayout
 	Lo, Hi uint64
+	JIT    uint32
+	_      uint32
 }
 
 // SetGoText tells the stacks program that process tgid runs a Go executable whose code
 // lies in [lo, hi): a sample there whose word at the stack pointer lies there too keeps
 // that word (Stack.Words), the return address the kernel's walk skips where the function
-// has no frame. At most MaxGoTexts processes at once; past that, an error.
+// has no frame. A process has one range, Go's or its JIT code's (SetJITText); at most
+// MaxTextRanges processes have one at once; past that, an error.
 func (p *Program) SetGoText(tgid uint32, lo, hi uint64) error {
-	if err := p.objs.GoText.Update(tgid, textRange{Lo: lo, Hi: hi}, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("bpf: set go text of %d: %w", tgid, err)
+	return p.setText(tgid, textRange{Lo: lo, Hi: hi})
+}
+
+// SetJITText tells the stacks program that process tgid's JIT code lies in [lo, hi): a
+// sample there keeps as possible return addresses the words at the stack pointer that lie
+// there too, besides those that follow a call, as a JIT may enter its code with a return
+// address it pushed and a jump (HotSpot's interpreter does).
+func (p *Program) SetJITText(tgid uint32, lo, hi uint64) error {
+	return p.setText(tgid, textRange{Lo: lo, Hi: hi, JIT: 1})
+}
+
+func (p *Program) setText(tgid uint32, r textRange) error {
+	if err := p.objs.TextRanges.Update(tgid, r, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("bpf: set text range of %d: %w", tgid, err)
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ func (d *daemonRun) applySymbols(b jitmap.Batch) {
 			d.applyFrames(ev)
 		}
 	}
+	d.jitSpan(b)
 	// Counted after the batch is applied: a drain inside it looks unnamed samples up again
 	// only against what came before.
 	d.locked.counts.RecordsApplied(b.Pid, b.Events)

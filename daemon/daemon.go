@@ -111,6 +111,7 @@ type liveTarget struct {
 	addedNs    int64         // when it was added (CLOCK_MONOTONIC): its first interval's start
 	forkedFrom uint32        // the process whose address space it runs a copy of, 0 when none (inheritCode)
 	inherits   bool          // it looks up forkedFrom's code (once that is a target)
+	jvm        bool          // a HotSpot JVM wrote its perf map when asked: its code cache's span goes to the sampler
 }
 
 // flushState belongs to the flushing goroutine: flushLoop, and after it ended the final

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"github.com/profd/profd/jitmap"
 )
 
 // javaMapsTick is how often the asking goroutine looks for JVMs due: a new one is asked
@@ -60,7 +63,11 @@ func (d *daemonRun) askJVMs(ctx context.Context, by time.Time, all bool) {
 	ctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	wrote := d.java.asker.Ask(ctx, d.parts.watch.Targets(), all)
-	if !d.cfg.All || len(wrote) == 0 {
+	if len(wrote) == 0 {
+		return
+	}
+	d.markJVMs(wrote)
+	if !d.cfg.All {
 		return
 	}
 	d.changes.applying.Lock()
@@ -70,4 +77,43 @@ func (d *daemonRun) askJVMs(ctx context.Context, by time.Time, all bool) {
 			delete(d.host.waiting, pid)
 		}
 	}
+}
+
+// markJVMs notes that the targets pids run HotSpot JVMs (they wrote perf maps when asked),
+// and hands the sampler the span of the code each one's maps named so far: a JVM's code
+// cache, where its interpreter enters compiled methods with a return address it pushed and
+// a jump (sampler.JITCode). The records of later maps extend it (jitSpan).
+func (d *daemonRun) markJVMs(pids []uint32) {
+	if !d.cfg.Stacks {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, pid := range pids {
+		t := d.locked.targets[pid]
+		if t == nil || t.jvm {
+			continue
+		}
+		t.jvm = true
+		lo, hi := uint64(math.MaxUint64), uint64(0)
+		for _, o := range d.parts.jit.Objects(pid) {
+			lo, hi = min(lo, o.Addr), max(hi, o.Addr+o.Size)
+		}
+		d.parts.smp.JITCode(pid, lo, hi)
+	}
+}
+
+// jitSpan hands the sampler the span of the code b loads, when b is a JVM's (markJVMs).
+// Callers hold d.mu.
+func (d *daemonRun) jitSpan(b jitmap.Batch) {
+	if t := d.locked.targets[b.Pid]; t == nil || !t.jvm {
+		return
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, ev := range b.Events {
+		if load, ok := ev.(*jitmap.CodeLoad); ok {
+			lo, hi = min(lo, load.Object.Addr), max(hi, load.Object.Addr+load.Object.Size)
+		}
+	}
+	d.parts.smp.JITCode(b.Pid, lo, hi)
 }

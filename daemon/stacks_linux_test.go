@@ -773,51 +773,73 @@ func TestStacksGo(t *testing.T) {
 // -XX:+PreserveFramePointer), so the kernel's walk from a sample in one finds none of its
 // callers; and below its return address a compiled method's frame holds words earlier calls
 // left (return addresses into the JVM) that pass the BPF program's test for one. Sampled as
-// by default (by frame pointers, the BPF back end where it loads, --java-perfmap 60s: the
-// JVM asked at some 3, 6 and 11 s of its age, then 21), testdata/Rounds.java's leaves keep
-// their compiled callers once a perf map has named their code (the word where their
-// instructions put the return address): Hot.mixInts, called from round from the start, in
-// at least half its samples; LateHot.late, called from lateRound from 11.5 s of the JVM's
-// age until 18 s, in at least a fifth: its samples going without a caller for code no map
-// describes have profd ask the JVM again 4 s after its last ask, rather than at 21 s, when
-// it has exited (none without).
+// by default (by frame pointers, the BPF back end where it loads), the leaves keep their
+// callers once a perf map has named their code (the word where their instructions put the
+// return address):
+//   - compiled: testdata/Rounds.java (--java-perfmap 60s: the JVM asked at some 3, 6 and
+//     11 s of its age, then 21): Hot.mixInts, called from the compiled round from the
+//     start, in at least half its samples; LateHot.late, called from lateRound from 11.5 s
+//     of the JVM's age until 18 s, in at least a fifth: its samples going without a caller
+//     for code no map describes have profd ask the JVM again 4 s after its last ask, rather
+//     than at 21 s, when it has exited (none without);
+//   - interpreted: Hot.java, whose main the interpreter runs (--java-perfmap 1s):
+//     Hot.mixInts called from the Interpreter in at least half its samples. The interpreter
+//     pushes the return address it enters a compiled method with and jumps: that word
+//     follows no call, and the BPF program takes it as the JVM's JIT code (the span of the
+//     code its maps named).
 func TestStacksJava(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("java"), testenv.Tool("javac"))
 	classes := t.TempDir()
 	if out, err := exec.Command("javac", "-d", classes, "testdata/Rounds.java", "testdata/LateHot.java", "../workloads/runtimes/Hot.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	d := newDirs(t)
-	child := startChild(t, nil, "java", "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Hot::mixInts",
-		"-XX:CompileCommand=dontinline,LateHot::late", "-cp", classes, "Rounds", "11.5", "18")
-	pid := child.pid()
-	t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
-	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
-		Formats: []Format{FormatCapture}, Stacks: true, JavaPerfMapEvery: time.Minute})
-	child.wait(t, 60*time.Second)
-	r.wait(t, 30*time.Second)
-	capt := readCapture(t, outputPath(d, "java", pid, FormatCapture))
-	for _, c := range []struct {
+	type called struct {
 		leaf, caller string
 		share        float64
-	}{{"int Hot.mixInts(", "int Rounds.round(", 0.5}, {"long LateHot.late(", "long Rounds.lateRound(", 0.2}} {
-		var under, called uint64
-		for _, st := range capt.Stacks {
-			if len(st.Frames) == 0 || !strings.HasPrefix(frameName(capt, st.Frames[0]), c.leaf) {
-				continue
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		every time.Duration
+		want  []called
+	}{
+		{"compiled", []string{"-XX:CompileCommand=dontinline,Hot::mixInts", "-XX:CompileCommand=dontinline,LateHot::late",
+			"-cp", classes, "Rounds", "11.5", "18"}, time.Minute,
+			[]called{{"int Hot.mixInts(", "int Rounds.round(", 0.5}, {"long LateHot.late(", "long Rounds.lateRound(", 0.2}}},
+		{"interpreted", []string{"-cp", classes, "Hot", "6"}, time.Second,
+			[]called{{"int Hot.mixInts(", "Interpreter", 0.5}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDirs(t)
+			child := startChild(t, nil, append([]string{"java", "-XX:CompileCommand=quiet"}, c.args...)...)
+			pid := child.pid()
+			t.Cleanup(func() { testenv.RemoveRuntimeFiles(pid, time.Time{}) })
+			r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
+				Formats: []Format{FormatCapture}, Stacks: true, JavaPerfMapEvery: c.every})
+			child.wait(t, 60*time.Second)
+			r.wait(t, 30*time.Second)
+			capt := readCapture(t, outputPath(d, "java", pid, FormatCapture))
+			for _, w := range c.want {
+				var under, from uint64
+				for _, st := range capt.Stacks {
+					if len(st.Frames) == 0 || !strings.HasPrefix(frameName(capt, st.Frames[0]), w.leaf) {
+						continue
+					}
+					under += st.Count
+					if len(st.Frames) > 1 && strings.HasPrefix(frameName(capt, st.Frames[1]), w.caller) {
+						from += st.Count
+					}
+				}
+				leaf, caller := strings.TrimSuffix(w.leaf, "("), strings.TrimSuffix(w.caller, "(")
+				t.Logf("%d samples in %s, %d called from %s", under, leaf, from, caller)
+				if under < 1000 {
+					t.Fatalf("%d samples in %s\nlogs:\n%s", under, leaf, r.logs.String())
+				}
+				if float64(from) < w.share*float64(under) {
+					t.Errorf("of %d samples in %s, %d called from %s; want %.0f %%", under, leaf, from, caller, 100*w.share)
+				}
 			}
-			under += st.Count
-			if len(st.Frames) > 1 && strings.HasPrefix(frameName(capt, st.Frames[1]), c.caller) {
-				called += st.Count
-			}
-		}
-		t.Logf("%d samples in %s), %d called from %s)", under, c.leaf, called, c.caller)
-		if under < 1000 {
-			t.Fatalf("%d samples in %s)\nlogs:\n%s", under, c.leaf, r.logs.String())
-		}
-		if float64(called) < c.share*float64(under) {
-			t.Errorf("of %d samples in %s), %d called from %s); want %.0f %%", under, c.leaf, called, c.caller, 100*c.share)
-		}
+		})
 	}
 }
 

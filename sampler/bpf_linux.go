@@ -36,6 +36,11 @@ type bpfSampler struct {
 	// forgotten once it has settled their stacks.
 	leaves  *leafCallers
 	retired map[uint32]struct{}
+	// jitText is the span of each target's JIT code (JITCode); textMu guards it, and is
+	// taken while the Go code's reader holds its own lock (noGoText): no other lock is taken
+	// under it.
+	textMu  sync.Mutex
+	jitText map[uint32][2]uint64
 
 	started bool
 	cancel  context.CancelFunc // stops the interval jitter
@@ -51,9 +56,9 @@ func newBPFSampler(cfg Config, choice EventChoice, spec eventSpec) (*bpfSampler,
 	}
 	s := &bpfSampler{choice: choice, log: cfg.Logger, prog: prog, stacks: cfg.Stacks, allCgroups: cfg.AllCgroups,
 		jitterHz: jitterHz(cfg, spec), attr: spec.attr(cfg, choice.PreciseIP, false), cancel: func() {},
-		retired: map[uint32]struct{}{}}
-	s.leaves = newLeafCallers(cfg, func(pid uint32, lo, hi uint64) { logGoTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
-		func(pid uint32) { logGoTextErr(s.log, pid, prog.ForgetGoText(pid)) })
+		retired: map[uint32]struct{}{}, jitText: map[uint32][2]uint64{}}
+	s.leaves = newLeafCallers(cfg, func(pid uint32, lo, hi uint64) { logTextErr(s.log, pid, prog.SetGoText(pid, lo, hi)) },
+		s.noGoText)
 	cpus, err := procfs.OnlineCPUs()
 	if err != nil {
 		s.Close()
@@ -128,7 +133,10 @@ func (s *bpfSampler) AddTarget(pid uint32) error {
 		// Every sample keeps its word until the executable is read (a Go program's first
 		// milliseconds are as often its hottest): Drain settles them by what was read.
 		delete(s.retired, pid)
-		logGoTextErr(s.log, pid, s.prog.SetGoText(pid, 0, ^uint64(0)))
+		s.textMu.Lock()
+		delete(s.jitText, pid) // another program's, if any
+		s.textMu.Unlock()
+		logTextErr(s.log, pid, s.prog.SetGoText(pid, 0, ^uint64(0)))
 		s.leaves.Add(pid)
 	}
 	return nil
@@ -227,8 +235,40 @@ func (s *bpfSampler) forget(retired map[uint32]struct{}) {
 			continue // added again
 		}
 		s.leaves.Forget(pid)
-		logGoTextErr(s.log, pid, s.prog.ForgetGoText(pid)) // Found may have set it since RemoveTarget
+		s.textMu.Lock()
+		delete(s.jitText, pid)
+		s.textMu.Unlock()
+		logTextErr(s.log, pid, s.prog.ForgetText(pid)) // Found may have set it since RemoveTarget
 	}
+}
+
+// noGoText is told that process pid runs no Go code: its range is its JIT code's, if
+// JITCode gave one, else none.
+func (s *bpfSampler) noGoText(pid uint32) {
+	s.textMu.Lock()
+	defer s.textMu.Unlock()
+	if r, ok := s.jitText[pid]; ok {
+		logTextErr(s.log, pid, s.prog.SetJITText(pid, r[0], r[1]))
+	} else {
+		logTextErr(s.log, pid, s.prog.ForgetText(pid))
+	}
+}
+
+func (s *bpfSampler) JITCode(pid uint32, lo, hi uint64) {
+	if s.leaves == nil || lo >= hi {
+		return
+	}
+	s.textMu.Lock()
+	defer s.textMu.Unlock()
+	r, ok := s.jitText[pid]
+	if ok && lo >= r[0] && hi <= r[1] {
+		return
+	}
+	if ok {
+		lo, hi = min(lo, r[0]), max(hi, r[1])
+	}
+	s.jitText[pid] = [2]uint64{lo, hi}
+	logTextErr(s.log, pid, s.prog.SetJITText(pid, lo, hi))
 }
 
 func (s *bpfSampler) Stats() Stats {

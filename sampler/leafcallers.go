@@ -198,10 +198,10 @@ func stackWords(us userStack, words []uint64) []uint64 {
 	return words
 }
 
-// logGoTextErr logs, at Debug, an error telling the BPF program where pid's Go code lies
-// (or that it no longer does).
-func logGoTextErr(log *slog.Logger, pid uint32, err error) {
+// logTextErr logs, at Debug, an error telling the BPF program where pid's Go or JIT code
+// lies (or that it no longer does).
+func logTextErr(log *slog.Logger, pid uint32, err error) {
 	if err != nil {
-		log.Debug("sampler: Go code's range not given to the BPF program; its frameless functions' callers are skipped", "pid", pid, "err", err)
+		log.Debug("sampler: code's range not given to the BPF program; callers of its functions that keep no frame may be skipped", "pid", pid, "err", err)
 	}
 }

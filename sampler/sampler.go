@@ -22,6 +22,14 @@ type Sampler interface {
 	// RemoveTarget stops sampling pid. Counts already taken are kept for the next Drain.
 	// Removing a pid that is not a target, or that has exited, is not an error.
 	RemoveTarget(pid uint32) error
+	// JITCode tells the sampler that target pid's JIT code lies in [lo, hi), as well as in
+	// the ranges given before (their span counts), until pid is added again or removed. By
+	// frame pointers, the BPF back end then takes a word at the stack pointer of a sample
+	// there that lies there too as a possible return address without the call test, as a
+	// JIT may enter its code with a return address it pushed and a jump (HotSpot's
+	// interpreter does); the ring back end, which asks the tables first, needs no range. For
+	// a JIT whose code lies in a region of its own (a JVM's code cache), not among its data.
+	JITCode(pid uint32, lo, hi uint64)
 	// SetCgroups, with Config.AllCgroups, makes ids (cgroup v2 directories' ids, their
 	// inode numbers; at most MaxAllCgroups) the cgroups whose processes AllProcesses counts,
 	// in place of the last call's. It does nothing without AllCgroups.
