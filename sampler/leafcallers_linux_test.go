@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"debug/elf"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -128,7 +129,33 @@ func TestCLeafCallers(t *testing.T) {
 				t.Fatalf("no libc mapped by %d", pid)
 			}
 			inLibc := func(ip uint64) bool { return slices.ContainsFunc(libc, func(r addrRange) bool { return r.has(ip) }) }
-			var mix, strlen, pushed, framed, stale, mixFromRun, strlenFromRun, pushedFromRun, framedFromRun, staleFromRun, fromMain uint64
+			// leafOf names the leaf a sample at ip, returning to caller, was taken in; "" for
+			// none of them.
+			leafOf := func(ip, caller uint64) string {
+				switch {
+				case syms["mix"].has(ip):
+					return "mix"
+				// Its loop: the instructions between its pushes and its pops.
+				case syms["pushed"].has(ip) && ip >= syms["pushed"].lo+3 && ip < syms["pushed"].lo+0x28:
+					return "pushed"
+				case syms["framed"].has(ip):
+					return "framed"
+				// Its loop, past the call that leaves the word.
+				case syms["stale"].has(ip) && ip >= syms["stale"].lo+0xe && ip < syms["stale"].lo+0x40:
+					return "stale"
+				case inLibc(ip) && (syms["run"].has(caller) || syms["main"].has(caller)):
+					return "strlen" // run calls nothing else of libc's
+				}
+				return ""
+			}
+			type leafCount struct {
+				name    string
+				least   uint64 // samples
+				n, from uint64 // samples, of them called from run
+			}
+			leaves := []*leafCount{{name: "mix", least: 300}, {name: "strlen", least: 100}, {name: "pushed", least: 100},
+				{name: "framed", least: 100}, {name: "stale", least: 100}}
+			var fromMain uint64
 			for _, st := range stacks {
 				if st.PID != pid || len(st.User) < 2 {
 					continue
@@ -139,51 +166,33 @@ func TestCLeafCallers(t *testing.T) {
 					}
 				}
 				caller := st.User[1] - 1
-				switch {
-				case syms["mix"].has(st.User[0]):
-					mix += st.N
-					if syms["run"].has(caller) {
-						mixFromRun += st.N
-					}
-				// Its loop: the instructions between its pushes and its pops.
-				case syms["pushed"].has(st.User[0]) && st.User[0] >= syms["pushed"].lo+3 && st.User[0] < syms["pushed"].lo+0x28:
-					pushed += st.N
-					if syms["run"].has(caller) {
-						pushedFromRun += st.N
-					}
-				case syms["framed"].has(st.User[0]):
-					framed += st.N
-					if syms["run"].has(caller) {
-						framedFromRun += st.N
-					}
-				// Its loop, past the call that leaves the word.
-				case syms["stale"].has(st.User[0]) && st.User[0] >= syms["stale"].lo+0xe && st.User[0] < syms["stale"].lo+0x40:
-					stale += st.N
-					if syms["run"].has(caller) {
-						staleFromRun += st.N
-					}
-				case inLibc(st.User[0]) && (syms["run"].has(caller) || syms["main"].has(caller)):
-					strlen += st.N // strlen's: run calls nothing else of libc's
-					if syms["run"].has(caller) {
-						strlenFromRun += st.N
-					}
-				default:
+				name := leafOf(st.User[0], caller)
+				i := slices.IndexFunc(leaves, func(l *leafCount) bool { return l.name == name })
+				if i < 0 {
 					continue
+				}
+				leaves[i].n += st.N
+				if syms["run"].has(caller) {
+					leaves[i].from += st.N
 				}
 				if syms["main"].has(caller) {
 					fromMain += st.N
 				}
 			}
-			t.Logf("mix: %d samples, %d called from run; strlen: %d, %d from run; pushed: %d, %d from run; framed: %d, %d from run; stale: %d, %d from run; %d from main",
-				mix, mixFromRun, strlen, strlenFromRun, pushed, pushedFromRun, framed, framedFromRun, stale, staleFromRun, fromMain)
-			if mix < 300 || strlen < 100 || pushed < 100 || framed < 100 || stale < 100 {
-				t.Fatalf("%d samples in mix, %d in strlen, %d in pushed, %d in framed, %d in stale", mix, strlen, pushed, framed, stale)
+			var got []string
+			for _, l := range leaves {
+				got = append(got, fmt.Sprintf("%s %d of %d", l.name, l.from, l.n))
 			}
-			if float64(mixFromRun) < 0.95*float64(mix) || float64(strlenFromRun) < 0.95*float64(strlen) ||
-				float64(pushedFromRun) < 0.95*float64(pushed) || float64(framedFromRun) < 0.95*float64(framed) ||
-				float64(staleFromRun) < 0.95*float64(stale) {
-				t.Errorf("called from run: %d of %d samples in mix, %d of %d in strlen, %d of %d in pushed, %d of %d in framed, %d of %d in stale; want 95 %%",
-					mixFromRun, mix, strlenFromRun, strlen, pushedFromRun, pushed, framedFromRun, framed, staleFromRun, stale)
+			t.Logf("samples called from run: %s; %d from main", strings.Join(got, ", "), fromMain)
+			for _, l := range leaves {
+				if l.n < l.least {
+					t.Fatalf("%d samples in %s, want %d at least (called from run: %s)", l.n, l.name, l.least, strings.Join(got, ", "))
+				}
+			}
+			for _, l := range leaves {
+				if float64(l.from) < 0.95*float64(l.n) {
+					t.Errorf("%d of %d samples in %s called from run; want 95 %%", l.from, l.n, l.name)
+				}
 			}
 		})
 	}
