@@ -437,7 +437,7 @@ int profd_sample_stacks(struct perf_event_ctx *ctx)
 	k->tid = (__u32)pid_tgid;
 	bpf_get_current_comm(k->comm, sizeof(k->comm));
 	k->flags = kernel_mode ? STACK_KERNEL_MODE : 0;
-	k->words[0] = k->words[1] = k->words[2] = 0; // equal chains, equal keys
+	__builtin_memset(k->words, 0, sizeof(k->words)); // equal chains, equal keys
 	if (!kernel_mode)
 		words_at_sp(ctx, tgid, k);
 	long n = bpf_get_stack(ctx, k->user, sizeof(k->user), BPF_F_USER_STACK);
