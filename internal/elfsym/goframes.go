@@ -98,14 +98,36 @@ func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan, budget *int
 	if at < rec || at > uint64(len(t.data))-4 {
 		return spans
 	}
-	off := uint64(t.bo.Uint32(t.data[at:]))
+	n := len(spans)
+	var buf [32]pcSpan
+	depths := t.pcValues(uint64(t.bo.Uint32(t.data[at:])), entry, end, buf[:0], budget)
+	for _, d := range depths {
+		if d.v < -maxGoFrameDepth || d.v > maxGoFrameDepth {
+			return spans[:n]
+		}
+		spans = append(spans, GoSpan{Lo: d.lo, Hi: d.hi, Depth: int32(d.v)})
+	}
+	return spans
+}
+
+// pcSpan is part of a function's code, [lo, hi), over which a pc-value table has value v.
+type pcSpan struct {
+	lo, hi uint64
+	v      int64
+}
+
+// pcValues appends to spans those of the pc-value table at off (among the table's
+// pc-value tables) of the function at [entry, end), neighbours of one value merged; none
+// when off is 0 (no table), or the table runs past the data or the function. It takes the
+// bytes it decodes from budget.
+func (t *goTable) pcValues(off, entry, end uint64, spans []pcSpan, budget *int) []pcSpan {
 	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
 		return spans
 	}
 	p := t.data[t.pctab+off:]
 	quantum := uint64(max(t.data[6], 1))
 	n := len(spans)
-	pc, depth := entry, int64(-1)
+	pc, v := entry, int64(-1)
 	for first := true; ; first = false {
 		if *budget < 0 {
 			return spans[:n]
@@ -119,24 +141,21 @@ func (t *goTable) frameSpans(entry, end, rec uint64, spans []GoSpan, budget *int
 		if change == 0 && !first {
 			return spans
 		}
-		depth += int64(change>>1) ^ -int64(change&1)
+		v += int64(change>>1) ^ -int64(change&1)
 		length, k := uvarint(p)
 		if k == 0 || length > (end-pc)/quantum {
 			return spans[:n]
 		}
 		p = p[k:]
 		*budget -= k
-		if depth < -maxGoFrameDepth || depth > maxGoFrameDepth {
-			return spans[:n]
-		}
 		if length == 0 {
 			continue
 		}
 		next := pc + length*quantum
-		if last := len(spans) - 1; last >= n && spans[last].Depth == int32(depth) {
-			spans[last].Hi = next
+		if last := len(spans) - 1; last >= n && spans[last].v == v {
+			spans[last].hi = next
 		} else {
-			spans = append(spans, GoSpan{Lo: pc, Hi: next, Depth: int32(depth)})
+			spans = append(spans, pcSpan{lo: pc, hi: next, v: v})
 		}
 		pc = next
 	}

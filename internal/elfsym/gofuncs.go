@@ -55,6 +55,7 @@ type goTable struct {
 	functab         uint64 // where the function table starts; records are counted from it too (Go 1.16 and later)
 	records         uint64 // where records are counted from
 	pctab           uint64 // where a record's pc-value tables are counted from
+	inlineTrees     bool   // records are of Go 1.20 and later: their inline trees are read
 }
 
 var errGoTable = errors.New("elfsym: not a Go function table")
@@ -110,6 +111,7 @@ func parseGoTable(data []byte) (*goTable, error) {
 			return nil, errGoTable
 		}
 		t.offsets, t.text, names, namesEnd, functab, t.records, t.pctab = true, text, n, cu, f, f, pc
+		t.inlineTrees = magic == goMagic120
 	default:
 		return nil, errGoTable
 	}
@@ -242,9 +244,17 @@ func (ef *elfFile) goTable(limit int64) (*goTable, uint64, error) {
 // relocations.
 var goModuleSections = []string{".go.module", ".noptrdata", ".data.rel.ro", ".data"}
 
-// goText finds runtime.text in the runtime's module data: a pointer-aligned word holding
-// the address of t (at addr) followed by that of its names.
+// goText finds runtime.text in the runtime's module data (goModule).
 func (ef *elfFile) goText(t *goTable, addr uint64, limit int64) (uint64, error) {
+	if m, ok := ef.goModule(t, addr, limit); ok && len(m) >= (goModuleTextWord+1)*t.ptr {
+		return t.uintptr(m[goModuleTextWord*t.ptr:]), nil
+	}
+	return 0, errors.New("elfsym: the Go runtime's module data was not found: the functions of its table are not named")
+}
+
+// goModule finds the runtime's module data: a pointer-aligned word holding the address of
+// t (at addr) followed by that of its names. It returns the bytes of its section from there.
+func (ef *elfFile) goModule(t *goTable, addr uint64, limit int64) ([]byte, bool) {
 	want := make([]byte, 2*t.ptr)
 	put := t.bo.PutUint64
 	if t.ptr == 4 {
@@ -267,10 +277,10 @@ func (ef *elfFile) goText(t *goTable, addr uint64, limit int64) (uint64, error) 
 				break
 			}
 			at += i
-			if w := at + goModuleTextWord*t.ptr; at%t.ptr == 0 && w+t.ptr <= len(data) {
-				return t.uintptr(data[w:]), nil
+			if at%t.ptr == 0 {
+				return data[at:], true
 			}
 		}
 	}
-	return 0, errors.New("elfsym: the Go runtime's module data was not found: the functions of its table are not named")
+	return nil, false
 }

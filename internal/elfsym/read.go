@@ -72,6 +72,9 @@ type builder struct {
 	// the PLT's names are in it.
 	dynstr   string
 	dynstrAt uint32
+	// inlines and chains are the inlined calls of a Go executable's code (addGoInlines).
+	inlines []inlineSpan
+	chains  [][]string
 }
 
 func newBuilder(o Options) *builder {
@@ -390,6 +393,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	}
 	b.syms = nil
 	t.index()
+	t.inlines, t.chains = b.inlines, b.chains
 	return t
 }
 
@@ -596,7 +600,7 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 
 // addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
 // one debug finds, which addFile closes), else, for a Go executable, its function table;
-// then its .dynsym and its PLT.
+// then a Go executable's inlined calls, its .dynsym and its PLT.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
 	if ef.hasSymtab() {
@@ -607,5 +611,6 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	} else {
 		own = b.addGoFuncs(ef)
 	}
+	b.addGoInlines(ef)
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }

@@ -1,0 +1,237 @@
+package elfsym
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// TestGoInlines builds testdata/goprog.go as an executable and a PIE, with its symbols and
+// without (-ldflags=-s -w), and holds the inlined calls read from Go's function table against
+// the DWARF the compiler wrote for the same code (the full build's): at the first address of
+// each range of each inlined subroutine, the chain names it at its depth among the inlined
+// subroutines that hold it (innermost first), whichever build's table is asked.
+func TestGoInlines(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("go"))
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"exe", nil}, {"pie", []string{"-buildmode=pie"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			full, stripped := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-stripped")
+			for _, out := range []string{full, stripped} {
+				args := append([]string{"build", "-o", out}, c.flags...)
+				if out == stripped {
+					args = stripFlags(args)
+				}
+				if b, err := exec.Command("go", append(args, "testdata/goprog.go")...).CombinedOutput(); err != nil {
+					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+				}
+			}
+			calls := dwarfInlinedCalls(t, full)
+			if len(calls) < 1000 {
+				t.Fatalf("the DWARF of %s has %d inlined calls: the check would say little", full, len(calls))
+			}
+			for _, path := range []string{full, stripped} {
+				tab := readFile(t, path)
+				bad := 0
+				for _, call := range calls {
+					chain := tab.InlinedVaddr(call.addr)
+					if i := len(chain) - 1 - call.depth; i < 0 || chain[i] != call.name {
+						if bad++; bad <= 5 {
+							t.Errorf("%s at %#x: inlined calls %q, want %s at depth %d", filepath.Base(path), call.addr, chain, call.name, call.depth)
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%s: %d of %d inlined calls differ from the DWARF's", filepath.Base(path), bad, len(calls))
+				}
+				t.Logf("%s: %d inlined calls as the DWARF has them; %d spans, %d chains", filepath.Base(path), len(calls), len(tab.inlines), len(tab.chains))
+			}
+		})
+	}
+}
+
+// dwarfCall is an inlined call as DWARF has it: the first address of one of its ranges,
+// its function's name and how many inlined calls hold it (0: inlined into a function).
+type dwarfCall struct {
+	addr  uint64
+	name  string
+	depth int
+}
+
+// dwarfInlinedCalls lists the inlined subroutines of the file at path.
+func dwarfInlinedCalls(t *testing.T, path string) []dwarfCall {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[dwarf.Offset]string{}
+	type pending struct {
+		e     *dwarf.Entry
+		depth int
+	}
+	var inlined []pending
+	var open []bool // per open entry with children: whether it is an inlined subroutine
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			open = open[:max(len(open)-1, 0)]
+			continue
+		}
+		if n, ok := e.Val(dwarf.AttrName).(string); ok {
+			names[e.Offset] = n
+		}
+		if e.Tag == dwarf.TagInlinedSubroutine {
+			depth := 0
+			for _, in := range open {
+				if in {
+					depth++
+				}
+			}
+			inlined = append(inlined, pending{e, depth})
+		}
+		if e.Children {
+			open = append(open, e.Tag == dwarf.TagInlinedSubroutine)
+		}
+	}
+	var calls []dwarfCall
+	for _, p := range inlined {
+		origin, _ := p.e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		ranges, err := d.Ranges(p.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rg := range ranges {
+			if rg[1] > rg[0] {
+				calls = append(calls, dwarfCall{addr: rg[0], name: names[origin], depth: p.depth})
+			}
+		}
+	}
+	return calls
+}
+
+// goInlineTable lays out a Go 1.20 function table of one function, main.outer at
+// [0x401000, 0x401100) with runtime.text at 0x401000, into which main.mid is inlined over
+// [0x401010, 0x401040), and main.leaf into main.mid over [0x401030, 0x401040); and the
+// function's data (from go:func.*), its inline tree first.
+func goInlineTable() (table, funcdata []byte) {
+	bo := binary.LittleEndian
+	var b bytes.Buffer
+	put := func(vs ...any) {
+		for _, v := range vs {
+			binary.Write(&b, bo, v)
+		}
+	}
+	names := "main.outer\x00main.mid\x00main.leaf\x00"
+	const header = 8 + 8*8
+	namesAt := uint64(header)
+	functab := namesAt + uint64(len(names))
+	record := functab + 3*4
+	const recordBytes = goFuncRecordBytes + 3*4 + 4*4
+	pcsp := record + recordBytes
+	pcspTable := goPCSP(0x100)
+	inlIndex := pcsp + uint64(len(pcspTable))
+	put(uint32(goMagic120), [4]byte{0, 0, 1, 8}, uint64(1), uint64(0), uint64(0x401000), namesAt, functab, uint64(0), uint64(0), functab)
+	b.WriteString(names)
+	put(uint32(0), uint32(record-functab), uint32(0x100))
+	// the record: entry, name, args, deferreturn, pcsp, pcfile, pcln, npcdata, cuOffset,
+	// startLine, funcID, flag, pad, nfuncdata; pcdata[3]; funcdata[4]
+	put(uint32(0), uint32(0), uint32(0), uint32(0), uint32(pcsp), uint32(0), uint32(0), uint32(3), uint32(0), int32(1),
+		[4]byte{0, 0, 0, 4}, [3]uint32{0, 0, uint32(inlIndex)}, [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), 0})
+	b.Write(pcspTable)
+	// the index: -1 over 0x10 bytes, 0 over 0x20, 1 over 0x10, -1 over 0xc0
+	b.Write([]byte{0, 0x10, 2, 0x20, 2, 0x10, 3, 0xc0, 0x01, 0})
+	var fd bytes.Buffer
+	// main.mid called at 0x401005 (index -1: from main.outer), main.leaf at 0x401018 (index 0)
+	binary.Write(&fd, bo, [4]int32{0, int32(strings.Index(names, "main.mid")), 0x05, 10})
+	binary.Write(&fd, bo, [4]int32{0, int32(strings.Index(names, "main.leaf")), 0x18, 20})
+	return b.Bytes(), fd.Bytes()
+}
+
+// TestGoInlineTable reads a made-up table's inlined calls: the chains innermost first, none
+// outside them, and a tree that names outside the data, or calls in a cycle, refused.
+func TestGoInlineTable(t *testing.T) {
+	data, funcdata := goInlineTable()
+	tab, err := parseGoTable(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inl, chains, capped := tab.inlines(tab.text, funcdata, 100)
+	got := &Table{inlines: inl, chains: chains}
+	for _, c := range []struct {
+		addr uint64
+		want []string
+	}{
+		{0x401000, nil}, {0x40100f, nil}, {0x401010, []string{"main.mid"}}, {0x40102f, []string{"main.mid"}},
+		{0x401030, []string{"main.leaf", "main.mid"}}, {0x40103f, []string{"main.leaf", "main.mid"}},
+		{0x401040, nil}, {0x4010ff, nil}, {0x401100, nil},
+	} {
+		if g := got.InlinedVaddr(c.addr); !slices.Equal(g, c.want) {
+			t.Errorf("at %#x: %q, want %q", c.addr, g, c.want)
+		}
+	}
+	if capped {
+		t.Error("capped under its bound")
+	}
+	if _, _, capped := tab.inlines(tab.text, funcdata, 1); !capped {
+		t.Error("two spans kept under a bound of one")
+	}
+	// main.leaf's call site in main.leaf's own code: a cycle.
+	cycle := slices.Clone(funcdata)
+	binary.LittleEndian.PutUint32(cycle[16+8:], 0x35)
+	if inl, _, _ := tab.inlines(tab.text, cycle, 100); len(inl) != 1 {
+		t.Errorf("a cycle gave spans %+v, want main.mid's alone", inl)
+	}
+	if inl, _, _ := tab.inlines(tab.text, funcdata[:20], 100); len(inl) != 1 {
+		t.Errorf("a tree cut short gave spans %+v, want main.mid's alone", inl)
+	}
+}
+
+// FuzzGoInlines reads arbitrary bytes as a Go function table and its functions' data: no
+// crash, at most the spans asked for, ascending and apart, each with a chain of names.
+// Seeds: goInlineTable's.
+func FuzzGoInlines(f *testing.F) {
+	data, funcdata := goInlineTable()
+	f.Add(data, funcdata)
+	f.Fuzz(func(t *testing.T, data, funcdata []byte) {
+		tab, err := parseGoTable(data)
+		if err != nil || !tab.inlineTrees {
+			return
+		}
+		inl, chains, _ := tab.inlines(0x400000, funcdata, 64)
+		if len(inl) > 64 {
+			t.Fatalf("%d spans past a bound of 64", len(inl))
+		}
+		for i, s := range inl {
+			if s.hi <= s.lo || i > 0 && s.lo < inl[i-1].hi {
+				t.Fatalf("span %d [%#x, %#x) after [%#x, %#x)", i, s.lo, s.hi, inl[max(i-1, 0)].lo, inl[max(i-1, 0)].hi)
+			}
+			if c := chains[s.chain]; len(c) == 0 || len(c) > maxInlineDepth || slices.Contains(c, "") {
+				t.Fatalf("span %d: chain %q", i, c)
+			}
+		}
+	})
+}
