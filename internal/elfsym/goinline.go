@@ -30,23 +30,28 @@ const (
 	maxInlineDepth = 256
 )
 
-// inlineSpan is part of a function's code, [lo, hi), inside the inlined calls chains[chain]
-// names.
+// inlineSpan is part of a function's code, [lo, lo+size) from a table's inlineBase, inside
+// the inlined calls chains[chain] names (12 bytes: a large Go program has some 100 000).
 type inlineSpan struct {
-	lo, hi uint64
-	chain  int32
+	lo, size uint32
+	chain    int32
 }
+
+func (s inlineSpan) hi() uint64 { return uint64(s.lo) + uint64(s.size) }
 
 // InlinedVaddr names the functions inlined at the virtual address addr, innermost first:
 // each was inlined into the next, and the last into the function LookupVaddr names. nil
 // where the code is no inlined call's, or the file's table does not say (only Go's, from
 // Go 1.20 on, is read). The slice is the table's: callers do not change it.
 func (t *Table) InlinedVaddr(addr uint64) []string {
-	i, found := slices.BinarySearchFunc(t.inlines, addr, func(s inlineSpan, a uint64) int {
+	if addr < t.inlineBase || addr-t.inlineBase >= 1<<32 {
+		return nil
+	}
+	i, found := slices.BinarySearchFunc(t.inlines, addr-t.inlineBase, func(s inlineSpan, a uint64) int {
 		switch {
-		case s.hi <= a:
+		case s.hi() <= a:
 			return -1
-		case s.lo > a:
+		case uint64(s.lo) > a:
 			return 1
 		}
 		return 0
@@ -78,21 +83,25 @@ func (b *builder) addGoInlines(ef *elfFile) {
 		return
 	}
 	var capped bool
-	b.inlines, b.chains, capped = t.inlines(text, data, b.maxSymbols)
+	b.inlineBase, b.inlines, b.chains, capped = t.inlines(text, data, b.maxSymbols)
 	b.capped = b.capped || capped
 }
 
 // inlines reads the inlined calls of t's functions, their entries counted from text, their
-// inline trees from data (the bytes from go:func.*): the spans of code inside them,
-// ascending and apart, and the chains they name. At most max spans are kept; capped when
-// there were more.
-func (t *goTable) inlines(text uint64, data []byte, max int) (inl []inlineSpan, chains [][]string, capped bool) {
+// inline trees from data (the bytes from go:func.*): the spans of code inside them, from
+// base (the first function's entry), ascending and apart, and the chains they name. At
+// most max spans are kept, and none 4 GiB or more past base; capped when there were more.
+func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl []inlineSpan, chains [][]string, capped bool) {
 	names := string(t.data[t.names:t.namesEnd])
 	kept := map[string]string{} // each inlined function's name, copied out of the table
 	chainOf := map[string]int32{}
 	var spans []pcSpan
 	budget := 2*len(t.data) + 1<<16
+	first := true
 	t.eachFunc(text, func(entry, end, rec uint64, _ string) bool {
+		if first {
+			base, first = entry, false
+		}
 		tree, ok := t.inlineTree(rec, data)
 		if !ok {
 			return true
@@ -162,18 +171,22 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (inl []inlineSpan, 
 			if c < 0 {
 				continue
 			}
+			if s.lo < base || s.hi-base > 1<<32-1 {
+				capped = true
+				continue
+			}
 			if len(inl) >= max {
 				capped = true
 				return false
 			}
-			inl = append(inl, inlineSpan{lo: s.lo, hi: s.hi, chain: c})
+			inl = append(inl, inlineSpan{lo: uint32(s.lo - base), size: uint32(s.hi - s.lo), chain: c})
 		}
 		return true
 	})
 	slices.SortFunc(inl, func(x, y inlineSpan) int { return cmp.Compare(x.lo, y.lo) })
 	// Spans of one function do not overlap; of two, only in a table made up: keep the first.
-	inl = slices.CompactFunc(inl, func(later, first inlineSpan) bool { return later.lo < first.hi })
-	return inl, chains, capped
+	inl = slices.CompactFunc(inl, func(later, first inlineSpan) bool { return uint64(later.lo) < first.hi() })
+	return base, inl, chains, capped
 }
 
 // inlineTree is the inline tree of the function whose record is at rec, in data (the bytes

@@ -179,8 +179,8 @@ func TestGoInlineTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inl, chains, capped := tab.inlines(tab.text, funcdata, 100)
-	got := &Table{inlines: inl, chains: chains}
+	base, inl, chains, capped := tab.inlines(tab.text, funcdata, 100)
+	got := &Table{inlineBase: base, inlines: inl, chains: chains}
 	for _, c := range []struct {
 		addr uint64
 		want []string
@@ -196,16 +196,16 @@ func TestGoInlineTable(t *testing.T) {
 	if capped {
 		t.Error("capped under its bound")
 	}
-	if _, _, capped := tab.inlines(tab.text, funcdata, 1); !capped {
+	if _, _, _, capped := tab.inlines(tab.text, funcdata, 1); !capped {
 		t.Error("two spans kept under a bound of one")
 	}
 	// main.leaf's call site in main.leaf's own code: a cycle.
 	cycle := slices.Clone(funcdata)
 	binary.LittleEndian.PutUint32(cycle[16+8:], 0x35)
-	if inl, _, _ := tab.inlines(tab.text, cycle, 100); len(inl) != 1 {
+	if _, inl, _, _ := tab.inlines(tab.text, cycle, 100); len(inl) != 1 {
 		t.Errorf("a cycle gave spans %+v, want main.mid's alone", inl)
 	}
-	if inl, _, _ := tab.inlines(tab.text, funcdata[:20], 100); len(inl) != 1 {
+	if _, inl, _, _ := tab.inlines(tab.text, funcdata[:20], 100); len(inl) != 1 {
 		t.Errorf("a tree cut short gave spans %+v, want main.mid's alone", inl)
 	}
 }
@@ -221,13 +221,13 @@ func FuzzGoInlines(f *testing.F) {
 		if err != nil || !tab.inlineTrees {
 			return
 		}
-		inl, chains, _ := tab.inlines(0x400000, funcdata, 64)
+		_, inl, chains, _ := tab.inlines(0x400000, funcdata, 64)
 		if len(inl) > 64 {
 			t.Fatalf("%d spans past a bound of 64", len(inl))
 		}
 		for i, s := range inl {
-			if s.hi <= s.lo || i > 0 && s.lo < inl[i-1].hi {
-				t.Fatalf("span %d [%#x, %#x) after [%#x, %#x)", i, s.lo, s.hi, inl[max(i-1, 0)].lo, inl[max(i-1, 0)].hi)
+			if s.size == 0 || i > 0 && uint64(s.lo) < inl[i-1].hi() {
+				t.Fatalf("span %d %+v after %+v", i, s, inl[max(i-1, 0)])
 			}
 			if c := chains[s.chain]; len(c) == 0 || len(c) > maxInlineDepth || slices.Contains(c, "") {
 				t.Fatalf("span %d: chain %q", i, c)

@@ -72,9 +72,11 @@ type builder struct {
 	// the PLT's names are in it.
 	dynstr   string
 	dynstrAt uint32
-	// inlines and chains are the inlined calls of a Go executable's code (addGoInlines).
-	inlines []inlineSpan
-	chains  [][]string
+	// inlineBase, inlines and chains are the inlined calls of a Go executable's code
+	// (addGoInlines).
+	inlineBase uint64
+	inlines    []inlineSpan
+	chains     [][]string
 }
 
 func newBuilder(o Options) *builder {
@@ -393,7 +395,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	}
 	b.syms = nil
 	t.index()
-	t.inlines, t.chains = b.inlines, b.chains
+	t.inlineBase, t.inlines, t.chains = b.inlineBase, b.inlines, b.chains
 	return t
 }
 

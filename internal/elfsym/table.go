@@ -25,10 +25,11 @@ type Table struct {
 	shift   uint
 	ends    []uint64 // addrs[i]+size, or 0 when the symbol has no size
 	names   []string
-	// inlines are the spans of code inside inlined calls, ascending and apart; chains[c]
-	// names the calls of the spans whose chain is c, innermost first.
-	inlines []inlineSpan
-	chains  [][]string
+	// inlines are the spans of code inside inlined calls, from inlineBase, ascending and
+	// apart; chains[c] names the calls of the spans whose chain is c, innermost first.
+	inlineBase uint64
+	inlines    []inlineSpan
+	chains     [][]string
 }
 
 // Len is the number of symbols.
