@@ -124,6 +124,15 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		}
 		return dn
 	}
+	// inlined gives m the calls inlined at addr, which tab (its file's) names.
+	inlined := func(m *profileio.NativeMapping, tab *elfsym.Table, addr uint64) {
+		if calls := tab.Inlined(addr - m.Start + m.Offset); len(calls) > 0 {
+			if m.Inlined == nil {
+				m.Inlined = map[uint64][]string{}
+			}
+			m.Inlined[addr] = calls
+		}
+	}
 	tabs := map[*elfsym.File]*elfsym.Table{}
 	table := func(f *elfsym.File, file string) *elfsym.Table {
 		if f == nil {
@@ -151,12 +160,29 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		for j := range m.Samples {
 			smp := &m.Samples[j]
 			smp.Function = name(tab, smp.Address-m.Start+m.Offset)
+			inlined(m, tab, smp.Address)
 		}
 	}
+	type mappingKey struct {
+		start uint64
+		file  string
+	}
+	var captured map[mappingKey]*profileio.NativeMapping
 	for _, r := range s.stackNative {
 		m := &s.stackMappings[r.native]
-		if tab := table(m.syms, m.m.Path); tab != nil {
-			r.frame.Function = name(tab, r.frame.Address-m.m.Start+m.m.Offset)
+		tab := table(m.syms, m.m.Path)
+		if tab == nil {
+			continue
+		}
+		r.frame.Function = name(tab, r.frame.Address-m.m.Start+m.m.Offset)
+		if captured == nil {
+			captured = map[mappingKey]*profileio.NativeMapping{}
+			for _, nm := range s.Capture.Native {
+				captured[mappingKey{nm.Start, nm.File}] = nm
+			}
+		}
+		if nm := captured[mappingKey{m.m.Start, m.m.Path}]; nm != nil {
+			inlined(nm, tab, r.frame.Address)
 		}
 	}
 	s.nameKernel()

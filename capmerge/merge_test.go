@@ -3,6 +3,7 @@ package capmerge
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -169,7 +170,8 @@ func TestMergeNativeByBuildID(t *testing.T) {
 	for i, start := range []uint64{0x7f0000000000, 0x7e0000000000} {
 		c := run("h", int64(i), 1, 0x1000, nil)
 		c.Native = []*profileio.NativeMapping{{Pid: 1, File: "/lib/libc.so.6", BuildID: "abcd", Start: start, Limit: start + 0x10000, Offset: 0x2000,
-			Samples: []profileio.NativeSample{{Address: start + 0x10, Function: "memcpy", Count: 3}}}}
+			Samples: []profileio.NativeSample{{Address: start + 0x10, Function: "memcpy", Count: 3}},
+			Inlined: map[uint64][]string{start + 0x10: {"copy_words"}}}}
 		if err := m.Add(c, "x", 1); err != nil {
 			t.Fatal(err)
 		}
@@ -180,6 +182,9 @@ func TestMergeNativeByBuildID(t *testing.T) {
 	}
 	if s := c.Native[0].Samples[0]; s.Address != 0x2010 || s.Count != 6 || s.Function != "memcpy" {
 		t.Errorf("native sample %+v, want memcpy's 6 at file offset 0x2010", s)
+	}
+	if got := c.Native[0].Inlined[0x2010]; !slices.Equal(got, []string{"copy_words"}) {
+		t.Errorf("inlined calls at file offset 0x2010: %q, want copy_words", got)
 	}
 }
 

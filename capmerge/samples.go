@@ -12,6 +12,7 @@ type nativeFile struct {
 	file, buildID string
 	at            map[uint64]int // file offset → index in samples
 	samples       []profileio.NativeSample
+	inlined       map[uint64][]string // by file offset
 }
 
 // addNative sums a mapping's samples by file offset.
@@ -30,6 +31,12 @@ func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) 
 	}
 	for _, s := range nm.Samples {
 		off := s.Address - nm.Start + nm.Offset
+		if calls := nm.Inlined[s.Address]; len(calls) > 0 {
+			if f.inlined == nil {
+				f.inlined = map[uint64][]string{}
+			}
+			f.inlined[off] = calls
+		}
 		n := sc(s.Count)
 		if i, ok := f.at[off]; ok {
 			f.samples[i].Count = sampleprof.SatAdd(f.samples[i].Count, n)

@@ -255,7 +255,8 @@ func TestNativeDebugFileInContainer(t *testing.T) {
 // profd names its functions, of the stripped build from the table the Go runtime keeps of
 // them (perf names them by the file only), and its call chains, which end in
 // runtime.goexit (.symtab: runtime.goexit.abi0), count as whole: no warning that they
-// were cut.
+// were cut. The calls the compiler inlined are named too: main.step, inlined into
+// main.mixInts, is a line of its own above it in the pprof profile's locations.
 func TestNativeGo(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("go"))
 	for _, build := range []struct{ name, ldflags string }{{"stripped", "-s -w"}, {"symtab", ""}} {
@@ -297,7 +298,26 @@ func testNativeGo(t *testing.T, ldflags string) {
 			whole += st.Count
 		}
 	}
-	t.Logf("%d native samples, %d named main.mixInts; %d chains from it, %d whole", native, hot, inHot, whole)
+	// Where main.step was inlined, the pprof profile's locations say so, on the chains too.
+	p, err := profileio.Pprof(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inStep, leafInStep uint64
+	for _, s := range p.Sample {
+		loc := s.Location[0]
+		if len(loc.Line) == 2 && loc.Line[0].Function.Name == "main.step" && loc.Line[1].Function.Name == "main.mixInts" {
+			inStep += uint64(s.Value[0])
+			if len(s.Location) > 1 && s.Location[1].Line[len(s.Location[1].Line)-1].Function.Name == "main.outer" {
+				leafInStep += uint64(s.Value[0])
+			}
+		}
+	}
+	t.Logf("%d native samples, %d named main.mixInts (%d in main.step inlined, %d on chains through main.outer); %d chains from it, %d whole",
+		native, hot, inStep, leafInStep, inHot, whole)
+	if float64(inStep) < 0.2*float64(hot) || leafInStep < inStep*9/10 {
+		t.Errorf("%d of main.mixInts' %d samples in main.step inlined (%d called from main.outer), want a fifth of them", inStep, hot, leafInStep)
+	}
 	if native < 1000 || float64(hot) < 0.9*float64(native) {
 		t.Errorf("%d of %d native samples named main.mixInts, want 90 %% of 3 s", hot, native)
 	}

@@ -128,6 +128,11 @@ type NativeMapping struct {
 	// [Start, Limit) hold the file's bytes from Offset.
 	Start, Limit, Offset uint64
 	Samples              []NativeSample // ascending Address, one entry per address
+	// Inlined names, at addresses of the samples and of the frames in the mapping, the
+	// calls the compiler inlined there, innermost first: each was inlined into the next,
+	// the last into the function the address's symbol names. None where none was, or the
+	// file does not say (a Go executable's function table does).
+	Inlined map[uint64][]string
 }
 
 // NativeSample is the samples at one address of a native mapping.

@@ -111,7 +111,8 @@ type captureReader struct {
 	c        *Capture
 	native   map[nativeKey]*NativeMapping
 	pending  []int // per object, its records in the samples section being read
-	merged   bool  // every object's samples are still ascending and unique
+	inlined  map[inlinedKey][]string
+	merged   bool // every object's samples are still ascending and unique
 	unmapped map[unmappedKey]uint64
 }
 
@@ -151,6 +152,7 @@ func (cr *captureReader) finish(err error) (*Capture, error) {
 	for _, m := range c.Native {
 		m.Samples = mergeNative(m.Samples)
 	}
+	cr.finishInlined()
 	slices.SortFunc(c.Native, func(a, b *NativeMapping) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Start, b.Start), cmp.Compare(a.File, b.File))
 	})
@@ -294,6 +296,8 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 		cr.nativeSection(&d)
 	case secStacks:
 		cr.stacksSection(&d)
+	case secInlined:
+		cr.inlinedSection(&d)
 	case secEnd:
 		e := &CaptureEnd{EndNs: d.varint(), EndTime: fromUnixNanos(d.varint()), LostSamples: d.uvarint()}
 		if d.err == nil {

@@ -19,6 +19,7 @@ const (
 	secNative     uint32 = 9
 	secStacks     uint32 = 10
 	secProcInfo   uint32 = 11
+	secInlined    uint32 = 12
 )
 
 // Keys of a process_info section's attributes (a process section with attributes). Readers

@@ -468,6 +468,8 @@ func FuzzReadCapture(f *testing.F) {
 	f.Add(file[:boundaries[nativeStep()]+40])      // inside the first native section
 	f.Add(file[:boundaries[nativeStep()+2]])       // after the native sections, before the end
 	f.Add(file[:boundaries[len(boundaries)-3]+30]) // inside the stacks section
+	inlined, _ := inlinedCapture(f)
+	f.Add(inlined)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := ReadCapture(bytes.NewReader(in))
 		if err != nil {

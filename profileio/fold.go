@@ -134,6 +134,12 @@ func foldNative(ms []*NativeMapping, folds func(pid uint32) bool) []*NativeMappi
 			s.Address = s.Address - m.Start + into.Start
 			into.Samples = append(into.Samples, s)
 		}
+		for addr, calls := range m.Inlined {
+			if into.Inlined == nil {
+				into.Inlined = map[uint64][]string{}
+			}
+			into.Inlined[addr-m.Start+into.Start] = calls
+		}
 	}
 	for _, m := range parts {
 		m.Samples = mergeNative(m.Samples)

@@ -29,6 +29,7 @@ func movedCapture(dpid uint32, dstart uint64) *Capture {
 		for i := range m.Samples {
 			m.Samples[i].Address += dstart
 		}
+		m.Inlined = map[uint64][]string{m.Samples[0].Address: {"heap_getattr"}}
 	}
 	for i := range c.Stacks {
 		c.Stacks[i].Pid += dpid
@@ -94,6 +95,9 @@ func TestFoldProcesses(t *testing.T) {
 	one := c.Native[0]
 	if len(folded) != 1 || folded[0].Start != one.Start || len(folded[0].Samples) != len(one.Samples) {
 		t.Fatalf("folded native mappings %+v, want one like %+v", folded, one)
+	}
+	if !reflect.DeepEqual(folded[0].Inlined, one.Inlined) {
+		t.Errorf("folded inlined calls %v, want %v", folded[0].Inlined, one.Inlined)
 	}
 	for i, s := range folded[0].Samples {
 		if s.Address != one.Samples[i].Address || s.Count != 2*one.Samples[i].Count || s.Function != one.Samples[i].Function {

@@ -180,14 +180,20 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 	}
 	labels.addProcessLabels(e, c)
 	var locID, mappingID uint64
-	// location appends a location in the current mapping with at most one line.
-	location := func(addr, fn uint64, line int64) uint64 {
+	// location appends a location in the current mapping: function fn at line (0: not
+	// known), and the functions inlined there, innermost first, lines of their own before
+	// it (pprof's order: the last line is the function the others were inlined into).
+	location := func(addr, fn uint64, line int64, inlined []uint64) uint64 {
 		locID++
-		e.inner = appendPbVarint(e.inner[:0], 1, fn)
-		e.inner = appendPbVarint(e.inner, 2, uint64(line))
 		e.msg = appendPbVarint(e.msg[:0], 1, locID)
 		e.msg = appendPbVarint(e.msg, 2, mappingID)
 		e.msg = appendPbVarint(e.msg, 3, addr)
+		for _, in := range inlined {
+			e.inner = appendPbVarint(e.inner[:0], 1, in)
+			e.msg = appendPbBytes(e.msg, 4, e.inner)
+		}
+		e.inner = appendPbVarint(e.inner[:0], 1, fn)
+		e.inner = appendPbVarint(e.inner, 2, uint64(line))
 		e.msg = appendPbBytes(e.msg, 4, e.inner)
 		field(pbProfileLocation, e.msg)
 		return locID
@@ -228,7 +234,7 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		if fn == 0 {
 			fn = functionID(co.Name, "", 0)
 		}
-		return location(addr, fn, line)
+		return location(addr, fn, line, nil)
 	}
 	jitMapping := func(o *CaptureObject) {
 		co := &o.Object
@@ -247,11 +253,21 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		}
 		mapping(start, limit, offset, p.Executable, buildID, false, false)
 	}
+	// nativeLocation is the location of addr in native mapping m, in function fn.
+	var inlinedIDs []uint64
+	nativeLocation := func(m *NativeMapping, addr, fn uint64) uint64 {
+		inlinedIDs = inlinedIDs[:0]
+		for _, call := range m.Inlined[addr] {
+			inlinedIDs = append(inlinedIDs, functionID(call, "", 0))
+		}
+		return location(addr, fn, 0, inlinedIDs)
+	}
 	if len(c.Stacks) > 0 {
 		marshalStacks(c, stackEncoder{
 			jitMapping: jitMapping, mapping: mapping, location: location, jitLocation: jitLocation,
-			functionID: func(name string) uint64 { return functionID(name, "", 0) },
-			sample:     sample,
+			nativeLocation: nativeLocation,
+			functionID:     func(name string) uint64 { return functionID(name, "", 0) },
+			sample:         sample,
 		})
 	} else {
 		outside := c.outsideCounts()
@@ -274,7 +290,7 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 			}
 			mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
 			for _, s := range m.Samples {
-				id[0] = location(s.Address, functionID(nativeName(m, s), "", 0), 0)
+				id[0] = nativeLocation(m, s.Address, functionID(nativeName(m, s), "", 0))
 				sample(id[:], s.Count, m.Pid, 0, "")
 			}
 		}
@@ -282,7 +298,7 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
 		for _, u := range unmapped {
 			mapping(0, 0, 0, u.Mapping, "", false, false)
-			id[0] = location(0, functionID(outsideName(u.Mapping), "", 0), 0)
+			id[0] = location(0, functionID(outsideName(u.Mapping), "", 0), 0, nil)
 			sample(id[:], u.Count, u.Pid, 0, "")
 		}
 	}

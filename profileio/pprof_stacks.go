@@ -68,12 +68,13 @@ func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm 
 
 // stackEncoder is what marshalStacks needs of marshalCapturePprof's encoder.
 type stackEncoder struct {
-	jitMapping  func(o *CaptureObject)                                                               // a mapping for o's code
-	mapping     func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) // any other mapping
-	location    func(addr, fn uint64, line int64) uint64                                             // a location in the last mapping
-	jitLocation func(co *codeobj.Object, addr uint64) uint64                                         // a location in the last mapping, in co's code
-	functionID  func(name string) uint64
-	sample      func(ids []uint64, n uint64, pid, tid uint32, comm string)
+	jitMapping     func(o *CaptureObject)                                                               // a mapping for o's code
+	mapping        func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) // any other mapping
+	location       func(addr, fn uint64, line int64, inlined []uint64) uint64                           // a location in the last mapping
+	jitLocation    func(co *codeobj.Object, addr uint64) uint64                                         // a location in the last mapping, in co's code
+	nativeLocation func(m *NativeMapping, addr, fn uint64) uint64                                       // a location in native mapping m, the last
+	functionID     func(name string) uint64
+	sample         func(ids []uint64, n uint64, pid, tid uint32, comm string)
 }
 
 // marshalStacks appends c.Stacks as samples with their call chains: a location per distinct
@@ -168,7 +169,11 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 			if name == "" {
 				name = outsideName(k.mpg)
 			}
-			locations[id] = enc.location(k.addr, enc.functionID(name), 0)
+			if mk.native != nil {
+				locations[id] = enc.nativeLocation(mk.native, k.addr, enc.functionID(name))
+				continue
+			}
+			locations[id] = enc.location(k.addr, enc.functionID(name), 0, nil)
 		}
 	}
 	var locIDs []uint64

@@ -1,6 +1,7 @@
 // gohot spends its time in mixInts, called through outer from main, for the seconds its
 // argument gives, once it reads a byte on stdin: a Go program profd names from its own
-// function table when it is built stripped (go build -ldflags=-s).
+// function table when it is built stripped (go build -ldflags=-s). The compiler inlines
+// step, mixInts' loop body, into it.
 package main
 
 import (
@@ -10,11 +11,14 @@ import (
 	"time"
 )
 
+// step is inlined into mixInts.
+func step(x, i int) int { return x*31 + i ^ (x >> 7) }
+
 //go:noinline
 func mixInts(n int) int {
 	x := 0
 	for i := 0; i < n; i++ {
-		x = x*31 + i ^ (x >> 7)
+		x = step(x, i)
 		if x == 42 { // a call keeps mixInts from being a frameless leaf
 			fmt.Fprint(os.Stderr, "")
 		}
