@@ -193,7 +193,7 @@ func (t *goTable) eachFunc(text uint64, fn func(entry, end, rec uint64, name str
 // addGoFuncs adds the functions of a Go executable's own table, for a file stripped of
 // .symtab.
 func (b *builder) addGoFuncs(ef *elfFile) error {
-	t, text, err := ef.goTable(b.maxStringBytes)
+	t, text, err := b.goTable(ef)
 	if errors.Is(err, errSectionNotRead) { // as for any section a table lacks
 		b.capped = true
 	}
@@ -210,6 +210,15 @@ func (b *builder) addGoFuncs(ef *elfFile) error {
 	})
 	b.from = append(b.from, ".gopclntab")
 	return nil
+}
+
+// goTable is ef.goTable, read once for its functions and their inlined calls.
+func (b *builder) goTable(ef *elfFile) (*goTable, uint64, error) {
+	if b.goFrom != ef {
+		b.goFrom = ef
+		b.goTab, b.goText, b.goErr = ef.goTable(b.maxStringBytes)
+	}
+	return b.goTab, b.goText, b.goErr
 }
 
 // errSectionNotRead: a section over what its reader may read, or whose read failed.

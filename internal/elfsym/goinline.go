@@ -74,35 +74,53 @@ func (t *Table) Inlined(fileOffset uint64) []string {
 // addGoInlines reads the inlined calls of a Go executable's functions (Go 1.20 and later),
 // whichever table named them.
 func (b *builder) addGoInlines(ef *elfFile) {
-	t, text, err := ef.goTable(b.maxStringBytes)
+	t, text, err := b.goTable(ef)
 	if t == nil || err != nil || !t.inlineTrees {
 		return
 	}
-	data, ok := ef.goFuncData(t, b.maxStringBytes)
+	trees, ok := ef.goFuncData(t, b.maxStringBytes)
 	if !ok {
 		return
 	}
 	var capped bool
-	b.inlineBase, b.inlines, b.chains, capped = t.inlines(text, data, b.maxSymbols)
+	b.inlineBase, b.inlines, b.chains, capped = t.inlines(text, trees, b.maxSymbols)
 	b.capped = b.capped || capped
 }
 
+// goTreeWindow is how much of the inline trees is read at once.
+const goTreeWindow = 256 << 10
+
+// maxInlineTree bounds the entries of one function's inline tree (the runtime's largest
+// functions have a few hundred): a larger index is of a table made up, and the function's
+// inlined calls are not read.
+const maxInlineTree = 1 << 14
+
+// A treeReader returns the n bytes at off past go:func.*, fewer where its data ends; the
+// bytes are valid until the next call.
+type treeReader func(off uint64, n int) []byte
+
 // inlines reads the inlined calls of t's functions, their entries counted from text, their
-// inline trees from data (the bytes from go:func.*): the spans of code inside them, from
-// base (the first function's entry), ascending and apart, and the chains they name. At
-// most max spans are kept, and none 4 GiB or more past base; capped when there were more.
-func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl []inlineSpan, chains [][]string, capped bool) {
+// inline trees through trees: the spans of code inside them, from base (the first
+// function's entry), ascending and apart, and the chains they name. At most maxSpans are
+// kept, and none 4 GiB or more past base; capped when there were more.
+func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uint64, inl []inlineSpan, chains [][]string, capped bool) {
 	names := string(t.data[t.names:t.namesEnd])
-	kept := map[string]string{} // each inlined function's name, copied out of the table
-	chainOf := map[string]int32{}
+	nameOf := map[uint32]string{} // by offset among the names, copied out of the table
+	// A chain is its innermost call's name and the chain it was inlined into.
+	type chainKey struct {
+		name   uint32
+		parent int32 // -1: into the function
+	}
+	chainOf := map[chainKey]int32{}
 	var spans []pcSpan
+	var ofIndex []int32 // per index of the function's tree, its chain: -1 none, -2 not yet known
 	budget := 2*len(t.data) + 1<<16
 	first := true
 	t.eachFunc(text, func(entry, end, rec uint64, _ string) bool {
 		if first {
 			base, first = entry, false
 		}
-		tree, ok := t.inlineTree(rec, data)
+		off, ok := t.inlineTree(rec)
 		if !ok {
 			return true
 		}
@@ -110,8 +128,15 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl [
 		if budget < 0 {
 			return false
 		}
-		// The chain of each index, innermost first: its name, then its caller's, the index
-		// at its parentPc.
+		top := int64(-1)
+		for _, s := range spans {
+			top = max(top, s.v)
+		}
+		if top < 0 || top >= maxInlineTree {
+			return true
+		}
+		tree := trees(off, int(top+1)*goInlinedCall)
+		// The index at pc: the value of the span that holds it.
 		valueAt := func(pc uint64) int64 {
 			i, found := slices.BinarySearchFunc(spans, pc, func(s pcSpan, a uint64) int {
 				switch {
@@ -127,38 +152,45 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl [
 			}
 			return spans[i].v
 		}
-		ofIndex := map[int64]int32{}
-		chain := func(idx int64) int32 {
-			if c, ok := ofIndex[idx]; ok {
+		ofIndex = slices.Grow(ofIndex[:0], int(top+1))[:top+1]
+		for i := range ofIndex {
+			ofIndex[i] = -2
+		}
+		// chain is the chain of an index: its name, then its caller's chain (the index at
+		// its parentPc), if any; -1 when the tree does not hold it, or it calls itself.
+		var chain func(idx int64, depth int) int32
+		chain = func(idx int64, depth int) int32 {
+			if c := ofIndex[idx]; c != -2 {
 				return c
 			}
 			ofIndex[idx] = -1
-			var fns []string
-			for at := idx; at >= 0; {
-				if at >= int64(len(tree)/goInlinedCall) || len(fns) == maxInlineDepth {
-					return -1
-				}
-				e := tree[at*goInlinedCall:]
-				name := stringAt(names, uint64(t.bo.Uint32(e[4:])))
-				if name == "" {
-					return -1
-				}
-				if k, ok := kept[name]; ok {
-					name = k
-				} else {
-					k = strings.Clone(strings.ReplaceAll(name, "·", "."))
-					kept[name] = k
-					name = k
-				}
-				fns = append(fns, name)
-				at = valueAt(entry + uint64(int64(int32(t.bo.Uint32(e[8:])))))
+			if idx >= int64(len(tree)/goInlinedCall) || depth == maxInlineDepth {
+				return -1
 			}
-			key := strings.Join(fns, "\x00")
-			c, ok := chainOf[key]
+			e := tree[idx*goInlinedCall:]
+			k := chainKey{name: t.bo.Uint32(e[4:]), parent: -1}
+			name, ok := nameOf[k.name]
+			if !ok {
+				if name = stringAt(names, uint64(k.name)); name == "" {
+					return -1
+				}
+				name = strings.Clone(strings.ReplaceAll(name, "·", "."))
+				nameOf[k.name] = name
+			}
+			if p := valueAt(entry + uint64(int64(int32(t.bo.Uint32(e[8:]))))); p >= 0 {
+				if k.parent = chain(p, depth+1); k.parent < 0 {
+					return -1
+				}
+			}
+			c, ok := chainOf[k]
 			if !ok {
 				c = int32(len(chains))
-				chainOf[key] = c
-				chains = append(chains, fns)
+				chainOf[k] = c
+				calls := []string{name}
+				if k.parent >= 0 {
+					calls = append(calls, chains[k.parent]...)
+				}
+				chains = append(chains, calls)
 			}
 			ofIndex[idx] = c
 			return c
@@ -167,7 +199,7 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl [
 			if s.v < 0 {
 				continue
 			}
-			c := chain(s.v)
+			c := chain(s.v, 0)
 			if c < 0 {
 				continue
 			}
@@ -175,7 +207,7 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl [
 				capped = true
 				continue
 			}
-			if len(inl) >= max {
+			if len(inl) >= maxSpans {
 				capped = true
 				return false
 			}
@@ -186,30 +218,29 @@ func (t *goTable) inlines(text uint64, data []byte, max int) (base uint64, inl [
 	slices.SortFunc(inl, func(x, y inlineSpan) int { return cmp.Compare(x.lo, y.lo) })
 	// Spans of one function do not overlap; of two, only in a table made up: keep the first.
 	inl = slices.CompactFunc(inl, func(later, first inlineSpan) bool { return uint64(later.lo) < first.hi() })
+	if cap(inl) > len(inl)+len(inl)/4 {
+		inl = slices.Clone(inl) // kept as long as the table: not the room it grew into
+	}
 	return base, inl, chains, capped
 }
 
-// inlineTree is the inline tree of the function whose record is at rec, in data (the bytes
-// from go:func.*): the rest of data from the tree's start. false when the function has
-// none, or it lies outside data.
-func (t *goTable) inlineTree(rec uint64, data []byte) ([]byte, bool) {
+// inlineTree is where the inline tree of the function whose record is at rec lies past
+// go:func.*; false when the function has none.
+func (t *goTable) inlineTree(rec uint64) (uint64, bool) {
 	if uint64(len(t.data)) < goFuncRecordBytes || rec > uint64(len(t.data))-goFuncRecordBytes {
-		return nil, false
+		return 0, false
 	}
 	npcdata := uint64(t.bo.Uint32(t.data[rec+28:]))
 	nfuncdata := uint64(t.data[rec+43])
 	if nfuncdata <= goFuncDataInlTree || npcdata <= goPCDataInlIndex {
-		return nil, false
+		return 0, false
 	}
 	at := rec + goFuncRecordBytes + 4*(npcdata+goFuncDataInlTree)
 	if npcdata > uint64(len(t.data)) || at > uint64(len(t.data))-4 {
-		return nil, false
+		return 0, false
 	}
 	off := t.bo.Uint32(t.data[at:])
-	if off == ^uint32(0) || uint64(off) >= uint64(len(data)) {
-		return nil, false
-	}
-	return data[off:], true
+	return uint64(off), off != ^uint32(0)
 }
 
 // pcdata is where the function whose record is at rec has its i-th pc-value table, among
@@ -223,9 +254,9 @@ func (t *goTable) pcdata(rec uint64, i uint64) uint64 {
 	return uint64(t.bo.Uint32(t.data[at:]))
 }
 
-// goFuncData finds the runtime's go:func.* in its module data (goModuleFuncWord) and reads
-// the section it lies in: the section's bytes from go:func.* on.
-func (ef *elfFile) goFuncData(t *goTable, limit int64) ([]byte, bool) {
+// goFuncData finds the runtime's go:func.* in its module data (goModuleFuncWord) and the
+// section it lies in, and reads the inline trees there, each as it is asked for.
+func (ef *elfFile) goFuncData(t *goTable, limit int64) (treeReader, bool) {
 	s := ef.f.Section(".gopclntab")
 	if s == nil {
 		return nil, false
@@ -239,11 +270,33 @@ func (ef *elfFile) goFuncData(t *goTable, limit int64) ([]byte, bool) {
 		if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_ALLOC == 0 || base < sec.Addr || base-sec.Addr >= sec.Size {
 			continue
 		}
-		data, err := ef.section(sec, limit)
-		if err != nil || base-sec.Addr >= uint64(len(data)) {
+		// The bytes from go:func.* to the section's end, within the file.
+		from, size := sec.Offset+base-sec.Addr, sec.Size-(base-sec.Addr)
+		if from < sec.Offset || from > uint64(ef.size) {
 			return nil, false
 		}
-		return data[base-sec.Addr:], true
+		size = min(size, uint64(ef.size)-from)
+		// The trees lie in about the order of their functions: they are read a window at a
+		// time.
+		var window []byte
+		var at uint64
+		return func(off uint64, n int) []byte {
+			if off >= size {
+				return nil
+			}
+			end := off + min(uint64(n), size-off)
+			if off < at || end > at+uint64(len(window)) {
+				at = off
+				k := min(max(end-off, goTreeWindow), size-off)
+				window = slices.Grow(window[:0], int(k))[:k]
+				k2, _ := ef.r.ReadAt(window, int64(from+off))
+				window = window[:k2]
+			}
+			if end > at+uint64(len(window)) {
+				return window[off-at:]
+			}
+			return window[off-at : end-at]
+		}, true
 	}
 	return nil, false
 }

@@ -171,6 +171,16 @@ func goInlineTable() (table, funcdata []byte) {
 	return b.Bytes(), fd.Bytes()
 }
 
+// treesOf reads inline trees from data, the bytes past go:func.*.
+func treesOf(data []byte) treeReader {
+	return func(off uint64, n int) []byte {
+		if off >= uint64(len(data)) {
+			return nil
+		}
+		return data[off:min(off+uint64(n), uint64(len(data)))]
+	}
+}
+
 // TestGoInlineTable reads a made-up table's inlined calls: the chains innermost first, none
 // outside them, and a tree that names outside the data, or calls in a cycle, refused.
 func TestGoInlineTable(t *testing.T) {
@@ -179,7 +189,7 @@ func TestGoInlineTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, inl, chains, capped := tab.inlines(tab.text, funcdata, 100)
+	base, inl, chains, capped := tab.inlines(tab.text, treesOf(funcdata), 100)
 	got := &Table{inlineBase: base, inlines: inl, chains: chains}
 	for _, c := range []struct {
 		addr uint64
@@ -196,16 +206,16 @@ func TestGoInlineTable(t *testing.T) {
 	if capped {
 		t.Error("capped under its bound")
 	}
-	if _, _, _, capped := tab.inlines(tab.text, funcdata, 1); !capped {
+	if _, _, _, capped := tab.inlines(tab.text, treesOf(funcdata), 1); !capped {
 		t.Error("two spans kept under a bound of one")
 	}
 	// main.leaf's call site in main.leaf's own code: a cycle.
 	cycle := slices.Clone(funcdata)
 	binary.LittleEndian.PutUint32(cycle[16+8:], 0x35)
-	if _, inl, _, _ := tab.inlines(tab.text, cycle, 100); len(inl) != 1 {
+	if _, inl, _, _ := tab.inlines(tab.text, treesOf(cycle), 100); len(inl) != 1 {
 		t.Errorf("a cycle gave spans %+v, want main.mid's alone", inl)
 	}
-	if _, inl, _, _ := tab.inlines(tab.text, funcdata[:20], 100); len(inl) != 1 {
+	if _, inl, _, _ := tab.inlines(tab.text, treesOf(funcdata[:20]), 100); len(inl) != 1 {
 		t.Errorf("a tree cut short gave spans %+v, want main.mid's alone", inl)
 	}
 }
@@ -221,7 +231,7 @@ func FuzzGoInlines(f *testing.F) {
 		if err != nil || !tab.inlineTrees {
 			return
 		}
-		_, inl, chains, _ := tab.inlines(0x400000, funcdata, 64)
+		_, inl, chains, _ := tab.inlines(0x400000, treesOf(funcdata), 64)
 		if len(inl) > 64 {
 			t.Fatalf("%d spans past a bound of 64", len(inl))
 		}

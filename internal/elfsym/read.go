@@ -72,6 +72,11 @@ type builder struct {
 	// the PLT's names are in it.
 	dynstr   string
 	dynstrAt uint32
+	// goFrom's Go function table, as goTable read it.
+	goFrom *elfFile
+	goTab  *goTable
+	goText uint64
+	goErr  error
 	// inlineBase, inlines and chains are the inlined calls of a Go executable's code
 	// (addGoInlines).
 	inlineBase uint64
@@ -396,6 +401,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	b.syms = nil
 	t.index()
 	t.inlineBase, t.inlines, t.chains = b.inlineBase, b.inlines, b.chains
+	b.goFrom, b.goTab = nil, nil
 	return t
 }
 
