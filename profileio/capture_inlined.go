@@ -42,10 +42,7 @@ func (cw *CaptureWriter) addInlined(at []inlinedAt) error {
 			}
 			n++
 		}
-		b := names.appendTo(cw.begin())
-		b = appendUvarint(b, uint64(n))
-		b = append(b, body...)
-		if err := cw.finish(secInlined, b); err != nil {
+		if err := cw.finishListed(secInlined, &names, n, body); err != nil {
 			return err
 		}
 		at = at[n:]
@@ -57,16 +54,7 @@ func (cw *CaptureWriter) addInlined(at []inlinedAt) error {
 // that hold their addresses.
 func (cr *captureReader) inlinedSection(d *payloadDecoder) {
 	names := readSectionNames(d)
-	name := func() string {
-		i := d.uvarint()
-		if d.err == nil && i >= uint64(len(names)) {
-			d.fail("string %d of %d", i, len(names)-1)
-		}
-		if d.err != nil {
-			return ""
-		}
-		return names[i]
-	}
+	name := func() string { return d.name(names) }
 	n := d.count(4)
 	for i := 0; i < n && d.err == nil; i++ {
 		k := inlinedKey{pid: d.uint32(), file: name(), addr: d.uvarint()}

@@ -56,11 +56,7 @@ func TestCaptureInlined(t *testing.T) {
 	if len(c.Native) != 1 || !reflect.DeepEqual(c.Native[0].Inlined, want.Native[0].Inlined) {
 		t.Fatalf("inlined calls read back: %+v, want %+v", c.Native, want.Native[0].Inlined)
 	}
-	var again bytes.Buffer
-	if err := WriteCapture(&again, c); err != nil {
-		t.Fatal(err)
-	}
-	c2, err := ReadCapture(&again)
+	c2, err := ReadCapture(bytes.NewReader(writeCaptureBytes(t, c)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,26 @@ func (t *sectionNames) appendTo(b []byte) []byte {
 	return b
 }
 
+// finishListed writes a section of n entries, body, that refer to names: the table, n, then
+// body.
+func (cw *CaptureWriter) finishListed(kind uint32, names *sectionNames, n int, body []byte) error {
+	b := names.appendTo(cw.begin())
+	b = appendUvarint(b, uint64(n))
+	return cw.finish(kind, append(b, body...))
+}
+
+// name reads an index into names (readSectionNames) and returns its name.
+func (d *payloadDecoder) name(names []string) string {
+	i := d.uvarint()
+	if d.err == nil && i >= uint64(len(names)) {
+		d.fail("string %d of %d", i, len(names)-1)
+	}
+	if d.err != nil {
+		return ""
+	}
+	return names[i]
+}
+
 // readSectionNames reads a table appendTo wrote: the names by index, "" at 0.
 func readSectionNames(d *payloadDecoder) []string {
 	n := d.count(1)

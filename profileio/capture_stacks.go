@@ -51,10 +51,7 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 			}
 			n++
 		}
-		b := names.appendTo(cw.begin())
-		b = appendUvarint(b, uint64(n))
-		b = append(b, body...)
-		if err := cw.finish(secStacks, b); err != nil {
+		if err := cw.finishListed(secStacks, &names, n, body); err != nil {
 			return err
 		}
 		stacks = stacks[n:]
@@ -65,16 +62,7 @@ func (cw *CaptureWriter) AddStacks(stacks []StackSample) error {
 // stacksSection reads a stacks section.
 func (cr *captureReader) stacksSection(d *payloadDecoder) {
 	names := readSectionNames(d)
-	name := func() string {
-		i := d.uvarint()
-		if d.err == nil && i >= uint64(len(names)) {
-			d.fail("string %d of %d", i, len(names)-1)
-		}
-		if d.err != nil {
-			return ""
-		}
-		return names[i]
-	}
+	name := func() string { return d.name(names) }
 	n := d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
 		st := StackSample{Pid: d.uint32(), Tid: d.uint32(), Comm: name()}

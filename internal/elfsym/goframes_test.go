@@ -16,6 +16,13 @@ import (
 	"github.com/profd/profd/internal/testenv"
 )
 
+// goBuilds are the builds by Go's linker the tests of its tables read: an executable and a
+// PIE.
+var goBuilds = []struct {
+	name  string
+	flags []string
+}{{"exe", nil}, {"pie", []string{"-buildmode=pie"}}}
+
 // TestGoFrames reads the frame depths of testdata/goprog.go's functions, built as an
 // executable and a PIE, and holds them against the .debug_frame Go's linker writes for the
 // same build, as readelf reads it: at every row of every function readelf prints, the
@@ -25,10 +32,7 @@ import (
 func TestGoFrames(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("go"), testenv.Tool("readelf"))
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name  string
-		flags []string
-	}{{"exe", nil}, {"pie", []string{"-buildmode=pie"}}} {
+	for _, c := range goBuilds {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, c.name)
 			args := append([]string{"build", "-o", path}, c.flags...)

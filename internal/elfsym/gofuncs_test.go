@@ -35,16 +35,7 @@ func TestGoFuncs(t *testing.T) {
 			if strings.Contains(strings.Join(c.flags, " "), "external") {
 				testenv.Requires(t, testenv.Tool("cc"))
 			}
-			full, stripped := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-stripped")
-			for _, out := range []string{full, stripped} {
-				args := append([]string{"build", "-o", out}, c.flags...)
-				if out == stripped {
-					args = stripFlags(args)
-				}
-				if b, err := exec.Command("go", append(args, "testdata/goprog.go")...).CombinedOutput(); err != nil {
-					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-				}
-			}
+			full, stripped := buildGoProg(t, filepath.Join(dir, c.name), c.flags)
 			tab := readFile(t, stripped)
 			checkTable(t, tab)
 			if !strings.Contains(strings.Join(tab.From, " "), ".gopclntab") {
@@ -81,6 +72,23 @@ func TestGoFuncs(t *testing.T) {
 			t.Logf("%d functions named alike", checked)
 		})
 	}
+}
+
+// buildGoProg builds testdata/goprog.go at path with flags, and at path-stripped without
+// its symbols.
+func buildGoProg(t *testing.T, path string, flags []string) (full, stripped string) {
+	t.Helper()
+	full, stripped = path, path+"-stripped"
+	for _, out := range []string{full, stripped} {
+		args := append([]string{"build", "-o", out}, flags...)
+		if out == stripped {
+			args = stripFlags(args)
+		}
+		if b, err := exec.Command("go", append(args, "testdata/goprog.go")...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	return full, stripped
 }
 
 // stripFlags adds -s -w to a go build's -ldflags.

@@ -5,7 +5,6 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,21 +21,9 @@ import (
 func TestGoInlines(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("go"))
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name  string
-		flags []string
-	}{{"exe", nil}, {"pie", []string{"-buildmode=pie"}}} {
+	for _, c := range goBuilds {
 		t.Run(c.name, func(t *testing.T) {
-			full, stripped := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-stripped")
-			for _, out := range []string{full, stripped} {
-				args := append([]string{"build", "-o", out}, c.flags...)
-				if out == stripped {
-					args = stripFlags(args)
-				}
-				if b, err := exec.Command("go", append(args, "testdata/goprog.go")...).CombinedOutput(); err != nil {
-					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-				}
-			}
+			full, stripped := buildGoProg(t, filepath.Join(dir, c.name), c.flags)
 			calls := dwarfInlinedCalls(t, full)
 			if len(calls) < 1000 {
 				t.Fatalf("the DWARF of %s has %d inlined calls: the check would say little", full, len(calls))
