@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,7 +257,9 @@ func TestNativeDebugFileInContainer(t *testing.T) {
 // them (perf names them by the file only), and its call chains, which end in
 // runtime.goexit (.symtab: runtime.goexit.abi0), count as whole: no warning that they
 // were cut. The calls the compiler inlined are named too: main.step, inlined into
-// main.mixInts, is a line of its own above it in the pprof profile's locations.
+// main.mixInts, is a line of its own above it in the pprof profile's locations, with the
+// share of main.mixInts' time Go's own profiler gives it on the same run (its CPU profile,
+// 100 Hz), within what two independent samplings explain.
 func TestNativeGo(t *testing.T) {
 	testenv.Requires(t, testenv.Root, testenv.Tool("go"))
 	for _, build := range []struct{ name, ldflags string }{{"stripped", "-s -w"}, {"symtab", ""}} {
@@ -264,10 +267,37 @@ func TestNativeGo(t *testing.T) {
 	}
 }
 
+// goInlinedShare reads the CPU profile Go's own profiler wrote of gohot: of its samples in
+// main.mixInts, those in main.step inlined into it.
+func goInlinedShare(t *testing.T, path string) (step, mixInts uint64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sample {
+		lines := s.Location[0].Line
+		if len(lines) == 0 || lines[len(lines)-1].Function.Name != "main.mixInts" {
+			continue
+		}
+		mixInts += uint64(s.Value[0])
+		if lines[0].Function.Name == "main.step" {
+			step += uint64(s.Value[0])
+		}
+	}
+	return step, mixInts
+}
+
 func testNativeGo(t *testing.T, ldflags string) {
 	exe := testenv.GoBuild(t, "testdata/gohot.go", "-ldflags="+ldflags)
 	d := newDirs(t)
-	w, start := startGated(t, exec.Command(exe, "3"))
+	goProfile := filepath.Join(t.TempDir(), "cpu.pprof")
+	w, start := startGated(t, exec.Command(exe, "3", goProfile))
 	pid := w.pid()
 	r := startRun(t, Config{Pids: []uint32{uint32(pid)}, Event: "cpu-clock", FifoDir: d.fifo, OutDir: d.out,
 		Formats: []Format{FormatCapture}, Stacks: true})
@@ -313,10 +343,15 @@ func testNativeGo(t *testing.T, ldflags string) {
 			}
 		}
 	}
-	t.Logf("%d native samples, %d named main.mixInts (%d in main.step inlined, %d on chains through main.outer); %d chains from it, %d whole",
-		native, hot, inStep, leafInStep, inHot, whole)
+	goStep, goHot := goInlinedShare(t, goProfile)
+	t.Logf("%d native samples, %d named main.mixInts (%d in main.step inlined, %d on chains through main.outer; Go's profiler %d of %d); %d chains from it, %d whole",
+		native, hot, inStep, leafInStep, goStep, goHot, inHot, whole)
 	if float64(inStep) < 0.2*float64(hot) || leafInStep < inStep*9/10 {
 		t.Errorf("%d of main.mixInts' %d samples in main.step inlined (%d called from main.outer), want a fifth of them", inStep, hot, leafInStep)
+	}
+	if ours, theirs := share(inStep, hot), share(goStep, goHot); goHot < 100 ||
+		math.Abs(ours-theirs) > shareTolerance(1, theirs, hot, goHot, 1) {
+		t.Errorf("main.step has %.1f %% of main.mixInts' samples, %.1f %% of %d in Go's own profile", ours, theirs, goHot)
 	}
 	if native < 1000 || float64(hot) < 0.9*float64(native) {
 		t.Errorf("%d of %d native samples named main.mixInts, want 90 %% of 3 s", hot, native)
