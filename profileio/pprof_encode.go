@@ -241,17 +241,21 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		mapping(co.Addr, co.Addr+co.Size, 0, fmt.Sprintf("[jit pid %d] %s", o.Pid, co.Name), "", true, len(co.Lines) > 0)
 	}
 
-	// The main mapping (pprof's "File:") is the executable the processes run, first.
+	// The main mapping (pprof's "File:") is the executable the processes run, first: as the
+	// process's mapping of it, whose functions profd named, when it has one (pprof merging
+	// profiles takes the first of two mappings alike, and names again from the file the
+	// functions of one without them).
 	if p := mainProcess(c); p != nil {
 		var start, limit, offset uint64
 		var buildID string
+		var named bool
 		for _, m := range c.Native {
 			if m.Pid == p.Pid && m.File == p.Executable {
-				start, limit, offset, buildID = m.Start, m.Limit, m.Offset, m.BuildID
+				start, limit, offset, buildID, named = m.Start, m.Limit, m.Offset, m.BuildID, true
 				break
 			}
 		}
-		mapping(start, limit, offset, p.Executable, buildID, false, false)
+		mapping(start, limit, offset, p.Executable, buildID, named, false)
 	}
 	// nativeLocation is the location of addr in native mapping m, in function fn.
 	var inlinedIDs []uint64

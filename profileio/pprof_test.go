@@ -198,8 +198,20 @@ func TestPprofMainMapping(t *testing.T) {
 	}
 	c := leafCapture()
 	c.Processes = []Process{{Pid: c.Native[0].Pid, Command: "postgres", Executable: c.Native[0].File}}
-	if m, n := parsedPprof(t, c).Mapping[0], c.Native[0]; m.File != n.File || m.Start != n.Start || m.Limit != n.Limit || m.BuildID != n.BuildID {
-		t.Errorf("main mapping %+v, want the process's native mapping of its executable %+v", m, n)
+	p := parsedPprof(t, c)
+	if m, n := p.Mapping[0], c.Native[0]; m.File != n.File || m.Start != n.Start || m.Limit != n.Limit || m.BuildID != n.BuildID || !m.HasFunctions {
+		t.Errorf("main mapping %+v, want the process's native mapping of its executable %+v, with its functions", m, n)
+	}
+	// Profiles merged (go tool pprof of several files) take the first of two mappings alike:
+	// that of the executable's functions, or pprof names them again from the file it finds.
+	merged, err := profile.Merge([]*profile.Profile{p, parsedPprof(t, c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range merged.Mapping {
+		if m.File == c.Native[0].File && !m.HasFunctions {
+			t.Errorf("merged, the mapping of %s has no functions: %+v", m.File, m)
+		}
 	}
 }
 
