@@ -224,8 +224,8 @@ func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uin
 	return base, inl, chains, capped
 }
 
-// inlineTree is where the inline tree of the function whose record is at rec lies past
-// go:func.*; false when the function has none.
+// inlineTree is where the inline tree of the function whose record is at rec lies, past the
+// runtime's go:func.*; false when the function has none.
 func (t *goTable) inlineTree(rec uint64) (uint64, bool) {
 	if uint64(len(t.data)) < goFuncRecordBytes || rec > uint64(len(t.data))-goFuncRecordBytes {
 		return 0, false
