@@ -31,7 +31,8 @@ const (
 )
 
 // inlineSpan is part of a function's code, [lo, lo+size) from a table's inlineBase, inside
-// the inlined calls chains[chain] names (12 bytes: a large Go program has some 100 000).
+// the inlined calls chains[chain] names (12 bytes: a large Go program has a few hundred
+// thousand).
 type inlineSpan struct {
 	lo, size uint32
 	chain    int32
