@@ -1,8 +1,10 @@
 package otlpexport
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
@@ -57,5 +59,36 @@ func TestConvertDictionaryZeroEntries(t *testing.T) {
 			t.Errorf("string %q twice", s)
 		}
 		seen[s] = true
+	}
+}
+
+// TestConvertInlinedLines: a location where calls were inlined keeps its lines in pprof's
+// order, the inlined call first and the function it was inlined into last.
+func TestConvertInlinedLines(t *testing.T) {
+	p := testProfile(4)
+	loc := p.Pprof.Sample[0].Location[0]
+	step := &profile.Function{ID: uint64(len(p.Pprof.Function) + 1), Name: "main.step", SystemName: "main.step"}
+	p.Pprof.Function = append(p.Pprof.Function, step)
+	want := []string{"main.step", loc.Line[0].Function.Name}
+	loc.Line = append([]profile.Line{{Function: step}}, loc.Line...)
+	d := convert(&p, p.Pprof.Sample).Dictionary()
+	found := false
+	for i := 0; i < d.LocationTable().Len(); i++ {
+		l := d.LocationTable().At(i)
+		if l.Address() != loc.Address {
+			continue
+		}
+		found = true
+		var got []string
+		for j := 0; j < l.Lines().Len(); j++ {
+			f := d.FunctionTable().At(int(l.Lines().At(j).FunctionIndex()))
+			got = append(got, d.StringTable().At(int(f.NameStrindex())))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("location at %#x has lines %q, want %q", loc.Address, got, want)
+		}
+	}
+	if !found {
+		t.Fatalf("no location at %#x", loc.Address)
 	}
 }
