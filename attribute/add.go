@@ -43,6 +43,9 @@ func (a *Counts) add(counts map[sampler.Key]sampler.Count) {
 		// A file's code is named by the file's symbols, as perf does, even where a JIT's
 		// perf map names it too (V8 lists the builtins embedded in node's executable).
 		mapping, mp := p.maps.lookupCached(k.IP)
+		if mp != nil && !mp.Executable {
+			mapping, mp = p.maps.lookup(k.IP) // read before the code there was mapped or made executable
+		}
 		if mp != nil && isNative(mp) {
 			if !a.addNative(p, mp, k.IP, c.N) {
 				p.outside[mp.Path] += c.N // past the cap: by file

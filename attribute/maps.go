@@ -31,14 +31,15 @@ func (m *procMaps) forgetIdle() {
 }
 
 // lookup names the mapping ip lies in (its path, "[heap]" and the like, or "[anon]") and
-// returns it, asking for the mappings again when ip is in none of the cached ones (the
-// process may have mapped it since), once a drain. It returns "[unknown]" and nil when ip
-// is in no mapping known, read while the process lived or, once it is gone, made as its
-// records told.
+// returns it, asking for the mappings again when ip is in none of the cached ones or in one
+// not executable (the process may have mapped it, or made it executable, since: V8 maps
+// node's builtins from its file into memory it reserved before), once a drain. It returns
+// "[unknown]" and nil when ip is in no mapping known, read while the process lived or, once
+// it is gone, made as its records told.
 func (m *procMaps) lookup(ip uint64) (string, *Mapping) {
 	m.used = true
 	mp, ok := m.find(ip)
-	if (!ok || !mayRun(mp)) && !m.gone && !m.read {
+	if (!ok || !mp.Executable) && !m.gone && !m.read {
 		maps, err := m.look.Mappings(m.pid)
 		if maps == nil && err != nil {
 			m.gone, m.made = true, m.look.MadeMappings(m.pid)

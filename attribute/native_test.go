@@ -322,3 +322,33 @@ func TestNativeVDSO(t *testing.T) {
 			len(p.native.counts), len(look.opened), p.outside)
 	}
 }
+
+// TestNativeMappedIntoReservedMemory: a file mapped into memory the process had reserved
+// (V8 maps node's builtins from node's file into its code range, which it reserves first,
+// not executable) has its samples counted as its native code once it is, though the
+// mappings read before showed anonymous memory there.
+func TestNativeMappedIntoReservedMemory(t *testing.T) {
+	cache := elfsym.NewCache(elfsym.Config{})
+	defer cache.Close()
+	look := newFakeLookup(testPid)
+	code := withNative(t, look, testPid, cache)
+	reserved := Mapping{Start: code.Start, End: code.End}
+	later := look.mappings[testPid]
+	look.mappings[testPid] = append([]Mapping{reserved}, later[1:]...)
+	a := New(jitmap.NewMap(jitmap.MapOptions{}), look, slog.New(slog.DiscardHandler))
+	pid := uint32(testPid)
+	a.AddProcess(pid, 0)
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: anonBase + 16}: {N: 1}}) // the mappings read, reserved memory at codeBase
+	look.mappings[testPid] = later                                              // node's file mapped there
+	a.add(map[sampler.Key]sampler.Count{{PID: pid, IP: code.Start + 16}: {N: 4}})
+	c := a.Snapshot(pid, profileio.CaptureMeta{}, profileio.CaptureEnd{}).Capture
+	var native uint64
+	for _, m := range c.Native {
+		if m.Start == code.Start {
+			native += m.TotalSamples()
+		}
+	}
+	if native != 4 || c.UnnamedSamples() != 1 {
+		t.Errorf("%d samples counted in the file mapped into reserved memory, %d unnamed; want 4 and 1", native, c.UnnamedSamples())
+	}
+}
