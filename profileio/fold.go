@@ -64,17 +64,18 @@ func FoldProcesses(c *Capture, fold func(pid uint32) bool, p Process) *Capture {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Mapping, b.Mapping))
 	})
 	out.Native = foldNative(c.Native, folds)
-	out.Stacks = foldStacks(c.Stacks, folds)
+	out.Stacks = foldStacks(c, folds)
 	return &out
 }
 
-// foldStacks returns stacks with the chains of the processes folds picks under FoldedPid
-// and no thread, one per thread name and frames: frames are the same where they are in
-// the same code object at the same offset, or outside JIT code in the same mapping and
-// function, whatever their addresses (ASLR puts one function at different addresses in
-// different processes; the pprof profile names a frame no symbol names after its mapping).
-// A merged chain keeps the first one's addresses.
-func foldStacks(stacks []StackSample, folds func(pid uint32) bool) []StackSample {
+// foldStacks returns c's stacks with the chains of the processes folds picks under
+// FoldedPid and no thread, one per thread name and frames: frames are the same where they
+// are in the same code object at the same offset, or outside JIT code in the same mapping
+// and function with the same calls inlined there, whatever their addresses (ASLR puts one
+// function at different addresses in different processes; the pprof profile names a frame
+// no symbol names after its mapping). A merged chain keeps the first one's addresses.
+func foldStacks(c *Capture, folds func(pid uint32) bool) []StackSample {
+	stacks := c.Stacks
 	out := make([]StackSample, 0, len(stacks))
 	at := map[string]int{}
 	var key []byte
@@ -83,6 +84,7 @@ func foldStacks(stacks []StackSample, folds func(pid uint32) bool) []StackSample
 			out = append(out, st)
 			continue
 		}
+		pid := st.Pid
 		st.Pid, st.Tid = FoldedPid, 0
 		key = appendString(key[:0], st.Comm)
 		cut := uint64(0)
@@ -95,6 +97,11 @@ func foldStacks(stacks []StackSample, folds func(pid uint32) bool) []StackSample
 			key = appendUvarint(key, f.Offset)
 			key = appendString(key, f.Function)
 			key = appendString(key, f.Mapping)
+			inlined := c.frameInlined(pid, f)
+			key = appendUvarint(key, uint64(len(inlined)))
+			for _, call := range inlined {
+				key = appendString(key, call)
+			}
 		}
 		if i, ok := at[string(key)]; ok {
 			out[i].Count = sampleprof.SatAdd(out[i].Count, st.Count)

@@ -3,6 +3,7 @@ package profileio
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -158,5 +159,23 @@ func TestFoldProcessesMergesChains(t *testing.T) {
 	}
 	if c.Stacks[1].Pid != 2 || c.Stacks[0].Count != 3 {
 		t.Error("FoldProcesses changed its input's chains")
+	}
+
+	// Where the compiler inlined a call into eval in process 2 but not where process 1 ran
+	// it, the two chains stay apart: each keeps its own lines.
+	c.Native = []*NativeMapping{
+		{Pid: 1, File: "/bin/sh", Start: 0x5555_0000_0000, Limit: 0x5555_0001_0000},
+		{Pid: 2, File: "/bin/sh", Start: 0x5566_0000_0000, Limit: 0x5566_0001_0000,
+			Inlined: map[uint64][]string{0x5566_0000_1000: {"skip_blanks"}}},
+	}
+	f = FoldProcesses(c, func(pid uint32) bool { return pid != 4 }, Process{Command: "sh"})
+	var counts []uint64
+	for _, st := range f.Stacks {
+		if st.Pid == FoldedPid && st.Frames[0].Function == "eval" {
+			counts = append(counts, st.Count)
+		}
+	}
+	if !slices.Equal(counts, []uint64{3, 4}) {
+		t.Errorf("folded chains through eval count %v, want 3 (no call inlined) and 4 (skip_blanks inlined)", counts)
 	}
 }

@@ -3,7 +3,6 @@ package profileio
 import (
 	"cmp"
 	"slices"
-	"sort"
 
 	"github.com/profd/profd/codeobj"
 )
@@ -118,25 +117,13 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		pid    uint32
 		name   string
 	}
-	nativeOf := func(pid uint32, file string, addr uint64) *NativeMapping {
-		i := sort.Search(len(c.Native), func(i int) bool {
-			m := c.Native[i]
-			return m.Pid > pid || m.Pid == pid && m.Limit > addr
-		})
-		if i < len(c.Native) {
-			if m := c.Native[i]; m.Pid == pid && m.Start <= addr && addr < m.Limit && m.File == file {
-				return m
-			}
-		}
-		return nil
-	}
 	byMapping := map[mappingKey][]int32{}
 	var mappingOrder []mappingKey
 	for id, k := range order {
 		mk := mappingKey{obj: k.obj}
 		if k.obj == NoObject {
 			mk.pid, mk.name = k.pid, k.mpg
-			if mk.native = nativeOf(k.pid, k.mpg, k.addr); mk.native != nil {
+			if mk.native = c.nativeAt(k.pid, k.mpg, k.addr); mk.native != nil {
 				mk.name = ""
 			}
 		}
