@@ -271,16 +271,7 @@ func TestNativeGo(t *testing.T) {
 // main.mixInts, those in main.step inlined into it.
 func goInlinedShare(t *testing.T, path string) (step, mixInts uint64) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range p.Sample {
+	for _, s := range readPprofFile(t, path).Sample {
 		lines := s.Location[0].Line
 		if len(lines) == 0 || lines[len(lines)-1].Function.Name != "main.mixInts" {
 			continue
