@@ -163,11 +163,6 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 			inlined(m, tab, smp.Address)
 		}
 	}
-	type mappingKey struct {
-		start uint64
-		file  string
-	}
-	var captured map[mappingKey]*profileio.NativeMapping
 	for _, r := range s.stackNative {
 		m := &s.stackMappings[r.native]
 		tab := table(m.syms, m.m.Path)
@@ -175,13 +170,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 			continue
 		}
 		r.frame.Function = name(tab, r.frame.Address-m.m.Start+m.m.Offset)
-		if captured == nil {
-			captured = map[mappingKey]*profileio.NativeMapping{}
-			for _, nm := range s.Capture.Native {
-				captured[mappingKey{nm.Start, nm.File}] = nm
-			}
-		}
-		if nm := captured[mappingKey{m.m.Start, m.m.Path}]; nm != nil {
+		if nm := s.Capture.NativeAt(s.pid, m.m.Path, r.frame.Address); nm != nil {
 			inlined(nm, tab, r.frame.Address)
 		}
 	}

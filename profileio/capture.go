@@ -1,6 +1,7 @@
 package profileio
 
 import (
+	"sort"
 	"time"
 
 	"github.com/profd/profd/codeobj"
@@ -206,6 +207,21 @@ type Capture struct {
 	// section's offset. Every section before it was read.
 	Truncated   bool
 	TruncatedAt int64
+}
+
+// NativeAt returns the native mapping of process pid's file that holds addr, nil when c has
+// none. c.Native is sorted by process and start, as ReadCapture and the daemon keep it.
+func (c *Capture) NativeAt(pid uint32, file string, addr uint64) *NativeMapping {
+	i := sort.Search(len(c.Native), func(i int) bool {
+		m := c.Native[i]
+		return m.Pid > pid || m.Pid == pid && m.Limit > addr
+	})
+	if i < len(c.Native) {
+		if m := c.Native[i]; m.Pid == pid && m.Start <= addr && addr < m.Limit && m.File == file {
+			return m
+		}
+	}
+	return nil
 }
 
 // UnnamedSamples sums the samples in JIT memory that no code object named.

@@ -3,7 +3,6 @@ package profileio
 import (
 	"cmp"
 	"slices"
-	"sort"
 )
 
 // MaxInlinedCalls is the most inlined calls a capture holds at one address; writers cut
@@ -108,27 +107,12 @@ func (cr *captureReader) finishInlined() {
 	}
 }
 
-// nativeAt returns the native mapping of process pid's file that holds addr, nil when c has
-// none. c.Native is sorted by process and start, as ReadCapture and the daemon keep it.
-func (c *Capture) nativeAt(pid uint32, file string, addr uint64) *NativeMapping {
-	i := sort.Search(len(c.Native), func(i int) bool {
-		m := c.Native[i]
-		return m.Pid > pid || m.Pid == pid && m.Limit > addr
-	})
-	if i < len(c.Native) {
-		if m := c.Native[i]; m.Pid == pid && m.Start <= addr && addr < m.Limit && m.File == file {
-			return m
-		}
-	}
-	return nil
-}
-
 // frameInlined names the calls inlined at native frame f of a chain of process pid.
 func (c *Capture) frameInlined(pid uint32, f Frame) []string {
 	if f.JIT() {
 		return nil
 	}
-	if m := c.nativeAt(pid, f.Mapping, f.Address); m != nil {
+	if m := c.NativeAt(pid, f.Mapping, f.Address); m != nil {
 		return m.Inlined[f.Address]
 	}
 	return nil

@@ -123,7 +123,7 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 		mk := mappingKey{obj: k.obj}
 		if k.obj == NoObject {
 			mk.pid, mk.name = k.pid, k.mpg
-			if mk.native = c.nativeAt(k.pid, k.mpg, k.addr); mk.native != nil {
+			if mk.native = c.NativeAt(k.pid, k.mpg, k.addr); mk.native != nil {
 				mk.name = ""
 			}
 		}
