@@ -267,21 +267,24 @@ func TestNativeGo(t *testing.T) {
 	}
 }
 
-// goInlinedShare reads the CPU profile Go's own profiler wrote of gohot: of its samples in
-// main.mixInts, those in main.step inlined into it.
-func goInlinedShare(t *testing.T, path string) (step, mixInts uint64) {
-	t.Helper()
-	for _, s := range readPprofFile(t, path).Sample {
+// inlinedShare reads a pprof profile of gohot (profd's, or the one Go's own profiler wrote):
+// its samples in main.mixInts, those of them in main.step inlined into it (a location of
+// those two lines), and of these, those called from main.outer.
+func inlinedShare(p *profile.Profile) (mixInts, step, stepFromOuter uint64) {
+	for _, s := range p.Sample {
 		lines := s.Location[0].Line
 		if len(lines) == 0 || lines[len(lines)-1].Function.Name != "main.mixInts" {
 			continue
 		}
 		mixInts += uint64(s.Value[0])
-		if lines[0].Function.Name == "main.step" {
+		if len(lines) == 2 && lines[0].Function.Name == "main.step" {
 			step += uint64(s.Value[0])
+			if len(s.Location) > 1 && s.Location[1].Line[len(s.Location[1].Line)-1].Function.Name == "main.outer" {
+				stepFromOuter += uint64(s.Value[0])
+			}
 		}
 	}
-	return step, mixInts
+	return mixInts, step, stepFromOuter
 }
 
 func testNativeGo(t *testing.T, ldflags string) {
@@ -324,17 +327,8 @@ func testNativeGo(t *testing.T, ldflags string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inStep, leafInStep uint64
-	for _, s := range p.Sample {
-		loc := s.Location[0]
-		if len(loc.Line) == 2 && loc.Line[0].Function.Name == "main.step" && loc.Line[1].Function.Name == "main.mixInts" {
-			inStep += uint64(s.Value[0])
-			if len(s.Location) > 1 && s.Location[1].Line[len(s.Location[1].Line)-1].Function.Name == "main.outer" {
-				leafInStep += uint64(s.Value[0])
-			}
-		}
-	}
-	goStep, goHot := goInlinedShare(t, goProfile)
+	_, inStep, leafInStep := inlinedShare(p)
+	goHot, goStep, _ := inlinedShare(readPprofFile(t, goProfile))
 	t.Logf("%d native samples, %d named main.mixInts (%d in main.step inlined, %d on chains through main.outer; Go's profiler %d of %d); %d chains from it, %d whole",
 		native, hot, inStep, leafInStep, goStep, goHot, inHot, whole)
 	if float64(inStep) < 0.2*float64(hot) || leafInStep < inStep*9/10 {
