@@ -3,6 +3,7 @@ package otlpexport
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -177,9 +178,15 @@ func samplePid(s *profile.Sample) (int64, bool) {
 }
 
 func setResource(m pcommon.Map, host string, pid int64, hasPid bool, procs map[int]*Process) {
-	if host != "" {
-		m.PutStr(attrHostName, host)
+	// OTLP's strings are UTF-8, as protobuf's decoders insist, whatever bytes a process's
+	// command line or path holds: each invalid byte is sent as U+FFFD. (The pprof profile's
+	// strings, names and labels, are so already.)
+	put := func(k, v string) {
+		if v != "" {
+			m.PutStr(k, strings.ToValidUTF8(v, "\uFFFD"))
+		}
 	}
+	put(attrHostName, host)
 	if !hasPid {
 		return
 	}
@@ -187,11 +194,6 @@ func setResource(m pcommon.Map, host string, pid int64, hasPid bool, procs map[i
 	pr := procs[int(pid)]
 	if pr == nil {
 		return
-	}
-	put := func(k, v string) {
-		if v != "" {
-			m.PutStr(k, v)
-		}
 	}
 	put(attrExecutableName, pr.ExecutableName)
 	put(attrExecutablePath, pr.ExecutablePath)

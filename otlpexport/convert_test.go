@@ -3,6 +3,7 @@ package otlpexport
 import (
 	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -90,5 +91,38 @@ func TestConvertInlinedLines(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no location at %#x", loc.Address)
+	}
+}
+
+// TestConvertResourceUTF8: a process's command line and path of bytes that are not UTF-8
+// are sent as UTF-8, each invalid byte as U+FFFD, as OTLP's strings must be for protobuf's
+// decoders.
+func TestConvertResourceUTF8(t *testing.T) {
+	p := testProfile(8)
+	p.HostName = "h\xffst"
+	p.Processes[0].CommandLine = "lli-14 caf\xe9.bc"
+	p.Processes[0].ExecutablePath = "/opt/r\xe9sum\xe9/lli"
+	rs := convert(&p, p.Pprof.Sample).ResourceProfiles()
+	want := map[string]string{
+		attrHostName:       "h\uFFFDst",
+		attrCommandLine:    "lli-14 caf\uFFFD.bc",
+		attrExecutablePath: "/opt/r\uFFFDsum\uFFFD/lli",
+	}
+	seen := map[string]bool{}
+	for i := 0; i < rs.Len(); i++ {
+		for k, v := range rs.At(i).Resource().Attributes().All() {
+			s := v.AsString()
+			if !utf8.ValidString(s) {
+				t.Errorf("resource attribute %s=%q is not UTF-8", k, s)
+			}
+			if w, ok := want[k]; ok && s == w {
+				seen[k] = true
+			}
+		}
+	}
+	for k, w := range want {
+		if !seen[k] {
+			t.Errorf("no resource has %s=%q", k, w)
+		}
 	}
 }

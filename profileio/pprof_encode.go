@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
@@ -44,9 +45,17 @@ func (e *pprofEncoder) str(s string) int64 {
 	if i, ok := e.strings[s]; ok {
 		return i
 	}
+	// profile.proto's strings are UTF-8, as protobuf's decoders insist (and OTLP's profiles,
+	// made from this one), whatever bytes a JIT's names, a file's path or a command line
+	// hold: each invalid byte is written as U+FFFD.
+	valid := strings.ToValidUTF8(s, "\uFFFD")
+	if i, ok := e.strings[valid]; ok {
+		e.strings[s] = i
+		return i
+	}
 	i := int64(len(e.table))
-	e.strings[s] = i
-	e.table = append(e.table, s)
+	e.strings[s], e.strings[valid] = i, i
+	e.table = append(e.table, valid)
 	return i
 }
 

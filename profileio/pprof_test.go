@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
 
@@ -239,5 +240,51 @@ func TestPprofParsed(t *testing.T) {
 	want := parsedPprof(t, c)
 	if got.String() != want.String() || len(got.Sample) == 0 {
 		t.Errorf("Pprof:\n%s\nWritePprof:\n%s", got, want)
+	}
+}
+
+// TestPprofStringsUTF8: names, paths and command lines of bytes that are not UTF-8 (a JIT's
+// Latin-1 names, a file's path) are written as UTF-8, each invalid byte as U+FFFD, as
+// profile.proto's strings must be for protobuf's decoders; the rest of each string stays.
+func TestPprofStringsUTF8(t *testing.T) {
+	c := expectedCapture(len(testCaptureSteps()))
+	c.Objects[0].Object.Name = "caf\xe9_loop"
+	for i := range c.Stacks {
+		c.Stacks[i].Comm = "work\xe9r"
+		for j := range c.Stacks[i].Frames {
+			if f := &c.Stacks[i].Frames[j]; f.Mapping == testNativeFile {
+				f.Mapping = "/opt/r\xe9sum\xe9/bin/app"
+				if f.Function != "" {
+					f.Function = "nat\xffive"
+				}
+			}
+		}
+	}
+	for i := range c.Processes {
+		c.Processes[i].Command = "cmd\xfe"
+		c.Processes[i].CommandLine = []string{"prog", "--name=\xc3"}
+	}
+	p := parsedPprof(t, c)
+	var all []string
+	for _, f := range p.Function {
+		all = append(all, f.Name, f.SystemName, f.Filename)
+	}
+	for _, m := range p.Mapping {
+		all = append(all, m.File)
+	}
+	for _, s := range p.Sample {
+		for _, v := range s.Label {
+			all = append(all, v...)
+		}
+	}
+	for _, s := range all {
+		if !utf8.ValidString(s) {
+			t.Errorf("string %q is not UTF-8", s)
+		}
+	}
+	for _, want := range []string{"caf\uFFFD_loop", "/opt/r\uFFFDsum\uFFFD/bin/app", "nat\uFFFDive", "work\uFFFDr"} {
+		if !slices.Contains(all, want) {
+			t.Errorf("no string %q", want)
+		}
 	}
 }
