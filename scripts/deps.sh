@@ -12,6 +12,10 @@ fi
 # tool:package pairs (Debian bookworm names); a tool that starts with / is a file (glob) to find.
 needs=(
 	gcc:gcc
+	objcopy:binutils
+	nm:binutils
+	strip:binutils
+	xz:xz-utils
 	clang-14:clang-14
 	clang++-14:clang-14
 	llvm-config-14:llvm-14-dev

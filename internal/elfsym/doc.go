@@ -1,7 +1,8 @@
 // Package elfsym names addresses in the ELF files a process maps: its executable and
 // shared libraries, from their .symtab and .dynsym and from separate debug files (found by
-// build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink), a stripped Go
-// executable from its own function table (.gopclntab), read through a root
+// build-id under /usr/lib/debug/.build-id, or by .gnu_debuglink) or the compressed
+// .symtab in .gnu_debugdata (Fedora's "MiniDebugInfo"), a stripped Go executable from its
+// own function table (.gopclntab), read through a root
 // directory so that a process in a container is named from its own files; debug files only
 // when every user may read them (a process names the paths a debug file is looked for at,
 // and a file's table is shared by every process that maps it).

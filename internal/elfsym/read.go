@@ -607,8 +607,9 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 }
 
 // addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
-// one debug finds, which addFile closes), else, for a Go executable, its function table;
-// then a Go executable's inlined calls, its .dynsym and its PLT.
+// one debug finds, which addFile closes), else those of its .gnu_debugdata, else, for a Go
+// executable, its function table; then a Go executable's inlined calls, its .dynsym and its
+// PLT.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
 	if ef.hasSymtab() {
@@ -616,8 +617,10 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	} else if dbg, from := debug(); dbg != nil {
 		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
 		dbg.file.Close()
+	} else if mini, err := ef.miniDebugInfo(b.maxStringBytes); mini != nil {
+		own = b.addSymbols(mini, elf.SHT_SYMTAB, ".gnu_debugdata:")
 	} else {
-		own = b.addGoFuncs(ef)
+		own = errors.Join(err, b.addGoFuncs(ef))
 	}
 	b.addGoInlines(ef)
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
