@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -94,6 +95,16 @@ func BenchmarkColdFile(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/file")
 			b.ReportMetric(float64(st.Size())/(1<<20), "file-MB")
 			b.ReportMetric(float64(tab.Len()), "symbols")
+			// What one table holds, after a collection with it alive and one without.
+			b.StopTimer()
+			var with, without runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&with)
+			runtime.KeepAlive(tab)
+			tab = nil
+			runtime.GC()
+			runtime.ReadMemStats(&without)
+			b.ReportMetric(float64(int64(with.HeapAlloc)-int64(without.HeapAlloc))/(1<<20), "table-MB")
 		})
 	}
 }

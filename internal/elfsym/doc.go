@@ -13,6 +13,9 @@
 //	t, err := f.Wait(ctx)            // loaded in the background, once per file
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //
+// A Go executable's table also says which calls were inlined at an address
+// (Table.Inlined) and the source positions there (Table.Source).
+//
 // LookupDynamic goes the other way, from a name to a file's dynamic symbol, through its
 // .gnu.hash table as the dynamic linker does. GoFrames reads from the same Go function
 // table how deep each function's frame is at each instruction, for an unwinder: Go's code

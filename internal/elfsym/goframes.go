@@ -124,40 +124,67 @@ func (t *goTable) pcValues(off, entry, end uint64, spans []pcSpan, budget *int) 
 	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
 		return spans
 	}
-	p := t.data[t.pctab+off:]
-	quantum := uint64(max(t.data[6], 1))
+	r := newPCReader(t.data[t.pctab+off:], entry, end, t.quantum())
 	n := len(spans)
-	pc, v := entry, int64(-1)
-	for first := true; ; first = false {
-		if *budget < 0 {
+	for {
+		left := len(r.p)
+		lo, hi, v, ok := r.next()
+		*budget -= left - len(r.p)
+		if *budget < 0 || !ok && !r.done {
 			return spans[:n]
 		}
-		change, k := uvarint(p)
-		if k == 0 {
-			return spans[:n]
-		}
-		p = p[k:]
-		*budget -= k
-		if change == 0 && !first {
+		if !ok {
 			return spans
 		}
-		v += int64(change>>1) ^ -int64(change&1)
-		length, k := uvarint(p)
-		if k == 0 || length > (end-pc)/quantum {
-			return spans[:n]
+		if last := len(spans) - 1; last >= n && spans[last].v == v {
+			spans[last].hi = hi
+		} else {
+			spans = append(spans, pcSpan{lo: lo, hi: hi, v: v})
 		}
-		p = p[k:]
-		*budget -= k
+	}
+}
+
+// quantum is the table's instruction quantum: pc-value tables count in it.
+func (t *goTable) quantum() uint64 { return uint64(max(t.data[6], 1)) }
+
+// A pcReader steps through a pc-value table of the function at [pc, end).
+type pcReader struct {
+	p           []byte
+	pc, end, q  uint64
+	v           int64
+	first, done bool
+}
+
+func newPCReader(p []byte, entry, end, quantum uint64) pcReader {
+	return pcReader{p: p, pc: entry, end: end, q: quantum, v: -1, first: true}
+}
+
+// next reads the table's next value and the code it holds for, [lo, hi); false at the
+// table's end (done set) or where the table is damaged: it runs past its bytes or its
+// function.
+func (r *pcReader) next() (lo, hi uint64, v int64, ok bool) {
+	for {
+		change, k := uvarint(r.p)
+		if k == 0 {
+			return 0, 0, 0, false
+		}
+		r.p = r.p[k:]
+		if change == 0 && !r.first {
+			r.done = true
+			return 0, 0, 0, false
+		}
+		r.first = false
+		r.v += int64(change>>1) ^ -int64(change&1)
+		length, k := uvarint(r.p)
+		if k == 0 || length > (r.end-r.pc)/r.q {
+			return 0, 0, 0, false
+		}
+		r.p = r.p[k:]
 		if length == 0 {
 			continue
 		}
-		next := pc + length*quantum
-		if last := len(spans) - 1; last >= n && spans[last].v == v {
-			spans[last].hi = next
-		} else {
-			spans = append(spans, pcSpan{lo: pc, hi: next, v: v})
-		}
-		pc = next
+		lo, r.pc = r.pc, r.pc+length*r.q
+		return lo, r.pc, r.v, true
 	}
 }
 

@@ -56,6 +56,9 @@ type goTable struct {
 	records         uint64 // where records are counted from
 	pctab           uint64 // where a record's pc-value tables are counted from
 	inlineTrees     bool   // records are of Go 1.20 and later: their inline trees are read
+	// cutab and filetab are where the files of each compilation unit, and their names, lie
+	// (Go 1.16 and later; 0 before), cutab's entries up to filetab.
+	cutab, filetab uint64
 }
 
 var errGoTable = errors.New("elfsym: not a Go function table")
@@ -76,6 +79,11 @@ func parseGoTable(data []byte) (*goTable, error) {
 			return 0, false
 		}
 		return t.uintptr(data[at:]), true
+	}
+	// word4 is a word the header need not hold for its functions to be read: 0 when absent.
+	word4 := func(i int) uint64 {
+		v, _ := word(i)
+		return v
 	}
 	nfunc, ok := word(0)
 	if !ok {
@@ -98,6 +106,7 @@ func parseGoTable(data []byte) (*goTable, error) {
 			return nil, errGoTable
 		}
 		names, namesEnd, functab, t.records, t.pctab = n, cu, f, f, pc
+		t.cutab, t.filetab = cu, word4(4)
 	case goMagic118, goMagic120:
 		text, ok0 := word(2)
 		n, ok1 := word(3)
@@ -112,6 +121,7 @@ func parseGoTable(data []byte) (*goTable, error) {
 		}
 		t.offsets, t.text, names, namesEnd, functab, t.records, t.pctab = true, text, n, cu, f, f, pc
 		t.inlineTrees = magic == goMagic120
+		t.cutab, t.filetab = cu, word4(5)
 	default:
 		return nil, errGoTable
 	}

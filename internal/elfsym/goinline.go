@@ -31,11 +31,12 @@ const (
 )
 
 // inlineSpan is part of a function's code, [lo, lo+size) from a table's inlineBase, inside
-// the inlined calls chains[chain] names (12 bytes: a large Go program has a few hundred
-// thousand).
+// the inlined calls chains[chain] names, the innermost called at the instruction at parent
+// from inlineBase (16 bytes: a large Go program has a few hundred thousand).
 type inlineSpan struct {
 	lo, size uint32
 	chain    int32
+	parent   uint32
 }
 
 func (s inlineSpan) hi() uint64 { return uint64(s.lo) + uint64(s.size) }
@@ -45,22 +46,10 @@ func (s inlineSpan) hi() uint64 { return uint64(s.lo) + uint64(s.size) }
 // where the code is no inlined call's, or the file's table does not say (only Go's, from
 // Go 1.20 on, is read). The slice is the table's: callers do not change it.
 func (t *Table) InlinedVaddr(addr uint64) []string {
-	if addr < t.inlineBase || addr-t.inlineBase >= 1<<32 {
-		return nil
+	if s := t.inlineSpanAt(addr); s != nil {
+		return t.chains[s.chain]
 	}
-	i, found := slices.BinarySearchFunc(t.inlines, addr-t.inlineBase, func(s inlineSpan, a uint64) int {
-		switch {
-		case s.hi() <= a:
-			return -1
-		case uint64(s.lo) > a:
-			return 1
-		}
-		return 0
-	})
-	if !found {
-		return nil
-	}
-	return t.chains[t.inlines[i].chain]
+	return nil
 }
 
 // Inlined is InlinedVaddr of the byte at fileOffset in the file.
@@ -212,7 +201,12 @@ func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uin
 				capped = true
 				return false
 			}
-			inl = append(inl, inlineSpan{lo: uint32(s.lo - base), size: uint32(s.hi - s.lo), chain: c})
+			// The call site: outside every function (no line) where it is not in this one.
+			parent := ^uint32(0)
+			if p := entry + uint64(int64(int32(t.bo.Uint32(tree[s.v*goInlinedCall+8:])))); p >= entry && p < end {
+				parent = uint32(p - base)
+			}
+			inl = append(inl, inlineSpan{lo: uint32(s.lo - base), size: uint32(s.hi - s.lo), chain: c, parent: parent})
 		}
 		return true
 	})

@@ -49,11 +49,13 @@ func TestGoInlines(t *testing.T) {
 }
 
 // dwarfCall is an inlined call as DWARF has it: the first address of one of its ranges,
-// its function's name and how many inlined calls hold it (0: inlined into a function).
+// its function's name, how many inlined calls hold it (0: inlined into a function) and the
+// line it was called at.
 type dwarfCall struct {
 	addr  uint64
 	name  string
 	depth int
+	line  int64 // of the call, in the function it was inlined into
 }
 
 // dwarfInlinedCalls lists the inlined subroutines of the file at path.
@@ -113,7 +115,8 @@ func dwarfInlinedCalls(t *testing.T, path string) []dwarfCall {
 		}
 		for _, rg := range ranges {
 			if rg[1] > rg[0] {
-				calls = append(calls, dwarfCall{addr: rg[0], name: names[origin], depth: p.depth})
+				line, _ := p.e.Val(dwarf.AttrCallLine).(int64)
+				calls = append(calls, dwarfCall{addr: rg[0], name: names[origin], depth: p.depth, line: line})
 			}
 		}
 	}
@@ -122,8 +125,11 @@ func dwarfInlinedCalls(t *testing.T, path string) []dwarfCall {
 
 // goInlineTable lays out a Go 1.20 function table of one function, main.outer at
 // [0x401000, 0x401100) with runtime.text at 0x401000, into which main.mid is inlined over
-// [0x401010, 0x401040), and main.leaf into main.mid over [0x401030, 0x401040); and the
-// function's data (from go:func.*), its inline tree first.
+// [0x401010, 0x401030) (called at 0x401005, line 12 of outer.go), and main.leaf into
+// main.mid over [0x401030, 0x401040) (called at 0x401018, line 22 of mid.go); and the
+// function's data (from go:func.*), its inline tree first. Its lines: outer.go 11 over
+// [0x401000, 0x401005), 12 to 0x401010; mid.go 21 to 0x401018, 22 to 0x401030; leaf.go 31
+// to 0x401040; outer.go 13 to its end.
 func goInlineTable() (table, funcdata []byte) {
 	bo := binary.LittleEndian
 	var b bytes.Buffer
@@ -133,24 +139,37 @@ func goInlineTable() (table, funcdata []byte) {
 		}
 	}
 	names := "main.outer\x00main.mid\x00main.leaf\x00"
+	files := "outer.go\x00mid.go\x00leaf.go\x00"
+	pcsp := goPCSP(0x100)
+	// the inlined call's index: -1 over 0x10 bytes, 0 over 0x20, 1 over 0x10, -1 over 0xc0
+	inlIndex := []byte{0, 0x10, 2, 0x20, 2, 0x10, 3, 0xc0, 0x01, 0}
+	// the file (cutab's entry): 0 over 0x10, 1 over 0x20, 2 over 0x10, 0 over 0xc0
+	pcfile := []byte{2, 0x10, 2, 0x20, 2, 0x10, 3, 0xc0, 0x01, 0}
+	// the line: 11, 12, 21, 22, 31, 13 (changes zig-zag encoded)
+	pcln := []byte{24, 0x05, 2, 0x0b, 18, 0x08, 2, 0x18, 18, 0x10, 35, 0xc0, 0x01, 0}
 	const header = 8 + 8*8
 	namesAt := uint64(header)
-	functab := namesAt + uint64(len(names))
+	cutab := namesAt + uint64(len(names))
+	filetab := cutab + 3*4
+	pctab := filetab + uint64(len(files))
+	// pctab's first byte is none's: an offset of 0 means "no table".
+	functab := pctab + 1 + uint64(len(pcsp)+len(inlIndex)+len(pcfile)+len(pcln))
 	record := functab + 3*4
-	const recordBytes = goFuncRecordBytes + 3*4 + 4*4
-	pcsp := record + recordBytes
-	pcspTable := goPCSP(0x100)
-	inlIndex := pcsp + uint64(len(pcspTable))
-	put(uint32(goMagic120), [4]byte{0, 0, 1, 8}, uint64(1), uint64(0), uint64(0x401000), namesAt, functab, uint64(0), uint64(0), functab)
+	put(uint32(goMagic120), [4]byte{0, 0, 1, 8}, uint64(1), uint64(3), uint64(0x401000), namesAt, cutab, filetab, pctab, functab)
 	b.WriteString(names)
+	put([3]uint32{0, 9, 16})
+	b.WriteString(files)
+	for _, t := range [][]byte{{0}, pcsp, inlIndex, pcfile, pcln} {
+		b.Write(t)
+	}
+	at := func(i int) uint32 { // where the i-th of pcsp, inlIndex, pcfile, pcln lies in pctab
+		return uint32(1 + []int{0, len(pcsp), len(pcsp) + len(inlIndex), len(pcsp) + len(inlIndex) + len(pcfile)}[i])
+	}
 	put(uint32(0), uint32(record-functab), uint32(0x100))
 	// the record: entry, name, args, deferreturn, pcsp, pcfile, pcln, npcdata, cuOffset,
 	// startLine, funcID, flag, pad, nfuncdata; pcdata[3]; funcdata[4]
-	put(uint32(0), uint32(0), uint32(0), uint32(0), uint32(pcsp), uint32(0), uint32(0), uint32(3), uint32(0), int32(1),
-		[4]byte{0, 0, 0, 4}, [3]uint32{0, 0, uint32(inlIndex)}, [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), 0})
-	b.Write(pcspTable)
-	// the index: -1 over 0x10 bytes, 0 over 0x20, 1 over 0x10, -1 over 0xc0
-	b.Write([]byte{0, 0x10, 2, 0x20, 2, 0x10, 3, 0xc0, 0x01, 0})
+	put(uint32(0), uint32(0), uint32(0), uint32(0), at(0), at(2), at(3), uint32(3), uint32(0), int32(1),
+		[4]byte{0, 0, 0, 4}, [3]uint32{0, 0, at(1)}, [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), 0})
 	var fd bytes.Buffer
 	// main.mid called at 0x401005 (index -1: from main.outer), main.leaf at 0x401018 (index 0)
 	binary.Write(&fd, bo, [4]int32{0, int32(strings.Index(names, "main.mid")), 0x05, 10})
@@ -177,7 +196,8 @@ func TestGoInlineTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, inl, chains, capped := tab.inlines(tab.text, treesOf(funcdata), 100)
-	got := &Table{inlineBase: base, inlines: inl, chains: chains}
+	lines, linesCapped := tab.lines(tab.text, 100, 1<<20)
+	got := &Table{inlineBase: base, inlines: inl, chains: chains, lines: lines}
 	for _, c := range []struct {
 		addr uint64
 		want []string
@@ -190,8 +210,26 @@ func TestGoInlineTable(t *testing.T) {
 			t.Errorf("at %#x: %q, want %q", c.addr, g, c.want)
 		}
 	}
-	if capped {
+	outer, mid, leaf := func(l int32) SourceLine { return SourceLine{"outer.go", l} },
+		func(l int32) SourceLine { return SourceLine{"mid.go", l} }, func(l int32) SourceLine { return SourceLine{"leaf.go", l} }
+	for _, c := range []struct {
+		addr uint64
+		want []SourceLine
+	}{
+		{0x401000, []SourceLine{outer(11)}}, {0x401007, []SourceLine{outer(12)}},
+		{0x401012, []SourceLine{mid(21), outer(12)}}, {0x401020, []SourceLine{mid(22), outer(12)}},
+		{0x401035, []SourceLine{leaf(31), mid(22), outer(12)}},
+		{0x401050, []SourceLine{outer(13)}}, {0x4010ff, []SourceLine{outer(13)}}, {0x401100, nil}, {0x400fff, nil},
+	} {
+		if g := got.SourceVaddr(c.addr, nil); !slices.Equal(g, c.want) {
+			t.Errorf("at %#x: source %+v, want %+v", c.addr, g, c.want)
+		}
+	}
+	if capped || linesCapped {
 		t.Error("capped under its bound")
+	}
+	if _, capped := tab.lines(tab.text, 100, 10); !capped {
+		t.Error("tables of 24 bytes kept under a bound of 10")
 	}
 	if _, _, _, capped := tab.inlines(tab.text, treesOf(funcdata), 1); !capped {
 		t.Error("two spans kept under a bound of one")
@@ -218,9 +256,18 @@ func FuzzGoInlines(f *testing.F) {
 		if err != nil || !tab.inlineTrees {
 			return
 		}
-		_, inl, chains, _ := tab.inlines(0x400000, treesOf(funcdata), 64)
+		base, inl, chains, _ := tab.inlines(0x400000, treesOf(funcdata), 64)
 		if len(inl) > 64 {
 			t.Fatalf("%d spans past a bound of 64", len(inl))
+		}
+		lines, _ := tab.lines(0x400000, 64, 1<<16)
+		got := &Table{inlineBase: base, inlines: inl, chains: chains, lines: lines}
+		for _, s := range inl {
+			for _, addr := range []uint64{base + uint64(s.lo), base + s.hi() - 1} {
+				if n, want := len(got.SourceVaddr(addr, nil)), len(chains[s.chain])+1; lines != nil && lines.funcAt(addr) != nil && n != want {
+					t.Fatalf("at %#x: %d positions for %d inlined calls", addr, n, want-1)
+				}
+			}
 		}
 		for i, s := range inl {
 			if s.size == 0 || i > 0 && uint64(s.lo) < inl[i-1].hi() {

@@ -82,6 +82,8 @@ type builder struct {
 	inlineBase uint64
 	inlines    []inlineSpan
 	chains     [][]string
+	// lines are the source positions of a Go executable's code (addGoLines).
+	lines *goLines
 }
 
 func newBuilder(o Options) *builder {
@@ -400,7 +402,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	}
 	b.syms = nil
 	t.index()
-	t.inlineBase, t.inlines, t.chains = b.inlineBase, b.inlines, b.chains
+	t.inlineBase, t.inlines, t.chains, t.lines = b.inlineBase, b.inlines, b.chains, b.lines
 	b.goFrom, b.goTab = nil, nil
 	return t
 }
@@ -623,5 +625,6 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 		own = errors.Join(err, b.addGoFuncs(ef))
 	}
 	b.addGoInlines(ef)
+	b.addGoLines(ef)
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }

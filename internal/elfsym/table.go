@@ -30,6 +30,8 @@ type Table struct {
 	inlineBase uint64
 	inlines    []inlineSpan
 	chains     [][]string
+	// lines are the source positions of a Go executable's functions, nil for another file.
+	lines *goLines
 }
 
 // Len is the number of symbols.

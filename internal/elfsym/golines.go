@@ -1,0 +1,265 @@
+package elfsym
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// A Go executable's function table also holds, for its runtime's tracebacks, the source
+// position of each instruction (from Go 1.16 on in the form read here): a function's record
+// holds, 16 and 20 bytes after its name's offset, the offsets of its "pcfile" and "pcln"
+// pc-value tables, and 28 bytes after it its compilation unit's first entry in the table's
+// cutab. At each instruction pcln gives the line, and pcfile an index among its unit's
+// entries of cutab, each the offset of a file's name in the filetab (the header's cutab and
+// filetab words, the 4th and 5th from Go 1.16 on, 5th and 6th from Go 1.18); in code the
+// compiler inlined, both are the inlined function's. Where a call was inlined, the
+// instruction at its parentPc (the inline tree's) has the caller's position: the line of
+// the call.
+//
+// The tables are kept as the file has them, about 3 bytes for each change of line in the
+// code (5.5 MB for a Go program of 100 000 functions), and decoded for the addresses
+// asked: decoded into spans they would take several times that.
+
+// SourceLine is a position in a program's source: its file's path and line, 1 on; zero
+// when not known.
+type SourceLine struct {
+	File string
+	Line int32
+}
+
+// lineFunc is one Go function's code, [lo, lo+size) from its goLines' base, with its pcln
+// table at data in the goLines' data, its pcfile table right after it, and its unit's files
+// from cu in cuFiles.
+type lineFunc struct {
+	lo, size, data, cu uint32
+}
+
+// goLines are the source positions of a Go executable's functions.
+type goLines struct {
+	base    uint64
+	funcs   []lineFunc // ascending, apart
+	data    []byte
+	cuFiles []int32 // per cutab entry, its file's index in files, -1 when it has none
+	files   []string
+	quantum uint64
+}
+
+// SourceVaddr appends to dst the source positions at the virtual address addr, innermost
+// first: one for each call InlinedVaddr names there, the line in its function's code, then
+// the function's own, the line of the call the previous one was inlined at or, without
+// one, of addr. dst is returned as it was where the file does not say (only Go's table, from
+// Go 1.16 on, is read); a position it cannot tell is zero.
+func (t *Table) SourceVaddr(addr uint64, dst []SourceLine) []SourceLine {
+	g := t.lines
+	if g == nil {
+		return dst
+	}
+	f := g.funcAt(addr)
+	if f == nil {
+		return dst
+	}
+	depth := len(t.InlinedVaddr(addr))
+	dst = append(dst, g.at(f, addr))
+	for i := range depth {
+		s := t.inlineSpanAt(addr)
+		if s == nil {
+			for range depth - i {
+				dst = append(dst, SourceLine{})
+			}
+			break
+		}
+		addr = t.inlineBase + uint64(s.parent)
+		dst = append(dst, g.at(f, addr))
+	}
+	return dst
+}
+
+// Source is SourceVaddr of the byte at fileOffset in the file.
+func (t *Table) Source(fileOffset uint64, dst []SourceLine) []SourceLine {
+	addr, ok := t.Vaddr(fileOffset)
+	if !ok {
+		return dst
+	}
+	return t.SourceVaddr(addr, dst)
+}
+
+// funcAt is the function whose code holds addr, nil when none.
+func (g *goLines) funcAt(addr uint64) *lineFunc {
+	if addr < g.base || addr-g.base >= 1<<32 {
+		return nil
+	}
+	a := addr - g.base
+	i, found := slices.BinarySearchFunc(g.funcs, a, func(f lineFunc, a uint64) int {
+		switch {
+		case uint64(f.lo)+uint64(f.size) <= a:
+			return -1
+		case uint64(f.lo) > a:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil
+	}
+	return &g.funcs[i]
+}
+
+// at is the source position of addr in f: zero where its tables do not say.
+func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
+	entry := g.base + uint64(f.lo)
+	end := entry + uint64(f.size)
+	if addr < entry || addr >= end {
+		return SourceLine{}
+	}
+	line, r, ok := valueAt(newPCReader(g.data[f.data:], entry, end, g.quantum), addr)
+	if !ok {
+		return SourceLine{}
+	}
+	file, _, ok := valueAt(newPCReader(r.p, entry, end, g.quantum), addr)
+	if !ok || file < 0 || uint64(file) >= uint64(len(g.cuFiles))-uint64(f.cu) || line <= 0 || line > 1<<31-1 {
+		return SourceLine{Line: int32(max(0, min(line, 1<<31-1)))}
+	}
+	idx := g.cuFiles[uint64(f.cu)+uint64(file)]
+	if idx < 0 {
+		return SourceLine{Line: int32(line)}
+	}
+	return SourceLine{File: g.files[idx], Line: int32(line)}
+}
+
+// valueAt reads the pc-value table r to its end: the value at addr, and the reader past
+// the table; false when the table does not cover addr or is damaged.
+func valueAt(r pcReader, addr uint64) (int64, pcReader, bool) {
+	v, found := int64(0), false
+	for {
+		lo, hi, val, ok := r.next()
+		if !ok {
+			return v, r, found && r.done
+		}
+		if lo <= addr && addr < hi {
+			v, found = val, true
+		}
+	}
+}
+
+// inlineSpanAt is the span of inlined code holding addr, nil when none does.
+func (t *Table) inlineSpanAt(addr uint64) *inlineSpan {
+	if addr < t.inlineBase || addr-t.inlineBase >= 1<<32 {
+		return nil
+	}
+	i, found := slices.BinarySearchFunc(t.inlines, addr-t.inlineBase, func(s inlineSpan, a uint64) int {
+		switch {
+		case s.hi() <= a:
+			return -1
+		case uint64(s.lo) > a:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil
+	}
+	return &t.inlines[i]
+}
+
+// addGoLines reads the source positions of a Go executable's functions (Go 1.16 and
+// later), whichever table named them.
+func (b *builder) addGoLines(ef *elfFile) {
+	t, text, err := b.goTable(ef)
+	if t == nil || err != nil {
+		return
+	}
+	var capped bool
+	b.lines, capped = t.lines(text, b.maxSymbols, b.maxStringBytes)
+	b.capped = b.capped || capped
+}
+
+// lines reads the pcln and pcfile tables of t's functions, their entries counted from text,
+// and the names of their files: nil when t has none (before Go 1.16). At most maxFuncs
+// functions and maxBytes of tables are kept; capped when there were more.
+func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bool) {
+	if t.cutab == 0 || t.cutab > t.filetab || t.filetab > t.pctab || t.pctab > uint64(len(t.data)) {
+		return nil, false
+	}
+	units := (t.filetab - t.cutab) / 4
+	g := &goLines{quantum: t.quantum(), cuFiles: make([]int32, units)}
+	names := string(t.data[t.filetab:t.pctab])
+	fileOf := map[uint32]int32{}
+	for i := range g.cuFiles {
+		off := t.bo.Uint32(t.data[t.cutab+4*uint64(i):])
+		idx, ok := fileOf[off]
+		if !ok {
+			idx = -1
+			if name := stringAt(names, uint64(off)); name != "" && off != ^uint32(0) {
+				idx = int32(len(g.files))
+				g.files = append(g.files, strings.Clone(name))
+			}
+			fileOf[off] = idx
+		}
+		g.cuFiles[i] = idx
+	}
+	at := t.nameAt()
+	budget := 2*len(t.data) + 1<<16
+	first, capped := true, false
+	t.eachFunc(text, func(entry, end, rec uint64, _ string) bool {
+		if first {
+			g.base, first = entry, false
+		}
+		if rec+at+32 > uint64(len(t.data)) || entry < g.base || end-g.base > 1<<32-1 {
+			return true
+		}
+		ln := t.pcTable(uint64(t.bo.Uint32(t.data[rec+at+20:])), entry, end, &budget)
+		file := t.pcTable(uint64(t.bo.Uint32(t.data[rec+at+16:])), entry, end, &budget)
+		cu := t.bo.Uint32(t.data[rec+at+28:])
+		if budget < 0 {
+			capped = true
+			return false
+		}
+		if ln == nil || file == nil || uint64(cu) >= units {
+			return true
+		}
+		if len(g.funcs) >= maxFuncs || int64(len(g.data)+len(ln)+len(file)) > maxBytes {
+			capped = true
+			return false
+		}
+		g.funcs = append(g.funcs, lineFunc{lo: uint32(entry - g.base), size: uint32(end - entry), data: uint32(len(g.data)), cu: cu})
+		g.data = append(append(g.data, ln...), file...)
+		return true
+	})
+	if len(g.funcs) == 0 {
+		return nil, capped
+	}
+	slices.SortFunc(g.funcs, func(x, y lineFunc) int { return cmp.Compare(x.lo, y.lo) })
+	// Functions do not overlap but in a table made up: keep the first.
+	g.funcs = slices.CompactFunc(g.funcs, func(later, first lineFunc) bool {
+		return uint64(later.lo) < uint64(first.lo)+uint64(first.size)
+	})
+	// Kept as long as the table: not the room they grew into.
+	g.funcs, g.data = slices.Clone(g.funcs), slices.Clone(g.data)
+	return g, capped
+}
+
+// pcTable is the bytes of the pc-value table at off (among the table's pc-value tables) of
+// the function at [entry, end): nil when off is 0, or the table is damaged. It takes the
+// bytes it decodes from budget.
+func (t *goTable) pcTable(off, entry, end uint64, budget *int) []byte {
+	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
+		return nil
+	}
+	p := t.data[t.pctab+off:]
+	r := newPCReader(p, entry, end, t.quantum())
+	for {
+		left := len(r.p)
+		_, _, _, ok := r.next()
+		*budget -= left - len(r.p)
+		if *budget < 0 {
+			return nil
+		}
+		if !ok {
+			if !r.done {
+				return nil
+			}
+			return p[:len(p)-len(r.p)]
+		}
+	}
+}
