@@ -124,13 +124,26 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		}
 		return dn
 	}
-	// inlined gives m the calls inlined at addr, which tab (its file's) names.
-	inlined := func(m *profileio.NativeMapping, tab *elfsym.Table, addr uint64) {
-		if calls := tab.Inlined(addr - m.Start + m.Offset); len(calls) > 0 {
+	// addressed gives m the calls inlined at addr and the source positions there, which tab
+	// (its file's) holds.
+	var source []elfsym.SourceLine
+	addressed := func(m *profileio.NativeMapping, tab *elfsym.Table, addr uint64) {
+		off := addr - m.Start + m.Offset
+		if calls := tab.Inlined(off); len(calls) > 0 {
 			if m.Inlined == nil {
 				m.Inlined = map[uint64][]string{}
 			}
 			m.Inlined[addr] = calls
+		}
+		if source = tab.Source(off, source[:0]); len(source) > 0 {
+			lines := make([]profileio.SourceLine, len(source))
+			for i, l := range source {
+				lines[i] = profileio.SourceLine{File: l.File, Line: uint32(max(l.Line, 0))}
+			}
+			if m.Lines == nil {
+				m.Lines = map[uint64][]profileio.SourceLine{}
+			}
+			m.Lines[addr] = lines
 		}
 	}
 	tabs := map[*elfsym.File]*elfsym.Table{}
@@ -160,7 +173,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		for j := range m.Samples {
 			smp := &m.Samples[j]
 			smp.Function = name(tab, smp.Address-m.Start+m.Offset)
-			inlined(m, tab, smp.Address)
+			addressed(m, tab, smp.Address)
 		}
 	}
 	for _, r := range s.stackNative {
@@ -171,7 +184,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		}
 		r.frame.Function = name(tab, r.frame.Address-m.m.Start+m.m.Offset)
 		if nm := s.Capture.NativeAt(s.pid, m.m.Path, r.frame.Address); nm != nil {
-			inlined(nm, tab, r.frame.Address)
+			addressed(nm, tab, r.frame.Address)
 		}
 	}
 	s.nameKernel()

@@ -171,7 +171,8 @@ func TestMergeNativeByBuildID(t *testing.T) {
 		c := run("h", int64(i), 1, 0x1000, nil)
 		c.Native = []*profileio.NativeMapping{{Pid: 1, File: "/lib/libc.so.6", BuildID: "abcd", Start: start, Limit: start + 0x10000, Offset: 0x2000,
 			Samples: []profileio.NativeSample{{Address: start + 0x10, Function: "memcpy", Count: 3}},
-			Inlined: map[uint64][]string{start + 0x10: {"copy_words"}}}}
+			Inlined: map[uint64][]string{start + 0x10: {"copy_words"}},
+			Lines:   map[uint64][]profileio.SourceLine{start + 0x10: {{File: "memcpy.c", Line: 12}, {File: "memcpy.c", Line: 40}}}}}
 		if err := m.Add(c, "x", 1); err != nil {
 			t.Fatal(err)
 		}
@@ -185,6 +186,9 @@ func TestMergeNativeByBuildID(t *testing.T) {
 	}
 	if got := c.Native[0].Inlined[0x2010]; !slices.Equal(got, []string{"copy_words"}) {
 		t.Errorf("inlined calls at file offset 0x2010: %q, want copy_words", got)
+	}
+	if got := c.Native[0].Lines[0x2010]; len(got) != 2 || got[0].Line != 12 || got[1].Line != 40 {
+		t.Errorf("source positions at file offset 0x2010: %+v, want memcpy.c 12 and 40", got)
 	}
 }
 

@@ -63,7 +63,7 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 	for _, key := range slices.Sorted(maps.Keys(m.native)) {
 		f := m.native[key]
 		samples := slices.SortedFunc(slices.Values(f.samples), func(a, b profileio.NativeSample) int { return cmp.Compare(a.Address, b.Address) })
-		nm := &profileio.NativeMapping{File: f.file, BuildID: f.buildID, Samples: samples, Inlined: f.inlined}
+		nm := &profileio.NativeMapping{File: f.file, BuildID: f.buildID, Samples: samples, Inlined: f.inlined, Lines: f.lines}
 		if len(samples) > 0 {
 			nm.Limit = samples[len(samples)-1].Address + 1
 		}

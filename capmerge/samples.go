@@ -12,7 +12,8 @@ type nativeFile struct {
 	file, buildID string
 	at            map[uint64]int // file offset → index in samples
 	samples       []profileio.NativeSample
-	inlined       map[uint64][]string // by file offset
+	inlined       map[uint64][]string               // by file offset
+	lines         map[uint64][]profileio.SourceLine // by file offset
 }
 
 // addNative sums a mapping's samples by file offset.
@@ -36,6 +37,12 @@ func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) 
 				f.inlined = map[uint64][]string{}
 			}
 			f.inlined[off] = calls
+		}
+		if lines := nm.Lines[s.Address]; len(lines) > 0 {
+			if f.lines == nil {
+				f.lines = map[uint64][]profileio.SourceLine{}
+			}
+			f.lines[off] = lines
 		}
 		n := sc(s.Count)
 		if i, ok := f.at[off]; ok {

@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +289,26 @@ func inlinedShare(p *profile.Profile) (mixInts, step, stepFromOuter uint64) {
 	return mixInts, step, stepFromOuter
 }
 
+// sourceLines reads the lines of gohot.go a pprof profile of gohot has its samples in
+// main.mixInts at (the innermost line of their leaf's location: main.step's own where it
+// was inlined), and the lines main.step was called at there.
+func sourceLines(p *profile.Profile) (at, calledAt map[int64]uint64) {
+	at, calledAt = map[int64]uint64{}, map[int64]uint64{}
+	for _, s := range p.Sample {
+		lines := s.Location[0].Line
+		if len(lines) == 0 || lines[len(lines)-1].Function.Name != "main.mixInts" {
+			continue
+		}
+		if l := lines[0]; strings.HasSuffix(l.Function.Filename, "/gohot.go") {
+			at[l.Line] += uint64(s.Value[0])
+		}
+		if len(lines) == 2 && strings.HasSuffix(lines[1].Function.Filename, "/gohot.go") {
+			calledAt[lines[1].Line] += uint64(s.Value[0])
+		}
+	}
+	return at, calledAt
+}
+
 func testNativeGo(t *testing.T, ldflags string) {
 	exe := testenv.GoBuild(t, "testdata/gohot.go", "-ldflags="+ldflags)
 	d := newDirs(t)
@@ -340,6 +362,22 @@ func testNativeGo(t *testing.T, ldflags string) {
 	}
 	if native < 1000 || float64(hot) < 0.9*float64(native) {
 		t.Errorf("%d of %d native samples named main.mixInts, want 90 %% of 3 s", hot, native)
+	}
+	// Its samples are at the lines Go's own profile has them at, in like shares; main.step
+	// was called at the line Go's profile says.
+	ours, oursCalled := sourceLines(p)
+	theirs, theirsCalled := sourceLines(readPprofFile(t, goProfile))
+	t.Logf("main.mixInts' samples by line of gohot.go: %v, Go's profiler %v; main.step called at %v, Go's %v", ours, theirs, oursCalled, theirsCalled)
+	for line, n := range theirs {
+		if share(n, goHot) < 10 {
+			continue
+		}
+		if o, g := share(ours[line], hot), share(n, goHot); math.Abs(o-g) > shareTolerance(2, g, hot, goHot, len(theirs)) {
+			t.Errorf("line %d of gohot.go has %.1f %% of main.mixInts' samples, %.1f %% in Go's own profile", line, o, g)
+		}
+	}
+	if len(theirsCalled) != 1 || !slices.Equal(slices.Sorted(maps.Keys(oursCalled)), slices.Sorted(maps.Keys(theirsCalled))) {
+		t.Errorf("main.step called at lines %v, in Go's own profile at %v", oursCalled, theirsCalled)
 	}
 	if inHot == 0 || float64(whole) < 0.95*float64(inHot) {
 		t.Errorf("%d of %d chains from main.mixInts go through main.outer and main.main to the goroutine's start", whole, inHot)

@@ -134,6 +134,18 @@ type NativeMapping struct {
 	// the last into the function the address's symbol names. None where none was, or the
 	// file does not say (a Go executable's function table does).
 	Inlined map[uint64][]string
+	// Lines are, at addresses of the samples and of the frames in the mapping, the source
+	// positions there, innermost first: one for each call Inlined names at the address (the
+	// line in that function's code), then the function's own. None where the file does not
+	// say (a Go executable's function table does).
+	Lines map[uint64][]SourceLine
+}
+
+// SourceLine is a position in a program's source: its file's path and line, 1 on; zero
+// when not known.
+type SourceLine struct {
+	File string
+	Line uint32
 }
 
 // NativeSample is the samples at one address of a native mapping.

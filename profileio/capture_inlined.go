@@ -6,51 +6,84 @@ import (
 )
 
 // MaxInlinedCalls is the most inlined calls a capture holds at one address; writers cut
-// longer chains.
+// longer chains (and the source positions there to one more).
 const MaxInlinedCalls = 256
 
-// inlinedKey is an address of a process's file that inlined calls are listed at.
+// inlinedKey is an address of a process's file that inlined calls or source positions are
+// listed at.
 type inlinedKey struct {
 	pid  uint32
 	file string
 	addr uint64
 }
 
-// inlinedAt is the inlined calls at one address.
-type inlinedAt struct {
-	key   inlinedKey
-	calls []string
-}
-
-// addInlined records the inlined calls at addresses of native code, in sections of about
-// maxSampleBatchBytes each: a name table, then per address its process, file (among the
-// names), address and calls (innermost first, among the names).
-func (cw *CaptureWriter) addInlined(at []inlinedAt) error {
-	for len(at) > 0 {
+// addPerAddress records what a capture lists at addresses of native code (the calls
+// inlined there, the source positions), in sections sec of about maxSampleBatchBytes each:
+// a name table, then per address its process, file (among the names) and address, then
+// what put appends for the i-th key.
+func (cw *CaptureWriter) addPerAddress(sec uint32, keys []inlinedKey, put func(i int, body []byte, names *sectionNames) []byte) error {
+	for i := 0; i < len(keys); {
 		var names sectionNames
 		var body []byte
 		n := 0
-		for n < len(at) && (n == 0 || len(body) < maxSampleBatchBytes) {
-			a := &at[n]
-			calls := a.calls[:min(len(a.calls), MaxInlinedCalls)]
-			body = appendUvarint(body, uint64(a.key.pid))
-			body = appendUvarint(body, names.id(a.key.file))
-			body = appendUvarint(body, a.key.addr)
-			body = appendUvarint(body, uint64(len(calls)))
-			for _, c := range calls {
-				body = appendUvarint(body, names.id(c))
-			}
+		for i+n < len(keys) && (n == 0 || len(body) < maxSampleBatchBytes) {
+			k := &keys[i+n]
+			body = appendUvarint(body, uint64(k.pid))
+			body = appendUvarint(body, names.id(k.file))
+			body = appendUvarint(body, k.addr)
+			body = put(i+n, body, &names)
 			n++
 		}
-		if err := cw.finishListed(secInlined, &names, n, body); err != nil {
+		if err := cw.finishListed(sec, &names, n, body); err != nil {
 			return err
 		}
-		at = at[n:]
+		i += n
 	}
 	return nil
 }
 
-// inlinedSection reads an inlined section; finishInlined gives its calls to the mappings
+// addAddressed records m's inlined calls (a count, then each among the names, innermost
+// first) and source positions (a count, then each's file among the names and line).
+func (cw *CaptureWriter) addAddressed(m *NativeMapping) error {
+	keys := addressKeys(m, m.Inlined)
+	err := cw.addPerAddress(secInlined, keys, func(i int, body []byte, names *sectionNames) []byte {
+		calls := m.Inlined[keys[i].addr]
+		calls = calls[:min(len(calls), MaxInlinedCalls)]
+		body = appendUvarint(body, uint64(len(calls)))
+		for _, c := range calls {
+			body = appendUvarint(body, names.id(c))
+		}
+		return body
+	})
+	if err != nil {
+		return err
+	}
+	keys = addressKeys(m, m.Lines)
+	return cw.addPerAddress(secLines, keys, func(i int, body []byte, names *sectionNames) []byte {
+		lines := m.Lines[keys[i].addr]
+		lines = lines[:min(len(lines), MaxInlinedCalls+1)]
+		body = appendUvarint(body, uint64(len(lines)))
+		for _, l := range lines {
+			body = appendUvarint(body, names.id(l.File))
+			body = appendUvarint(body, uint64(l.Line))
+		}
+		return body
+	})
+}
+
+// addressKeys lists the addresses of m that byAddr has something at, ascending.
+func addressKeys[T any](m *NativeMapping, byAddr map[uint64][]T) []inlinedKey {
+	keys := make([]inlinedKey, 0, len(byAddr))
+	for addr, v := range byAddr {
+		if len(v) > 0 {
+			keys = append(keys, inlinedKey{m.Pid, m.File, addr})
+		}
+	}
+	slices.SortFunc(keys, func(a, b inlinedKey) int { return cmp.Compare(a.addr, b.addr) })
+	return keys
+}
+
+// inlinedSection reads an inlined section; finishAddressed gives its calls to the mappings
 // that hold their addresses.
 func (cr *captureReader) inlinedSection(d *payloadDecoder) {
 	names := readSectionNames(d)
@@ -80,10 +113,37 @@ func (cr *captureReader) inlinedSection(d *payloadDecoder) {
 	}
 }
 
-// finishInlined gives the inlined calls read to the native mappings of their process and
-// file that hold their addresses; an address none holds is dropped.
-func (cr *captureReader) finishInlined() {
-	if len(cr.inlined) == 0 {
+// linesSection reads a lines section; finishAddressed gives its positions to the mappings
+// that hold their addresses.
+func (cr *captureReader) linesSection(d *payloadDecoder) {
+	names := readSectionNames(d)
+	n := d.count(4)
+	for i := 0; i < n && d.err == nil; i++ {
+		k := inlinedKey{pid: d.uint32(), file: d.name(names), addr: d.uvarint()}
+		nl := d.count(2)
+		if d.err == nil && nl > MaxInlinedCalls+1 {
+			d.fail("address %#x: %d source positions, at most %d", k.addr, nl, MaxInlinedCalls+1)
+		}
+		if d.err != nil {
+			return
+		}
+		lines := make([]SourceLine, nl)
+		for j := range lines {
+			lines[j] = SourceLine{File: d.name(names), Line: d.uint32()}
+		}
+		if d.err == nil && nl > 0 {
+			if cr.lines == nil {
+				cr.lines = map[inlinedKey][]SourceLine{}
+			}
+			cr.lines[k] = lines
+		}
+	}
+}
+
+// finishAddressed gives the inlined calls and source positions read to the native mappings
+// of their process and file that hold their addresses; an address none holds is dropped.
+func (cr *captureReader) finishAddressed() {
+	if len(cr.inlined) == 0 && len(cr.lines) == 0 {
 		return
 	}
 	type fileKey struct {
@@ -105,27 +165,26 @@ func (cr *captureReader) finishInlined() {
 			}
 		}
 	}
-}
-
-// frameInlined names the calls inlined at native frame f of a chain of process pid.
-func (c *Capture) frameInlined(pid uint32, f Frame) []string {
-	if f.JIT() {
-		return nil
-	}
-	if m := c.NativeAt(pid, f.Mapping, f.Address); m != nil {
-		return m.Inlined[f.Address]
-	}
-	return nil
-}
-
-// mappingInlined lists m's inlined calls by address.
-func mappingInlined(m *NativeMapping) []inlinedAt {
-	at := make([]inlinedAt, 0, len(m.Inlined))
-	for addr, calls := range m.Inlined {
-		if len(calls) > 0 {
-			at = append(at, inlinedAt{inlinedKey{m.Pid, m.File, addr}, calls})
+	for k, lines := range cr.lines {
+		for _, m := range byFile[fileKey{k.pid, k.file}] {
+			if m.Start <= k.addr && k.addr < m.Limit {
+				if m.Lines == nil {
+					m.Lines = map[uint64][]SourceLine{}
+				}
+				m.Lines[k.addr] = lines
+			}
 		}
 	}
-	slices.SortFunc(at, func(a, b inlinedAt) int { return cmp.Compare(a.key.addr, b.key.addr) })
-	return at
+}
+
+// frameInlined names the calls inlined at native frame f of a chain of process pid, and
+// gives the source positions there.
+func (c *Capture) frameInlined(pid uint32, f Frame) ([]string, []SourceLine) {
+	if f.JIT() {
+		return nil, nil
+	}
+	if m := c.NativeAt(pid, f.Mapping, f.Address); m != nil {
+		return m.Inlined[f.Address], m.Lines[f.Address]
+	}
+	return nil, nil
 }

@@ -112,6 +112,7 @@ type captureReader struct {
 	native   map[nativeKey]*NativeMapping
 	pending  []int // per object, its records in the samples section being read
 	inlined  map[inlinedKey][]string
+	lines    map[inlinedKey][]SourceLine
 	merged   bool // every object's samples are still ascending and unique
 	unmapped map[unmappedKey]uint64
 }
@@ -152,7 +153,7 @@ func (cr *captureReader) finish(err error) (*Capture, error) {
 	for _, m := range c.Native {
 		m.Samples = mergeNative(m.Samples)
 	}
-	cr.finishInlined()
+	cr.finishAddressed()
 	slices.SortFunc(c.Native, func(a, b *NativeMapping) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Start, b.Start), cmp.Compare(a.File, b.File))
 	})
@@ -298,6 +299,8 @@ func (cr *captureReader) section(kind uint32, payload []byte) error {
 		cr.stacksSection(&d)
 	case secInlined:
 		cr.inlinedSection(&d)
+	case secLines:
+		cr.linesSection(&d)
 	case secEnd:
 		e := &CaptureEnd{EndNs: d.varint(), EndTime: fromUnixNanos(d.varint()), LostSamples: d.uvarint()}
 		if d.err == nil {

@@ -20,6 +20,7 @@ const (
 	secStacks     uint32 = 10
 	secProcInfo   uint32 = 11
 	secInlined    uint32 = 12
+	secLines      uint32 = 13
 )
 
 // Keys of a process_info section's attributes (a process section with attributes). Readers

@@ -346,7 +346,7 @@ func (cw *CaptureWriter) AddNative(m *NativeMapping) error {
 		}
 		samples = samples[n:]
 	}
-	return cw.addInlined(mappingInlined(m))
+	return cw.addAddressed(m)
 }
 
 func cutName(name string) string { return name[:min(len(name), MaxFunctionNameBytes)] }

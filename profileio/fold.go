@@ -71,7 +71,7 @@ func FoldProcesses(c *Capture, fold func(pid uint32) bool, p Process) *Capture {
 // foldStacks returns c's stacks with the chains of the processes folds picks under
 // FoldedPid and no thread, one per thread name and frames: frames are the same where they
 // are in the same code object at the same offset, or outside JIT code in the same mapping
-// and function with the same calls inlined there, whatever their addresses (ASLR puts one
+// and function with the same calls inlined there and source positions, whatever their addresses (ASLR puts one
 // function at different addresses in different processes; the pprof profile names a frame
 // no symbol names after its mapping). A merged chain keeps the first one's addresses.
 func foldStacks(c *Capture, folds func(pid uint32) bool) []StackSample {
@@ -97,10 +97,15 @@ func foldStacks(c *Capture, folds func(pid uint32) bool) []StackSample {
 			key = appendUvarint(key, f.Offset)
 			key = appendString(key, f.Function)
 			key = appendString(key, f.Mapping)
-			inlined := c.frameInlined(pid, f)
+			inlined, lines := c.frameInlined(pid, f)
 			key = appendUvarint(key, uint64(len(inlined)))
 			for _, call := range inlined {
 				key = appendString(key, call)
+			}
+			key = appendUvarint(key, uint64(len(lines)))
+			for _, l := range lines {
+				key = appendString(key, l.File)
+				key = appendUvarint(key, uint64(l.Line))
 			}
 		}
 		if i, ok := at[string(key)]; ok {
@@ -146,6 +151,12 @@ func foldNative(ms []*NativeMapping, folds func(pid uint32) bool) []*NativeMappi
 				into.Inlined = map[uint64][]string{}
 			}
 			into.Inlined[addr-m.Start+into.Start] = calls
+		}
+		for addr, lines := range m.Lines {
+			if into.Lines == nil {
+				into.Lines = map[uint64][]SourceLine{}
+			}
+			into.Lines[addr-m.Start+into.Start] = lines
 		}
 	}
 	for _, m := range parts {

@@ -31,6 +31,7 @@ func movedCapture(dpid uint32, dstart uint64) *Capture {
 			m.Samples[i].Address += dstart
 		}
 		m.Inlined = map[uint64][]string{m.Samples[0].Address: {"heap_getattr"}}
+		m.Lines = map[uint64][]SourceLine{m.Samples[0].Address: {{"heaptuple.c", 10}, {"execTuples.c", 20}}}
 	}
 	for i := range c.Stacks {
 		c.Stacks[i].Pid += dpid
@@ -99,6 +100,9 @@ func TestFoldProcesses(t *testing.T) {
 	}
 	if !reflect.DeepEqual(folded[0].Inlined, one.Inlined) {
 		t.Errorf("folded inlined calls %v, want %v", folded[0].Inlined, one.Inlined)
+	}
+	if !reflect.DeepEqual(folded[0].Lines, one.Lines) {
+		t.Errorf("folded source positions %v, want %v", folded[0].Lines, one.Lines)
 	}
 	for i, s := range folded[0].Samples {
 		if s.Address != one.Samples[i].Address || s.Count != 2*one.Samples[i].Count || s.Function != one.Samples[i].Function {
@@ -177,5 +181,19 @@ func TestFoldProcessesMergesChains(t *testing.T) {
 	}
 	if !slices.Equal(counts, []uint64{3, 4}) {
 		t.Errorf("folded chains through eval count %v, want 3 (no call inlined) and 4 (skip_blanks inlined)", counts)
+	}
+	// So do chains whose frames are at other lines of one function.
+	c.Native[1].Inlined = nil
+	c.Native[0].Lines = map[uint64][]SourceLine{0x5555_0000_1000: {{"eval.c", 7}}}
+	c.Native[1].Lines = map[uint64][]SourceLine{0x5566_0000_1000: {{"eval.c", 9}}}
+	f = FoldProcesses(c, func(pid uint32) bool { return pid != 4 }, Process{Command: "sh"})
+	counts = counts[:0]
+	for _, st := range f.Stacks {
+		if st.Pid == FoldedPid && st.Frames[0].Function == "eval" {
+			counts = append(counts, st.Count)
+		}
+	}
+	if !slices.Equal(counts, []uint64{3, 4}) {
+		t.Errorf("folded chains through eval count %v, want 3 (line 7) and 4 (line 9)", counts)
 	}
 }

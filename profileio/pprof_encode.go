@@ -59,6 +59,12 @@ func (e *pprofEncoder) str(s string) int64 {
 	return i
 }
 
+// pprofLine is a location's line: its function's ID and line, 0 when not known.
+type pprofLine struct {
+	fn   uint64
+	line int64
+}
+
 func appendPbTag(b []byte, field, wireType int) []byte {
 	return binary.AppendUvarint(b, uint64(field)<<3|uint64(wireType))
 }
@@ -189,21 +195,18 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 	}
 	labels.addProcessLabels(e, c)
 	var locID, mappingID uint64
-	// location appends a location in the current mapping: function fn at line (0: not
-	// known), and the functions inlined there, innermost first, lines of their own before
-	// it (pprof's order: the last line is the function the others were inlined into).
-	location := func(addr, fn uint64, line int64, inlined []uint64) uint64 {
+	// location appends a location in the current mapping with lines, innermost first
+	// (pprof's order: the last is the function the others were inlined into).
+	location := func(addr uint64, lines ...pprofLine) uint64 {
 		locID++
 		e.msg = appendPbVarint(e.msg[:0], 1, locID)
 		e.msg = appendPbVarint(e.msg, 2, mappingID)
 		e.msg = appendPbVarint(e.msg, 3, addr)
-		for _, in := range inlined {
-			e.inner = appendPbVarint(e.inner[:0], 1, in)
+		for _, l := range lines {
+			e.inner = appendPbVarint(e.inner[:0], 1, l.fn)
+			e.inner = appendPbVarint(e.inner, 2, uint64(l.line))
 			e.msg = appendPbBytes(e.msg, 4, e.inner)
 		}
-		e.inner = appendPbVarint(e.inner[:0], 1, fn)
-		e.inner = appendPbVarint(e.inner, 2, uint64(line))
-		e.msg = appendPbBytes(e.msg, 4, e.inner)
 		field(pbProfileLocation, e.msg)
 		return locID
 	}
@@ -243,7 +246,7 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		if fn == 0 {
 			fn = functionID(co.Name, "", 0)
 		}
-		return location(addr, fn, line, nil)
+		return location(addr, pprofLine{fn, line})
 	}
 	jitMapping := func(o *CaptureObject) {
 		co := &o.Object
@@ -266,14 +269,28 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		}
 		mapping(start, limit, offset, p.Executable, buildID, named, false)
 	}
-	// nativeLocation is the location of addr in native mapping m, in function fn.
-	var inlinedIDs []uint64
-	nativeLocation := func(m *NativeMapping, addr, fn uint64) uint64 {
-		inlinedIDs = inlinedIDs[:0]
-		for _, call := range m.Inlined[addr] {
-			inlinedIDs = append(inlinedIDs, functionID(call, "", 0))
+	// nativeLocation is the location of addr in native mapping m, in function fn: a line
+	// for each call inlined there, then fn's, at their source positions where m has them.
+	var lines []pprofLine
+	nativeLocation := func(m *NativeMapping, addr uint64, fn string) uint64 {
+		calls, pos := m.Inlined[addr], m.Lines[addr]
+		if len(pos) != len(calls)+1 {
+			pos = nil
 		}
-		return location(addr, fn, 0, inlinedIDs)
+		at := func(i int) (string, int64) {
+			if pos == nil {
+				return "", 0
+			}
+			return pos[i].File, int64(pos[i].Line)
+		}
+		lines = lines[:0]
+		for i, call := range calls {
+			file, line := at(i)
+			lines = append(lines, pprofLine{functionID(call, file, 0), line})
+		}
+		file, line := at(len(calls))
+		lines = append(lines, pprofLine{functionID(fn, file, 0), line})
+		return location(addr, lines...)
 	}
 	if len(c.Stacks) > 0 {
 		marshalStacks(c, stackEncoder{
@@ -301,9 +318,9 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 			if len(m.Samples) == 0 {
 				continue
 			}
-			mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
+			mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, len(m.Lines) > 0)
 			for _, s := range m.Samples {
-				id[0] = nativeLocation(m, s.Address, functionID(nativeName(m, s), "", 0))
+				id[0] = nativeLocation(m, s.Address, nativeName(m, s))
 				sample(id[:], s.Count, m.Pid, 0, "")
 			}
 		}
@@ -311,7 +328,7 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 		sort.SliceStable(unmapped, func(i, j int) bool { return unmapped[i].Pid < unmapped[j].Pid })
 		for _, u := range unmapped {
 			mapping(0, 0, 0, u.Mapping, "", false, false)
-			id[0] = location(0, functionID(outsideName(u.Mapping), "", 0), 0, nil)
+			id[0] = location(0, pprofLine{fn: functionID(outsideName(u.Mapping), "", 0)})
 			sample(id[:], u.Count, u.Pid, 0, "")
 		}
 	}

@@ -69,9 +69,9 @@ func (k pprofLabelKeys) append(e *pprofEncoder, b []byte, pid, tid uint32, comm 
 type stackEncoder struct {
 	jitMapping     func(o *CaptureObject)                                                               // a mapping for o's code
 	mapping        func(start, limit, offset uint64, file, buildID string, hasFunctions, hasLines bool) // any other mapping
-	location       func(addr, fn uint64, line int64, inlined []uint64) uint64                           // a location in the last mapping
+	location       func(addr uint64, lines ...pprofLine) uint64                                         // a location in the last mapping
 	jitLocation    func(co *codeobj.Object, addr uint64) uint64                                         // a location in the last mapping, in co's code
-	nativeLocation func(m *NativeMapping, addr, fn uint64) uint64                                       // a location in native mapping m, the last
+	nativeLocation func(m *NativeMapping, addr uint64, fn string) uint64                                // a location in native mapping m, the last
 	functionID     func(name string) uint64
 	sample         func(ids []uint64, n uint64, pid, tid uint32, comm string)
 }
@@ -142,7 +142,7 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 			enc.jitMapping(c.Objects[mk.obj])
 		case mk.native != nil:
 			m := mk.native
-			enc.mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, false)
+			enc.mapping(m.Start, m.Limit, m.Offset, m.File, m.BuildID, true, len(m.Lines) > 0)
 		default:
 			enc.mapping(0, 0, 0, mk.name, "", mk.name == KernelMapping, false)
 		}
@@ -157,10 +157,10 @@ func marshalStacks(c *Capture, enc stackEncoder) {
 				name = outsideName(k.mpg)
 			}
 			if mk.native != nil {
-				locations[id] = enc.nativeLocation(mk.native, k.addr, enc.functionID(name))
+				locations[id] = enc.nativeLocation(mk.native, k.addr, name)
 				continue
 			}
-			locations[id] = enc.location(k.addr, enc.functionID(name), 0, nil)
+			locations[id] = enc.location(k.addr, pprofLine{fn: enc.functionID(name)})
 		}
 	}
 	var locIDs []uint64
