@@ -108,3 +108,37 @@ func BenchmarkColdFile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGoSource gives the source positions at addresses spread over Go's compiler's
+// code, as a flush does for each native address sampled: the inlined calls there, the
+// function's pcln and pcfile tables decoded to the address.
+func BenchmarkGoSource(b *testing.B) {
+	tool, err := exec.Command("go", "env", "GOTOOLDIR").Output()
+	if err != nil {
+		b.Skip(err)
+	}
+	tab := readFile(b, filepath.Join(strings.TrimSpace(string(tool)), "compile"))
+	if tab.lines == nil {
+		b.Fatal("no lines read")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	addrs := make([]uint64, 1<<16)
+	for i := range addrs {
+		f := tab.lines.funcs[rng.IntN(len(tab.lines.funcs))]
+		addrs[i] = tab.lines.base + uint64(f.lo) + rng.Uint64N(uint64(f.size))
+	}
+	var dst []SourceLine
+	known := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dst = tab.SourceVaddr(addrs[i&(len(addrs)-1)], dst[:0])
+		if len(dst) > 0 && dst[0].Line > 0 {
+			known++
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/address")
+	if known < b.N/2 {
+		b.Fatalf("%d of %d addresses with a line", known, b.N)
+	}
+}

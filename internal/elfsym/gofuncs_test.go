@@ -104,7 +104,7 @@ func stripFlags(args []string) []string {
 }
 
 // readFile reads the table of the file at path (Read).
-func readFile(t *testing.T, path string) *Table {
+func readFile(t testing.TB, path string) *Table {
 	t.Helper()
 	f, size := openSized(t, path)
 	tab, err := Read(f, size, Options{})
@@ -115,7 +115,7 @@ func readFile(t *testing.T, path string) *Table {
 }
 
 // openSized opens the file at path, closed when the test ends, and returns its size.
-func openSized(t *testing.T, path string) (*os.File, int64) {
+func openSized(t testing.TB, path string) (*os.File, int64) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -28,9 +28,11 @@ type SourceLine struct {
 	Line int32
 }
 
-// lineFunc is one Go function's code, [lo, lo+size) from its goLines' base, with its pcln
-// table at data in the goLines' data, its pcfile table right after it, and its unit's files
-// from cu in cuFiles.
+// lineFunc is one Go function's code, [lo, lo+size) from its goLines' base, with its pcfile
+// table at data in the goLines' data, its pcln table right after it (a function's code
+// changes file far less often than line: the pcfile table is read whole to find the pcln
+// table, which is read only up to the address asked), and its unit's files from cu in
+// cuFiles.
 type lineFunc struct {
 	lo, size, data, cu uint32
 }
@@ -112,13 +114,16 @@ func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
 	if addr < entry || addr >= end {
 		return SourceLine{}
 	}
-	line, r, ok := valueAt(newPCReader(g.data[f.data:], entry, end, g.quantum), addr)
+	file, r, ok := valueAt(newPCReader(g.data[f.data:], entry, end, g.quantum), addr, true)
 	if !ok {
 		return SourceLine{}
 	}
-	file, _, ok := valueAt(newPCReader(r.p, entry, end, g.quantum), addr)
-	if !ok || file < 0 || uint64(file) >= uint64(len(g.cuFiles))-uint64(f.cu) || line <= 0 || line > 1<<31-1 {
-		return SourceLine{Line: int32(max(0, min(line, 1<<31-1)))}
+	line, _, ok := valueAt(newPCReader(r.p, entry, end, g.quantum), addr, false)
+	if !ok || line <= 0 || line > 1<<31-1 {
+		return SourceLine{}
+	}
+	if file < 0 || uint64(file) >= uint64(len(g.cuFiles))-uint64(f.cu) {
+		return SourceLine{Line: int32(line)}
 	}
 	idx := g.cuFiles[uint64(f.cu)+uint64(file)]
 	if idx < 0 {
@@ -127,9 +132,10 @@ func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
 	return SourceLine{File: g.files[idx], Line: int32(line)}
 }
 
-// valueAt reads the pc-value table r to its end: the value at addr, and the reader past
-// the table; false when the table does not cover addr or is damaged.
-func valueAt(r pcReader, addr uint64) (int64, pcReader, bool) {
+// valueAt reads the pc-value table r up to addr, or with whole to its end: the value at
+// addr, and the reader past what it read; false when the table does not cover addr or is
+// damaged (whole: anywhere).
+func valueAt(r pcReader, addr uint64, whole bool) (int64, pcReader, bool) {
 	v, found := int64(0), false
 	for {
 		lo, hi, val, ok := r.next()
@@ -138,6 +144,9 @@ func valueAt(r pcReader, addr uint64) (int64, pcReader, bool) {
 		}
 		if lo <= addr && addr < hi {
 			v, found = val, true
+			if !whole {
+				return v, r, true
+			}
 		}
 	}
 }
@@ -223,7 +232,7 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 			return false
 		}
 		g.funcs = append(g.funcs, lineFunc{lo: uint32(entry - g.base), size: uint32(end - entry), data: uint32(len(g.data)), cu: cu})
-		g.data = append(append(g.data, ln...), file...)
+		g.data = append(append(g.data, file...), ln...)
 		return true
 	})
 	if len(g.funcs) == 0 {
