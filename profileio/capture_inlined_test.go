@@ -89,6 +89,11 @@ func TestCaptureInlined(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, m := range p.Mapping {
+			if m.File == "/usr/bin/gohot" && (!m.HasFilenames || !m.HasLineNumbers) {
+				t.Errorf("stacks %v: mapping %+v of a file with source positions says it has none", stacks, m)
+			}
+		}
 		lines := map[uint64][]string{} // by address
 		for _, l := range p.Location {
 			for _, ln := range l.Line {

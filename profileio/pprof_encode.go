@@ -260,14 +260,14 @@ func marshalCapturePprof(write func([]byte), c *Capture) {
 	if p := mainProcess(c); p != nil {
 		var start, limit, offset uint64
 		var buildID string
-		var named bool
+		var named, lines bool
 		for _, m := range c.Native {
 			if m.Pid == p.Pid && m.File == p.Executable {
-				start, limit, offset, buildID, named = m.Start, m.Limit, m.Offset, m.BuildID, true
+				start, limit, offset, buildID, named, lines = m.Start, m.Limit, m.Offset, m.BuildID, true, len(m.Lines) > 0
 				break
 			}
 		}
-		mapping(start, limit, offset, p.Executable, buildID, named, false)
+		mapping(start, limit, offset, p.Executable, buildID, named, lines)
 	}
 	// nativeLocation is the location of addr in native mapping m, in function fn: a line
 	// for each call inlined there, then fn's, at their source positions where m has them.
