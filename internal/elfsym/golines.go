@@ -185,7 +185,8 @@ func (b *builder) addGoLines(ef *elfFile) {
 
 // lines reads the pcln and pcfile tables of t's functions, their entries counted from text,
 // and the names of their files: nil when t has none (before Go 1.16). At most maxFuncs
-// functions and maxBytes of tables are kept; capped when there were more.
+// functions and maxBytes of tables (4 GiB at most: lineFunc's offsets) are kept; capped when
+// there were more.
 func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bool) {
 	if t.cutab == 0 || t.cutab > t.filetab || t.filetab > t.pctab || t.pctab > uint64(len(t.data)) {
 		return nil, false
@@ -227,7 +228,7 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 		if ln == nil || file == nil || uint64(cu) >= units {
 			return true
 		}
-		if len(g.funcs) >= maxFuncs || int64(len(g.data)+len(ln)+len(file)) > maxBytes {
+		if len(g.funcs) >= maxFuncs || int64(len(g.data)+len(ln)+len(file)) > min(maxBytes, 1<<32-1) {
 			capped = true
 			return false
 		}
