@@ -29,12 +29,10 @@ type SourceLine struct {
 }
 
 // lineFunc is one Go function's code, [lo, lo+size) from its goLines' base, with its pcfile
-// table at data in the goLines' data, its pcln table right after it (a function's code
-// changes file far less often than line: the pcfile table is read whole to find the pcln
-// table, which is read only up to the address asked), and its unit's files from cu in
+// and pcln tables at file and line in the goLines' data, and its unit's files from cu in
 // cuFiles.
 type lineFunc struct {
-	lo, size, data, cu uint32
+	lo, size, file, line, cu uint32
 }
 
 // goLines are the source positions of a Go executable's functions.
@@ -114,13 +112,13 @@ func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
 	if addr < entry || addr >= end {
 		return SourceLine{}
 	}
-	file, r, ok := valueAt(newPCReader(g.data[f.data:], entry, end, g.quantum), addr, true)
-	if !ok {
-		return SourceLine{}
-	}
-	line, _, ok := valueAt(newPCReader(r.p, entry, end, g.quantum), addr, false)
+	line, ok := valueAt(newPCReader(g.data[f.line:], entry, end, g.quantum), addr)
 	if !ok || line <= 0 || line > 1<<31-1 {
 		return SourceLine{}
+	}
+	file, ok := valueAt(newPCReader(g.data[f.file:], entry, end, g.quantum), addr)
+	if !ok {
+		return SourceLine{Line: int32(line)}
 	}
 	if file < 0 || uint64(file) >= uint64(len(g.cuFiles))-uint64(f.cu) {
 		return SourceLine{Line: int32(line)}
@@ -132,21 +130,16 @@ func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
 	return SourceLine{File: g.files[idx], Line: int32(line)}
 }
 
-// valueAt reads the pc-value table r up to addr, or with whole to its end: the value at
-// addr, and the reader past what it read; false when the table does not cover addr or is
-// damaged (whole: anywhere).
-func valueAt(r pcReader, addr uint64, whole bool) (int64, pcReader, bool) {
-	v, found := int64(0), false
+// valueAt reads the pc-value table r up to addr: the value there, false when the table
+// does not reach it or is damaged before it.
+func valueAt(r pcReader, addr uint64) (int64, bool) {
 	for {
-		lo, hi, val, ok := r.next()
+		lo, hi, v, ok := r.next()
 		if !ok {
-			return v, r, found && r.done
+			return 0, false
 		}
 		if lo <= addr && addr < hi {
-			v, found = val, true
-			if !whole {
-				return v, r, true
-			}
+			return v, true
 		}
 	}
 }
@@ -211,6 +204,17 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 	at := t.nameAt()
 	budget := 2*len(t.data) + 1<<16
 	first, capped := true, false
+	// Sized for what a Go program's tables take of all its pc-value tables (two thirds,
+	// 2.2 of 3.3 MB for Go's compiler), so that they are rarely grown.
+	if t.functab > t.pctab {
+		g.data = make([]byte, 0, min((t.functab-t.pctab)*3/4, uint64(maxBytes)))
+	}
+	g.funcs = make([]lineFunc, 0, min(t.nfunc, maxFuncs))
+	keep := func(table []byte) uint32 {
+		at := uint32(len(g.data))
+		g.data = append(g.data, table...)
+		return at
+	}
 	t.eachFunc(text, func(entry, end, rec uint64, _ string) bool {
 		if first {
 			g.base, first = entry, false
@@ -232,8 +236,8 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 			capped = true
 			return false
 		}
-		g.funcs = append(g.funcs, lineFunc{lo: uint32(entry - g.base), size: uint32(end - entry), data: uint32(len(g.data)), cu: cu})
-		g.data = append(append(g.data, file...), ln...)
+		g.funcs = append(g.funcs, lineFunc{lo: uint32(entry - g.base), size: uint32(end - entry),
+			file: keep(file), line: keep(ln), cu: cu})
 		return true
 	})
 	if len(g.funcs) == 0 {
@@ -244,8 +248,13 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 	g.funcs = slices.CompactFunc(g.funcs, func(later, first lineFunc) bool {
 		return uint64(later.lo) < uint64(first.lo)+uint64(first.size)
 	})
-	// Kept as long as the table: not the room they grew into.
-	g.funcs, g.data = slices.Clone(g.funcs), slices.Clone(g.data)
+	// Kept as long as the table: not room they do not use.
+	if cap(g.data) > len(g.data)+len(g.data)/8 {
+		g.data = slices.Clone(g.data)
+	}
+	if cap(g.funcs) > len(g.funcs)+len(g.funcs)/8 {
+		g.funcs = slices.Clone(g.funcs)
+	}
 	return g, capped
 }
 
