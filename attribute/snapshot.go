@@ -125,9 +125,19 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		return dn
 	}
 	// addressed gives m the calls inlined at addr and the source positions there, which tab
-	// (its file's) holds.
+	// (its file's) holds, once for each address (a return address is on many chains).
 	var source []elfsym.SourceLine
+	type addrKey struct {
+		m    *profileio.NativeMapping
+		addr uint64
+	}
+	done := map[addrKey]bool{}
 	addressed := func(m *profileio.NativeMapping, tab *elfsym.Table, addr uint64) {
+		k := addrKey{m, addr}
+		if done[k] {
+			return
+		}
+		done[k] = true
 		off := addr - m.Start + m.Offset
 		if calls := tab.Inlined(off); len(calls) > 0 {
 			if m.Inlined == nil {
