@@ -156,7 +156,8 @@ var howtoPages = []howtoPage{
 		// Both leaves called from run on profd's chains, by frame pointers and (the stripped
 		// build, named) by frame depths; from main on perf's.
 		want: []string{`(?m)^profd, by frame pointers: the leaves called from main\.run, \d+ ms$`, `(?m)^perf: the leaves called from main\.main, \d+ samples$`,
-			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts$`, `(?m)^profd, by frame depths: the leaves called from main\.run, \d+ ms$`},
+			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts$`, `(?m)^profd, by frame depths: the leaves called from main\.run, \d+ ms$`,
+			`(?m)^\s+\S+ +\S+%.*\S+%\s+main\.mixInts \S*hot\.go:\d+$`}, // the stripped build's lines
 		notWant: []string{`(?m)^perf: the leaves called from main\.run`, `(?m)^profd, by frame pointers: the leaves called from main\.main`,
 			`(?m)^profd, by frame depths: the leaves called from main\.main`},
 	},
