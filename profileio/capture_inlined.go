@@ -146,32 +146,26 @@ func (cr *captureReader) finishAddressed() {
 	if len(cr.inlined) == 0 && len(cr.lines) == 0 {
 		return
 	}
-	type fileKey struct {
-		pid  uint32
-		file string
-	}
-	byFile := map[fileKey][]*NativeMapping{}
+	byFile := map[inlinedKey][]*NativeMapping{} // by process and file, address 0
 	for _, m := range cr.c.Native {
-		k := fileKey{m.Pid, m.File}
+		k := inlinedKey{pid: m.Pid, file: m.File}
 		byFile[k] = append(byFile[k], m)
 	}
-	for k, calls := range cr.inlined {
-		for _, m := range byFile[fileKey{k.pid, k.file}] {
+	giveAddressed(byFile, cr.inlined, func(m *NativeMapping) *map[uint64][]string { return &m.Inlined })
+	giveAddressed(byFile, cr.lines, func(m *NativeMapping) *map[uint64][]SourceLine { return &m.Lines })
+}
+
+// giveAddressed gives what was read at each address to the mappings of byFile that hold it,
+// in the map field picks of theirs.
+func giveAddressed[T any](byFile map[inlinedKey][]*NativeMapping, read map[inlinedKey][]T, field func(*NativeMapping) *map[uint64][]T) {
+	for k, v := range read {
+		for _, m := range byFile[inlinedKey{pid: k.pid, file: k.file}] {
 			if m.Start <= k.addr && k.addr < m.Limit {
-				if m.Inlined == nil {
-					m.Inlined = map[uint64][]string{}
+				f := field(m)
+				if *f == nil {
+					*f = map[uint64][]T{}
 				}
-				m.Inlined[k.addr] = calls
-			}
-		}
-	}
-	for k, lines := range cr.lines {
-		for _, m := range byFile[fileKey{k.pid, k.file}] {
-			if m.Start <= k.addr && k.addr < m.Limit {
-				if m.Lines == nil {
-					m.Lines = map[uint64][]SourceLine{}
-				}
-				m.Lines[k.addr] = lines
+				(*f)[k.addr] = v
 			}
 		}
 	}
