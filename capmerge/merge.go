@@ -45,10 +45,13 @@ type Options struct {
 //   - for each such process, code objects without samples at the addresses its functions'
 //     direct calls go to, naming the callees as the process had them;
 //   - native samples by file (build-id, else path) and file offset, in one mapping per
-//     file with pid 0 whose addresses are file offsets;
+//     file with pid 0, each in a range of its own (the k-th file's from k<<40): an address
+//     less its mapping's start is its file offset;
 //   - samples outside any code by mapping name, pid 0;
 //   - call stacks by their frames (JIT frames by merged object and offset, others by
-//     function and mapping), pid, thread and address left out;
+//     function and mapping, and the calls inlined there and source lines, a frame with
+//     either at its file offset in its file's mapping), pid, thread and other addresses
+//     left out;
 //   - no unnamed samples: those of a capture that the code objects another capture of
 //     the same process (profd run and pid) holds name by their address and time are
 //     named, the rest counted in the Summary (name them in each capture first);
@@ -71,7 +74,10 @@ type Merger struct {
 	native   map[string]*nativeFile
 	stacks   map[string]int
 	stackOut []profileio.StackSample
-	unnamed  uint64
+	// stackFiles are, per stack of stackOut, the merged file of each frame whose address is
+	// an offset in it (nil: none is).
+	stackFiles [][]*nativeFile
+	unnamed    uint64
 	// live and pending keep, by process, where its code objects were and its unnamed
 	// counts, for the late names (late.go).
 	live    map[runPid][]liveObject

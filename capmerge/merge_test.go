@@ -2,8 +2,10 @@ package capmerge
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +191,58 @@ func TestMergeNativeByBuildID(t *testing.T) {
 	}
 	if got := c.Native[0].Lines[0x2010]; len(got) != 2 || got[0].Line != 12 || got[1].Line != 40 {
 		t.Errorf("source positions at file offset 0x2010: %+v, want memcpy.c 12 and 40", got)
+	}
+}
+
+// TestMergeChainsKeepInlinedAndLines: the native frames of merged chains keep the calls
+// inlined there and their source lines, at their file offsets, whatever address each
+// process had them at; chains through another build of the file, at other lines of a
+// function, stay apart, each with its own build's lines.
+func TestMergeChainsKeepInlinedAndLines(t *testing.T) {
+	m := New(Options{})
+	const exe = "/usr/bin/gohot"
+	for i, c := range []struct {
+		start   uint64
+		buildID string
+		line    uint32
+	}{{0x400000, "beef", 17}, {0x7f0000400000, "beef", 17}, {0x500000, "cafe", 19}} {
+		pid := uint32(10 + i)
+		in := run("h", int64(i), pid, 0x7a0000000000, nil)
+		leaf, caller := c.start+0x1234, c.start+0x2000
+		in.Native = []*profileio.NativeMapping{{Pid: pid, File: exe, BuildID: c.buildID, Start: c.start, Limit: c.start + 0x10000,
+			Inlined: map[uint64][]string{leaf: {"main.step"}},
+			Lines: map[uint64][]profileio.SourceLine{leaf: {{File: "gohot.go", Line: c.line}, {File: "gohot.go", Line: 23}},
+				caller: {{File: "gohot.go", Line: 31}}}}}
+		in.Stacks = []profileio.StackSample{{Pid: pid, Tid: pid, Count: 5, Frames: []profileio.Frame{
+			{Object: profileio.NoObject, Address: leaf, Function: "main.mixInts", Mapping: exe},
+			{Object: profileio.NoObject, Address: caller, Function: "main.outer", Mapping: exe}}}}
+		if err := m.Add(in, fmt.Sprint(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := m.Result()
+	p, err := profileio.Pprof(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range p.Sample {
+		var chain []string
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				chain = append(chain, fmt.Sprintf("%s:%d", ln.Function.Name, ln.Line))
+			}
+		}
+		got = append(got, fmt.Sprintf("%d %s", s.Value[0], strings.Join(chain, " ")))
+	}
+	slices.Sort(got)
+	want := []string{"10 main.step:17 main.mixInts:23 main.outer:31", "5 main.step:19 main.mixInts:23 main.outer:31"}
+	if !slices.Equal(got, want) {
+		t.Errorf("merged chains %q, want %q", got, want)
+	}
+	// Each build of the file in a range of its own.
+	if len(c.Native) != 2 || c.Native[0].Limit > c.Native[1].Start && c.Native[1].Limit > c.Native[0].Start {
+		t.Errorf("merged native mappings %+v, want two apart", c.Native)
 	}
 }
 

@@ -60,17 +60,36 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 	for _, name := range slices.Sorted(maps.Keys(m.unmapped)) {
 		out.Unmapped = append(out.Unmapped, profileio.UnmappedCount{Mapping: name, Count: m.unmapped[name]})
 	}
-	for _, key := range slices.Sorted(maps.Keys(m.native)) {
+	bases := make(map[*nativeFile]uint64, len(m.native))
+	for k, key := range slices.Sorted(maps.Keys(m.native)) {
 		f := m.native[key]
+		base := uint64(k) << 40
+		bases[f] = base
 		samples := slices.SortedFunc(slices.Values(f.samples), func(a, b profileio.NativeSample) int { return cmp.Compare(a.Address, b.Address) })
-		nm := &profileio.NativeMapping{File: f.file, BuildID: f.buildID, Samples: samples, Inlined: f.inlined, Lines: f.lines}
+		for i := range samples {
+			samples[i].Address += base
+		}
+		nm := &profileio.NativeMapping{File: f.file, BuildID: f.buildID, Start: base, Limit: base + f.end, Samples: samples,
+			Inlined: shiftKeys(f.inlined, base), Lines: shiftKeys(f.lines, base)}
 		if len(samples) > 0 {
-			nm.Limit = samples[len(samples)-1].Address + 1
+			nm.Limit = max(nm.Limit, samples[len(samples)-1].Address+1)
 		}
 		out.Native = append(out.Native, nm)
 	}
 	slices.SortStableFunc(out.Native, func(a, b *profileio.NativeMapping) int { return strings.Compare(a.File, b.File) })
 	out.Stacks = slices.Clone(m.stackOut)
+	for i, files := range m.stackFiles {
+		if files == nil {
+			continue
+		}
+		frames := slices.Clone(out.Stacks[i].Frames)
+		for j, f := range files {
+			if f != nil {
+				frames[j].Address += bases[f]
+			}
+		}
+		out.Stacks[i].Frames = frames
+	}
 	if m.end != nil && !m.noEnd {
 		e := *m.end
 		out.End = &e
@@ -93,4 +112,16 @@ func (m *Merger) Result() (*profileio.Capture, Summary) {
 		}
 	}
 	return out, s
+}
+
+// shiftKeys is byOffset with base added to its keys.
+func shiftKeys[T any](byOffset map[uint64][]T, base uint64) map[uint64][]T {
+	if base == 0 || byOffset == nil {
+		return byOffset
+	}
+	out := make(map[uint64][]T, len(byOffset))
+	for off, v := range byOffset {
+		out[base+off] = v
+	}
+	return out
 }

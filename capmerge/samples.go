@@ -14,13 +14,11 @@ type nativeFile struct {
 	samples       []profileio.NativeSample
 	inlined       map[uint64][]string               // by file offset
 	lines         map[uint64][]profileio.SourceLine // by file offset
+	end           uint64                            // past the last offset a chain's frame is at
 }
 
-// addNative sums a mapping's samples by file offset.
-func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) {
-	if len(nm.Samples) == 0 {
-		return // a mapping only call chains' frames lie in: they are merged by name
-	}
+// nativeFile is the merged file of native mapping nm, by build-id, else path.
+func (m *Merger) nativeFile(nm *profileio.NativeMapping) *nativeFile {
 	key := "path:" + nm.File
 	if nm.BuildID != "" {
 		key = "build-id:" + nm.BuildID
@@ -30,20 +28,41 @@ func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) 
 		f = &nativeFile{file: nm.File, buildID: nm.BuildID, at: map[uint64]int{}}
 		m.native[key] = f
 	}
+	return f
+}
+
+// addressed keeps the calls inlined at address addr of nm and the source positions there,
+// at its file offset: that offset, or false when nm has neither there.
+func (f *nativeFile) addressed(nm *profileio.NativeMapping, addr uint64) (uint64, bool) {
+	calls, lines := nm.Inlined[addr], nm.Lines[addr]
+	if len(calls) == 0 && len(lines) == 0 {
+		return 0, false
+	}
+	off := addr - nm.Start + nm.Offset
+	if len(calls) > 0 {
+		if f.inlined == nil {
+			f.inlined = map[uint64][]string{}
+		}
+		f.inlined[off] = calls
+	}
+	if len(lines) > 0 {
+		if f.lines == nil {
+			f.lines = map[uint64][]profileio.SourceLine{}
+		}
+		f.lines[off] = lines
+	}
+	return off, true
+}
+
+// addNative sums a mapping's samples by file offset.
+func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) {
+	if len(nm.Samples) == 0 {
+		return // a mapping only call chains' frames lie in: addStack takes what they need
+	}
+	f := m.nativeFile(nm)
 	for _, s := range nm.Samples {
 		off := s.Address - nm.Start + nm.Offset
-		if calls := nm.Inlined[s.Address]; len(calls) > 0 {
-			if f.inlined == nil {
-				f.inlined = map[uint64][]string{}
-			}
-			f.inlined[off] = calls
-		}
-		if lines := nm.Lines[s.Address]; len(lines) > 0 {
-			if f.lines == nil {
-				f.lines = map[uint64][]profileio.SourceLine{}
-			}
-			f.lines[off] = lines
-		}
+		f.addressed(nm, s.Address)
 		n := sc(s.Count)
 		if i, ok := f.at[off]; ok {
 			f.samples[i].Count = sampleprof.SatAdd(f.samples[i].Count, n)
@@ -57,9 +76,15 @@ func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) 
 	}
 }
 
+// appendString appends s to a key, its length first.
+func appendString(key []byte, s string) []byte {
+	return append(binary.AppendUvarint(key, uint64(len(s))), s...)
+}
+
 // addStack sums st, its JIT frames moved onto the merged objects (merged: old ID → new).
 func (m *Merger) addStack(c *profileio.Capture, st *profileio.StackSample, merged []profileio.ObjectID, sc func(uint64) uint64) {
 	frames := make([]profileio.Frame, len(st.Frames))
+	var files []*nativeFile // per frame, the merged file its address is an offset in
 	var key []byte
 	if st.Cut {
 		key = append(key, 1)
@@ -77,10 +102,37 @@ func (m *Merger) addStack(c *profileio.Capture, st *profileio.StackSample, merge
 		}
 		frames[i] = profileio.Frame{Object: profileio.NoObject, Function: f.Function, Mapping: f.Mapping}
 		key = append(key, 'n')
-		key = binary.AppendUvarint(key, uint64(len(f.Function)))
-		key = append(key, f.Function...)
-		key = binary.AppendUvarint(key, uint64(len(f.Mapping)))
-		key = append(key, f.Mapping...)
+		key = appendString(key, f.Function)
+		key = appendString(key, f.Mapping)
+		// A frame in a native mapping with calls inlined there or its source lines keeps
+		// them, at its file offset; frames alike but for those stay apart.
+		nm := c.NativeAt(st.Pid, f.Mapping, f.Address)
+		if nm == nil {
+			key = append(key, 0)
+			continue
+		}
+		file := m.nativeFile(nm)
+		off, ok := file.addressed(nm, f.Address)
+		if !ok {
+			key = append(key, 0)
+			continue
+		}
+		frames[i].Mapping, frames[i].Address = file.file, off
+		file.end = max(file.end, off+1)
+		if files == nil {
+			files = make([]*nativeFile, len(st.Frames))
+		}
+		files[i] = file
+		calls, lines := nm.Inlined[f.Address], nm.Lines[f.Address]
+		key = binary.AppendUvarint(key, uint64(1+len(calls)))
+		for _, call := range calls {
+			key = appendString(key, call)
+		}
+		key = binary.AppendUvarint(key, uint64(len(lines)))
+		for _, l := range lines {
+			key = appendString(key, l.File)
+			key = binary.AppendUvarint(key, uint64(l.Line))
+		}
 	}
 	n := sc(st.Count)
 	if i, ok := m.stacks[string(key)]; ok {
@@ -89,4 +141,5 @@ func (m *Merger) addStack(c *profileio.Capture, st *profileio.StackSample, merge
 	}
 	m.stacks[string(key)] = len(m.stackOut)
 	m.stackOut = append(m.stackOut, profileio.StackSample{Frames: frames, Cut: st.Cut, Count: n})
+	m.stackFiles = append(m.stackFiles, files)
 }
