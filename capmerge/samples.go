@@ -107,16 +107,12 @@ func (m *Merger) addStack(c *profileio.Capture, st *profileio.StackSample, merge
 		// A frame in a native mapping with calls inlined there or its source lines keeps
 		// them, at its file offset; frames alike but for those stay apart.
 		nm := c.NativeAt(st.Pid, f.Mapping, f.Address)
-		if nm == nil {
+		if nm == nil || len(nm.Inlined[f.Address]) == 0 && len(nm.Lines[f.Address]) == 0 {
 			key = append(key, 0)
 			continue
 		}
 		file := m.nativeFile(nm)
-		off, ok := file.addressed(nm, f.Address)
-		if !ok {
-			key = append(key, 0)
-			continue
-		}
+		off, _ := file.addressed(nm, f.Address)
 		frames[i].Mapping, frames[i].Address = file.file, off
 		file.end = max(file.end, off+1)
 		if files == nil {
