@@ -120,6 +120,11 @@ type Watcher struct {
 	// added the target in: an exec notification stamped earlier is of an exec that state
 	// includes (late, as notifications may be under load), not a change since.
 	addedNs map[uint32]int64
+	// unannounced holds, per target added anew because a look without a notification (a
+	// scan, a catch-up after lost notifications) found it running another executable, that
+	// look's addedNs: the exec's own notification, stamped later (the kernel stamps it after
+	// the new executable is in place), may still come, and tells of that exec, not another.
+	unannounced map[uint32]int64
 	// forkedFrom holds, per target a fork notification made one, the process that forked
 	// it, until a notification says it exec'd; ForkedFrom's.
 	forkedFrom map[uint32]uint32
@@ -160,7 +165,7 @@ func New(cfg Config, h Handler) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{cfg: cfg, handler: h, log: cfg.Logger, self: uint32(os.Getpid()),
-		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), addedNs: make(map[uint32]int64), forkedFrom: make(map[uint32]uint32), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
+		current: make(map[uint32]uint64), exes: make(map[uint32]fileID), execNs: make(map[uint32]int64), addedNs: make(map[uint32]int64), unannounced: make(map[uint32]int64), forkedFrom: make(map[uint32]uint32), checked: make(map[uint32]checkedProc), pinned: make(map[uint32]uint64), exits: make(map[uint32]*exitWatch),
 		targetExits: make(map[uint32]*exitWatch), cancel: func() {}, bound: newBound(cfg.MaxTargets, cfg.MaxPerUser)}
 	for _, arg := range cfg.Images {
 		im, err := resolveImage(arg)
@@ -468,6 +473,13 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		w.mu.Unlock()
 		return nil
 	}
+	if u, ok := w.unannounced[pid]; ok && had && execNs != 0 && execNs >= u && old == st && w.exes[pid] == exe {
+		// The notification of the exec a look without one took the target anew for.
+		delete(w.unannounced, pid)
+		w.execNs[pid] = execNs
+		w.mu.Unlock()
+		return nil
+	}
 	if had && old == st && w.exes[pid] == exe {
 		prev, was := w.bound.owner[pid]
 		if !counted || was && prev == uid {
@@ -484,6 +496,7 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 			delete(w.exes, pid)
 			delete(w.execNs, pid)
 			delete(w.forkedFrom, pid)
+			delete(w.unannounced, pid)
 		}
 		w.mu.Unlock()
 		if !ok {
@@ -498,11 +511,14 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		return []uint32{prev}
 	}
 	var freed []uint32
+	// The same process found running another executable, and no notification says when.
+	unannounced := had && old == st && st != 0 && execNs == 0 && w.exes[pid] != exe
 	if had {
 		delete(w.current, pid)
 		delete(w.addedNs, pid)
 		delete(w.exes, pid)
 		delete(w.forkedFrom, pid)
+		delete(w.unannounced, pid)
 		if u, ok := w.bound.release(pid); ok {
 			freed = []uint32{u}
 		}
@@ -518,6 +534,9 @@ func (w *Watcher) checkOne(pid uint32, execNs int64) []uint32 {
 		w.current[pid] = st
 		w.addedNs[pid] = readNs
 		w.noteExe(pid, exe)
+		if unannounced {
+			w.unannounced[pid] = readNs
+		}
 	}
 	if had && old == st && st != 0 && ok && execNs != 0 {
 		w.execNs[pid] = execNs // the same process, another executable: a target anew
@@ -926,14 +945,19 @@ func (w *Watcher) Scan() {
 		perUser, began bool
 	}
 	var waiting []waited
+	execedAway := map[uint32]bool{} // the same processes, found running another executable
 	for pid, st := range w.current {
 		if e, ok := exes[pid]; found[pid] != st || ok && e != w.exes[pid] {
+			if found[pid] == st {
+				execedAway[pid] = true
+			}
 			removed = append(removed, pid)
 			delete(w.current, pid)
 			delete(w.addedNs, pid)
 			delete(w.exes, pid)
 			delete(w.execNs, pid) // the scan cannot tell when
 			delete(w.forkedFrom, pid)
+			delete(w.unannounced, pid)
 			if uid, ok := w.bound.release(pid); ok {
 				freed = append(freed, uid)
 			}
@@ -959,6 +983,9 @@ func (w *Watcher) Scan() {
 		added = append(added, pid)
 		w.current[pid] = st
 		w.addedNs[pid] = scanNs
+		if execedAway[pid] {
+			w.unannounced[pid] = scanNs
+		}
 		e, ok := exes[pid]
 		if !ok {
 			e = w.exeID(pid, st)

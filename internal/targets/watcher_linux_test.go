@@ -440,6 +440,41 @@ func TestLateExecNotification(t *testing.T) {
 	}
 }
 
+// TestUnannouncedExecNotification: a target found running another executable by a look
+// without a notification (a scan catching up after lost notifications) is added anew; the
+// exec's own notification, which the kernel stamps once the new executable is in place and
+// so may be later than that look's start, tells of that exec, not of one more.
+func TestUnannouncedExecNotification(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	sh, in := startShell(t, "sh", "read x; exec sleep 30")
+	pid := uint32(sh.Process.Pid)
+	var r recorder
+	// Scans only: the test makes the looks and delivers the notification itself.
+	w, err := New(Config{PIDs: []uint32{pid}, Interval: time.Hour, ScanOnly: true}, r.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start(context.Background())
+	defer w.Close()
+	eventually(t, "the shell added", func() bool { return r.has(&r.added, int(pid)) })
+	in.Write([]byte("go\n"))
+	eventually(t, "the shell exec'd into sleep", func() bool {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return strings.HasSuffix(exe, "/sleep")
+	})
+	w.checkPid(pid, 0) // a look without a notification: sleep, the target anew
+	stamped := monotonicNs(t)
+	w.checkPid(pid, stamped) // the exec's notification, stamped after that look began
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.added) != 2 || len(r.removed) != 1 || len(r.execed) != 0 {
+		t.Errorf("added %v, removed %v, execs told %v; want one removal and adding, no exec told", r.added, r.removed, r.execed)
+	}
+	if at, ok := w.ExecedAt(pid); !ok || at != stamped {
+		t.Errorf("ExecedAt(%d) = %d, %v; want %d, the notification's", pid, at, ok, stamped)
+	}
+}
+
 // An explicit pid that execs another executable is reported removed and added anew, and stays
 // a target: seen at its exec with exec notifications (as root), by the look at the explicit
 // pids every Interval without them. With notifications, ExecedAt says when it exec'd.
