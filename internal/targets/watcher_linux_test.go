@@ -399,28 +399,36 @@ func TestPinnedExecSame(t *testing.T) {
 	}
 }
 
-// TestLateExecNotification: a notification of an exec from before the target was added (the
-// process's start, told late under load) changes nothing, though the process has exec'd
-// again since: that later exec, told with its own time, is the removal and the adding.
-func TestLateExecNotification(t *testing.T) {
-	testenv.Requires(t, testenv.Root)
-	early := monotonicNs(t) // before the shell is found: its own exec's time, or earlier
+// execedShell starts a shell that is an explicit pid of a watcher scanning only (the test
+// makes the looks and delivers the notifications itself, in the order load can bring), and
+// has it exec into sleep once the watcher added it.
+func execedShell(t *testing.T) (uint32, *recorder, *Watcher) {
+	t.Helper()
 	sh, in := startShell(t, "sh", "read x; exec sleep 30")
 	pid := uint32(sh.Process.Pid)
-	var r recorder
-	// Scans only: the test delivers the notifications itself, in the order load can bring.
+	r := &recorder{}
 	w, err := New(Config{PIDs: []uint32{pid}, Interval: time.Hour, ScanOnly: true}, r.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Start(context.Background())
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
 	eventually(t, "the shell added", func() bool { return r.has(&r.added, int(pid)) })
 	in.Write([]byte("go\n"))
 	eventually(t, "the shell exec'd into sleep", func() bool {
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		return strings.HasSuffix(exe, "/sleep")
 	})
+	return pid, r, w
+}
+
+// TestLateExecNotification: a notification of an exec from before the target was added (the
+// process's start, told late under load) changes nothing, though the process has exec'd
+// again since: that later exec, told with its own time, is the removal and the adding.
+func TestLateExecNotification(t *testing.T) {
+	testenv.Requires(t, testenv.Root)
+	early := monotonicNs(t) // before the shell is found: its own exec's time, or earlier
+	pid, r, w := execedShell(t)
 	later := monotonicNs(t)
 	w.checkPid(pid, early)
 	r.mu.Lock()
@@ -446,22 +454,7 @@ func TestLateExecNotification(t *testing.T) {
 // so may be later than that look's start, tells of that exec, not of one more.
 func TestUnannouncedExecNotification(t *testing.T) {
 	testenv.Requires(t, testenv.Root)
-	sh, in := startShell(t, "sh", "read x; exec sleep 30")
-	pid := uint32(sh.Process.Pid)
-	var r recorder
-	// Scans only: the test makes the looks and delivers the notification itself.
-	w, err := New(Config{PIDs: []uint32{pid}, Interval: time.Hour, ScanOnly: true}, r.handler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Start(context.Background())
-	defer w.Close()
-	eventually(t, "the shell added", func() bool { return r.has(&r.added, int(pid)) })
-	in.Write([]byte("go\n"))
-	eventually(t, "the shell exec'd into sleep", func() bool {
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		return strings.HasSuffix(exe, "/sleep")
-	})
+	pid, r, w := execedShell(t)
 	w.checkPid(pid, 0) // a look without a notification: sleep, the target anew
 	stamped := monotonicNs(t)
 	w.checkPid(pid, stamped) // the exec's notification, stamped after that look began
