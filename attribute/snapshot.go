@@ -148,7 +148,7 @@ func (s *Snapshot) Name(ctx context.Context) (complete, cut uint64) {
 		if source = tab.Source(off, source[:0]); len(source) > 0 {
 			lines := make([]profileio.SourceLine, len(source))
 			for i, l := range source {
-				lines[i] = profileio.SourceLine{File: l.File, Line: uint32(max(l.Line, 0))}
+				lines[i] = profileio.SourceLine(l)
 			}
 			if m.Lines == nil {
 				m.Lines = map[uint64][]profileio.SourceLine{}

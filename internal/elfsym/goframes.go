@@ -121,20 +121,18 @@ type pcSpan struct {
 // when off is 0 (no table), or the table runs past the data or the function. It takes the
 // bytes it decodes from budget.
 func (t *goTable) pcValues(off, entry, end uint64, spans []pcSpan, budget *int) []pcSpan {
-	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
+	r, ok := t.pcReader(off, entry, end, budget)
+	if !ok {
 		return spans
 	}
-	r := newPCReader(t.data[t.pctab+off:], entry, end, t.quantum())
 	n := len(spans)
 	for {
-		left := len(r.p)
 		lo, hi, v, ok := r.next()
-		*budget -= left - len(r.p)
-		if *budget < 0 || !ok && !r.done {
-			return spans[:n]
-		}
 		if !ok {
-			return spans
+			if r.done {
+				return spans
+			}
+			return spans[:n]
 		}
 		if last := len(spans) - 1; last >= n && spans[last].v == v {
 			spans[last].hi = hi
@@ -147,12 +145,25 @@ func (t *goTable) pcValues(off, entry, end uint64, spans []pcSpan, budget *int) 
 // quantum is the table's instruction quantum: pc-value tables count in it.
 func (t *goTable) quantum() uint64 { return uint64(max(t.data[6], 1)) }
 
+// pcReader reads the pc-value table at off (among the table's pc-value tables) of the
+// function at [entry, end), taking the bytes it decodes from budget; false when off is 0
+// (no table) or lies past the data.
+func (t *goTable) pcReader(off, entry, end uint64, budget *int) (pcReader, bool) {
+	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
+		return pcReader{}, false
+	}
+	r := newPCReader(t.data[t.pctab+off:], entry, end, t.quantum())
+	r.budget = budget
+	return r, true
+}
+
 // A pcReader steps through a pc-value table of the function at [pc, end).
 type pcReader struct {
 	p           []byte
 	pc, end, q  uint64
 	v           int64
 	first, done bool
+	budget      *int // nil: no bound
 }
 
 func newPCReader(p []byte, entry, end, quantum uint64) pcReader {
@@ -161,8 +172,21 @@ func newPCReader(p []byte, entry, end, quantum uint64) pcReader {
 
 // next reads the table's next value and the code it holds for, [lo, hi); false at the
 // table's end (done set) or where the table is damaged: it runs past its bytes or its
-// function.
+// function, or past the reader's budget.
 func (r *pcReader) next() (lo, hi uint64, v int64, ok bool) {
+	left := len(r.p)
+	lo, hi, v, ok = r.step()
+	if r.budget != nil {
+		if *r.budget -= left - len(r.p); *r.budget < 0 {
+			r.done = false
+			return 0, 0, 0, false
+		}
+	}
+	return lo, hi, v, ok
+}
+
+// step is next without the budget.
+func (r *pcReader) step() (lo, hi uint64, v int64, ok bool) {
 	for {
 		change, k := uvarint(r.p)
 		if k == 0 {
@@ -186,6 +210,26 @@ func (r *pcReader) next() (lo, hi uint64, v int64, ok bool) {
 		lo, r.pc = r.pc, r.pc+length*r.q
 		return lo, r.pc, r.v, true
 	}
+}
+
+// spanAt is the index of the span of spans (ascending and apart) that holds a, bounds
+// giving a span's [lo, hi); -1 when none does.
+func spanAt[S any](spans []S, a uint64, bounds func(S) (lo, hi uint64)) int {
+	i, j := 0, len(spans)
+	for i < j { // the first span that ends past a
+		h := int(uint(i+j) >> 1)
+		if _, hi := bounds(spans[h]); hi <= a {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i < len(spans) {
+		if lo, _ := bounds(spans[i]); lo <= a {
+			return i
+		}
+	}
+	return -1
 }
 
 // uvarint reads an unsigned LEB128 of at most 32 bits from the start of p: the value and

@@ -128,19 +128,10 @@ func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uin
 		tree := trees(off, int(top+1)*goInlinedCall)
 		// The index at pc: the value of the span that holds it.
 		valueAt := func(pc uint64) int64 {
-			i, found := slices.BinarySearchFunc(spans, pc, func(s pcSpan, a uint64) int {
-				switch {
-				case s.hi <= a:
-					return -1
-				case s.lo > a:
-					return 1
-				}
-				return 0
-			})
-			if !found {
-				return -1
+			if i := spanAt(spans, pc, func(s pcSpan) (uint64, uint64) { return s.lo, s.hi }); i >= 0 {
+				return spans[i].v
 			}
-			return spans[i].v
+			return -1
 		}
 		ofIndex = slices.Grow(ofIndex[:0], int(top+1))[:top+1]
 		for i := range ofIndex {

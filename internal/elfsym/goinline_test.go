@@ -210,8 +210,8 @@ func TestGoInlineTable(t *testing.T) {
 			t.Errorf("at %#x: %q, want %q", c.addr, g, c.want)
 		}
 	}
-	outer, mid, leaf := func(l int32) SourceLine { return SourceLine{"outer.go", l} },
-		func(l int32) SourceLine { return SourceLine{"mid.go", l} }, func(l int32) SourceLine { return SourceLine{"leaf.go", l} }
+	outer, mid, leaf := func(l uint32) SourceLine { return SourceLine{"outer.go", l} },
+		func(l uint32) SourceLine { return SourceLine{"mid.go", l} }, func(l uint32) SourceLine { return SourceLine{"leaf.go", l} }
 	for _, c := range []struct {
 		addr uint64
 		want []SourceLine

@@ -25,7 +25,7 @@ import (
 // when not known.
 type SourceLine struct {
 	File string
-	Line int32
+	Line uint32
 }
 
 // lineFunc is one Go function's code, [lo, lo+size) from its goLines' base, with its pcfile
@@ -90,16 +90,8 @@ func (g *goLines) funcAt(addr uint64) *lineFunc {
 		return nil
 	}
 	a := addr - g.base
-	i, found := slices.BinarySearchFunc(g.funcs, a, func(f lineFunc, a uint64) int {
-		switch {
-		case uint64(f.lo)+uint64(f.size) <= a:
-			return -1
-		case uint64(f.lo) > a:
-			return 1
-		}
-		return 0
-	})
-	if !found {
+	i := spanAt(g.funcs, a, func(f lineFunc) (uint64, uint64) { return uint64(f.lo), uint64(f.lo) + uint64(f.size) })
+	if i < 0 {
 		return nil
 	}
 	return &g.funcs[i]
@@ -116,25 +108,21 @@ func (g *goLines) at(f *lineFunc, addr uint64) SourceLine {
 	if !ok || line <= 0 || line > 1<<31-1 {
 		return SourceLine{}
 	}
+	pos := SourceLine{Line: uint32(line)}
 	file, ok := valueAt(newPCReader(g.data[f.file:], entry, end, g.quantum), addr)
-	if !ok {
-		return SourceLine{Line: int32(line)}
+	if ok && file >= 0 && uint64(file) < uint64(len(g.cuFiles))-uint64(f.cu) {
+		if idx := g.cuFiles[uint64(f.cu)+uint64(file)]; idx >= 0 {
+			pos.File = g.files[idx]
+		}
 	}
-	if file < 0 || uint64(file) >= uint64(len(g.cuFiles))-uint64(f.cu) {
-		return SourceLine{Line: int32(line)}
-	}
-	idx := g.cuFiles[uint64(f.cu)+uint64(file)]
-	if idx < 0 {
-		return SourceLine{Line: int32(line)}
-	}
-	return SourceLine{File: g.files[idx], Line: int32(line)}
+	return pos
 }
 
 // valueAt reads the pc-value table r up to addr: the value there, false when the table
-// does not reach it or is damaged before it.
+// does not reach it or is damaged before it. A table kept was read whole once: no budget.
 func valueAt(r pcReader, addr uint64) (int64, bool) {
 	for {
-		lo, hi, v, ok := r.next()
+		lo, hi, v, ok := r.step()
 		if !ok {
 			return 0, false
 		}
@@ -149,16 +137,8 @@ func (t *Table) inlineSpanAt(addr uint64) *inlineSpan {
 	if addr < t.inlineBase || addr-t.inlineBase >= 1<<32 {
 		return nil
 	}
-	i, found := slices.BinarySearchFunc(t.inlines, addr-t.inlineBase, func(s inlineSpan, a uint64) int {
-		switch {
-		case s.hi() <= a:
-			return -1
-		case uint64(s.lo) > a:
-			return 1
-		}
-		return 0
-	})
-	if !found {
+	i := spanAt(t.inlines, addr-t.inlineBase, func(s inlineSpan) (uint64, uint64) { return uint64(s.lo), s.hi() })
+	if i < 0 {
 		return nil
 	}
 	return &t.inlines[i]
@@ -262,23 +242,16 @@ func (t *goTable) lines(text uint64, maxFuncs int, maxBytes int64) (*goLines, bo
 // the function at [entry, end): nil when off is 0, or the table is damaged. It takes the
 // bytes it decodes from budget.
 func (t *goTable) pcTable(off, entry, end uint64, budget *int) []byte {
-	if off == 0 || t.pctab > uint64(len(t.data)) || off >= uint64(len(t.data))-t.pctab {
+	r, ok := t.pcReader(off, entry, end, budget)
+	if !ok {
 		return nil
 	}
-	p := t.data[t.pctab+off:]
-	r := newPCReader(p, entry, end, t.quantum())
-	for {
-		left := len(r.p)
-		_, _, _, ok := r.next()
-		*budget -= left - len(r.p)
-		if *budget < 0 {
-			return nil
-		}
-		if !ok {
-			if !r.done {
-				return nil
-			}
-			return p[:len(p)-len(r.p)]
-		}
+	p := r.p
+	for ok {
+		_, _, _, ok = r.next()
 	}
+	if !r.done {
+		return nil
+	}
+	return p[:len(p)-len(r.p)]
 }

@@ -35,7 +35,7 @@ func TestGoLines(t *testing.T) {
 						}
 						checked++
 						got := tab.SourceVaddr(pc, nil)
-						if len(got) == 0 || got[0] != (SourceLine{File: file, Line: int32(line)}) {
+						if len(got) == 0 || got[0] != (SourceLine{File: file, Line: uint32(line)}) {
 							if bad++; bad <= 5 {
 								t.Errorf("%s: %s at %#x: %+v, want %s:%d", name, fn.Name, pc, got, file, line)
 							}
