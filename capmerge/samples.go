@@ -31,14 +31,8 @@ func (m *Merger) nativeFile(nm *profileio.NativeMapping) *nativeFile {
 	return f
 }
 
-// addressed keeps the calls inlined at address addr of nm and the source positions there,
-// at its file offset: that offset, or false when nm has neither there.
-func (f *nativeFile) addressed(nm *profileio.NativeMapping, addr uint64) (uint64, bool) {
-	calls, lines := nm.Inlined[addr], nm.Lines[addr]
-	if len(calls) == 0 && len(lines) == 0 {
-		return 0, false
-	}
-	off := addr - nm.Start + nm.Offset
+// keep keeps the calls inlined at file offset off and the source positions there.
+func (f *nativeFile) keep(off uint64, calls []string, lines []profileio.SourceLine) {
 	if len(calls) > 0 {
 		if f.inlined == nil {
 			f.inlined = map[uint64][]string{}
@@ -51,7 +45,6 @@ func (f *nativeFile) addressed(nm *profileio.NativeMapping, addr uint64) (uint64
 		}
 		f.lines[off] = lines
 	}
-	return off, true
 }
 
 // addNative sums a mapping's samples by file offset.
@@ -62,7 +55,7 @@ func (m *Merger) addNative(nm *profileio.NativeMapping, sc func(uint64) uint64) 
 	f := m.nativeFile(nm)
 	for _, s := range nm.Samples {
 		off := s.Address - nm.Start + nm.Offset
-		f.addressed(nm, s.Address)
+		f.keep(off, nm.Inlined[s.Address], nm.Lines[s.Address])
 		n := sc(s.Count)
 		if i, ok := f.at[off]; ok {
 			f.samples[i].Count = sampleprof.SatAdd(f.samples[i].Count, n)
@@ -106,29 +99,25 @@ func (m *Merger) addStack(c *profileio.Capture, st *profileio.StackSample, merge
 		key = appendString(key, f.Mapping)
 		// A frame in a native mapping with calls inlined there or its source lines keeps
 		// them, at its file offset; frames alike but for those stay apart.
+		var calls []string
+		var lines []profileio.SourceLine
 		nm := c.NativeAt(st.Pid, f.Mapping, f.Address)
-		if nm == nil || len(nm.Inlined[f.Address]) == 0 && len(nm.Lines[f.Address]) == 0 {
-			key = append(key, 0)
+		if nm != nil {
+			calls, lines = nm.Inlined[f.Address], nm.Lines[f.Address]
+		}
+		key = profileio.AppendAddressedKey(key, calls, lines)
+		if len(calls) == 0 && len(lines) == 0 {
 			continue
 		}
 		file := m.nativeFile(nm)
-		off, _ := file.addressed(nm, f.Address)
+		off := f.Address - nm.Start + nm.Offset
+		file.keep(off, calls, lines)
 		frames[i].Mapping, frames[i].Address = file.file, off
 		file.end = max(file.end, off+1)
 		if files == nil {
 			files = make([]*nativeFile, len(st.Frames))
 		}
 		files[i] = file
-		calls, lines := nm.Inlined[f.Address], nm.Lines[f.Address]
-		key = binary.AppendUvarint(key, uint64(1+len(calls)))
-		for _, call := range calls {
-			key = appendString(key, call)
-		}
-		key = binary.AppendUvarint(key, uint64(len(lines)))
-		for _, l := range lines {
-			key = appendString(key, l.File)
-			key = binary.AppendUvarint(key, uint64(l.Line))
-		}
 	}
 	n := sc(st.Count)
 	if i, ok := m.stacks[string(key)]; ok {

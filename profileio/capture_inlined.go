@@ -182,3 +182,19 @@ func (c *Capture) frameInlined(pid uint32, f Frame) ([]string, []SourceLine) {
 	}
 	return nil, nil
 }
+
+// AppendAddressedKey appends to key what tells native frames of one function and mapping
+// apart besides their addresses, as FoldProcesses and a merge of captures compare them: the
+// calls inlined at the frame's address and the source positions there.
+func AppendAddressedKey(key []byte, calls []string, lines []SourceLine) []byte {
+	key = appendUvarint(key, uint64(len(calls)))
+	for _, call := range calls {
+		key = appendString(key, call)
+	}
+	key = appendUvarint(key, uint64(len(lines)))
+	for _, l := range lines {
+		key = appendString(key, l.File)
+		key = appendUvarint(key, uint64(l.Line))
+	}
+	return key
+}

@@ -71,9 +71,10 @@ func FoldProcesses(c *Capture, fold func(pid uint32) bool, p Process) *Capture {
 // foldStacks returns c's stacks with the chains of the processes folds picks under
 // FoldedPid and no thread, one per thread name and frames: frames are the same where they
 // are in the same code object at the same offset, or outside JIT code in the same mapping
-// and function with the same calls inlined there and source positions, whatever their addresses (ASLR puts one
-// function at different addresses in different processes; the pprof profile names a frame
-// no symbol names after its mapping). A merged chain keeps the first one's addresses.
+// and function with the same calls inlined there and source positions, whatever their
+// addresses (ASLR puts one function at different addresses in different processes; the
+// pprof profile names a frame no symbol names after its mapping). A merged chain keeps the
+// first one's addresses.
 func foldStacks(c *Capture, folds func(pid uint32) bool) []StackSample {
 	stacks := c.Stacks
 	out := make([]StackSample, 0, len(stacks))
@@ -98,15 +99,7 @@ func foldStacks(c *Capture, folds func(pid uint32) bool) []StackSample {
 			key = appendString(key, f.Function)
 			key = appendString(key, f.Mapping)
 			inlined, lines := c.frameInlined(pid, f)
-			key = appendUvarint(key, uint64(len(inlined)))
-			for _, call := range inlined {
-				key = appendString(key, call)
-			}
-			key = appendUvarint(key, uint64(len(lines)))
-			for _, l := range lines {
-				key = appendString(key, l.File)
-				key = appendUvarint(key, uint64(l.Line))
-			}
+			key = AppendAddressedKey(key, inlined, lines)
 		}
 		if i, ok := at[string(key)]; ok {
 			out[i].Count = sampleprof.SatAdd(out[i].Count, st.Count)
