@@ -438,14 +438,7 @@ func TestLateExecNotification(t *testing.T) {
 		t.Fatalf("a notification from before the adding: added %d times, removed %d, told of %d execs; want nothing", added, removed, execed)
 	}
 	w.checkPid(pid, later)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.added) != 2 || len(r.removed) != 1 || len(r.execed) != 0 {
-		t.Errorf("the exec's own notification: added %v, removed %v, execs told %v; want a removal and an adding", r.added, r.removed, r.execed)
-	}
-	if at, ok := w.ExecedAt(pid); !ok || at != later {
-		t.Errorf("ExecedAt(%d) = %d, %v; want %d", pid, at, ok, later)
-	}
+	wantExecedAnew(t, r, w, pid, later)
 }
 
 // TestUnannouncedExecNotification: a target found running another executable by a look
@@ -458,13 +451,20 @@ func TestUnannouncedExecNotification(t *testing.T) {
 	w.checkPid(pid, 0) // a look without a notification: sleep, the target anew
 	stamped := monotonicNs(t)
 	w.checkPid(pid, stamped) // the exec's notification, stamped after that look began
+	wantExecedAnew(t, r, w, pid, stamped)
+}
+
+// wantExecedAnew checks that the shell's exec was a removal and an adding, no exec told,
+// and that ExecedAt says it exec'd at ns, the notification's time.
+func wantExecedAnew(t *testing.T, r *recorder, w *Watcher, pid uint32, ns int64) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.added) != 2 || len(r.removed) != 1 || len(r.execed) != 0 {
 		t.Errorf("added %v, removed %v, execs told %v; want one removal and adding, no exec told", r.added, r.removed, r.execed)
 	}
-	if at, ok := w.ExecedAt(pid); !ok || at != stamped {
-		t.Errorf("ExecedAt(%d) = %d, %v; want %d, the notification's", pid, at, ok, stamped)
+	if at, ok := w.ExecedAt(pid); !ok || at != ns {
+		t.Errorf("ExecedAt(%d) = %d, %v; want %d, the notification's", pid, at, ok, ns)
 	}
 }
 
