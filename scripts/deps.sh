@@ -16,6 +16,7 @@ needs=(
 	nm:binutils
 	strip:binutils
 	xz:xz-utils
+	/usr/share/doc/libc6-dbg/copyright:libc6-dbg
 	clang-14:clang-14
 	clang++-14:clang-14
 	llvm-config-14:llvm-14-dev

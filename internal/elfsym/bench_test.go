@@ -65,8 +65,10 @@ func BenchmarkLookup(b *testing.B) {
 
 // BenchmarkColdFile reads a big file's symbols on first sight, as a new target's first
 // flush does (the file's pages are in the page cache after the first iteration): LLVM's
-// shared library (105 MB, .dynsym only), PostgreSQL's server (9 MB, .dynsym only), and Go's
-// compiler (26 MB), with its .symtab and stripped of it (its Go function table read).
+// shared library (105 MB, .dynsym only), PostgreSQL's server (9 MB, .dynsym only), Go's
+// compiler (26 MB), with its .symtab and stripped of it (its Go function table read), and
+// the C library (2 MB, its symbols and line tables in its 4 MB debug file when libc6-dbg is
+// installed).
 func BenchmarkColdFile(b *testing.B) {
 	var compile, stripped string // skipped below when empty
 	if tool, err := exec.Command("go", "env", "GOTOOLDIR").Output(); err == nil {
@@ -76,7 +78,7 @@ func BenchmarkColdFile(b *testing.B) {
 			stripped = ""
 		}
 	}
-	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres", compile, stripped} {
+	for _, path := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/postgresql/15/bin/postgres", compile, stripped, libc} {
 		b.Run(filepath.Base(path), func(b *testing.B) {
 			st, err := os.Stat(path)
 			if err != nil {
@@ -106,6 +108,41 @@ func BenchmarkColdFile(b *testing.B) {
 			runtime.ReadMemStats(&without)
 			b.ReportMetric(float64(int64(with.HeapAlloc)-int64(without.HeapAlloc))/(1<<20), "table-MB")
 		})
+	}
+}
+
+// libc is the C library's path.
+const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+
+// BenchmarkDWARFSource gives the source positions at addresses spread over the C library's
+// code, from its debug file's line tables.
+func BenchmarkDWARFSource(b *testing.B) {
+	c := NewCache(Config{})
+	defer c.Close()
+	tab, err := c.Open(must(os.Open(libc)), "", libc).Wait(context.Background())
+	if err != nil || tab.dwarfLines == nil {
+		b.Skipf("no line tables for %s (libc6-dbg): %v", libc, err)
+	}
+	lt := tab.dwarfLines
+	rng := rand.New(rand.NewPCG(1, 2))
+	lo, hi := lt.blocks[0].addr, lt.blocks[len(lt.blocks)-1].addr
+	addrs := make([]uint64, 1<<16)
+	for i := range addrs {
+		addrs[i] = lo + rng.Uint64N(hi-lo)
+	}
+	var dst []SourceLine
+	known := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dst = tab.SourceVaddr(addrs[i&(len(addrs)-1)], dst[:0])
+		if len(dst) > 0 {
+			known++
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/address")
+	if known < b.N/2 {
+		b.Fatalf("%d of %d addresses with a line", known, b.N)
 	}
 }
 

@@ -48,11 +48,17 @@ type goLines struct {
 // SourceVaddr appends to dst the source positions at the virtual address addr, innermost
 // first: one for each call InlinedVaddr names there, the line in its function's code, then
 // the function's own, the line of the call the previous one was inlined at or, without
-// one, of addr. dst is returned as it was where the file does not say (only Go's table, from
-// Go 1.16 on, is read); a position it cannot tell is zero.
+// one, of addr. In another file's code it is the one position its DWARF line tables give.
+// dst is returned as it was where the file does not say (only Go's table, from Go 1.16 on,
+// and DWARF's line tables are read); a position it cannot tell is zero.
 func (t *Table) SourceVaddr(addr uint64, dst []SourceLine) []SourceLine {
 	g := t.lines
 	if g == nil {
+		if t.dwarfLines != nil {
+			if pos := t.dwarfLines.at(addr); pos.Line != 0 {
+				dst = append(dst, pos)
+			}
+		}
 		return dst
 	}
 	f := g.funcAt(addr)

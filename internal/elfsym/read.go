@@ -82,8 +82,10 @@ type builder struct {
 	inlineBase uint64
 	inlines    []inlineSpan
 	chains     [][]string
-	// lines are the source positions of a Go executable's code (addGoLines).
-	lines *goLines
+	// lines are the source positions of a Go executable's code (addGoLines), dwarfLines
+	// those another file's DWARF line tables give (addDWARFLines).
+	lines      *goLines
+	dwarfLines *lineTable
 }
 
 func newBuilder(o Options) *builder {
@@ -402,7 +404,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	}
 	b.syms = nil
 	t.index()
-	t.inlineBase, t.inlines, t.chains, t.lines = b.inlineBase, b.inlines, b.chains, b.lines
+	t.inlineBase, t.inlines, t.chains, t.lines, t.dwarfLines = b.inlineBase, b.inlines, b.chains, b.lines, b.dwarfLines
 	b.goFrom, b.goTab = nil, nil
 	return t
 }
@@ -610,15 +612,20 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 
 // addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
 // one debug finds, which addFile closes), else those of its .gnu_debugdata, else, for a Go
-// executable, its function table; then a Go executable's inlined calls, its .dynsym and its
-// PLT.
+// executable, its function table; then a Go executable's inlined calls and source
+// positions, or another file's source positions from its own DWARF line tables or else its
+// debug file's; then its .dynsym and its PLT.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
+	lines := ef // where DWARF line tables are looked for
 	if ef.hasSymtab() {
 		own = b.addSymbols(ef, elf.SHT_SYMTAB, "")
 	} else if dbg, from := debug(); dbg != nil {
 		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
-		dbg.file.Close()
+		defer dbg.file.Close()
+		if ef.f.Section(".debug_line") == nil {
+			lines = dbg.ef
+		}
 	} else if mini, err := ef.miniDebugInfo(b.maxStringBytes); mini != nil {
 		own = b.addSymbols(mini, elf.SHT_SYMTAB, ".gnu_debugdata:")
 	} else {
@@ -626,5 +633,8 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	}
 	b.addGoInlines(ef)
 	b.addGoLines(ef)
+	if b.lines == nil {
+		own = errors.Join(own, b.addDWARFLines(lines, ef))
+	}
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }

@@ -30,8 +30,10 @@ type Table struct {
 	inlineBase uint64
 	inlines    []inlineSpan
 	chains     [][]string
-	// lines are the source positions of a Go executable's functions, nil for another file.
-	lines *goLines
+	// lines are the source positions of a Go executable's functions, nil for another file;
+	// dwarfLines those of another file's DWARF line tables, nil without them.
+	lines      *goLines
+	dwarfLines *lineTable
 }
 
 // Len is the number of symbols.

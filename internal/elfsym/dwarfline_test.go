@@ -1,0 +1,327 @@
+package elfsym
+
+import (
+	"context"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/profd/profd/internal/testenv"
+)
+
+// dwarfSequences is the line tables of the file at p as debug/dwarf reads them, through
+// .debug_info: each sequence's rows, in the file's code (its executable sections), with
+// each row's file name as DWARF 5 names it (joined with its unit's directory before).
+func dwarfSequences(t testing.TB, p string, code func(uint64) bool) (seqs [][]dwarf.LineEntry, version5 bool) {
+	t.Helper()
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cu == nil {
+			break
+		}
+		r.SkipChildren()
+		lr, err := d.LineReader(cu)
+		if err != nil || lr == nil {
+			continue
+		}
+		var seq []dwarf.LineEntry
+		for {
+			var e dwarf.LineEntry
+			if err := lr.Next(&e); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			seq = append(seq, e)
+			if e.EndSequence {
+				if code(seq[0].Address) {
+					seqs = append(seqs, seq)
+				}
+				seq = nil
+			}
+		}
+		if cu.Val(dwarf.AttrStmtList) != nil {
+			version5 = version5 || lineVersion(t, f, cu.Val(dwarf.AttrStmtList).(int64)) >= 5
+		}
+	}
+	return seqs, version5
+}
+
+// lineVersion is the version of the line table at off in f's .debug_line.
+func lineVersion(t testing.TB, f *elf.File, off int64) uint16 {
+	b, err := f.Section(".debug_line").Data()
+	if err != nil || off+6 > int64(len(b)) {
+		t.Fatalf("line table at %d: %v", off, err)
+	}
+	return f.ByteOrder.Uint16(b[off+4:])
+}
+
+// inCode reports whether an address lies in an executable section of the file at p.
+func inCode(t testing.TB, p string) func(uint64) bool {
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var code []*elf.Section
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+			code = append(code, s)
+		}
+	}
+	return func(a uint64) bool {
+		for _, s := range code {
+			if a >= s.Addr && a < s.Addr+s.Size {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// checkLines compares the positions tab gives with debug/dwarf's reading of the line tables
+// of debugPath (the file itself or its debug file; code is the file's): at each row's
+// address and the byte before the next row, the position of the last row at that address,
+// none past a sequence's end. Addresses two sequences hold are left out. It returns the
+// addresses compared.
+func checkLines(t *testing.T, tab *Table, debugPath string, code func(uint64) bool) int {
+	t.Helper()
+	seqs, v5 := dwarfSequences(t, debugPath, code)
+	held := map[uint64]int{}
+	for _, seq := range seqs {
+		for _, e := range seq[:len(seq)-1] {
+			held[e.Address]++
+		}
+	}
+	want := func(seq []dwarf.LineEntry, i int) SourceLine {
+		e := seq[i]
+		if e.EndSequence || e.Line == 0 {
+			return SourceLine{}
+		}
+		pos := SourceLine{Line: uint32(e.Line)}
+		if e.File != nil {
+			pos.File = path.Clean(e.File.Name)
+		}
+		return pos
+	}
+	checked, bad := 0, 0
+	var dst []SourceLine
+	for _, seq := range seqs {
+		for i := 0; i+1 < len(seq); i++ {
+			if seq[i].Address == seq[i+1].Address {
+				continue // the last row at an address holds it
+			}
+			w := want(seq, i)
+			for _, a := range []uint64{seq[i].Address, seq[i+1].Address - 1} {
+				if held[a] > 1 {
+					continue
+				}
+				dst = tab.SourceVaddr(a, dst[:0])
+				var got SourceLine
+				if len(dst) > 0 {
+					got = dst[0]
+				}
+				ok := got == w
+				if !ok && got.Line == w.Line && got.File != "" && w.File != "" {
+					// Before DWARF 5 the unit's own directory is in .debug_info alone;
+					// from it on, debug/dwarf leaves a relative directory relative.
+					ok = strings.HasSuffix(w.File, "/"+got.File) || v5 && strings.HasSuffix(got.File, "/"+w.File)
+				}
+				if checked++; !ok {
+					if bad++; bad <= 5 {
+						t.Errorf("%#x: %+v, want %+v", a, got, w)
+					}
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses with another position", bad, checked)
+	}
+	return checked
+}
+
+// TestDWARFLines: the positions elfsym gives a C or C++ program's code are debug/dwarf's,
+// for GCC's and Clang's line tables of DWARF 3, 4 and 5, compressed or not, in the program
+// or in its debug file.
+func TestDWARFLines(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip"))
+	for _, tc := range []struct {
+		name     string
+		cc       string
+		args     []string
+		separate bool // stripped, its debug file found by build-id
+	}{
+		{name: "gcc-dwarf5", cc: "cc", args: []string{"-g", "-O2", "testdata/prog.c"}},
+		{name: "gcc-dwarf4-nopie", cc: "cc", args: []string{"-gdwarf-4", "-O2", "-no-pie", "testdata/prog.c"}},
+		{name: "gcc-dwarf3", cc: "cc", args: []string{"-gdwarf-3", "-O0", "testdata/prog.c"}},
+		{name: "gxx-dwarf5", cc: "c++", args: []string{"-g", "-O2", "testdata/lines.cc"}},
+		{name: "clang-dwarf5", cc: "clang-14", args: []string{"-g", "-O2", "testdata/prog.c"}},
+		{name: "clang-dwarf4", cc: "clang-14", args: []string{"-gdwarf-4", "-O1", "-ffunction-sections", "-Wl,--gc-sections", "testdata/prog.c"}},
+		{name: "gcc-zlib-debugfile", cc: "cc", args: []string{"-g", "-gz=zlib", "-O2", "testdata/prog.c"}, separate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.cc); err != nil {
+				t.Skip(err)
+			}
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "prog")
+			argv := append([]string{"-o", prog, "-Wl,--build-id=sha1"}, tc.args...)
+			if b, err := exec.Command(tc.cc, argv...).CombinedOutput(); err != nil {
+				t.Fatalf("%s %s: %v\n%s", tc.cc, strings.Join(argv, " "), err, b)
+			}
+			code := inCode(t, prog)
+			var hot uint64
+			for _, s := range testenv.ELFSymbols(t, prog) {
+				if s.Name == "hot" {
+					hot = s.Value
+				}
+			}
+			debug := prog
+			var tab *Table
+			if tc.separate {
+				tab, debug = readStrippedWithDebug(t, prog)
+			} else {
+				tab = readFile(t, prog)
+			}
+			if tab.dwarfLines == nil {
+				t.Fatal("no line table read")
+			}
+			if src := tc.args[len(tc.args)-1]; src == "testdata/prog.c" && !slices.Contains(tc.args, "-gdwarf-4") && !slices.Contains(tc.args, "-gdwarf-3") {
+				// DWARF 5 names the unit's directory: the file's path is whole.
+				want := must(filepath.Abs(src))
+				if got := tab.SourceVaddr(hot, nil); len(got) != 1 || got[0].File != want || got[0].Line == 0 {
+					t.Errorf("hot at %#x: %+v, want a line of %s", hot, got, want)
+				}
+			}
+			n := checkLines(t, tab, debug, code)
+			t.Logf("%d addresses compared, %d bytes of table", n, len(tab.dwarfLines.data))
+			if n < 20 {
+				t.Errorf("%d addresses compared, want 20 at least", n)
+			}
+		})
+	}
+}
+
+// readStrippedWithDebug moves prog's debug information into a debug file installed by its
+// build-id, strips it, and reads it through a cache; it returns the table and the debug
+// file.
+func readStrippedWithDebug(t *testing.T, prog string) (*Table, string) {
+	t.Helper()
+	id := readFile(t, prog).BuildID
+	root := t.TempDir()
+	debug := prog + ".debug"
+	run(t, "objcopy", "--only-keep-debug", prog, debug)
+	run(t, "strip", "--strip-all", prog)
+	install(t, debug, root, path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
+	install(t, prog, root, "/bin/prog")
+	c := newTestCache(t, io.Discard)
+	tab, err := c.Open(must(os.Open(root+"/bin/prog")), root, "/bin/prog").Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, debug
+}
+
+// TestDWARFLinesLibc: the C library's code, named by its distribution's debug file (DWARF
+// 5, compressed), has the positions debug/dwarf reads there.
+func TestDWARFLinesLibc(t *testing.T) {
+	if _, err := os.Stat(libc); err != nil {
+		t.Skip(err)
+	}
+	id := readFile(t, libc).BuildID
+	debug := path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
+	if _, err := os.Stat(debug); err != nil {
+		t.Skipf("the C library's debug file (libc6-dbg): %v", err)
+	}
+	c := newTestCache(t, io.Discard)
+	tab, err := c.Open(must(os.Open(libc)), "", libc).Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := checkLines(t, tab, debug, inCode(t, libc))
+	t.Logf("%d addresses compared, %d bytes of table", n, len(tab.dwarfLines.data))
+	if n < 100000 {
+		t.Errorf("%d addresses compared, want 100 000 at least", n)
+	}
+}
+
+// FuzzDWARFLines decodes arbitrary bytes as a .debug_line section (its strings sections
+// the same bytes): no crash, each sequence's addresses ascending and its last row an end,
+// and each row of a sequence no other overlaps found at its address in the table. Seeds:
+// prog.c's line tables of DWARF 3, 4 and 5, whole and cut.
+func FuzzDWARFLines(f *testing.F) {
+	testenv.Requires(f, testenv.Tool("cc"))
+	dir := f.TempDir()
+	for i, version := range []string{"-gdwarf-3", "-gdwarf-4", "-gdwarf-5"} {
+		prog := build(f, dir, "prog"+version, version, "testdata/prog.c")
+		ef := must(elf.Open(prog))
+		data, err := ef.Section(".debug_line").Data()
+		ef.Close()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)*(i+1)/4])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := lineDecoder{bo: binary.LittleEndian, lineStr: string(data), str: func() string { return string(data) }, maxNameBytes: 1 << 16}
+		var seqs [][]lineRow
+		var tb lineTableBuilder
+		d.decode(data, func(rows []lineRow) bool {
+			for i := 1; i < len(rows); i++ {
+				if rows[i].addr <= rows[i-1].addr {
+					t.Fatalf("row %d at %#x after %#x", i, rows[i].addr, rows[i-1].addr)
+				}
+			}
+			if rows[len(rows)-1].line != 0 {
+				t.Fatalf("a sequence ends with line %d", rows[len(rows)-1].line)
+			}
+			seqs = append(seqs, slices.Clone(rows))
+			tb.add(rows)
+			return len(seqs) < 1000
+		})
+		if d.nameBytes > 1<<16 {
+			t.Fatalf("%d bytes of names kept", d.nameBytes)
+		}
+		tab := tb.table(d.files)
+		for i, seq := range seqs {
+			lo, hi := seq[0].addr, seq[len(seq)-1].addr
+			if slices.ContainsFunc(seqs[:i], func(o []lineRow) bool { return o[0].addr <= hi && lo <= o[len(o)-1].addr }) ||
+				slices.ContainsFunc(seqs[i+1:], func(o []lineRow) bool { return o[0].addr <= hi && lo <= o[len(o)-1].addr }) {
+				continue
+			}
+			for _, r := range seq[:len(seq)-1] {
+				want := SourceLine{Line: r.line}
+				if r.file != noFile && want.Line != 0 {
+					want.File = d.files[r.file]
+				}
+				if got := tab.at(r.addr); got != want {
+					t.Fatalf("%#x: %+v, want %+v", r.addr, got, want)
+				}
+			}
+		}
+	})
+}
