@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +253,51 @@ func TestNativeDebugFileInContainer(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "native_hot") {
 		t.Errorf("go tool pprof -top: %v\n%s", err, out)
 	}
+	// Its samples are at lines of native_hot's code in native.c, from the debug file's
+	// line tables.
+	out, err = exec.Command("go", "tool", "pprof", "-lines", "-top", "-sample_index=samples", outputPath(d, "native", pid, FormatPprof)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -lines -top: %v\n%s", err, out)
+	}
+	first, last := functionLines(t, "testdata/native.c", "native_hot(")
+	atLine := regexp.MustCompile(`native_hot /\S*/testdata/native\.c:(\d+)`)
+	rows := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.Contains(l, " native_hot ") {
+			continue
+		}
+		n := 0
+		if m := atLine.FindStringSubmatch(l); m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		if n < first || n > last {
+			t.Errorf("go tool pprof -lines: %q, want native_hot at a line of native.c from %d to %d", l, first, last)
+		}
+		rows++
+	}
+	if rows == 0 {
+		t.Errorf("go tool pprof -lines names no line of native_hot:\n%s", out)
+	}
+}
+
+// functionLines is the first and last line (1 on) of the C function whose definition's
+// first line holds decl, in the file at path: up to the first line that is a closing brace.
+func functionLines(t *testing.T, path, decl string) (first, last int) {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(src), "\n") {
+		switch {
+		case first == 0 && strings.Contains(l, decl):
+			first = i + 1
+		case first > 0 && l == "}":
+			return first, i + 1
+		}
+	}
+	t.Fatalf("%s: no function %q", path, decl)
+	return 0, 0
 }
 
 // TestNativeGo profiles a Go program (testdata/gohot.go) built stripped (go build
