@@ -14,8 +14,9 @@
 //	name, ok := t.Lookup(fileOffset) // an address as an offset into the file
 //
 // A Go executable's table also says which calls were inlined at an address
-// (Table.Inlined) and the source positions there (Table.Source); another file's source
-// positions come from its DWARF line tables (.debug_line, its own or its debug file's).
+// (Table.Inlined) and the source positions there (Table.Source); another file's come from
+// its DWARF (its own or its debug file's): the line tables of .debug_line, the inlined
+// subroutines of .debug_info.
 //
 // LookupDynamic goes the other way, from a name to a file's dynamic symbol, through its
 // .gnu.hash table as the dynamic linker does. GoFrames reads from the same Go function

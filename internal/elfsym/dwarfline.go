@@ -1,6 +1,7 @@
 package elfsym
 
 import (
+	"bytes"
 	"encoding/binary"
 	"path"
 	"strings"
@@ -10,11 +11,11 @@ import (
 // in .debug_line which source line each instruction comes from: for each compilation
 // unit, a header naming the unit's files and a program of a small state machine whose rows
 // are (address, file, line), ascending within each sequence of code and ending with the
-// address past it (DWARF 2 to 5, section 6.2). The units are read here from .debug_line
-// alone: debug/dwarf reads them only through .debug_info, which is several times larger
-// and would have to be held whole. A directory a unit's files are relative to, the unit's
-// own (its DW_AT_comp_dir, in .debug_info), is not known before DWARF 5: such a file is
-// named as the table names it ("hot.c", "../sysdeps/x86_64/memcpy.S").
+// address past it (DWARF 2 to 5, section 6.2). They are decoded here, from .debug_line
+// itself: debug/dwarf reads them only through .debug_info, which is several times larger,
+// and holds them as rows of 80 bytes. Before DWARF 5 a unit's own directory (its
+// DW_AT_comp_dir) is in .debug_info alone: where that was not read, a file is named as the
+// table names it ("hot.c", "../sysdeps/x86_64/memcpy.S").
 
 // lineRow is one row of a line table: from addr on, the code is line of file (an index
 // among the files the lineDecoder names), up to the next row's address; line 0 says not
@@ -28,11 +29,13 @@ type lineRow struct {
 // lineDecoder decodes a .debug_line section's units into sequences of rows.
 type lineDecoder struct {
 	bo      binary.ByteOrder
-	lineStr string        // .debug_line_str, for DWARF 5's names
-	str     func() string // .debug_str, read when a unit first needs it
-	files   []string      // the names rows index, each once
-	byName  map[string]uint32
-	byPair  map[[2]string]uint32 // a directory and a name in it → its index in files
+	lineStr string // .debug_line_str, for DWARF 5's names
+	str     string // .debug_str
+	// unitDirs are the units' own directories, by the offsets of their tables.
+	unitDirs map[uint64]string
+	files    []string // the names rows index, each once
+	byName   map[string]uint32
+	byPair   map[[2]string]uint32 // a directory and a name in it → its index in files
 	// nameBytes is what files holds; past maxNameBytes a new name is not known.
 	nameBytes, maxNameBytes int64
 	rows                    []lineRow // the sequence being decoded
@@ -70,23 +73,37 @@ const (
 // that cannot be read is skipped, and a sequence whose addresses go back is dropped; a
 // unit's length that runs past the section ends the decoding. seq returns false to stop.
 func (d *lineDecoder) decode(data []byte, seq func([]lineRow) bool) {
-	for len(data) >= 4 {
-		c := cursor{b: data, bo: d.bo}
-		n, dwarf64 := uint64(c.u32()), false
-		if n == 0xffffffff {
-			n, dwarf64 = c.u64(), true
-		} else if n >= 0xfffffff0 {
-			return // reserved
-		}
-		if c.bad || n > uint64(len(c.b)-c.off) {
+	for off := 0; ; {
+		unit, dwarf64, next, ok := unitAt(data, off, d.bo)
+		if !ok {
 			return
 		}
-		unit := c.b[c.off : c.off+int(n)]
-		data = c.b[c.off+int(n):]
-		if h, ok := d.header(unit, dwarf64); ok && !d.run(&h, seq) {
+		h, ok := d.header(unit, dwarf64, d.unitDirs[uint64(off)])
+		off = next
+		if ok && !d.run(&h, seq) {
 			return
 		}
 	}
+}
+
+// unitAt is the unit of a DWARF section (.debug_line, .debug_info) at off, past its length,
+// whether it is of 64-bit DWARF, and where the next one starts; false at the section's end,
+// and when the unit's length runs past it.
+func unitAt(data []byte, off int, bo binary.ByteOrder) (unit []byte, dwarf64 bool, next int, ok bool) {
+	if off < 0 || len(data)-off < 4 {
+		return nil, false, 0, false
+	}
+	c := cursor{b: data[off:], bo: bo}
+	n := uint64(c.u32())
+	if n == 0xffffffff {
+		n, dwarf64 = c.u64(), true
+	} else if n >= 0xfffffff0 {
+		return nil, false, 0, false // reserved
+	}
+	if c.bad || n > uint64(len(c.b)-c.off) {
+		return nil, false, 0, false
+	}
+	return c.b[c.off : c.off+int(n)], dwarf64, off + c.off + int(n), true
 }
 
 // unitHeader is what a unit's program needs of its header.
@@ -116,8 +133,9 @@ const (
 	unnamed = noFile - 1
 )
 
-// header reads a unit's header, up to its program; false when it cannot be read.
-func (d *lineDecoder) header(unit []byte, dwarf64 bool) (unitHeader, bool) {
+// header reads a unit's header, up to its program; false when it cannot be read. dir is the
+// unit's own directory, "" when not known.
+func (d *lineDecoder) header(unit []byte, dwarf64 bool, dir string) (unitHeader, bool) {
 	c := cursor{b: unit, bo: d.bo}
 	h := unitHeader{version: c.u16(), dwarf64: dwarf64, firstFile: 1}
 	if h.version < 2 || h.version > 5 {
@@ -147,7 +165,7 @@ func (d *lineDecoder) header(unit []byte, dwarf64 bool) (unitHeader, bool) {
 	}
 	h.standardLengths = c.bytes(int(h.opcodeBase) - 1)
 	if h.version < 5 {
-		d.filesBefore5(&c, &h)
+		d.filesBefore5(&c, &h, dir)
 	} else if !d.files5(&c, &h) {
 		return h, false
 	}
@@ -156,10 +174,13 @@ func (d *lineDecoder) header(unit []byte, dwarf64 bool) (unitHeader, bool) {
 
 // filesBefore5 reads the include_directories and file_names of a unit before DWARF 5:
 // strings up to an empty one, each file with its directory's number (0, the unit's own,
-// is not known here), time and size.
-func (d *lineDecoder) filesBefore5(c *cursor, h *unitHeader) {
-	dirs := []string{""} // the unit's own directory, not known here
+// dir, which the others' relative paths start from), time and size.
+func (d *lineDecoder) filesBefore5(c *cursor, h *unitHeader, dir string) {
+	dirs := []string{dir}
 	for s := c.cstring(); s != "" && !c.bad; s = c.cstring() {
+		if !path.IsAbs(s) && dir != "" {
+			s = path.Join(dir, s)
+		}
 		dirs = append(dirs, s)
 	}
 	for s := c.cstring(); s != "" && !c.bad; s = c.cstring() {
@@ -228,10 +249,7 @@ func (d *lineDecoder) form(c *cursor, h *unitHeader, form uint64) (string, uint6
 		return stringAt(d.lineStr, c.offset(h.dwarf64)), 0, true
 	case formStrp:
 		off := c.offset(h.dwarf64)
-		if d.str == nil {
-			return "", 0, true
-		}
-		return stringAt(d.str(), off), 0, true
+		return stringAt(d.str, off), 0, true
 	case formData1:
 		return "", uint64(c.u8()), true
 	case formData2:
@@ -275,10 +293,7 @@ func (d *lineDecoder) name(dir, p string) uint32 {
 	if i, ok := d.byPair[[2]string{dir, p}]; ok {
 		return i
 	}
-	full := p
-	if !path.IsAbs(p) && dir != "" {
-		full = path.Join(dir, p)
-	}
+	full := joinPath(dir, p)
 	i, ok := d.byName[full]
 	if !ok {
 		if d.nameBytes+int64(len(full)) > d.maxNameBytes {
@@ -295,6 +310,15 @@ func (d *lineDecoder) name(dir, p string) uint32 {
 	}
 	d.byPair[[2]string{dir, p}] = i
 	return i
+}
+
+// joinPath is the path of a file named p in the directory dir, as DWARF names it: p when
+// whole.
+func joinPath(dir, p string) string {
+	if !path.IsAbs(p) && dir != "" {
+		return path.Join(dir, p)
+	}
+	return p
 }
 
 // at is the directory numbered i among dirs, "" when there is none.
@@ -495,6 +519,29 @@ func (c *cursor) sleb() int64 {
 			return v
 		}
 	}
+}
+
+// sized reads an unsigned number of n bytes, 1 to 8.
+func (c *cursor) sized(n int) uint64 {
+	b := c.bytes(n)
+	var v uint64
+	for i, x := range b {
+		if c.bo == binary.BigEndian {
+			v = v<<8 | uint64(x)
+		} else {
+			v |= uint64(x) << (8 * i)
+		}
+	}
+	return v
+}
+
+// skipCString steps over a NUL-terminated string.
+func (c *cursor) skipCString() {
+	if i := bytes.IndexByte(c.b[c.off:], 0); i >= 0 {
+		c.off += i + 1
+		return
+	}
+	c.bad, c.off = true, len(c.b)
 }
 
 // cstring reads a NUL-terminated string.

@@ -6,12 +6,14 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -287,7 +289,7 @@ func FuzzDWARFLines(f *testing.F) {
 		f.Add(data[:len(data)*(i+1)/4])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := lineDecoder{bo: binary.LittleEndian, lineStr: string(data), str: func() string { return string(data) }, maxNameBytes: 1 << 16}
+		d := lineDecoder{bo: binary.LittleEndian, lineStr: string(data), str: string(data), maxNameBytes: 1 << 16}
 		var seqs [][]lineRow
 		var tb lineTableBuilder
 		d.decode(data, func(rows []lineRow) bool {
@@ -321,6 +323,219 @@ func FuzzDWARFLines(f *testing.F) {
 				if got := tab.at(r.addr); got != want {
 					t.Fatalf("%#x: %+v, want %+v", r.addr, got, want)
 				}
+			}
+		}
+	})
+}
+
+// addr2line runs tool, binutils' addr2line or LLVM's, as addr2line -a -f -i on the file at
+// p for addrs: per address, its functions and places innermost first (the inlined calls',
+// then the function's), as it names them; "??" and 0 where it does not know.
+func addr2line(t *testing.T, tool, p string, addrs []uint64) [][]struct {
+	fn  string
+	pos SourceLine
+} {
+	t.Helper()
+	var in strings.Builder
+	for _, a := range addrs {
+		fmt.Fprintf(&in, "%#x\n", a)
+	}
+	cmd := exec.Command(tool, "-a", "-f", "-i", "-e", p)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	type frame = struct {
+		fn  string
+		pos SourceLine
+	}
+	var all [][]frame
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], "0x") {
+			t.Fatalf("%s: %q where an address was due", tool, lines[i])
+		}
+		i++
+		var frames []frame
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i], "0x") {
+			f := frame{fn: lines[i]}
+			place, _, _ := strings.Cut(lines[i+1], " (discriminator")
+			if file, line, ok := strings.Cut(place, ":"); ok && file != "??" {
+				n, _ := strconv.Atoi(line)
+				f.pos = SourceLine{File: path.Clean(file), Line: uint32(n)}
+			}
+			frames = append(frames, f)
+			i += 2
+		}
+		all = append(all, frames)
+	}
+	if len(all) != len(addrs) {
+		t.Fatalf("%s: %d answers for %d addresses", tool, len(all), len(addrs))
+	}
+	return all
+}
+
+// checkInlines compares the inlined calls and places tab gives at addresses of the file at
+// p (or its debug file) with those tool (an addr2line) reads: the names of the inlined
+// functions, innermost first, and the place of each call. It returns the addresses inside
+// inlined calls.
+func checkInlines(t *testing.T, tab *Table, tool, p string, addrs []uint64) int {
+	t.Helper()
+	want := addr2line(t, tool, p, addrs)
+	inside, bad := 0, 0
+	samePlace := func(got, want SourceLine) bool {
+		return got == want || got.Line == want.Line && got.File != "" && want.File != "" &&
+			(strings.HasSuffix(want.File, "/"+got.File) || strings.HasSuffix(got.File, "/"+want.File))
+	}
+	for i, a := range addrs {
+		calls := tab.InlinedVaddr(a)
+		places := tab.SourceVaddr(a, nil)
+		w := want[i]
+		if len(calls) > 0 {
+			inside++
+		}
+		ok := len(w) == len(calls)+1 && (len(calls) == 0 || len(places) == len(w))
+		for k := 0; ok && k < len(calls); k++ {
+			ok = calls[k] == Demangle(w[k].fn) && samePlace(places[k+1], w[k+1].pos)
+		}
+		if !ok {
+			if bad++; bad <= 5 {
+				t.Errorf("%#x: calls %q at %+v; %s %+v", a, calls, places, tool, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d addresses differ from %s's", bad, len(addrs), tool)
+	}
+	return inside
+}
+
+// rowAddresses is at most n addresses of rows of the line tables of the file at p (or its
+// debug file), spread over them.
+func rowAddresses(t *testing.T, p string, code func(uint64) bool, n int) []uint64 {
+	t.Helper()
+	seqs, _ := dwarfSequences(t, p, code)
+	var all []uint64
+	for _, seq := range seqs {
+		for _, e := range seq[:len(seq)-1] {
+			all = append(all, e.Address)
+		}
+	}
+	if len(all) <= n {
+		return all
+	}
+	some := make([]uint64, 0, n)
+	for i := range n {
+		some = append(some, all[i*len(all)/n])
+	}
+	return some
+}
+
+// TestDWARFInlines: the calls elfsym says a C++ program's compiler inlined at each address,
+// with the place of each call, are those the compiler's own toolchain's addr2line reads
+// (binutils' reads Clang's DWARF 5 without them), for GCC's DWARF 5 and 4 and Clang's; and
+// for the C library, from its distribution debug file.
+func TestDWARFInlines(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc, addr2line string
+		args                []string
+	}{
+		{name: "gxx-dwarf5", cc: "c++", addr2line: "addr2line", args: []string{"-g", "-O2", "testdata/lines.cc"}},
+		{name: "gxx-dwarf4", cc: "c++", addr2line: "addr2line", args: []string{"-gdwarf-4", "-O3", "testdata/lines.cc"}},
+		{name: "clangxx-dwarf5", cc: "clang++-14", addr2line: "llvm-addr2line-14", args: []string{"-std=c++17", "-g", "-O2", "testdata/lines.cc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testenv.Requires(t, testenv.Tool(tc.cc), testenv.Tool(tc.addr2line))
+			prog := filepath.Join(t.TempDir(), "prog")
+			argv := append([]string{"-o", prog}, tc.args...)
+			if b, err := exec.Command(tc.cc, argv...).CombinedOutput(); err != nil {
+				t.Fatalf("%s %s: %v\n%s", tc.cc, strings.Join(argv, " "), err, b)
+			}
+			tab := readFile(t, prog)
+			addrs := rowAddresses(t, prog, inCode(t, prog), 20000)
+			inside := checkInlines(t, tab, tc.addr2line, prog, addrs)
+			t.Logf("%d addresses, %d in inlined calls; %d spans, %d chains", len(addrs), inside, len(tab.inlines), len(tab.chains))
+			if inside < len(addrs)/4 {
+				t.Errorf("%d of %d addresses in inlined calls, want a quarter at least", inside, len(addrs))
+			}
+		})
+	}
+	t.Run("libc", func(t *testing.T) {
+		testenv.Requires(t, testenv.Tool("addr2line"))
+		if _, err := os.Stat(libc); err != nil {
+			t.Skip(err)
+		}
+		id := readFile(t, libc).BuildID
+		debug := path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
+		if _, err := os.Stat(debug); err != nil {
+			t.Skipf("the C library's debug file (libc6-dbg): %v", err)
+		}
+		tab, err := newTestCache(t, io.Discard).Open(must(os.Open(libc)), "", libc).Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs := rowAddresses(t, debug, inCode(t, libc), 20000)
+		inside := checkInlines(t, tab, "addr2line", debug, addrs)
+		t.Logf("%d addresses, %d in inlined calls; %d spans, %d chains", len(addrs), inside, len(tab.inlines), len(tab.chains))
+		if inside < 100 {
+			t.Errorf("%d of %d addresses in inlined calls", inside, len(addrs))
+		}
+	})
+}
+
+// FuzzDWARFInlines walks arbitrary bytes as .debug_info and .debug_abbrev, the other
+// sections those of testdata/inline.c built by GCC (DWARF 5 and 4) or Clang (DWARF 5, its
+// indexed addresses and ranges), which picks: no crash, at most MaxSymbols spans, apart and
+// ascending, and at each span as many places as calls and the function. Seeds: each build's
+// own, whole and cut.
+func FuzzDWARFInlines(f *testing.F) {
+	testenv.Requires(f, testenv.Tool("cc"), testenv.Tool("clang-14"))
+	dir := f.TempDir()
+	var bases []dwarfSections
+	for i, build := range [][]string{{"cc", "-gdwarf-5"}, {"cc", "-gdwarf-4"}, {"clang-14", "-gdwarf-5"}} {
+		prog := filepath.Join(dir, fmt.Sprint("prog", i))
+		if b, err := exec.Command(build[0], build[1], "-O2", "-o", prog, "testdata/inline.c").CombinedOutput(); err != nil {
+			f.Fatalf("%s: %v\n%s", build, err, b)
+		}
+		ef := must(elf.Open(prog))
+		sec := func(name string) []byte {
+			if s := ef.Section(name); s != nil {
+				return must(s.Data())
+			}
+			return nil
+		}
+		bases = append(bases, dwarfSections{bo: binary.LittleEndian, line: sec(".debug_line"), lineStr: string(sec(".debug_line_str")),
+			str: string(sec(".debug_str")), ranges: sec(".debug_ranges"), rnglists: sec(".debug_rnglists"),
+			strOffsets: sec(".debug_str_offsets"), addr: sec(".debug_addr"), info: sec(".debug_info"), abbrev: sec(".debug_abbrev")})
+		code := codeRangesOf(&elfFile{f: ef})
+		ef.Close()
+		b := newBuilder(Options{})
+		if b.addDWARFInlines(&bases[i], code); len(b.inlines) == 0 {
+			f.Fatalf("%s: no inlined calls read", build)
+		}
+		f.Add(uint8(i), bases[i].info, bases[i].abbrev)
+		f.Add(uint8(i), bases[i].info[:len(bases[i].info)*2/3], bases[i].abbrev)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, info, abbrev []byte) {
+		s := bases[int(which)%len(bases)]
+		s.info, s.abbrev = info, abbrev
+		b := newBuilder(Options{MaxSymbols: 4096, MaxStringBytes: 1 << 20})
+		b.addDWARFInlines(&s, codeRanges{{0, ^uint64(0)}})
+		tab := b.table(nil, "")
+		if len(tab.inlines) > 4096 {
+			t.Fatalf("%d spans", len(tab.inlines))
+		}
+		var prev uint64
+		for i, sp := range tab.inlines {
+			if sp.size == 0 || i > 0 && uint64(sp.lo) < prev {
+				t.Fatalf("span %d at %#x+%d after %#x", i, sp.lo, sp.size, prev)
+			}
+			prev = sp.hi()
+			addr := tab.inlineBase + uint64(sp.lo)
+			calls := tab.InlinedVaddr(addr)
+			if places := tab.SourceVaddr(addr, nil); len(calls) == 0 || len(places) != len(calls)+1 {
+				t.Fatalf("%#x: %d calls, %d places", addr, len(calls), len(places))
 			}
 		}
 	})

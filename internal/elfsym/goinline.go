@@ -31,8 +31,9 @@ const (
 )
 
 // inlineSpan is part of a function's code, [lo, lo+size) from a table's inlineBase, inside
-// the inlined calls chains[chain] names, the innermost called at the instruction at parent
-// from inlineBase (16 bytes: a large Go program has a few hundred thousand).
+// the inlined calls chains[chain] names; in a Go executable the innermost was called at
+// the instruction at parent from inlineBase, in another file it is callSites[parent] (16
+// bytes: a large Go program has a few hundred thousand).
 type inlineSpan struct {
 	lo, size uint32
 	chain    int32
@@ -43,8 +44,8 @@ func (s inlineSpan) hi() uint64 { return uint64(s.lo) + uint64(s.size) }
 
 // InlinedVaddr names the functions inlined at the virtual address addr, innermost first:
 // each was inlined into the next, and the last into the function LookupVaddr names. nil
-// where the code is no inlined call's, or the file's table does not say (only Go's, from
-// Go 1.20 on, is read). The slice is the table's: callers do not change it.
+// where the code is no inlined call's, or the file does not say (Go's table is read from
+// Go 1.20 on, and DWARF). The slice is the table's: callers do not change it.
 func (t *Table) InlinedVaddr(addr uint64) []string {
 	if s := t.inlineSpanAt(addr); s != nil {
 		return t.chains[s.chain]

@@ -48,18 +48,13 @@ type goLines struct {
 // SourceVaddr appends to dst the source positions at the virtual address addr, innermost
 // first: one for each call InlinedVaddr names there, the line in its function's code, then
 // the function's own, the line of the call the previous one was inlined at or, without
-// one, of addr. In another file's code it is the one position its DWARF line tables give.
-// dst is returned as it was where the file does not say (only Go's table, from Go 1.16 on,
-// and DWARF's line tables are read); a position it cannot tell is zero.
+// one, of addr; in another file's code, the place in its DWARF's line tables, then those of
+// the calls in its DWARF. dst is returned as it was where the file does not say (Go's table
+// is read from Go 1.16 on, and DWARF); a position it cannot tell is zero.
 func (t *Table) SourceVaddr(addr uint64, dst []SourceLine) []SourceLine {
 	g := t.lines
 	if g == nil {
-		if t.dwarfLines != nil {
-			if pos := t.dwarfLines.at(addr); pos.Line != 0 {
-				dst = append(dst, pos)
-			}
-		}
-		return dst
+		return t.dwarfSource(addr, dst)
 	}
 	f := g.funcAt(addr)
 	if f == nil {
@@ -77,6 +72,38 @@ func (t *Table) SourceVaddr(addr uint64, dst []SourceLine) []SourceLine {
 		}
 		addr = t.inlineBase + uint64(s.parent)
 		dst = append(dst, g.at(f, addr))
+	}
+	return dst
+}
+
+// dwarfSource is SourceVaddr of a file's code from its DWARF.
+func (t *Table) dwarfSource(addr uint64, dst []SourceLine) []SourceLine {
+	var pos SourceLine
+	if t.dwarfLines != nil {
+		pos = t.dwarfLines.at(addr)
+	}
+	var s *inlineSpan
+	if t.callSites != nil {
+		s = t.inlineSpanAt(addr)
+	}
+	if s == nil {
+		if pos.Line != 0 {
+			dst = append(dst, pos)
+		}
+		return dst
+	}
+	dst = append(dst, pos)
+	site := int32(s.parent)
+	for range t.chains[s.chain] {
+		c := t.callSites[site]
+		pos = SourceLine{Line: c.line}
+		if c.file >= 0 {
+			pos.File = t.callFiles[c.file]
+		}
+		dst = append(dst, pos)
+		if site = c.parent; site < 0 {
+			break
+		}
 	}
 	return dst
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -148,40 +147,14 @@ func (b *lineTableBuilder) table(files []string) *lineTable {
 	return t
 }
 
-// addDWARFLines reads the DWARF line tables of src (ef itself, or its debug file), the
-// sequences of rows in ef's code (its executable sections: a linker leaves the rows of
-// code it dropped at address 0), at most maxScanned rows of them.
-func (b *builder) addDWARFLines(src, ef *elfFile) error {
-	data, err := src.debugSection(".debug_line", b.maxStringBytes)
-	if data == nil {
-		return err
-	}
-	lineStr, err := src.debugSection(".debug_line_str", b.maxStringBytes)
-	var str string
-	var strErr error
-	strRead := false
-	d := lineDecoder{
-		bo:      src.f.ByteOrder,
-		lineStr: string(lineStr),
-		str: func() string {
-			if !strRead {
-				strRead = true
-				s, err := src.debugSection(".debug_str", b.maxStringBytes)
-				str, strErr = string(s), err
-			}
-			return str
-		},
-		maxNameBytes: b.maxStringBytes,
-	}
-	var code [][2]uint64
-	for _, s := range ef.f.Sections {
-		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
-			code = append(code, [2]uint64{s.Addr, s.Addr + s.Size})
-		}
-	}
+// addDWARFLines reads the line tables of a file's DWARF: the sequences of rows in its code,
+// at most maxScanned rows of them. unitDirs are the units' own directories by the offsets
+// of their line tables, which tables before DWARF 5 do not name.
+func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[uint64]string) {
+	d := lineDecoder{bo: s.bo, lineStr: s.lineStr, str: s.str, unitDirs: unitDirs, maxNameBytes: b.maxStringBytes}
 	var tb lineTableBuilder
-	d.decode(data, func(rows []lineRow) bool {
-		if !slices.ContainsFunc(code, func(c [2]uint64) bool { return rows[0].addr >= c[0] && rows[0].addr < c[1] }) {
+	d.decode(s.line, func(rows []lineRow) bool {
+		if !code.hold(rows[0].addr) {
 			return true
 		}
 		if tb.rows+len(rows) > b.maxScanned {
@@ -192,7 +165,6 @@ func (b *builder) addDWARFLines(src, ef *elfFile) error {
 		return true
 	})
 	b.dwarfLines = tb.table(d.files)
-	return errors.Join(err, strErr)
 }
 
 // debugSection is the bytes of the section called name, decompressed when it is

@@ -86,6 +86,10 @@ type builder struct {
 	// those another file's DWARF line tables give (addDWARFLines).
 	lines      *goLines
 	dwarfLines *lineTable
+	// callSites and callFiles are where the calls DWARF says were inlined were made
+	// (addDWARFInlines).
+	callSites []callSite
+	callFiles []string
 }
 
 func newBuilder(o Options) *builder {
@@ -405,6 +409,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	b.syms = nil
 	t.index()
 	t.inlineBase, t.inlines, t.chains, t.lines, t.dwarfLines = b.inlineBase, b.inlines, b.chains, b.lines, b.dwarfLines
+	t.callSites, t.callFiles = b.callSites, b.callFiles
 	b.goFrom, b.goTab = nil, nil
 	return t
 }
@@ -613,8 +618,8 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 // addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
 // one debug finds, which addFile closes), else those of its .gnu_debugdata, else, for a Go
 // executable, its function table; then a Go executable's inlined calls and source
-// positions, or another file's source positions from its own DWARF line tables or else its
-// debug file's; then its .dynsym and its PLT.
+// positions, or another file's from its own DWARF or else its debug file's; then its
+// .dynsym and its PLT.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
 	lines := ef // where DWARF line tables are looked for
@@ -633,8 +638,8 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	}
 	b.addGoInlines(ef)
 	b.addGoLines(ef)
-	if b.lines == nil {
-		own = errors.Join(own, b.addDWARFLines(lines, ef))
+	if b.lines == nil && b.inlines == nil {
+		own = errors.Join(own, b.addDWARF(lines, ef))
 	}
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }

@@ -27,6 +27,7 @@ type Table struct {
 	names   []string
 	// inlines are the spans of code inside inlined calls, from inlineBase, ascending and
 	// apart; chains[c] names the calls of the spans whose chain is c, innermost first.
+	// Of a Go executable (from its own table) or of another file (from its DWARF).
 	inlineBase uint64
 	inlines    []inlineSpan
 	chains     [][]string
@@ -34,6 +35,10 @@ type Table struct {
 	// dwarfLines those of another file's DWARF line tables, nil without them.
 	lines      *goLines
 	dwarfLines *lineTable
+	// callSites are the inlined calls DWARF names, each span's innermost at its parent;
+	// callFiles the files they were made in.
+	callSites []callSite
+	callFiles []string
 }
 
 // Len is the number of symbols.

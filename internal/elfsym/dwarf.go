@@ -1,0 +1,67 @@
+package elfsym
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+)
+
+// dwarfSections are the sections of a file's DWARF that profd reads: the line tables, and
+// what the calls inlined in its code are read from.
+type dwarfSections struct {
+	bo                             binary.ByteOrder
+	line                           []byte
+	lineStr, str                   string
+	info, abbrev, ranges, rnglists []byte
+	strOffsets, addr               []byte
+}
+
+// addDWARF reads the DWARF of src, ef itself or its debug file: the calls inlined in ef's
+// code and the line tables. Each section is read whole, decompressed, at most
+// maxStringBytes of it; a file whose .debug_info is larger keeps its line tables.
+func (b *builder) addDWARF(src, ef *elfFile) error {
+	s := dwarfSections{bo: src.f.ByteOrder}
+	var errs []error
+	read := func(name string) []byte {
+		data, err := src.debugSection(name, b.maxStringBytes)
+		errs = append(errs, err)
+		return data
+	}
+	if s.line = read(".debug_line"); s.line == nil {
+		return errors.Join(errs...)
+	}
+	s.lineStr, s.str = string(read(".debug_line_str")), string(read(".debug_str"))
+	code := codeRangesOf(ef)
+	var unitDirs map[uint64]string
+	if s.info = read(".debug_info"); s.info != nil {
+		s.abbrev, s.ranges, s.rnglists = read(".debug_abbrev"), read(".debug_ranges"), read(".debug_rnglists")
+		s.strOffsets, s.addr = read(".debug_str_offsets"), read(".debug_addr")
+		unitDirs = b.addDWARFInlines(&s, code)
+	}
+	b.addDWARFLines(&s, code, unitDirs)
+	return errors.Join(errs...)
+}
+
+// codeRanges are the address ranges of a file's executable sections.
+type codeRanges [][2]uint64
+
+func codeRangesOf(ef *elfFile) codeRanges {
+	var code codeRanges
+	for _, s := range ef.f.Sections {
+		if s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_EXECINSTR != 0 {
+			code = append(code, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	return code
+}
+
+// hold reports whether addr lies in the file's code: a linker leaves the DWARF of code it
+// dropped at address 0, or past the end of the address space.
+func (c codeRanges) hold(addr uint64) bool {
+	for _, r := range c {
+		if addr >= r[0] && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
