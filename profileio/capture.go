@@ -132,12 +132,12 @@ type NativeMapping struct {
 	// Inlined names, at addresses of the samples and of the frames in the mapping, the
 	// calls the compiler inlined there, innermost first: each was inlined into the next,
 	// the last into the function the address's symbol names. None where none was, or the
-	// file does not say (a Go executable's function table does).
+	// file does not say (a Go executable's function table does, and DWARF).
 	Inlined map[uint64][]string
 	// Lines are, at addresses of the samples and of the frames in the mapping, the source
 	// positions there, innermost first: one for each call Inlined names at the address (the
 	// line in that function's code), then the function's own. None where the file does not
-	// say (a Go executable's function table does).
+	// say (a Go executable's function table does, and DWARF).
 	Lines map[uint64][]SourceLine
 }
 

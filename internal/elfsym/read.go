@@ -622,14 +622,14 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 // .dynsym and its PLT.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
-	lines := ef // where DWARF line tables are looked for
+	dwarfFrom := ef // the file whose DWARF is read: ef's own, else its debug file's
 	if ef.hasSymtab() {
 		own = b.addSymbols(ef, elf.SHT_SYMTAB, "")
 	} else if dbg, from := debug(); dbg != nil {
 		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
 		defer dbg.file.Close()
 		if ef.f.Section(".debug_line") == nil {
-			lines = dbg.ef
+			dwarfFrom = dbg.ef
 		}
 	} else if mini, err := ef.miniDebugInfo(b.maxStringBytes); mini != nil {
 		own = b.addSymbols(mini, elf.SHT_SYMTAB, ".gnu_debugdata:")
@@ -639,7 +639,7 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	b.addGoInlines(ef)
 	b.addGoLines(ef)
 	if b.lines == nil && b.inlines == nil {
-		own = errors.Join(own, b.addDWARF(lines, ef))
+		own = errors.Join(own, b.addDWARF(dwarfFrom, ef))
 	}
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
 }
