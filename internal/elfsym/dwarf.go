@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 )
 
 // dwarfSections are the sections of a file's DWARF that profd reads: the line tables, and
@@ -18,7 +19,8 @@ type dwarfSections struct {
 
 // addDWARF reads the DWARF of src, ef itself or its debug file: the calls inlined in ef's
 // code and the line tables. Each section is read whole, decompressed, at most
-// maxStringBytes of it; a file whose .debug_info is larger keeps its line tables.
+// maxStringBytes of it, and the sections read at once at most twice that: a file whose
+// other sections would pass it keeps its line tables alone.
 func (b *builder) addDWARF(src, ef *elfFile) error {
 	s := dwarfSections{bo: src.f.ByteOrder}
 	var errs []error
@@ -27,13 +29,30 @@ func (b *builder) addDWARF(src, ef *elfFile) error {
 		errs = append(errs, err)
 		return data
 	}
+	budget := 2 * b.maxStringBytes
+	size := func(names ...string) int64 {
+		var n int64
+		for _, name := range names {
+			if sec := src.f.Section(name); sec != nil && sec.Type != elf.SHT_NOBITS {
+				n += int64(min(sec.Size, 1<<62))
+			}
+		}
+		return n
+	}
+	// The string sections are held twice while they are copied into strings.
+	if n := size(".debug_line") + 2*size(".debug_line_str", ".debug_str"); n > budget {
+		return fmt.Errorf("%w: DWARF line tables and strings of %d bytes exceed %d", errSectionNotRead, n, budget)
+	}
 	if s.line = read(".debug_line"); s.line == nil {
 		return errors.Join(errs...)
 	}
 	s.lineStr, s.str = string(read(".debug_line_str")), string(read(".debug_str"))
 	code := codeRangesOf(ef)
 	var unitDirs map[uint64]string
-	if s.info = read(".debug_info"); s.info != nil {
+	inlines := []string{".debug_info", ".debug_abbrev", ".debug_ranges", ".debug_rnglists", ".debug_str_offsets", ".debug_addr"}
+	if n := size(".debug_line", ".debug_line_str", ".debug_str") + size(inlines...); n > budget {
+		errs = append(errs, fmt.Errorf("%w: DWARF of %d bytes exceeds %d: no inlined calls read", errSectionNotRead, n, budget))
+	} else if s.info = read(".debug_info"); s.info != nil {
 		s.abbrev, s.ranges, s.rnglists = read(".debug_abbrev"), read(".debug_ranges"), read(".debug_rnglists")
 		s.strOffsets, s.addr = read(".debug_str_offsets"), read(".debug_addr")
 		unitDirs = b.addDWARFInlines(&s, code)

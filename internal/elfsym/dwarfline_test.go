@@ -540,3 +540,54 @@ func FuzzDWARFInlines(f *testing.F) {
 		}
 	})
 }
+
+// TestDWARFBudget: a file whose DWARF sections pass twice MaxStringBytes keeps its line
+// tables without its inlined calls, or neither when its line tables and strings pass it,
+// and says so; each section past MaxStringBytes is not read either.
+func TestDWARFBudget(t *testing.T) {
+	testenv.Requires(t, testenv.Tool("c++"))
+	prog := filepath.Join(t.TempDir(), "prog")
+	if b, err := exec.Command("c++", "-g", "-O2", "-o", prog, "testdata/lines.cc").CombinedOutput(); err != nil {
+		t.Fatalf("c++: %v\n%s", err, b)
+	}
+	ef := must(elf.Open(prog))
+	size := func(name string) int64 {
+		if s := ef.Section(name); s != nil {
+			return int64(s.Size)
+		}
+		return 0
+	}
+	lines := size(".debug_line") + 2*(size(".debug_line_str")+size(".debug_str"))
+	all := size(".debug_line") + size(".debug_line_str") + size(".debug_str") + size(".debug_info") + size(".debug_abbrev") + size(".debug_rnglists")
+	largest := max(size(".debug_info"), size(".debug_line"), size(".debug_str"))
+	ef.Close()
+	if all/2 <= max(lines/2, largest) {
+		t.Fatalf("sections of %d bytes, %d of line tables and strings, the largest %d: no budget keeps the lines alone", all, lines, largest)
+	}
+	f, n := openSized(t, prog)
+	for _, tc := range []struct {
+		name           string
+		max            int64
+		lines, inlines bool
+	}{
+		{"all", all, true, true},
+		{"lines", max((lines+1)/2, largest), true, false},
+		{"none", lines/2 - 1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab, err := Read(f, n, Options{MaxStringBytes: tc.max})
+			if tab == nil {
+				t.Fatal(err)
+			}
+			if got := tab.dwarfLines != nil; got != tc.lines {
+				t.Errorf("line tables read: %v, want %v (%v)", got, tc.lines, err)
+			}
+			if got := len(tab.inlines) > 0; got != tc.inlines {
+				t.Errorf("inlined calls read: %v, want %v (%v)", got, tc.inlines, err)
+			}
+			if !tc.inlines && !errors.Is(err, errSectionNotRead) {
+				t.Errorf("error %v, want one that says what was not read", err)
+			}
+		})
+	}
+}
