@@ -162,6 +162,17 @@ var howtoPages = []howtoPage{
 			`(?m)^profd, by frame depths: the leaves called from main\.main`},
 	},
 	{
+		file:      "native.md",
+		needs:     []testenv.Need{testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip")},
+		workloads: []string{"workloads/runtimes/native.c"},
+		same:      "mix_ints",
+		// The inlined step a function of its own, and lines, in the program and (after the
+		// marker) in the stripped one, named from its debug file.
+		want: []string{`(?m)^\s+\S+ +\S+%.*\S+%\s+step \(inline\)$`, `(?m)^\s+\S+ +\S+%.*\S+%\s+mix_ints \S*native\.c:19$`,
+			`(?m)^\s+\S+ +\S+%.*\S+%\s+step \S*native\.c:1[12] \(inline\)$`,
+			`(?s)stripped, named from hot\.debug:\n.*mix_ints \S*native\.c:19\n.*step \S*native\.c:1[12] \(inline\)`},
+	},
+	{
 		file:      "c-header.md",
 		needs:     []testenv.Need{testenv.Tool("cc"), amd64},
 		workloads: []string{"jit/profd_jit.h"},
