@@ -174,7 +174,7 @@ func TestDWARFLines(t *testing.T) {
 		name     string
 		cc       string
 		args     []string
-		separate bool // stripped, its debug file found by build-id
+		strip    string // stripped by this strip flag, its debug file found by build-id
 	}{
 		{name: "gcc-dwarf5", cc: "cc", args: []string{"-g", "-O2", "testdata/prog.c"}},
 		{name: "gcc-dwarf4-nopie", cc: "cc", args: []string{"-gdwarf-4", "-O2", "-no-pie", "testdata/prog.c"}},
@@ -182,7 +182,9 @@ func TestDWARFLines(t *testing.T) {
 		{name: "gxx-dwarf5", cc: "c++", args: []string{"-g", "-O2", "testdata/lines.cc"}},
 		{name: "clang-dwarf5", cc: "clang-14", args: []string{"-g", "-O2", "testdata/prog.c"}},
 		{name: "clang-dwarf4", cc: "clang-14", args: []string{"-gdwarf-4", "-O1", "-ffunction-sections", "-Wl,--gc-sections", "testdata/prog.c"}},
-		{name: "gcc-zlib-debugfile", cc: "cc", args: []string{"-g", "-gz=zlib", "-O2", "testdata/prog.c"}, separate: true},
+		{name: "gcc-zlib-debugfile", cc: "cc", args: []string{"-g", "-gz=zlib", "-O2", "testdata/prog.c"}, strip: "--strip-all"},
+		// Its .symtab kept, its DWARF in its debug file alone.
+		{name: "gcc-symtab-debugfile", cc: "cc", args: []string{"-g", "-O2", "testdata/prog.c"}, strip: "--strip-debug"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tc.cc); err != nil {
@@ -203,8 +205,8 @@ func TestDWARFLines(t *testing.T) {
 			}
 			debug := prog
 			var tab *Table
-			if tc.separate {
-				tab, debug = readStrippedWithDebug(t, prog)
+			if tc.strip != "" {
+				tab, debug = readStrippedWithDebug(t, prog, tc.strip)
 			} else {
 				tab = readFile(t, prog)
 			}
@@ -228,15 +230,15 @@ func TestDWARFLines(t *testing.T) {
 }
 
 // readStrippedWithDebug moves prog's debug information into a debug file installed by its
-// build-id, strips it, and reads it through a cache; it returns the table and the debug
-// file.
-func readStrippedWithDebug(t *testing.T, prog string) (*Table, string) {
+// build-id, strips it with the strip flag, and reads it through a cache; it returns the
+// table and the debug file.
+func readStrippedWithDebug(t *testing.T, prog, strip string) (*Table, string) {
 	t.Helper()
 	id := readFile(t, prog).BuildID
 	root := t.TempDir()
 	debug := prog + ".debug"
 	run(t, "objcopy", "--only-keep-debug", prog, debug)
-	run(t, "strip", "--strip-all", prog)
+	run(t, "strip", strip, prog)
 	install(t, debug, root, path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug"))
 	install(t, prog, root, "/bin/prog")
 	c := newTestCache(t, io.Discard)

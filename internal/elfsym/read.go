@@ -616,21 +616,20 @@ func Read(r io.ReaderAt, size int64, o Options) (*Table, error) {
 }
 
 // addFile adds the function symbols of ef: its .symtab; without one, its debug file's (the
-// one debug finds, which addFile closes), else those of its .gnu_debugdata, else, for a Go
-// executable, its function table; then a Go executable's inlined calls and source
-// positions, or another file's from its own DWARF or else its debug file's; then its
-// .dynsym and its PLT.
+// one debug finds), else those of its .gnu_debugdata, else, for a Go executable, its
+// function table; then a Go executable's inlined calls and source positions, or another
+// file's from its own DWARF or else its debug file's; then its .dynsym and its PLT. It
+// closes the debug file.
 func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error {
 	var own error
-	dwarfFrom := ef // the file whose DWARF is read: ef's own, else its debug file's
-	if ef.hasSymtab() {
+	var dbg *debugFile
+	looked := !ef.hasSymtab() // for the debug file
+	if !looked {
 		own = b.addSymbols(ef, elf.SHT_SYMTAB, "")
-	} else if dbg, from := debug(); dbg != nil {
-		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
+	} else if d, from := debug(); d != nil {
+		dbg = d
 		defer dbg.file.Close()
-		if ef.f.Section(".debug_line") == nil {
-			dwarfFrom = dbg.ef
-		}
+		own = b.addSymbols(dbg.ef, elf.SHT_SYMTAB, from+":")
 	} else if mini, err := ef.miniDebugInfo(b.maxStringBytes); mini != nil {
 		own = b.addSymbols(mini, elf.SHT_SYMTAB, ".gnu_debugdata:")
 	} else {
@@ -639,6 +638,19 @@ func (b *builder) addFile(ef *elfFile, debug func() (*debugFile, string)) error 
 	b.addGoInlines(ef)
 	b.addGoLines(ef)
 	if b.lines == nil && b.inlines == nil {
+		// The DWARF: ef's own, else its debug file's (looked for now where ef's .symtab
+		// named its functions).
+		dwarfFrom := ef
+		if ef.f.Section(".debug_line") == nil {
+			if !looked {
+				if dbg, _ = debug(); dbg != nil {
+					defer dbg.file.Close()
+				}
+			}
+			if dbg != nil {
+				dwarfFrom = dbg.ef
+			}
+		}
 		own = errors.Join(own, b.addDWARF(dwarfFrom, ef))
 	}
 	return errors.Join(own, b.addSymbols(ef, elf.SHT_DYNSYM, ""), b.addPLT(ef), b.addPLTGOT(ef))
