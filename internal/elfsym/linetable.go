@@ -152,7 +152,8 @@ func (b *lineTableBuilder) table(files []string) *lineTable {
 // of their line tables, which tables before DWARF 5 do not name.
 func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[uint64]string) {
 	d := lineDecoder{bo: s.bo, lineStr: s.lineStr, str: s.str, unitDirs: unitDirs, maxNameBytes: b.maxStringBytes}
-	var tb lineTableBuilder
+	// Room for what a table takes of its section, about a fifth in blocks of rows, at once.
+	tb := lineTableBuilder{data: make([]byte, 0, len(s.line)/5), blocks: make([]lineBlock, 0, len(s.line)/64)}
 	d.decode(s.line, func(rows []lineRow) bool {
 		if !code.hold(rows[0].addr) {
 			return true
