@@ -34,10 +34,22 @@ const (
 	atMIPSLinkageName = 0x2007
 )
 
-// DWARF's forms, other than those dwarfline.go names.
+// DWARF's forms.
 const (
 	formAddr         = 0x01
+	formBlock2       = 0x03
+	formBlock4       = 0x04
+	formData2        = 0x05
+	formData4        = 0x06
+	formData8        = 0x07
+	formString       = 0x08
+	formBlock        = 0x09
+	formBlock1       = 0x0a
+	formData1        = 0x0b
 	formFlag         = 0x0c
+	formSdata        = 0x0d
+	formStrp         = 0x0e
+	formUdata        = 0x0f
 	formRefAddr      = 0x10
 	formRef1         = 0x11
 	formRef2         = 0x12
@@ -48,16 +60,21 @@ const (
 	formSecOffset    = 0x17
 	formExprloc      = 0x18
 	formFlagPresent  = 0x19
+	formStrx         = 0x1a
 	formAddrx        = 0x1b
 	formRefSup4      = 0x1c
 	formStrpSup      = 0x1d
+	formData16       = 0x1e
+	formLineStrp     = 0x1f
 	formRefSig8      = 0x20
 	formImplicit     = 0x21
 	formLoclistx     = 0x22
 	formRnglistx     = 0x23
 	formRefSup8      = 0x24
+	formStrx1        = 0x25
 	formStrx2        = 0x26
 	formStrx3        = 0x27
+	formStrx4        = 0x28
 	formAddrx1       = 0x29
 	formAddrx2       = 0x2a
 	formAddrx3       = 0x2b
@@ -154,13 +171,19 @@ type value struct {
 	s    string
 }
 
+// unitForm is what reading a value needs of its unit: whether it is of 64-bit DWARF, its
+// version and its address size.
+type unitForm struct {
+	dwarf64  bool
+	version  uint16
+	addrSize int
+}
+
 // infoUnit is a unit of .debug_info being walked.
 type infoUnit struct {
-	s        *dwarfSections
-	start    uint64 // the unit's offset in .debug_info: CU-relative references count from it
-	version  uint16
-	dwarf64  bool
-	addrSize int
+	unitForm
+	s     *dwarfSections
+	start uint64 // the unit's offset in .debug_info: CU-relative references count from it
 	// Bases of the unit's indexes into .debug_str_offsets, .debug_addr and
 	// .debug_rnglists (DWARF 5), and its base address.
 	strBase, addrBase, rngBase, lowPC uint64
@@ -176,7 +199,7 @@ func (u *infoUnit) offsetSize() int {
 
 // read reads a value of the form, a string only when want; false for a form the unit cannot
 // be read past.
-func (u *infoUnit) read(c *cursor, form uint64, implicit int64, want bool) (value, bool) {
+func (u unitForm) read(c *cursor, form uint64, implicit int64, want bool) (value, bool) {
 	v := value{form: form}
 	switch form {
 	case formAddr:
@@ -309,7 +332,7 @@ func (w *inlineWalk) walk() {
 		if !ok {
 			return
 		}
-		u := &infoUnit{s: w.s, start: uint64(off), dwarf64: dwarf64}
+		u := &infoUnit{unitForm: unitForm{dwarf64: dwarf64}, s: w.s, start: uint64(off)}
 		headerLen := 4
 		if dwarf64 {
 			headerLen = 12

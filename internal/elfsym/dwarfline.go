@@ -41,27 +41,6 @@ type lineDecoder struct {
 	rows                    []lineRow // the sequence being decoded
 }
 
-// DWARF's forms that a DWARF 5 line table header's entries may use.
-const (
-	formBlock2   = 0x03
-	formBlock4   = 0x04
-	formData2    = 0x05
-	formData4    = 0x06
-	formData8    = 0x07
-	formString   = 0x08
-	formBlock    = 0x09
-	formBlock1   = 0x0a
-	formData1    = 0x0b
-	formSdata    = 0x0d
-	formStrp     = 0x0e
-	formUdata    = 0x0f
-	formStrx     = 0x1a
-	formData16   = 0x1e
-	formLineStrp = 0x1f
-	formStrx1    = 0x25
-	formStrx4    = 0x28
-)
-
 // The content of a DWARF 5 directory or file entry that names it.
 const (
 	lnctPath           = 1
@@ -239,49 +218,19 @@ func (d *lineDecoder) entries(c *cursor, h *unitHeader, add func(p string, dir u
 	return !c.bad
 }
 
-// form reads a value of the form: a string's, else a number's (a block is skipped); false
-// for a form a header's entry may not have.
+// form reads a value of the form: a string's, else a number's; false for a form a unit
+// cannot be read past.
 func (d *lineDecoder) form(c *cursor, h *unitHeader, form uint64) (string, uint64, bool) {
-	switch form {
+	v, ok := unitForm{dwarf64: h.dwarf64, version: h.version, addrSize: 8}.read(c, form, 0, true)
+	switch v.form {
 	case formString:
-		return c.cstring(), 0, true
+		return v.s, 0, ok
 	case formLineStrp:
-		return stringAt(d.lineStr, c.offset(h.dwarf64)), 0, true
+		return stringAt(d.lineStr, v.n), 0, ok
 	case formStrp:
-		off := c.offset(h.dwarf64)
-		return stringAt(d.str, off), 0, true
-	case formData1:
-		return "", uint64(c.u8()), true
-	case formData2:
-		return "", uint64(c.u16()), true
-	case formData4:
-		return "", uint64(c.u32()), true
-	case formData8:
-		return "", c.u64(), true
-	case formData16:
-		c.bytes(16)
-		return "", 0, true
-	case formUdata, formStrx:
-		return "", c.uleb(), true // a strx string is not known: its unit's base is in .debug_info
-	case formSdata:
-		c.uleb()
-		return "", 0, true
-	case formBlock:
-		c.bytes(int(min(c.uleb(), 1<<31)))
-	case formBlock1:
-		c.bytes(int(c.u8()))
-	case formBlock2:
-		c.bytes(int(c.u16()))
-	case formBlock4:
-		c.bytes(int(c.u32()))
-	default:
-		if form >= formStrx1 && form <= formStrx4 {
-			c.bytes(int(form-formStrx1) + 1)
-			return "", 0, true
-		}
-		return "", 0, false
+		return stringAt(d.str, v.n), 0, ok
 	}
-	return "", 0, true
+	return "", v.n, ok // a strx string is not known: its unit's base is in .debug_info
 }
 
 // name is the index among d.files of the file p in the directory dir: noFile when it has

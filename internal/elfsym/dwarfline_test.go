@@ -171,10 +171,10 @@ func checkLines(t *testing.T, tab *Table, debugPath string, code func(uint64) bo
 func TestDWARFLines(t *testing.T) {
 	testenv.Requires(t, testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip"))
 	for _, tc := range []struct {
-		name     string
-		cc       string
-		args     []string
-		strip    string // stripped by this strip flag, its debug file found by build-id
+		name  string
+		cc    string
+		args  []string
+		strip string // stripped by this strip flag, its debug file found by build-id
 	}{
 		{name: "gcc-dwarf5", cc: "cc", args: []string{"-g", "-O2", "testdata/prog.c"}},
 		{name: "gcc-dwarf4-nopie", cc: "cc", args: []string{"-gdwarf-4", "-O2", "-no-pie", "testdata/prog.c"}},
