@@ -249,9 +249,10 @@ func readStrippedWithDebug(t *testing.T, prog, strip string) (*Table, string) {
 	return tab, debug
 }
 
-// TestDWARFLinesLibc: the C library's code, named by its distribution's debug file (DWARF
-// 5, compressed), has the positions debug/dwarf reads there.
-func TestDWARFLinesLibc(t *testing.T) {
+// readLibc reads the C library through a cache, with its distribution's debug file found by
+// its build-id; it returns the table and the debug file. It skips the test without them.
+func readLibc(t *testing.T) (*Table, string) {
+	t.Helper()
 	if _, err := os.Stat(libc); err != nil {
 		t.Skip(err)
 	}
@@ -260,11 +261,17 @@ func TestDWARFLinesLibc(t *testing.T) {
 	if _, err := os.Stat(debug); err != nil {
 		t.Skipf("the C library's debug file (libc6-dbg): %v", err)
 	}
-	c := newTestCache(t, io.Discard)
-	tab, err := c.Open(must(os.Open(libc)), "", libc).Wait(context.Background())
+	tab, err := newTestCache(t, io.Discard).Open(must(os.Open(libc)), "", libc).Wait(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tab, debug
+}
+
+// TestDWARFLinesLibc: the C library's code, named by its distribution's debug file (DWARF
+// 5, compressed), has the positions debug/dwarf reads there.
+func TestDWARFLinesLibc(t *testing.T) {
+	tab, debug := readLibc(t)
 	n := checkLines(t, tab, debug, inCode(t, libc))
 	t.Logf("%d addresses compared, %d bytes of table", n, len(tab.dwarfLines.data))
 	if n < 100000 {
@@ -465,18 +472,7 @@ func TestDWARFInlines(t *testing.T) {
 	}
 	t.Run("libc", func(t *testing.T) {
 		testenv.Requires(t, testenv.Tool("addr2line"))
-		if _, err := os.Stat(libc); err != nil {
-			t.Skip(err)
-		}
-		id := readFile(t, libc).BuildID
-		debug := path.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
-		if _, err := os.Stat(debug); err != nil {
-			t.Skipf("the C library's debug file (libc6-dbg): %v", err)
-		}
-		tab, err := newTestCache(t, io.Discard).Open(must(os.Open(libc)), "", libc).Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab, debug := readLibc(t)
 		addrs := rowAddresses(t, debug, inCode(t, libc), 20000)
 		inside := checkInlines(t, tab, "addr2line", debug, addrs)
 		t.Logf("%d addresses, %d in inlined calls; %d spans, %d chains", len(addrs), inside, len(tab.inlines), len(tab.chains))
