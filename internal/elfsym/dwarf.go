@@ -55,9 +55,14 @@ func (b *builder) addDWARF(src, ef *elfFile) error {
 	} else if s.info = read(".debug_info"); s.info != nil {
 		s.abbrev, s.ranges, s.rnglists = read(".debug_abbrev"), read(".debug_ranges"), read(".debug_rnglists")
 		s.strOffsets, s.addr = read(".debug_str_offsets"), read(".debug_addr")
-		unitDirs = b.addDWARFInlines(&s, code)
+		var all bool
+		if unitDirs, all = b.addDWARFInlines(&s, code); !all {
+			errs = append(errs, fmt.Errorf("%w: more inlined calls than the %d kept", ErrTooLarge, b.maxSymbols))
+		}
 	}
-	b.addDWARFLines(&s, code, unitDirs)
+	if !b.addDWARFLines(&s, code, unitDirs) {
+		errs = append(errs, fmt.Errorf("%w: more line table rows than the %d kept", ErrTooLarge, b.maxScanned))
+	}
 	return errors.Join(errs...)
 }
 

@@ -28,17 +28,16 @@ type callSite struct {
 const maxOriginHops = 8
 
 // addDWARFInlines reads the inlined calls in the units of s whose code lies in code, at
-// most maxSymbols calls and spans of code. It returns the units' own directories, by the
-// offsets of their line tables.
-func (b *builder) addDWARFInlines(s *dwarfSections, code codeRanges) map[uint64]string {
+// most maxSymbols calls and spans of code (it reports false when there were more). It
+// returns the units' own directories, by the offsets of their line tables.
+func (b *builder) addDWARFInlines(s *dwarfSections, code codeRanges) (map[uint64]string, bool) {
 	w := inlineWalk{s: s, code: code, max: b.maxSymbols, origins: map[uint64]origin{},
 		fileOf: map[string]int32{}, unitDirs: map[uint64]string{},
 		budget: 4*(len(s.abbrev)+len(s.line)) + 1<<20}
 	w.walk()
 	b.inlineBase, b.inlines, b.chains = w.spans(b.maxSymbols)
 	b.callSites, b.callFiles = slices.Clip(w.sites), w.files
-	b.capped = b.capped || w.capped
-	return w.unitDirs
+	return w.unitDirs, !w.capped
 }
 
 // inlineWalk gathers the inlined calls of a file's DWARF.

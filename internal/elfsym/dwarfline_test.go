@@ -588,4 +588,10 @@ func TestDWARFBudget(t *testing.T) {
 			}
 		})
 	}
+	// Rows and inlined calls past their caps (MaxSymbols calls, four times as many rows):
+	// no more kept, and an error says so.
+	tab, err := Read(f, n, Options{MaxSymbols: 16})
+	if len(tab.inlines) > 16 || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "inlined calls") || !strings.Contains(err.Error(), "line table rows") {
+		t.Errorf("capped: %d spans, error %v", len(tab.inlines), err)
+	}
 }

@@ -148,24 +148,27 @@ func (b *lineTableBuilder) table(files []string) *lineTable {
 }
 
 // addDWARFLines reads the line tables of a file's DWARF: the sequences of rows in its code,
-// at most maxScanned rows of them. unitDirs are the units' own directories by the offsets
-// of their line tables, which tables before DWARF 5 do not name.
-func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[uint64]string) {
+// at most maxScanned rows of them (it reports false when there were more). unitDirs are the
+// units' own directories by the offsets of their line tables, which tables before DWARF 5
+// do not name.
+func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[uint64]string) bool {
 	d := lineDecoder{bo: s.bo, lineStr: s.lineStr, str: s.str, unitDirs: unitDirs, maxNameBytes: b.maxStringBytes}
 	// Room for what a table takes of its section, about a fifth in blocks of rows, at once.
 	tb := lineTableBuilder{data: make([]byte, 0, len(s.line)/5), blocks: make([]lineBlock, 0, len(s.line)/64)}
+	all := true
 	d.decode(s.line, func(rows []lineRow) bool {
 		if !code.hold(rows[0].addr) {
 			return true
 		}
 		if tb.rows+len(rows) > b.maxScanned {
-			b.capped = true
+			all = false
 			return false
 		}
 		tb.add(rows)
 		return true
 	})
 	b.dwarfLines = tb.table(d.files)
+	return all
 }
 
 // debugSection is the bytes of the section called name, decompressed when it is
