@@ -124,6 +124,7 @@ func (w *inlineWalk) spans(maxSpans int) (base uint64, spans []inlineSpan, chain
 		parent int32
 	}
 	byKey := map[chainKey]int32{}
+	names, maxChainNames := 0, 4*maxSpans // the chains' names in all
 	// chain is the chain of a site, -1 when a function of it has no name.
 	var chain func(site int32) int32
 	chain = func(site int32) int32 {
@@ -148,6 +149,10 @@ func (w *inlineWalk) spans(maxSpans int) (base uint64, spans []inlineSpan, chain
 		}
 		c, ok := byKey[k]
 		if !ok {
+			if names += 1 + int(w.depth[site]); names > maxChainNames {
+				w.capped = true // a file made up: chains of a few calls each
+				return -1
+			}
 			c = int32(len(chains))
 			byKey[k] = c
 			calls := []string{dn}
