@@ -103,6 +103,7 @@ func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uin
 		parent int32 // -1: into the function
 	}
 	chainOf := map[chainKey]int32{}
+	kept := 0 // the chains' names in all
 	var spans []pcSpan
 	var ofIndex []int32 // per index of the function's tree, its chain: -1 none, -2 not yet known
 	budget := 2*len(t.data) + 1<<16
@@ -166,12 +167,16 @@ func (t *goTable) inlines(text uint64, trees treeReader, maxSpans int) (base uin
 			}
 			c, ok := chainOf[k]
 			if !ok {
-				c = int32(len(chains))
-				chainOf[k] = c
 				calls := []string{name}
 				if k.parent >= 0 {
 					calls = append(calls, chains[k.parent]...)
 				}
+				if kept += len(calls); kept > 4*maxSpans {
+					capped = true // a table made up: chains of a few calls each
+					return -1
+				}
+				c = int32(len(chains))
+				chainOf[k] = c
 				chains = append(chains, calls)
 			}
 			ofIndex[idx] = c
