@@ -164,7 +164,7 @@ var howtoPages = []howtoPage{
 	{
 		file:      "native.md",
 		needs:     []testenv.Need{testenv.Tool("cc"), testenv.Tool("objcopy"), testenv.Tool("strip")},
-		workloads: []string{"workloads/runtimes/native.c"},
+		workloads: []string{"workloads/runtimes/c/native.c"},
 		same:      "mix_ints",
 		// The inlined step a function of its own, and lines, in the program and (after the
 		// marker) in the stripped one, named from its debug file.
