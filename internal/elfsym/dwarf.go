@@ -47,23 +47,37 @@ func (b *builder) addDWARF(src, ef *elfFile) error {
 		return errors.Join(errs...)
 	}
 	s.lineStr, s.str = string(read(".debug_line_str")), string(read(".debug_str"))
-	code := codeRangesOf(ef)
-	var unitDirs map[uint64]string
 	inlines := []string{".debug_info", ".debug_abbrev", ".debug_ranges", ".debug_rnglists", ".debug_str_offsets", ".debug_addr"}
 	if n := size(".debug_line", ".debug_line_str", ".debug_str") + size(inlines...); n > budget {
 		errs = append(errs, fmt.Errorf("%w: DWARF of %d bytes exceeds %d: no inlined calls read", errSectionNotRead, n, budget))
 	} else if s.info = read(".debug_info"); s.info != nil {
 		s.abbrev, s.ranges, s.rnglists = read(".debug_abbrev"), read(".debug_ranges"), read(".debug_rnglists")
 		s.strOffsets, s.addr = read(".debug_str_offsets"), read(".debug_addr")
-		var all bool
-		if unitDirs, all = b.addDWARFInlines(&s, code); !all {
-			errs = append(errs, fmt.Errorf("%w: more inlined calls than the %d kept", ErrTooLarge, b.maxSymbols))
-		}
 	}
-	if !b.addDWARFLines(&s, code, unitDirs) {
+	return errors.Join(append(errs, b.useDWARF(&s, codeRangesOf(ef))...)...)
+}
+
+// useDWARF takes the inlined calls (where s has .debug_info) and the line tables of s, those
+// in code, and the files they name; the errors say what was past its cap.
+func (b *builder) useDWARF(s *dwarfSections, code codeRanges) []error {
+	var errs []error
+	// One decoder of the line tables names the inlined calls' files and the rows'.
+	d := newLineDecoder(s, b.maxStringBytes)
+	if s.info != nil && !b.addDWARFInlines(s, code, d) {
+		errs = append(errs, fmt.Errorf("%w: more inlined calls than the %d kept", ErrTooLarge, b.maxSymbols))
+	}
+	if !b.addDWARFLines(s, code, d) {
 		errs = append(errs, fmt.Errorf("%w: more line table rows than the %d kept", ErrTooLarge, b.maxScanned))
 	}
-	return errors.Join(errs...)
+	b.dwarfFiles = d.files
+	return errs
+}
+
+// newLineDecoder is a decoder of the line tables of s, keeping at most maxNameBytes of
+// their files' names.
+func newLineDecoder(s *dwarfSections, maxNameBytes int64) *lineDecoder {
+	return &lineDecoder{bo: s.bo, lineStr: s.lineStr, str: s.str, maxNameBytes: maxNameBytes,
+		unitDirs: map[uint64]string{}, units: map[uint64]unitHeader{}}
 }
 
 // codeRanges are the address ranges of a file's executable sections.

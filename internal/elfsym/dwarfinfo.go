@@ -514,21 +514,12 @@ func (w *inlineWalk) unitEntry(u *infoUnit, e *entry) ([]unitFile, uint64) {
 	if e.stmtList.form == 0 {
 		return nil, 0
 	}
-	dir := u.str(e.compDir)
-	if dir != "" {
-		w.unitDirs[e.stmtList.n] = strings.Clone(dir)
+	if dir := u.str(e.compDir); dir != "" {
+		w.lines.unitDirs[e.stmtList.n] = strings.Clone(dir)
 	}
-	unit, dwarf64, _, ok := unitAt(w.s.line, int(min(e.stmtList.n, 1<<62)), w.s.bo)
-	if !ok {
-		return nil, 0
-	}
-	d := lineDecoder{bo: w.s.bo, lineStr: w.s.lineStr, str: w.s.str}
-	h, ok := d.header(unit, dwarf64, dir)
-	w.budget -= len(unit) - len(h.program)
-	if !ok {
-		return nil, 0
-	}
-	return h.files, h.firstFile
+	files, first, read := w.lines.unitFiles(w.s.line, e.stmtList.n)
+	w.budget -= read
+	return files, first
 }
 
 // inlined records the inlined call e, made in the call parent (-1: in the function), in a
@@ -542,9 +533,9 @@ func (w *inlineWalk) inlined(u *infoUnit, e *entry, parent int32, files []unitFi
 	if depth >= maxInlineDepth {
 		return parent
 	}
-	site := callSite{file: -1, parent: parent}
-	if f := e.callFile.n; e.callFile.form != 0 && f >= first && f-first < uint64(len(files)) && files[f-first].name != "" {
-		site.file = w.file(joinPath(files[f-first].dir, files[f-first].name))
+	site := callSite{file: noFile, parent: parent}
+	if f := e.callFile.n; e.callFile.form != 0 && f >= first && f-first < uint64(len(files)) {
+		site.file = w.lines.file(&files[f-first])
 	}
 	if l := e.callLine.n; e.callLine.form != 0 && l > 0 && l <= 1<<31-1 {
 		site.line = uint32(l)

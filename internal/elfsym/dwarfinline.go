@@ -15,11 +15,11 @@ import (
 // DW_AT_call_line). They are kept as Go's are: spans of code, each inside one chain of
 // calls, and for each call the place it was made at.
 
-// callSite is an inlined call: the place it was made at (a file among a table's callFiles,
-// -1 when not known, and a line, 0 when not known) and the inlined call it was made in, -1
-// when in the function itself.
+// callSite is an inlined call: the place it was made at (a file among a table's dwarfFiles,
+// noFile when not known, and a line, 0 when not known) and the inlined call it was made in,
+// -1 when in the function itself.
 type callSite struct {
-	file   int32
+	file   uint32
 	line   uint32
 	parent int32
 }
@@ -28,16 +28,16 @@ type callSite struct {
 const maxOriginHops = 8
 
 // addDWARFInlines reads the inlined calls in the units of s whose code lies in code, at
-// most maxSymbols calls and spans of code (it reports false when there were more). It
-// returns the units' own directories, by the offsets of their line tables.
-func (b *builder) addDWARFInlines(s *dwarfSections, code codeRanges) (map[uint64]string, bool) {
-	w := inlineWalk{s: s, code: code, max: b.maxSymbols, origins: map[uint64]origin{},
-		fileOf: map[string]int32{}, unitDirs: map[uint64]string{},
+// most maxSymbols calls and spans of code (it reports false when there were more). The
+// calls' files are named by lines, which keeps what it reads of the units' line tables
+// (their files, their own directories) for their decoding.
+func (b *builder) addDWARFInlines(s *dwarfSections, code codeRanges, lines *lineDecoder) bool {
+	w := inlineWalk{s: s, code: code, max: b.maxSymbols, origins: map[uint64]origin{}, lines: lines,
 		budget: 4*(len(s.abbrev)+len(s.line)) + 1<<20}
 	w.walk()
 	b.inlineBase, b.inlines, b.chains = w.spans(b.maxSymbols)
-	b.callSites, b.callFiles = slices.Clip(w.sites), w.files
-	return w.unitDirs, !w.capped
+	b.callSites = slices.Clip(w.sites)
+	return !w.capped
 }
 
 // inlineWalk gathers the inlined calls of a file's DWARF.
@@ -49,15 +49,13 @@ type inlineWalk struct {
 	origins map[uint64]origin
 	// sites are the inlined calls, each with its origin and depth in calls; ranges their
 	// code.
-	sites    []callSite
-	origin   []uint64
-	depth    []uint16
-	ranges   []callRange
-	files    []string
-	fileOf   map[string]int32
-	capped   bool
-	unitDirs map[uint64]string
-	abbrevs  abbrevs // the unit's
+	sites   []callSite
+	origin  []uint64
+	depth   []uint16
+	ranges  []callRange
+	lines   *lineDecoder // the line tables' headers and files
+	capped  bool
+	abbrevs abbrevs // the unit's
 	// budget is what is left of the bytes of abbreviation tables and line tables' headers
 	// the walk may read: units may share them, and a file made up could have every unit
 	// read the largest.
@@ -76,18 +74,6 @@ type callRange struct {
 	lo, hi uint64
 	site   int32
 	depth  uint16
-}
-
-// file is the index among w.files of the file p.
-func (w *inlineWalk) file(p string) int32 {
-	if i, ok := w.fileOf[p]; ok {
-		return i
-	}
-	p = strings.Clone(p) // not the section's bytes
-	i := int32(len(w.files))
-	w.files = append(w.files, p)
-	w.fileOf[p] = i
-	return i
 }
 
 // name is the name of the function whose instance the entry at off is, "" when not known.

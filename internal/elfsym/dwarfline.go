@@ -31,8 +31,10 @@ type lineDecoder struct {
 	bo      binary.ByteOrder
 	lineStr string // .debug_line_str, for DWARF 5's names
 	str     string // .debug_str
-	// unitDirs are the units' own directories, by the offsets of their tables.
+	// unitDirs are the units' own directories, by the offsets of their tables; units the
+	// headers the .debug_info walk read (unitFiles), which the decoding takes as read.
 	unitDirs map[uint64]string
+	units    map[uint64]unitHeader
 	files    []string // the names rows index, each once
 	byName   map[string]uint32
 	byPair   map[[2]string]uint32 // a directory and a name in it → its index in files
@@ -57,7 +59,7 @@ func (d *lineDecoder) decode(data []byte, seq func([]lineRow) bool) {
 		if !ok {
 			return
 		}
-		h, ok := d.header(unit, dwarf64, d.unitDirs[uint64(off)])
+		h, ok := d.header(unit, dwarf64, uint64(off))
 		off = next
 		if ok && !d.run(&h, seq) {
 			return
@@ -112,9 +114,12 @@ const (
 	unnamed = noFile - 1
 )
 
-// header reads a unit's header, up to its program; false when it cannot be read. dir is the
-// unit's own directory, "" when not known.
-func (d *lineDecoder) header(unit []byte, dwarf64 bool, dir string) (unitHeader, bool) {
+// header reads the header of a unit at off in the section, up to its program, unless
+// unitFiles read it; false when it cannot be read.
+func (d *lineDecoder) header(unit []byte, dwarf64 bool, off uint64) (unitHeader, bool) {
+	if h, ok := d.units[off]; ok {
+		return h, true
+	}
 	c := cursor{b: unit, bo: d.bo}
 	h := unitHeader{version: c.u16(), dwarf64: dwarf64, firstFile: 1}
 	if h.version < 2 || h.version > 5 {
@@ -144,7 +149,7 @@ func (d *lineDecoder) header(unit []byte, dwarf64 bool, dir string) (unitHeader,
 	}
 	h.standardLengths = c.bytes(int(h.opcodeBase) - 1)
 	if h.version < 5 {
-		d.filesBefore5(&c, &h, dir)
+		d.filesBefore5(&c, &h, d.unitDirs[off])
 	} else if !d.files5(&c, &h) {
 		return h, false
 	}
@@ -233,6 +238,33 @@ func (d *lineDecoder) form(c *cursor, h *unitHeader, form uint64) (string, uint6
 	return "", v.n, ok // a strx string is not known: its unit's base is in .debug_info
 }
 
+// unitFiles reads the header of the unit at off in data (.debug_line), once, for the files
+// it names, numbered from first; read is the bytes read, 0 when it was read before.
+func (d *lineDecoder) unitFiles(data []byte, off uint64) (files []unitFile, first uint64, read int) {
+	if h, ok := d.units[off]; ok {
+		return h.files, h.firstFile, 0
+	}
+	unit, dwarf64, _, ok := unitAt(data, int(min(off, 1<<62)), d.bo)
+	if !ok {
+		return nil, 0, 0
+	}
+	h, ok := d.header(unit, dwarf64, off)
+	read = len(unit) - len(h.program)
+	if !ok {
+		return nil, 0, read
+	}
+	d.units[off] = h
+	return h.files, h.firstFile, read
+}
+
+// file is the index among d.files of a unit's file, looked for the first time it is asked.
+func (d *lineDecoder) file(f *unitFile) uint32 {
+	if f.index == unnamed {
+		f.index = d.name(f.dir, f.name)
+	}
+	return f.index
+}
+
 // name is the index among d.files of the file p in the directory dir: noFile when it has
 // no name, or when the names kept reach maxNameBytes.
 func (d *lineDecoder) name(dir, p string) uint32 {
@@ -301,11 +333,7 @@ func (d *lineDecoder) run(h *unitHeader, seq func([]lineRow) bool) bool {
 	emit := func(end bool) {
 		r := lineRow{addr: addr, file: noFile}
 		if i := file - h.firstFile; file >= h.firstFile && i < uint64(len(h.files)) {
-			f := &h.files[i]
-			if f.index == unnamed {
-				f.index = d.name(f.dir, f.name)
-			}
-			r.file = f.index
+			r.file = d.file(&h.files[i])
 		}
 		if line > 0 && line <= 1<<31-1 && !end {
 			r.line = uint32(line)

@@ -80,7 +80,7 @@ func (t *Table) SourceVaddr(addr uint64, dst []SourceLine) []SourceLine {
 func (t *Table) dwarfSource(addr uint64, dst []SourceLine) []SourceLine {
 	var pos SourceLine
 	if t.dwarfLines != nil {
-		pos = t.dwarfLines.at(addr)
+		pos = t.dwarfPlace(t.dwarfLines.at(addr))
 	}
 	var s *inlineSpan
 	if t.callSites != nil {
@@ -96,16 +96,21 @@ func (t *Table) dwarfSource(addr uint64, dst []SourceLine) []SourceLine {
 	site := int32(s.parent)
 	for range t.chains[s.chain] {
 		c := t.callSites[site]
-		pos = SourceLine{Line: c.line}
-		if c.file >= 0 {
-			pos.File = t.callFiles[c.file]
-		}
-		dst = append(dst, pos)
+		dst = append(dst, t.dwarfPlace(c.line, c.file))
 		if site = c.parent; site < 0 {
 			break
 		}
 	}
 	return dst
+}
+
+// dwarfPlace is the position at line of the file at index file among dwarfFiles.
+func (t *Table) dwarfPlace(line, file uint32) SourceLine {
+	pos := SourceLine{Line: line}
+	if file < uint32(len(t.dwarfFiles)) {
+		pos.File = t.dwarfFiles[file]
+	}
+	return pos
 }
 
 // Source is SourceVaddr of the byte at fileOffset in the file.

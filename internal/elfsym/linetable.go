@@ -16,7 +16,6 @@ import (
 type lineTable struct {
 	blocks []lineBlock // ascending by address
 	data   []byte
-	files  []string
 }
 
 // lineBlock is a block of a lineTable's rows: the first one's address and the block's
@@ -29,8 +28,9 @@ type lineBlock struct {
 // lineBlockRows is the most rows one block holds: a look-up decodes one block.
 const lineBlockRows = 16
 
-// at is the source position at addr: zero where no row says.
-func (t *lineTable) at(addr uint64) SourceLine {
+// at is the line at addr and its file's index among its Table's dwarfFiles (noFile
+// when not known): line 0 where no row says.
+func (t *lineTable) at(addr uint64) (line, file uint32) {
 	// The last block from addr on: a sequence may start where the one before it ends.
 	i, _ := slices.BinarySearchFunc(t.blocks, addr, func(b lineBlock, a uint64) int {
 		if b.addr <= a {
@@ -39,7 +39,7 @@ func (t *lineTable) at(addr uint64) SourceLine {
 		return 1
 	})
 	if i--; i < 0 {
-		return SourceLine{}
+		return 0, noFile
 	}
 	end := len(t.data)
 	if i+1 < len(t.blocks) {
@@ -47,8 +47,8 @@ func (t *lineTable) at(addr uint64) SourceLine {
 	}
 	b := t.data[t.blocks[i].off:end]
 	a := t.blocks[i].addr
-	line, n := binary.Uvarint(b)
-	file, m := binary.Uvarint(b[n:])
+	ln, n := binary.Uvarint(b)
+	f, m := binary.Uvarint(b[n:])
 	b = b[n+m:]
 	for len(b) > 0 {
 		grow, n := binary.Uvarint(b)
@@ -58,20 +58,19 @@ func (t *lineTable) at(addr uint64) SourceLine {
 		}
 		a += grow
 		b = b[n+m:]
-		line = uint64(int64(line) + unzigzag(change>>1))
+		ln = uint64(int64(ln) + unzigzag(change>>1))
 		if change&1 != 0 {
-			file, n = binary.Uvarint(b)
+			f, n = binary.Uvarint(b)
 			b = b[n:]
 		}
 	}
-	if line == 0 || line > 1<<32-1 {
-		return SourceLine{}
+	if ln == 0 || ln > 1<<32-1 {
+		return 0, noFile
 	}
-	pos := SourceLine{Line: uint32(line)}
-	if file > 0 && file <= uint64(len(t.files)) {
-		pos.File = t.files[file-1]
+	if f == 0 || f > 1<<32-1 {
+		return uint32(ln), noFile
 	}
-	return pos
+	return uint32(ln), uint32(f - 1)
 }
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
@@ -125,13 +124,13 @@ func (b *lineTableBuilder) add(rows []lineRow) {
 }
 
 // table puts the sequences in the order of their addresses, a sequence that overlaps one
-// before it left out, their files named by files; nil when there are none.
-func (b *lineTableBuilder) table(files []string) *lineTable {
+// before it left out; nil when there are none.
+func (b *lineTableBuilder) table() *lineTable {
 	if len(b.seqs) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(b.seqs, func(x, y encodedSeq) int { return cmp.Compare(x.lo, y.lo) })
-	t := &lineTable{files: files, data: make([]byte, 0, len(b.data)), blocks: make([]lineBlock, 0, len(b.blocks))}
+	t := &lineTable{data: make([]byte, 0, len(b.data)), blocks: make([]lineBlock, 0, len(b.blocks))}
 	var hi uint64
 	for i, s := range b.seqs {
 		if i > 0 && s.lo < hi {
@@ -147,12 +146,9 @@ func (b *lineTableBuilder) table(files []string) *lineTable {
 	return t
 }
 
-// addDWARFLines reads the line tables of a file's DWARF: the sequences of rows in its code,
-// at most maxScanned rows of them (it reports false when there were more). unitDirs are the
-// units' own directories by the offsets of their line tables, which tables before DWARF 5
-// do not name.
-func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[uint64]string) bool {
-	d := lineDecoder{bo: s.bo, lineStr: s.lineStr, str: s.str, unitDirs: unitDirs, maxNameBytes: b.maxStringBytes}
+// addDWARFLines reads the line tables of a file's DWARF through d: the sequences of rows in
+// its code, at most maxScanned rows of them (it reports false when there were more).
+func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, d *lineDecoder) bool {
 	// Room for what a table takes of its section, about a fifth in blocks of rows, at once.
 	tb := lineTableBuilder{data: make([]byte, 0, len(s.line)/5), blocks: make([]lineBlock, 0, len(s.line)/64)}
 	all := true
@@ -167,7 +163,7 @@ func (b *builder) addDWARFLines(s *dwarfSections, code codeRanges, unitDirs map[
 		tb.add(rows)
 		return true
 	})
-	b.dwarfLines = tb.table(d.files)
+	b.dwarfLines = tb.table()
 	return all
 }
 

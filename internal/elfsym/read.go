@@ -86,10 +86,10 @@ type builder struct {
 	// those another file's DWARF line tables give (addDWARFLines).
 	lines      *goLines
 	dwarfLines *lineTable
-	// callSites and callFiles are where the calls DWARF says were inlined were made
-	// (addDWARFInlines).
-	callSites []callSite
-	callFiles []string
+	// callSites are where the calls DWARF says were inlined were made (addDWARFInlines);
+	// dwarfFiles the files they and dwarfLines' rows name.
+	callSites  []callSite
+	dwarfFiles []string
 }
 
 func newBuilder(o Options) *builder {
@@ -409,7 +409,7 @@ func (b *builder) table(loads []segment, buildID string) *Table {
 	b.syms = nil
 	t.index()
 	t.inlineBase, t.inlines, t.chains, t.lines, t.dwarfLines = b.inlineBase, b.inlines, b.chains, b.lines, b.dwarfLines
-	t.callSites, t.callFiles = b.callSites, b.callFiles
+	t.callSites, t.dwarfFiles = b.callSites, b.dwarfFiles
 	b.goFrom, b.goTab = nil, nil
 	return t
 }

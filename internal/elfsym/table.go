@@ -36,9 +36,9 @@ type Table struct {
 	lines      *goLines
 	dwarfLines *lineTable
 	// callSites are the inlined calls DWARF names, each span's innermost at its parent;
-	// callFiles the files they were made in.
-	callSites []callSite
-	callFiles []string
+	// dwarfFiles the files they and dwarfLines' rows name.
+	callSites  []callSite
+	dwarfFiles []string
 }
 
 // Len is the number of symbols.
